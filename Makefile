@@ -1,0 +1,138 @@
+# ddpc: the compiler (build/ddpc), the runtime library every generated
+# program links (build/libddprt.a) and the tests.
+#
+#   make deps    install what the build and the tests need (Debian, as root)
+#   make         build ddpc and the runtime; say which toolchains were found
+#   make test    build and run every test; ends with the CUnit summary
+#   make fuzz    build the parser fuzzer (clang, libFuzzer + ASan + UBSan)
+#   make bench   run the benchmarks (they report, they never fail the build)
+#
+# What is missing disables a target with a line saying so; it never breaks the
+# build. Our own code is compiled with -Werror; bison/flex output is not ours,
+# so it gets the same warnings minus the few its skeletons always trip.
+
+BUILD   ?= build
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3   # Debian's python3: the one python3-torch installs into
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wvla -Wundef
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -MMD -MP -Icompiler -Iruntime -I$(BUILD)
+OURFLAGS := $(WARN) -Werror
+GENFLAGS := $(WARN) -Wno-unused-function -Wno-sign-compare -Wno-unused-parameter \
+            -Wno-missing-prototypes -Wno-shadow
+
+# ---- what this machine has -------------------------------------------------
+NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
+NCCL_H    := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h))
+CUDNN_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/local/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
+MPICC     := $(shell command -v mpicc 2>/dev/null)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+HAVE_CUNIT  := $(wildcard /usr/include/CUnit/CUnit.h)
+HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
+FLEX      := $(shell command -v flex 2>/dev/null)
+BISON     := $(shell command -v bison 2>/dev/null)
+CLANG     := $(shell command -v clang 2>/dev/null)
+
+found = $(if $(2),found   $(1): $(2),missing $(1): $(3))
+
+# ---- sources ---------------------------------------------------------------
+COMPILER_SRC := $(wildcard compiler/*.c)
+COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o)
+GRAMMAR_OBJ  := $(BUILD)/net.tab.o $(BUILD)/net.lex.o
+FRONT_OBJ    := $(filter-out $(BUILD)/compiler/main.o,$(COMPILER_OBJ)) $(GRAMMAR_OBJ)
+
+RUNTIME_SRC  := $(wildcard runtime/*.c)
+RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+
+TEST_SRC     := $(wildcard tests/unit/*.c)
+TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all deps run test fuzz bench found clean
+all: found $(BUILD)/ddpc $(BUILD)/libddprt.a
+
+found:
+	@echo "ddpc build: $(call found,nvcc,$(NVCC),CUDA target disabled)"
+	@echo "ddpc build: $(call found,NCCL,$(NCCL_H),CUDA target disabled)"
+	@echo "ddpc build: $(call found,cuDNN,$(CUDNN_H),CUDA target disabled)"
+	@echo "ddpc build: $(call found,MPI,$(MPICC),CPU target limited to one rank)"
+	@echo "ddpc build: $(call found,OpenBLAS,$(BLAS_LIBS),CPU target disabled; run make deps)"
+	@echo "ddpc build: $(call found,CUnit,$(HAVE_CUNIT),make test disabled; run make deps)"
+	@$(if $(and $(FLEX),$(BISON)),true,echo "ddpc build: flex/bison missing: run make deps" && false)
+
+# ---- grammar: bison and flex output are build products ----------------------
+$(BUILD)/net.tab.c $(BUILD)/net.tab.h: grammar/net.y
+	@mkdir -p $(BUILD)
+	$(BISON) -Wall -Werror --defines=$(BUILD)/net.tab.h -o $(BUILD)/net.tab.c $<
+
+$(BUILD)/net.lex.c $(BUILD)/net.lex.h: grammar/net.l $(BUILD)/net.tab.h
+	@mkdir -p $(BUILD)
+	$(FLEX) --header-file=$(BUILD)/net.lex.h -o $(BUILD)/net.lex.c $<
+
+$(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.lex.h
+	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
+$(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.tab.h
+	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
+
+# Our objects need the generated headers to exist before their first build.
+$(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) -c -o $@ $<
+
+# ---- the compiler and the runtime -------------------------------------------
+$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+$(BUILD)/libddprt.a: $(RUNTIME_OBJ)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
+
+# ---- the main job ---------------------------------------------------------------
+# Today: check and summarise the tutorial's net. Training comes with code generation.
+run: all
+	$(BUILD)/ddpc --summary examples/mnist.net
+
+# ---- tests -------------------------------------------------------------------
+# Every `void suite_NAME(void)` at the start of a line in tests/unit/*.c is a
+# CUnit suite; the runner's list is generated so no file needs editing to add one.
+$(BUILD)/suites.inc: $(TEST_SRC)
+	@mkdir -p $(BUILD)
+	sed -n 's/^void \(suite_[a-z0-9_]*\)(void).*/SUITE(\1)/p' $(TEST_SRC) | sort > $@
+
+$(TEST_OBJ): $(BUILD)/suites.inc
+
+$(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(BLAS_LIBS)
+
+test: all $(BUILD)/unit_tests
+	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) $(BUILD)/unit_tests
+
+# ---- fuzzing -------------------------------------------------------------------
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+              -std=c11 -D_GNU_SOURCE -Icompiler -I$(BUILD)
+fuzz: $(BUILD)/fuzz_parse
+$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) \
+                     $(BUILD)/net.tab.c $(BUILD)/net.lex.c
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lm
+
+# ---- benchmarks ------------------------------------------------------------------
+bench: all
+	bash bench/run.sh
+
+# ---- dependencies (Debian, as root) -----------------------------------------------
+DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev libopenblas-dev \
+                libopenmpi-dev openmpi-bin python3-torch python3-numpy \
+                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

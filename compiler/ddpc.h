@@ -1,0 +1,336 @@
+/*
+ * ddpc.h: the one header of the compiler, split by the file that implements
+ * each part, in pipeline order:
+ *
+ *   text --(grammar/net.l, net.y via parse.c)--> AST --(sema.c, layers.c,
+ *   train.c)--> Net (the checked IR) --(summary.c, and later passes)--> output
+ *
+ * Data flows one way. The AST is what the user wrote, with locations, and no
+ * meaning attached; the Net is what it means: a straight-line list of nodes
+ * over numbered values with every shape, parameter and count already worked
+ * out, so that no later pass re-derives one.
+ *
+ * Memory: everything of one compilation lives in one Arena and is freed with
+ * it, which is what lets the parser drop values during error recovery and the
+ * fuzzer run millions of inputs without leaking.
+ */
+#ifndef DDPC_H
+#define DDPC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DDPC_VERSION "0.1.0"
+
+//
+// arena.c
+//
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct {
+    ArenaBlock *head;
+} Arena;
+
+void *arena_alloc(Arena *a, size_t size); /* zeroed; aborts only if malloc fails */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void arena_free(Arena *a);
+
+//
+// diag.c: compiler-style messages (file:line:col: error: ... + line + caret)
+//
+
+/* A span of source text. Lines and columns are 1-based; last_column is one
+ * past the span's last byte. This is bison's YYLTYPE, so the parser fills it. */
+typedef struct {
+    int first_line, first_column, last_line, last_column;
+} Loc;
+
+typedef enum { SEV_ERROR, SEV_WARNING, SEV_NOTE } Severity;
+
+typedef struct Diagnostic Diagnostic;
+typedef struct {
+    const char *file;      /* as the user named it */
+    const char *src;       /* the whole file, for quoting lines */
+    size_t len;
+    int errors, warnings;
+    Diagnostic *list;      /* buffered, printed sorted by position */
+    int count, cap;
+    FILE *out;             /* NULL: keep quiet (the fuzzer) */
+} Diag;
+
+#define DIAG_MAX_PRINTED_ERRORS 50
+
+void diag_init(Diag *d, const char *file, const char *src, size_t len, FILE *out);
+void diag_at(Diag *d, Severity sev, Loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A fault of the whole file, with no position: "file: error: ...". */
+void diag_file(Diag *d, Severity sev, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prints what was gathered, in source order, and forgets it. */
+void diag_flush(Diag *d);
+void diag_free(Diag *d);
+/* A user-supplied word made safe to quote: printable, at most 40 bytes. */
+const char *diag_quote(Arena *a, const char *s);
+
+//
+// suggest.c
+//
+
+/* The candidate nearest to WORD, if near enough to be a likely typo; else NULL. */
+const char *suggest_nearest(const char *word, const char *const *candidates, int n);
+
+//
+// parse.c: the AST, built by grammar/net.y
+//
+
+typedef enum {
+    VAL_INT,   /* 64 */
+    VAL_FLOAT, /* 0.5, 5e-4 */
+    VAL_SIZE,  /* 25MB: i holds bytes */
+    VAL_DIMS,  /* 1x28x28 */
+    VAL_ARROW, /* 1->32: dims[0] -> dims[1] */
+    VAL_WORD,  /* relu, k5, nobias, same */
+    VAL_LIST,  /* 0.9,0.999: items */
+} ValueKind;
+
+#define MAX_DIMS 4
+
+typedef struct Value Value;
+struct Value {
+    ValueKind kind;
+    Loc loc;
+    const char *text;       /* as written */
+    bool overflow;          /* a number too large for int64 / double */
+    int64_t i;              /* VAL_INT, VAL_SIZE */
+    double f;               /* VAL_FLOAT (and VAL_INT, converted) */
+    int ndims;              /* VAL_DIMS, VAL_ARROW */
+    int64_t dims[MAX_DIMS];
+    Value *items;           /* VAL_LIST: the elements, chained by next */
+    Value *next;
+};
+
+/* One argument: positional (`2`, `1->32`, `k5`) or `key=value`. */
+typedef struct Arg Arg;
+struct Arg {
+    const char *key;        /* NULL when positional */
+    Loc key_loc;
+    Value *val;
+    Loc loc;                /* the whole argument */
+    bool used;              /* set by sema; an argument nobody used is reported */
+    Arg *next;
+};
+
+/* One statement: `[label:] word args [{ body }]`. A block holds statements;
+ * a statement the parser could not read stays in the list as is_error, so
+ * later passes know something is missing there and don't pile on. */
+typedef struct Stmt Stmt;
+struct Stmt {
+    Loc loc;                /* the word through the last argument */
+    const char *label;      /* `stem:`, or NULL */
+    Loc label_loc;
+    const char *word;
+    Loc word_loc;
+    Arg *args;
+    bool has_block;
+    Loc open_loc;           /* of `{` */
+    Stmt *body;
+    bool unclosed;          /* its '}' is missing: the body ran to the end of the file */
+    bool is_error;
+    Stmt *next;
+};
+
+typedef struct {
+    Stmt *stmts;
+    int syntax_errors;
+} Ast;
+
+/* Parses SRC (LEN bytes; NULs and any bytes allowed) into AST. Returns false
+ * when there were syntax errors (reported through D); AST then holds what
+ * could be read. */
+bool parse_net(Arena *a, Diag *d, const char *src, size_t len, Ast *ast);
+
+/* What the scanner and parser share; lives in the scanner's `extra`. */
+#define PARSE_MAX_NESTING 1000
+typedef struct {
+    Arena *arena;
+    Diag *diag;
+    Stmt *result;
+    Loc open_braces[PARSE_MAX_NESTING]; /* where each unclosed '{' is */
+    int depth;
+    bool unmatched_close;               /* the last token was a '}' with no '{' */
+    bool closed_at_eof;                 /* blocks were closed by the end of the file */
+    const char *last_text;              /* the last token's text, for messages */
+    int line, column;                   /* the scanner's position */
+} ParseState;
+
+//
+// sema.c, layers.c: the AST checked and lowered into the IR
+//
+
+typedef enum {
+    OP_INPUT,
+    OP_CONV,
+    OP_MAXPOOL,
+    OP_AVGPOOL,
+    OP_GLOBAL_AVGPOOL,
+    OP_LINEAR,
+    OP_FLATTEN,
+    OP_RELU,
+    OP_LEAKY_RELU,
+    OP_SIGMOID,
+    OP_TANH,
+    OP_GELU,
+    OP_DROPOUT,
+    OP_BATCHNORM,
+    OP_RESIDUAL_ADD, /* the join of `residual { }`: out = in + skip */
+    OP_LOG_SOFTMAX,
+    OP_LOSS,
+    OP_COUNT
+} OpKind;
+
+typedef enum { LOSS_CROSS_ENTROPY, LOSS_NLL, LOSS_MSE } LossKind;
+
+/* The shape of one sample (the batch dimension is implicit): rank 1 is
+ * features, rank 3 is channels x height x width. Rank 0 means unknown, after
+ * an error: checks that need it are skipped instead of piling on. */
+typedef struct {
+    int rank;
+    int64_t d[3];
+} Shape;
+
+typedef enum {
+    PARAM_WEIGHT,
+    PARAM_BIAS,
+    PARAM_RUNNING_MEAN,
+    PARAM_RUNNING_VAR,
+    PARAM_NUM_BATCHES_TRACKED,
+} ParamRole;
+
+/* A tensor of the state_dict, named as PyTorch names it. Buffers (running
+ * statistics) are not trainable: no gradient, not in the optimizer. */
+typedef struct {
+    const char *name;       /* conv1.weight */
+    int node;
+    ParamRole role;
+    bool trainable;
+    bool is_int64;          /* num_batches_tracked */
+    int ndim;
+    int64_t shape[4];
+    int64_t numel;
+} Param;
+
+typedef struct {
+    OpKind op;
+    const char *name;       /* conv1, stem, res1 */
+    bool labeled;           /* named by the user, not numbered */
+    const char *kind_word;  /* the .net word: conv, linear, residual... */
+    Loc loc;                /* its statement, for messages and .cu comments */
+    int line;
+    int depth;              /* residual nesting */
+    int in, skip, out;      /* value ids; skip only for OP_RESIDUAL_ADD */
+    Shape in_shape, out_shape;
+
+    /* attributes, as the op needs them */
+    int64_t in_ch, out_ch;  /* conv channels, linear features */
+    int64_t kernel, stride, pad, groups;
+    bool bias;
+    double p;               /* dropout */
+    double slope;           /* leaky_relu */
+    double eps, momentum;   /* batchnorm */
+    bool sync;              /* batchnorm across ranks */
+    bool gelu_tanh;         /* gelu approximate=tanh */
+    LossKind loss;
+
+    int first_param, n_params;
+    int64_t params;         /* trainable parameter count */
+    int64_t flops;          /* forward, per sample; a multiply-add is 2 */
+} Node;
+
+typedef enum { OPT_SGD, OPT_ADAM, OPT_ADAMW } OptimizerKind;
+typedef enum { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE } ScheduleKind;
+
+typedef struct {
+    int64_t batch, epochs;
+    OptimizerKind optimizer;
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov;
+    double beta1, beta2, eps;
+    ScheduleKind schedule;
+    int64_t warmup;         /* cosine: steps of linear warm-up */
+    int64_t step_every;     /* step: epochs between decays */
+    double gamma;
+    int64_t bucket_cap_bytes, first_bucket_bytes;
+    uint64_t seed;
+} TrainConfig;
+
+typedef struct {
+    const char *name;       /* `net NAME`, or the file's stem */
+    const char *file;
+    Node *nodes;            /* forward execution order */
+    int n_nodes;
+    Shape *values;          /* shape of each value id */
+    int n_values;
+    Param *params;
+    int n_params;
+    int64_t total_params;   /* trainable */
+    int64_t total_buffers;
+    int64_t total_flops;
+    int64_t num_classes;    /* features reaching the loss */
+    TrainConfig train;
+} Net;
+
+/* Checks AST and lowers it into NET. Returns false if there were errors. */
+bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net);
+
+/* layers.c: one entry per layer word. CHECK reads the statement's arguments
+ * into the node (reporting bad ones) and, when the input shape is known,
+ * checks it and sets the output shape, parameters and FLOPs. */
+typedef struct Sema Sema;
+typedef struct {
+    const char *word;
+    OpKind op;
+    const char *name_prefix;  /* unnamed layers: prefix + ordinal (bn1) */
+    void (*check)(Sema *s, const Stmt *st, Node *n);
+} LayerKind;
+
+const LayerKind *layer_kind_find(const char *word);
+/* Fills OUT with up to MAX layer words (for suggestions); returns how many. */
+int layer_words(const char **out, int max);
+
+/* What layers.c and train.c need from sema.c. */
+struct Sema {
+    Arena *arena;
+    Diag *diag;
+    Net *net;
+    int nodes_cap, params_cap, values_cap;
+};
+
+Arg *sema_take_positional(Sema *s, const Stmt *st);
+Arg *sema_take_key(Sema *s, const Stmt *st, const char *key);
+void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_keys);
+bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out);
+bool sema_value_real(Sema *s, const Value *v, const char *what, double lo, double hi, double *out);
+bool sema_value_bool(Sema *s, const Arg *a, bool *out);
+void sema_add_param(Sema *s, Node *n, ParamRole role, int ndim, const int64_t *shape);
+const char *shape_str(Arena *a, Shape sh);
+int64_t shape_numel(Shape sh);
+/* a*b, or -1 past 2^62 (shapes that big are reported, not computed) */
+int64_t checked_mul(int64_t a, int64_t b);
+int64_t checked_add(int64_t a, int64_t b);
+
+//
+// train.c
+//
+
+void train_defaults(TrainConfig *t);
+void train_check(Sema *s, const Stmt *block);
+
+//
+// summary.c
+//
+
+void summary_print(FILE *out, const Net *net);
+
+#endif

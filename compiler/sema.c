@@ -1,0 +1,591 @@
+/*
+ * sema.c: from what the user wrote (AST) to what it means (Net).
+ *
+ * The top-level statements are walked once, in order, carrying the value
+ * (tensor) the next layer consumes. Each layer word is looked up in
+ * layers.c's table, whose check function reads the arguments and works out
+ * the output shape; `residual { }` lowers its body against the same input and
+ * then joins with an OP_RESIDUAL_ADD node; `train { }` goes to train.c.
+ *
+ * Errors never stop the walk: a layer whose input is unknown (after a syntax
+ * error or a bad layer above it) still has its arguments checked, but shape
+ * checks are skipped, so one mistake gives one message, not a cascade.
+ *
+ * Names: a layer is named by its label (`stem: conv ...`) or by its kind and
+ * its ordinal among layers of that kind (the third conv is conv3, named or
+ * not, so naming one layer renames no other). Names are checked unique with a
+ * hash table, which keeps a 10,000-layer net linear.
+ */
+#include "ddpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { NAME_TABLE_MIN = 64 };
+
+typedef struct {
+    const char **keys;
+    int *nodes;
+    int cap, used;
+} NameTable;
+
+typedef struct {
+    Sema s;
+    NameTable names;
+    int kind_counts[OP_COUNT];
+    int current;            /* value the next layer consumes; -1 before input */
+    bool seen_input, seen_loss, seen_net, seen_train, seen_layer;
+    const Stmt *last_layer;
+    int depth;
+} Walk;
+
+//
+// Helpers for layers.c and train.c
+//
+
+int64_t checked_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > ((int64_t)1 << 62))
+        return -1;
+    return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) || r > ((int64_t)1 << 62))
+        return -1;
+    return r;
+}
+
+int64_t shape_numel(Shape sh)
+{
+    int64_t n = 1;
+    for (int i = 0; i < sh.rank; i++)
+        n = checked_mul(n, sh.d[i]);
+    return sh.rank ? n : -1;
+}
+
+const char *shape_str(Arena *a, Shape sh)
+{
+    switch (sh.rank) {
+    case 1: return arena_printf(a, "%lld", (long long)sh.d[0]);
+    case 3: return arena_printf(a, "%lldx%lldx%lld", (long long)sh.d[0], (long long)sh.d[1], (long long)sh.d[2]);
+    default: return "?";
+    }
+}
+
+Arg *sema_take_positional(Sema *s, const Stmt *st)
+{
+    (void)s;
+    for (Arg *a = st->args; a; a = a->next)
+        if (!a->key && !a->used) {
+            a->used = true;
+            return a;
+        }
+    return NULL;
+}
+
+Arg *sema_take_key(Sema *s, const Stmt *st, const char *key)
+{
+    Arg *found = NULL;
+    for (Arg *a = st->args; a; a = a->next) {
+        if (!a->key || strcmp(a->key, key) != 0)
+            continue;
+        if (found) {
+            diag_at(s->diag, SEV_ERROR, a->key_loc, "'%s' given twice", key);
+            a->used = true;
+            continue;
+        }
+        a->used = true;
+        found = a;
+    }
+    return found;
+}
+
+void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_keys)
+{
+    for (Arg *a = st->args; a; a = a->next) {
+        if (a->used)
+            continue;
+        a->used = true;
+        if (a->key) {
+            const char *near = suggest_nearest(a->key, keys, n_keys);
+            if (near)
+                diag_at(s->diag, SEV_ERROR, a->key_loc, "%s has no option '%s'; did you mean '%s'?", st->word,
+                        diag_quote(s->arena, a->key), near);
+            else
+                diag_at(s->diag, SEV_ERROR, a->key_loc, "%s has no option '%s'", st->word,
+                        diag_quote(s->arena, a->key));
+        } else {
+            const char *near = a->val->kind == VAL_WORD ? suggest_nearest(a->val->text, keys, n_keys) : NULL;
+            if (near)
+                diag_at(s->diag, SEV_ERROR, a->loc, "unexpected '%s' after %s; did you mean '%s'?",
+                        diag_quote(s->arena, a->val->text), st->word, near);
+            else
+                diag_at(s->diag, SEV_ERROR, a->loc, "unexpected '%s' after %s", diag_quote(s->arena, a->val->text),
+                        st->word);
+        }
+    }
+}
+
+bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (v->kind != VAL_INT) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a whole number, not '%s'", what, diag_quote(s->arena, v->text));
+        return false;
+    }
+    if (v->overflow || v->i < lo || v->i > hi) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %lld and %lld, not %s", what, (long long)lo,
+                (long long)hi, diag_quote(s->arena, v->text));
+        return false;
+    }
+    *out = v->i;
+    return true;
+}
+
+bool sema_value_real(Sema *s, const Value *v, const char *what, double lo, double hi, double *out)
+{
+    if (v->kind != VAL_INT && v->kind != VAL_FLOAT) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a number, not '%s'", what, diag_quote(s->arena, v->text));
+        return false;
+    }
+    if (v->overflow || !(v->f >= lo && v->f <= hi)) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %g and %g, not %s", what, lo, hi,
+                diag_quote(s->arena, v->text));
+        return false;
+    }
+    *out = v->f;
+    return true;
+}
+
+/* `nesterov`, `nesterov=true`, `sync=off`... */
+bool sema_value_bool(Sema *s, const Arg *a, bool *out)
+{
+    if (!a->key) {
+        *out = true;
+        return true;
+    }
+    static const char *const yes[] = {"true", "on", "yes", "1"}, *const no[] = {"false", "off", "no", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(a->val->text, yes[i]) == 0) {
+            *out = true;
+            return true;
+        }
+        if (strcmp(a->val->text, no[i]) == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    diag_at(s->diag, SEV_ERROR, a->val->loc, "%s must be true or false (on/off), not '%s'", a->key,
+            diag_quote(s->arena, a->val->text));
+    return false;
+}
+
+static void *grow(void *p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    int cap2 = *cap ? *cap * 2 : 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *q = realloc(p, (size_t)cap2 * elem);
+    if (!q) {
+        fputs("ddpc: internal error: out of memory\n", stderr);
+        abort();
+    }
+    *cap = cap2;
+    return q;
+}
+
+static const char *const param_suffix[] = {
+    [PARAM_WEIGHT] = "weight",
+    [PARAM_BIAS] = "bias",
+    [PARAM_RUNNING_MEAN] = "running_mean",
+    [PARAM_RUNNING_VAR] = "running_var",
+    [PARAM_NUM_BATCHES_TRACKED] = "num_batches_tracked",
+};
+
+void sema_add_param(Sema *s, Node *n, ParamRole role, int ndim, const int64_t *shape)
+{
+    Net *net = s->net;
+    net->params = grow(net->params, &s->params_cap, net->n_params + 1, sizeof *net->params);
+    if (n->n_params == 0)
+        n->first_param = net->n_params;
+    Param *p = &net->params[net->n_params++];
+    memset(p, 0, sizeof *p);
+    p->name = arena_printf(s->arena, "%s.%s", n->name, param_suffix[role]);
+    p->node = (int)(n - net->nodes);
+    p->role = role;
+    p->trainable = role == PARAM_WEIGHT || role == PARAM_BIAS;
+    p->is_int64 = role == PARAM_NUM_BATCHES_TRACKED;
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel = checked_mul(p->numel, shape[i]);
+    }
+    n->n_params++;
+    if (p->trainable)
+        n->params = checked_add(n->params, p->numel);
+}
+
+//
+// Names
+//
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Returns the node already holding NAME, or -1 after recording it for NODE. */
+static int names_claim(Walk *w, const char *name, int node)
+{
+    NameTable *t = &w->names;
+    if (2 * (t->used + 1) > t->cap) {
+        int cap = t->cap ? t->cap * 2 : NAME_TABLE_MIN;
+        const char **keys = calloc((size_t)cap, sizeof *keys);
+        int *nodes = calloc((size_t)cap, sizeof *nodes);
+        if (!keys || !nodes) {
+            fputs("ddpc: internal error: out of memory\n", stderr);
+            abort();
+        }
+        for (int i = 0; i < t->cap; i++) {
+            if (!t->keys[i])
+                continue;
+            size_t j = hash_name(t->keys[i]) & (size_t)(cap - 1);
+            while (keys[j])
+                j = (j + 1) & (size_t)(cap - 1);
+            keys[j] = t->keys[i];
+            nodes[j] = t->nodes[i];
+        }
+        free(t->keys);
+        free(t->nodes);
+        t->keys = keys;
+        t->nodes = nodes;
+        t->cap = cap;
+    }
+    size_t j = hash_name(name) & (size_t)(t->cap - 1);
+    while (t->keys[j]) {
+        if (strcmp(t->keys[j], name) == 0)
+            return t->nodes[j];
+        j = (j + 1) & (size_t)(t->cap - 1);
+    }
+    t->keys[j] = name;
+    t->nodes[j] = node;
+    t->used++;
+    return -1;
+}
+
+/* ORDINAL: the layer's place among layers of its kind, from 1. */
+static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int ordinal)
+{
+    Sema *s = &w->s;
+    const char *name = st->label ? st->label : arena_printf(s->arena, "%s%d", prefix, ordinal);
+    if (n->op == OP_LOSS && !st->label)
+        name = "loss";
+    n->name = name;
+    n->labeled = st->label != NULL;
+    int self = (int)(n - s->net->nodes);
+    int other = names_claim(w, name, self);
+    if (other < 0)
+        return;
+    const Node *o = &s->net->nodes[other];
+    if (st->label)
+        diag_at(s->diag, SEV_ERROR, st->label_loc, "layer name '%s' is already used by the %s at line %d",
+                diag_quote(s->arena, name), o->kind_word, o->line);
+    else
+        diag_at(s->diag, SEV_ERROR, st->word_loc,
+                "this %s would be named '%s', which the %s at line %d already uses; name one of them", st->word,
+                name, o->kind_word, o->line);
+}
+
+//
+// Nodes and values
+//
+
+static int new_value(Walk *w, Shape sh)
+{
+    Net *net = w->s.net;
+    net->values = grow(net->values, &w->s.values_cap, net->n_values + 1, sizeof *net->values);
+    net->values[net->n_values] = sh;
+    return net->n_values++;
+}
+
+static Node *new_node(Walk *w, OpKind op, const Stmt *st, const char *kind_word)
+{
+    Net *net = w->s.net;
+    net->nodes = grow(net->nodes, &w->s.nodes_cap, net->n_nodes + 1, sizeof *net->nodes);
+    Node *n = &net->nodes[net->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->kind_word = kind_word;
+    n->loc = st->loc;
+    n->line = st->loc.first_line;
+    n->depth = w->depth;
+    n->in = w->current;
+    n->skip = -1;
+    n->out = -1;
+    n->in_shape = w->current >= 0 ? net->values[w->current] : (Shape){0, {0, 0, 0}};
+    return n;
+}
+
+/* Ends a node: its output becomes the current value. An output shape that
+ * overflowed, or whose check failed, is left unknown. */
+static void finish_node(Walk *w, Node *n)
+{
+    Sema *s = &w->s;
+    if (n->out_shape.rank && shape_numel(n->out_shape) < 0) {
+        diag_at(s->diag, SEV_ERROR, n->loc, "%s gives a sample too large to represent (more than 2^62 values)",
+                n->kind_word);
+        n->out_shape.rank = 0;
+    }
+    if (n->params < 0 || n->flops < 0) {
+        diag_at(s->diag, SEV_ERROR, n->loc, "%s is too large to represent (more than 2^62 parameters or FLOPs)",
+                n->kind_word);
+        n->params = n->flops = 0;
+    }
+    n->out = new_value(w, n->out_shape);
+    w->current = n->out;
+    s->net->total_params = checked_add(s->net->total_params, n->params);
+    s->net->total_flops = checked_add(s->net->total_flops, n->flops);
+}
+
+//
+// Statements
+//
+
+static void lower_statements(Walk *w, const Stmt *list, bool top_level);
+
+static void lower_residual(Walk *w, const Stmt *st)
+{
+    Sema *s = &w->s;
+    if (!st->has_block) {
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "residual needs a block: residual { ... }");
+        return;
+    }
+    if (w->depth + 1 >= PARSE_MAX_NESTING) {
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "residual blocks nest more than %d deep", PARSE_MAX_NESTING);
+        return;
+    }
+    sema_report_unused(s, st, NULL, 0);
+    /* The join node is created after the body, but numbered now, so that
+     * residuals number in the order they open. */
+    int ordinal = ++w->kind_counts[OP_RESIDUAL_ADD];
+    int skip = w->current;
+    Shape in_shape = skip >= 0 ? s->net->values[skip] : (Shape){0, {0, 0, 0}};
+    w->depth++;
+    lower_statements(w, st->body, false);
+    w->depth--;
+    Node *n = new_node(w, OP_RESIDUAL_ADD, st, "residual");
+    name_node(w, st, n, "res", ordinal);
+    n->skip = skip;
+    /* An unclosed block swallowed the rest of the file: its shape says nothing. */
+    if (in_shape.rank && n->in_shape.rank && !st->unclosed) {
+        if (memcmp(&in_shape, &n->in_shape, sizeof in_shape) != 0)
+            diag_at(s->diag, SEV_ERROR, st->word_loc,
+                    "residual body changes the shape from %s to %s; y = x + body(x) needs them equal",
+                    shape_str(s->arena, in_shape), shape_str(s->arena, n->in_shape));
+        else {
+            n->out_shape = in_shape;
+            n->flops = shape_numel(in_shape);
+        }
+    }
+    finish_node(w, n);
+}
+
+static void lower_input(Walk *w, const Stmt *st)
+{
+    Sema *s = &w->s;
+    if (w->seen_layer) {
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "'input' must be the first layer");
+        return;
+    }
+    w->seen_input = true;
+    w->seen_layer = true;
+    Node *n = new_node(w, OP_INPUT, st, "input");
+    n->name = "input";
+    names_claim(w, "input", (int)(n - s->net->nodes));
+    Arg *a = sema_take_positional(s, st);
+    if (!a)
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "input needs the shape of one sample, e.g. 'input 1x28x28' or 'input 784'");
+    else if (a->val->kind == VAL_INT && !a->val->overflow && a->val->i >= 1 && a->val->i <= (1 << 30))
+        n->out_shape = (Shape){1, {a->val->i, 0, 0}};
+    else if (a->val->kind == VAL_DIMS && a->val->ndims == 3) {
+        bool ok = !a->val->overflow;
+        for (int i = 0; i < 3; i++)
+            ok = ok && a->val->dims[i] >= 1 && a->val->dims[i] <= (1 << 30);
+        if (ok)
+            n->out_shape = (Shape){3, {a->val->dims[0], a->val->dims[1], a->val->dims[2]}};
+        else
+            diag_at(s->diag, SEV_ERROR, a->loc, "input sizes must be between 1 and 2^30");
+    } else if (a->val->kind == VAL_DIMS && a->val->ndims == 2)
+        diag_at(s->diag, SEV_ERROR, a->loc, "input takes channels x height x width; write 1x%s for one channel",
+                diag_quote(s->arena, a->val->text));
+    else if (a->val->kind == VAL_INT)
+        diag_at(s->diag, SEV_ERROR, a->loc, "input sizes must be between 1 and 2^30");
+    else
+        diag_at(s->diag, SEV_ERROR, a->loc, "input takes CxHxW (e.g. 1x28x28) or a feature count (e.g. 784), not '%s'",
+                diag_quote(s->arena, a->val->text));
+    sema_report_unused(s, st, NULL, 0);
+    finish_node(w, n);
+}
+
+static void lower_net_name(Walk *w, const Stmt *st)
+{
+    Sema *s = &w->s;
+    if (w->seen_net) {
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "'net' given twice");
+        return;
+    }
+    w->seen_net = true;
+    Arg *a = sema_take_positional(s, st);
+    if (!a || a->val->kind != VAL_WORD)
+        diag_at(s->diag, SEV_ERROR, a ? a->loc : st->word_loc, "net needs a name: net NAME");
+    else
+        s->net->name = a->val->text;
+    sema_report_unused(s, st, NULL, 0);
+}
+
+static const char *const statement_words[] = {"net", "input", "train", "residual"};
+
+static void report_unknown_word(Walk *w, const Stmt *st, bool top_level)
+{
+    Sema *s = &w->s;
+    const char *candidates[64];
+    int n = layer_words(candidates, 60);
+    for (int i = 0; i < 4; i++)
+        candidates[n++] = statement_words[i];
+    const char *near = suggest_nearest(st->word, candidates, n);
+    const char *what = top_level ? "layer" : "layer in residual";
+    if (near)
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "unknown %s '%s'; did you mean '%s'?", what,
+                diag_quote(s->arena, st->word), near);
+    else
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "unknown %s '%s'", what, diag_quote(s->arena, st->word));
+}
+
+static void lower_layer(Walk *w, const Stmt *st, const LayerKind *kind)
+{
+    Sema *s = &w->s;
+    if (!w->seen_layer) {
+        diag_at(s->diag, SEV_ERROR, st->word_loc,
+                "the net must start with 'input', the shape of one sample (e.g. 'input 1x28x28')");
+        w->seen_layer = true;
+    }
+    if (w->seen_loss)
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "'%s' after the loss; the loss must be the last layer", st->word);
+    if (st->has_block)
+        diag_at(s->diag, SEV_ERROR, st->open_loc, "%s takes no block", st->word);
+    Node *n = new_node(w, kind->op, st, kind->word);
+    name_node(w, st, n, kind->name_prefix, ++w->kind_counts[kind->op]);
+    kind->check(s, st, n);
+    if (n->op == OP_LOSS) {
+        w->seen_loss = true;
+        if (n->in_shape.rank == 1)
+            s->net->num_classes = n->in_shape.d[0];
+    }
+    w->last_layer = st;
+    finish_node(w, n);
+}
+
+static void lower_statements(Walk *w, const Stmt *list, bool top_level)
+{
+    Sema *s = &w->s;
+    for (const Stmt *st = list; st; st = st->next) {
+        if (st->is_error) {
+            w->current = new_value(w, (Shape){0, {0, 0, 0}}); /* unknown from here */
+            continue;
+        }
+        if (st->label && (strcmp(st->word, "net") == 0 || strcmp(st->word, "train") == 0 ||
+                          strcmp(st->word, "input") == 0))
+            diag_at(s->diag, SEV_ERROR, st->label_loc, "'%s' cannot be named", st->word);
+        if (strcmp(st->word, "net") == 0 && top_level)
+            lower_net_name(w, st);
+        else if (strcmp(st->word, "train") == 0 && top_level) {
+            if (w->seen_train)
+                diag_at(s->diag, SEV_ERROR, st->word_loc, "a second train block; merge it into the first");
+            w->seen_train = true;
+            if (!st->has_block)
+                diag_at(s->diag, SEV_ERROR, st->word_loc, "train needs a block: train { batch 64 ... }");
+            sema_report_unused(s, st, NULL, 0);
+            train_check(s, st->body);
+        } else if (strcmp(st->word, "input") == 0 && top_level)
+            lower_input(w, st);
+        else if (strcmp(st->word, "residual") == 0) {
+            if (w->seen_loss)
+                diag_at(s->diag, SEV_ERROR, st->word_loc, "'residual' after the loss; the loss must be the last layer");
+            lower_residual(w, st);
+            w->last_layer = st;
+        } else if (!top_level && (strcmp(st->word, "net") == 0 || strcmp(st->word, "train") == 0 ||
+                                  strcmp(st->word, "input") == 0 || strcmp(st->word, "loss") == 0))
+            diag_at(s->diag, SEV_ERROR, st->word_loc, "'%s' cannot be inside residual { }", st->word);
+        else {
+            const LayerKind *kind = layer_kind_find(st->word);
+            if (kind)
+                lower_layer(w, st, kind);
+            else
+                report_unknown_word(w, st, top_level);
+        }
+    }
+}
+
+static void *move_to_arena(Arena *a, void *heap, size_t count, size_t elem)
+{
+    void *p = arena_alloc(a, elem * (count + 1));
+    if (count)
+        memcpy(p, heap, elem * count);
+    free(heap);
+    return p;
+}
+
+/* The file's name without directories and extension: the net's default name. */
+static const char *file_stem(Arena *a, const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    return arena_strndup(a, base, n);
+}
+
+bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)
+{
+    memset(net, 0, sizeof *net);
+    net->file = file;
+    net->name = file_stem(a, file);
+    train_defaults(&net->train);
+
+    Walk w;
+    memset(&w, 0, sizeof w);
+    w.s.arena = a;
+    w.s.diag = d;
+    w.s.net = net;
+    w.current = -1;
+    int errors_before = d->errors;
+
+    lower_statements(&w, ast->stmts, true);
+
+    if (!w.seen_layer && ast->syntax_errors == 0)
+        diag_file(d, SEV_ERROR, "no layers: a net needs at least 'input' and 'loss'");
+    else if (!w.seen_loss && ast->syntax_errors == 0 && w.last_layer)
+        diag_at(d, SEV_ERROR, w.last_layer->loc, "the net has no loss; end it with one, e.g. 'loss cross_entropy'");
+
+    /* Nodes, params and values were grown with realloc; move them into the
+     * arena so the Net is freed with everything else. */
+    net->nodes = move_to_arena(a, net->nodes, (size_t)net->n_nodes, sizeof *net->nodes);
+    net->params = move_to_arena(a, net->params, (size_t)net->n_params, sizeof *net->params);
+    net->values = move_to_arena(a, net->values, (size_t)net->n_values, sizeof *net->values);
+    free(w.names.keys);
+    free(w.names.nodes);
+
+    for (int i = 0; i < net->n_params; i++)
+        if (!net->params[i].trainable)
+            net->total_buffers = checked_add(net->total_buffers, net->params[i].numel);
+    return d->errors == errors_before && ast->syntax_errors == 0;
+}

@@ -1,0 +1,381 @@
+/*
+ * idx.c: loads an MNIST-format data set (IDX files) into memory.
+ *
+ * The files are tiny next to a GPU's memory, so each is read whole, once, at
+ * start-up, and kept as the bytes the file holds: a quarter of the memory of
+ * floats, and ddp_idx_gather converts only the samples of the batch at hand.
+ *
+ * We look where torchvision puts them (DIR, DIR/raw, DIR/MNIST/raw,
+ * DIR/FashionMNIST/raw) so that an existing download just works, accept them
+ * gzipped or not (deciding by the first bytes, not the name, since people
+ * gunzip files and keep the name or the reverse), and check everything the
+ * header claims before trusting it: a hostile header must not make us
+ * allocate gigabytes or read past what the file holds. For a raw file the
+ * claim is checked against the file's size before allocating; a gzip stream's
+ * length is unknown until it is read, so the buffer grows as data actually
+ * arrives, and the claim is capped at DDP_IDX_MAX_BYTES. Like torchvision,
+ * we refuse a file holding more bytes than its header accounts for.
+ *
+ * Labels are not checked against 10: the net decides how many classes there
+ * are, so we record the largest label and ddp_idx_check_classes compares.
+ */
+#include "idx.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>  // gzopen, gzread: the .gz files torchvision downloads
+
+/* The most we accept from a gzipped file: over 60 times Fashion-MNIST's
+ * training images, well under what a training host holds. */
+#define DDP_IDX_MAX_BYTES ((uint64_t)4 << 30)
+
+enum { MAGIC_IMAGES = 0x00000803, MAGIC_LABELS = 0x00000801 };
+
+/* One opened IDX file, raw or gzipped. */
+typedef struct {
+    const char *path;
+    FILE *raw;
+    gzFile gz;
+    uint64_t size; /* bytes in the file (raw only) */
+} IdxFile;
+
+static DdpStatus idx_open(IdxFile *f, const char *path)
+{
+    *f = (IdxFile){.path = path};
+    f->raw = fopen(path, "rb");
+    if (!f->raw)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f->raw), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f->raw);
+        f->raw = NULL;
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file", path);
+    }
+    f->size = (uint64_t)st.st_size;
+    unsigned char head[2] = {0, 0};
+    size_t got = fread(head, 1, 2, f->raw);
+    if (got == 2 && head[0] == 0x1f && head[1] == 0x8b) {
+        fclose(f->raw);
+        f->raw = NULL;
+        f->gz = gzopen(path, "rb");
+        if (!f->gz)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        gzbuffer(f->gz, 1 << 17);
+    } else {
+        rewind(f->raw);
+    }
+    return DDP_OK;
+}
+
+static void idx_close(IdxFile *f)
+{
+    if (f->raw)
+        fclose(f->raw);
+    if (f->gz)
+        gzclose(f->gz);
+    f->raw = NULL;
+    f->gz = NULL;
+}
+
+/* Reads up to LEN bytes into BUF; *GOT is how many came before the end of
+ * the file. Fails only on a read error or corrupt compressed data. */
+static DdpStatus idx_read(IdxFile *f, void *buf, uint64_t len, uint64_t *got)
+{
+    *got = 0;
+    while (*got < len) {
+        uint64_t want = len - *got;
+        if (want > (1u << 30))
+            want = 1u << 30;
+        if (f->raw) {
+            size_t r = fread((char *)buf + *got, 1, (size_t)want, f->raw);
+            *got += r;
+            if (r < want) {
+                if (ferror(f->raw))
+                    return DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", f->path, strerror(errno));
+                return DDP_OK;
+            }
+        } else {
+            int r = gzread(f->gz, (char *)buf + *got, (unsigned)want);
+            if (r < 0) {
+                int code;
+                const char *why = gzerror(f->gz, &code);
+                /* A gzip stream cut short reads as an error in zlib; to the
+                 * user it is the same fault as a short raw file. */
+                if (code == Z_BUF_ERROR)
+                    return DDP_OK;
+                size_t plen = strlen(f->path);  /* zlib prefixes the path we already name */
+                if (strncmp(why, f->path, plen) == 0 && strncmp(why + plen, ": ", 2) == 0)
+                    why += plen + 2;
+                return DDP_ERR(DDP_BAD_INPUT, "%s: corrupt gzip data: %s", f->path, why);
+            }
+            *got += (uint64_t)r;
+            if ((uint64_t)r < want)
+                return DDP_OK;
+        }
+    }
+    return DDP_OK;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Reads the header of an IDX file of unsigned bytes with NDIMS dimensions
+ * into DIMS and returns how many bytes of data they account for. */
+static DdpStatus idx_header(IdxFile *f, uint32_t magic, int ndims, uint32_t *dims,
+                            const char *what, uint64_t *bytes)
+{
+    unsigned char head[16];
+    uint64_t need = 4 + 4 * (uint64_t)ndims, got;
+    DDP_CHECK(idx_read(f, head, need, &got));
+    if (got < need)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: an IDX header takes %llu bytes, the file holds %llu",
+                       f->path, (unsigned long long)need, (unsigned long long)got);
+    uint32_t m = be32(head);
+    if (m != magic) {
+        const char *hint = m == MAGIC_IMAGES ? " (this is an images file)"
+                         : m == MAGIC_LABELS ? " (this is a labels file)" : "";
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "%s: not an IDX %s file: magic number 0x%08x, expected 0x%08x "
+                       "(unsigned bytes, %d dimension%s)%s",
+                       f->path, what, m, magic, ndims, ndims > 1 ? "s" : "", hint);
+    }
+    uint64_t total = 1;
+    for (int d = 0; d < ndims; d++) {
+        dims[d] = be32(head + 4 + 4 * d);
+        if (dims[d] == 0)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: the header gives dimension %d as 0: no data", f->path, d);
+        if (total > UINT64_MAX / dims[d])
+            return DDP_ERR(DDP_BAD_INPUT, "%s: the header's dimensions (%u x %u x %u) are impossibly large",
+                           f->path, dims[0], dims[1], dims[2]);
+        total *= dims[d];
+    }
+    *bytes = total;
+    return DDP_OK;
+}
+
+/* Reads the BYTES of data the header announced, which DESCRIBE words for
+ * messages ("60000 images of 28x28"), into a new buffer *OUT. */
+static DdpStatus idx_payload(IdxFile *f, uint64_t header_len, uint64_t bytes,
+                             const char *describe, uint8_t **out)
+{
+    *out = NULL;
+    if (f->raw) {
+        uint64_t held = f->size - header_len;
+        if (held != bytes)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: %s: header says %s (%llu bytes), file holds %llu bytes of %s",
+                           f->path, held < bytes ? "truncated" : "trailing data", describe,
+                           (unsigned long long)bytes, (unsigned long long)held,
+                           header_len == 8 ? "labels" : "pixels");
+    } else if (bytes > DDP_IDX_MAX_BYTES) {
+        return DDP_ERR(DDP_BAD_INPUT, "%s: header says %s (%llu bytes), more than the %llu GiB "
+                       "this loader accepts from a gzipped file", f->path, describe,
+                       (unsigned long long)bytes, (unsigned long long)(DDP_IDX_MAX_BYTES >> 30));
+    }
+    if (bytes > SIZE_MAX)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: %s is too large for this machine", f->path, describe);
+
+    /* Grow as data arrives, so a lying gzip header costs what the stream holds. */
+    uint64_t cap = f->raw ? bytes : (bytes < ((uint64_t)64 << 20) ? bytes : (uint64_t)64 << 20);
+    uint64_t have = 0;
+    uint8_t *buf = malloc((size_t)cap);
+    if (!buf)
+        return DDP_ERR(DDP_FAIL, "%s: out of memory for %llu bytes", f->path, (unsigned long long)cap);
+    for (;;) {
+        uint64_t got;
+        DdpStatus st = idx_read(f, buf + have, cap - have, &got);
+        have += got;
+        if (st != DDP_OK || have < cap || cap == bytes) {
+            if (st == DDP_OK && have < bytes)
+                st = DDP_ERR(DDP_BAD_INPUT, "%s: truncated: header says %s (%llu bytes), file holds %llu bytes of %s",
+                             f->path, describe, (unsigned long long)bytes, (unsigned long long)have,
+                             header_len == 8 ? "labels" : "pixels");
+            if (st != DDP_OK) {
+                free(buf);
+                return st;
+            }
+            break;
+        }
+        uint64_t bigger = cap * 2 < bytes ? cap * 2 : bytes;
+        uint8_t *grown = realloc(buf, (size_t)bigger);
+        if (!grown) {
+            free(buf);
+            return DDP_ERR(DDP_FAIL, "%s: out of memory for %llu bytes", f->path, (unsigned long long)bigger);
+        }
+        buf = grown;
+        cap = bigger;
+    }
+    if (f->gz) {
+        unsigned char extra;
+        uint64_t got;
+        DdpStatus st = idx_read(f, &extra, 1, &got);
+        if (st == DDP_OK && got)
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: trailing data: the file holds more than the %s its header announces",
+                         f->path, describe);
+        if (st != DDP_OK) {
+            free(buf);
+            return st;
+        }
+    }
+    *out = buf;
+    return DDP_OK;
+}
+
+static DdpStatus load_images(const char *path, DdpIdxSet *set)
+{
+    IdxFile f;
+    DDP_CHECK(idx_open(&f, path));
+    uint32_t dims[3];
+    uint64_t bytes;
+    DdpStatus st = idx_header(&f, MAGIC_IMAGES, 3, dims, "images", &bytes);
+    if (st == DDP_OK && (uint64_t)dims[1] * dims[2] > INT32_MAX)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: images of %ux%u pixels are too large", path, dims[1], dims[2]);
+    if (st == DDP_OK) {
+        char describe[96];
+        snprintf(describe, sizeof describe, "%u images of %ux%u", dims[0], dims[1], dims[2]);
+        st = idx_payload(&f, 16, bytes, describe, &set->pixels);
+    }
+    idx_close(&f);
+    if (st == DDP_OK) {
+        set->n = dims[0];
+        set->rows = (int)dims[1];
+        set->cols = (int)dims[2];
+    }
+    return st;
+}
+
+static DdpStatus load_labels(const char *path, DdpIdxSet *set)
+{
+    IdxFile f;
+    DDP_CHECK(idx_open(&f, path));
+    uint32_t n;
+    uint64_t bytes;
+    DdpStatus st = idx_header(&f, MAGIC_LABELS, 1, &n, "labels", &bytes);
+    if (st == DDP_OK && n != set->n)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: holds %u labels, but %s holds %lld images",
+                     path, n, set->images_path, (long long)set->n);
+    if (st == DDP_OK) {
+        char describe[64];
+        snprintf(describe, sizeof describe, "%u labels", n);
+        st = idx_payload(&f, 8, bytes, describe, &set->labels);
+    }
+    idx_close(&f);
+    if (st == DDP_OK) {
+        int max = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (set->labels[i] > max)
+                max = set->labels[i];
+        set->num_classes = max + 1;
+    }
+    return st;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* DIR/SUB/NAME or DIR/SUB/NAME.gz, whichever exists (the raw one first: it
+ * reads faster and torchvision keeps both); NULL when neither does. */
+static char *find_in(const char *dir, const char *sub, const char *name)
+{
+    int len = (int)strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    for (int gz = 0; gz < 2; gz++) {
+        char *path = NULL;
+        if (asprintf(&path, "%.*s%s/%s%s", len, dir, sub, name, gz ? ".gz" : "") < 0)
+            return NULL;
+        if (is_file(path))
+            return path;
+        free(path);
+    }
+    return NULL;
+}
+
+DdpStatus ddp_idx_load(const char *dir, int train, DdpIdxSet *out)
+{
+    static const char *const subdirs[] = {"", "/raw", "/MNIST/raw", "/FashionMNIST/raw"};
+    const char *images = train ? "train-images-idx3-ubyte" : "t10k-images-idx3-ubyte";
+    const char *labels = train ? "train-labels-idx1-ubyte" : "t10k-labels-idx1-ubyte";
+    memset(out, 0, sizeof *out);
+    if (!dir)
+        dir = DDP_IDX_DEFAULT_DIR;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: %s%s", dir, strerror(errno),
+                       strcmp(dir, DDP_IDX_DEFAULT_DIR) == 0
+                           ? " (install Debian's dataset-fashion-mnist, or name a data directory)" : "");
+    if (!S_ISDIR(st.st_mode))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a directory", dir);
+
+    const char *sub = NULL;
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0] && !out->images_path; i++) {
+        out->images_path = find_in(dir, subdirs[i], images);
+        sub = subdirs[i];
+    }
+    if (!out->images_path)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw",
+                       dir, images, dir, dir, dir, dir);
+    out->labels_path = find_in(dir, sub, labels);
+    if (!out->labels_path) {
+        DdpStatus err = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s[.gz] beside it",
+                                dir, out->images_path, labels);
+        ddp_idx_free(out);
+        return err;
+    }
+    DdpStatus status = load_images(out->images_path, out);
+    if (status == DDP_OK)
+        status = load_labels(out->labels_path, out);
+    if (status != DDP_OK)
+        ddp_idx_free(out);
+    return status;
+}
+
+DdpStatus ddp_idx_check_classes(const DdpIdxSet *set, int num_classes)
+{
+    if (set->num_classes <= num_classes)
+        return DDP_OK;
+    for (int64_t i = 0; i < set->n; i++)
+        if (set->labels[i] >= num_classes)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: sample %lld has label %d, but the net has %d classes (0..%d)",
+                           set->labels_path, (long long)i, set->labels[i], num_classes, num_classes - 1);
+    return DDP_OK;
+}
+
+DdpStatus ddp_idx_gather(const DdpIdxSet *set, const int64_t *indices, int n,
+                         float *images, int32_t *labels)
+{
+    /* pixel / 255.0f, correctly rounded as ToTensor's div(255) is: the same
+     * floats PyTorch feeds its first layer, not pixel * (1 / 255.0f). */
+    float scale[256];
+    for (int v = 0; v < 256; v++)
+        scale[v] = (float)v / 255.0f;
+    size_t pixels = (size_t)set->rows * (size_t)set->cols;
+    for (int i = 0; i < n; i++) {
+        int64_t k = indices[i];
+        if (k < 0 || k >= set->n)
+            return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
+                           (long long)k, (long long)set->n - 1);
+        const uint8_t *src = set->pixels + (size_t)k * pixels;
+        float *dst = images + (size_t)i * pixels;
+        for (size_t p = 0; p < pixels; p++)
+            dst[p] = scale[src[p]];
+        labels[i] = set->labels[k];
+    }
+    return DDP_OK;
+}
+
+void ddp_idx_free(DdpIdxSet *set)
+{
+    free(set->pixels);
+    free(set->labels);
+    free(set->images_path);
+    free(set->labels_path);
+    memset(set, 0, sizeof *set);
+}

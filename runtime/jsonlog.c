@@ -1,0 +1,206 @@
+/*
+ * jsonlog.c: the --log file, JSON lines (one object per line).
+ *
+ * The log is read by programs (pandas.read_json(lines=True), jq, a dashboard
+ * tailing the file), so every line must be valid JSON on its own, complete,
+ * and carry the numbers exactly:
+ *
+ *   - A line is built in memory and written with one fwrite and a flush, so a
+ *     reader tailing the file, or a crash, sees whole lines only.
+ *   - Numbers are printed with the fewest digits that read back to the same
+ *     value: a float loss of 0.1f prints as 0.1, not 0.100000001490116, yet
+ *     still parses to the same float; a double learning rate gets up to 17
+ *     digits. Real-valued fields always show a '.' or an exponent, so a parser
+ *     types the column the same way on every line (3.0, not 3).
+ *   - NaN and infinities, which JSON cannot spell, are written as null: a
+ *     diverged run must still leave a readable log.
+ *   - Strings (file names, messages) are escaped, and bytes that are not
+ *     UTF-8 replaced, since JSON text must be UTF-8 and paths need not be.
+ */
+#include "jsonlog.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct DdpJsonLog {
+    FILE *f;
+    char *path;
+};
+
+DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
+{
+    *out = NULL;
+    DdpJsonLog *log = calloc(1, sizeof *log);
+    if (!log || !(log->path = strdup(path))) {
+        free(log);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+    }
+    if (strcmp(path, "-") == 0) {
+        log->f = stdout;
+    } else {
+        log->f = fopen(path, append ? "a" : "w");
+        if (!log->f) {
+            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s",
+                                   path, strerror(errno));
+            free(log->path);
+            free(log);
+            return st;
+        }
+    }
+    *out = log;
+    return DDP_OK;
+}
+
+int ddp_utf8_sequence(const unsigned char *s, size_t avail)
+{
+    if (avail == 0)
+        return 0;
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    int len;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (avail < (size_t)len)
+        return 0;
+    unsigned cp = c & (0x7fu >> len);
+    for (int k = 1; k < len; k++) {
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+void ddp_json_put_string(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    putc('"', f);
+    while (*s) {
+        unsigned c = *s;
+        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
+                        : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
+                        : c == '\f' ? "\\f" : NULL;
+        if (esc) {
+            fputs(esc, f);
+            s++;
+        } else if (c < 0x20) {
+            fprintf(f, "\\u%04x", c);
+            s++;
+        } else {
+            /* strnlen stops at the NUL, so a sequence cut short by it is caught */
+            int len = ddp_utf8_sequence(s, strnlen((const char *)s, 4));
+            if (len == 0) {
+                fputs("\\ufffd", f);
+                s++;
+            } else {
+                fwrite(s, 1, (size_t)len, f);
+                s += len;
+            }
+        }
+    }
+    putc('"', f);
+}
+
+/* Prints V with the fewest significant digits (from MIN to MAX) that read
+ * back as the same value: as a float when AS_FLOAT, else as a double. */
+static void put_real(FILE *f, double v, int as_float)
+{
+    if (!isfinite(v) || (as_float && !isfinite((float)v))) {
+        fputs("null", f);
+        return;
+    }
+    char buf[40];
+    int prec = as_float ? 6 : 15, max = as_float ? 9 : 17;
+    for (;; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, as_float ? (double)(float)v : v);
+        if (prec == max)
+            break;
+        if (as_float ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
+    if (!strpbrk(buf, ".e"))
+        fputs(".0", f);
+}
+
+DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (!m)
+        return DDP_ERR(DDP_FAIL, "%s: out of memory for a log line", log->path);
+    putc('{', m);
+    for (int i = 0; i < n; i++) {
+        const DdpLogField *fl = &fields[i];
+        if (i)
+            fputs(", ", m);
+        ddp_json_put_string(m, fl->key);
+        fputs(": ", m);
+        switch (fl->kind) {
+        case DDP_LOG_INT:
+            fprintf(m, "%" PRId64, fl->i);
+            break;
+        case DDP_LOG_F32:
+        case DDP_LOG_F64:
+            put_real(m, fl->f, fl->kind == DDP_LOG_F32);
+            break;
+        case DDP_LOG_STR:
+            if (fl->s)
+                ddp_json_put_string(m, fl->s);
+            else
+                fputs("null", m);
+            break;
+        default:
+            fputs("null", m);
+            break;
+        }
+    }
+    fputs("}\n", m);
+    int failed = ferror(m);
+    fclose(m);
+    if (failed) {
+        free(line);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory for a log line", log->path);
+    }
+    errno = 0;
+    int ok = fwrite(line, 1, len, log->f) == len && fflush(log->f) == 0;
+    free(line);
+    if (!ok)
+        return DDP_ERR(DDP_FAIL, "%s: cannot write the log: %s", log->path,
+                       errno ? strerror(errno) : "write error");
+    return DDP_OK;
+}
+
+DdpStatus ddp_jsonlog_close(DdpJsonLog *log)
+{
+    if (!log)
+        return DDP_OK;
+    DdpStatus st = DDP_OK;
+    if (log->f == stdout) {
+        if (fflush(stdout) != 0)
+            st = DDP_ERR(DDP_FAIL, "%s: cannot write the log: %s", log->path, strerror(errno));
+    } else if (fclose(log->f) != 0) {
+        st = DDP_ERR(DDP_FAIL, "%s: cannot write the log: %s", log->path, strerror(errno));
+    }
+    free(log->path);
+    free(log);
+    return st;
+}

@@ -1,0 +1,58 @@
+/*
+ * jsonlog.h: the --log file: one JSON object per line, one line per call.
+ */
+#ifndef DDPRT_JSONLOG_H
+#define DDPRT_JSONLOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status.h"  // DdpStatus
+
+typedef enum {
+    DDP_LOG_INT,  /* printed exactly */
+    DDP_LOG_F32,  /* a float's value: shortest text that reads back as the same float */
+    DDP_LOG_F64,  /* a double's value: shortest text that reads back as the same double */
+    DDP_LOG_STR,  /* a string, escaped */
+} DdpLogKind;
+
+typedef struct {
+    const char *key;
+    DdpLogKind kind;
+    union {
+        int64_t i;
+        double f;
+        const char *s;
+    };
+} DdpLogField;
+
+/* Field constructors: DdpLogField f[] = {DDP_LOG_I("epoch", e), DDP_LOG_F("loss", loss)}; */
+#define DDP_LOG_I(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_INT, .i = (v)})
+#define DDP_LOG_F(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_F32, .f = (v)})
+#define DDP_LOG_D(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_F64, .f = (v)})
+#define DDP_LOG_S(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_STR, .s = (v)})
+
+typedef struct DdpJsonLog DdpJsonLog;
+
+/* Opens PATH for writing ("-" is stdout), truncating it, or appending to it
+ * when APPEND (a resumed run continues its log). */
+DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out);
+
+/* Writes FIELDS[0..n) as one line {"key": value, ...} and flushes it, so a
+ * reader tailing the file never sees half a line from us. NaN and infinities
+ * are written as null: JSON has no spelling for them. */
+DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n);
+
+/* Closes the log (NULL is fine); DDP_FAIL if buffered lines could not be written. */
+DdpStatus ddp_jsonlog_close(DdpJsonLog *log);
+
+/* Writes S as a JSON string literal, quotes included, to F; bytes that are
+ * not UTF-8 become U+FFFD, so the output is always valid JSON.
+ * Shared with safetensors.c, whose header is JSON too. */
+void ddp_json_put_string(FILE *f, const char *s);
+
+/* The length (1 to 4) of the well-formed UTF-8 sequence at S, which holds
+ * AVAIL bytes, or 0 if there is none (overlong, surrogate, cut short...). */
+int ddp_utf8_sequence(const unsigned char *s, size_t avail);
+
+#endif

@@ -1,0 +1,985 @@
+/*
+ * safetensors.c: reads and writes safetensors files.
+ *
+ * The format (github.com/huggingface/safetensors): an 8-byte little-endian
+ * length N, N bytes of JSON naming each tensor's dtype, shape and byte range
+ * [begin, end) in the data that follows, plus an optional "__metadata__"
+ * object of strings. We chose it over a format of our own because users load
+ * --export files with safetensors.torch.load_file into the PyTorch module
+ * `ddpc --emit torch` writes, and hand us files made by PyTorch for --init.
+ *
+ * Writing follows the reference implementation so its readers accept the
+ * files without question: compact JSON with "__metadata__" first, tensors laid
+ * out largest element first and then by name (so every tensor is aligned to its
+ * element size), the header padded with spaces to a multiple of 8 bytes. The
+ * file is written to PATH.tmp, synced, and renamed over PATH: a crash during a
+ * checkpoint leaves the previous checkpoint, never a torn file.
+ *
+ * Reading trusts nothing. The header is parsed by the small strict JSON parser
+ * below rather than a library (none is available to every generated program):
+ * bounded nesting, UTF-8 checked, every length checked against what the file
+ * holds before anything is allocated from it. Then, as the reference reader
+ * does, the byte ranges must tile the data exactly, in order, without gaps or
+ * overlaps, and each must be as long as dtype and shape say. The whole file is
+ * read into memory (weights are small next to the training that uses them),
+ * the data block in its own allocation so tensors keep their alignment.
+ *
+ * ddp_safetensors_expect is where a file meets a net: it names the file and
+ * the tensor in each complaint, because "wrong shape" alone sends the user
+ * hunting through a checkpoint with a hex editor.
+ */
+#include "safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jsonlog.h"  // ddp_json_put_string, ddp_utf8_sequence
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.c writes tensors as they lie in memory: it needs a little-endian host"
+#endif
+
+/* The reference reader refuses larger headers; so do we. */
+#define HEADER_MAX 100000000u
+/* Nesting we follow when skipping values we do not know (a tensor entry is 2 deep). */
+#define JSON_MAX_DEPTH 16
+
+/* Name, element size, and rank in the reference writer's layout order (its
+ * Dtype enum order: tensors of higher rank come first). */
+static const struct {
+    const char *name;
+    size_t size;
+    int rank;
+} dtypes[DDP_DTYPE_COUNT] = {
+    [DDP_DTYPE_F32] = {"F32", 4, 11},  [DDP_DTYPE_F64] = {"F64", 8, 12},
+    [DDP_DTYPE_F16] = {"F16", 2, 7},   [DDP_DTYPE_BF16] = {"BF16", 2, 8},
+    [DDP_DTYPE_I64] = {"I64", 8, 13},  [DDP_DTYPE_I32] = {"I32", 4, 9},
+    [DDP_DTYPE_I16] = {"I16", 2, 5},   [DDP_DTYPE_I8] = {"I8", 1, 2},
+    [DDP_DTYPE_U8] = {"U8", 1, 1},     [DDP_DTYPE_BOOL] = {"BOOL", 1, 0},
+    [DDP_DTYPE_U64] = {"U64", 8, 14},  [DDP_DTYPE_U32] = {"U32", 4, 10},
+    [DDP_DTYPE_U16] = {"U16", 2, 6},
+};
+
+const char *ddp_dtype_name(DdpDtype dtype)
+{
+    return (unsigned)dtype < DDP_DTYPE_COUNT ? dtypes[dtype].name : NULL;
+}
+
+size_t ddp_dtype_size(DdpDtype dtype)
+{
+    return (unsigned)dtype < DDP_DTYPE_COUNT ? dtypes[dtype].size : 0;
+}
+
+/* Element count times element size, or -1 when that exceeds INT64_MAX or a
+ * dimension is negative. */
+static int64_t tensor_bytes(DdpDtype dtype, const int64_t *shape, int ndim)
+{
+    int64_t bytes = (int64_t)ddp_dtype_size(dtype);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return -1;
+        if (shape[d] != 0 && bytes > INT64_MAX / shape[d])
+            return -1;
+        bytes *= shape[d];
+    }
+    return bytes;
+}
+
+/* "[32,1,5,5]" into BUF. */
+static const char *shape_text(char *buf, size_t size, const int64_t *shape, int ndim)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    at += (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && at < size; d++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%lld", d ? "," : "", (long long)shape[d]);
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+    return buf;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static int name_order(const void *a, const void *b, void *tensors)
+{
+    const DdpTensor *t = tensors;
+    return strcmp(t[*(const int *)a].name, t[*(const int *)b].name);
+}
+
+/* The reference writer's order: higher dtype rank first, then by name. */
+static int layout_order(const void *a, const void *b, void *tensors)
+{
+    const DdpTensor *x = (const DdpTensor *)tensors + *(const int *)a;
+    const DdpTensor *y = (const DdpTensor *)tensors + *(const int *)b;
+    if (dtypes[x->dtype].rank != dtypes[y->dtype].rank)
+        return dtypes[y->dtype].rank - dtypes[x->dtype].rank;
+    return strcmp(x->name, y->name);
+}
+
+/* Checks what the caller handed us: a malformed tensor is a bug, not bad input. */
+static DdpStatus check_tensors(const char *path, const DdpTensor *t, int n, const DdpMeta *meta,
+                               int nmeta, int64_t *bytes)
+{
+    for (int i = 0; i < n; i++) {
+        if (!t[i].name || !*t[i].name || strcmp(t[i].name, "__metadata__") == 0)
+            return DDP_ERR(DDP_FAIL, "%s: internal error: tensor %d has no usable name", path, i);
+        if ((unsigned)t[i].dtype >= DDP_DTYPE_COUNT || t[i].ndim < 0 || t[i].ndim > DDP_TENSOR_MAX_DIMS)
+            return DDP_ERR(DDP_FAIL, "%s: internal error: tensor '%s' has a bad dtype or rank", path, t[i].name);
+        bytes[i] = tensor_bytes(t[i].dtype, t[i].shape, t[i].ndim);
+        if (bytes[i] < 0 || (bytes[i] > 0 && !t[i].data))
+            return DDP_ERR(DDP_FAIL, "%s: internal error: tensor '%s' has a bad shape or no data", path, t[i].name);
+    }
+    for (int i = 0; i < nmeta; i++)
+        if (!meta[i].key || !meta[i].value)
+            return DDP_ERR(DDP_FAIL, "%s: internal error: metadata entry %d is incomplete", path, i);
+    return DDP_OK;
+}
+
+/* The padded JSON header for TENSORS laid out in ORDER; NULL when out of memory. */
+static char *build_header(const DdpTensor *t, const int *order, const int64_t *bytes, int n,
+                          const DdpMeta *meta, int nmeta, size_t *len)
+{
+    char *text = NULL;
+    FILE *m = open_memstream(&text, len);
+    if (!m)
+        return NULL;
+    putc('{', m);
+    if (nmeta > 0) {
+        fputs("\"__metadata__\":{", m);
+        for (int i = 0; i < nmeta; i++) {
+            if (i)
+                putc(',', m);
+            ddp_json_put_string(m, meta[i].key);
+            putc(':', m);
+            ddp_json_put_string(m, meta[i].value);
+        }
+        putc('}', m);
+    }
+    int64_t offset = 0;
+    for (int k = 0; k < n; k++) {
+        const DdpTensor *x = &t[order[k]];
+        if (k || nmeta > 0)
+            putc(',', m);
+        ddp_json_put_string(m, x->name);
+        fprintf(m, ":{\"dtype\":\"%s\",\"shape\":[", dtypes[x->dtype].name);
+        for (int d = 0; d < x->ndim; d++)
+            fprintf(m, "%s%lld", d ? "," : "", (long long)x->shape[d]);
+        fprintf(m, "],\"data_offsets\":[%lld,%lld]}", (long long)offset,
+                (long long)(offset + bytes[order[k]]));
+        offset += bytes[order[k]];
+    }
+    putc('}', m);
+    /* Pad so the data starts 8-byte aligned, as the reference writer does. */
+    long unpadded = ftell(m);
+    for (long pad = (8 - unpadded % 8) % 8; pad > 0; pad--)
+        putc(' ', m);
+    int failed = ferror(m);
+    fclose(m);
+    if (failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Makes the rename itself durable: sync the directory holding PATH. */
+static void sync_parent(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return;
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+    int fd = open(name, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int n,
+                                const DdpMeta *meta, int nmeta)
+{
+    if (n < 0 || nmeta < 0)
+        return DDP_ERR(DDP_FAIL, "%s: internal error: negative tensor or metadata count", path);
+    int64_t *bytes = malloc(sizeof *bytes * (size_t)(n + 1));
+    int *order = malloc(sizeof *order * (size_t)(n + 1));
+    char *header = NULL, *tmp = NULL;
+    size_t header_len = 0;
+    FILE *f = NULL;
+    DdpStatus st = DDP_OK;
+    if (!bytes || !order || asprintf(&tmp, "%s.tmp", path) < 0) {
+        tmp = NULL;
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+        goto done;
+    }
+    st = check_tensors(path, tensors, n, meta, nmeta, bytes);
+    if (st != DDP_OK)
+        goto done;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)n, sizeof *order, name_order, (void *)tensors);
+    for (int k = 1; k < n; k++)
+        if (strcmp(tensors[order[k - 1]].name, tensors[order[k]].name) == 0) {
+            st = DDP_ERR(DDP_FAIL, "%s: internal error: two tensors named '%s'", path, tensors[order[k]].name);
+            goto done;
+        }
+    qsort_r(order, (size_t)n, sizeof *order, layout_order, (void *)tensors);
+    header = build_header(tensors, order, bytes, n, meta, nmeta, &header_len);
+    if (!header) {
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory for the header", path);
+        goto done;
+    }
+
+    f = fopen(tmp, "wb");
+    if (!f) {
+        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", tmp, strerror(errno));
+        goto done;
+    }
+    unsigned char len8[8];
+    for (int b = 0; b < 8; b++)
+        len8[b] = (unsigned char)((uint64_t)header_len >> (8 * b));
+    errno = 0;
+    int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(header, 1, header_len, f) == header_len;
+    for (int k = 0; ok && k < n; k++)  /* an empty tensor may have no data pointer */
+        ok = bytes[order[k]] == 0 ||
+             fwrite(tensors[order[k]].data, 1, (size_t)bytes[order[k]], f) == (size_t)bytes[order[k]];
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    f = NULL;
+    if (!ok) {
+        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", tmp, saved ? strerror(saved) : "write error");
+        unlink(tmp);
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        st = DDP_ERR(DDP_FAIL, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    sync_parent(path);
+done:
+    free(bytes);
+    free(order);
+    free(header);
+    free(tmp);
+    return st;
+}
+
+/* ---- the header's JSON ---------------------------------------------------- */
+
+typedef struct {
+    const char *path;
+    const unsigned char *text, *p, *end;
+    char *arena;      /* decoded strings; never longer than their JSON spelling */
+    size_t arena_used;
+} Json;
+
+static DdpStatus json_error(const Json *j, const char *what)
+{
+    return DDP_ERR(DDP_BAD_INPUT, "%s: malformed header: %s at byte %lld of the header",
+                   j->path, what, (long long)(j->p - j->text));
+}
+
+static void skip_ws(Json *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+/* Consumes C (after white space) or fails naming what was expected. */
+static DdpStatus expect_char(Json *j, char c, const char *expected)
+{
+    skip_ws(j);
+    if (j->p >= j->end || *j->p != (unsigned char)c)
+        return json_error(j, expected);
+    j->p++;
+    return DDP_OK;
+}
+
+static int hex4(const unsigned char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned c = p[k], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return 0;
+        v = v << 4 | d;
+    }
+    *out = v;
+    return 1;
+}
+
+/* A string, decoded into the arena as UTF-8 and NUL-terminated (so \u0000 is
+ * refused: names are C strings). */
+static DdpStatus parse_string(Json *j, const char **out)
+{
+    skip_ws(j);
+    if (j->p >= j->end || *j->p != '"')
+        return json_error(j, "expected a string");
+    j->p++;
+    char *dst = j->arena + j->arena_used, *start = dst;
+    for (;;) {
+        if (j->p >= j->end)
+            return json_error(j, "unterminated string");
+        unsigned c = *j->p;
+        if (c == '"') {
+            j->p++;
+            break;
+        }
+        if (c < 0x20)
+            return json_error(j, "control character in a string");
+        if (c != '\\') {
+            int len = ddp_utf8_sequence(j->p, (size_t)(j->end - j->p));
+            if (len == 0)
+                return json_error(j, "invalid UTF-8");
+            memcpy(dst, j->p, (size_t)len);
+            dst += len;
+            j->p += len;
+            continue;
+        }
+        if (j->end - j->p < 2)
+            return json_error(j, "unterminated string");
+        unsigned e = j->p[1];
+        const char *simple = strchr("\"\\/bfnrt", (int)e);
+        if (e && simple) {
+            static const char decoded[] = "\"\\/\b\f\n\r\t";
+            *dst++ = decoded[simple - "\"\\/bfnrt"];
+            j->p += 2;
+            continue;
+        }
+        unsigned cp;
+        if (e != 'u' || j->end - j->p < 6 || !hex4(j->p + 2, &cp))
+            return json_error(j, "bad escape in a string");
+        j->p += 6;
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+            unsigned lo;
+            if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' || !hex4(j->p + 2, &lo) ||
+                lo < 0xdc00 || lo > 0xdfff)
+                return json_error(j, "unpaired surrogate in a string");
+            j->p += 6;
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+            return json_error(j, "unpaired surrogate in a string");
+        }
+        if (cp == 0)
+            return json_error(j, "NUL character in a string");
+        /* 6 or 12 bytes of escape become at most 4 of UTF-8: the arena holds. */
+        if (cp < 0x80) {
+            *dst++ = (char)cp;
+        } else if (cp < 0x800) {
+            *dst++ = (char)(0xc0 | cp >> 6);
+            *dst++ = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            *dst++ = (char)(0xe0 | cp >> 12);
+            *dst++ = (char)(0x80 | (cp >> 6 & 0x3f));
+            *dst++ = (char)(0x80 | (cp & 0x3f));
+        } else {
+            *dst++ = (char)(0xf0 | cp >> 18);
+            *dst++ = (char)(0x80 | (cp >> 12 & 0x3f));
+            *dst++ = (char)(0x80 | (cp >> 6 & 0x3f));
+            *dst++ = (char)(0x80 | (cp & 0x3f));
+        }
+    }
+    *dst++ = '\0';
+    j->arena_used += (size_t)(dst - start);
+    *out = start;
+    return DDP_OK;
+}
+
+/* A non-negative integer without sign, fraction or exponent, up to INT64_MAX. */
+static DdpStatus parse_count(Json *j, const char *what, int64_t *out)
+{
+    skip_ws(j);
+    const unsigned char *start = j->p;
+    uint64_t v = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        if (v > (uint64_t)(INT64_MAX - 9) / 10)
+            return json_error(j, "number too large");
+        v = v * 10 + (uint64_t)(*j->p++ - '0');
+    }
+    if (j->p == start || (j->p - start > 1 && *start == '0') ||
+        (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')))
+        return json_error(j, what);
+    *out = (int64_t)v;
+    return DDP_OK;
+}
+
+/* Skips any JSON value (of a field we do not know), nesting at most DEPTH deep. */
+static DdpStatus skip_value(Json *j, int depth)
+{
+    if (depth > JSON_MAX_DEPTH)
+        return json_error(j, "nesting too deep");
+    skip_ws(j);
+    if (j->p >= j->end)
+        return json_error(j, "expected a value");
+    unsigned c = *j->p;
+    if (c == '"') {
+        const char *ignored;
+        size_t mark = j->arena_used;
+        DdpStatus st = parse_string(j, &ignored);
+        j->arena_used = mark;
+        return st;
+    }
+    if (c == '{' || c == '[') {
+        unsigned close = c == '{' ? '}' : ']';
+        j->p++;
+        skip_ws(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            return DDP_OK;
+        }
+        for (;;) {
+            if (c == '{') {
+                const char *ignored;
+                size_t mark = j->arena_used;
+                DDP_CHECK(parse_string(j, &ignored));
+                j->arena_used = mark;
+                DDP_CHECK(expect_char(j, ':', "expected ':'"));
+            }
+            DDP_CHECK(skip_value(j, depth + 1));
+            skip_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            return expect_char(j, (char)close, c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+    }
+    static const char *const words[] = {"true", "false", "null"};
+    for (int w = 0; w < 3; w++) {
+        size_t len = strlen(words[w]);
+        if ((size_t)(j->end - j->p) >= len && memcmp(j->p, words[w], len) == 0) {
+            j->p += len;
+            return DDP_OK;
+        }
+    }
+    /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+    const unsigned char *p = j->p;
+    if (p < j->end && *p == '-')
+        p++;
+    const unsigned char *digits = p;
+    while (p < j->end && *p >= '0' && *p <= '9')
+        p++;
+    if (p == digits || (p - digits > 1 && *digits == '0'))
+        return json_error(j, "expected a value");
+    if (p < j->end && *p == '.') {
+        const unsigned char *frac = ++p;
+        while (p < j->end && *p >= '0' && *p <= '9')
+            p++;
+        if (p == frac)
+            return json_error(j, "bad number");
+    }
+    if (p < j->end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < j->end && (*p == '+' || *p == '-'))
+            p++;
+        const unsigned char *exp = p;
+        while (p < j->end && *p >= '0' && *p <= '9')
+            p++;
+        if (p == exp)
+            return json_error(j, "bad number");
+    }
+    j->p = p;
+    return DDP_OK;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+typedef struct {
+    DdpTensor t;
+    int64_t begin, end;
+    int used;
+} Entry;
+
+struct DdpSafetensors {
+    char *path;
+    char *arena;          /* decoded names and metadata strings */
+    unsigned char *data;  /* the data block */
+    int64_t data_len;
+    Entry *entries;       /* in data order */
+    int n;
+    int *by_name;         /* entries sorted by name, for lookup */
+    DdpMeta *meta;
+    int nmeta;
+    int cap_entries, cap_meta;
+    void **copies;        /* aligned copies of tensors the file left misaligned */
+    int ncopies;
+};
+
+static DdpStatus parse_dtype(Json *j, const char *name, DdpDtype *out)
+{
+    const char *text;
+    DDP_CHECK(parse_string(j, &text));
+    for (int d = 0; d < DDP_DTYPE_COUNT; d++)
+        if (strcmp(text, dtypes[d].name) == 0) {
+            *out = (DdpDtype)d;
+            return DDP_OK;
+        }
+    return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has dtype '%.40s', which ddpc does not support",
+                   j->path, name, text);
+}
+
+/* [n, n, ...] into SHAPE; at most MAX entries, or exactly MAX when EXACT. */
+static DdpStatus parse_counts(Json *j, const char *name, const char *field, int64_t *vals,
+                              int max, int exact, int *count)
+{
+    DDP_CHECK(expect_char(j, '[', "expected '['"));
+    *count = 0;
+    skip_ws(j);
+    if (j->p < j->end && *j->p == ']') {
+        j->p++;
+    } else {
+        for (;;) {
+            if (*count == max)
+                return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has more than %d %s", j->path, name, max,
+                               exact ? "data_offsets" : "dimensions (ddpc supports up to 8)");
+            DDP_CHECK(parse_count(j, "expected a non-negative integer", &vals[(*count)++]));
+            skip_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            DDP_CHECK(expect_char(j, ']', "expected ',' or ']'"));
+            break;
+        }
+    }
+    if (exact && *count != max)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has %d %s, expected %d", j->path, name, *count,
+                       field, max);
+    return DDP_OK;
+}
+
+/* {"dtype": ..., "shape": [...], "data_offsets": [b, e]}, unknown keys skipped. */
+static DdpStatus parse_tensor(Json *j, Entry *e)
+{
+    const char *name = e->t.name;
+    int seen[3] = {0, 0, 0};
+    DDP_CHECK(expect_char(j, '{', "expected '{' to open a tensor's entry"));
+    skip_ws(j);
+    if (j->p < j->end && *j->p == '}')
+        j->p++;
+    else
+        for (;;) {
+            const char *key;
+            size_t mark = j->arena_used;
+            DDP_CHECK(parse_string(j, &key));
+            int which = strcmp(key, "dtype") == 0 ? 0 : strcmp(key, "shape") == 0 ? 1
+                      : strcmp(key, "data_offsets") == 0 ? 2 : -1;
+            j->arena_used = mark;
+            DDP_CHECK(expect_char(j, ':', "expected ':'"));
+            if (which >= 0 && seen[which]++)
+                return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' gives \"%s\" twice", j->path, name,
+                               which == 0 ? "dtype" : which == 1 ? "shape" : "data_offsets");
+            if (which == 0) {
+                DDP_CHECK(parse_dtype(j, name, &e->t.dtype));
+            } else if (which == 1) {
+                DDP_CHECK(parse_counts(j, name, "dimensions", e->t.shape, DDP_TENSOR_MAX_DIMS, 0, &e->t.ndim));
+            } else if (which == 2) {
+                int64_t off[2];
+                int count;
+                DDP_CHECK(parse_counts(j, name, "data_offsets", off, 2, 1, &count));
+                e->begin = off[0];
+                e->end = off[1];
+            } else {
+                DDP_CHECK(skip_value(j, 2));
+            }
+            skip_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            DDP_CHECK(expect_char(j, '}', "expected ',' or '}'"));
+            break;
+        }
+    for (int k = 0; k < 3; k++)
+        if (!seen[k])
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has no \"%s\"", j->path, name,
+                           k == 0 ? "dtype" : k == 1 ? "shape" : "data_offsets");
+    return DDP_OK;
+}
+
+/* ARRAY (COUNT elements of ELEM bytes, room for *CAP) with room for one
+ * more; NULL when out of memory, ARRAY then left as it was. */
+static void *grow(void *array, int count, int *cap, size_t elem)
+{
+    if (count < *cap)
+        return array;
+    if (*cap > INT_MAX / 2)
+        return NULL;
+    int bigger = *cap ? *cap * 2 : 64;
+    char *p = realloc(array, (size_t)bigger * elem);
+    if (!p)
+        return NULL;
+    memset(p + (size_t)*cap * elem, 0, (size_t)(bigger - *cap) * elem);
+    *cap = bigger;
+    return p;
+}
+
+/* "__metadata__": {"key": "value", ...} or null. */
+static DdpStatus parse_metadata(Json *j, DdpSafetensors *f)
+{
+    skip_ws(j);
+    if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "null", 4) == 0) {
+        j->p += 4;
+        return DDP_OK;
+    }
+    DDP_CHECK(expect_char(j, '{', "expected '{' to open __metadata__"));
+    skip_ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return DDP_OK;
+    }
+    for (;;) {
+        DdpMeta *more = grow(f->meta, f->nmeta, &f->cap_meta, sizeof *f->meta);
+        if (!more)
+            return DDP_ERR(DDP_FAIL, "%s: out of memory reading the header", f->path);
+        f->meta = more;
+        DdpMeta *m = &f->meta[f->nmeta++];
+        DDP_CHECK(parse_string(j, &m->key));
+        DDP_CHECK(expect_char(j, ':', "expected ':'"));
+        skip_ws(j);
+        if (j->p >= j->end || *j->p != '"')
+            return DDP_ERR(DDP_BAD_INPUT, "%s: __metadata__ entry '%s' is not a string", j->path, m->key);
+        DDP_CHECK(parse_string(j, &m->value));
+        skip_ws(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return expect_char(j, '}', "expected ',' or '}'");
+    }
+}
+
+static int by_name_order(const void *a, const void *b, void *entries)
+{
+    const Entry *e = entries;
+    return strcmp(e[*(const int *)a].t.name, e[*(const int *)b].t.name);
+}
+
+static int by_offset_order(const void *a, const void *b)
+{
+    const Entry *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return strcmp(x->t.name, y->t.name);
+}
+
+/* The whole header: {"name": {...}, ..., "__metadata__": {...}}. */
+static DdpStatus parse_header(Json *j, DdpSafetensors *f)
+{
+    skip_ws(j);
+    if (j->p >= j->end || *j->p != '{')
+        return json_error(j, "the header is not a JSON object");
+    j->p++;
+    int seen_meta = 0;
+    skip_ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+    } else {
+        for (;;) {
+            const char *key;
+            DDP_CHECK(parse_string(j, &key));
+            DDP_CHECK(expect_char(j, ':', "expected ':'"));
+            if (strcmp(key, "__metadata__") == 0) {
+                if (seen_meta++)
+                    return DDP_ERR(DDP_BAD_INPUT, "%s: the header has two __metadata__ entries", f->path);
+                DDP_CHECK(parse_metadata(j, f));
+            } else {
+                Entry *more = grow(f->entries, f->n, &f->cap_entries, sizeof *f->entries);
+                if (!more)
+                    return DDP_ERR(DDP_FAIL, "%s: out of memory reading the header", f->path);
+                f->entries = more;
+                Entry *e = &f->entries[f->n++];
+                e->t.name = key;
+                DDP_CHECK(parse_tensor(j, e));
+            }
+            skip_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            DDP_CHECK(expect_char(j, '}', "expected ',' or '}'"));
+            break;
+        }
+    }
+    skip_ws(j);
+    if (j->p != j->end)
+        return json_error(j, "unexpected text after the header's closing '}'");
+    return DDP_OK;
+}
+
+/* The byte ranges (entries sorted by offset) must tile the data block
+ * exactly, each the size its dtype and shape make; then each tensor gets its
+ * data pointer. */
+static DdpStatus check_layout(DdpSafetensors *f)
+{
+    int64_t at = 0;
+    char shape[160];
+    for (int i = 0; i < f->n; i++) {
+        Entry *e = &f->entries[i];
+        if (e->end < e->begin)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has data_offsets [%lld,%lld]: the end is before the begin",
+                           f->path, e->t.name, (long long)e->begin, (long long)e->end);
+        if (e->end > f->data_len)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has data_offsets [%lld,%lld], past the %lld bytes of "
+                           "data the file holds (truncated?)", f->path, e->t.name, (long long)e->begin,
+                           (long long)e->end, (long long)f->data_len);
+        if (e->begin != at)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has data_offsets [%lld,%lld], but the tensors before "
+                           "it end at %lld: data ranges must not %s", f->path, e->t.name, (long long)e->begin,
+                           (long long)e->end, (long long)at, e->begin < at ? "overlap" : "leave gaps");
+        int64_t bytes = tensor_bytes(e->t.dtype, e->t.shape, e->t.ndim);
+        if (bytes < 0)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has shape %s: too many elements", f->path, e->t.name,
+                           shape_text(shape, sizeof shape, e->t.shape, e->t.ndim));
+        if (bytes != e->end - e->begin)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' of dtype %s and shape %s needs %lld bytes, "
+                           "its data_offsets [%lld,%lld] hold %lld", f->path, e->t.name,
+                           dtypes[e->t.dtype].name, shape_text(shape, sizeof shape, e->t.shape, e->t.ndim),
+                           (long long)bytes, (long long)e->begin, (long long)e->end,
+                           (long long)(e->end - e->begin));
+        at = e->end;
+        e->t.nbytes = (size_t)bytes;
+        e->t.data = f->data + e->begin;
+    }
+    if (at != f->data_len)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: the tensors end at byte %lld of the data, but the file holds %lld: "
+                       "trailing data", f->path, (long long)at, (long long)f->data_len);
+    /* A writer other than the reference one may leave a tensor off its
+     * element alignment; give such a tensor an aligned copy. */
+    for (int i = 0; i < f->n; i++) {
+        Entry *e = &f->entries[i];
+        if (e->begin % (int64_t)dtypes[e->t.dtype].size == 0 || e->t.nbytes == 0)
+            continue;
+        if (!f->copies && !(f->copies = calloc((size_t)f->n, sizeof *f->copies)))
+            return DDP_ERR(DDP_FAIL, "%s: out of memory", f->path);
+        void *copy = malloc(e->t.nbytes);
+        if (!copy)
+            return DDP_ERR(DDP_FAIL, "%s: out of memory for tensor '%s'", f->path, e->t.name);
+        memcpy(copy, e->t.data, e->t.nbytes);
+        f->copies[f->ncopies++] = copy;
+        e->t.data = copy;
+    }
+    return DDP_OK;
+}
+
+static DdpStatus index_names(DdpSafetensors *f)
+{
+    f->by_name = malloc(sizeof *f->by_name * (size_t)(f->n + 1));
+    if (!f->by_name)
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", f->path);
+    for (int i = 0; i < f->n; i++)
+        f->by_name[i] = i;
+    qsort_r(f->by_name, (size_t)f->n, sizeof *f->by_name, by_name_order, f->entries);
+    for (int i = 1; i < f->n; i++)
+        if (strcmp(f->entries[f->by_name[i - 1]].t.name, f->entries[f->by_name[i]].t.name) == 0)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: the header names tensor '%s' twice", f->path,
+                           f->entries[f->by_name[i]].t.name);
+    return DDP_OK;
+}
+
+/* Reads LEN bytes at the current position; 1 if all arrived. */
+static int read_all(FILE *in, void *buf, size_t len)
+{
+    return len == 0 || fread(buf, 1, len, in) == len;
+}
+
+static DdpStatus load(DdpSafetensors *f, FILE *in)
+{
+    struct stat st;
+    if (fstat(fileno(in), &st) != 0 || !S_ISREG(st.st_mode))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file", f->path);
+    uint64_t size = (uint64_t)st.st_size;
+    unsigned char len8[8];
+    if (size < 8 || !read_all(in, len8, 8))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: %llu bytes, too short for the 8-byte header length",
+                       f->path, (unsigned long long)size);
+    uint64_t header_len = 0;
+    for (int b = 7; b >= 0; b--)
+        header_len = header_len << 8 | len8[b];
+    if (header_len > HEADER_MAX)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a safetensors file: header length %llu is over the %u-byte limit",
+                       f->path, (unsigned long long)header_len, HEADER_MAX);
+    if (header_len > size - 8)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: the header length says %llu bytes, the file holds %llu after it",
+                       f->path, (unsigned long long)header_len, (unsigned long long)(size - 8));
+    if (header_len < 2)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a safetensors file: header length %llu", f->path,
+                       (unsigned long long)header_len);
+    unsigned char *header = malloc((size_t)header_len);
+    f->arena = malloc((size_t)header_len + 1);
+    f->data_len = (int64_t)(size - 8 - header_len);
+    f->data = malloc(f->data_len ? (size_t)f->data_len : 1);
+    if (!header || !f->arena || !f->data) {
+        free(header);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory for %llu bytes", f->path, (unsigned long long)size);
+    }
+    DdpStatus status;
+    if (!read_all(in, header, (size_t)header_len) || !read_all(in, f->data, (size_t)f->data_len)) {
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", f->path,
+                         ferror(in) ? strerror(errno) : "the file shrank while being read");
+    } else if (header[0] != '{') {
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: not a safetensors file: the header does not start with '{'",
+                         f->path);
+    } else {
+        Json j = {.path = f->path, .text = header, .p = header, .end = header + header_len, .arena = f->arena};
+        status = parse_header(&j, f);
+    }
+    free(header);
+    if (status != DDP_OK)
+        return status;
+    /* Data order is the order the file is best read and listed in. */
+    if (f->n > 1)
+        qsort(f->entries, (size_t)f->n, sizeof *f->entries, by_offset_order);
+    DDP_CHECK(index_names(f));
+    return check_layout(f);
+}
+
+DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out)
+{
+    *out = NULL;
+    DdpSafetensors *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+    }
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        ddp_safetensors_close(f);
+        return st;
+    }
+    DdpStatus st = load(f, in);
+    fclose(in);
+    if (st != DDP_OK) {
+        ddp_safetensors_close(f);
+        return st;
+    }
+    *out = f;
+    return DDP_OK;
+}
+
+void ddp_safetensors_close(DdpSafetensors *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < f->ncopies; i++)
+        free(f->copies[i]);
+    free(f->copies);
+    free(f->path);
+    free(f->arena);
+    free(f->data);
+    free(f->entries);
+    free(f->by_name);
+    free(f->meta);
+    free(f);
+}
+
+const char *ddp_safetensors_path(const DdpSafetensors *f) { return f->path; }
+int ddp_safetensors_count(const DdpSafetensors *f) { return f->n; }
+
+const DdpTensor *ddp_safetensors_tensor(const DdpSafetensors *f, int i)
+{
+    return i >= 0 && i < f->n ? &f->entries[i].t : NULL;
+}
+
+static Entry *find_entry(const DdpSafetensors *f, const char *name)
+{
+    int lo = 0, hi = f->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(name, f->entries[f->by_name[mid]].t.name);
+        if (c == 0)
+            return &f->entries[f->by_name[mid]];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+const DdpTensor *ddp_safetensors_find(const DdpSafetensors *f, const char *name)
+{
+    Entry *e = find_entry(f, name);
+    return e ? &e->t : NULL;
+}
+
+const char *ddp_safetensors_meta(const DdpSafetensors *f, const char *key)
+{
+    for (int i = f->nmeta - 1; i >= 0; i--)  /* a repeated key: the last wins, as in JSON readers */
+        if (strcmp(f->meta[i].key, key) == 0)
+            return f->meta[i].value;
+    return NULL;
+}
+
+DdpStatus ddp_safetensors_expect(DdpSafetensors *f, const char *name, DdpDtype dtype,
+                                 const int64_t *shape, int ndim, const void **data)
+{
+    *data = NULL;
+    Entry *e = find_entry(f, name);
+    if (!e)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: has no tensor '%s'", f->path, name);
+    if (e->t.dtype != dtype)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has dtype %s, the net expects %s", f->path, name,
+                       dtypes[e->t.dtype].name, ddp_dtype_name(dtype) ? ddp_dtype_name(dtype) : "?");
+    int same = e->t.ndim == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = e->t.shape[d] == shape[d];
+    if (!same) {
+        char have[160], want[160];
+        return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has shape %s, the net expects %s", f->path, name,
+                       shape_text(have, sizeof have, e->t.shape, e->t.ndim),
+                       shape_text(want, sizeof want, shape, ndim > DDP_TENSOR_MAX_DIMS ? DDP_TENSOR_MAX_DIMS : ndim));
+    }
+    e->used = 1;
+    *data = e->t.data;
+    return DDP_OK;
+}
+
+DdpStatus ddp_safetensors_check_unused(const DdpSafetensors *f)
+{
+    char list[640];
+    size_t at = 0;
+    int unused = 0, listed = 0, full = 0;
+    list[0] = '\0';
+    for (int i = 0; i < f->n; i++) {
+        if (f->entries[i].used)
+            continue;
+        unused++;
+        if (full)
+            continue;
+        int w = snprintf(list + at, sizeof list - at, "%s'%s'", listed ? ", " : "", f->entries[i].t.name);
+        if (w > 0 && (size_t)w < sizeof list - at - 24) {  /* keep room for "and N more" */
+            at += (size_t)w;
+            listed++;
+        } else {
+            list[at] = '\0';
+            full = 1;
+        }
+    }
+    if (!unused)
+        return DDP_OK;
+    if (listed < unused)
+        snprintf(list + at, sizeof list - at, "%sand %d more", listed ? ", " : "", unused - listed);
+    return DDP_ERR(DDP_BAD_INPUT, "%s: unexpected tensor%s %s: the net has no such parameter%s", f->path,
+                   unused > 1 ? "s" : "", list, unused > 1 ? "s" : "");
+}

@@ -1,0 +1,27 @@
+/* status.c: the last failure's message, per thread (see status.h). */
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char error_message[1024];
+static _Thread_local char error_origin[256];
+
+DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    snprintf(error_origin, sizeof error_origin, "%s:%d", file, line);
+    return status;
+}
+
+const char *ddp_error_message(void) { return error_message; }
+const char *ddp_error_origin(void) { return error_origin; }
+
+void ddp_error_clear(void)
+{
+    error_message[0] = '\0';
+    error_origin[0] = '\0';
+}

@@ -1,0 +1,38 @@
+/*
+ * status.h: how the runtime reports failure.
+ *
+ * Library code never exits (nccl-tests' NCCLCHECK habit): a function that can
+ * fail returns a DdpStatus and records one message saying what went wrong,
+ * naming the file or flag at fault. Callers pass the status up with DDP_CHECK;
+ * the program's main decides how to stop and prints the message. The values
+ * are the program's exit statuses, so main can simply return one.
+ */
+#ifndef DDPRT_STATUS_H
+#define DDPRT_STATUS_H
+
+typedef enum {
+    DDP_OK = 0,
+    DDP_FAIL = 1,      /* a failure while running: I/O, a rank died, NaN, timeout */
+    DDP_BAD_INPUT = 2, /* bad usage or bad input: a flag, a data or weights file */
+} DdpStatus;
+
+/* Records a printf-style message (and where in the runtime it was raised, for
+ * --verbose) and returns STATUS, so `return DDP_ERR(DDP_BAD_INPUT, ...)` reads. */
+DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define DDP_ERR(status, ...) ddp_error_at((status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Passes a failed status up to the caller, keeping the first message. */
+#define DDP_CHECK(call)                  \
+    do {                                 \
+        DdpStatus ddp_status_ = (call);  \
+        if (ddp_status_ != DDP_OK)       \
+            return ddp_status_;          \
+    } while (0)
+
+/* The message of the last failure ("" if none), and where it was raised. */
+const char *ddp_error_message(void);
+const char *ddp_error_origin(void);
+void ddp_error_clear(void);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * The one test runner: every CUnit suite of the files in tests/unit, found by the
+ * Makefile (each `void suite_NAME(void)` at the start of a line registers its
+ * own suite and tests). One runner, one summary: CI reads its last lines.
+ *
+ * Tests that run programs (ddpc, the generated trainers, python3-torch) find
+ * them through the environment that `make test` sets: DDPC, PYTHON.
+ */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"  // the suites' declarations
+
+int main(int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    /* `unit_tests NAME` runs only the suites whose function name contains NAME. */
+    const char *only = argc > 1 ? argv[1] : NULL;
+#define SUITE(name) if (!only || strstr(#name, only)) name();
+#include "suites.inc"
+#undef SUITE
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned run = CU_get_number_of_tests_run();
+    unsigned failed = CU_get_number_of_tests_failed();
+    int registry_failed = CU_get_error() != CUE_SUCCESS;
+    CU_cleanup_registry();
+    printf("\n%u passed, %u failed\n", run - failed, failed);
+    return failed || registry_failed ? 1 : 0;
+}

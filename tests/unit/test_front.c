@@ -1,0 +1,516 @@
+/*
+ * Unit tests of the front end: scanner, parser, sema (shapes, names, counts),
+ * messages and suggestions, and hostile input that must neither crash nor hang.
+ * They call the compiler's functions directly; test_golden.c checks the
+ * ddpc command as users run it.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddpc.h"
+#include "net.tab.h"  // token kinds
+#include "net.lex.h"  // net_lex, net__scan_bytes
+
+/* One compilation of SRC, with its messages captured as text. */
+typedef struct {
+    Arena arena;
+    Diag diag;
+    Ast ast;
+    Net net;
+    bool ok;
+    char *messages;
+    size_t messages_len;
+} Compiled;
+
+static void compile(Compiled *c, const char *src, size_t len)
+{
+    memset(c, 0, sizeof *c);
+    FILE *out = open_memstream(&c->messages, &c->messages_len);
+    diag_init(&c->diag, "t.net", src, len, out);
+    parse_net(&c->arena, &c->diag, src, len, &c->ast);
+    c->ok = sema_net(&c->arena, &c->diag, &c->ast, "t.net", &c->net);
+    diag_flush(&c->diag);
+    fclose(out);
+}
+
+static void compile_str(Compiled *c, const char *src) { compile(c, src, strlen(src)); }
+
+static void release(Compiled *c)
+{
+    diag_free(&c->diag);
+    arena_free(&c->arena);
+    free(c->messages);
+}
+
+static const Node *find_node(const Net *net, const char *name)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (strcmp(net->nodes[i].name, name) == 0)
+            return &net->nodes[i];
+    return NULL;
+}
+
+static const Param *find_param(const Net *net, const char *name)
+{
+    for (int i = 0; i < net->n_params; i++)
+        if (strcmp(net->params[i].name, name) == 0)
+            return &net->params[i];
+    return NULL;
+}
+
+static char *example(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "examples/%s", name);
+    char *src = test_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+    return src;
+}
+
+//
+// Scanner
+//
+
+typedef struct {
+    int kind;
+    int line, col, end_col;
+} Tok;
+
+static int scan_all(const char *src, Tok *toks, int max)
+{
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, "t.net", src, strlen(src), NULL);
+    ParseState *st = arena_alloc(&a, sizeof *st);
+    st->arena = &a;
+    st->diag = &d;
+    st->line = st->column = 1;
+    yyscan_t scanner;
+    net_lex_init_extra(st, &scanner);
+    YY_BUFFER_STATE buf = net__scan_bytes(src, (int)strlen(src), scanner);
+    int n = 0;
+    NET_STYPE val;
+    Loc loc;
+    int kind;
+    while ((kind = net_lex(&val, &loc, scanner)) != 0 && n < max)
+        toks[n++] = (Tok){kind, loc.first_line, loc.first_column, loc.last_column};
+    net__delete_buffer(buf, scanner);
+    net_lex_destroy(scanner);
+    diag_free(&d);
+    arena_free(&a);
+    return n;
+}
+
+static void test_scanner_tokens(void)
+{
+    Tok t[32];
+    int n = scan_all("conv 1->32 k5 # comment\n  maxpool 2;input 1x28x28 lr=5e-4 bucket 25MB @", t, 32);
+    int kinds[] = {NAME, INT, ARROW, INT, NAME, NEWLINE, NAME, INT, ';', NAME, DIMS, NAME, EQUALS, FLOAT, NAME, SIZE, BAD_CHAR};
+    CU_ASSERT_EQUAL_FATAL(n, (int)(sizeof kinds / sizeof kinds[0]));
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(t[i].kind, kinds[i]);
+    /* positions: `1->32` is INT(6) ARROW(7-8) INT(9-10) on line 1 */
+    CU_ASSERT_EQUAL(t[1].col, 6);
+    CU_ASSERT_EQUAL(t[2].col, 7);
+    CU_ASSERT_EQUAL(t[2].end_col, 9);
+    CU_ASSERT_EQUAL(t[6].line, 2);
+    CU_ASSERT_EQUAL(t[6].col, 3);
+    CU_ASSERT_EQUAL(t[6].end_col, 10);
+}
+
+static void test_scanner_crlf_and_comments(void)
+{
+    Tok t[16];
+    int n = scan_all("relu\r\n// c\r\ntanh", t, 16);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    CU_ASSERT_EQUAL(t[0].kind, NAME);
+    CU_ASSERT_EQUAL(t[1].kind, NEWLINE);
+    CU_ASSERT_EQUAL(t[2].kind, NEWLINE);
+    CU_ASSERT_EQUAL(t[3].kind, NAME);
+    CU_ASSERT_EQUAL(t[3].line, 3);
+    CU_ASSERT_EQUAL(t[3].col, 1);
+}
+
+//
+// Parser
+//
+
+static void test_parser_statements(void)
+{
+    Compiled c;
+    compile_str(&c, "stem: conv 3->8 k3 p=same\ntrain { optimizer adam betas=0.8,0.99; seed 7 }\n");
+    const Stmt *s = c.ast.stmts;
+    CU_ASSERT_EQUAL_FATAL(c.ast.syntax_errors, 0);
+    CU_ASSERT_STRING_EQUAL(s->label, "stem");
+    CU_ASSERT_STRING_EQUAL(s->word, "conv");
+    const Arg *a = s->args;
+    CU_ASSERT_EQUAL(a->val->kind, VAL_ARROW);
+    CU_ASSERT_EQUAL(a->val->dims[0], 3);
+    CU_ASSERT_EQUAL(a->val->dims[1], 8);
+    CU_ASSERT_EQUAL(a->loc.first_column, 12);
+    CU_ASSERT_EQUAL(a->loc.last_column, 16);
+    CU_ASSERT_STRING_EQUAL(a->next->val->text, "k3");
+    CU_ASSERT_STRING_EQUAL(a->next->next->key, "p");
+    CU_ASSERT_STRING_EQUAL(a->next->next->val->text, "same");
+    const Stmt *t = s->next;
+    CU_ASSERT_TRUE_FATAL(t->has_block);
+    CU_ASSERT_STRING_EQUAL(t->body->word, "optimizer");
+    const Value *betas = t->body->args->next->val;
+    CU_ASSERT_EQUAL(betas->kind, VAL_LIST);
+    CU_ASSERT_DOUBLE_EQUAL(betas->items->f, 0.8, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(betas->items->next->f, 0.99, 1e-12);
+    CU_ASSERT_STRING_EQUAL(t->body->next->word, "seed");
+    release(&c);
+}
+
+static void test_parser_recovers_and_reports_all(void)
+{
+    Compiled c;
+    compile_str(&c, "input 4\nrelu @\nlinear 3 = 2\ntanh\nlinear 2\nloss mse\n");
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_EQUAL(c.ast.syntax_errors, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:2:6: error: unexpected character '@'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:3:10: error: unexpected '='"));
+    /* the statements around the broken ones survive */
+    int words = 0;
+    for (const Stmt *s = c.ast.stmts; s; s = s->next)
+        words += !s->is_error;
+    CU_ASSERT_EQUAL(words, 4);
+    release(&c);
+}
+
+//
+// Sema: shapes, names, counts
+//
+
+static void test_mnist_counts_and_names(void)
+{
+    char *src = example("mnist.net");
+    Compiled c;
+    compile_str(&c, src);
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    const Net *net = &c.net;
+    CU_ASSERT_STRING_EQUAL(net->name, "mnist");
+    CU_ASSERT_EQUAL(net->total_params, 184586); /* as PyTorch counts the tutorial CNN */
+    CU_ASSERT_EQUAL(net->num_classes, 10);
+    static const char *const names[] = {"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+                                        "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"};
+    CU_ASSERT_EQUAL_FATAL(net->n_params, 8);
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT_STRING_EQUAL(net->params[i].name, names[i]);
+    const Param *w = find_param(net, "conv2.weight");
+    CU_ASSERT_EQUAL(w->ndim, 4);
+    CU_ASSERT_EQUAL(w->shape[0], 64);
+    CU_ASSERT_EQUAL(w->shape[1], 32);
+    CU_ASSERT_EQUAL(w->shape[2], 5);
+    CU_ASSERT_EQUAL(w->numel, 51200);
+    const Node *conv1 = find_node(net, "conv1");
+    CU_ASSERT_EQUAL(conv1->out_shape.d[0], 32);
+    CU_ASSERT_EQUAL(conv1->out_shape.d[1], 24);
+    CU_ASSERT_EQUAL(conv1->flops, 2 * 32 * 24 * 24 * 25 + 32 * 24 * 24);
+    const Node *flat = find_node(net, "flatten1");
+    CU_ASSERT_EQUAL(flat->out_shape.rank, 1);
+    CU_ASSERT_EQUAL(flat->out_shape.d[0], 1024);
+    const TrainConfig *t = &net->train;
+    CU_ASSERT_EQUAL(t->batch, 64);
+    CU_ASSERT_EQUAL(t->optimizer, OPT_SGD);
+    CU_ASSERT_DOUBLE_EQUAL(t->momentum, 0.9, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(t->weight_decay, 5e-4, 1e-15);
+    CU_ASSERT_EQUAL(t->schedule, SCHED_COSINE);
+    CU_ASSERT_EQUAL(t->warmup, 200);
+    CU_ASSERT_EQUAL(t->bucket_cap_bytes, 25 * 1024 * 1024);
+    CU_ASSERT_EQUAL(t->first_bucket_bytes, 1024 * 1024);
+    release(&c);
+    free(src);
+}
+
+static void test_resnet_batchnorm_and_residual(void)
+{
+    char *src = example("resnet.net");
+    Compiled c;
+    compile_str(&c, src);
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    const Net *net = &c.net;
+    CU_ASSERT_PTR_NOT_NULL(find_param(net, "stem.weight"));
+    CU_ASSERT_PTR_NULL(find_param(net, "stem.bias")); /* nobias */
+    const Param *rm = find_param(net, "bn2.running_mean");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rm);
+    CU_ASSERT_FALSE(rm->trainable);
+    const Param *nbt = find_param(net, "bn1.num_batches_tracked");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(nbt);
+    CU_ASSERT_TRUE(nbt->is_int64);
+    CU_ASSERT_EQUAL(nbt->ndim, 0);
+    CU_ASSERT_EQUAL(nbt->numel, 1);
+    const Node *res1 = find_node(net, "res1");
+    CU_ASSERT_EQUAL_FATAL(res1->op, OP_RESIDUAL_ADD);
+    /* the join adds the body's output to the block's input */
+    const Node *relu1 = find_node(net, "relu1");
+    CU_ASSERT_EQUAL(res1->skip, relu1->out);
+    CU_ASSERT_EQUAL(res1->in, find_node(net, "bn3")->out);
+    CU_ASSERT_EQUAL(find_node(net, "conv2")->depth, 1);
+    CU_ASSERT_FALSE(find_node(net, "bn6")->sync);
+    CU_ASSERT_TRUE(find_node(net, "bn5")->sync);
+    CU_ASSERT_EQUAL(find_node(net, "conv4")->out_shape.d[1], 14);
+    CU_ASSERT_EQUAL(find_node(net, "global_avgpool1")->out_shape.rank, 1);
+    CU_ASSERT_TRUE(net->train.nesterov);
+    CU_ASSERT_EQUAL(net->train.bucket_cap_bytes, 1024 * 1024);
+    /* 16*9 + (16*16*9)*2 + 16*32*9 + (32*32*9)*2 + 330 weights, + 2*C per batchnorm */
+    CU_ASSERT_EQUAL(net->total_params, 144 + 4608 + 4608 + 18432 + 330 + 2 * (16 * 3 + 32 * 3));
+    release(&c);
+    free(src);
+}
+
+static void test_shape_rules(void)
+{
+    Compiled c;
+    compile_str(&c, "input 3x32x31\n"
+                    "conv 8 k3 s2 p1\n"       /* 8x16x16 */
+                    "maxpool k3 s2 p1\n"      /* 8x8x8 */
+                    "avgpool 3\n"             /* 8x2x2 */
+                    "conv 8->4 k1 groups=4\n" /* 4x2x2 */
+                    "flatten\nlinear 16->5 nobias\nloss nll\n");
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    const Net *net = &c.net;
+    const Node *conv1 = find_node(net, "conv1");
+    CU_ASSERT_EQUAL(conv1->out_shape.d[1], 16);
+    CU_ASSERT_EQUAL(conv1->out_shape.d[2], 16);
+    CU_ASSERT_EQUAL(find_node(net, "maxpool1")->out_shape.d[1], 8);
+    CU_ASSERT_EQUAL(find_node(net, "avgpool1")->out_shape.d[2], 2);
+    const Param *g = find_param(net, "conv2.weight");
+    CU_ASSERT_EQUAL(g->shape[1], 2); /* in/groups */
+    CU_ASSERT_PTR_NULL(find_param(net, "linear1.bias"));
+    CU_ASSERT_EQUAL(net->num_classes, 5);
+    /* nll without log_softmax warns but compiles */
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "warning: nll expects log-probabilities"));
+    release(&c);
+}
+
+static void test_units_and_defaults(void)
+{
+    Compiled c;
+    compile_str(&c, "input 4\nlinear 2\nloss mse\ntrain { bucket 512KB; optimizer adamw }\n");
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    CU_ASSERT_EQUAL(c.net.train.bucket_cap_bytes, 512 * 1024);
+    CU_ASSERT_DOUBLE_EQUAL(c.net.train.lr, 1e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(c.net.train.weight_decay, 0.01, 1e-15); /* AdamW's default */
+    CU_ASSERT_EQUAL(c.net.train.epochs, 10);
+    CU_ASSERT_STRING_EQUAL(c.net.name, "t");
+    release(&c);
+}
+
+static void test_names_numbered_by_kind(void)
+{
+    Compiled c;
+    compile_str(&c, "input 4\nfirst: linear 8\nrelu\nlinear 8\nrelu\nlinear 2\nloss mse\n");
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    /* the named layer keeps its place in the count: the others are linear2, linear3 */
+    CU_ASSERT_PTR_NOT_NULL(find_param(&c.net, "first.weight"));
+    CU_ASSERT_PTR_NOT_NULL(find_param(&c.net, "linear2.weight"));
+    CU_ASSERT_PTR_NOT_NULL(find_param(&c.net, "linear3.bias"));
+    CU_ASSERT_PTR_NOT_NULL(find_node(&c.net, "relu2"));
+    release(&c);
+}
+
+static void test_torch_counts_the_same(void)
+{
+    const char *python = test_python_with_torch();
+    if (!python) {
+        fputs("\n  (skipped: no python3 with torch)", stderr);
+        return;
+    }
+    /* The tutorial's module, written independently of ddpc, counted by PyTorch. */
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s -c \"import torch.nn as nn\n"
+                                   "m = nn.Sequential(nn.Conv2d(1,32,5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32,64,5),\n"
+                                   "  nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1024,128), nn.ReLU(), nn.Linear(128,10))\n"
+                                   "print(sum(p.numel() for p in m.parameters()))\"",
+                             python) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    char *src = example("mnist.net");
+    Compiled c;
+    compile_str(&c, src);
+    CU_ASSERT_EQUAL(atoll(out), c.net.total_params);
+    release(&c);
+    free(src);
+    free(out);
+    free(cmd);
+}
+
+//
+// Messages and suggestions
+//
+
+static void test_suggestions(void)
+{
+    static const char *const words[] = {"relu", "conv", "linear", "leaky_relu", "batchnorm"};
+    CU_ASSERT_STRING_EQUAL(suggest_nearest("relu6", words, 5), "relu");
+    CU_ASSERT_STRING_EQUAL(suggest_nearest("lienar", words, 5), "linear"); /* transposition */
+    CU_ASSERT_STRING_EQUAL(suggest_nearest("batchnrom", words, 5), "batchnorm");
+    CU_ASSERT_PTR_NULL(suggest_nearest("x", words, 5));
+    CU_ASSERT_PTR_NULL(suggest_nearest("transformer", words, 5));
+}
+
+static void test_caret_under_span_with_tabs(void)
+{
+    Compiled c;
+    compile_str(&c, "input 1x8x8\n\tconv\t3->4 k3\nflatten\nlinear 2\nloss mse\n");
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:2:7: error: conv expects 3 input channels, but input gives 1 (1x8x8)\n"
+                                              "    \tconv\t3->4 k3\n"
+                                              "    \t    \t^~~~\n"));
+    release(&c);
+}
+
+static void test_long_line_is_windowed(void)
+{
+    size_t n = 200000;
+    char *src = malloc(n + 64);
+    strcpy(src, "input 4\nlinear 2 ");
+    size_t len = strlen(src);
+    memset(src + len, 'a', n);
+    strcpy(src + len + n, "\n@\nloss mse\n");
+    Compiled c;
+    compile_str(&c, src);
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "unexpected character '@'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "unexpected 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' after linear"));
+    /* no message line is longer than the quoting window plus its decorations */
+    for (char *line = c.messages, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        size_t l = next ? (size_t)(next - line) : strlen(line);
+        CU_ASSERT(l < 300);
+        next = next ? next + 1 : NULL;
+    }
+    release(&c);
+    free(src);
+}
+
+static void test_error_limit(void)
+{
+    char *src = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&src, &len);
+    fputs("input 4\n", f);
+    for (int i = 0; i < 500; i++)
+        fputs("bogus\n", f);
+    fputs("linear 2\nloss mse\n", f);
+    fclose(f);
+    Compiled c;
+    compile(&c, src, len);
+    CU_ASSERT_EQUAL(c.diag.errors, 500);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net: error: too many errors (500 in all); the first 50 are shown"));
+    release(&c);
+    free(src);
+}
+
+//
+// Hostile input: never a crash, never a hang, always a verdict
+//
+
+static void test_deep_nesting(void)
+{
+    for (int depth = 500; depth <= 20000; depth *= 40) {
+        char *src = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&src, &len);
+        fputs("input 4\n", f);
+        for (int i = 0; i < depth; i++)
+            fputs("residual {\n", f);
+        fputs("relu\n", f);
+        for (int i = 0; i < depth; i++)
+            fputs("}\n", f);
+        fputs("linear 2\nloss mse\n", f);
+        fclose(f);
+        Compiled c;
+        compile(&c, src, len);
+        if (depth == 500) {
+            CU_ASSERT_TRUE(c.ok); /* 500 deep is deep, but legal */
+            CU_ASSERT_EQUAL(c.net.nodes[c.net.n_nodes - 3].op, OP_RESIDUAL_ADD);
+        } else {
+            CU_ASSERT_FALSE(c.ok);
+            CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "nest"));
+        }
+        release(&c);
+        free(src);
+    }
+}
+
+static void test_garbage_and_overflow(void)
+{
+    /* random bytes, NULs included, from a fixed seed */
+    unsigned seed = 12345;
+    for (int round = 0; round < 200; round++) {
+        size_t len = (size_t)(rand_r(&seed) % 4096);
+        char *buf = malloc(len + 1);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (char)(rand_r(&seed) & 0xff);
+        Compiled c;
+        compile(&c, buf, len);
+        CU_ASSERT_FALSE(c.ok);
+        CU_ASSERT(c.diag.errors > 0);
+        release(&c);
+        free(buf);
+    }
+    Compiled c;
+    compile_str(&c, "input 99999999999999999999x1x1\nlinear 184467440737095516160\nloss mse\n"
+                    "train { batch 1e999; seed 99999999999999999999; bucket 1e300MB }\n");
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT(c.diag.errors >= 4);
+    release(&c);
+    /* each size is legal; their product is not */
+    compile_str(&c, "input 1073741824x1073741824x4\nconv 1073741824 k1\nflatten\nlinear 2\nloss mse\n");
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "too large"));
+    release(&c);
+}
+
+static void test_ddpc_binary_survives_hostile_files(void)
+{
+    /* The same through the command, as users meet it: exit 2 and a message. */
+    char *out = NULL, *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "head -c 100000 /dev/urandom > /tmp/ddpc_garbage.net; %s --check /tmp/ddpc_garbage.net",
+                             test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "error:"));
+    free(out);
+    free(cmd);
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s --check /nonexistent.net", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "cannot read '/nonexistent.net'"));
+    free(out);
+    free(cmd);
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s --frobnicate x.net; %s", test_ddpc(), test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "unknown option '--frobnicate'"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "no input file"));
+    free(out);
+    free(cmd);
+}
+
+void suite_front(void)
+{
+    static const TestCase cases[] = {
+        {"scanner: tokens and their columns", test_scanner_tokens},
+        {"scanner: CRLF and comments", test_scanner_crlf_and_comments},
+        {"parser: labels, arguments, lists, blocks", test_parser_statements},
+        {"parser: recovers and reports every broken line", test_parser_recovers_and_reports_all},
+        {"sema: mnist.net counts 184,586 and names like PyTorch", test_mnist_counts_and_names},
+        {"sema: batchnorm buffers, residual joins", test_resnet_batchnorm_and_residual},
+        {"sema: stride, padding, pools, groups", test_shape_rules},
+        {"sema: size units and optimizer defaults", test_units_and_defaults},
+        {"sema: unnamed layers numbered per kind", test_names_numbered_by_kind},
+        {"sema: PyTorch counts the same parameters", test_torch_counts_the_same},
+        {"diag: did-you-mean", test_suggestions},
+        {"diag: caret under the span, tabs kept", test_caret_under_span_with_tabs},
+        {"diag: 200,000-character line quoted in a window", test_long_line_is_windowed},
+        {"diag: error limit", test_error_limit},
+        {"hostile: 500-deep nesting works, deeper is refused", test_deep_nesting},
+        {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
+        {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
+        {NULL, NULL},
+    };
+    test_add_suite("front", cases);
+}

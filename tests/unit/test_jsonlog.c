@@ -1,0 +1,184 @@
+/*
+ * Tests of runtime/jsonlog.c: the exact text of a line, and what Python's
+ * json module reads back from it (values bit for bit, through struct).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonlog.h"  // ddp_jsonlog_open, ddp_jsonlog_write, ddp_jsonlog_close
+#include "testutil.h"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    strcpy(tmpdir, "/tmp/ddp_log_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    test_run(cmd, NULL);
+}
+
+/* A python3 with the json module (any python3 has it), or NULL. */
+static const char *python(void)
+{
+    const char *p = getenv("PYTHON");
+    if (!p || !*p)
+        p = "/usr/bin/python3";
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "%s -c 'import json, struct' >/dev/null 2>&1", p);
+    return test_run(cmd, NULL) == 0 ? p : NULL;
+}
+
+static void test_exact_text(void)
+{
+    make_tmpdir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/log.jsonl", tmpdir);
+    DdpJsonLog *log;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
+    DdpLogField first[] = {
+        DDP_LOG_I("epoch", 3),
+        DDP_LOG_I("step", INT64_MIN),
+        DDP_LOG_F("loss", 0.1f),
+        DDP_LOG_D("lr", 0.01),
+        DDP_LOG_F("whole", 3.0f),
+        DDP_LOG_D("tiny", 1e-300),
+        DDP_LOG_F("big", 3e38f),
+        DDP_LOG_D("third", 1.0 / 3.0),
+        DDP_LOG_F("neg0", -0.0f),
+    };
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 9), DDP_OK);
+    DdpLogField second[] = {
+        DDP_LOG_D("nan", NAN),
+        DDP_LOG_F("inf", INFINITY),
+        DDP_LOG_F("overflows float", 1e300),
+        DDP_LOG_S("s", "q\"b\\s\n\t\x01 \xc3\xa9 \xff end"),
+        DDP_LOG_S("null", NULL),
+    };
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, second, 5), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, NULL, 0), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    char *text = test_read_file(path, NULL);
+    CU_ASSERT_FATAL(text != NULL);
+    CU_ASSERT_STRING_EQUAL(text,
+        "{\"epoch\": 3, \"step\": -9223372036854775808, \"loss\": 0.1, \"lr\": 0.01, "
+        "\"whole\": 3.0, \"tiny\": 1e-300, \"big\": 3e+38, \"third\": 0.3333333333333333, \"neg0\": -0.0}\n"
+        "{\"nan\": null, \"inf\": null, \"overflows float\": null, "
+        "\"s\": \"q\\\"b\\\\s\\n\\t\\u0001 \xc3\xa9 \\ufffd end\", \"null\": null}\n"
+        "{}\n");
+    free(text);
+
+    /* Appending continues the file. */
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 1, &log), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 1), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    text = test_read_file(path, NULL);
+    CU_ASSERT_FATAL(text != NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "{}\n{\"epoch\": 3}\n"));
+    free(text);
+    remove_tmpdir();
+}
+
+/* Python reads every line; its floats, packed by struct, must be the values
+ * we logged, bit for bit. */
+static void test_python_reads_back(void)
+{
+    const char *py = python();
+    if (!py) {
+        fprintf(stderr, "\n(skipped: no python3)");
+        return;
+    }
+    enum { LINES = 500 };
+    make_tmpdir();
+    char path[128], bin[128];
+    snprintf(path, sizeof path, "%s/log.jsonl", tmpdir);
+    snprintf(bin, sizeof bin, "%s/values.bin", tmpdir);
+    DdpJsonLog *log;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
+    double f32[LINES], f64[LINES];
+    uint64_t state = 88172645463325252u;
+    for (int i = 0; i < LINES; i++) {
+        /* xorshift64: spread over many magnitudes and signs */
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        double mant = (double)(state >> 11) / 9007199254740992.0;
+        int exp = (int)(state % 80) - 40;
+        double v = ldexp(mant, exp) * (state & 1 ? -1 : 1);
+        f32[i] = (double)(float)v;
+        f64[i] = v;
+        char name[32];
+        snprintf(name, sizeof name, "line %d \xe2\x82\xac", i);
+        DdpLogField fields[] = {
+            DDP_LOG_I("i", i), DDP_LOG_F("f32", v), DDP_LOG_D("f64", v), DDP_LOG_S("name", name),
+        };
+        CU_ASSERT_EQUAL(ddp_jsonlog_write(log, fields, 4), DDP_OK);
+    }
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s -c 'import json, struct, sys\n"
+             "out = open(sys.argv[2], \"wb\")\n"
+             "for n, line in enumerate(open(sys.argv[1], encoding=\"utf-8\")):\n"
+             "    o = json.loads(line)\n"
+             "    assert o[\"i\"] == n and o[\"name\"] == \"line %%d \\u20ac\" %% n, line\n"
+             "    assert type(o[\"f32\"]) is float and type(o[\"f64\"]) is float, line\n"
+             "    out.write(struct.pack(\"<dd\", struct.unpack(\"<f\", struct.pack(\"<f\", o[\"f32\"]))[0], o[\"f64\"]))\n"
+             "' '%s' '%s'", py, path, bin);
+    char *out = NULL;
+    int rc = test_run(cmd, &out);
+    if (rc != 0)
+        fprintf(stderr, "\n%s", out ? out : "");
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+    size_t len = 0;
+    char *data = test_read_file(bin, &len);
+    CU_ASSERT_FATAL(data != NULL);
+    CU_ASSERT_EQUAL_FATAL(len, sizeof(double) * 2 * LINES);
+    int bad = 0;
+    for (int i = 0; i < LINES; i++) {
+        double back[2];
+        memcpy(back, data + i * sizeof back, sizeof back);
+        bad += memcmp(&back[0], &f32[i], sizeof(double)) != 0 || memcmp(&back[1], &f64[i], sizeof(double)) != 0;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(data);
+    remove_tmpdir();
+}
+
+static void test_failures(void)
+{
+    DdpJsonLog *log = (DdpJsonLog *)1;
+    CU_ASSERT_EQUAL(ddp_jsonlog_open("/nonexistent/dir/log.jsonl", 0, &log), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NULL(log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/nonexistent/dir/log.jsonl: cannot open"));
+    if (access("/dev/full", W_OK) == 0) {
+        CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open("/dev/full", 0, &log), DDP_OK);
+        DdpLogField f = DDP_LOG_I("epoch", 1);
+        CU_ASSERT_EQUAL(ddp_jsonlog_write(log, &f, 1), DDP_FAIL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/dev/full: cannot write the log: No space"));
+        ddp_jsonlog_close(log);
+    }
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(NULL), DDP_OK);
+}
+
+void suite_jsonlog(void)
+{
+    static const TestCase cases[] = {
+        {"exact text, escapes, null for NaN/Inf, append", test_exact_text},
+        {"python's json reads the values back exactly", test_python_reads_back},
+        {"open and write failures are reported", test_failures},
+        {NULL, NULL},
+    };
+    test_add_suite("jsonlog", cases);
+}
