@@ -18,7 +18,7 @@ PYTHON  ?= /usr/bin/python3   # Debian's python3: the one python3-torch installs
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wvla -Wundef
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -MMD -MP -Icompiler -Iruntime -I$(BUILD)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP -Icompiler -Iruntime -I$(BUILD)
 OURFLAGS := $(WARN) -Werror
 GENFLAGS := $(WARN) -Wno-unused-function -Wno-sign-compare -Wno-unused-parameter \
             -Wno-missing-prototypes -Wno-shadow
@@ -45,14 +45,18 @@ COMPILER_OBJ := $(COMPILER_SRC:%.c=$(BUILD)/%.o)
 GRAMMAR_OBJ  := $(BUILD)/net.tab.o $(BUILD)/net.lex.o
 FRONT_OBJ    := $(filter-out $(BUILD)/compiler/main.o,$(COMPILER_OBJ)) $(GRAMMAR_OBJ)
 
+# The runtime: target-independent C, plus one device layer and one set of
+# library ops per target (*_cpu.c here, *_cuda.cu for GPUs), same symbols.
 RUNTIME_SRC  := $(wildcard runtime/*.c)
 RUNTIME_OBJ  := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
+                    $(patsubst %.cu,$(BUILD)/%.o,$(wildcard runtime/*.cu))
 
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test fuzz bench found clean
-all: found $(BUILD)/ddpc $(BUILD)/libddprt.a
+all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
 	@echo "ddpc build: $(call found,nvcc,$(NVCC),CUDA target disabled)"
@@ -77,8 +81,18 @@ $(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.lex.h
 $(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.tab.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
 
+# What ddpc needs to build programs: the tools found here, written down once.
+MPICXX := $(shell command -v mpicxx 2>/dev/null)
+$(BUILD)/config.h: Makefile
+	@mkdir -p $(BUILD)
+	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
+	   echo '#define DDPC_NVCC "$(NVCC)"'; \
+	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm"'; \
+	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
+	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm"'; } > $@.tmp && mv $@.tmp $@
+
 # Our objects need the generated headers to exist before their first build.
-$(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h
+$(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) -c -o $@ $<
 
@@ -88,6 +102,14 @@ $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ)
 
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
+
+# The GPU runtime. nvcc is told nothing about -Wundef: CUDA's own headers trip it.
+$(BUILD)/runtime/%.o: runtime/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -g -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra,-Werror -Iruntime -MMD -MP -c -o $@ $<
+
+$(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # ---- the main job ---------------------------------------------------------------
@@ -109,7 +131,7 @@ $(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
 
 test: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
-	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) $(BUILD)/unit_tests
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) CPU_LIBS="$(BLAS_LIBS) -lz -lm" $(BUILD)/unit_tests
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -60,6 +60,8 @@ typedef struct {
     Diagnostic *list;      /* buffered, printed sorted by position */
     int count, cap;
     FILE *out;             /* NULL: keep quiet (the fuzzer) */
+    size_t *line_starts;   /* built on first use by diag_line */
+    int n_lines;
 } Diag;
 
 #define DIAG_MAX_PRINTED_ERRORS 50
@@ -71,6 +73,8 @@ void diag_file(Diag *d, Severity sev, const char *fmt, ...) __attribute__((forma
 /* Prints what was gathered, in source order, and forgets it. */
 void diag_flush(Diag *d);
 void diag_free(Diag *d);
+/* Line LINE of the source (1-based), without its line end. */
+bool diag_line(Diag *d, int line, const char **start, size_t *len);
 /* A user-supplied word made safe to quote: printable, at most 40 bytes. */
 const char *diag_quote(Arena *a, const char *s);
 
@@ -227,6 +231,7 @@ typedef struct {
     bool labeled;           /* named by the user, not numbered */
     const char *kind_word;  /* the .net word: conv, linear, residual... */
     Loc loc;                /* its statement, for messages and .cu comments */
+    const char *text;       /* the statement as written, for .cu comments */
     int line;
     int depth;              /* residual nesting */
     int in, skip, out;      /* value ids; skip only for OP_RESIDUAL_ADD */
@@ -326,6 +331,76 @@ int64_t checked_add(int64_t a, int64_t b);
 
 void train_defaults(TrainConfig *t);
 void train_check(Sema *s, const Stmt *block);
+
+//
+// plan.c: fusion, parameter layout, buckets, memory plan, hash
+//
+
+/* One piece of the activation arena: batch-sized (per_sample floats for each
+ * sample) or fixed (fixed floats). offset: per-sample units in the batch
+ * region, floats in the fixed region. */
+typedef struct {
+    int64_t per_sample, fixed;
+    int start, end;         /* lifetime on the step's timeline */
+    int64_t offset;
+} Storage;
+
+typedef struct {
+    int fused_act;          /* conv/linear: the activation node applied in its kernels, or -1 */
+    int fused_into;         /* activation: the conv/linear that applies it, or -1 */
+    int scratch, scratch2;  /* storages: maxpool argmax; batchnorm sums, mean/invstd; loss rows */
+    int conv_id;            /* the library op's id */
+} NodePlan;
+
+typedef struct {
+    int64_t offset, count;  /* floats into params/grads */
+    int first_param, last_param, n_params;
+    bool closed;
+} Bucket;
+
+typedef struct {
+    NodePlan *nodes;
+    int *act, *grad;        /* per value: its storage, -1 for none (value 0 is ctx->x) */
+    unsigned char *grad_first; /* per node: bit 1 (input), 2 (skip): backward writes, not adds */
+    Storage *storages;
+    int n_storages, storages_cap;
+    int n_convs;
+    int64_t *param_offset;  /* per Param: floats into params or buffers; -1 for step counts */
+    int64_t n_param_floats, n_buffer_floats;
+    Bucket *buckets;
+    int n_buckets;
+    int64_t arena_per_sample, arena_fixed;
+    const char *hash;
+} Plan;
+
+void plan_net(Arena *a, const Net *net, Plan *p);
+/* PyTorch DDP's bucket assignment over the trainable parameters in reverse order. */
+void plan_buckets(const Net *net, const Plan *p, int64_t cap_bytes, int64_t first_cap_bytes, Bucket **out,
+                  int *n_out, Arena *a);
+
+//
+// emit_cu.c: the generated program's source, one file for CUDA and CPU
+//
+
+void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command);
+
+//
+// emit_torch.c: the equivalent PyTorch module
+//
+
+void emit_torch(FILE *out, const Net *net);
+
+//
+// build.c: compiling OUT.cu into OUT
+//
+
+bool build_target_available(const char *target);
+const char *build_default_target(void);
+/* The command that builds OUT from CU for TARGET (cuda or cpu), or NULL (reported). */
+char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path);
+int build_run(const char *command, bool verbose);
+/* Runs the ddpc-build line recorded in CU_PATH: 0 built, 1 failed, 2 bad file. */
+int build_rebuild(const char *cu_path, bool verbose);
 
 //
 // summary.c

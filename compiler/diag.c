@@ -95,16 +95,37 @@ static int diag_cmp(const void *pa, const void *pb)
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-/* Start of line LINE (1-based) in the source, and its length. */
-static bool find_line(const Diag *d, int line, const char **start, size_t *len)
+/* Start of line LINE (1-based) in the source, and its length without the
+ * line end. The index of line starts is built on first use. */
+bool diag_line(Diag *d, int line, const char **start, size_t *len)
 {
-    const char *p = d->src, *end = d->src + d->len;
-    for (int l = 1; l < line; l++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
+    if (!d->src)
+        return false;
+    if (!d->line_starts) {
+        int cap = 64, n = 0;
+        size_t *starts = malloc(sizeof *starts * (size_t)cap);
+        starts[n++] = 0;
+        for (size_t i = 0; starts && i < d->len; i++) {
+            if (d->src[i] != '\n')
+                continue;
+            if (n == cap) {
+                size_t *bigger = realloc(starts, sizeof *starts * (size_t)(cap *= 2));
+                if (!bigger) {
+                    free(starts);
+                    return false;
+                }
+                starts = bigger;
+            }
+            starts[n++] = i + 1;
+        }
+        if (!starts)
             return false;
-        p = nl + 1;
+        d->line_starts = starts;
+        d->n_lines = n;
     }
+    if (line < 1 || line > d->n_lines)
+        return false;
+    const char *p = d->src + d->line_starts[line - 1], *end = d->src + d->len;
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t n = (size_t)((nl ? nl : end) - p);
     if (n > 0 && p[n - 1] == '\r')
@@ -114,11 +135,11 @@ static bool find_line(const Diag *d, int line, const char **start, size_t *len)
     return true;
 }
 
-static void quote_line(const Diag *d, const Loc *loc)
+static void quote_line(Diag *d, const Loc *loc)
 {
     const char *line;
     size_t len;
-    if (!d->src || !find_line(d, loc->first_line, &line, &len))
+    if (!diag_line(d, loc->first_line, &line, &len))
         return;
     size_t col = loc->first_column > 0 ? (size_t)loc->first_column - 1 : 0;
     if (col > len)
@@ -184,6 +205,8 @@ void diag_flush(Diag *d)
 
 void diag_free(Diag *d)
 {
+    free(d->line_starts);
+    d->line_starts = NULL;
     for (int i = 0; i < d->count; i++)
         free(d->list[i].msg);
     free(d->list);

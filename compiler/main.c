@@ -126,6 +126,62 @@ static int parse_options(int argc, char **argv, Options *o)
     return 0;
 }
 
+static void print_plan(FILE *out, const Net *net, const Plan *plan)
+{
+    const TrainConfig *t = &net->train;
+    fprintf(out, "bucket plan of net %s: %d bucket%s over %lld parameters (%.2f MB), cap %.6g MB, first bucket %.6g MB\n",
+            net->name, plan->n_buckets, plan->n_buckets == 1 ? "" : "s", (long long)plan->n_param_floats,
+            (double)plan->n_param_floats * 4 / (1 << 20), (double)t->bucket_cap_bytes / (1 << 20),
+            (double)t->first_bucket_bytes / (1 << 20));
+    fprintf(out, "buckets fill in reverse parameter order; each is all-reduced once its last gradient is ready\n\n");
+    fprintf(out, "bucket  offset      floats       bytes  parameters\n");
+    for (int b = 0; b < plan->n_buckets; b++) {
+        const Bucket *k = &plan->buckets[b];
+        fprintf(out, "%6d  %6lld  %10lld  %10lld ", b, (long long)k->offset, (long long)k->count, (long long)k->count * 4);
+        for (int i = k->first_param; i >= k->last_param; i--)
+            if (net->params[i].trainable)
+                fprintf(out, " %s", net->params[i].name);
+        fputc('\n', out);
+    }
+}
+
+/* --emit and -o: plan, then print, or write and build the program. */
+static int generate(Arena *a, const Net *net, const Options *o, const char *target, const char *arch)
+{
+    Plan plan;
+    plan_net(a, net, &plan);
+    if (o->emit && strcmp(o->emit, "plan") == 0)
+        print_plan(stdout, net, &plan);
+    else if (o->emit && strcmp(o->emit, "torch") == 0)
+        emit_torch(stdout, net);
+    else if (o->emit) {
+        const char *out = o->out ? o->out : net->name;
+        char *command = build_command(a, target, arch, arena_printf(a, "%s.cu", out), out);
+        if (!command)
+            return 1;
+        emit_cu(stdout, net, &plan, command);
+    }
+    if (!o->out)
+        return 0;
+    const char *cu = arena_printf(a, "%s.cu", o->out);
+    FILE *f = fopen(cu, "w");
+    if (!f) {
+        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", cu, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char *command = build_command(a, target, arch, cu, o->out);
+    if (!command) {
+        fclose(f);
+        return 1;
+    }
+    emit_cu(f, net, &plan, command);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", cu, strerror(errno));
+        return 1;
+    }
+    return build_run(command, o->verbose);
+}
+
 /* Reads the whole file ("-" is standard input). NUL bytes are kept. */
 static char *read_source(const char *path, size_t *len)
 {
@@ -175,9 +231,16 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc)
         return rc;
-    if (o.rebuild || o.out || o.emit) {
-        fputs("ddpc: error: code generation (-o, --emit, --rebuild) is not part of this version yet; "
-              "--check and --summary are\n", stderr);
+    if (o.rebuild) {
+        if (o.file || o.out || o.emit || o.check || o.summary)
+            return usage_error("%s", "--rebuild takes only the .cu file (and --verbose)");
+        return build_rebuild(o.rebuild, o.verbose);
+    }
+    const char *target = o.target ? o.target : build_default_target();
+    const char *arch = o.arch ? o.arch : "sm_90";
+    if ((o.out || (o.emit && strcmp(o.emit, "cu") == 0)) && !build_target_available(target)) {
+        fprintf(stderr, "ddpc: error: --target cuda needs nvcc, which was not found when ddpc was built; "
+                        "use --target cpu\n");
         return EXIT_USAGE;
     }
 
@@ -195,11 +258,14 @@ int main(int argc, char **argv)
     parse_net(&arena, &diag, src, len, &ast);
     bool ok = sema_net(&arena, &diag, &ast, shown, &net);
     diag_flush(&diag);
+    int status = ok ? 0 : EXIT_USAGE;
     if (ok && o.summary)
         summary_print(stdout, &net);
+    if (ok && !o.check && (o.emit || o.out))
+        status = generate(&arena, &net, &o, target, arch);
 
     diag_free(&diag);
     arena_free(&arena);
     free(src);
-    return ok ? 0 : EXIT_USAGE;
+    return status;
 }

@@ -317,6 +317,32 @@ static int new_value(Walk *w, Shape sh)
     return net->n_values++;
 }
 
+/* The statement's source text (one line at most, blanks squeezed), kept for
+ * the comments of the generated code. */
+static const char *statement_text(Arena *a, Diag *d, const Stmt *st)
+{
+    const char *line;
+    size_t len;
+    if (!diag_line(d, st->loc.first_line, &line, &len) || st->loc.first_column < 1 ||
+        (size_t)st->loc.first_column > len + 1)
+        return st->word;
+    size_t from = (size_t)st->loc.first_column - 1, to = len;
+    if (st->loc.last_line == st->loc.first_line && (size_t)st->loc.last_column - 1 < len)
+        to = (size_t)st->loc.last_column - 1;
+    char *text = arena_alloc(a, to - from + 1);
+    size_t k = 0;
+    for (size_t i = from; i < to; i++) {
+        char ch = line[i] == '\t' ? ' ' : line[i];
+        if (ch == ' ' && (k == 0 || text[k - 1] == ' '))
+            continue;
+        text[k++] = (unsigned char)ch >= 32 && (unsigned char)ch < 127 ? ch : '?';
+    }
+    while (k > 0 && text[k - 1] == ' ')
+        k--;
+    text[k] = '\0';
+    return text;
+}
+
 static Node *new_node(Walk *w, OpKind op, const Stmt *st, const char *kind_word)
 {
     Net *net = w->s.net;
@@ -332,6 +358,7 @@ static Node *new_node(Walk *w, OpKind op, const Stmt *st, const char *kind_word)
     n->skip = -1;
     n->out = -1;
     n->in_shape = w->current >= 0 ? net->values[w->current] : (Shape){0, {0, 0, 0}};
+    n->text = statement_text(w->s.arena, w->s.diag, st);
     return n;
 }
 

@@ -10,6 +10,10 @@
 #ifndef DDPRT_STATUS_H
 #define DDPRT_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     DDP_OK = 0,
     DDP_FAIL = 1,      /* a failure while running: I/O, a rank died, NaN, timeout */
@@ -34,5 +38,9 @@ DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char 
 const char *ddp_error_message(void);
 const char *ddp_error_origin(void);
 void ddp_error_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,1029 @@
+/*
+ * emit_cu.c: writes the generated program, OUT.cu.
+ *
+ * The file is meant to be read and tuned by a CUDA programmer, so it is laid
+ * out as one would write it by hand:
+ *
+ *   the build line and the parameter table;
+ *   per layer, its kernels (forward, then backward), each named after the
+ *   layer and the direction (conv1_bias_relu_forward, maxpool1_backward) and
+ *   preceded by the .net line it came from; every size a literal;
+ *   the loss and optimizer kernels;
+ *   forward(), train_step(), eval_step(), optimizer_step(): one kernel launch
+ *   or library call per op, again under the .net line, over pointers named
+ *   after the layer outputs they hold (conv1_out, d_conv1_out, conv1_weight);
+ *   the DdpNet table the runtime reads, and main().
+ *
+ * Every decision (fusion, places in memory, parameter order) was made by
+ * plan.c; every shape by sema.c. This file only writes them down. The same
+ * text compiles under nvcc and, through kernel.h, under a host compiler.
+ */
+#include "ddpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    FILE *out;               /* where the current function's body goes */
+    const Net *net;
+    const Plan *plan;
+    const char *file;        /* the .net file's base name, for comments */
+    Arena *arena;
+    /* what the current function uses, to declare just that */
+    unsigned char *used_act, *used_grad, *used_param, *used_scratch;
+    bool used_beta;
+} Emit;
+
+#define E(...) fprintf(e->out, __VA_ARGS__)
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* A float literal for X: 0.5f, 1.0f, 1e-05f. */
+static const char *flit(Emit *e, double x)
+{
+    char *s = arena_printf(e->arena, "%.9g", x);
+    return arena_printf(e->arena, "%s%sf", s, strpbrk(s, ".e") ? "" : ".0");
+}
+
+/* A double literal that reads back exactly, as short as it can be. */
+static const char *dlit(Arena *a, double x)
+{
+    for (int digits = 6; digits < 17; digits++) {
+        char *s = arena_printf(a, "%.*g", digits, x);
+        if (strtod(s, NULL) == x)
+            return arena_printf(a, "%s%s", s, strpbrk(s, ".e") ? "" : ".0");
+    }
+    return arena_printf(a, "%.17g", x);
+}
+
+static int64_t per_sample(const Emit *e, int v) { return shape_numel(e->net->values[v]); }
+
+/* The node whose output is value V. */
+static const Node *producer(const Emit *e, int v)
+{
+    for (int i = 0; i < e->net->n_nodes; i++)
+        if (e->net->nodes[i].out == v)
+            return &e->net->nodes[i];
+    return NULL;
+}
+
+static const char *act(Emit *e, int v)
+{
+    if (v == 0)
+        return "ctx->x";
+    e->used_act[v] = 1;
+    return arena_printf(e->arena, "%s_out", producer(e, v)->name);
+}
+
+static const char *grad(Emit *e, int v)
+{
+    e->used_grad[v] = 1;
+    return arena_printf(e->arena, "d_%s_out", producer(e, v)->name);
+}
+
+/* conv1.weight -> conv1_weight */
+static const char *param_name(Emit *e, int i, bool gradient)
+{
+    char *s = arena_printf(e->arena, "%s%s", gradient ? "d_" : "", e->net->params[i].name);
+    for (char *c = s; *c; c++)
+        if (*c == '.')
+            *c = '_';
+    return s;
+}
+
+static const char *param(Emit *e, int i) { e->used_param[i] |= 1; return param_name(e, i, false); }
+static const char *dparam(Emit *e, int i) { e->used_param[i] |= 2; return param_name(e, i, true); }
+
+static int node_param(const Emit *e, const Node *n, ParamRole role)
+{
+    for (int k = 0; k < n->n_params; k++)
+        if (e->net->params[n->first_param + k].role == role)
+            return n->first_param + k;
+    return -1;
+}
+
+static const char *scratch(Emit *e, const Node *n, int which)
+{
+    int idx = (int)(n - e->net->nodes);
+    e->used_scratch[idx] |= (unsigned char)(1 << which);
+    static const char *const names[OP_COUNT][2] = {
+        [OP_MAXPOOL] = {"argmax", NULL},
+        [OP_BATCHNORM] = {"sums", "stats"},
+        [OP_LOSS] = {"rows", NULL},
+    };
+    return arena_printf(e->arena, "%s_%s", n->name, names[n->op][which]);
+}
+
+/* "// mnist.net:4: conv 1->32 k5" (and the fused activation's line) */
+static void comment(Emit *e, const Node *n, const char *indent)
+{
+    const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
+    E("%s// %s:%d: %s", indent, e->file, n->line, n->text);
+    if (np->fused_act >= 0) {
+        const Node *a = &e->net->nodes[np->fused_act];
+        E(", with %s:%d: %s", e->file, a->line, a->text);
+    }
+    E("\n");
+}
+
+//
+// Activation formulas, shared by fused and standalone kernels
+//
+
+/* y = f(v) */
+static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
+{
+    switch (a->op) {
+    case OP_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : 0.0f", v, v);
+    case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", v, v, flit(e, a->slope), v);
+    case OP_SIGMOID: return arena_printf(e->arena, "1.0f / (1.0f + expf(-%s))", v);
+    case OP_TANH: return arena_printf(e->arena, "tanhf(%s)", v);
+    case OP_GELU:
+        if (a->gelu_tanh)
+            return arena_printf(e->arena, "0.5f * %s * (1.0f + tanhf(0.7978845608f * (%s + 0.044715f * %s * %s * %s)))", v,
+                                v, v, v, v);
+        return arena_printf(e->arena, "0.5f * %s * (1.0f + erff(%s * 0.70710678f))", v, v);
+    default: return v;
+    }
+}
+
+/* d input from d output G and the saved value S (the output y, or for
+ * gelu and non-positive leaky slopes the input x) */
+static const char *act_backward_expr(Emit *e, const Node *a, const char *g, const char *s)
+{
+    switch (a->op) {
+    case OP_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : 0.0f", s, g);
+    case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", s, g, flit(e, a->slope), g);
+    case OP_SIGMOID: return arena_printf(e->arena, "%s * %s * (1.0f - %s)", g, s, s);
+    case OP_TANH: return arena_printf(e->arena, "%s * (1.0f - %s * %s)", g, s, s);
+    case OP_GELU:
+        if (a->gelu_tanh)
+            return arena_printf(e->arena,
+                                "%s * ddp_gelu_tanh_grad(%s)", g, s);
+        return arena_printf(e->arena, "%s * (0.5f * (1.0f + erff(%s * 0.70710678f)) + %s * 0.39894228f * expf(-0.5f * %s * %s))",
+                            g, s, s, s, s);
+    default: return g;
+    }
+}
+
+static bool act_saves_input(const Node *a) { return a->op == OP_GELU || (a->op == OP_LEAKY_RELU && a->slope <= 0); }
+
+//
+// Kernels
+//
+
+/* Dimensions of a CxHxW (or F: C=F, H=W=1) per-sample shape. */
+static void chw(Shape s, int64_t *c, int64_t *h, int64_t *w)
+{
+    *c = s.d[0];
+    *h = s.rank == 3 ? s.d[1] : 1;
+    *w = s.rank == 3 ? s.d[2] : 1;
+}
+
+static void kernels_conv_linear(Emit *e, const Node *n)
+{
+    const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
+    const Node *a = np->fused_act >= 0 ? &e->net->nodes[np->fused_act] : NULL;
+    int64_t c, h, w;
+    chw(n->out_shape, &c, &h, &w);
+    int64_t hw = h * w, s = c * hw;
+    const char *aname = a ? a->kind_word : "";
+    if (!n->bias && !a)
+        return;
+    const char *stem = arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", aname);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    if (n->bias)
+        E("        float v = y[i] + bias[i / %lld %% %lld];\n", (long long)hw, (long long)c);
+    else
+        E("        float v = y[i];\n");
+    E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
+
+    comment(e, n, "");
+    if (n->bias) {
+        /* one thread per channel sums its bias gradient in a fixed order, and
+         * turns dy into the gradient before the activation on the way */
+        E("DDP_KERNEL %s_backward(int n, float *dy%s, float *dbias, int accumulate)\n{\n", stem,
+          a ? ", const float *y" : "");
+        E("    DDP_FOR(c, %lld) {\n        double sum = 0.0;\n", (long long)c);
+        E("        for (int s = 0; s < n; s++) {\n");
+        E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
+        E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
+        if (a) {
+            E("                float g = %s;\n", act_backward_expr(e, a, "dy[i]", "y[i]"));
+            E("                dy[i] = g;\n                sum += g;\n");
+        } else
+            E("                sum += dy[i];\n");
+        E("            }\n        }\n");
+        E("        dbias[c] = accumulate ? dbias[c] + (float)sum : (float)sum;\n    }\n}\n\n");
+    } else {
+        E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
+        E("    DDP_FOR(i, (int64_t)n * %lld)\n        dy[i] = %s;\n}\n\n", (long long)s,
+          act_backward_expr(e, a, "dy[i]", "y[i]"));
+    }
+}
+
+static void kernels_pool(Emit *e, const Node *n)
+{
+    int64_t c, h, w, oh, ow, k = n->kernel, st = n->stride, pad = n->pad;
+    chw(n->in_shape, &c, &h, &w);
+    oh = n->out_shape.d[1];
+    ow = n->out_shape.d[2];
+    bool max = n->op == OP_MAXPOOL;
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
+    E("        int64_t plane = i / %lld;\n", (long long)(oh * ow));
+    E("        int oy = (int)(i / %lld %% %lld), ox = (int)(i %% %lld);\n", (long long)ow, (long long)oh, (long long)ow);
+    E("        const float *xp = x + plane * %lld;\n", (long long)(h * w));
+    if (max)
+        E("        float best = -INFINITY;\n        int at = -1;\n");
+    else
+        E("        float sum = 0.0f;\n");
+    E("        for (int ky = 0; ky < %lld; ky++) {\n", (long long)k);
+    E("            int iy = oy * %lld%s + ky;\n", (long long)st, pad ? arena_printf(e->arena, " - %lld", (long long)pad) : "");
+    E("            if (iy < 0 || iy >= %lld)\n                continue;\n", (long long)h);
+    E("            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k);
+    E("                int ix = ox * %lld%s + kx;\n", (long long)st, pad ? arena_printf(e->arena, " - %lld", (long long)pad) : "");
+    E("                if (ix < 0 || ix >= %lld)\n                    continue;\n", (long long)w);
+    if (max)
+        E("                float v = xp[iy * %lld + ix];\n                if (v > best || at < 0) {\n"
+          "                    best = v;\n                    at = iy * %lld + ix;\n                }\n",
+          (long long)w, (long long)w);
+    else
+        E("                sum += xp[iy * %lld + ix];\n", (long long)w);
+    E("            }\n        }\n");
+    if (max)
+        E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
+    else /* PyTorch's count_include_pad: always the full window */
+        E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
+
+    /* Backward gathers, for each input element, from the windows covering it:
+     * no atomics, one writer per element, a fixed order. */
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
+      max ? ", const int32_t *argmax" : "");
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * h * w));
+    E("        int64_t plane = i / %lld;\n", (long long)(h * w));
+    E("        int iy = (int)(i / %lld %% %lld), ix = (int)(i %% %lld);\n", (long long)w, (long long)h, (long long)w);
+    E("        int y0 = iy + %lld < %lld ? 0 : (iy + %lld - %lld) / %lld + 1;\n", (long long)pad, (long long)k,
+      (long long)pad, (long long)k, (long long)st);
+    E("        int y1 = (iy + %lld) / %lld + 1 < %lld ? (iy + %lld) / %lld + 1 : %lld;\n", (long long)pad,
+      (long long)st, (long long)oh, (long long)pad, (long long)st, (long long)oh);
+    E("        int x0 = ix + %lld < %lld ? 0 : (ix + %lld - %lld) / %lld + 1;\n", (long long)pad, (long long)k,
+      (long long)pad, (long long)k, (long long)st);
+    E("        int x1 = (ix + %lld) / %lld + 1 < %lld ? (ix + %lld) / %lld + 1 : %lld;\n", (long long)pad,
+      (long long)st, (long long)ow, (long long)pad, (long long)st, (long long)ow);
+    E("        float g = 0.0f;\n");
+    E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
+    E("                int64_t o = plane * %lld + oy * %lld + ox;\n", (long long)(oh * ow), (long long)ow);
+    if (max)
+        E("                if (argmax[o] == iy * %lld + ix)\n                    g += dy[o];\n", (long long)w);
+    else
+        E("                g += dy[o];\n");
+    E("            }\n");
+    if (!max)
+        E("        g *= %s;\n", flit(e, 1.0 / (double)(k * k)));
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
+static void kernels_global_avgpool(Emit *e, const Node *n)
+{
+    int64_t c, h, w;
+    chw(n->in_shape, &c, &h, &w);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n        float sum = 0.0f;\n", (long long)c);
+    E("        for (int64_t j = 0; j < %lld; j++)\n            sum += x[i * %lld + j];\n", (long long)(h * w),
+      (long long)(h * w));
+    E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(h * w)));
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * h * w));
+    E("        float g = dy[i / %lld] * %s;\n", (long long)(h * w), flit(e, 1.0 / (double)(h * w)));
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
+static void kernels_activation(Emit *e, const Node *n)
+{
+    int64_t s = shape_numel(n->out_shape);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld)\n        y[i] = %s;\n}\n\n", (long long)s, act_forward_expr(e, n, "x[i]"));
+    comment(e, n, "");
+    const char *saved = act_saves_input(n) ? "x" : "y";
+    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name, saved);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_saves_input(n) ? "x[i]" : "y[i]"));
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
+static void kernels_dropout(Emit *e, const Node *n)
+{
+    int64_t s = shape_numel(n->out_shape);
+    uint32_t threshold = (uint32_t)(n->p * 4294967296.0);
+    float scale = (float)(1.0 / (1.0 - n->p));
+    comment(e, n, "");
+    E("// The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.\n");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)\n{\n",
+      n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / %lld], i %% %lld, %uu);\n", (long long)s,
+      (long long)s, threshold);
+    E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)\n{\n",
+      n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    E("        float g = ddp_dropout_keep(key, sample_ids[i / %lld], i %% %lld, %uu) ? dy[i] * %s : 0.0f;\n",
+      (long long)s, (long long)s, threshold, flit(e, scale));
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
+static void kernels_batchnorm(Emit *e, const Node *n)
+{
+    int64_t c, h, w;
+    chw(n->in_shape, &c, &h, &w);
+    int64_t hw = h * w;
+    comment(e, n, "");
+    E("// Training statistics: per channel sum and sum of squares, in double.\n");
+    E("DDP_KERNEL %s_sums_forward(int n, const float *x, double *sums)\n{\n", n->name);
+    E("    DDP_FOR(c, %lld) {\n        double sum = 0.0, sumsq = 0.0;\n", (long long)c);
+    E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
+    E("                double v = x[((int64_t)s * %lld + c) * %lld + j];\n", (long long)c, (long long)hw);
+    E("                sum += v;\n                sumsq += v * v;\n            }\n");
+    E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n    }\n}\n\n");
+    comment(e, n, "");
+    E("// Mean and 1/std of the batch from the sums over COUNT values per channel, and\n"
+      "// the running statistics, as PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
+    E("DDP_KERNEL %s_stats_forward(int64_t count, const double *sums, float *stats, float *running_mean, float *running_var)\n{\n",
+      n->name);
+    E("    DDP_FOR(c, %lld) {\n", (long long)c);
+    E("        double mean = sums[2 * c] / count;\n");
+    E("        double var = sums[2 * c + 1] / count - mean * mean;\n        var = var > 0.0 ? var : 0.0;\n");
+    E("        stats[2 * c] = (float)mean;\n        stats[2 * c + 1] = (float)(1.0 / sqrt(var + %.9g));\n", n->eps);
+    E("        double unbiased = count > 1 ? var * count / (count - 1) : var;\n");
+    E("        running_mean[c] = (float)((1.0 - %.9g) * running_mean[c] + %.9g * mean);\n", n->momentum, n->momentum);
+    E("        running_var[c] = (float)((1.0 - %.9g) * running_var[c] + %.9g * unbiased);\n    }\n}\n\n", n->momentum,
+      n->momentum);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)\n{\n",
+      n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n        int64_t c = i / %lld %% %lld;\n", (long long)(c * hw), (long long)hw,
+      (long long)c);
+    E("        y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];\n    }\n}\n\n");
+    comment(e, n, "");
+    E("DDP_KERNEL %s_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,\n"
+      "                          const float *weight, const float *bias)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n        int64_t c = i / %lld %% %lld;\n", (long long)(c * hw), (long long)hw,
+      (long long)c);
+    E("        y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + %s) * weight[c] + bias[c];\n    }\n}\n\n",
+      flit(e, n->eps));
+    comment(e, n, "");
+    E("// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.\n");
+    E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, double *sums,\n"
+      "                          float *dweight, float *dbias, int accumulate)\n{\n", n->name);
+    E("    DDP_FOR(c, %lld) {\n        double sdy = 0.0, sdyx = 0.0;\n", (long long)c);
+    E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
+    E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
+    E("                sdy += dy[i];\n                sdyx += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
+    E("            }\n        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
+    E("        dbias[c] = accumulate ? dbias[c] + (float)sdy : (float)sdy;\n");
+    E("        dweight[c] = accumulate ? dweight[c] + (float)sdyx : (float)sdyx;\n    }\n}\n\n");
+    comment(e, n, "");
+    E("DDP_KERNEL %s_normalize_backward(int64_t count, int n, const float *dy, const float *x, const float *stats,\n"
+      "                               const double *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld) {\n        int64_t c = i / %lld %% %lld;\n", (long long)(c * hw), (long long)hw,
+      (long long)c);
+    E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
+    E("        float g = weight[c] * stats[2 * c + 1] *\n"
+      "                  (dy[i] - (float)(sums[2 * c] / count) - xhat * (float)(sums[2 * c + 1] / count));\n");
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
+static void kernels_residual(Emit *e, const Node *n)
+{
+    int64_t s = shape_numel(n->out_shape);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *body, const float *skip, float *y)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld)\n        y[i] = body[i] + skip[i];\n}\n\n", (long long)s);
+}
+
+/* dx = dy or dx += dy: the backward of a residual join, or of a flatten
+ * whose gradient cannot share its output's memory. */
+static void kernels_pass_gradient(Emit *e, const Node *n)
+{
+    int64_t s = shape_numel(n->out_shape);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
+    E("    DDP_FOR(i, (int64_t)n * %lld)\n        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];\n}\n\n", (long long)s);
+}
+
+static void kernels_log_softmax(Emit *e, const Node *n)
+{
+    int64_t c = n->out_shape.d[0];
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * %lld;\n        float m = xs[0];\n", (long long)c);
+    E("        for (int j = 1; j < %lld; j++)\n            m = xs[j] > m ? xs[j] : m;\n", (long long)c);
+    E("        double sum = 0.0;\n        for (int j = 0; j < %lld; j++)\n            sum += expf(xs[j] - m);\n",
+      (long long)c);
+    E("        float lse = m + (float)log(sum);\n");
+    E("        for (int j = 0; j < %lld; j++)\n            y[s * %lld + j] = xs[j] - lse;\n    }\n}\n\n", (long long)c,
+      (long long)c);
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *y, float *dx, int accumulate)\n{\n", n->name);
+    E("    DDP_FOR(s, n) {\n        double sum = 0.0;\n");
+    E("        for (int j = 0; j < %lld; j++)\n            sum += dy[s * %lld + j];\n", (long long)c, (long long)c);
+    E("        for (int j = 0; j < %lld; j++) {\n            int64_t i = s * %lld + j;\n", (long long)c, (long long)c);
+    E("            float g = dy[i] - expf(y[i]) * (float)sum;\n");
+    E("            dx[i] = accumulate ? dx[i] + g : g;\n        }\n    }\n}\n\n");
+}
+
+/* The loss and its gradient in one pass per sample (the classifier fusion:
+ * the softmax is never stored), then a one-thread sum over the batch so the
+ * total is the same whatever the thread count. */
+static void kernels_loss(Emit *e, const Node *n)
+{
+    int64_t c = n->in_shape.d[0];
+    comment(e, n, "");
+    E("// Per sample: its loss and whether the prediction (first largest score) is right;\n"
+      "// dx (when not NULL) gets d mean-loss / d scores.\n");
+    E("DDP_KERNEL loss_forward_backward(int n, const float *x, const int32_t *labels, float *rows, float *dx)\n{\n");
+    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * %lld;\n        int label = labels[s];\n", (long long)c);
+    E("        int best = 0;\n        for (int j = 1; j < %lld; j++)\n            best = xs[j] > xs[best] ? j : best;\n",
+      (long long)c);
+    E("        rows[2 * s + 1] = best == label ? 1.0f : 0.0f;\n");
+    switch (n->loss) {
+    case LOSS_CROSS_ENTROPY:
+        E("        float m = xs[best];\n        double sum = 0.0;\n");
+        E("        for (int j = 0; j < %lld; j++)\n            sum += expf(xs[j] - m);\n", (long long)c);
+        E("        float lse = m + (float)log(sum);\n        rows[2 * s] = lse - xs[label];\n");
+        E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
+        E("                dx[s * %lld + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / n;\n", (long long)c);
+        break;
+    case LOSS_NLL:
+        E("        rows[2 * s] = -xs[label];\n");
+        E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
+        E("                dx[s * %lld + j] = j == label ? -1.0f / n : 0.0f;\n", (long long)c);
+        break;
+    case LOSS_MSE:
+        E("        double sum = 0.0;\n        for (int j = 0; j < %lld; j++) {\n", (long long)c);
+        E("            float d = xs[j] - (j == label ? 1.0f : 0.0f);\n            sum += (double)d * d;\n");
+        E("            if (dx)\n                dx[s * %lld + j] = 2.0f * d / ((float)n * %lld);\n        }\n", (long long)c,
+          (long long)c);
+        E("        rows[2 * s] = (float)(sum / %lld);\n", (long long)c);
+        break;
+    }
+    E("    }\n}\n\n");
+    E("DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)\n{\n");
+    E("    DDP_FOR(t, 1) {\n        double loss = 0.0, correct = 0.0;\n");
+    E("        for (int s = 0; s < n; s++) {\n            loss += rows[2 * s];\n            correct += rows[2 * s + 1];\n        }\n");
+    E("        stats[0] += loss;\n        stats[1] += correct;\n        stats[2] += n;\n    }\n}\n\n");
+}
+
+/* The optimizer over the one flat parameter buffer, PyTorch's formulas. */
+static void kernels_optimizer(Emit *e)
+{
+    const TrainConfig *t = &e->net->train;
+    int64_t count = e->plan->n_param_floats;
+    if (t->optimizer == OPT_SGD) {
+        E("// SGD as torch.optim.SGD: lr per step, momentum %.9g, dampening %.9g, weight_decay %.9g%s.\n", t->momentum,
+          t->dampening, t->weight_decay, t->nesterov ? ", nesterov" : "");
+        E("DDP_KERNEL optimizer_sgd_step(float *p, const float *g, float *momentum_buffer, float lr, int first_step)\n{\n");
+        E("    DDP_FOR(i, %lld) {\n", (long long)count);
+        E("        float d = g[i]%s;\n", t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
+        if (t->momentum) {
+            E("        float b = first_step ? d : %s * momentum_buffer[i] + %s;\n", flit(e, t->momentum),
+              t->dampening ? arena_printf(e->arena, "%s * d", flit(e, 1.0 - t->dampening)) : "d");
+            E("        momentum_buffer[i] = b;\n");
+            E("        d = %s;\n", t->nesterov ? arena_printf(e->arena, "d + %s * b", flit(e, t->momentum)) : "b");
+        } else
+            E("        (void)momentum_buffer;\n        (void)first_step;\n");
+        E("        p[i] -= lr * d;\n    }\n}\n\n");
+    } else {
+        bool adamw = t->optimizer == OPT_ADAMW;
+        E("// %s as torch.optim.%s: betas %.9g, %.9g, eps %.9g, weight_decay %.9g.\n", adamw ? "AdamW" : "Adam",
+          adamw ? "AdamW" : "Adam", t->beta1, t->beta2, t->eps, t->weight_decay);
+        E("DDP_KERNEL optimizer_adam_step(float *p, const float *g, float *m, float *v, float lr, float step_size,\n"
+          "                               float bias_correction2_sqrt)\n{\n");
+        E("    DDP_FOR(i, %lld) {\n", (long long)count);
+        if (adamw && t->weight_decay)
+            E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
+        else
+            E("        (void)lr;\n");
+        E("        float d = g[i]%s;\n",
+          !adamw && t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
+        E("        m[i] = %s * m[i] + %s * d;\n", flit(e, t->beta1), flit(e, 1.0 - t->beta1));
+        E("        v[i] = %s * v[i] + %s * d * d;\n", flit(e, t->beta2), flit(e, 1.0 - t->beta2));
+        E("        p[i] -= step_size * m[i] / (sqrtf(v[i]) / bias_correction2_sqrt + %s);\n    }\n}\n\n", flit(e, t->eps));
+    }
+}
+
+static void emit_kernels(Emit *e)
+{
+    for (int i = 0; i < e->net->n_nodes; i++) {
+        const Node *n = &e->net->nodes[i];
+        if (e->plan->nodes[i].fused_into >= 0)
+            continue;
+        switch (n->op) {
+        case OP_CONV:
+        case OP_LINEAR: kernels_conv_linear(e, n); break;
+        case OP_MAXPOOL:
+        case OP_AVGPOOL: kernels_pool(e, n); break;
+        case OP_GLOBAL_AVGPOOL: kernels_global_avgpool(e, n); break;
+        case OP_RELU:
+        case OP_LEAKY_RELU:
+        case OP_SIGMOID:
+        case OP_TANH:
+        case OP_GELU: kernels_activation(e, n); break;
+        case OP_DROPOUT: kernels_dropout(e, n); break;
+        case OP_BATCHNORM: kernels_batchnorm(e, n); break;
+        case OP_RESIDUAL_ADD:
+            kernels_residual(e, n);
+            kernels_pass_gradient(e, n);
+            break;
+        case OP_FLATTEN:
+            if (e->plan->grad[n->in] >= 0 && e->plan->grad[n->in] != e->plan->grad[n->out])
+                kernels_pass_gradient(e, n);
+            break;
+        case OP_LOG_SOFTMAX: kernels_log_softmax(e, n); break;
+        case OP_LOSS: kernels_loss(e, n); break;
+        case OP_INPUT:
+        case OP_COUNT: break;
+        }
+    }
+    kernels_optimizer(e);
+}
+
+//
+// The step: one launch or library call per op
+//
+
+static const Node *fused_act(const Emit *e, const Node *n)
+{
+    int a = e->plan->nodes[n - e->net->nodes].fused_act;
+    return a >= 0 ? &e->net->nodes[a] : NULL;
+}
+
+/* The value a conv/linear writes: its activation's output when fused. */
+static int written_value(const Emit *e, const Node *n)
+{
+    const Node *a = fused_act(e, n);
+    return a ? a->out : n->out;
+}
+
+static const char *kernel_stem(Emit *e, const Node *n)
+{
+    const Node *a = fused_act(e, n);
+    return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
+}
+
+static void forward_node(Emit *e, const Node *n)
+{
+    const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
+    if (np->fused_into >= 0 || n->op == OP_INPUT || n->op == OP_FLATTEN || n->op == OP_LOSS)
+        return;
+    comment(e, n, "    ");
+    const char *x = act(e, n->in);
+    switch (n->op) {
+    case OP_CONV:
+    case OP_LINEAR: {
+        const char *y = act(e, written_value(e, n));
+        const char *w = param(e, node_param(e, n, PARAM_WEIGHT));
+        if (n->op == OP_CONV)
+            E("    ddp_conv_forward(ctx->ops, %d, n, %s, %s, %s);\n", np->conv_id, x, w, y);
+        else
+            E("    ddp_gemm(ctx->ops, 0, 1, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, 0.0f, %s, %lld);\n",
+              (long long)n->out_ch, (long long)n->in_ch, x, (long long)n->in_ch, w, (long long)n->in_ch, y,
+              (long long)n->out_ch);
+        if (n->bias || fused_act(e, n)) {
+            int64_t s = shape_numel(n->out_shape);
+            E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s%s%s);\n", kernel_stem(e, n), (long long)s, y,
+              n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
+        }
+        break;
+    }
+    case OP_MAXPOOL:
+        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, %s);\n", n->name, (long long)per_sample(e, n->out),
+          x, act(e, n->out), scratch(e, n, 0));
+        break;
+    case OP_AVGPOOL:
+    case OP_RELU:
+    case OP_LEAKY_RELU:
+    case OP_SIGMOID:
+    case OP_TANH:
+    case OP_GELU:
+    case OP_LOG_SOFTMAX:
+        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s);\n", n->name,
+          (long long)(n->op == OP_LOG_SOFTMAX ? 1 : per_sample(e, n->out)), x, act(e, n->out));
+        break;
+    case OP_GLOBAL_AVGPOOL:
+        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s);\n", n->name, (long long)n->out_shape.d[0], x,
+          act(e, n->out));
+        break;
+    case OP_DROPOUT: {
+        int ordinal = 0;
+        for (const Node *m = e->net->nodes; m <= n; m++)
+            ordinal += m->op == OP_DROPOUT;
+        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, ctx->sample_ids,\n"
+          "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), train);\n",
+          n->name, (long long)per_sample(e, n->out), x, act(e, n->out), ordinal);
+        break;
+    }
+    case OP_BATCHNORM: {
+        int64_t c = n->out_ch, hw = per_sample(e, n->out) / c;
+        const char *w = param(e, node_param(e, n, PARAM_WEIGHT)), *b = param(e, node_param(e, n, PARAM_BIAS));
+        const char *rm = param(e, node_param(e, n, PARAM_RUNNING_MEAN)), *rv = param(e, node_param(e, n, PARAM_RUNNING_VAR));
+        E("    if (train) {\n");
+        E("        DDP_LAUNCH(%s_sums_forward, %lld, n, %s, %s);\n", n->name, (long long)c, x, scratch(e, n, 0));
+        E("        DDP_LAUNCH(%s_stats_forward, %lld, (int64_t)n * %lld, %s, %s, %s, %s);\n", n->name, (long long)c,
+          (long long)hw, scratch(e, n, 0), scratch(e, n, 1), rm, rv);
+        E("        DDP_LAUNCH(%s_normalize_forward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s);\n", n->name,
+          (long long)per_sample(e, n->out), x, act(e, n->out), scratch(e, n, 1), w, b);
+        E("    } else {\n");
+        E("        DDP_LAUNCH(%s_eval_forward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s);\n    }\n", n->name,
+          (long long)per_sample(e, n->out), x, act(e, n->out), rm, rv, w, b);
+        break;
+    }
+    case OP_RESIDUAL_ADD:
+        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, %s);\n", n->name, (long long)per_sample(e, n->out), x,
+          act(e, n->skip), act(e, n->out));
+        break;
+    default: break;
+    }
+}
+
+static void grad_ready(Emit *e, const Node *n)
+{
+    for (int k = 0; k < n->n_params; k++)
+        if (e->net->params[n->first_param + k].trainable)
+            E("    if (ctx->grad_ready)\n        ctx->grad_ready(ctx, %d);\n", n->first_param + k);
+}
+
+static const char *beta(Emit *e)
+{
+    e->used_beta = true;
+    return "beta";
+}
+
+static void backward_node(Emit *e, const Node *n)
+{
+    int idx = (int)(n - e->net->nodes);
+    const NodePlan *np = &e->plan->nodes[idx];
+    const Plan *p = e->plan;
+    if (np->fused_into >= 0 || n->op == OP_INPUT || n->op == OP_LOSS)
+        return;
+    bool dx = n->in > 0 && p->grad[n->in] >= 0 && p->grad[n->in] != p->grad[n->out];
+    int acc_in = (p->grad_first[idx] & 1) ? 0 : 1;
+    if (n->op == OP_FLATTEN) {
+        if (dx) {
+            comment(e, n, "    ");
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name,
+              (long long)per_sample(e, n->out), grad(e, n->out), grad(e, n->in), acc_in);
+        }
+        return;
+    }
+    comment(e, n, "    ");
+    bool lib = n->op == OP_CONV || n->op == OP_LINEAR;
+    const char *dy = grad(e, lib ? written_value(e, n) : n->out);
+    int64_t s_out = per_sample(e, n->out), s_in = n->in > 0 ? per_sample(e, n->in) : 0;
+    switch (n->op) {
+    case OP_CONV:
+    case OP_LINEAR: {
+        const Node *a = fused_act(e, n);
+        const char *y = a ? act(e, written_value(e, n)) : "";
+        if (n->bias)
+            E("    DDP_LAUNCH(%s_backward, %lld, n, %s%s%s, %s, ctx->accumulate);\n", kernel_stem(e, n),
+              (long long)n->out_ch, dy, a ? ", " : "", a ? y : "", dparam(e, node_param(e, n, PARAM_BIAS)));
+        else if (a)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s);\n", kernel_stem(e, n), (long long)s_out, dy, y);
+        const char *dw = dparam(e, node_param(e, n, PARAM_WEIGHT));
+        const char *w = dx ? param(e, node_param(e, n, PARAM_WEIGHT)) : "";
+        const char *x = act(e, n->in);
+        if (n->op == OP_CONV) {
+            E("    ddp_conv_backward_filter(ctx->ops, %d, n, %s, %s, %s, %s);\n", np->conv_id, x, dy, dw, beta(e));
+            if (dx)
+                E("    ddp_conv_backward_data(ctx->ops, %d, n, %s, %s, %s, %d.0f);\n", np->conv_id, dy, w,
+                  grad(e, n->in), acc_in);
+        } else {
+            long long in = n->in_ch, out = n->out_ch;
+            E("    ddp_gemm(ctx->ops, 1, 0, %lld, %lld, n, 1.0f, %s, %lld, %s, %lld, %s, %s, %lld);\n", out, in, dy, out,
+              x, in, beta(e), dw, in);
+            if (dx)
+                E("    ddp_gemm(ctx->ops, 0, 0, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, %d.0f, %s, %lld);\n", in, out, dy,
+                  out, w, in, acc_in, grad(e, n->in), in);
+        }
+        grad_ready(e, n);
+        break;
+    }
+    case OP_MAXPOOL:
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
+              scratch(e, n, 0), grad(e, n->in), acc_in);
+        break;
+    case OP_AVGPOOL:
+    case OP_GLOBAL_AVGPOOL:
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_in, dy,
+              grad(e, n->in), acc_in);
+        break;
+    case OP_RELU:
+    case OP_LEAKY_RELU:
+    case OP_SIGMOID:
+    case OP_TANH:
+    case OP_GELU:
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
+              act_saves_input(n) ? act(e, n->in) : act(e, n->out), grad(e, n->in), acc_in);
+        break;
+    case OP_LOG_SOFTMAX:
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, n, n, %s, %s, %s, %d);\n", n->name, dy, act(e, n->out), grad(e, n->in), acc_in);
+        break;
+    case OP_DROPOUT: {
+        int ordinal = 0;
+        for (const Node *m = e->net->nodes; m <= n; m++)
+            ordinal += m->op == OP_DROPOUT;
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, ctx->sample_ids,\n"
+              "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), %d);\n",
+              n->name, (long long)s_in, dy, grad(e, n->in), ordinal, acc_in);
+        break;
+    }
+    case OP_BATCHNORM: {
+        int64_t c = n->out_ch;
+        const char *x = act(e, n->in);
+        E("    DDP_LAUNCH(%s_sums_backward, %lld, n, %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", n->name, (long long)c,
+          dy, x, scratch(e, n, 1), scratch(e, n, 0), dparam(e, node_param(e, n, PARAM_WEIGHT)),
+          dparam(e, node_param(e, n, PARAM_BIAS)));
+        if (dx)
+            E("    DDP_LAUNCH(%s_normalize_backward, (int64_t)n * %lld, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s, %d);\n",
+              n->name, (long long)s_in, (long long)(s_in / c), dy, x, scratch(e, n, 1), scratch(e, n, 0),
+              param(e, node_param(e, n, PARAM_WEIGHT)), grad(e, n->in), acc_in);
+        grad_ready(e, n);
+        break;
+    }
+    case OP_RESIDUAL_ADD: {
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_out, dy,
+              grad(e, n->in), acc_in);
+        if (n->skip > 0 && p->grad[n->skip] >= 0)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_out, dy,
+              grad(e, n->skip), (p->grad_first[idx] & 2) ? 0 : 1);
+        break;
+    }
+    default: break;
+    }
+}
+
+static const Node *loss_node(const Net *net) { return &net->nodes[net->n_nodes - 1]; }
+
+/* Declarations of what BODY used, then BODY. */
+static void finish_function(Emit *e, FILE *out, char *body)
+{
+    const Plan *p = e->plan;
+    const Net *net = e->net;
+    bool any_arena = false;
+    for (int v = 0; v < net->n_values; v++)
+        any_arena = any_arena || e->used_act[v] || e->used_grad[v];
+    for (int i = 0; i < net->n_nodes; i++)
+        any_arena = any_arena || e->used_scratch[i];
+    if (any_arena)
+        fprintf(out, "    float *const A = ctx->arena;          // planned by ddpc: see the table at the end\n"
+                     "    const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size\n");
+    bool any_param = false, any_grad = false;
+    for (int i = 0; i < net->n_params; i++) {
+        any_param = any_param || (e->used_param[i] & 1);
+        any_grad = any_grad || (e->used_param[i] & 2);
+    }
+    for (int i = 0; i < net->n_params; i++) {
+        if (!e->used_param[i])
+            continue;
+        const Param *q = &net->params[i];
+        const char *region = q->trainable ? "ctx->params" : "ctx->buffers";
+        if (e->used_param[i] & 1)
+            fprintf(out, "    float *%s = %s + %lld;\n", param_name(e, i, false), region, (long long)p->param_offset[i]);
+        if (e->used_param[i] & 2)
+            fprintf(out, "    float *%s = ctx->grads + %lld;\n", param_name(e, i, true), (long long)p->param_offset[i]);
+    }
+    for (int v = 1; v < net->n_values; v++) {
+        for (int g = 0; g < 2; g++) {
+            if (!(g ? e->used_grad[v] : e->used_act[v]))
+                continue;
+            const Storage *s = &p->storages[g ? p->grad[v] : p->act[v]];
+            fprintf(out, "    float *%s%s_out = A + %lld * B;   // %s\n", g ? "d_" : "", producer(e, v)->name,
+                    (long long)s->offset, shape_str(e->arena, net->values[v]));
+        }
+    }
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        const NodePlan *np = &p->nodes[i];
+        if (e->used_scratch[i] & 1) {
+            const Storage *s = &p->storages[np->scratch];
+            if (n->op == OP_MAXPOOL)
+                fprintf(out, "    int32_t *%s_argmax = (int32_t *)(A + %lld * B);\n", n->name, (long long)s->offset);
+            else if (n->op == OP_BATCHNORM)
+                fprintf(out, "    double *%s_sums = (double *)(A + %lld * B + %lld);\n", n->name,
+                        (long long)p->arena_per_sample, (long long)s->offset);
+            else
+                fprintf(out, "    float *%s_rows = A + %lld * B;\n", n->name, (long long)s->offset);
+        }
+        if (e->used_scratch[i] & 2)
+            fprintf(out, "    float *%s_stats = A + %lld * B + %lld;\n", n->name, (long long)p->arena_per_sample,
+                    (long long)p->storages[np->scratch2].offset);
+    }
+    if (e->used_beta)
+        fprintf(out, "    const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients\n");
+    fputs(body, out);
+    free(body);
+    memset(e->used_act, 0, (size_t)net->n_values);
+    memset(e->used_grad, 0, (size_t)net->n_values);
+    memset(e->used_param, 0, (size_t)net->n_params);
+    memset(e->used_scratch, 0, (size_t)net->n_nodes);
+    e->used_beta = false;
+}
+
+static FILE *begin_body(Emit *e, char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    e->out = f;
+    return f;
+}
+
+static void emit_functions(Emit *e, FILE *out)
+{
+    const Net *net = e->net;
+    const Node *loss = loss_node(net);
+    char *body;
+    size_t len;
+    bool uses_train = false;
+    for (int i = 0; i < net->n_nodes; i++)
+        uses_train = uses_train || net->nodes[i].op == OP_DROPOUT || net->nodes[i].op == OP_BATCHNORM;
+
+    /* forward */
+    FILE *b = begin_body(e, &body, &len);
+    if (!uses_train)
+        E("    (void)train;  // no layer of this net behaves differently in training\n");
+    for (int i = 0; i < net->n_nodes; i++)
+        forward_node(e, &net->nodes[i]);
+    fclose(b);
+    fprintf(out, "// The forward pass; TRAIN selects batch statistics and dropout.\n"
+                 "static void forward(DdpCtx *ctx, int n, int train)\n{\n");
+    finish_function(e, out, body);
+    fprintf(out, "}\n\n");
+
+    /* train step */
+    b = begin_body(e, &body, &len);
+    E("    forward(ctx, n, 1);\n");
+    comment(e, loss, "    ");
+    E("    DDP_LAUNCH(loss_forward_backward, n, n, %s, ctx->labels, %s, %s);\n", act(e, loss->in), scratch(e, loss, 0),
+      grad(e, loss->in));
+    E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    E("\n    // backward, last layer first; each parameter's gradient is announced as soon\n"
+      "    // as it is final, so that its bucket's all-reduce can start\n");
+    for (int i = net->n_nodes - 1; i >= 0; i--)
+        backward_node(e, &net->nodes[i]);
+    fclose(b);
+    fprintf(out, "// Forward, loss and backward for a batch of N: grads get d loss / d params.\n"
+                 "static void train_step(DdpCtx *ctx, int n)\n{\n");
+    finish_function(e, out, body);
+    fprintf(out, "}\n\n");
+
+    /* eval step */
+    b = begin_body(e, &body, &len);
+    E("    forward(ctx, n, 0);\n");
+    comment(e, loss, "    ");
+    E("    DDP_LAUNCH(loss_forward_backward, n, n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
+    E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    fclose(b);
+    fprintf(out, "// Forward in evaluation mode and the loss, for a batch of N.\n"
+                 "static void eval_step(DdpCtx *ctx, int n)\n{\n");
+    finish_function(e, out, body);
+    fprintf(out, "}\n\n");
+
+    /* optimizer */
+    const TrainConfig *t = &net->train;
+    int64_t count = e->plan->n_param_floats;
+    fprintf(out, "// One optimizer update of all %lld parameters at once.\n"
+                 "static void optimizer_step(DdpCtx *ctx)\n{\n", (long long)count);
+    if (t->optimizer == OPT_SGD)
+        fprintf(out, "    DDP_LAUNCH(optimizer_sgd_step, %lld, ctx->params, ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n",
+                (long long)count);
+    else {
+        fprintf(out, "    double t = (double)(ctx->step + 1);\n");
+        fprintf(out, "    float step_size = (float)(ctx->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
+        fprintf(out, "    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
+        fprintf(out, "    DDP_LAUNCH(optimizer_adam_step, %lld, ctx->params, ctx->grads, ctx->opt_state,\n"
+                     "               ctx->opt_state + %lld, ctx->lr, step_size, bias_correction2_sqrt);\n",
+                (long long)count, (long long)count);
+    }
+    fprintf(out, "}\n\n");
+
+    /* library ops */
+    fprintf(out, "// Registers each convolution with the library ops (cuDNN picks its algorithms now).\n"
+                 "static DdpStatus plan_ops(DdpCtx *ctx)\n{\n");
+    if (e->plan->n_convs == 0)
+        fprintf(out, "    (void)ctx;\n");
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        if (n->op != OP_CONV)
+            continue;
+        fprintf(out, "    // %s:%d: %s\n", e->file, n->line, n->text);
+        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0};\n",
+                n->name, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
+                (long long)n->out_ch, (long long)n->kernel, (long long)n->kernel, (long long)n->stride, (long long)n->pad,
+                (long long)n->groups);
+        fprintf(out, "    DDP_CHECK(ddp_conv_shape_init(&%s_shape));\n", n->name);
+        fprintf(out, "    DDP_CHECK(ddp_ops_plan_conv(ctx->ops, %d, &%s_shape));\n", e->plan->nodes[i].conv_id, n->name);
+    }
+    fprintf(out, "    return DDP_OK;\n}\n\n");
+}
+
+static void emit_tables(Emit *e, FILE *out)
+{
+    const Net *net = e->net;
+    const Plan *p = e->plan;
+    fprintf(out, "// The state_dict, in PyTorch's names; trainable parameters are laid out last\n"
+                 "// layer first, the order in which backward finishes them and buckets fill.\n");
+    fprintf(out, "static const DdpParamInfo params[] = {\n");
+    for (int i = 0; i < net->n_params; i++) {
+        const Param *q = &net->params[i];
+        const Node *n = &net->nodes[q->node];
+        int64_t fan_in = n->op == OP_CONV ? n->in_ch / n->groups * n->kernel * n->kernel : n->in_ch;
+        const char *init = n->op == OP_BATCHNORM
+                               ? (q->role == PARAM_WEIGHT || q->role == PARAM_RUNNING_VAR ? "DDP_INIT_ONES" : "DDP_INIT_ZEROS")
+                               : "DDP_INIT_KAIMING_UNIFORM";
+        fprintf(out, "    {\"%s\", %d, {%lld, %lld, %lld, %lld}, %lld, %d, %lld, %d, %s, %lld},\n", q->name, q->ndim,
+                (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2], (long long)q->shape[3],
+                (long long)q->numel, q->trainable, (long long)(p->param_offset[i] < 0 ? 0 : p->param_offset[i]),
+                q->is_int64, init, (long long)fan_in);
+    }
+    fprintf(out, "};\n\n");
+
+    const TrainConfig *t = &net->train;
+    static const char *const opt[] = {"DDP_OPT_SGD", "DDP_OPT_ADAM", "DDP_OPT_ADAMW"};
+    static const char *const sched[] = {"DDP_SCHED_CONSTANT", "DDP_SCHED_STEP", "DDP_SCHED_COSINE"};
+    const Node *input = &net->nodes[0];
+    int64_t c, h, w;
+    chw(input->out_shape, &c, &h, &w);
+    fprintf(out, "static const DdpNet net = {\n");
+    fprintf(out, "    \"%s\", \"%s\",\n", net->name, p->hash);
+    fprintf(out, "    %d, {%lld, %lld, %lld}, %lld, %lld,\n", input->out_shape.rank, (long long)c, (long long)h,
+            (long long)w, (long long)shape_numel(input->out_shape), (long long)net->num_classes);
+    fprintf(out, "    params, %d, %lld, %lld, %d,\n", net->n_params, (long long)p->n_param_floats,
+            (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
+    fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
+                 "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed\n");
+    Arena *a = e->arena;
+    fprintf(out, "    {%lld, %lld, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lluull},\n",
+            (long long)t->batch, (long long)t->epochs, opt[t->optimizer], dlit(a, t->lr), dlit(a, t->momentum),
+            dlit(a, t->dampening), dlit(a, t->weight_decay), t->nesterov, dlit(a, t->beta1), dlit(a, t->beta2),
+            dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
+            (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed);
+    fprintf(out, "    %lld, %lld,  // activation arena: floats per sample, fixed floats\n", (long long)p->arena_per_sample,
+            (long long)p->arena_fixed);
+    fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,\n};\n\n");
+    fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
+}
+
+void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command)
+{
+    Emit e = {0};
+    Arena arena = {0};
+    e.net = net;
+    e.plan = plan;
+    e.arena = &arena;
+    e.file = base_name(net->file);
+    e.used_act = arena_alloc(&arena, (size_t)net->n_values + 1);
+    e.used_grad = arena_alloc(&arena, (size_t)net->n_values + 1);
+    e.used_param = arena_alloc(&arena, (size_t)net->n_params + 1);
+    e.used_scratch = arena_alloc(&arena, (size_t)net->n_nodes + 1);
+
+    fprintf(out, "// The training program of %s (net %s), generated by ddpc %s.\n", e.file, net->name, DDPC_VERSION);
+    fprintf(out, "// Edit it freely; `ddpc --rebuild THIS_FILE` runs the build line below again.\n//\n");
+    fprintf(out, "// ddpc-build: %s\n//\n", build_command);
+    fprintf(out, "// One source for both targets: under nvcc the kernels run on the GPU; under a\n"
+                 "// host compiler kernel.h turns each into an OpenMP loop (see DDP_FOR there).\n\n");
+    fprintf(out, "#include \"kernel.h\"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm\n\n");
+    bool gelu_tanh = false;
+    for (int i = 0; i < net->n_nodes; i++)
+        gelu_tanh = gelu_tanh || (net->nodes[i].op == OP_GELU && net->nodes[i].gelu_tanh);
+    if (gelu_tanh)
+        fprintf(out, "// d/dx of gelu's tanh approximation\n"
+                     "static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)\n{\n"
+                     "    float u = 0.7978845608f * (x + 0.044715f * x * x * x);\n"
+                     "    float t = tanhf(u);\n"
+                     "    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 0.134145f * x * x);\n"
+                     "}\n\n");
+    e.out = out;
+    emit_kernels(&e);
+    emit_functions(&e, out);
+    emit_tables(&e, out);
+    arena_free(&arena);
+}

@@ -1,0 +1,80 @@
+/*
+ * device.h: the memory, copies and stream the trainer works with, so that one
+ * trainer.c serves the CPU and the GPU builds.
+ *
+ * One interface, two implementations, and a program links exactly one, as with
+ * ops.h: device_cpu.c (host memory, no stream: every call is plain memory work)
+ * sits in libddprt.a; device_cuda.cu (cudart: one device per process chosen by
+ * its local rank, one non-blocking stream, pinned staging memory, async copies)
+ * is linked ahead of the library by a GPU program, so device_cpu.o is never
+ * pulled in. Both must define exactly the same symbols.
+ *
+ * Shaped for a training loop that never waits on the device per step: copies
+ * towards the device are queued on the stream behind the previous step, and
+ * the host reuses a staging buffer only after the event recorded behind its
+ * last copy has passed. Only ddp_copy_to_host and ddp_device_sync wait, and
+ * the trainer calls them at log points.
+ *
+ * Failures are DDP_FAIL with the device library's own words ("cudaMalloc:
+ * cudaErrorMemoryAllocation (out of memory)") recorded through status.h.
+ */
+#ifndef DDPRT_DEVICE_H
+#define DDPRT_DEVICE_H
+
+#include <stddef.h>
+
+#include "status.h"  // DdpStatus
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Binds this process to its device (on CUDA, GPU number LOCAL_RANK) and makes
+ * the stream every later call is given (*STREAM is NULL on CPU). */
+DdpStatus ddp_device_open(int local_rank, void **stream);
+/* Waits for the stream's work, then destroys it; NULL is fine. */
+void ddp_device_close(void *stream);
+
+/* How many ranks this machine's devices host when no topology is given: the
+ * visible GPUs on CUDA (0 if none or no driver), 1 on CPU. */
+int ddp_device_count(void);
+/* One line naming the device for the start-up message, e.g.
+ * "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or "CPU (2 cores)". */
+void ddp_device_describe(char *buf, size_t len);
+
+/* Device memory, zeroed, aligned for any element type (at least 64 bytes).
+ * BYTES 0 gives *P NULL. Allocation is set-up work: it may synchronise. */
+DdpStatus ddp_device_alloc(void **p, size_t bytes);
+void ddp_device_free(void *p);
+
+/* Host memory the device copies from fast (pinned on CUDA), zeroed, aligned
+ * to at least 64 bytes. BYTES 0 gives *P NULL. */
+DdpStatus ddp_host_alloc(void **p, size_t bytes);
+void ddp_host_free(void *p);
+
+/* Queues a copy of BYTES from host SRC to device DST on STREAM; it may still
+ * be running when this returns, so SRC must stay untouched until an event
+ * recorded after it has passed (ddp_event_wait). */
+DdpStatus ddp_copy_to_device(void *dst, const void *src, size_t bytes, void *stream);
+/* Copies BYTES from device SRC to host DST after all the stream's earlier
+ * work, and waits for it: DST is ready on return. */
+DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *stream);
+/* Queues zeroing BYTES of device memory at P. */
+DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream);
+/* Waits for all of the stream's work, and reports any failure of it (a
+ * kernel that could not launch or faulted). */
+DdpStatus ddp_device_sync(void *stream);
+
+/* A marker in the stream: the host can wait until the work queued before it
+ * is done without waiting for later work. On CPU all four do nothing and
+ * *EVENT is NULL. */
+DdpStatus ddp_event_create(void **event);
+void ddp_event_destroy(void *event);
+DdpStatus ddp_event_record(void *event, void *stream);
+DdpStatus ddp_event_wait(void *event);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

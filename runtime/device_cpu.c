@@ -1,0 +1,106 @@
+/*
+ * device_cpu.c: device.h for the CPU build, where "device" memory is host
+ * memory and work is done when the call returns.
+ *
+ * Nothing here is asynchronous, so there is no stream (it is NULL) and events
+ * are no-ops; the copies are memcpy. Memory is 64-byte aligned (a cache line,
+ * and enough for any vector load the generated kernels or OpenBLAS make) and
+ * zeroed, as ddp_device_alloc promises on both builds.
+ */
+#include "device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { CPU_ALIGN = 64 };
+
+DdpStatus ddp_device_open(int local_rank, void **stream)
+{
+    (void)local_rank;
+    *stream = NULL;
+    return DDP_OK;
+}
+
+void ddp_device_close(void *stream) { (void)stream; }
+
+int ddp_device_count(void) { return 1; }
+
+void ddp_device_describe(char *buf, size_t len)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(buf, len, "CPU (%ld core%s)", cores > 0 ? cores : 1, cores > 1 ? "s" : "");
+}
+
+/* Aligned, zeroed memory; *P NULL for 0 bytes. */
+static DdpStatus aligned_zeroed(void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    if (bytes == 0)
+        return DDP_OK;
+    int err = posix_memalign(p, CPU_ALIGN, bytes);
+    if (err != 0) {
+        *p = NULL;
+        return DDP_ERR(DDP_FAIL, "%s: cannot allocate %zu bytes: %s", what, bytes, strerror(err));
+    }
+    memset(*p, 0, bytes);
+    return DDP_OK;
+}
+
+DdpStatus ddp_device_alloc(void **p, size_t bytes) { return aligned_zeroed(p, bytes, "device memory"); }
+void ddp_device_free(void *p) { free(p); }
+
+DdpStatus ddp_host_alloc(void **p, size_t bytes) { return aligned_zeroed(p, bytes, "host memory"); }
+void ddp_host_free(void *p) { free(p); }
+
+DdpStatus ddp_copy_to_device(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return DDP_OK;
+}
+
+DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return DDP_OK;
+}
+
+DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream)
+{
+    (void)stream;
+    if (bytes)
+        memset(p, 0, bytes);
+    return DDP_OK;
+}
+
+DdpStatus ddp_device_sync(void *stream)
+{
+    (void)stream;
+    return DDP_OK;
+}
+
+DdpStatus ddp_event_create(void **event)
+{
+    *event = NULL;
+    return DDP_OK;
+}
+
+void ddp_event_destroy(void *event) { (void)event; }
+
+DdpStatus ddp_event_record(void *event, void *stream)
+{
+    (void)event;
+    (void)stream;
+    return DDP_OK;
+}
+
+DdpStatus ddp_event_wait(void *event)
+{
+    (void)event;
+    return DDP_OK;
+}

@@ -1,0 +1,475 @@
+/*
+ * flags.c: the generated program's command line.
+ *
+ * One table describes every flag: its name, what kind of value it takes, the
+ * range it accepts, where in DdpFlags it lands, and its --help line. Parsing,
+ * range checking, the messages and --help all read that table, so a flag's
+ * accepted range and the range its message quotes cannot drift apart.
+ *
+ * Checking happens here, at start-up, and names the flag: a bad value found
+ * after an hour of training, or reported by whatever code first trips over
+ * it, would cost the user far more than a strict parser does. Flags for
+ * several ranks and checkpoints are parsed and checked now although this
+ * build runs one rank; ddp_flags_check_available refuses the ones that would
+ * need more, so they fail loudly rather than being silently ignored.
+ */
+#include "flags.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idx.h"  // DDP_IDX_DEFAULT_DIR
+
+typedef enum {
+    KIND_PATH,     /* a non-empty string */
+    KIND_INT,      /* int64_t in [min, max] */
+    KIND_SEED,     /* uint64_t, any */
+    KIND_REAL,     /* double, finite, above lo (or at it unless lo_open), at most hi */
+    KIND_SWITCH,   /* no value; sets an int to `min` */
+    KIND_BACKEND,  /* nccl | mpi */
+    KIND_ADDRESS,  /* env:// | tcp://HOST:PORT */
+    KIND_OPTIONAL, /* --resume [PATH]: sets an int to 1, and a string if a value follows */
+} FlagKind;
+
+typedef struct {
+    const char *name;    /* without the leading "--" */
+    FlagKind kind;
+    const char *metavar; /* in --help */
+    size_t offset;       /* of the field in DdpFlags */
+    int64_t min, max;    /* KIND_INT; KIND_SWITCH stores min */
+    double lo, hi;       /* KIND_REAL */
+    int lo_open;         /* KIND_REAL: lo itself is refused */
+    const char *help;
+} FlagSpec;
+
+#define AT(field) offsetof(DdpFlags, field)
+
+static const FlagSpec specs[DDP_FLAG_COUNT] = {
+    [DDP_FLAG_DATA] = {"data", KIND_PATH, "DIR", AT(data),
+        .help = "MNIST-format IDX files, in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw"},
+    [DDP_FLAG_EPOCHS] = {"epochs", KIND_INT, "N", AT(epochs), .min = 1, .max = DDP_FLAGS_MAX_EPOCHS,
+        .help = "passes over the training set"},
+    [DDP_FLAG_BATCH_SIZE] = {"batch-size", KIND_INT, "N", AT(batch_size), .min = 1, .max = DDP_FLAGS_MAX_BATCH,
+        .help = "samples per step on each rank"},
+    [DDP_FLAG_LR] = {"lr", KIND_REAL, "X", AT(lr), .lo = 0, .hi = HUGE_VAL,
+        .help = "peak learning rate of the schedule"},
+    [DDP_FLAG_SEED] = {"seed", KIND_SEED, "N", AT(seed),
+        .help = "seeds the initial weights, the shuffling and dropout"},
+    [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
+        .help = "stop at global step N, counted from the start of training"},
+    [DDP_FLAG_NO_SHUFFLE] = {"no-shuffle", KIND_SWITCH, NULL, AT(shuffle), .min = 0,
+        .help = "visit the training samples in file order every epoch"},
+    [DDP_FLAG_EVAL_EVERY] = {"eval-every", KIND_INT, "N", AT(eval_every), .min = 0, .max = INT64_MAX,
+        .help = "evaluate every N steps too (0: at the end of each epoch only)"},
+    [DDP_FLAG_LOG] = {"log", KIND_PATH, "FILE.jsonl", AT(log),
+        .help = "write each epoch's and evaluation's numbers as JSON lines"},
+    [DDP_FLAG_EXPORT] = {"export", KIND_PATH, "FILE.safetensors", AT(export_path),
+        .help = "write the weights after the last step"},
+    [DDP_FLAG_INIT] = {"init", KIND_PATH, "FILE.safetensors", AT(init),
+        .help = "start from these weights instead of a seeded initialisation"},
+    [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
+        .help = "start N local ranks, as mp.spawn does"},
+    [DDP_FLAG_BACKEND] = {"backend", KIND_BACKEND, "nccl|mpi", AT(backend),
+        .help = "how ranks talk"},
+    [DDP_FLAG_INIT_METHOD] = {"init-method", KIND_ADDRESS, "env://|tcp://HOST:PORT", AT(init_method),
+        .help = "how ranks find each other"},
+    [DDP_FLAG_RANK] = {"rank", KIND_INT, "R", AT(rank), .min = 0, .max = DDP_FLAGS_MAX_RANKS - 1,
+        .help = "this process's rank (with --world-size)"},
+    [DDP_FLAG_WORLD_SIZE] = {"world-size", KIND_INT, "W", AT(world_size), .min = 1, .max = DDP_FLAGS_MAX_RANKS,
+        .help = "ranks in all"},
+    [DDP_FLAG_BUCKET_CAP_MB] = {"bucket-cap-mb", KIND_REAL, "X", AT(bucket_cap_mb), .lo = 0, .lo_open = 1,
+        .hi = 1048576, .help = "gradient all-reduce bucket cap in MiB"},
+    [DDP_FLAG_NO_SYNC_EVERY] = {"no-sync-every", KIND_INT, "K", AT(no_sync_every), .min = 1, .max = 1000000,
+        .help = "accumulate gradients over K steps between all-reduces"},
+    [DDP_FLAG_SAVE] = {"save", KIND_PATH, "DIR", AT(save),
+        .help = "write checkpoints into DIR"},
+    [DDP_FLAG_SAVE_EVERY] = {"save-every", KIND_INT, "N", AT(save_every), .min = 1, .max = INT64_MAX,
+        .help = "checkpoint every N steps (default: each epoch)"},
+    [DDP_FLAG_RESUME] = {"resume", KIND_OPTIONAL, "[PATH]", AT(resume_path),
+        .help = "continue from a checkpoint (default: the latest in --save)"},
+    [DDP_FLAG_TIMEOUT] = {"timeout", KIND_REAL, "SECONDS", AT(timeout), .lo = 0, .lo_open = 1, .hi = 31536000,
+        .help = "how long a rank waits for the others before failing"},
+    [DDP_FLAG_QUIET] = {"quiet", KIND_SWITCH, NULL, AT(quiet), .min = 1,
+        .help = "print nothing but errors"},
+    [DDP_FLAG_HELP] = {"help", KIND_SWITCH, NULL, AT(help), .min = 1, .help = "show this help"},
+};
+
+/* The field a spec writes, typed. */
+#define FIELD(flags, spec, type) ((type *)((char *)(flags) + (spec)->offset))
+
+void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
+{
+    memset(f, 0, sizeof *f);
+    f->epochs = train->epochs;
+    f->batch_size = train->batch;
+    f->lr = train->lr;
+    f->seed = train->seed;
+    f->max_steps = -1;
+    f->shuffle = 1;
+    f->rank = -1;
+    f->world_size = -1;
+    f->bucket_cap_mb = (double)train->bucket_cap_bytes / (1024.0 * 1024.0);
+    f->no_sync_every = 1;
+    f->timeout = 1800;
+}
+
+/* ---- "did you mean" ------------------------------------------------------- */
+
+enum { SUGGEST_MAX = 32 };
+
+/* Optimal string alignment distance: Levenshtein plus adjacent swaps, the typo
+ * model of git's and clang's suggestions. */
+static int edit_distance(const char *a, int la, const char *b, int lb)
+{
+    int d[SUGGEST_MAX + 1][SUGGEST_MAX + 1];
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* The flag nearest to WORD[0..len) (no dashes), if at most a third of it changed. */
+static const char *suggest(const char *word, size_t len)
+{
+    if (len == 0 || len > SUGGEST_MAX)
+        return NULL;
+    const char *best = NULL;
+    int best_d = INT_MAX;
+    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
+        size_t ln = strlen(specs[i].name);
+        int d = edit_distance(word, (int)len, specs[i].name, (int)ln);
+        int allowed = (int)(len > ln ? len : ln) / 3;
+        if (d <= (allowed < 1 ? 1 : allowed) && d < best_d) {
+            best = specs[i].name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* ---- values ----------------------------------------------------------------- */
+
+/* What SPEC accepts, for messages: "a whole number from 1 to 1000000". */
+static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
+{
+    switch (spec->kind) {
+    case KIND_PATH:
+        snprintf(buf, len, "a %s", strcmp(spec->metavar, "DIR") == 0 ? "directory" : "file name");
+        break;
+    case KIND_INT:
+        if (spec->max == INT64_MAX)
+            snprintf(buf, len, "a whole number >= %lld", (long long)spec->min);
+        else
+            snprintf(buf, len, "a whole number from %lld to %lld", (long long)spec->min, (long long)spec->max);
+        break;
+    case KIND_SEED:
+        snprintf(buf, len, "a whole number from 0 to %llu", (unsigned long long)UINT64_MAX);
+        break;
+    case KIND_REAL:
+        if (isinf(spec->hi))
+            snprintf(buf, len, "a number %s %.15g", spec->lo_open ? ">" : ">=", spec->lo);
+        else
+            snprintf(buf, len, "a number %s %.15g and at most %.15g", spec->lo_open ? ">" : ">=", spec->lo,
+                     spec->hi);
+        break;
+    case KIND_BACKEND:
+        snprintf(buf, len, "nccl or mpi");
+        break;
+    case KIND_ADDRESS:
+        snprintf(buf, len, "env:// or tcp://HOST:PORT");
+        break;
+    case KIND_OPTIONAL:
+        snprintf(buf, len, "a checkpoint path, or nothing");
+        break;
+    case KIND_SWITCH:
+        snprintf(buf, len, "no value");
+        break;
+    }
+    return buf;
+}
+
+static DdpStatus bad_value(const FlagSpec *spec, const char *value)
+{
+    char what[96];
+    return DDP_ERR(DDP_BAD_INPUT, "--%s expects %s, got '%s'", spec->name, accepted(spec, what, sizeof what),
+                   value);
+}
+
+/* A decimal integer and nothing else (strtoll alone takes " 12", "12abc"). */
+static int parse_int(const char *s, int64_t *out)
+{
+    if (!(*s == '-' || (*s >= '0' && *s <= '9')))
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!(*s >= '0' && *s <= '9'))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* tcp://HOST:PORT with a non-empty HOST (a name, an IPv4 address or [IPv6])
+ * and a PORT from 1 to 65535; or env://. */
+static int valid_address(const char *s)
+{
+    if (strcmp(s, "env://") == 0)
+        return 1;
+    if (strncmp(s, "tcp://", 6) != 0)
+        return 0;
+    const char *host = s + 6, *colon = strrchr(host, ':');
+    if (!colon || colon == host)
+        return 0;
+    int64_t port;
+    return parse_int(colon + 1, &port) && port >= 1 && port <= 65535;
+}
+
+/* Stores VALUE for SPEC, checked. */
+static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
+{
+    switch (spec->kind) {
+    case KIND_PATH:
+        if (!*value)
+            return bad_value(spec, value);
+        *FIELD(f, spec, const char *) = value;
+        return DDP_OK;
+    case KIND_INT: {
+        int64_t v;
+        if (!parse_int(value, &v) || v < spec->min || v > spec->max)
+            return bad_value(spec, value);
+        *FIELD(f, spec, int64_t) = v;
+        return DDP_OK;
+    }
+    case KIND_SEED: {
+        uint64_t v;
+        if (!parse_u64(value, &v))
+            return bad_value(spec, value);
+        *FIELD(f, spec, uint64_t) = v;
+        return DDP_OK;
+    }
+    case KIND_REAL: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (!*value || *end || end == value || !isfinite(v) || v < spec->lo || (spec->lo_open && v == spec->lo) ||
+            v > spec->hi)
+            return bad_value(spec, value);
+        *FIELD(f, spec, double) = v;
+        return DDP_OK;
+    }
+    case KIND_BACKEND:
+        if (strcmp(value, "nccl") == 0)
+            f->backend = DDP_BACKEND_NCCL;
+        else if (strcmp(value, "mpi") == 0)
+            f->backend = DDP_BACKEND_MPI;
+        else
+            return bad_value(spec, value);
+        return DDP_OK;
+    case KIND_ADDRESS:
+        if (!valid_address(value))
+            return bad_value(spec, value);
+        *FIELD(f, spec, const char *) = value;
+        return DDP_OK;
+    case KIND_OPTIONAL:
+        f->resume = 1;
+        if (value && !*value)
+            return bad_value(spec, value);
+        *FIELD(f, spec, const char *) = value;
+        return DDP_OK;
+    case KIND_SWITCH:
+        *FIELD(f, spec, int) = (int)spec->min;
+        return DDP_OK;
+    }
+    return DDP_ERR(DDP_FAIL, "internal error: flag kind %d", (int)spec->kind);
+}
+
+/* ---- the command line ---------------------------------------------------------- */
+
+static DdpStatus unknown(const char *arg)
+{
+    if (arg[0] != '-')
+        return DDP_ERR(DDP_BAD_INPUT, "unexpected argument '%s': every option starts with --", arg);
+    const char *word = arg + strspn(arg, "-");
+    const char *near = suggest(word, strcspn(word, "="));
+    if (near)
+        return DDP_ERR(DDP_BAD_INPUT, "unknown option '%.*s'; did you mean '--%s'?", (int)strcspn(arg, "="), arg,
+                       near);
+    return DDP_ERR(DDP_BAD_INPUT, "unknown option '%.*s' (--help lists them)", (int)strcspn(arg, "="), arg);
+}
+
+/* The spec named by ARG ("--name" or "--name=value"), or NULL. */
+static const FlagSpec *lookup(const char *arg, const char **inline_value)
+{
+    *inline_value = NULL;
+    if (strncmp(arg, "--", 2) != 0)
+        return NULL;
+    const char *name = arg + 2;
+    size_t len = strcspn(name, "=");
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        if (strlen(specs[i].name) == len && strncmp(specs[i].name, name, len) == 0) {
+            if (name[len] == '=')
+                *inline_value = name + len + 1;
+            return &specs[i];
+        }
+    return NULL;
+}
+
+DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            f->help = 1;
+            f->given[DDP_FLAG_HELP] = 1;
+            return DDP_OK;
+        }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value;
+        const FlagSpec *spec = lookup(arg, &value);
+        if (!spec)
+            return unknown(arg);
+        /* A following "--word" is the next flag, not this one's value: `--data
+         * --epochs 3` is a forgotten value far more often than a directory
+         * called --epochs (which --data=--epochs can still name). */
+        const char *next = i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 ? argv[i + 1] : NULL;
+        if (spec->kind == KIND_SWITCH) {
+            if (value)
+                return DDP_ERR(DDP_BAD_INPUT, "--%s takes no value, got '%s'", spec->name, arg);
+        } else if (spec->kind == KIND_OPTIONAL) {
+            if (!value && next && next[0] != '-')
+                value = argv[++i];
+        } else if (!value) {
+            char what[96];
+            if (!next)
+                return DDP_ERR(DDP_BAD_INPUT, "--%s needs a value: %s", spec->name,
+                               accepted(spec, what, sizeof what));
+            value = argv[++i];
+        }
+        DDP_CHECK(store(f, spec, value));
+        f->given[spec - specs] = 1;
+    }
+
+    /* What single flags cannot check. */
+    if (f->given[DDP_FLAG_RANK] && !f->given[DDP_FLAG_WORLD_SIZE])
+        return DDP_ERR(DDP_BAD_INPUT, "--rank needs --world-size");
+    if (f->given[DDP_FLAG_RANK] && f->rank >= f->world_size)
+        return DDP_ERR(DDP_BAD_INPUT, "--rank %lld is out of range for --world-size %lld (ranks are 0 to %lld)",
+                       (long long)f->rank, (long long)f->world_size, (long long)f->world_size - 1);
+    if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
+        return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");
+    return DDP_OK;
+}
+
+/* The size a launcher put in the environment variable NAME, or 0. */
+static int64_t env_size(const char *name)
+{
+    const char *s = getenv(name);
+    int64_t v;
+    return s && parse_int(s, &v) ? v : 0;
+}
+
+DdpStatus ddp_flags_check_available(const DdpFlags *f)
+{
+    static const DdpFlagId checkpoint_flags[] = {DDP_FLAG_SAVE, DDP_FLAG_SAVE_EVERY, DDP_FLAG_RESUME};
+    for (size_t i = 0; i < sizeof checkpoint_flags / sizeof checkpoint_flags[0]; i++)
+        if (f->given[checkpoint_flags[i]])
+            return DDP_ERR(DDP_BAD_INPUT, "--%s is not available in this build yet", specs[checkpoint_flags[i]].name);
+
+    /* One rank only: each of these is fine while it asks for no more. */
+    const struct {
+        DdpFlagId id;
+        int64_t value, fine;
+    } ranks[] = {
+        {DDP_FLAG_NPROC_PER_NODE, f->nproc_per_node, 1},
+        {DDP_FLAG_WORLD_SIZE, f->world_size, 1},
+        {DDP_FLAG_RANK, f->rank, 0},
+        {DDP_FLAG_NO_SYNC_EVERY, f->no_sync_every, 1},
+    };
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
+        if (f->given[ranks[i].id] && ranks[i].value != ranks[i].fine)
+            return DDP_ERR(DDP_BAD_INPUT, "--%s %lld is not available in this build yet: it trains on one rank",
+                           specs[ranks[i].id].name, (long long)ranks[i].value);
+
+    /* A launcher that started several copies of us: each would train alone. */
+    static const char *const launchers[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
+        int64_t n = env_size(launchers[i]);
+        if (n > 1)
+            return DDP_ERR(DDP_BAD_INPUT,
+                           "%s=%lld in the environment asks for %lld ranks, which are not available in this "
+                           "build yet: it trains on one rank",
+                           launchers[i], (long long)n, (long long)n);
+    }
+    return DDP_OK;
+}
+
+void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
+{
+    train->epochs = f->epochs;
+    train->batch = f->batch_size;
+    train->lr = f->lr;
+    train->seed = f->seed;
+    if (f->given[DDP_FLAG_BUCKET_CAP_MB])
+        train->bucket_cap_bytes = (int64_t)(f->bucket_cap_mb * 1024.0 * 1024.0);
+}
+
+void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train)
+{
+    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on MNIST-format data, data-parallel.\n\n", prog, name);
+    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
+        const FlagSpec *s = &specs[i];
+        char left[64], dflt[96] = "";
+        snprintf(left, sizeof left, "--%s%s%s", s->name, s->metavar ? " " : "", s->metavar ? s->metavar : "");
+        switch (i) {
+        case DDP_FLAG_DATA: snprintf(dflt, sizeof dflt, " (default %s)", DDP_IDX_DEFAULT_DIR); break;
+        case DDP_FLAG_EPOCHS: snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->epochs); break;
+        case DDP_FLAG_BATCH_SIZE: snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->batch); break;
+        case DDP_FLAG_LR: snprintf(dflt, sizeof dflt, " (default %g)", train->lr); break;
+        case DDP_FLAG_SEED: snprintf(dflt, sizeof dflt, " (default %llu)", (unsigned long long)train->seed); break;
+        case DDP_FLAG_BUCKET_CAP_MB:
+            snprintf(dflt, sizeof dflt, " (default %g)", (double)train->bucket_cap_bytes / (1024.0 * 1024.0));
+            break;
+        case DDP_FLAG_TIMEOUT: snprintf(dflt, sizeof dflt, " (default 1800)"); break;
+        default: break;
+        }
+        fprintf(out, "  %-38s %s%s\n", left, s->help, dflt);
+    }
+    fprintf(out, "\nEvery option also takes the form --option=value. Topology comes from the\n"
+                 "environment torchrun, mpirun or srun set, or from the options above.\n");
+}
+
+const char *ddp_prog_name(const char *argv0)
+{
+    if (!argv0 || !*argv0)
+        return "ddp";
+    const char *slash = strrchr(argv0, '/');
+    return slash && slash[1] ? slash + 1 : argv0;
+}

@@ -1,0 +1,111 @@
+/*
+ * flags.h: the generated program's command line (SPEC.md, "The generated
+ * program"), parsed and range-checked into one struct.
+ *
+ * Parsing never prints and never exits: a bad flag is DDP_BAD_INPUT with a
+ * message naming the flag and what it accepts, and ddp_main turns that into
+ * "PROG: error: MESSAGE" and exit status 2.
+ */
+#ifndef DDPRT_FLAGS_H
+#define DDPRT_FLAGS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"   // DdpTrainConfig
+#include "status.h"  // DdpStatus
+
+/* One per flag, in the order --help lists them. */
+typedef enum {
+    DDP_FLAG_DATA,
+    DDP_FLAG_EPOCHS,
+    DDP_FLAG_BATCH_SIZE,
+    DDP_FLAG_LR,
+    DDP_FLAG_SEED,
+    DDP_FLAG_MAX_STEPS,
+    DDP_FLAG_NO_SHUFFLE,
+    DDP_FLAG_EVAL_EVERY,
+    DDP_FLAG_LOG,
+    DDP_FLAG_EXPORT,
+    DDP_FLAG_INIT,
+    DDP_FLAG_NPROC_PER_NODE,
+    DDP_FLAG_BACKEND,
+    DDP_FLAG_INIT_METHOD,
+    DDP_FLAG_RANK,
+    DDP_FLAG_WORLD_SIZE,
+    DDP_FLAG_BUCKET_CAP_MB,
+    DDP_FLAG_NO_SYNC_EVERY,
+    DDP_FLAG_SAVE,
+    DDP_FLAG_SAVE_EVERY,
+    DDP_FLAG_RESUME,
+    DDP_FLAG_TIMEOUT,
+    DDP_FLAG_QUIET,
+    DDP_FLAG_HELP,
+    DDP_FLAG_COUNT
+} DdpFlagId;
+
+typedef enum { DDP_BACKEND_AUTO, DDP_BACKEND_NCCL, DDP_BACKEND_MPI } DdpBackend;
+
+/* Range limits, shared with --help and the tests. */
+#define DDP_FLAGS_MAX_EPOCHS 1000000
+#define DDP_FLAGS_MAX_BATCH (1 << 20)
+#define DDP_FLAGS_MAX_RANKS 65536
+
+typedef struct {
+    const char *data;         /* NULL: DDP_IDX_DEFAULT_DIR */
+    int64_t epochs;           /* the net's train { epochs } unless given */
+    int64_t batch_size;       /* per rank; the net's train { batch } unless given */
+    double lr;                /* the net's optimizer lr unless given */
+    uint64_t seed;            /* the net's train { seed } unless given */
+    int64_t max_steps;        /* -1: no limit */
+    int shuffle;              /* 0 with --no-shuffle */
+    int64_t eval_every;       /* steps; 0: at the end of each epoch only */
+    const char *log;          /* --log FILE.jsonl, or NULL */
+    const char *export_path;  /* --export FILE.safetensors, or NULL */
+    const char *init;         /* --init FILE.safetensors, or NULL */
+
+    /* Several ranks and checkpoints (parsed and checked; see ddp_flags_check_available). */
+    int64_t nproc_per_node;   /* 0: not given */
+    DdpBackend backend;
+    const char *init_method;  /* "env://" or "tcp://HOST:PORT"; NULL: not given */
+    int64_t rank;             /* -1: not given */
+    int64_t world_size;       /* -1: not given */
+    double bucket_cap_mb;     /* the net's train { bucket } unless given */
+    int64_t no_sync_every;    /* 1: all-reduce every step */
+    const char *save;         /* checkpoint directory, or NULL */
+    int64_t save_every;       /* steps; 0: at the end of each epoch */
+    int resume;               /* --resume given */
+    const char *resume_path;  /* its optional PATH; NULL: the latest in --save */
+    double timeout;           /* seconds a collective may wait: torch's default 1800 */
+
+    int quiet, help;
+    unsigned char given[DDP_FLAG_COUNT]; /* 1 for each flag on the command line */
+} DdpFlags;
+
+/* The defaults: TRAIN's values where the net sets them, SPEC.md's otherwise. */
+void ddp_flags_init(DdpFlags *flags, const DdpTrainConfig *train);
+
+/* Parses ARGV[1..argc) over the defaults in FLAGS: `--flag value` and
+ * `--flag=value`, the last of a repeated flag winning. With --help (or -h)
+ * anywhere it only sets flags->help. DDP_BAD_INPUT names the flag: an unknown
+ * one with the nearest known name ("unknown option '--epoch'; did you mean
+ * '--epochs'?"), a missing or out-of-range value with the range accepted. */
+DdpStatus ddp_flags_parse(DdpFlags *flags, int argc, char **argv);
+
+/* DDP_BAD_INPUT ("--save is not available in this build yet") for what this
+ * build cannot do: more than one rank, from flags or from the environment a
+ * launcher sets (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS), and
+ * checkpoints. Flags that mean nothing with one rank pass. */
+DdpStatus ddp_flags_check_available(const DdpFlags *flags);
+
+/* The training configuration the run uses: TRAIN with the flags that override
+ * it (epochs, batch, lr, seed, bucket cap) applied. */
+void ddp_flags_apply(const DdpFlags *flags, DdpTrainConfig *train);
+
+/* --help: usage and every flag, with the defaults of the net NAME. */
+void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train);
+
+/* The program's name for messages: ARGV0's last path component ("ddp" if none). */
+const char *ddp_prog_name(const char *argv0);
+
+#endif

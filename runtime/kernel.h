@@ -1,0 +1,59 @@
+/*
+ * kernel.h: what lets one generated source run on GPUs and on CPUs.
+ *
+ * A generated kernel is written once, as a loop over independent work items:
+ *
+ *   DDP_KERNEL relu1_forward(int n, const float *x, float *y)
+ *   {
+ *       DDP_FOR(i, (int64_t)n * 4608)
+ *           y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+ *   }
+ *
+ * and started with DDP_LAUNCH(relu1_forward, work_items, args...). Under nvcc
+ * it is a __global__ function whose threads stride over the items (a
+ * grid-stride loop: any grid covers any size) launched on the step's stream;
+ * under a host compiler it is a function whose loop OpenMP splits across
+ * cores. Each item is computed by one thread in a fixed order either way, so
+ * results do not depend on the thread count, and the CPU build checks the
+ * very code the GPU runs.
+ */
+#ifndef DDPRT_KERNEL_H
+#define DDPRT_KERNEL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
+#include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_main; ops.h
+
+#ifdef __CUDACC__
+
+#include <cuda_runtime.h>
+
+#define DDP_KERNEL __global__ void
+#define DDP_FOR(i, count)                                                                              \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(count);           \
+         i += (int64_t)blockDim.x * gridDim.x)
+
+enum { DDP_BLOCK = 256, DDP_MAX_GRID = 1 << 20 };
+
+static inline unsigned ddp_grid(int64_t items)
+{
+    int64_t blocks = (items + DDP_BLOCK - 1) / DDP_BLOCK;
+    return (unsigned)(blocks < 1 ? 1 : blocks > (int64_t)DDP_MAX_GRID ? (int64_t)DDP_MAX_GRID : blocks);
+}
+
+#define DDP_LAUNCH(kernel, items, ...) \
+    kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__)
+
+#else
+
+#define DDP_KERNEL static void
+#define DDP_FOR(i, count) \
+    _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < (int64_t)(count); i++)
+#define DDP_LAUNCH(kernel, items, ...) kernel(__VA_ARGS__)
+
+#endif
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * model.h: the contract between a generated program and the runtime.
+ *
+ * ddpc writes, per net, a table describing it (DdpNet: the parameters with
+ * their PyTorch names and places in the flat buffers, the training defaults of
+ * the .net file) and four functions that do the numeric work on the device.
+ * The runtime (trainer.c) does everything else: flags, data, the epoch loop,
+ * evaluation, logging, weights files; later the process group and the
+ * bucketed all-reduce. The generated code never parses a flag and the
+ * runtime never parses a .net file.
+ *
+ * Memory is owned by the runtime and handed to the generated functions in a
+ * DdpCtx: trainable parameters, their gradients and the optimizer state in
+ * one flat buffer each (same order, so a gradient bucket is a contiguous
+ * slice), non-trainable buffers (batchnorm running statistics) in another,
+ * and one activation arena whose layout ddpc planned at compile time. No
+ * allocation and no host synchronisation happens inside a step.
+ */
+#ifndef DDPRT_MODEL_H
+#define DDPRT_MODEL_H
+
+#include <stdint.h>
+
+#include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
+#include "status.h"  // DdpStatus
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    DDP_INIT_KAIMING_UNIFORM, /* PyTorch's default for conv/linear weights and biases: U(-1/sqrt(fan_in), +) */
+    DDP_INIT_ONES,            /* batchnorm weight, running_var */
+    DDP_INIT_ZEROS,           /* batchnorm bias, running_mean */
+} DdpInit;
+
+typedef struct {
+    const char *name;     /* as in PyTorch's state_dict: conv1.weight */
+    int ndim;
+    int64_t shape[4];
+    int64_t numel;
+    int trainable;        /* 1: in params/grads/opt state; 0: in buffers */
+    int64_t offset;       /* in floats, from the start of its buffer */
+    int is_step_count;    /* batchnorm's num_batches_tracked: int64 in files, the
+                           * number of training steps taken, not stored on the device */
+    DdpInit init;
+    int64_t fan_in;       /* for DDP_INIT_KAIMING_UNIFORM */
+} DdpParamInfo;
+
+typedef enum { DDP_OPT_SGD, DDP_OPT_ADAM, DDP_OPT_ADAMW } DdpOptimizer;
+typedef enum { DDP_SCHED_CONSTANT, DDP_SCHED_STEP, DDP_SCHED_COSINE } DdpSchedule;
+
+/* The train { } block of the .net file; flags override some of these. */
+typedef struct {
+    int64_t batch, epochs;
+    DdpOptimizer optimizer;
+    double lr, momentum, dampening, weight_decay;
+    int nesterov;
+    double beta1, beta2, eps;
+    DdpSchedule schedule;
+    int64_t warmup, step_every;
+    double gamma;
+    int64_t bucket_cap_bytes, first_bucket_bytes;
+    uint64_t seed;
+} DdpTrainConfig;
+
+/* What the generated functions work on. The runtime fills it; pointers are
+ * device memory on a GPU build, host memory on a CPU build. */
+typedef struct DdpCtx DdpCtx;
+struct DdpCtx {
+    DdpOps *ops;
+    void *stream;             /* cudaStream_t of the step; NULL on CPU */
+    float *params, *grads;    /* n_param_floats each */
+    float *opt_state;         /* n_param_floats * net->opt_slots */
+    float *buffers;           /* n_buffer_floats */
+    float *arena;             /* activations: arena_floats(max_batch) */
+    int max_batch;
+
+    /* the current batch */
+    const float *x;           /* n x sample_numel, pixels in [0,1] */
+    const int32_t *labels;    /* n */
+    const int64_t *sample_ids;/* n: the samples' indices in the data set (dropout masks) */
+
+    /* device accumulators, summed over steps until the runtime reads and zeroes them:
+     * [0] loss summed over samples, [1] correct predictions, [2] samples */
+    double *stats;
+
+    uint64_t seed;            /* dropout masks: (seed, epoch, sample id, layer, element) */
+    int64_t epoch;
+    int64_t step;             /* optimizer steps taken before this one */
+    float lr;                 /* of this step */
+    int accumulate;           /* 1: add this step's gradients to grads (no_sync); 0: overwrite */
+
+    /* Called by the backward pass as soon as parameter P's gradient is final,
+     * so that its bucket's all-reduce can start. NULL: nothing to do. */
+    void (*grad_ready)(DdpCtx *ctx, int param);
+    void *reducer;
+};
+
+typedef struct {
+    const char *name;         /* `net NAME` */
+    const char *hash;         /* hex digest of the net's meaning: same hash, same net */
+    int sample_rank;          /* 1 (features) or 3 (C x H x W) */
+    int64_t sample_shape[3];
+    int64_t sample_numel;
+    int num_classes;
+
+    const DdpParamInfo *params;
+    int n_params;
+    int64_t n_param_floats, n_buffer_floats;
+    int opt_slots;            /* optimizer state per parameter: sgd 1 (momentum), adam 2 */
+
+    DdpTrainConfig train;
+
+    /* The activation arena for a batch of B samples: B * arena_per_sample +
+     * arena_fixed floats (per-channel statistics and the like). */
+    int64_t arena_per_sample, arena_fixed;
+
+    /* Registers the library ops (convolutions) with ctx->ops for batches of
+     * up to ctx->max_batch; called once before ddp_ops_finalize. */
+    DdpStatus (*plan_ops)(DdpCtx *ctx);
+    /* Forward in training mode, the loss and its gradient, backward: grads
+     * hold (or, with ctx->accumulate, gain) d loss / d params, averaged over
+     * the N samples; stats gain the batch's loss, correct count and N. */
+    void (*train_step)(DdpCtx *ctx, int n);
+    /* Forward in evaluation mode and the loss: stats gain loss, correct, N. */
+    void (*eval_step)(DdpCtx *ctx, int n);
+    /* One optimizer update of params from grads with ctx->lr, ctx->step. */
+    void (*optimizer_step)(DdpCtx *ctx);
+} DdpNet;
+
+/* The generated program's main calls this; it returns the exit status. */
+int ddp_main(int argc, char **argv, const DdpNet *net);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * ops.h: the library ops of libddprt, the convolutions and matrix products a
+ * generated program hands to a vendor library instead of emitting a kernel.
+ *
+ * One interface, two implementations, and a program links exactly one:
+ *   ops_cpu.c    OpenBLAS + OpenMP (im2col/col2im around sgemm), runs anywhere;
+ *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
+ * Both define the same set of symbols, so the build picks one by which object it
+ * links; the generated code is the same either way. Everything else a step does
+ * (bias, activations, pooling, losses, the optimizer) is generated code.
+ *
+ * Shaped for the training loop:
+ *  - All choosing and allocating happens once at start-up: ddp_ops_plan_conv for
+ *    each conv, then ddp_ops_finalize. After that no call allocates, synchronises
+ *    or talks to the host, so a whole step can later be captured in a CUDA graph.
+ *  - The per-step calls return nothing. The first failure is recorded in the
+ *    context (with the runtime file:line that saw it) and ddp_ops_status reports
+ *    it; the program polls once per step, as it polls NCCL.
+ *  - Tensors are float32, NCHW, row-major, in device memory on CUDA and host
+ *    memory on CPU. Weights are K x C/groups x R x S, as PyTorch stores them.
+ *  - Results are deterministic: the same inputs give bit-identical outputs run to
+ *    run (and on CPU whatever the thread count), because --resume promises to
+ *    continue bit-for-bit and the distributed tests compare runs.
+ *  - Math is plain FP32 by default, so the GPU build stays close to the CPU build.
+ *    DDP_ALLOW_TF32=1 in the environment (read by ddp_ops_create) lets cuBLAS and
+ *    cuDNN use TF32 tensor cores; the CPU build ignores it.
+ *
+ * Plain C, usable from C and from .cu files.
+ */
+#ifndef DDPRT_OPS_H
+#define DDPRT_OPS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* status.h has no C++ guard of its own; this keeps ddp_error_at's C linkage when
+ * ops.h is the first to bring it into a .cu file. */
+#include "status.h"  // DdpStatus, ddp_error_at
+
+/* One 2-D convolution. The caller sets the inputs (n is the largest batch the
+ * program will pass) and ddp_conv_shape_init checks them and fills out_h/out_w. */
+typedef struct {
+    int n, c, h, w;          /* input: batch, channels, height, width */
+    int k, r, s;             /* output channels, kernel height, kernel width */
+    int stride, pad, groups; /* the same stride and padding on both axes */
+    int out_h, out_w;        /* filled by ddp_conv_shape_init */
+} DdpConvShape;
+
+/* Checks SHAPE (positive sizes, channels divisible by groups, a kernel that fits
+ * the padded input) and fills out_h, out_w. Inline so that both implementations
+ * and the generated code share one definition and the two ops objects keep
+ * exactly the same symbols. A bad shape is the compiler's bug, not the user's. */
+static inline DdpStatus ddp_conv_shape_init(DdpConvShape *shape)
+{
+    DdpConvShape *s = shape;
+    if (s->n < 1 || s->c < 1 || s->h < 1 || s->w < 1 || s->k < 1 || s->r < 1 || s->s < 1 ||
+        s->stride < 1 || s->pad < 0 || s->groups < 1 || s->c % s->groups || s->k % s->groups)
+        return DDP_ERR(DDP_FAIL,
+                       "internal error: bad conv shape n=%d c=%d h=%d w=%d k=%d r=%d s=%d "
+                       "stride=%d pad=%d groups=%d",
+                       s->n, s->c, s->h, s->w, s->k, s->r, s->s, s->stride, s->pad, s->groups);
+    if (s->h + 2 * s->pad < s->r || s->w + 2 * s->pad < s->s)
+        return DDP_ERR(DDP_FAIL, "internal error: conv kernel %dx%d larger than padded input %dx%d",
+                       s->r, s->s, s->h + 2 * s->pad, s->w + 2 * s->pad);
+    s->out_h = (s->h + 2 * s->pad - s->r) / s->stride + 1;
+    s->out_w = (s->w + 2 * s->pad - s->s) / s->stride + 1;
+    return DDP_OK;
+}
+
+typedef struct DdpOps DdpOps;
+
+/* Creates the context: on CUDA, the cuDNN and cuBLAS handles bound to STREAM (a
+ * cudaStream_t; NULL is the legacy default stream, which cannot be captured) on
+ * the current device; on CPU, STREAM is ignored. */
+DdpStatus ddp_ops_create(DdpOps **ops, void *stream);
+/* Frees everything; NULL is fine. On CUDA, wait for the stream first. */
+void ddp_ops_destroy(DdpOps *ops);
+
+/* Registers conv number ID (ids run 0..count-1, each once, any order) with a
+ * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
+DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
+/* Chooses the algorithms and allocates the one shared workspace (CUDA) or
+ * im2col scratch (CPU). On CUDA this benchmarks every planned conv once with
+ * cudnnFind*AlgorithmEx, so call it before timing anything. */
+DdpStatus ddp_ops_finalize(DdpOps *ops);
+
+/* The first failure of any call since create (DDP_OK if none). On failure the
+ * message ("cudnnConvolutionForward: CUDNN_STATUS_BAD_PARAM") and the runtime
+ * file:line are recorded again with ddp_error_at, so the caller can print it as
+ * any other runtime error. The failure stays: later polls report it too. */
+DdpStatus ddp_ops_status(const DdpOps *ops);
+
+/* Bytes of workspace (CUDA) or scratch (CPU) finalize allocated. */
+size_t ddp_ops_workspace_bytes(const DdpOps *ops);
+/* Writes one line naming the algorithms chosen for conv ID into BUF (for
+ * --verbose), e.g. "fwd IMPLICIT_PRECOMP_GEMM, bwd-data ALGO_1, bwd-filter ALGO_1". */
+void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len);
+
+/* The per-step calls. N is this call's batch (1..the planned n): the last batch
+ * of an epoch may be smaller. Bias and activation are not here; generated kernels
+ * fuse them around these calls. */
+
+/* y = conv(x, w). x: n x c x h x w, w: k x c/groups x r x s, y: n x k x out_h x out_w. */
+void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y);
+/* dx = beta * dx + the gradient of the loss with respect to x, given dy. beta 0
+ * overwrites; beta 1 adds, where x also feeds another layer (a residual's input). */
+void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
+                            float *dx, float beta);
+/* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
+ * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
+ * micro-batches. */
+void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
+                              float *dw, float beta);
+
+/* C = alpha * op(A) * op(B) + beta * C, row-major, as cblas_sgemm(CblasRowMajor):
+ * op(A) is m x k, op(B) is k x n, C is m x n; trans_a/trans_b nonzero transposes;
+ * lda, ldb, ldc are row strides in elements. beta 0 ignores C's old contents.
+ * Needs no plan: it may be called right after ddp_ops_create. */
+void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

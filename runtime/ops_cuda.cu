@@ -1,0 +1,625 @@
+/*
+ * ops_cuda.cu: the library ops on an NVIDIA GPU (interface in ops.h): cuDNN for
+ * the convolutions, cuBLAS for the products, both on the one stream the program
+ * gives ddp_ops_create.
+ *
+ * Shaped for a training step that may be captured in a CUDA graph:
+ *  - Everything that allocates or synchronises happens in ddp_ops_create and
+ *    ddp_ops_finalize: the handles, cuBLAS's workspace (handed to it with
+ *    cublasSetWorkspace, else cuBLAS would allocate its own during capture), and
+ *    one cuDNN workspace shared by every conv, sized for the hungriest algorithm
+ *    chosen. The per-step calls only enqueue work on the stream.
+ *  - ddp_ops_plan_conv only records the shape and builds the descriptors;
+ *    ddp_ops_finalize benchmarks all convs with cudnnFind*AlgorithmEx, so the
+ *    scratch tensors Find needs are allocated once, for the largest conv, and
+ *    freed before the real workspace is allocated.
+ *  - Each conv keeps its descriptors for the planned (largest) batch. A smaller
+ *    batch (the last of an epoch) re-sets n in the two tensor descriptors, a
+ *    host-side change that allocates nothing, and checks the chosen algorithm
+ *    still fits the workspace; if not, it uses the fastest algorithm that needs
+ *    none, which Find also reported.
+ *  - The per-step calls return nothing; the first cuDNN or cuBLAS failure is
+ *    recorded with its file:line (nccl-tests' CHECK habit) for ddp_ops_status.
+ *
+ * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
+ *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
+ *    default math would allow TF32 on Ampere and later) and cuBLAS keeps
+ *    CUBLAS_DEFAULT_MATH. DDP_ALLOW_TF32=1 switches both to TF32 tensor cores.
+ *  - Only deterministic cuDNN algorithms are chosen (backward ALGO_0 and
+ *    filter ALGO_3 sum with atomics), since --resume promises bit-for-bit
+ *    continuation. DDP_ALLOW_NONDETERMINISTIC=1 lifts that for speed.
+ *  - alpha and beta are host values read when a call is made: a captured graph
+ *    replays the beta it was captured with.
+ *
+ * The legacy cuDNN convolution API (deprecated in cuDNN 9, still shipped) is
+ * used on purpose: one call per op, graph-capturable, and readable next to the
+ * generated code. The cuDNN frontend graph API is the path if fusion is wanted.
+ */
+#include "ops.h"
+
+#include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
+#include <cuda_runtime.h>
+#include <cudnn.h>         // cudnnConvolution*, cudnnFind*AlgorithmEx
+#include <stdarg.h>
+#include <stdint.h>        // SIZE_MAX
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cuBLAS's own recommendation for its workspace: 32 MiB on Hopper and later,
+ * 4 MiB before. */
+static const size_t CUBLAS_WORKSPACE_HOPPER = 32u << 20, CUBLAS_WORKSPACE_OLDER = 4u << 20;
+
+/* Find may try algorithms needing up to this much workspace (and at most a
+ * quarter of the free memory): the few that want more rarely win by much. */
+static const size_t FIND_WORKSPACE_CAP = (size_t)1 << 30;
+
+enum { FWD, DATA, FILTER, NDIRS };
+static const char *const DIR_NAMES[NDIRS] = {"fwd", "bwd-data", "bwd-filter"};
+
+/* One algorithm cuDNN timed for one direction. */
+typedef struct {
+    int algo;             /* a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    cudnnMathType_t math;
+    size_t bytes;         /* workspace at the planned batch */
+    int deterministic;
+} Choice;
+
+typedef struct {
+    DdpConvShape shape;
+    int planned;
+    int n; /* the batch the tensor descriptors hold now */
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    /* One convolution descriptor per direction: each carries the math type of
+     * the algorithm chosen for it. */
+    cudnnConvolutionDescriptor_t conv[NDIRS];
+    Choice best[NDIRS];     /* fastest allowed at the planned batch */
+    Choice fallback[NDIRS]; /* fastest allowed needing no workspace */
+    int use_fallback[NDIRS];/* at the current n, best does not fit */
+} ConvPlan;
+
+struct DdpOps {
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    cudaStream_t stream;
+    void *workspace;        /* cuDNN's, shared by every conv */
+    size_t workspace_bytes;
+    void *cublas_workspace;
+    int allow_tf32, allow_nondeterministic;
+
+    ConvPlan *convs;
+    int nconvs;
+    int finalized;
+
+    /* The first failure of a per-step call, reported by ddp_ops_status. */
+    DdpStatus status;
+    const char *fail_file;
+    int fail_line;
+    char fail_msg[256];
+};
+
+/* ---- errors ------------------------------------------------------------------- */
+
+/* "cudnnConvolutionForward(ops->cudnn, ...)" -> the length of the function name. */
+static int call_name_len(const char *call) { return (int)strcspn(call, "( "); }
+
+__attribute__((format(printf, 4, 5)))
+static void ops_fail_at(DdpOps *ops, const char *file, int line, const char *fmt, ...)
+{
+    if (ops->status != DDP_OK)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ops->fail_msg, sizeof ops->fail_msg, fmt, ap);
+    va_end(ap);
+    ops->status = DDP_FAIL;
+    ops->fail_file = file;
+    ops->fail_line = line;
+}
+#define OPS_FAIL(ops, ...) ops_fail_at((ops), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Set-up code returns the failure to its caller... */
+#define CUDA_TRY(call)                                                                     \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            return DDP_ERR(DDP_FAIL, "%.*s: %s (%s)", call_name_len(#call), #call,         \
+                           cudaGetErrorName(e_), cudaGetErrorString(e_));                  \
+    } while (0)
+#define CUDNN_TRY(call)                                                                    \
+    do {                                                                                   \
+        cudnnStatus_t s_ = (call);                                                         \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                    \
+            return DDP_ERR(DDP_FAIL, "%.*s: %s", call_name_len(#call), #call,              \
+                           cudnnGetErrorString(s_));                                       \
+    } while (0)
+#define CUBLAS_TRY(call)                                                                   \
+    do {                                                                                   \
+        cublasStatus_t s_ = (call);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                   \
+            return DDP_ERR(DDP_FAIL, "%.*s: %s", call_name_len(#call), #call,              \
+                           cublasGetStatusName(s_));                                       \
+    } while (0)
+
+/* ...the per-step calls record it in OPS and evaluate to whether it succeeded. */
+#define CUDNN_RECORD(ops, call) cudnn_record((ops), (call), #call, __FILE__, __LINE__)
+#define CUBLAS_RECORD(ops, call) cublas_record((ops), (call), #call, __FILE__, __LINE__)
+
+static int cudnn_record(DdpOps *ops, cudnnStatus_t s, const char *call, const char *file,
+                        int line)
+{
+    if (s == CUDNN_STATUS_SUCCESS)
+        return 1;
+    ops_fail_at(ops, file, line, "%.*s: %s", call_name_len(call), call, cudnnGetErrorString(s));
+    return 0;
+}
+
+static int cublas_record(DdpOps *ops, cublasStatus_t s, const char *call, const char *file,
+                         int line)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return 1;
+    ops_fail_at(ops, file, line, "%.*s: %s", call_name_len(call), call, cublasGetStatusName(s));
+    return 0;
+}
+
+/* ---- the context ---------------------------------------------------------------- */
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static DdpStatus create_handles(DdpOps *o)
+{
+    int device = 0, major = 0;
+    CUDA_TRY(cudaGetDevice(&device));
+    CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    size_t cublas_bytes = major >= 9 ? CUBLAS_WORKSPACE_HOPPER : CUBLAS_WORKSPACE_OLDER;
+
+    CUDNN_TRY(cudnnCreate(&o->cudnn));
+    CUDNN_TRY(cudnnSetStream(o->cudnn, o->stream));
+    CUBLAS_TRY(cublasCreate(&o->cublas));
+    /* SetStream resets cuBLAS to its own workspace pool, so it goes first. */
+    CUBLAS_TRY(cublasSetStream(o->cublas, o->stream));
+    CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
+    CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
+    CUBLAS_TRY(cublasSetMathMode(o->cublas, o->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                          : CUBLAS_DEFAULT_MATH));
+    return DDP_OK;
+}
+
+DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
+{
+    *ops = NULL;
+    DdpOps *o = (DdpOps *)calloc(1, sizeof *o);
+    if (!o)
+        return DDP_ERR(DDP_FAIL, "out of memory creating the ops context");
+    o->stream = (cudaStream_t)stream;
+    o->allow_tf32 = env_flag("DDP_ALLOW_TF32");
+    o->allow_nondeterministic = env_flag("DDP_ALLOW_NONDETERMINISTIC");
+    DdpStatus st = create_handles(o);
+    if (st != DDP_OK) {
+        ddp_ops_destroy(o);
+        return st;
+    }
+    *ops = o;
+    return DDP_OK;
+}
+
+static void destroy_descriptors(ConvPlan *p)
+{
+    if (p->x)
+        cudnnDestroyTensorDescriptor(p->x);
+    if (p->y)
+        cudnnDestroyTensorDescriptor(p->y);
+    if (p->w)
+        cudnnDestroyFilterDescriptor(p->w);
+    for (int d = 0; d < NDIRS; d++)
+        if (p->conv[d])
+            cudnnDestroyConvolutionDescriptor(p->conv[d]);
+}
+
+void ddp_ops_destroy(DdpOps *ops)
+{
+    if (!ops)
+        return;
+    for (int i = 0; i < ops->nconvs; i++)
+        destroy_descriptors(&ops->convs[i]);
+    free(ops->convs);
+    /* Teardown: failures here change nothing the caller could act on. */
+    cudaFree(ops->workspace);
+    cudaFree(ops->cublas_workspace);
+    if (ops->cublas)
+        cublasDestroy(ops->cublas);
+    if (ops->cudnn)
+        cudnnDestroy(ops->cudnn);
+    free(ops);
+}
+
+/* ---- planning -------------------------------------------------------------------- */
+
+/* The descriptors of P for batch N. Host-side only: no allocation, no sync. */
+static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
+{
+    const DdpConvShape *s = &p->shape;
+    cudnnStatus_t st = cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+                                                  s->c, s->h, s->w);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, s->k,
+                                        s->out_h, s->out_w);
+    if (st == CUDNN_STATUS_SUCCESS)
+        p->n = n;
+    return st;
+}
+
+static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
+{
+    const DdpConvShape *s = &p->shape;
+    cudnnMathType_t math = ops->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&p->x));
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y));
+    CUDNN_TRY(cudnnCreateFilterDescriptor(&p->w));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->k,
+                                         s->c / s->groups, s->r, s->s));
+    for (int d = 0; d < NDIRS; d++) {
+        CUDNN_TRY(cudnnCreateConvolutionDescriptor(&p->conv[d]));
+        CUDNN_TRY(cudnnSetConvolution2dDescriptor(p->conv[d], s->pad, s->pad, s->stride,
+                                                  s->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                  CUDNN_DATA_FLOAT));
+        CUDNN_TRY(cudnnSetConvolutionGroupCount(p->conv[d], s->groups));
+        CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[d], math));
+    }
+    CUDNN_TRY(set_batch_descriptors(p, s->n));
+    int n, c, h, w;
+    CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(p->conv[FWD], p->x, p->w, &n, &c, &h, &w));
+    if (n != s->n || c != s->k || h != s->out_h || w != s->out_w)
+        return DDP_ERR(DDP_FAIL, "internal error: cuDNN makes conv output %dx%dx%dx%d, not %dx%dx%dx%d",
+                       n, c, h, w, s->n, s->k, s->out_h, s->out_w);
+    return DDP_OK;
+}
+
+DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
+{
+    if (ops->finalized)
+        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned after ddp_ops_finalize", id);
+    if (id < 0)
+        return DDP_ERR(DDP_FAIL, "internal error: conv id %d", id);
+    DdpConvShape checked = *shape;
+    DDP_CHECK(ddp_conv_shape_init(&checked));
+    if (id >= ops->nconvs) {
+        ConvPlan *grown = (ConvPlan *)realloc(ops->convs, (size_t)(id + 1) * sizeof *grown);
+        if (!grown)
+            return DDP_ERR(DDP_FAIL, "out of memory planning conv %d", id);
+        memset(grown + ops->nconvs, 0, (size_t)(id + 1 - ops->nconvs) * sizeof *grown);
+        ops->convs = grown;
+        ops->nconvs = id + 1;
+    }
+    ConvPlan *p = &ops->convs[id];
+    if (p->planned)
+        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned twice", id);
+    p->shape = checked;
+    p->planned = 1;
+    return build_descriptors(ops, p);
+}
+
+/* The scratch tensors Find runs on, sized for the largest conv, and its workspace. */
+typedef struct {
+    float *x, *w, *y;
+    void *workspace;
+    size_t workspace_bytes;
+} FindBuffers;
+
+/* Picks from Find's results (fastest first) the fastest that ran, fits the cap,
+ * keeps to FP32 unless TF32 is allowed, and is deterministic unless that is
+ * waived; with ZERO_WORKSPACE, only among those needing no workspace. With
+ * MAY_RELAX, a nondeterministic one rather than none. Returns 0 if none qualifies. */
+template <typename Perf>
+static int pick(const DdpOps *ops, const Perf *perf, int count, size_t cap, int zero_workspace,
+                int may_relax, Choice *out)
+{
+    for (int relax = 0; relax <= may_relax; relax++)
+        for (int i = 0; i < count; i++) {
+            const Perf *q = &perf[i];
+            int deterministic = q->determinism == CUDNN_DETERMINISTIC;
+            int tensor_op = q->mathType == CUDNN_TENSOR_OP_MATH ||
+                            q->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+            if (q->status != CUDNN_STATUS_SUCCESS || q->memory > cap ||
+                (zero_workspace && q->memory != 0) || (tensor_op && !ops->allow_tf32) ||
+                (!deterministic && !ops->allow_nondeterministic && !relax))
+                continue;
+            out->algo = (int)q->algo;
+            out->math = ops->allow_tf32 ? q->mathType : CUDNN_FMA_MATH;
+            out->bytes = q->memory;
+            out->deterministic = deterministic;
+            return 1;
+        }
+    return 0;
+}
+
+template <typename Perf>
+static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const Perf *perf, int count,
+                        size_t cap)
+{
+    if (!pick(ops, perf, count, cap, 0, 1, &p->best[dir]))
+        return DDP_ERR(DDP_FAIL, "no cuDNN %s algorithm works for conv %d (%s)", DIR_NAMES[dir],
+                       id, count ? cudnnGetErrorString(perf[0].status) : "none returned");
+    /* A smaller batch should not cost determinism the planned one has. */
+    if (!pick(ops, perf, count, cap, 1, !p->best[dir].deterministic, &p->fallback[dir]))
+        p->fallback[dir] = p->best[dir];
+    CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
+    return DDP_OK;
+}
+
+static DdpStatus find_algorithms(DdpOps *ops, ConvPlan *p, int id, const FindBuffers *b)
+{
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+    CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
+        ops->cudnn, p->x, b->x, p->w, b->w, p->conv[FWD], p->y, b->y,
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, b->workspace, b->workspace_bytes));
+    DDP_CHECK(choose(ops, p, id, FWD, fwd, count, b->workspace_bytes));
+    CUDNN_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        ops->cudnn, p->w, b->w, p->y, b->y, p->conv[DATA], p->x, b->x,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, b->workspace, b->workspace_bytes));
+    DDP_CHECK(choose(ops, p, id, DATA, data, count, b->workspace_bytes));
+    CUDNN_TRY(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        ops->cudnn, p->x, b->x, p->y, b->y, p->conv[FILTER], p->w, b->w,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, b->workspace,
+        b->workspace_bytes));
+    DDP_CHECK(choose(ops, p, id, FILTER, filter, count, b->workspace_bytes));
+    return DDP_OK;
+}
+
+static void free_find_buffers(FindBuffers *b)
+{
+    cudaFree(b->x);
+    cudaFree(b->w);
+    cudaFree(b->y);
+    cudaFree(b->workspace);
+}
+
+static DdpStatus find_all(DdpOps *ops, FindBuffers *b)
+{
+    size_t nx = 0, nw = 0, ny = 0;
+    for (int i = 0; i < ops->nconvs; i++) {
+        const DdpConvShape *s = &ops->convs[i].shape;
+        size_t x = (size_t)s->n * s->c * s->h * s->w, y = (size_t)s->n * s->k * s->out_h * s->out_w;
+        size_t w = (size_t)s->k * (s->c / s->groups) * s->r * s->s;
+        nx = x > nx ? x : nx;
+        ny = y > ny ? y : ny;
+        nw = w > nw ? w : nw;
+    }
+    CUDA_TRY(cudaMalloc(&b->x, nx * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&b->w, nw * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&b->y, ny * sizeof(float)));
+    /* Zeros, so no algorithm is timed on NaN or denormal garbage. */
+    CUDA_TRY(cudaMemsetAsync(b->x, 0, nx * sizeof(float), ops->stream));
+    CUDA_TRY(cudaMemsetAsync(b->w, 0, nw * sizeof(float), ops->stream));
+    CUDA_TRY(cudaMemsetAsync(b->y, 0, ny * sizeof(float), ops->stream));
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    b->workspace_bytes = free_bytes / 4 < FIND_WORKSPACE_CAP ? free_bytes / 4 : FIND_WORKSPACE_CAP;
+    while (b->workspace_bytes && cudaMalloc(&b->workspace, b->workspace_bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the failed cudaMalloc is not an error: try less */
+        b->workspace_bytes /= 2;
+    }
+    for (int i = 0; i < ops->nconvs; i++)
+        DDP_CHECK(find_algorithms(ops, &ops->convs[i], i, b));
+    CUDA_TRY(cudaStreamSynchronize(ops->stream));
+    return DDP_OK;
+}
+
+DdpStatus ddp_ops_finalize(DdpOps *ops)
+{
+    if (ops->finalized)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
+    for (int i = 0; i < ops->nconvs; i++)
+        if (!ops->convs[i].planned)
+            return DDP_ERR(DDP_FAIL, "internal error: conv %d was never planned (ids run 0..%d)",
+                           i, ops->nconvs - 1);
+    if (ops->nconvs) {
+        FindBuffers b;
+        memset(&b, 0, sizeof b);
+        DdpStatus st = find_all(ops, &b);
+        free_find_buffers(&b);
+        DDP_CHECK(st);
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < ops->nconvs; i++)
+        for (int d = 0; d < NDIRS; d++)
+            if (ops->convs[i].best[d].bytes > bytes)
+                bytes = ops->convs[i].best[d].bytes;
+    if (bytes)
+        CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
+    ops->workspace_bytes = bytes;
+    ops->finalized = 1;
+    return DDP_OK;
+}
+
+DdpStatus ddp_ops_status(const DdpOps *ops)
+{
+    if (ops->status == DDP_OK)
+        return DDP_OK;
+    return ddp_error_at(ops->status, ops->fail_file, ops->fail_line, "%s", ops->fail_msg);
+}
+
+size_t ddp_ops_workspace_bytes(const DdpOps *ops) { return ops->workspace_bytes; }
+
+static const char *algo_name(int dir, int algo)
+{
+    static const char *const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                      "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    static const char *const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD",
+                                       "WINOGRAD_NONFUSED"};
+    static const char *const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD",
+                                         "WINOGRAD_NONFUSED", "FFT_TILING"};
+    const char *const *names[NDIRS] = {fwd, data, filter};
+    const int counts[NDIRS] = {(int)(sizeof fwd / sizeof *fwd), (int)(sizeof data / sizeof *data),
+                               (int)(sizeof filter / sizeof *filter)};
+    return algo >= 0 && algo < counts[dir] ? names[dir][algo] : "?";
+}
+
+void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    if (id < 0 || id >= ops->nconvs || !ops->convs[id].planned) {
+        snprintf(buf, len, "conv %d not planned", id);
+        return;
+    }
+    if (!ops->finalized) {
+        snprintf(buf, len, "conv %d: algorithms chosen by ddp_ops_finalize", id);
+        return;
+    }
+    const ConvPlan *p = &ops->convs[id];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < NDIRS && used < len; d++) {
+        const Choice *c = &p->best[d];
+        int wrote = snprintf(buf + used, len - used, "%s%s %s%s%s (%.1f MiB)", d ? ", " : "",
+                             DIR_NAMES[d], algo_name(d, c->algo),
+                             c->math == CUDNN_FMA_MATH ? "" : " tf32",
+                             c->deterministic ? "" : " nondeterministic", c->bytes / 1048576.0);
+        if (wrote < 0)
+            break;
+        used += (size_t)wrote;
+    }
+}
+
+/* ---- the per-step calls -------------------------------------------------------------- */
+
+/* The workspace ALGO needs in direction DIR at the batch P's descriptors hold,
+ * or SIZE_MAX if cuDNN cannot run it there. A host-side query. */
+static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo)
+{
+    size_t bytes = 0;
+    cudnnStatus_t st;
+    if (dir == FWD)
+        st = cudnnGetConvolutionForwardWorkspaceSize(ops->cudnn, p->x, p->w, p->conv[dir], p->y,
+                                                     (cudnnConvolutionFwdAlgo_t)algo, &bytes);
+    else if (dir == DATA)
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(
+            ops->cudnn, p->w, p->y, p->conv[dir], p->x, (cudnnConvolutionBwdDataAlgo_t)algo, &bytes);
+    else
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            ops->cudnn, p->x, p->y, p->conv[dir], p->w, (cudnnConvolutionBwdFilterAlgo_t)algo,
+            &bytes);
+    return st == CUDNN_STATUS_SUCCESS ? bytes : SIZE_MAX;
+}
+
+/* The plan for a call with batch N, its descriptors set for N; NULL (failure
+ * recorded) if the call is wrong. Only when N differs from the last call does
+ * this do anything: re-set n and re-check that each algorithm fits the
+ * workspace, switching to the no-workspace fallback where it does not. */
+static ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *what)
+{
+    if (!ops->finalized) {
+        OPS_FAIL(ops, "internal error: %s before ddp_ops_finalize", what);
+        return NULL;
+    }
+    if (id < 0 || id >= ops->nconvs) {
+        OPS_FAIL(ops, "internal error: %s of conv %d, but only %d planned", what, id, ops->nconvs);
+        return NULL;
+    }
+    ConvPlan *p = &ops->convs[id];
+    if (n < 1 || n > p->shape.n) {
+        OPS_FAIL(ops, "internal error: %s of conv %d with batch %d, planned for 1..%d", what, id,
+                 n, p->shape.n);
+        return NULL;
+    }
+    if (n == p->n)
+        return p;
+    if (!CUDNN_RECORD(ops, set_batch_descriptors(p, n)))
+        return NULL;
+    for (int d = 0; d < NDIRS; d++) {
+        int fallback = workspace_at(ops, p, d, p->best[d].algo) > ops->workspace_bytes;
+        if (fallback && workspace_at(ops, p, d, p->fallback[d].algo) > ops->workspace_bytes) {
+            OPS_FAIL(ops, "conv %d: no cuDNN %s algorithm fits the %zu-byte workspace at batch %d",
+                     id, DIR_NAMES[d], ops->workspace_bytes, n);
+            p->n = 0; /* descriptors half-switched: re-check on the next call */
+            return NULL;
+        }
+        if (fallback != p->use_fallback[d]) {
+            const Choice *c = fallback ? &p->fallback[d] : &p->best[d];
+            if (!CUDNN_RECORD(ops, cudnnSetConvolutionMathType(p->conv[d], c->math))) {
+                p->n = 0;
+                return NULL;
+            }
+            p->use_fallback[d] = fallback;
+        }
+    }
+    return p;
+}
+
+static const Choice *choice(const ConvPlan *p, int dir)
+{
+    return p->use_fallback[dir] ? &p->fallback[dir] : &p->best[dir];
+}
+
+void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
+{
+    ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
+    if (!p)
+        return;
+    const Choice *c = choice(p, FWD);
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_RECORD(ops, cudnnConvolutionForward(ops->cudnn, &one, p->x, x, p->w, w, p->conv[FWD],
+                                              (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
+                                              ops->workspace_bytes, &zero, p->y, y));
+}
+
+void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
+                            float *dx, float beta)
+{
+    ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
+    if (!p)
+        return;
+    const Choice *c = choice(p, DATA);
+    const float one = 1.0f;
+    CUDNN_RECORD(ops, cudnnConvolutionBackwardData(
+                          ops->cudnn, &one, p->w, w, p->y, dy, p->conv[DATA],
+                          (cudnnConvolutionBwdDataAlgo_t)c->algo, ops->workspace,
+                          ops->workspace_bytes, &beta, p->x, dx));
+}
+
+void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
+                              float *dw, float beta)
+{
+    ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
+    if (!p)
+        return;
+    const Choice *c = choice(p, FILTER);
+    const float one = 1.0f;
+    CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(
+                          ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
+                          (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace,
+                          ops->workspace_bytes, &beta, p->w, dw));
+}
+
+void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    /* BLAS's argument rules, checked as ops_cpu.c does, so a bad call reads the
+     * same on both builds. */
+    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    if (m < 0 || n < 0 || k < 0 || lda < (a_cols > 1 ? a_cols : 1) ||
+        ldb < (b_cols > 1 ? b_cols : 1) || ldc < (n > 1 ? n : 1)) {
+        OPS_FAIL(ops, "internal error: ddp_gemm(trans_a=%d, trans_b=%d, m=%d, n=%d, k=%d, "
+                      "lda=%d, ldb=%d, ldc=%d): bad sizes",
+                 trans_a, trans_b, m, n, k, lda, ldb, ldc);
+        return;
+    }
+    if (m == 0 || n == 0)
+        return;
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+     * row-major matrix read column-major is its transpose: so swap the operands
+     * and keep each one's transpose flag. */
+    CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
+                                   a, lda, &beta, c, ldc));
+}

@@ -1,0 +1,153 @@
+/*
+ * progress.c: rank 0's reports (see progress.h).
+ *
+ * Two audiences. A person at a terminal wants to see the run is alive, so a
+ * terminal gets one line rewritten in place with \r (and erased with ESC [K
+ * before anything else is printed); a pipe or a file gets only whole lines,
+ * since a CI log full of carriage returns is unreadable. Programs read --log,
+ * which holds the same numbers, exactly, as JSON lines.
+ *
+ * The trainer decides when to report and hands over finished numbers; this
+ * file only formats, so the format lives in one place.
+ */
+#include "progress.h"
+
+#include <stdarg.h>
+#include <unistd.h>
+
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log)
+{
+    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log};
+    p->tty = !quiet && isatty(fileno(out));
+}
+
+/* Erases the progress line, if one is showing, before a plain line. */
+static void clear_line(DdpProgress *p)
+{
+    if (p->line_shown) {
+        fputs("\r\033[K", p->out);
+        p->line_shown = 0;
+    }
+}
+
+void ddp_progress_note(DdpProgress *p, const char *fmt, ...)
+{
+    if (p->quiet)
+        return;
+    clear_line(p);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(p->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', p->out);
+    fflush(p->out);
+}
+
+/* "9s", "4m05s", "2h13m". */
+static void duration(char *buf, size_t len, double s)
+{
+    if (!(s >= 0) || s > 1e9)
+        snprintf(buf, len, "?");
+    else if (s < 60)
+        snprintf(buf, len, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, len, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, len, "%dh%02dm", (int)(s / 3600), ((int)s % 3600) / 60);
+}
+
+void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
+                         double loss, double samples_per_s, double eta_s)
+{
+    if (!p->tty)
+        return;
+    char eta[32];
+    duration(eta, sizeof eta, eta_s);
+    fprintf(p->out, "\repoch %lld/%lld  %lld/%lld  loss %.4f  %.0f samples/s  ETA %s\033[K", (long long)epoch,
+            (long long)epochs, (long long)batch, (long long)batches, loss, samples_per_s, eta);
+    fflush(p->out);
+    p->line_shown = 1;
+}
+
+/* The numbers both line kinds share: "loss 0.5123  test_loss ...  lr ...  N samples/s". */
+static void print_numbers(DdpProgress *p, const DdpReport *r)
+{
+    fprintf(p->out, "step %lld  loss %.4f", (long long)r->step, r->loss);
+    if (r->evaluated)
+        fprintf(p->out, "  test_loss %.4f  test_acc %.4f", r->test_loss, r->test_acc);
+    fprintf(p->out, "  lr %.3g  %.0f samples/s", r->lr, r->samples_per_s);
+}
+
+/* Keeps the best accuracy for the summary, and writes the log line. */
+static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
+{
+    if (r->evaluated && (p->best_epoch == 0 || r->test_acc > p->best_acc)) {
+        p->best_acc = r->test_acc;
+        p->best_epoch = r->epoch;
+    }
+    if (!p->log)
+        return DDP_OK;
+    DdpLogField f[10];
+    int n = 0;
+    f[n++] = DDP_LOG_S("event", is_epoch ? "epoch" : "eval");
+    f[n++] = DDP_LOG_I("epoch", r->epoch);
+    f[n++] = DDP_LOG_I("step", r->step);
+    f[n++] = DDP_LOG_D("loss", r->loss);
+    f[n++] = DDP_LOG_F("lr", r->lr);
+    f[n++] = DDP_LOG_D("samples_per_s", r->samples_per_s);
+    if (r->evaluated) {
+        f[n++] = DDP_LOG_D("test_loss", r->test_loss);
+        f[n++] = DDP_LOG_D("test_acc", r->test_acc);
+    }
+    if (is_epoch)
+        f[n++] = DDP_LOG_D("time_s", r->seconds);
+    return ddp_jsonlog_write(p->log, f, n);
+}
+
+DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r)
+{
+    if (!p->quiet) {
+        clear_line(p);
+        fprintf(p->out, "epoch %lld/%lld  ", (long long)r->epoch, (long long)r->epochs);
+        print_numbers(p, r);
+        fprintf(p->out, "  %.1fs\n", r->seconds);
+        fflush(p->out);
+    }
+    return record(p, r, 1);
+}
+
+DdpStatus ddp_progress_eval(DdpProgress *p, const DdpReport *r)
+{
+    if (!p->quiet) {
+        clear_line(p);
+        fputs("  ", p->out);
+        print_numbers(p, r);
+        fputc('\n', p->out);
+        fflush(p->out);
+    }
+    return record(p, r, 0);
+}
+
+void ddp_progress_summary(DdpProgress *p, int64_t steps, double seconds, double samples_per_s)
+{
+    if (p->quiet)
+        return;
+    clear_line(p);
+    fprintf(p->out, "done  %lld steps", (long long)steps);
+    if (p->best_epoch)
+        fprintf(p->out, "  best test_acc %.4f (epoch %lld)", p->best_acc, (long long)p->best_epoch);
+    fprintf(p->out, "  %.1fs", seconds);
+    if (steps)
+        fprintf(p->out, "  %.0f samples/s", samples_per_s);
+    fputc('\n', p->out);
+    fflush(p->out);
+}
+
+void ddp_progress_end(DdpProgress *p)
+{
+    if (p->line_shown) {
+        fputc('\n', p->out);
+        fflush(p->out);
+        p->line_shown = 0;
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * progress.h: what rank 0 tells the user while training: a progress line on a
+ * terminal, one plain line per epoch (and per extra evaluation), a closing
+ * summary, and the same numbers as JSON lines for --log.
+ */
+#ifndef DDPRT_PROGRESS_H
+#define DDPRT_PROGRESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "jsonlog.h"  // DdpJsonLog
+#include "status.h"   // DdpStatus
+
+/* One report: the end of an epoch, or an evaluation inside one. */
+typedef struct {
+    int64_t epoch, epochs;   /* the epoch in progress, 1-based, and the run's count */
+    int64_t step;            /* global optimizer steps taken */
+    double loss;             /* mean training loss: over the epoch in an epoch report,
+                              * since the previous report in an evaluation's */
+    double lr;               /* of the last step */
+    double samples_per_s;    /* training throughput over the same span, evaluation excluded */
+    double seconds;          /* the epoch's wall time (epoch reports only) */
+    int evaluated;           /* test_loss and test_acc hold an evaluation */
+    double test_loss, test_acc;
+} DdpReport;
+
+typedef struct {
+    FILE *out;
+    int quiet;               /* print nothing (the log is still written) */
+    int tty;                 /* OUT is a terminal: show a progress line */
+    int line_shown;          /* a progress line is on screen, to be erased */
+    DdpJsonLog *log;         /* --log, or NULL; not owned */
+    double best_acc;         /* best test accuracy so far, and its epoch */
+    int64_t best_epoch;      /* 0: no evaluation yet */
+} DdpProgress;
+
+/* Reports on OUT (a terminal gets the progress line) and to LOG (may be NULL). */
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log);
+
+/* A plain line of its own (the start-up description), unless quiet. */
+void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Rewrites the progress line, on a terminal only: where the epoch stands,
+ * the running loss, throughput, and the time the epoch still needs. */
+void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
+                         double loss, double samples_per_s, double eta_s);
+
+/* The end of an epoch: "epoch 1/10  step 938  loss 0.5123  test_loss 0.4321
+ * test_acc 0.8456  lr 0.00998  4321 samples/s  13.9s" and a log line
+ * {"event": "epoch", ...}. DDP_FAIL if the log cannot be written. */
+DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r);
+/* An evaluation inside an epoch (--eval-every): an indented line without the
+ * epoch count, and a log line {"event": "eval", ...}. */
+DdpStatus ddp_progress_eval(DdpProgress *p, const DdpReport *r);
+
+/* The closing line: steps, best test accuracy and its epoch, wall time and
+ * mean training throughput. */
+void ddp_progress_summary(DdpProgress *p, int64_t steps, double seconds, double samples_per_s);
+
+/* Ends a progress line left on screen, so an error message starts a line. */
+void ddp_progress_end(DdpProgress *p);
+
+#endif

@@ -1,0 +1,543 @@
+/*
+ * trainer.c: ddp_main, the generated program's whole life outside the numeric
+ * work: flags, data, device memory, weights, the epoch loop, evaluation,
+ * reports, --export.
+ *
+ * The loop is a PyTorch DDP script's, written once:
+ *
+ *     sampler = DistributedSampler(train, world_size, rank, shuffle, seed)
+ *     for epoch in range(epochs):
+ *         sampler.set_epoch(epoch)
+ *         for x, y in DataLoader(train, batch, sampler=sampler):  # drop_last=False
+ *             lr = schedule(step); loss = model(x, y); loss.backward(); opt.step()
+ *         evaluate(test)
+ *
+ * with the generated DdpNet functions as the model (model.h) and device.h as
+ * the only thing that differs between the CPU and GPU builds.
+ *
+ * Shaped so the device never waits for the host and the host waits for the
+ * device only when it has something to say:
+ *  - a batch is gathered into one of two pinned staging buffers and sent with
+ *    one async copy (sample ids, pixels and labels share the buffer), so the
+ *    host gathers batch k+1 while the device trains on batch k; an event per
+ *    buffer says when its last copy is done and it may be refilled;
+ *  - loss, correct count and samples accumulate on the device (ctx.stats) and
+ *    are read, which synchronises, only at a report: the end of an epoch,
+ *    --eval-every, and at most twice a second for a terminal's progress line.
+ *    A NaN loss is therefore noticed at the next report, not at the step that
+ *    made it, which is what PyTorch users get from printing loss.item() at
+ *    intervals;
+ *  - evaluation has its own accumulators, so it never disturbs the running
+ *    training loss, and its time is left out of the throughput.
+ *
+ * Library rules hold here too: nothing exits. Every failure is a DdpStatus
+ * with a message; ddp_main prints "PROG: error: MESSAGE", frees everything
+ * (Trainer owns every resource, and trainer_free takes it in any state), and
+ * returns the status as the exit status: 2 for bad usage or input, 1 for a
+ * failure while running.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
+#include "flags.h"     // DdpFlags, ddp_flags_*
+#include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
+#include "jsonlog.h"   // DdpJsonLog
+#include "model.h"     // DdpNet, DdpCtx, ddp_main
+#include "progress.h"  // DdpProgress, DdpReport
+#include "sampler.h"   // DdpSampler
+#include "schedule.h"  // ddp_schedule_lr
+#include "weights.h"   // ddp_weights_init, _load, _export
+
+enum {
+    SLOTS = 2,         /* staging buffers: one being filled, one being copied */
+    ALIGN = 256,       /* of each array in a batch: what cudaMalloc gives a whole allocation */
+    NSTATS = 3,        /* ctx.stats: loss sum, correct, samples */
+};
+
+/* Seconds between progress-line updates: each one reads the stats, a sync. */
+static const double PROGRESS_INTERVAL = 0.5;
+
+/* Where the arrays of one batch lie in a staging buffer and on the device. */
+typedef struct {
+    size_t ids, x, labels, bytes;
+} BatchLayout;
+
+/* Where the current epoch stands, for reports and the progress line. */
+typedef struct {
+    int64_t epoch;          /* 0-based */
+    double start;           /* when it began */
+    double report_seconds;  /* spent in reports (evaluation), left out of throughput */
+    double loss_sum, count; /* training stats read back so far */
+    int64_t samples;        /* trained so far */
+    double span_start;      /* the end of the previous report, or the start */
+    int64_t span_samples;   /* trained since then */
+    double span_loss, span_count; /* stats read since then */
+} EpochState;
+
+typedef struct {
+    const DdpNet *net;
+    const char *prog;
+    DdpFlags flags;
+    DdpTrainConfig cfg;
+    DdpIdxSet train, test;
+
+    void *stream;
+    int device_open;
+    DdpOps *ops;
+    DdpCtx ctx;
+
+    /* device memory */
+    float *params, *grads, *opt_state, *buffers, *arena;
+    double *train_stats, *eval_stats;
+    void *batch;
+    /* host memory */
+    void *staging[SLOTS];
+    void *staged[SLOTS];    /* events: the last copy out of staging[i] */
+    int slot;
+    float *host_params, *host_buffers;
+    int64_t *counts;        /* starting step counts, per parameter */
+    int64_t *order;         /* this epoch's sample indices */
+    int64_t *eval_ids;      /* one evaluation batch's indices */
+    BatchLayout layout;
+
+    DdpSampler sampler;
+    int64_t steps_per_epoch;
+    int64_t step;           /* global optimizer steps taken */
+    double lr;              /* of the last step */
+    double started;         /* ddp_main's start */
+    double train_seconds;   /* whole run, evaluation excluded */
+    int64_t train_samples;
+    double last_progress;
+
+    DdpJsonLog *log;
+    DdpProgress progress;
+} Trainer;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* ---- data ----------------------------------------------------------------- */
+
+/* "1x28x28" or "784": the net's input as the .net file wrote it. */
+static void input_text(const DdpNet *net, char *buf, size_t len)
+{
+    if (net->sample_rank == 3)
+        snprintf(buf, len, "%lldx%lldx%lld", (long long)net->sample_shape[0], (long long)net->sample_shape[1],
+                 (long long)net->sample_shape[2]);
+    else
+        snprintf(buf, len, "%lld", (long long)net->sample_numel);
+}
+
+/* The images must be what the net's input says: one channel of rows x cols
+ * for a C x H x W input, rows * cols features for a flat one. */
+static DdpStatus check_sample_shape(const DdpNet *net, const DdpIdxSet *set)
+{
+    int64_t pixels = (int64_t)set->rows * set->cols;
+    int ok = net->sample_rank == 3 ? net->sample_shape[0] == 1 && net->sample_shape[1] == set->rows &&
+                                         net->sample_shape[2] == set->cols
+                                   : net->sample_numel == pixels;
+    if (ok && net->sample_numel == pixels)
+        return DDP_OK;
+    char want[64];
+    input_text(net, want, sizeof want);
+    return DDP_ERR(DDP_BAD_INPUT, "%s: the images are %dx%d (one channel), but the net's input is %s", set->images_path,
+                   set->rows, set->cols, want);
+}
+
+static DdpStatus load_data(Trainer *t)
+{
+    DDP_CHECK(ddp_idx_load(t->flags.data, 1, &t->train));
+    DDP_CHECK(ddp_idx_load(t->flags.data, 0, &t->test));
+    DDP_CHECK(check_sample_shape(t->net, &t->train));
+    DDP_CHECK(check_sample_shape(t->net, &t->test));
+    DDP_CHECK(ddp_idx_check_classes(&t->train, t->net->num_classes));
+    DDP_CHECK(ddp_idx_check_classes(&t->test, t->net->num_classes));
+    return DDP_OK;
+}
+
+/* Gathers samples IDS[0..n) of SET into the next staging buffer and queues
+ * its copy to the device batch that ctx.x, ctx.labels and ctx.sample_ids
+ * point into. Waits only if that buffer's previous copy is still running. */
+static DdpStatus stage_batch(Trainer *t, const DdpIdxSet *set, const int64_t *ids, int n)
+{
+    int s = t->slot;
+    t->slot = (t->slot + 1) % SLOTS;
+    DDP_CHECK(ddp_event_wait(t->staged[s]));
+    char *buf = t->staging[s];
+    memcpy(buf + t->layout.ids, ids, (size_t)n * sizeof *ids);
+    DDP_CHECK(ddp_idx_gather(set, ids, n, (float *)(buf + t->layout.x), (int32_t *)(buf + t->layout.labels)));
+    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.bytes, t->stream));
+    return ddp_event_record(t->staged[s], t->stream);
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *what)
+{
+    if (count < 0 || (uint64_t)count > SIZE_MAX / elem)
+        return DDP_ERR(DDP_FAIL, "internal error: %s needs %lld elements", what, (long long)count);
+    return ddp_device_alloc(p, (size_t)count * elem);
+}
+
+static DdpStatus allocate(Trainer *t)
+{
+    const DdpNet *net = t->net;
+    int64_t batch = t->cfg.batch;
+    if (net->arena_per_sample < 0 || net->arena_fixed < 0 ||
+        (net->arena_per_sample && batch > (INT64_MAX / 4 - net->arena_fixed) / net->arena_per_sample))
+        return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
+    DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
+    DDP_CHECK(device_alloc((void **)&t->grads, net->n_param_floats, sizeof(float), "the gradients"));
+    DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),
+                           "the optimizer state"));
+    DDP_CHECK(device_alloc((void **)&t->buffers, net->n_buffer_floats, sizeof(float), "the buffers"));
+    DDP_CHECK(device_alloc((void **)&t->arena, batch * net->arena_per_sample + net->arena_fixed, sizeof(float),
+                           "the activations"));
+    DDP_CHECK(device_alloc((void **)&t->train_stats, NSTATS, sizeof(double), "the statistics"));
+    DDP_CHECK(device_alloc((void **)&t->eval_stats, NSTATS, sizeof(double), "the statistics"));
+
+    BatchLayout *l = &t->layout;
+    l->ids = 0;
+    l->x = align_up((size_t)batch * sizeof(int64_t));
+    l->labels = l->x + align_up((size_t)batch * (size_t)net->sample_numel * sizeof(float));
+    l->bytes = l->labels + align_up((size_t)batch * sizeof(int32_t));
+    DDP_CHECK(ddp_device_alloc(&t->batch, l->bytes));
+    for (int s = 0; s < SLOTS; s++) {
+        DDP_CHECK(ddp_host_alloc(&t->staging[s], l->bytes));
+        DDP_CHECK(ddp_event_create(&t->staged[s]));
+    }
+
+    /* Host copies of the weights, for initialisation and export. */
+    t->host_params = calloc((size_t)net->n_param_floats + 1, sizeof(float));
+    t->host_buffers = calloc((size_t)net->n_buffer_floats + 1, sizeof(float));
+    t->counts = calloc((size_t)net->n_params + 1, sizeof(int64_t));
+    t->order = calloc((size_t)t->sampler.num_samples + 1, sizeof(int64_t));
+    t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
+    if (!t->host_params || !t->host_buffers || !t->counts || !t->order || !t->eval_ids)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    return DDP_OK;
+}
+
+/* What the generated functions see; the batch pointers never move. */
+static void fill_ctx(Trainer *t)
+{
+    char *batch = t->batch;
+    t->ctx = (DdpCtx){
+        .ops = t->ops,
+        .stream = t->stream,
+        .params = t->params,
+        .grads = t->grads,
+        .opt_state = t->opt_state,
+        .buffers = t->buffers,
+        .arena = t->arena,
+        .max_batch = (int)t->cfg.batch,
+        .x = (const float *)(batch + t->layout.x),
+        .labels = (const int32_t *)(batch + t->layout.labels),
+        .sample_ids = (const int64_t *)(batch + t->layout.ids),
+        .stats = t->train_stats,
+        .seed = t->cfg.seed,
+    };
+}
+
+static DdpStatus plan_ops(Trainer *t)
+{
+    DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
+    t->ctx.ops = t->ops;
+    if (t->net->plan_ops)
+        DDP_CHECK(t->net->plan_ops(&t->ctx));
+    return ddp_ops_finalize(t->ops);
+}
+
+/* Seeded or --init weights, on the host, then on the device. */
+static DdpStatus init_weights(Trainer *t)
+{
+    const DdpNet *net = t->net;
+    if (t->flags.init)
+        DDP_CHECK(ddp_weights_load(net, t->flags.init, t->host_params, t->host_buffers, t->counts));
+    else
+        DDP_CHECK(ddp_weights_init(net, t->cfg.seed, t->host_params, t->host_buffers, t->counts));
+    DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
+    DDP_CHECK(ddp_copy_to_device(t->buffers, t->host_buffers, (size_t)net->n_buffer_floats * sizeof(float),
+                                 t->stream));
+    /* The host copies may be reused as soon as the copies are done. */
+    return ddp_device_sync(t->stream);
+}
+
+static DdpStatus export_weights(Trainer *t)
+{
+    const DdpNet *net = t->net;
+    DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float), t->stream));
+    DDP_CHECK(ddp_copy_to_host(t->host_buffers, t->buffers, (size_t)net->n_buffer_floats * sizeof(float),
+                               t->stream));
+    return ddp_weights_export(net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step);
+}
+
+/* ---- statistics and evaluation ------------------------------------------------ */
+
+/* Reads the device accumulators STATS into OUT (a sync), zeroing them after when ZERO. */
+static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int zero)
+{
+    DDP_CHECK(ddp_copy_to_host(out, stats, NSTATS * sizeof(double), t->stream));
+    if (zero)
+        DDP_CHECK(ddp_device_zero(stats, NSTATS * sizeof(double), t->stream));
+    return DDP_OK;
+}
+
+static DdpStatus check_loss(const Trainer *t, double loss_sum, int64_t epoch)
+{
+    if (isfinite(loss_sum))
+        return DDP_OK;
+    return DDP_ERR(DDP_FAIL, "loss is %s at epoch %lld step %lld", isnan(loss_sum) ? "nan" : "inf",
+                   (long long)epoch + 1, (long long)t->step);
+}
+
+/* The whole test set, in order, in batches of the training batch size. */
+static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
+{
+    int64_t batch = t->cfg.batch;
+    DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
+    t->ctx.stats = t->eval_stats;
+    for (int64_t start = 0; start < t->test.n; start += batch) {
+        int n = (int)(t->test.n - start < batch ? t->test.n - start : batch);
+        for (int i = 0; i < n; i++)
+            t->eval_ids[i] = start + i;
+        DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n));
+        t->net->eval_step(&t->ctx, n);
+        DDP_CHECK(ddp_ops_status(t->ops));
+    }
+    t->ctx.stats = t->train_stats;
+    double s[NSTATS];
+    DDP_CHECK(read_stats(t, t->eval_stats, s, 0));
+    *loss = s[2] > 0 ? s[0] / s[2] : NAN;
+    *acc = s[2] > 0 ? s[1] / s[2] : NAN;
+    return DDP_OK;
+}
+
+/* A report: reads the training stats, evaluates, and prints and logs: the
+ * end of epoch E->epoch when AT_EPOCH_END, else an --eval-every point. */
+static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
+{
+    double s[NSTATS];
+    DDP_CHECK(read_stats(t, t->train_stats, s, 1));
+    double read_at = now();
+    e->loss_sum += s[0];
+    e->count += s[2];
+    e->span_loss += s[0];
+    e->span_count += s[2];
+    DDP_CHECK(check_loss(t, e->span_loss, e->epoch));
+
+    DdpReport r = {
+        .epoch = e->epoch + 1,
+        .epochs = t->cfg.epochs,
+        .step = t->step,
+        .lr = t->lr,
+        .evaluated = 1,
+    };
+    if (at_epoch_end) {
+        double trained = read_at - e->start - e->report_seconds;
+        r.loss = e->count > 0 ? e->loss_sum / e->count : NAN;
+        r.samples_per_s = trained > 0 ? (double)e->samples / trained : 0;
+        t->train_seconds += trained;
+        t->train_samples += e->samples;
+    } else {
+        double trained = read_at - e->span_start;
+        r.loss = e->span_count > 0 ? e->span_loss / e->span_count : NAN;
+        r.samples_per_s = trained > 0 ? (double)e->span_samples / trained : 0;
+    }
+    DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc));
+    double done = now();
+    r.seconds = done - e->start;
+    DDP_CHECK(at_epoch_end ? ddp_progress_epoch(&t->progress, &r) : ddp_progress_eval(&t->progress, &r));
+    e->report_seconds += done - read_at;
+    e->span_start = done;
+    e->span_samples = 0;
+    e->span_loss = e->span_count = 0;
+    t->last_progress = done;
+    return DDP_OK;
+}
+
+/* The terminal's progress line: the epoch's running loss so far (the stats
+ * are read but not zeroed), throughput, and the time left in the epoch. */
+static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done)
+{
+    double s[NSTATS];
+    DDP_CHECK(read_stats(t, t->train_stats, s, 0));
+    double loss_sum = e->loss_sum + e->span_loss + s[0], count = e->count + e->span_count + s[2];
+    DDP_CHECK(check_loss(t, loss_sum, e->epoch));
+    double at = now(), trained = at - e->start - e->report_seconds;
+    double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
+    ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, t->steps_per_epoch,
+                        count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
+                        per_batch * (double)(t->steps_per_epoch - batches_done));
+    t->last_progress = at;
+    return DDP_OK;
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
+{
+    const DdpNet *net = t->net;
+    int64_t batch = t->cfg.batch, n_samples = t->sampler.num_samples;
+    int64_t eval_every = t->flags.eval_every;
+    DDP_CHECK(ddp_sampler_epoch(&t->sampler, epoch, t->order));
+    EpochState e = {.epoch = epoch, .start = now()};
+    e.span_start = e.start;
+
+    int64_t b = 0;
+    for (; b < t->steps_per_epoch && t->step < max_steps; b++) {
+        int64_t first = b * batch;
+        int n = (int)(n_samples - first < batch ? n_samples - first : batch);
+        DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
+        t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
+        t->ctx.epoch = epoch;
+        t->ctx.step = t->step;
+        t->ctx.accumulate = 0;
+        net->train_step(&t->ctx, n);
+        net->optimizer_step(&t->ctx);
+        /* A host-side flag: polling it costs no sync. */
+        DDP_CHECK(ddp_ops_status(t->ops));
+        t->step++;
+        t->lr = t->ctx.lr;
+        e.samples += n;
+        e.span_samples += n;
+
+        int last = b + 1 == t->steps_per_epoch || t->step >= max_steps;
+        if (eval_every > 0 && t->step % eval_every == 0 && !last)
+            DDP_CHECK(report(t, &e, 0));
+        else if (t->progress.tty && now() - t->last_progress >= PROGRESS_INTERVAL)
+            DDP_CHECK(show_progress(t, &e, b + 1));
+    }
+    if (b > 0)
+        DDP_CHECK(report(t, &e, 1));
+    return DDP_OK;
+}
+
+static DdpStatus train(Trainer *t)
+{
+    int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
+    t->last_progress = now();
+    for (int64_t epoch = 0; epoch < t->cfg.epochs && t->step < max_steps; epoch++)
+        DDP_CHECK(train_epoch(t, epoch, max_steps));
+    double elapsed = now() - t->started;
+    ddp_progress_summary(&t->progress, t->step, elapsed,
+                         t->train_seconds > 0 ? (double)t->train_samples / t->train_seconds : 0);
+    return DDP_OK;
+}
+
+/* ---- ddp_main ------------------------------------------------------------------- */
+
+static DdpStatus run(Trainer *t, int argc, char **argv)
+{
+    const DdpNet *net = t->net;
+    ddp_flags_init(&t->flags, &net->train);
+    DDP_CHECK(ddp_flags_parse(&t->flags, argc, argv));
+    if (t->flags.help) {
+        ddp_flags_usage(stdout, t->prog, net->name, &net->train);
+        return DDP_OK;
+    }
+    DDP_CHECK(ddp_flags_check_available(&t->flags));
+    t->cfg = net->train;
+    ddp_flags_apply(&t->flags, &t->cfg);
+    if (t->cfg.batch < 1 || t->cfg.batch > DDP_FLAGS_MAX_BATCH || t->cfg.epochs < 1)
+        return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
+                       "give --batch-size (1 to %d) and --epochs", (long long)t->cfg.batch,
+                       (long long)t->cfg.epochs, DDP_FLAGS_MAX_BATCH);
+    if (t->flags.export_path)
+        DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
+
+    DDP_CHECK(load_data(t));
+    /* DistributedSampler(train, num_replicas=1, rank=0, shuffle, seed, drop_last=False) */
+    DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, 1, 0, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
+    t->steps_per_epoch = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
+
+    DDP_CHECK(ddp_device_open(0, &t->stream));
+    t->device_open = 1;
+    DDP_CHECK(allocate(t));
+    fill_ctx(t);
+    DDP_CHECK(plan_ops(t));
+    DDP_CHECK(init_weights(t));
+
+    if (t->flags.log)
+        DDP_CHECK(ddp_jsonlog_open(t->flags.log, 0, &t->log));
+    ddp_progress_init(&t->progress, stdout, t->flags.quiet, t->log);
+    char device[128];
+    ddp_device_describe(device, sizeof device);
+    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld, %lld steps per epoch, "
+                      "%lld epoch%s, on %s", net->name, (long long)t->train.n, (long long)t->test.n,
+                      (long long)t->cfg.batch, (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
+                      t->cfg.epochs == 1 ? "" : "s", device);
+
+    DDP_CHECK(train(t));
+    if (t->flags.export_path)
+        DDP_CHECK(export_weights(t));
+    return ddp_device_sync(t->stream);
+}
+
+/* Frees whatever RUN got to; the log's close status, since losing its last
+ * lines is a failure. */
+static DdpStatus trainer_free(Trainer *t)
+{
+    ddp_ops_destroy(t->ops);
+    ddp_device_free(t->params);
+    ddp_device_free(t->grads);
+    ddp_device_free(t->opt_state);
+    ddp_device_free(t->buffers);
+    ddp_device_free(t->arena);
+    ddp_device_free(t->train_stats);
+    ddp_device_free(t->eval_stats);
+    ddp_device_free(t->batch);
+    for (int s = 0; s < SLOTS; s++) {
+        ddp_host_free(t->staging[s]);
+        ddp_event_destroy(t->staged[s]);
+    }
+    if (t->device_open)
+        ddp_device_close(t->stream);
+    free(t->host_params);
+    free(t->host_buffers);
+    free(t->counts);
+    free(t->order);
+    free(t->eval_ids);
+    ddp_idx_free(&t->train);
+    ddp_idx_free(&t->test);
+    return ddp_jsonlog_close(t->log);
+}
+
+int ddp_main(int argc, char **argv, const DdpNet *net)
+{
+    const char *prog = ddp_prog_name(argc > 0 ? argv[0] : NULL);
+    Trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "%s: error: out of memory\n", prog);
+        return DDP_FAIL;
+    }
+    t->net = net;
+    t->prog = prog;
+    t->started = now();
+    ddp_error_clear();
+    DdpStatus st = run(t, argc, argv);
+    ddp_progress_end(&t->progress);
+    /* The run's own failure is the one to report, not a later one in clean-up. */
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ddp_error_message());
+    DdpStatus closed = trainer_free(t);
+    if (st == DDP_OK && closed != DDP_OK) {
+        st = closed;
+        snprintf(message, sizeof message, "%s", ddp_error_message());
+    }
+    if (st != DDP_OK)
+        fprintf(stderr, "%s: error: %s\n", prog, message);
+    free(t);
+    return (int)st;
+}

@@ -1,0 +1,190 @@
+/*
+ * weights.c: initial weights, --init and --export (see weights.h).
+ *
+ * The initialisation reproduces PyTorch's bit for bit, not just its
+ * distribution: after torch.manual_seed(seed), nn.Conv2d and nn.Linear draw
+ * their weight (kaiming_uniform_ with a=sqrt(5)) and then their bias
+ * (uniform_(-1/sqrt(fan_in), 1/sqrt(fan_in))) from the default CPU generator,
+ * an mt19937, one 32-bit draw per element. uniform_ on a float tensor keeps
+ * the low 24 bits of a draw, scales them into [0, 1) and then into
+ * [from, to) in float arithmetic, with from and to the bounds rounded to
+ * float, as one fused multiply-add: torch's CPU kernels are compiled per
+ * instruction set and the AVX2 and AVX-512 builds (any x86 CPU of the last
+ * decade) fuse u * (to - from) + from; torch forced to its baseline kernels
+ * (ATEN_CPU_CAPABILITY=default) would differ from us, and from itself, in
+ * the last bit of some elements. Doing the same, in the same order, means a run started from the seed
+ * and the PyTorch module `ddpc --emit torch` writes, seeded alike, start from
+ * identical weights: a comparison needs no --init file. Both bounds are
+ * computed in double exactly as torch.nn.init writes them (kaiming's is
+ * sqrt(3) * gain / sqrt(fan_in), which is not always the same double as
+ * 1/sqrt(fan_in)). Parameters of rank 2 and more are weights; rank 1, biases.
+ *
+ * Loading is strict, like load_state_dict(strict=True): every tensor the net
+ * has, of exactly its shape, and no others. F64 is converted, so a state_dict
+ * saved from a double-precision model loads too.
+ */
+#include "weights.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"  // ddp_safetensors_open, _expect, _check_unused, _write
+#include "sampler.h"      // DdpMt19937: PyTorch's CPU generator
+
+/* The parameter's storage, or NULL for a step count. */
+static float *storage(const DdpParamInfo *p, float *params, float *buffers)
+{
+    if (p->is_step_count)
+        return NULL;
+    return (p->trainable ? params : buffers) + p->offset;
+}
+
+/* torch.Tensor.uniform_(from, to) on a float tensor of N elements. */
+static void uniform(DdpMt19937 *mt, float *x, int64_t n, double from_d, double to_d)
+{
+    const float from = (float)from_d, to = (float)to_d;
+    const float divisor = 1.0f / (float)(1u << 24);
+    for (int64_t i = 0; i < n; i++) {
+        float u = (float)(ddp_mt19937_next(mt) & ((1u << 24) - 1)) * divisor;
+        x[i] = fmaf(u, to - from, from);
+    }
+}
+
+DdpStatus ddp_weights_init(const DdpNet *net, uint64_t seed, float *params, float *buffers, int64_t *counts)
+{
+    DdpMt19937 mt;
+    ddp_mt19937_seed(&mt, seed);
+    for (int i = 0; i < net->n_params; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        counts[i] = 0;
+        float *x = storage(p, params, buffers);
+        if (!x)
+            continue;
+        switch (p->init) {
+        case DDP_INIT_KAIMING_UNIFORM: {
+            double bound = 0;
+            if (p->fan_in > 0 && p->ndim >= 2) {
+                /* kaiming_uniform_(w, a=math.sqrt(5)): leaky_relu gain, then sqrt(3) * std */
+                double a = sqrt(5.0);
+                double gain = sqrt(2.0 / (1 + a * a));
+                double std = gain / sqrt((double)p->fan_in);
+                bound = sqrt(3.0) * std;
+            } else if (p->fan_in > 0) {
+                bound = 1 / sqrt((double)p->fan_in);
+            }
+            uniform(&mt, x, p->numel, -bound, bound);
+            break;
+        }
+        case DDP_INIT_ONES:
+            for (int64_t k = 0; k < p->numel; k++)
+                x[k] = 1.0f;
+            break;
+        case DDP_INIT_ZEROS:
+            memset(x, 0, (size_t)p->numel * sizeof *x);
+            break;
+        default:
+            return DDP_ERR(DDP_FAIL, "internal error: parameter '%s' has unknown init %d", p->name, (int)p->init);
+        }
+    }
+    return DDP_OK;
+}
+
+/* Loads parameter P from F into X (or *COUNT for a step count). */
+static DdpStatus load_one(DdpSafetensors *f, const DdpParamInfo *p, float *x, int64_t *count)
+{
+    const void *data;
+    if (p->is_step_count) {
+        DDP_CHECK(ddp_safetensors_expect(f, p->name, DDP_DTYPE_I64, NULL, 0, &data));
+        memcpy(count, data, sizeof *count);
+        return DDP_OK;
+    }
+    const DdpTensor *t = ddp_safetensors_find(f, p->name);
+    if (t && t->dtype == DDP_DTYPE_F64) {
+        DDP_CHECK(ddp_safetensors_expect(f, p->name, DDP_DTYPE_F64, p->shape, p->ndim, &data));
+        const double *d = data;
+        for (int64_t k = 0; k < p->numel; k++)
+            x[k] = (float)d[k];
+        return DDP_OK;
+    }
+    DDP_CHECK(ddp_safetensors_expect(f, p->name, DDP_DTYPE_F32, p->shape, p->ndim, &data));
+    memcpy(x, data, (size_t)p->numel * sizeof *x);
+    return DDP_OK;
+}
+
+DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, float *buffers, int64_t *counts)
+{
+    DdpSafetensors *f;
+    DDP_CHECK(ddp_safetensors_open(path, &f));
+    DdpStatus st = DDP_OK;
+    for (int i = 0; i < net->n_params && st == DDP_OK; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        counts[i] = 0;
+        st = load_one(f, p, storage(p, params, buffers), &counts[i]);
+    }
+    if (st == DDP_OK)
+        st = ddp_safetensors_check_unused(f);
+    ddp_safetensors_close(f);
+    return st;
+}
+
+DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *params, const float *buffers,
+                             const int64_t *counts, int64_t steps)
+{
+    int n = net->n_params;
+    DdpTensor *t = calloc((size_t)(n ? n : 1), sizeof *t);
+    int64_t *steps_at = calloc((size_t)(n ? n : 1), sizeof *steps_at);
+    if (!t || !steps_at) {
+        free(t);
+        free(steps_at);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+    }
+    for (int i = 0; i < n; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        t[i].name = p->name;
+        if (p->is_step_count) {
+            steps_at[i] = counts[i] + steps;
+            t[i].dtype = DDP_DTYPE_I64;
+            t[i].ndim = 0;
+            t[i].data = &steps_at[i];
+            continue;
+        }
+        t[i].dtype = DDP_DTYPE_F32;
+        t[i].ndim = p->ndim;
+        for (int d = 0; d < p->ndim; d++)
+            t[i].shape[d] = p->shape[d];
+        t[i].data = (p->trainable ? params : buffers) + p->offset;
+    }
+    char step_text[24];
+    snprintf(step_text, sizeof step_text, "%lld", (long long)steps);
+    const DdpMeta meta[] = {
+        {"net", net->name ? net->name : ""},
+        {"hash", net->hash ? net->hash : ""},
+        {"format", "ddpc"},
+        {"step", step_text},
+    };
+    DdpStatus st = ddp_safetensors_write(path, t, n, meta, (int)(sizeof meta / sizeof meta[0]));
+    free(t);
+    free(steps_at);
+    return st;
+}
+
+DdpStatus ddp_weights_check_writable(const char *flag, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return DDP_ERR(DDP_BAD_INPUT, "--%s %s: is a directory; name a file", flag, path);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    DdpStatus result = DDP_OK;
+    if (access(dir, W_OK | X_OK) != 0)
+        result = DDP_ERR(DDP_BAD_INPUT, "--%s %s: cannot write into %s: %s", flag, path, dir, strerror(errno));
+    free(dir);
+    return result;
+}

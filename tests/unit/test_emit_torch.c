@@ -1,0 +1,732 @@
+/*
+ * Tests of `ddpc --emit torch` and of tools/torch_ref.py, the PyTorch side of
+ * the parity tests.
+ *
+ * The emitted module is checked against the IR it came from, not against
+ * pinned text: each net of examples/ and tests/golden/good/ (and a net of
+ * awkward names) is compiled in-process, its module imported by python3-torch,
+ * and the module's state_dict (names, shapes, order, parameter and buffer
+ * totals) must be the IR's params exactly; a training step and an eval pass
+ * must run. The dropout mask must equal runtime/dropout_mask.h's, computed
+ * here in C, bit for bit. torch_ref.py must read weights the runtime writes,
+ * write weights the runtime reads, and its --grad-only must agree with the
+ * step it takes.
+ *
+ * Every check that needs torch is skipped, with a note, where torch is missing.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ddpc.h"          // parse_net, sema_net, emit_torch
+#include "dropout_mask.h"  // ddp_dropout_layer_key, ddp_dropout_keep, ddp_dropout_threshold
+#include "safetensors.h"   // ddp_safetensors_write, _open, _expect
+#include "testutil.h"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    strcpy(tmpdir, "/tmp/ddp_torch_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    test_run(cmd, NULL);
+}
+
+static char *tmp_path(const char *name)
+{
+    static char path[8][256];
+    static int next;
+    char *p = path[next++ % 8];
+    snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
+    return p;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The python3 with torch, or NULL after saying the test is skipped. */
+static const char *torch_python(void)
+{
+    const char *py = test_python_with_torch();
+    if (!py)
+        fprintf(stderr, "\n(skipped: no python3 with torch)");
+    return py;
+}
+
+/* Runs COMMAND; on a non-zero exit, fails and shows what it printed. */
+static int run_ok(const char *command)
+{
+    char *out = NULL;
+    int rc = test_run(command, &out);
+    if (rc != 0)
+        fprintf(stderr, "\n$ %s\nexit %d:\n%s", command, rc, out ? out : "");
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+    return rc;
+}
+
+/* One compilation, as ddpc does it. */
+typedef struct {
+    Arena arena;
+    Diag diag;
+    Ast ast;
+    Net net;
+    bool ok;
+} Compiled;
+
+static bool compile(Compiled *c, const char *path, const char *src)
+{
+    memset(c, 0, sizeof *c);
+    diag_init(&c->diag, path, src, strlen(src), NULL);
+    parse_net(&c->arena, &c->diag, src, strlen(src), &c->ast);
+    c->ok = sema_net(&c->arena, &c->diag, &c->ast, path, &c->net);
+    return c->ok;
+}
+
+static void release(Compiled *c)
+{
+    diag_free(&c->diag);
+    arena_free(&c->arena);
+}
+
+static void emit_to(const Net *net, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    emit_torch(f, net);
+    fclose(f);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The .net files every emitter must handle: examples/ and tests/golden/good/. */
+static int net_files(char paths[][256], int max)
+{
+    static const char *const dirs[] = {"examples", "tests/golden/good"};
+    int n = 0;
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        struct dirent *e;
+        while ((e = readdir(dir)) && n < max)
+            if (ends_with(e->d_name, ".net"))
+                snprintf(paths[n++], 256, "%s/%s", dirs[d], e->d_name);
+        closedir(dir);
+    }
+    return n;
+}
+
+//
+// The module against the IR
+//
+
+/* Imports each module named on the command line and writes MODULE.got: its
+ * state_dict, totals, and what a training step and an eval pass give. */
+static const char check_modules_py[] =
+    "import importlib.util, math, sys\n"
+    "import torch\n"
+    "for path in sys.argv[1:]:\n"
+    "    spec = importlib.util.spec_from_file_location('m', path)\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    torch.manual_seed(0)\n"
+    "    net = mod.Net()\n"
+    "    params = dict(net.named_parameters())\n"
+    "    lines = []\n"
+    "    for k, v in net.state_dict().items():\n"
+    "        lines.append('%s [%s] %s %s' % (k, ','.join(map(str, v.shape)), 'param' if k in params else 'buffer',\n"
+    "                     'int64' if v.dtype == torch.int64 else 'float'))\n"
+    "    lines.append('trainable %d' % sum(p.numel() for p in net.parameters()))\n"
+    "    lines.append('buffers %d' % sum(b.numel() for b in net.buffers()))\n"
+    "    x = torch.rand(3, *mod.INPUT_SHAPE)\n"
+    "    y = torch.arange(3) % mod.NUM_CLASSES\n"
+    "    opt = mod.make_optimizer(net)\n"
+    "    sched = mod.make_scheduler(opt, 5)\n"
+    "    net.set_dropout_context(mod.TRAIN['seed'], 0)\n"
+    "    out = net(x, torch.arange(3))\n"
+    "    loss = mod.loss_fn(out, y)\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    sched.step()\n"
+    "    lines.append('output [%s] loss %s' % (','.join(map(str, out.shape)),\n"
+    "                 'finite' if math.isfinite(loss.item()) else 'not finite'))\n"
+    "    lines.append('gradients ' + ('all' if all(p.grad is not None for p in params.values()) else 'missing'))\n"
+    "    net.eval()\n"
+    "    lines.append('eval [%s]' % ','.join(map(str, net(x).shape)))\n"
+    "    lines.append('class ' + mod.Net.__name__)\n"
+    "    open(path + '.got', 'w').write('\\n'.join(lines) + '\\n')\n";
+
+/* What check_modules_py must write for NET, whose class should be CLS (NULL:
+ * any). */
+static char *expected_report(const Net *net, const char *cls)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    for (int i = 0; i < net->n_params; i++) {
+        const Param *p = &net->params[i];
+        fprintf(f, "%s [", p->name);
+        for (int d = 0; d < p->ndim; d++)
+            fprintf(f, "%s%lld", d ? "," : "", (long long)p->shape[d]);
+        fprintf(f, "] %s %s\n", p->trainable ? "param" : "buffer", p->is_int64 ? "int64" : "float");
+    }
+    fprintf(f, "trainable %lld\nbuffers %lld\n", (long long)net->total_params, (long long)net->total_buffers);
+    fprintf(f, "output [3,%lld] loss finite\ngradients all\neval [3,%lld]\n", (long long)net->num_classes,
+            (long long)net->num_classes);
+    if (cls)
+        fprintf(f, "class %s\n", cls);
+    fclose(f);
+    return text;
+}
+
+/* Compares line by line, so that a failure names the first line that differs
+ * (a "class" line is left out of GOT when EXPECTED has none). */
+static void compare_report(const char *what, const char *expected, const char *got)
+{
+    const char *e = expected, *g = got;
+    int line = 1;
+    while (*e && *g) {
+        size_t el = strcspn(e, "\n"), gl = strcspn(g, "\n");
+        if (el != gl || memcmp(e, g, el) != 0)
+            break;
+        e += el + (e[el] == '\n');
+        g += gl + (g[gl] == '\n');
+        line++;
+    }
+    bool same = !*e && (!*g || strncmp(g, "class ", 6) == 0);
+    if (!same)
+        fprintf(stderr, "\n%s: line %d differs:\n  expected: %.*s\n  got:      %.*s", what, line,
+                (int)strcspn(e, "\n"), e, (int)strcspn(g, "\n"), g);
+    CU_ASSERT(same);
+}
+
+/* Awkward layer names: Python keywords, nn.Module's own attributes, a leading
+ * underscore, nested and empty residual blocks, a batchnorm of features, a
+ * file stem that is not an identifier (the class name comes from it). */
+static const char awkward_net[] =
+    "input 2x6x6\n"
+    "forward: conv 2->4 k3\n"
+    "class: relu\n"
+    "_x: batchnorm\n"
+    "set_dropout_context: dropout 0.3\n"
+    "residual { }\n"
+    "type: residual { residual { tanh } ; sigmoid }\n"
+    "residual { residual {} }\n"
+    "flatten\n"
+    "None: dropout 0.25\n"
+    "linear 8; batchnorm momentum=0.2\n"
+    "head: linear 3\n"
+    "loss mse\n";
+
+static const char *known_class(const char *path)
+{
+    static const char *const table[][2] = {
+        {"mnist.net", "Mnist"}, {"mlp.net", "Mlp"}, {"resnet.net", "Resnet"}, {"everything.net", "Everything"},
+        {"minimal.net", "Minimal"}, {"crlf_and_semicolons.net", "Semi"}, {"my-odd.net", "MyOdd"},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (ends_with(path, table[i][0]))
+            return table[i][1];
+    return NULL;
+}
+
+static void test_state_dict_matches_ir(void)
+{
+    const char *py = torch_python();
+    if (!py)
+        return;
+    make_tmpdir();
+    char paths[64][256];
+    int n = net_files(paths, 63);
+    CU_ASSERT_FATAL(n >= 3);
+    snprintf(paths[n++], 256, "%s", tmp_path("my-odd.net"));
+    write_text(paths[n - 1], awkward_net);
+
+    Compiled c[64];
+    char *command = NULL;
+    size_t command_len = 0;
+    FILE *cmd = open_memstream(&command, &command_len);
+    fprintf(cmd, "%s %s", py, tmp_path("check_modules.py"));
+    write_text(tmp_path("check_modules.py"), check_modules_py);
+    for (int i = 0; i < n; i++) {
+        char *src = test_read_file(paths[i], NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+        CU_ASSERT_FATAL(compile(&c[i], paths[i], src));
+        free(src);
+        char name[32];
+        snprintf(name, sizeof name, "net%d.py", i);
+        emit_to(&c[i].net, tmp_path(name));
+        fprintf(cmd, " %s", tmp_path(name));
+    }
+    fclose(cmd);
+    run_ok(command);
+    free(command);
+
+    /* Tidy Python: no unused import, no undefined name (where pyflakes is installed). */
+    char probe[300];
+    snprintf(probe, sizeof probe, "%s -c 'import pyflakes' >/dev/null 2>&1", py);
+    if (test_run(probe, NULL) == 0) {
+        char flakes[300];
+        snprintf(flakes, sizeof flakes, "%s -m pyflakes %s/net*.py", py, tmpdir);
+        run_ok(flakes);
+    }
+
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "net%d.py.got", i);
+        char *got = test_read_file(tmp_path(name), NULL);
+        char *expected = expected_report(&c[i].net, known_class(paths[i]));
+        compare_report(paths[i], expected, got ? got : "(no report)\n");
+        if (ends_with(paths[i], "examples/mnist.net"))
+            CU_ASSERT_EQUAL(c[i].net.total_params, 184586); /* the DDP tutorial's count */
+        free(got);
+        free(expected);
+        release(&c[i]);
+    }
+    remove_tmpdir();
+}
+
+/* The command line prints what the function writes. */
+static void test_command_line(void)
+{
+    make_tmpdir();
+    char paths[64][256];
+    int n = net_files(paths, 64);
+    for (int i = 0; i < n; i++) {
+        char *src = test_read_file(paths[i], NULL);
+        Compiled c;
+        CU_ASSERT_FATAL(src && compile(&c, paths[i], src));
+        emit_to(&c.net, tmp_path("direct.py"));
+        release(&c);
+        free(src);
+        char *command = NULL, *out = NULL;
+        CU_ASSERT_FATAL(asprintf(&command, "%s %s --emit torch", test_ddpc(), paths[i]) > 0);
+        int rc = test_run(command, &out);
+        char *direct = test_read_file(tmp_path("direct.py"), NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        bool same = out && direct && strcmp(out, direct) == 0;
+        if (!same)
+            fprintf(stderr, "\n%s: output differs from emit_torch's:\n%.400s", command, out ? out : "");
+        CU_ASSERT(same);
+        free(command);
+        free(out);
+        free(direct);
+    }
+    remove_tmpdir();
+}
+
+/* What the module says for mnist.net, pinned where it matters to users. */
+static void test_module_text(void)
+{
+    char *src = test_read_file("examples/mnist.net", NULL);
+    Compiled c;
+    CU_ASSERT_FATAL(src && compile(&c, "examples/mnist.net", src));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    emit_torch(f, &c.net);
+    fclose(f);
+    static const char *const wanted[] = {
+        "class Mnist(nn.Module):",
+        "        self.conv1 = nn.Conv2d(1, 32, kernel_size=5)",
+        "# mnist.net:4  conv 1->32 k5",
+        "        self.maxpool1 = nn.MaxPool2d(kernel_size=2)",
+        "        self.linear1 = nn.Linear(1024, 128)",
+        "    def forward(self, x, sample_ids=None):",
+        "        x = self.conv1(x) ",
+        "Net = Mnist",
+        "    return F.cross_entropy(output, labels.long())",
+        "    return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, dampening=0.0,\n"
+        "                           weight_decay=0.0005, nesterov=False)",
+        "def make_scheduler(optimizer, steps_per_epoch, epochs=10):",
+        "    warmup, total = 200, epochs * steps_per_epoch",
+        "SCHEDULE_INTERVAL = \"step\"",
+        "INPUT_SHAPE = (1, 28, 28)",
+        "NUM_CLASSES = 10",
+        "TRAIN = {\"batch\": 64, \"epochs\": 10, \"seed\": 0}",
+    };
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        bool found = strstr(text, wanted[i]) != NULL;
+        if (!found)
+            fprintf(stderr, "\nmodule lacks: %s", wanted[i]);
+        CU_ASSERT(found);
+    }
+    /* No dropout in this net: no HashDropout class, no dead code. */
+    CU_ASSERT_PTR_NULL(strstr(text, "class HashDropout"));
+    free(text);
+    release(&c);
+    free(src);
+}
+
+//
+// Dropout masks
+//
+
+/* A net with three dropouts, one of them named: the mask's layer number is
+ * the ordinal among dropouts, whatever the name. */
+static const char dropout_net[] =
+    "net drops\n"
+    "input 8\n"
+    "dropout 0.5\n"
+    "drop: dropout 0.3\n"
+    "linear 4\n"
+    "dropout p=0.1\n"
+    "linear 2\n"
+    "loss cross_entropy\n";
+
+/* Each case line: seed layer epoch p numel samples; the script prints one
+ * line of 0/1 per case (samples x elements, row-major), then the checks of
+ * the module as a whole. */
+static const char dropout_py[] =
+    "import importlib.util, sys\n"
+    "import torch\n"
+    "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(mod)\n"
+    "for line in open(sys.argv[2]):\n"
+    "    seed, layer, epoch, p, numel, samples = line.split()\n"
+    "    d = mod.HashDropout(float(p), int(layer))\n"
+    "    d.seed, d.epoch = int(seed), int(epoch)\n"
+    "    ids = torch.tensor([int(s) for s in samples.split(',')], dtype=torch.int64)\n"
+    "    keep = d.keep_mask(ids, int(numel))\n"
+    "    print(''.join('1' if b else '0' for b in keep.flatten().tolist()))\n"
+    "net = mod.Net()\n"
+    "print('layers', *[m.layer for m in net.modules() if isinstance(m, mod.HashDropout)])\n"
+    "net.set_dropout_context(42, 3)\n"
+    "ids = torch.tensor([5, 70000, 12])\n"
+    "y = net.dropout1(torch.ones(3, 8), ids)\n"
+    "print(''.join('1' if v else '0' for v in (y != 0).flatten().tolist()))\n"
+    "print('scale', 'ok' if bool(((y == 0) | (y == 2)).all()) else 'wrong')\n"
+    "net.eval()\n"
+    "x = torch.rand(3, 8)\n"
+    "print('eval', 'identity' if torch.equal(net.dropout1(x), x) else 'changed')\n";
+
+static void mask_bits(FILE *f, uint64_t seed, uint32_t layer, int64_t epoch, double p, int numel,
+                      const int64_t *samples, int n)
+{
+    uint32_t key = ddp_dropout_layer_key(seed, layer, epoch), threshold = ddp_dropout_threshold(p);
+    for (int s = 0; s < n; s++)
+        for (int e = 0; e < numel; e++)
+            fputc(ddp_dropout_keep(key, samples[s], e, threshold) ? '1' : '0', f);
+    fputc('\n', f);
+}
+
+static void test_dropout_mask(void)
+{
+    const char *py = torch_python();
+    if (!py)
+        return;
+    make_tmpdir();
+    Compiled c;
+    CU_ASSERT_FATAL(compile(&c, "drops.net", dropout_net));
+    emit_to(&c.net, tmp_path("drops.py"));
+    release(&c);
+
+    static const uint64_t seeds[] = {0, 1, 1234, 0x00000001FFFFFFFFull, 0xDEADBEEFCAFEF00Dull, UINT64_MAX};
+    static const struct {
+        uint32_t layer;
+        int64_t epoch;
+        double p;
+    } kinds[] = {{1, 0, 0.5}, {2, 7, 0.1}, {3, 1, 1.0 / 3}, {1000, ((int64_t)1 << 32) + 3, 0.9}, {1, 2, 0.0}};
+    static const int64_t samples[] = {0, 1, 2, 63, 59999, ((int64_t)1 << 32) + 17, 9007199254740993LL, -1};
+    enum { NUMEL = 37, NS = sizeof samples / sizeof samples[0] };
+
+    char *expected = NULL;
+    size_t expected_len = 0;
+    FILE *want = open_memstream(&expected, &expected_len);
+    FILE *cases = fopen(tmp_path("cases.txt"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cases);
+    int kept = 0, total = 0;
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            fprintf(cases, "%llu %u %lld %.17g %d ", (unsigned long long)seeds[s], kinds[k].layer,
+                    (long long)kinds[k].epoch, kinds[k].p, NUMEL);
+            for (int i = 0; i < NS; i++)
+                fprintf(cases, "%s%lld", i ? "," : "", (long long)samples[i]);
+            fputc('\n', cases);
+            mask_bits(want, seeds[s], kinds[k].layer, kinds[k].epoch, kinds[k].p, NUMEL, samples, NS);
+            if (kinds[k].p == 0.5) {
+                uint32_t key = ddp_dropout_layer_key(seeds[s], 1, 0);
+                for (int i = 0; i < NS; i++)
+                    for (int e = 0; e < NUMEL; e++, total++)
+                        kept += ddp_dropout_keep(key, samples[i], e, ddp_dropout_threshold(0.5));
+            }
+        }
+    fclose(cases);
+    fprintf(want, "layers 1 2 3\n");
+    static const int64_t batch[] = {5, 70000, 12};
+    mask_bits(want, 42, 1, 3, 0.5, 8, batch, 3);
+    fprintf(want, "scale ok\neval identity\n");
+    fclose(want);
+    /* Not a degenerate mask: about half kept at p = 0.5. */
+    CU_ASSERT(kept > total * 2 / 5 && kept < total * 3 / 5);
+
+    write_text(tmp_path("dropout.py"), dropout_py);
+    char *command = NULL, *got = NULL;
+    CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s", py, tmp_path("dropout.py"), tmp_path("drops.py"),
+                             tmp_path("cases.txt")) > 0);
+    int rc = test_run(command, &got);
+    CU_ASSERT_EQUAL(rc, 0);
+    compare_report("HashDropout against dropout_mask.h", expected, got ? got : "");
+    free(command);
+    free(got);
+    free(expected);
+    remove_tmpdir();
+}
+
+//
+// tools/torch_ref.py
+//
+
+static const char tiny_net[] =
+    "net tiny\n"
+    "input 1x6x6\n"
+    "conv 1->3 k3; batchnorm; relu\n"
+    "dropout 0.25\n"
+    "flatten\n"
+    "linear 3\n"
+    "loss cross_entropy\n"
+    "train { batch 8; epochs 2; optimizer sgd lr=0.1; seed 7 }\n";
+
+enum { TINY_N = 20, TINY_SIDE = 6 };
+
+/* The tiny data set, where torchvision keeps FashionMNIST: images raw,
+ * labels gzipped, so both readers are exercised. */
+static void write_tiny_idx(void)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "mkdir -p '%s/data/FashionMNIST/raw'", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(test_run(dir, NULL), 0);
+    unsigned char head[16] = {0, 0, 8, 3, 0, 0, 0, TINY_N, 0, 0, 0, TINY_SIDE, 0, 0, 0, TINY_SIDE};
+    FILE *f = fopen(tmp_path("data/FashionMNIST/raw/train-images-idx3-ubyte"), "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fwrite(head, 1, 16, f);
+    for (int i = 0; i < TINY_N * TINY_SIDE * TINY_SIDE; i++)
+        fputc((i * 37 + i / 7) % 256, f);
+    fclose(f);
+    gzFile gz = gzopen(tmp_path("data/FashionMNIST/raw/train-labels-idx1-ubyte.gz"), "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gz);
+    unsigned char lhead[8] = {0, 0, 8, 1, 0, 0, 0, TINY_N};
+    gzwrite(gz, lhead, 8);
+    for (int i = 0; i < TINY_N; i++) {
+        unsigned char label = (unsigned char)(i % 3);
+        gzwrite(gz, &label, 1);
+    }
+    gzclose(gz);
+}
+
+/* Initial weights as the program would --export them: F32, step counts I64. */
+static float *init_values;
+
+static void write_init(const Net *net, const char *path)
+{
+    int64_t floats = 0;
+    for (int i = 0; i < net->n_params; i++)
+        floats += net->params[i].numel;
+    size_t n = net->n_params > 0 ? (size_t)net->n_params : 1;
+    init_values = calloc(floats > 0 ? (size_t)floats : 1, sizeof *init_values);
+    static int64_t step_count = 5;
+    DdpTensor *t = calloc(n, sizeof *t);
+    CU_ASSERT_FATAL(init_values && t);
+    float *v = init_values;
+    for (int i = 0; i < net->n_params; i++) {
+        const Param *p = &net->params[i];
+        t[i] = (DdpTensor){.name = p->name, .dtype = p->is_int64 ? DDP_DTYPE_I64 : DDP_DTYPE_F32, .ndim = p->ndim};
+        for (int d = 0; d < p->ndim; d++)
+            t[i].shape[d] = p->shape[d];
+        if (p->is_int64) {
+            t[i].data = &step_count;
+            continue;
+        }
+        for (int64_t k = 0; k < p->numel; k++)
+            v[k] = p->role == PARAM_RUNNING_VAR ? 1.0f + 0.1f * (float)k
+                                                : 0.3f * (float)sin(0.7 * (double)k + (double)i);
+        t[i].data = v;
+        v += p->numel;
+    }
+    CU_ASSERT_EQUAL(ddp_safetensors_write(path, t, net->n_params, NULL, 0), DDP_OK);
+    free(t);
+}
+
+static int torch_ref(const char *py, const char *args)
+{
+    char *command = NULL;
+    if (asprintf(&command, "%s tools/torch_ref.py --module %s --data %s/data --quiet %s", py,
+                 tmp_path("tiny.py"), tmpdir, args) < 0)
+        return -1;
+    int rc = run_ok(command);
+    free(command);
+    return rc;
+}
+
+/* Opens a file torch_ref wrote with the runtime's reader. */
+static DdpSafetensors *open_st(const char *name)
+{
+    DdpSafetensors *f = NULL;
+    DdpStatus st = ddp_safetensors_open(tmp_path(name), &f);
+    if (st != DDP_OK)
+        fprintf(stderr, "\n%s", ddp_error_message());
+    CU_ASSERT_EQUAL_FATAL(st, DDP_OK);
+    return f;
+}
+
+static const void *expect(DdpSafetensors *f, const Param *p, DdpDtype dtype)
+{
+    const void *data = NULL;
+    DdpStatus st = ddp_safetensors_expect(f, p->name, dtype, p->shape, p->ndim, &data);
+    if (st != DDP_OK)
+        fprintf(stderr, "\n%s", ddp_error_message());
+    CU_ASSERT_EQUAL(st, DDP_OK);
+    return data;
+}
+
+static void test_torch_ref(void)
+{
+    const char *py = torch_python();
+    if (!py)
+        return;
+    make_tmpdir();
+    Compiled c;
+    CU_ASSERT_FATAL(compile(&c, "tiny.net", tiny_net));
+    const Net *net = &c.net;
+    emit_to(net, tmp_path("tiny.py"));
+    write_tiny_idx();
+    write_init(net, tmp_path("init.safetensors"));
+
+    /* --steps 0: the weights come back as they went in, in the runtime's format. */
+    char args[1024];
+    snprintf(args, sizeof args, "--init %s --steps 0 --out %s", tmp_path("init.safetensors"),
+             tmp_path("copy.safetensors"));
+    if (torch_ref(py, args) == 0) {
+        DdpSafetensors *f = open_st("copy.safetensors");
+        const float *v = init_values;
+        for (int i = 0; i < net->n_params; i++) {
+            const Param *p = &net->params[i];
+            const void *data = expect(f, p, p->is_int64 ? DDP_DTYPE_I64 : DDP_DTYPE_F32);
+            if (!data)
+                continue;
+            if (p->is_int64) {
+                CU_ASSERT_EQUAL(*(const int64_t *)data, 5);
+            } else {
+                CU_ASSERT(memcmp(data, v, (size_t)p->numel * sizeof *v) == 0);
+                v += p->numel;
+            }
+        }
+        CU_ASSERT_EQUAL(ddp_safetensors_check_unused(f), DDP_OK);
+        ddp_safetensors_close(f);
+    }
+
+    /* One plain SGD step in float64 against --grad-only on the same batch:
+     * w1 = w0 - lr * g, with lr 0.1 and the same dropout mask. */
+    snprintf(args, sizeof args, "--init %s --steps 1 --no-shuffle --dtype float64 --out %s",
+             tmp_path("init.safetensors"), tmp_path("step1.safetensors"));
+    int rc1 = torch_ref(py, args);
+    snprintf(args, sizeof args, "--init %s --grad-only --no-shuffle --dtype float64 --out %s",
+             tmp_path("init.safetensors"), tmp_path("grad.safetensors"));
+    int rc2 = torch_ref(py, args);
+    if (rc1 == 0 && rc2 == 0) {
+        DdpSafetensors *w1 = open_st("step1.safetensors"), *g = open_st("grad.safetensors");
+        CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(w1, "steps"), "1");
+        const float *w0 = init_values;
+        double worst = 0;
+        int trainable = 0;
+        for (int i = 0; i < net->n_params; i++) {
+            const Param *p = &net->params[i];
+            const void *after = expect(w1, p, p->is_int64 ? DDP_DTYPE_I64 : DDP_DTYPE_F64);
+            if (p->is_int64) {
+                CU_ASSERT(after && *(const int64_t *)after == 6);
+                continue;
+            }
+            if (p->trainable) {
+                trainable++;
+                const double *grad = expect(g, p, DDP_DTYPE_F64);
+                for (int64_t k = 0; after && grad && k < p->numel; k++) {
+                    double implied = ((double)w0[k] - ((const double *)after)[k]) / 0.1;
+                    double err = fabs(implied - grad[k]) / (1e-9 + fabs(grad[k]));
+                    worst = err > worst ? err : worst;
+                }
+            }
+            w0 += p->numel;
+        }
+        CU_ASSERT(worst < 1e-6);
+        if (worst >= 1e-6)
+            fprintf(stderr, "\nstep vs --grad-only: relative error %g", worst);
+        CU_ASSERT_EQUAL(ddp_safetensors_count(g), trainable);
+        CU_ASSERT_PTR_NOT_NULL(ddp_safetensors_meta(g, "loss"));
+        ddp_safetensors_close(w1);
+        ddp_safetensors_close(g);
+    }
+
+    /* Five shuffled steps cross an epoch (3 steps of 8, 8, 4 samples). */
+    snprintf(args, sizeof args, "--init %s --steps 5 --out %s", tmp_path("init.safetensors"),
+             tmp_path("after.safetensors"));
+    if (torch_ref(py, args) == 0) {
+        DdpSafetensors *f = open_st("after.safetensors");
+        const float *w0 = init_values;
+        int changed = 0, finite = 1;
+        for (int i = 0; i < net->n_params; i++) {
+            const Param *p = &net->params[i];
+            const void *data = expect(f, p, p->is_int64 ? DDP_DTYPE_I64 : DDP_DTYPE_F32);
+            if (p->is_int64) {
+                CU_ASSERT(data && *(const int64_t *)data == 10);
+                continue;
+            }
+            for (int64_t k = 0; data && k < p->numel; k++) {
+                float v = ((const float *)data)[k];
+                finite &= isfinite(v) != 0;
+                changed += v != w0[k];
+            }
+            w0 += p->numel;
+        }
+        CU_ASSERT(finite);
+        CU_ASSERT(changed > 0);
+        ddp_safetensors_close(f);
+    }
+
+    /* Weights of another net are refused, naming what is missing. */
+    char *command = NULL, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&command, "%s tools/torch_ref.py --module %s --data %s/data --init %s --out %s", py,
+                             tmp_path("tiny.py"), tmpdir, tmp_path("grad.safetensors"),
+                             tmp_path("x.safetensors")) > 0);
+    CU_ASSERT_EQUAL(test_run(command, &out), 2);
+    CU_ASSERT(out && strstr(out, "missing bn1.running_mean"));
+    free(command);
+    free(out);
+
+    free(init_values);
+    init_values = NULL;
+    release(&c);
+    remove_tmpdir();
+}
+
+void suite_emit_torch(void)
+{
+    static const TestCase cases[] = {
+        {"the module's state_dict is the IR's params; a step runs", test_state_dict_matches_ir},
+        {"ddpc --emit torch prints what emit_torch writes", test_command_line},
+        {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
+        {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
+        {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only", test_torch_ref},
+        {NULL, NULL},
+    };
+    test_add_suite("emit_torch", cases);
+}

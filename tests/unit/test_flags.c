@@ -1,0 +1,258 @@
+/*
+ * Tests of runtime/flags.c: every flag in both spellings, the defaults the
+ * net supplies, each kind of bad value with the message the user sees, the
+ * "did you mean", and which flags this one-rank build refuses.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flags.h"  // ddp_flags_init, _parse, _check_available, _apply, _usage
+#include "testutil.h"
+
+static DdpTrainConfig train(void)
+{
+    return (DdpTrainConfig){.batch = 64, .epochs = 10, .lr = 0.01, .seed = 5, .bucket_cap_bytes = 25 << 20};
+}
+
+/* Parses the space-separated ARGS over the defaults of train(). */
+static DdpStatus parse(DdpFlags *f, const char *args)
+{
+    static char buf[1024];
+    static char *argv[64];
+    snprintf(buf, sizeof buf, "%s", args);
+    int argc = 0;
+    argv[argc++] = "prog";
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok && argc < 63; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = strcmp(tok, "EMPTY") == 0 ? tok + 5 : tok; /* EMPTY: an empty argument */
+    DdpTrainConfig t = train();
+    ddp_flags_init(f, &t);
+    ddp_error_clear();
+    return ddp_flags_parse(f, argc, argv);
+}
+
+/* ARGS must fail with exactly MESSAGE. */
+static int refused(const char *args, const char *message)
+{
+    DdpFlags f;
+    DdpStatus st = parse(&f, args);
+    if (st == DDP_BAD_INPUT && strcmp(ddp_error_message(), message) == 0)
+        return 1;
+    fprintf(stderr, "\n'%s': status %d, message \"%s\"\n  expected \"%s\"", args, (int)st, ddp_error_message(),
+            message);
+    return 0;
+}
+
+static void test_defaults(void)
+{
+    DdpFlags f;
+    CU_ASSERT_EQUAL_FATAL(parse(&f, ""), DDP_OK);
+    CU_ASSERT_EQUAL(f.epochs, 10);
+    CU_ASSERT_EQUAL(f.batch_size, 64);
+    CU_ASSERT_EQUAL(f.lr, 0.01);
+    CU_ASSERT_EQUAL(f.seed, 5);
+    CU_ASSERT_EQUAL(f.max_steps, -1);
+    CU_ASSERT_EQUAL(f.shuffle, 1);
+    CU_ASSERT_EQUAL(f.eval_every, 0);
+    CU_ASSERT_EQUAL(f.bucket_cap_mb, 25);
+    CU_ASSERT_EQUAL(f.no_sync_every, 1);
+    CU_ASSERT_EQUAL(f.timeout, 1800);
+    CU_ASSERT(f.data == NULL && f.log == NULL && f.export_path == NULL && f.init == NULL && f.save == NULL);
+    CU_ASSERT(!f.quiet && !f.help && !f.resume);
+    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_OK);
+    DdpTrainConfig t = train();
+    ddp_flags_apply(&f, &t);
+    CU_ASSERT(t.batch == 64 && t.epochs == 10 && t.lr == 0.01 && t.seed == 5 && t.bucket_cap_bytes == 25 << 20);
+}
+
+static void test_every_flag(void)
+{
+    DdpFlags f;
+    CU_ASSERT_EQUAL_FATAL(parse(&f, "--data /d --epochs 3 --batch-size=32 --lr 0.5 --seed=18446744073709551615 "
+                                    "--max-steps 0 --no-shuffle --eval-every 100 --log l.jsonl --export=e.st "
+                                    "--init i.st --quiet --backend mpi --init-method tcp://10.0.0.1:29500 "
+                                    "--rank 1 --world-size 2 --bucket-cap-mb 2.5 --no-sync-every 4 --save ck "
+                                    "--save-every 50 --resume --timeout 60"),
+                          DDP_OK);
+    CU_ASSERT_STRING_EQUAL(f.data, "/d");
+    CU_ASSERT_EQUAL(f.epochs, 3);
+    CU_ASSERT_EQUAL(f.batch_size, 32);
+    CU_ASSERT_EQUAL(f.lr, 0.5);
+    CU_ASSERT_EQUAL(f.seed, UINT64_MAX);
+    CU_ASSERT_EQUAL(f.max_steps, 0);
+    CU_ASSERT_EQUAL(f.shuffle, 0);
+    CU_ASSERT_EQUAL(f.eval_every, 100);
+    CU_ASSERT_STRING_EQUAL(f.log, "l.jsonl");
+    CU_ASSERT_STRING_EQUAL(f.export_path, "e.st");
+    CU_ASSERT_STRING_EQUAL(f.init, "i.st");
+    CU_ASSERT_EQUAL(f.quiet, 1);
+    CU_ASSERT_EQUAL(f.backend, DDP_BACKEND_MPI);
+    CU_ASSERT_STRING_EQUAL(f.init_method, "tcp://10.0.0.1:29500");
+    CU_ASSERT_EQUAL(f.rank, 1);
+    CU_ASSERT_EQUAL(f.world_size, 2);
+    CU_ASSERT_EQUAL(f.bucket_cap_mb, 2.5);
+    CU_ASSERT_EQUAL(f.no_sync_every, 4);
+    CU_ASSERT_STRING_EQUAL(f.save, "ck");
+    CU_ASSERT_EQUAL(f.save_every, 50);
+    CU_ASSERT_EQUAL(f.resume, 1);
+    CU_ASSERT_PTR_NULL(f.resume_path);
+    CU_ASSERT_EQUAL(f.timeout, 60);
+    DdpTrainConfig t = train();
+    ddp_flags_apply(&f, &t);
+    CU_ASSERT(t.batch == 32 && t.epochs == 3 && t.lr == 0.5 && t.seed == UINT64_MAX);
+    CU_ASSERT_EQUAL(t.bucket_cap_bytes, 2621440);
+
+    /* --resume's optional path, both spellings; the last of a repeated flag wins. */
+    CU_ASSERT_EQUAL(parse(&f, "--resume ck/step_100.safetensors --epochs 2 --epochs 4"), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(f.resume_path, "ck/step_100.safetensors");
+    CU_ASSERT_EQUAL(f.epochs, 4);
+    CU_ASSERT_EQUAL(parse(&f, "--resume=x.st"), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(f.resume_path, "x.st");
+    CU_ASSERT_EQUAL(parse(&f, "--resume --quiet"), DDP_OK);
+    CU_ASSERT(f.resume && f.resume_path == NULL && f.quiet);
+    CU_ASSERT_EQUAL(parse(&f, "--backend=nccl --init-method env:// --init-method=tcp://[::1]:1"), DDP_OK);
+    CU_ASSERT_EQUAL(f.backend, DDP_BACKEND_NCCL);
+    CU_ASSERT_EQUAL(parse(&f, "--lr 0 --lr=1e-3 --seed 0"), DDP_OK);
+    CU_ASSERT_EQUAL(f.lr, 1e-3);
+
+    /* --help wins over everything, even bad flags. */
+    CU_ASSERT_EQUAL(parse(&f, "--epochs 0 --bogus --help"), DDP_OK);
+    CU_ASSERT_EQUAL(f.help, 1);
+    CU_ASSERT_EQUAL(parse(&f, "-h"), DDP_OK);
+    CU_ASSERT_EQUAL(f.help, 1);
+}
+
+static void test_bad_values(void)
+{
+    CU_ASSERT(refused("--epochs 0", "--epochs expects a whole number from 1 to 1000000, got '0'"));
+    CU_ASSERT(refused("--epochs=abc", "--epochs expects a whole number from 1 to 1000000, got 'abc'"));
+    CU_ASSERT(refused("--epochs 3x", "--epochs expects a whole number from 1 to 1000000, got '3x'"));
+    CU_ASSERT(refused("--epochs 99999999999999999999999", "--epochs expects a whole number from 1 to 1000000, "
+                                                         "got '99999999999999999999999'"));
+    CU_ASSERT(refused("--epochs", "--epochs needs a value: a whole number from 1 to 1000000"));
+    CU_ASSERT(refused("--epochs --lr 1", "--epochs needs a value: a whole number from 1 to 1000000"));
+    CU_ASSERT(refused("--batch-size 1048577", "--batch-size expects a whole number from 1 to 1048576, got '1048577'"));
+    CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
+    CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0, got '-0.1'"));
+    CU_ASSERT(refused("--lr nan", "--lr expects a number >= 0, got 'nan'"));
+    CU_ASSERT(refused("--lr inf", "--lr expects a number >= 0, got 'inf'"));
+    CU_ASSERT(refused("--lr=", "--lr expects a number >= 0, got ''"));
+    CU_ASSERT(refused("--seed -1", "--seed expects a whole number from 0 to 18446744073709551615, got '-1'"));
+    CU_ASSERT(refused("--seed 18446744073709551616",
+                      "--seed expects a whole number from 0 to 18446744073709551615, got '18446744073709551616'"));
+    CU_ASSERT(refused("--bucket-cap-mb 0", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '0'"));
+    CU_ASSERT(refused("--timeout 0", "--timeout expects a number > 0 and at most 31536000, got '0'"));
+    CU_ASSERT(refused("--backend gloo", "--backend expects nccl or mpi, got 'gloo'"));
+    CU_ASSERT(refused("--init-method tcp://host", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://host'"));
+    CU_ASSERT(refused("--init-method tcp://:80", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://:80'"));
+    CU_ASSERT(refused("--init-method tcp://h:70000",
+                      "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://h:70000'"));
+    CU_ASSERT(refused("--nproc-per-node 0", "--nproc-per-node expects a whole number from 1 to 1024, got '0'"));
+    CU_ASSERT(refused("--data EMPTY", "--data expects a directory, got ''"));
+    CU_ASSERT(refused("--export=", "--export expects a file name, got ''"));
+    CU_ASSERT(refused("--resume=", "--resume expects a checkpoint path, or nothing, got ''"));
+    CU_ASSERT(refused("--quiet=1", "--quiet takes no value, got '--quiet=1'"));
+    CU_ASSERT(refused("--rank 1", "--rank needs --world-size"));
+    CU_ASSERT(refused("--rank 2 --world-size 2", "--rank 2 is out of range for --world-size 2 (ranks are 0 to 1)"));
+    CU_ASSERT(refused("--save-every 5", "--save-every needs --save DIR"));
+}
+
+static void test_unknown(void)
+{
+    CU_ASSERT(refused("--epoch 3", "unknown option '--epoch'; did you mean '--epochs'?"));
+    CU_ASSERT(refused("--epoch=3", "unknown option '--epoch'; did you mean '--epochs'?"));
+    CU_ASSERT(refused("--batchsize 3", "unknown option '--batchsize'; did you mean '--batch-size'?"));
+    CU_ASSERT(refused("--maxsteps 3", "unknown option '--maxsteps'; did you mean '--max-steps'?"));
+    CU_ASSERT(refused("-epochs 3", "unknown option '-epochs'; did you mean '--epochs'?"));
+    CU_ASSERT(refused("--lr 1 --qiuet", "unknown option '--qiuet'; did you mean '--quiet'?"));
+    CU_ASSERT(refused("--verbose", "unknown option '--verbose' (--help lists them)"));
+    CU_ASSERT(refused("--xyzzyxyzzyxyzzyxyzzyxyzzyxyzzyxyzzyxyzzy",
+                      "unknown option '--xyzzyxyzzyxyzzyxyzzyxyzzyxyzzyxyzzyxyzzy' (--help lists them)"));
+    CU_ASSERT(refused("mnist.net", "unexpected argument 'mnist.net': every option starts with --"));
+}
+
+static void test_available(void)
+{
+    static const struct {
+        const char *args, *message;
+    } refused_here[] = {
+        {"--save ck", "--save is not available in this build yet"},
+        {"--save ck --save-every 9", "--save is not available in this build yet"},
+        {"--resume", "--resume is not available in this build yet"},
+        {"--nproc-per-node 2", "--nproc-per-node 2 is not available in this build yet: it trains on one rank"},
+        {"--world-size 4", "--world-size 4 is not available in this build yet: it trains on one rank"},
+        {"--rank 1 --world-size 4", "--world-size 4 is not available in this build yet: it trains on one rank"},
+        {"--no-sync-every 2", "--no-sync-every 2 is not available in this build yet: it trains on one rank"},
+    };
+    for (size_t i = 0; i < sizeof refused_here / sizeof refused_here[0]; i++) {
+        DdpFlags f;
+        CU_ASSERT_EQUAL_FATAL(parse(&f, refused_here[i].args), DDP_OK);
+        CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_BAD_INPUT);
+        if (strcmp(ddp_error_message(), refused_here[i].message) != 0)
+            fprintf(stderr, "\n'%s' gave \"%s\"", refused_here[i].args, ddp_error_message());
+        CU_ASSERT_STRING_EQUAL(ddp_error_message(), refused_here[i].message);
+    }
+    DdpFlags f;
+    CU_ASSERT_EQUAL(parse(&f, "--nproc-per-node 1 --world-size 1 --rank 0 --no-sync-every 1 --timeout 30 "
+                              "--bucket-cap-mb 100 --backend nccl --init-method env://"), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_OK);
+
+    /* A launcher's environment asking for several ranks. */
+    char *saved = getenv("WORLD_SIZE") ? strdup(getenv("WORLD_SIZE")) : NULL;
+    setenv("WORLD_SIZE", "4", 1);
+    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_BAD_INPUT);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "WORLD_SIZE=4 in the environment asks for 4 ranks, which are not "
+                                                "available in this build yet: it trains on one rank");
+    setenv("WORLD_SIZE", "1", 1);
+    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_OK);
+    if (saved)
+        setenv("WORLD_SIZE", saved, 1);
+    else
+        unsetenv("WORLD_SIZE");
+    free(saved);
+}
+
+static void test_usage(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CU_ASSERT_FATAL(m != NULL);
+    DdpTrainConfig t = train();
+    ddp_flags_usage(m, "mnist_train", "mnist", &t);
+    fclose(m);
+    CU_ASSERT(strstr(text, "usage: mnist_train [options]") != NULL);
+    CU_ASSERT(strstr(text, "'mnist'") != NULL);
+    static const char *const shown[] = {
+        "--data DIR", "--epochs N", "(default 10)", "--batch-size N", "(default 64)", "--lr X", "(default 0.01)",
+        "--seed N", "--max-steps N", "--no-shuffle", "--nproc-per-node N", "--backend nccl|mpi",
+        "--init-method env://|tcp://HOST:PORT", "--rank R", "--world-size W", "--bucket-cap-mb X", "(default 25)",
+        "--no-sync-every K", "--save DIR", "--save-every N", "--resume [PATH]", "--eval-every N",
+        "--log FILE.jsonl", "--export FILE.safetensors", "--init FILE.safetensors", "--timeout SECONDS",
+        "--quiet", "--help", "/usr/share/datasets/fashion-mnist",
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+        if (!strstr(text, shown[i])) {
+            fprintf(stderr, "\n--help lacks '%s'", shown[i]);
+            CU_FAIL("--help incomplete");
+        }
+    free(text);
+    CU_ASSERT_STRING_EQUAL(ddp_prog_name("/a/b/mnist_train"), "mnist_train");
+    CU_ASSERT_STRING_EQUAL(ddp_prog_name("mnist_train"), "mnist_train");
+    CU_ASSERT_STRING_EQUAL(ddp_prog_name(NULL), "ddp");
+}
+
+void suite_flags(void)
+{
+    static const TestCase cases[] = {
+        {"defaults come from the net", test_defaults},
+        {"every flag, --flag value and --flag=value", test_every_flag},
+        {"bad values name the flag and the range", test_bad_values},
+        {"unknown options get a suggestion", test_unknown},
+        {"several ranks and checkpoints are refused in this build", test_available},
+        {"--help lists every flag with the net's defaults", test_usage},
+        {NULL, NULL},
+    };
+    test_add_suite("flags", cases);
+}

@@ -1,0 +1,53 @@
+/*
+ * Gradient checks of the generated code against finite differences, for
+ * every layer type and loss: the examples, tests/golden/good/everything.net
+ * and the nets of tests/gradcheck/ together use each of them. Each net is
+ * emitted for the CPU, compiled into tests/gradcheck/gradcheck.cpp (which
+ * includes it) and run; see that file for the method and tolerances.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const nets[] = {
+    "examples/mnist.net",
+    "examples/mlp.net",
+    "examples/resnet.net",
+    "tests/golden/good/everything.net",
+    "tests/gradcheck/smooth_mse.net",
+    "tests/gradcheck/dropout_residual.net",
+};
+
+static void test_gradients_match_finite_differences(void)
+{
+    const char *libs = getenv("CPU_LIBS");
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        char *cmd, *out = NULL;
+        CU_ASSERT_FATAL(asprintf(&cmd,
+                                 "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
+                                 "%s %s --emit cu --target cpu > $d/net.cu; "
+                                 "g++ -x c++ -std=c++17 -O1 -fopenmp -Wall -Wextra -Werror -Iruntime "
+                                 "-DDDP_NET_SOURCE=\\\"$d/net.cu\\\" tests/gradcheck/gradcheck.cpp -x none -o $d/gc "
+                                 "build/libddprt.a %s; $d/gc 10",
+                                 test_ddpc(), nets[i], libs ? libs : "-lopenblas -lz -lm") > 0);
+        int rc = test_run(cmd, &out);
+        char what[256];
+        snprintf(what, sizeof what, "%s: gradcheck exit status %d", nets[i], rc);
+        CU_assertImplementation(rc == 0 && out && strstr(out, "gradcheck: OK"), __LINE__, what, __FILE__, "", CU_FALSE);
+        if (rc != 0 && out)
+            fprintf(stderr, "\n%s\n", out);
+        free(out);
+        free(cmd);
+    }
+}
+
+void suite_gradcheck(void)
+{
+    static const TestCase cases[] = {
+        {"backward matches finite differences for every layer and loss", test_gradients_match_finite_differences},
+        {NULL, NULL},
+    };
+    test_add_suite("gradcheck", cases);
+}

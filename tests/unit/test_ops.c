@@ -1,0 +1,597 @@
+/*
+ * test_ops.c: the CPU library ops (runtime/ops_cpu.c) against references that
+ * share none of their code: a direct seven-loop convolution and its adjoints,
+ * accumulated in double; central finite differences in double of the scalar
+ * loss L = sum(y * g), whose gradients the backward calls compute; and a
+ * three-loop gemm. Tolerances are absolute plus relative (llm.c's
+ * validate_result), loose enough for float sums of a few thousand terms and
+ * tight enough to catch one wrong tap.
+ *
+ * The shapes are small but cover each path of the implementation: im2col with
+ * stride 1/2, padding 0/1/2, non-square inputs and kernels, groups 1/2 and
+ * depthwise, the 1x1 shortcut, weight-gradient blocks that split a group, and a
+ * call with a smaller batch than planned. The CUDA build (ops_cuda.cu) cannot
+ * run on a machine without a GPU; comparing it with this one belongs in tests/gpu/.
+ */
+#include "ops.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h> // omp_set_num_threads, for the thread-count determinism test
+#endif
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static uint64_t rng = 1;
+
+/* Uniform in [-1, 1), from a fixed seed so a failure reproduces. */
+static float frand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static float *random_floats(size_t count)
+{
+    float *v = malloc(count * sizeof *v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = frand();
+    return v;
+}
+
+static double *to_double(const float *v, size_t count)
+{
+    double *d = malloc(count * sizeof *d);
+    for (size_t i = 0; i < count; i++)
+        d[i] = v[i];
+    return d;
+}
+
+static float *filled(size_t count, float value)
+{
+    float *v = malloc(count * sizeof *v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = value;
+    return v;
+}
+
+static const double ATOL = 1e-4, RTOL = 1e-4;
+
+/* Counts the elements of GOT farther than ATOL + RTOL*|want| from WANT (NaN
+ * included) and prints the first, naming WHAT. */
+static size_t count_mismatches(const char *what, const float *got, const double *want,
+                               size_t count)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < count; i++) {
+        double err = fabs(got[i] - want[i]);
+        if (!(err <= ATOL + RTOL * fabs(want[i]))) {
+            if (!bad)
+                printf("\n    %s: element %zu is %.8g, expected %.8g ", what, i, got[i], want[i]);
+            bad++;
+        }
+    }
+    if (bad)
+        printf("(%zu of %zu wrong) ", bad, count);
+    return bad;
+}
+
+/* ---- the direct convolution, in double ------------------------------------------ */
+
+typedef struct {
+    int c, h, w, k, r, s, stride, pad, groups;
+} Conv;
+
+static DdpConvShape shape_of(const Conv *cv, int n)
+{
+    DdpConvShape sh = {.n = n, .c = cv->c, .h = cv->h, .w = cv->w, .k = cv->k, .r = cv->r,
+                       .s = cv->s, .stride = cv->stride, .pad = cv->pad, .groups = cv->groups};
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_shape_init(&sh), DDP_OK);
+    return sh;
+}
+
+static void describe(char *buf, size_t len, const DdpConvShape *sh, int n)
+{
+    snprintf(buf, len, "n=%d c=%d %dx%d k=%d kernel %dx%d stride %d pad %d groups %d", n, sh->c,
+             sh->h, sh->w, sh->k, sh->r, sh->s, sh->stride, sh->pad, sh->groups);
+}
+
+static size_t x_len(const DdpConvShape *sh, int n) { return (size_t)n * sh->c * sh->h * sh->w; }
+static size_t y_len(const DdpConvShape *sh, int n)
+{
+    return (size_t)n * sh->k * sh->out_h * sh->out_w;
+}
+static size_t w_len(const DdpConvShape *sh)
+{
+    return (size_t)sh->k * (sh->c / sh->groups) * sh->r * sh->s;
+}
+
+/* Calls VISIT(x index, w index, y index) for every multiply-add of the conv:
+ * forward, backward data and backward filter are the same sum read three ways. */
+#define FOR_EACH_TAP(sh, n, body)                                                             \
+    do {                                                                                      \
+        const int cg_ = (sh)->c / (sh)->groups, kg_ = (sh)->k / (sh)->groups;                 \
+        for (int b_ = 0; b_ < (n); b_++)                                                      \
+            for (int k_ = 0; k_ < (sh)->k; k_++)                                              \
+                for (int oh_ = 0; oh_ < (sh)->out_h; oh_++)                                   \
+                    for (int ow_ = 0; ow_ < (sh)->out_w; ow_++)                               \
+                        for (int c_ = 0; c_ < cg_; c_++)                                      \
+                            for (int r_ = 0; r_ < (sh)->r; r_++)                              \
+                                for (int s_ = 0; s_ < (sh)->s; s_++) {                        \
+                                    int ih_ = oh_ * (sh)->stride - (sh)->pad + r_;            \
+                                    int iw_ = ow_ * (sh)->stride - (sh)->pad + s_;            \
+                                    if (ih_ < 0 || ih_ >= (sh)->h || iw_ < 0 || iw_ >= (sh)->w) \
+                                        continue;                                             \
+                                    int ci_ = k_ / kg_ * cg_ + c_;                            \
+                                    size_t xi = (((size_t)b_ * (sh)->c + ci_) * (sh)->h + ih_) * \
+                                                    (sh)->w + iw_;                            \
+                                    size_t wi = (((size_t)k_ * cg_ + c_) * (sh)->r + r_) *    \
+                                                    (sh)->s + s_;                             \
+                                    size_t yi = (((size_t)b_ * (sh)->k + k_) * (sh)->out_h +  \
+                                                 oh_) * (sh)->out_w + ow_;                    \
+                                    body;                                                     \
+                                }                                                             \
+    } while (0)
+
+static void ref_forward(const DdpConvShape *sh, int n, const double *x, const double *w,
+                        double *y)
+{
+    memset(y, 0, y_len(sh, n) * sizeof *y);
+    FOR_EACH_TAP(sh, n, y[yi] += x[xi] * w[wi]);
+}
+
+static void ref_backward_data(const DdpConvShape *sh, int n, const double *dy, const double *w,
+                              double *dx)
+{
+    memset(dx, 0, x_len(sh, n) * sizeof *dx);
+    FOR_EACH_TAP(sh, n, dx[xi] += dy[yi] * w[wi]);
+}
+
+static void ref_backward_filter(const DdpConvShape *sh, int n, const double *x,
+                                const double *dy, double *dw)
+{
+    memset(dw, 0, w_len(sh) * sizeof *dw);
+    FOR_EACH_TAP(sh, n, dw[wi] += dy[yi] * x[xi]);
+}
+
+/* L = sum(conv(x, w) * g), the loss whose gradients are backward_data(g) and
+ * backward_filter(x, g). */
+static double ref_loss(const DdpConvShape *sh, int n, const double *x, const double *w,
+                       const double *g, double *y)
+{
+    ref_forward(sh, n, x, w, y);
+    double loss = 0;
+    for (size_t i = 0; i < y_len(sh, n); i++)
+        loss += y[i] * g[i];
+    return loss;
+}
+
+/* Central differences of ref_loss with respect to every element of V (x or w). */
+static void finite_differences(const DdpConvShape *sh, int n, double *x, double *w,
+                               const double *g, double *v, size_t count, double *grad)
+{
+    const double h = 1e-3;
+    double *y = malloc(y_len(sh, n) * sizeof *y);
+    for (size_t i = 0; i < count; i++) {
+        double keep = v[i];
+        v[i] = keep + h;
+        double up = ref_loss(sh, n, x, w, g, y);
+        v[i] = keep - h;
+        double down = ref_loss(sh, n, x, w, g, y);
+        v[i] = keep;
+        grad[i] = (up - down) / (2 * h);
+    }
+    free(y);
+}
+
+/* ---- the shapes ------------------------------------------------------------------ */
+
+static const Conv SHAPES[] = {
+    /* c   h   w   k  r  s  st pad groups */
+    {1, 5, 5, 1, 3, 3, 1, 0, 1},    /* smallest 3x3 */
+    {3, 7, 9, 4, 3, 3, 1, 1, 1},    /* non-square input, pad 1 */
+    {4, 8, 6, 6, 5, 5, 2, 2, 2},    /* kernel 5, stride 2, pad 2, groups 2 */
+    {6, 9, 7, 6, 3, 3, 2, 1, 6},    /* depthwise, stride 2 */
+    {4, 6, 5, 8, 3, 3, 1, 1, 4},    /* depthwise, 2 outputs per channel */
+    {5, 4, 7, 3, 1, 1, 1, 0, 1},    /* 1x1: the no-im2col shortcut */
+    {6, 5, 5, 4, 1, 1, 1, 0, 2},    /* 1x1 shortcut with groups */
+    {5, 7, 6, 3, 1, 1, 2, 0, 1},    /* 1x1 stride 2: im2col again */
+    {3, 4, 5, 2, 1, 1, 1, 1, 1},    /* 1x1 padded: im2col again */
+    {2, 10, 11, 3, 5, 5, 2, 0, 1},  /* stride that does not divide the input */
+    {3, 5, 4, 2, 3, 3, 1, 2, 1},    /* pad 2 around a 3x3 kernel */
+    {2, 7, 7, 4, 3, 3, 2, 2, 1},    /* pad 2, stride 2 */
+    {2, 6, 7, 3, 1, 3, 1, 1, 1},    /* non-square kernel */
+    {2, 2, 3, 2, 3, 3, 1, 1, 1},    /* input smaller than the kernel */
+    {3, 5, 5, 2, 5, 5, 1, 0, 1},    /* kernel the size of the input: 1x1 output */
+    {8, 5, 6, 8, 3, 3, 2, 1, 2},    /* groups 2, stride 2 */
+    {20, 9, 8, 10, 3, 3, 1, 1, 1},  /* CRS 180: several weight-gradient blocks */
+    {18, 6, 5, 6, 3, 3, 1, 1, 3},   /* blocks that do not divide a group's CRS 54 */
+    {1, 28, 28, 8, 5, 5, 1, 0, 1},  /* the first conv of the MNIST net */
+};
+enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3 };
+
+/* Each test plans every shape for batch PLAN_N, then calls it with batch 3 and
+ * with batch 1 (a last batch smaller than planned). */
+static DdpOps *plan_all(DdpConvShape *shapes)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    for (int i = 0; i < NSHAPES; i++) {
+        shapes[i] = shape_of(&SHAPES[i], PLAN_N);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, i, &shapes[i]), DDP_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    return ops;
+}
+
+static const int BATCHES[] = {3, 1};
+
+/* ---- the tests ---------------------------------------------------------------------- */
+
+static void test_shape_init(void)
+{
+    DdpConvShape sh = {.n = 64, .c = 1, .h = 28, .w = 28, .k = 32, .r = 5, .s = 5, .stride = 1,
+                       .pad = 0, .groups = 1};
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&sh), DDP_OK);
+    CU_ASSERT(sh.out_h == 24 && sh.out_w == 24);
+    DdpConvShape rn = {.n = 8, .c = 3, .h = 224, .w = 200, .k = 64, .r = 7, .s = 7, .stride = 2,
+                       .pad = 3, .groups = 1};
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&rn), DDP_OK);
+    CU_ASSERT(rn.out_h == 112 && rn.out_w == 100);
+
+    DdpConvShape bad = sh;
+    bad.groups = 3; /* 1 channel in 3 groups */
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "bad conv shape"));
+    bad = sh;
+    bad.h = 3; /* 5x5 kernel over a 3-row input, no padding */
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_FAIL);
+    bad = sh;
+    bad.stride = 0;
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_FAIL);
+    ddp_error_clear();
+}
+
+static void test_conv_forward(void)
+{
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    for (int i = 0; i < NSHAPES; i++)
+        for (int bi = 0; bi < 2; bi++) {
+            int n = BATCHES[bi];
+            float *x = random_floats(x_len(&sh[i], n)), *w = random_floats(w_len(&sh[i]));
+            float *y = filled(y_len(&sh[i], n), NAN);
+            double *xd = to_double(x, x_len(&sh[i], n)), *wd = to_double(w, w_len(&sh[i]));
+            double *want = malloc(y_len(&sh[i], n) * sizeof *want);
+            ddp_conv_forward(ops, i, n, x, w, y);
+            ref_forward(&sh[i], n, xd, wd, want);
+            char what[160];
+            describe(what, sizeof what, &sh[i], n);
+            CU_ASSERT_EQUAL(count_mismatches(what, y, want, y_len(&sh[i], n)), 0);
+            free(x), free(w), free(y), free(xd), free(wd), free(want);
+        }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+/* Backward data and filter against the direct adjoints, and, where the shape is
+ * small enough for one forward per element, against finite differences. */
+static void test_conv_backward(void)
+{
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    int fd_checked = 0;
+    for (int i = 0; i < NSHAPES; i++)
+        for (int bi = 0; bi < 2; bi++) {
+            const DdpConvShape *s = &sh[i];
+            int n = BATCHES[bi];
+            size_t nx = x_len(s, n), nw = w_len(s), ny = y_len(s, n);
+            float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
+            float *dx = filled(nx, NAN), *dw = filled(nw, NAN);
+            double *xd = to_double(x, nx), *wd = to_double(w, nw), *gd = to_double(g, ny);
+            double *want_dx = malloc(nx * sizeof *want_dx), *want_dw = malloc(nw * sizeof *want_dw);
+            char what[200], base[160];
+            describe(base, sizeof base, s, n);
+
+            ddp_conv_backward_data(ops, i, n, g, w, dx, 0.0f);
+            ddp_conv_backward_filter(ops, i, n, x, g, dw, 0.0f);
+            ref_backward_data(s, n, gd, wd, want_dx);
+            ref_backward_filter(s, n, xd, gd, want_dw);
+            snprintf(what, sizeof what, "dx, %s", base);
+            CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
+            snprintf(what, sizeof what, "dw, %s", base);
+            CU_ASSERT_EQUAL(count_mismatches(what, dw, want_dw, nw), 0);
+
+            double forward_macs = (double)ny * (s->c / s->groups) * s->r * s->s;
+            if ((double)(nx + nw) * forward_macs < 4e7) {
+                finite_differences(s, n, xd, wd, gd, xd, nx, want_dx);
+                finite_differences(s, n, xd, wd, gd, wd, nw, want_dw);
+                snprintf(what, sizeof what, "dx vs finite differences, %s", base);
+                CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
+                snprintf(what, sizeof what, "dw vs finite differences, %s", base);
+                CU_ASSERT_EQUAL(count_mismatches(what, dw, want_dw, nw), 0);
+                fd_checked++;
+            }
+            free(x), free(w), free(g), free(dx), free(dw), free(xd), free(wd), free(gd);
+            free(want_dx), free(want_dw);
+        }
+    CU_ASSERT(fd_checked >= 2 * NSHAPES - 5); /* all but the five largest */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+/* dw = beta*dw + grad: beta 1 adds (gradient accumulation), other betas scale,
+ * and two micro-batches accumulated give the gradient of the whole batch. */
+static void test_backward_filter_beta(void)
+{
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    const int picks[] = {2, 4, 6, 16};
+    for (size_t pi = 0; pi < sizeof picks / sizeof picks[0]; pi++) {
+        int i = picks[pi];
+        const DdpConvShape *s = &sh[i];
+        size_t nx = x_len(s, 3), nw = w_len(s), ny = y_len(s, 3);
+        float *x = random_floats(nx), *g = random_floats(ny), *old = random_floats(nw);
+        float *grad = malloc(nw * sizeof *grad), *dw = malloc(nw * sizeof *dw);
+        double *want = malloc(nw * sizeof *want);
+        ddp_conv_backward_filter(ops, i, 3, x, g, grad, 0.0f);
+
+        const float betas[] = {1.0f, 0.5f, -2.0f};
+        for (int bi = 0; bi < 3; bi++) {
+            memcpy(dw, old, nw * sizeof *dw);
+            ddp_conv_backward_filter(ops, i, 3, x, g, dw, betas[bi]);
+            for (size_t j = 0; j < nw; j++)
+                want[j] = (double)betas[bi] * old[j] + grad[j];
+            CU_ASSERT_EQUAL(count_mismatches("beta", dw, want, nw), 0);
+        }
+
+        /* Sample 0 with beta 0, then samples 1..2 with beta 1. */
+        ddp_conv_backward_filter(ops, i, 1, x, g, dw, 0.0f);
+        ddp_conv_backward_filter(ops, i, 2, x + x_len(s, 1), g + y_len(s, 1), dw, 1.0f);
+        for (size_t j = 0; j < nw; j++)
+            want[j] = grad[j];
+        CU_ASSERT_EQUAL(count_mismatches("accumulated micro-batches", dw, want, nw), 0);
+        free(x), free(g), free(old), free(grad), free(dw), free(want);
+    }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+static void ref_gemm(int ta, int tb, int m, int n, int k, double alpha, const float *a, int lda,
+                     const float *b, int ldb, double beta, const float *c_in, int ldc,
+                     double *c_out)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double sum = 0;
+            for (int p = 0; p < k; p++)
+                sum += (double)(ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]) *
+                       (tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j]);
+            double old = beta == 0 ? 0 : beta * c_in[(size_t)i * ldc + j];
+            c_out[(size_t)i * n + j] = alpha * sum + old;
+        }
+}
+
+/* One product; C's padding columns must come back untouched. */
+static void check_gemm(DdpOps *ops, int ta, int tb, int m, int n, int k, float alpha, float beta)
+{
+    const int pad = 3;
+    int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    float *a = random_floats((size_t)(ta ? k : m) * lda + 1);
+    float *b = random_floats((size_t)(tb ? n : k) * ldb + 1);
+    float *c = beta == 0 ? filled((size_t)m * ldc + 1, NAN) : random_floats((size_t)m * ldc + 1);
+    float *c0 = malloc(((size_t)m * ldc + 1) * sizeof *c0);
+    memcpy(c0, c, ((size_t)m * ldc + 1) * sizeof *c);
+    double *want = malloc(((size_t)m * n + 1) * sizeof *want);
+    float *got = malloc(((size_t)m * n + 1) * sizeof *got);
+    ref_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, ldc, want);
+    ddp_gemm(ops, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    size_t padding_touched = 0;
+    for (int i = 0; i < m; i++) {
+        memcpy(got + (size_t)i * n, c + (size_t)i * ldc, (size_t)n * sizeof *got);
+        for (int j = n; j < ldc; j++)
+            padding_touched += memcmp(&c[(size_t)i * ldc + j], &c0[(size_t)i * ldc + j],
+                                      sizeof *c) != 0;
+    }
+    char what[120];
+    snprintf(what, sizeof what, "gemm trans_a=%d trans_b=%d m=%d n=%d k=%d alpha=%g beta=%g", ta,
+             tb, m, n, k, alpha, beta);
+    CU_ASSERT_EQUAL(count_mismatches(what, got, want, (size_t)m * n), 0);
+    CU_ASSERT_EQUAL(padding_touched, 0);
+    free(a), free(b), free(c), free(c0), free(want), free(got);
+}
+
+static void test_gemm(void)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    /* m, n, k: tiny, odd, a linear layer's three products (batch 64, 1024 -> 128;
+     * the larger ones are split into blocks by rows or by columns), k = 0. */
+    static const int sizes[][3] = {{1, 1, 1},     {5, 7, 3},     {17, 13, 29},  {64, 128, 1024},
+                                   {128, 1024, 64}, {64, 1024, 128}, {300, 70, 150}, {4, 6, 0}};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+                const int *z = sizes[si];
+                check_gemm(ops, ta, tb, z[0], z[1], z[2], 1.0f, 0.0f);
+                check_gemm(ops, ta, tb, z[0], z[1], z[2], 0.5f, 1.0f);
+                check_gemm(ops, ta, tb, z[0], z[1], z[2], -1.5f, 0.25f);
+            }
+    check_gemm(ops, 0, 0, 0, 5, 5, 1.0f, 0.0f); /* empty: nothing to do, no failure */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+/* The same inputs give bit-identical outputs whatever the number of threads:
+ * the promise the distributed-equivalence tests and --resume rely on. */
+static void test_deterministic_across_threads(void)
+{
+#ifdef _OPENMP
+    const Conv cv = {16, 12, 10, 24, 3, 3, 1, 1, 2};
+    const int n = 5, threads[] = {1, 2, 3, 4};
+    DdpConvShape s = shape_of(&cv, n);
+    size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
+    const int gm = 200, gn = 150, gk = 100; /* large enough to be split */
+    float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
+    float *ga = random_floats((size_t)gm * gk), *gb = random_floats((size_t)gk * gn);
+    float *first = NULL;
+    size_t total = ny + nx + nw + (size_t)gm * gn;
+    int saved = omp_get_max_threads();
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        omp_set_num_threads(threads[t]);
+        DdpOps *ops = NULL;
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+        float *out = malloc(total * sizeof *out);
+        ddp_conv_forward(ops, 0, n, x, w, out);
+        ddp_conv_backward_data(ops, 0, n, g, w, out + ny, 0.0f);
+        ddp_conv_backward_filter(ops, 0, n, x, g, out + ny + nx, 0.0f);
+        ddp_gemm(ops, 0, 1, gm, gn, gk, 1.0f, ga, gk, gb, gk, 0.0f, out + ny + nx + nw, gn);
+        CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+        ddp_ops_destroy(ops);
+        if (!first)
+            first = out;
+        else {
+            CU_ASSERT_EQUAL(memcmp(first, out, total * sizeof *out), 0);
+            free(out);
+        }
+    }
+    omp_set_num_threads(saved);
+    free(x), free(w), free(g), free(ga), free(gb), free(first);
+#endif
+}
+
+/* A wrong call from the generated program is recorded, not acted on, and
+ * reported by ddp_ops_status with a message naming it. */
+static void test_misuse_is_reported(void)
+{
+    DdpOps *ops = NULL;
+    DdpConvShape s = shape_of(&SHAPES[1], 2);
+    float *buf = filled(4096, 7.0f);
+
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &s), DDP_FAIL); /* twice */
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 2, &s), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_finalize(ops), DDP_FAIL);          /* 1 is missing */
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "conv 1 was never planned"));
+    ddp_conv_forward(ops, 0, 2, buf, buf, buf + 2048);        /* before finalize */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "ddp_conv_forward before ddp_ops_finalize"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_origin(), "ops_cpu.c:"));
+    CU_ASSERT_EQUAL(buf[2048], 7.0f);
+    ddp_ops_destroy(ops);
+
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_finalize(ops), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 1, &s), DDP_FAIL); /* after finalize */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);             /* set-up errors are returned */
+    ddp_conv_backward_data(ops, 0, 3, buf, buf, buf + 2048, 0.0f);   /* batch above the plan */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "with batch 3, planned for 1..2"));
+    ddp_conv_forward(ops, 5, 1, buf, buf, buf + 2048);         /* later: first one kept */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "with batch 3"));
+    CU_ASSERT_EQUAL(buf[2048], 7.0f);
+    ddp_ops_destroy(ops);
+
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    ddp_gemm(ops, 0, 0, 4, 4, 4, 1.0f, buf, 3, buf, 4, 0.0f, buf + 2048, 4); /* lda < k */
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "lda=3"));
+    CU_ASSERT_EQUAL(buf[2048], 7.0f);
+    ddp_ops_destroy(ops);
+    ddp_ops_destroy(NULL);
+    ddp_error_clear();
+    free(buf);
+}
+
+/* Scratch is sized by the largest im2col matrix; 1x1 convs need none. */
+static void test_workspace(void)
+{
+    DdpOps *ops = NULL;
+    char line[120];
+    DdpConvShape one = shape_of(&SHAPES[5], 4), big = shape_of(&SHAPES[18], 4);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &one), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_finalize(ops), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), 0);
+    ddp_ops_describe_conv(ops, 0, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "1x1"));
+    ddp_ops_destroy(ops);
+
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &one), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 1, &big), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_finalize(ops), DDP_OK);
+    CU_ASSERT(ddp_ops_workspace_bytes(ops) >= 25 * 24 * 24 * sizeof(float));
+    ddp_ops_describe_conv(ops, 1, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "im2col"));
+    ddp_ops_describe_conv(ops, 7, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "not planned"));
+    ddp_ops_destroy(ops);
+}
+
+/* dx = beta*dx + grad, for the direct (1x1) path and the col2im path alike:
+ * a residual's input adds the gradient of its second consumer. */
+static void test_backward_data_beta(void)
+{
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    const int picks[] = {2, 4, 6, 16};
+    int direct_seen = 0;
+    for (int i = 0; i < NSHAPES; i++)
+        direct_seen += sh[i].r == 1 && sh[i].s == 1 && sh[i].stride == 1 && sh[i].pad == 0;
+    CU_ASSERT(direct_seen > 0);
+    for (int i = 0; i < NSHAPES; i++) {
+        bool picked = sh[i].r == 1 && sh[i].s == 1 && sh[i].stride == 1 && sh[i].pad == 0;
+        for (size_t pi = 0; pi < sizeof picks / sizeof picks[0]; pi++)
+            picked = picked || picks[pi] == i;
+        if (!picked)
+            continue;
+        const DdpConvShape *s = &sh[i];
+        size_t nx = x_len(s, 3), nw = w_len(s), ny = y_len(s, 3);
+        float *w = random_floats(nw), *g = random_floats(ny), *old = random_floats(nx);
+        float *grad = malloc(nx * sizeof *grad), *dx = malloc(nx * sizeof *dx);
+        double *want = malloc(nx * sizeof *want);
+        ddp_conv_backward_data(ops, i, 3, g, w, grad, 0.0f);
+        const float betas[] = {1.0f, 0.5f};
+        for (int bi = 0; bi < 2; bi++) {
+            memcpy(dx, old, nx * sizeof *dx);
+            ddp_conv_backward_data(ops, i, 3, g, w, dx, betas[bi]);
+            for (size_t j = 0; j < nx; j++)
+                want[j] = (double)betas[bi] * old[j] + grad[j];
+            CU_ASSERT_EQUAL(count_mismatches("backward data beta", dx, want, nx), 0);
+        }
+        free(w), free(g), free(old), free(grad), free(dx), free(want);
+    }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+void suite_ops(void)
+{
+    static const TestCase cases[] = {
+        {"conv shape checks and output size", test_shape_init},
+        {"conv forward vs direct convolution", test_conv_forward},
+        {"conv backward vs direct adjoints and finite differences", test_conv_backward},
+        {"conv backward filter beta and micro-batches", test_backward_filter_beta},
+        {"conv backward data beta", test_backward_data_beta},
+        {"gemm, all transposes, vs naive", test_gemm},
+        {"same results for 1..4 threads", test_deterministic_across_threads},
+        {"misuse recorded and reported", test_misuse_is_reported},
+        {"scratch size and descriptions", test_workspace},
+        {NULL, NULL},
+    };
+    test_add_suite("ops", cases);
+}

@@ -1,0 +1,693 @@
+/*
+ * Tests of runtime/trainer.c (ddp_main) and runtime/weights.c, end to end:
+ * the hand-written tiny net (tiny_net.c) trained on small IDX files written
+ * here, ddp_main run in a forked child so that its output and exit status can
+ * be checked and a crash cannot take the runner down. Then what a user relies
+ * on: training works, --max-steps and --eval-every, --export/--init round
+ * trips bit for bit, determinism, every kind of bad input refused with status 2
+ * and a message naming it, a NaN loss with status 1; and the seeded
+ * initialisation against PyTorch's own.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model.h"        // ddp_main, DdpNet
+#include "safetensors.h"  // reading what --export wrote, writing bad --init files
+#include "testutil.h"
+#include "tiny_net.h"     // tiny_net, tiny_net_train
+#include "weights.h"      // ddp_weights_init
+
+enum { N_TRAIN = 200, N_TEST = 50 };
+
+static char tmpdir[64];
+static char data_dir[160], small_dir[160]; /* the data sets setup() writes */
+
+static const char *tmp_path(const char *name)
+{
+    static char paths[8][160];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
+    return p;
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static void write_file(const char *path, const void *bytes, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    CU_ASSERT(fwrite(bytes, 1, len, f) == len);
+    fclose(f);
+}
+
+/* One IDX pair in DIR: N images of ROWS x COLS whose label is i % 10, each
+ * noise plus bright rows where (row / 2) % 10 is the label: learnable by a
+ * linear model, not trivially. */
+static void write_set(const char *dir, const char *prefix, int n, int rows, int cols, uint32_t seed)
+{
+    size_t pixels = (size_t)rows * (size_t)cols;
+    unsigned char *img = malloc(16 + (size_t)n * pixels), *lab = malloc(8 + (size_t)n);
+    CU_ASSERT_FATAL(img && lab);
+    put_be32(img, 0x803);
+    put_be32(img + 4, (uint32_t)n);
+    put_be32(img + 8, (uint32_t)rows);
+    put_be32(img + 12, (uint32_t)cols);
+    put_be32(lab, 0x801);
+    put_be32(lab + 4, (uint32_t)n);
+    uint32_t r = seed;
+    for (int i = 0; i < n; i++) {
+        int label = i % 10;
+        lab[8 + i] = (unsigned char)label;
+        for (int y = 0; y < rows; y++)
+            for (int x = 0; x < cols; x++) {
+                r = r * 1664525u + 1013904223u;
+                unsigned v = (r >> 24) % 96;
+                if ((y / 2) % 10 == label)
+                    v += 140;
+                img[16 + (size_t)i * pixels + (size_t)y * cols + x] = (unsigned char)v;
+            }
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, prefix);
+    write_file(path, img, 16 + (size_t)n * pixels);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, prefix);
+    write_file(path, lab, 8 + (size_t)n);
+    free(img);
+    free(lab);
+}
+
+/* tmpdir/data: 28x28 (N_TRAIN train, N_TEST test); tmpdir/small: 14x14. */
+static void setup(void)
+{
+    strcpy(tmpdir, "/tmp/ddp_trainer_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
+    snprintf(data_dir, sizeof data_dir, "%s/data", tmpdir);
+    snprintf(small_dir, sizeof small_dir, "%s/small", tmpdir);
+    mkdir(data_dir, 0755);
+    mkdir(small_dir, 0755);
+    write_set(data_dir, "train", N_TRAIN, 28, 28, 1);
+    write_set(data_dir, "t10k", N_TEST, 28, 28, 2);
+    write_set(small_dir, "train", 30, 14, 14, 3);
+    write_set(small_dir, "t10k", 10, 14, 14, 4);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    test_run(cmd, NULL);
+}
+
+/* Runs ddp_main(NET) as `tiny_train ARGS...` (ARGS split at spaces) in a
+ * child; returns its exit status (-1 if it died) and, in *OUT, everything it
+ * wrote to stdout and stderr (malloc'd). */
+__attribute__((format(printf, 3, 4)))
+static int run_trainer(const DdpNet *net, char **out, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "/some/dir/tiny_train";
+    char *save = NULL;
+    for (char *tok = strtok_r(args, " ", &save); tok && argc < 63; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+
+    int fds[2];
+    CU_ASSERT_FATAL(pipe(fds) == 0);
+    fflush(stdout); /* or the child would write the runner's buffered output too */
+    fflush(stderr);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        int rc = ddp_main(argc, argv, net);
+        fflush(NULL);
+        _exit(rc);
+    }
+    close(fds[1]);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while (buf && (got = read(fds[0], buf + len, cap - len - 1)) > 0) {
+        len += (size_t)got;
+        if (cap - len < 2) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    close(fds[0]);
+    if (buf)
+        buf[len] = '\0';
+    int status;
+    waitpid(pid, &status, 0);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const DdpNet *default_net(void)
+{
+    DdpTrainConfig train = tiny_net_train();
+    return tiny_net(&train, 1, 10);
+}
+
+/* 1 when TEXT holds WHAT; says what it got otherwise. */
+static int has(const char *text, const char *what)
+{
+    if (text && strstr(text, what))
+        return 1;
+    fprintf(stderr, "\noutput lacks \"%s\":\n%s\n", what, text ? text : "(null)");
+    return 0;
+}
+
+/* The number after "KEY": in a JSON line, or NAN. */
+static double json_number(const char *line, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *at = strstr(line, pattern);
+    return at ? strtod(at + strlen(pattern), NULL) : NAN;
+}
+
+/* The lines of a file, split in place; returns the count. */
+static int split_lines(char *text, char **lines, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < max; l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    return n;
+}
+
+/* 1 when the safetensors files A and B hold the same tensors, bit for bit. */
+static int same_tensors(const char *a, const char *b)
+{
+    DdpSafetensors *fa = NULL, *fb = NULL;
+    int same = ddp_safetensors_open(a, &fa) == DDP_OK && ddp_safetensors_open(b, &fb) == DDP_OK &&
+               ddp_safetensors_count(fa) == ddp_safetensors_count(fb);
+    for (int i = 0; same && i < ddp_safetensors_count(fa); i++) {
+        const DdpTensor *ta = ddp_safetensors_tensor(fa, i);
+        const DdpTensor *tb = ddp_safetensors_find(fb, ta->name);
+        same = tb && tb->dtype == ta->dtype && tb->nbytes == ta->nbytes &&
+               memcmp(ta->data, tb->data, ta->nbytes) == 0;
+        if (!same)
+            fprintf(stderr, "\n%s and %s differ in '%s'", a, b, ta->name);
+    }
+    if (fa)
+        ddp_safetensors_close(fa);
+    if (fb)
+        ddp_safetensors_close(fb);
+    return same;
+}
+
+static int64_t step_count(const char *path)
+{
+    DdpSafetensors *f;
+    int64_t v = -1;
+    if (ddp_safetensors_open(path, &f) != DDP_OK)
+        return -1;
+    const DdpTensor *t = ddp_safetensors_find(f, "norm.num_batches_tracked");
+    if (t && t->dtype == DDP_DTYPE_I64 && t->ndim == 0)
+        memcpy(&v, t->data, sizeof v);
+    ddp_safetensors_close(f);
+    return v;
+}
+
+/* ---- training --------------------------------------------------------------- */
+
+static void test_trains(void)
+{
+    setup();
+    char *out = NULL;
+    int rc = run_trainer(default_net(), &out, "--data %s --epochs 4 --log %s", data_dir,
+                         tmp_path("log.jsonl"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(has(out, "tiny: 200 train / 50 test samples, batch 20, 10 steps per epoch, 4 epochs"));
+    CU_ASSERT(has(out, "epoch 1/4  step 10  loss "));
+    CU_ASSERT(has(out, "epoch 4/4  step 40  loss "));
+    CU_ASSERT(has(out, "test_acc "));
+    CU_ASSERT(has(out, "samples/s"));
+    CU_ASSERT(has(out, "done  40 steps  best test_acc"));
+    CU_ASSERT(strchr(out, '\r') == NULL); /* piped: plain lines only */
+    free(out);
+
+    char *log = test_read_file(tmp_path("log.jsonl"), NULL);
+    CU_ASSERT_FATAL(log != NULL);
+    char *lines[16];
+    int n = split_lines(log, lines, 16);
+    CU_ASSERT_EQUAL(n, 4);
+    static const char *const keys[] = {"\"event\": \"epoch\"", "\"epoch\":", "\"step\":", "\"loss\":", "\"lr\":",
+                                       "\"samples_per_s\":", "\"test_loss\":", "\"test_acc\":", "\"time_s\":"};
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            CU_ASSERT(has(lines[i], keys[k]));
+    if (n == 4) {
+        CU_ASSERT_EQUAL(json_number(lines[0], "epoch"), 1);
+        CU_ASSERT_EQUAL(json_number(lines[3], "step"), 40);
+        CU_ASSERT(json_number(lines[3], "loss") < json_number(lines[0], "loss"));
+        CU_ASSERT(json_number(lines[3], "test_acc") > 0.5); /* chance is 0.1 */
+        CU_ASSERT(json_number(lines[3], "test_loss") < 2.302585); /* below ln 10 */
+        CU_ASSERT_DOUBLE_EQUAL(json_number(lines[0], "lr"), 0.1, 1e-7);
+    }
+    free(log);
+    teardown();
+}
+
+static void test_max_steps(void)
+{
+    setup();
+    char *out = NULL;
+    /* Step 17 is in the middle of epoch 2: it ends there, evaluated. */
+    int rc = run_trainer(default_net(), &out, "--data %s --max-steps 17 --log %s --export %s", data_dir,
+                         tmp_path("log.jsonl"), tmp_path("w.safetensors"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(has(out, "epoch 2/3  step 17  "));
+    CU_ASSERT(has(out, "done  17 steps"));
+    free(out);
+    char *log = test_read_file(tmp_path("log.jsonl"), NULL);
+    CU_ASSERT_FATAL(log != NULL);
+    char *lines[8];
+    int n = split_lines(log, lines, 8);
+    CU_ASSERT_EQUAL(n, 2);
+    if (n == 2)
+        CU_ASSERT_EQUAL(json_number(lines[1], "step"), 17);
+    free(log);
+    CU_ASSERT_EQUAL(step_count(tmp_path("w.safetensors")), 17);
+
+    /* --batch-size and --epochs override the net's; --quiet prints nothing. */
+    rc = run_trainer(default_net(), &out, "--data %s --batch-size 64 --epochs 1 --quiet --export %s",
+                     data_dir, tmp_path("w.safetensors"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    CU_ASSERT_EQUAL(step_count(tmp_path("w.safetensors")), 4); /* 200 / 64: 3 full batches and one of 8 */
+    free(out);
+    teardown();
+}
+
+static void test_eval_every(void)
+{
+    setup();
+    char *out = NULL;
+    int rc = run_trainer(default_net(), &out, "--data %s --epochs 2 --eval-every 4 --log %s", data_dir,
+                         tmp_path("log.jsonl"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(has(out, "\n  step 4  loss "));
+    free(out);
+    char *log = test_read_file(tmp_path("log.jsonl"), NULL);
+    CU_ASSERT_FATAL(log != NULL);
+    char *lines[16];
+    int n = split_lines(log, lines, 16);
+    /* evaluations at steps 4, 8, (10 ends epoch 1), 12, 16, (20 ends epoch 2) */
+    static const int64_t steps[] = {4, 8, 10, 12, 16, 20};
+    static const int epoch_end[] = {0, 0, 1, 0, 0, 1};
+    CU_ASSERT_EQUAL_FATAL(n, 6);
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(json_number(lines[i], "step"), steps[i]);
+        CU_ASSERT(has(lines[i], epoch_end[i] ? "\"event\": \"epoch\"" : "\"event\": \"eval\""));
+        CU_ASSERT(has(lines[i], "\"test_acc\":"));
+        CU_ASSERT(has(lines[i], "\"loss\":"));
+    }
+    CU_ASSERT_EQUAL(json_number(lines[3], "epoch"), 2);
+    free(log);
+    teardown();
+}
+
+/* ---- weights files --------------------------------------------------------------- */
+
+static void test_export_initial(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    int rc = run_trainer(net, &out, "--data %s --max-steps 0 --export %s", data_dir,
+                         tmp_path("init.safetensors"));
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(has(out, "done  0 steps"));
+    free(out);
+
+    /* What the seeded initialisation gives in-process, tensor by tensor. */
+    float *params = calloc((size_t)net->n_param_floats, sizeof(float));
+    float *buffers = calloc((size_t)net->n_buffer_floats, sizeof(float));
+    int64_t counts[8];
+    CU_ASSERT_FATAL(params && buffers);
+    CU_ASSERT_EQUAL(ddp_weights_init(net, 7, params, buffers, counts), DDP_OK);
+    DdpSafetensors *f;
+    CU_ASSERT_FATAL(ddp_safetensors_open(tmp_path("init.safetensors"), &f) == DDP_OK);
+    CU_ASSERT_EQUAL(ddp_safetensors_count(f), 5);
+    CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "net"), "tiny");
+    CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "hash"), "0123456789abcdef");
+    CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "format"), "ddpc");
+    for (int i = 0; i < net->n_params; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        const DdpTensor *t = ddp_safetensors_find(f, p->name);
+        CU_ASSERT_FATAL(t != NULL);
+        if (p->is_step_count) {
+            CU_ASSERT_EQUAL(t->dtype, DDP_DTYPE_I64);
+            CU_ASSERT_EQUAL(t->ndim, 0);
+            CU_ASSERT_EQUAL(*(const int64_t *)t->data, 0);
+            continue;
+        }
+        CU_ASSERT_EQUAL(t->dtype, DDP_DTYPE_F32);
+        CU_ASSERT_EQUAL(t->ndim, p->ndim);
+        const float *want = (p->trainable ? params : buffers) + p->offset;
+        CU_ASSERT(memcmp(t->data, want, (size_t)p->numel * sizeof(float)) == 0);
+    }
+    /* The distribution: kaiming-uniform bounds, ones, zeros. */
+    float bound = 1 / sqrtf(784), lo = 1, hi = -1;
+    for (int64_t k = 0; k < 7850; k++) {
+        lo = params[k] < lo ? params[k] : lo;
+        hi = params[k] > hi ? params[k] : hi;
+    }
+    CU_ASSERT(lo >= -bound * 1.0001f && hi <= bound * 1.0001f && lo < -0.9f * bound && hi > 0.9f * bound);
+    CU_ASSERT(buffers[0] == 0 && buffers[9] == 0 && buffers[10] == 1 && buffers[19] == 1);
+    ddp_safetensors_close(f);
+    free(params);
+    free(buffers);
+    teardown();
+}
+
+static void test_init_reproduces(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 0 --export %s", data_dir, tmp_path("init.st")), 0);
+    /* A seeded run and a run from its exported initial weights take the same steps. */
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 13 --export %s", data_dir, tmp_path("a.st")), 0);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 13 --init %s --export %s", data_dir,
+                                tmp_path("init.st"), tmp_path("b.st")), 0);
+    CU_ASSERT(same_tensors(tmp_path("a.st"), tmp_path("b.st")));
+    /* --init then --export straight away gives the file back, step count included. */
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 0 --init %s --export %s", data_dir, tmp_path("a.st"),
+                                tmp_path("c.st")), 0);
+    CU_ASSERT(same_tensors(tmp_path("a.st"), tmp_path("c.st")));
+    CU_ASSERT_EQUAL(step_count(tmp_path("c.st")), 13);
+    teardown();
+}
+
+static void test_init_continues(void)
+{
+    setup();
+    /* Without momentum and with a constant rate the optimizer has no state
+     * beyond the weights, and without shuffling every epoch visits the same
+     * batches: one epoch from an exported epoch is the second epoch. */
+    DdpTrainConfig train = tiny_net_train();
+    train.momentum = 0;
+    const DdpNet *net = tiny_net(&train, 1, 10);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 2 --export %s", data_dir,
+                                tmp_path("two.st")), 0);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 1 --export %s", data_dir,
+                                tmp_path("one.st")), 0);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 1 --init %s --export %s", data_dir,
+                                tmp_path("one.st"), tmp_path("one_more.st")), 0);
+    CU_ASSERT(same_tensors(tmp_path("two.st"), tmp_path("one_more.st")));
+    CU_ASSERT_EQUAL(step_count(tmp_path("one_more.st")), 20);
+    teardown();
+}
+
+static void test_deterministic(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("a.st")), 0);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("b.st")), 0);
+    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --seed 8 --export %s", data_dir, tmp_path("c.st")), 0);
+    size_t la, lb;
+    char *a = test_read_file(tmp_path("a.st"), &la), *b = test_read_file(tmp_path("b.st"), &lb);
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT(la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+    DdpSafetensors *fa, *fc;
+    CU_ASSERT_FATAL(ddp_safetensors_open(tmp_path("a.st"), &fa) == DDP_OK);
+    CU_ASSERT_FATAL(ddp_safetensors_open(tmp_path("c.st"), &fc) == DDP_OK);
+    const DdpTensor *wa = ddp_safetensors_find(fa, "fc.weight"), *wc = ddp_safetensors_find(fc, "fc.weight");
+    CU_ASSERT(wa && wc && memcmp(wa->data, wc->data, wa->nbytes) != 0);
+    ddp_safetensors_close(fa);
+    ddp_safetensors_close(fc);
+    teardown();
+}
+
+/* Writes tensors named NAMES (fc.weight with COLS columns) as a --init file. */
+static void write_weights(const char *path, int cols, int with_bias, int extra, DdpDtype dtype)
+{
+    static double w[10 * 785];
+    for (int i = 0; i < 10 * 785; i++)
+        w[i] = 0.001 * (i % 7);
+    float wf[10 * 785];
+    for (int i = 0; i < 10 * 785; i++)
+        wf[i] = (float)w[i];
+    int64_t zero = 0;
+    const void *data = dtype == DDP_DTYPE_F64 ? (const void *)w : (const void *)wf;
+    DdpTensor t[6];
+    int n = 0;
+    t[n++] = (DdpTensor){.name = "fc.weight", .dtype = dtype, .ndim = 2, .shape = {10, cols}, .data = data};
+    if (with_bias)
+        t[n++] = (DdpTensor){.name = "fc.bias", .dtype = dtype, .ndim = 1, .shape = {10}, .data = data};
+    t[n++] = (DdpTensor){.name = "norm.running_mean", .dtype = dtype, .ndim = 1, .shape = {10}, .data = data};
+    t[n++] = (DdpTensor){.name = "norm.running_var", .dtype = dtype, .ndim = 1, .shape = {10}, .data = data};
+    t[n++] = (DdpTensor){.name = "norm.num_batches_tracked", .dtype = DDP_DTYPE_I64, .ndim = 0, .data = &zero};
+    if (extra)
+        t[n++] = (DdpTensor){.name = "fc2.weight", .dtype = dtype, .ndim = 1, .shape = {3}, .data = data};
+    CU_ASSERT_FATAL(ddp_safetensors_write(path, t, n, NULL, 0) == DDP_OK);
+}
+
+static void test_bad_init(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    const char *w = tmp_path("w.safetensors");
+    char *out = NULL;
+
+    write_weights(w, 783, 1, 0, DDP_DTYPE_F32);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(has(out, "tiny_train: error: "));
+    CU_ASSERT(has(out, "w.safetensors: tensor 'fc.weight' has shape [10,783], the net expects [10,784]"));
+    free(out);
+
+    write_weights(w, 784, 0, 0, DDP_DTYPE_F32);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(has(out, "w.safetensors: has no tensor 'fc.bias'"));
+    free(out);
+
+    write_weights(w, 784, 1, 1, DDP_DTYPE_F32);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(has(out, "'fc2.weight'"));
+    free(out);
+
+    write_weights(w, 784, 1, 0, DDP_DTYPE_BF16);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(has(out, "tensor 'fc.weight' has dtype BF16, the net expects F32"));
+    free(out);
+
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, tmp_path("absent.safetensors")), 2);
+    CU_ASSERT(has(out, "absent.safetensors"));
+    free(out);
+
+    /* A file cut short. */
+    write_weights(w, 784, 1, 0, DDP_DTYPE_F32);
+    CU_ASSERT_FATAL(truncate(w, 1000) == 0);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(has(out, "w.safetensors"));
+    free(out);
+
+    /* F64 is converted. */
+    write_weights(w, 784, 1, 0, DDP_DTYPE_F64);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s --max-steps 0 --export %s", data_dir, w,
+                                tmp_path("back.st")), 0);
+    free(out);
+    DdpSafetensors *f;
+    CU_ASSERT_FATAL(ddp_safetensors_open(tmp_path("back.st"), &f) == DDP_OK);
+    const DdpTensor *t = ddp_safetensors_find(f, "fc.weight");
+    CU_ASSERT_FATAL(t && t->dtype == DDP_DTYPE_F32);
+    CU_ASSERT_EQUAL(((const float *)t->data)[5], (float)0.005);
+    ddp_safetensors_close(f);
+
+    /* --export into a directory that does not exist fails before training. */
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --export %s/no/such/dir/w.st", data_dir, tmpdir), 2);
+    CU_ASSERT(has(out, "--export"));
+    CU_ASSERT(!strstr(out, "epoch 1/"));
+    free(out);
+    teardown();
+}
+
+/* ---- bad input ---------------------------------------------------------------- */
+
+static void test_bad_data(void)
+{
+    setup();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s", tmp_path("nowhere")), 2);
+    CU_ASSERT(has(out, "tiny_train: error: "));
+    CU_ASSERT(has(out, "nowhere"));
+    free(out);
+
+    /* 14x14 images for a net of 784 inputs, and for one of 1x28x28. */
+    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s", small_dir), 2);
+    CU_ASSERT(has(out, "small/train-images-idx3-ubyte: the images are 14x14 (one channel), but the net's input is 784"));
+    free(out);
+    DdpTrainConfig train = tiny_net_train();
+    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 3, 10), &out, "--data %s", small_dir), 2);
+    CU_ASSERT(has(out, "the net's input is 1x28x28"));
+    free(out);
+
+    /* Labels 0..9 for a net of 5 classes. */
+    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 1, 5), &out, "--data %s", data_dir), 2);
+    CU_ASSERT(has(out, "train-labels-idx1-ubyte: sample 5 has label 5, but the net has 5 classes"));
+    free(out);
+    teardown();
+}
+
+static void test_bad_flags(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --epoch 3", data_dir), 2);
+    CU_ASSERT(has(out, "tiny_train: error: unknown option '--epoch'; did you mean '--epochs'?\n"));
+    free(out);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --batch-size 0", data_dir), 2);
+    CU_ASSERT(has(out, "tiny_train: error: --batch-size expects a whole number from 1 to 1048576, got '0'"));
+    free(out);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --save %s", data_dir, tmpdir), 2);
+    CU_ASSERT(has(out, "tiny_train: error: --save is not available in this build yet\n"));
+    free(out);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --nproc-per-node 2", data_dir), 2);
+    CU_ASSERT(has(out, "--nproc-per-node 2 is not available in this build yet"));
+    free(out);
+    /* Harmless with one rank. */
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --max-steps 1 --nproc-per-node 1 --world-size 1 --timeout 5 "
+                                "--bucket-cap-mb 4 --no-sync-every 1", data_dir), 0);
+    free(out);
+    CU_ASSERT_EQUAL(run_trainer(net, &out, "--help"), 0);
+    CU_ASSERT(has(out, "usage: tiny_train [options]"));
+    CU_ASSERT(has(out, "--epochs N"));
+    CU_ASSERT(has(out, "(default 3)"));
+    free(out);
+    teardown();
+}
+
+static void test_nan_loss(void)
+{
+    setup();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s --lr 1e30 --log %s", data_dir,
+                                tmp_path("log.jsonl")), 1);
+    CU_ASSERT(has(out, "tiny_train: error: loss is "));
+    CU_ASSERT(has(out, " at epoch 1 step 10\n"));
+    free(out);
+    teardown();
+}
+
+static void test_image_input(void)
+{
+    setup();
+    DdpTrainConfig train = tiny_net_train();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 3, 10), &out, "--data %s --epochs 1", data_dir), 0);
+    CU_ASSERT(has(out, "epoch 1/1  step 10"));
+    free(out);
+    teardown();
+}
+
+/* ---- the seeded initialisation against PyTorch's --------------------------------- */
+
+static void test_init_matches_torch(void)
+{
+    const char *py = test_python_with_torch();
+    if (!py) {
+        fprintf(stderr, "\n(skipped: no python3 with torch)");
+        return;
+    }
+    setup();
+    /* Conv2d(3, 8, 5), BatchNorm2d(8), Linear(200, 10), built in that order after manual_seed(3). */
+    static const DdpParamInfo params[] = {
+        {.name = "conv.weight", .ndim = 4, .shape = {8, 3, 5, 5}, .numel = 600, .trainable = 1, .offset = 0,
+         .init = DDP_INIT_KAIMING_UNIFORM, .fan_in = 75},
+        {.name = "conv.bias", .ndim = 1, .shape = {8}, .numel = 8, .trainable = 1, .offset = 600,
+         .init = DDP_INIT_KAIMING_UNIFORM, .fan_in = 75},
+        {.name = "bn.weight", .ndim = 1, .shape = {8}, .numel = 8, .trainable = 1, .offset = 608,
+         .init = DDP_INIT_ONES},
+        {.name = "bn.bias", .ndim = 1, .shape = {8}, .numel = 8, .trainable = 1, .offset = 616,
+         .init = DDP_INIT_ZEROS},
+        {.name = "fc.weight", .ndim = 2, .shape = {10, 200}, .numel = 2000, .trainable = 1, .offset = 624,
+         .init = DDP_INIT_KAIMING_UNIFORM, .fan_in = 200},
+        {.name = "fc.bias", .ndim = 1, .shape = {10}, .numel = 10, .trainable = 1, .offset = 2624,
+         .init = DDP_INIT_KAIMING_UNIFORM, .fan_in = 200},
+    };
+    DdpNet net = {.name = "t", .params = params, .n_params = 6, .n_param_floats = 2634};
+    static float mine[2634];
+    int64_t counts[6];
+    CU_ASSERT_EQUAL_FATAL(ddp_weights_init(&net, 3, mine, NULL, counts), DDP_OK);
+
+    const char *script =
+        "import torch\n"
+        "torch.manual_seed(3)\n"
+        "m = [torch.nn.Conv2d(3, 8, 5), torch.nn.BatchNorm2d(8), torch.nn.Linear(200, 10)]\n"
+        "vals = [v for x in m for p in x.parameters() for v in p.detach().flatten().tolist()]\n"
+        "print(' '.join(float(v).hex() for v in vals))\n";
+    write_file(tmp_path("init.py"), script, strlen(script));
+    char cmd[512], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s %s", py, tmp_path("init.py"));
+    CU_ASSERT_EQUAL_FATAL(test_run(cmd, &out), 0);
+    char *p = out;
+    int n = 0, differ = 0;
+    for (; n < 2634; n++) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p)
+            break;
+        p = end;
+        if ((float)v != mine[n] && differ++ < 3)
+            fprintf(stderr, "\nelement %d: torch %.9g, ddpc %.9g", n, v, (double)mine[n]);
+    }
+    CU_ASSERT_EQUAL(n, 2634);
+    CU_ASSERT_EQUAL(differ, 0);
+    free(out);
+    teardown();
+}
+
+void suite_trainer(void)
+{
+    static const TestCase cases[] = {
+        {"trains: loss falls, accuracy above chance; lines and log", test_trains},
+        {"--max-steps stops at a global step; flags override the net", test_max_steps},
+        {"--eval-every adds evaluations between epochs", test_eval_every},
+        {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
+        {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
+        {"--init from an exported epoch continues bit for bit", test_init_continues},
+        {"the same seed gives the same weights, another seed others", test_deterministic},
+        {"bad --init files and --export paths: status 2, named", test_bad_init},
+        {"bad data: missing, wrong image shape, too many classes", test_bad_data},
+        {"bad flags: status 2 and the message; --help", test_bad_flags},
+        {"a NaN loss stops the run with status 1", test_nan_loss},
+        {"a 1x28x28 input trains on 28x28 images", test_image_input},
+        {"the seeded initialisation is PyTorch's, bit for bit", test_init_matches_torch},
+        {NULL, NULL},
+    };
+    test_add_suite("trainer", cases);
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Compares weights trained by a ddpc program with PyTorch's, relative to the update.
+
+    compare_weights.py INITIAL OURS REFERENCE [--tol 1e-4] [--steps K] [--float32-reference REF32]
+
+For every tensor: update = REFERENCE - INITIAL (PyTorch in float64); error =
+max |OURS - REFERENCE|. The tensor passes when
+
+    error <= tol * max |update|  +  K * 2^-24 * max |weight|  [+ 2 * PyTorch's own float32 error]
+
+The second term is the rounding of float32 weights, half an ulp per step: with
+a warm-up learning rate an update can be a few thousand ulps, and no float32
+program gets closer than that. The third, when REF32 (the same run by PyTorch
+in float32) is given, is the precision floor of float32 itself, which Adam's
+division by sqrt(v) + eps magnifies for near-zero gradients: a float32 program
+must be as close to float64 as PyTorch's own float32 is, within a factor 2.
+Integer tensors (num_batches_tracked) must be equal. Prints one line per
+tensor and "compare: OK" or "compare: FAILED"; exit 0 or 1 (2: unreadable input).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ref import Bad, read_safetensors  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("initial")
+    p.add_argument("ours")
+    p.add_argument("reference")
+    p.add_argument("--tol", type=float, default=1e-4)
+    p.add_argument("--steps", type=int, default=1, help="optimizer steps taken (float32 rounding allowance)")
+    p.add_argument("--float32-reference", help="the same run by PyTorch in float32 (precision floor)")
+    a = p.parse_args()
+    try:
+        w0, _ = read_safetensors(a.initial)
+        ours, _ = read_safetensors(a.ours)
+        ref, _ = read_safetensors(a.reference)
+        ref32 = read_safetensors(a.float32_reference)[0] if a.float32_reference else None
+    except Bad as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return 2
+    if set(ours) != set(ref) or set(w0) != set(ref):
+        print(f"compare: FAILED: names differ: {sorted(set(ours) ^ set(ref))}")
+        return 1
+    worst, failed = 0.0, []
+    for name in ref:
+        r, o, i = ref[name], ours[name], w0[name]
+        if r.shape != o.shape:
+            failed.append(name)
+            print(f"{name:28s} shape {list(o.shape)} vs {list(r.shape)}")
+            continue
+        if r.dtype.kind in "iu":
+            ok = np.array_equal(r, o)
+            print(f"{name:28s} {'equal' if ok else 'DIFFERENT'}: {o.ravel()[:4]} vs {r.ravel()[:4]}")
+            if not ok:
+                failed.append(name)
+            continue
+        r, o, i = (x.astype(np.float64) for x in (r, o, i))
+        update = float(np.max(np.abs(r - i))) if r.size else 0.0
+        error = float(np.max(np.abs(o - r))) if r.size else 0.0
+        allowed = a.tol * update + a.steps * 2.0**-24 * (float(np.max(np.abs(r))) if r.size else 0.0)
+        floor = ""
+        if ref32 is not None and r.size:
+            f32 = float(np.max(np.abs(ref32[name].astype(np.float64) - r)))
+            allowed = max(allowed, 2 * f32)
+            floor = f"  torch32 {f32 / update if update else 0:8.2e}"
+        allowed = max(allowed, 1e-7)
+        ratio = error / update if update > 0 else 0.0
+        worst = max(worst, ratio)
+        mark = "" if error <= allowed else "   <-- over"
+        print(f"{name:28s} update {update:10.3e}  error {error:10.3e}  ratio {ratio:9.2e}{floor}{mark}")
+        if error > allowed:
+            failed.append(name)
+    verdict = "OK" if not failed else "FAILED"
+    print(f"compare: {verdict} worst {worst:.2e} of the update (tolerance {a.tol:g} of the update, "
+          f"plus float32 rounding{' and floor' if ref32 is not None else ''})")
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""The PyTorch reference run for parity tests: trains the module that
+`ddpc NET.net --emit torch` writes, the way the generated program trains the
+same net, and saves the weights (or one step's gradients) as safetensors.
+
+    /usr/bin/python3 tools/torch_ref.py --module net.py --out after.safetensors
+        [--init weights.safetensors] [--data DIR] [--steps K] [--batch B]
+        [--epochs E] [--lr X] [--seed S] [--no-shuffle] [--dtype float32|float64]
+        [--grad-only] [--quiet]
+
+It is the independent side of the comparison, so it uses PyTorch's own pieces
+wherever PyTorch has them: the nn modules, F.cross_entropy, torch.optim and
+its schedulers (all through the emitted module), DistributedSampler for the
+sample order, ToTensor's pixel / 255. What it must share with the program is
+spelled out by the flags, which mean what the program's flags mean:
+
+  --data DIR      MNIST-format IDX files in DIR, DIR/raw, DIR/MNIST/raw or
+                  DIR/FashionMNIST/raw, raw or gzipped (default: Debian's
+                  Fashion-MNIST); the training set is used
+  --batch B       samples per step (default: the net's `batch`)
+  --steps K       optimizer steps to take, counted from the start of training
+                  (default: every step of every epoch); --max-steps K of the
+                  program. 0 writes the initial weights.
+  --epochs E      the run's length for the lr schedule (default: the net's)
+  --lr X          the base learning rate (default: the net's)
+  --seed S        sample order and dropout masks (default: the net's seed)
+  --no-shuffle    samples in data set order: step i of epoch e takes samples
+                  i*B ... i*B+B-1. Without it, the order is DistributedSampler's
+                  with one replica, reshuffled by seed + epoch, as the program's.
+  --init W        start from these weights (default: PyTorch's initialisation
+                  after torch.manual_seed(seed))
+  --dtype T       float32 (the program's) or float64 (to tell rounding from
+                  bugs); the images are pixel / 255 in float32 either way,
+                  then converted, so both runs see the same inputs
+  --grad-only     one forward and backward pass on the first batch, no
+                  optimizer step: writes each trainable parameter's gradient
+                  of the batch's mean loss, under the parameter's name
+  --out F         what to write: the state_dict after the last step (float
+                  tensors as computed, F32 or F64; num_batches_tracked I64), or
+                  the gradients; __metadata__ holds the steps and losses
+
+Steps per epoch are ceil(N / B) (the last batch may be short, as a DataLoader
+without drop_last gives it). The dropout context is (seed, epoch of the step).
+Each step prints a JSON line {"step", "epoch", "loss", "lr"} unless --quiet.
+
+The safetensors reader and writer are written from the format's spec (struct,
+json, numpy): the safetensors package is not a dependency.
+"""
+import argparse
+import gzip
+import importlib.util
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+from torch.utils.data.distributed import DistributedSampler
+
+DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+
+#
+# safetensors
+#
+
+DTYPES = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16,
+    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
+    "U64": np.uint64, "U32": np.uint32, "U16": np.uint16, "U8": np.uint8, "BOOL": np.bool_,
+}
+NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
+
+
+class Bad(Exception):
+    """A fault of the user's input: reported in one line, exit status 2."""
+
+
+def read_safetensors(path):
+    """{name: numpy array} and the __metadata__ dict of the file PATH."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        raise Bad(f"{path}: {e.strerror}")
+    if len(blob) < 8:
+        raise Bad(f"{path}: truncated: no header length")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > len(blob) - 8:
+        raise Bad(f"{path}: truncated: header of {n} bytes")
+    try:
+        header = json.loads(blob[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Bad(f"{path}: malformed header: {e}")
+    data = memoryview(blob)[8 + n:]
+    meta = header.pop("__metadata__", {}) or {}
+    tensors = {}
+    for name, info in header.items():
+        dtype = info.get("dtype")
+        if dtype == "BF16":  # numpy has no bfloat16: widen the bits to float32
+            begin, end = info["data_offsets"]
+            bits = np.frombuffer(data[begin:end], dtype="<u2").astype(np.uint32) << 16
+            tensors[name] = bits.view(np.float32).reshape(info["shape"])
+            continue
+        if dtype not in DTYPES:
+            raise Bad(f"{path}: tensor '{name}' has unknown dtype {dtype!r}")
+        shape = [int(d) for d in info["shape"]]
+        begin, end = (int(o) for o in info["data_offsets"])
+        want = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
+        if not 0 <= begin <= end <= len(data) or end - begin != want:
+            raise Bad(f"{path}: tensor '{name}': data_offsets [{begin}, {end}] do not hold "
+                      f"{dtype} {shape}")
+        arr = np.frombuffer(data[begin:end], dtype=np.dtype(DTYPES[dtype]).newbyteorder("<"))
+        tensors[name] = arr.reshape(shape)
+    return tensors, meta
+
+
+def write_safetensors(path, tensors, meta=None):
+    """Writes {name: numpy array} to PATH (via PATH.tmp, renamed): data laid out
+    largest element first, then by name, as the reference implementation does."""
+    order = sorted(tensors, key=lambda k: (-tensors[k].dtype.itemsize, k))
+    header, offset, chunks = {}, 0, []
+    if meta:  # first, as the reference writes it
+        header["__metadata__"] = {str(k): str(v) for k, v in meta.items()}
+    for name in order:
+        arr = np.asarray(tensors[name])  # not ascontiguousarray: it makes a scalar 1-d
+        raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
+        header[name] = {"dtype": NAMES[arr.dtype.newbyteorder("=")], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+    os.replace(tmp, path)
+
+
+#
+# IDX data
+#
+
+def find_idx(directory, name):
+    """DIR/SUB/NAME or NAME.gz, searched as the program searches (raw first)."""
+    for sub in ("", "raw", "MNIST/raw", "FashionMNIST/raw"):
+        for suffix in ("", ".gz"):
+            path = os.path.join(directory, sub, name + suffix)
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def read_idx(path, magic, ndim):
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob[:2] == b"\x1f\x8b":  # gzipped, whatever the name says
+        blob = gzip.decompress(blob)
+    head = 4 + 4 * ndim
+    if len(blob) < head:
+        raise Bad(f"{path}: truncated IDX header")
+    got, *dims = struct.unpack(">" + "I" * (1 + ndim), blob[:head])
+    if got != magic:
+        raise Bad(f"{path}: not an IDX file of {ndim} dimension(s) (magic {got:#010x}, expected {magic:#010x})")
+    count = int(np.prod(dims, dtype=np.int64))
+    if len(blob) - head != count:
+        raise Bad(f"{path}: header says {dims}, file holds {len(blob) - head} bytes of data")
+    return np.frombuffer(blob, dtype=np.uint8, offset=head).reshape(dims)
+
+
+def load_train_set(directory):
+    images = find_idx(directory, "train-images-idx3-ubyte")
+    if not images:
+        raise Bad(f"{directory}: no train-images-idx3-ubyte[.gz] in it, raw, MNIST/raw or FashionMNIST/raw")
+    labels = os.path.join(os.path.dirname(images), "train-labels-idx1-ubyte")
+    labels = labels if os.path.isfile(labels) else labels + ".gz"
+    if not os.path.isfile(labels):
+        raise Bad(f"{directory}: found {images} but no train-labels-idx1-ubyte[.gz] beside it")
+    x = read_idx(images, 0x803, 3)
+    y = read_idx(labels, 0x801, 1)
+    if len(y) != len(x):
+        raise Bad(f"{labels}: holds {len(y)} labels, but {images} holds {len(x)} images")
+    return x, y
+
+
+#
+# the run
+#
+
+def load_module(path):
+    spec = importlib.util.spec_from_file_location("ddpc_net", path)
+    if spec is None:
+        raise Bad(f"{path}: not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name in ("Net", "loss_fn", "make_optimizer", "make_scheduler", "TRAIN", "INPUT_SHAPE", "NUM_CLASSES"):
+        if not hasattr(mod, name):
+            raise Bad(f"{path}: has no {name}; is it a module `ddpc --emit torch` wrote?")
+    return mod
+
+
+def load_weights(model, path):
+    """Loads PATH into MODEL, which must hold exactly the same names and shapes."""
+    tensors, _ = read_safetensors(path)
+    state = model.state_dict()
+    missing = [k for k in state if k not in tensors]
+    extra = [k for k in tensors if k not in state]
+    if missing or extra:
+        raise Bad(f"{path}: does not hold this net's weights: "
+                  + (f"missing {', '.join(missing)}" if missing else "")
+                  + ("; " if missing and extra else "")
+                  + (f"unexpected {', '.join(extra)}" if extra else ""))
+    loaded = {}
+    for name, want in state.items():
+        arr = tensors[name]
+        if tuple(arr.shape) != tuple(want.shape):
+            raise Bad(f"{path}: tensor '{name}' has shape {list(arr.shape)}, the net expects {list(want.shape)}")
+        loaded[name] = torch.from_numpy(np.array(arr)).to(want.dtype)
+    model.load_state_dict(loaded, strict=True)
+
+
+def to_numpy(t):
+    return t.detach().cpu().contiguous().numpy()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--module", required=True, help="the module `ddpc NET.net --emit torch` wrote")
+    ap.add_argument("--out", required=True, help="safetensors file to write")
+    ap.add_argument("--init", help="safetensors weights to start from")
+    ap.add_argument("--data", default=DEFAULT_DATA, help="directory of the IDX files")
+    ap.add_argument("--steps", type=int, help="optimizer steps (default: the whole run)")
+    ap.add_argument("--batch", type=int, help="samples per step (default: the net's)")
+    ap.add_argument("--epochs", type=int, help="epochs of the run, for the schedule (default: the net's)")
+    ap.add_argument("--lr", type=float, help="base learning rate (default: the net's)")
+    ap.add_argument("--seed", type=int, help="sample order and dropout seed (default: the net's)")
+    ap.add_argument("--no-shuffle", action="store_true", help="samples in data set order")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    ap.add_argument("--grad-only", action="store_true", help="write one batch's gradients, take no step")
+    ap.add_argument("--quiet", action="store_true", help="no per-step lines")
+    args = ap.parse_args(argv)
+
+    mod = load_module(args.module)
+    seed = mod.TRAIN["seed"] if args.seed is None else args.seed
+    batch = mod.TRAIN["batch"] if args.batch is None else args.batch
+    epochs = mod.TRAIN["epochs"] if args.epochs is None else args.epochs
+    dtype = getattr(torch, args.dtype)
+    if batch < 1 or epochs < 1 or (args.steps is not None and args.steps < 0):
+        raise Bad("--batch and --epochs must be at least 1, --steps at least 0")
+
+    torch.manual_seed(seed)
+    model = mod.Net()
+    if args.init:
+        load_weights(model, args.init)
+    model.to(dtype)  # num_batches_tracked stays int64
+    model.train()
+
+    images, labels = load_train_set(args.data)
+    n, rows, cols = images.shape
+    shape = tuple(mod.INPUT_SHAPE)
+    if math.prod(shape) != rows * cols:
+        raise Bad(f"{args.data}: images of {rows}x{cols} pixels do not fit the net's input "
+                  f"{'x'.join(map(str, shape))}")
+    if int(labels.max(initial=0)) >= mod.NUM_CLASSES:
+        bad = int(np.argmax(labels >= mod.NUM_CLASSES))
+        raise Bad(f"{args.data}: sample {bad} has label {labels[bad]}, but the net has {mod.NUM_CLASSES} classes")
+    x_all = torch.from_numpy(np.array(images)).to(torch.float32).div(255).reshape(n, *shape).to(dtype)
+    y_all = torch.from_numpy(labels.astype(np.int64))
+
+    steps_per_epoch = -(-n // batch)
+    steps = steps_per_epoch * epochs if args.steps is None else args.steps
+    if args.grad_only:
+        steps = 1
+    optimizer = mod.make_optimizer(model) if args.lr is None else mod.make_optimizer(model, lr=args.lr)
+    scheduler = mod.make_scheduler(optimizer, steps_per_epoch, epochs)
+    per_epoch = getattr(mod, "SCHEDULE_INTERVAL", "step") == "epoch"
+    sampler = DistributedSampler(range(n), num_replicas=1, rank=0, shuffle=not args.no_shuffle, seed=seed)
+
+    losses, order = [], None
+    for step in range(steps):
+        epoch, i = divmod(step, steps_per_epoch)
+        if i == 0 or order is None:
+            sampler.set_epoch(epoch)
+            order = torch.tensor(list(iter(sampler)), dtype=torch.int64)
+            model.set_dropout_context(seed, epoch)
+        ids = order[i * batch:(i + 1) * batch]
+        lr = optimizer.param_groups[0]["lr"]
+        loss = mod.loss_fn(model(x_all[ids], ids), y_all[ids])
+        optimizer.zero_grad()
+        loss.backward()
+        losses.append(loss.item())
+        if not args.quiet:
+            print(json.dumps({"step": step + 1, "epoch": epoch, "loss": loss.item(), "lr": lr}), flush=True)
+        if args.grad_only:
+            break
+        optimizer.step()
+        if not per_epoch:
+            scheduler.step()
+        elif i == steps_per_epoch - 1:
+            scheduler.step()
+
+    meta = {"steps": 0 if args.grad_only else steps, "losses": json.dumps(losses), "dtype": args.dtype,
+            "module": os.path.basename(args.module)}
+    if args.grad_only:
+        grads = {name: to_numpy(p.grad if p.grad is not None else torch.zeros_like(p))
+                 for name, p in model.named_parameters()}
+        meta["loss"] = repr(losses[0])
+        write_safetensors(args.out, grads, meta)
+    else:
+        write_safetensors(args.out, {k: to_numpy(v) for k, v in model.state_dict().items()}, meta)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Bad as e:
+        print(f"torch_ref.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
