@@ -29,6 +29,8 @@ CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 NCCL_H    := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h))
 CUDNN_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/local/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
 MPICC     := $(shell command -v mpicc 2>/dev/null)
+MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null) -DDDP_HAVE_MPI)
+MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 HAVE_CUNIT  := $(wildcard /usr/include/CUnit/CUnit.h)
@@ -82,19 +84,18 @@ $(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.tab.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
 
 # What ddpc needs to build programs: the tools found here, written down once.
-MPICXX := $(shell command -v mpicxx 2>/dev/null)
 $(BUILD)/config.h: Makefile
 	@mkdir -p $(BUILD)
 	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
-	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm"'; \
+	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm $(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
-	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm"'; } > $@.tmp && mv $@.tmp $@
+	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm $(MPI_LIBS)"'; } > $@.tmp && mv $@.tmp $@
 
 # Our objects need the generated headers to exist before their first build.
 $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
 
 # ---- the compiler and the runtime -------------------------------------------
 $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ)
@@ -107,7 +108,7 @@ $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 # The GPU runtime. nvcc is told nothing about -Wundef: CUDA's own headers trip it.
 $(BUILD)/runtime/%.o: runtime/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -g -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra,-Werror -Iruntime -MMD -MP -c -o $@ $<
+	$(NVCC) -O2 -g -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra,-Werror -Iruntime $(MPI_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -127,11 +128,11 @@ $(BUILD)/suites.inc: $(TEST_SRC)
 $(TEST_OBJ): $(BUILD)/suites.inc
 
 $(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(BLAS_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(BLAS_LIBS) $(MPI_LIBS)
 
 test: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
-	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) CPU_LIBS="$(BLAS_LIBS) -lz -lm" $(BUILD)/unit_tests
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) CPU_LIBS="$(BLAS_LIBS) -lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
