@@ -98,7 +98,8 @@ $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
 
 # ---- the compiler and the runtime -------------------------------------------
-$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ)
+# ddpc plans buckets with the runtime's own planner (one rule, two users).
+$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
@@ -114,9 +115,12 @@ $(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # ---- the main job ---------------------------------------------------------------
-# Today: check and summarise the tutorial's net. Training comes with code generation.
+# Compile the tutorial's net and train it: on the GPUs if this machine has any,
+# else on the CPU. RUN_FLAGS passes flags to the program (e.g. --epochs 2).
+RUN_TARGET = $(if $(and $(NVCC),$(shell nvidia-smi -L 2>/dev/null)),cuda,cpu)
 run: all
-	$(BUILD)/ddpc --summary examples/mnist.net
+	$(BUILD)/ddpc examples/mnist.net --target $(RUN_TARGET) -o $(BUILD)/mnist_train
+	$(BUILD)/mnist_train $(RUN_FLAGS)
 
 # ---- tests -------------------------------------------------------------------
 # Every `void suite_NAME(void)` at the start of a line in tests/unit/*.c is a
@@ -136,12 +140,16 @@ test: all $(BUILD)/unit_tests
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-              -std=c11 -D_GNU_SOURCE -Icompiler -I$(BUILD)
-fuzz: $(BUILD)/fuzz_parse
-$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) \
+              -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -I$(BUILD)
+fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store
+$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lm
+
+$(BUILD)/fuzz_store: tests/fuzz/fuzz_store.c runtime/store.c runtime/status.c
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lpthread
 
 # ---- benchmarks ------------------------------------------------------------------
 bench: all

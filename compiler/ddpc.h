@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buckets.h"  // DdpBucket, ddp_buckets_plan: the runtime's bucket planner
+
 #define DDPC_VERSION "0.1.0"
 
 //
@@ -353,12 +355,6 @@ typedef struct {
 } NodePlan;
 
 typedef struct {
-    int64_t offset, count;  /* floats into params/grads */
-    int first_param, last_param, n_params;
-    bool closed;
-} Bucket;
-
-typedef struct {
     NodePlan *nodes;
     int *act, *grad;        /* per value: its storage, -1 for none (value 0 is ctx->x) */
     unsigned char *grad_first; /* per node: bit 1 (input), 2 (skip): backward writes, not adds */
@@ -367,16 +363,14 @@ typedef struct {
     int n_convs;
     int64_t *param_offset;  /* per Param: floats into params or buffers; -1 for step counts */
     int64_t n_param_floats, n_buffer_floats;
-    Bucket *buckets;
+    DdpBucket *buckets;     /* in launch order; positions index bucket_param */
+    int *bucket_param;      /* position in reverse trainable order -> index into Net.params */
     int n_buckets;
     int64_t arena_per_sample, arena_fixed;
     const char *hash;
 } Plan;
 
 void plan_net(Arena *a, const Net *net, Plan *p);
-/* PyTorch DDP's bucket assignment over the trainable parameters in reverse order. */
-void plan_buckets(const Net *net, const Plan *p, int64_t cap_bytes, int64_t first_cap_bytes, Bucket **out,
-                  int *n_out, Arena *a);
 
 //
 // emit_cu.c: the generated program's source, one file for CUDA and CPU

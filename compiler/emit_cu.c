@@ -197,9 +197,10 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     const char *stem = arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", aname);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n", (long long)c, (long long)hw);
+    E("        int64_t i = plane * %lld + j;\n", (long long)hw);
     if (n->bias)
-        E("        float v = y[i] + bias[i / %lld %% %lld];\n", (long long)hw, (long long)c);
+        E("        float v = y[i] + bias[plane %% %lld];\n", (long long)c);
     else
         E("        float v = y[i];\n");
     E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
@@ -228,15 +229,19 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     }
 }
 
-static void kernels_pool(Emit *e, const Node *n)
+/* Pooling windows that tile the input: no overlap, no padding, nothing left over. */
+static bool pool_tiles(const Node *n)
 {
-    int64_t c, h, w, oh, ow, k = n->kernel, st = n->stride, pad = n->pad;
+    return n->stride == n->kernel && n->pad == 0 && n->in_shape.d[1] % n->kernel == 0 &&
+           n->in_shape.d[2] % n->kernel == 0;
+}
+
+/* The forward of any window, stride and padding: bounds checked per tap. */
+static void pool_forward_general(Emit *e, const Node *n)
+{
+    int64_t c, h, w, oh = n->out_shape.d[1], ow = n->out_shape.d[2], k = n->kernel, st = n->stride, pad = n->pad;
     chw(n->in_shape, &c, &h, &w);
-    oh = n->out_shape.d[1];
-    ow = n->out_shape.d[2];
     bool max = n->op == OP_MAXPOOL;
-    comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
     E("        int64_t plane = i / %lld;\n", (long long)(oh * ow));
     E("        int oy = (int)(i / %lld %% %lld), ox = (int)(i %% %lld);\n", (long long)ow, (long long)oh, (long long)ow);
@@ -262,7 +267,62 @@ static void kernels_pool(Emit *e, const Node *n)
         E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
     else /* PyTorch's count_include_pad: always the full window */
         E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
+}
 
+static void kernels_pool(Emit *e, const Node *n)
+{
+    int64_t c, h, w, oh, ow, k = n->kernel, st = n->stride, pad = n->pad;
+    chw(n->in_shape, &c, &h, &w);
+    oh = n->out_shape.d[1];
+    ow = n->out_shape.d[2];
+    bool max = n->op == OP_MAXPOOL;
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
+    if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
+        E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
+        E("        int64_t plane = i / %lld;\n", (long long)(oh * ow));
+        E("        int corner = (int)(i / %lld %% %lld) * %lld + (int)(i %% %lld) * %lld;\n", (long long)ow, (long long)oh,
+          (long long)(k * w), (long long)ow, (long long)k);
+        E("        const float *xp = x + plane * %lld + corner;\n", (long long)(h * w));
+        if (max)
+            E("        float best = xp[0];\n        int at = 0;\n");
+        else
+            E("        float sum = 0.0f;\n");
+        E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
+          (long long)k);
+        if (max)
+            E("                float v = xp[ky * %lld + kx];\n                if (v > best) {\n"
+              "                    best = v;\n                    at = ky * %lld + kx;\n                }\n",
+              (long long)w, (long long)w);
+        else
+            E("                sum += xp[ky * %lld + kx];\n", (long long)w);
+        E("            }\n");
+        if (max)
+            E("        y[i] = best;\n        argmax[i] = corner + at;\n    }\n}\n\n");
+        else
+            E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
+    } else
+        pool_forward_general(e, n);
+    if (pool_tiles(n)) {
+        /* Windows tile the input exactly: each output element owns its
+         * window's inputs and writes them all, no other thread touches them. */
+        comment(e, n, "");
+        E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
+          max ? ", const int32_t *argmax" : "");
+        E("    DDP_FOR(o, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
+        E("        int64_t plane = o / %lld;\n", (long long)(oh * ow));
+        E("        int oy = (int)(o / %lld %% %lld), ox = (int)(o %% %lld);\n", (long long)ow, (long long)oh, (long long)ow);
+        E("        float *dxp = dx + plane * %lld;\n", (long long)(h * w));
+        E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
+          (long long)k);
+        E("                int at = (oy * %lld + ky) * %lld + ox * %lld + kx;\n", (long long)k, (long long)w, (long long)k);
+        if (max)
+            E("                float g = at == argmax[o] ? dy[o] : 0.0f;\n");
+        else
+            E("                float g = dy[o] * %s;\n", flit(e, 1.0 / (double)(k * k)));
+        E("                dxp[at] = accumulate ? dxp[at] + g : g;\n            }\n    }\n}\n\n");
+        return;
+    }
     /* Backward gathers, for each input element, from the windows covering it:
      * no atomics, one writer per element, a fixed order. */
     comment(e, n, "");
@@ -351,19 +411,21 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     chw(n->in_shape, &c, &h, &w);
     int64_t hw = h * w;
     comment(e, n, "");
-    E("// Training statistics: per channel sum and sum of squares, in double.\n");
+    E("// Training statistics: per channel sum and sum of squares, in double, and the\n"
+      "// count of values they are over (sums[%lld]), so that ranks can add theirs up.\n", (long long)(2 * c));
     E("DDP_KERNEL %s_sums_forward(int n, const float *x, double *sums)\n{\n", n->name);
     E("    DDP_FOR(c, %lld) {\n        double sum = 0.0, sumsq = 0.0;\n", (long long)c);
     E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                double v = x[((int64_t)s * %lld + c) * %lld + j];\n", (long long)c, (long long)hw);
     E("                sum += v;\n                sumsq += v * v;\n            }\n");
-    E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n    }\n}\n\n");
+    E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
+    E("        if (c == 0)\n            sums[%lld] = (double)n * %lld;\n    }\n}\n\n", (long long)(2 * c), (long long)hw);
     comment(e, n, "");
-    E("// Mean and 1/std of the batch from the sums over COUNT values per channel, and\n"
-      "// the running statistics, as PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
-    E("DDP_KERNEL %s_stats_forward(int64_t count, const double *sums, float *stats, float *running_mean, float *running_var)\n{\n",
+    E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"
+      "// PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
+    E("DDP_KERNEL %s_stats_forward(const double *sums, float *stats, float *running_mean, float *running_var)\n{\n",
       n->name);
-    E("    DDP_FOR(c, %lld) {\n", (long long)c);
+    E("    DDP_FOR(c, %lld) {\n        double count = sums[%lld];\n", (long long)c, (long long)(2 * c));
     E("        double mean = sums[2 * c] / count;\n");
     E("        double var = sums[2 * c + 1] / count - mean * mean;\n        var = var > 0.0 ? var : 0.0;\n");
     E("        stats[2 * c] = (float)mean;\n        stats[2 * c + 1] = (float)(1.0 / sqrt(var + %.9g));\n", n->eps);
@@ -396,10 +458,11 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("        dbias[c] = accumulate ? dbias[c] + (float)sdy : (float)sdy;\n");
     E("        dweight[c] = accumulate ? dweight[c] + (float)sdyx : (float)sdyx;\n    }\n}\n\n");
     comment(e, n, "");
-    E("DDP_KERNEL %s_normalize_backward(int64_t count, int n, const float *dy, const float *x, const float *stats,\n"
+    E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const double *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
     E("    DDP_FOR(i, (int64_t)n * %lld) {\n        int64_t c = i / %lld %% %lld;\n", (long long)(c * hw), (long long)hw,
       (long long)c);
+    E("        double count = sums[%lld];\n", (long long)(2 * c));
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
     E("        float g = weight[c] * stats[2 * c + 1] *\n"
       "                  (dy[i] - (float)(sums[2 * c] / count) - xhat * (float)(sums[2 * c + 1] / count));\n");
@@ -637,13 +700,16 @@ static void forward_node(Emit *e, const Node *n)
         break;
     }
     case OP_BATCHNORM: {
-        int64_t c = n->out_ch, hw = per_sample(e, n->out) / c;
+        int64_t c = n->out_ch;
         const char *w = param(e, node_param(e, n, PARAM_WEIGHT)), *b = param(e, node_param(e, n, PARAM_BIAS));
         const char *rm = param(e, node_param(e, n, PARAM_RUNNING_MEAN)), *rv = param(e, node_param(e, n, PARAM_RUNNING_VAR));
         E("    if (train) {\n");
         E("        DDP_LAUNCH(%s_sums_forward, %lld, n, %s, %s);\n", n->name, (long long)c, x, scratch(e, n, 0));
-        E("        DDP_LAUNCH(%s_stats_forward, %lld, (int64_t)n * %lld, %s, %s, %s, %s);\n", n->name, (long long)c,
-          (long long)hw, scratch(e, n, 0), scratch(e, n, 1), rm, rv);
+        if (n->sync)
+            E("        ddp_sync_batchnorm(ctx, %s, %lld);  // statistics of the global batch, as SyncBatchNorm\n",
+              scratch(e, n, 0), (long long)(2 * c + 1));
+        E("        DDP_LAUNCH(%s_stats_forward, %lld, %s, %s, %s, %s);\n", n->name, (long long)c, scratch(e, n, 0),
+          scratch(e, n, 1), rm, rv);
         E("        DDP_LAUNCH(%s_normalize_forward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s);\n", n->name,
           (long long)per_sample(e, n->out), x, act(e, n->out), scratch(e, n, 1), w, b);
         E("    } else {\n");
@@ -724,10 +790,14 @@ static void backward_node(Emit *e, const Node *n)
     }
     case OP_MAXPOOL:
         if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
-              scratch(e, n, 0), grad(e, n->in), acc_in);
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name,
+              (long long)(pool_tiles(n) ? s_out : s_in), dy, scratch(e, n, 0), grad(e, n->in), acc_in);
         break;
     case OP_AVGPOOL:
+        if (dx)
+            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name,
+              (long long)(pool_tiles(n) ? s_out : s_in), dy, grad(e, n->in), acc_in);
+        break;
     case OP_GLOBAL_AVGPOOL:
         if (dx)
             E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_in, dy,
@@ -762,10 +832,12 @@ static void backward_node(Emit *e, const Node *n)
         E("    DDP_LAUNCH(%s_sums_backward, %lld, n, %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", n->name, (long long)c,
           dy, x, scratch(e, n, 1), scratch(e, n, 0), dparam(e, node_param(e, n, PARAM_WEIGHT)),
           dparam(e, node_param(e, n, PARAM_BIAS)));
+        if (dx && n->sync)
+            E("    ddp_sync_batchnorm(ctx, %s, %lld);  // dx needs the global sums\n", scratch(e, n, 0), (long long)(2 * c));
         if (dx)
-            E("    DDP_LAUNCH(%s_normalize_backward, (int64_t)n * %lld, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s, %d);\n",
-              n->name, (long long)s_in, (long long)(s_in / c), dy, x, scratch(e, n, 1), scratch(e, n, 0),
-              param(e, node_param(e, n, PARAM_WEIGHT)), grad(e, n->in), acc_in);
+            E("    DDP_LAUNCH(%s_normalize_backward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s, %d);\n", n->name,
+              (long long)s_in, dy, x, scratch(e, n, 1), scratch(e, n, 0), param(e, node_param(e, n, PARAM_WEIGHT)),
+              grad(e, n->in), acc_in);
         grad_ready(e, n);
         break;
     }

@@ -136,11 +136,10 @@ static void print_plan(FILE *out, const Net *net, const Plan *plan)
     fprintf(out, "buckets fill in reverse parameter order; each is all-reduced once its last gradient is ready\n\n");
     fprintf(out, "bucket  offset      floats       bytes  parameters\n");
     for (int b = 0; b < plan->n_buckets; b++) {
-        const Bucket *k = &plan->buckets[b];
+        const DdpBucket *k = &plan->buckets[b];
         fprintf(out, "%6d  %6lld  %10lld  %10lld ", b, (long long)k->offset, (long long)k->count, (long long)k->count * 4);
-        for (int i = k->first_param; i >= k->last_param; i--)
-            if (net->params[i].trainable)
-                fprintf(out, " %s", net->params[i].name);
+        for (int j = k->first; j < k->first + k->n_params; j++)
+            fprintf(out, " %s", net->params[plan->bucket_param[j]].name);
         fputc('\n', out);
     }
 }

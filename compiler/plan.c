@@ -9,7 +9,8 @@
  *    layer's bias first), the order in which backward produces gradients and
  *    DDP fills buckets, so every bucket is a contiguous slice; running
  *    statistics in a second buffer. The bucket plan is PyTorch's: reverse
- *    order, a bucket closes once it reaches its cap, the first cap 1 MB.
+ *    order, a bucket closes once it reaches its cap, the first cap 1 MB
+ *    (runtime/buckets.c, shared with the program).
  *  - Memory: every activation, gradient and scratch buffer gets a lifetime on
  *    the step's timeline (forward nodes, then backward nodes in reverse) and a
  *    place in one arena, reusing places whose lifetime ended (first fit, in
@@ -114,31 +115,21 @@ static void plan_params(Arena *a, const Net *net, Plan *p)
     p->n_buffer_floats = buffers;
 }
 
-void plan_buckets(const Net *net, const Plan *p, int64_t cap_bytes, int64_t first_cap_bytes, Bucket **out,
-                  int *n_out, Arena *a)
+/* DDP's buckets over the trainable parameters in reverse order, by the
+ * runtime's own planner, so that --emit plan and the running program can
+ * never disagree. */
+static void plan_bucket_layout(Arena *a, const Net *net, Plan *p)
 {
-    Bucket *b = arena_alloc(a, sizeof *b * (size_t)(net->n_params + 1));
+    int64_t *sizes = arena_alloc(a, sizeof *sizes * (size_t)(net->n_params + 1));
+    p->bucket_param = arena_alloc(a, sizeof *p->bucket_param * (size_t)(net->n_params + 1));
     int n = 0;
-    int64_t limit = first_cap_bytes;
-    for (int i = net->n_params - 1; i >= 0; i--) {
-        const Param *q = &net->params[i];
-        if (!q->trainable)
-            continue;
-        if (n == 0 || b[n - 1].closed) {
-            b[n] = (Bucket){.offset = p->param_offset[i], .first_param = i, .last_param = i};
-            n++;
+    for (int i = net->n_params - 1; i >= 0; i--)
+        if (net->params[i].trainable) {
+            sizes[n] = net->params[i].numel;
+            p->bucket_param[n++] = i;
         }
-        Bucket *cur = &b[n - 1];
-        cur->count += q->numel;
-        cur->n_params++;
-        cur->last_param = i;
-        if (cur->count * 4 >= limit) {
-            cur->closed = true;
-            limit = cap_bytes;
-        }
-    }
-    *out = b;
-    *n_out = n;
+    p->buckets = arena_alloc(a, sizeof *p->buckets * (size_t)(n + 1));
+    p->n_buckets = ddp_buckets_plan(sizes, n, net->train.bucket_cap_bytes, net->train.first_bucket_bytes, p->buckets);
 }
 
 /* Assigns arena places: buffers in order of first use, each at the lowest
@@ -249,7 +240,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         p->act[v] = p->grad[v] = -1;
     plan_fusion(net, p, consumers);
     plan_params(a, net, p);
-    plan_buckets(net, p, net->train.bucket_cap_bytes, net->train.first_bucket_bytes, &p->buckets, &p->n_buckets, a);
+    plan_bucket_layout(a, net, p);
     plan_hash(a, net, p);
 
     /* Activations: each value's storage, made when its producer runs forward. */
@@ -279,8 +270,8 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         if (n->op == OP_MAXPOOL) /* argmax of each window, for backward */
             np->scratch = new_storage(a, p, per_sample, 0, t_fwd(net, i));
         if (n->op == OP_BATCHNORM) {
-            /* per channel: sums (2 doubles), then mean and 1/std (2 floats) */
-            np->scratch = new_storage(a, p, 0, 4 * n->out_ch, t_fwd(net, i));
+            /* per channel: sums (2 doubles) and their count (1 double), then mean and 1/std (2 floats) */
+            np->scratch = new_storage(a, p, 0, 4 * n->out_ch + 2, t_fwd(net, i));
             np->scratch2 = new_storage(a, p, 0, 2 * n->out_ch, t_fwd(net, i));
         }
     }

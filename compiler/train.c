@@ -11,7 +11,8 @@
  *   }
  *
  * Defaults are PyTorch's where it has them (Adam's betas 0.9,0.999 and eps
- * 1e-8, AdamW's weight decay 0.01, DDP's 25 MB buckets with a 1 MB first one)
+ * 1e-8, AdamW's weight decay 0.01, DDP's 25 MB buckets with a 1 MB first one,
+ * or a first one of the cap where the cap is smaller)
  * and the DDP tutorial's otherwise (batch 64, 10 epochs, sgd lr 0.01).
  * A known option that the chosen optimizer or schedule does not use is a
  * warning (it is ignored); an unknown one is an error.
@@ -189,8 +190,10 @@ static void check_bucket(Sema *s, const Stmt *st, TrainConfig *t)
     else if (v->overflow || !(bytes >= 4 && bytes <= 64.0 * 1024 * MB))
         diag_at(s->diag, SEV_ERROR, a->loc, "bucket size must be between 4 bytes and 64GB, not %s",
                 diag_quote(s->arena, v->text));
-    else
+    else {
         t->bucket_cap_bytes = (int64_t)bytes;
+        t->first_bucket_bytes = ddp_first_bucket_bytes(t->bucket_cap_bytes);
+    }
 }
 
 void train_check(Sema *s, const Stmt *block)

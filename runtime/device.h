@@ -35,6 +35,8 @@ DdpStatus ddp_device_open(int local_rank, void **stream);
 /* Waits for the stream's work, then destroys it; NULL is fine. */
 void ddp_device_close(void *stream);
 
+/* 1 in a GPU build (device memory, NCCL), 0 in a CPU build (host memory, MPI). */
+int ddp_device_is_gpu(void);
 /* How many ranks this machine's devices host when no topology is given: the
  * visible GPUs on CUDA (0 if none or no driver), 1 on CPU. */
 int ddp_device_count(void);

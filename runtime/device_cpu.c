@@ -25,6 +25,8 @@ DdpStatus ddp_device_open(int local_rank, void **stream)
 
 void ddp_device_close(void *stream) { (void)stream; }
 
+int ddp_device_is_gpu(void) { return 0; }
+
 int ddp_device_count(void) { return 1; }
 
 void ddp_device_describe(char *buf, size_t len)

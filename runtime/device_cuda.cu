@@ -58,6 +58,8 @@ void ddp_device_close(void *stream)
     (void)cudaStreamDestroy((cudaStream_t)stream);
 }
 
+int ddp_device_is_gpu(void) { return 1; }
+
 int ddp_device_count(void)
 {
     int count = 0;

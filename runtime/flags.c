@@ -388,14 +388,6 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     return DDP_OK;
 }
 
-/* The size a launcher put in the environment variable NAME, or 0. */
-static int64_t env_size(const char *name)
-{
-    const char *s = getenv(name);
-    int64_t v;
-    return s && parse_int(s, &v) ? v : 0;
-}
-
 DdpStatus ddp_flags_check_available(const DdpFlags *f)
 {
     static const DdpFlagId checkpoint_flags[] = {DDP_FLAG_SAVE, DDP_FLAG_SAVE_EVERY, DDP_FLAG_RESUME};
@@ -403,31 +395,6 @@ DdpStatus ddp_flags_check_available(const DdpFlags *f)
         if (f->given[checkpoint_flags[i]])
             return DDP_ERR(DDP_BAD_INPUT, "--%s is not available in this build yet", specs[checkpoint_flags[i]].name);
 
-    /* One rank only: each of these is fine while it asks for no more. */
-    const struct {
-        DdpFlagId id;
-        int64_t value, fine;
-    } ranks[] = {
-        {DDP_FLAG_NPROC_PER_NODE, f->nproc_per_node, 1},
-        {DDP_FLAG_WORLD_SIZE, f->world_size, 1},
-        {DDP_FLAG_RANK, f->rank, 0},
-        {DDP_FLAG_NO_SYNC_EVERY, f->no_sync_every, 1},
-    };
-    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
-        if (f->given[ranks[i].id] && ranks[i].value != ranks[i].fine)
-            return DDP_ERR(DDP_BAD_INPUT, "--%s %lld is not available in this build yet: it trains on one rank",
-                           specs[ranks[i].id].name, (long long)ranks[i].value);
-
-    /* A launcher that started several copies of us: each would train alone. */
-    static const char *const launchers[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
-    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
-        int64_t n = env_size(launchers[i]);
-        if (n > 1)
-            return DDP_ERR(DDP_BAD_INPUT,
-                           "%s=%lld in the environment asks for %lld ranks, which are not available in this "
-                           "build yet: it trains on one rank",
-                           launchers[i], (long long)n, (long long)n);
-    }
     return DDP_OK;
 }
 

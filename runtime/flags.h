@@ -93,9 +93,7 @@ void ddp_flags_init(DdpFlags *flags, const DdpTrainConfig *train);
 DdpStatus ddp_flags_parse(DdpFlags *flags, int argc, char **argv);
 
 /* DDP_BAD_INPUT ("--save is not available in this build yet") for what this
- * build cannot do: more than one rank, from flags or from the environment a
- * launcher sets (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS), and
- * checkpoints. Flags that mean nothing with one rank pass. */
+ * build cannot do yet: checkpoints. */
 DdpStatus ddp_flags_check_available(const DdpFlags *flags);
 
 /* The training configuration the run uses: TRAIN with the flags that override

@@ -16,6 +16,11 @@
  * cores. Each item is computed by one thread in a fixed order either way, so
  * results do not depend on the thread count, and the CPU build checks the
  * very code the GPU runs.
+ *
+ * DDP_FOR_2D(p, P, j, J) walks the same P x J items as rows and columns (a
+ * channel plane and its pixels, say): on the GPU still one thread per item;
+ * on the CPU a parallel loop over rows around a plain inner loop the compiler
+ * vectorises, with no division per item.
  */
 #ifndef DDPRT_KERNEL_H
 #define DDPRT_KERNEL_H
@@ -44,6 +49,10 @@ static inline unsigned ddp_grid(int64_t items)
     return (unsigned)(blocks < 1 ? 1 : blocks > (int64_t)DDP_MAX_GRID ? (int64_t)DDP_MAX_GRID : blocks);
 }
 
+#define DDP_FOR_2D(p, rows, j, cols)                                                                   \
+    DDP_FOR(p##_##j, (int64_t)(rows) * (cols))                                                          \
+    for (int64_t p = p##_##j / (cols), j = p##_##j % (cols), p##_once = 0; !p##_once; p##_once = 1)
+
 #define DDP_LAUNCH(kernel, items, ...) \
     kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__)
 
@@ -52,8 +61,19 @@ static inline unsigned ddp_grid(int64_t items)
 #define DDP_KERNEL static void
 #define DDP_FOR(i, count) \
     _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < (int64_t)(count); i++)
+#define DDP_FOR_2D(p, rows, j, cols)                                                                      \
+    _Pragma("omp parallel for schedule(static)") for (int64_t p = 0; p < (int64_t)(rows); p++) \
+        for (int64_t j = 0; j < (int64_t)(cols); j++)
 #define DDP_LAUNCH(kernel, items, ...) kernel(__VA_ARGS__)
 
 #endif
+
+/* Adds COUNT doubles of per-channel sums over all ranks, in place: the
+ * statistics of a synchronised batchnorm are those of the global batch. */
+static inline void ddp_sync_batchnorm(DdpCtx *ctx, double *sums, int64_t count)
+{
+    if (ctx->pg && ctx->status == DDP_OK)
+        ctx->status = ddp_pg_allreduce(ctx->pg, sums, (size_t)count, DDP_F64, DDP_SUM);
+}
 
 #endif

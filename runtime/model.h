@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
+#include "pg.h"      // DdpProcessGroup: synchronised batchnorm
 #include "status.h"  // DdpStatus
 
 #ifdef __cplusplus
@@ -95,6 +96,12 @@ struct DdpCtx {
      * so that its bucket's all-reduce can start. NULL: nothing to do. */
     void (*grad_ready)(DdpCtx *ctx, int param);
     void *reducer;
+
+    /* The ranks of the run, for batchnorm statistics; NULL with one rank. The
+     * first collective failure is kept in status, which the runtime checks
+     * after each step (the generated functions return nothing). */
+    DdpProcessGroup *pg;
+    DdpStatus status;
 };
 
 typedef struct {

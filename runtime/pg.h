@@ -12,6 +12,9 @@
  * sizes, as with NCCL and MPI themselves. A collective that does not finish
  * within the group's timeout fails the run with a message naming the
  * collective, rather than hanging.
+ *
+ * One thread (the trainer's) calls into a group; the backends' own threads
+ * (MPI's communication thread, NCCL's watchdog) are theirs to manage.
  */
 #ifndef DDPRT_PG_H
 #define DDPRT_PG_H
@@ -33,26 +36,85 @@ typedef enum { DDP_SUM, DDP_AVG, DDP_MAX } DdpPgOp;
 typedef struct DdpProcessGroup DdpProcessGroup;
 typedef struct DdpWork DdpWork;
 
-/* STORE is used by NCCL to share its unique id (may be NULL under mpirun,
- * where MPI_Bcast carries it); STREAM is the compute stream on GPUs. */
+/* Joins the ranks of T. A world of one rank gets the no-op group whatever
+ * BACKEND says (no MPI or NCCL start-up). MPI is for CPU builds, NCCL for GPU
+ * builds; the other is refused with a message. STORE is used by NCCL to share
+ * its unique id (key "nccl_id"); it may be NULL under mpirun, where MPI_Bcast
+ * carries it. STREAM is the compute stream on GPUs (NULL on CPU). TIMEOUT_S
+ * bounds every collective, and the start-up. The MPI backend may be created
+ * once per process: MPI cannot start again after it has finished. */
 DdpStatus ddp_pg_create(DdpProcessGroup **pg, DdpPgBackend backend, const DdpTopology *t, DdpStore *store,
                         void *stream, double timeout_s);
+/* Waits for the collectives started, then finishes the backend (MPI_Finalize,
+ * ncclCommDestroy). A group that has failed (a timeout, an NCCL error) is
+ * torn down as by ddp_pg_abort instead. NULL is fine. */
 void ddp_pg_destroy(DdpProcessGroup *pg);
+/* Ends the group after a failure on this rank, without waiting for the other
+ * ranks: NCCL's communicator is aborted; MPI is left unfinished, so that when
+ * this process exits (status 1) mpirun ends the other ranks, which would
+ * otherwise wait for it until their timeout. Call it instead of destroy on the
+ * way out of a failed run, after printing the error. NULL is fine. */
+void ddp_pg_abort(DdpProcessGroup *pg);
 int ddp_pg_rank(const DdpProcessGroup *pg);
 int ddp_pg_size(const DdpProcessGroup *pg);
+DdpPgBackend ddp_pg_backend(const DdpProcessGroup *pg);
 
 /* Collectives complete in stream order: on MPI when the call returns; on
- * NCCL when the compute stream reaches them. In place where one buffer. */
+ * NCCL when the compute stream reaches them. In place where one buffer.
+ * Buffers are device memory on GPU builds, host memory on CPU builds.
+ * AVG (SUM, then divided by the world size) is for F32 and F64 only; I64 and
+ * U8 take SUM and MAX. Allgather's RECV holds COUNT elements per rank, in
+ * rank order; SEND may be this rank's place in RECV (in place), else the two
+ * must not overlap. */
 DdpStatus ddp_pg_broadcast(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, int root);
 DdpStatus ddp_pg_allreduce(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, DdpPgOp op);
 DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, size_t count, DdpPgType type);
 DdpStatus ddp_pg_barrier(DdpProcessGroup *pg);
 
-/* A gradient bucket's all-reduce, started as soon as its last gradient is
- * written and overlapping what the compute stream does next; ddp_pg_wait
- * makes the compute stream (GPU) or the host (CPU) wait for it. */
-DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, float *buf, size_t count, DdpPgOp op, DdpWork **work);
+/* A gradient bucket's all-reduce (F32, in place), started as soon as its last
+ * gradient is written and overlapping what the compute stream does next;
+ * ddp_pg_wait makes the compute stream (GPU) or the host (CPU) wait for it
+ * and releases *WORK. WHAT names it in messages ("bucket 3": "all-reduce of
+ * bucket 3 did not finish within 600 s (1290 floats); ..."); NULL is fine.
+ * *WORK may be set to NULL (a world of one): ddp_pg_wait(pg, NULL) does nothing.
+ * Every started work must be waited for before BUF is read or written. */
+DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, float *buf, size_t count, DdpPgOp op, const char *what,
+                                 DdpWork **work);
 DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work);
+
+/* DDP_OK, or a failure found in the background since (NCCL's watchdog: a
+ * collective past the timeout, an asynchronous NCCL error), recorded as the
+ * message. Costs no synchronisation: call it after each step, and after the
+ * device synchronisations of reports. */
+DdpStatus ddp_pg_status(DdpProcessGroup *pg);
+
+/* ---- for the backends only (pg.c dispatches to them) ------------------------- */
+
+typedef struct {
+    const char *name;
+    void (*destroy)(void *impl, int abort);
+    DdpStatus (*broadcast)(void *impl, void *buf, size_t count, DdpPgType type, int root);
+    DdpStatus (*allreduce)(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op);
+    DdpStatus (*allgather)(void *impl, const void *send, void *recv, size_t count, DdpPgType type);
+    DdpStatus (*barrier)(void *impl);
+    DdpStatus (*allreduce_start)(void *impl, float *buf, size_t count, DdpPgOp op, const char *what,
+                                 DdpWork **work);
+    DdpStatus (*wait)(void *impl, DdpWork *work);
+    DdpStatus (*status)(void *impl);
+} DdpPgBackendOps;
+
+/* pg_mpi.c (fails with a message when built without MPI). */
+DdpStatus ddp_pg_mpi_open(const DdpTopology *t, double timeout_s, const DdpPgBackendOps **ops, void **impl);
+/* pg_nccl.cu, or pg_nccl_cpu.c in CPU builds (fails with a message). */
+DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, double timeout_s,
+                           const DdpPgBackendOps **ops, void **impl);
+/* Copies BYTES from SRC to DST, both device buffers, in STREAM's order: a
+ * world of one's allgather. pg_nccl.cu: cudaMemcpyAsync; pg_nccl_cpu.c: memmove. */
+DdpStatus ddp_pg_local_copy(void *dst, const void *src, size_t bytes, void *stream);
+/* The size in bytes of one element of TYPE, and its plural for messages
+ * ("all-reduce of 1290 floats"). */
+size_t ddp_pg_type_size(DdpPgType type);
+const char *ddp_pg_type_name(DdpPgType type);
 
 #ifdef __cplusplus
 }

@@ -46,27 +46,77 @@ typedef struct {
 /* Reads the topology from the flags given (rank/world_size -1 when absent,
  * init_method NULL when absent) and the environment, checking every value
  * (a rank outside the world, a port that is not one, a world of 0):
- * DDP_BAD_INPUT naming the variable or flag. */
+ * DDP_BAD_INPUT naming the variable or flag.
+ *
+ * The first source that says anything wins: flags (--init-method tcp://
+ * requires --rank and --world-size; a flag missing beside env:// or alone is
+ * taken from the launcher's environment), then torchrun's variables (with
+ * DDP_SPAWNED=1 a child of ddp_launch_local), then mpirun's, then srun's, then
+ * one rank. --init-method env:// with no launcher's variables is an error.
+ * Where the source says nothing of local ranks, local_rank = rank and
+ * local_world_size = world_size (one node). master_addr is required for
+ * several ranks except under mpirun (MPI carries the start-up there); under
+ * srun it defaults to SLURM_LAUNCH_NODE_IPADDR and the port to 29500 +
+ * SLURM_JOB_ID % 10000. master_port is 0 when master_addr is "". Under
+ * torchrun with TORCHELASTIC_USE_AGENT_STORE=True, its agent already serves
+ * a PyTorch store on MASTER_PORT, so master_port is MASTER_PORT + 1. */
 DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_world_size, const char *init_method);
 
 /* A small key-value store for start-up: rank 0 serves, every rank (0 too)
- * is a client. Keys and values are short byte strings. */
+ * is a client. Keys are 1 to DDP_STORE_MAX_KEY bytes, values at most
+ * DDP_STORE_MAX_VALUE. One DdpStore is used by one thread at a time. */
 typedef struct DdpStore DdpStore;
 
-/* Connects (rank 0 also listens first) within TIMEOUT_S seconds, or fails
- * with a message naming the address and what went wrong (refused, unreachable,
- * port in use, world never filled). */
+/* Connects (rank 0 also listens first), then waits until every rank of the
+ * world has connected, all within TIMEOUT_S seconds, or fails (DDP_FAIL) with
+ * a message naming the address and what went wrong (refused, unreachable,
+ * port in use, world never filled). TIMEOUT_S is also the store's timeout:
+ * how long each later get or barrier may wait. */
 DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_s);
 DdpStatus ddp_store_set(DdpStore *s, const char *key, const void *value, size_t len);
-/* Waits (up to the store's timeout) until KEY is set; *len in: capacity, out: length. */
+/* Waits (up to the store's timeout) until KEY is set; *len in: capacity, out:
+ * length. A timeout fails with a message naming the key, and leaves the store
+ * usable. */
 DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len);
-/* Every rank calls it with the same NAME; returns when all have. */
+/* Adds DELTA to the counter KEY (a missing key counts as 0) and returns its
+ * new value in *result: the building block of barriers. */
+DdpStatus ddp_store_add(DdpStore *s, const char *key, int64_t delta, int64_t *result);
+/* Every rank calls it with the same NAME; returns when all have. A NAME may
+ * be used again: each round of world_size arrivals is its own barrier. */
 DdpStatus ddp_store_barrier(DdpStore *s, const char *name);
+/* Closes the connection; on rank 0 the server then keeps serving the other
+ * ranks until they have closed too (at most the store's timeout, and at most
+ * 10 s), so none loses a last reply, and its thread is joined. NULL is fine. */
 void ddp_store_close(DdpStore *s);
+/* On rank 0: how many peers the server has dropped for sending something
+ * malformed (a foreign program, a corrupt message); 0 on other ranks. */
+unsigned long ddp_store_peers_dropped(const DdpStore *s);
+
+/* The wire format, little endian: a header of DDP_STORE_HEADER bytes
+ *   "DDPS" | version u16 | type u8 | key length u16 | value length u32
+ * then the key and the value. Each request gets one reply: SET -> OK;
+ * GET (value: u32 milliseconds to wait) -> VALUE (key, value) or TIMEOUT (key);
+ * ADD (value: i64 delta) -> VALUE (key, i64 new count). */
+#define DDP_STORE_MAGIC "DDPS"
+#define DDP_STORE_VERSION 1
+#define DDP_STORE_HEADER 13
+#define DDP_STORE_MAX_KEY 256
+#define DDP_STORE_MAX_VALUE (1u << 20)
+typedef enum {
+    DDP_STORE_SET = 1,
+    DDP_STORE_GET = 2,
+    DDP_STORE_ADD = 3,
+    DDP_STORE_OK = 0x81,
+    DDP_STORE_VALUE = 0x82,
+    DDP_STORE_TIMEOUT = 0x83,
+} DdpStoreType;
 
 /* The message parser of the store, exposed for tests and the fuzzer: parses
  * one message from BUF (LEN bytes). Returns bytes consumed, 0 if more bytes
- * are needed, -1 (with the error recorded) if the message is malformed. */
+ * are needed, -1 (with the error recorded) if the message is malformed: a
+ * wrong magic or version, an unknown type, a length over the limits or one
+ * its type does not allow. The header is checked as soon as its bytes are
+ * there, before any body arrives, so a reader never allocates for a lie. */
 typedef struct {
     int type;
     const char *key;
@@ -75,6 +125,11 @@ typedef struct {
     size_t value_len;
 } DdpStoreMessage;
 long ddp_store_parse(const unsigned char *buf, size_t len, DdpStoreMessage *msg);
+
+/* Writes one message into BUF (CAP bytes); returns its length, or 0 if it
+ * does not fit or breaks the limits above. For tests, the fuzzer and store.c. */
+size_t ddp_store_encode(unsigned char *buf, size_t cap, int type, const char *key, size_t key_len,
+                        const void *value, size_t value_len);
 
 #ifdef __cplusplus
 }

@@ -44,11 +44,13 @@
 #include <time.h>
 
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
+#include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
 #include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
 #include "jsonlog.h"   // DdpJsonLog
 #include "model.h"     // DdpNet, DdpCtx, ddp_main
 #include "progress.h"  // DdpProgress, DdpReport
+#include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
 #include "weights.h"   // ddp_weights_init, _load, _export
@@ -116,6 +118,11 @@ typedef struct {
 
     DdpJsonLog *log;
     DdpProgress progress;
+
+    DdpDist dist;           /* ranks; a world of one when run alone */
+    DdpReducer *reducer;    /* NULL with one rank */
+    int launched;           /* this process only started the ranks */
+    int launch_status;      /* their exit status */
 } Trainer;
 
 static double now(void)
@@ -288,6 +295,11 @@ static DdpStatus export_weights(Trainer *t)
 /* Reads the device accumulators STATS into OUT (a sync), zeroing them after when ZERO. */
 static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int zero)
 {
+    /* Reports happen at the same step on every rank, so their statistics
+     * are summed over ranks; the progress line's peek (not zeroing) is rank
+     * 0's alone, as it happens on rank 0's clock. */
+    if (zero)
+        DDP_CHECK(ddp_dist_sum_stats(&t->dist, stats, NSTATS));
     DDP_CHECK(ddp_copy_to_host(out, stats, NSTATS * sizeof(double), t->stream));
     if (zero)
         DDP_CHECK(ddp_device_zero(stats, NSTATS * sizeof(double), t->stream));
@@ -302,22 +314,26 @@ static DdpStatus check_loss(const Trainer *t, double loss_sum, int64_t epoch)
                    (long long)epoch + 1, (long long)t->step);
 }
 
-/* The whole test set, in order, in batches of the training batch size. */
+/* The whole test set, in order, in batches of the training batch size;
+ * with several ranks each takes every world-th sample (DistributedSampler
+ * without shuffling) and the results are summed. */
 static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
 {
-    int64_t batch = t->cfg.batch;
+    int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
+    int64_t share = (t->test.n + world - 1) / world;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
     t->ctx.stats = t->eval_stats;
-    for (int64_t start = 0; start < t->test.n; start += batch) {
-        int n = (int)(t->test.n - start < batch ? t->test.n - start : batch);
+    for (int64_t start = 0; start < share; start += batch) {
+        int n = (int)(share - start < batch ? share - start : batch);
         for (int i = 0; i < n; i++)
-            t->eval_ids[i] = start + i;
+            t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
         DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n));
         t->net->eval_step(&t->ctx, n);
         DDP_CHECK(ddp_ops_status(t->ops));
     }
     t->ctx.stats = t->train_stats;
     double s[NSTATS];
+    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, NSTATS));
     DDP_CHECK(read_stats(t, t->eval_stats, s, 0));
     *loss = s[2] > 0 ? s[0] / s[2] : NAN;
     *acc = s[2] > 0 ? s[1] / s[2] : NAN;
@@ -369,7 +385,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
 
 /* The terminal's progress line: the epoch's running loss so far (the stats
  * are read but not zeroed), throughput, and the time left in the epoch. */
-static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done)
+static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, int64_t batches)
 {
     double s[NSTATS];
     DDP_CHECK(read_stats(t, t->train_stats, s, 0));
@@ -377,47 +393,64 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done)
     DDP_CHECK(check_loss(t, loss_sum, e->epoch));
     double at = now(), trained = at - e->start - e->report_seconds;
     double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
-    ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, t->steps_per_epoch,
+    ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, batches,
                         count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
-                        per_batch * (double)(t->steps_per_epoch - batches_done));
+                        per_batch * (double)(batches - batches_done));
     t->last_progress = at;
     return DDP_OK;
 }
 
 /* ---- the loop -------------------------------------------------------------------- */
 
+/* One epoch. With --no-sync-every K, K batches make one optimizer step: the
+ * first K-1 accumulate their gradients locally (DDP's no_sync), the K-th adds
+ * its own and the sum is all-reduced once. */
 static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
 {
     const DdpNet *net = t->net;
     int64_t batch = t->cfg.batch, n_samples = t->sampler.num_samples;
-    int64_t eval_every = t->flags.eval_every;
+    int64_t eval_every = t->flags.eval_every, k = t->flags.no_sync_every;
+    int64_t batches = (n_samples + batch - 1) / batch;
     DDP_CHECK(ddp_sampler_epoch(&t->sampler, epoch, t->order));
     EpochState e = {.epoch = epoch, .start = now()};
     e.span_start = e.start;
 
     int64_t b = 0;
-    for (; b < t->steps_per_epoch && t->step < max_steps; b++) {
+    for (; b < batches && t->step < max_steps; b++) {
         int64_t first = b * batch;
         int n = (int)(n_samples - first < batch ? n_samples - first : batch);
+        int sync = (b + 1) % k == 0 || b + 1 == batches;
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
+        /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
+        if (t->dist.world > 1 && net->n_buffer_floats)
+            DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
         t->ctx.epoch = epoch;
         t->ctx.step = t->step;
-        t->ctx.accumulate = 0;
+        t->ctx.accumulate = b % k != 0;
+        if (t->reducer && !sync)
+            ddp_reducer_skip(t->reducer);
         net->train_step(&t->ctx, n);
-        net->optimizer_step(&t->ctx);
-        /* A host-side flag: polling it costs no sync. */
+        DDP_CHECK(t->ctx.status);
+        if (sync) {
+            if (t->reducer)
+                DDP_CHECK(ddp_reducer_finish(t->reducer));
+            net->optimizer_step(&t->ctx);
+            t->step++;
+            t->lr = t->ctx.lr;
+        }
+        /* Host-side flags: polling them costs no sync. */
         DDP_CHECK(ddp_ops_status(t->ops));
-        t->step++;
-        t->lr = t->ctx.lr;
+        if (t->dist.pg)
+            DDP_CHECK(ddp_pg_status(t->dist.pg));
         e.samples += n;
         e.span_samples += n;
 
-        int last = b + 1 == t->steps_per_epoch || t->step >= max_steps;
-        if (eval_every > 0 && t->step % eval_every == 0 && !last)
+        int last = b + 1 == batches || t->step >= max_steps;
+        if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
             DDP_CHECK(report(t, &e, 0));
         else if (t->progress.tty && now() - t->last_progress >= PROGRESS_INTERVAL)
-            DDP_CHECK(show_progress(t, &e, b + 1));
+            DDP_CHECK(show_progress(t, &e, b + 1, batches));
     }
     if (b > 0)
         DDP_CHECK(report(t, &e, 1));
@@ -457,38 +490,77 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (t->flags.export_path)
         DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
 
-    DDP_CHECK(load_data(t));
-    /* DistributedSampler(train, num_replicas=1, rank=0, shuffle, seed, drop_last=False) */
-    DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, 1, 0, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
-    t->steps_per_epoch = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
+    /* Several ranks: started here (the parent only waits for them), or we are one. */
+    DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
+    int nproc = ddp_dist_ranks_to_launch(&t->dist, &t->flags);
+    if (nproc > 0) {
+        t->launched = 1;
+        t->launch_status = ddp_dist_launch(nproc, argc, argv, &t->flags);
+        return DDP_OK;
+    }
+    int rank = t->dist.rank, world = t->dist.world;
 
-    DDP_CHECK(ddp_device_open(0, &t->stream));
+    DDP_CHECK(load_data(t));
+    /* DistributedSampler(train, num_replicas=world, rank, shuffle, seed, drop_last=False) */
+    DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, world, rank, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
+    int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
+    t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
+
+    DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, &t->stream));
     t->device_open = 1;
     DDP_CHECK(allocate(t));
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
+    DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
+    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->cfg, &t->flags));
     DDP_CHECK(init_weights(t));
+    DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->counts));
+    if (world > 1) {
+        DDP_CHECK(ddp_reducer_create(&t->reducer, t->dist.pg, net, t->grads,
+                                     t->flags.given[DDP_FLAG_BUCKET_CAP_MB] ? t->flags.bucket_cap_mb : -1.0));
+        /* the benchmark's "without overlap": every bucket after the whole backward */
+        const char *overlap = getenv("DDP_OVERLAP");
+        if (overlap && strcmp(overlap, "0") == 0)
+            ddp_reducer_set_overlap(t->reducer, 0);
+        t->ctx.grad_ready = ddp_reducer_grad_ready;
+        t->ctx.reducer = t->reducer;
+        t->ctx.pg = t->dist.pg;
+    }
 
-    if (t->flags.log)
+    /* Rank 0 speaks for the run; the others only say what goes wrong. */
+    if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, 0, &t->log));
-    ddp_progress_init(&t->progress, stdout, t->flags.quiet, t->log);
+    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, t->log);
     char device[128];
     ddp_device_describe(device, sizeof device);
-    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld, %lld steps per epoch, "
-                      "%lld epoch%s, on %s", net->name, (long long)t->train.n, (long long)t->test.n,
+    char ranks[64] = "";
+    if (world > 1)
+        snprintf(ranks, sizeof ranks, " x %d ranks", world);
+    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld per rank, %lld steps per epoch, "
+                      "%lld epoch%s, on %s%s", net->name, (long long)t->train.n, (long long)t->test.n,
                       (long long)t->cfg.batch, (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
-                      t->cfg.epochs == 1 ? "" : "s", device);
+                      t->cfg.epochs == 1 ? "" : "s", device, ranks);
 
     DDP_CHECK(train(t));
-    if (t->flags.export_path)
+    if (world > 1) {
+        DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float),
+                                   t->stream));
+        DDP_CHECK(ddp_dist_check_identical(&t->dist, t->host_params, net->n_param_floats));
+        ddp_progress_note(&t->progress, "weights identical on all %d ranks; all-reduce not hidden by backward: "
+                          "%.2f ms per step", world,
+                          t->step > 0 ? 1e3 * ddp_reducer_exposed_seconds(t->reducer) / (double)t->step : 0.0);
+    }
+    if (t->flags.export_path && rank == 0)
         DDP_CHECK(export_weights(t));
     return ddp_device_sync(t->stream);
 }
 
 /* Frees whatever RUN got to; the log's close status, since losing its last
  * lines is a failure. */
-static DdpStatus trainer_free(Trainer *t)
+static DdpStatus trainer_free(Trainer *t, int failed)
 {
+    ddp_reducer_destroy(t->reducer);
+    ddp_dist_close(&t->dist, failed);
     ddp_ops_destroy(t->ops);
     ddp_device_free(t->params);
     ddp_device_free(t->grads);
@@ -529,15 +601,20 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);
     /* The run's own failure is the one to report, not a later one in clean-up. */
-    char message[1024];
+    char message[1024], who[64] = "";
     snprintf(message, sizeof message, "%s", ddp_error_message());
-    DdpStatus closed = trainer_free(t);
+    if (t->dist.world > 1)
+        snprintf(who, sizeof who, "rank %d: ", t->dist.rank);
+    /* Say why before tearing down: an aborted group ends the other ranks. */
+    if (st != DDP_OK)
+        fprintf(stderr, "%s: %serror: %s\n", prog, who, message);
+    DdpStatus closed = trainer_free(t, st != DDP_OK);
     if (st == DDP_OK && closed != DDP_OK) {
         st = closed;
-        snprintf(message, sizeof message, "%s", ddp_error_message());
+        fprintf(stderr, "%s: %serror: %s\n", prog, who, ddp_error_message());
     }
-    if (st != DDP_OK)
-        fprintf(stderr, "%s: error: %s\n", prog, message);
+    if (st == DDP_OK && t->launched)
+        st = (DdpStatus)t->launch_status;
     free(t);
     return (int)st;
 }

@@ -251,8 +251,7 @@ static void test_resnet_batchnorm_and_residual(void)
     CU_ASSERT_EQUAL(res1->skip, relu1->out);
     CU_ASSERT_EQUAL(res1->in, find_node(net, "bn3")->out);
     CU_ASSERT_EQUAL(find_node(net, "conv2")->depth, 1);
-    CU_ASSERT_FALSE(find_node(net, "bn6")->sync);
-    CU_ASSERT_TRUE(find_node(net, "bn5")->sync);
+    CU_ASSERT_TRUE(find_node(net, "bn6")->sync);
     CU_ASSERT_EQUAL(find_node(net, "conv4")->out_shape.d[1], 14);
     CU_ASSERT_EQUAL(find_node(net, "global_avgpool1")->out_shape.rank, 1);
     CU_ASSERT_TRUE(net->train.nesterov);
@@ -291,6 +290,12 @@ static void test_shape_rules(void)
 static void test_units_and_defaults(void)
 {
     Compiled c;
+    compile_str(&c, "input 4\nbatchnorm sync=off\nbatchnorm sync=on eps=1e-3\nlinear 2\nloss mse\n");
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    CU_ASSERT_FALSE(find_node(&c.net, "bn1")->sync);
+    CU_ASSERT_TRUE(find_node(&c.net, "bn2")->sync);
+    CU_ASSERT_DOUBLE_EQUAL(find_node(&c.net, "bn2")->eps, 1e-3, 1e-15);
+    release(&c);
     compile_str(&c, "input 4\nlinear 2\nloss mse\ntrain { bucket 512KB; optimizer adamw }\n");
     CU_ASSERT_TRUE_FATAL(c.ok);
     CU_ASSERT_EQUAL(c.net.train.bucket_cap_bytes, 512 * 1024);

@@ -4,6 +4,7 @@
  *   tests/golden/bad/NAME.net    -> NAME.expected: `ddpc --check NAME.net`'s messages; exit 2
  *   tests/golden/good/NAME.net   -> NAME.summary:  `ddpc --summary NAME.net`; exit 0
  *   examples/NAME.net            -> tests/golden/good/NAME.summary
+ *   tests/golden/plan/NAME.net   -> NAME.plan:     `ddpc --emit plan NAME.net` (buckets by cap)
  *
  * tests/golden/update.sh rewrites the pinned files from the current ddpc;
  * a change to them is a change to what users see, reviewed in the diff.
@@ -75,12 +76,19 @@ static void test_example_summaries(void)
     CU_ASSERT(n >= 3);
 }
 
+static void test_bucket_plans(void)
+{
+    int n = check_dir("tests/golden/plan", "--emit plan", ".", "plan", 0);
+    CU_ASSERT(n >= 3);
+}
+
 void suite_golden(void)
 {
     static const TestCase cases[] = {
         {"bad .net files give their pinned messages and exit 2", test_bad_files},
         {"good .net files give their pinned summaries", test_good_summaries},
         {"examples give their pinned summaries", test_example_summaries},
+        {"bucket plans for several caps are pinned", test_bucket_plans},
         {NULL, NULL},
     };
     test_add_suite("golden", cases);

@@ -1,0 +1,54 @@
+/*
+ * buckets.h: which gradients are all-reduced together.
+ *
+ * PyTorch DDP's rule (compute_bucket_assignment_by_size, as used when it
+ * rebuilds its buckets in the order gradients become ready): walk the
+ * trainable parameters in reverse order, add each to the open bucket, and
+ * close the bucket as soon as its size reaches its cap; the first bucket's
+ * cap is FIRST_CAP_BYTES (1 MB by default, small so that the first all-reduce
+ * starts early in the backward pass), every later one's CAP_BYTES (25 MB).
+ *
+ * Pure and dependency-free, so that the compiler (plan.c, --emit plan) and
+ * the runtime (reducer.c) link the same code and can never disagree. The
+ * parameters are laid out back to back in the flat gradient buffer in the
+ * order given (reverse parameter order), so every bucket is one contiguous
+ * slice [offset, offset + count) of it.
+ */
+#ifndef DDPRT_BUCKETS_H
+#define DDPRT_BUCKETS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Gradients are float32: a bucket's size in bytes is 4 * count. */
+enum { DDP_BUCKET_ELEM_BYTES = 4 };
+
+typedef struct {
+    int64_t offset;  /* first float of the bucket in the flat gradient buffer */
+    int64_t count;   /* floats in the bucket */
+    int first;       /* its parameters: positions FIRST .. FIRST + N_PARAMS - 1 of SIZES */
+    int n_params;
+} DdpBucket;
+
+/* SIZES holds the N trainable parameters' element counts in the order
+ * buckets fill them (reverse parameter order), laid out back to back from
+ * offset 0. Writes the buckets to OUT (room for N; N buckets at most) in
+ * launch order and returns how many. A cap of 0 or less closes every bucket
+ * after one parameter. N of 0 gives no bucket. */
+/* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
+ * so that the first all-reduce starts early in backward), or CAP if smaller. */
+static inline int64_t ddp_first_bucket_bytes(int64_t cap)
+{
+    return cap < 1024 * 1024 ? cap : 1024 * 1024;
+}
+
+int ddp_buckets_plan(const int64_t *sizes, int n, int64_t cap_bytes, int64_t first_cap_bytes, DdpBucket *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

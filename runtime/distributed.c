@@ -1,0 +1,236 @@
+/*
+ * distributed.c: the multi-rank parts of a run (see distributed.h).
+ *
+ * Collectives take device memory on GPU builds (NCCL) and host memory on CPU
+ * builds (MPI); host data exchanged at start-up (settings, checksums) goes
+ * through a small device buffer, so one code path serves both.
+ */
+#include "distributed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
+#include "launcher.h"  // ddp_launch_local
+
+static void *dist_stream;
+
+DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
+{
+    memset(d, 0, sizeof *d);
+    DDP_CHECK(ddp_topology_read(&d->topo, flags->rank, flags->world_size, flags->init_method));
+    d->rank = d->topo.rank;
+    d->world = d->topo.world_size;
+    return DDP_OK;
+}
+
+int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
+{
+    if (d->topo.launch != DDP_LAUNCH_NONE)
+        return 0; /* a launcher started us: we are a rank */
+    if (flags->given[DDP_FLAG_NPROC_PER_NODE])
+        return (int)flags->nproc_per_node;
+    if (ddp_device_is_gpu() && ddp_device_count() > 1)
+        return ddp_device_count();
+    return 0;
+}
+
+/* CPU ranks talk through MPI, so they must be MPI's: run ourselves under
+ * mpirun, each rank with its share of the cores for OpenMP. */
+static int launch_under_mpirun(int nproc, int argc, char **argv)
+{
+    char np[16], exe[4096];
+    snprintf(np, sizeof np, "%d", nproc);
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", argv[0]);
+        return DDP_FAIL;
+    }
+    exe[len] = '\0';
+    if (!getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        char threads[24];
+        snprintf(threads, sizeof threads, "%ld", cores / nproc > 1 ? cores / nproc : 1);
+        setenv("OMP_NUM_THREADS", threads, 1);
+    }
+    char **args = calloc((size_t)argc + 12, sizeof *args);
+    int k = 0;
+    args[k++] = "mpirun";
+    args[k++] = "-np";
+    args[k++] = np;
+    args[k++] = "--oversubscribe";
+    args[k++] = "--bind-to";
+    args[k++] = "none";
+    if (geteuid() == 0)
+        args[k++] = "--allow-run-as-root";
+    args[k++] = exe;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--nproc-per-node") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--nproc-per-node=", 17) == 0)
+            continue;
+        args[k++] = argv[i];
+    }
+    execvp("mpirun", args);
+    fprintf(stderr, "%s: error: --nproc-per-node on a CPU build runs its ranks under mpirun, which was not found; "
+                    "install OpenMPI or start them with mpirun yourself\n", argv[0]);
+    free(args);
+    return DDP_BAD_INPUT;
+}
+
+int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
+{
+    if (ddp_device_is_gpu())
+        return ddp_launch_local(nproc, argc, argv, flags->timeout);
+    return launch_under_mpirun(nproc, argc, argv);
+}
+
+DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
+{
+    dist_stream = stream;
+    if (d->world <= 1)
+        return DDP_OK;
+    int gpu = ddp_device_is_gpu();
+    DdpPgBackend backend = gpu ? DDP_PG_NCCL : DDP_PG_MPI;
+    if (flags->backend == DDP_BACKEND_MPI)
+        backend = DDP_PG_MPI;
+    else if (flags->backend == DDP_BACKEND_NCCL)
+        backend = DDP_PG_NCCL;
+    if (backend == DDP_PG_MPI && gpu)
+        return DDP_ERR(DDP_BAD_INPUT, "--backend mpi: this program was built for GPUs, whose ranks talk through "
+                                      "NCCL; use --backend nccl (or build with --target cpu)");
+    if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN)
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "this CPU build's %d ranks talk through MPI: start them with mpirun -np %d (or "
+                       "--nproc-per-node %d), not with %s", d->world, d->world, d->world,
+                       d->topo.launch == DDP_LAUNCH_SRUN ? "srun" : "torchrun or --rank/--world-size");
+    if (backend == DDP_PG_NCCL && d->topo.launch != DDP_LAUNCH_MPIRUN)
+        DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
+    return ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout);
+}
+
+/* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
+static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes)
+{
+    void *dev = NULL;
+    size_t total = bytes * (size_t)d->world;
+    DdpStatus st = ddp_device_alloc(&dev, total);
+    if (st == DDP_OK)
+        st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, dist_stream);
+    if (st == DDP_OK)
+        st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes, DDP_U8);
+    if (st == DDP_OK)
+        st = ddp_copy_to_host(all, dev, total, dist_stream);
+    ddp_device_free(dev);
+    return st;
+}
+
+/* What must agree across ranks for them to take the same steps. */
+typedef struct {
+    char hash[32];
+    int64_t batch, epochs, max_steps, no_sync_every, shuffle, world;
+    double lr, bucket_cap_bytes;
+    uint64_t seed;
+} Settings;
+
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    Settings mine;
+    memset(&mine, 0, sizeof mine);
+    snprintf(mine.hash, sizeof mine.hash, "%s", net->hash);
+    mine.batch = cfg->batch;
+    mine.epochs = cfg->epochs;
+    mine.max_steps = flags->max_steps;
+    mine.no_sync_every = flags->no_sync_every;
+    mine.shuffle = flags->shuffle;
+    mine.world = d->world;
+    mine.lr = cfg->lr;
+    mine.bucket_cap_bytes = (double)cfg->bucket_cap_bytes;
+    mine.seed = cfg->seed;
+    Settings *all = calloc((size_t)d->world, sizeof *all);
+    if (!all)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    DdpStatus st = gather_host(d, &mine, all, sizeof mine);
+    for (int r = 1; st == DDP_OK && r < d->world; r++) {
+        const Settings *a = &all[0], *b = &all[r];
+        if (strcmp(a->hash, b->hash) != 0)
+            st = DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
+                                        "every rank must run the same program", r, b->hash, a->hash);
+        else if (a->batch != b->batch || a->epochs != b->epochs || a->max_steps != b->max_steps ||
+                 a->no_sync_every != b->no_sync_every || a->shuffle != b->shuffle || a->lr != b->lr ||
+                 a->bucket_cap_bytes != b->bucket_cap_bytes || a->seed != b->seed || a->world != b->world)
+            st = DDP_ERR(DDP_BAD_INPUT,
+                         "rank %d's settings differ from rank 0's (batch %lld/%lld, epochs %lld/%lld, lr %g/%g, "
+                         "seed %llu/%llu, max-steps %lld/%lld): give every rank the same flags",
+                         r, (long long)b->batch, (long long)a->batch, (long long)b->epochs, (long long)a->epochs,
+                         b->lr, a->lr, (unsigned long long)b->seed, (unsigned long long)a->seed,
+                         (long long)b->max_steps, (long long)a->max_steps);
+    }
+    free(all);
+    return st;
+}
+
+DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers, int64_t *counts)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    DDP_CHECK(ddp_pg_broadcast(d->pg, params, (size_t)net->n_param_floats, DDP_F32, 0));
+    if (net->n_buffer_floats)
+        DDP_CHECK(ddp_pg_broadcast(d->pg, buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
+    /* the step counts live on the host: through a device buffer */
+    void *dev = NULL;
+    size_t bytes = (size_t)net->n_params * sizeof *counts;
+    DdpStatus st = ddp_device_alloc(&dev, bytes);
+    if (st == DDP_OK)
+        st = ddp_copy_to_device(dev, counts, bytes, dist_stream);
+    if (st == DDP_OK)
+        st = ddp_pg_broadcast(d->pg, dev, (size_t)net->n_params, DDP_I64, 0);
+    if (st == DDP_OK)
+        st = ddp_copy_to_host(counts, dev, bytes, dist_stream);
+    ddp_device_free(dev);
+    return st;
+}
+
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    return ddp_pg_allreduce(d->pg, stats, (size_t)count, DDP_F64, DDP_SUM);
+}
+
+DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t n)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the bytes */
+    const unsigned char *b = (const unsigned char *)host_params;
+    for (size_t i = 0; i < (size_t)n * sizeof *host_params; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t *all = calloc((size_t)d->world, sizeof *all);
+    if (!all)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    DdpStatus st = gather_host(d, &h, all, sizeof h);
+    for (int r = 1; st == DDP_OK && r < d->world; r++)
+        if (all[r] != all[0])
+            st = DDP_ERR(DDP_FAIL, "after training rank %d holds other weights than rank 0 (checksums %016llx and "
+                                   "%016llx)", r, (unsigned long long)all[r], (unsigned long long)all[0]);
+    free(all);
+    return st;
+}
+
+void ddp_dist_close(DdpDist *d, int failed)
+{
+    if (failed)
+        ddp_pg_abort(d->pg);
+    else
+        ddp_pg_destroy(d->pg);
+    d->pg = NULL;
+    ddp_store_close(d->store);
+    d->store = NULL;
+}

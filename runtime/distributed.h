@@ -1,0 +1,67 @@
+/*
+ * distributed.h: what the trainer does differently when there are several
+ * ranks, kept out of trainer.c's loop.
+ *
+ * Start-up, in PyTorch DDP's order: learn the topology (rendezvous.h), or
+ * start the ranks ourselves (--nproc-per-node, or every local GPU); join the
+ * process group (pg.h: NCCL on GPUs, meeting through the TCP store; MPI on
+ * CPUs, under mpirun); check that every rank runs the same net with the same
+ * settings; broadcast rank 0's weights. During training: the reducer
+ * (reducer.h) all-reduces gradients, statistics are summed over ranks at
+ * reports. At the end: a check that every rank holds the same weights.
+ *
+ * With one rank every function here is a no-op, so a single-process run
+ * pays for none of it.
+ */
+#ifndef DDPRT_DISTRIBUTED_H
+#define DDPRT_DISTRIBUTED_H
+
+#include <stdint.h>
+
+#include "flags.h"       // DdpFlags
+#include "model.h"       // DdpNet, DdpTrainConfig
+#include "pg.h"          // DdpProcessGroup
+#include "rendezvous.h"  // DdpTopology, DdpStore
+
+typedef struct {
+    DdpTopology topo;
+    DdpStore *store;
+    DdpProcessGroup *pg;  /* NULL with one rank */
+    int rank, world;
+} DdpDist;
+
+/* The topology, from flags and environment. */
+DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
+
+/* How many local ranks this process should start rather than train itself:
+ * --nproc-per-node N when no launcher started us, or on a GPU build with no
+ * topology at all, every local GPU when there are several; 0: train here. */
+int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags);
+
+/* Starts NPROC local ranks and waits for them; returns the exit status. GPU
+ * builds fork them with torchrun's environment (launcher.h); CPU builds,
+ * whose ranks talk through MPI, run them under mpirun. */
+int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
+
+/* Joins the process group (world > 1): the backend from --backend or the
+ * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. */
+DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
+
+/* Every rank must run the same net (hash) with the same settings: a
+ * difference names the rank and the setting, on every rank. */
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags);
+
+/* Rank 0's weights and buffers to every rank, before the first step. */
+DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers, int64_t *counts);
+
+/* Sums COUNT doubles of device statistics over the ranks, in place. */
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count);
+
+/* DDP_FAIL unless every rank's HOST_PARAMS (N floats) are bit-identical. */
+DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t n);
+
+/* Ends the group: cleanly after success, by abort after a failure (so that
+ * the other ranks are ended, not left waiting). */
+void ddp_dist_close(DdpDist *d, int failed);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * launcher.h: --nproc-per-node N, the local launcher (the DDP tutorial's
+ * mp.spawn, torchrun --standalone's job): this process becomes a parent that
+ * starts N copies of the program as ranks 0..N-1 of one node, waits for them,
+ * and ends them all when one fails.
+ */
+#ifndef DDPRT_LAUNCHER_H
+#define DDPRT_LAUNCHER_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs NPROC children, each /proc/self/exe with ARGV (ARGC of them) less
+ * --nproc-per-node N / --nproc-per-node=N, and the environment torchrun sets
+ * (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1,
+ * MASTER_PORT a free loopback port) plus DDP_SPAWNED=1, so that each child's
+ * ddp_topology_read says DDP_LAUNCH_SPAWN and none launches again.
+ *
+ * Returns the exit status for the parent's main: 0 when every child exited 0;
+ * else the first failing child's status (1 if a signal killed it), after
+ * printing "PROG: error: rank R exited with status S" (or "... was killed by
+ * signal SIGKILL") to stderr and ending the others: SIGTERM, then SIGKILL
+ * for any still running after a grace period of 10 s (or TIMEOUT_S if
+ * shorter). The first SIGINT, SIGTERM or SIGHUP sent to the parent is passed
+ * to the children (which share its process group, so a terminal's Ctrl-C
+ * reaches them directly too) with the same grace period; a second one kills
+ * them at once; the parent then says "PROG: error: stopped by SIGINT" and
+ * returns 1. A failure to start (no free port, fork failing) is said the same
+ * way and returns 1; an NPROC out of range returns 2.
+ *
+ * Call it from the thread that will wait (children are tied to it by
+ * PR_SET_PDEATHSIG, so they die if it does), before the run loads anything it
+ * would not need: every child starts from scratch. It installs handlers for
+ * SIGCHLD, SIGINT, SIGTERM and SIGHUP while it runs and restores the old
+ * ones after; one launch at a time per process. */
+int ddp_launch_local(int nproc, int argc, char **argv, double timeout_s);
+
+/* The same with the program to run and the grace period given: EXE is
+ * exec'd with ARGV as it is (ARGV[0] included) less --nproc-per-node, for
+ * tests that point it at a script. */
+int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double grace_s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

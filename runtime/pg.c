@@ -1,0 +1,202 @@
+/*
+ * pg.c: the process group's front: checks every call once, then hands it to
+ * a backend (pg_mpi.c, pg_nccl.cu) through a small table of functions.
+ *
+ * A world of one rank is handled here and never reaches a backend: a
+ * broadcast or an all-reduce over one rank leaves the buffer as it is (the
+ * average of one value is that value), an all-gather is a copy, a barrier
+ * returns at once. So a single-process program starts no MPI, no NCCL and no
+ * thread, and pays nothing per step.
+ *
+ * The checks are those a mismatch between ranks would otherwise turn into a
+ * hang or garbage: an element type or operation the backends do not know, a
+ * root outside the world, an average of integers. They are internal errors
+ * (the runtime calls these functions, not the user), said as such.
+ */
+#include "pg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"  // ddp_device_is_gpu: MPI takes host buffers only
+
+struct DdpProcessGroup {
+    DdpPgBackend backend;          /* DDP_PG_NONE for a world of one */
+    int rank, size;
+    void *stream;
+    const DdpPgBackendOps *ops;    /* NULL for a world of one */
+    void *impl;
+};
+
+size_t ddp_pg_type_size(DdpPgType type)
+{
+    switch (type) {
+    case DDP_F32: return 4;
+    case DDP_F64: return 8;
+    case DDP_I64: return 8;
+    case DDP_U8: return 1;
+    }
+    return 0;
+}
+
+const char *ddp_pg_type_name(DdpPgType type)
+{
+    switch (type) {
+    case DDP_F32: return "floats";
+    case DDP_F64: return "doubles";
+    case DDP_I64: return "int64s";
+    case DDP_U8: return "bytes";
+    }
+    return "values";
+}
+
+static DdpStatus check_group(const DdpProcessGroup *pg, const char *what)
+{
+    if (!pg)
+        return DDP_ERR(DDP_FAIL, "internal error: %s on no process group", what);
+    return DDP_OK;
+}
+
+static DdpStatus check_type(DdpPgType type, const char *what)
+{
+    if (ddp_pg_type_size(type) == 0)
+        return DDP_ERR(DDP_FAIL, "internal error: %s of unknown element type %d", what, (int)type);
+    return DDP_OK;
+}
+
+static DdpStatus check_op(DdpPgType type, DdpPgOp op, const char *what)
+{
+    if (op != DDP_SUM && op != DDP_AVG && op != DDP_MAX)
+        return DDP_ERR(DDP_FAIL, "internal error: %s with unknown operation %d", what, (int)op);
+    if (op == DDP_AVG && type != DDP_F32 && type != DDP_F64)
+        return DDP_ERR(DDP_FAIL, "internal error: %s averaging %s (only floats and doubles average)", what,
+                       ddp_pg_type_name(type));
+    return DDP_OK;
+}
+
+DdpStatus ddp_pg_create(DdpProcessGroup **pg, DdpPgBackend backend, const DdpTopology *t, DdpStore *store,
+                        void *stream, double timeout_s)
+{
+    *pg = NULL;
+    if (!t || t->world_size < 1 || t->rank < 0 || t->rank >= t->world_size)
+        return DDP_ERR(DDP_FAIL, "internal error: process group for rank %d of %d", t ? t->rank : -1,
+                       t ? t->world_size : -1);
+    if (!(timeout_s > 0))
+        return DDP_ERR(DDP_BAD_INPUT, "--timeout must be a positive number of seconds, not %g", timeout_s);
+    DdpProcessGroup *g = calloc(1, sizeof *g);
+    if (!g)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    g->rank = t->rank;
+    g->size = t->world_size;
+    g->stream = stream;
+    g->backend = DDP_PG_NONE;
+    if (t->world_size > 1) {
+        DdpStatus st;
+        switch (backend) {
+        case DDP_PG_MPI:
+            st = ddp_device_is_gpu()
+                     ? DDP_ERR(DDP_BAD_INPUT, "--backend mpi works on CPU buffers, and this program was built for "
+                               "GPUs: use --backend nccl (or build with --target cpu)")
+                     : ddp_pg_mpi_open(t, timeout_s, &g->ops, &g->impl);
+            break;
+        case DDP_PG_NCCL: st = ddp_pg_nccl_open(t, store, stream, timeout_s, &g->ops, &g->impl); break;
+        default:
+            st = DDP_ERR(DDP_BAD_INPUT, "a run of %d ranks needs a communication backend: --backend nccl or mpi",
+                         t->world_size);
+            break;
+        }
+        if (st != DDP_OK) {
+            free(g);
+            return st;
+        }
+        g->backend = backend;
+    }
+    *pg = g;
+    return DDP_OK;
+}
+
+void ddp_pg_destroy(DdpProcessGroup *pg)
+{
+    if (!pg)
+        return;
+    if (pg->ops)
+        pg->ops->destroy(pg->impl, 0);
+    free(pg);
+}
+
+void ddp_pg_abort(DdpProcessGroup *pg)
+{
+    if (!pg)
+        return;
+    if (pg->ops)
+        pg->ops->destroy(pg->impl, 1);
+    free(pg);
+}
+
+int ddp_pg_rank(const DdpProcessGroup *pg) { return pg ? pg->rank : 0; }
+int ddp_pg_size(const DdpProcessGroup *pg) { return pg ? pg->size : 1; }
+DdpPgBackend ddp_pg_backend(const DdpProcessGroup *pg) { return pg ? pg->backend : DDP_PG_NONE; }
+
+DdpStatus ddp_pg_broadcast(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, int root)
+{
+    DDP_CHECK(check_group(pg, "broadcast"));
+    DDP_CHECK(check_type(type, "broadcast"));
+    if (root < 0 || root >= pg->size)
+        return DDP_ERR(DDP_FAIL, "internal error: broadcast from rank %d in a world of %d", root, pg->size);
+    if (count == 0 || !pg->ops)
+        return DDP_OK;
+    return pg->ops->broadcast(pg->impl, buf, count, type, root);
+}
+
+DdpStatus ddp_pg_allreduce(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, DdpPgOp op)
+{
+    DDP_CHECK(check_group(pg, "all-reduce"));
+    DDP_CHECK(check_type(type, "all-reduce"));
+    DDP_CHECK(check_op(type, op, "all-reduce"));
+    if (count == 0 || !pg->ops)
+        return DDP_OK;
+    return pg->ops->allreduce(pg->impl, buf, count, type, op);
+}
+
+DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, size_t count, DdpPgType type)
+{
+    DDP_CHECK(check_group(pg, "all-gather"));
+    DDP_CHECK(check_type(type, "all-gather"));
+    if (count == 0)
+        return DDP_OK;
+    if (!pg->ops)
+        return send == recv ? DDP_OK : ddp_pg_local_copy(recv, send, count * ddp_pg_type_size(type), pg->stream);
+    return pg->ops->allgather(pg->impl, send, recv, count, type);
+}
+
+DdpStatus ddp_pg_barrier(DdpProcessGroup *pg)
+{
+    DDP_CHECK(check_group(pg, "barrier"));
+    return pg->ops ? pg->ops->barrier(pg->impl) : DDP_OK;
+}
+
+DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, float *buf, size_t count, DdpPgOp op, const char *what,
+                                 DdpWork **work)
+{
+    *work = NULL;
+    DDP_CHECK(check_group(pg, "all-reduce"));
+    DDP_CHECK(check_op(DDP_F32, op, "all-reduce"));
+    if (count == 0 || !pg->ops)
+        return DDP_OK;
+    return pg->ops->allreduce_start(pg->impl, buf, count, op, what, work);
+}
+
+DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work)
+{
+    DDP_CHECK(check_group(pg, "wait"));
+    if (!work || !pg->ops)
+        return DDP_OK;
+    return pg->ops->wait(pg->impl, work);
+}
+
+DdpStatus ddp_pg_status(DdpProcessGroup *pg)
+{
+    if (!pg || !pg->ops)
+        return DDP_OK;
+    return pg->ops->status(pg->impl);
+}

@@ -1,0 +1,453 @@
+/*
+ * topology.c: who this rank is, read once at start-up from the flags and the
+ * environment (rendezvous.h, ddp_topology_read).
+ *
+ * Each launcher announces the topology its own way: torchrun with RANK,
+ * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and our
+ * own --nproc-per-node, launcher.c, with the same plus DDP_SPAWNED=1); mpirun
+ * with OMPI_COMM_WORLD_*; srun with SLURM_*. The file is a chain of small
+ * readers, one per source, each filling a DdpTopology and checking only what
+ * its own variables say; the flags then override what they name, and one
+ * final check holds the result to the rules every source shares (a rank
+ * inside the world, a local rank inside the node, an address for the store
+ * when there are several ranks). The first source present wins, so a
+ * variable of a lower one never mixes into a higher one's topology.
+ *
+ * One quirk is torchrun's own: when it says TORCHELASTIC_USE_AGENT_STORE=True
+ * its agent already serves a PyTorch store on MASTER_PORT, which our store
+ * cannot share, so ours takes the next port (every rank computes the same).
+ *
+ * Every message names the variable or flag and the value it had, because the
+ * person reading it did not set these by hand: a launcher did, and the name
+ * is the only thread back to which one.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flags.h"       // DDP_FLAGS_MAX_RANKS
+#include "rendezvous.h"  // DdpTopology, ddp_topology_read
+#include "status.h"      // DDP_ERR, DDP_CHECK
+
+/* Long enough to recognise a value, short enough to keep a message a line. */
+#define SHOWN 64
+
+/* ---- one value ------------------------------------------------------------- */
+
+/* A decimal integer and nothing else: digits with an optional leading minus
+ * (so that "-1" reads as a number out of range rather than as garbage).
+ * Returns 0 if not a number, -1 if one too large for 64 bits. */
+static int parse_int(const char *s, int64_t *out)
+{
+    const char *p = s + (*s == '-');
+    if (!*p || strspn(p, "0123456789") != strlen(p))
+        return 0;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE)
+        return -1;
+    *out = v;
+    return 1;
+}
+
+/* Environment variable NAME as an integer: *PRESENT 0 when unset. */
+static DdpStatus env_int(const char *name, int64_t *v, int *present)
+{
+    const char *s = getenv(name);
+    *present = s != NULL;
+    if (!s)
+        return DDP_OK;
+    int ok = parse_int(s, v);
+    if (ok <= 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s' is %s", name, SHOWN, s,
+                       ok < 0 ? "far out of range" : "not a whole number");
+    return DDP_OK;
+}
+
+/* "RANK=5" for an environment variable, "--rank 5" for a flag. */
+static const char *shown(char *buf, size_t len, const char *name, int64_t v)
+{
+    snprintf(buf, len, name[0] == '-' ? "%s %lld" : "%s=%lld", name, (long long)v);
+    return buf;
+}
+
+static DdpStatus check_world(const char *name, int64_t world)
+{
+    char a[96];
+    if (world < 1)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: a run needs at least one rank", shown(a, sizeof a, name, world));
+    if (world > DDP_FLAGS_MAX_RANKS)
+        return DDP_ERR(DDP_BAD_INPUT, "%s is more than the %d ranks a run may have", shown(a, sizeof a, name, world),
+                       DDP_FLAGS_MAX_RANKS);
+    return DDP_OK;
+}
+
+/* RANK within [0, WORLD): the message names both, since either may be the
+ * wrong one. */
+static DdpStatus check_rank(const char *rank_name, int64_t rank, const char *world_name, int64_t world)
+{
+    char a[96], b[96];
+    if (rank < 0 || rank >= world)
+        return DDP_ERR(DDP_BAD_INPUT, "%s but %s (ranks are 0 to %lld)", shown(a, sizeof a, rank_name, rank),
+                       shown(b, sizeof b, world_name, world), (long long)world - 1);
+    return DDP_OK;
+}
+
+/* ---- the store's address --------------------------------------------------- */
+
+typedef struct {
+    const char *addr; /* NULL: unset */
+    int port;         /* 0: unset */
+    int port_implied; /* srun's default, not set by anyone */
+    const char *addr_name;
+} Master;
+
+static DdpStatus check_addr(const char *name, const char *addr)
+{
+    if (!*addr)
+        return DDP_ERR(DDP_BAD_INPUT, "%s is empty: it should be the host name or address of rank 0", name);
+    if (strlen(addr) >= sizeof ((DdpTopology *)0)->master_addr)
+        return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s...' is %zu characters long; a host name has at most %zu", name, SHOWN,
+                       addr, strlen(addr), sizeof ((DdpTopology *)0)->master_addr - 1);
+    for (const char *p = addr; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '/' || (unsigned char)*p >= 0x7f)
+            return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s' is not a host name or address", name, SHOWN, addr);
+    return DDP_OK;
+}
+
+static DdpStatus check_port(const char *name, const char *text, int *port)
+{
+    int64_t v;
+    if (parse_int(text, &v) != 1 || v < 1 || v > 65535)
+        return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s' is not a port number (1 to 65535)", name, SHOWN, text);
+    *port = (int)v;
+    return DDP_OK;
+}
+
+/* MASTER_ADDR and MASTER_PORT, each checked if present. */
+static DdpStatus read_master(Master *m)
+{
+    m->addr = getenv("MASTER_ADDR");
+    m->addr_name = "MASTER_ADDR";
+    m->port = 0;
+    if (m->addr)
+        DDP_CHECK(check_addr("MASTER_ADDR", m->addr));
+    const char *port = getenv("MASTER_PORT");
+    if (port)
+        DDP_CHECK(check_port("MASTER_PORT", port, &m->port));
+    return DDP_OK;
+}
+
+/* ---- the launchers --------------------------------------------------------- */
+
+/* Local rank and size, each with the name it came from for messages: the
+ * values given, or one node (local = global) where the source says nothing,
+ * or with only the size, the rank's place on its node. */
+static DdpStatus set_local(DdpTopology *t, const char *lr_name, int has_lr, int64_t lr, const char *ls_name,
+                           int has_ls, int64_t ls, const char *world_name)
+{
+    char a[96], b[96];
+    if (has_ls) {
+        if (ls < 1)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: a node runs at least one rank", shown(a, sizeof a, ls_name, ls));
+        if (ls > t->world_size)
+            return DDP_ERR(DDP_BAD_INPUT, "%s but %s: a node cannot run more ranks than the world has",
+                           shown(a, sizeof a, ls_name, ls), shown(b, sizeof b, world_name, t->world_size));
+    }
+    if (has_lr)
+        DDP_CHECK(check_rank(lr_name, lr, has_ls ? ls_name : world_name, has_ls ? ls : t->world_size));
+    t->local_world_size = has_ls ? (int)ls : t->world_size;
+    t->local_rank = has_lr ? (int)lr : t->rank % t->local_world_size;
+    return DDP_OK;
+}
+
+/* set_local from the environment variables LR_NAME and LS_NAME. */
+static DdpStatus read_local(DdpTopology *t, const char *lr_name, const char *ls_name, const char *world_name)
+{
+    int64_t lr = 0, ls = 0;
+    int has_lr, has_ls;
+    DDP_CHECK(env_int(lr_name, &lr, &has_lr));
+    DDP_CHECK(env_int(ls_name, &ls, &has_ls));
+    return set_local(t, lr_name, has_lr, lr, ls_name, has_ls, ls, world_name);
+}
+
+/* torchrun (and our own --nproc-per-node): RANK and WORLD_SIZE. */
+static DdpStatus read_torchrun(DdpTopology *t, Master *m)
+{
+    int64_t rank = 0, world = 0;
+    int has_rank, has_world;
+    DDP_CHECK(env_int("RANK", &rank, &has_rank));
+    DDP_CHECK(env_int("WORLD_SIZE", &world, &has_world));
+    if (!has_rank && !has_world)
+        return DDP_OK;
+    if (!has_world)
+        return DDP_ERR(DDP_BAD_INPUT, "RANK=%lld is set but WORLD_SIZE is not", (long long)rank);
+    if (!has_rank)
+        return DDP_ERR(DDP_BAD_INPUT, "WORLD_SIZE=%lld is set but RANK is not", (long long)world);
+    DDP_CHECK(check_world("WORLD_SIZE", world));
+    DDP_CHECK(check_rank("RANK", rank, "WORLD_SIZE", world));
+    t->rank = (int)rank;
+    t->world_size = (int)world;
+    DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE"));
+    DDP_CHECK(read_master(m));
+    /* torchrun's agent may serve its own (PyTorch) store on MASTER_PORT
+     * for its workers to share; ours then takes the next port. */
+    const char *agent_store = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent_store && strcmp(agent_store, "True") == 0 && m->port)
+        m->port = m->port < 65535 ? m->port + 1 : m->port - 1;
+    const char *spawned = getenv("DDP_SPAWNED");
+    t->launch = spawned && strcmp(spawned, "1") == 0 ? DDP_LAUNCH_SPAWN : DDP_LAUNCH_TORCHRUN;
+    return DDP_OK;
+}
+
+/* mpirun (Open MPI): MPI itself carries the start-up, so MASTER_* is optional. */
+static DdpStatus read_mpirun(DdpTopology *t, Master *m)
+{
+    int64_t rank = 0, world = 0;
+    int has_rank, has_world;
+    DDP_CHECK(env_int("OMPI_COMM_WORLD_RANK", &rank, &has_rank));
+    DDP_CHECK(env_int("OMPI_COMM_WORLD_SIZE", &world, &has_world));
+    if (!has_rank && !has_world)
+        return DDP_OK;
+    if (!has_world || !has_rank)
+        return DDP_ERR(DDP_BAD_INPUT, "%s is set but %s is not", has_rank ? "OMPI_COMM_WORLD_RANK" : "OMPI_COMM_WORLD_SIZE",
+                       has_rank ? "OMPI_COMM_WORLD_SIZE" : "OMPI_COMM_WORLD_RANK");
+    DDP_CHECK(check_world("OMPI_COMM_WORLD_SIZE", world));
+    DDP_CHECK(check_rank("OMPI_COMM_WORLD_RANK", rank, "OMPI_COMM_WORLD_SIZE", world));
+    t->rank = (int)rank;
+    t->world_size = (int)world;
+    DDP_CHECK(read_local(t, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE"));
+    DDP_CHECK(read_master(m));
+    t->launch = DDP_LAUNCH_MPIRUN;
+    return DDP_OK;
+}
+
+/* SLURM_TASKS_PER_NODE, "4(x2),3": the tasks on node NODE (-1: unknown, in
+ * which case every node must run the same number). 0 if unreadable. */
+static int64_t tasks_on_node(const char *list, int64_t node)
+{
+    int64_t index = 0, uniform = -1;
+    const char *p = list;
+    for (;;) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return 0;
+        long long n = strtoll(p, &end, 10), reps = 1;
+        p = end;
+        if (*p == '(') {
+            if (p[1] != 'x' || p[2] < '0' || p[2] > '9')
+                return 0;
+            reps = strtoll(p + 2, &end, 10);
+            if (*end != ')' || reps < 1 || reps > DDP_FLAGS_MAX_RANKS)
+                return 0;
+            p = end + 1;
+        }
+        if (n < 1 || n > DDP_FLAGS_MAX_RANKS)
+            return 0;
+        if (node >= index && node < index + reps)
+            return n;
+        uniform = uniform == -1 || uniform == n ? n : -2;
+        index += reps;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return 0;
+    }
+    return node < 0 && uniform > 0 ? uniform : 0;
+}
+
+/* srun: SLURM_PROCID and the step's task count. */
+static DdpStatus read_srun(DdpTopology *t, Master *m)
+{
+    int64_t rank = 0, world = 0;
+    int has_rank, has_world;
+    const char *world_name = getenv("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
+                             : getenv("SLURM_NTASKS")       ? "SLURM_NTASKS"
+                                                            : "SLURM_NPROCS";
+    DDP_CHECK(env_int("SLURM_PROCID", &rank, &has_rank));
+    if (!has_rank)
+        return DDP_OK;
+    DDP_CHECK(env_int(world_name, &world, &has_world));
+    if (!has_world)
+        return DDP_ERR(DDP_BAD_INPUT, "SLURM_PROCID=%lld is set but SLURM_NTASKS is not", (long long)rank);
+    DDP_CHECK(check_world(world_name, world));
+    DDP_CHECK(check_rank("SLURM_PROCID", rank, world_name, world));
+    t->rank = (int)rank;
+    t->world_size = (int)world;
+
+    /* The node's task count: SLURM_NTASKS_PER_NODE when the job asked for
+     * one, else this node's entry of SLURM_TASKS_PER_NODE. */
+    int64_t lr = 0, ls = 0;
+    int has_lr, has_ls;
+    const char *ls_name = "SLURM_NTASKS_PER_NODE", *list = getenv("SLURM_TASKS_PER_NODE");
+    DDP_CHECK(env_int("SLURM_LOCALID", &lr, &has_lr));
+    DDP_CHECK(env_int(ls_name, &ls, &has_ls));
+    if (!has_ls && list) {
+        int64_t node = -1;
+        int has_node;
+        DDP_CHECK(env_int("SLURM_NODEID", &node, &has_node));
+        ls = tasks_on_node(list, has_node ? node : -1);
+        if (ls == 0)
+            return DDP_ERR(DDP_BAD_INPUT, "SLURM_TASKS_PER_NODE='%.*s' does not say how many tasks %s runs "
+                           "(expected a list like 4(x2),3)", SHOWN, list, has_node ? "this node" : "each node");
+        has_ls = 1;
+        ls_name = "SLURM_TASKS_PER_NODE";
+    }
+    DDP_CHECK(set_local(t, "SLURM_LOCALID", has_lr, lr, ls_name, has_ls, ls, world_name));
+
+    DDP_CHECK(read_master(m));
+    if (!m->addr && getenv("SLURM_LAUNCH_NODE_IPADDR")) {
+        m->addr = getenv("SLURM_LAUNCH_NODE_IPADDR");
+        m->addr_name = "SLURM_LAUNCH_NODE_IPADDR";
+        DDP_CHECK(check_addr(m->addr_name, m->addr));
+    }
+    if (!m->port) {
+        /* A port of the job's own, so that two jobs sharing rank 0's node
+         * do not meet in one store. */
+        int64_t job = 0;
+        int has_job;
+        const char *s = getenv("SLURM_JOB_ID");
+        has_job = s && parse_int(s, &job) == 1 && job >= 0;
+        m->port = 29500 + (int)(has_job ? job % 10000 : 0);
+        m->port_implied = 1;
+    }
+    t->launch = DDP_LAUNCH_SRUN;
+    return DDP_OK;
+}
+
+/* The first launcher whose variables are present, or t->launch NONE. */
+static DdpStatus read_env(DdpTopology *t, Master *m)
+{
+    DDP_CHECK(read_torchrun(t, m));
+    if (t->launch == DDP_LAUNCH_NONE)
+        DDP_CHECK(read_mpirun(t, m));
+    if (t->launch == DDP_LAUNCH_NONE)
+        DDP_CHECK(read_srun(t, m));
+    return DDP_OK;
+}
+
+/* ---- the flags ------------------------------------------------------------- */
+
+/* tcp://HOST:PORT (HOST a name, an IPv4 address or [IPv6]) into M. */
+static DdpStatus parse_init_method(const char *s, char *host, size_t host_len, Master *m)
+{
+    if (strncmp(s, "tcp://", 6) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "--init-method expects env:// or tcp://HOST:PORT, got '%.*s'", SHOWN, s);
+    const char *h = s + 6, *colon = strrchr(h, ':');
+    if (!colon || colon == h)
+        return DDP_ERR(DDP_BAD_INPUT, "--init-method '%.*s' needs a host and a port: tcp://HOST:PORT", SHOWN, s);
+    const char *start = h, *end = colon;
+    if (*h == '[') { /* [::1]:29500 */
+        if (end - h < 3 || end[-1] != ']')
+            return DDP_ERR(DDP_BAD_INPUT, "--init-method '%.*s': an IPv6 address is written [ADDRESS]", SHOWN, s);
+        start = h + 1;
+        end--;
+    }
+    size_t n = (size_t)(end - start);
+    if (n >= host_len)
+        return DDP_ERR(DDP_BAD_INPUT, "--init-method '%.*s...': the host name is longer than %zu characters", SHOWN,
+                       s, host_len - 1);
+    memcpy(host, start, n);
+    host[n] = '\0';
+    DDP_CHECK(check_addr("--init-method's host", host));
+    int64_t port;
+    if (parse_int(colon + 1, &port) != 1 || port < 1 || port > 65535)
+        return DDP_ERR(DDP_BAD_INPUT, "--init-method '%.*s': '%.*s' is not a port number (1 to 65535)", SHOWN, s,
+                       SHOWN, colon + 1);
+    m->addr = host;
+    m->port = (int)port;
+    m->addr_name = "--init-method";
+    return DDP_OK;
+}
+
+DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_world_size, const char *init_method)
+{
+    memset(t, 0, sizeof *t);
+    t->world_size = t->local_world_size = 1;
+    t->launch = DDP_LAUNCH_NONE;
+
+    int env_method = init_method && strcmp(init_method, "env://") == 0;
+    int tcp = init_method && !env_method;
+    char tcp_host[sizeof t->master_addr];
+    Master m = {0};
+    if (flag_world_size != -1)
+        DDP_CHECK(check_world("--world-size", flag_world_size));
+    if (flag_rank < -1)
+        return DDP_ERR(DDP_BAD_INPUT, "--rank %lld: a rank is 0 or more", (long long)flag_rank);
+
+    if (tcp) {
+        /* Like torch's init_process_group("tcp://..."): the flags say it all. */
+        DDP_CHECK(parse_init_method(init_method, tcp_host, sizeof tcp_host, &m));
+        if (flag_rank < 0 || flag_world_size < 0)
+            return DDP_ERR(DDP_BAD_INPUT, "--init-method %.*s needs %s", SHOWN, init_method,
+                           flag_rank < 0 && flag_world_size < 0 ? "--rank and --world-size"
+                           : flag_rank < 0                      ? "--rank too"
+                                                                : "--world-size too");
+        DDP_CHECK(check_rank("--rank", flag_rank, "--world-size", flag_world_size));
+        t->rank = (int)flag_rank;
+        t->world_size = (int)flag_world_size;
+        DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
+        t->launch = DDP_LAUNCH_FLAGS;
+    } else {
+        DDP_CHECK(read_env(t, &m));
+        if (env_method && t->launch == DDP_LAUNCH_NONE && flag_rank < 0 && flag_world_size < 0)
+            return DDP_ERR(DDP_BAD_INPUT, "--init-method env:// but no launcher's variables are set: RANK and "
+                           "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun)");
+        if (flag_rank >= 0 || flag_world_size >= 0) {
+            /* The flags override what they name; the launcher (if any) fills in the rest. */
+            DdpLaunch under = t->launch;
+            int rank = t->rank, world = t->world_size;
+            if (flag_world_size < 0 && under == DDP_LAUNCH_NONE)
+                return DDP_ERR(DDP_BAD_INPUT, "--rank %lld needs --world-size", (long long)flag_rank);
+            if (flag_rank < 0 && under == DDP_LAUNCH_NONE && flag_world_size > 1)
+                return DDP_ERR(DDP_BAD_INPUT, "--world-size %lld needs --rank (or a launcher's RANK)",
+                               (long long)flag_world_size);
+            t->rank = flag_rank >= 0 ? (int)flag_rank : under == DDP_LAUNCH_NONE ? 0 : rank;
+            t->world_size = flag_world_size >= 0 ? (int)flag_world_size : world;
+            static const char *const rank_names[] = {
+                [DDP_LAUNCH_TORCHRUN] = "RANK", [DDP_LAUNCH_SPAWN] = "RANK",
+                [DDP_LAUNCH_MPIRUN] = "OMPI_COMM_WORLD_RANK", [DDP_LAUNCH_SRUN] = "SLURM_PROCID"};
+            static const char *const world_names[] = {
+                [DDP_LAUNCH_TORCHRUN] = "WORLD_SIZE", [DDP_LAUNCH_SPAWN] = "WORLD_SIZE",
+                [DDP_LAUNCH_MPIRUN] = "OMPI_COMM_WORLD_SIZE", [DDP_LAUNCH_SRUN] = "SLURM_NTASKS"};
+            DDP_CHECK(check_rank(flag_rank >= 0 ? "--rank" : rank_names[under], t->rank,
+                                 flag_world_size >= 0 ? "--world-size" : world_names[under], t->world_size));
+            /* Flags that restate the launcher change nothing; flags that
+             * differ make a topology of their own, on one node unless
+             * told otherwise. */
+            if (t->rank != rank || t->world_size != world || under == DDP_LAUNCH_NONE) {
+                t->local_rank = t->rank;
+                t->local_world_size = t->world_size;
+                t->launch = DDP_LAUNCH_FLAGS;
+            }
+            if (under == DDP_LAUNCH_NONE)
+                DDP_CHECK(read_master(&m));
+        }
+    }
+
+    /* Where rank 0 serves the store: needed by every run of several ranks
+     * except under mpirun, where MPI itself carries the start-up. */
+    if (m.addr && !m.port && t->world_size > 1)
+        return DDP_ERR(DDP_BAD_INPUT, "%s=%.*s is set but MASTER_PORT is not", m.addr_name, SHOWN, m.addr);
+    if (!m.addr && m.port && !m.port_implied && t->world_size > 1 && t->launch != DDP_LAUNCH_MPIRUN)
+        return DDP_ERR(DDP_BAD_INPUT, "MASTER_PORT=%d is set but MASTER_ADDR is not", m.port);
+    if (m.addr && m.port) {
+        snprintf(t->master_addr, sizeof t->master_addr, "%s", m.addr);
+        t->master_port = m.port;
+    } else if (t->world_size > 1 && t->launch != DDP_LAUNCH_MPIRUN) {
+        switch (t->launch) {
+        case DDP_LAUNCH_SRUN:
+            return DDP_ERR(DDP_BAD_INPUT, "srun runs %d tasks but neither MASTER_ADDR nor SLURM_LAUNCH_NODE_IPADDR "
+                           "is set: set MASTER_ADDR (and MASTER_PORT) to the node of rank 0", t->world_size);
+        case DDP_LAUNCH_FLAGS:
+            return DDP_ERR(DDP_BAD_INPUT, "--world-size %d needs rank 0's address: --init-method tcp://HOST:PORT, "
+                           "or MASTER_ADDR and MASTER_PORT", t->world_size);
+        default:
+            return DDP_ERR(DDP_BAD_INPUT, "WORLD_SIZE=%d but MASTER_ADDR is not set: set MASTER_ADDR and "
+                           "MASTER_PORT to where rank 0 listens (torchrun sets both)", t->world_size);
+        }
+    }
+    return DDP_OK;
+}

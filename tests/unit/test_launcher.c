@@ -1,0 +1,353 @@
+/*
+ * Tests of runtime/launcher.c (--nproc-per-node): the ranks it starts are
+ * /bin/sh scripts written here (ddp_launch_exec takes the program to run),
+ * each doing what a rank of a real run might: finish, fail with a status, be
+ * killed, ignore SIGTERM. The launcher itself runs in a forked child, with its
+ * stdout and stderr in a pipe: its signal handling stays out of the runner,
+ * and the pipe reaches end-of-file only when the launcher and every rank
+ * (each holds the pipe too) are gone, so "no rank outlived the run" is
+ * checked, not assumed. Grace periods are short to keep each test quick.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launcher.h"  // ddp_launch_exec, ddp_launch_local
+#include "testutil.h"
+
+static char tmpdir[64];
+static int kill_twice; /* launch(): send KILL_WITH again 0.2 s later */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int has(const char *text, const char *what)
+{
+    if (text && strstr(text, what))
+        return 1;
+    fprintf(stderr, "\noutput lacks \"%s\":\n%s\n", what, text ? text : "(null)");
+    return 0;
+}
+
+/* Writes an executable script NAME in tmpdir running BODY (printf-style;
+ * DIR in it is tmpdir); returns its path. */
+__attribute__((format(printf, 2, 3)))
+static const char *script(const char *name, const char *fmt, ...)
+{
+    static char path[8][128];
+    static int next;
+    char *p = path[next++ % 8];
+    if (!tmpdir[0]) {
+        strcpy(tmpdir, "/tmp/ddp_launcher_XXXXXX");
+        CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
+    }
+    snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "#!/bin/sh\nDIR=%s\n", tmpdir);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+    chmod(p, 0755);
+    return p;
+}
+
+/* Runs ddp_launch_exec(EXE, NPROC, ARGS split at spaces, GRACE) in a child;
+ * returns its exit status (-1 if it died), its output in *OUT, and how long
+ * until the launcher and all ranks were gone in *ELAPSED. With KILL_WITH, that
+ * signal is sent to the launcher once the file tmpdir/ready.N exists for
+ * every rank N. */
+static int launch(const char *exe, int nproc, const char *args, double grace, char **out, double *elapsed,
+                  int kill_with)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", args);
+    char *argv[32];
+    int argc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok && argc < 31; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+
+    int fds[2];
+    CU_ASSERT_FATAL(pipe(fds) == 0);
+    fflush(NULL);
+    double t0 = now_s();
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        /* Stale variables of an outer launcher must not reach the ranks. */
+        setenv("RANK", "7", 1);
+        setenv("MASTER_PORT", "1", 1);
+        _exit(ddp_launch_exec(exe, nproc, argc, argv, grace));
+    }
+    close(fds[1]);
+    if (kill_with) {
+        for (int tries = 0; tries < 500; tries++) {
+            int ready = 0;
+            for (int r = 0; r < nproc; r++) {
+                char path[160];
+                snprintf(path, sizeof path, "%s/ready.%d", tmpdir, r);
+                ready += access(path, F_OK) == 0;
+            }
+            if (ready == nproc)
+                break;
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+        kill(pid, kill_with);
+        if (kill_twice) {
+            struct timespec ts = {0, 200000000};
+            nanosleep(&ts, NULL);
+            kill(pid, kill_with);
+        }
+    }
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    ssize_t got;
+    while (text && (got = read(fds[0], text + len, cap - len - 1)) > 0) {
+        len += (size_t)got;
+        if (cap - len < 2) {
+            char *bigger = realloc(text, cap *= 2);
+            if (!bigger)
+                free(text);
+            text = bigger;
+        }
+    }
+    close(fds[0]);
+    if (text)
+        text[len] = '\0';
+    int status;
+    waitpid(pid, &status, 0);
+    *elapsed = now_s() - t0;
+    *out = text;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void clean(void)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -f %s/ready.[0-9]* %s/env.[0-9]* %s/int.[0-9]*", tmpdir, tmpdir, tmpdir);
+    test_run(cmd, NULL);
+}
+
+static void test_all_succeed(void)
+{
+    const char *exe = script("env.sh", "echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR "
+                                       "$MASTER_PORT $DDP_SPAWNED|$*\" > $DIR/env.$RANK\n");
+    clean();
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 3, "/x/prog --epochs 3 --nproc-per-node 3 --data=d --nproc-per-node=3 --quiet", 5, &out,
+                    &elapsed, 0);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(out && out[0] == '\0');
+    int port = -1;
+    for (int r = 0; r < 3; r++) {
+        char path[160], *text;
+        snprintf(path, sizeof path, "%s/env.%d", tmpdir, r);
+        text = test_read_file(path, NULL);
+        CU_ASSERT_FATAL(text != NULL);
+        int rank, local, world, local_world, p, spawned;
+        char addr[32], args[128];
+        CU_ASSERT(sscanf(text, "%d %d %d %d %31s %d %d|%127[^\n]", &rank, &local, &world, &local_world, addr, &p,
+                         &spawned, args) == 8);
+        CU_ASSERT(rank == r && local == r && world == 3 && local_world == 3 && spawned == 1);
+        CU_ASSERT(strcmp(addr, "127.0.0.1") == 0);
+        CU_ASSERT(p > 1 && p <= 65535 && (port < 0 || p == port)); /* one port for all, not the stale one */
+        port = p;
+        CU_ASSERT(strcmp(args, "--epochs 3 --data=d --quiet") == 0);
+        free(text);
+    }
+    free(out);
+}
+
+static void test_one_fails(void)
+{
+    const char *exe = script("fail3.sh", "[ \"$RANK\" = 1 ] && exit 3\nexec sleep 30\n");
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 3, "/x/prog --nproc-per-node 3", 5, &out, &elapsed, 0);
+    CU_ASSERT(rc == 3);
+    CU_ASSERT(has(out, "prog: error: rank 1 exited with status 3"));
+    CU_ASSERT(elapsed < 3); /* the sleepers ended by SIGTERM, at once */
+    free(out);
+}
+
+static void test_one_killed(void)
+{
+    const char *exe = script("kill9.sh", "[ \"$RANK\" = 0 ] && kill -9 $$\nexec sleep 30\n");
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 2, "/x/prog --nproc-per-node=2", 5, &out, &elapsed, 0);
+    CU_ASSERT(rc == 1);
+    CU_ASSERT(has(out, "prog: error: rank 0 was killed by signal SIGKILL"));
+    CU_ASSERT(elapsed < 3);
+    free(out);
+}
+
+static void test_grace_period(void)
+{
+    /* Ranks 0 and 2 ignore SIGTERM (sleep inherits it): SIGKILL after 0.5 s. */
+    const char *exe = script("stubborn.sh", "[ \"$RANK\" = 1 ] && { sleep 0.2; exit 5; }\ntrap '' TERM\n"
+                                            "exec sleep 30\n");
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 3, "/x/prog", 0.5, &out, &elapsed, 0);
+    CU_ASSERT(rc == 5);
+    CU_ASSERT(has(out, "prog: error: rank 1 exited with status 5"));
+    CU_ASSERT(has(out, "rank 0 did not stop within 0.5 s of SIGTERM; killing it"));
+    CU_ASSERT(has(out, "rank 2 did not stop within 0.5 s of SIGTERM; killing it"));
+    CU_ASSERT(elapsed > 0.6 && elapsed < 3);
+    free(out);
+}
+
+static void test_sigterm_forwarded(void)
+{
+    const char *exe = script("wait.sh", "touch $DIR/ready.$RANK\nexec sleep 30\n");
+    clean();
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 3, "/x/prog", 5, &out, &elapsed, SIGTERM);
+    CU_ASSERT(rc == 1);
+    CU_ASSERT(has(out, "prog: error: stopped by SIGTERM"));
+    CU_ASSERT(elapsed < 3);
+    free(out);
+}
+
+static void test_sigint_forwarded(void)
+{
+    /* Ranks that handle SIGINT themselves see it, and the parent waits for them. */
+    const char *exe = script("int.sh", "trap 'echo $RANK > $DIR/int.$RANK; exit 0' INT\ntouch $DIR/ready.$RANK\n"
+                                       "while :; do sleep 0.05; done\n");
+    clean();
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 2, "/x/prog", 5, &out, &elapsed, SIGINT);
+    CU_ASSERT(rc == 1);
+    CU_ASSERT(has(out, "prog: error: stopped by SIGINT"));
+    CU_ASSERT(elapsed < 3);
+    for (int r = 0; r < 2; r++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/int.%d", tmpdir, r);
+        CU_ASSERT(access(path, F_OK) == 0);
+    }
+    free(out);
+}
+
+static void test_second_signal(void)
+{
+    /* Ranks that ignore SIGTERM, a grace period of 10 s: the second SIGTERM
+     * to the launcher does not wait it out. */
+    const char *exe = script("deaf.sh", "trap '' TERM\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
+    clean();
+    char *out;
+    double elapsed;
+    kill_twice = 1;
+    int rc = launch(exe, 2, "/x/prog", 10, &out, &elapsed, SIGTERM);
+    kill_twice = 0;
+    CU_ASSERT(rc == 1);
+    CU_ASSERT(has(out, "prog: killing rank 0 (a second SIGTERM)"));
+    CU_ASSERT(has(out, "prog: killing rank 1 (a second SIGTERM)"));
+    CU_ASSERT(has(out, "prog: error: stopped by SIGTERM"));
+    CU_ASSERT(elapsed < 3);
+    free(out);
+}
+
+static void test_cannot_exec(void)
+{
+    char *out;
+    double elapsed;
+    int rc = launch("/nonexistent/prog", 2, "/x/prog", 5, &out, &elapsed, 0);
+    CU_ASSERT(rc == 127);
+    CU_ASSERT(has(out, ": cannot run /nonexistent/prog: No such file or directory"));
+    CU_ASSERT(has(out, "exited with status 127"));
+    free(out);
+    rc = launch("/bin/true", 0, "/x/prog", 5, &out, &elapsed, 0);
+    CU_ASSERT(rc == 2);
+    CU_ASSERT(has(out, "--nproc-per-node 0 is out of range"));
+    free(out);
+}
+
+/* ddp_launch_local runs /proc/self/exe: this runner, asked for a suite that
+ * does not exist, runs no test and exits 0. */
+static void test_self(void)
+{
+    /* Under valgrind, /proc/self/exe is valgrind's tool, which refuses to
+     * run by itself; valgrind shows in its preloaded library. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return;
+    int fds[2];
+    CU_ASSERT_FATAL(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        char *argv[] = {"unit_tests", "--nproc-per-node", "2", "no_such_suite", NULL};
+        _exit(ddp_launch_local(2, 4, argv, 5));
+    }
+    close(fds[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)got;
+    buf[len] = '\0';
+    close(fds[0]);
+    int status;
+    CU_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* Two runners, each of them ran nothing. */
+    const char *p = buf;
+    int runs = 0;
+    while ((p = strstr(p, "0 passed, 0 failed")) != NULL) {
+        runs++;
+        p++;
+    }
+    CU_ASSERT(runs == 2);
+    if (runs != 2)
+        fprintf(stderr, "\nthe ranks said:\n%s\n", buf);
+}
+
+static void test_cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    CU_ASSERT(tmpdir[0] && test_run(cmd, NULL) == 0);
+}
+
+void suite_launcher(void)
+{
+    static const TestCase cases[] = {
+        {"all ranks exit 0: 0; each rank's environment and command line", test_all_succeed},
+        {"one rank exits 3: the others stopped, status 3, rank named", test_one_fails},
+        {"one rank killed by SIGKILL: named, status 1", test_one_killed},
+        {"ranks ignoring SIGTERM are killed after the grace period", test_grace_period},
+        {"SIGTERM to the launcher reaches every rank", test_sigterm_forwarded},
+        {"SIGINT to the launcher reaches every rank", test_sigint_forwarded},
+        {"a second signal to the launcher kills at once", test_second_signal},
+        {"a program that cannot run; --nproc-per-node 0", test_cannot_exec},
+        {"ddp_launch_local runs /proc/self/exe", test_self},
+        {"cleanup", test_cleanup},
+        {NULL, NULL},
+    };
+    test_add_suite("launcher", cases);
+}

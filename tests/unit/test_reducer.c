@@ -1,0 +1,275 @@
+/*
+ * Tests of runtime/reducer.c: the bucket plan it takes from a net, the
+ * per-step bookkeeping and its checks, in a world of one rank here; then
+ * across real ranks under mpirun (tests/mpi/pg_helper.c's reducer mode:
+ * ranks announcing gradients in different orders, exact averages, no_sync,
+ * overlap, the checks; also under valgrind).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reducer.h"  // ddp_reducer_*
+#include "testutil.h"
+
+/* mnist.net's parameters as ddpc lays them out: trainable ones last layer first */
+static DdpParamInfo params[] = {
+    {.name = "conv1.weight", .ndim = 4, .shape = {32, 1, 5, 5}, .numel = 800, .trainable = 1, .offset = 183786},
+    {.name = "conv1.bias", .ndim = 1, .shape = {32}, .numel = 32, .trainable = 1, .offset = 183754},
+    {.name = "conv2.weight", .ndim = 4, .shape = {64, 32, 5, 5}, .numel = 51200, .trainable = 1, .offset = 132554},
+    {.name = "conv2.bias", .ndim = 1, .shape = {64}, .numel = 64, .trainable = 1, .offset = 132490},
+    {.name = "bn.running_mean", .ndim = 1, .shape = {64}, .numel = 64, .trainable = 0, .offset = 0},
+    {.name = "linear1.weight", .ndim = 2, .shape = {128, 1024}, .numel = 131072, .trainable = 1, .offset = 1418},
+    {.name = "linear1.bias", .ndim = 1, .shape = {128}, .numel = 128, .trainable = 1, .offset = 1290},
+    {.name = "linear2.weight", .ndim = 2, .shape = {10, 128}, .numel = 1280, .trainable = 1, .offset = 10},
+    {.name = "linear2.bias", .ndim = 1, .shape = {10}, .numel = 10, .trainable = 1, .offset = 0},
+};
+enum { N_PARAMS = 9, N_FLOATS = 184586 };
+/* the generated backward's order of announcements (weight, then bias) */
+static const int backward[8] = {7, 8, 5, 6, 2, 3, 0, 1};
+
+static DdpNet mnist_net(void)
+{
+    DdpNet net = {.name = "mnist", .params = params, .n_params = N_PARAMS, .n_param_floats = N_FLOATS,
+                  .n_buffer_floats = 64};
+    net.train.bucket_cap_bytes = 25 << 20;
+    net.train.first_bucket_bytes = 1 << 20;
+    return net;
+}
+
+static DdpProcessGroup *one_rank(void)
+{
+    DdpTopology t = {.rank = 0, .world_size = 1, .local_world_size = 1};
+    DdpProcessGroup *pg = NULL;
+    CU_ASSERT_EQUAL(ddp_pg_create(&pg, DDP_PG_NONE, &t, NULL, NULL, 600), DDP_OK);
+    return pg;
+}
+
+static void test_plan_from_net(void)
+{
+    DdpProcessGroup *pg = one_rank();
+    static float grads[N_FLOATS];
+    DdpNet net = mnist_net();
+    DdpReducer *r = NULL;
+    int n = 0;
+    /* the net's caps: 25 MB, first 1 MB: one bucket */
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_OK);
+    const DdpBucket *b = ddp_reducer_buckets(r, &n);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT(b[0].offset == 0 && b[0].count == N_FLOATS && b[0].n_params == 8);
+    ddp_reducer_destroy(r);
+    /* --bucket-cap-mb 0.1: every cap 0.1 MB, the first one's too */
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0.1), DDP_OK);
+    b = ddp_reducer_buckets(r, &n);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT(b[0].count == 132490 && b[1].offset == 132490 && b[1].count == 51264 && b[2].count == 832);
+    ddp_reducer_destroy(r);
+    /* --bucket-cap-mb 0: a bucket per parameter */
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK);
+    b = ddp_reducer_buckets(r, &n);
+    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT(b[7].offset == 183786 && b[7].count == 800);
+    ddp_reducer_destroy(r);
+    /* a net that sets no caps (written by hand) gets DDP's */
+    net.train.bucket_cap_bytes = net.train.first_bucket_bytes = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_OK);
+    ddp_reducer_buckets(r, &n);
+    CU_ASSERT_EQUAL(n, 1);
+    ddp_reducer_destroy(r);
+    ddp_reducer_destroy(NULL);
+    ddp_pg_destroy(pg);
+}
+
+static void test_layout_checked(void)
+{
+    DdpProcessGroup *pg = one_rank();
+    static float grads[N_FLOATS];
+    DdpNet net = mnist_net();
+    DdpParamInfo bad[N_PARAMS];
+    memcpy(bad, params, sizeof bad);
+    bad[7].offset = 0; /* linear2.weight over linear2.bias */
+    net.params = bad;
+    DdpReducer *r = NULL;
+    CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(ddp_error_message(), "internal error: the gradient of linear2.weight lies at float 0"));
+    CU_ASSERT_PTR_NULL(r);
+    net.params = params;
+    net.n_param_floats = N_FLOATS + 1;
+    CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
+    CU_ASSERT_PTR_NULL(r);
+    ddp_pg_destroy(pg);
+}
+
+static void test_steps_and_checks(void)
+{
+    DdpProcessGroup *pg = one_rank();
+    static float grads[N_FLOATS];
+    for (int i = 0; i < N_FLOATS; i++)
+        grads[i] = (float)i * 0.5f;
+    DdpNet net = mnist_net();
+    DdpReducer *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK); /* 8 buckets */
+    DdpCtx ctx = {.grad_ready = ddp_reducer_grad_ready, .reducer = r};
+
+    for (int overlap = 1; overlap >= 0; overlap--) {
+        ddp_reducer_set_overlap(r, overlap);
+        /* backward's order, parameter order (every bucket held for the one before) */
+        for (int k = 0; k < 8; k++)
+            ctx.grad_ready(&ctx, backward[k]);
+        CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+        for (int k = 7; k >= 0; k--)
+            ctx.grad_ready(&ctx, backward[k]);
+        CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+    }
+    int same = 1;
+    for (int i = 0; i < N_FLOATS; i++)
+        same &= grads[i] == (float)i * 0.5f;
+    CU_ASSERT(same); /* the average over one rank */
+
+    /* a no_sync step, then a synced one */
+    ddp_reducer_skip(r);
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+
+    /* a gradient missing: named; the next step is clean again */
+    for (int k = 0; k < 8; k++)
+        if (backward[k] != 0)
+            ctx.grad_ready(&ctx, backward[k]);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_FAIL);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "internal error: parameter conv1.weight got no gradient this step");
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+
+    /* twice, a buffer, a parameter that does not exist */
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    ctx.grad_ready(&ctx, 3);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_FAIL);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(),
+                           "internal error: parameter conv2.bias got its gradient twice this step");
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    ctx.grad_ready(&ctx, 4);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "parameter 4, which is not a trainable one"));
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    ctx.grad_ready(&ctx, 99);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_FAIL);
+    for (int k = 0; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    CU_ASSERT_EQUAL(ddp_reducer_finish(r), DDP_OK);
+
+    double exposed = ddp_reducer_exposed_seconds(r);
+    CU_ASSERT(exposed >= 0 && exposed < 1);
+    ddp_reducer_destroy(r);
+    ddp_pg_destroy(pg);
+
+    /* a context without a reducer: grad_ready does nothing */
+    DdpCtx bare = {.grad_ready = ddp_reducer_grad_ready};
+    bare.grad_ready(&bare, 0);
+}
+
+/* ---- across ranks ---------------------------------------------------------------- */
+
+static char helper_dir[64];
+
+static void remove_helper(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", helper_dir);
+    test_run(cmd, NULL);
+}
+
+/* Builds tests/mpi/pg_helper.c once; its path, or NULL (said why) when MPI is missing. */
+static const char *helper(void)
+{
+    static int tried;
+    static char path[128];
+    if (tried)
+        return path[0] ? path : NULL;
+    tried = 1;
+    if (test_run("command -v mpicc && command -v mpirun && test -f build/libddprt.a", NULL) != 0) {
+        fputs("\n  (skipped: no mpicc/mpirun, or no build/libddprt.a)", stderr);
+        return NULL;
+    }
+    snprintf(helper_dir, sizeof helper_dir, "/tmp/ddp_reducer_test.XXXXXX");
+    if (!mkdtemp(helper_dir))
+        return NULL;
+    atexit(remove_helper);
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "mpicc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -DDDP_HAVE_MPI -Iruntime "
+             "tests/mpi/pg_helper.c build/libddprt.a -lpthread -lm -o %s/pg_helper",
+             helper_dir);
+    int rc = test_run(cmd, &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    else
+        snprintf(path, sizeof path, "%s/pg_helper", helper_dir);
+    free(out);
+    return path[0] ? path : NULL;
+}
+
+static void expect_pass(int np, int valgrind)
+{
+    const char *h = helper();
+    if (!h)
+        return;
+    if (valgrind && test_run("command -v valgrind && test -f /usr/share/openmpi/openmpi-valgrind.supp", NULL) != 0) {
+        fputs("\n  (skipped: no valgrind or no Open MPI suppressions)", stderr);
+        return;
+    }
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 120 mpirun --allow-run-as-root --oversubscribe "
+             "-np %d %s %s reducer",
+             np,
+             valgrind ? "valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 "
+                        "--suppressions=/usr/share/openmpi/openmpi-valgrind.supp "
+                        "--suppressions=tests/mpi/openmpi.supp"
+                      : "",
+             h);
+    int rc = test_run(cmd, &out);
+    int ok = rc == 0 && out && !strstr(out, "FAIL");
+    for (int r = 0; r < np; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "rank %d: PASS reducer", r);
+        ok = ok && strstr(out, want);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "pg_helper reducer on %d ranks%s: exit %d", np, valgrind ? " under valgrind" : "", rc);
+    CU_assertImplementation(ok, __LINE__, what, __FILE__, "", CU_FALSE);
+    if (!ok)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
+static void test_mpi_reducer(void)
+{
+    expect_pass(2, 0);
+    expect_pass(3, 0);
+}
+
+static void test_mpi_reducer_valgrind(void) { expect_pass(2, 1); }
+
+void suite_reducer(void)
+{
+    static const TestCase cases[] = {
+        {"buckets from the net's caps, --bucket-cap-mb, or DDP's defaults", test_plan_from_net},
+        {"a gradient layout the buckets cannot use is refused", test_layout_checked},
+        {"steps in any order, no_sync, and the checks of each step", test_steps_and_checks},
+        {"MPI, 2 and 3 ranks: buckets in order, exact averages, overlap", test_mpi_reducer},
+        {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_reducer_valgrind},
+        {NULL, NULL},
+    };
+    test_add_suite("reducer", cases);
+}
