@@ -432,9 +432,10 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
             ddp_reducer_skip(t->reducer);
         net->train_step(&t->ctx, n);
         DDP_CHECK(t->ctx.status);
+        /* every step: on a no_sync one it only resets the reducer's counts */
+        if (t->reducer)
+            DDP_CHECK(ddp_reducer_finish(t->reducer));
         if (sync) {
-            if (t->reducer)
-                DDP_CHECK(ddp_reducer_finish(t->reducer));
             net->optimizer_step(&t->ctx);
             t->step++;
             t->lr = t->ctx.lr;
@@ -443,8 +444,9 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
         DDP_CHECK(ddp_ops_status(t->ops));
         if (t->dist.pg)
             DDP_CHECK(ddp_pg_status(t->dist.pg));
-        e.samples += n;
-        e.span_samples += n;
+        /* every rank trains as many samples per step: the job's throughput */
+        e.samples += (int64_t)n * t->dist.world;
+        e.span_samples += (int64_t)n * t->dist.world;
 
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)

@@ -22,20 +22,20 @@
 
 static int have_mpirun(void) { return test_run("command -v mpirun", NULL) == 0; }
 
-static void equivalent(const char *net, int steps, const char *tol)
+static void equivalent(const char *net, int steps, const char *tol, const char *flags)
 {
     char *cmd, *out = NULL;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s tests/distributed/equivalence.sh %s %d 16 %s", test_ddpc(),
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s tests/distributed/equivalence.sh %s %d 16 %s %s", test_ddpc(),
                              test_python_with_torch() ? test_python_with_torch() : "/usr/bin/python3", net, steps,
-                             tol) > 0);
+                             tol, flags) > 0);
     int rc = test_run(cmd, &out);
     char what[256];
-    snprintf(what, sizeof what, "%s, %d steps, tolerance %s: exit %d", net, steps, tol, rc);
+    snprintf(what, sizeof what, "%s %s, %d steps, tolerance %s: exit %d", net, flags, steps, tol, rc);
     CU_assertImplementation(rc == 0 && out && strstr(out, "compare: OK"), __LINE__, what, __FILE__, "", CU_FALSE);
     CU_assertImplementation(out && strstr(out, "weights identical on all 2 ranks"), __LINE__, what, __FILE__, "",
                             CU_FALSE);
     const char *verdict = out ? strstr(out, "compare:") : NULL;
-    fprintf(stderr, "\n    %s %d steps: %.*s", net, steps, verdict ? (int)strcspn(verdict, "\n") : 0,
+    fprintf(stderr, "\n    %s %s%d steps: %.*s", net, flags, steps, verdict ? (int)strcspn(verdict, "\n") : 0,
             verdict ? verdict : "");
     if (rc != 0 && out)
         fprintf(stderr, "\n%s\n", out);
@@ -49,10 +49,13 @@ static void test_two_ranks_equal_one_rank_double_batch(void)
         fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
         return;
     }
-    equivalent("examples/mnist.net", 20, "1e-4");
-    equivalent("examples/resnet.net", 3, "1e-4");
-    equivalent("examples/resnet.net", 20, "2e-2");
-    equivalent("examples/mlp.net", 20, "1e-3");
+    equivalent("examples/mnist.net", 20, "1e-4", "");
+    equivalent("examples/resnet.net", 3, "1e-4", "");
+    equivalent("examples/resnet.net", 20, "2e-2", "");
+    equivalent("examples/mlp.net", 20, "1e-3", "");
+    /* no_sync: each rank accumulates 2 batches, the sum is all-reduced once,
+     * as one rank accumulating 2 double batches; several buckets this time */
+    equivalent("examples/mnist.net", 10, "1e-4", "--no-sync-every 2 --bucket-cap-mb 0.1 ");
 }
 
 static void test_nproc_per_node_and_mismatch(void)
