@@ -98,8 +98,9 @@ $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
 
 # ---- the compiler and the runtime -------------------------------------------
-# ddpc plans buckets with the runtime's own planner (one rule, two users).
-$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o
+# ddpc plans buckets with the runtime's own planner, and suggests with the
+# runtime's own "did you mean" (one rule, two users).
+$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
@@ -142,7 +143,7 @@ test: all $(BUILD)/unit_tests
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -I$(BUILD)
 fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store
-$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c \
+$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lm

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "buckets.h"  // DdpBucket, ddp_buckets_plan: the runtime's bucket planner
+#include "suggest.h"  // ddp_suggest_nearest: the runtime's "did you mean", shared with its flags
 
 #define DDPC_VERSION "0.1.0"
 
@@ -79,13 +80,6 @@ void diag_free(Diag *d);
 bool diag_line(Diag *d, int line, const char **start, size_t *len);
 /* A user-supplied word made safe to quote: printable, at most 40 bytes. */
 const char *diag_quote(Arena *a, const char *s);
-
-//
-// suggest.c
-//
-
-/* The candidate nearest to WORD, if near enough to be a likely typo; else NULL. */
-const char *suggest_nearest(const char *word, const char *const *candidates, int n);
 
 //
 // parse.c: the AST, built by grammar/net.y

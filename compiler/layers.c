@@ -418,7 +418,7 @@ static void check_loss(Sema *s, const Stmt *st, Node *n)
         for (int i = 0; i < 3; i++)
             if (a->val->kind == VAL_WORD && strcmp(a->val->text, loss_words[i]) == 0)
                 k = i;
-        const char *near = a->val->kind == VAL_WORD ? suggest_nearest(a->val->text, loss_words, 3) : NULL;
+        const char *near = a->val->kind == VAL_WORD ? ddp_suggest_nearest(a->val->text, loss_words, 3) : NULL;
         if (k >= 0)
             n->loss = (LossKind)k;
         else if (near)

@@ -103,7 +103,7 @@ static int parse_options(int argc, char **argv, Options *o)
             fputs(usage, stdout);
             exit(0);
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            const char *near = suggest_nearest(arg, known, 10);
+            const char *near = ddp_suggest_nearest(arg, known, 10);
             if (near) {
                 fprintf(stderr, "ddpc: error: unknown option '%s'; did you mean '%s'?\n", arg, near);
                 return EXIT_USAGE;

@@ -111,7 +111,7 @@ void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_
             continue;
         a->used = true;
         if (a->key) {
-            const char *near = suggest_nearest(a->key, keys, n_keys);
+            const char *near = ddp_suggest_nearest(a->key, keys, n_keys);
             if (near)
                 diag_at(s->diag, SEV_ERROR, a->key_loc, "%s has no option '%s'; did you mean '%s'?", st->word,
                         diag_quote(s->arena, a->key), near);
@@ -119,7 +119,7 @@ void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_
                 diag_at(s->diag, SEV_ERROR, a->key_loc, "%s has no option '%s'", st->word,
                         diag_quote(s->arena, a->key));
         } else {
-            const char *near = a->val->kind == VAL_WORD ? suggest_nearest(a->val->text, keys, n_keys) : NULL;
+            const char *near = a->val->kind == VAL_WORD ? ddp_suggest_nearest(a->val->text, keys, n_keys) : NULL;
             if (near)
                 diag_at(s->diag, SEV_ERROR, a->loc, "unexpected '%s' after %s; did you mean '%s'?",
                         diag_quote(s->arena, a->val->text), st->word, near);
@@ -488,7 +488,7 @@ static void report_unknown_word(Walk *w, const Stmt *st, bool top_level)
     int n = layer_words(candidates, 60);
     for (int i = 0; i < 4; i++)
         candidates[n++] = statement_words[i];
-    const char *near = suggest_nearest(st->word, candidates, n);
+    const char *near = ddp_suggest_nearest(st->word, candidates, n);
     const char *what = top_level ? "layer" : "layer in residual";
     if (near)
         diag_at(s->diag, SEV_ERROR, st->word_loc, "unknown %s '%s'; did you mean '%s'?", what,

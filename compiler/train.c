@@ -71,7 +71,7 @@ static int kind_word(Sema *s, const Stmt *st, const char *const *words, int n, c
     for (int i = 0; i < n; i++)
         if (strcmp(a->val->text, words[i]) == 0)
             return i;
-    const char *near = suggest_nearest(a->val->text, words, n);
+    const char *near = ddp_suggest_nearest(a->val->text, words, n);
     if (near)
         diag_at(s->diag, SEV_ERROR, a->loc, "unknown %s '%s'; did you mean '%s'?", what,
                 diag_quote(s->arena, a->val->text), near);
@@ -208,7 +208,7 @@ void train_check(Sema *s, const Stmt *block)
             if (strcmp(st->word, train_words[i]) == 0)
                 k = i;
         if (k < 0) {
-            const char *near = suggest_nearest(st->word, train_words, COUNT(train_words));
+            const char *near = ddp_suggest_nearest(st->word, train_words, COUNT(train_words));
             if (!near && layer_kind_find(st->word))
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "layer '%s' inside train { }; layers go before it",
                         st->word);

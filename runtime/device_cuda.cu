@@ -18,21 +18,11 @@
  * ddp_copy_to_host, which also collect launch errors (cudaGetLastError).
  */
 #include "device.h"
+#include "cuda_check.h"  // CUDA_TRY
 
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
-
-/* "cudaMalloc(p, bytes)" -> the length of "cudaMalloc". */
-static int call_name_len(const char *call) { return (int)strcspn(call, "( "); }
-
-#define CUDA_TRY(call)                                                             \
-    do {                                                                           \
-        cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess)                                                     \
-            return DDP_ERR(DDP_FAIL, "%.*s: %s (%s)", call_name_len(#call), #call, \
-                           cudaGetErrorName(e_), cudaGetErrorString(e_));          \
-    } while (0)
 
 DdpStatus ddp_device_open(int local_rank, void **stream)
 {

@@ -16,13 +16,13 @@
 #include "flags.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "idx.h"  // DDP_IDX_DEFAULT_DIR
+#include "idx.h"      // DDP_IDX_DEFAULT_DIR
+#include "suggest.h"  // ddp_suggest_nearest
 
 typedef enum {
     KIND_PATH,     /* a non-empty string */
@@ -121,46 +121,19 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
 
 enum { SUGGEST_MAX = 32 };
 
-/* Optimal string alignment distance: Levenshtein plus adjacent swaps, the typo
- * model of git's and clang's suggestions. */
-static int edit_distance(const char *a, int la, const char *b, int lb)
-{
-    int d[SUGGEST_MAX + 1][SUGGEST_MAX + 1];
-    for (int i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (int j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= la; i++)
-        for (int j = 1; j <= lb; j++) {
-            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb];
-}
-
-/* The flag nearest to WORD[0..len) (no dashes), if at most a third of it changed. */
+/* The flag nearest to WORD[0..len) (no dashes), by the rule ddpc's own
+ * suggestions follow (suggest.c); words over SUGGEST_MAX bytes get none. */
 static const char *suggest(const char *word, size_t len)
 {
     if (len == 0 || len > SUGGEST_MAX)
         return NULL;
-    const char *best = NULL;
-    int best_d = INT_MAX;
-    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
-        size_t ln = strlen(specs[i].name);
-        int d = edit_distance(word, (int)len, specs[i].name, (int)ln);
-        int allowed = (int)(len > ln ? len : ln) / 3;
-        if (d <= (allowed < 1 ? 1 : allowed) && d < best_d) {
-            best = specs[i].name;
-            best_d = d;
-        }
-    }
-    return best;
+    char copy[SUGGEST_MAX + 1]; /* WORD may go on with "=value" */
+    memcpy(copy, word, len);
+    copy[len] = '\0';
+    const char *names[DDP_FLAG_COUNT];
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        names[i] = specs[i].name;
+    return ddp_suggest_nearest(copy, names, DDP_FLAG_COUNT);
 }
 
 /* ---- values ----------------------------------------------------------------- */

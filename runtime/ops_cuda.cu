@@ -36,6 +36,7 @@
  * generated code. The cuDNN frontend graph API is the path if fusion is wanted.
  */
 #include "ops.h"
+#include "cuda_check.h"  // CUDA_TRY, call_name_len
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
@@ -101,9 +102,6 @@ struct DdpOps {
 
 /* ---- errors ------------------------------------------------------------------- */
 
-/* "cudnnConvolutionForward(ops->cudnn, ...)" -> the length of the function name. */
-static int call_name_len(const char *call) { return (int)strcspn(call, "( "); }
-
 __attribute__((format(printf, 4, 5)))
 static void ops_fail_at(DdpOps *ops, const char *file, int line, const char *fmt, ...)
 {
@@ -119,14 +117,8 @@ static void ops_fail_at(DdpOps *ops, const char *file, int line, const char *fmt
 }
 #define OPS_FAIL(ops, ...) ops_fail_at((ops), __FILE__, __LINE__, __VA_ARGS__)
 
-/* Set-up code returns the failure to its caller... */
-#define CUDA_TRY(call)                                                                     \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess)                                                             \
-            return DDP_ERR(DDP_FAIL, "%.*s: %s (%s)", call_name_len(#call), #call,         \
-                           cudaGetErrorName(e_), cudaGetErrorString(e_));                  \
-    } while (0)
+/* Set-up code returns the failure to its caller (CUDA_TRY, from cuda_check.h,
+ * for the CUDA runtime's calls)... */
 #define CUDNN_TRY(call)                                                                    \
     do {                                                                                   \
         cudnnStatus_t s_ = (call);                                                         \

@@ -36,6 +36,7 @@
  * slow calls under it are the watchdog's ncclCommAbort and start-up.
  */
 #include "pg.h"
+#include "cuda_check.h"  // CUDA_TRY
 
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -113,17 +114,6 @@ static void nap(void)
     struct timespec ts = {0, 200000}; /* 0.2 ms */
     nanosleep(&ts, NULL);
 }
-
-/* "cudaMalloc(p, bytes)" -> the length of "cudaMalloc". */
-static int call_name_len(const char *call) { return (int)strcspn(call, "( "); }
-
-#define CUDA_TRY(call)                                                             \
-    do {                                                                           \
-        cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess)                                                     \
-            return DDP_ERR(DDP_FAIL, "%.*s: %s (%s)", call_name_len(#call), #call, \
-                           cudaGetErrorName(e_), cudaGetErrorString(e_));          \
-    } while (0)
 
 static ncclDataType_t nccl_type(DdpPgType type)
 {

@@ -28,27 +28,7 @@
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    strcpy(tmpdir, "/tmp/ddp_torch_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    test_run(cmd, NULL);
-}
-
-static char *tmp_path(const char *name)
-{
-    static char path[8][256];
-    static int next;
-    char *p = path[next++ % 8];
-    snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
-    return p;
-}
+static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_torch_XXXXXX"); }
 
 static void write_text(const char *path, const char *text)
 {
@@ -258,15 +238,15 @@ static void test_state_dict_matches_ir(void)
     char paths[64][256];
     int n = net_files(paths, 63);
     CU_ASSERT_FATAL(n >= 3);
-    snprintf(paths[n++], 256, "%s", tmp_path("my-odd.net"));
+    snprintf(paths[n++], 256, "%s", test_tmp_path(tmpdir, "my-odd.net"));
     write_text(paths[n - 1], awkward_net);
 
     Compiled c[64];
     char *command = NULL;
     size_t command_len = 0;
     FILE *cmd = open_memstream(&command, &command_len);
-    fprintf(cmd, "%s %s", py, tmp_path("check_modules.py"));
-    write_text(tmp_path("check_modules.py"), check_modules_py);
+    fprintf(cmd, "%s %s", py, test_tmp_path(tmpdir, "check_modules.py"));
+    write_text(test_tmp_path(tmpdir, "check_modules.py"), check_modules_py);
     for (int i = 0; i < n; i++) {
         char *src = test_read_file(paths[i], NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(src);
@@ -274,8 +254,8 @@ static void test_state_dict_matches_ir(void)
         free(src);
         char name[32];
         snprintf(name, sizeof name, "net%d.py", i);
-        emit_to(&c[i].net, tmp_path(name));
-        fprintf(cmd, " %s", tmp_path(name));
+        emit_to(&c[i].net, test_tmp_path(tmpdir, name));
+        fprintf(cmd, " %s", test_tmp_path(tmpdir, name));
     }
     fclose(cmd);
     run_ok(command);
@@ -293,7 +273,7 @@ static void test_state_dict_matches_ir(void)
     for (int i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "net%d.py.got", i);
-        char *got = test_read_file(tmp_path(name), NULL);
+        char *got = test_read_file(test_tmp_path(tmpdir, name), NULL);
         char *expected = expected_report(&c[i].net, known_class(paths[i]));
         compare_report(paths[i], expected, got ? got : "(no report)\n");
         if (ends_with(paths[i], "examples/mnist.net"))
@@ -302,7 +282,7 @@ static void test_state_dict_matches_ir(void)
         free(expected);
         release(&c[i]);
     }
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* The command line prints what the function writes. */
@@ -315,13 +295,13 @@ static void test_command_line(void)
         char *src = test_read_file(paths[i], NULL);
         Compiled c;
         CU_ASSERT_FATAL(src && compile(&c, paths[i], src));
-        emit_to(&c.net, tmp_path("direct.py"));
+        emit_to(&c.net, test_tmp_path(tmpdir, "direct.py"));
         release(&c);
         free(src);
         char *command = NULL, *out = NULL;
         CU_ASSERT_FATAL(asprintf(&command, "%s %s --emit torch", test_ddpc(), paths[i]) > 0);
         int rc = test_run(command, &out);
-        char *direct = test_read_file(tmp_path("direct.py"), NULL);
+        char *direct = test_read_file(test_tmp_path(tmpdir, "direct.py"), NULL);
         CU_ASSERT_EQUAL(rc, 0);
         bool same = out && direct && strcmp(out, direct) == 0;
         if (!same)
@@ -331,7 +311,7 @@ static void test_command_line(void)
         free(out);
         free(direct);
     }
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* What the module says for mnist.net, pinned where it matters to users. */
@@ -438,7 +418,7 @@ static void test_dropout_mask(void)
     make_tmpdir();
     Compiled c;
     CU_ASSERT_FATAL(compile(&c, "drops.net", dropout_net));
-    emit_to(&c.net, tmp_path("drops.py"));
+    emit_to(&c.net, test_tmp_path(tmpdir, "drops.py"));
     release(&c);
 
     static const uint64_t seeds[] = {0, 1, 1234, 0x00000001FFFFFFFFull, 0xDEADBEEFCAFEF00Dull, UINT64_MAX};
@@ -453,7 +433,7 @@ static void test_dropout_mask(void)
     char *expected = NULL;
     size_t expected_len = 0;
     FILE *want = open_memstream(&expected, &expected_len);
-    FILE *cases = fopen(tmp_path("cases.txt"), "w");
+    FILE *cases = fopen(test_tmp_path(tmpdir, "cases.txt"), "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(cases);
     int kept = 0, total = 0;
     for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++)
@@ -480,17 +460,17 @@ static void test_dropout_mask(void)
     /* Not a degenerate mask: about half kept at p = 0.5. */
     CU_ASSERT(kept > total * 2 / 5 && kept < total * 3 / 5);
 
-    write_text(tmp_path("dropout.py"), dropout_py);
+    write_text(test_tmp_path(tmpdir, "dropout.py"), dropout_py);
     char *command = NULL, *got = NULL;
-    CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s", py, tmp_path("dropout.py"), tmp_path("drops.py"),
-                             tmp_path("cases.txt")) > 0);
+    CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s", py, test_tmp_path(tmpdir, "dropout.py"), test_tmp_path(tmpdir, "drops.py"),
+                             test_tmp_path(tmpdir, "cases.txt")) > 0);
     int rc = test_run(command, &got);
     CU_ASSERT_EQUAL(rc, 0);
     compare_report("HashDropout against dropout_mask.h", expected, got ? got : "");
     free(command);
     free(got);
     free(expected);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 //
@@ -517,13 +497,13 @@ static void write_tiny_idx(void)
     snprintf(dir, sizeof dir, "mkdir -p '%s/data/FashionMNIST/raw'", tmpdir);
     CU_ASSERT_EQUAL_FATAL(test_run(dir, NULL), 0);
     unsigned char head[16] = {0, 0, 8, 3, 0, 0, 0, TINY_N, 0, 0, 0, TINY_SIDE, 0, 0, 0, TINY_SIDE};
-    FILE *f = fopen(tmp_path("data/FashionMNIST/raw/train-images-idx3-ubyte"), "wb");
+    FILE *f = fopen(test_tmp_path(tmpdir, "data/FashionMNIST/raw/train-images-idx3-ubyte"), "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fwrite(head, 1, 16, f);
     for (int i = 0; i < TINY_N * TINY_SIDE * TINY_SIDE; i++)
         fputc((i * 37 + i / 7) % 256, f);
     fclose(f);
-    gzFile gz = gzopen(tmp_path("data/FashionMNIST/raw/train-labels-idx1-ubyte.gz"), "wb");
+    gzFile gz = gzopen(test_tmp_path(tmpdir, "data/FashionMNIST/raw/train-labels-idx1-ubyte.gz"), "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(gz);
     unsigned char lhead[8] = {0, 0, 8, 1, 0, 0, 0, TINY_N};
     gzwrite(gz, lhead, 8);
@@ -571,7 +551,7 @@ static int torch_ref(const char *py, const char *args)
 {
     char *command = NULL;
     if (asprintf(&command, "%s tools/torch_ref.py --module %s --data %s/data --quiet %s", py,
-                 tmp_path("tiny.py"), tmpdir, args) < 0)
+                 test_tmp_path(tmpdir, "tiny.py"), tmpdir, args) < 0)
         return -1;
     int rc = run_ok(command);
     free(command);
@@ -582,7 +562,7 @@ static int torch_ref(const char *py, const char *args)
 static DdpSafetensors *open_st(const char *name)
 {
     DdpSafetensors *f = NULL;
-    DdpStatus st = ddp_safetensors_open(tmp_path(name), &f);
+    DdpStatus st = ddp_safetensors_open(test_tmp_path(tmpdir, name), &f);
     if (st != DDP_OK)
         fprintf(stderr, "\n%s", ddp_error_message());
     CU_ASSERT_EQUAL_FATAL(st, DDP_OK);
@@ -608,14 +588,14 @@ static void test_torch_ref(void)
     Compiled c;
     CU_ASSERT_FATAL(compile(&c, "tiny.net", tiny_net));
     const Net *net = &c.net;
-    emit_to(net, tmp_path("tiny.py"));
+    emit_to(net, test_tmp_path(tmpdir, "tiny.py"));
     write_tiny_idx();
-    write_init(net, tmp_path("init.safetensors"));
+    write_init(net, test_tmp_path(tmpdir, "init.safetensors"));
 
     /* --steps 0: the weights come back as they went in, in the runtime's format. */
     char args[1024];
-    snprintf(args, sizeof args, "--init %s --steps 0 --out %s", tmp_path("init.safetensors"),
-             tmp_path("copy.safetensors"));
+    snprintf(args, sizeof args, "--init %s --steps 0 --out %s", test_tmp_path(tmpdir, "init.safetensors"),
+             test_tmp_path(tmpdir, "copy.safetensors"));
     if (torch_ref(py, args) == 0) {
         DdpSafetensors *f = open_st("copy.safetensors");
         const float *v = init_values;
@@ -638,10 +618,10 @@ static void test_torch_ref(void)
     /* One plain SGD step in float64 against --grad-only on the same batch:
      * w1 = w0 - lr * g, with lr 0.1 and the same dropout mask. */
     snprintf(args, sizeof args, "--init %s --steps 1 --no-shuffle --dtype float64 --out %s",
-             tmp_path("init.safetensors"), tmp_path("step1.safetensors"));
+             test_tmp_path(tmpdir, "init.safetensors"), test_tmp_path(tmpdir, "step1.safetensors"));
     int rc1 = torch_ref(py, args);
     snprintf(args, sizeof args, "--init %s --grad-only --no-shuffle --dtype float64 --out %s",
-             tmp_path("init.safetensors"), tmp_path("grad.safetensors"));
+             test_tmp_path(tmpdir, "init.safetensors"), test_tmp_path(tmpdir, "grad.safetensors"));
     int rc2 = torch_ref(py, args);
     if (rc1 == 0 && rc2 == 0) {
         DdpSafetensors *w1 = open_st("step1.safetensors"), *g = open_st("grad.safetensors");
@@ -677,8 +657,8 @@ static void test_torch_ref(void)
     }
 
     /* Five shuffled steps cross an epoch (3 steps of 8, 8, 4 samples). */
-    snprintf(args, sizeof args, "--init %s --steps 5 --out %s", tmp_path("init.safetensors"),
-             tmp_path("after.safetensors"));
+    snprintf(args, sizeof args, "--init %s --steps 5 --out %s", test_tmp_path(tmpdir, "init.safetensors"),
+             test_tmp_path(tmpdir, "after.safetensors"));
     if (torch_ref(py, args) == 0) {
         DdpSafetensors *f = open_st("after.safetensors");
         const float *w0 = init_values;
@@ -705,8 +685,8 @@ static void test_torch_ref(void)
     /* Weights of another net are refused, naming what is missing. */
     char *command = NULL, *out = NULL;
     CU_ASSERT_FATAL(asprintf(&command, "%s tools/torch_ref.py --module %s --data %s/data --init %s --out %s", py,
-                             tmp_path("tiny.py"), tmpdir, tmp_path("grad.safetensors"),
-                             tmp_path("x.safetensors")) > 0);
+                             test_tmp_path(tmpdir, "tiny.py"), tmpdir, test_tmp_path(tmpdir, "grad.safetensors"),
+                             test_tmp_path(tmpdir, "x.safetensors")) > 0);
     CU_ASSERT_EQUAL(test_run(command, &out), 2);
     CU_ASSERT(out && strstr(out, "missing bn1.running_mean"));
     free(command);
@@ -715,7 +695,7 @@ static void test_torch_ref(void)
     free(init_values);
     init_values = NULL;
     release(&c);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 void suite_emit_torch(void)

@@ -351,11 +351,11 @@ static void test_torch_counts_the_same(void)
 static void test_suggestions(void)
 {
     static const char *const words[] = {"relu", "conv", "linear", "leaky_relu", "batchnorm"};
-    CU_ASSERT_STRING_EQUAL(suggest_nearest("relu6", words, 5), "relu");
-    CU_ASSERT_STRING_EQUAL(suggest_nearest("lienar", words, 5), "linear"); /* transposition */
-    CU_ASSERT_STRING_EQUAL(suggest_nearest("batchnrom", words, 5), "batchnorm");
-    CU_ASSERT_PTR_NULL(suggest_nearest("x", words, 5));
-    CU_ASSERT_PTR_NULL(suggest_nearest("transformer", words, 5));
+    CU_ASSERT_STRING_EQUAL(ddp_suggest_nearest("relu6", words, 5), "relu");
+    CU_ASSERT_STRING_EQUAL(ddp_suggest_nearest("lienar", words, 5), "linear"); /* transposition */
+    CU_ASSERT_STRING_EQUAL(ddp_suggest_nearest("batchnrom", words, 5), "batchnorm");
+    CU_ASSERT_PTR_NULL(ddp_suggest_nearest("x", words, 5));
+    CU_ASSERT_PTR_NULL(ddp_suggest_nearest("transformer", words, 5));
 }
 
 static void test_caret_under_span_with_tabs(void)

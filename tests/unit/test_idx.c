@@ -16,18 +16,7 @@ enum { N = 5, ROWS = 3, COLS = 4 };
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    strcpy(tmpdir, "/tmp/ddp_idx_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    test_run(cmd, NULL);
-}
+static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_idx_XXXXXX"); }
 
 /* Writes BYTES[0..len) to DIR/NAME, through gzip when GZ. */
 static void write_bytes(const char *name, int gz, const unsigned char *bytes, size_t len)
@@ -149,7 +138,7 @@ static void test_raw_and_gz(void)
             ddp_idx_free(&set);
             CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, !train, &set), DDP_BAD_INPUT);
             CU_ASSERT(message_has(train ? "no t10k-images-idx3-ubyte[.gz] in" : "no train-images"));
-            remove_tmpdir();
+            test_remove_tmpdir(tmpdir);
         }
 }
 
@@ -164,7 +153,7 @@ static void test_layouts(void)
         check_fixture(&set);
         CU_ASSERT_PTR_NOT_NULL(strstr(set.images_path, subs[i]));
         ddp_idx_free(&set);
-        remove_tmpdir();
+        test_remove_tmpdir(tmpdir);
     }
     /* A trailing slash on the directory changes nothing. */
     make_tmpdir();
@@ -175,7 +164,7 @@ static void test_layouts(void)
     CU_ASSERT_EQUAL(ddp_idx_load(slashed, 1, &set), DDP_OK);
     CU_ASSERT_PTR_NULL(strstr(set.images_path, "//"));
     ddp_idx_free(&set);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* gzip is recognised by content: a gunzipped file kept its .gz name, and a
@@ -189,7 +178,7 @@ static void test_content_not_name(void)
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
     check_fixture(&set);
     ddp_idx_free(&set);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_missing(void)
@@ -206,7 +195,7 @@ static void test_missing(void)
     CU_ASSERT(message_has("but no train-labels-idx1-ubyte[.gz] beside it"));
     CU_ASSERT_PTR_NULL(set.pixels);
     ddp_idx_free(&set);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
     CU_ASSERT_EQUAL(ddp_idx_load("/nonexistent/ddp", 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("/nonexistent/ddp: No such file"));
 }
@@ -221,7 +210,7 @@ static void expect_bad(const char *what)
     CU_ASSERT_PTR_NULL(set.pixels);
     CU_ASSERT_PTR_NULL(set.labels);
     ddp_idx_free(&set);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_truncated(void)
@@ -352,7 +341,7 @@ static void test_classes(void)
     CU_ASSERT_EQUAL(ddp_idx_gather(&set, &out_of_range, 1, images, &lab), DDP_FAIL);
     CU_ASSERT(message_has("internal error"));
     ddp_idx_free(&set);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* Debian's Fashion-MNIST, when installed: sizes, and sums checked against

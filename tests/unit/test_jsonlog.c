@@ -14,18 +14,7 @@
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    strcpy(tmpdir, "/tmp/ddp_log_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    test_run(cmd, NULL);
-}
+static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_log_XXXXXX"); }
 
 /* A python3 with the json module (any python3 has it), or NULL. */
 static const char *python(void)
@@ -85,7 +74,7 @@ static void test_exact_text(void)
     CU_ASSERT_FATAL(text != NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "{}\n{\"epoch\": 3}\n"));
     free(text);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* Python reads every line; its floats, packed by struct, must be the values
@@ -153,7 +142,7 @@ static void test_python_reads_back(void)
     }
     CU_ASSERT_EQUAL(bad, 0);
     free(data);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_failures(void)

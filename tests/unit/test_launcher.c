@@ -118,26 +118,9 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
             kill(pid, kill_with);
         }
     }
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    ssize_t got;
-    while (text && (got = read(fds[0], text + len, cap - len - 1)) > 0) {
-        len += (size_t)got;
-        if (cap - len < 2) {
-            char *bigger = realloc(text, cap *= 2);
-            if (!bigger)
-                free(text);
-            text = bigger;
-        }
-    }
-    close(fds[0]);
-    if (text)
-        text[len] = '\0';
-    int status;
-    waitpid(pid, &status, 0);
+    int rc = test_child_output(pid, fds[0], out);
     *elapsed = now_s() - t0;
-    *out = text;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rc;
 }
 
 static void clean(void)

@@ -121,44 +121,11 @@ static void test_backends_refused(void)
 
 /* ---- the MPI backend under mpirun ------------------------------------------------ */
 
-static char helper_dir[64];
-
-static void remove_helper(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", helper_dir);
-    test_run(cmd, NULL);
-}
-
 /* Builds tests/mpi/pg_helper.c once; its path, or NULL (said why) when MPI is missing. */
 static const char *helper(void)
 {
-    static int tried;
-    static char path[128];
-    if (tried)
-        return path[0] ? path : NULL;
-    tried = 1;
-    if (test_run("command -v mpicc && command -v mpirun && test -f build/libddprt.a", NULL) != 0) {
-        fputs("\n  (skipped: no mpicc/mpirun, or no build/libddprt.a)", stderr);
-        return NULL;
-    }
-    snprintf(helper_dir, sizeof helper_dir, "/tmp/ddp_pg_test.XXXXXX");
-    if (!mkdtemp(helper_dir))
-        return NULL;
-    atexit(remove_helper);
-    char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "mpicc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -DDDP_HAVE_MPI -Iruntime "
-             "tests/mpi/pg_helper.c build/libddprt.a -lpthread -lm -o %s/pg_helper",
-             helper_dir);
-    int rc = test_run(cmd, &out);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc != 0)
-        fprintf(stderr, "\n%s\n", out ? out : "");
-    else
-        snprintf(path, sizeof path, "%s/pg_helper", helper_dir);
-    free(out);
-    return path[0] ? path : NULL;
+    static TestMpiHelper built;
+    return test_mpi_helper(&built, "/tmp/ddp_pg_test.XXXXXX");
 }
 
 static double now(void)

@@ -15,27 +15,7 @@
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    strcpy(tmpdir, "/tmp/ddp_st_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    test_run(cmd, NULL);
-}
-
-static char *tmp_path(const char *name)
-{
-    static char path[4][160];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, sizeof path[0], "%s/%s", tmpdir, name);
-    return p;
-}
+static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_st_XXXXXX"); }
 
 static int message_has(const char *what)
 {
@@ -84,9 +64,9 @@ static void test_round_trip(void)
     make_tmpdir();
     DdpTensor t[5];
     int n = fill_net(t);
-    const char *path = tmp_path("w.safetensors");
+    const char *path = test_tmp_path(tmpdir, "w.safetensors");
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(path, t, n, net_meta, 2), DDP_OK);
-    CU_ASSERT(access(tmp_path("w.safetensors.tmp"), F_OK) != 0);
+    CU_ASSERT(access(test_tmp_path(tmpdir, "w.safetensors.tmp"), F_OK) != 0);
     /* A second write replaces the first. */
     steps++;
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(path, t, n, net_meta, 2), DDP_OK);
@@ -118,7 +98,7 @@ static void test_round_trip(void)
     CU_ASSERT_STRING_EQUAL(ddp_safetensors_tensor(f, 4)->name, "mask");
     CU_ASSERT_PTR_NULL(ddp_safetensors_tensor(f, 5));
     ddp_safetensors_close(f);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* The bytes on disk, pinned: what the reference implementation writes. */
@@ -132,7 +112,7 @@ static void test_exact_bytes(void)
         {.name = "a", .dtype = DDP_DTYPE_I64, .ndim = 0, .data = &a},
     };
     DdpMeta meta = {"format", "pt"};
-    const char *path = tmp_path("x.safetensors");
+    const char *path = test_tmp_path(tmpdir, "x.safetensors");
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(path, t, 2, &meta, 1), DDP_OK);
     size_t len;
     char *bytes = test_read_file(path, &len);
@@ -164,7 +144,7 @@ static void test_exact_bytes(void)
     CU_ASSERT_EQUAL(ddp_safetensors_open(path, &f), DDP_OK);
     CU_ASSERT_EQUAL(ddp_safetensors_count(f), 0);
     ddp_safetensors_close(f);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_expect_messages(void)
@@ -223,7 +203,7 @@ static void test_expect_messages(void)
     free(lots);
     free(names);
     CU_ASSERT_EQUAL(chdir(cwd), 0);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_write_failures(void)
@@ -234,25 +214,25 @@ static void test_write_failures(void)
         {.name = "x", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {2}, .data = v},
         {.name = "x", .dtype = DDP_DTYPE_F64, .ndim = 1, .shape = {1}, .data = v},
     };
-    CU_ASSERT_EQUAL(ddp_safetensors_write(tmp_path("dup.safetensors"), t, 2, NULL, 0), DDP_FAIL);
+    CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "dup.safetensors"), t, 2, NULL, 0), DDP_FAIL);
     CU_ASSERT(message_has("two tensors named 'x'"));
-    CU_ASSERT(access(tmp_path("dup.safetensors.tmp"), F_OK) != 0);
+    CU_ASSERT(access(test_tmp_path(tmpdir, "dup.safetensors.tmp"), F_OK) != 0);
     t[1].name = "y";
     t[1].shape[0] = -1;
-    CU_ASSERT_EQUAL(ddp_safetensors_write(tmp_path("neg.safetensors"), t, 2, NULL, 0), DDP_FAIL);
+    CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "neg.safetensors"), t, 2, NULL, 0), DDP_FAIL);
     CU_ASSERT(message_has("internal error: tensor 'y' has a bad shape"));
     t[1].name = "__metadata__";
-    CU_ASSERT_EQUAL(ddp_safetensors_write(tmp_path("meta.safetensors"), t, 2, NULL, 0), DDP_FAIL);
+    CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "meta.safetensors"), t, 2, NULL, 0), DDP_FAIL);
     CU_ASSERT_EQUAL(ddp_safetensors_write("/nonexistent/dir/w.safetensors", t, 1, NULL, 0), DDP_FAIL);
     CU_ASSERT(message_has("/nonexistent/dir/w.safetensors.tmp: cannot write: No such file or directory"));
     /* A failed write leaves the previous file as it was. */
-    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(tmp_path("keep.safetensors"), t, 1, NULL, 0), DDP_OK);
-    CU_ASSERT_EQUAL_FATAL(mkdir(tmp_path("keep.safetensors.tmp"), 0755), 0);
-    CU_ASSERT_EQUAL(ddp_safetensors_write(tmp_path("keep.safetensors"), t, 1, NULL, 0), DDP_FAIL);
+    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(test_tmp_path(tmpdir, "keep.safetensors"), t, 1, NULL, 0), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(mkdir(test_tmp_path(tmpdir, "keep.safetensors.tmp"), 0755), 0);
+    CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "keep.safetensors"), t, 1, NULL, 0), DDP_FAIL);
     DdpSafetensors *f;
-    CU_ASSERT_EQUAL(ddp_safetensors_open(tmp_path("keep.safetensors"), &f), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_safetensors_open(test_tmp_path(tmpdir, "keep.safetensors"), &f), DDP_OK);
     ddp_safetensors_close(f);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* ---- interop with a reader and a writer written from the spec in Python ---- */
@@ -312,11 +292,11 @@ static void test_python_interop(void)
         return;
     }
     make_tmpdir();
-    FILE *s = fopen(tmp_path("read.py"), "w");
+    FILE *s = fopen(test_tmp_path(tmpdir, "read.py"), "w");
     CU_ASSERT_FATAL(s != NULL);
     fputs(py_read, s);
     fclose(s);
-    s = fopen(tmp_path("write.py"), "w");
+    s = fopen(test_tmp_path(tmpdir, "write.py"), "w");
     CU_ASSERT_FATAL(s != NULL);
     fputs(py_write, s);
     fclose(s);
@@ -325,9 +305,9 @@ static void test_python_interop(void)
     DdpTensor t[5];
     int n = fill_net(t);
     steps = 123456789012;
-    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(tmp_path("c.safetensors"), t, n, net_meta, 2), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(test_tmp_path(tmpdir, "c.safetensors"), t, n, net_meta, 2), DDP_OK);
     char cmd[512], *out = NULL;
-    snprintf(cmd, sizeof cmd, "%s '%s' '%s'", py, tmp_path("read.py"), tmp_path("c.safetensors"));
+    snprintf(cmd, sizeof cmd, "%s '%s' '%s'", py, test_tmp_path(tmpdir, "read.py"), test_tmp_path(tmpdir, "c.safetensors"));
     int rc = test_run(cmd, &out);
     if (rc != 0)
         fprintf(stderr, "\n%s", out ? out : "");
@@ -336,11 +316,11 @@ static void test_python_interop(void)
 
     /* Python -> ours, aligned as the reference writes, and misaligned. */
     for (int misaligned = 0; misaligned < 2; misaligned++) {
-        snprintf(cmd, sizeof cmd, "%s '%s' '%s' %s", py, tmp_path("write.py"), tmp_path("py.safetensors"),
+        snprintf(cmd, sizeof cmd, "%s '%s' '%s' %s", py, test_tmp_path(tmpdir, "write.py"), test_tmp_path(tmpdir, "py.safetensors"),
                  misaligned ? "misaligned" : "aligned");
         CU_ASSERT_EQUAL_FATAL(test_run(cmd, NULL), 0);
         DdpSafetensors *f;
-        CU_ASSERT_EQUAL_FATAL(ddp_safetensors_open(tmp_path("py.safetensors"), &f), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_safetensors_open(test_tmp_path(tmpdir, "py.safetensors"), &f), DDP_OK);
         const void *data;
         int64_t shape[3] = {2, 3, 4};
         CU_ASSERT_EQUAL_FATAL(ddp_safetensors_expect(f, "conv1.weight", DDP_DTYPE_F32, shape, 3, &data), DDP_OK);
@@ -361,7 +341,7 @@ static void test_python_interop(void)
         CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "format"), "pt");
         ddp_safetensors_close(f);
     }
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* ---- corrupt files ------------------------------------------------------------ */
@@ -371,7 +351,7 @@ static void test_python_interop(void)
  * with a message holding WHAT. */
 static void expect_corrupt(const char *json, int64_t len_override, size_t data_len, const char *what)
 {
-    const char *path = tmp_path("bad.safetensors");
+    const char *path = test_tmp_path(tmpdir, "bad.safetensors");
     FILE *f = fopen(path, "wb");
     CU_ASSERT_FATAL(f != NULL);
     uint64_t n = len_override >= 0 ? (uint64_t)len_override : strlen(json);
@@ -396,14 +376,14 @@ static void test_corrupt_corpus(void)
 {
     make_tmpdir();
     /* too short for even the length */
-    FILE *f = fopen(tmp_path("bad.safetensors"), "wb");
+    FILE *f = fopen(test_tmp_path(tmpdir, "bad.safetensors"), "wb");
     CU_ASSERT_FATAL(f != NULL);
     fputs("abc", f);
     fclose(f);
     DdpSafetensors *st;
-    CU_ASSERT_EQUAL(ddp_safetensors_open(tmp_path("bad.safetensors"), &st), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_safetensors_open(test_tmp_path(tmpdir, "bad.safetensors"), &st), DDP_BAD_INPUT);
     CU_ASSERT(message_has("bad.safetensors: truncated: 3 bytes, too short for the 8-byte header length"));
-    CU_ASSERT_EQUAL(ddp_safetensors_open(tmp_path("none.safetensors"), &st), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_safetensors_open(test_tmp_path(tmpdir, "none.safetensors"), &st), DDP_BAD_INPUT);
     CU_ASSERT(message_has("none.safetensors: cannot open: No such file"));
     CU_ASSERT_EQUAL(ddp_safetensors_open(tmpdir, &st), DDP_BAD_INPUT);
     CU_ASSERT(message_has("not a regular file"));
@@ -464,7 +444,7 @@ static void test_corrupt_corpus(void)
     expect_corrupt("{" T("a", "F32", "[2]", 0, 8) "," T("a", "F32", "[2]", 8, 16) "}", -1, 16,
                    "the header names tensor 'a' twice");
     /* escapes decode: a name spelled with \u escapes is found by its UTF-8 */
-    const char *path = tmp_path("bad.safetensors");
+    const char *path = test_tmp_path(tmpdir, "bad.safetensors");
     f = fopen(path, "wb");
     CU_ASSERT_FATAL(f != NULL);
     const char *json = "{\"caf\\u00e9 \\ud83d\\ude00\\n\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],"
@@ -480,7 +460,7 @@ static void test_corrupt_corpus(void)
     if (t)
         CU_ASSERT_EQUAL(*(const unsigned char *)t->data, 42);
     ddp_safetensors_close(st);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 /* Every truncation of a good file, and every header byte replaced by a few
@@ -490,7 +470,7 @@ static void test_mutations(void)
     make_tmpdir();
     DdpTensor t[5];
     int n = fill_net(t);
-    const char *good = tmp_path("good.safetensors"), *bad = tmp_path("mut.safetensors");
+    const char *good = test_tmp_path(tmpdir, "good.safetensors"), *bad = test_tmp_path(tmpdir, "mut.safetensors");
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(good, t, n, net_meta, 2), DDP_OK);
     size_t len;
     char *bytes = test_read_file(good, &len);
@@ -523,7 +503,7 @@ static void test_mutations(void)
     CU_ASSERT(refused > 1000);
     CU_ASSERT(opened > 0);  /* e.g. a space replaced by a space */
     free(bytes);
-    remove_tmpdir();
+    test_remove_tmpdir(tmpdir);
 }
 
 void suite_safetensors(void)

@@ -147,28 +147,7 @@ static int run_trainer(const DdpNet *net, char **out, const char *fmt, ...)
         _exit(rc);
     }
     close(fds[1]);
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    ssize_t got;
-    while (buf && (got = read(fds[0], buf + len, cap - len - 1)) > 0) {
-        len += (size_t)got;
-        if (cap - len < 2) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger)
-                free(buf);
-            buf = bigger;
-        }
-    }
-    close(fds[0]);
-    if (buf)
-        buf[len] = '\0';
-    int status;
-    waitpid(pid, &status, 0);
-    if (out)
-        *out = buf;
-    else
-        free(buf);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return test_child_output(pid, fds[0], out);
 }
 
 static const DdpNet *default_net(void)

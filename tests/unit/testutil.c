@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 void test_add_suite(const char *name, const TestCase *cases)
 {
@@ -59,6 +60,32 @@ int test_run(const char *command, char **out)
     return WEXITSTATUS(status);
 }
 
+int test_child_output(pid_t pid, int fd, char **out)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while (buf && (got = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)got;
+        if (cap - len < 2) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    close(fd);
+    if (buf)
+        buf[len] = '\0';
+    int status;
+    waitpid(pid, &status, 0);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 char *test_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -67,6 +94,28 @@ char *test_read_file(const char *path, size_t *len)
     char *buf = read_stream(f, len);
     fclose(f);
     return buf;
+}
+
+void test_make_tmpdir(char *dir, size_t size, const char *template)
+{
+    snprintf(dir, size, "%s", template);
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+}
+
+void test_remove_tmpdir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    test_run(cmd, NULL);
+}
+
+char *test_tmp_path(const char *dir, const char *name)
+{
+    static char path[8][256];
+    static int next;
+    char *p = path[next++ % 8];
+    snprintf(p, sizeof path[0], "%s/%s", dir, name);
+    return p;
 }
 
 const char *test_ddpc(void)
@@ -92,4 +141,47 @@ const char *test_python_with_torch(void)
         }
     }
     return python;
+}
+
+/* Every helper directory made, removed at exit (one handler for them all). */
+static TestMpiHelper *helper_dirs;
+
+static void remove_helper_dirs(void)
+{
+    for (TestMpiHelper *h = helper_dirs; h; h = h->next) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", h->dir);
+        test_run(cmd, NULL);
+    }
+}
+
+const char *test_mpi_helper(TestMpiHelper *built, const char *dir_template)
+{
+    if (built->tried)
+        return built->path[0] ? built->path : NULL;
+    built->tried = 1;
+    if (test_run("command -v mpicc && command -v mpirun && test -f build/libddprt.a", NULL) != 0) {
+        fputs("\n  (skipped: no mpicc/mpirun, or no build/libddprt.a)", stderr);
+        return NULL;
+    }
+    snprintf(built->dir, sizeof built->dir, "%s", dir_template);
+    if (!mkdtemp(built->dir))
+        return NULL;
+    if (!helper_dirs)
+        atexit(remove_helper_dirs);
+    built->next = helper_dirs;
+    helper_dirs = built;
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "mpicc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -DDDP_HAVE_MPI -Iruntime "
+             "tests/mpi/pg_helper.c build/libddprt.a -lpthread -lm -o %s/pg_helper",
+             built->dir);
+    int rc = test_run(cmd, &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    else
+        snprintf(built->path, sizeof built->path, "%s/pg_helper", built->dir);
+    free(out);
+    return built->path[0] ? built->path : NULL;
 }

@@ -7,6 +7,7 @@
 
 #include <CUnit/CUnit.h>
 #include <stddef.h>
+#include <sys/types.h>  // pid_t
 
 typedef struct {
     const char *name;
@@ -25,11 +26,43 @@ void test_add_suite(const char *name, const TestCase *cases);
  * NULL, a malloc'd copy of everything it wrote to stdout and stderr. */
 int test_run(const char *command, char **out);
 
+/* Reads everything a forked child PID writes to the pipe end FD (until every
+ * writer has closed it), closes FD and reaps the child; returns its exit
+ * status (-1 if it died) and, when OUT is not NULL, a malloc'd copy of the
+ * output. For tests that run code in a child so that its exit, signals or
+ * output cannot disturb the runner. */
+int test_child_output(pid_t pid, int fd, char **out);
+
 /* Reads a whole file into a malloc'd NUL-terminated buffer; NULL if unreadable. */
 char *test_read_file(const char *path, size_t *len);
 
+/* Fills DIR (SIZE bytes) with a fresh mkdtemp(TEMPLATE) directory; a failure
+ * ends the test (CU_ASSERT_FATAL). */
+void test_make_tmpdir(char *dir, size_t size, const char *template);
+
+/* Removes DIR and everything in it. */
+void test_remove_tmpdir(const char *dir);
+
+/* DIR/NAME in one of 8 static buffers used in turn, so a few such paths can be
+ * alive at once (say, the arguments of one call). */
+char *test_tmp_path(const char *dir, const char *name);
+
 /* Path of the ddpc under test (DDPC from the environment, else build/ddpc). */
 const char *test_ddpc(void);
+
+/* One build of tests/mpi/pg_helper.c (against build/libddprt.a) in a
+ * directory of its own; a test file keeps one in a static so it builds once. */
+typedef struct TestMpiHelper {
+    int tried;
+    char dir[64];
+    char path[128];
+    struct TestMpiHelper *next; /* the list of directories removed at exit */
+} TestMpiHelper;
+
+/* Builds the helper into a fresh mkdtemp(DIR_TEMPLATE) on the first call for
+ * BUILT (a failed build is a failed assertion, its output on stderr); its
+ * path, or NULL (said why) when mpicc, mpirun or build/libddprt.a is missing. */
+const char *test_mpi_helper(TestMpiHelper *built, const char *dir_template);
 
 /* Path of Debian's python3 with torch, or NULL when torch is not importable. */
 const char *test_python_with_torch(void);

@@ -1,5 +1,5 @@
 /*
- * suggest.c: "did you mean" for misspelt words.
+ * suggest.c: "did you mean" for misspelt words (see suggest.h).
  *
  * Optimal string alignment distance (Levenshtein plus adjacent transposition,
  * the typo model of clang's and git's suggestions), accepted when at most a
@@ -7,7 +7,7 @@
  * nothing. Words longer than 64 bytes get no suggestion: no typo is that long,
  * and it keeps the work bounded whatever the input.
  */
-#include "ddpc.h"
+#include "suggest.h"
 
 #include <string.h>
 
@@ -37,7 +37,7 @@ static int edit_distance(const char *a, int la, const char *b, int lb)
     return d[la][lb];
 }
 
-const char *suggest_nearest(const char *word, const char *const *candidates, int n)
+const char *ddp_suggest_nearest(const char *word, const char *const *candidates, int n)
 {
     size_t lw = strlen(word);
     if (lw == 0 || lw > SUGGEST_MAX_LEN)
