@@ -147,13 +147,16 @@ static void print_plan(FILE *out, const Net *net, const Plan *plan)
 /* --emit and -o: plan, then print, or write and build the program. */
 static int generate(Arena *a, const Net *net, const Options *o, const char *target, const char *arch)
 {
+    if (o->emit && strcmp(o->emit, "torch") == 0) { /* the module needs no plan */
+        emit_torch(stdout, net);
+        if (!o->out)
+            return 0;
+    }
     Plan plan;
     plan_net(a, net, &plan);
     if (o->emit && strcmp(o->emit, "plan") == 0)
         print_plan(stdout, net, &plan);
-    else if (o->emit && strcmp(o->emit, "torch") == 0)
-        emit_torch(stdout, net);
-    else if (o->emit) {
+    else if (o->emit && strcmp(o->emit, "cu") == 0) {
         const char *out = o->out ? o->out : net->name;
         char *command = build_command(a, target, arch, arena_printf(a, "%s.cu", out), out);
         if (!command)

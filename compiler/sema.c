@@ -20,6 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { NAME_TABLE_MIN = 64 };
 
@@ -291,6 +292,9 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
         name = "loss";
     n->name = name;
     n->labeled = st->label != NULL;
+    /* the generated code names kernels and buffers after layers; ddp_ is the runtime's */
+    if (st->label && strncasecmp(st->label, "ddp_", 4) == 0)
+        diag_at(s->diag, SEV_ERROR, st->label_loc, "layer names starting with '%.4s' are reserved", st->label);
     int self = (int)(n - s->net->nodes);
     int other = names_claim(w, name, self);
     if (other < 0)
