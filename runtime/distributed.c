@@ -15,8 +15,6 @@
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
 #include "launcher.h"  // ddp_launch_local
 
-static void *dist_stream;
-
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
     memset(d, 0, sizeof *d);
@@ -91,7 +89,7 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
 
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
 {
-    dist_stream = stream;
+    d->stream = stream;
     if (d->world <= 1)
         return DDP_OK;
     int gpu = ddp_device_is_gpu();
@@ -120,11 +118,11 @@ static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t byt
     size_t total = bytes * (size_t)d->world;
     DdpStatus st = ddp_device_alloc(&dev, total);
     if (st == DDP_OK)
-        st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, dist_stream);
+        st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
     if (st == DDP_OK)
         st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes, DDP_U8);
     if (st == DDP_OK)
-        st = ddp_copy_to_host(all, dev, total, dist_stream);
+        st = ddp_copy_to_host(all, dev, total, d->stream);
     ddp_device_free(dev);
     return st;
 }
@@ -188,11 +186,11 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
     size_t bytes = (size_t)net->n_params * sizeof *counts;
     DdpStatus st = ddp_device_alloc(&dev, bytes);
     if (st == DDP_OK)
-        st = ddp_copy_to_device(dev, counts, bytes, dist_stream);
+        st = ddp_copy_to_device(dev, counts, bytes, d->stream);
     if (st == DDP_OK)
         st = ddp_pg_broadcast(d->pg, dev, (size_t)net->n_params, DDP_I64, 0);
     if (st == DDP_OK)
-        st = ddp_copy_to_host(counts, dev, bytes, dist_stream);
+        st = ddp_copy_to_host(counts, dev, bytes, d->stream);
     ddp_device_free(dev);
     return st;
 }

@@ -27,6 +27,7 @@ typedef struct {
     DdpTopology topo;
     DdpStore *store;
     DdpProcessGroup *pg;  /* NULL with one rank */
+    void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
 } DdpDist;
 
