@@ -395,5 +395,7 @@ int build_rebuild(const char *cu_path, bool verbose);
 //
 
 void summary_print(FILE *out, const Net *net);
+/* 184586 -> "184,586", as the summary (and the PyTorch module's comments) print counts. */
+const char *summary_grouped(Arena *a, int64_t v);
 
 #endif

@@ -124,21 +124,6 @@ static const char *py_float(Arena *a, double v)
     return arena_strndup(a, buf, strlen(buf));
 }
 
-/* 184586 -> "184,586", as --summary prints it. */
-static const char *grouped(Arena *a, int64_t v)
-{
-    char digits[32];
-    int n = snprintf(digits, sizeof digits, "%lld", (long long)v);
-    char *out = arena_alloc(a, (size_t)n + (size_t)n / 3 + 2);
-    int j = 0;
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && digits[i - 1] != '-' && (n - i) % 3 == 0)
-            out[j++] = ',';
-        out[j++] = digits[i];
-    }
-    return out;
-}
-
 /* `net my_net` -> MyNet. A name that is not a usable class name gets a
  * prefix or suffix rather than a syntax error. */
 static const char *class_name(Arena *a, const char *name)
@@ -441,7 +426,7 @@ static void emit_class(Emitter *e, const char *cls)
             "\n"
             "    def __init__(self):\n"
             "        super().__init__()\n",
-            cls, comment_safe(a, net->name), grouped(a, net->total_params), grouped(a, net->total_buffers),
+            cls, comment_safe(a, net->name), summary_grouped(a, net->total_params), summary_grouped(a, net->total_buffers),
             net->n_nodes && net->nodes[0].out_shape.rank == 3
                 ? arena_printf(a, "%lld, %lld, %lld", (long long)net->nodes[0].out_shape.d[0],
                                (long long)net->nodes[0].out_shape.d[1], (long long)net->nodes[0].out_shape.d[2])

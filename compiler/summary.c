@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* 184586 -> "184,586" */
-static const char *grouped(Arena *a, int64_t v)
+const char *summary_grouped(Arena *a, int64_t v)
 {
     char digits[32];
     int n = snprintf(digits, sizeof digits, "%lld", (long long)v);
@@ -69,10 +69,10 @@ void summary_print(FILE *out, const Net *net)
         wop = len > wop ? len : wop;
         len = (int)strlen(shape_str(&a, n->out_shape));
         wshape = len > wshape ? len : wshape;
-        len = (int)strlen(grouped(&a, n->params));
+        len = (int)strlen(summary_grouped(&a, n->params));
         wparams = len > wparams ? len : wparams;
     }
-    int total_len = (int)strlen(grouped(&a, net->total_params));
+    int total_len = (int)strlen(summary_grouped(&a, net->total_params));
     wparams = total_len > wparams ? total_len : wparams;
 
     fprintf(out, "net %s (%s)\n\n", net->name, net->file);
@@ -82,21 +82,21 @@ void summary_print(FILE *out, const Net *net)
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];
         fprintf(out, "%*s%-*s  %-*s  %-*s  %*s  %9.2f\n", 2 * n->depth, "", wname - 2 * n->depth, n->name, wop,
-                describe(&a, n), wshape, shape_str(&a, n->out_shape), wparams, grouped(&a, n->params),
+                describe(&a, n), wshape, shape_str(&a, n->out_shape), wparams, summary_grouped(&a, n->params),
                 (double)n->flops / 1e6);
         if (n->op != OP_LOSS && n->op != OP_FLATTEN)
             activations = checked_add(activations, shape_numel(n->out_shape));
     }
     fprintf(out, "%-*s  %-*s  %-*s  %*s  %9.2f\n\n", wname, "total", wop, "", wshape, "", wparams,
-            grouped(&a, net->total_params), (double)net->total_flops / 1e6);
+            summary_grouped(&a, net->total_params), (double)net->total_flops / 1e6);
 
-    fprintf(out, "parameters:   %s trainable (%.2f MB as float32)", grouped(&a, net->total_params),
+    fprintf(out, "parameters:   %s trainable (%.2f MB as float32)", summary_grouped(&a, net->total_params),
             (double)net->total_params * 4 / (1024.0 * 1024.0));
     if (net->total_buffers)
-        fprintf(out, ", %s in buffers (running statistics)", grouped(&a, net->total_buffers));
+        fprintf(out, ", %s in buffers (running statistics)", summary_grouped(&a, net->total_buffers));
     fprintf(out, "\nforward:      %.2f MFLOPs per sample (a multiply-add counts as 2)\n",
             (double)net->total_flops / 1e6);
-    fprintf(out, "activations:  %s values per sample\n", grouped(&a, activations));
+    fprintf(out, "activations:  %s values per sample\n", summary_grouped(&a, activations));
 
     const TrainConfig *t = &net->train;
     static const char *const opt[] = {"sgd", "adam", "adamw"};
