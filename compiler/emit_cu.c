@@ -279,11 +279,13 @@ static void kernels_pool(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
-        E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
-        E("        int64_t plane = i / %lld;\n", (long long)(oh * ow));
-        E("        int corner = (int)(i / %lld %% %lld) * %lld + (int)(i %% %lld) * %lld;\n", (long long)ow, (long long)oh,
-          (long long)(k * w), (long long)ow, (long long)k);
-        E("        const float *xp = x + plane * %lld + corner;\n", (long long)(h * w));
+        /* rows of windows: window row ROW of all planes starts at x + ROW * k * W */
+        E("    DDP_FOR_2D(row, (int64_t)n * %lld, ox, %lld) {\n", (long long)(c * oh), (long long)ow);
+        E("        int64_t i = row * %lld + ox;\n", (long long)ow);
+        if (max) /* the window's first tap, within its plane */
+            E("        int corner = (int)(row %% %lld) * %lld + (int)ox * %lld;\n", (long long)oh, (long long)(k * w),
+              (long long)k);
+        E("        const float *xp = x + row * %lld + ox * %lld;\n", (long long)(k * w), (long long)k);
         if (max)
             E("        float best = xp[0];\n        int at = 0;\n");
         else
@@ -291,8 +293,10 @@ static void kernels_pool(Emit *e, const Node *n)
         E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
           (long long)k);
         if (max)
-            E("                float v = xp[ky * %lld + kx];\n                if (v > best) {\n"
-              "                    best = v;\n                    at = ky * %lld + kx;\n                }\n",
+            /* selects, not branches: which tap wins is data, and a mispredicted
+             * branch per tap costs more than the comparison */
+            E("                float v = xp[ky * %lld + kx];\n"
+              "                at = v > best ? ky * %lld + kx : at;\n                best = v > best ? v : best;\n",
               (long long)w, (long long)w);
         else
             E("                sum += xp[ky * %lld + kx];\n", (long long)w);
@@ -309,13 +313,14 @@ static void kernels_pool(Emit *e, const Node *n)
         comment(e, n, "");
         E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
           max ? ", const int32_t *argmax" : "");
-        E("    DDP_FOR(o, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
-        E("        int64_t plane = o / %lld;\n", (long long)(oh * ow));
-        E("        int oy = (int)(o / %lld %% %lld), ox = (int)(o %% %lld);\n", (long long)ow, (long long)oh, (long long)ow);
-        E("        float *dxp = dx + plane * %lld;\n", (long long)(h * w));
+        E("    DDP_FOR_2D(row, (int64_t)n * %lld, ox, %lld) {\n", (long long)(c * oh), (long long)ow);
+        E("        int64_t o = row * %lld + ox;\n", (long long)ow);
+        E("        int corner = (int)(row %% %lld) * %lld + (int)ox * %lld;\n", (long long)oh, (long long)(k * w),
+          (long long)k);
+        E("        float *dxp = dx + (row / %lld) * %lld;\n", (long long)oh, (long long)(h * w));
         E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
           (long long)k);
-        E("                int at = (oy * %lld + ky) * %lld + ox * %lld + kx;\n", (long long)k, (long long)w, (long long)k);
+        E("                int at = corner + ky * %lld + kx;\n", (long long)w);
         if (max)
             E("                float g = at == argmax[o] ? dy[o] : 0.0f;\n");
         else
