@@ -7,6 +7,7 @@
  */
 #include "distributed.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,34 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
     d->rank = d->topo.rank;
     d->world = d->topo.world_size;
     return DDP_OK;
+}
+
+/* What a rank says when its launcher ends it. Composed before any signal
+ * can come, because a handler may only write() and _exit(). */
+static char termination_note[256];
+static size_t termination_note_len;
+
+static void say_and_exit(int sig)
+{
+    (void)sig;
+    ssize_t written = write(STDERR_FILENO, termination_note, termination_note_len);
+    (void)written;
+    _exit(1);
+}
+
+void ddp_dist_note_termination(const DdpDist *d, const char *prog)
+{
+    if (d->world <= 1)
+        return;
+    int n = snprintf(termination_note, sizeof termination_note,
+                     "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job "
+                     "was stopped)\n", prog, d->rank);
+    termination_note_len = n > 0 && (size_t)n < sizeof termination_note ? (size_t)n : 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = say_and_exit;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)

@@ -34,6 +34,11 @@ typedef struct {
 /* The topology, from flags and environment. */
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 
+/* With several ranks: a SIGTERM (how mpirun and the local launcher end the
+ * other ranks when one fails) makes this rank say so on stderr, naming
+ * itself, and exit 1, instead of vanishing without a word. */
+void ddp_dist_note_termination(const DdpDist *d, const char *prog);
+
 /* How many local ranks this process should start rather than train itself:
  * --nproc-per-node N when no launcher started us, or on a GPU build with no
  * topology at all, every local GPU when there are several; 0: train here. */

@@ -501,6 +501,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         return DDP_OK;
     }
     int rank = t->dist.rank, world = t->dist.world;
+    ddp_dist_note_termination(&t->dist, t->prog);
 
     DDP_CHECK(load_data(t));
     /* DistributedSampler(train, num_replicas=world, rank, shuffle, seed, drop_last=False) */

@@ -69,13 +69,19 @@ static void test_nproc_per_node_and_mismatch(void)
                              "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; %s examples/mlp.net --target cpu -o $d/p; "
                              "$d/p --nproc-per-node 2 --max-steps 5; echo spawned=$?; set +e; "
                              "mpirun --allow-run-as-root --oversubscribe -np 1 $d/p --max-steps 5 --quiet --batch-size 8 : "
-                             "-np 1 $d/p --max-steps 5 --quiet --batch-size 16; echo mismatch=$?",
+                             "-np 1 $d/p --max-steps 5 --quiet --batch-size 16; echo mismatch=$?; "
+                             "mpirun --allow-run-as-root --oversubscribe -np 1 $d/p --max-steps 5 --quiet : "
+                             "-np 1 $d/p --max-steps 5 --quiet --data /nonexistent; echo failed=$?",
                              test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "spawned=0"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "weights identical on all 2 ranks"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "rank 1's settings differ from rank 0's (batch 16/8"));
     CU_ASSERT_PTR_NULL(out && strstr(out, "mismatch=0"));
+    /* one rank fails: it says why, and the rank ended because of it says so too */
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 1: error: /nonexistent"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 0: stopping: the launcher ended this rank"));
+    CU_ASSERT_PTR_NULL(out && strstr(out, "failed=0"));
     if (!out || !strstr(out, "spawned=0"))
         fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);
@@ -86,7 +92,8 @@ void suite_distributed(void)
 {
     static const TestCase cases[] = {
         {"2 ranks x B take the steps of 1 rank x 2B (mpirun)", test_two_ranks_equal_one_rank_double_batch},
-        {"--nproc-per-node 2; ranks with other settings are refused", test_nproc_per_node_and_mismatch},
+        {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
+         test_nproc_per_node_and_mismatch},
         {NULL, NULL},
     };
     test_add_suite("distributed", cases);
