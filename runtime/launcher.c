@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "flags.h"  // ddp_prog_name
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 extern char **environ;
 
@@ -68,13 +69,6 @@ static void on_signal(int sig)
         (void)n;
     }
     errno = saved;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* "SIGKILL" for SIGKILL; "signal 77" for what has no name. */
@@ -283,7 +277,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     if (first_failure >= 0 && running) {
         signal_all(children, nproc, SIGTERM);
         stopping = 1;
-        kill_at = now_s() + grace_s;
+        kill_at = ddp_now() + grace_s;
     }
     while (running > 0) {
         int seen = signals_seen;
@@ -295,10 +289,10 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                 signal_all(children, nproc, stop_sig);
                 if (!stopping) {
                     stopping = 1;
-                    kill_at = now_s() + grace_s;
+                    kill_at = ddp_now() + grace_s;
                 }
             } else if (kill_at > 0) {
-                kill_at = now_s();
+                kill_at = ddp_now();
                 forced = got_signal;
             }
             signals_handled = seen;
@@ -328,11 +322,11 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                 signal_all(children, nproc, SIGTERM);
             }
             stopping = 1;
-            kill_at = now_s() + grace_s;
+            kill_at = ddp_now() + grace_s;
         }
         if (running == 0)
             break;
-        if (stopping && kill_at > 0 && now_s() >= kill_at) {
+        if (stopping && kill_at > 0 && ddp_now() >= kill_at) {
             char name[32];
             for (int r = 0; r < nproc; r++) {
                 if (children[r].pid <= 0)
@@ -349,7 +343,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         }
         int wait_ms = 100;
         if (stopping && kill_at > 0) {
-            double left = (kill_at - now_s()) * 1000.0;
+            double left = (kill_at - ddp_now()) * 1000.0;
             if (left < wait_ms)
                 wait_ms = left <= 0 ? 0 : (int)left + 1;
         }

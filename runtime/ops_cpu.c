@@ -37,6 +37,7 @@
  * ddp_ops_finalize for the largest conv; the per-step calls never allocate.
  */
 #include "ops.h"
+#include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 
 #include <cblas.h>   // cblas_sgemm, openblas_set_num_threads
 #include <stdarg.h>
@@ -93,26 +94,10 @@ struct DdpOps {
     size_t scratch_per_thread; /* floats */
 
     /* The first failure of a per-step call, reported by ddp_ops_status. */
-    DdpStatus status;
-    const char *fail_file;
-    int fail_line;
-    char fail_msg[256];
+    DdpOpsFailure failure;
 };
 
-__attribute__((format(printf, 4, 5)))
-static void ops_fail_at(DdpOps *ops, const char *file, int line, const char *fmt, ...)
-{
-    if (ops->status != DDP_OK)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ops->fail_msg, sizeof ops->fail_msg, fmt, ap);
-    va_end(ap);
-    ops->status = DDP_FAIL;
-    ops->fail_file = file;
-    ops->fail_line = line;
-}
-#define OPS_FAIL(ops, ...) ops_fail_at((ops), __FILE__, __LINE__, __VA_ARGS__)
+#define OPS_FAIL(ops, ...) ddp_ops_failure_record(&(ops)->failure, __FILE__, __LINE__, __VA_ARGS__)
 
 DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
 {
@@ -196,9 +181,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
 
 DdpStatus ddp_ops_status(const DdpOps *ops)
 {
-    if (ops->status == DDP_OK)
-        return DDP_OK;
-    return ddp_error_at(ops->status, ops->fail_file, ops->fail_line, "%s", ops->fail_msg);
+    return ddp_ops_failure_status(&ops->failure);
 }
 
 size_t ddp_ops_workspace_bytes(const DdpOps *ops)

@@ -36,6 +36,7 @@
  * generated code. The cuDNN frontend graph API is the path if fusion is wanted.
  */
 #include "ops.h"
+#include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
@@ -94,28 +95,12 @@ struct DdpOps {
     int finalized;
 
     /* The first failure of a per-step call, reported by ddp_ops_status. */
-    DdpStatus status;
-    const char *fail_file;
-    int fail_line;
-    char fail_msg[256];
+    DdpOpsFailure failure;
 };
 
 /* ---- errors ------------------------------------------------------------------- */
 
-__attribute__((format(printf, 4, 5)))
-static void ops_fail_at(DdpOps *ops, const char *file, int line, const char *fmt, ...)
-{
-    if (ops->status != DDP_OK)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ops->fail_msg, sizeof ops->fail_msg, fmt, ap);
-    va_end(ap);
-    ops->status = DDP_FAIL;
-    ops->fail_file = file;
-    ops->fail_line = line;
-}
-#define OPS_FAIL(ops, ...) ops_fail_at((ops), __FILE__, __LINE__, __VA_ARGS__)
+#define OPS_FAIL(ops, ...) ddp_ops_failure_record(&(ops)->failure, __FILE__, __LINE__, __VA_ARGS__)
 
 /* Set-up code returns the failure to its caller (CUDA_TRY, from cuda_check.h,
  * for the CUDA runtime's calls)... */
@@ -143,7 +128,7 @@ static int cudnn_record(DdpOps *ops, cudnnStatus_t s, const char *call, const ch
 {
     if (s == CUDNN_STATUS_SUCCESS)
         return 1;
-    ops_fail_at(ops, file, line, "%.*s: %s", call_name_len(call), call, cudnnGetErrorString(s));
+    ddp_ops_failure_record(&ops->failure, file, line, "%.*s: %s", call_name_len(call), call, cudnnGetErrorString(s));
     return 0;
 }
 
@@ -152,7 +137,7 @@ static int cublas_record(DdpOps *ops, cublasStatus_t s, const char *call, const 
 {
     if (s == CUBLAS_STATUS_SUCCESS)
         return 1;
-    ops_fail_at(ops, file, line, "%.*s: %s", call_name_len(call), call, cublasGetStatusName(s));
+    ddp_ops_failure_record(&ops->failure, file, line, "%.*s: %s", call_name_len(call), call, cublasGetStatusName(s));
     return 0;
 }
 
@@ -435,9 +420,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
 
 DdpStatus ddp_ops_status(const DdpOps *ops)
 {
-    if (ops->status == DDP_OK)
-        return DDP_OK;
-    return ddp_error_at(ops->status, ops->fail_file, ops->fail_line, "%s", ops->fail_msg);
+    return ddp_ops_failure_status(&ops->failure);
 }
 
 size_t ddp_ops_workspace_bytes(const DdpOps *ops) { return ops->workspace_bytes; }

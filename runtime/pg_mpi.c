@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "pg.h"  // DdpPgBackendOps, ddp_pg_mpi_open
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 #ifndef DDP_HAVE_MPI
 
@@ -101,25 +102,6 @@ typedef struct {
 
     MPI_Comm comm;               /* the communication thread's alone */
 } MpiGroup;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static struct timespec abs_time(double t)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 static void say_mpi_error(char *buf, const char *call, int rc)
 {
@@ -327,7 +309,7 @@ static DdpStatus broken_error(MpiGroup *g)
 /* Queues W (from new_work, filled in), the lock held. */
 static void submit(MpiGroup *g, DdpWork *w)
 {
-    w->deadline = now() + g->timeout_s;
+    w->deadline = ddp_now() + g->timeout_s;
     if (g->tail)
         g->tail->next = w;
     else
@@ -339,7 +321,7 @@ static void submit(MpiGroup *g, DdpWork *w)
 /* Waits, the lock held, until W is done or its deadline has passed; releases W. */
 static DdpStatus wait_locked(MpiGroup *g, DdpWork *w)
 {
-    struct timespec until = abs_time(w->deadline);
+    struct timespec until = ddp_abs_time(w->deadline);
     while (!w->done && !g->broken) {
         int rc = pthread_cond_timedwait(&g->finished, &g->lock, &until);
         if (rc == ETIMEDOUT && !w->done)
@@ -485,8 +467,8 @@ static void mpi_destroy(void *impl, int abort)
     MpiGroup *g = impl;
     pthread_mutex_lock(&g->lock);
     if (!abort && !g->broken) {
-        double deadline = now() + g->timeout_s;
-        struct timespec until = abs_time(deadline);
+        double deadline = ddp_now() + g->timeout_s;
+        struct timespec until = ddp_abs_time(deadline);
         while ((g->head || g->busy) && !g->broken)
             if (pthread_cond_timedwait(&g->finished, &g->lock, &until) == ETIMEDOUT)
                 break;
@@ -552,7 +534,7 @@ DdpStatus ddp_pg_mpi_open(const DdpTopology *t, double timeout_s, const DdpPgBac
 
     /* Wait for MPI_Init (which meets the other ranks) within the timeout. */
     pthread_mutex_lock(&g->lock);
-    struct timespec until = abs_time(now() + timeout_s);
+    struct timespec until = ddp_abs_time(ddp_now() + timeout_s);
     while (!g->started)
         if (pthread_cond_timedwait(&g->finished, &g->lock, &until) == ETIMEDOUT)
             break;

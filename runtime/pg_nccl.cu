@@ -37,6 +37,7 @@
  */
 #include "pg.h"
 #include "cuda_check.h"  // CUDA_TRY
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -90,25 +91,6 @@ typedef struct {
     char message[MESSAGE_LEN];
 } NcclGroup;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static struct timespec abs_time(double t)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 static void nap(void)
 {
     struct timespec ts = {0, 200000}; /* 0.2 ms */
@@ -141,7 +123,7 @@ static ncclRedOp_t nccl_op(DdpPgOp op)
 static DdpStatus settle(NcclGroup *g, ncclResult_t r, const char *call, double deadline)
 {
     while (r == ncclInProgress) {
-        if (now() > deadline)
+        if (ddp_now() > deadline)
             return DDP_ERR(DDP_FAIL, "%s did not finish within %g s", call, g->timeout_s);
         nap();
         if (ncclCommGetAsyncError(g->comm, &r) != ncclSuccess)
@@ -160,7 +142,7 @@ static void break_group(NcclGroup *g, const char *message)
     if (g->broken)
         return;
     g->broken = 1;
-    g->broken_at = now();
+    g->broken_at = ddp_now();
     snprintf(g->message, MESSAGE_LEN, "%s", message);
     if (!g->aborted) {
         g->aborted = 1;
@@ -177,7 +159,7 @@ static void recycle(NcclGroup *g, DdpWork *w)
 /* One look at the collectives in flight (the lock held). */
 static void inspect(NcclGroup *g)
 {
-    double t = now();
+    double t = ddp_now();
     char message[MESSAGE_LEN];
     for (DdpWork **link = &g->watched; *link && !g->broken;) {
         DdpWork *w = *link;
@@ -216,13 +198,13 @@ static void *watchdog(void *arg)
     (void)cudaSetDevice(g->device);
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec until = abs_time(now() + POLL_S);
+        struct timespec until = ddp_abs_time(ddp_now() + POLL_S);
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
         if (g->stop)
             break;
         if (!g->broken) {
             inspect(g);
-        } else if (now() - g->broken_at > GRACE_S) {
+        } else if (ddp_now() - g->broken_at > GRACE_S) {
             /* The trainer has not ended the group: it is stuck outside it (waiting
              * for the GPU), and may never hear of the failure or get out. */
             if (!g->reported)
@@ -284,7 +266,7 @@ static DdpStatus before(NcclGroup *g)
 static DdpStatus after(NcclGroup *g, ncclResult_t r, const char *call, const char *what, int counted,
                        size_t count, DdpPgType type, DdpWork **out)
 {
-    DdpStatus st = settle(g, r, call, now() + g->timeout_s);
+    DdpStatus st = settle(g, r, call, ddp_now() + g->timeout_s);
     if (st != DDP_OK) {
         break_group(g, ddp_error_message());
         g->reported = 1;
@@ -295,7 +277,7 @@ static DdpStatus after(NcclGroup *g, ncclResult_t r, const char *call, const cha
     snprintf(w->what, sizeof w->what, "%s", what);
     if (counted)
         snprintf(w->detail, sizeof w->detail, " (%zu %s)", count, ddp_pg_type_name(type));
-    w->deadline = now() + g->timeout_s;
+    w->deadline = ddp_now() + g->timeout_s;
     cudaError_t e = cudaEventRecord(w->done, g->stream);
     if (e != cudaSuccess) {
         recycle(g, w);
@@ -472,13 +454,13 @@ static void nccl_destroy(void *impl, int abort)
     g->reported = 1;
     pthread_mutex_unlock(&g->lock);
     if (!abort) {
-        double deadline = now() + g->timeout_s;
+        double deadline = ddp_now() + g->timeout_s;
         for (;;) {
             pthread_mutex_lock(&g->lock);
             if (!g->broken)
                 inspect(g);
             int busy = g->watched != NULL && !g->broken;
-            if (busy && now() > deadline)
+            if (busy && ddp_now() > deadline)
                 break_group(g, "the collectives still running at the end did not finish within the timeout");
             int go_on = busy && !g->broken;
             pthread_mutex_unlock(&g->lock);
@@ -497,7 +479,7 @@ static void nccl_destroy(void *impl, int abort)
     int healthy = !abort && !g->broken && !g->aborted;
     if (g->comm) {
         if (healthy) {
-            if (settle(g, ncclCommFinalize(g->comm), "ncclCommFinalize", now() + g->timeout_s) == DDP_OK)
+            if (settle(g, ncclCommFinalize(g->comm), "ncclCommFinalize", ddp_now() + g->timeout_s) == DDP_OK)
                 (void)ncclCommDestroy(g->comm);
             else
                 (void)ncclCommAbort(g->comm);
@@ -590,7 +572,7 @@ static DdpStatus open_group(NcclGroup *g, const DdpTopology *t, DdpStore *store)
         g->comm = NULL;
         return DDP_ERR(DDP_FAIL, "ncclCommInitRankConfig: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
     }
-    DdpStatus st = settle(g, r, "NCCL's start-up (ncclCommInitRankConfig)", now() + g->timeout_s);
+    DdpStatus st = settle(g, r, "NCCL's start-up (ncclCommInitRankConfig)", ddp_now() + g->timeout_s);
     if (st != DDP_OK) {
         g->aborted = 1;
         (void)ncclCommAbort(g->comm);

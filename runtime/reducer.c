@@ -20,6 +20,7 @@
  * which is what keeps all ranks' collectives matched.
  */
 #include "reducer.h"
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,13 +47,6 @@ struct DdpReducer {
     DdpStatus failure;      /* the first failure of the step, */
     char message[MESSAGE_LEN]; /* and its message */
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps ST's message (just recorded) as the step's failure, if it is the first. */
 static void keep_failure(DdpReducer *r, DdpStatus st)
@@ -208,7 +202,7 @@ void ddp_reducer_set_overlap(DdpReducer *r, int overlap) { r->overlap = overlap 
 
 DdpStatus ddp_reducer_finish(DdpReducer *r)
 {
-    double start = now();
+    double start = ddp_now();
     int skipped = r->skip;
     if (!skipped)
         launch_ready(r);
@@ -227,7 +221,7 @@ DdpStatus ddp_reducer_finish(DdpReducer *r)
         keep_failure(r, DDP_ERR(DDP_FAIL, "internal error: %d of %d buckets were all-reduced this step",
                                 r->launched, r->n_buckets));
     if (!skipped)
-        r->exposed += now() - start;
+        r->exposed += ddp_now() - start;
     DdpStatus st = r->failure;
     char message[MESSAGE_LEN];
     snprintf(message, sizeof message, "%s", r->message);

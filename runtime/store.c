@@ -55,6 +55,7 @@
 
 #include "rendezvous.h"  // DdpStore, DdpStoreMessage, the wire format
 #include "status.h"      // DDP_ERR, DDP_CHECK
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 /* How much the server keeps in all (keys + values + bookkeeping): far more
  * than start-up needs, far less than a flood of SETs could take. */
@@ -66,17 +67,10 @@
 #define REPLY_GRACE_S 5.0
 #define SHOWN 64
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Milliseconds from now to DEADLINE for poll(): 0 if passed, capped. */
 static int ms_until(double deadline)
 {
-    double ms = (deadline - now_s()) * 1000.0;
+    double ms = (deadline - ddp_now()) * 1000.0;
     if (ms <= 0)
         return 0;
     return ms > 3600e3 ? 3600000 : (int)ms + 1;
@@ -388,7 +382,7 @@ static void handle(Server *sv, Peer *p, const DdpStoreMessage *m)
         p->waiting = 1;
         memcpy(p->wkey, m->key, m->key_len);
         p->wkey_len = m->key_len;
-        p->wdeadline = now_s() + get_u32(m->value) / 1000.0;
+        p->wdeadline = ddp_now() + get_u32(m->value) / 1000.0;
         return;
     case DDP_STORE_ADD: {
         e = find(sv, m->key, m->key_len);
@@ -486,7 +480,7 @@ static void accept_all(Server *sv)
         int fd = accept4(sv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                sv->accept_paused_until = now_s() + 0.1; /* or poll would spin on the pending connection */
+                sv->accept_paused_until = ddp_now() + 0.1; /* or poll would spin on the pending connection */
             return;
         }
         if (sv->npeers == sv->peers_cap) {
@@ -519,7 +513,7 @@ static void *server_main(void *arg)
             if (sv->peers[i].fd >= 0)
                 sv->peers[kept++] = sv->peers[i];
         sv->npeers = kept;
-        if (draining && (sv->npeers == 0 || now_s() >= drain_until))
+        if (draining && (sv->npeers == 0 || ddp_now() >= drain_until))
             break;
 
         if (fds_cap < sv->npeers + 2) {
@@ -533,7 +527,7 @@ static void *server_main(void *arg)
             fds = bigger;
             fds_cap = cap;
         }
-        double now = now_s(), next = now + 3600;
+        double now = ddp_now(), next = now + 3600;
         size_t nfds = 0;
         fds[nfds++] = (struct pollfd){.fd = sv->wake[0], .events = POLLIN};
         int listening = !draining && now >= sv->accept_paused_until;
@@ -565,7 +559,7 @@ static void *server_main(void *arg)
             char byte;
             if (read(sv->wake[0], &byte, 1) >= 0 && !draining) {
                 draining = 1;
-                drain_until = now_s() + atomic_load(&sv->drain_s);
+                drain_until = ddp_now() + atomic_load(&sv->drain_s);
                 close(sv->listen_fd); /* newcomers are refused, not left in the backlog */
                 sv->listen_fd = -1;
             }
@@ -588,7 +582,7 @@ static void *server_main(void *arg)
         }
         /* Answer expired GETs, then serve whatever is buffered (a SET may have
          * unparked a peer that has more requests queued). */
-        now = now_s();
+        now = ddp_now();
         for (size_t i = 0; i < sv->npeers; i++) {
             Peer *p = &sv->peers[i];
             if (p->fd >= 0 && p->waiting && now >= p->wdeadline) {
@@ -785,7 +779,7 @@ static DdpStatus client_connect(DdpStore *s, const char *host, int port, double 
             }
             freeaddrinfo(ai);
         }
-        double left = deadline - now_s();
+        double left = deadline - ddp_now();
         if (left <= 0)
             break;
         struct timespec ts = {0, 0};
@@ -898,7 +892,7 @@ static DdpStatus request(DdpStore *s, int type, const char *key, const void *val
     if (!msg)
         return DDP_ERR(DDP_FAIL, "out of memory writing to the store");
     ddp_store_encode(msg, len, type, key, key_len, value, value_len);
-    double start = now_s();
+    double start = ddp_now();
     DdpStatus st = send_all(s, msg, len, start + s->timeout_s);
     if (msg != small)
         free(msg);
@@ -1015,7 +1009,7 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
         return DDP_ERR(DDP_FAIL, "internal error: the store needs MASTER_ADDR and MASTER_PORT");
     if (!(timeout_s > 0))
         return DDP_ERR(DDP_FAIL, "internal error: store timeout %g s", timeout_s);
-    double deadline = now_s() + timeout_s;
+    double deadline = ddp_now() + timeout_s;
     DdpStore *s = calloc(1, sizeof *s);
     if (!s)
         return DDP_ERR(DDP_FAIL, "out of memory opening the store");
@@ -1037,7 +1031,7 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
         char key[64];
         snprintf(key, sizeof key, "ddp/open/%d", t->world_size);
         int arrived;
-        double left = deadline - now_s();
+        double left = deadline - ddp_now();
         st = barrier_within(s, key, left > 0 ? left : 0, &arrived);
         if (st == DDP_OK && arrived < t->world_size)
             st = DDP_ERR(DDP_FAIL, "only %d of %d ranks reached the store at %s within %g s", arrived,

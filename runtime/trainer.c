@@ -54,6 +54,7 @@
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
 #include "weights.h"   // ddp_weights_init, _load, _export
+#include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 enum {
     SLOTS = 2,         /* staging buffers: one being filled, one being copied */
@@ -124,13 +125,6 @@ typedef struct {
     int launched;           /* this process only started the ranks */
     int launch_status;      /* their exit status */
 } Trainer;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static size_t align_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
@@ -346,7 +340,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
 {
     double s[NSTATS];
     DDP_CHECK(read_stats(t, t->train_stats, s, 1));
-    double read_at = now();
+    double read_at = ddp_now();
     e->loss_sum += s[0];
     e->count += s[2];
     e->span_loss += s[0];
@@ -372,7 +366,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
         r.samples_per_s = trained > 0 ? (double)e->span_samples / trained : 0;
     }
     DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc));
-    double done = now();
+    double done = ddp_now();
     r.seconds = done - e->start;
     DDP_CHECK(at_epoch_end ? ddp_progress_epoch(&t->progress, &r) : ddp_progress_eval(&t->progress, &r));
     e->report_seconds += done - read_at;
@@ -391,7 +385,7 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
     DDP_CHECK(read_stats(t, t->train_stats, s, 0));
     double loss_sum = e->loss_sum + e->span_loss + s[0], count = e->count + e->span_count + s[2];
     DDP_CHECK(check_loss(t, loss_sum, e->epoch));
-    double at = now(), trained = at - e->start - e->report_seconds;
+    double at = ddp_now(), trained = at - e->start - e->report_seconds;
     double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
     ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, batches,
                         count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
@@ -412,7 +406,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
     int64_t eval_every = t->flags.eval_every, k = t->flags.no_sync_every;
     int64_t batches = (n_samples + batch - 1) / batch;
     DDP_CHECK(ddp_sampler_epoch(&t->sampler, epoch, t->order));
-    EpochState e = {.epoch = epoch, .start = now()};
+    EpochState e = {.epoch = epoch, .start = ddp_now()};
     e.span_start = e.start;
 
     int64_t b = 0;
@@ -451,7 +445,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
             DDP_CHECK(report(t, &e, 0));
-        else if (t->progress.tty && now() - t->last_progress >= PROGRESS_INTERVAL)
+        else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
             DDP_CHECK(show_progress(t, &e, b + 1, batches));
     }
     if (b > 0)
@@ -462,10 +456,10 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
 static DdpStatus train(Trainer *t)
 {
     int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
-    t->last_progress = now();
+    t->last_progress = ddp_now();
     for (int64_t epoch = 0; epoch < t->cfg.epochs && t->step < max_steps; epoch++)
         DDP_CHECK(train_epoch(t, epoch, max_steps));
-    double elapsed = now() - t->started;
+    double elapsed = ddp_now() - t->started;
     ddp_progress_summary(&t->progress, t->step, elapsed,
                          t->train_seconds > 0 ? (double)t->train_samples / t->train_seconds : 0);
     return DDP_OK;
@@ -599,7 +593,7 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     }
     t->net = net;
     t->prog = prog;
-    t->started = now();
+    t->started = ddp_now();
     ddp_error_clear();
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);
