@@ -933,6 +933,16 @@ static FILE *begin_body(Emit *e, char **buf, size_t *len)
     return f;
 }
 
+/* Ends a function begun with begin_body: HEADER (its comment and signature),
+ * the declarations of what the body used, the body, the closing brace. */
+static void end_function(Emit *e, FILE *out, FILE *body_stream, char **body, const char *header)
+{
+    fclose(body_stream); /* sets *body */
+    fprintf(out, "%s{\n", header);
+    finish_function(e, out, *body);
+    fprintf(out, "}\n\n");
+}
+
 static void emit_functions(Emit *e, FILE *out)
 {
     const Net *net = e->net;
@@ -949,11 +959,8 @@ static void emit_functions(Emit *e, FILE *out)
         E("    (void)train;  // no layer of this net behaves differently in training\n");
     for (int i = 0; i < net->n_nodes; i++)
         forward_node(e, &net->nodes[i]);
-    fclose(b);
-    fprintf(out, "// The forward pass; TRAIN selects batch statistics and dropout.\n"
-                 "static void forward(DdpCtx *ctx, int n, int train)\n{\n");
-    finish_function(e, out, body);
-    fprintf(out, "}\n\n");
+    end_function(e, out, b, &body, "// The forward pass; TRAIN selects batch statistics and dropout.\n"
+                                   "static void forward(DdpCtx *ctx, int n, int train)\n");
 
     /* train step */
     b = begin_body(e, &body, &len);
@@ -966,11 +973,8 @@ static void emit_functions(Emit *e, FILE *out)
       "    // as it is final, so that its bucket's all-reduce can start\n");
     for (int i = net->n_nodes - 1; i >= 0; i--)
         backward_node(e, &net->nodes[i]);
-    fclose(b);
-    fprintf(out, "// Forward, loss and backward for a batch of N: grads get d loss / d params.\n"
-                 "static void train_step(DdpCtx *ctx, int n)\n{\n");
-    finish_function(e, out, body);
-    fprintf(out, "}\n\n");
+    end_function(e, out, b, &body, "// Forward, loss and backward for a batch of N: grads get d loss / d params.\n"
+                                   "static void train_step(DdpCtx *ctx, int n)\n");
 
     /* eval step */
     b = begin_body(e, &body, &len);
@@ -978,11 +982,8 @@ static void emit_functions(Emit *e, FILE *out)
     comment(e, loss, "    ");
     E("    DDP_LAUNCH(loss_forward_backward, n, n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
-    fclose(b);
-    fprintf(out, "// Forward in evaluation mode and the loss, for a batch of N.\n"
-                 "static void eval_step(DdpCtx *ctx, int n)\n{\n");
-    finish_function(e, out, body);
-    fprintf(out, "}\n\n");
+    end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
+                                   "static void eval_step(DdpCtx *ctx, int n)\n");
 
     /* optimizer */
     const TrainConfig *t = &net->train;
