@@ -137,7 +137,7 @@ $(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
 
 test: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
-	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) CPU_LIBS="$(BLAS_LIBS) -lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) TB_PYTHON=$(TB_VENV)/bin/python CPU_LIBS="$(BLAS_LIBS) -lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -159,10 +159,15 @@ bench: all
 # ---- dependencies (Debian, as root) -----------------------------------------------
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev libopenblas-dev \
                 libopenmpi-dev openmpi-bin python3-torch python3-numpy \
-                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2
+                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv
+# TensorBoard itself, to check that it reads what --tensorboard writes
+# (tools/read_tensorboard.py); a venv keeps it away from Debian's python.
+TB_VENV := /opt/ddpc-tb
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
+	test -x $(TB_VENV)/bin/python || /usr/bin/python3 -m venv $(TB_VENV)
+	$(TB_VENV)/bin/pip install -q tensorboard==2.21.0
 
 clean:
 	rm -rf $(BUILD)

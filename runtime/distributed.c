@@ -15,6 +15,7 @@
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
 #include "launcher.h"  // ddp_launch_local
+#include "progress.h"  // DDP_PROGRESS_TTY_ENV
 
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
@@ -82,6 +83,9 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         snprintf(threads, sizeof threads, "%ld", cores / nproc > 1 ? cores / nproc : 1);
         setenv("OMP_NUM_THREADS", threads, 1);
     }
+    /* mpirun gives its ranks a pseudo-terminal whatever our output is: say
+     * what it really is, so that a pipe gets plain lines (progress.h) */
+    setenv(DDP_PROGRESS_TTY_ENV, isatty(STDOUT_FILENO) ? "1" : "0", 1);
     char **args = calloc((size_t)argc + 12, sizeof *args);
     int k = 0;
     args[k++] = "mpirun";
@@ -203,25 +207,35 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfi
     return st;
 }
 
-DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers, int64_t *counts)
+DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    /* host memory may not reach a GPU collective: through a device buffer */
+    void *dev = NULL;
+    size_t bytes = (size_t)n * sizeof *values;
+    DdpStatus st = ddp_device_alloc(&dev, bytes);
+    if (st == DDP_OK)
+        st = ddp_copy_to_device(dev, values, bytes, d->stream);
+    if (st == DDP_OK)
+        st = ddp_pg_broadcast(d->pg, dev, (size_t)n, DDP_I64, 0);
+    if (st == DDP_OK)
+        st = ddp_copy_to_host(values, dev, bytes, d->stream);
+    ddp_device_free(dev);
+    return st;
+}
+
+DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers,
+                                     float *opt_state, int64_t *counts)
 {
     if (d->world <= 1)
         return DDP_OK;
     DDP_CHECK(ddp_pg_broadcast(d->pg, params, (size_t)net->n_param_floats, DDP_F32, 0));
     if (net->n_buffer_floats)
         DDP_CHECK(ddp_pg_broadcast(d->pg, buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
-    /* the step counts live on the host: through a device buffer */
-    void *dev = NULL;
-    size_t bytes = (size_t)net->n_params * sizeof *counts;
-    DdpStatus st = ddp_device_alloc(&dev, bytes);
-    if (st == DDP_OK)
-        st = ddp_copy_to_device(dev, counts, bytes, d->stream);
-    if (st == DDP_OK)
-        st = ddp_pg_broadcast(d->pg, dev, (size_t)net->n_params, DDP_I64, 0);
-    if (st == DDP_OK)
-        st = ddp_copy_to_host(counts, dev, bytes, d->stream);
-    ddp_device_free(dev);
-    return st;
+    /* zeros at the start; a resumed run's momentum or Adam moments */
+    DDP_CHECK(ddp_pg_broadcast(d->pg, opt_state, (size_t)(net->n_param_floats * net->opt_slots), DDP_F32, 0));
+    return ddp_dist_broadcast_host(d, counts, net->n_params);
 }
 
 DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count)

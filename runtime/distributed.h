@@ -57,8 +57,13 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
  * difference names the rank and the setting, on every rank. */
 DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags);
 
-/* Rank 0's weights and buffers to every rank, before the first step. */
-DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers, int64_t *counts);
+/* Rank 0's weights, buffers, optimizer state and (host) step counts to every
+ * rank, before the first step. */
+DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers,
+                                     float *opt_state, int64_t *counts);
+
+/* Rank 0's N host VALUES to every rank. */
+DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n);
 
 /* Sums COUNT doubles of device statistics over the ranks, in place. */
 DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count);

@@ -8,10 +8,7 @@
  *
  * Checking happens here, at start-up, and names the flag: a bad value found
  * after an hour of training, or reported by whatever code first trips over
- * it, would cost the user far more than a strict parser does. Flags for
- * several ranks and checkpoints are parsed and checked now although this
- * build runs one rank; ddp_flags_check_available refuses the ones that would
- * need more, so they fail loudly rather than being silently ignored.
+ * it, would cost the user far more than a strict parser does.
  */
 #include "flags.h"
 
@@ -67,6 +64,8 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .help = "evaluate every N steps too (0: at the end of each epoch only)"},
     [DDP_FLAG_LOG] = {"log", KIND_PATH, "FILE.jsonl", AT(log),
         .help = "write each epoch's and evaluation's numbers as JSON lines"},
+    [DDP_FLAG_TENSORBOARD] = {"tensorboard", KIND_PATH, "DIR", AT(tensorboard),
+        .help = "write loss, lr, accuracy and samples/s as TensorBoard event files into DIR"},
     [DDP_FLAG_EXPORT] = {"export", KIND_PATH, "FILE.safetensors", AT(export_path),
         .help = "write the weights after the last step"},
     [DDP_FLAG_INIT] = {"init", KIND_PATH, "FILE.safetensors", AT(init),
@@ -114,7 +113,7 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
     f->world_size = -1;
     f->bucket_cap_mb = (double)train->bucket_cap_bytes / (1024.0 * 1024.0);
     f->no_sync_every = 1;
-    f->timeout = 1800;
+    f->timeout = DDP_FLAGS_DEFAULT_TIMEOUT;
 }
 
 /* ---- "did you mean" ------------------------------------------------------- */
@@ -358,16 +357,9 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
                        (long long)f->rank, (long long)f->world_size, (long long)f->world_size - 1);
     if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");
-    return DDP_OK;
-}
-
-DdpStatus ddp_flags_check_available(const DdpFlags *f)
-{
-    static const DdpFlagId checkpoint_flags[] = {DDP_FLAG_SAVE, DDP_FLAG_SAVE_EVERY, DDP_FLAG_RESUME};
-    for (size_t i = 0; i < sizeof checkpoint_flags / sizeof checkpoint_flags[0]; i++)
-        if (f->given[checkpoint_flags[i]])
-            return DDP_ERR(DDP_BAD_INPUT, "--%s is not available in this build yet", specs[checkpoint_flags[i]].name);
-
+    if (f->resume && !f->resume_path && !f->save)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume without a PATH takes the newest checkpoint in --save DIR: "
+                                      "give one or the other");
     return DDP_OK;
 }
 
@@ -397,7 +389,7 @@ void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTra
         case DDP_FLAG_BUCKET_CAP_MB:
             snprintf(dflt, sizeof dflt, " (default %g)", (double)train->bucket_cap_bytes / (1024.0 * 1024.0));
             break;
-        case DDP_FLAG_TIMEOUT: snprintf(dflt, sizeof dflt, " (default 1800)"); break;
+        case DDP_FLAG_TIMEOUT: snprintf(dflt, sizeof dflt, " (default %g)", DDP_FLAGS_DEFAULT_TIMEOUT); break;
         default: break;
         }
         fprintf(out, "  %-38s %s%s\n", left, s->help, dflt);

@@ -26,6 +26,7 @@ typedef enum {
     DDP_FLAG_NO_SHUFFLE,
     DDP_FLAG_EVAL_EVERY,
     DDP_FLAG_LOG,
+    DDP_FLAG_TENSORBOARD,
     DDP_FLAG_EXPORT,
     DDP_FLAG_INIT,
     DDP_FLAG_NPROC_PER_NODE,
@@ -50,6 +51,8 @@ typedef enum { DDP_BACKEND_AUTO, DDP_BACKEND_NCCL, DDP_BACKEND_MPI } DdpBackend;
 #define DDP_FLAGS_MAX_EPOCHS 1000000
 #define DDP_FLAGS_MAX_BATCH (1 << 20)
 #define DDP_FLAGS_MAX_RANKS 65536
+/* --timeout: ten minutes, as PyTorch's NCCL process groups wait. */
+#define DDP_FLAGS_DEFAULT_TIMEOUT 600.0
 
 typedef struct {
     const char *data;         /* NULL: DDP_IDX_DEFAULT_DIR */
@@ -61,10 +64,11 @@ typedef struct {
     int shuffle;              /* 0 with --no-shuffle */
     int64_t eval_every;       /* steps; 0: at the end of each epoch only */
     const char *log;          /* --log FILE.jsonl, or NULL */
+    const char *tensorboard;  /* --tensorboard DIR, or NULL */
     const char *export_path;  /* --export FILE.safetensors, or NULL */
     const char *init;         /* --init FILE.safetensors, or NULL */
 
-    /* Several ranks and checkpoints (parsed and checked; see ddp_flags_check_available). */
+    /* Several ranks and checkpoints. */
     int64_t nproc_per_node;   /* 0: not given */
     DdpBackend backend;
     const char *init_method;  /* "env://" or "tcp://HOST:PORT"; NULL: not given */
@@ -76,7 +80,7 @@ typedef struct {
     int64_t save_every;       /* steps; 0: at the end of each epoch */
     int resume;               /* --resume given */
     const char *resume_path;  /* its optional PATH; NULL: the latest in --save */
-    double timeout;           /* seconds a collective may wait: torch's default 1800 */
+    double timeout;           /* seconds a collective may wait */
 
     int quiet, help;
     unsigned char given[DDP_FLAG_COUNT]; /* 1 for each flag on the command line */
@@ -91,10 +95,6 @@ void ddp_flags_init(DdpFlags *flags, const DdpTrainConfig *train);
  * one with the nearest known name ("unknown option '--epoch'; did you mean
  * '--epochs'?"), a missing or out-of-range value with the range accepted. */
 DdpStatus ddp_flags_parse(DdpFlags *flags, int argc, char **argv);
-
-/* DDP_BAD_INPUT ("--save is not available in this build yet") for what this
- * build cannot do yet: checkpoints. */
-DdpStatus ddp_flags_check_available(const DdpFlags *flags);
 
 /* The training configuration the run uses: TRAIN with the flags that override
  * it (epochs, batch, lr, seed, bucket cap) applied. */

@@ -5,7 +5,8 @@
  * terminal gets one line rewritten in place with \r (and erased with ESC [K
  * before anything else is printed); a pipe or a file gets only whole lines,
  * since a CI log full of carriage returns is unreadable. Programs read --log,
- * which holds the same numbers, exactly, as JSON lines.
+ * which holds the same numbers, exactly, as JSON lines, and TensorBoard reads
+ * them from --tensorboard under the same names.
  *
  * The trainer decides when to report and hands over finished numbers; this
  * file only formats, so the format lives in one place.
@@ -13,12 +14,18 @@
 #include "progress.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log)
+enum { BAR_WIDTH = 24 }; /* characters of the progress bar */
+
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb)
 {
-    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log};
-    p->tty = !quiet && isatty(fileno(out));
+    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log, .tb = tb};
+    const char *said = getenv(DDP_PROGRESS_TTY_ENV);
+    int tty = said && (strcmp(said, "0") == 0 || strcmp(said, "1") == 0) ? said[0] == '1' : isatty(fileno(out));
+    p->tty = !quiet && tty;
 }
 
 /* Erases the progress line, if one is showing, before a plain line. */
@@ -61,10 +68,14 @@ void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t 
 {
     if (!p->tty)
         return;
-    char eta[32];
+    char eta[32], bar[BAR_WIDTH + 1];
     duration(eta, sizeof eta, eta_s);
-    fprintf(p->out, "\repoch %lld/%lld  %lld/%lld  loss %.4f  %.0f samples/s  ETA %s\033[K", (long long)epoch,
-            (long long)epochs, (long long)batch, (long long)batches, loss, samples_per_s, eta);
+    int filled = batches > 0 ? (int)(BAR_WIDTH * (batch < batches ? batch : batches) / batches) : 0;
+    for (int i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[BAR_WIDTH] = '\0';
+    fprintf(p->out, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s  ETA %s\033[K", (long long)epoch,
+            (long long)epochs, bar, (long long)batch, (long long)batches, loss, samples_per_s, eta);
     fflush(p->out);
     p->line_shown = 1;
 }
@@ -78,13 +89,29 @@ static void print_numbers(DdpProgress *p, const DdpReport *r)
     fprintf(p->out, "  lr %.3g  %.0f samples/s", r->lr, r->samples_per_s);
 }
 
-/* Keeps the best accuracy for the summary, and writes the log line. */
+/* The report's numbers as TensorBoard scalars at its step, named as in the log. */
+static DdpStatus plot(DdpProgress *p, const DdpReport *r)
+{
+    if (!p->tb)
+        return DDP_OK;
+    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "loss", r->step, r->loss));
+    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "lr", r->step, r->lr));
+    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "samples_per_s", r->step, r->samples_per_s));
+    if (r->evaluated) {
+        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_loss", r->step, r->test_loss));
+        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_acc", r->step, r->test_acc));
+    }
+    return DDP_OK;
+}
+
+/* Keeps the best accuracy for the summary, and writes the log line and the plots. */
 static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
 {
     if (r->evaluated && (p->best_epoch == 0 || r->test_acc > p->best_acc)) {
         p->best_acc = r->test_acc;
         p->best_epoch = r->epoch;
     }
+    DDP_CHECK(plot(p, r));
     if (!p->log)
         return DDP_OK;
     DdpLogField f[10];

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "jsonlog.h"  // DdpJsonLog
+#include "jsonlog.h"      // DdpJsonLog
+#include "tensorboard.h"  // DdpTensorboard
 #include "status.h"   // DdpStatus
 
 /* One report: the end of an epoch, or an evaluation inside one. */
@@ -31,12 +32,18 @@ typedef struct {
     int tty;                 /* OUT is a terminal: show a progress line */
     int line_shown;          /* a progress line is on screen, to be erased */
     DdpJsonLog *log;         /* --log, or NULL; not owned */
+    DdpTensorboard *tb;      /* --tensorboard, or NULL; not owned */
     double best_acc;         /* best test accuracy so far, and its epoch */
     int64_t best_epoch;      /* 0: no evaluation yet */
 } DdpProgress;
 
-/* Reports on OUT (a terminal gets the progress line) and to LOG (may be NULL). */
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log);
+/* Overrides isatty(OUT) when set to 0 or 1: a launcher whose ranks cannot
+ * see where the output really goes (mpirun hands them a pseudo-terminal)
+ * says so through the environment. */
+#define DDP_PROGRESS_TTY_ENV "DDP_PROGRESS_TTY"
+
+/* Reports on OUT (a terminal gets the progress line), to LOG and to TB (either may be NULL). */
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb);
 
 /* A plain line of its own (the start-up description), unless quiet. */
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
@@ -53,6 +54,7 @@
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
+#include "tensorboard.h"  // DdpTensorboard: --tensorboard
 #include "weights.h"   // ddp_weights_init, _load, _export
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
@@ -102,7 +104,7 @@ typedef struct {
     void *staging[SLOTS];
     void *staged[SLOTS];    /* events: the last copy out of staging[i] */
     int slot;
-    float *host_params, *host_buffers;
+    float *host_params, *host_buffers, *host_opt_state;
     int64_t *counts;        /* starting step counts, per parameter */
     int64_t *order;         /* this epoch's sample indices */
     int64_t *eval_ids;      /* one evaluation batch's indices */
@@ -111,6 +113,7 @@ typedef struct {
     DdpSampler sampler;
     int64_t steps_per_epoch;
     int64_t step;           /* global optimizer steps taken */
+    int64_t saved_step;     /* of the last checkpoint written; -1: none */
     double lr;              /* of the last step */
     double started;         /* ddp_main's start */
     double train_seconds;   /* whole run, evaluation excluded */
@@ -118,6 +121,7 @@ typedef struct {
     double last_progress;
 
     DdpJsonLog *log;
+    DdpTensorboard *tb;
     DdpProgress progress;
 
     DdpDist dist;           /* ranks; a world of one when run alone */
@@ -222,10 +226,11 @@ static DdpStatus allocate(Trainer *t)
     /* Host copies of the weights, for initialisation and export. */
     t->host_params = calloc((size_t)net->n_param_floats + 1, sizeof(float));
     t->host_buffers = calloc((size_t)net->n_buffer_floats + 1, sizeof(float));
+    t->host_opt_state = calloc((size_t)(net->n_param_floats * net->opt_slots) + 1, sizeof(float));
     t->counts = calloc((size_t)net->n_params + 1, sizeof(int64_t));
     t->order = calloc((size_t)t->sampler.num_samples + 1, sizeof(int64_t));
     t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
-    if (!t->host_params || !t->host_buffers || !t->counts || !t->order || !t->eval_ids)
+    if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids)
         return DDP_ERR(DDP_FAIL, "out of memory");
     return DDP_OK;
 }
@@ -275,13 +280,123 @@ static DdpStatus init_weights(Trainer *t)
     return ddp_device_sync(t->stream);
 }
 
-static DdpStatus export_weights(Trainer *t)
+/* The device's weights (and with OPT_STATE the optimizer state) into the
+ * host copies; the copies are synchronous. */
+static DdpStatus weights_to_host(Trainer *t, int opt_state)
 {
     const DdpNet *net = t->net;
     DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float), t->stream));
     DDP_CHECK(ddp_copy_to_host(t->host_buffers, t->buffers, (size_t)net->n_buffer_floats * sizeof(float),
                                t->stream));
-    return ddp_weights_export(net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step);
+    if (opt_state)
+        DDP_CHECK(ddp_copy_to_host(t->host_opt_state, t->opt_state,
+                                   (size_t)(net->n_param_floats * net->opt_slots) * sizeof(float), t->stream));
+    return DDP_OK;
+}
+
+static DdpStatus export_weights(Trainer *t)
+{
+    DDP_CHECK(weights_to_host(t, 0));
+    return ddp_weights_export(t->net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+static DdpCheckpointRun checkpoint_run(const Trainer *t)
+{
+    return (DdpCheckpointRun){
+        .step = t->step,
+        .seed = t->cfg.seed,
+        .batch = t->cfg.batch,
+        .world = t->dist.world,
+        .no_sync_every = t->flags.no_sync_every,
+        .shuffle = t->flags.shuffle,
+    };
+}
+
+static DdpCheckpointState host_state(Trainer *t)
+{
+    return (DdpCheckpointState){t->host_params, t->host_buffers, t->host_opt_state, t->counts};
+}
+
+/* --save: rank 0 writes the state after step t->step; the others go on (the
+ * weights are the same everywhere) and meet it at the next collective. */
+static DdpStatus save_checkpoint(Trainer *t)
+{
+    if (!t->flags.save || t->saved_step == t->step)
+        return DDP_OK;
+    t->saved_step = t->step;
+    if (t->dist.rank != 0)
+        return DDP_OK;
+    DDP_CHECK(weights_to_host(t, 1));
+    DdpCheckpointRun run = checkpoint_run(t);
+    DdpCheckpointState state = host_state(t);
+    char path[4096];
+    DDP_CHECK(ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path));
+    ddp_progress_note(&t->progress, "saved %s", path);
+    return DDP_OK;
+}
+
+/* Rank 0's part of --resume: the checkpoint named, or the newest valid one
+ * in --save DIR, into the host copies; *FOUND 0 when DIR has none yet (a
+ * first run started with the command that will restart it). */
+static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *found)
+{
+    DdpCheckpointRun saved, now = checkpoint_run(t);
+    DdpCheckpointState state = host_state(t);
+    char path[4096];
+    *found = 0;
+    if (t->flags.resume_path) {
+        snprintf(path, sizeof path, "%s", t->flags.resume_path);
+        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
+        *found = 1;
+    } else {
+        char skipped[4096];
+        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &saved, &state, path, sizeof path, found, skipped,
+                                        sizeof skipped));
+        /* each line a reason a newer checkpoint could not be used */
+        for (char *line = skipped, *end; *line; line = end + 1) {
+            end = strchr(line, '\n');
+            fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)(end - line), line);
+        }
+        if (!*found) {
+            ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
+            return DDP_OK;
+        }
+    }
+    DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
+    *step = saved.step;
+    ddp_progress_note(&t->progress, "resuming from %s: step %lld", path, (long long)saved.step);
+    const DdpNet *net = t->net;
+    DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
+    DDP_CHECK(ddp_copy_to_device(t->buffers, t->host_buffers, (size_t)net->n_buffer_floats * sizeof(float),
+                                 t->stream));
+    DDP_CHECK(ddp_copy_to_device(t->opt_state, t->host_opt_state,
+                                 (size_t)(net->n_param_floats * net->opt_slots) * sizeof(float), t->stream));
+    return ddp_device_sync(t->stream);
+}
+
+/* --resume: rank 0 loads, then tells every rank whether it could and from
+ * which step; the state itself follows in the start-up broadcast. */
+static DdpStatus resume(Trainer *t)
+{
+    if (!t->flags.resume)
+        return DDP_OK;
+    int64_t said[2] = {DDP_OK, 0}; /* rank 0's status, the step */
+    DdpStatus st = DDP_OK;
+    if (t->dist.rank == 0) {
+        int found;
+        st = load_checkpoint(t, &said[1], &found);
+        said[0] = st;
+    }
+    DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
+    if (st != DDP_OK)
+        return st;
+    if (said[0] != DDP_OK)
+        return DDP_ERR((DdpStatus)said[0], "rank 0 could not resume (it says why)");
+    t->step = said[1];
+    t->saved_step = t->step;
+    return DDP_OK;
 }
 
 /* ---- statistics and evaluation ------------------------------------------------ */
@@ -399,7 +514,7 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
 /* One epoch. With --no-sync-every K, K batches make one optimizer step: the
  * first K-1 accumulate their gradients locally (DDP's no_sync), the K-th adds
  * its own and the sum is all-reduced once. */
-static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
+static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int64_t max_steps)
 {
     const DdpNet *net = t->net;
     int64_t batch = t->cfg.batch, n_samples = t->sampler.num_samples;
@@ -409,7 +524,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
     EpochState e = {.epoch = epoch, .start = ddp_now()};
     e.span_start = e.start;
 
-    int64_t b = 0;
+    int64_t b = first_batch;
     for (; b < batches && t->step < max_steps; b++) {
         int64_t first = b * batch;
         int n = (int)(n_samples - first < batch ? n_samples - first : batch);
@@ -433,6 +548,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
             net->optimizer_step(&t->ctx);
             t->step++;
             t->lr = t->ctx.lr;
+            if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
+                DDP_CHECK(save_checkpoint(t));
         }
         /* Host-side flags: polling them costs no sync. */
         DDP_CHECK(ddp_ops_status(t->ops));
@@ -448,8 +565,10 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t max_steps)
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
             DDP_CHECK(show_progress(t, &e, b + 1, batches));
     }
-    if (b > 0)
+    if (b > first_batch)
         DDP_CHECK(report(t, &e, 1));
+    if (t->flags.save_every == 0)
+        DDP_CHECK(save_checkpoint(t));
     return DDP_OK;
 }
 
@@ -457,8 +576,13 @@ static DdpStatus train(Trainer *t)
 {
     int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
     t->last_progress = ddp_now();
-    for (int64_t epoch = 0; epoch < t->cfg.epochs && t->step < max_steps; epoch++)
-        DDP_CHECK(train_epoch(t, epoch, max_steps));
+    /* A resumed run starts inside the epoch its step count falls in. */
+    int64_t first_epoch = t->step / t->steps_per_epoch;
+    int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;
+    for (int64_t epoch = first_epoch; epoch < t->cfg.epochs && t->step < max_steps; epoch++)
+        DDP_CHECK(train_epoch(t, epoch, epoch == first_epoch ? first_batch : 0, max_steps));
+    /* the last state is always kept, whatever --save-every says */
+    DDP_CHECK(save_checkpoint(t));
     double elapsed = ddp_now() - t->started;
     ddp_progress_summary(&t->progress, t->step, elapsed,
                          t->train_seconds > 0 ? (double)t->train_samples / t->train_seconds : 0);
@@ -476,7 +600,6 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         ddp_flags_usage(stdout, t->prog, net->name, &net->train);
         return DDP_OK;
     }
-    DDP_CHECK(ddp_flags_check_available(&t->flags));
     t->cfg = net->train;
     ddp_flags_apply(&t->flags, &t->cfg);
     if (t->cfg.batch < 1 || t->cfg.batch > DDP_FLAGS_MAX_BATCH || t->cfg.epochs < 1)
@@ -485,6 +608,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                        (long long)t->cfg.epochs, DDP_FLAGS_MAX_BATCH);
     if (t->flags.export_path)
         DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
+    if (t->flags.save)
+        DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
 
     /* Several ranks: started here (the parent only waits for them), or we are one. */
     DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
@@ -510,8 +635,16 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(plan_ops(t));
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
     DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->cfg, &t->flags));
+    /* Rank 0 speaks for the run; the others only say what goes wrong. */
+    if (t->flags.log && rank == 0)
+        DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
+    if (t->flags.tensorboard && rank == 0)
+        DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));
+    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, t->log, t->tb);
+
     DDP_CHECK(init_weights(t));
-    DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->counts));
+    DDP_CHECK(resume(t));
+    DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
     if (world > 1) {
         DDP_CHECK(ddp_reducer_create(&t->reducer, t->dist.pg, net, t->grads,
                                      t->flags.given[DDP_FLAG_BUCKET_CAP_MB] ? t->flags.bucket_cap_mb : -1.0));
@@ -524,10 +657,6 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         t->ctx.pg = t->dist.pg;
     }
 
-    /* Rank 0 speaks for the run; the others only say what goes wrong. */
-    if (t->flags.log && rank == 0)
-        DDP_CHECK(ddp_jsonlog_open(t->flags.log, 0, &t->log));
-    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, t->log);
     char device[128];
     ddp_device_describe(device, sizeof device);
     char ranks[64] = "";
@@ -552,8 +681,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     return ddp_device_sync(t->stream);
 }
 
-/* Frees whatever RUN got to; the log's close status, since losing its last
- * lines is a failure. */
+/* Frees whatever RUN got to; the logs' close status, since losing their
+ * last lines is a failure. */
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
     ddp_reducer_destroy(t->reducer);
@@ -575,12 +704,15 @@ static DdpStatus trainer_free(Trainer *t, int failed)
         ddp_device_close(t->stream);
     free(t->host_params);
     free(t->host_buffers);
+    free(t->host_opt_state);
     free(t->counts);
     free(t->order);
     free(t->eval_ids);
     ddp_idx_free(&t->train);
     ddp_idx_free(&t->test);
-    return ddp_jsonlog_close(t->log);
+    DdpStatus tb = ddp_tensorboard_close(t->tb);
+    DdpStatus log = ddp_jsonlog_close(t->log);
+    return log != DDP_OK ? log : tb;
 }
 
 int ddp_main(int argc, char **argv, const DdpNet *net)
@@ -594,6 +726,7 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     t->net = net;
     t->prog = prog;
     t->started = ddp_now();
+    t->saved_step = -1;
     ddp_error_clear();
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);

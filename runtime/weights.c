@@ -116,36 +116,33 @@ static DdpStatus load_one(DdpSafetensors *f, const DdpParamInfo *p, float *x, in
     return DDP_OK;
 }
 
+DdpStatus ddp_weights_read(const DdpNet *net, DdpSafetensors *f, float *params, float *buffers, int64_t *counts)
+{
+    for (int i = 0; i < net->n_params; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        counts[i] = 0;
+        DDP_CHECK(load_one(f, p, storage(p, params, buffers), &counts[i]));
+    }
+    return DDP_OK;
+}
+
 DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, float *buffers, int64_t *counts)
 {
     DdpSafetensors *f;
     DDP_CHECK(ddp_safetensors_open(path, &f));
-    DdpStatus st = DDP_OK;
-    for (int i = 0; i < net->n_params && st == DDP_OK; i++) {
-        const DdpParamInfo *p = &net->params[i];
-        counts[i] = 0;
-        st = load_one(f, p, storage(p, params, buffers), &counts[i]);
-    }
+    DdpStatus st = ddp_weights_read(net, f, params, buffers, counts);
     if (st == DDP_OK)
         st = ddp_safetensors_check_unused(f);
     ddp_safetensors_close(f);
     return st;
 }
 
-DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *params, const float *buffers,
-                             const int64_t *counts, int64_t steps)
+void ddp_weights_tensors(const DdpNet *net, const float *params, const float *buffers, const int64_t *counts,
+                         int64_t steps, DdpTensor *t, int64_t *steps_at)
 {
-    int n = net->n_params;
-    DdpTensor *t = calloc((size_t)(n ? n : 1), sizeof *t);
-    int64_t *steps_at = calloc((size_t)(n ? n : 1), sizeof *steps_at);
-    if (!t || !steps_at) {
-        free(t);
-        free(steps_at);
-        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
-    }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < net->n_params; i++) {
         const DdpParamInfo *p = &net->params[i];
-        t[i].name = p->name;
+        t[i] = (DdpTensor){.name = p->name};
         if (p->is_step_count) {
             steps_at[i] = counts[i] + steps;
             t[i].dtype = DDP_DTYPE_I64;
@@ -159,6 +156,20 @@ DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *p
             t[i].shape[d] = p->shape[d];
         t[i].data = (p->trainable ? params : buffers) + p->offset;
     }
+}
+
+DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *params, const float *buffers,
+                             const int64_t *counts, int64_t steps)
+{
+    int n = net->n_params;
+    DdpTensor *t = calloc((size_t)(n ? n : 1), sizeof *t);
+    int64_t *steps_at = calloc((size_t)(n ? n : 1), sizeof *steps_at);
+    if (!t || !steps_at) {
+        free(t);
+        free(steps_at);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+    }
+    ddp_weights_tensors(net, params, buffers, counts, steps, t, steps_at);
     char step_text[24];
     snprintf(step_text, sizeof step_text, "%lld", (long long)steps);
     const DdpMeta meta[] = {

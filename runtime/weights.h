@@ -13,8 +13,9 @@
 
 #include <stdint.h>
 
-#include "model.h"   // DdpNet, DdpParamInfo
-#include "status.h"  // DdpStatus
+#include "model.h"        // DdpNet, DdpParamInfo
+#include "safetensors.h"  // DdpSafetensors, DdpTensor
+#include "status.h"       // DdpStatus
 
 /* Initialises every parameter and buffer as PyTorch does after
  * torch.manual_seed(SEED), building the modules in parameter order: conv and
@@ -28,6 +29,16 @@ DdpStatus ddp_weights_init(const DdpNet *net, uint64_t seed, float *params, floa
  * exactly its shape, step counts as I64 scalars; nothing else. DDP_BAD_INPUT
  * naming PATH and the tensor otherwise. */
 DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, float *buffers, int64_t *counts);
+
+/* The loading part of ddp_weights_load, from a file already open (a
+ * checkpoint holds more than weights): every DdpParamInfo by name, marked used. */
+DdpStatus ddp_weights_read(const DdpNet *net, DdpSafetensors *f, float *params, float *buffers, int64_t *counts);
+
+/* T[0..net->n_params): every parameter as a tensor to write, under its
+ * PyTorch name, pointing into PARAMS and BUFFERS; step counts as I64 scalars
+ * COUNTS[i] + STEPS, kept in STEPS_AT[0..n_params). */
+void ddp_weights_tensors(const DdpNet *net, const float *params, const float *buffers, const int64_t *counts,
+                         int64_t steps, DdpTensor *t, int64_t *steps_at);
 
 /* Writes every DdpParamInfo to PATH under its PyTorch name (F32; step counts
  * as I64 scalars holding COUNTS[i] + STEPS), with metadata {"net": name,

@@ -57,10 +57,9 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(f.eval_every, 0);
     CU_ASSERT_EQUAL(f.bucket_cap_mb, 25);
     CU_ASSERT_EQUAL(f.no_sync_every, 1);
-    CU_ASSERT_EQUAL(f.timeout, 1800);
+    CU_ASSERT_EQUAL(f.timeout, 600);
     CU_ASSERT(f.data == NULL && f.log == NULL && f.export_path == NULL && f.init == NULL && f.save == NULL);
     CU_ASSERT(!f.quiet && !f.help && !f.resume);
-    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_OK);
     DdpTrainConfig t = train();
     ddp_flags_apply(&f, &t);
     CU_ASSERT(t.batch == 64 && t.epochs == 10 && t.lr == 0.01 && t.seed == 5 && t.bucket_cap_bytes == 25 << 20);
@@ -73,7 +72,7 @@ static void test_every_flag(void)
                                     "--max-steps 0 --no-shuffle --eval-every 100 --log l.jsonl --export=e.st "
                                     "--init i.st --quiet --backend mpi --init-method tcp://10.0.0.1:29500 "
                                     "--rank 1 --world-size 2 --bucket-cap-mb 2.5 --no-sync-every 4 --save ck "
-                                    "--save-every 50 --resume --timeout 60"),
+                                    "--save-every 50 --resume --timeout 60 --tensorboard tb"),
                           DDP_OK);
     CU_ASSERT_STRING_EQUAL(f.data, "/d");
     CU_ASSERT_EQUAL(f.epochs, 3);
@@ -98,6 +97,7 @@ static void test_every_flag(void)
     CU_ASSERT_EQUAL(f.resume, 1);
     CU_ASSERT_PTR_NULL(f.resume_path);
     CU_ASSERT_EQUAL(f.timeout, 60);
+    CU_ASSERT_STRING_EQUAL(f.tensorboard, "tb");
     DdpTrainConfig t = train();
     ddp_flags_apply(&f, &t);
     CU_ASSERT(t.batch == 32 && t.epochs == 3 && t.lr == 0.5 && t.seed == UINT64_MAX);
@@ -109,7 +109,7 @@ static void test_every_flag(void)
     CU_ASSERT_EQUAL(f.epochs, 4);
     CU_ASSERT_EQUAL(parse(&f, "--resume=x.st"), DDP_OK);
     CU_ASSERT_STRING_EQUAL(f.resume_path, "x.st");
-    CU_ASSERT_EQUAL(parse(&f, "--resume --quiet"), DDP_OK);
+    CU_ASSERT_EQUAL(parse(&f, "--resume --quiet --save ck"), DDP_OK);
     CU_ASSERT(f.resume && f.resume_path == NULL && f.quiet);
     CU_ASSERT_EQUAL(parse(&f, "--backend=nccl --init-method env:// --init-method=tcp://[::1]:1"), DDP_OK);
     CU_ASSERT_EQUAL(f.backend, DDP_BACKEND_NCCL);
@@ -172,27 +172,20 @@ static void test_unknown(void)
     CU_ASSERT(refused("mnist.net", "unexpected argument 'mnist.net': every option starts with --"));
 }
 
-static void test_available(void)
+static void test_checkpoint_flags(void)
 {
-    static const struct {
-        const char *args, *message;
-    } refused_here[] = {
-        {"--save ck", "--save is not available in this build yet"},
-        {"--save ck --save-every 9", "--save is not available in this build yet"},
-        {"--resume", "--resume is not available in this build yet"},
-    };
-    for (size_t i = 0; i < sizeof refused_here / sizeof refused_here[0]; i++) {
-        DdpFlags f;
-        CU_ASSERT_EQUAL_FATAL(parse(&f, refused_here[i].args), DDP_OK);
-        CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_BAD_INPUT);
-        if (strcmp(ddp_error_message(), refused_here[i].message) != 0)
-            fprintf(stderr, "\n'%s' gave \"%s\"", refused_here[i].args, ddp_error_message());
-        CU_ASSERT_STRING_EQUAL(ddp_error_message(), refused_here[i].message);
-    }
     DdpFlags f;
+    CU_ASSERT_EQUAL(parse(&f, "--resume"), DDP_BAD_INPUT);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "--resume without a PATH takes the newest checkpoint in --save DIR: "
+                                                "give one or the other");
+    CU_ASSERT_EQUAL(parse(&f, "--save-every 9"), DDP_BAD_INPUT);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "--save-every needs --save DIR");
+    CU_ASSERT_EQUAL(parse(&f, "--save ck --save-every 9 --resume"), DDP_OK);
+    CU_ASSERT(f.resume && !f.resume_path && strcmp(f.save, "ck") == 0 && f.save_every == 9);
+    CU_ASSERT_EQUAL(parse(&f, "--resume ck/checkpoint-000000009.safetensors"), DDP_OK);
+    CU_ASSERT(f.resume && f.resume_path && strcmp(f.resume_path, "ck/checkpoint-000000009.safetensors") == 0);
     CU_ASSERT_EQUAL(parse(&f, "--nproc-per-node 4 --world-size 4 --rank 3 --no-sync-every 2 --timeout 30 "
                               "--bucket-cap-mb 100 --backend nccl --init-method tcp://127.0.0.1:29500"), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_flags_check_available(&f), DDP_OK);
     CU_ASSERT_EQUAL(f.nproc_per_node, 4);
     CU_ASSERT_EQUAL(f.rank, 3);
     CU_ASSERT_EQUAL(f.no_sync_every, 2);
@@ -235,7 +228,7 @@ void suite_flags(void)
         {"every flag, --flag value and --flag=value", test_every_flag},
         {"bad values name the flag and the range", test_bad_values},
         {"unknown options get a suggestion", test_unknown},
-        {"several ranks and checkpoints are refused in this build", test_available},
+        {"checkpoint flags: --resume needs a PATH or --save; the rest parse", test_checkpoint_flags},
         {"--help lists every flag with the net's defaults", test_usage},
         {NULL, NULL},
     };

@@ -17,15 +17,7 @@ static char tmpdir[64];
 static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_log_XXXXXX"); }
 
 /* A python3 with the json module (any python3 has it), or NULL. */
-static const char *python(void)
-{
-    const char *p = getenv("PYTHON");
-    if (!p || !*p)
-        p = "/usr/bin/python3";
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "%s -c 'import json, struct' >/dev/null 2>&1", p);
-    return test_run(cmd, NULL) == 0 ? p : NULL;
-}
+static const char *python(void) { return test_python_with("PYTHON", "/usr/bin/python3", "json, struct"); }
 
 static void test_exact_text(void)
 {

@@ -75,29 +75,16 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
     char buf[512];
     snprintf(buf, sizeof buf, "%s", args);
     char *argv[32];
-    int argc = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, " ", &save); tok && argc < 31; tok = strtok_r(NULL, " ", &save))
-        argv[argc++] = tok;
-    argv[argc] = NULL;
-
-    int fds[2];
-    CU_ASSERT_FATAL(pipe(fds) == 0);
-    fflush(NULL);
+    int argc = test_split_args(buf, argv, 0, 32);
+    int fd;
     double t0 = now_s();
-    pid_t pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
+    pid_t pid = test_fork_capturing(&fd);
     if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
         /* Stale variables of an outer launcher must not reach the ranks. */
         setenv("RANK", "7", 1);
         setenv("MASTER_PORT", "1", 1);
         _exit(ddp_launch_exec(exe, nproc, argc, argv, grace));
     }
-    close(fds[1]);
     if (kill_with) {
         for (int tries = 0; tries < 500; tries++) {
             int ready = 0;
@@ -118,7 +105,7 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
             kill(pid, kill_with);
         }
     }
-    int rc = test_child_output(pid, fds[0], out);
+    int rc = test_child_output(pid, fd, out);
     *elapsed = now_s() - t0;
     return rc;
 }
@@ -277,29 +264,16 @@ static void test_self(void)
     const char *preload = getenv("LD_PRELOAD");
     if (preload && strstr(preload, "vgpreload"))
         return;
-    int fds[2];
-    CU_ASSERT_FATAL(pipe(fds) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
+    int fd;
+    pid_t pid = test_fork_capturing(&fd);
     if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
         char *argv[] = {"unit_tests", "--nproc-per-node", "2", "no_such_suite", NULL};
         _exit(ddp_launch_local(2, 4, argv, 5));
     }
-    close(fds[1]);
-    char buf[4096];
-    size_t len = 0;
-    ssize_t got;
-    while ((got = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)got;
-    buf[len] = '\0';
-    close(fds[0]);
-    int status;
-    CU_ASSERT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *buf = NULL;
+    CU_ASSERT_EQUAL(test_child_output(pid, fd, &buf), 0);
     /* Two runners, each of them ran nothing. */
-    const char *p = buf;
+    const char *p = buf ? buf : "";
     int runs = 0;
     while ((p = strstr(p, "0 passed, 0 failed")) != NULL) {
         runs++;
@@ -307,7 +281,8 @@ static void test_self(void)
     }
     CU_ASSERT(runs == 2);
     if (runs != 2)
-        fprintf(stderr, "\nthe ranks said:\n%s\n", buf);
+        fprintf(stderr, "\nthe ranks said:\n%s\n", buf ? buf : "");
+    free(buf);
 }
 
 static void test_cleanup(void)

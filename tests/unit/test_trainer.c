@@ -22,6 +22,7 @@
 #include "safetensors.h"  // reading what --export wrote, writing bad --init files
 #include "testutil.h"
 #include "tiny_net.h"     // tiny_net, tiny_net_train
+#include "trainer_harness.h"  // harness_run, harness_write_set, harness_has, ...
 #include "weights.h"      // ddp_weights_init
 
 enum { N_TRAIN = 200, N_TEST = 50 };
@@ -38,58 +39,6 @@ static const char *tmp_path(const char *name)
     return p;
 }
 
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static void write_file(const char *path, const void *bytes, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_FATAL(f != NULL);
-    CU_ASSERT(fwrite(bytes, 1, len, f) == len);
-    fclose(f);
-}
-
-/* One IDX pair in DIR: N images of ROWS x COLS whose label is i % 10, each
- * noise plus bright rows where (row / 2) % 10 is the label: learnable by a
- * linear model, not trivially. */
-static void write_set(const char *dir, const char *prefix, int n, int rows, int cols, uint32_t seed)
-{
-    size_t pixels = (size_t)rows * (size_t)cols;
-    unsigned char *img = malloc(16 + (size_t)n * pixels), *lab = malloc(8 + (size_t)n);
-    CU_ASSERT_FATAL(img && lab);
-    put_be32(img, 0x803);
-    put_be32(img + 4, (uint32_t)n);
-    put_be32(img + 8, (uint32_t)rows);
-    put_be32(img + 12, (uint32_t)cols);
-    put_be32(lab, 0x801);
-    put_be32(lab + 4, (uint32_t)n);
-    uint32_t r = seed;
-    for (int i = 0; i < n; i++) {
-        int label = i % 10;
-        lab[8 + i] = (unsigned char)label;
-        for (int y = 0; y < rows; y++)
-            for (int x = 0; x < cols; x++) {
-                r = r * 1664525u + 1013904223u;
-                unsigned v = (r >> 24) % 96;
-                if ((y / 2) % 10 == label)
-                    v += 140;
-                img[16 + (size_t)i * pixels + (size_t)y * cols + x] = (unsigned char)v;
-            }
-    }
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, prefix);
-    write_file(path, img, 16 + (size_t)n * pixels);
-    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, prefix);
-    write_file(path, lab, 8 + (size_t)n);
-    free(img);
-    free(lab);
-}
-
 /* tmpdir/data: 28x28 (N_TRAIN train, N_TEST test); tmpdir/small: 14x14. */
 static void setup(void)
 {
@@ -99,10 +48,10 @@ static void setup(void)
     snprintf(small_dir, sizeof small_dir, "%s/small", tmpdir);
     mkdir(data_dir, 0755);
     mkdir(small_dir, 0755);
-    write_set(data_dir, "train", N_TRAIN, 28, 28, 1);
-    write_set(data_dir, "t10k", N_TEST, 28, 28, 2);
-    write_set(small_dir, "train", 30, 14, 14, 3);
-    write_set(small_dir, "t10k", 10, 14, 14, 4);
+    harness_write_set(data_dir, "train", N_TRAIN, 28, 28, 1);
+    harness_write_set(data_dir, "t10k", N_TEST, 28, 28, 2);
+    harness_write_set(small_dir, "train", 30, 14, 14, 3);
+    harness_write_set(small_dir, "t10k", 10, 14, 14, 4);
 }
 
 static void teardown(void)
@@ -112,57 +61,10 @@ static void teardown(void)
     test_run(cmd, NULL);
 }
 
-/* Runs ddp_main(NET) as `tiny_train ARGS...` (ARGS split at spaces) in a
- * child; returns its exit status (-1 if it died) and, in *OUT, everything it
- * wrote to stdout and stderr (malloc'd). */
-__attribute__((format(printf, 3, 4)))
-static int run_trainer(const DdpNet *net, char **out, const char *fmt, ...)
-{
-    char args[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char *argv[64];
-    int argc = 0;
-    argv[argc++] = "/some/dir/tiny_train";
-    char *save = NULL;
-    for (char *tok = strtok_r(args, " ", &save); tok && argc < 63; tok = strtok_r(NULL, " ", &save))
-        argv[argc++] = tok;
-    argv[argc] = NULL;
-
-    int fds[2];
-    CU_ASSERT_FATAL(pipe(fds) == 0);
-    fflush(stdout); /* or the child would write the runner's buffered output too */
-    fflush(stderr);
-    pid_t pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
-        int rc = ddp_main(argc, argv, net);
-        fflush(NULL);
-        _exit(rc);
-    }
-    close(fds[1]);
-    return test_child_output(pid, fds[0], out);
-}
-
 static const DdpNet *default_net(void)
 {
     DdpTrainConfig train = tiny_net_train();
     return tiny_net(&train, 1, 10);
-}
-
-/* 1 when TEXT holds WHAT; says what it got otherwise. */
-static int has(const char *text, const char *what)
-{
-    if (text && strstr(text, what))
-        return 1;
-    fprintf(stderr, "\noutput lacks \"%s\":\n%s\n", what, text ? text : "(null)");
-    return 0;
 }
 
 /* The number after "KEY": in a JSON line, or NAN. */
@@ -181,27 +83,6 @@ static int split_lines(char *text, char **lines, int max)
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < max; l = strtok_r(NULL, "\n", &save))
         lines[n++] = l;
     return n;
-}
-
-/* 1 when the safetensors files A and B hold the same tensors, bit for bit. */
-static int same_tensors(const char *a, const char *b)
-{
-    DdpSafetensors *fa = NULL, *fb = NULL;
-    int same = ddp_safetensors_open(a, &fa) == DDP_OK && ddp_safetensors_open(b, &fb) == DDP_OK &&
-               ddp_safetensors_count(fa) == ddp_safetensors_count(fb);
-    for (int i = 0; same && i < ddp_safetensors_count(fa); i++) {
-        const DdpTensor *ta = ddp_safetensors_tensor(fa, i);
-        const DdpTensor *tb = ddp_safetensors_find(fb, ta->name);
-        same = tb && tb->dtype == ta->dtype && tb->nbytes == ta->nbytes &&
-               memcmp(ta->data, tb->data, ta->nbytes) == 0;
-        if (!same)
-            fprintf(stderr, "\n%s and %s differ in '%s'", a, b, ta->name);
-    }
-    if (fa)
-        ddp_safetensors_close(fa);
-    if (fb)
-        ddp_safetensors_close(fb);
-    return same;
 }
 
 static int64_t step_count(const char *path)
@@ -223,15 +104,15 @@ static void test_trains(void)
 {
     setup();
     char *out = NULL;
-    int rc = run_trainer(default_net(), &out, "--data %s --epochs 4 --log %s", data_dir,
+    int rc = harness_run(default_net(), &out, "--data %s --epochs 4 --log %s", data_dir,
                          tmp_path("log.jsonl"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(has(out, "tiny: 200 train / 50 test samples, batch 20 per rank, 10 steps per epoch, 4 epochs"));
-    CU_ASSERT(has(out, "epoch 1/4  step 10  loss "));
-    CU_ASSERT(has(out, "epoch 4/4  step 40  loss "));
-    CU_ASSERT(has(out, "test_acc "));
-    CU_ASSERT(has(out, "samples/s"));
-    CU_ASSERT(has(out, "done  40 steps  best test_acc"));
+    CU_ASSERT(harness_has(out, "tiny: 200 train / 50 test samples, batch 20 per rank, 10 steps per epoch, 4 epochs"));
+    CU_ASSERT(harness_has(out, "epoch 1/4  step 10  loss "));
+    CU_ASSERT(harness_has(out, "epoch 4/4  step 40  loss "));
+    CU_ASSERT(harness_has(out, "test_acc "));
+    CU_ASSERT(harness_has(out, "samples/s"));
+    CU_ASSERT(harness_has(out, "done  40 steps  best test_acc"));
     CU_ASSERT(strchr(out, '\r') == NULL); /* piped: plain lines only */
     free(out);
 
@@ -244,7 +125,7 @@ static void test_trains(void)
                                        "\"samples_per_s\":", "\"test_loss\":", "\"test_acc\":", "\"time_s\":"};
     for (int i = 0; i < n; i++)
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-            CU_ASSERT(has(lines[i], keys[k]));
+            CU_ASSERT(harness_has(lines[i], keys[k]));
     if (n == 4) {
         CU_ASSERT_EQUAL(json_number(lines[0], "epoch"), 1);
         CU_ASSERT_EQUAL(json_number(lines[3], "step"), 40);
@@ -262,11 +143,11 @@ static void test_max_steps(void)
     setup();
     char *out = NULL;
     /* Step 17 is in the middle of epoch 2: it ends there, evaluated. */
-    int rc = run_trainer(default_net(), &out, "--data %s --max-steps 17 --log %s --export %s", data_dir,
+    int rc = harness_run(default_net(), &out, "--data %s --max-steps 17 --log %s --export %s", data_dir,
                          tmp_path("log.jsonl"), tmp_path("w.safetensors"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(has(out, "epoch 2/3  step 17  "));
-    CU_ASSERT(has(out, "done  17 steps"));
+    CU_ASSERT(harness_has(out, "epoch 2/3  step 17  "));
+    CU_ASSERT(harness_has(out, "done  17 steps"));
     free(out);
     char *log = test_read_file(tmp_path("log.jsonl"), NULL);
     CU_ASSERT_FATAL(log != NULL);
@@ -279,7 +160,7 @@ static void test_max_steps(void)
     CU_ASSERT_EQUAL(step_count(tmp_path("w.safetensors")), 17);
 
     /* --batch-size and --epochs override the net's; --quiet prints nothing. */
-    rc = run_trainer(default_net(), &out, "--data %s --batch-size 64 --epochs 1 --quiet --export %s",
+    rc = harness_run(default_net(), &out, "--data %s --batch-size 64 --epochs 1 --quiet --export %s",
                      data_dir, tmp_path("w.safetensors"));
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_STRING_EQUAL(out, "");
@@ -292,10 +173,10 @@ static void test_eval_every(void)
 {
     setup();
     char *out = NULL;
-    int rc = run_trainer(default_net(), &out, "--data %s --epochs 2 --eval-every 4 --log %s", data_dir,
+    int rc = harness_run(default_net(), &out, "--data %s --epochs 2 --eval-every 4 --log %s", data_dir,
                          tmp_path("log.jsonl"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(has(out, "\n  step 4  loss "));
+    CU_ASSERT(harness_has(out, "\n  step 4  loss "));
     free(out);
     char *log = test_read_file(tmp_path("log.jsonl"), NULL);
     CU_ASSERT_FATAL(log != NULL);
@@ -307,12 +188,72 @@ static void test_eval_every(void)
     CU_ASSERT_EQUAL_FATAL(n, 6);
     for (int i = 0; i < n; i++) {
         CU_ASSERT_EQUAL(json_number(lines[i], "step"), steps[i]);
-        CU_ASSERT(has(lines[i], epoch_end[i] ? "\"event\": \"epoch\"" : "\"event\": \"eval\""));
-        CU_ASSERT(has(lines[i], "\"test_acc\":"));
-        CU_ASSERT(has(lines[i], "\"loss\":"));
+        CU_ASSERT(harness_has(lines[i], epoch_end[i] ? "\"event\": \"epoch\"" : "\"event\": \"eval\""));
+        CU_ASSERT(harness_has(lines[i], "\"test_acc\":"));
+        CU_ASSERT(harness_has(lines[i], "\"loss\":"));
     }
     CU_ASSERT_EQUAL(json_number(lines[3], "epoch"), 2);
     free(log);
+    teardown();
+}
+
+/* The value TensorBoard's reader printed for TAG at STEP (read_tensorboard.py
+ * lines: "TAG" STEP VALUE), or NAN. */
+static double plotted(const char *points, const char *tag, int64_t step)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\" %lld ", tag, (long long)step);
+    for (const char *at = points; (at = strstr(at, key)); at++)
+        if (at == points || at[-1] == '\n')
+            return strtod(at + strlen(key), NULL);
+    return NAN;
+}
+
+/* --tensorboard: TensorBoard's own reader (tools/read_tensorboard.py, in the
+ * venv `make deps` makes) finds every number --log has, at the same steps;
+ * a resumed run adds a file whose steps continue. */
+static void test_tensorboard(void)
+{
+    setup();
+    const char *tb = tmp_path("tb");
+    CU_ASSERT_EQUAL(harness_run(default_net(), NULL, "--data %s --epochs 2 --eval-every 4 --log %s --tensorboard %s "
+                                "--save %s", data_dir, tmp_path("log.jsonl"), tb, tmp_path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(default_net(), NULL, "--data %s --epochs 3 --log %s --tensorboard %s --save %s --resume",
+                                data_dir, tmp_path("log.jsonl"), tb, tmp_path("ck")), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^events.out.tfevents.'", tb);
+    char *files = NULL;
+    CU_ASSERT_EQUAL(test_run(cmd, &files), 0);
+    CU_ASSERT(files && atoi(files) == 2);
+    free(files);
+
+    const char *py = test_python_with("TB_PYTHON", "/opt/ddpc-tb/bin/python", "tensorboard");
+    if (!py) {
+        fputs("\n    (TensorBoard's reader not run: no tensorboard python; `make deps` makes one)", stderr);
+        teardown();
+        return;
+    }
+    char *points = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' tools/read_tensorboard.py '%s'", py, tb);
+    CU_ASSERT_EQUAL_FATAL(test_run(cmd, &points), 0);
+    char *log = test_read_file(tmp_path("log.jsonl"), NULL);
+    CU_ASSERT_FATAL(log != NULL);
+    char *lines[16];
+    int n = split_lines(log, lines, 16);
+    CU_ASSERT_EQUAL(n, 7); /* steps 4, 8, 10, 12, 16, 20, then the resumed 30 */
+    static const char *const keys[] = {"loss", "lr", "samples_per_s", "test_loss", "test_acc"};
+    for (int i = 0; i < n; i++) {
+        int64_t step = (int64_t)json_number(lines[i], "step");
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            double want = (float)json_number(lines[i], keys[k]), got = plotted(points, keys[k], step);
+            if (!(fabs(got - want) <= 1e-6 * fabs(want)))
+                fprintf(stderr, "\n    step %lld %s: log %.9g, TensorBoard %.9g", (long long)step, keys[k], want, got);
+            CU_ASSERT(fabs(got - want) <= 1e-6 * fabs(want));
+        }
+    }
+    CU_ASSERT(!isnan(plotted(points, "test_acc", 30)));
+    free(log);
+    free(points);
     teardown();
 }
 
@@ -323,10 +264,10 @@ static void test_export_initial(void)
     setup();
     const DdpNet *net = default_net();
     char *out = NULL;
-    int rc = run_trainer(net, &out, "--data %s --max-steps 0 --export %s", data_dir,
+    int rc = harness_run(net, &out, "--data %s --max-steps 0 --export %s", data_dir,
                          tmp_path("init.safetensors"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(has(out, "done  0 steps"));
+    CU_ASSERT(harness_has(out, "done  0 steps"));
     free(out);
 
     /* What the seeded initialisation gives in-process, tensor by tensor. */
@@ -374,16 +315,16 @@ static void test_init_reproduces(void)
 {
     setup();
     const DdpNet *net = default_net();
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 0 --export %s", data_dir, tmp_path("init.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --max-steps 0 --export %s", data_dir, tmp_path("init.st")), 0);
     /* A seeded run and a run from its exported initial weights take the same steps. */
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 13 --export %s", data_dir, tmp_path("a.st")), 0);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 13 --init %s --export %s", data_dir,
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --max-steps 13 --export %s", data_dir, tmp_path("a.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --max-steps 13 --init %s --export %s", data_dir,
                                 tmp_path("init.st"), tmp_path("b.st")), 0);
-    CU_ASSERT(same_tensors(tmp_path("a.st"), tmp_path("b.st")));
+    CU_ASSERT(harness_same_tensors(tmp_path("a.st"), tmp_path("b.st")));
     /* --init then --export straight away gives the file back, step count included. */
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --max-steps 0 --init %s --export %s", data_dir, tmp_path("a.st"),
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --max-steps 0 --init %s --export %s", data_dir, tmp_path("a.st"),
                                 tmp_path("c.st")), 0);
-    CU_ASSERT(same_tensors(tmp_path("a.st"), tmp_path("c.st")));
+    CU_ASSERT(harness_same_tensors(tmp_path("a.st"), tmp_path("c.st")));
     CU_ASSERT_EQUAL(step_count(tmp_path("c.st")), 13);
     teardown();
 }
@@ -397,13 +338,13 @@ static void test_init_continues(void)
     DdpTrainConfig train = tiny_net_train();
     train.momentum = 0;
     const DdpNet *net = tiny_net(&train, 1, 10);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 2 --export %s", data_dir,
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-shuffle --epochs 2 --export %s", data_dir,
                                 tmp_path("two.st")), 0);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 1 --export %s", data_dir,
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-shuffle --epochs 1 --export %s", data_dir,
                                 tmp_path("one.st")), 0);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --no-shuffle --epochs 1 --init %s --export %s", data_dir,
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-shuffle --epochs 1 --init %s --export %s", data_dir,
                                 tmp_path("one.st"), tmp_path("one_more.st")), 0);
-    CU_ASSERT(same_tensors(tmp_path("two.st"), tmp_path("one_more.st")));
+    CU_ASSERT(harness_same_tensors(tmp_path("two.st"), tmp_path("one_more.st")));
     CU_ASSERT_EQUAL(step_count(tmp_path("one_more.st")), 20);
     teardown();
 }
@@ -412,9 +353,9 @@ static void test_deterministic(void)
 {
     setup();
     const DdpNet *net = default_net();
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("a.st")), 0);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("b.st")), 0);
-    CU_ASSERT_EQUAL(run_trainer(net, NULL, "--data %s --epochs 2 --seed 8 --export %s", data_dir, tmp_path("c.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("a.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("b.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 8 --export %s", data_dir, tmp_path("c.st")), 0);
     size_t la, lb;
     char *a = test_read_file(tmp_path("a.st"), &la), *b = test_read_file(tmp_path("b.st"), &lb);
     CU_ASSERT_FATAL(a && b);
@@ -463,40 +404,40 @@ static void test_bad_init(void)
     char *out = NULL;
 
     write_weights(w, 783, 1, 0, DDP_DTYPE_F32);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
-    CU_ASSERT(has(out, "tiny_train: error: "));
-    CU_ASSERT(has(out, "w.safetensors: tensor 'fc.weight' has shape [10,783], the net expects [10,784]"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: "));
+    CU_ASSERT(harness_has(out, "w.safetensors: tensor 'fc.weight' has shape [10,783], the net expects [10,784]"));
     free(out);
 
     write_weights(w, 784, 0, 0, DDP_DTYPE_F32);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
-    CU_ASSERT(has(out, "w.safetensors: has no tensor 'fc.bias'"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(harness_has(out, "w.safetensors: has no tensor 'fc.bias'"));
     free(out);
 
     write_weights(w, 784, 1, 1, DDP_DTYPE_F32);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
-    CU_ASSERT(has(out, "'fc2.weight'"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(harness_has(out, "'fc2.weight'"));
     free(out);
 
     write_weights(w, 784, 1, 0, DDP_DTYPE_BF16);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
-    CU_ASSERT(has(out, "tensor 'fc.weight' has dtype BF16, the net expects F32"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(harness_has(out, "tensor 'fc.weight' has dtype BF16, the net expects F32"));
     free(out);
 
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, tmp_path("absent.safetensors")), 2);
-    CU_ASSERT(has(out, "absent.safetensors"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, tmp_path("absent.safetensors")), 2);
+    CU_ASSERT(harness_has(out, "absent.safetensors"));
     free(out);
 
     /* A file cut short. */
     write_weights(w, 784, 1, 0, DDP_DTYPE_F32);
     CU_ASSERT_FATAL(truncate(w, 1000) == 0);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s", data_dir, w), 2);
-    CU_ASSERT(has(out, "w.safetensors"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+    CU_ASSERT(harness_has(out, "w.safetensors"));
     free(out);
 
     /* F64 is converted. */
     write_weights(w, 784, 1, 0, DDP_DTYPE_F64);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --init %s --max-steps 0 --export %s", data_dir, w,
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s --max-steps 0 --export %s", data_dir, w,
                                 tmp_path("back.st")), 0);
     free(out);
     DdpSafetensors *f;
@@ -507,8 +448,8 @@ static void test_bad_init(void)
     ddp_safetensors_close(f);
 
     /* --export into a directory that does not exist fails before training. */
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --export %s/no/such/dir/w.st", data_dir, tmpdir), 2);
-    CU_ASSERT(has(out, "--export"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --export %s/no/such/dir/w.st", data_dir, tmpdir), 2);
+    CU_ASSERT(harness_has(out, "--export"));
     CU_ASSERT(!strstr(out, "epoch 1/"));
     free(out);
     teardown();
@@ -520,23 +461,23 @@ static void test_bad_data(void)
 {
     setup();
     char *out = NULL;
-    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s", tmp_path("nowhere")), 2);
-    CU_ASSERT(has(out, "tiny_train: error: "));
-    CU_ASSERT(has(out, "nowhere"));
+    CU_ASSERT_EQUAL(harness_run(default_net(), &out, "--data %s", tmp_path("nowhere")), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: "));
+    CU_ASSERT(harness_has(out, "nowhere"));
     free(out);
 
     /* 14x14 images for a net of 784 inputs, and for one of 1x28x28. */
-    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s", small_dir), 2);
-    CU_ASSERT(has(out, "small/train-images-idx3-ubyte: the images are 14x14 (one channel), but the net's input is 784"));
+    CU_ASSERT_EQUAL(harness_run(default_net(), &out, "--data %s", small_dir), 2);
+    CU_ASSERT(harness_has(out, "small/train-images-idx3-ubyte: the images are 14x14 (one channel), but the net's input is 784"));
     free(out);
     DdpTrainConfig train = tiny_net_train();
-    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 3, 10), &out, "--data %s", small_dir), 2);
-    CU_ASSERT(has(out, "the net's input is 1x28x28"));
+    CU_ASSERT_EQUAL(harness_run(tiny_net(&train, 3, 10), &out, "--data %s", small_dir), 2);
+    CU_ASSERT(harness_has(out, "the net's input is 1x28x28"));
     free(out);
 
     /* Labels 0..9 for a net of 5 classes. */
-    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 1, 5), &out, "--data %s", data_dir), 2);
-    CU_ASSERT(has(out, "train-labels-idx1-ubyte: sample 5 has label 5, but the net has 5 classes"));
+    CU_ASSERT_EQUAL(harness_run(tiny_net(&train, 1, 5), &out, "--data %s", data_dir), 2);
+    CU_ASSERT(harness_has(out, "train-labels-idx1-ubyte: sample 5 has label 5, but the net has 5 classes"));
     free(out);
     teardown();
 }
@@ -546,23 +487,23 @@ static void test_bad_flags(void)
     setup();
     const DdpNet *net = default_net();
     char *out = NULL;
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --epoch 3", data_dir), 2);
-    CU_ASSERT(has(out, "tiny_train: error: unknown option '--epoch'; did you mean '--epochs'?\n"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epoch 3", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: unknown option '--epoch'; did you mean '--epochs'?\n"));
     free(out);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --batch-size 0", data_dir), 2);
-    CU_ASSERT(has(out, "tiny_train: error: --batch-size expects a whole number from 1 to 1048576, got '0'"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --batch-size 0", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: --batch-size expects a whole number from 1 to 1048576, got '0'"));
     free(out);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --save %s", data_dir, tmpdir), 2);
-    CU_ASSERT(has(out, "tiny_train: error: --save is not available in this build yet\n"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --resume", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: --resume without a PATH takes the newest checkpoint in --save DIR"));
     free(out);
     /* Harmless with one rank. */
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--data %s --max-steps 1 --nproc-per-node 1 --world-size 1 --timeout 5 "
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --nproc-per-node 1 --world-size 1 --timeout 5 "
                                 "--bucket-cap-mb 4 --no-sync-every 1", data_dir), 0);
     free(out);
-    CU_ASSERT_EQUAL(run_trainer(net, &out, "--help"), 0);
-    CU_ASSERT(has(out, "usage: tiny_train [options]"));
-    CU_ASSERT(has(out, "--epochs N"));
-    CU_ASSERT(has(out, "(default 3)"));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--help"), 0);
+    CU_ASSERT(harness_has(out, "usage: tiny_train [options]"));
+    CU_ASSERT(harness_has(out, "--epochs N"));
+    CU_ASSERT(harness_has(out, "(default 3)"));
     free(out);
     teardown();
 }
@@ -571,10 +512,10 @@ static void test_nan_loss(void)
 {
     setup();
     char *out = NULL;
-    CU_ASSERT_EQUAL(run_trainer(default_net(), &out, "--data %s --lr 1e30 --log %s", data_dir,
+    CU_ASSERT_EQUAL(harness_run(default_net(), &out, "--data %s --lr 1e30 --log %s", data_dir,
                                 tmp_path("log.jsonl")), 1);
-    CU_ASSERT(has(out, "tiny_train: error: loss is "));
-    CU_ASSERT(has(out, " at epoch 1 step 10\n"));
+    CU_ASSERT(harness_has(out, "tiny_train: error: loss is "));
+    CU_ASSERT(harness_has(out, " at epoch 1 step 10\n"));
     free(out);
     teardown();
 }
@@ -584,8 +525,8 @@ static void test_image_input(void)
     setup();
     DdpTrainConfig train = tiny_net_train();
     char *out = NULL;
-    CU_ASSERT_EQUAL(run_trainer(tiny_net(&train, 3, 10), &out, "--data %s --epochs 1", data_dir), 0);
-    CU_ASSERT(has(out, "epoch 1/1  step 10"));
+    CU_ASSERT_EQUAL(harness_run(tiny_net(&train, 3, 10), &out, "--data %s --epochs 1", data_dir), 0);
+    CU_ASSERT(harness_has(out, "epoch 1/1  step 10"));
     free(out);
     teardown();
 }
@@ -626,7 +567,7 @@ static void test_init_matches_torch(void)
         "m = [torch.nn.Conv2d(3, 8, 5), torch.nn.BatchNorm2d(8), torch.nn.Linear(200, 10)]\n"
         "vals = [v for x in m for p in x.parameters() for v in p.detach().flatten().tolist()]\n"
         "print(' '.join(float(v).hex() for v in vals))\n";
-    write_file(tmp_path("init.py"), script, strlen(script));
+    harness_write_file(tmp_path("init.py"), script, strlen(script));
     char cmd[512], *out = NULL;
     snprintf(cmd, sizeof cmd, "%s %s", py, tmp_path("init.py"));
     CU_ASSERT_EQUAL_FATAL(test_run(cmd, &out), 0);
@@ -653,6 +594,7 @@ void suite_trainer(void)
         {"trains: loss falls, accuracy above chance; lines and log", test_trains},
         {"--max-steps stops at a global step; flags override the net", test_max_steps},
         {"--eval-every adds evaluations between epochs", test_eval_every},
+        {"--tensorboard: TensorBoard reads what --log holds; a resumed run continues", test_tensorboard},
         {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
         {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
         {"--init from an exported epoch continues bit for bit", test_init_continues},

@@ -86,6 +86,46 @@ int test_child_output(pid_t pid, int fd, char **out)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+pid_t test_fork_capturing(int *fd)
+{
+    int fds[2];
+    CU_ASSERT_FATAL(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        return 0;
+    }
+    close(fds[1]);
+    *fd = fds[0];
+    return pid;
+}
+
+int test_split_args(char *text, char **argv, int first, int max)
+{
+    int argc = first;
+    char *save = NULL;
+    for (char *tok = strtok_r(text, " ", &save); tok && argc < max - 1; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+    return argc;
+}
+
+const char *test_python_with(const char *env, const char *fallback, const char *modules)
+{
+    const char *p = getenv(env);
+    if (!p || !*p)
+        p = fallback;
+    char *cmd = NULL;
+    int ok = asprintf(&cmd, "'%s' -c 'import %s' >/dev/null 2>&1", p, modules) >= 0 && test_run(cmd, NULL) == 0;
+    free(cmd);
+    return ok ? p : NULL;
+}
+
 char *test_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -130,15 +170,7 @@ const char *test_python_with_torch(void)
     static const char *python;
     if (!probed) {
         probed = 1;
-        const char *p = getenv("PYTHON");
-        if (!p || !*p)
-            p = "/usr/bin/python3";
-        char *cmd = NULL;
-        if (asprintf(&cmd, "%s -c 'import torch' >/dev/null 2>&1", p) >= 0) {
-            if (test_run(cmd, NULL) == 0)
-                python = p;
-            free(cmd);
-        }
+        python = test_python_with("PYTHON", "/usr/bin/python3", "torch");
     }
     return python;
 }

@@ -33,6 +33,20 @@ int test_run(const char *command, char **out);
  * output cannot disturb the runner. */
 int test_child_output(pid_t pid, int fd, char **out);
 
+/* fork() with the child's stdout and stderr going into a pipe: returns 0 in
+ * the child, and in the parent the child's pid, with *FD the pipe's read end
+ * for test_child_output. Buffered output is flushed first, so the child
+ * cannot write the runner's again. A failure ends the test. */
+pid_t test_fork_capturing(int *fd);
+
+/* Splits TEXT in place at spaces into ARGV[FIRST..), at most MAX entries in
+ * all, NULL-terminated; returns the new count. */
+int test_split_args(char *text, char **argv, int first, int max);
+
+/* A python that can import MODULES (say "torch" or "json, struct"): the one
+ * in the environment variable ENV if set, else DEFAULT; NULL if it cannot. */
+const char *test_python_with(const char *env, const char *fallback, const char *modules);
+
 /* Reads a whole file into a malloc'd NUL-terminated buffer; NULL if unreadable. */
 char *test_read_file(const char *path, size_t *len);
 

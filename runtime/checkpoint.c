@@ -1,0 +1,435 @@
+/*
+ * checkpoint.c: checkpoints as safetensors files (see checkpoint.h).
+ *
+ * The checksum covers every tensor's name and bytes, in the net's parameter
+ * order and then the optimizer state's, and the metadata that says where
+ * training stood. safetensors_open already refuses a file whose structure is
+ * broken (truncated, offsets out of range); the checksum catches what keeps
+ * the structure and changes the numbers: a flipped bit on disk, a copy cut
+ * short at a tensor boundary and padded, an edited step.
+ */
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>  // crc32
+
+#include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
+#include "weights.h"      // ddp_weights_tensors, ddp_weights_read
+
+#define FORMAT "ddpc-checkpoint"
+#define VERSION "1"
+#define PREFIX "checkpoint-"
+#define SUFFIX ".safetensors"
+#define MAX_CANDIDATES 4096 /* checkpoint files looked at in one directory */
+
+/* PyTorch's names for the optimizer state, slot by slot. */
+static const char *slot_name(const DdpNet *net, int slot)
+{
+    static const char *const sgd[] = {"momentum_buffer"};
+    static const char *const adam[] = {"exp_avg", "exp_avg_sq"};
+    if (net->train.optimizer == DDP_OPT_SGD)
+        return slot < 1 ? sgd[slot] : NULL;
+    return slot < 2 ? adam[slot] : NULL;
+}
+
+/* Everything a checkpoint holds, as tensors to write or to compare: the
+ * weights first (ddp_weights_tensors), then the optimizer state. */
+typedef struct {
+    DdpTensor *tensors;
+    int n, n_weights;
+    int64_t *steps_at;
+    char **names;           /* the optimizer state's, owned */
+} Contents;
+
+static void contents_free(Contents *c)
+{
+    for (int i = c->n_weights; c->names && i < c->n; i++)
+        free(c->names[i - c->n_weights]);
+    free(c->names);
+    free(c->tensors);
+    free(c->steps_at);
+    *c = (Contents){0};
+}
+
+static DdpStatus contents_make(const DdpNet *net, const DdpCheckpointState *s, int64_t step, Contents *c)
+{
+    int trainable = 0;
+    for (int i = 0; i < net->n_params; i++)
+        trainable += net->params[i].trainable && !net->params[i].is_step_count;
+    int n = net->n_params + trainable * net->opt_slots;
+    *c = (Contents){.n_weights = net->n_params};
+    c->tensors = calloc((size_t)n + 1, sizeof *c->tensors);
+    c->steps_at = calloc((size_t)net->n_params + 1, sizeof *c->steps_at);
+    c->names = calloc((size_t)(n - net->n_params) + 1, sizeof *c->names);
+    if (!c->tensors || !c->steps_at || !c->names) {
+        contents_free(c);
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    }
+    ddp_weights_tensors(net, s->params, s->buffers, s->counts, step, c->tensors, c->steps_at);
+    c->n = net->n_params;
+    for (int slot = 0; slot < net->opt_slots; slot++) {
+        const char *what = slot_name(net, slot);
+        for (int i = 0; i < net->n_params; i++) {
+            const DdpParamInfo *p = &net->params[i];
+            if (!p->trainable || p->is_step_count)
+                continue;
+            char *name = NULL;
+            if (!what || asprintf(&name, "optim.%s.%s", p->name, what) < 0) {
+                contents_free(c);
+                return what ? DDP_ERR(DDP_FAIL, "out of memory")
+                            : DDP_ERR(DDP_FAIL, "internal error: optimizer slot %d has no name", slot);
+            }
+            c->names[c->n - c->n_weights] = name;
+            DdpTensor *t = &c->tensors[c->n++];
+            *t = (DdpTensor){.name = name, .dtype = DDP_DTYPE_F32, .ndim = p->ndim};
+            for (int d = 0; d < p->ndim; d++)
+                t->shape[d] = p->shape[d];
+            t->data = s->opt_state + (int64_t)slot * net->n_param_floats + p->offset;
+        }
+    }
+    return DDP_OK;
+}
+
+/* The settings as metadata text, in one fixed order (part of the checksum). */
+static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "step=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d",
+             (long long)r->step, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
+             (long long)r->no_sync_every, r->shuffle);
+}
+
+static uint32_t checksum(const Contents *c, const char *run)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, (const Bytef *)run, (uInt)strlen(run));
+    for (int i = 0; i < c->n; i++) {
+        const DdpTensor *t = &c->tensors[i];
+        crc = crc32(crc, (const Bytef *)t->name, (uInt)strlen(t->name) + 1);
+        size_t bytes = ddp_dtype_size(t->dtype);
+        for (int d = 0; d < t->ndim; d++)
+            bytes *= (size_t)t->shape[d];
+        /* crc32_z takes a size_t; plain crc32 a uInt, too small for a large tensor */
+        crc = crc32_z(crc, (const Bytef *)t->data, bytes);
+    }
+    return (uint32_t)crc;
+}
+
+DdpStatus ddp_checkpoint_make_dir(const char *dir)
+{
+    char *copy = strdup(dir);
+    if (!copy)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    for (char *p = copy + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, copy, strerror(errno));
+            free(copy);
+            return st;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    free(copy);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot write into it: %s", dir, strerror(errno));
+    return DDP_OK;
+}
+
+/* The step of a checkpoint's file name, PREFIX digits SUFFIX (with TMP, the
+ * temporary name a writer uses); -1 for any other name. */
+static int64_t name_step(const char *name, int tmp)
+{
+    size_t plen = strlen(PREFIX);
+    if (strncmp(name, PREFIX, plen) != 0)
+        return -1;
+    const char *p = name + plen;
+    int64_t step = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 18; p++, digits++)
+        step = step * 10 + (*p - '0');
+    if (digits == 0)
+        return -1;
+    const char *rest = tmp ? SUFFIX ".tmp" : SUFFIX;
+    return strcmp(p, rest) == 0 ? step : -1;
+}
+
+typedef struct {
+    int64_t step;
+    char *name;
+} Candidate;
+
+static int newest_first(const void *a, const void *b)
+{
+    int64_t x = ((const Candidate *)a)->step, y = ((const Candidate *)b)->step;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The checkpoints in DIR, newest first (TMP: the temporary files instead). */
+static DdpStatus list_dir(const char *dir, int tmp, Candidate **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? DDP_OK : DDP_ERR(DDP_BAD_INPUT, "%s: cannot read the directory: %s", dir,
+                                                  strerror(errno));
+    Candidate *c = calloc(MAX_CANDIDATES, sizeof *c);
+    if (!c) {
+        closedir(d);
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) && *n < MAX_CANDIDATES) {
+        int64_t step = name_step(e->d_name, tmp);
+        if (step < 0 || !(c[*n].name = strdup(e->d_name)))
+            continue;
+        c[(*n)++].step = step;
+    }
+    closedir(d);
+    qsort(c, (size_t)*n, sizeof *c, newest_first);
+    *out = c;
+    return DDP_OK;
+}
+
+static void list_free(Candidate *c, int n)
+{
+    for (int i = 0; c && i < n; i++)
+        free(c[i].name);
+    free(c);
+}
+
+/* Removes what a save leaves behind: checkpoints older than the KEEP newest
+ * up to STEP, and temporary files of killed writers. Newer checkpoints (a
+ * run resumed from an older one) are left alone. Failing to remove is not
+ * worth stopping training for. */
+static void prune(const char *dir, int64_t step)
+{
+    Candidate *c;
+    int n, kept = 0;
+    for (int tmp = 0; tmp <= 1; tmp++) {
+        if (list_dir(dir, tmp, &c, &n) != DDP_OK)
+            continue;
+        for (int i = 0; i < n; i++) {
+            if (!tmp && (c[i].step > step || ++kept <= DDP_CHECKPOINT_KEEP))
+                continue;
+            char *path = NULL;
+            if (asprintf(&path, "%s/%s", dir, c[i].name) >= 0)
+                (void)unlink(path);
+            free(path);
+        }
+        list_free(c, n);
+    }
+}
+
+DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
+                              const DdpCheckpointState *state, char *path, size_t len)
+{
+    DDP_CHECK(ddp_checkpoint_make_dir(dir));
+    int written = snprintf(path, len, "%s/" PREFIX "%09lld" SUFFIX, dir, (long long)run->step);
+    if (written < 0 || (size_t)written >= len)
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
+    Contents c;
+    DDP_CHECK(contents_make(net, state, run->step, &c));
+    char text[256], crc[16], step[24], seed[24], batch[24], world[24], k[24], shuffle[4];
+    run_text(run, text, sizeof text);
+    snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
+    snprintf(step, sizeof step, "%lld", (long long)run->step);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)run->seed);
+    snprintf(batch, sizeof batch, "%lld", (long long)run->batch);
+    snprintf(world, sizeof world, "%lld", (long long)run->world);
+    snprintf(k, sizeof k, "%lld", (long long)run->no_sync_every);
+    snprintf(shuffle, sizeof shuffle, "%d", run->shuffle);
+    const DdpMeta meta[] = {
+        {"format", FORMAT}, {"version", VERSION},
+        {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""},
+        {"step", step}, {"seed", seed}, {"batch", batch}, {"world_size", world},
+        {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
+    };
+    DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
+    contents_free(&c);
+    if (st == DDP_OK)
+        prune(dir, run->step);
+    return st;
+}
+
+/* A metadata value that must be a whole number in [LO, HI]. */
+static DdpStatus meta_int(const DdpSafetensors *f, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    const char *v = ddp_safetensors_meta(f, key);
+    char *end = NULL;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is %s%s%s",
+                       ddp_safetensors_path(f), key, v ? "'" : "missing", v ? v : "", v ? "'" : "");
+    *out = (int64_t)x;
+    return DDP_OK;
+}
+
+/* The seed: any 64-bit unsigned number, in decimal. */
+static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
+{
+    const char *v = ddp_safetensors_meta(f, "seed");
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+    if (!end || *end || errno)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata 'seed' is %s%s%s",
+                       ddp_safetensors_path(f), v ? "'" : "missing", v ? v : "", v ? "'" : "");
+    *out = (uint64_t)x;
+    return DDP_OK;
+}
+
+/* What the file says of itself: a ddpc checkpoint of this net, and the run. */
+static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpCheckpointRun *run, int *foreign)
+{
+    const char *path = ddp_safetensors_path(f);
+    const char *format = ddp_safetensors_meta(f, "format");
+    if (!format || strcmp(format, FORMAT) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a ddpc checkpoint%s", path,
+                       format && strcmp(format, "ddpc") == 0 ? " but a weights file (--export writes those; "
+                                                               "--init loads them)" : "");
+    const char *version = ddp_safetensors_meta(f, "version");
+    if (!version || strcmp(version, VERSION) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of format version %s; this program reads version %s",
+                       path, version ? version : "(none)", VERSION);
+    const char *name = ddp_safetensors_meta(f, "net"), *hash = ddp_safetensors_meta(f, "hash");
+    const char *my_name = net->name ? net->name : "", *my_hash = net->hash ? net->hash : "";
+    if (!name || strcmp(name, my_name) != 0) {
+        *foreign = 1;
+        return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of net '%s', not of '%s'", path, name ? name : "?",
+                       my_name);
+    }
+    if (!hash || strcmp(hash, my_hash) != 0) {
+        *foreign = 1;
+        return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of another version of net '%s' (its layers or "
+                       "training settings differ from this program's)", path, my_name);
+    }
+    int64_t shuffle;
+    DDP_CHECK(meta_int(f, "step", 0, INT64_MAX, &run->step));
+    DDP_CHECK(meta_seed(f, &run->seed));
+    DDP_CHECK(meta_int(f, "batch", 1, INT64_MAX, &run->batch));
+    DDP_CHECK(meta_int(f, "world_size", 1, INT64_MAX, &run->world));
+    DDP_CHECK(meta_int(f, "no_sync_every", 1, INT64_MAX, &run->no_sync_every));
+    DDP_CHECK(meta_int(f, "shuffle", 0, 1, &shuffle));
+    run->shuffle = (int)shuffle;
+    return DDP_OK;
+}
+
+static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpCheckpointRun *run,
+                              DdpCheckpointState *state)
+{
+    DDP_CHECK(ddp_weights_read(net, f, state->params, state->buffers, state->counts));
+    /* The file holds each step count as PyTorch would (start + steps taken). */
+    for (int i = 0; i < net->n_params; i++)
+        state->counts[i] -= run->step;
+    Contents c;
+    DDP_CHECK(contents_make(net, state, run->step, &c));
+    DdpStatus st = DDP_OK;
+    for (int i = c.n_weights; i < c.n && st == DDP_OK; i++) {
+        const DdpTensor *t = &c.tensors[i];
+        const void *data;
+        st = ddp_safetensors_expect(f, t->name, DDP_DTYPE_F32, t->shape, t->ndim, &data);
+        if (st == DDP_OK)
+            memcpy((void *)t->data, data, ddp_safetensors_find(f, t->name)->nbytes);
+    }
+    if (st == DDP_OK)
+        st = ddp_safetensors_check_unused(f);
+    if (st == DDP_OK) {
+        char text[256], crc[16];
+        run_text(run, text, sizeof text);
+        snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
+        const char *saved = ddp_safetensors_meta(f, "crc32");
+        if (!saved || strcmp(saved, crc) != 0)
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its checksum is %s but its contents sum to %s",
+                         ddp_safetensors_path(f), saved ? saved : "missing", crc);
+    }
+    contents_free(&c);
+    return st;
+}
+
+static DdpStatus load(const DdpNet *net, const char *path, DdpCheckpointRun *run, DdpCheckpointState *state,
+                      int *foreign)
+{
+    *foreign = 0;
+    DdpSafetensors *f;
+    DDP_CHECK(ddp_safetensors_open(path, &f));
+    DdpStatus st = read_header(net, f, run, foreign);
+    if (st == DDP_OK)
+        st = read_tensors(net, f, run, state);
+    ddp_safetensors_close(f);
+    return st;
+}
+
+DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpointRun *run,
+                              DdpCheckpointState *state)
+{
+    int foreign;
+    return load(net, path, run, state, &foreign);
+}
+
+DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
+                                DdpCheckpointState *state, char *path, size_t len, int *found,
+                                char *skipped, size_t skipped_len)
+{
+    *found = 0;
+    if (skipped_len)
+        skipped[0] = '\0';
+    Candidate *c;
+    int n;
+    DDP_CHECK(list_dir(dir, 0, &c, &n));
+    DdpStatus st = DDP_OK;
+    for (int i = 0; i < n && !*found && st == DDP_OK; i++) {
+        snprintf(path, len, "%s/%s", dir, c[i].name);
+        int foreign;
+        DdpStatus one = load(net, path, run, state, &foreign);
+        if (one == DDP_OK)
+            *found = 1;
+        else if (foreign)
+            st = one;
+        else {
+            size_t used = strlen(skipped);
+            if (used < skipped_len)
+                snprintf(skipped + used, skipped_len - used, "%s\n", ddp_error_message());
+            ddp_error_clear();
+        }
+    }
+    list_free(c, n);
+    return st;
+}
+
+/* One setting's check: saved and now, and the flag that sets it. */
+static DdpStatus same(const char *path, const char *what, long long saved, long long now, const char *flag)
+{
+    if (saved == now)
+        return DDP_OK;
+    return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made with %s %lld, this run has %lld; "
+                   "a run continues bit for bit only with the same settings (%s %lld)",
+                   path, what, saved, now, flag, saved);
+}
+
+DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now)
+{
+    DDP_CHECK(same(path, "seed", (long long)saved->seed, (long long)now->seed, "--seed"));
+    DDP_CHECK(same(path, "batch size", saved->batch, now->batch, "--batch-size"));
+    DDP_CHECK(same(path, "world size", saved->world, now->world, "--world-size"));
+    DDP_CHECK(same(path, "--no-sync-every", saved->no_sync_every, now->no_sync_every, "--no-sync-every"));
+    if (saved->shuffle != now->shuffle)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made %s --no-shuffle; resume it the same way",
+                       path, saved->shuffle ? "without" : "with");
+    return DDP_OK;
+}

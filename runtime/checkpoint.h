@@ -1,0 +1,84 @@
+/*
+ * checkpoint.h: --save, --save-every and --resume (SPEC.md, "The generated
+ * program").
+ *
+ * A checkpoint is a safetensors file, DIR/checkpoint-STEP.safetensors: the
+ * weights under their PyTorch names (so any safetensors reader can take the
+ * weights out of one), the optimizer state under PyTorch's names for it
+ * (optim.conv1.weight.momentum_buffer, .exp_avg, .exp_avg_sq), and in the
+ * metadata where training stood and what it ran with, the net's name and
+ * hash, and a CRC-32 over all of it.
+ *
+ * Nothing else is needed to continue bit for bit: the sampler's order is a
+ * function of (seed, epoch), dropout masks of (seed, epoch, sample), and the
+ * step count fixes the epoch, the place in it and the learning rate. So a
+ * resumed run takes exactly the steps the uninterrupted one would have, as
+ * long as it runs with the same seed, batch size, world size, shuffling and
+ * --no-sync-every, which loading checks.
+ *
+ * Writing is crash-safe: the file is written to a temporary name, fsynced and
+ * renamed (safetensors.h), so a kill at any moment leaves the previous
+ * checkpoints intact; --resume skips whatever does not check out (a torn
+ * temporary file is never even considered) and takes the newest that does.
+ */
+#ifndef DDPRT_CHECKPOINT_H
+#define DDPRT_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"   // DdpNet
+#include "status.h"  // DdpStatus
+
+/* Where training stood and the settings a bit-for-bit continuation needs. */
+typedef struct {
+    int64_t step;           /* optimizer steps taken */
+    uint64_t seed;
+    int64_t batch;          /* per rank */
+    int64_t world;
+    int64_t no_sync_every;
+    int shuffle;
+} DdpCheckpointRun;
+
+/* Host copies of everything a checkpoint holds, laid out as on the device. */
+typedef struct {
+    float *params;          /* n_param_floats */
+    float *buffers;         /* n_buffer_floats */
+    float *opt_state;       /* n_param_floats * opt_slots, slot by slot */
+    int64_t *counts;        /* per parameter: the step count it started from (weights.h) */
+} DdpCheckpointState;
+
+/* How many checkpoints a directory keeps: the one just written and the two
+ * before it, so a checkpoint that turns out bad leaves good ones behind. */
+#define DDP_CHECKPOINT_KEEP 3
+
+/* mkdir -p DIR, checking it can take files: at start-up, so that a bad
+ * --save fails before training rather than at the first checkpoint. */
+DdpStatus ddp_checkpoint_make_dir(const char *dir);
+
+/* Writes DIR/checkpoint-STEP.safetensors (creating DIR if it is missing),
+ * then removes the older ones beyond DDP_CHECKPOINT_KEEP and any temporary
+ * file a killed writer left. PATH (LEN bytes) gets the file's name. */
+DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
+                              const DdpCheckpointState *state, char *path, size_t len);
+
+/* Loads PATH into STATE and RUN. DDP_BAD_INPUT naming PATH when it is not a
+ * whole, intact checkpoint of this net: truncated, malformed, a checksum
+ * that does not match, or another net's ("a checkpoint of net 'mlp', not of
+ * 'mnist'"; the same name with a different hash says the net changed). */
+DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpointRun *run,
+                              DdpCheckpointState *state);
+
+/* The newest checkpoint in DIR that loads (ddp_checkpoint_load): *FOUND 0
+ * when DIR is missing or holds none. Each newer one that failed to load is
+ * described in SKIPPED (LEN bytes, "" if none), one line each, for the
+ * caller to print. A checkpoint of another net is an error, not skipped:
+ * the directory is most likely the wrong one. */
+DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
+                                DdpCheckpointState *state, char *path, size_t len, int *found,
+                                char *skipped, size_t skipped_len);
+
+/* DDP_BAD_INPUT naming the setting when NOW cannot continue SAVED bit for bit. */
+DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now);
+
+#endif

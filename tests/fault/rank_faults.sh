@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One of two ranks fails; the other must end too, saying why, within its
+# --timeout, never hang:
+#   tests/fault/rank_faults.sh kill|stop
+# kill: rank 1 is killed with SIGKILL (mpirun sees it die and ends rank 0);
+# stop: rank 1 is frozen with SIGSTOP, a hang that nobody reports, so rank
+#       0's own deadline on its collective must fire (--timeout 8).
+# Prints the run's output, the seconds it took, and a verdict line.
+set -euo pipefail
+fault=$1
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+timeout_s=8
+d=$(mktemp -d)
+mpirun_pid=
+cleanup() {
+    [ -n "$mpirun_pid" ] && kill -KILL "$mpirun_pid" 2>/dev/null
+    pkill -KILL -f "$d/prog" 2>/dev/null || true
+    rm -rf "$d"
+}
+trap cleanup EXIT
+"$python" "$here/small_data.py" "$d/data" 1024 128
+"$ddpc" examples/mnist.net --target cpu -o "$d/prog"
+start=$(date +%s.%N)
+OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$d/prog" --data "$d/data" --batch-size 16 \
+    --epochs 1000 --timeout "$timeout_s" > "$d/out.txt" 2>&1 &
+mpirun_pid=$!
+# rank 1: the child of mpirun whose environment says so, once training runs
+victim=
+for _ in $(seq 200); do
+    for pid in $(pgrep -f "$d/prog" || true); do
+        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+            victim=$pid
+        fi
+    done
+    [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
+    sleep 0.1
+done
+[ -n "$victim" ] || { cat "$d/out.txt"; echo "rank_faults: rank 1 never started"; exit 1; }
+sleep 1
+case $fault in
+kill) kill -KILL "$victim" ;;
+stop) kill -STOP "$victim" ;;
+*) echo "rank_faults: unknown fault $fault"; exit 2 ;;
+esac
+faulted=$(date +%s.%N)
+status=0
+wait "$mpirun_pid" || status=$?
+mpirun_pid=
+took=$(awk -v a="$(date +%s.%N)" -v b="$faulted" 'BEGIN { printf "%.1f", a - b }')
+cat "$d/out.txt"
+echo "rank_faults: $fault: exit status $status after ${took} s (timeout ${timeout_s} s)"

@@ -1,0 +1,398 @@
+/*
+ * Tests of --save, --save-every and --resume (runtime/checkpoint.c and the
+ * trainer's use of it), end to end with the tiny net (tiny_net.c) in a forked
+ * child, as test_trainer.c does.
+ *
+ * The promise under test is SPEC.md's: a run stopped and resumed ends with
+ * exactly the weights of an uninterrupted run, compared bit for bit through
+ * --export; a kill at any moment, even while a checkpoint is being written,
+ * loses nothing but the steps since the last one; and a checkpoint that is
+ * damaged, cut short, of another net or of other settings is refused with a
+ * message naming the file, or passed over for an older good one.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"       // ddp_checkpoint_save, _load: files made and read directly
+#include "safetensors.h"      // ddp_safetensors_open: what a checkpoint holds
+#include "testutil.h"
+#include "tiny_net.h"         // tiny_net, tiny_net_train
+#include "trainer_harness.h"  // harness_run, harness_start, harness_write_set, harness_has
+
+static char tmpdir[64], data_dir[160];
+
+static const char *path(const char *name) { return test_tmp_path(tmpdir, name); }
+
+/* tmpdir/data: 200 train (10 steps of 20 per epoch), 50 test, 28x28. */
+static void setup(void)
+{
+    test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_checkpoint_XXXXXX");
+    snprintf(data_dir, sizeof data_dir, "%s/data", tmpdir);
+    mkdir(data_dir, 0755);
+    harness_write_set(data_dir, "train", 200, 28, 28, 1);
+    harness_write_set(data_dir, "t10k", 50, 28, 28, 2);
+}
+
+static const DdpNet *net(void)
+{
+    DdpTrainConfig train = tiny_net_train();
+    return tiny_net(&train, 1, 10);
+}
+
+/* The checkpoint files in DIR (TMP: the temporary ones). */
+static int count_files(const char *dir, int tmp)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        int is_tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
+        n += strncmp(e->d_name, "checkpoint-", 11) == 0 && is_tmp == tmp;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* When the newest temporary checkpoint file in DIR was written; 0 if none. */
+static double newest_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    double newest = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        struct stat st;
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0 && stat(test_tmp_path(dir, e->d_name), &st) == 0 &&
+            st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9 > newest)
+            newest = st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+    }
+    if (d)
+        closedir(d);
+    return newest;
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Flips one bit of PATH at byte OFFSET from its end. */
+static void flip_bit(const char *file, long from_end)
+{
+    FILE *f = fopen(file, "r+b");
+    CU_ASSERT_FATAL(f != NULL);
+    fseek(f, -from_end, SEEK_END);
+    int c = fgetc(f);
+    fseek(f, -from_end, SEEK_END);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static void cut_short(const char *file, long bytes)
+{
+    struct stat st;
+    CU_ASSERT_FATAL(stat(file, &st) == 0);
+    CU_ASSERT_FATAL(truncate(file, st.st_size - bytes) == 0);
+}
+
+/* ---- bit for bit ------------------------------------------------------------- */
+
+/* Stopped at STOP with FLAGS, resumed, and compared with one uninterrupted
+ * run of 3 epochs, STEPS steps (10 an epoch, fewer with --no-sync-every). */
+static void stop_and_resume(const char *flags, int stop, int steps)
+{
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s %s --export %s", data_dir, flags, path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s %s --max-steps %d --save %s --save-every 4", data_dir, flags,
+                                stop, path("ck")), 0);
+    char saved[64];
+    snprintf(saved, sizeof saved, "checkpoint-%09d.safetensors", stop);
+    CU_ASSERT(harness_has(out, saved)); /* the last state is kept whatever --save-every says */
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s %s --save %s --resume --export %s", data_dir, flags,
+                                path("ck"), path("resumed.st")), 0);
+    char resumed[96];
+    snprintf(resumed, sizeof resumed, "checkpoint-%09d.safetensors: step %d", stop, stop);
+    CU_ASSERT(harness_has(out, resumed));
+    char done[32];
+    snprintf(done, sizeof done, "done  %d steps", steps);
+    CU_ASSERT(harness_has(out, done));
+    free(out);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
+    test_remove_tmpdir(path("ck"));
+}
+
+static void test_resume_bit_for_bit(void)
+{
+    setup();
+    stop_and_resume("--no-shuffle --lr 0.05", 21, 30);
+    stop_and_resume("--eval-every 3", 7, 30);
+    stop_and_resume("--no-sync-every 3", 2, 12);   /* 4 steps an epoch, the last of one batch */
+    stop_and_resume("--no-sync-every 3", 4, 12);   /* at an epoch's end */
+    stop_and_resume("", 10, 30);                   /* at an epoch's end */
+    stop_and_resume("", 13, 30);
+    /* explicitly named, an older checkpoint continues as well (whole.st is
+     * the last call's, with no flags) */
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 9 --save %s --save-every 4", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s/checkpoint-000000004.safetensors --export %s",
+                                data_dir, path("ck"), path("from4.st")), 0);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("from4.st")));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* 1 when tensor NAME is the same in the safetensors files A and B. */
+static int same_tensor(const char *a, const char *b, const char *name)
+{
+    DdpSafetensors *fa = NULL, *fb = NULL;
+    int same = 0;
+    if (ddp_safetensors_open(a, &fa) == DDP_OK && ddp_safetensors_open(b, &fb) == DDP_OK) {
+        const DdpTensor *ta = ddp_safetensors_find(fa, name), *tb = ddp_safetensors_find(fb, name);
+        same = ta && tb && ta->nbytes == tb->nbytes && memcmp(ta->data, tb->data, ta->nbytes) == 0;
+    }
+    if (fa)
+        ddp_safetensors_close(fa);
+    if (fb)
+        ddp_safetensors_close(fb);
+    return same;
+}
+
+/* The comparison above only means something if what a checkpoint carries is
+ * used: the same checkpoint with its momentum zeroed (a valid file) must
+ * end with other weights. */
+static void test_optimizer_state_matters(void)
+{
+    setup();
+    const DdpNet *n = net();
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --export %s", data_dir, path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --max-steps 8 --save %s", data_dir, path("ck")), 0);
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointRun run;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-000000008.safetensors"), &run, &state), DDP_OK);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s/checkpoint-000000008.safetensors --export %s",
+                                data_dir, path("ck"), path("resumed.st")), 0);
+    CU_ASSERT(same_tensor(path("whole.st"), path("resumed.st"), "fc.weight"));
+    memset(opt, 0, sizeof opt);
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("zeroed"), &run, &state, written, sizeof written), DDP_OK);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s --export %s", data_dir, written,
+                                path("no_momentum.st")), 0);
+    CU_ASSERT(!same_tensor(path("whole.st"), path("no_momentum.st"), "fc.weight"));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* ---- what a directory holds ------------------------------------------------------- */
+
+static void test_keeps_three_and_resumes_past_the_end(void)
+{
+    setup();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s/deep/er --save-every 1 --max-steps 12", data_dir,
+                                path("ck")), 0);
+    free(out);
+    CU_ASSERT_EQUAL(count_files(path("ck/deep/er"), 0), DDP_CHECKPOINT_KEEP);
+    CU_ASSERT_EQUAL(count_files(path("ck/deep/er"), 1), 0);
+    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-000000012.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-000000010.safetensors"), F_OK), 0);
+    /* --max-steps counts from the start: a run already past it ends at once */
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s/deep/er --resume --max-steps 5", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT(harness_has(out, "step 12"));
+    CU_ASSERT(harness_has(out, "done  12 steps"));
+    free(out);
+    /* an empty directory: the restart command works for the first start too */
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --max-steps 2", data_dir,
+                                path("fresh")), 0);
+    CU_ASSERT(harness_has(out, "no checkpoint in "));
+    CU_ASSERT(harness_has(out, "fresh yet: starting from step 0"));
+    free(out);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* The newest checkpoint damaged or cut short: skipped with a warning, the
+ * one before it used. */
+static void test_skips_damaged(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --export %s", data_dir, path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 5 --max-steps 15", data_dir,
+                                path("ck")), 0);
+    flip_bit(path("ck/checkpoint-000000015.safetensors"), 100);
+    cut_short(path("ck/checkpoint-000000010.safetensors"), 7);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --export %s", data_dir, path("ck"),
+                                path("resumed.st")), 0);
+    CU_ASSERT(harness_has(out, "tiny_train: warning: skipping "));
+    CU_ASSERT(harness_has(out, "checkpoint-000000015.safetensors: damaged: its checksum is "));
+    CU_ASSERT(harness_has(out, "checkpoint-000000010.safetensors: tensor "));
+    CU_ASSERT(harness_has(out, "(truncated?)"));
+    CU_ASSERT(harness_has(out, "checkpoint-000000005.safetensors: step 5"));
+    free(out);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* ---- refused ------------------------------------------------------------------------ */
+
+static void refused(const char *args, const char *message)
+{
+    char *out = NULL;
+    int rc = harness_run(net(), &out, "--data %s %s", data_dir, args);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT(harness_has(out, message));
+    free(out);
+}
+
+static void test_refused(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 3 --export %s", data_dir, path("ck"),
+                                path("w.st")), 0);
+    const char *ck = path("ck/checkpoint-000000003.safetensors");
+    char args[512];
+    snprintf(args, sizeof args, "--resume %s --batch-size 10", ck);
+    refused(args, "checkpoint-000000003.safetensors: the checkpoint was made with batch size 20, this run has 10; "
+                  "a run continues bit for bit only with the same settings (--batch-size 20)");
+    snprintf(args, sizeof args, "--resume %s --seed 8", ck);
+    refused(args, "made with seed 7, this run has 8");
+    snprintf(args, sizeof args, "--resume %s --no-shuffle", ck);
+    refused(args, "the checkpoint was made without --no-shuffle; resume it the same way");
+    snprintf(args, sizeof args, "--resume %s", path("w.st"));
+    refused(args, "w.st: not a ddpc checkpoint but a weights file (--export writes those; --init loads them)");
+    snprintf(args, sizeof args, "--resume %s", path("absent.safetensors"));
+    refused(args, "absent.safetensors");
+
+    /* another net's checkpoint, and this net's of another version */
+    DdpNet other = *net();
+    other.name = "other";
+    DdpCheckpointRun run = {.step = 3, .seed = 7, .batch = 20, .world = 1, .no_sync_every = 1, .shuffle = 1};
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointState state = {params, buffers, opt, counts};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
+    snprintf(args, sizeof args, "--save %s --resume", path("other"));
+    refused(args, "checkpoint-000000003.safetensors: a checkpoint of net 'other', not of 'tiny'");
+    other.name = "tiny";
+    other.hash = "fedcba9876543210";
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
+    refused(args, "a checkpoint of another version of net 'tiny' (its layers or training settings differ");
+
+    /* --save where no directory can be */
+    snprintf(args, sizeof args, "--max-steps 1 --save %s/sub", path("w.st"));
+    refused(args, "w.st/sub: cannot create ");
+    test_remove_tmpdir(tmpdir);
+}
+
+/* The checksum covers the data and the step: a flipped bit in a weight and an
+ * edited step are both "damaged"; the file itself reads back. */
+static void test_checksum(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10], back[784 * 10 + 10];
+    static int64_t counts[8];
+    for (int i = 0; i < 784 * 10 + 10; i++)
+        params[i] = (float)i / 7, opt[i] = (float)-i;
+    DdpCheckpointRun run = {.step = 42, .seed = 18446744073709551615ull, .batch = 20, .world = 3,
+                            .no_sync_every = 2, .shuffle = 0};
+    DdpCheckpointState state = {params, buffers, opt, counts}, loaded = {back, buffers, opt, counts};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
+    CU_ASSERT(got.step == 42 && got.seed == run.seed && got.batch == 20 && got.world == 3 && got.no_sync_every == 2 &&
+              got.shuffle == 0);
+    CU_ASSERT(memcmp(back, params, sizeof params) == 0);
+    /* the optimizer state is under PyTorch's name */
+    DdpSafetensors *f;
+    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_open(written, &f), DDP_OK);
+    CU_ASSERT_PTR_NOT_NULL(ddp_safetensors_find(f, "optim.fc.weight.momentum_buffer"));
+    CU_ASSERT_PTR_NOT_NULL(ddp_safetensors_find(f, "fc.weight"));
+    ddp_safetensors_close(f);
+
+    flip_bit(written, 5); /* in the last tensor's data */
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+
+    /* the step edited in the header: same length, so the file stays well formed */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "sed -i 's/\"step\":\"42\"/\"step\":\"43\"/' %s", written) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* ---- killed ---------------------------------------------------------------------------- */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* kill -9 while checkpoints are written (one every step): three kills that
+ * left a torn temporary file behind, each followed by a --resume of the same
+ * command, then one to the end; it must end with the uninterrupted run's
+ * weights. The file system decides how long a write takes, so kills are
+ * tried at spread delays until three of them caught a write in progress. */
+static void test_kill_during_checkpoint(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --epochs 40 --quiet --export %s", data_dir,
+                                path("whole.st")), 0);
+    char args[512];
+    snprintf(args, sizeof args, "--data %s --epochs 40 --quiet --save %s --save-every 1 --resume", data_dir,
+             path("ck"));
+    int torn = 0, tries = 0;
+    srand(1);
+    while (torn < 3 && tries < 200) {
+        tries++;
+        int fd;
+        double started = wall_now();
+        pid_t pid = harness_start(net(), &fd, "%s", args);
+        sleep_ms(20 + rand() % 60);
+        kill(pid, SIGKILL);
+        char *out = NULL;
+        int rc = test_child_output(pid, fd, &out);
+        free(out);
+        if (rc == 0) /* it finished before the kill: start over */
+            test_remove_tmpdir(path("ck"));
+        /* torn: this run left a temporary file (older ones are a past run's) */
+        torn += rc == -1 && newest_tmp(path("ck")) >= started;
+    }
+    fprintf(stderr, "\n    %d kills, %d of them while a checkpoint was being written", tries, torn);
+    CU_ASSERT_EQUAL(torn, 3);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "%s --export %s", args, path("resumed.st")), 0);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
+    CU_ASSERT_EQUAL(count_files(path("ck"), 1), 0);
+    test_remove_tmpdir(tmpdir);
+}
+
+void suite_checkpoint(void)
+{
+    static const TestCase cases[] = {
+        {"stopped and resumed = uninterrupted, bit for bit (mid-epoch, eval, no_sync)", test_resume_bit_for_bit},
+        {"the optimizer state is carried: zeroed momentum gives other weights", test_optimizer_state_matters},
+        {"three kept, none torn; past --max-steps ends at once; empty dir starts", test_keeps_three_and_resumes_past_the_end},
+        {"damaged or truncated newest: skipped, the older one used", test_skips_damaged},
+        {"other settings, a weights file, another net: status 2, named", test_refused},
+        {"the checksum covers weights and metadata", test_checksum},
+        {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
+        {NULL, NULL},
+    };
+    test_add_suite("checkpoint", cases);
+}

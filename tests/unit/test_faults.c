@@ -1,0 +1,151 @@
+/*
+ * The fault suite, end to end with generated programs (tests/fault/):
+ *  - stopped and resumed = uninterrupted, bit for bit, for real nets (AdamW
+ *    with dropout, batchnorm with Nesterov momentum), on 1 and 2 ranks;
+ *  - one of two ranks killed (SIGKILL) or frozen (SIGSTOP, a silent hang):
+ *    the other ends non-zero within its --timeout, saying why;
+ *  - truncated data and a damaged --init file: status 2 and the file named.
+ * The kill -9 during checkpointing and damaged checkpoints are in
+ * test_checkpoint.c, with the tiny net, where they can be repeated cheaply.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int have(const char *command) { return test_run(command, NULL) == 0; }
+
+static int ready(int needs_mpirun)
+{
+    if (!have("test -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+        fputs("\n    (skipped: no Fashion-MNIST; make deps installs it)", stderr);
+        return 0;
+    }
+    if (needs_mpirun && !have("command -v mpirun >/dev/null")) {
+        fputs("\n    (skipped: no mpirun; make deps installs it)", stderr);
+        return 0;
+    }
+    return 1;
+}
+
+/* Runs COMMAND (a tests/fault script and its arguments) with ddpc and
+ * python set as make test sets them; its output in *OUT. */
+static int run_script(const char *command, char **out)
+{
+    char *cmd;
+    const char *py = test_python_with_torch() ? test_python_with_torch() : "/usr/bin/python3";
+    CU_ASSERT_FATAL(asprintf(&cmd, "OMP_NUM_THREADS=1 DDPC=%s PYTHON=%s %s 2>&1", test_ddpc(), py, command) > 0);
+    int rc = test_run(cmd, out);
+    free(cmd);
+    return rc;
+}
+
+static void resumed(const char *net, int steps, int stop, int ranks)
+{
+    char cmd[256], *out = NULL;
+    snprintf(cmd, sizeof cmd, "tests/fault/resume.sh %s %d %d %d", net, steps, stop, ranks);
+    int rc = run_script(cmd, &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    const char *verdict = out ? strstr(out, "resume: ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(verdict && strstr(verdict, "resume: identical"));
+    fprintf(stderr, "\n    %.*s", verdict ? (int)strcspn(verdict, "\n") : 0, verdict ? verdict : "");
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
+static void test_resume_real_nets(void)
+{
+    if (!ready(1))
+        return;
+    /* 1024 samples in batches of 16: 64 steps an epoch on one rank, 32 on
+     * two; each resumed part crosses an epoch boundary (a reshuffle) */
+    resumed("examples/mlp.net", 50, 23, 2);
+    resumed("examples/resnet.net", 40, 19, 2);
+    resumed("examples/mnist.net", 75, 45, 1);
+}
+
+/* The surviving rank's run: non-zero, within the timeout plus a few
+ * seconds, with WHY and WHY_TOO in its output. */
+static void rank_fault(const char *fault, const char *why, const char *why_too)
+{
+    char cmd[128], *out = NULL;
+    snprintf(cmd, sizeof cmd, "tests/fault/rank_faults.sh %s", fault);
+    CU_ASSERT_EQUAL(run_script(cmd, &out), 0);
+    const char *verdict = out ? strstr(out, "rank_faults: ") : NULL;
+    int status = -1;
+    double took = 1e9, timeout = 0;
+    if (verdict)
+        sscanf(verdict, "rank_faults: %*s exit status %d after %lf s (timeout %lf s)", &status, &took, &timeout);
+    fprintf(stderr, "\n    %.*s", verdict ? (int)strcspn(verdict, "\n") : 0, verdict ? verdict : "(no verdict)");
+    CU_ASSERT(status > 0);
+    CU_ASSERT(timeout > 0 && took <= timeout + 5);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, why));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, why_too));
+    if (!(status > 0 && took <= timeout + 5) || !out || !strstr(out, why) || !strstr(out, why_too))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
+static void test_rank_killed(void)
+{
+    if (!ready(1))
+        return;
+    rank_fault("kill", "prog: rank 0: stopping: the launcher ended this rank", "exited on signal 9");
+}
+
+static void test_rank_hangs(void)
+{
+    if (!ready(1))
+        return;
+    /* rank 0's collective waits for the frozen rank 1 until its deadline */
+    rank_fault("stop", "prog: rank 0: error: ", "did not finish within 8 s");
+}
+
+/* A generated program given a truncated data file or a damaged --init file. */
+static void test_bad_files(void)
+{
+    if (!ready(0))
+        return;
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 256 64; "
+        "%s examples/mnist.net --target cpu -o $d/p; "
+        "$d/p --data $d/data --max-steps 0 --export $d/w.safetensors --quiet; set +e; "
+        "head -c 100000 $d/data/train-images-idx3-ubyte > $d/cut && mv $d/cut $d/data/train-images-idx3-ubyte; "
+        "$d/p --data $d/data --max-steps 1; echo truncated=$?; "
+        "python3 tests/fault/small_data.py $d/data 256 64; "
+        "head -c 5000 $d/w.safetensors > $d/cut.safetensors; "
+        "$d/p --data $d/data --max-steps 1 --init $d/cut.safetensors; echo cut_init=$?; "
+        "printf 'garbage' | dd of=$d/w.safetensors bs=1 seek=3 conv=notrunc 2>/dev/null; "
+        "$d/p --data $d/data --max-steps 1 --init $d/w.safetensors; echo bad_header=$?",
+        test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    static const char *const expected[] = {
+        "train-images-idx3-ubyte: truncated: header says 256 images of 28x28",
+        "truncated=2",
+        "cut.safetensors: ",
+        "cut_init=2",
+        "w.safetensors: ",
+        "bad_header=2",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, expected[i]));
+    if (!out || !strstr(out, "bad_header=2") || !strstr(out, "truncated: header"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
+void suite_faults(void)
+{
+    static const TestCase cases[] = {
+        {"real nets stopped and resumed = uninterrupted, bit for bit (1 and 2 ranks)", test_resume_real_nets},
+        {"one of two ranks killed: the other ends non-zero within its timeout", test_rank_killed},
+        {"one of two ranks frozen: the other's deadline ends the run", test_rank_hangs},
+        {"truncated data, a damaged --init: status 2, the file named", test_bad_files},
+        {NULL, NULL},
+    };
+    test_add_suite("faults", cases);
+}
