@@ -381,6 +381,17 @@ static void finish_node(Walk *w, Node *n)
                 n->kind_word);
         n->params = n->flops = 0;
     }
+    /* cuDNN, cuBLAS and BLAS take sizes as 32-bit ints: a sample or a weight
+     * beyond that would be cut to a wrong size in the generated calls. */
+    int64_t values = n->out_shape.rank ? shape_numel(n->out_shape) : 0;
+    if (values > INT32_MAX) {
+        diag_at(s->diag, SEV_ERROR, n->loc, "%s gives %lld values per sample; the libraries that run it take at "
+                "most 2147483647 (2^31-1)", n->kind_word, (long long)values);
+        n->out_shape.rank = 0;
+    }
+    if (n->params > INT32_MAX)
+        diag_at(s->diag, SEV_ERROR, n->loc, "%s has %lld parameters; a layer can have at most 2147483647 (2^31-1)",
+                n->kind_word, (long long)n->params);
     n->out = new_value(w, n->out_shape);
     w->current = n->out;
     s->net->total_params = checked_add(s->net->total_params, n->params);

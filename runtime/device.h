@@ -44,6 +44,10 @@ int ddp_device_count(void);
  * "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or "CPU (2 cores)". */
 void ddp_device_describe(char *buf, size_t len);
 
+/* Bytes the device can still give: free GPU memory, or on a CPU the memory
+ * the kernel reports available (MemAvailable). 0 when it cannot tell. */
+size_t ddp_device_memory_available(void);
+
 /* Device memory, zeroed, aligned for any element type (at least 64 bytes).
  * BYTES 0 gives *P NULL. Allocation is set-up work: it may synchronise. */
 DdpStatus ddp_device_alloc(void **p, size_t bytes);

@@ -35,6 +35,22 @@ void ddp_device_describe(char *buf, size_t len)
     snprintf(buf, len, "CPU (%ld core%s)", cores > 0 ? cores : 1, cores > 1 ? "s" : "");
 }
 
+size_t ddp_device_memory_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kib)
+        return (size_t)(kib * 1024ull);
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
 /* Aligned, zeroed memory; *P NULL for 0 bytes. */
 static DdpStatus aligned_zeroed(void **p, size_t bytes, const char *what)
 {

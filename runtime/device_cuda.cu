@@ -50,6 +50,12 @@ void ddp_device_close(void *stream)
 
 int ddp_device_is_gpu(void) { return 1; }
 
+size_t ddp_device_memory_available(void)
+{
+    size_t free_bytes = 0, total = 0;
+    return cudaMemGetInfo(&free_bytes, &total) == cudaSuccess ? free_bytes : 0;
+}
+
 int ddp_device_count(void)
 {
     int count = 0;

@@ -195,6 +195,28 @@ static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *
     return ddp_device_alloc(p, (size_t)count * elem);
 }
 
+/* Refuses at start-up what cannot fit, rather than failing (or swapping for
+ * hours) in the middle of an allocation or of training. */
+static DdpStatus check_memory(const Trainer *t)
+{
+    const DdpNet *net = t->net;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    double state = 4.0 * ((double)net->n_param_floats * (2 + net->opt_slots) + (double)net->n_buffer_floats);
+    double activations = 4.0 * ((double)t->cfg.batch * (double)net->arena_per_sample + (double)net->arena_fixed);
+    double available = (double)ddp_device_memory_available();
+    if (available <= 0 || state + activations <= available)
+        return DDP_OK;
+    char device[128];
+    ddp_device_describe(device, sizeof device);
+    if (state > available)
+        return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB, but the %s has "
+                       "%.1f GiB available: the net is too large for it", net->name, state / gib, device,
+                       available / gib);
+    return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations), but the %s has %.1f "
+                   "GiB available: use a smaller --batch-size", net->name, (state + activations) / gib,
+                   (long long)t->cfg.batch, activations / gib, device, available / gib);
+}
+
 static DdpStatus allocate(Trainer *t)
 {
     const DdpNet *net = t->net;
@@ -202,6 +224,7 @@ static DdpStatus allocate(Trainer *t)
     if (net->arena_per_sample < 0 || net->arena_fixed < 0 ||
         (net->arena_per_sample && batch > (INT64_MAX / 4 - net->arena_fixed) / net->arena_per_sample))
         return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
+    DDP_CHECK(check_memory(t));
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
     DDP_CHECK(device_alloc((void **)&t->grads, net->n_param_floats, sizeof(float), "the gradients"));
     DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),

@@ -4,7 +4,8 @@
  *    with dropout, batchnorm with Nesterov momentum), on 1 and 2 ranks;
  *  - one of two ranks killed (SIGKILL) or frozen (SIGSTOP, a silent hang):
  *    the other ends non-zero within its --timeout, saying why;
- *  - truncated data and a damaged --init file: status 2 and the file named.
+ *  - truncated data and a damaged --init file: status 2 and the file named;
+ *    a batch too big for memory: status 2 at start-up, not a swap storm.
  * The kill -9 during checkpointing and damaged checkpoints are in
  * test_checkpoint.c, with the tiny net, where they can be repeated cheaply.
  */
@@ -103,7 +104,8 @@ static void test_rank_hangs(void)
     rank_fault("stop", "prog: rank 0: error: ", "did not finish within 8 s");
 }
 
-/* A generated program given a truncated data file or a damaged --init file. */
+/* A generated program given a truncated data file, a damaged --init file, or
+ * a batch that cannot fit in memory. */
 static void test_bad_files(void)
 {
     if (!ready(0))
@@ -119,7 +121,8 @@ static void test_bad_files(void)
         "head -c 5000 $d/w.safetensors > $d/cut.safetensors; "
         "$d/p --data $d/data --max-steps 1 --init $d/cut.safetensors; echo cut_init=$?; "
         "printf 'garbage' | dd of=$d/w.safetensors bs=1 seek=3 conv=notrunc 2>/dev/null; "
-        "$d/p --data $d/data --max-steps 1 --init $d/w.safetensors; echo bad_header=$?",
+        "$d/p --data $d/data --max-steps 1 --init $d/w.safetensors; echo bad_header=$?; "
+        "$d/p --data $d/data --max-steps 1 --batch-size 1048576; echo too_big=$?",
         test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     static const char *const expected[] = {
@@ -129,6 +132,9 @@ static void test_bad_files(void)
         "cut_init=2",
         "w.safetensors: ",
         "bad_header=2",
+        "mnist needs ",
+        "GiB available: use a smaller --batch-size",
+        "too_big=2",
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         CU_ASSERT_PTR_NOT_NULL(out && strstr(out, expected[i]));
@@ -144,7 +150,7 @@ void suite_faults(void)
         {"real nets stopped and resumed = uninterrupted, bit for bit (1 and 2 ranks)", test_resume_real_nets},
         {"one of two ranks killed: the other ends non-zero within its timeout", test_rank_killed},
         {"one of two ranks frozen: the other's deadline ends the run", test_rank_hangs},
-        {"truncated data, a damaged --init: status 2, the file named", test_bad_files},
+        {"truncated data, a damaged --init, a batch too big: status 2, named", test_bad_files},
         {NULL, NULL},
     };
     test_add_suite("faults", cases);
