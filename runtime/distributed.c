@@ -27,14 +27,65 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 }
 
 /* What a rank says when its launcher ends it. Composed before any signal
- * can come, because a handler may only write() and _exit(). */
+ * can come, because a handler may only write() and _exit(); what the rank
+ * was doing is filled in by the handler from three plain stores the trainer
+ * makes (a torn read can only misstate a number, never crash). */
 static char termination_note[256];
 static size_t termination_note_len;
+static volatile sig_atomic_t activity = DDP_ACTIVITY_STARTING;
+static volatile int64_t activity_epoch, activity_step;
+
+void ddp_dist_note_activity(DdpActivity what, int64_t epoch, int64_t step)
+{
+    activity_epoch = epoch;
+    activity_step = step;
+    activity = what;
+}
+
+/* Appends TEXT, or the decimal V, to BUF at *LEN: async-signal-safe. */
+static void put_text(char *buf, size_t size, size_t *len, const char *text)
+{
+    while (*text && *len + 1 < size)
+        buf[(*len)++] = *text++;
+}
+
+static void put_number(char *buf, size_t size, size_t *len, int64_t v)
+{
+    char digits[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 : (uint64_t)v;
+    do
+        digits[n++] = (char)('0' + u % 10);
+    while ((u /= 10) && n < 23);
+    while (n > 0 && *len + 1 < size)
+        buf[(*len)++] = digits[--n];
+}
 
 static void say_and_exit(int sig)
 {
     (void)sig;
-    ssize_t written = write(STDERR_FILENO, termination_note, termination_note_len);
+    static const char *const doing[] = {
+        [DDP_ACTIVITY_STARTING] = "while starting",
+        [DDP_ACTIVITY_TRAINING] = "while training",
+        [DDP_ACTIVITY_EVALUATING] = "while evaluating",
+        [DDP_ACTIVITY_CHECKPOINTING] = "while writing a checkpoint",
+        [DDP_ACTIVITY_FINISHING] = "while finishing",
+    };
+    char line[512];
+    size_t len = 0;
+    for (size_t i = 0; i < termination_note_len; i++)
+        line[len++] = termination_note[i];
+    int what = activity;
+    put_text(line, sizeof line, &len, " ");
+    put_text(line, sizeof line, &len, what >= 0 && what <= DDP_ACTIVITY_FINISHING ? doing[what] : "");
+    if (what != DDP_ACTIVITY_STARTING) {
+        put_text(line, sizeof line, &len, " at epoch ");
+        put_number(line, sizeof line, &len, activity_epoch + 1);
+        put_text(line, sizeof line, &len, ", step ");
+        put_number(line, sizeof line, &len, activity_step);
+    }
+    put_text(line, sizeof line, &len, "\n");
+    ssize_t written = write(STDERR_FILENO, line, len);
     (void)written;
     _exit(1);
 }
@@ -45,7 +96,7 @@ void ddp_dist_note_termination(const DdpDist *d, const char *prog)
         return;
     int n = snprintf(termination_note, sizeof termination_note,
                      "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job "
-                     "was stopped)\n", prog, d->rank);
+                     "was stopped)", prog, d->rank);
     termination_note_len = n > 0 && (size_t)n < sizeof termination_note ? (size_t)n : 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

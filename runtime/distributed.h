@@ -39,6 +39,17 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
  * itself, and exit 1, instead of vanishing without a word. */
 void ddp_dist_note_termination(const DdpDist *d, const char *prog);
 
+/* What the rank is doing, for that message: "... while training at epoch 3,
+ * step 1234". Cheap enough to call every step. */
+typedef enum {
+    DDP_ACTIVITY_STARTING,
+    DDP_ACTIVITY_TRAINING,
+    DDP_ACTIVITY_EVALUATING,
+    DDP_ACTIVITY_CHECKPOINTING,
+    DDP_ACTIVITY_FINISHING,
+} DdpActivity;
+void ddp_dist_note_activity(DdpActivity what, int64_t epoch, int64_t step);
+
 /* How many local ranks this process should start rather than train itself:
  * --nproc-per-node N when no launcher started us, or on a GPU build with no
  * topology at all, every local GPU when there are several; 0: train here. */

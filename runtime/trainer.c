@@ -351,6 +351,7 @@ static DdpStatus save_checkpoint(Trainer *t)
     t->saved_step = t->step;
     if (t->dist.rank != 0)
         return DDP_OK;
+    ddp_dist_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
     DDP_CHECK(weights_to_host(t, 1));
     DdpCheckpointRun run = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
@@ -454,6 +455,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
+    ddp_dist_note_activity(DDP_ACTIVITY_EVALUATING, t->ctx.epoch, t->step);
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
         int n = (int)(share - start < batch ? share - start : batch);
@@ -556,6 +558,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
         if (t->dist.world > 1 && net->n_buffer_floats)
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
+        ddp_dist_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
         t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
         t->ctx.epoch = epoch;
         t->ctx.step = t->step;
@@ -691,6 +694,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                       t->cfg.epochs == 1 ? "" : "s", device, ranks);
 
     DDP_CHECK(train(t));
+    ddp_dist_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);
     if (world > 1) {
         DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float),
                                    t->stream));

@@ -93,7 +93,8 @@ static void test_rank_killed(void)
 {
     if (!ready(1))
         return;
-    rank_fault("kill", "prog: rank 0: stopping: the launcher ended this rank", "exited on signal 9");
+    rank_fault("kill", "prog: rank 0: stopping: the launcher ended this rank (another rank failed, or the job was "
+               "stopped) while training at epoch ", "exited on signal 9");
 }
 
 static void test_rank_hangs(void)
