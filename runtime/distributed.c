@@ -185,6 +185,9 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
     if (backend == DDP_PG_MPI && gpu)
         return DDP_ERR(DDP_BAD_INPUT, "--backend mpi: this program was built for GPUs, whose ranks talk through "
                                       "NCCL; use --backend nccl (or build with --target cpu)");
+    if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN && getenv("OMPI_COMM_WORLD_SIZE"))
+        return DDP_ERR(DDP_BAD_INPUT, "under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's "
+                                      "own ranks, which this CPU build's MPI needs: leave them out");
     if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN)
         return DDP_ERR(DDP_BAD_INPUT,
                        "this CPU build's %d ranks talk through MPI: start them with mpirun -np %d (or "

@@ -23,8 +23,13 @@ enum { BAR_WIDTH = 24 }; /* characters of the progress bar */
 void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb)
 {
     *p = (DdpProgress){.out = out, .quiet = quiet, .log = log, .tb = tb};
+    /* mpirun gives its ranks a pseudo-terminal even when its own output goes
+     * to a file; unless told otherwise (our --nproc-per-node says), a rank
+     * under mpirun writes plain lines, which read well in both places. */
     const char *said = getenv(DDP_PROGRESS_TTY_ENV);
-    int tty = said && (strcmp(said, "0") == 0 || strcmp(said, "1") == 0) ? said[0] == '1' : isatty(fileno(out));
+    int tty = said && (strcmp(said, "0") == 0 || strcmp(said, "1") == 0) ? said[0] == '1'
+              : getenv("OMPI_COMM_WORLD_SIZE")                          ? 0
+                                                                        : isatty(fileno(out));
     p->tty = !quiet && tty;
 }
 

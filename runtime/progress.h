@@ -39,7 +39,8 @@ typedef struct {
 
 /* Overrides isatty(OUT) when set to 0 or 1: a launcher whose ranks cannot
  * see where the output really goes (mpirun hands them a pseudo-terminal)
- * says so through the environment. */
+ * says so through the environment. Without it, a rank under mpirun counts
+ * as piped. */
 #define DDP_PROGRESS_TTY_ENV "DDP_PROGRESS_TTY"
 
 /* Reports on OUT (a terminal gets the progress line), to LOG and to TB (either may be NULL). */

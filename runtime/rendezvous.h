@@ -76,7 +76,8 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
 DdpStatus ddp_store_set(DdpStore *s, const char *key, const void *value, size_t len);
 /* Waits (up to the store's timeout) until KEY is set; *len in: capacity, out:
  * length. A timeout fails with a message naming the key, and leaves the store
- * usable. */
+ * usable. When no answer comes at all (rank 0 gone, the network cut), the
+ * wait ends 5 s after the timeout, with a message naming the key. */
 DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len);
 /* Adds DELTA to the counter KEY (a missing key counts as 0) and returns its
  * new value in *result: the building block of barriers. */

@@ -821,9 +821,11 @@ static DdpStatus send_all(DdpStore *s, const unsigned char *p, size_t len, doubl
     return DDP_OK;
 }
 
-/* Reads one reply into S->buf by DEADLINE. */
-static DdpStatus receive_reply(DdpStore *s, DdpStoreMessage *m, double deadline)
+/* Reads one reply into S->buf within WAITED_S seconds of START; KEY names
+ * the request in the message if none comes. */
+static DdpStatus receive_reply(DdpStore *s, DdpStoreMessage *m, const char *key, double start, double waited_s)
 {
+    double deadline = start + waited_s;
     char why[128];
     size_t have = 0, need = DDP_STORE_HEADER;
     for (;;) {
@@ -864,7 +866,8 @@ static DdpStatus receive_reply(DdpStore *s, DdpStoreMessage *m, double deadline)
         struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
         if (poll(&pfd, 1, ms_until(deadline)) == 0) {
             s->broken = 1;
-            return DDP_ERR(DDP_FAIL, "the store at %s did not answer within %g s", s->where, s->timeout_s);
+            return DDP_ERR(DDP_FAIL, "the store at %s did not answer the request for '%.*s' within %g s (is the "
+                           "network to rank 0 down, or rank 0 stuck?)", s->where, SHOWN, key, waited_s);
         }
     }
 }
@@ -897,7 +900,7 @@ static DdpStatus request(DdpStore *s, int type, const char *key, const void *val
     if (msg != small)
         free(msg);
     DDP_CHECK(st);
-    DDP_CHECK(receive_reply(s, m, start + (wait_s > s->timeout_s ? wait_s : s->timeout_s) + REPLY_GRACE_S));
+    DDP_CHECK(receive_reply(s, m, key, start, (wait_s > s->timeout_s ? wait_s : s->timeout_s) + REPLY_GRACE_S));
     int expected = m->type == DDP_STORE_OK ? type == DDP_STORE_SET
                    : m->type == DDP_STORE_VALUE ? type == DDP_STORE_GET || type == DDP_STORE_ADD
                    : m->type == DDP_STORE_TIMEOUT ? type == DDP_STORE_GET

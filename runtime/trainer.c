@@ -362,28 +362,29 @@ static DdpStatus save_checkpoint(Trainer *t)
 }
 
 /* Rank 0's part of --resume: the checkpoint named, or the newest valid one
- * in --save DIR, into the host copies; *FOUND 0 when DIR has none yet (a
- * first run started with the command that will restart it). */
-static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *found)
+ * in --save DIR, into the host copies and the device, and its step into
+ * *STEP; nothing when DIR has none yet (a first run started with the command
+ * that will restart it). */
+static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
 {
     DdpCheckpointRun saved, now = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
     char path[4096];
-    *found = 0;
     if (t->flags.resume_path) {
         snprintf(path, sizeof path, "%s", t->flags.resume_path);
         DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
-        *found = 1;
     } else {
         char skipped[4096];
-        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &saved, &state, path, sizeof path, found, skipped,
+        int found;
+        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &saved, &state, path, sizeof path, &found, skipped,
                                         sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
-        for (char *line = skipped, *end; *line; line = end + 1) {
-            end = strchr(line, '\n');
-            fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)(end - line), line);
+        for (char *line = skipped; *line;) {
+            size_t len = strcspn(line, "\n");
+            fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
+            line += len + (line[len] == '\n');
         }
-        if (!*found) {
+        if (!found) {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
             return DDP_OK;
         }
@@ -409,8 +410,7 @@ static DdpStatus resume(Trainer *t)
     int64_t said[2] = {DDP_OK, 0}; /* rank 0's status, the step */
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
-        int found;
-        st = load_checkpoint(t, &said[1], &found);
+        st = load_checkpoint(t, &said[1]);
         said[0] = st;
     }
     DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
