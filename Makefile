@@ -6,6 +6,8 @@
 #   make test    build and run every test; ends with the CUnit summary
 #   make fuzz    build the parser fuzzer (clang, libFuzzer + ASan + UBSan)
 #   make bench   run the benchmarks (they report, they never fail the build)
+#   make memcheck       a short training run of every example under valgrind
+#   make memcheck-asan  the same under ASan + UBSan
 #
 # What is missing disables a target with a line saying so; it never breaks the
 # build. Our own code is compiled with -Werror; bison/flex output is not ours,
@@ -18,7 +20,8 @@ PYTHON  ?= /usr/bin/python3   # Debian's python3: the one python3-torch installs
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wvla -Wundef
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP -Icompiler -Iruntime -I$(BUILD)
+# override: a CFLAGS given on make's command line (say, sanitizers) adds to these
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP -Icompiler -Iruntime -I$(BUILD)
 OURFLAGS := $(WARN) -Werror
 GENFLAGS := $(WARN) -Wno-unused-function -Wno-sign-compare -Wno-unused-parameter \
             -Wno-missing-prototypes -Wno-shadow
@@ -57,7 +60,7 @@ RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test fuzz bench found clean
+.PHONY: all deps run test fuzz bench memcheck memcheck-asan found clean
 all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
@@ -155,6 +158,12 @@ $(BUILD)/fuzz_store: tests/fuzz/fuzz_store.c runtime/store.c runtime/status.c
 # ---- benchmarks ------------------------------------------------------------------
 bench: all
 	bash bench/run.sh
+
+# ---- memory checks ------------------------------------------------------------------
+memcheck: all
+	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh
+memcheck-asan: all
+	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh --asan
 
 # ---- dependencies (Debian, as root) -----------------------------------------------
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev libopenblas-dev \
