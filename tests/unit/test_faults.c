@@ -3,7 +3,8 @@
  *  - stopped and resumed = uninterrupted, bit for bit, for real nets (AdamW
  *    with dropout, batchnorm with Nesterov momentum), on 1 and 2 ranks;
  *  - one of two ranks killed (SIGKILL) or frozen (SIGSTOP, a silent hang):
- *    the other ends non-zero within its --timeout, saying why;
+ *    the other ends non-zero within its --timeout, saying why; a NaN loss
+ *    ends both;
  *  - truncated data and a damaged --init file: status 2 and the file named;
  *    a batch too big for memory: status 2 at start-up, not a swap storm.
  * The kill -9 during checkpointing and damaged checkpoints are in
@@ -105,6 +106,28 @@ static void test_rank_hangs(void)
     rank_fault("stop", "prog: rank 0: error: ", "did not finish within 8 s");
 }
 
+/* A NaN loss: the ranks sum their statistics at each report, so every rank
+ * sees it at the same report and stops, each saying so. */
+static void test_nan_on_two_ranks(void)
+{
+    if (!ready(1))
+        return;
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 256 64; "
+        "%s examples/mnist.net --target cpu -o $d/p >/dev/null || exit 9; "
+        "OMP_NUM_THREADS=1 timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 $d/p --data $d/data "
+        "--batch-size 16 --lr 1e30 --epochs 1 --timeout 8; echo nan=$?", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 0: error: loss is "));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 1: error: loss is "));
+    CU_ASSERT_PTR_NULL(out && (strstr(out, "nan=0") || strstr(out, "nan=124")));
+    if (!out || !strstr(out, "p: rank 1: error: loss is "))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 /* A generated program given a truncated data file, a damaged --init file, or
  * a batch that cannot fit in memory. */
 static void test_bad_files(void)
@@ -151,6 +174,7 @@ void suite_faults(void)
         {"real nets stopped and resumed = uninterrupted, bit for bit (1 and 2 ranks)", test_resume_real_nets},
         {"one of two ranks killed: the other ends non-zero within its timeout", test_rank_killed},
         {"one of two ranks frozen: the other's deadline ends the run", test_rank_hangs},
+        {"a NaN loss on two ranks: both stop, each saying so", test_nan_on_two_ranks},
         {"truncated data, a damaged --init, a batch too big: status 2, named", test_bad_files},
         {NULL, NULL},
     };

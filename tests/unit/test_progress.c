@@ -1,0 +1,90 @@
+/*
+ * Tests of runtime/progress.c: what a person sees. On a terminal, one line
+ * rewritten in place with a bar, the running loss, samples/s and the time
+ * left; piped, only whole lines; under mpirun (which hands ranks a
+ * pseudo-terminal) plain lines unless the launcher says otherwise; and the
+ * closing summary.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "progress.h"  // DdpProgress, ddp_progress_*
+#include "testutil.h"
+
+/* Everything written to F since it was opened, NUL-terminated (static). */
+static const char *contents(FILE *f)
+{
+    static char buf[4096];
+    fflush(f);
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A progress reporter on a temporary file, told it is (TTY "1") or is not
+ * ("0") a terminal, or left to find out (NULL), under mpirun when MPIRUN. */
+static FILE *open_progress(DdpProgress *p, const char *tty, int mpirun)
+{
+    FILE *f = tmpfile();
+    CU_ASSERT_FATAL(f != NULL);
+    if (tty)
+        setenv(DDP_PROGRESS_TTY_ENV, tty, 1);
+    else
+        unsetenv(DDP_PROGRESS_TTY_ENV);
+    if (mpirun)
+        setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    ddp_progress_init(p, f, 0, NULL, NULL);
+    unsetenv(DDP_PROGRESS_TTY_ENV);
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    return f;
+}
+
+static void test_bar_on_a_terminal(void)
+{
+    DdpProgress p;
+    FILE *f = open_progress(&p, "1", 1); /* the launcher's word wins over mpirun's pty */
+    ddp_progress_update(&p, 2, 5, 50, 100, 0.5, 1234.4, 245);
+    CU_ASSERT_STRING_EQUAL(contents(f),
+                           "\repoch 2/5 [############............] 50/100  loss 0.5000  1234 samples/s  ETA 4m05s\033[K");
+    ddp_progress_update(&p, 2, 5, 100, 100, 0.25, 1000, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "\repoch 2/5 [########################] 100/100  loss 0.2500  1000 samples/s  ETA 0s"));
+    /* a plain line first erases the progress line */
+    DdpReport r = {.epoch = 2, .epochs = 5, .step = 200, .loss = 0.25, .lr = 0.1, .samples_per_s = 1000,
+                   .seconds = 3, .evaluated = 1, .test_loss = 0.3, .test_acc = 0.9};
+    CU_ASSERT_EQUAL(ddp_progress_epoch(&p, &r), DDP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "ETA 0s\033[K\r\033[Kepoch 2/5  step 200  loss 0.2500  test_loss 0.3000  "
+                                  "test_acc 0.9000  lr 0.1  1000 samples/s  3.0s\n"));
+    ddp_progress_summary(&p, 200, 7.5, 987.6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "done  200 steps  best test_acc 0.9000 (epoch 2)  7.5s  988 samples/s\n"));
+    fclose(f);
+}
+
+static void test_plain_when_piped(void)
+{
+    static const struct {
+        const char *tty;
+        int mpirun;
+    } cases[] = {{"0", 0}, {NULL, 0}, {NULL, 1}, {"0", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        DdpProgress p;
+        FILE *f = open_progress(&p, cases[i].tty, cases[i].mpirun); /* a file is no terminal */
+        ddp_progress_update(&p, 1, 1, 1, 2, 1.0, 10, 1);
+        CU_ASSERT_STRING_EQUAL(contents(f), "");
+        DdpReport r = {.epoch = 1, .epochs = 1, .step = 2, .loss = 1, .lr = 0.5, .samples_per_s = 10, .seconds = 1};
+        CU_ASSERT_EQUAL(ddp_progress_epoch(&p, &r), DDP_OK);
+        CU_ASSERT_STRING_EQUAL(contents(f), "epoch 1/1  step 2  loss 1.0000  lr 0.5  10 samples/s  1.0s\n");
+        fclose(f);
+    }
+}
+
+void suite_progress(void)
+{
+    static const TestCase cases[] = {
+        {"a terminal gets a bar with loss, samples/s and ETA, erased before lines", test_bar_on_a_terminal},
+        {"piped, or under mpirun: whole lines only", test_plain_when_piped},
+        {NULL, NULL},
+    };
+    test_add_suite("progress", cases);
+}
