@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks, one script, under 8 minutes on one H200:
+# The GPU checks, one script, under 9 minutes on one H200:
 #   1. every example builds for CUDA (sm_90 + PTX) and for the CPU;
 #   2. one training step of each, GPU against CPU, from the same initial
 #      weights and the same batch: within 1e-3 of the update in plain FP32
@@ -8,7 +8,10 @@
 #   3. mnist.net trains for one epoch: samples/s and test accuracy;
 #   4. NCCL with one rank, through env:// (as torchrun sets it) and through
 #      --nproc-per-node 1;
-#   5. where Python has torch with CUDA, the same net in PyTorch on the same
+#   5. checkpoints on the GPU: stopped at step 30 and resumed, a run ends
+#      with the very bytes of an uninterrupted one (cuDNN's algorithms are
+#      chosen deterministically, so a restart computes alike);
+#   6. where Python has torch with CUDA, the same net in PyTorch on the same
 #      GPU, for samples/s.
 # Run from anywhere: bash tests/gpu/run.sh. Needs the build (make) and the
 # Fashion-MNIST files (or DATA=DIR in the MNIST layout). Prints OK or FAILED
@@ -60,6 +63,12 @@ RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER
 check "NCCL, world size 1, env://" $?
 "$out/mnist.gpu" --data "$data" --max-steps 100 --nproc-per-node 1 --backend nccl --quiet
 check "NCCL, world size 1, --nproc-per-node 1" $?
+
+"$out/mnist.gpu" --data "$data" --max-steps 60 --export "$out/whole.st" --quiet &&
+    "$out/mnist.gpu" --data "$data" --max-steps 30 --save "$out/ck" --quiet &&
+    "$out/mnist.gpu" --data "$data" --max-steps 60 --save "$out/ck" --resume --export "$out/resumed.st" --quiet &&
+    cmp "$out/whole.st" "$out/resumed.st"
+check "checkpoint on the GPU: stopped at 30, resumed to 60 = 60 at once, byte for byte" $?
 
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
     build/ddpc examples/mnist.net --emit torch > "$out/mnist.py"
