@@ -100,8 +100,8 @@ static DdpStatus contents_make(const DdpNet *net, const DdpCheckpointState *s, i
 /* The settings as metadata text, in one fixed order (part of the checksum). */
 static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "step=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d",
-             (long long)r->step, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
+    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d",
+             (long long)r->step, (long long)r->epoch, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
              (long long)r->no_sync_every, r->shuffle);
 }
 
@@ -244,10 +244,11 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
     Contents c;
     DDP_CHECK(contents_make(net, state, run->step, &c));
-    char text[256], crc[16], step[24], seed[24], batch[24], world[24], k[24], shuffle[4];
+    char text[256], crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
     run_text(run, text, sizeof text);
     snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
     snprintf(step, sizeof step, "%lld", (long long)run->step);
+    snprintf(epoch, sizeof epoch, "%lld", (long long)run->epoch);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)run->seed);
     snprintf(batch, sizeof batch, "%lld", (long long)run->batch);
     snprintf(world, sizeof world, "%lld", (long long)run->world);
@@ -256,7 +257,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     const DdpMeta meta[] = {
         {"format", FORMAT}, {"version", VERSION},
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""},
-        {"step", step}, {"seed", seed}, {"batch", batch}, {"world_size", world},
+        {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
     };
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
@@ -321,6 +322,7 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     }
     int64_t shuffle;
     DDP_CHECK(meta_int(f, "step", 0, INT64_MAX, &run->step));
+    DDP_CHECK(meta_int(f, "epoch", 0, INT64_MAX, &run->epoch));
     DDP_CHECK(meta_seed(f, &run->seed));
     DDP_CHECK(meta_int(f, "batch", 1, INT64_MAX, &run->batch));
     DDP_CHECK(meta_int(f, "world_size", 1, INT64_MAX, &run->world));

@@ -33,7 +33,8 @@
 /* Where training stood and the settings a bit-for-bit continuation needs. */
 typedef struct {
     int64_t step;           /* optimizer steps taken */
-    uint64_t seed;
+    int64_t epoch;          /* the epoch the next step belongs to (0-based), for people: the step says it */
+    uint64_t seed;          /* all the random state there is (see the top) */
     int64_t batch;          /* per rank */
     int64_t world;
     int64_t no_sync_every;

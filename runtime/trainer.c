@@ -329,6 +329,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
 {
     return (DdpCheckpointRun){
         .step = t->step,
+        .epoch = t->steps_per_epoch > 0 ? t->step / t->steps_per_epoch : 0,
         .seed = t->cfg.seed,
         .batch = t->cfg.batch,
         .world = t->dist.world,

@@ -304,14 +304,14 @@ static void test_checksum(void)
     static int64_t counts[8];
     for (int i = 0; i < 784 * 10 + 10; i++)
         params[i] = (float)i / 7, opt[i] = (float)-i;
-    DdpCheckpointRun run = {.step = 42, .seed = 18446744073709551615ull, .batch = 20, .world = 3,
+    DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 18446744073709551615ull, .batch = 20, .world = 3,
                             .no_sync_every = 2, .shuffle = 0};
     DdpCheckpointState state = {params, buffers, opt, counts}, loaded = {back, buffers, opt, counts};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     DdpCheckpointRun got;
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
-    CU_ASSERT(got.step == 42 && got.seed == run.seed && got.batch == 20 && got.world == 3 && got.no_sync_every == 2 &&
+    CU_ASSERT(got.step == 42 && got.epoch == 4 && got.seed == run.seed && got.batch == 20 && got.world == 3 && got.no_sync_every == 2 &&
               got.shuffle == 0);
     CU_ASSERT(memcmp(back, params, sizeof params) == 0);
     /* the optimizer state is under PyTorch's name */
