@@ -4,7 +4,7 @@
 #   make deps    install what the build and the tests need (Debian, as root)
 #   make         build ddpc and the runtime; say which toolchains were found
 #   make test    build and run every test; ends with the CUnit summary
-#   make fuzz    build the parser fuzzer (clang, libFuzzer + ASan + UBSan)
+#   make fuzz    build the fuzzers (clang, libFuzzer + ASan + UBSan)
 #   make bench   run the benchmarks (they report, they never fail the build)
 #   make memcheck       a short training run of every example under valgrind
 #   make memcheck-asan  the same under ASan + UBSan
@@ -145,7 +145,7 @@ test: all $(BUILD)/unit_tests
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -I$(BUILD)
-fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store
+fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
@@ -154,6 +154,12 @@ $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMP
 $(BUILD)/fuzz_store: tests/fuzz/fuzz_store.c runtime/store.c runtime/status.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lpthread
+
+$(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c runtime/checkpoint.c runtime/weights.c \
+                           runtime/sampler.c runtime/jsonlog.c runtime/status.c
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
 
 # ---- benchmarks ------------------------------------------------------------------
 bench: all

@@ -321,8 +321,8 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
                        "training settings differ from this program's)", path, my_name);
     }
     int64_t shuffle;
-    DDP_CHECK(meta_int(f, "step", 0, INT64_MAX, &run->step));
-    DDP_CHECK(meta_int(f, "epoch", 0, INT64_MAX, &run->epoch));
+    DDP_CHECK(meta_int(f, "step", 0, DDP_STEP_COUNT_MAX, &run->step));
+    DDP_CHECK(meta_int(f, "epoch", 0, DDP_STEP_COUNT_MAX, &run->epoch));
     DDP_CHECK(meta_seed(f, &run->seed));
     DDP_CHECK(meta_int(f, "batch", 1, INT64_MAX, &run->batch));
     DDP_CHECK(meta_int(f, "world_size", 1, INT64_MAX, &run->world));

@@ -101,6 +101,9 @@ static DdpStatus load_one(DdpSafetensors *f, const DdpParamInfo *p, float *x, in
     if (p->is_step_count) {
         DDP_CHECK(ddp_safetensors_expect(f, p->name, DDP_DTYPE_I64, NULL, 0, &data));
         memcpy(count, data, sizeof *count);
+        if (*count < 0 || *count > DDP_STEP_COUNT_MAX)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' is %lld, not a step count", ddp_safetensors_path(f),
+                           p->name, (long long)*count);
         return DDP_OK;
     }
     const DdpTensor *t = ddp_safetensors_find(f, p->name);

@@ -17,6 +17,11 @@
 #include "safetensors.h"  // DdpSafetensors, DdpTensor
 #include "status.h"       // DdpStatus
 
+/* The largest step count a file may hold (num_batches_tracked, a checkpoint's
+ * step): far beyond any run, and low enough that a count plus the steps taken
+ * after loading it cannot overflow an int64_t. */
+#define DDP_STEP_COUNT_MAX (INT64_MAX / 4)
+
 /* Initialises every parameter and buffer as PyTorch does after
  * torch.manual_seed(SEED), building the modules in parameter order: conv and
  * linear weights kaiming_uniform_(a=sqrt(5)) and biases uniform(+-1/sqrt(fan_in)),

@@ -24,6 +24,7 @@
 #include "testutil.h"
 #include "tiny_net.h"         // tiny_net, tiny_net_train
 #include "trainer_harness.h"  // harness_run, harness_start, harness_write_set, harness_has
+#include "weights.h"          // DDP_STEP_COUNT_MAX
 
 static char tmpdir[64], data_dir[160];
 
@@ -333,6 +334,20 @@ static void test_checksum(void)
     free(cmd);
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+
+    /* counts that would overflow once steps are added to them (found by
+     * tests/fuzz/fuzz_safetensors.c): refused, not wrapped around */
+    run.step = DDP_STEP_COUNT_MAX + 1;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'step' is") != NULL);
+    run.step = 42;
+    counts[4] = INT64_MAX - 42; /* norm.num_batches_tracked, written as counts + step */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "tensor 'norm.num_batches_tracked' is 9223372036854775807, not a step count")
+              != NULL);
+    counts[4] = 0;
     test_remove_tmpdir(tmpdir);
 }
 
@@ -390,7 +405,7 @@ void suite_checkpoint(void)
         {"three kept, none torn; past --max-steps ends at once; empty dir starts", test_keeps_three_and_resumes_past_the_end},
         {"damaged or truncated newest: skipped, the older one used", test_skips_damaged},
         {"other settings, a weights file, another net: status 2, named", test_refused},
-        {"the checksum covers weights and metadata", test_checksum},
+        {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
         {NULL, NULL},
     };
