@@ -39,15 +39,10 @@
 #include "model.h"        // DdpNet, DdpParamInfo
 #include "safetensors.h"  // ddp_safetensors_open, _count, _tensor, _find, _meta, _expect, _write
 #include "weights.h"      // ddp_weights_load, ddp_weights_export
+#include "fuzz_check.h"  // CHECK
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-    do {            \
-        if (!(cond))  \
-            abort(); \
-    } while (0)
 
 enum { CLASSES = 3, FEATURES = 4, N_PARAM_FLOATS = CLASSES * FEATURES + CLASSES, N_BUFFER_FLOATS = 2 * CLASSES };
 

@@ -23,14 +23,9 @@
 #include <string.h>
 
 #include "rendezvous.h"  // ddp_store_parse, ddp_store_encode
+#include "fuzz_check.h"  // CHECK
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-    do {            \
-        if (!(cond))  \
-            abort(); \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
