@@ -156,7 +156,7 @@ $(BUILD)/fuzz_store: tests/fuzz/fuzz_store.c runtime/store.c runtime/status.c
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c runtime/checkpoint.c runtime/weights.c \
-                           runtime/sampler.c runtime/jsonlog.c runtime/status.c
+                           runtime/sampler.c runtime/jsonlog.c runtime/status.c runtime/dirs.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm

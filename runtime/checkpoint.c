@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
+#include "dirs.h"         // ddp_make_dirs
 #include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
 #include "weights.h"      // ddp_weights_tensors, ddp_weights_read
 
@@ -123,27 +123,9 @@ static uint32_t checksum(const Contents *c, const char *run)
 
 DdpStatus ddp_checkpoint_make_dir(const char *dir)
 {
-    char *copy = strdup(dir);
-    if (!copy)
-        return DDP_ERR(DDP_FAIL, "out of memory");
-    for (char *p = copy + 1; ; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
-            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, copy, strerror(errno));
-            free(copy);
-            return st;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    free(copy);
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return DDP_ERR(DDP_BAD_INPUT, "--save %s: not a directory", dir);
+    char part[4096];
+    if (ddp_make_dirs(dir, part, sizeof part) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, part, strerror(errno));
     if (access(dir, W_OK | X_OK) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot write into it: %s", dir, strerror(errno));
     return DDP_OK;

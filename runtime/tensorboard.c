@@ -40,6 +40,7 @@
 #include <time.h>       // time, clock_gettime(CLOCK_REALTIME)
 #include <unistd.h>     // gethostname, getpid, fsync
 
+#include "dirs.h"       // ddp_make_dirs
 #include "jsonlog.h"    // ddp_utf8_sequence
 
 /* A tag of MAX_TAG bytes may triple as U+FFFD replaces each byte; the rest
@@ -168,38 +169,17 @@ static DdpStatus write_record(DdpTensorboard *tb, size_t len)
 /* mkdir -p DIR; an error names DIR and, if not the same, the part at fault. */
 static DdpStatus make_dirs(const char *dir)
 {
-    char *path = strdup(dir);
-    if (!path)
-        return DDP_ERR(DDP_FAIL, "%s: out of memory", dir);
-    DdpStatus st = DDP_OK;
-    size_t n = strlen(path);
-    for (size_t i = 1; i <= n && st == DDP_OK; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        if (path[i - 1] == '/')
-            continue; /* "a//b", or a trailing '/' */
-        char saved = path[i];
-        path[i] = '\0';
-        if (mkdir(path, 0777) != 0) {
-            int err = errno;
-            struct stat sb;
-            if (err == EEXIST && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-                ; /* already there */
-            else if (err == EEXIST || err == ENOTDIR)
-                st = DDP_ERR(DDP_BAD_INPUT,
-                             "%s: cannot create the TensorBoard log directory: %s is not a directory",
-                             dir, path);
-            else if (strcmp(path, dir) == 0)
-                st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s",
-                             dir, strerror(err));
-            else
-                st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s: %s",
-                             dir, path, strerror(err));
-        }
-        path[i] = saved;
-    }
-    free(path);
-    return st;
+    char part[4096];
+    if (ddp_make_dirs(dir, part, sizeof part) == 0)
+        return DDP_OK;
+    int err = errno;
+    if (err == ENOTDIR)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s is not a directory", dir,
+                       part);
+    if (strcmp(part, dir) == 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s", dir, strerror(err));
+    return DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s: %s", dir, part,
+                   strerror(err));
 }
 
 DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out)
