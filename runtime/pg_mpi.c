@@ -306,6 +306,21 @@ static DdpStatus broken_error(MpiGroup *g)
     return DDP_ERR(DDP_FAIL, "an earlier collective failed, so this one cannot run: %s", g->broken_message);
 }
 
+/* Takes the lock and a fresh work item for a collective: on DDP_OK the lock
+ * is held (submit and unlock follow); on failure (an earlier collective
+ * broke the group, or no memory) it is not. */
+static DdpStatus lock_new_work(MpiGroup *g, DdpWork **w)
+{
+    pthread_mutex_lock(&g->lock);
+    DdpStatus st = g->broken ? broken_error(g) : DDP_OK;
+    *w = st == DDP_OK ? new_work(g) : NULL;
+    if (st == DDP_OK && !*w)
+        st = DDP_ERR(DDP_FAIL, "out of memory");
+    if (st != DDP_OK)
+        pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
 /* Queues W (from new_work, filled in), the lock held. */
 static void submit(MpiGroup *g, DdpWork *w)
 {
@@ -352,17 +367,8 @@ static DdpStatus wait_locked(MpiGroup *g, DdpWork *w)
 
 static DdpStatus run_blocking(MpiGroup *g, DdpWork *proto)
 {
-    pthread_mutex_lock(&g->lock);
-    if (g->broken) {
-        DdpStatus st = broken_error(g);
-        pthread_mutex_unlock(&g->lock);
-        return st;
-    }
-    DdpWork *w = new_work(g);
-    if (!w) {
-        pthread_mutex_unlock(&g->lock);
-        return DDP_ERR(DDP_FAIL, "out of memory");
-    }
+    DdpWork *w;
+    DDP_CHECK(lock_new_work(g, &w));
     *w = *proto;
     submit(g, w);
     DdpStatus st = wait_locked(g, w);
@@ -402,17 +408,8 @@ static DdpStatus mpi_allreduce_start(void *impl, float *buf, size_t count, DdpPg
                                      DdpWork **work)
 {
     MpiGroup *g = impl;
-    pthread_mutex_lock(&g->lock);
-    if (g->broken) {
-        DdpStatus st = broken_error(g);
-        pthread_mutex_unlock(&g->lock);
-        return st;
-    }
-    DdpWork *w = new_work(g);
-    if (!w) {
-        pthread_mutex_unlock(&g->lock);
-        return DDP_ERR(DDP_FAIL, "out of memory");
-    }
+    DdpWork *w;
+    DDP_CHECK(lock_new_work(g, &w));
     w->kind = OP_ALLREDUCE;
     w->buf = buf;
     w->count = count;
