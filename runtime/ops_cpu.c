@@ -37,6 +37,7 @@
  * ddp_ops_finalize for the largest conv; the per-step calls never allocate.
  */
 #include "ops.h"
+#include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 
 #include <cblas.h>   // cblas_sgemm, openblas_set_num_threads
@@ -79,8 +80,7 @@ static int gemm_block(int side)
 }
 
 typedef struct {
-    DdpConvShape shape;
-    int planned;
+    DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
     int direct;     /* 1x1, stride 1, pad 0: x is its own im2col matrix */
     int wgrad_rows; /* backward filter: im2col rows per block */
 } ConvPlan;
@@ -124,25 +124,12 @@ void ddp_ops_destroy(DdpOps *ops)
 
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
 {
-    if (ops->finalized)
-        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned after ddp_ops_finalize", id);
-    if (id < 0)
-        return DDP_ERR(DDP_FAIL, "internal error: conv id %d", id);
-    DdpConvShape checked = *shape;
-    DDP_CHECK(ddp_conv_shape_init(&checked));
-    if (id >= ops->nconvs) {
-        ConvPlan *grown = realloc(ops->convs, (size_t)(id + 1) * sizeof *grown);
-        if (!grown)
-            return DDP_ERR(DDP_FAIL, "out of memory planning conv %d", id);
-        memset(grown + ops->nconvs, 0, (size_t)(id + 1 - ops->nconvs) * sizeof *grown);
-        ops->convs = grown;
-        ops->nconvs = id + 1;
-    }
-    ConvPlan *p = &ops->convs[id];
-    if (p->planned)
-        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned twice", id);
-    p->shape = checked;
-    p->planned = 1;
+    void *plans = ops->convs, *plan = NULL;
+    DdpStatus st = ddp_conv_table_add(&plans, &ops->nconvs, sizeof *ops->convs, ops->finalized, id, shape, &plan);
+    ops->convs = plans; /* grown or not */
+    DDP_CHECK(st);
+    ConvPlan *p = plan;
+    const DdpConvShape checked = p->slot.shape;
     p->direct = checked.r == 1 && checked.s == 1 && checked.stride == 1 && checked.pad == 0;
     p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s);
     return DDP_OK;
@@ -152,13 +139,11 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
 {
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
+    DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
     size_t per_thread = 0;
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
-        if (!p->planned)
-            return DDP_ERR(DDP_FAIL, "internal error: conv %d was never planned (ids run 0..%d)",
-                           id, ops->nconvs - 1);
-        const DdpConvShape *sh = &p->shape;
+        const DdpConvShape *sh = &p->slot.shape;
         size_t col = p->direct ? 0
                                : (size_t)(sh->c / sh->groups) * sh->r * sh->s *
                                      (size_t)sh->out_h * sh->out_w;
@@ -193,35 +178,21 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
 {
     if (!len)
         return;
-    if (id < 0 || id >= ops->nconvs || !ops->convs[id].planned)
+    const ConvPlan *p = ddp_conv_table_find(ops->convs, ops->nconvs, sizeof *ops->convs, id);
+    if (!p)
         snprintf(buf, len, "conv %d not planned", id);
-    else if (ops->convs[id].direct)
-        snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks",
-                 ops->convs[id].wgrad_rows);
+    else if (p->direct)
+        snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else
-        snprintf(buf, len, "im2col + sgemm, col2im; weight gradient in %d-row blocks",
-                 ops->convs[id].wgrad_rows);
+        snprintf(buf, len, "im2col + sgemm, col2im; weight gradient in %d-row blocks", p->wgrad_rows);
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
  * only a bug in the generated program gets here, so it is reported, not fixed. */
 static const ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *what)
 {
-    if (!ops->finalized) {
-        OPS_FAIL(ops, "internal error: %s before ddp_ops_finalize", what);
-        return NULL;
-    }
-    if (id < 0 || id >= ops->nconvs) {
-        OPS_FAIL(ops, "internal error: %s of conv %d, but only %d planned", what, id, ops->nconvs);
-        return NULL;
-    }
-    const ConvPlan *p = &ops->convs[id];
-    if (n < 1 || n > p->shape.n) {
-        OPS_FAIL(ops, "internal error: %s of conv %d with batch %d, planned for 1..%d", what, id,
-                 n, p->shape.n);
-        return NULL;
-    }
-    return p;
+    return ddp_conv_table_call(ops->convs, ops->nconvs, sizeof *ops->convs, ops->finalized, &ops->failure, id, n,
+                               what);
 }
 
 static float *thread_scratch(DdpOps *ops)
@@ -313,7 +284,7 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
     if (!p)
         return;
-    const DdpConvShape *sh = &p->shape;
+    const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
     OMP(parallel for schedule(static) num_threads(ops->nthreads) if(n > 1))
@@ -339,7 +310,7 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
     if (!p)
         return;
-    const DdpConvShape *sh = &p->shape;
+    const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
     OMP(parallel for schedule(static) num_threads(ops->nthreads) if(n > 1))
@@ -364,7 +335,7 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
         return;
-    const DdpConvShape *sh = &p->shape;
+    const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
     const int block = p->wgrad_rows, blocks = (crs + block - 1) / block;

@@ -36,6 +36,7 @@
  * generated code. The cuDNN frontend graph API is the path if fusion is wanted.
  */
 #include "ops.h"
+#include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
 
@@ -68,8 +69,7 @@ typedef struct {
 } Choice;
 
 typedef struct {
-    DdpConvShape shape;
-    int planned;
+    DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
     int n; /* the batch the tensor descriptors hold now */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
@@ -221,7 +221,7 @@ void ddp_ops_destroy(DdpOps *ops)
 /* The descriptors of P for batch N. Host-side only: no allocation, no sync. */
 static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
 {
-    const DdpConvShape *s = &p->shape;
+    const DdpConvShape *s = &p->slot.shape;
     cudnnStatus_t st = cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
                                                   s->c, s->h, s->w);
     if (st == CUDNN_STATUS_SUCCESS)
@@ -234,7 +234,7 @@ static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
 
 static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
 {
-    const DdpConvShape *s = &p->shape;
+    const DdpConvShape *s = &p->slot.shape;
     cudnnMathType_t math = ops->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->x));
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y));
@@ -260,26 +260,11 @@ static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
 
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
 {
-    if (ops->finalized)
-        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned after ddp_ops_finalize", id);
-    if (id < 0)
-        return DDP_ERR(DDP_FAIL, "internal error: conv id %d", id);
-    DdpConvShape checked = *shape;
-    DDP_CHECK(ddp_conv_shape_init(&checked));
-    if (id >= ops->nconvs) {
-        ConvPlan *grown = (ConvPlan *)realloc(ops->convs, (size_t)(id + 1) * sizeof *grown);
-        if (!grown)
-            return DDP_ERR(DDP_FAIL, "out of memory planning conv %d", id);
-        memset(grown + ops->nconvs, 0, (size_t)(id + 1 - ops->nconvs) * sizeof *grown);
-        ops->convs = grown;
-        ops->nconvs = id + 1;
-    }
-    ConvPlan *p = &ops->convs[id];
-    if (p->planned)
-        return DDP_ERR(DDP_FAIL, "internal error: conv %d planned twice", id);
-    p->shape = checked;
-    p->planned = 1;
-    return build_descriptors(ops, p);
+    void *plans = ops->convs, *plan = NULL;
+    DdpStatus st = ddp_conv_table_add(&plans, &ops->nconvs, sizeof *ops->convs, ops->finalized, id, shape, &plan);
+    ops->convs = (ConvPlan *)plans; /* grown or not */
+    DDP_CHECK(st);
+    return build_descriptors(ops, (ConvPlan *)plan);
 }
 
 /* The scratch tensors Find runs on, sized for the largest conv, and its workspace. */
@@ -364,7 +349,7 @@ static DdpStatus find_all(DdpOps *ops, FindBuffers *b)
 {
     size_t nx = 0, nw = 0, ny = 0;
     for (int i = 0; i < ops->nconvs; i++) {
-        const DdpConvShape *s = &ops->convs[i].shape;
+        const DdpConvShape *s = &ops->convs[i].slot.shape;
         size_t x = (size_t)s->n * s->c * s->h * s->w, y = (size_t)s->n * s->k * s->out_h * s->out_w;
         size_t w = (size_t)s->k * (s->c / s->groups) * s->r * s->s;
         nx = x > nx ? x : nx;
@@ -395,10 +380,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
 {
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
-    for (int i = 0; i < ops->nconvs; i++)
-        if (!ops->convs[i].planned)
-            return DDP_ERR(DDP_FAIL, "internal error: conv %d was never planned (ids run 0..%d)",
-                           i, ops->nconvs - 1);
+    DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
     if (ops->nconvs) {
         FindBuffers b;
         memset(&b, 0, sizeof b);
@@ -443,7 +425,8 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
 {
     if (!len)
         return;
-    if (id < 0 || id >= ops->nconvs || !ops->convs[id].planned) {
+    const ConvPlan *p = (const ConvPlan *)ddp_conv_table_find(ops->convs, ops->nconvs, sizeof *ops->convs, id);
+    if (!p) {
         snprintf(buf, len, "conv %d not planned", id);
         return;
     }
@@ -451,7 +434,6 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
         snprintf(buf, len, "conv %d: algorithms chosen by ddp_ops_finalize", id);
         return;
     }
-    const ConvPlan *p = &ops->convs[id];
     size_t used = 0;
     buf[0] = '\0';
     for (int d = 0; d < NDIRS && used < len; d++) {
@@ -493,21 +475,9 @@ static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int al
  * workspace, switching to the no-workspace fallback where it does not. */
 static ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *what)
 {
-    if (!ops->finalized) {
-        OPS_FAIL(ops, "internal error: %s before ddp_ops_finalize", what);
-        return NULL;
-    }
-    if (id < 0 || id >= ops->nconvs) {
-        OPS_FAIL(ops, "internal error: %s of conv %d, but only %d planned", what, id, ops->nconvs);
-        return NULL;
-    }
-    ConvPlan *p = &ops->convs[id];
-    if (n < 1 || n > p->shape.n) {
-        OPS_FAIL(ops, "internal error: %s of conv %d with batch %d, planned for 1..%d", what, id,
-                 n, p->shape.n);
-        return NULL;
-    }
-    if (n == p->n)
+    ConvPlan *p = (ConvPlan *)ddp_conv_table_call(ops->convs, ops->nconvs, sizeof *ops->convs, ops->finalized,
+                                                  &ops->failure, id, n, what);
+    if (!p || n == p->n)
         return p;
     if (!CUDNN_RECORD(ops, set_batch_descriptors(p, n)))
         return NULL;
