@@ -209,7 +209,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     if (n->bias) {
         /* one thread per channel sums its bias gradient in a fixed order, and
          * turns dy into the gradient before the activation on the way */
-        E("DDP_KERNEL %s_backward(int n, float *dy%s, float *dbias, int accumulate)\n{\n", stem,
+        E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
         E("    DDP_FOR(c, %lld) {\n        double sum = 0.0;\n", (long long)c);
         E("        for (int s = 0; s < n; s++) {\n");
@@ -221,7 +221,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         } else
             E("                sum += dy[i];\n");
         E("            }\n        }\n");
-        E("        dbias[c] = accumulate ? dbias[c] + (float)sum : (float)sum;\n    }\n}\n\n");
+        E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sum : (DdpGrad)sum;\n    }\n}\n\n");
     } else {
         E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
         E("    DDP_FOR(i, (int64_t)n * %lld)\n        dy[i] = %s;\n}\n\n", (long long)s,
@@ -454,14 +454,14 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     comment(e, n, "");
     E("// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.\n");
     E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, double *sums,\n"
-      "                          float *dweight, float *dbias, int accumulate)\n{\n", n->name);
+      "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
     E("    DDP_FOR(c, %lld) {\n        double sdy = 0.0, sdyx = 0.0;\n", (long long)c);
     E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
     E("                sdy += dy[i];\n                sdyx += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
     E("            }\n        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
-    E("        dbias[c] = accumulate ? dbias[c] + (float)sdy : (float)sdy;\n");
-    E("        dweight[c] = accumulate ? dweight[c] + (float)sdyx : (float)sdyx;\n    }\n}\n\n");
+    E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sdy : (DdpGrad)sdy;\n");
+    E("        dweight[c] = accumulate ? dweight[c] + (DdpGrad)sdyx : (DdpGrad)sdyx;\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const double *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
@@ -521,8 +521,11 @@ static void kernels_loss(Emit *e, const Node *n)
     int64_t c = n->in_shape.d[0];
     comment(e, n, "");
     E("// Per sample: its loss and whether the prediction (first largest score) is right;\n"
-      "// dx (when not NULL) gets d mean-loss / d scores.\n");
-    E("DDP_KERNEL loss_forward_backward(int n, const float *x, const int32_t *labels, float *rows, float *dx)\n{\n");
+      "// dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:\n"
+      "// this batch's N on every rank (ctx->world_size), so that the all-reduce's sum\n"
+      "// is the global batch's gradient.\n");
+    E("DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,\n"
+      "                                 float *dx)\n{\n");
     E("    DDP_FOR(s, n) {\n        const float *xs = x + s * %lld;\n        int label = labels[s];\n", (long long)c);
     E("        int best = 0;\n        for (int j = 1; j < %lld; j++)\n            best = xs[j] > xs[best] ? j : best;\n",
       (long long)c);
@@ -533,17 +536,17 @@ static void kernels_loss(Emit *e, const Node *n)
         E("        for (int j = 0; j < %lld; j++)\n            sum += expf(xs[j] - m);\n", (long long)c);
         E("        float lse = m + (float)log(sum);\n        rows[2 * s] = lse - xs[label];\n");
         E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
-        E("                dx[s * %lld + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / n;\n", (long long)c);
+        E("                dx[s * %lld + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;\n", (long long)c);
         break;
     case LOSS_NLL:
         E("        rows[2 * s] = -xs[label];\n");
         E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
-        E("                dx[s * %lld + j] = j == label ? -1.0f / n : 0.0f;\n", (long long)c);
+        E("                dx[s * %lld + j] = j == label ? -1.0f / (float)total : 0.0f;\n", (long long)c);
         break;
     case LOSS_MSE:
         E("        double sum = 0.0;\n        for (int j = 0; j < %lld; j++) {\n", (long long)c);
         E("            float d = xs[j] - (j == label ? 1.0f : 0.0f);\n            sum += (double)d * d;\n");
-        E("            if (dx)\n                dx[s * %lld + j] = 2.0f * d / ((float)n * %lld);\n        }\n", (long long)c,
+        E("            if (dx)\n                dx[s * %lld + j] = 2.0f * d / ((float)total * %lld);\n        }\n", (long long)c,
           (long long)c);
         E("        rows[2 * s] = (float)(sum / %lld);\n", (long long)c);
         break;
@@ -563,9 +566,10 @@ static void kernels_optimizer(Emit *e)
     if (t->optimizer == OPT_SGD) {
         E("// SGD as torch.optim.SGD: lr per step, momentum %.9g, dampening %.9g, weight_decay %.9g%s.\n", t->momentum,
           t->dampening, t->weight_decay, t->nesterov ? ", nesterov" : "");
-        E("DDP_KERNEL optimizer_sgd_step(float *p, const float *g, float *momentum_buffer, float lr, int first_step)\n{\n");
+        E("DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)\n{\n");
         E("    DDP_FOR(i, %lld) {\n", (long long)count);
-        E("        float d = g[i]%s;\n", t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
+        E("        float d = (float)g[i]%s;  // the gradient's one rounding to float\n",
+          t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         if (t->momentum) {
             E("        float b = first_step ? d : %s * momentum_buffer[i] + %s;\n", flit(e, t->momentum),
               t->dampening ? arena_printf(e->arena, "%s * d", flit(e, 1.0 - t->dampening)) : "d");
@@ -578,14 +582,14 @@ static void kernels_optimizer(Emit *e)
         bool adamw = t->optimizer == OPT_ADAMW;
         E("// %s as torch.optim.%s: betas %.9g, %.9g, eps %.9g, weight_decay %.9g.\n", adamw ? "AdamW" : "Adam",
           adamw ? "AdamW" : "Adam", t->beta1, t->beta2, t->eps, t->weight_decay);
-        E("DDP_KERNEL optimizer_adam_step(float *p, const float *g, float *m, float *v, float lr, float step_size,\n"
+        E("DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,\n"
           "                               float bias_correction2_sqrt)\n{\n");
         E("    DDP_FOR(i, %lld) {\n", (long long)count);
         if (adamw && t->weight_decay)
             E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
         else
             E("        (void)lr;\n");
-        E("        float d = g[i]%s;\n",
+        E("        float d = (float)g[i]%s;  // the gradient's one rounding to float\n",
           !adamw && t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         E("        m[i] = %s * m[i] + %s * d;\n", flit(e, t->beta1), flit(e, 1.0 - t->beta1));
         E("        v[i] = %s * v[i] + %s * d * d;\n", flit(e, t->beta2), flit(e, 1.0 - t->beta2));
@@ -784,8 +788,8 @@ static void backward_node(Emit *e, const Node *n)
                   grad(e, n->in), acc_in);
         } else {
             long long in = n->in_ch, out = n->out_ch;
-            E("    ddp_gemm(ctx->ops, 1, 0, %lld, %lld, n, 1.0f, %s, %lld, %s, %lld, %s, %s, %lld);\n", out, in, dy, out,
-              x, in, beta(e), dw, in);
+            E("    ddp_gemm_grad(ctx->ops, %lld, %lld, n, %s, %lld, %s, %lld, %s, %s, %lld);\n", out, in, dy, out, x, in,
+              beta(e), dw, in);
             if (dx)
                 E("    ddp_gemm(ctx->ops, 0, 0, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, %d.0f, %s, %lld);\n", in, out, dy,
                   out, w, in, acc_in, grad(e, n->in), in);
@@ -887,7 +891,8 @@ static void finish_function(Emit *e, FILE *out, char *body)
         if (e->used_param[i] & 1)
             fprintf(out, "    float *%s = %s + %lld;\n", param_name(e, i, false), region, (long long)p->param_offset[i]);
         if (e->used_param[i] & 2)
-            fprintf(out, "    float *%s = ctx->grads + %lld;\n", param_name(e, i, true), (long long)p->param_offset[i]);
+            fprintf(out, "    DdpGrad *%s = (DdpGrad *)ctx->grads + %lld;\n", param_name(e, i, true),
+                    (long long)p->param_offset[i]);
     }
     for (int v = 1; v < net->n_values; v++) {
         for (int g = 0; g < 2; g++) {
@@ -966,8 +971,8 @@ static void emit_functions(Emit *e, FILE *out)
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 1);\n");
     comment(e, loss, "    ");
-    E("    DDP_LAUNCH(loss_forward_backward, n, n, %s, ctx->labels, %s, %s);\n", act(e, loss->in), scratch(e, loss, 0),
-      grad(e, loss->in));
+    E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n",
+      act(e, loss->in), scratch(e, loss, 0), grad(e, loss->in));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
     E("\n    // backward, last layer first; each parameter's gradient is announced as soon\n"
       "    // as it is final, so that its bucket's all-reduce can start\n");
@@ -980,7 +985,8 @@ static void emit_functions(Emit *e, FILE *out)
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 0);\n");
     comment(e, loss, "    ");
-    E("    DDP_LAUNCH(loss_forward_backward, n, n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
+    E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in),
+      scratch(e, loss, 0));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
     end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
                                    "static void eval_step(DdpCtx *ctx, int n)\n");
@@ -991,13 +997,13 @@ static void emit_functions(Emit *e, FILE *out)
     fprintf(out, "// One optimizer update of all %lld parameters at once.\n"
                  "static void optimizer_step(DdpCtx *ctx)\n{\n", (long long)count);
     if (t->optimizer == OPT_SGD)
-        fprintf(out, "    DDP_LAUNCH(optimizer_sgd_step, %lld, ctx->params, ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n",
+        fprintf(out, "    DDP_LAUNCH(optimizer_sgd_step, %lld, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n",
                 (long long)count);
     else {
         fprintf(out, "    double t = (double)(ctx->step + 1);\n");
         fprintf(out, "    float step_size = (float)(ctx->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
         fprintf(out, "    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
-        fprintf(out, "    DDP_LAUNCH(optimizer_adam_step, %lld, ctx->params, ctx->grads, ctx->opt_state,\n"
+        fprintf(out, "    DDP_LAUNCH(optimizer_adam_step, %lld, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,\n"
                      "               ctx->opt_state + %lld, ctx->lr, step_size, bias_correction2_sqrt);\n",
                 (long long)count, (long long)count);
     }
@@ -1054,7 +1060,7 @@ static void emit_tables(Emit *e, FILE *out)
     fprintf(out, "    \"%s\", \"%s\",\n", net->name, p->hash);
     fprintf(out, "    %d, {%lld, %lld, %lld}, %lld, %lld,\n", input->out_shape.rank, (long long)c, (long long)h,
             (long long)w, (long long)shape_numel(input->out_shape), (long long)net->num_classes);
-    fprintf(out, "    params, %d, %lld, %lld, %d,\n", net->n_params, (long long)p->n_param_floats,
+    fprintf(out, "    params, %d, %lld, %lld, %d, (int)sizeof(DdpGrad),\n", net->n_params, (long long)p->n_param_floats,
             (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
     fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
                  "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed\n");

@@ -71,7 +71,10 @@ typedef struct DdpCtx DdpCtx;
 struct DdpCtx {
     DdpOps *ops;
     void *stream;             /* cudaStream_t of the step; NULL on CPU */
-    float *params, *grads;    /* n_param_floats each */
+    float *params;            /* n_param_floats */
+    /* n_param_floats gradients of net->grad_bytes each: DdpGrad (ops.h) in the
+     * generated code, doubles on CPUs and floats on GPUs */
+    void *grads;
     float *opt_state;         /* n_param_floats * net->opt_slots */
     float *buffers;           /* n_buffer_floats */
     float *arena;             /* activations: arena_floats(max_batch) */
@@ -91,6 +94,12 @@ struct DdpCtx {
     int64_t step;             /* optimizer steps taken before this one */
     float lr;                 /* of this step */
     int accumulate;           /* 1: add this step's gradients to grads (no_sync); 0: overwrite */
+    /* Ranks whose gradients the all-reduce sums (1 alone). The loss gradient
+     * is of the mean over all their samples, n * world_size, so that the sum
+     * is the global batch's gradient with no division after it: the division
+     * by a world size that is not a power of two would round differently from
+     * one rank's division by its whole batch. */
+    int world_size;
 
     /* Called by the backward pass as soon as parameter P's gradient is final,
      * so that its bucket's all-reduce can start. NULL: nothing to do. */
@@ -116,6 +125,7 @@ typedef struct {
     int n_params;
     int64_t n_param_floats, n_buffer_floats;
     int opt_slots;            /* optimizer state per parameter: sgd 1 (momentum), adam 2 */
+    int grad_bytes;           /* sizeof(DdpGrad) where the net was compiled: 8 on CPUs, 4 on GPUs */
 
     DdpTrainConfig train;
 
@@ -127,8 +137,9 @@ typedef struct {
      * up to ctx->max_batch; called once before ddp_ops_finalize. */
     DdpStatus (*plan_ops)(DdpCtx *ctx);
     /* Forward in training mode, the loss and its gradient, backward: grads
-     * hold (or, with ctx->accumulate, gain) d loss / d params, averaged over
-     * the N samples; stats gain the batch's loss, correct count and N. */
+     * hold (or, with ctx->accumulate, gain) d loss / d params, the loss being
+     * the mean over N * ctx->world_size samples; stats gain the batch's loss,
+     * correct count and N. */
     void (*train_step)(DdpCtx *ctx, int n);
     /* Forward in evaluation mode and the loss: stats gain loss, correct, N. */
     void (*eval_step)(DdpCtx *ctx, int n);

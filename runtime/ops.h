@@ -40,6 +40,30 @@ extern "C" {
  * ops.h is the first to bring it into a .cu file. */
 #include "status.h"  // DdpStatus, ddp_error_at
 
+/* The type of parameter gradients (DdpCtx.grads): what sums over the batch
+ * write, what the all-reduce sums over ranks, what the optimizer reads.
+ *
+ * On CPUs a double. Each sample's contribution to a gradient is computed in
+ * float, the same bits however the batch is dealt out, but the sum of a
+ * batch's contributions rounds differently when its samples are split
+ * between ranks: float sums of 2 x 16 and of 1 x 32 samples differ in the
+ * last bit. Training amplifies that (relu kinks, batchnorm, Adam's division
+ * by sqrt(v)) to about 1e-2 of the update in 20 steps, as much as PyTorch's
+ * own float32 differs from float64. Summed in double, across ranks too, and
+ * rounded to float once, by the optimizer, the gradient comes out the same
+ * float almost always (the two double sums differ by about 1e-16 relative),
+ * so 2 ranks x B take the same steps as 1 rank x 2B (tests/distributed/).
+ * Doubles cost the CPU build twice the all-reduce bytes and a double product
+ * for linear weight gradients.
+ *
+ * On GPUs a float, as cuDNN and cuBLAS write them: there the all-reduce
+ * bytes matter more, and cuDNN's own sums are not split-invariant anyway. */
+#ifdef __CUDACC__
+typedef float DdpGrad;
+#else
+typedef double DdpGrad;
+#endif
+
 /* One 2-D convolution. The caller sets the inputs (n is the largest batch the
  * program will pass) and ddp_conv_shape_init checks them and fills out_h/out_w. */
 typedef struct {
@@ -111,9 +135,10 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta);
 /* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
- * micro-batches. */
+ * micro-batches. On CPUs each sample's float contribution is added to dw in
+ * double (see DdpGrad). */
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
-                              float *dw, float beta);
+                              DdpGrad *dw, float beta);
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major, as cblas_sgemm(CblasRowMajor):
  * op(A) is m x k, op(B) is k x n, C is m x n; trans_a/trans_b nonzero transposes;
@@ -121,6 +146,14 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
  * Needs no plan: it may be called right after ddp_ops_create. */
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* A linear layer's weight gradient: DW = beta * DW + DY^T . X, summed over the
+ * K samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW
+ * is m x n (ldw), beta 0 or 1 as above. On CPUs in double (see DdpGrad): every
+ * product of two floats is exact in double, so only the sum rounds; on GPUs
+ * cublasSgemm. Needs no plan. */
+void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
+                   float beta, DdpGrad *dw, int ldw);
 
 #ifdef __cplusplus
 }

@@ -19,9 +19,11 @@
  *    output belongs to one sample;
  *  - backward filter sums over samples, so it splits the weight gradient instead,
  *    into blocks of im2col rows of a size fixed by the shape; each task unrolls
- *    only its own rows and accumulates sample after sample in batch order;
- *  - ddp_gemm, when large enough to be worth it, splits C into blocks of a fixed
- *    size; small products run as one call.
+ *    only its own rows, and adds each sample's float product to the double
+ *    gradient in batch order (ops.h: DdpGrad);
+ *  - ddp_gemm computes C in blocks of GEMM_ROWS rows (see there) by a width
+ *    fixed by n, one sgemm call each, as tasks when the product is large
+ *    enough to be worth waking the team.
  *
  * OpenBLAS is kept single-threaded (ddp_ops_create sets it) and OpenMP does all
  * the splitting. Measured on the 2-core build box (OpenBLAS 0.3.21, pthreads):
@@ -33,8 +35,14 @@
  * cost the pair 1-2 ms more than this. Without -fopenmp everything runs on one
  * thread, with the same results.
  *
- * Scratch: one im2col matrix (one sample, one group) per thread, sized in
- * ddp_ops_finalize for the largest conv; the per-step calls never allocate.
+ *  - ddp_gemm_grad converts its operands to double once and splits C as
+ *    ddp_gemm does, one dgemm per block.
+ *
+ * Scratch: per thread, one im2col matrix (one sample, one group) and one
+ * sample's block of the weight gradient, sized in ddp_ops_finalize for the
+ * largest conv. ddp_gemm's padded last rows and ddp_gemm_grad's double
+ * operands grow on their first call at a size (the first step); after that
+ * the per-step calls never allocate.
  */
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
@@ -70,9 +78,21 @@ static int wgrad_block_rows(int crs)
     return rows < 128 ? rows : 128;
 }
 
-/* ddp_gemm: products smaller than this many multiply-adds run as one sgemm
- * (waking the team costs more than it saves); larger ones split the longer side
- * of C into up to 8 blocks, each a multiple of 64 wide. */
+/* ddp_gemm computes C in blocks of exactly GEMM_ROWS rows, a last partial one
+ * in a zero-padded copy, so that a row of C never depends on how many rows
+ * there are. In a linear layer the rows are the batch's samples, and OpenBLAS
+ * picks its kernel by the size of the whole product (on this machine's
+ * OpenBLAS 0.3.21, a small-matrix kernel below 1e6 multiply-adds), and two
+ * kernels sum in different orders: a sample's output would differ in its last
+ * bit between a batch of 32 and the 16 of them one of two ranks gets, and the
+ * 2-rank run would drift from the 1-rank one (tests/distributed/). 16 rows
+ * are one register tile of the AVX-512 kernel. */
+enum { GEMM_ROWS = 16 };
+
+/* Columns are split into blocks of gemm_block(n), up to 8, each a multiple of
+ * 64 wide: a rule on n alone, for the same reason. Products smaller than
+ * GEMM_SPLIT_MIN_MACS multiply-adds run their blocks on this thread (waking
+ * the team costs more than it saves); that choice changes no result. */
 #define GEMM_SPLIT_MIN_MACS (1L << 21)
 static int gemm_block(int side)
 {
@@ -85,13 +105,22 @@ typedef struct {
     int wgrad_rows; /* backward filter: im2col rows per block */
 } ConvPlan;
 
+/* Scratch that per-step calls size by their arguments: grown on first use. */
+typedef struct {
+    void *data;
+    size_t bytes;
+} GrowingBuffer;
+
 struct DdpOps {
     ConvPlan *convs;
     int nconvs;                /* ids below this have a slot (planned or not) */
     int finalized;
     int nthreads;              /* OpenMP threads the scratch was sized for */
     float *scratch;
-    size_t scratch_per_thread; /* floats */
+    size_t scratch_per_thread; /* floats: */
+    size_t wgrad_offset;       /* the im2col matrix, then from here a sample's weight gradient block */
+    GrowingBuffer gemm_pad;    /* ddp_gemm's last GEMM_ROWS rows of op(A) and C */
+    GrowingBuffer gemm_grad_operands; /* ddp_gemm_grad's dy and x in double */
 
     /* The first failure of a per-step call, reported by ddp_ops_status. */
     DdpOpsFailure failure;
@@ -119,6 +148,8 @@ void ddp_ops_destroy(DdpOps *ops)
         return;
     free(ops->convs);
     free(ops->scratch);
+    free(ops->gemm_pad.data);
+    free(ops->gemm_grad_operands.data);
     free(ops);
 }
 
@@ -140,18 +171,20 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
     DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
-    size_t per_thread = 0;
+    size_t col_max = 0, wgrad_max = 0;
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
         size_t col = p->direct ? 0
                                : (size_t)(sh->c / sh->groups) * sh->r * sh->s *
                                      (size_t)sh->out_h * sh->out_w;
-        if (col > per_thread)
-            per_thread = col;
+        size_t wgrad = (size_t)(sh->k / sh->groups) * (size_t)p->wgrad_rows;
+        col_max = col > col_max ? col : col_max;
+        wgrad_max = wgrad > wgrad_max ? wgrad : wgrad_max;
     }
-    /* A cache line apart, so threads never share one. */
-    per_thread = (per_thread + 15) / 16 * 16;
+    /* Each part a cache line apart, so threads never share one. */
+    ops->wgrad_offset = (col_max + 15) / 16 * 16;
+    size_t per_thread = ops->wgrad_offset + (wgrad_max + 15) / 16 * 16;
     if (per_thread) {
         size_t bytes = per_thread * sizeof(float) * (size_t)ops->nthreads;
         ops->scratch = aligned_alloc(64, bytes);
@@ -195,11 +228,15 @@ static const ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *wha
                                what);
 }
 
+/* This thread's im2col matrix, and its block of one sample's weight gradient. */
 static float *thread_scratch(DdpOps *ops)
 {
-    if (!ops->scratch) /* every conv is 1x1 */
-        return NULL;
     return ops->scratch + (size_t)omp_get_thread_num() * ops->scratch_per_thread;
+}
+
+static float *thread_wgrad_block(DdpOps *ops)
+{
+    return thread_scratch(ops) + ops->wgrad_offset;
 }
 
 /* The output columns ow whose tap (ow*stride - pad + s) lands inside a row of
@@ -330,7 +367,7 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
 }
 
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
-                              float *dw, float beta)
+                              DdpGrad *dw, float beta)
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
@@ -343,9 +380,9 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     for (int task = 0; task < groups * blocks; task++) {
         int g = task / blocks, j0 = task % blocks * block;
         int rows = crs - j0 < block ? crs - j0 : block;
-        float *col = thread_scratch(ops);
+        float *col = thread_scratch(ops), *part = thread_wgrad_block(ops);
         /* Columns j0.. of this group's K/groups x CRS block of dw. */
-        float *dwt = dw + (size_t)g * kg * crs + j0;
+        DdpGrad *dwt = dw + (size_t)g * kg * crs + j0;
         for (int b = 0; b < n; b++) {
             const float *xg = x + ((size_t)b * sh->c + (size_t)g * cg) * hw;
             const float *dyg = dy + ((size_t)b * sh->k + (size_t)g * kg) * pix;
@@ -354,9 +391,23 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                 im2col_rows(sh, xg, j0, j0 + rows, col);
                 m = col;
             }
-            /* Sample 0 applies beta; the rest add, in batch order. */
+            /* This sample's contribution in float, the same bits whichever
+             * batch it is in; added in double, in batch order. Sample 0
+             * applies beta (0: dw's old contents are not read). */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kg, rows, pix, 1.0f, dyg, pix,
-                        m, pix, b == 0 ? beta : 1.0f, dwt, crs);
+                        m, pix, 0.0f, part, rows);
+            const int overwrite = b == 0 && beta == 0.0f;
+            const double keep = b == 0 ? beta : 1.0;
+            for (int i = 0; i < kg; i++) {
+                DdpGrad *out = dwt + (size_t)i * crs;
+                const float *in = part + (size_t)i * rows;
+                if (overwrite)
+                    for (int j = 0; j < rows; j++)
+                        out[j] = in[j];
+                else
+                    for (int j = 0; j < rows; j++)
+                        out[j] = keep * out[j] + in[j];
+            }
         }
     }
 }
@@ -377,6 +428,22 @@ static int gemm_args_ok(DdpOps *ops, int trans_a, int trans_b, int m, int n, int
     return 1;
 }
 
+/* BUF, grown to BYTES if smaller (on the first step: the sizes are the same
+ * every step after); NULL, failure recorded, if memory runs out. */
+static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *what)
+{
+    if (bytes > buf->bytes) {
+        void *grown = realloc(buf->data, bytes);
+        if (!grown) {
+            OPS_FAIL(ops, "out of memory: %.1f MiB of scratch for %s", bytes / 1048576.0, what);
+            return NULL;
+        }
+        buf->data = grown;
+        buf->bytes = bytes;
+    }
+    return buf->data;
+}
+
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -384,22 +451,80 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
         return;
     const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    const int full = m / GEMM_ROWS * GEMM_ROWS, tail = m - full;
+
+    /* The last TAIL rows of op(A), then zero rows, in A's own layout (so the
+     * call is the same as for a full block), and of C (read only if beta is
+     * not 0: C may hold NaN then). */
+    float *pad_a = NULL, *pad_c = NULL;
+    const int pad_lda = trans_a ? GEMM_ROWS : (k > 0 ? k : 1);
+    if (tail) {
+        float *pad = grow(ops, &ops->gemm_pad, (size_t)GEMM_ROWS * ((size_t)k + n) * sizeof *pad,
+                          "a product's last rows");
+        if (!pad)
+            return;
+        pad_a = pad;
+        pad_c = pad + (size_t)GEMM_ROWS * k;
+        for (int i = 0; i < GEMM_ROWS; i++)
+            for (int p = 0; p < k; p++) {
+                float v = i < tail ? (trans_a ? a[(size_t)p * lda + full + i] : a[(size_t)(full + i) * lda + p]) : 0.0f;
+                pad_a[trans_a ? (size_t)p * GEMM_ROWS + i : (size_t)i * k + p] = v;
+            }
+        for (int i = 0; i < GEMM_ROWS; i++)
+            for (int j = 0; j < n; j++)
+                pad_c[(size_t)i * n + j] = beta != 0.0f && i < tail ? c[(size_t)(full + i) * ldc + j] : 0.0f;
+    }
+
+    const int row_blocks = (m + GEMM_ROWS - 1) / GEMM_ROWS;
+    const int width = gemm_block(n), col_blocks = (n + width - 1) / width, tasks = row_blocks * col_blocks;
+    OMP(parallel for schedule(dynamic) num_threads(ops->nthreads)
+            if(tasks > 1 && (long)m * n * k >= GEMM_SPLIT_MIN_MACS))
+    for (int t = 0; t < tasks; t++) {
+        const int i0 = t / col_blocks * GEMM_ROWS, j0 = t % col_blocks * width;
+        const int cols = n - j0 < width ? n - j0 : width;
+        const float *ab = i0 < full ? a + (trans_a ? (size_t)i0 : (size_t)i0 * lda) : pad_a;
+        float *cb = i0 < full ? c + (size_t)i0 * ldc + j0 : pad_c + j0;
+        cblas_sgemm(CblasRowMajor, ta, tb, GEMM_ROWS, cols, k, alpha, ab, i0 < full ? lda : pad_lda,
+                    b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb, i0 < full ? ldc : n);
+    }
+    for (int i = 0; i < tail; i++)
+        memcpy(c + (size_t)(full + i) * ldc, pad_c + (size_t)i * n, (size_t)n * sizeof *c);
+}
+
+
+void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
+                   float beta, DdpGrad *dw, int ldw)
+{
+    if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
+        return;
+    /* dy and x in double, packed: every product is then exact and only the
+     * sums over the K samples round, in double. */
+    double *dyd = grow(ops, &ops->gemm_grad_operands, (size_t)k * ((size_t)m + n) * sizeof *dyd,
+                       "a linear layer's weight gradient");
+    if (!dyd)
+        return;
+    double *xd = dyd + (size_t)k * m;
+    for (int s = 0; s < k; s++) {
+        for (int i = 0; i < m; i++)
+            dyd[(size_t)s * m + i] = dy[(size_t)s * ldy + i];
+        for (int j = 0; j < n; j++)
+            xd[(size_t)s * n + j] = x[(size_t)s * ldx + j];
+    }
     if ((long)m * n * k < GEMM_SPLIT_MIN_MACS) {
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0, dyd, m, xd, n, beta, dw, ldw);
         return;
     }
-    /* Blocks of C's rows or columns, whichever side is longer. */
+    /* Blocks of DW's rows or columns, whichever side is longer, as ddp_gemm. */
     const int by_rows = m >= n, side = by_rows ? m : n;
     const int block = gemm_block(side), blocks = (side + block - 1) / block;
     OMP(parallel for schedule(dynamic) num_threads(ops->nthreads) if(blocks > 1))
     for (int t = 0; t < blocks; t++) {
         int i0 = t * block, len = side - i0 < block ? side - i0 : block;
-        if (by_rows) /* rows i0.. of op(A) and of C */
-            cblas_sgemm(CblasRowMajor, ta, tb, len, n, k, alpha,
-                        a + (trans_a ? (size_t)i0 : (size_t)i0 * lda), lda, b, ldb, beta,
-                        c + (size_t)i0 * ldc, ldc);
-        else /* columns i0.. of op(B) and of C */
-            cblas_sgemm(CblasRowMajor, ta, tb, m, len, k, alpha, a, lda,
-                        b + (trans_b ? (size_t)i0 * ldb : (size_t)i0), ldb, beta, c + i0, ldc);
+        if (by_rows) /* rows i0.. of DW: columns i0.. of dy */
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, n, k, 1.0, dyd + i0, m, xd, n, beta,
+                        dw + (size_t)i0 * ldw, ldw);
+        else /* columns i0.. of DW: columns i0.. of x */
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, len, k, 1.0, dyd, m, xd + i0, n, beta,
+                        dw + i0, ldw);
     }
 }

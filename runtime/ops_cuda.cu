@@ -533,7 +533,7 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
 }
 
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
-                              float *dw, float beta)
+                              DdpGrad *dw, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
@@ -567,4 +567,11 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
                                    a, lda, &beta, c, ldc));
+}
+
+/* DdpGrad is float here: cuBLAS's own sum over the batch (ops.h). */
+void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
+                   float beta, DdpGrad *dw, int ldw)
+{
+    ddp_gemm(ops, 1, 0, m, n, k, 1.0f, dy, ldy, x, ldx, beta, dw, ldw);
 }

@@ -175,15 +175,18 @@ DdpStatus ddp_pg_barrier(DdpProcessGroup *pg)
     return pg->ops ? pg->ops->barrier(pg->impl) : DDP_OK;
 }
 
-DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, float *buf, size_t count, DdpPgOp op, const char *what,
-                                 DdpWork **work)
+DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, DdpPgOp op,
+                                 const char *what, DdpWork **work)
 {
     *work = NULL;
     DDP_CHECK(check_group(pg, "all-reduce"));
-    DDP_CHECK(check_op(DDP_F32, op, "all-reduce"));
+    if (type != DDP_F32 && type != DDP_F64)
+        return DDP_ERR(DDP_FAIL, "internal error: a bucket all-reduce of %s (floats or doubles only)",
+                       ddp_pg_type_name(type));
+    DDP_CHECK(check_op(type, op, "all-reduce"));
     if (count == 0 || !pg->ops)
         return DDP_OK;
-    return pg->ops->allreduce_start(pg->impl, buf, count, op, what, work);
+    return pg->ops->allreduce_start(pg->impl, buf, count, type, op, what, work);
 }
 
 DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work)

@@ -71,15 +71,15 @@ DdpStatus ddp_pg_allreduce(DdpProcessGroup *pg, void *buf, size_t count, DdpPgTy
 DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, size_t count, DdpPgType type);
 DdpStatus ddp_pg_barrier(DdpProcessGroup *pg);
 
-/* A gradient bucket's all-reduce (F32, in place), started as soon as its last
+/* A gradient bucket's all-reduce (F32 or F64, in place), started as soon as its last
  * gradient is written and overlapping what the compute stream does next;
  * ddp_pg_wait makes the compute stream (GPU) or the host (CPU) wait for it
  * and releases *WORK. WHAT names it in messages ("bucket 3": "all-reduce of
  * bucket 3 did not finish within 600 s (1290 floats); ..."); NULL is fine.
  * *WORK may be set to NULL (a world of one): ddp_pg_wait(pg, NULL) does nothing.
  * Every started work must be waited for before BUF is read or written. */
-DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, float *buf, size_t count, DdpPgOp op, const char *what,
-                                 DdpWork **work);
+DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, void *buf, size_t count, DdpPgType type, DdpPgOp op,
+                                 const char *what, DdpWork **work);
 DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work);
 
 /* DDP_OK, or a failure found in the background since (NCCL's watchdog: a
@@ -97,8 +97,8 @@ typedef struct {
     DdpStatus (*allreduce)(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op);
     DdpStatus (*allgather)(void *impl, const void *send, void *recv, size_t count, DdpPgType type);
     DdpStatus (*barrier)(void *impl);
-    DdpStatus (*allreduce_start)(void *impl, float *buf, size_t count, DdpPgOp op, const char *what,
-                                 DdpWork **work);
+    DdpStatus (*allreduce_start)(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op,
+                                 const char *what, DdpWork **work);
     DdpStatus (*wait)(void *impl, DdpWork *work);
     DdpStatus (*status)(void *impl);
 } DdpPgBackendOps;

@@ -404,8 +404,8 @@ static DdpStatus mpi_barrier(void *impl)
     return run_blocking(impl, &w);
 }
 
-static DdpStatus mpi_allreduce_start(void *impl, float *buf, size_t count, DdpPgOp op, const char *what,
-                                     DdpWork **work)
+static DdpStatus mpi_allreduce_start(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op,
+                                     const char *what, DdpWork **work)
 {
     MpiGroup *g = impl;
     DdpWork *w;
@@ -413,7 +413,7 @@ static DdpStatus mpi_allreduce_start(void *impl, float *buf, size_t count, DdpPg
     w->kind = OP_ALLREDUCE;
     w->buf = buf;
     w->count = count;
-    w->type = DDP_F32;
+    w->type = type;
     w->op = op;
     snprintf(w->what, sizeof w->what, "all-reduce%s%s", what ? " of " : "", what ? what : "");
     submit(g, w);

@@ -383,8 +383,8 @@ static DdpStatus nccl_barrier(void *impl)
     return st;
 }
 
-static DdpStatus nccl_allreduce_start(void *impl, float *buf, size_t count, DdpPgOp op, const char *what,
-                                      DdpWork **work)
+static DdpStatus nccl_allreduce_start(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op,
+                                      const char *what, DdpWork **work)
 {
     NcclGroup *g = (NcclGroup *)impl;
     char name[WHAT_LEN];
@@ -393,8 +393,8 @@ static DdpStatus nccl_allreduce_start(void *impl, float *buf, size_t count, DdpP
     DdpWork *w = NULL;
     DdpStatus st = before(g);
     if (st == DDP_OK)
-        st = after(g, ncclAllReduce(buf, buf, count, ncclFloat32, nccl_op(op), g->comm, g->stream),
-                   "ncclAllReduce", name, 1, count, DDP_F32, &w);
+        st = after(g, ncclAllReduce(buf, buf, count, nccl_type(type), nccl_op(op), g->comm, g->stream),
+                   "ncclAllReduce", name, 1, count, type, &w);
     if (st == DDP_OK) {
         w->held = 1;
         *work = w;

@@ -5,7 +5,8 @@
  * The generated backward pass calls ctx->grad_ready(ctx, P) as soon as
  * parameter P's gradient is final. The reducer counts, per bucket, the
  * gradients still to come; when a bucket's last one arrives it starts the
- * bucket's all-reduce (average over ranks) and backward goes on computing
+ * bucket's all-reduce (a sum over ranks: each rank's gradient is already of
+ * the loss averaged over the global batch, see model.h) and backward goes on computing
  * while the bucket travels. Buckets are launched strictly in bucket order on
  * every rank, as DDP does: a bucket completed early waits for the ones before
  * it, so that all ranks issue the same collectives in the same order. The
@@ -35,12 +36,13 @@ extern "C" {
 typedef struct DdpReducer DdpReducer;
 
 /* Plans the buckets of NET's trainable parameters (reverse parameter order,
- * whose gradients lie back to back in GRADS, the flat gradient buffer) and
- * prepares to reduce them over PG. BUCKET_CAP_MB < 0: the net's caps (its
+ * whose gradients lie back to back in GRADS, the flat gradient buffer of
+ * NET->grad_bytes per element: doubles on CPUs, floats on GPUs) and
+ * prepares to sum them over PG. BUCKET_CAP_MB < 0: the net's caps (its
  * `bucket` line, first bucket 1 MB); else --bucket-cap-mb, which sets every
  * bucket's cap, the first one's too, as DDP(bucket_cap_mb=X) does. Fails
  * (internal error) if the net's layout is not the one buckets need. */
-DdpStatus ddp_reducer_create(DdpReducer **r, DdpProcessGroup *pg, const DdpNet *net, float *grads,
+DdpStatus ddp_reducer_create(DdpReducer **r, DdpProcessGroup *pg, const DdpNet *net, void *grads,
                              double bucket_cap_mb);
 void ddp_reducer_destroy(DdpReducer *r);
 

@@ -97,7 +97,8 @@ typedef struct {
     DdpCtx ctx;
 
     /* device memory */
-    float *params, *grads, *opt_state, *buffers, *arena;
+    float *params, *opt_state, *buffers, *arena;
+    void *grads;            /* net->grad_bytes each: model.h */
     double *train_stats, *eval_stats;
     void *batch;
     /* host memory */
@@ -201,7 +202,8 @@ static DdpStatus check_memory(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    double state = 4.0 * ((double)net->n_param_floats * (2 + net->opt_slots) + (double)net->n_buffer_floats);
+    double state = 4.0 * ((double)net->n_param_floats * (1 + net->opt_slots) + (double)net->n_buffer_floats) +
+                   (double)net->grad_bytes * (double)net->n_param_floats;
     double activations = 4.0 * ((double)t->cfg.batch * (double)net->arena_per_sample + (double)net->arena_fixed);
     double available = (double)ddp_device_memory_available();
     if (available <= 0 || state + activations <= available)
@@ -226,7 +228,9 @@ static DdpStatus allocate(Trainer *t)
         return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
     DDP_CHECK(check_memory(t));
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
-    DDP_CHECK(device_alloc((void **)&t->grads, net->n_param_floats, sizeof(float), "the gradients"));
+    if (net->grad_bytes != sizeof(float) && net->grad_bytes != sizeof(double))
+        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (floats or doubles only)", net->grad_bytes);
+    DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, (size_t)net->grad_bytes, "the gradients"));
     DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),
                            "the optimizer state"));
     DDP_CHECK(device_alloc((void **)&t->buffers, net->n_buffer_floats, sizeof(float), "the buffers"));
@@ -276,6 +280,7 @@ static void fill_ctx(Trainer *t)
         .sample_ids = (const int64_t *)(batch + t->layout.ids),
         .stats = t->train_stats,
         .seed = t->cfg.seed,
+        .world_size = t->dist.world,
     };
 }
 

@@ -52,13 +52,14 @@ int main(int argc, char **argv)
     DdpCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.max_batch = n;
+    ctx.world_size = 1;
     if (ddp_ops_create(&ctx.ops, NULL) != DDP_OK || net.plan_ops(&ctx) != DDP_OK || ddp_ops_finalize(ctx.ops) != DDP_OK) {
         fprintf(stderr, "gradcheck: setup failed: %s\n", ddp_error_message());
         return 2;
     }
     size_t arena = (size_t)(n * net.arena_per_sample + net.arena_fixed);
     ctx.params = (float *)calloc((size_t)net.n_param_floats + 1, sizeof(float));
-    ctx.grads = (float *)calloc((size_t)net.n_param_floats + 1, sizeof(float));
+    ctx.grads = calloc((size_t)net.n_param_floats + 1, sizeof(DdpGrad));
     ctx.opt_state = (float *)calloc((size_t)net.n_param_floats * net.opt_slots + 1, sizeof(float));
     ctx.buffers = (float *)calloc((size_t)net.n_buffer_floats + 1, sizeof(float));
     ctx.arena = (float *)calloc(arena + 1, sizeof(float));
@@ -92,8 +93,9 @@ int main(int argc, char **argv)
     }
 
     mean_loss(&ctx, n);
-    float *analytic = (float *)malloc(sizeof(float) * (size_t)net.n_param_floats + 1);
-    memcpy(analytic, ctx.grads, sizeof(float) * (size_t)net.n_param_floats);
+    double *analytic = (double *)malloc(sizeof(double) * (size_t)net.n_param_floats + 1);
+    for (int64_t i = 0; i < net.n_param_floats; i++)
+        analytic[i] = ((const DdpGrad *)ctx.grads)[i];
 
     const double h = argc > 2 ? atof(argv[2]) : 1e-3, atol = 2e-3, rtol = 3e-2;
     double worst = 0;

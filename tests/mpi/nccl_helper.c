@@ -85,7 +85,7 @@ static void exercise(const DdpPgBackendOps *ops, void *impl, cudaStream_t stream
         h[i] = (float)((rank_ + 1) * (i % 1000));
     CUDA(cudaMemcpyAsync(d, h, N * sizeof *h, cudaMemcpyHostToDevice, stream));
     DdpWork *w = NULL;
-    OK(ops->allreduce_start(impl, d, N, DDP_AVG, "bucket 0", &w));
+    OK(ops->allreduce_start(impl, d, N, DDP_F32, DDP_AVG, "bucket 0", &w));
     OK(ops->wait(impl, w));
     float *back = malloc(N * sizeof *back);
     CUDA(cudaMemcpyAsync(back, d, N * sizeof *back, cudaMemcpyDeviceToHost, stream));
@@ -117,7 +117,7 @@ static void exercise(const DdpPgBackendOps *ops, void *impl, cudaStream_t stream
     enum { NB = 32 };
     DdpWork *ws[NB];
     for (int b = 0; b < NB; b++)
-        OK(ops->allreduce_start(impl, d + b * 1000, 1000, DDP_SUM, "bucket", &ws[b]));
+        OK(ops->allreduce_start(impl, d + b * 1000, 1000, DDP_F32, DDP_SUM, "bucket", &ws[b]));
     for (int b = 0; b < NB; b++)
         OK(ops->wait(impl, ws[b]));
     OK(ops->status(impl));
@@ -143,9 +143,10 @@ static DdpStatus via_allgather(void *pg, const void *send, void *recv, size_t co
     return ddp_pg_allgather(pg, send, recv, count, type);
 }
 static DdpStatus via_barrier(void *pg) { return ddp_pg_barrier(pg); }
-static DdpStatus via_start(void *pg, float *buf, size_t count, DdpPgOp op, const char *what, DdpWork **work)
+static DdpStatus via_start(void *pg, void *buf, size_t count, DdpPgType type, DdpPgOp op, const char *what,
+                           DdpWork **work)
 {
-    return ddp_pg_allreduce_start(pg, buf, count, op, what, work);
+    return ddp_pg_allreduce_start(pg, buf, count, type, op, what, work);
 }
 static DdpStatus via_wait(void *pg, DdpWork *work) { return ddp_pg_wait(pg, work); }
 static DdpStatus via_status(void *pg) { return ddp_pg_status(pg); }
@@ -197,7 +198,7 @@ int main(int argc, char **argv)
             cudaMalloc((void **)&d, 1290 * sizeof *d);
             DdpWork *w = NULL;
             double t0 = now();
-            OK(ddp_pg_allreduce_start(pg, d, 1290, DDP_AVG, "bucket 3", &w));
+            OK(ddp_pg_allreduce_start(pg, d, 1290, DDP_F32, DDP_AVG, "bucket 3", &w));
             DdpStatus st = ddp_pg_wait(pg, w);
             while (st == DDP_OK && now() - t0 < 30) {
                 usleep(10000);

@@ -220,7 +220,7 @@ static void mode_collectives(DdpProcessGroup *pg)
             bufs[b][i] = (float)((r + 1) * (b + i));
         char what[16];
         snprintf(what, sizeof what, "bucket %d", b);
-        OK(ddp_pg_allreduce_start(pg, bufs[b], NF, DDP_AVG, what, &works[b]));
+        OK(ddp_pg_allreduce_start(pg, bufs[b], NF, DDP_F32, DDP_AVG, what, &works[b]));
     }
     for (int b = 0; b < NB; b++)
         OK(ddp_pg_wait(pg, works[b]));
@@ -235,7 +235,7 @@ static void mode_collectives(DdpProcessGroup *pg)
     for (size_t i = 0; i < n; i++)
         big[i] = (float)((i % 1000) * (size_t)(r + 1));
     DdpWork *w = NULL;
-    OK(ddp_pg_allreduce_start(pg, big, n, DDP_SUM, "bucket 0", &w));
+    OK(ddp_pg_allreduce_start(pg, big, n, DDP_F32, DDP_SUM, "bucket 0", &w));
     OK(ddp_pg_wait(pg, w));
     bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -263,7 +263,7 @@ static void mode_determinism(DdpProcessGroup *pg)
                     OK(ddp_pg_allreduce(pg, x, n, DDP_F32, o));
                 } else {
                     DdpWork *w = NULL;
-                    OK(ddp_pg_allreduce_start(pg, x, n, o, "bucket 0", &w));
+                    OK(ddp_pg_allreduce_start(pg, x, n, DDP_F32, o, "bucket 0", &w));
                     OK(ddp_pg_wait(pg, w));
                 }
                 h[run] = fnv1a(x, n * sizeof *x);
@@ -322,26 +322,32 @@ static DdpNet make_net(int64_t cap, int64_t first)
         params[i].offset = off;
         off += params[i].numel;
     }
-    DdpNet net = {.name = "mnist", .params = params, .n_params = 8, .n_param_floats = NFLOATS};
+    DdpNet net = {.name = "mnist", .params = params, .n_params = 8, .n_param_floats = NFLOATS,
+                  .grad_bytes = sizeof(double)};
     net.train.bucket_cap_bytes = cap;
     net.train.first_bucket_bytes = first;
     return net;
 }
 
-/* This rank's gradient: small multiples of 1/4, so that averages are exact. */
-static float grad(int r, size_t i) { return (float)(r + 1) * (float)(i % 97) * 0.25f; }
+/* This rank's gradient (doubles, as on CPUs): small multiples of 1/4, so that
+ * sums are exact. */
+static double grad(int r, size_t i) { return (r + 1) * (double)(i % 97) * 0.25; }
 
-static int check_grads(const float *g, float times, const char *what)
+/* The sum over ranks of (r + 1) v: the reducer sums (each rank's gradient is
+ * already of the global batch's mean loss). */
+static double summed(size_t i) { return (double)(i % 97) * 0.25 * (size_ * (size_ + 1) / 2); }
+
+static int check_grads(const double *g, double times, const char *what)
 {
-    /* the average over ranks of (r + 1) v, times TIMES accumulated steps */
+    /* times TIMES accumulated steps */
     size_t bad = 0;
     for (size_t i = 0; i < NFLOATS; i++)
-        bad += g[i] != times * (float)(i % 97) * 0.25f * (float)(size_ + 1) / 2.0f;
-    CHECK(!bad, "%s: %zu gradients are not the average", what, bad);
+        bad += g[i] != times * summed(i);
+    CHECK(!bad, "%s: %zu gradients are not the sum", what, bad);
     return bad == 0;
 }
 
-static void fill(float *g, int add)
+static void fill(double *g, int add)
 {
     for (size_t i = 0; i < NFLOATS; i++)
         g[i] = add ? g[i] + grad(rank_, i) : grad(rank_, i);
@@ -363,7 +369,7 @@ static void announce(DdpCtx *ctx, const int *order, double pause)
 
 static void mode_reducer(DdpProcessGroup *pg)
 {
-    float *g = calloc(NFLOATS, sizeof *g);
+    double *g = calloc(NFLOATS, sizeof *g);
     /* 4 KB buckets: {linear2}, {linear1}, {conv2}, {conv1}, in that order */
     DdpNet net = make_net(4096, 4096);
     DdpReducer *r = NULL;
@@ -411,7 +417,7 @@ static void mode_reducer(DdpProcessGroup *pg)
     while (!reduced && now() - t0 < 5) {
         reduced = 1;
         for (size_t i = 0; i < 1290 && reduced; i++)
-            reduced = ((volatile float *)g)[i] == (float)(i % 97) * 0.25f * (float)(size_ + 1) / 2.0f;
+            reduced = ((volatile double *)g)[i] == summed(i);
         if (!reduced)
             sleep_s(0.001);
     }
@@ -469,7 +475,7 @@ static void mode_timeout(DdpProcessGroup *pg, const char *kind)
     DdpStatus st;
     if (strcmp(kind, "bucket") == 0) {
         DdpWork *w = NULL;
-        OK(ddp_pg_allreduce_start(pg, x, 1290, DDP_AVG, "bucket 3", &w));
+        OK(ddp_pg_allreduce_start(pg, x, 1290, DDP_F32, DDP_AVG, "bucket 3", &w));
         st = ddp_pg_wait(pg, w);
     } else {
         st = ddp_pg_broadcast(pg, x, N, DDP_F32, 0);

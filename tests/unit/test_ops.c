@@ -67,8 +67,7 @@ static const double ATOL = 1e-4, RTOL = 1e-4;
 
 /* Counts the elements of GOT farther than ATOL + RTOL*|want| from WANT (NaN
  * included) and prints the first, naming WHAT. */
-static size_t count_mismatches(const char *what, const float *got, const double *want,
-                               size_t count)
+static size_t count_mismatches_double(const char *what, const double *got, const double *want, size_t count)
 {
     size_t bad = 0;
     for (size_t i = 0; i < count; i++) {
@@ -82,6 +81,23 @@ static size_t count_mismatches(const char *what, const float *got, const double 
     if (bad)
         printf("(%zu of %zu wrong) ", bad, count);
     return bad;
+}
+
+static size_t count_mismatches(const char *what, const float *got, const double *want, size_t count)
+{
+    double *d = to_double(got, count);
+    size_t bad = count_mismatches_double(what, d, want, count);
+    free(d);
+    return bad;
+}
+
+/* Gradients as the library ops write them (ops.h: double on CPUs). */
+static DdpGrad *grads_filled(size_t count, double value)
+{
+    DdpGrad *g = malloc((count + 1) * sizeof *g);
+    for (size_t i = 0; i < count; i++)
+        g[i] = (DdpGrad)value;
+    return g;
 }
 
 /* ---- the direct convolution, in double ------------------------------------------ */
@@ -295,7 +311,8 @@ static void test_conv_backward(void)
             int n = BATCHES[bi];
             size_t nx = x_len(s, n), nw = w_len(s), ny = y_len(s, n);
             float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
-            float *dx = filled(nx, NAN), *dw = filled(nw, NAN);
+            float *dx = filled(nx, NAN);
+            DdpGrad *dw = grads_filled(nw, NAN);
             double *xd = to_double(x, nx), *wd = to_double(w, nw), *gd = to_double(g, ny);
             double *want_dx = malloc(nx * sizeof *want_dx), *want_dw = malloc(nw * sizeof *want_dw);
             char what[200], base[160];
@@ -308,7 +325,7 @@ static void test_conv_backward(void)
             snprintf(what, sizeof what, "dx, %s", base);
             CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
             snprintf(what, sizeof what, "dw, %s", base);
-            CU_ASSERT_EQUAL(count_mismatches(what, dw, want_dw, nw), 0);
+            CU_ASSERT_EQUAL(count_mismatches_double(what, dw, want_dw, nw), 0);
 
             double forward_macs = (double)ny * (s->c / s->groups) * s->r * s->s;
             if ((double)(nx + nw) * forward_macs < 4e7) {
@@ -317,7 +334,7 @@ static void test_conv_backward(void)
                 snprintf(what, sizeof what, "dx vs finite differences, %s", base);
                 CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
                 snprintf(what, sizeof what, "dw vs finite differences, %s", base);
-                CU_ASSERT_EQUAL(count_mismatches(what, dw, want_dw, nw), 0);
+                CU_ASSERT_EQUAL(count_mismatches_double(what, dw, want_dw, nw), 0);
                 fd_checked++;
             }
             free(x), free(w), free(g), free(dx), free(dw), free(xd), free(wd), free(gd);
@@ -340,17 +357,18 @@ static void test_backward_filter_beta(void)
         const DdpConvShape *s = &sh[i];
         size_t nx = x_len(s, 3), nw = w_len(s), ny = y_len(s, 3);
         float *x = random_floats(nx), *g = random_floats(ny), *old = random_floats(nw);
-        float *grad = malloc(nw * sizeof *grad), *dw = malloc(nw * sizeof *dw);
+        DdpGrad *grad = grads_filled(nw, 0), *dw = grads_filled(nw, 0);
         double *want = malloc(nw * sizeof *want);
         ddp_conv_backward_filter(ops, i, 3, x, g, grad, 0.0f);
 
         const float betas[] = {1.0f, 0.5f, -2.0f};
         for (int bi = 0; bi < 3; bi++) {
-            memcpy(dw, old, nw * sizeof *dw);
+            for (size_t j = 0; j < nw; j++)
+                dw[j] = old[j];
             ddp_conv_backward_filter(ops, i, 3, x, g, dw, betas[bi]);
             for (size_t j = 0; j < nw; j++)
                 want[j] = (double)betas[bi] * old[j] + grad[j];
-            CU_ASSERT_EQUAL(count_mismatches("beta", dw, want, nw), 0);
+            CU_ASSERT_EQUAL(count_mismatches_double("beta", dw, want, nw), 0);
         }
 
         /* Sample 0 with beta 0, then samples 1..2 with beta 1. */
@@ -358,7 +376,7 @@ static void test_backward_filter_beta(void)
         ddp_conv_backward_filter(ops, i, 2, x + x_len(s, 1), g + y_len(s, 1), dw, 1.0f);
         for (size_t j = 0; j < nw; j++)
             want[j] = grad[j];
-        CU_ASSERT_EQUAL(count_mismatches("accumulated micro-batches", dw, want, nw), 0);
+        CU_ASSERT_EQUAL(count_mismatches_double("accumulated micro-batches", dw, want, nw), 0);
         free(x), free(g), free(old), free(grad), free(dw), free(want);
     }
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
@@ -430,6 +448,129 @@ static void test_gemm(void)
     ddp_ops_destroy(ops);
 }
 
+/* A row of C comes out the same bits however many rows the product has: a
+ * sample's output in a batch of 40 and alone or among 24 (as on one of
+ * several ranks). 784 -> 512 and 512 -> 256 are MLP layers whose products
+ * cross OpenBLAS's small-matrix threshold as the batch halves. */
+static void test_gemm_rows_independent_of_m(void)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    static const int layers[][2] = {{512, 784}, {256, 512}, {10, 256}};
+    const int m = 40, starts[] = {0, 16, 33, 39}, counts[] = {16, 24, 1, 1};
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int n = layers[li][0], k = layers[li][1];
+                const int lda = ta ? m : k, ldb = tb ? k : n;
+                float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k);
+                float *c = filled((size_t)m * n, NAN), *part = filled((size_t)m * n, NAN);
+                ddp_gemm(ops, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+                size_t differ = 0;
+                for (size_t si = 0; si < sizeof starts / sizeof starts[0]; si++) {
+                    /* rows [start, start + count) of op(A) as a product of their own */
+                    const int r0 = starts[si], rows = counts[si];
+                    float *sub_a = malloc((size_t)rows * k * sizeof *sub_a);
+                    for (int i = 0; i < rows; i++)
+                        for (int p = 0; p < k; p++)
+                            sub_a[ta ? (size_t)p * rows + i : (size_t)i * k + p] =
+                                ta ? a[(size_t)p * m + r0 + i] : a[(size_t)(r0 + i) * k + p];
+                    ddp_gemm(ops, ta, tb, rows, n, k, 1.0f, sub_a, ta ? rows : k, b, ldb, 0.0f, part, n);
+                    differ += memcmp(part, c + (size_t)r0 * n, (size_t)rows * n * sizeof *c) != 0;
+                    free(sub_a);
+                }
+                char what[120];
+                snprintf(what, sizeof what, "%d -> %d, trans_a=%d trans_b=%d", k, n, ta, tb);
+                if (differ)
+                    printf("\n    %s: %zu of 4 row ranges differ from the whole product ", what, differ);
+                CU_ASSERT_EQUAL(differ, 0);
+                free(a), free(b), free(c), free(part);
+            }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+/* ddp_gemm_grad: dw = beta * dw + dy^T x against the double reference, with
+ * padding columns left alone, beta 0 ignoring NaN, beta 1 accumulating. */
+static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta)
+{
+    const int pad = 3, ldy = m + pad, ldx = n + 1, ldw = n + pad;
+    float *dy = random_floats((size_t)k * ldy + 1), *x = random_floats((size_t)k * ldx + 1);
+    float *old = random_floats((size_t)m * ldw + 1);
+    DdpGrad *dw = grads_filled((size_t)m * ldw + 1, NAN);
+    if (beta != 0)
+        for (size_t i = 0; i < (size_t)m * ldw; i++)
+            dw[i] = old[i];
+    double *want = malloc(((size_t)m * n + 1) * sizeof *want), *got = malloc(((size_t)m * n + 1) * sizeof *got);
+    ref_gemm(1, 0, m, n, k, 1.0, dy, ldy, x, ldx, beta, old, ldw, want);
+    ddp_gemm_grad(ops, m, n, k, dy, ldy, x, ldx, beta, dw, ldw);
+    size_t padding_touched = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < ldw; j++) {
+            DdpGrad v = dw[(size_t)i * ldw + j];
+            if (j < n)
+                got[(size_t)i * n + j] = v;
+            else
+                padding_touched += beta == 0 ? !isnan(v) : v != old[(size_t)i * ldw + j];
+        }
+    char what[120];
+    snprintf(what, sizeof what, "gemm_grad m=%d n=%d k=%d beta=%g", m, n, k, beta);
+    CU_ASSERT_EQUAL(count_mismatches_double(what, got, want, (size_t)m * n), 0);
+    CU_ASSERT_EQUAL(padding_touched, 0);
+    free(dy), free(x), free(old), free(dw), free(want), free(got);
+}
+
+static void test_gemm_grad(void)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    /* out, in, batch: tiny, odd, MNIST's two linear layers (the first split by
+     * columns), a tall one split by rows, an empty batch */
+    static const int sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {128, 1024, 64}, {10, 128, 64}, {1200, 70, 40}, {4, 6, 0}};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 0.0f);
+        check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 1.0f);
+    }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+}
+
+/* What DdpGrad is for: a batch's weight gradient, summed in double and rounded
+ * to float once, comes out the same floats when the batch is split in two and
+ * the halves are added (two ranks, or two accumulated micro-batches). Sums
+ * kept in float round differently in the last bit and fail this. */
+static void test_gradient_split_invariant(void)
+{
+    const Conv cv = {16, 12, 10, 24, 3, 3, 1, 1, 1};
+    const int n = 8, half = n / 2;
+    DdpConvShape s = shape_of(&cv, n);
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
+    float *x = random_floats(nx), *g = random_floats(ny);
+    const int m = 128, k = 300, lin = 2 * n; /* a linear layer 300 -> 128 over 16 samples */
+    float *dy = random_floats((size_t)lin * m), *xin = random_floats((size_t)lin * k);
+    DdpGrad *whole = grads_filled(nw + (size_t)m * k, 0), *halves = grads_filled(nw + (size_t)m * k, 0);
+    ddp_conv_backward_filter(ops, 0, n, x, g, whole, 0.0f);
+    ddp_conv_backward_filter(ops, 0, half, x, g, halves, 0.0f);
+    ddp_conv_backward_filter(ops, 0, half, x + x_len(&s, half), g + y_len(&s, half), halves, 1.0f);
+    ddp_gemm_grad(ops, m, k, lin, dy, m, xin, k, 0.0f, whole + nw, k);
+    ddp_gemm_grad(ops, m, k, lin / 2, dy, m, xin, k, 0.0f, halves + nw, k);
+    ddp_gemm_grad(ops, m, k, lin / 2, dy + (size_t)lin / 2 * m, m, xin + (size_t)lin / 2 * k, k, 1.0f, halves + nw, k);
+    size_t differ = 0;
+    for (size_t i = 0; i < nw + (size_t)m * k; i++)
+        differ += (float)whole[i] != (float)halves[i];
+    CU_ASSERT_EQUAL(differ, 0);
+    if (differ)
+        printf("\n    %zu of %zu gradients differ in float between the batch and its two halves ", differ,
+               nw + (size_t)m * k);
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+    free(x), free(g), free(dy), free(xin), free(whole), free(halves);
+}
+
 /* The same inputs give bit-identical outputs whatever the number of threads:
  * the promise the distributed-equivalence tests and --resume rely on. */
 static void test_deterministic_across_threads(void)
@@ -443,7 +584,8 @@ static void test_deterministic_across_threads(void)
     float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
     float *ga = random_floats((size_t)gm * gk), *gb = random_floats((size_t)gk * gn);
     float *first = NULL;
-    size_t total = ny + nx + nw + (size_t)gm * gn;
+    DdpGrad *first_grads = NULL;
+    size_t total = ny + nx + (size_t)gm * gn, total_grads = nw + (size_t)gm * gn;
     int saved = omp_get_max_threads();
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
         omp_set_num_threads(threads[t]);
@@ -452,21 +594,26 @@ static void test_deterministic_across_threads(void)
         CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
         CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
         float *out = malloc(total * sizeof *out);
+        DdpGrad *grads = malloc(total_grads * sizeof *grads);
         ddp_conv_forward(ops, 0, n, x, w, out);
         ddp_conv_backward_data(ops, 0, n, g, w, out + ny, 0.0f);
-        ddp_conv_backward_filter(ops, 0, n, x, g, out + ny + nx, 0.0f);
-        ddp_gemm(ops, 0, 1, gm, gn, gk, 1.0f, ga, gk, gb, gk, 0.0f, out + ny + nx + nw, gn);
+        ddp_gemm(ops, 0, 1, gm, gn, gk, 1.0f, ga, gk, gb, gk, 0.0f, out + ny + nx, gn);
+        ddp_conv_backward_filter(ops, 0, n, x, g, grads, 0.0f);
+        ddp_gemm_grad(ops, gm, gn, gk, ga, gm, gb, gn, 0.0f, grads + nw, gn);
         CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
         ddp_ops_destroy(ops);
-        if (!first)
+        if (!first) {
             first = out;
-        else {
+            first_grads = grads;
+        } else {
             CU_ASSERT_EQUAL(memcmp(first, out, total * sizeof *out), 0);
+            CU_ASSERT_EQUAL(memcmp(first_grads, grads, total_grads * sizeof *grads), 0);
             free(out);
+            free(grads);
         }
     }
     omp_set_num_threads(saved);
-    free(x), free(w), free(g), free(ga), free(gb), free(first);
+    free(x), free(w), free(g), free(ga), free(gb), free(first), free(first_grads);
 #endif
 }
 
@@ -516,7 +663,9 @@ static void test_misuse_is_reported(void)
     free(buf);
 }
 
-/* Scratch is sized by the largest im2col matrix; 1x1 convs need none. */
+/* Scratch is sized by the largest im2col matrix, which 1x1 convs do without,
+ * plus a sample's block of the weight gradient (3 x 8 floats for this 1x1
+ * conv, 32 with its padding to a cache line), per thread. */
 static void test_workspace(void)
 {
     DdpOps *ops = NULL;
@@ -525,7 +674,8 @@ static void test_workspace(void)
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     CU_ASSERT_EQUAL(ddp_ops_plan_conv(ops, 0, &one), DDP_OK);
     CU_ASSERT_EQUAL(ddp_ops_finalize(ops), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), 0);
+    size_t bytes = ddp_ops_workspace_bytes(ops);
+    CU_ASSERT(bytes > 0 && bytes % (32 * sizeof(float)) == 0 && bytes <= 64 * 32 * sizeof(float));
     ddp_ops_describe_conv(ops, 0, line, sizeof line);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "1x1"));
     ddp_ops_destroy(ops);
@@ -588,6 +738,9 @@ void suite_ops(void)
         {"conv backward filter beta and micro-batches", test_backward_filter_beta},
         {"conv backward data beta", test_backward_data_beta},
         {"gemm, all transposes, vs naive", test_gemm},
+        {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
+        {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
+        {"gradients of a batch and of its halves: the same floats", test_gradient_split_invariant},
         {"same results for 1..4 threads", test_deterministic_across_threads},
         {"misuse recorded and reported", test_misuse_is_reported},
         {"scratch size and descriptions", test_workspace},

@@ -57,7 +57,7 @@ static void test_world_of_one(void)
         CU_ASSERT_EQUAL(ddp_pg_barrier(pg), DDP_OK);
 
         DdpWork *w = (DdpWork *)&w; /* must be overwritten */
-        CU_ASSERT_EQUAL(ddp_pg_allreduce_start(pg, f, 5, DDP_AVG, "bucket 0", &w), DDP_OK);
+        CU_ASSERT_EQUAL(ddp_pg_allreduce_start(pg, f, 5, DDP_F32, DDP_AVG, "bucket 0", &w), DDP_OK);
         CU_ASSERT_PTR_NULL(w);
         CU_ASSERT_EQUAL(ddp_pg_wait(pg, w), DDP_OK);
         CU_ASSERT_EQUAL(memcmp(f, want, sizeof f), 0);

@@ -32,7 +32,7 @@ static const int backward[8] = {7, 8, 5, 6, 2, 3, 0, 1};
 static DdpNet mnist_net(void)
 {
     DdpNet net = {.name = "mnist", .params = params, .n_params = N_PARAMS, .n_param_floats = N_FLOATS,
-                  .n_buffer_floats = 64};
+                  .n_buffer_floats = 64, .grad_bytes = sizeof(double)};
     net.train.bucket_cap_bytes = 25 << 20;
     net.train.first_bucket_bytes = 1 << 20;
     return net;
@@ -49,7 +49,7 @@ static DdpProcessGroup *one_rank(void)
 static void test_plan_from_net(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static float grads[N_FLOATS];
+    static double grads[N_FLOATS];
     DdpNet net = mnist_net();
     DdpReducer *r = NULL;
     int n = 0;
@@ -84,7 +84,7 @@ static void test_plan_from_net(void)
 static void test_layout_checked(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static float grads[N_FLOATS];
+    static double grads[N_FLOATS];
     DdpNet net = mnist_net();
     DdpParamInfo bad[N_PARAMS];
     memcpy(bad, params, sizeof bad);
@@ -99,15 +99,21 @@ static void test_layout_checked(void)
     net.n_param_floats = N_FLOATS + 1;
     CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
     CU_ASSERT_PTR_NULL(r);
+    /* gradients neither floats nor doubles */
+    net.n_param_floats = N_FLOATS;
+    net.grad_bytes = 2;
+    CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "internal error: gradients of 2 bytes (floats or doubles only)");
+    CU_ASSERT_PTR_NULL(r);
     ddp_pg_destroy(pg);
 }
 
 static void test_steps_and_checks(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static float grads[N_FLOATS];
+    static double grads[N_FLOATS];
     for (int i = 0; i < N_FLOATS; i++)
-        grads[i] = (float)i * 0.5f;
+        grads[i] = i * 0.5;
     DdpNet net = mnist_net();
     DdpReducer *r = NULL;
     CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK); /* 8 buckets */
@@ -125,8 +131,8 @@ static void test_steps_and_checks(void)
     }
     int same = 1;
     for (int i = 0; i < N_FLOATS; i++)
-        same &= grads[i] == (float)i * 0.5f;
-    CU_ASSERT(same); /* the average over one rank */
+        same &= grads[i] == i * 0.5;
+    CU_ASSERT(same); /* the sum over one rank */
 
     /* a no_sync step, then a synced one */
     ddp_reducer_skip(r);

@@ -75,7 +75,7 @@ static void loss_one(float *logits, int label, double *stats)
 
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *grad_w = ctx->grads, *grad_b = ctx->grads + classes * FEATURES;
+    DdpGrad *grad_w = ctx->grads, *grad_b = grad_w + classes * FEATURES;
     for (int i = 0; i < n; i++) {
         float *z = ctx->arena + (size_t)i * classes;
         forward_one(ctx, ctx->x + (size_t)i * FEATURES, z);
@@ -95,13 +95,14 @@ static void train_step(DdpCtx *ctx, int n)
     }
     for (int i = 0; i < n; i++)
         loss_one(ctx->arena + (size_t)i * classes, ctx->labels[i], ctx->stats);
-    /* The mean over the batch: each sample's gradient scaled by 1/n. */
+    /* The mean over the global batch (the all-reduce sums the ranks' gradients):
+     * each sample's gradient scaled by 1/(n * world_size). */
     if (!ctx->accumulate)
-        memset(ctx->grads, 0, sizeof(float) * (size_t)(classes * FEATURES + classes));
+        memset(ctx->grads, 0, sizeof(DdpGrad) * (size_t)(classes * FEATURES + classes));
     for (int k = 0; k < classes; k++) {
-        float gb = 0;
+        DdpGrad gb = 0;
         for (int i = 0; i < n; i++) {
-            float d = ctx->arena[i * classes + k] / (float)n;
+            float d = ctx->arena[i * classes + k] / ((float)n * (float)ctx->world_size);
             const float *x = ctx->x + (size_t)i * FEATURES;
             for (int j = 0; j < FEATURES; j++)
                 grad_w[k * FEATURES + j] += d * x[j];
@@ -128,7 +129,7 @@ static void optimizer_step(DdpCtx *ctx)
     const float dampening = (float)c->dampening;
     int64_t count = net.n_param_floats;
     for (int64_t i = 0; i < count; i++) {
-        float d = ctx->grads[i];
+        float d = (float)((const DdpGrad *)ctx->grads)[i];
         if (wd != 0)
             d += wd * ctx->params[i];
         if (momentum != 0) {
@@ -172,6 +173,7 @@ const DdpNet *tiny_net(const DdpTrainConfig *train, int sample_rank, int num_cla
         .n_param_floats = c * FEATURES + c,
         .n_buffer_floats = 2 * c,
         .opt_slots = 1,
+        .grad_bytes = sizeof(DdpGrad),
         .train = *train,
         .arena_per_sample = c,
         .arena_fixed = 0,
