@@ -212,15 +212,18 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
         E("    DDP_FOR(c, %lld) {\n        double sum = 0.0;\n", (long long)c);
-        E("        for (int s = 0; s < n; s++) {\n");
+        E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
+        E("            DDP_SIMD_SUM(sample)\n");
         E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
         E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
         if (a) {
-            E("                float g = %s;\n", act_backward_expr(e, a, "dy[i]", "y[i]"));
-            E("                dy[i] = g;\n                sum += g;\n");
+            /* both loaded first: a select the compiler can vectorise, not a branch */
+            E("                float d = dy[i], v = y[i];\n                float g = %s;\n",
+              act_backward_expr(e, a, "d", "v"));
+            E("                dy[i] = g;\n                sample += g;\n");
         } else
-            E("                sum += dy[i];\n");
-        E("            }\n        }\n");
+            E("                sample += dy[i];\n");
+        E("            }\n            sum += sample;\n        }\n");
         E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sum : (DdpGrad)sum;\n    }\n}\n\n");
     } else {
         E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
@@ -420,9 +423,12 @@ static void kernels_batchnorm(Emit *e, const Node *n)
       "// count of values they are over (sums[%lld]), so that ranks can add theirs up.\n", (long long)(2 * c));
     E("DDP_KERNEL %s_sums_forward(int n, const float *x, double *sums)\n{\n", n->name);
     E("    DDP_FOR(c, %lld) {\n        double sum = 0.0, sumsq = 0.0;\n", (long long)c);
-    E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
+    E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_sq = 0.0;\n");
+    E("            DDP_SIMD_SUM(sample, sample_sq)\n");
+    E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                double v = x[((int64_t)s * %lld + c) * %lld + j];\n", (long long)c, (long long)hw);
-    E("                sum += v;\n                sumsq += v * v;\n            }\n");
+    E("                sample += v;\n                sample_sq += v * v;\n            }\n");
+    E("            sum += sample;\n            sumsq += sample_sq;\n        }\n");
     E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
     E("        if (c == 0)\n            sums[%lld] = (double)n * %lld;\n    }\n}\n\n", (long long)(2 * c), (long long)hw);
     comment(e, n, "");
@@ -456,10 +462,13 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, double *sums,\n"
       "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
     E("    DDP_FOR(c, %lld) {\n        double sdy = 0.0, sdyx = 0.0;\n", (long long)c);
-    E("        for (int s = 0; s < n; s++)\n            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
+    E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_x = 0.0;\n");
+    E("            DDP_SIMD_SUM(sample, sample_x)\n");
+    E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
-    E("                sdy += dy[i];\n                sdyx += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
-    E("            }\n        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
+    E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
+    E("            }\n            sdy += sample;\n            sdyx += sample_x;\n        }\n");
+    E("        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
     E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sdy : (DdpGrad)sdy;\n");
     E("        dweight[c] = accumulate ? dweight[c] + (DdpGrad)sdyx : (DdpGrad)sdyx;\n    }\n}\n\n");
     comment(e, n, "");

@@ -21,6 +21,11 @@
  * channel plane and its pixels, say): on the GPU still one thread per item;
  * on the CPU a parallel loop over rows around a plain inner loop the compiler
  * vectorises, with no division per item.
+ *
+ * DDP_SIMD_SUM(a, b) before a loop that adds into the doubles a (and b): on
+ * the CPU the loop runs in vector lanes, each summed in an order fixed by
+ * the build (not by the thread count or the data), instead of one chain of
+ * dependent adds; on the GPU nothing, a thread's loop is plain.
  */
 #ifndef DDPRT_KERNEL_H
 #define DDPRT_KERNEL_H
@@ -55,6 +60,7 @@ static inline unsigned ddp_grid(int64_t items)
 
 #define DDP_LAUNCH(kernel, items, ...) \
     kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__)
+#define DDP_SIMD_SUM(...)
 
 #else
 
@@ -65,6 +71,8 @@ static inline unsigned ddp_grid(int64_t items)
     _Pragma("omp parallel for schedule(static)") for (int64_t p = 0; p < (int64_t)(rows); p++) \
         for (int64_t j = 0; j < (int64_t)(cols); j++)
 #define DDP_LAUNCH(kernel, items, ...) kernel(__VA_ARGS__)
+#define DDP_KERNEL_PRAGMA(text) _Pragma(#text)
+#define DDP_SIMD_SUM(...) DDP_KERNEL_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
 
 #endif
 

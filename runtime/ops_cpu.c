@@ -274,8 +274,10 @@ static void im2col_rows(const DdpConvShape *sh, const float *x, int j0, int j1, 
             const int off = s - sh->pad; /* ow*st + off >= 0 from lo on */
             for (int ow = 0; ow < lo; ow++)
                 out[ow] = 0.0f;
-            if (st == 1)
-                memcpy(out + lo, in + lo + off, (size_t)(hi - lo) * sizeof *out);
+            if (st == 1) /* a few floats (8 to 56 in the examples): a loop, not a memcpy call */
+                OMP(simd)
+                for (int ow = lo; ow < hi; ow++)
+                    out[ow] = in[ow + off];
             else
                 for (int ow = lo; ow < hi; ow++)
                     out[ow] = in[ow * st + off];
@@ -402,9 +404,11 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                 DdpGrad *out = dwt + (size_t)i * crs;
                 const float *in = part + (size_t)i * rows;
                 if (overwrite)
+                    OMP(simd)
                     for (int j = 0; j < rows; j++)
                         out[j] = in[j];
                 else
+                    OMP(simd)
                     for (int j = 0; j < rows; j++)
                         out[j] = keep * out[j] + in[j];
             }
