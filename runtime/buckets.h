@@ -23,7 +23,9 @@
 extern "C" {
 #endif
 
-/* Gradients are float32: a bucket's size in bytes is 4 * count. */
+/* A bucket's size is counted in float32 parameters, 4 * count bytes, as DDP
+ * counts them: the caps mean the same on every target. The CPU build's
+ * gradients are doubles (ops.h: DdpGrad), so its buckets carry twice that. */
 enum { DDP_BUCKET_ELEM_BYTES = 4 };
 
 typedef struct {

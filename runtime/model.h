@@ -94,7 +94,7 @@ struct DdpCtx {
     int64_t step;             /* optimizer steps taken before this one */
     float lr;                 /* of this step */
     int accumulate;           /* 1: add this step's gradients to grads (no_sync); 0: overwrite */
-    /* Ranks whose gradients the all-reduce sums (1 alone). The loss gradient
+    /* Ranks whose gradients the all-reduce sums: at least 1 (1 alone). The loss gradient
      * is of the mean over all their samples, n * world_size, so that the sum
      * is the global batch's gradient with no division after it: the division
      * by a world size that is not a power of two would round differently from

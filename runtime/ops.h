@@ -11,7 +11,8 @@
  *
  * Shaped for the training loop:
  *  - All choosing and allocating happens once at start-up: ddp_ops_plan_conv for
- *    each conv, then ddp_ops_finalize. After that no call allocates, synchronises
+ *    each conv, then ddp_ops_finalize. After that no call allocates (but for the
+ *    CPU products' scratch, grown on the first step), synchronises
  *    or talks to the host, so a whole step can later be captured in a CUDA graph.
  *  - The per-step calls return nothing. The first failure is recorded in the
  *    context (with the runtime file:line that saw it) and ddp_ops_status reports
@@ -148,7 +149,7 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
 /* A linear layer's weight gradient: DW = beta * DW + DY^T . X, summed over the
- * K samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW
+ * K (0 or more) samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW
  * is m x n (ldw), beta 0 or 1 as above. On CPUs in double (see DdpGrad): every
  * product of two floats is exact in double, so only the sum rounds; on GPUs
  * cublasSgemm. Needs no plan. */

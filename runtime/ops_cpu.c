@@ -35,8 +35,9 @@
  * cost the pair 1-2 ms more than this. Without -fopenmp everything runs on one
  * thread, with the same results.
  *
- *  - ddp_gemm_grad converts its operands to double once and splits C as
- *    ddp_gemm does, one dgemm per block.
+ *  - ddp_gemm_grad converts its operands to double once and splits DW into
+ *    blocks of its longer side, by size alone, one dgemm per block (its rows
+ *    are weights, not samples, so no fixed row count is needed).
  *
  * Scratch: per thread, one im2col matrix (one sample, one group) and one
  * sample's block of the weight gradient, sized in ddp_ops_finalize for the
@@ -530,6 +531,12 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
 {
     if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
         return;
+    if (k == 0) { /* no samples: beta 0 still overwrites what may be NaN */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++)
+                dw[(size_t)i * ldw + j] = beta == 0.0f ? 0.0 : beta * dw[(size_t)i * ldw + j];
+        return;
+    }
     /* dy and x in double, packed: every product is then exact and only the
      * sums over the K samples round, in double. */
     double *dyd = grow(ops, &ops->gemm_grad_operands, (size_t)k * ((size_t)m + n) * sizeof *dyd,
@@ -547,7 +554,7 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0, dyd, m, xd, n, beta, dw, ldw);
         return;
     }
-    /* Blocks of DW's rows or columns, whichever side is longer, as ddp_gemm. */
+    /* Blocks of DW's rows or columns, whichever side is longer. */
     const int by_rows = m >= n, side = by_rows ? m : n;
     const int block = gemm_block(side), blocks = (side + block - 1) / block;
     OMP(parallel for schedule(dynamic) num_threads(ops->nthreads) if(blocks > 1))

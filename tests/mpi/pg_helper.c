@@ -10,7 +10,8 @@
  *   determinism   random floats of mixed magnitudes: every rank gets the same
  *                 bits, run after run (and the exact sum with two ranks)
  *   reducer       buckets launched in order although ranks announce gradients
- *                 in different orders; averages exact; no_sync; overlap (a bucket
+ *                 in different orders; sums exact (doubles, and floats as on
+ *                 GPUs); no_sync; overlap (a bucket
  *                 is reduced while the trainer goes on); the step's checks
  *   timeout KIND  rank 0 calls a collective (bucket: an all-reduce of "bucket 3";
  *                 broadcast) that rank 1 never calls: it must fail within the
@@ -458,6 +459,22 @@ static void mode_reducer(DdpProcessGroup *pg)
     check_grads(g, 1, "0.1 MB buckets");
     ddp_reducer_destroy(r);
     free(g);
+
+    /* float gradients, as the GPU build's: the same buckets and sums, 4-byte elements */
+    float *f = calloc(NFLOATS, sizeof *f);
+    net.grad_bytes = sizeof(float);
+    OK(ddp_reducer_create(&r, pg, &net, f, -1));
+    ctx.reducer = r;
+    for (size_t i = 0; i < NFLOATS; i++)
+        f[i] = (float)grad(rank_, i);
+    announce(&ctx, rank_ % 2 ? forward_order : backward_order, 0);
+    OK(ddp_reducer_finish(r));
+    size_t bad = 0;
+    for (size_t i = 0; i < NFLOATS; i++)
+        bad += f[i] != (float)summed(i);
+    CHECK(!bad, "float gradients: %zu are not the sum", bad);
+    ddp_reducer_destroy(r);
+    free(f);
 }
 
 /* ---- failures --------------------------------------------------------------------- */

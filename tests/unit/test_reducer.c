@@ -2,7 +2,7 @@
  * Tests of runtime/reducer.c: the bucket plan it takes from a net, the
  * per-step bookkeeping and its checks, in a world of one rank here; then
  * across real ranks under mpirun (tests/mpi/pg_helper.c's reducer mode:
- * ranks announcing gradients in different orders, exact averages, no_sync,
+ * ranks announcing gradients in different orders, exact sums, no_sync,
  * overlap, the checks; also under valgrind).
  */
 #include <stdio.h>
@@ -240,7 +240,7 @@ void suite_reducer(void)
         {"buckets from the net's caps, --bucket-cap-mb, or DDP's defaults", test_plan_from_net},
         {"a gradient layout the buckets cannot use is refused", test_layout_checked},
         {"steps in any order, no_sync, and the checks of each step", test_steps_and_checks},
-        {"MPI, 2 and 3 ranks: buckets in order, exact averages, overlap", test_mpi_reducer},
+        {"MPI, 2 and 3 ranks: buckets in order, exact sums, overlap", test_mpi_reducer},
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_reducer_valgrind},
         {NULL, NULL},
     };
