@@ -23,7 +23,10 @@
  *    gradient in batch order (ops.h: DdpGrad);
  *  - ddp_gemm computes C in blocks of GEMM_ROWS rows (see there) by a width
  *    fixed by n, one sgemm call each, as tasks when the product is large
- *    enough to be worth waking the team.
+ *    enough to be worth waking the team;
+ *  - ddp_gemm_grad converts its operands to double once and splits DW into
+ *    blocks of its longer side, by size alone, one dgemm per block (its rows
+ *    are weights, not samples, so no fixed row count is needed).
  *
  * OpenBLAS is kept single-threaded (ddp_ops_create sets it) and OpenMP does all
  * the splitting. Measured on the 2-core build box (OpenBLAS 0.3.21, pthreads):
@@ -34,10 +37,6 @@
  * follows a product, OpenBLAS's threads, which spin for a while after each call,
  * cost the pair 1-2 ms more than this. Without -fopenmp everything runs on one
  * thread, with the same results.
- *
- *  - ddp_gemm_grad converts its operands to double once and splits DW into
- *    blocks of its longer side, by size alone, one dgemm per block (its rows
- *    are weights, not samples, so no fixed row count is needed).
  *
  * Scratch: per thread, one im2col matrix (one sample, one group) and one
  * sample's block of the weight gradient, sized in ddp_ops_finalize for the
@@ -88,8 +87,8 @@ static int wgrad_block_rows(int crs)
  * OpenBLAS 0.3.21, a small-matrix kernel below 1e6 multiply-adds), and two
  * kernels sum in different orders: a sample's output would differ in its last
  * bit between a batch of 32 and the 16 of them one of two ranks gets, and the
- * 2-rank run would drift from the 1-rank one (tests/distributed/). 16 rows
- * are one register tile of the AVX-512 kernel. */
+ * 2-rank run would drift from the 1-rank one (tests/distributed/). Batches
+ * that are multiples of 16 (the examples' 64 and 128) need no padding. */
 enum { GEMM_ROWS = 16 };
 
 /* Columns are split into blocks of gemm_block(n), up to 8, each a multiple of
@@ -120,8 +119,8 @@ struct DdpOps {
     int finalized;
     int nthreads;              /* OpenMP threads the scratch was sized for */
     float *scratch;
-    size_t scratch_per_thread; /* floats: */
-    size_t wgrad_offset;       /* the im2col matrix, then from here a sample's weight gradient block */
+    size_t scratch_per_thread; /* floats: the im2col matrix, */
+    size_t wgrad_offset;       /* then from here a sample's block of the weight gradient */
     GrowingBuffer gemm_pad;    /* ddp_gemm's last GEMM_ROWS rows of op(A) and C */
     GrowingBuffer gemm_grad_operands; /* ddp_gemm_grad's dy and x in double */
 
