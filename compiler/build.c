@@ -83,7 +83,13 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
                             "-Xcompiler -Wall,-Wextra -I%s/runtime %s -o %s %s/build/libddprt_cuda.a %s",
                             DDPC_NVCC, sm, sm, sm, sm, home, cu_abs, out_abs, home, DDPC_CUDA_LIBS);
     }
-    return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fopenmp -Wall -Wextra -I%s/runtime %s -x none -o %s %s/build/libddprt.a %s",
+    /* -fno-trapping-math: a float comparison may then run where its result
+     * is not used, so the kernels' selects (relu, the max of a pooling
+     * window) vectorise: an MNIST step took 11% less time. It changes no
+     * value (nothing is reassociated or contracted; ISO C++ keeps contraction
+     * off), only whether FE_INVALID is raised, which nothing here reads. */
+    return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fopenmp -Wall -Wextra -I%s/runtime %s "
+                        "-x none -o %s %s/build/libddprt.a %s",
                         DDPC_CPU_CXX, home, cu_abs, out_abs, home, DDPC_CPU_LIBS);
 }
 

@@ -19,8 +19,9 @@
  *
  * DDP_FOR_2D(p, P, j, J) walks the same P x J items as rows and columns (a
  * channel plane and its pixels, say): on the GPU still one thread per item;
- * on the CPU a parallel loop over rows around a plain inner loop the compiler
- * vectorises, with no division per item.
+ * on the CPU a parallel loop over rows around an inner loop in vector lanes
+ * (omp simd: the items are independent, so the compiler need not prove it),
+ * with no division per item.
  *
  * DDP_SIMD_SUM(a, b) before a loop that adds into the doubles a (and b): on
  * the CPU the loop runs in vector lanes, each summed in an order fixed by
@@ -69,7 +70,7 @@ static inline unsigned ddp_grid(int64_t items)
     _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < (int64_t)(count); i++)
 #define DDP_FOR_2D(p, rows, j, cols)                                                                      \
     _Pragma("omp parallel for schedule(static)") for (int64_t p = 0; p < (int64_t)(rows); p++) \
-        for (int64_t j = 0; j < (int64_t)(cols); j++)
+        _Pragma("omp simd") for (int64_t j = 0; j < (int64_t)(cols); j++)
 #define DDP_LAUNCH(kernel, items, ...) kernel(__VA_ARGS__)
 #define DDP_KERNEL_PRAGMA(text) _Pragma(#text)
 #define DDP_SIMD_SUM(...) DDP_KERNEL_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
