@@ -20,7 +20,7 @@
 
 static const char *const nets[] = {
     "examples/mnist.net",  "examples/mlp.net",          "examples/resnet.net",
-    "tests/parity/mix.net", "tests/parity/adam_mse.net",
+    "tests/parity/mix.net", "tests/parity/adam_mse.net", "tests/parity/pool_residual.net",
 };
 
 static void test_same_steps_as_pytorch(void)
