@@ -435,6 +435,15 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
+/* Opens a loop over the elements I of a batch's C planes of HW pixels, each
+ * with its channel c: by plane (DDP_FOR_2D), so that no element divides for
+ * its channel and the CPU vectorises along the plane. */
+static void channel_planes(Emit *e, int64_t c, int64_t hw)
+{
+    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n        int64_t i = plane * %lld + j, c = plane %% %lld;\n",
+      (long long)c, (long long)hw, (long long)hw, (long long)c);
+}
+
 static void kernels_batchnorm(Emit *e, const Node *n)
 {
     int64_t c, h, w;
@@ -466,19 +475,15 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("        running_mean[c] = (float)((1.0 - %.9g) * running_mean[c] + %.9g * mean);\n", n->momentum, n->momentum);
     E("        running_var[c] = (float)((1.0 - %.9g) * running_var[c] + %.9g * unbiased);\n    }\n}\n\n", n->momentum,
       n->momentum);
-    /* the elementwise kernels walk channel planes (DDP_FOR_2D): no division
-     * per element for the channel, and the CPU vectorises along the plane */
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)\n{\n",
       n->name);
-    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n        int64_t i = plane * %lld + j, c = plane %% %lld;\n",
-      (long long)c, (long long)hw, (long long)hw, (long long)c);
+    channel_planes(e, c, hw);
     E("        y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,\n"
       "                          const float *weight, const float *bias)\n{\n", n->name);
-    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n        int64_t i = plane * %lld + j, c = plane %% %lld;\n",
-      (long long)c, (long long)hw, (long long)hw, (long long)c);
+    channel_planes(e, c, hw);
     E("        y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + %s) * weight[c] + bias[c];\n    }\n}\n\n",
       flit(e, n->eps));
     comment(e, n, "");
@@ -498,8 +503,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const double *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
-    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n        int64_t i = plane * %lld + j, c = plane %% %lld;\n",
-      (long long)c, (long long)hw, (long long)hw, (long long)c);
+    channel_planes(e, c, hw);
     E("        double count = sums[%lld];\n", (long long)(2 * c));
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
     E("        float g = weight[c] * stats[2 * c + 1] *\n"

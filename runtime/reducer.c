@@ -32,9 +32,8 @@ enum { MESSAGE_LEN = 1024 };
 struct DdpReducer {
     DdpProcessGroup *pg;
     const DdpNet *net;
-    unsigned char *grads;   /* elements of grad_bytes, */
-    DdpPgType grad_type;    /* all-reduced as this */
-    size_t grad_bytes;
+    unsigned char *grads;   /* elements of grad_type */
+    DdpPgType grad_type;
     DdpBucket *buckets;
     int n_buckets;
     int *order;             /* position in fill order -> net parameter */
@@ -72,12 +71,20 @@ static void reset_step(DdpReducer *r)
     r->message[0] = '\0';
 }
 
+DdpStatus ddp_reducer_grad_type(const DdpNet *net, DdpPgType *type)
+{
+    if (net->grad_bytes != sizeof(float) && net->grad_bytes != sizeof(double))
+        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (floats or doubles only)", net->grad_bytes);
+    *type = net->grad_bytes == sizeof(double) ? DDP_F64 : DDP_F32;
+    return DDP_OK;
+}
+
 DdpStatus ddp_reducer_create(DdpReducer **out, DdpProcessGroup *pg, const DdpNet *net, void *grads,
                              double bucket_cap_mb)
 {
     *out = NULL;
-    if (net->grad_bytes != sizeof(float) && net->grad_bytes != sizeof(double))
-        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (floats or doubles only)", net->grad_bytes);
+    DdpPgType grad_type = DDP_F32; /* set by ddp_reducer_grad_type */
+    DDP_CHECK(ddp_reducer_grad_type(net, &grad_type));
     int n = net->n_params;
     DdpReducer *r = calloc(1, sizeof *r);
     int64_t *sizes = malloc(sizeof *sizes * (size_t)(n + 1));
@@ -89,8 +96,7 @@ DdpStatus ddp_reducer_create(DdpReducer **out, DdpProcessGroup *pg, const DdpNet
     r->pg = pg;
     r->net = net;
     r->grads = grads;
-    r->grad_bytes = (size_t)net->grad_bytes;
-    r->grad_type = net->grad_bytes == sizeof(double) ? DDP_F64 : DDP_F32;
+    r->grad_type = grad_type;
     r->overlap = 1;
     r->buckets = malloc(sizeof *r->buckets * (size_t)(n + 1));
     r->order = malloc(sizeof *r->order * (size_t)(n + 1));
@@ -172,7 +178,7 @@ static void launch_ready(DdpReducer *r)
         char what[32];
         snprintf(what, sizeof what, "bucket %d", b);
         /* SUM: the generated loss gradient is already over the global batch */
-        DdpStatus st = ddp_pg_allreduce_start(r->pg, r->grads + (size_t)k->offset * r->grad_bytes, (size_t)k->count,
+        DdpStatus st = ddp_pg_allreduce_start(r->pg, r->grads + (size_t)k->offset * ddp_pg_type_size(r->grad_type), (size_t)k->count,
                                               r->grad_type, DDP_SUM, what, &r->works[b]);
         if (st != DDP_OK) {
             keep_failure(r, st);

@@ -44,6 +44,9 @@ typedef struct DdpReducer DdpReducer;
  * (internal error) if the net's layout is not the one buckets need. */
 DdpStatus ddp_reducer_create(DdpReducer **r, DdpProcessGroup *pg, const DdpNet *net, void *grads,
                              double bucket_cap_mb);
+/* *TYPE: what NET's gradients are (DDP_F32 or DDP_F64, from net->grad_bytes);
+ * an internal error for any other size. The trainer allocates by it. */
+DdpStatus ddp_reducer_grad_type(const DdpNet *net, DdpPgType *type);
 void ddp_reducer_destroy(DdpReducer *r);
 
 /* ctx->grad_ready: parameter PARAM's gradient is final (ctx->reducer is the

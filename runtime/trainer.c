@@ -228,9 +228,9 @@ static DdpStatus allocate(Trainer *t)
         return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
     DDP_CHECK(check_memory(t));
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
-    if (net->grad_bytes != sizeof(float) && net->grad_bytes != sizeof(double))
-        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (floats or doubles only)", net->grad_bytes);
-    DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, (size_t)net->grad_bytes, "the gradients"));
+    DdpPgType grad_type = DDP_F32; /* set by ddp_reducer_grad_type */
+    DDP_CHECK(ddp_reducer_grad_type(net, &grad_type));
+    DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, ddp_pg_type_size(grad_type), "the gradients"));
     DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),
                            "the optimizer state"));
     DDP_CHECK(device_alloc((void **)&t->buffers, net->n_buffer_floats, sizeof(float), "the buffers"));

@@ -95,7 +95,8 @@ static void test_nproc_per_node_and_mismatch(void)
 void suite_distributed(void)
 {
     static const TestCase cases[] = {
-        {"2 ranks x B take the steps of 1 rank x 2B (mpirun)", test_two_ranks_equal_one_rank_double_batch},
+        {"N ranks x B take the steps of 1 rank x N*B, bit for bit (2 and 3 ranks, mpirun)",
+         test_two_ranks_equal_one_rank_double_batch},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {NULL, NULL},

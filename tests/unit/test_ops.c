@@ -432,7 +432,8 @@ static void test_gemm(void)
     DdpOps *ops = NULL;
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     /* m, n, k: tiny, odd, a linear layer's three products (batch 64, 1024 -> 128;
-     * the larger ones are split into blocks by rows or by columns), k = 0. */
+     * rows in blocks of 16, a last partial one padded; columns in blocks by
+     * n), k = 0. */
     static const int sizes[][3] = {{1, 1, 1},     {5, 7, 3},     {17, 13, 29},  {64, 128, 1024},
                                    {128, 1024, 64}, {64, 1024, 128}, {300, 70, 150}, {4, 6, 0}};
     for (int ta = 0; ta < 2; ta++)
