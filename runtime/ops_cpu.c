@@ -47,6 +47,7 @@
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
+#include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
 #include <cblas.h>   // cblas_sgemm, openblas_set_num_threads
 #include <stdarg.h>
@@ -104,6 +105,8 @@ static int gemm_block(int side)
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
     int direct;     /* 1x1, stride 1, pad 0: x is its own im2col matrix */
+    int winograd;   /* winograd_cpu.c does this conv (ddp_winograd_suits) */
+    WinogradPlan wino;
     int wgrad_rows; /* backward filter: im2col rows per block */
 } ConvPlan;
 
@@ -121,6 +124,8 @@ struct DdpOps {
     float *scratch;
     size_t scratch_per_thread; /* floats: the im2col matrix, */
     size_t wgrad_offset;       /* then from here a sample's block of the weight gradient */
+    void *winograd_scratch;    /* shared by the Winograd convs, one at a time */
+    size_t winograd_bytes;
     GrowingBuffer gemm_pad;    /* ddp_gemm's last GEMM_ROWS rows of op(A) and C */
     GrowingBuffer gemm_grad_operands; /* ddp_gemm_grad's dy and x in double */
 
@@ -150,6 +155,7 @@ void ddp_ops_destroy(DdpOps *ops)
         return;
     free(ops->convs);
     free(ops->scratch);
+    free(ops->winograd_scratch);
     free(ops->gemm_pad.data);
     free(ops->gemm_grad_operands.data);
     free(ops);
@@ -165,6 +171,9 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     const DdpConvShape checked = p->slot.shape;
     p->direct = checked.r == 1 && checked.s == 1 && checked.stride == 1 && checked.pad == 0;
     p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s);
+    p->winograd = ddp_winograd_suits(&checked);
+    if (p->winograd)
+        ddp_winograd_plan(&p->wino, &checked);
     return DDP_OK;
 }
 
@@ -177,6 +186,11 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
+        if (p->winograd) {
+            size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh);
+            ops->winograd_bytes = bytes > ops->winograd_bytes ? bytes : ops->winograd_bytes;
+            continue;
+        }
         size_t col = p->direct ? 0
                                : (size_t)(sh->c / sh->groups) * sh->r * sh->s *
                                      (size_t)sh->out_h * sh->out_w;
@@ -195,6 +209,12 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
                            bytes / 1048576.0);
     }
     ops->scratch_per_thread = per_thread;
+    if (ops->winograd_bytes) {
+        ops->winograd_scratch = aligned_alloc(64, (ops->winograd_bytes + 63) / 64 * 64);
+        if (!ops->winograd_scratch)
+            return DDP_ERR(DDP_FAIL, "out of memory allocating %.1f MiB of Winograd scratch",
+                           ops->winograd_bytes / 1048576.0);
+    }
     ops->finalized = 1;
     return DDP_OK;
 }
@@ -206,7 +226,8 @@ DdpStatus ddp_ops_status(const DdpOps *ops)
 
 size_t ddp_ops_workspace_bytes(const DdpOps *ops)
 {
-    return ops->scratch ? ops->scratch_per_thread * sizeof(float) * (size_t)ops->nthreads : 0;
+    return (ops->scratch ? ops->scratch_per_thread * sizeof(float) * (size_t)ops->nthreads : 0) +
+           ops->winograd_bytes;
 }
 
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
@@ -216,6 +237,9 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     const ConvPlan *p = ddp_conv_table_find(ops->convs, ops->nconvs, sizeof *ops->convs, id);
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
+    else if (p->winograd)
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 sgemm per %d samples, weight gradient by dgemm",
+                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.chunk);
     else if (p->direct)
         snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else
@@ -360,6 +384,10 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
     if (!p)
         return;
+    if (p->winograd) {
+        ddp_winograd_forward(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, w, y);
+        return;
+    }
     const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
@@ -386,6 +414,11 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
     if (!p)
         return;
+    if (p->winograd) {
+        ddp_winograd_backward_data(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, dy, w, dx,
+                                   beta);
+        return;
+    }
     const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
@@ -411,6 +444,11 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
         return;
+    if (p->winograd) {
+        ddp_winograd_backward_filter(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, dy,
+                                     dw, beta);
+        return;
+    }
     const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
     const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;

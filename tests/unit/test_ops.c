@@ -55,6 +55,14 @@ static double *to_double(const float *v, size_t count)
     return d;
 }
 
+static double *absolute(const double *v, size_t count)
+{
+    double *a = malloc(count * sizeof *a);
+    for (size_t i = 0; i < count; i++)
+        a[i] = fabs(v[i]);
+    return a;
+}
+
 static float *filled(size_t count, float value)
 {
     float *v = malloc(count * sizeof *v);
@@ -83,12 +91,48 @@ static size_t count_mismatches_double(const char *what, const double *got, const
     return bad;
 }
 
+/* Winograd (ops_cpu.c picks it for FIRST_WINOGRAD on) rounds its transforms:
+ * its error scales with the sum of the absolute values of the terms of an
+ * output, SCALE, rather than with the output, which cancellation can make
+ * small. Counts the elements of GOT farther than ATOL + WINOGRAD_TOL * SCALE
+ * from WANT, prints the first, and the worst error over SCALE seen. */
+static const double WINOGRAD_TOL = 4e-6;
+
+static size_t count_mismatches_scaled(const char *what, const double *got, const double *want,
+                                      const double *scale, size_t count)
+{
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < count; i++) {
+        double err = fabs(got[i] - want[i]);
+        worst = scale[i] > 0 && err / scale[i] > worst ? err / scale[i] : worst;
+        if (!(err <= ATOL + WINOGRAD_TOL * scale[i])) {
+            if (!bad)
+                printf("\n    %s: element %zu is %.8g, expected %.8g (terms' scale %.4g) ", what, i, got[i],
+                       want[i], scale[i]);
+            bad++;
+        }
+    }
+    if (bad)
+        printf("(%zu of %zu wrong, worst error %.2g of the scale) ", bad, count, worst);
+    return bad;
+}
+
 static size_t count_mismatches(const char *what, const float *got, const double *want, size_t count)
 {
     double *d = to_double(got, count);
     size_t bad = count_mismatches_double(what, d, want, count);
     free(d);
     return bad;
+}
+
+/* GOT against WANT: within count_mismatches_double's tolerance, or for a
+ * Winograd conv (SCALE not NULL) count_mismatches_scaled's. */
+static size_t conv_mismatches(const char *what, const double *got, const double *want, const double *scale,
+                              size_t count)
+{
+    return scale ? count_mismatches_scaled(what, got, want, scale, count)
+                 : count_mismatches_double(what, got, want, count);
 }
 
 /* Gradients as the library ops write them (ops.h: double on CPUs). */
@@ -228,11 +272,17 @@ static const Conv SHAPES[] = {
     {2, 2, 3, 2, 3, 3, 1, 1, 1},    /* input smaller than the kernel */
     {3, 5, 5, 2, 5, 5, 1, 0, 1},    /* kernel the size of the input: 1x1 output */
     {8, 5, 6, 8, 3, 3, 2, 1, 2},    /* groups 2, stride 2 */
-    {20, 9, 8, 10, 3, 3, 1, 1, 1},  /* CRS 180: several weight-gradient blocks */
+    {20, 9, 8, 6, 3, 3, 1, 1, 1},   /* CRS 180: several weight-gradient blocks (K < 8: not Winograd) */
     {18, 6, 5, 6, 3, 3, 1, 1, 3},   /* blocks that do not divide a group's CRS 54 */
     {1, 28, 28, 8, 5, 5, 1, 0, 1},  /* the first conv of the MNIST net */
+    /* Winograd (winograd_cpu.c): FIRST_WINOGRAD on */
+    {8, 12, 12, 8, 5, 5, 1, 0, 1},   /* 4x4 tiles of a 5x5 kernel, 2x2 of them */
+    {16, 14, 13, 8, 3, 3, 1, 1, 1},  /* 6x6 tiles that overhang the output, pad 1 */
+    {9, 11, 10, 10, 5, 3, 1, 2, 1},  /* non-square kernel, channels not a multiple of 8 */
+    {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* more tiles than one 128-row product */
+    {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
 };
-enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3 };
+enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
 
 /* Each test plans every shape for batch PLAN_N, then calls it with batch 3 and
  * with batch 1 (a last batch smaller than planned). */
@@ -291,8 +341,15 @@ static void test_conv_forward(void)
             ref_forward(&sh[i], n, xd, wd, want);
             char what[160];
             describe(what, sizeof what, &sh[i], n);
-            CU_ASSERT_EQUAL(count_mismatches(what, y, want, y_len(&sh[i], n)), 0);
-            free(x), free(w), free(y), free(xd), free(wd), free(want);
+            double *scale = NULL, *yd = to_double(y, y_len(&sh[i], n));
+            if (i >= FIRST_WINOGRAD) {
+                double *xa = absolute(xd, x_len(&sh[i], n)), *wa = absolute(wd, w_len(&sh[i]));
+                scale = malloc(y_len(&sh[i], n) * sizeof *scale);
+                ref_forward(&sh[i], n, xa, wa, scale);
+                free(xa), free(wa);
+            }
+            CU_ASSERT_EQUAL(conv_mismatches(what, yd, want, scale, y_len(&sh[i], n)), 0);
+            free(x), free(w), free(y), free(xd), free(wd), free(want), free(yd), free(scale);
         }
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
@@ -322,25 +379,36 @@ static void test_conv_backward(void)
             ddp_conv_backward_filter(ops, i, n, x, g, dw, 0.0f);
             ref_backward_data(s, n, gd, wd, want_dx);
             ref_backward_filter(s, n, xd, gd, want_dw);
+            double *dxd = to_double(dx, nx), *scale_dx = NULL, *scale_dw = NULL;
+            if (i >= FIRST_WINOGRAD) {
+                double *xa = absolute(xd, nx), *wa = absolute(wd, nw), *ga = absolute(gd, ny);
+                scale_dx = malloc(nx * sizeof *scale_dx), scale_dw = malloc(nw * sizeof *scale_dw);
+                ref_backward_data(s, n, ga, wa, scale_dx);
+                ref_backward_filter(s, n, xa, ga, scale_dw);
+                free(xa), free(wa), free(ga);
+            }
             snprintf(what, sizeof what, "dx, %s", base);
-            CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
+            CU_ASSERT_EQUAL(conv_mismatches(what, dxd, want_dx, scale_dx, nx), 0);
             snprintf(what, sizeof what, "dw, %s", base);
-            CU_ASSERT_EQUAL(count_mismatches_double(what, dw, want_dw, nw), 0);
+            CU_ASSERT_EQUAL(conv_mismatches(what, dw, want_dw, scale_dw, nw), 0);
 
             double forward_macs = (double)ny * (s->c / s->groups) * s->r * s->s;
             if ((double)(nx + nw) * forward_macs < 4e7) {
                 finite_differences(s, n, xd, wd, gd, xd, nx, want_dx);
                 finite_differences(s, n, xd, wd, gd, wd, nw, want_dw);
                 snprintf(what, sizeof what, "dx vs finite differences, %s", base);
-                CU_ASSERT_EQUAL(count_mismatches(what, dx, want_dx, nx), 0);
+                CU_ASSERT_EQUAL(conv_mismatches(what, dxd, want_dx, scale_dx, nx), 0);
                 snprintf(what, sizeof what, "dw vs finite differences, %s", base);
-                CU_ASSERT_EQUAL(count_mismatches_double(what, dw, want_dw, nw), 0);
+                CU_ASSERT_EQUAL(conv_mismatches(what, dw, want_dw, scale_dw, nw), 0);
                 fd_checked++;
             }
             free(x), free(w), free(g), free(dx), free(dw), free(xd), free(wd), free(gd);
+            free(dxd), free(scale_dx), free(scale_dw);
             free(want_dx), free(want_dw);
         }
-    CU_ASSERT(fd_checked >= 2 * NSHAPES - 5); /* all but the five largest */
+    /* All but the five largest im2col shapes. The Winograd ones are all too
+     * large; they meet the direct adjoints, which the others tie to FD. */
+    CU_ASSERT(fd_checked >= 2 * FIRST_WINOGRAD - 5);
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
 }
@@ -545,9 +613,8 @@ static void test_gemm_grad(void)
  * to float once, comes out the same floats when the batch is split in two and
  * the halves are added (two ranks, or two accumulated micro-batches). Sums
  * kept in float round differently in the last bit and fail this. */
-static void test_gradient_split_invariant(void)
+static void check_gradient_split_invariant(const Conv cv)
 {
-    const Conv cv = {16, 12, 10, 24, 3, 3, 1, 1, 1};
     const int n = 8, half = n / 2;
     DdpConvShape s = shape_of(&cv, n);
     DdpOps *ops = NULL;
@@ -577,12 +644,17 @@ static void test_gradient_split_invariant(void)
     free(x), free(g), free(dy), free(xin), free(whole), free(halves);
 }
 
+static void test_gradient_split_invariant(void)
+{
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
+}
+
 /* The same inputs give bit-identical outputs whatever the number of threads:
  * the promise the distributed-equivalence tests and --resume rely on. */
-static void test_deterministic_across_threads(void)
+static void check_deterministic_across_threads(const Conv cv)
 {
 #ifdef _OPENMP
-    const Conv cv = {16, 12, 10, 24, 3, 3, 1, 1, 2};
     const int n = 5, threads[] = {1, 2, 3, 4};
     DdpConvShape s = shape_of(&cv, n);
     size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
@@ -620,7 +692,66 @@ static void test_deterministic_across_threads(void)
     }
     omp_set_num_threads(saved);
     free(x), free(w), free(g), free(ga), free(gb), free(first), free(first_grads);
+#else
+    (void)cv;
 #endif
+}
+
+static void test_deterministic_across_threads(void)
+{
+    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
+    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd */
+}
+
+/* The convs at FIRST_WINOGRAD on are done by Winograd and the others not (so
+ * the shape tests above cover both), and a Winograd conv's forward and data
+ * gradient for a sample are the same bits in any batch: its tiles sit at
+ * another place in the 128-row products when the batch is split as among
+ * ranks (ops_cpu.c's promise, which tests/distributed/ relies on). */
+static void test_winograd_sample_independent_of_batch(void)
+{
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    for (int i = 0; i < NSHAPES; i++) {
+        char line[160];
+        ddp_ops_describe_conv(ops, i, line, sizeof line);
+        CU_ASSERT_EQUAL(strstr(line, "Winograd") != NULL, i >= FIRST_WINOGRAD);
+    }
+    ddp_ops_destroy(ops);
+
+    /* MNIST's second conv (4 tiles a sample), a 3x3 one (9 tiles) and a wide
+     * one (1024 channels in), 160 samples, and parts of them alone. Were a
+     * point's product one call for the whole batch, it would be above the
+     * size at which OpenBLAS 0.3.21 changes kernels (1e6 multiply-adds) for
+     * the batch and below it for one sample. */
+    const Conv convs[] = {{32, 12, 12, 64, 5, 5, 1, 0, 1}, {16, 14, 13, 8, 3, 3, 1, 1, 1},
+                          {1024, 6, 6, 8, 3, 3, 1, 1, 1}};
+    const int n = 160, starts[] = {0, 64, 133, 159}, counts[] = {64, 96, 1, 1};
+    for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ci++) {
+        DdpConvShape s = shape_of(&convs[ci], n);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+        size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
+        float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
+        float *y = filled(ny, NAN), *dx = filled(nx, NAN), *part_y = filled(ny, NAN), *part_dx = filled(nx, NAN);
+        ddp_conv_forward(ops, 0, n, x, w, y);
+        ddp_conv_backward_data(ops, 0, n, g, w, dx, 0.0f);
+        size_t differ = 0;
+        for (size_t pi = 0; pi < sizeof starts / sizeof starts[0]; pi++) {
+            const int first = starts[pi], count = counts[pi];
+            ddp_conv_forward(ops, 0, count, x + x_len(&s, first), w, part_y);
+            ddp_conv_backward_data(ops, 0, count, g + y_len(&s, first), w, part_dx, 0.0f);
+            differ += memcmp(part_y, y + y_len(&s, first), y_len(&s, count) * sizeof *y) != 0;
+            differ += memcmp(part_dx, dx + x_len(&s, first), x_len(&s, count) * sizeof *dx) != 0;
+        }
+        if (differ)
+            printf("\n    conv %zu: %zu of 8 parts differ from the whole batch ", ci, differ);
+        CU_ASSERT_EQUAL(differ, 0);
+        CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+        ddp_ops_destroy(ops);
+        free(x), free(w), free(g), free(y), free(dx), free(part_y), free(part_dx);
+    }
 }
 
 /* A wrong call from the generated program is recorded, not acted on, and
@@ -746,6 +877,8 @@ void suite_ops(void)
         {"conv backward vs direct adjoints and finite differences", test_conv_backward},
         {"conv backward filter beta and micro-batches", test_backward_filter_beta},
         {"conv backward data beta", test_backward_data_beta},
+        {"Winograd: chosen for its shapes; a sample's bits independent of the batch",
+         test_winograd_sample_independent_of_batch},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},

@@ -1,0 +1,661 @@
+/*
+ * winograd_cpu.c: stride-1 convolutions by Winograd's minimal filtering on the
+ * CPU; what and why in winograd_cpu.h.
+ *
+ * Layout. A pass takes a chunk of samples; its tiles are rows, numbered
+ * sample-major (row = sample * tiles + tile), padded with zero rows to a
+ * multiple of WINO_ROWS. For each of the 64 points xi of a tile, the chunk's
+ * transformed input is one matrix D[xi] of rows x C, the transformed weights one
+ * U[xi] of C x K, and forward's product M[xi] = D[xi] . U[xi] is rows x K. The
+ * backward data pass multiplies E[xi] (rows x K, the transformed dy) by U[xi]^T
+ * into the same space as D. The weight gradient's V[xi] = E[xi]^T . D[xi]
+ * (K x C) is a dgemm over the chunk's rows, in double.
+ *
+ * Every tile transform works on 8 channels at once (one 8-float vector per
+ * tile point), so that the loads or stores next to the products are
+ * contiguous in D, E and M.
+ */
+#include "winograd_cpu.h"
+
+#include <cblas.h>   // cblas_sgemm, cblas_dgemm
+#include <stdint.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#define WINO_PRAGMA(text) _Pragma(#text)
+#define OMP(directive) WINO_PRAGMA(omp directive)
+#else
+#define OMP(directive)
+#endif
+
+/* Rows (tiles) per sgemm call: a fixed shape, so that which kernel OpenBLAS
+ * picks, and so a tile's result, never depends on the batch (ops_cpu.c:
+ * GEMM_ROWS says why that matters). */
+enum { WINO_ROWS = 128, LANES = 8 };
+
+/* Scratch, at most this much (the chunk of samples shrinks to fit). */
+#define WINO_SCRATCH_CAP ((size_t)32 << 20)
+
+/* One point of a tile for LANES channels, a vector (GCC's vector extension,
+ * so that the transforms' sums stay in registers): tile[point][lane]. */
+typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
+
+/* Four doubles, for the weight gradient's last transform. */
+enum { QUAD = 4 };
+typedef double Quad __attribute__((vector_size(QUAD * sizeof(double))));
+
+/* ---- the transform matrices ----------------------------------------------- */
+
+/* The seven finite interpolation points; the eighth is infinity. */
+static const double points[WINO_ALPHA - 1] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5};
+
+/* COEF (degree + 1 doubles, lowest power first) = prod (x - points[l]) over
+ * l < 7, l != SKIP (SKIP -1 skips none); the degree. */
+static int point_polynomial(int skip, double coef[WINO_ALPHA])
+{
+    int degree = 0;
+    memset(coef, 0, WINO_ALPHA * sizeof *coef);
+    coef[0] = 1.0;
+    for (int l = 0; l < WINO_ALPHA - 1; l++) {
+        if (l == skip)
+            continue;
+        for (int i = degree + 1; i > 0; i--) /* times (x - p) */
+            coef[i] = coef[i - 1] - points[l] * coef[i];
+        coef[0] *= -points[l];
+        degree++;
+    }
+    return degree;
+}
+
+/* B^T: row j < 7 is prod over l != j of (x - p_l), row 7 the product of all. */
+static void data_transform(double bt[WINO_POINTS])
+{
+    for (int j = 0; j < WINO_ALPHA; j++)
+        point_polynomial(j < WINO_ALPHA - 1 ? j : -1, bt + j * WINO_ALPHA);
+}
+
+/* A^T for M outputs: A^T[i][j] = p_j^i, and infinity's column picks the last. */
+static void output_transform(int m, double at[WINO_POINTS])
+{
+    memset(at, 0, WINO_POINTS * sizeof *at);
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < WINO_ALPHA - 1; j++) {
+            double power = 1.0;
+            for (int e = 0; e < i; e++)
+                power *= points[j];
+            at[i * WINO_ALPHA + j] = power;
+        }
+        at[i * WINO_ALPHA + WINO_ALPHA - 1] = i == m - 1;
+    }
+}
+
+/* G for an R-tap kernel: G[j][k] = p_j^k / prod over l != j of (p_j - p_l),
+ * and infinity's row picks the last tap. */
+static void kernel_transform(int r, double g[WINO_POINTS])
+{
+    memset(g, 0, WINO_POINTS * sizeof *g);
+    for (int j = 0; j < WINO_ALPHA - 1; j++) {
+        double denominator = 1.0;
+        for (int l = 0; l < WINO_ALPHA - 1; l++)
+            if (l != j)
+                denominator *= points[j] - points[l];
+        double power = 1.0;
+        for (int k = 0; k < r; k++) {
+            g[j * WINO_ALPHA + k] = power / denominator;
+            power *= points[j];
+        }
+    }
+    g[(WINO_ALPHA - 1) * WINO_ALPHA + r - 1] = 1.0;
+}
+
+static void to_float(const double *in, float *out)
+{
+    for (int i = 0; i < WINO_POINTS; i++)
+        out[i] = (float)in[i];
+}
+
+static void transpose(const double *in, double *out)
+{
+    for (int i = 0; i < WINO_ALPHA; i++)
+        for (int j = 0; j < WINO_ALPHA; j++)
+            out[j * WINO_ALPHA + i] = in[i * WINO_ALPHA + j];
+}
+
+/* M as floats, and its transpose. */
+static void to_floats_and_transposed(const double *m, float *as_is, float *transposed)
+{
+    double t[WINO_POINTS];
+    transpose(m, t);
+    to_float(m, as_is);
+    to_float(t, transposed);
+}
+
+/* ---- the rule and the plan -------------------------------------------------- */
+
+static int tiles_of(int out, int m)
+{
+    return (out + m - 1) / m;
+}
+
+int ddp_winograd_suits(const DdpConvShape *sh)
+{
+    if (sh->stride != 1 || sh->groups != 1 || sh->r < 2 || sh->r > 7 || sh->s < 2 || sh->s > 7 ||
+        sh->c < LANES || sh->k < LANES)
+        return 0;
+    /* Multiplies per (c, k) pair and sample: 64 per tile against one per tap
+     * and output pixel. Half or less, or the transforms eat the gain. */
+    double tiles = (double)tiles_of(sh->out_h, 9 - sh->r) * tiles_of(sh->out_w, 9 - sh->s);
+    return WINO_POINTS * tiles * 2 <= (double)sh->out_h * sh->out_w * sh->r * sh->s;
+}
+
+/* ---- scratch -------------------------------------------------------------------- */
+
+/* Rows rounded up to whole sgemm blocks. */
+static size_t rows_padded(int rows)
+{
+    return (size_t)(rows + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+}
+
+/* Counts rounded up to 64 bytes, so that no part shares a cache line. */
+static size_t align_floats(size_t count)
+{
+    return (count + 15) / 16 * 16;
+}
+
+static int channel_blocks(int c)
+{
+    return (c + LANES - 1) / LANES;
+}
+
+/* Floats of SAMPLES inputs with channels in blocks (block_channels). */
+static size_t blocked_floats(const DdpConvShape *sh, int samples)
+{
+    return align_floats((size_t)samples * channel_blocks(sh->c) * LANES * sh->h * sh->w);
+}
+
+/* The forward and backward data passes, for a chunk of SAMPLES: U (C x K per
+ * point), D (rows x C: the input, or backward's product N), M (rows x K:
+ * forward's product, or backward's E), and the blocked input or dx. */
+typedef struct {
+    float *u, *d, *m, *blocked;
+} DataScratch;
+
+static size_t data_scratch(const WinogradPlan *p, const DdpConvShape *sh, int samples, void *base,
+                           DataScratch *at)
+{
+    const size_t rows = rows_padded(samples * p->tiles);
+    const size_t u = align_floats((size_t)WINO_POINTS * sh->c * sh->k);
+    const size_t d = align_floats((size_t)WINO_POINTS * rows * sh->c);
+    const size_t m = align_floats((size_t)WINO_POINTS * rows * sh->k);
+    if (at) {
+        at->u = base;
+        at->d = at->u + u;
+        at->m = at->d + d;
+        at->blocked = at->m + m;
+    }
+    return (u + d + m + blocked_floats(sh, samples)) * sizeof(float);
+}
+
+/* The filter pass: D (rows x C) and E (rows x K) per point in double, V (K x C
+ * per point) in double, then the blocked input in float. */
+typedef struct {
+    double *d, *e, *v;
+    float *blocked;
+} FilterScratch;
+
+static size_t filter_scratch(const WinogradPlan *p, const DdpConvShape *sh, int samples, void *base,
+                             FilterScratch *at)
+{
+    const size_t rows = (size_t)samples * p->tiles;
+    const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
+    const size_t v = (size_t)WINO_POINTS * sh->k * sh->c;
+    const size_t doubles = (d + e + v + 7) / 8 * 8; /* 64 bytes */
+    if (at) {
+        at->d = base;
+        at->e = at->d + d;
+        at->v = at->e + e;
+        at->blocked = (float *)(at->d + doubles);
+    }
+    return doubles * sizeof(double) + blocked_floats(sh, samples) * sizeof(float);
+}
+
+static size_t scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int samples)
+{
+    size_t data = data_scratch(p, sh, samples, NULL, NULL);
+    size_t filter = filter_scratch(p, sh, samples, NULL, NULL);
+    return data > filter ? data : filter;
+}
+
+void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh)
+{
+    memset(p, 0, sizeof *p);
+    p->mh = 9 - sh->r;
+    p->mw = 9 - sh->s;
+    p->tiles_w = tiles_of(sh->out_w, p->mw);
+    p->tiles = tiles_of(sh->out_h, p->mh) * p->tiles_w;
+    p->chunk = sh->n;
+    while (p->chunk > 1 && scratch_bytes(p, sh, p->chunk) > WINO_SCRATCH_CAP)
+        p->chunk = (p->chunk + 1) / 2;
+
+    double m[WINO_POINTS];
+    data_transform(m);
+    to_floats_and_transposed(m, p->bt, p->b);
+    output_transform(p->mh, m);
+    to_floats_and_transposed(m, p->at_h, p->a_h);
+    output_transform(p->mw, m);
+    to_floats_and_transposed(m, p->at_w, p->a_w);
+    kernel_transform(sh->r, m);
+    to_float(m, p->g_h);
+    transpose(m, p->gt_h);
+    kernel_transform(sh->s, m);
+    to_float(m, p->g_w);
+    transpose(m, p->gt_w);
+}
+
+size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
+{
+    return scratch_bytes(p, sh, p->chunk);
+}
+
+/* ---- tile transforms, 8 channels at a time ----------------------------------- */
+
+/* OUT[i][j] = sum over a, b of L[i][a] IN[a][b] R[j][b], per lane, for i <
+ * RO and j < CO: L and R are 8 x 8 (zero where the transform is smaller), IN
+ * and OUT 8 x 8 tiles. Fixed trip counts, so that the compiler unrolls the
+ * inner loops and keeps a row of the tile in registers; the transforms are a
+ * third zeros, which are skipped. */
+static void sandwich(int ro, const float *restrict l, int co, const float *restrict r, const Lanes *restrict in,
+                     Lanes *restrict out)
+{
+    for (int i = 0; i < ro; i++) {
+        Lanes half[WINO_ALPHA] = {0}; /* row i of L . IN */
+        for (int a = 0; a < WINO_ALPHA; a++) {
+            const float coef = l[i * WINO_ALPHA + a];
+            if (coef != 0.0f)
+                for (int b = 0; b < WINO_ALPHA; b++)
+                    half[b] += coef * in[a * WINO_ALPHA + b];
+        }
+        for (int j = 0; j < co; j++) {
+            Lanes acc = {0};
+            for (int b = 0; b < WINO_ALPHA; b++) {
+                const float coef = r[j * WINO_ALPHA + b];
+                if (coef != 0.0f)
+                    acc += coef * half[b];
+            }
+            out[i * WINO_ALPHA + j] = acc;
+        }
+    }
+}
+
+/* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
+static int lanes_at(int c0, int count)
+{
+    return count - c0 < LANES ? count - c0 : LANES;
+}
+
+/* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
+ * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
+ * pixel of 8 channels is one contiguous vector. One sample; X is C x HW. */
+static void block_channels(const float *x, int c, size_t hw, float *xb)
+{
+    for (int cb = 0; cb < channel_blocks(c); cb++) {
+        const int lanes = lanes_at(cb * LANES, c);
+        float *out = xb + (size_t)cb * hw * LANES;
+        for (size_t px = 0; px < hw; px++) {
+            for (int v = 0; v < lanes; v++)
+                out[px * LANES + v] = x[(size_t)(cb * LANES + v) * hw + px];
+            for (int v = lanes; v < LANES; v++)
+                out[px * LANES + v] = 0.0f;
+        }
+    }
+}
+
+/* Input tile TILE of one sample, channel block CB, from its blocked input XB,
+ * transformed: OUT = B^T d B. Pixels outside the input (padding, overhang)
+ * are zero. */
+static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *xb, int tile, int cb,
+                       Lanes out[WINO_POINTS])
+{
+    const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
+    const float *plane = xb + (size_t)cb * sh->h * sh->w * LANES;
+    Lanes d[WINO_POINTS];
+    for (int a = 0; a < WINO_ALPHA; a++) {
+        const int iy = y0 + a;
+        for (int b = 0; b < WINO_ALPHA; b++) {
+            const int ix = x0 + b;
+            if (iy >= 0 && iy < sh->h && ix >= 0 && ix < sh->w)
+                memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)iy * sh->w + ix) * LANES, sizeof(Lanes));
+            else
+                memset(&d[a * WINO_ALPHA + b], 0, sizeof(Lanes));
+        }
+    }
+    sandwich(WINO_ALPHA, p->bt, WINO_ALPHA, p->bt, d, out);
+}
+
+/* Output-gradient tile TILE of one sample DY (K x out_h x out_w), channels
+ * k0.., transformed: OUT = A dy A^T (8 x 8). Beyond the output, zero. */
+static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *dy, int tile, int k0,
+                          Lanes out[WINO_POINTS])
+{
+    const int lanes = lanes_at(k0, sh->k);
+    const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
+    Lanes e[WINO_POINTS];
+    memset(e, 0, sizeof e);
+    for (int v = 0; v < lanes; v++) {
+        const float *dyk = dy + (size_t)(k0 + v) * sh->out_h * sh->out_w;
+        for (int i = 0; i < p->mh && y0 + i < sh->out_h; i++)
+            for (int j = 0; j < p->mw && x0 + j < sh->out_w; j++)
+                e[i * WINO_ALPHA + j][v] = dyk[(size_t)(y0 + i) * sh->out_w + x0 + j];
+    }
+    sandwich(WINO_ALPHA, p->a_h, WINO_ALPHA, p->a_w, e, out);
+}
+
+/* Stores a transformed tile's lanes into the 64 matrices at DST (point xi's
+ * row at DST + xi * STRIDE), as floats or as doubles. */
+static void store_floats(const Lanes t[WINO_POINTS], int lanes, float *dst, size_t stride)
+{
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        if (lanes == LANES) /* a fixed size: one vector store, not a call */
+            memcpy(dst + xi * stride, &t[xi], sizeof(Lanes));
+        else
+            memcpy(dst + xi * stride, &t[xi], (size_t)lanes * sizeof(float));
+}
+
+static void store_doubles(const Lanes t[WINO_POINTS], int lanes, double *dst, size_t stride)
+{
+    for (int xi = 0; xi < WINO_POINTS; xi++) {
+        double *row = dst + xi * stride;
+        if (lanes == LANES)
+            OMP(simd)
+            for (int v = 0; v < LANES; v++)
+                row[v] = t[xi][v];
+        else
+            for (int v = 0; v < lanes; v++)
+                row[v] = t[xi][v];
+    }
+}
+
+/* The reverse: a tile's lanes from the 64 matrices at SRC, zero past LANES. */
+static void load_floats(const float *src, size_t stride, int lanes, Lanes t[WINO_POINTS])
+{
+    if (lanes < LANES)
+        memset(t, 0, WINO_POINTS * sizeof(Lanes));
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        if (lanes == LANES)
+            memcpy(&t[xi], src + xi * stride, sizeof(Lanes));
+        else
+            memcpy(&t[xi], src + xi * stride, (size_t)lanes * sizeof(float));
+}
+
+/* U[xi] = G g G^T for every (c, k): as C x K matrices (forward: D . U), or
+ * TRANSPOSED as K x C (backward data: E . U^T, which sgemm does faster with
+ * U^T stored than transposing U). Vectors run along the stored rows. */
+static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, const float *w, int transposed,
+                              float *u)
+{
+    const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
+    const int rows = transposed ? sh->k : sh->c, cols = transposed ? sh->c : sh->k;
+    OMP(for schedule(static))
+    for (int row = 0; row < rows; row++)
+        for (int col0 = 0; col0 < cols; col0 += LANES) {
+            const int lanes = lanes_at(col0, cols);
+            Lanes g[WINO_POINTS] = {0}, t[WINO_POINTS];
+            for (int v = 0; v < lanes; v++) {
+                const int k = transposed ? row : col0 + v, c = transposed ? col0 + v : row;
+                const float *wkc = w + ((size_t)k * sh->c + c) * rs;
+                for (int a = 0; a < sh->r; a++)
+                    for (int b = 0; b < sh->s; b++)
+                        g[a * WINO_ALPHA + b][v] = wkc[a * sh->s + b];
+            }
+            sandwich(WINO_ALPHA, p->g_h, WINO_ALPHA, p->g_w, g, t);
+            store_floats(t, lanes, u + (size_t)row * cols + col0, ck);
+        }
+}
+
+/* ---- the passes ----------------------------------------------------------------- */
+
+/* The chunk's rows, and its row count padded to whole sgemm blocks. */
+typedef struct {
+    int first, count; /* samples */
+    int rows, padded;
+} Chunk;
+
+static Chunk chunk_at(const WinogradPlan *p, int first, int n)
+{
+    Chunk ch = {first, n - first < p->chunk ? n - first : p->chunk, 0, 0};
+    ch.rows = ch.count * p->tiles;
+    ch.padded = (int)rows_padded(ch.rows);
+    return ch;
+}
+
+/* OUT[xi] (padded x N) = IN[xi] (padded x K) . U[xi] (K x N) for every point,
+ * in blocks of WINO_ROWS rows. */
+static void products(const Chunk *ch, const float *in, int k, const float *u, int n, float *out)
+{
+    const int blocks = ch->padded / WINO_ROWS;
+    OMP(for schedule(static))
+    for (int task = 0; task < WINO_POINTS * blocks; task++) {
+        const int xi = task / blocks;
+        const size_t row = (size_t)(task % blocks) * WINO_ROWS;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WINO_ROWS, n, k, 1.0f,
+                    in + (row * WINO_POINTS + xi) * k, WINO_POINTS * k, u + (size_t)xi * k * n, n,
+                    0.0f, out + (row * WINO_POINTS + xi) * n, WINO_POINTS * n);
+    }
+}
+
+/* Zeroes rows [rows, padded) of the 64 matrices of WIDTH columns at M. */
+static void zero_padding(const Chunk *ch, float *m, int width)
+{
+    OMP(single)
+    memset(m + (size_t)ch->rows * WINO_POINTS * width, 0,
+           (size_t)(ch->padded - ch->rows) * WINO_POINTS * width * sizeof *m);
+}
+
+/* Blocks the channels of the chunk's samples of X (C x H x W each). */
+static void block_chunk(const DdpConvShape *sh, const Chunk *ch, const float *x, float *blocked)
+{
+    const size_t hw = (size_t)sh->h * sh->w, per_sample = (size_t)channel_blocks(sh->c) * LANES * hw;
+    OMP(for schedule(static))
+    for (int s = 0; s < ch->count; s++)
+        block_channels(x + (size_t)(ch->first + s) * sh->c * hw, sh->c, hw, blocked + s * per_sample);
+}
+
+/* The blocked input of the sample of row ROW. */
+static const float *blocked_sample(const WinogradPlan *p, const DdpConvShape *sh, const float *blocked, int row)
+{
+    return blocked + (size_t)(row / p->tiles) * channel_blocks(sh->c) * LANES * sh->h * sh->w;
+}
+
+void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch, int n,
+                          const float *x, const float *w, float *y)
+{
+    DataScratch at;
+    data_scratch(p, sh, p->chunk, scratch, &at);
+    const size_t out_pixels = (size_t)sh->out_h * sh->out_w;
+    const int tiles = p->tiles;
+    OMP(parallel num_threads(nthreads))
+    {
+        transform_weights(p, sh, w, 0, at.u);
+        for (int first = 0; first < n; first += p->chunk) {
+            const Chunk ch = chunk_at(p, first, n);
+            block_chunk(sh, &ch, x, at.blocked);
+            OMP(for schedule(static))
+            for (int row = 0; row < ch.rows; row++) {
+                const float *xb = blocked_sample(p, sh, at.blocked, row);
+                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
+                    Lanes t[WINO_POINTS];
+                    input_tile(p, sh, xb, row % tiles, cb, t);
+                    store_floats(t, lanes_at(cb * LANES, sh->c),
+                                 at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c);
+                }
+            }
+            zero_padding(&ch, at.d, sh->c);
+            products(&ch, at.d, sh->c, at.u, sh->k, at.m);
+            /* Y = A^T M A, written where the tile lies inside the output. */
+            OMP(for schedule(static))
+            for (int row = 0; row < ch.rows; row++) {
+                float *ys = y + (size_t)(first + row / tiles) * sh->k * out_pixels;
+                const int tile = row % tiles;
+                const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
+                const int rows_in = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
+                const int cols_in = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
+                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
+                    const int lanes = lanes_at(k0, sh->k);
+                    Lanes mt[WINO_POINTS], out[WINO_POINTS];
+                    load_floats(at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k, lanes, mt);
+                    sandwich(p->mh, p->at_h, p->mw, p->at_w, mt, out);
+                    for (int v = 0; v < lanes; v++)
+                        for (int i = 0; i < rows_in; i++)
+                            for (int j = 0; j < cols_in; j++)
+                                ys[(k0 + v) * out_pixels + (size_t)(y0 + i) * sh->out_w + x0 + j] =
+                                    out[i * WINO_ALPHA + j][v];
+                }
+            }
+        }
+    }
+}
+
+void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
+                                int n, const float *dy, const float *w, float *dx, float beta)
+{
+    DataScratch at; /* at.d holds N, at.m E, at.blocked the samples' dx */
+    data_scratch(p, sh, p->chunk, scratch, &at);
+    const size_t hw = (size_t)sh->h * sh->w, in_sample = (size_t)sh->c * hw;
+    const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
+    const size_t blocked_sample_floats = (size_t)channel_blocks(sh->c) * LANES * hw;
+    const int tiles = p->tiles;
+    OMP(parallel num_threads(nthreads))
+    {
+        transform_weights(p, sh, w, 1, at.u);
+        for (int first = 0; first < n; first += p->chunk) {
+            const Chunk ch = chunk_at(p, first, n);
+            OMP(for schedule(static))
+            for (int row = 0; row < ch.rows; row++) {
+                const float *dys = dy + (size_t)(first + row / tiles) * out_sample;
+                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
+                    Lanes t[WINO_POINTS];
+                    gradient_tile(p, sh, dys, row % tiles, k0, t);
+                    store_floats(t, lanes_at(k0, sh->k), at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k);
+                }
+            }
+            zero_padding(&ch, at.m, sh->k);
+            products(&ch, at.m, sh->k, at.u, sh->c, at.d);
+            /* dd = B N B^T per tile, added into the sample's blocked dx tile by
+             * tile in order (one sample per task: each pixel's sum has a fixed
+             * order), then dx = beta dx + that. */
+            OMP(for schedule(static))
+            for (int s = 0; s < ch.count; s++) {
+                float *acc = at.blocked + s * blocked_sample_floats;
+                memset(acc, 0, blocked_sample_floats * sizeof *acc);
+                for (int tile = 0; tile < tiles; tile++) {
+                    const int row = s * tiles + tile;
+                    const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
+                    for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
+                        Lanes nt[WINO_POINTS], out[WINO_POINTS];
+                        load_floats(at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
+                                    lanes_at(cb * LANES, sh->c), nt);
+                        sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, nt, out);
+                        float *plane = acc + (size_t)cb * hw * LANES;
+                        for (int a = 0; a < WINO_ALPHA; a++) {
+                            const int iy = y0 + a;
+                            if (iy < 0 || iy >= sh->h)
+                                continue;
+                            for (int b = 0; b < WINO_ALPHA; b++) {
+                                const int ix = x0 + b;
+                                if (ix < 0 || ix >= sh->w)
+                                    continue;
+                                float *px = plane + ((size_t)iy * sh->w + ix) * LANES;
+                                OMP(simd)
+                                for (int v = 0; v < LANES; v++)
+                                    px[v] += out[a * WINO_ALPHA + b][v];
+                            }
+                        }
+                    }
+                }
+                float *dxs = dx + (size_t)(first + s) * in_sample;
+                for (int c = 0; c < sh->c; c++) {
+                    const float *from = acc + (size_t)(c / LANES) * hw * LANES + c % LANES;
+                    float *to = dxs + (size_t)c * hw;
+                    if (beta == 0.0f)
+                        for (size_t px = 0; px < hw; px++)
+                            to[px] = from[px * LANES];
+                    else
+                        for (size_t px = 0; px < hw; px++)
+                            to[px] = beta * to[px] + from[px * LANES];
+                }
+            }
+        }
+    }
+}
+
+void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
+                                  int n, const float *x, const float *dy, DdpGrad *dw, float beta)
+{
+    FilterScratch at;
+    filter_scratch(p, sh, p->chunk, scratch, &at);
+    const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
+    const size_t ck = (size_t)sh->c * sh->k;
+    const int tiles = p->tiles;
+    OMP(parallel num_threads(nthreads))
+    {
+        for (int first = 0; first < n; first += p->chunk) {
+            const Chunk ch = chunk_at(p, first, n);
+            block_chunk(sh, &ch, x, at.blocked);
+            OMP(for schedule(static))
+            for (int row = 0; row < ch.rows; row++) {
+                const float *xb = blocked_sample(p, sh, at.blocked, row);
+                const float *dys = dy + (size_t)(first + row / tiles) * out_sample;
+                Lanes t[WINO_POINTS];
+                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
+                    input_tile(p, sh, xb, row % tiles, cb, t);
+                    store_doubles(t, lanes_at(cb * LANES, sh->c),
+                                  at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c);
+                }
+                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
+                    gradient_tile(p, sh, dys, row % tiles, k0, t);
+                    store_doubles(t, lanes_at(k0, sh->k), at.e + (size_t)row * WINO_POINTS * sh->k + k0, sh->k);
+                }
+            }
+            /* V[xi] += E[xi]^T D[xi]: the products of floats are exact in
+             * double, and the sum over the chunk's tiles rounds in double. */
+            OMP(for schedule(static))
+            for (int xi = 0; xi < WINO_POINTS; xi++)
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sh->k, sh->c, ch.rows, 1.0,
+                            at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k, at.d + (size_t)xi * sh->c,
+                            WINO_POINTS * sh->c,
+                            first == 0 ? 0.0 : 1.0, at.v + (size_t)xi * ck, sh->c);
+        }
+        /* dw = beta dw + G^T V G, per (k, c), in double, 4 pairs kc = k * C
+         * + c at a time (V is K x C per point, as dw's first two axes). With
+         * no samples V was never written: the gradient is zero. */
+        const size_t rs = (size_t)sh->r * sh->s;
+        OMP(for schedule(static))
+        for (size_t kc0 = 0; kc0 < ck; kc0 += QUAD) {
+            const int lanes = ck - kc0 < QUAD ? (int)(ck - kc0) : QUAD;
+            Quad vk[WINO_POINTS] = {0}, half[WINO_POINTS] = {0}, grad[WINO_POINTS];
+            for (int xi = 0; xi < WINO_POINTS && n > 0; xi++)
+                memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(double));
+            for (int a = 0; a < sh->r; a++)
+                for (int i = 0; i < WINO_ALPHA; i++) {
+                    const double coef = p->gt_h[a * WINO_ALPHA + i];
+                    if (coef != 0.0)
+                        for (int j = 0; j < WINO_ALPHA; j++)
+                            half[a * WINO_ALPHA + j] += coef * vk[i * WINO_ALPHA + j];
+                }
+            for (int a = 0; a < sh->r; a++)
+                for (int b = 0; b < sh->s; b++) {
+                    Quad sum = {0};
+                    for (int j = 0; j < WINO_ALPHA; j++)
+                        sum += p->gt_w[b * WINO_ALPHA + j] * half[a * WINO_ALPHA + j];
+                    grad[a * WINO_ALPHA + b] = sum;
+                }
+            for (int q = 0; q < lanes; q++) {
+                DdpGrad *out = dw + (kc0 + q) * rs;
+                for (int a = 0; a < sh->r; a++)
+                    for (int b = 0; b < sh->s; b++)
+                        out[a * sh->s + b] = beta == 0.0f ? grad[a * WINO_ALPHA + b][q]
+                                                          : beta * out[a * sh->s + b] + grad[a * WINO_ALPHA + b][q];
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/*
+ * winograd_cpu.h: stride-1 convolutions on the CPU by Winograd's minimal
+ * filtering, for ops_cpu.c, which chooses per conv between this and im2col.
+ *
+ * Each output tile of M x M pixels (M = 9 - R for an R-tap kernel side, so that
+ * the input tile is always 8 x 8) is computed from an 8 x 8 input tile with 64
+ * multiplies per (input channel, output channel) pair, where im2col's product
+ * needs M*M*R*S: for MNIST's 5x5 conv 6.25 times fewer, for a 3x3 one 5 times.
+ * The 64 products of a tile are 64 independent matrix products over the
+ * channels, which sgemm does; what is left are small fixed transforms of tiles:
+ *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A      per tile
+ *   backward data    dd = B [ (G g G^T)^T . (A^T dy A) ] B^T    summed over k,
+ *                         and the tiles' dd, which overlap, added into dx
+ *   backward filter  dg = G^T [ sum over tiles (A^T dy A) . (B^T d B)^T ] G
+ * (Lavin and Gray, "Fast algorithms for convolutional neural networks", 2015;
+ * the two backward passes are the exact adjoints of the forward one.) The
+ * transforms come from interpolation at 0, +-1, +-2, +-1/2 and infinity.
+ *
+ * The results are not im2col's bits (Winograd rounds differently: about 1e-6
+ * of the output's scale for 5x5, checked in tests/unit/test_ops.c against a
+ * double reference), but they keep the guarantees of ops_cpu.c:
+ *  - a sample's forward and data gradient are the same bits in any batch and
+ *    with any thread count: every product has a fixed shape (WINO_ROWS rows of
+ *    tiles, the last block zero-padded), tiles are summed in a fixed order;
+ *  - the weight gradient sums every sample's transformed tiles in double
+ *    (dgemm on float values converted exactly), so the sum over the batch
+ *    rounds only in double, as ops.h's DdpGrad promises.
+ */
+#ifndef DDPRT_WINOGRAD_CPU_H
+#define DDPRT_WINOGRAD_CPU_H
+
+#include <stddef.h>
+
+#include "ops.h"  // DdpConvShape, DdpGrad
+
+/* The input tile's side, and the number of products per tile. */
+enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA };
+
+typedef struct {
+    int mh, mw;            /* output tile: 9 - r rows by 9 - s columns */
+    int tiles_w, tiles;    /* tiles per row of the output, per sample */
+    int chunk;             /* samples per pass, so the scratch stays bounded */
+    /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
+     * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
+     * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w.
+     * Floats for the per-tile transforms, doubles for the weight gradient's. */
+    float bt[64], b[64];
+    float at_h[64], a_h[64], at_w[64], a_w[64];
+    float g_h[64], g_w[64];
+    double gt_h[64], gt_w[64];
+} WinogradPlan;
+
+/* Whether SHAPE is better done this way: stride 1, one group, kernel sides
+ * 2..7, at least 8 channels in and out, and at most half im2col's multiplies
+ * once tiles that hang over the edge are counted. */
+int ddp_winograd_suits(const DdpConvShape *shape);
+
+/* Fills PLAN for SHAPE (one that suits; shape->n the largest batch). */
+void ddp_winograd_plan(WinogradPlan *plan, const DdpConvShape *shape);
+
+/* Bytes of scratch the three calls need for PLAN (one buffer, any of them). */
+size_t ddp_winograd_scratch_bytes(const WinogradPlan *plan, const DdpConvShape *shape);
+
+/* ops.h's three conv calls, for a planned shape: N samples (at most shape->n),
+ * on NTHREADS OpenMP threads, in SCRATCH (64-byte aligned, the bytes above). */
+void ddp_winograd_forward(const WinogradPlan *plan, const DdpConvShape *shape, int nthreads, void *scratch,
+                          int n, const float *x, const float *w, float *y);
+void ddp_winograd_backward_data(const WinogradPlan *plan, const DdpConvShape *shape, int nthreads,
+                                void *scratch, int n, const float *dy, const float *w, float *dx, float beta);
+void ddp_winograd_backward_filter(const WinogradPlan *plan, const DdpConvShape *shape, int nthreads,
+                                  void *scratch, int n, const float *x, const float *dy, DdpGrad *dw,
+                                  float beta);
+
+#endif
