@@ -173,7 +173,7 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s);
     p->winograd = ddp_winograd_suits(&checked);
     if (p->winograd)
-        ddp_winograd_plan(&p->wino, &checked);
+        ddp_winograd_plan(&p->wino, &checked, ops->nthreads);
     return DDP_OK;
 }
 
@@ -239,7 +239,7 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
         snprintf(buf, len, "conv %d not planned", id);
     else if (p->winograd)
         snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 sgemm per %d samples, weight gradient by dgemm",
-                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.chunk);
+                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.group);
     else if (p->direct)
         snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else

@@ -22,19 +22,24 @@
 #include <string.h>
 
 #ifdef _OPENMP
+#include <omp.h>     // omp_get_thread_num
 #define WINO_PRAGMA(text) _Pragma(#text)
 #define OMP(directive) WINO_PRAGMA(omp directive)
 #else
 #define OMP(directive)
+static int omp_get_thread_num(void) { return 0; }
 #endif
 
 /* Rows (tiles) per sgemm call: a fixed shape, so that which kernel OpenBLAS
  * picks, and so a tile's result, never depends on the batch (ops_cpu.c:
- * GEMM_ROWS says why that matters). */
-enum { WINO_ROWS = 128, LANES = 8 };
+ * GEMM_ROWS says why that matters). Small, so that a group's matrices stay
+ * in the core's own cache between the transforms and the products: no
+ * slower per multiply than 128 or 256 rows here. */
+enum { WINO_ROWS = 32, LANES = 8 };
 
-/* Scratch, at most this much (the chunk of samples shrinks to fit). */
-#define WINO_SCRATCH_CAP ((size_t)32 << 20)
+/* The filter pass's scratch, at most this much (its chunk of samples shrinks
+ * to fit). */
+#define WINO_FILTER_CAP ((size_t)32 << 20)
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
@@ -173,31 +178,35 @@ static size_t blocked_floats(const DdpConvShape *sh, int samples)
     return align_floats((size_t)samples * channel_blocks(sh->c) * LANES * sh->h * sh->w);
 }
 
-/* The forward and backward data passes, for a chunk of SAMPLES: U (C x K per
- * point), D (rows x C: the input, or backward's product N), M (rows x K:
- * forward's product, or backward's E), and the blocked input or dx. */
+/* The forward and backward data passes: U (C x K per point, or K x C), shared,
+ * then each thread's own space for a group of samples: D (rows x C per point:
+ * the input, or backward's product N), M (rows x K: forward's product, or
+ * backward's E), and the group's blocked input or dx. */
 typedef struct {
-    float *u, *d, *m, *blocked;
-} DataScratch;
+    float *d, *m, *blocked;
+} GroupScratch;
 
-static size_t data_scratch(const WinogradPlan *p, const DdpConvShape *sh, int samples, void *base,
-                           DataScratch *at)
+static size_t weights_floats(const DdpConvShape *sh)
 {
-    const size_t rows = rows_padded(samples * p->tiles);
-    const size_t u = align_floats((size_t)WINO_POINTS * sh->c * sh->k);
+    return align_floats((size_t)WINO_POINTS * sh->c * sh->k);
+}
+
+static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float *base, GroupScratch *at)
+{
+    const size_t rows = rows_padded(p->group * p->tiles);
     const size_t d = align_floats((size_t)WINO_POINTS * rows * sh->c);
     const size_t m = align_floats((size_t)WINO_POINTS * rows * sh->k);
     if (at) {
-        at->u = base;
-        at->d = at->u + u;
+        at->d = base;
         at->m = at->d + d;
         at->blocked = at->m + m;
     }
-    return (u + d + m + blocked_floats(sh, samples)) * sizeof(float);
+    return d + m + blocked_floats(sh, p->group);
 }
 
-/* The filter pass: D (rows x C) and E (rows x K) per point in double, V (K x C
- * per point) in double, then the blocked input in float. */
+/* The filter pass, for a chunk of SAMPLES: D (rows x C) and E (rows x K) per
+ * point in double, V (K x C per point) in double, then the blocked input in
+ * float. */
 typedef struct {
     double *d, *e, *v;
     float *blocked;
@@ -219,22 +228,17 @@ static size_t filter_scratch(const WinogradPlan *p, const DdpConvShape *sh, int 
     return doubles * sizeof(double) + blocked_floats(sh, samples) * sizeof(float);
 }
 
-static size_t scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int samples)
-{
-    size_t data = data_scratch(p, sh, samples, NULL, NULL);
-    size_t filter = filter_scratch(p, sh, samples, NULL, NULL);
-    return data > filter ? data : filter;
-}
-
-void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh)
+void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
     memset(p, 0, sizeof *p);
     p->mh = 9 - sh->r;
     p->mw = 9 - sh->s;
     p->tiles_w = tiles_of(sh->out_w, p->mw);
     p->tiles = tiles_of(sh->out_h, p->mh) * p->tiles_w;
+    p->group = p->tiles >= WINO_ROWS ? 1 : WINO_ROWS / p->tiles;
+    p->nthreads = nthreads;
     p->chunk = sh->n;
-    while (p->chunk > 1 && scratch_bytes(p, sh, p->chunk) > WINO_SCRATCH_CAP)
+    while (p->chunk > 1 && filter_scratch(p, sh, p->chunk, NULL, NULL) > WINO_FILTER_CAP)
         p->chunk = (p->chunk + 1) / 2;
 
     double m[WINO_POINTS];
@@ -254,7 +258,9 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh)
 
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 {
-    return scratch_bytes(p, sh, p->chunk);
+    size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
+    size_t filter = filter_scratch(p, sh, p->chunk, NULL, NULL);
+    return data > filter ? data : filter;
 }
 
 /* ---- tile transforms, 8 channels at a time ----------------------------------- */
@@ -414,73 +420,76 @@ static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, con
 
 /* ---- the passes ----------------------------------------------------------------- */
 
-/* The chunk's rows, and its row count padded to whole sgemm blocks. */
+/* Samples [first, first + count) and their tiles as rows, padded to whole
+ * sgemm blocks. */
 typedef struct {
-    int first, count; /* samples */
+    int first, count;
     int rows, padded;
-} Chunk;
+} Samples;
 
-static Chunk chunk_at(const WinogradPlan *p, int first, int n)
+static Samples samples_at(const WinogradPlan *p, int first, int most, int n)
 {
-    Chunk ch = {first, n - first < p->chunk ? n - first : p->chunk, 0, 0};
-    ch.rows = ch.count * p->tiles;
-    ch.padded = (int)rows_padded(ch.rows);
-    return ch;
+    Samples sa = {first, n - first < most ? n - first : most, 0, 0};
+    sa.rows = sa.count * p->tiles;
+    sa.padded = (int)rows_padded(sa.rows);
+    return sa;
 }
 
-/* OUT[xi] (padded x N) = IN[xi] (padded x K) . U[xi] (K x N) for every point,
- * in blocks of WINO_ROWS rows. */
-static void products(const Chunk *ch, const float *in, int k, const float *u, int n, float *out)
-{
-    const int blocks = ch->padded / WINO_ROWS;
-    OMP(for schedule(static))
-    for (int task = 0; task < WINO_POINTS * blocks; task++) {
-        const int xi = task / blocks;
-        const size_t row = (size_t)(task % blocks) * WINO_ROWS;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WINO_ROWS, n, k, 1.0f,
-                    in + (row * WINO_POINTS + xi) * k, WINO_POINTS * k, u + (size_t)xi * k * n, n,
-                    0.0f, out + (row * WINO_POINTS + xi) * n, WINO_POINTS * n);
-    }
-}
-
-/* Zeroes rows [rows, padded) of the 64 matrices of WIDTH columns at M. */
-static void zero_padding(const Chunk *ch, float *m, int width)
-{
-    OMP(single)
-    memset(m + (size_t)ch->rows * WINO_POINTS * width, 0,
-           (size_t)(ch->padded - ch->rows) * WINO_POINTS * width * sizeof *m);
-}
-
-/* Blocks the channels of the chunk's samples of X (C x H x W each). */
-static void block_chunk(const DdpConvShape *sh, const Chunk *ch, const float *x, float *blocked)
-{
-    const size_t hw = (size_t)sh->h * sh->w, per_sample = (size_t)channel_blocks(sh->c) * LANES * hw;
-    OMP(for schedule(static))
-    for (int s = 0; s < ch->count; s++)
-        block_channels(x + (size_t)(ch->first + s) * sh->c * hw, sh->c, hw, blocked + s * per_sample);
-}
-
-/* The blocked input of the sample of row ROW. */
-static const float *blocked_sample(const WinogradPlan *p, const DdpConvShape *sh, const float *blocked, int row)
+/* The blocked input (or dx) of the sample of row ROW. */
+static float *blocked_sample(const WinogradPlan *p, const DdpConvShape *sh, float *blocked, int row)
 {
     return blocked + (size_t)(row / p->tiles) * channel_blocks(sh->c) * LANES * sh->h * sh->w;
 }
 
+/* Blocks the channels of SA's samples of X (C x H x W each). */
+static void block_samples(const DdpConvShape *sh, const Samples *sa, const float *x, float *blocked)
+{
+    const size_t hw = (size_t)sh->h * sh->w, per_sample = (size_t)channel_blocks(sh->c) * LANES * hw;
+    for (int s = 0; s < sa->count; s++)
+        block_channels(x + (size_t)(sa->first + s) * sh->c * hw, sh->c, hw, blocked + s * per_sample);
+}
+
+/* OUT[xi] (padded x N) = IN[xi] (padded x K) . U[xi] (K x N) for every point,
+ * in blocks of WINO_ROWS rows; point xi of row r is at (r * 64 + xi) * K. The
+ * padding rows of IN are zeroed first. */
+static void products(const Samples *sa, float *in, int k, const float *u, int n, float *out)
+{
+    memset(in + (size_t)sa->rows * WINO_POINTS * k, 0,
+           (size_t)(sa->padded - sa->rows) * WINO_POINTS * k * sizeof *in);
+    for (size_t row = 0; row < (size_t)sa->padded; row += WINO_ROWS)
+        for (int xi = 0; xi < WINO_POINTS; xi++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WINO_ROWS, n, k, 1.0f,
+                        in + (row * WINO_POINTS + xi) * k, WINO_POINTS * k, u + (size_t)xi * k * n, n, 0.0f,
+                        out + (row * WINO_POINTS + xi) * n, WINO_POINTS * n);
+}
+
+/* This thread's space for a group of samples. */
+static GroupScratch thread_group_scratch(const WinogradPlan *p, const DdpConvShape *sh, void *scratch)
+{
+    GroupScratch at;
+    size_t each = group_scratch(p, sh, NULL, NULL);
+    group_scratch(p, sh, (float *)scratch + weights_floats(sh) + (size_t)omp_get_thread_num() * each, &at);
+    return at;
+}
+
+/* Forward: per group of samples (one thread's task), the input tiles
+ * transformed, the 64 products, and Y = A^T M A per tile, written where the
+ * tile lies inside the output. */
 void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch, int n,
                           const float *x, const float *w, float *y)
 {
-    DataScratch at;
-    data_scratch(p, sh, p->chunk, scratch, &at);
+    float *u = scratch;
     const size_t out_pixels = (size_t)sh->out_h * sh->out_w;
-    const int tiles = p->tiles;
+    const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
     OMP(parallel num_threads(nthreads))
     {
-        transform_weights(p, sh, w, 0, at.u);
-        for (int first = 0; first < n; first += p->chunk) {
-            const Chunk ch = chunk_at(p, first, n);
-            block_chunk(sh, &ch, x, at.blocked);
-            OMP(for schedule(static))
-            for (int row = 0; row < ch.rows; row++) {
+        transform_weights(p, sh, w, 0, u);
+        const GroupScratch at = thread_group_scratch(p, sh, scratch);
+        OMP(for schedule(dynamic))
+        for (int group = 0; group < groups; group++) {
+            const Samples sa = samples_at(p, group * p->group, p->group, n);
+            block_samples(sh, &sa, x, at.blocked);
+            for (int row = 0; row < sa.rows; row++) {
                 const float *xb = blocked_sample(p, sh, at.blocked, row);
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     Lanes t[WINO_POINTS];
@@ -489,12 +498,9 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                                  at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c);
                 }
             }
-            zero_padding(&ch, at.d, sh->c);
-            products(&ch, at.d, sh->c, at.u, sh->k, at.m);
-            /* Y = A^T M A, written where the tile lies inside the output. */
-            OMP(for schedule(static))
-            for (int row = 0; row < ch.rows; row++) {
-                float *ys = y + (size_t)(first + row / tiles) * sh->k * out_pixels;
+            products(&sa, at.d, sh->c, u, sh->k, at.m);
+            for (int row = 0; row < sa.rows; row++) {
+                float *ys = y + (size_t)(sa.first + row / tiles) * sh->k * out_pixels;
                 const int tile = row % tiles;
                 const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
                 const int rows_in = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
@@ -515,64 +521,64 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
     }
 }
 
+/* Backward data: per group of samples, the dy tiles transformed (E), the 64
+ * products N = E . U^T, and dd = B N B^T per tile added into the sample's
+ * blocked dx tile by tile in order (whole samples per task: each pixel's sum
+ * has a fixed order), then dx = beta dx + that. */
 void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                 int n, const float *dy, const float *w, float *dx, float beta)
 {
-    DataScratch at; /* at.d holds N, at.m E, at.blocked the samples' dx */
-    data_scratch(p, sh, p->chunk, scratch, &at);
+    float *u = scratch;
     const size_t hw = (size_t)sh->h * sh->w, in_sample = (size_t)sh->c * hw;
     const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
-    const size_t blocked_sample_floats = (size_t)channel_blocks(sh->c) * LANES * hw;
-    const int tiles = p->tiles;
+    const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
     OMP(parallel num_threads(nthreads))
     {
-        transform_weights(p, sh, w, 1, at.u);
-        for (int first = 0; first < n; first += p->chunk) {
-            const Chunk ch = chunk_at(p, first, n);
-            OMP(for schedule(static))
-            for (int row = 0; row < ch.rows; row++) {
-                const float *dys = dy + (size_t)(first + row / tiles) * out_sample;
+        transform_weights(p, sh, w, 1, u);
+        const GroupScratch at = thread_group_scratch(p, sh, scratch); /* d: N, m: E, blocked: dx */
+        OMP(for schedule(dynamic))
+        for (int group = 0; group < groups; group++) {
+            const Samples sa = samples_at(p, group * p->group, p->group, n);
+            for (int row = 0; row < sa.rows; row++) {
+                const float *dys = dy + (size_t)(sa.first + row / tiles) * out_sample;
                 for (int k0 = 0; k0 < sh->k; k0 += LANES) {
                     Lanes t[WINO_POINTS];
                     gradient_tile(p, sh, dys, row % tiles, k0, t);
                     store_floats(t, lanes_at(k0, sh->k), at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k);
                 }
             }
-            zero_padding(&ch, at.m, sh->k);
-            products(&ch, at.m, sh->k, at.u, sh->c, at.d);
-            /* dd = B N B^T per tile, added into the sample's blocked dx tile by
-             * tile in order (one sample per task: each pixel's sum has a fixed
-             * order), then dx = beta dx + that. */
-            OMP(for schedule(static))
-            for (int s = 0; s < ch.count; s++) {
-                float *acc = at.blocked + s * blocked_sample_floats;
-                memset(acc, 0, blocked_sample_floats * sizeof *acc);
-                for (int tile = 0; tile < tiles; tile++) {
-                    const int row = s * tiles + tile;
-                    const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
-                    for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
-                        Lanes nt[WINO_POINTS], out[WINO_POINTS];
-                        load_floats(at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
-                                    lanes_at(cb * LANES, sh->c), nt);
-                        sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, nt, out);
-                        float *plane = acc + (size_t)cb * hw * LANES;
-                        for (int a = 0; a < WINO_ALPHA; a++) {
-                            const int iy = y0 + a;
-                            if (iy < 0 || iy >= sh->h)
+            products(&sa, at.m, sh->k, u, sh->c, at.d);
+            memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
+            for (int row = 0; row < sa.rows; row++) {
+                float *acc = blocked_sample(p, sh, at.blocked, row);
+                const int tile = row % tiles;
+                const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
+                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
+                    Lanes nt[WINO_POINTS], out[WINO_POINTS];
+                    load_floats(at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
+                                lanes_at(cb * LANES, sh->c), nt);
+                    sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, nt, out);
+                    float *plane = acc + (size_t)cb * hw * LANES;
+                    for (int a = 0; a < WINO_ALPHA; a++) {
+                        const int iy = y0 + a;
+                        if (iy < 0 || iy >= sh->h)
+                            continue;
+                        for (int b = 0; b < WINO_ALPHA; b++) {
+                            const int ix = x0 + b;
+                            if (ix < 0 || ix >= sh->w)
                                 continue;
-                            for (int b = 0; b < WINO_ALPHA; b++) {
-                                const int ix = x0 + b;
-                                if (ix < 0 || ix >= sh->w)
-                                    continue;
-                                float *px = plane + ((size_t)iy * sh->w + ix) * LANES;
-                                OMP(simd)
-                                for (int v = 0; v < LANES; v++)
-                                    px[v] += out[a * WINO_ALPHA + b][v];
-                            }
+                            Lanes sum;
+                            float *px = plane + ((size_t)iy * sh->w + ix) * LANES;
+                            memcpy(&sum, px, sizeof sum);
+                            sum += out[a * WINO_ALPHA + b];
+                            memcpy(px, &sum, sizeof sum);
                         }
                     }
                 }
-                float *dxs = dx + (size_t)(first + s) * in_sample;
+            }
+            for (int s = 0; s < sa.count; s++) {
+                const float *acc = at.blocked + (size_t)s * channel_blocks(sh->c) * LANES * hw;
+                float *dxs = dx + (size_t)(sa.first + s) * in_sample;
                 for (int c = 0; c < sh->c; c++) {
                     const float *from = acc + (size_t)(c / LANES) * hw * LANES + c % LANES;
                     float *to = dxs + (size_t)c * hw;
@@ -588,19 +594,26 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
+/* Backward filter: per chunk of samples (all of the batch unless the scratch
+ * would pass WINO_FILTER_CAP), the input and dy tiles transformed into
+ * doubles, then V[xi] += E[xi]^T D[xi], one dgemm per point over all the
+ * chunk's tiles; at the end dw = beta dw + G^T V G. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
     filter_scratch(p, sh, p->chunk, scratch, &at);
     const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
+    const size_t hw = (size_t)sh->h * sh->w, blocked_sample_floats = (size_t)channel_blocks(sh->c) * LANES * hw;
     const size_t ck = (size_t)sh->c * sh->k;
     const int tiles = p->tiles;
     OMP(parallel num_threads(nthreads))
     {
         for (int first = 0; first < n; first += p->chunk) {
-            const Chunk ch = chunk_at(p, first, n);
-            block_chunk(sh, &ch, x, at.blocked);
+            const Samples ch = samples_at(p, first, p->chunk, n);
+            OMP(for schedule(static))
+            for (int s = 0; s < ch.count; s++)
+                block_channels(x + (size_t)(first + s) * sh->c * hw, sh->c, hw, at.blocked + s * blocked_sample_floats);
             OMP(for schedule(static))
             for (int row = 0; row < ch.rows; row++) {
                 const float *xb = blocked_sample(p, sh, at.blocked, row);
@@ -622,8 +635,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
             for (int xi = 0; xi < WINO_POINTS; xi++)
                 cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sh->k, sh->c, ch.rows, 1.0,
                             at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k, at.d + (size_t)xi * sh->c,
-                            WINO_POINTS * sh->c,
-                            first == 0 ? 0.0 : 1.0, at.v + (size_t)xi * ck, sh->c);
+                            WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0, at.v + (size_t)xi * ck, sh->c);
         }
         /* dw = beta dw + G^T V G, per (k, c), in double, 4 pairs kc = k * C
          * + c at a time (V is K x C per point, as dw's first two axes). With

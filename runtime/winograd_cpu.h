@@ -39,7 +39,9 @@ enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA };
 typedef struct {
     int mh, mw;            /* output tile: 9 - r rows by 9 - s columns */
     int tiles_w, tiles;    /* tiles per row of the output, per sample */
-    int chunk;             /* samples per pass, so the scratch stays bounded */
+    int group;             /* samples per task of the forward and data passes */
+    int nthreads;          /* threads the scratch has room for */
+    int chunk;             /* samples per pass of the filter pass (its scratch bounded) */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
      * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w.
@@ -55,14 +57,16 @@ typedef struct {
  * once tiles that hang over the edge are counted. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
-/* Fills PLAN for SHAPE (one that suits; shape->n the largest batch). */
-void ddp_winograd_plan(WinogradPlan *plan, const DdpConvShape *shape);
+/* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for
+ * calls on at most NTHREADS OpenMP threads. */
+void ddp_winograd_plan(WinogradPlan *plan, const DdpConvShape *shape, int nthreads);
 
 /* Bytes of scratch the three calls need for PLAN (one buffer, any of them). */
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *plan, const DdpConvShape *shape);
 
 /* ops.h's three conv calls, for a planned shape: N samples (at most shape->n),
- * on NTHREADS OpenMP threads, in SCRATCH (64-byte aligned, the bytes above). */
+ * on NTHREADS OpenMP threads (at most the plan's), in SCRATCH (64-byte
+ * aligned, the bytes above). */
 void ddp_winograd_forward(const WinogradPlan *plan, const DdpConvShape *shape, int nthreads, void *scratch,
                           int n, const float *x, const float *w, float *y);
 void ddp_winograd_backward_data(const WinogradPlan *plan, const DdpConvShape *shape, int nthreads,
