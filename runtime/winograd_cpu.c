@@ -33,9 +33,10 @@ static int omp_get_thread_num(void) { return 0; }
 /* Rows (tiles) per sgemm call: a fixed shape, so that which kernel OpenBLAS
  * picks, and so a tile's result, never depends on the batch (ops_cpu.c:
  * GEMM_ROWS says why that matters). Small, so that a group's matrices stay
- * in the core's own cache between the transforms and the products: no
- * slower per multiply than 128 or 256 rows here. */
-enum { WINO_ROWS = 32, LANES = 8 };
+ * in the core's own cache between the transforms and the products (for
+ * MNIST's conv2, 16 rows make 128 KiB and 256 KiB, and U 512 KiB): per
+ * multiply about as fast as 128 or 256 rows here, and the pass is faster. */
+enum { WINO_ROWS = 16, LANES = 8 };
 
 /* The filter pass's scratch, at most this much (its chunk of samples shrinks
  * to fit). */
@@ -228,6 +229,8 @@ static size_t filter_scratch(const WinogradPlan *p, const DdpConvShape *sh, int 
     return doubles * sizeof(double) + blocked_floats(sh, samples) * sizeof(float);
 }
 
+static int tables_match(const WinogradPlan *p); /* below, with the tables */
+
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
     memset(p, 0, sizeof *p);
@@ -254,6 +257,7 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     kernel_transform(sh->s, m);
     to_float(m, p->g_w);
     transpose(m, p->gt_w);
+    p->fixed = tables_match(p);
 }
 
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
@@ -291,6 +295,146 @@ static void sandwich(int ro, const float *restrict l, int co, const float *restr
             out[i * WINO_ALPHA + j] = acc;
         }
     }
+}
+
+/* ---- the same transforms, unrolled with constant matrices ------------------------- */
+
+/* The tile transforms run once per tile and 8 channels, a fifth of a step's
+ * time if sandwich's loops test each matrix entry. With the matrices as
+ * constants, the compiler unrolls the loops and drops the zero terms (a
+ * third of B^T) and the multiplies by 1 and -1. The tables are the matrices
+ * of the points above, checked against them in ddp_winograd_plan, which uses
+ * sandwich instead if they ever differ (and for non-square kernels). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+static const float BT_TABLE[WINO_POINTS] = {
+    -1.0f, 0.0f,  5.25f, 0.0f,   -5.25f, 0.0f,   1.0f, 0.0f, /* rows: 0, 1, -1, 2, -2, 1/2, -1/2, inf */
+    0.0f,  1.0f,  1.0f,  -4.25f, -4.25f, 1.0f,   1.0f, 0.0f,
+    0.0f,  -1.0f, 1.0f,  4.25f,  -4.25f, -1.0f,  1.0f, 0.0f,
+    0.0f,  0.5f,  0.25f, -2.5f,  -1.25f, 2.0f,   1.0f, 0.0f,
+    0.0f,  -0.5f, 0.25f, 2.5f,   -1.25f, -2.0f,  1.0f, 0.0f,
+    0.0f,  2.0f,  4.0f,  -2.5f,  -5.0f,  0.5f,   1.0f, 0.0f,
+    0.0f,  -2.0f, 4.0f,  2.5f,   -5.0f,  -0.5f,  1.0f, 0.0f,
+    0.0f,  -1.0f, 0.0f,  5.25f,  0.0f,   -5.25f, 0.0f, 1.0f,
+};
+
+/* p^i for the finite points p: A^T's rows i < 7 without infinity's column. */
+static const float POWER_TABLE[WINO_ALPHA - 1][WINO_ALPHA - 1] = {
+    {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f},
+    {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f},
+    {0.0f, 1.0f, 1.0f, 4.0f, 4.0f, 0.25f, 0.25f},
+    {0.0f, 1.0f, -1.0f, 8.0f, -8.0f, 0.125f, -0.125f},
+    {0.0f, 1.0f, 1.0f, 16.0f, 16.0f, 0.0625f, 0.0625f},
+    {0.0f, 1.0f, -1.0f, 32.0f, -32.0f, 0.03125f, -0.03125f},
+    {0.0f, 1.0f, 1.0f, 64.0f, 64.0f, 0.015625f, 0.015625f},
+};
+
+/* A^T[i][a] for M outputs. */
+static ALWAYS_INLINE float at_entry(int m, int i, int a)
+{
+    return a < WINO_ALPHA - 1 ? POWER_TABLE[i][a] : i == m - 1 ? 1.0f : 0.0f;
+}
+
+/* The four tile transforms are T X T^T for one matrix T: B^T (input), B
+ * (backward data's inverse), A^T (output, M x 8) and A (output gradient,
+ * 8 x M). */
+enum { INPUT_TILE, DATA_GRADIENT_TILE, OUTPUT_TILE, GRADIENT_TILE };
+
+static ALWAYS_INLINE float transform_entry(int kind, int m, int i, int a)
+{
+    switch (kind) {
+    case INPUT_TILE:
+        return BT_TABLE[i * WINO_ALPHA + a];
+    case DATA_GRADIENT_TILE:
+        return BT_TABLE[a * WINO_ALPHA + i];
+    case OUTPUT_TILE:
+        return at_entry(m, i, a);
+    default:
+        return a < m ? at_entry(m, a, i) : 0.0f;
+    }
+}
+
+/* OUT = T IN T^T, OUT's first ROWS rows and columns, IN zero from column
+ * COLUMNS on; KIND and M constants at every call, so that all of it unrolls. */
+static ALWAYS_INLINE void transform_fixed(int kind, int m, int rows, int columns, const Lanes *restrict in,
+                                          Lanes *restrict out)
+{
+    Lanes half[WINO_POINTS]; /* T . IN */
+    UNROLL for (int i = 0; i < rows; i++)
+        UNROLL for (int b = 0; b < columns; b++) {
+            Lanes acc = {0};
+            UNROLL for (int a = 0; a < WINO_ALPHA; a++)
+                if (transform_entry(kind, m, i, a) != 0.0f)
+                    acc += transform_entry(kind, m, i, a) * in[a * WINO_ALPHA + b];
+            half[i * WINO_ALPHA + b] = acc;
+        }
+    UNROLL for (int i = 0; i < rows; i++)
+        UNROLL for (int j = 0; j < rows; j++) {
+            Lanes acc = {0};
+            UNROLL for (int b = 0; b < columns; b++)
+                if (transform_entry(kind, m, j, b) != 0.0f)
+                    acc += transform_entry(kind, m, j, b) * half[i * WINO_ALPHA + b];
+            out[i * WINO_ALPHA + j] = acc;
+        }
+}
+
+/* Whether PLAN's matrices are the tables (square kernels only), entry by
+ * entry (the computed ones have some -0). */
+static int tables_match(const WinogradPlan *p)
+{
+    int same = p->mh == p->mw;
+    for (int i = 0; i < WINO_ALPHA && same; i++)
+        for (int a = 0; a < WINO_ALPHA; a++) {
+            same &= p->bt[i * WINO_ALPHA + a] == BT_TABLE[i * WINO_ALPHA + a];
+            same &= p->at_h[i * WINO_ALPHA + a] == (i < p->mh ? at_entry(p->mh, i, a) : 0.0f);
+            same &= p->at_w[i * WINO_ALPHA + a] == p->at_h[i * WINO_ALPHA + a];
+        }
+    return same;
+}
+
+/* The four tile transforms: unrolled for the plan's M, or sandwich. */
+static void input_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (p->fixed)
+        transform_fixed(INPUT_TILE, 0, WINO_ALPHA, WINO_ALPHA, in, out);
+    else
+        sandwich(WINO_ALPHA, p->bt, WINO_ALPHA, p->bt, in, out);
+}
+
+static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (p->fixed)
+        transform_fixed(DATA_GRADIENT_TILE, 0, WINO_ALPHA, WINO_ALPHA, in, out);
+    else
+        sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, in, out);
+}
+
+/* KIND's transform unrolled for each M that kernel sides 2..7 give. */
+#define FIXED_FOR_EACH_M(kind, rows, columns)                                                                 \
+    switch (p->mh) {                                                                                          \
+    case 2: transform_fixed(kind, 2, rows(2), columns(2), in, out); return;                                  \
+    case 3: transform_fixed(kind, 3, rows(3), columns(3), in, out); return;                                  \
+    case 4: transform_fixed(kind, 4, rows(4), columns(4), in, out); return;                                  \
+    case 5: transform_fixed(kind, 5, rows(5), columns(5), in, out); return;                                  \
+    case 6: transform_fixed(kind, 6, rows(6), columns(6), in, out); return;                                  \
+    default: transform_fixed(kind, 7, rows(7), columns(7), in, out); return;                                 \
+    }
+#define TILE_SIDE(m) (m)
+#define ALPHA_SIDE(m) WINO_ALPHA
+
+static void output_transform_tile(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (p->fixed)
+        FIXED_FOR_EACH_M(OUTPUT_TILE, TILE_SIDE, ALPHA_SIDE)
+    sandwich(p->mh, p->at_h, p->mw, p->at_w, in, out);
+}
+
+static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (p->fixed)
+        FIXED_FOR_EACH_M(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
+    sandwich(WINO_ALPHA, p->a_h, WINO_ALPHA, p->a_w, in, out);
 }
 
 /* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
@@ -335,7 +479,7 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
                 memset(&d[a * WINO_ALPHA + b], 0, sizeof(Lanes));
         }
     }
-    sandwich(WINO_ALPHA, p->bt, WINO_ALPHA, p->bt, d, out);
+    input_transform(p, d, out);
 }
 
 /* Output-gradient tile TILE of one sample DY (K x out_h x out_w), channels
@@ -353,7 +497,7 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
             for (int j = 0; j < p->mw && x0 + j < sh->out_w; j++)
                 e[i * WINO_ALPHA + j][v] = dyk[(size_t)(y0 + i) * sh->out_w + x0 + j];
     }
-    sandwich(WINO_ALPHA, p->a_h, WINO_ALPHA, p->a_w, e, out);
+    gradient_transform(p, e, out);
 }
 
 /* Stores a transformed tile's lanes into the 64 matrices at DST (point xi's
@@ -509,7 +653,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                     const int lanes = lanes_at(k0, sh->k);
                     Lanes mt[WINO_POINTS], out[WINO_POINTS];
                     load_floats(at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k, lanes, mt);
-                    sandwich(p->mh, p->at_h, p->mw, p->at_w, mt, out);
+                    output_transform_tile(p, mt, out);
                     for (int v = 0; v < lanes; v++)
                         for (int i = 0; i < rows_in; i++)
                             for (int j = 0; j < cols_in; j++)
@@ -557,7 +701,7 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
                     Lanes nt[WINO_POINTS], out[WINO_POINTS];
                     load_floats(at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
                                 lanes_at(cb * LANES, sh->c), nt);
-                    sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, nt, out);
+                    data_gradient_transform(p, nt, out);
                     float *plane = acc + (size_t)cb * hw * LANES;
                     for (int a = 0; a < WINO_ALPHA; a++) {
                         const int iy = y0 + a;

@@ -706,7 +706,7 @@ static void test_deterministic_across_threads(void)
 /* The convs at FIRST_WINOGRAD on are done by Winograd and the others not (so
  * the shape tests above cover both), and a Winograd conv's forward and data
  * gradient for a sample are the same bits in any batch: its tiles sit at
- * another place in the 128-row products when the batch is split as among
+ * another place in the fixed-size products when the batch is split as among
  * ranks (ops_cpu.c's promise, which tests/distributed/ relies on). */
 static void test_winograd_sample_independent_of_batch(void)
 {
