@@ -38,9 +38,10 @@ static int omp_get_thread_num(void) { return 0; }
  * multiply about as fast as 128 or 256 rows here, and the pass is faster. */
 enum { WINO_ROWS = 16, LANES = 8 };
 
-/* The filter pass's scratch, at most this much (its chunk of samples shrinks
- * to fit). */
-#define WINO_FILTER_CAP ((size_t)32 << 20)
+/* Rows (tiles, of any samples) per block of the weight gradient: each block's
+ * transformed tiles are summed into V by one dgemm per point, which is as
+ * fast at 32 rows as at 256, and the block stays in cache. */
+enum { WGRAD_ROWS = 32 };
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
@@ -205,28 +206,25 @@ static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float
     return d + m + blocked_floats(sh, p->group);
 }
 
-/* The filter pass, for a chunk of SAMPLES: D (rows x C) and E (rows x K) per
- * point in double, V (K x C per point) in double, then the blocked input in
- * float. */
+/* The filter pass: the whole batch's input with its channels blocked, then
+ * for a block of WGRAD_ROWS rows D (rows x C per point) and E (rows x K) in
+ * double, and V (K x C per point) in double. */
 typedef struct {
-    double *d, *e, *v;
     float *blocked;
+    double *d, *e, *v;
 } FilterScratch;
 
-static size_t filter_scratch(const WinogradPlan *p, const DdpConvShape *sh, int samples, void *base,
-                             FilterScratch *at)
+static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
 {
-    const size_t rows = (size_t)samples * p->tiles;
-    const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
-    const size_t v = (size_t)WINO_POINTS * sh->k * sh->c;
-    const size_t doubles = (d + e + v + 7) / 8 * 8; /* 64 bytes */
+    const size_t blocked = blocked_floats(sh, sh->n);
+    const size_t d = (size_t)WINO_POINTS * WGRAD_ROWS * sh->c, e = (size_t)WINO_POINTS * WGRAD_ROWS * sh->k;
     if (at) {
-        at->d = base;
+        at->blocked = base;
+        at->d = (double *)(at->blocked + blocked);
         at->e = at->d + d;
         at->v = at->e + e;
-        at->blocked = (float *)(at->d + doubles);
     }
-    return doubles * sizeof(double) + blocked_floats(sh, samples) * sizeof(float);
+    return blocked * sizeof(float) + (d + e + (size_t)WINO_POINTS * sh->k * sh->c) * sizeof(double);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
@@ -240,9 +238,6 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     p->tiles = tiles_of(sh->out_h, p->mh) * p->tiles_w;
     p->group = p->tiles >= WINO_ROWS ? 1 : WINO_ROWS / p->tiles;
     p->nthreads = nthreads;
-    p->chunk = sh->n;
-    while (p->chunk > 1 && filter_scratch(p, sh, p->chunk, NULL, NULL) > WINO_FILTER_CAP)
-        p->chunk = (p->chunk + 1) / 2;
 
     double m[WINO_POINTS];
     data_transform(m);
@@ -263,7 +258,7 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t filter = filter_scratch(p, sh, p->chunk, NULL, NULL);
+    size_t filter = filter_scratch(sh, NULL, NULL);
     return data > filter ? data : filter;
 }
 
@@ -738,46 +733,46 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* Backward filter: per chunk of samples (all of the batch unless the scratch
- * would pass WINO_FILTER_CAP), the input and dy tiles transformed into
- * doubles, then V[xi] += E[xi]^T D[xi], one dgemm per point over all the
- * chunk's tiles; at the end dw = beta dw + G^T V G. */
+/* Backward filter: the batch's tiles in blocks of WGRAD_ROWS rows, each
+ * block's input and dy tiles transformed into doubles, then V[xi] +=
+ * E[xi]^T D[xi], one dgemm per point; at the end dw = beta dw + G^T V G. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
-    filter_scratch(p, sh, p->chunk, scratch, &at);
+    filter_scratch(sh, scratch, &at);
     const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
     const size_t hw = (size_t)sh->h * sh->w, blocked_sample_floats = (size_t)channel_blocks(sh->c) * LANES * hw;
     const size_t ck = (size_t)sh->c * sh->k;
-    const int tiles = p->tiles;
+    const int tiles = p->tiles, rows = n * tiles;
     OMP(parallel num_threads(nthreads))
     {
-        for (int first = 0; first < n; first += p->chunk) {
-            const Samples ch = samples_at(p, first, p->chunk, n);
+        OMP(for schedule(static))
+        for (int s = 0; s < n; s++)
+            block_channels(x + (size_t)s * sh->c * hw, sh->c, hw, at.blocked + s * blocked_sample_floats);
+        for (int first = 0; first < rows; first += WGRAD_ROWS) {
+            const int count = rows - first < WGRAD_ROWS ? rows - first : WGRAD_ROWS;
             OMP(for schedule(static))
-            for (int s = 0; s < ch.count; s++)
-                block_channels(x + (size_t)(first + s) * sh->c * hw, sh->c, hw, at.blocked + s * blocked_sample_floats);
-            OMP(for schedule(static))
-            for (int row = 0; row < ch.rows; row++) {
+            for (int r = 0; r < count; r++) {
+                const int row = first + r;
                 const float *xb = blocked_sample(p, sh, at.blocked, row);
-                const float *dys = dy + (size_t)(first + row / tiles) * out_sample;
+                const float *dys = dy + (size_t)(row / tiles) * out_sample;
                 Lanes t[WINO_POINTS];
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     input_tile(p, sh, xb, row % tiles, cb, t);
                     store_doubles(t, lanes_at(cb * LANES, sh->c),
-                                  at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c);
+                                  at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES, sh->c);
                 }
                 for (int k0 = 0; k0 < sh->k; k0 += LANES) {
                     gradient_tile(p, sh, dys, row % tiles, k0, t);
-                    store_doubles(t, lanes_at(k0, sh->k), at.e + (size_t)row * WINO_POINTS * sh->k + k0, sh->k);
+                    store_doubles(t, lanes_at(k0, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + k0, sh->k);
                 }
             }
             /* V[xi] += E[xi]^T D[xi]: the products of floats are exact in
-             * double, and the sum over the chunk's tiles rounds in double. */
+             * double, and the sums over tiles round in double. */
             OMP(for schedule(static))
             for (int xi = 0; xi < WINO_POINTS; xi++)
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sh->k, sh->c, ch.rows, 1.0,
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sh->k, sh->c, count, 1.0,
                             at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k, at.d + (size_t)xi * sh->c,
                             WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0, at.v + (size_t)xi * ck, sh->c);
         }
@@ -788,9 +783,15 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
         OMP(for schedule(static))
         for (size_t kc0 = 0; kc0 < ck; kc0 += QUAD) {
             const int lanes = ck - kc0 < QUAD ? (int)(ck - kc0) : QUAD;
-            Quad vk[WINO_POINTS] = {0}, half[WINO_POINTS] = {0}, grad[WINO_POINTS];
-            for (int xi = 0; xi < WINO_POINTS && n > 0; xi++)
-                memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(double));
+            Quad vk[WINO_POINTS], half[WINO_POINTS], grad[WINO_POINTS];
+            for (int xi = 0; xi < WINO_POINTS; xi++) {
+                vk[xi] = (Quad){0};
+                if (n > 0)
+                    memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(double));
+            }
+            for (int a = 0; a < sh->r; a++)
+                for (int j = 0; j < WINO_ALPHA; j++)
+                    half[a * WINO_ALPHA + j] = (Quad){0};
             for (int a = 0; a < sh->r; a++)
                 for (int i = 0; i < WINO_ALPHA; i++) {
                     const double coef = p->gt_h[a * WINO_ALPHA + i];

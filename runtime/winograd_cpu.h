@@ -41,7 +41,6 @@ typedef struct {
     int tiles_w, tiles;    /* tiles per row of the output, per sample */
     int group;             /* samples per task of the forward and data passes */
     int nthreads;          /* threads the scratch has room for */
-    int chunk;             /* samples per pass of the filter pass (its scratch bounded) */
     int fixed;             /* square: the transforms unrolled with constant matrices */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
