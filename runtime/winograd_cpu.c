@@ -174,16 +174,23 @@ static int channel_blocks(int c)
     return (c + LANES - 1) / LANES;
 }
 
-/* Floats of SAMPLES inputs with channels in blocks (block_channels). */
-static size_t blocked_floats(const DdpConvShape *sh, int samples)
+/* Floats of one sample's input, and of its output gradient, with channels
+ * in blocks (block_channels). */
+static size_t blocked_input_floats(const DdpConvShape *sh)
 {
-    return align_floats((size_t)samples * channel_blocks(sh->c) * LANES * sh->h * sh->w);
+    return (size_t)channel_blocks(sh->c) * LANES * sh->h * sh->w;
+}
+
+static size_t blocked_gradient_floats(const DdpConvShape *sh)
+{
+    return (size_t)channel_blocks(sh->k) * LANES * sh->out_h * sh->out_w;
 }
 
 /* The forward and backward data passes: U (C x K per point, or K x C), shared,
  * then each thread's own space for a group of samples: D (rows x C per point:
  * the input, or backward's product N), M (rows x K: forward's product, or
- * backward's E), and the group's blocked input or dx. */
+ * backward's E), and the group's blocked input, or its blocked dy and then
+ * its blocked dx. */
 typedef struct {
     float *d, *m, *blocked;
 } GroupScratch;
@@ -203,28 +210,32 @@ static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float
         at->m = at->d + d;
         at->blocked = at->m + m;
     }
-    return d + m + blocked_floats(sh, p->group);
+    const size_t larger = blocked_input_floats(sh) > blocked_gradient_floats(sh) ? blocked_input_floats(sh)
+                                                                                   : blocked_gradient_floats(sh);
+    return d + m + align_floats(p->group * larger);
 }
 
-/* The filter pass: the whole batch's input with its channels blocked, then
- * for a block of WGRAD_ROWS rows D (rows x C per point) and E (rows x K) in
- * double, and V (K x C per point) in double. */
+/* The filter pass: the whole batch's input and dy with their channels
+ * blocked, then for a block of WGRAD_ROWS rows D (rows x C per point) and E
+ * (rows x K) in double, and V (K x C per point) in double. */
 typedef struct {
-    float *blocked;
+    float *blocked_x, *blocked_dy;
     double *d, *e, *v;
 } FilterScratch;
 
 static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
 {
-    const size_t blocked = blocked_floats(sh, sh->n);
+    const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
+    const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
     const size_t d = (size_t)WINO_POINTS * WGRAD_ROWS * sh->c, e = (size_t)WINO_POINTS * WGRAD_ROWS * sh->k;
     if (at) {
-        at->blocked = base;
-        at->d = (double *)(at->blocked + blocked);
+        at->blocked_x = base;
+        at->blocked_dy = at->blocked_x + bx;
+        at->d = (double *)(at->blocked_dy + bdy);
         at->e = at->d + d;
         at->v = at->e + e;
     }
-    return blocked * sizeof(float) + (d + e + (size_t)WINO_POINTS * sh->k * sh->c) * sizeof(double);
+    return (bx + bdy) * sizeof(float) + (d + e + (size_t)WINO_POINTS * sh->k * sh->c) * sizeof(double);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
@@ -464,6 +475,12 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
     const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
     const float *plane = xb + (size_t)cb * sh->h * sh->w * LANES;
     Lanes d[WINO_POINTS];
+    if (y0 >= 0 && y0 + WINO_ALPHA <= sh->h && x0 >= 0 && x0 + WINO_ALPHA <= sh->w) { /* all inside */
+        for (int a = 0; a < WINO_ALPHA; a++)
+            memcpy(&d[a * WINO_ALPHA], plane + ((size_t)(y0 + a) * sh->w + x0) * LANES, WINO_ALPHA * sizeof(Lanes));
+        input_transform(p, d, out);
+        return;
+    }
     for (int a = 0; a < WINO_ALPHA; a++) {
         const int iy = y0 + a;
         for (int b = 0; b < WINO_ALPHA; b++) {
@@ -477,21 +494,20 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
     input_transform(p, d, out);
 }
 
-/* Output-gradient tile TILE of one sample DY (K x out_h x out_w), channels
- * k0.., transformed: OUT = A dy A^T (8 x 8). Beyond the output, zero. */
-static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *dy, int tile, int k0,
+/* Output-gradient tile TILE of one sample, channel block KB, from its
+ * blocked dy DYB, transformed: OUT = A dy A^T (8 x 8). Beyond the output,
+ * zero. */
+static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *dyb, int tile, int kb,
                           Lanes out[WINO_POINTS])
 {
-    const int lanes = lanes_at(k0, sh->k);
     const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
+    const int rows = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
+    const int cols = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
+    const float *plane = dyb + (size_t)kb * sh->out_h * sh->out_w * LANES;
     Lanes e[WINO_POINTS];
     memset(e, 0, sizeof e);
-    for (int v = 0; v < lanes; v++) {
-        const float *dyk = dy + (size_t)(k0 + v) * sh->out_h * sh->out_w;
-        for (int i = 0; i < p->mh && y0 + i < sh->out_h; i++)
-            for (int j = 0; j < p->mw && x0 + j < sh->out_w; j++)
-                e[i * WINO_ALPHA + j][v] = dyk[(size_t)(y0 + i) * sh->out_w + x0 + j];
-    }
+    for (int i = 0; i < rows; i++)
+        memcpy(&e[i * WINO_ALPHA], plane + ((size_t)(y0 + i) * sh->out_w + x0) * LANES, (size_t)cols * sizeof(Lanes));
     gradient_transform(p, e, out);
 }
 
@@ -574,18 +590,31 @@ static Samples samples_at(const WinogradPlan *p, int first, int most, int n)
     return sa;
 }
 
-/* The blocked input (or dx) of the sample of row ROW. */
+/* The blocked input (or dx) of the sample of row ROW, and its blocked dy. */
 static float *blocked_sample(const WinogradPlan *p, const DdpConvShape *sh, float *blocked, int row)
 {
-    return blocked + (size_t)(row / p->tiles) * channel_blocks(sh->c) * LANES * sh->h * sh->w;
+    return blocked + (size_t)(row / p->tiles) * blocked_input_floats(sh);
 }
 
-/* Blocks the channels of SA's samples of X (C x H x W each). */
-static void block_samples(const DdpConvShape *sh, const Samples *sa, const float *x, float *blocked)
+static float *blocked_gradient(const WinogradPlan *p, const DdpConvShape *sh, float *blocked, int row)
 {
-    const size_t hw = (size_t)sh->h * sh->w, per_sample = (size_t)channel_blocks(sh->c) * LANES * hw;
-    for (int s = 0; s < sa->count; s++)
-        block_channels(x + (size_t)(sa->first + s) * sh->c * hw, sh->c, hw, blocked + s * per_sample);
+    return blocked + (size_t)(row / p->tiles) * blocked_gradient_floats(sh);
+}
+
+/* Blocks the channels of COUNT samples from FIRST of X (C x H x W each) or
+ * of DY (K x out_h x out_w each). */
+static void block_inputs(const DdpConvShape *sh, int first, int count, const float *x, float *blocked)
+{
+    const size_t hw = (size_t)sh->h * sh->w;
+    for (int s = 0; s < count; s++)
+        block_channels(x + (size_t)(first + s) * sh->c * hw, sh->c, hw, blocked + s * blocked_input_floats(sh));
+}
+
+static void block_gradients(const DdpConvShape *sh, int first, int count, const float *dy, float *blocked)
+{
+    const size_t hw = (size_t)sh->out_h * sh->out_w;
+    for (int s = 0; s < count; s++)
+        block_channels(dy + (size_t)(first + s) * sh->k * hw, sh->k, hw, blocked + s * blocked_gradient_floats(sh));
 }
 
 /* OUT[xi] (padded x N) = IN[xi] (padded x K) . U[xi] (K x N) for every point,
@@ -627,7 +656,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
-            block_samples(sh, &sa, x, at.blocked);
+            block_inputs(sh, sa.first, sa.count, x, at.blocked);
             for (int row = 0; row < sa.rows; row++) {
                 const float *xb = blocked_sample(p, sh, at.blocked, row);
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
@@ -669,7 +698,6 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
 {
     float *u = scratch;
     const size_t hw = (size_t)sh->h * sh->w, in_sample = (size_t)sh->c * hw;
-    const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
     const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
     OMP(parallel num_threads(nthreads))
     {
@@ -678,12 +706,14 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
+            block_gradients(sh, sa.first, sa.count, dy, at.blocked);
             for (int row = 0; row < sa.rows; row++) {
-                const float *dys = dy + (size_t)(sa.first + row / tiles) * out_sample;
-                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
+                const float *dyb = blocked_gradient(p, sh, at.blocked, row);
+                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
                     Lanes t[WINO_POINTS];
-                    gradient_tile(p, sh, dys, row % tiles, k0, t);
-                    store_floats(t, lanes_at(k0, sh->k), at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k);
+                    gradient_tile(p, sh, dyb, row % tiles, kb, t);
+                    store_floats(t, lanes_at(kb * LANES, sh->k), at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES,
+                                 sh->k);
                 }
             }
             products(&sa, at.m, sh->k, u, sh->c, at.d);
@@ -741,31 +771,32 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
 {
     FilterScratch at;
     filter_scratch(sh, scratch, &at);
-    const size_t out_sample = (size_t)sh->k * sh->out_h * sh->out_w;
-    const size_t hw = (size_t)sh->h * sh->w, blocked_sample_floats = (size_t)channel_blocks(sh->c) * LANES * hw;
     const size_t ck = (size_t)sh->c * sh->k;
     const int tiles = p->tiles, rows = n * tiles;
     OMP(parallel num_threads(nthreads))
     {
         OMP(for schedule(static))
-        for (int s = 0; s < n; s++)
-            block_channels(x + (size_t)s * sh->c * hw, sh->c, hw, at.blocked + s * blocked_sample_floats);
+        for (int s = 0; s < n; s++) {
+            block_inputs(sh, s, 1, x, at.blocked_x + s * blocked_input_floats(sh));
+            block_gradients(sh, s, 1, dy, at.blocked_dy + s * blocked_gradient_floats(sh));
+        }
         for (int first = 0; first < rows; first += WGRAD_ROWS) {
             const int count = rows - first < WGRAD_ROWS ? rows - first : WGRAD_ROWS;
             OMP(for schedule(static))
             for (int r = 0; r < count; r++) {
                 const int row = first + r;
-                const float *xb = blocked_sample(p, sh, at.blocked, row);
-                const float *dys = dy + (size_t)(row / tiles) * out_sample;
+                const float *xb = blocked_sample(p, sh, at.blocked_x, row);
+                const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
                 Lanes t[WINO_POINTS];
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     input_tile(p, sh, xb, row % tiles, cb, t);
                     store_doubles(t, lanes_at(cb * LANES, sh->c),
                                   at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES, sh->c);
                 }
-                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
-                    gradient_tile(p, sh, dys, row % tiles, k0, t);
-                    store_doubles(t, lanes_at(k0, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + k0, sh->k);
+                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
+                    gradient_tile(p, sh, dyb, row % tiles, kb, t);
+                    store_doubles(t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
+                                  sh->k);
                 }
             }
             /* V[xi] += E[xi]^T D[xi]: the products of floats are exact in
