@@ -92,6 +92,11 @@ static int wgrad_block_rows(int crs)
  * that are multiples of 16 (the examples' 64 and 128) need no padding. */
 enum { GEMM_ROWS = 16 };
 
+/* OpenBLAS (0.3.21 here; kernel/x86_64/sgemm_small_kernel_permit_skylakex.c)
+ * never takes its small-matrix kernel for an sgemm of more than 100^3
+ * multiply-adds. */
+#define SMALL_KERNEL_MACS 1e6
+
 /* Columns are split into blocks of gemm_block(n), up to 8, each a multiple of
  * 64 wide: a rule on n alone, for the same reason. Products smaller than
  * GEMM_SPLIT_MIN_MACS multiply-adds run their blocks on this thread (waking
@@ -555,17 +560,25 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
                     pad_c[(size_t)i * n + j] = i < tail ? c[(size_t)(full + i) * ldc + j] : 0.0f;
     }
 
-    const int row_blocks = (m + GEMM_ROWS - 1) / GEMM_ROWS;
-    const int width = gemm_block(n), col_blocks = (n + width - 1) / width, tasks = row_blocks * col_blocks;
+    /* The full rows in one call per column block when even GEMM_ROWS of them
+     * make a product above OpenBLAS's small-matrix size for every block (the
+     * last is the narrowest): the same kernel either way, and twice as fast
+     * for MNIST's 1024 -> 128 layer as 16-row calls. */
+    const int width = gemm_block(n), col_blocks = (n + width - 1) / width;
+    const int narrowest = n - (col_blocks - 1) * width;
+    const int merge = full > GEMM_ROWS && (double)GEMM_ROWS * narrowest * k > SMALL_KERNEL_MACS;
+    const int rows_per_block = merge ? full : GEMM_ROWS;
+    const int row_blocks = full / rows_per_block + (tail > 0), tasks = row_blocks * col_blocks;
     OMP(parallel for schedule(dynamic) num_threads(ops->nthreads)
             if(tasks > 1 && (long)m * n * k >= GEMM_SPLIT_MIN_MACS))
     for (int t = 0; t < tasks; t++) {
-        const int i0 = t / col_blocks * GEMM_ROWS, j0 = t % col_blocks * width;
+        const int i0 = t / col_blocks * rows_per_block, j0 = t % col_blocks * width;
         const int cols = n - j0 < width ? n - j0 : width;
         const float *ab = i0 < full ? a + (trans_a ? (size_t)i0 : (size_t)i0 * lda) : pad_a;
         float *cb = i0 < full ? c + (size_t)i0 * ldc + j0 : pad_c + j0;
-        cblas_sgemm(CblasRowMajor, ta, tb, GEMM_ROWS, cols, k, alpha, ab, i0 < full ? lda : pad_lda,
-                    b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb, i0 < full ? ldc : n);
+        cblas_sgemm(CblasRowMajor, ta, tb, i0 < full ? rows_per_block : GEMM_ROWS, cols, k, alpha, ab,
+                    i0 < full ? lda : pad_lda, b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb,
+                    i0 < full ? ldc : n);
     }
     for (int i = 0; i < tail; i++)
         memcpy(c + (size_t)(full + i) * ldc, pad_c + (size_t)i * n, (size_t)n * sizeof *c);

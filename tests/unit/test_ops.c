@@ -520,12 +520,14 @@ static void test_gemm(void)
 /* A row of C comes out the same bits however many rows the product has: a
  * sample's output in a batch of 40 and alone or among 24 (as on one of
  * several ranks). 784 -> 512 and 512 -> 256 are MLP layers whose products
- * cross OpenBLAS's small-matrix threshold as the batch halves. */
+ * cross OpenBLAS's small-matrix threshold as the batch halves; MNIST's
+ * 1024 -> 128 is large enough that ddp_gemm does 32 rows in one call, and
+ * 16 of them in another. */
 static void test_gemm_rows_independent_of_m(void)
 {
     DdpOps *ops = NULL;
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
-    static const int layers[][2] = {{512, 784}, {256, 512}, {10, 256}};
+    static const int layers[][2] = {{512, 784}, {256, 512}, {10, 256}, {128, 1024}};
     const int m = 40, starts[] = {0, 16, 33, 39}, counts[] = {16, 24, 1, 1};
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++)
         for (int ta = 0; ta < 2; ta++)
