@@ -452,12 +452,45 @@ static int lanes_at(int c0, int count)
 /* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
  * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
  * pixel of 8 channels is one contiguous vector. One sample; X is C x HW. */
+/* Lanes (8 channels) of 8 pixels: IN[v] holds channel v's pixels, OUT[j]
+ * pixel j's channels. The usual three rounds of two-vector shuffles. */
+static ALWAYS_INLINE void transpose_lanes(const Lanes in[LANES], Lanes out[LANES])
+{
+    typedef int Mask __attribute__((vector_size(LANES * sizeof(int))));
+    const Mask pairs_low = {0, 8, 1, 9, 4, 12, 5, 13}, pairs_high = {2, 10, 3, 11, 6, 14, 7, 15};
+    const Mask quads_low = {0, 1, 8, 9, 4, 5, 12, 13}, quads_high = {2, 3, 10, 11, 6, 7, 14, 15};
+    const Mask halves_low = {0, 1, 2, 3, 8, 9, 10, 11}, halves_high = {4, 5, 6, 7, 12, 13, 14, 15};
+    Lanes t[LANES], u[LANES];
+    for (int i = 0; i < LANES; i += 2) {
+        t[i] = __builtin_shuffle(in[i], in[i + 1], pairs_low);
+        t[i + 1] = __builtin_shuffle(in[i], in[i + 1], pairs_high);
+    }
+    for (int i = 0; i < LANES; i += 4)
+        for (int h = 0; h < 2; h++) {
+            u[i + h * 2] = __builtin_shuffle(t[i + h], t[i + h + 2], quads_low);
+            u[i + h * 2 + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], quads_high);
+        }
+    for (int j = 0; j < LANES / 2; j++) {
+        out[j] = __builtin_shuffle(u[j], u[j + 4], halves_low);
+        out[j + 4] = __builtin_shuffle(u[j], u[j + 4], halves_high);
+    }
+}
+
 static void block_channels(const float *x, int c, size_t hw, float *xb)
 {
     for (int cb = 0; cb < channel_blocks(c); cb++) {
         const int lanes = lanes_at(cb * LANES, c);
         float *out = xb + (size_t)cb * hw * LANES;
-        for (size_t px = 0; px < hw; px++) {
+        size_t px = 0;
+        if (lanes == LANES) /* 8 pixels of 8 channels at a time */
+            for (; px + LANES <= hw; px += LANES) {
+                Lanes rows[LANES], columns[LANES];
+                for (int v = 0; v < LANES; v++)
+                    memcpy(&rows[v], x + (size_t)(cb * LANES + v) * hw + px, sizeof(Lanes));
+                transpose_lanes(rows, columns);
+                memcpy(out + px * LANES, columns, sizeof columns);
+            }
+        for (; px < hw; px++) {
             for (int v = 0; v < lanes; v++)
                 out[px * LANES + v] = x[(size_t)(cb * LANES + v) * hw + px];
             for (int v = lanes; v < LANES; v++)
@@ -477,7 +510,8 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
     Lanes d[WINO_POINTS];
     if (y0 >= 0 && y0 + WINO_ALPHA <= sh->h && x0 >= 0 && x0 + WINO_ALPHA <= sh->w) { /* all inside */
         for (int a = 0; a < WINO_ALPHA; a++)
-            memcpy(&d[a * WINO_ALPHA], plane + ((size_t)(y0 + a) * sh->w + x0) * LANES, WINO_ALPHA * sizeof(Lanes));
+            for (int b = 0; b < WINO_ALPHA; b++) /* vector moves, not a memcpy call */
+                memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)(y0 + a) * sh->w + x0 + b) * LANES, sizeof(Lanes));
         input_transform(p, d, out);
         return;
     }
@@ -507,7 +541,8 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
     Lanes e[WINO_POINTS];
     memset(e, 0, sizeof e);
     for (int i = 0; i < rows; i++)
-        memcpy(&e[i * WINO_ALPHA], plane + ((size_t)(y0 + i) * sh->out_w + x0) * LANES, (size_t)cols * sizeof(Lanes));
+        for (int j = 0; j < cols; j++) /* a fixed size: vector moves, not a call */
+            memcpy(&e[i * WINO_ALPHA + j], plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, sizeof(Lanes));
     gradient_transform(p, e, out);
 }
 
