@@ -499,6 +499,27 @@ static void block_channels(const float *x, int c, size_t hw, float *xb)
     }
 }
 
+/* The reverse of block_channels: X (C x HW) from XB. */
+static void unblock_channels(const float *xb, int c, size_t hw, float *x)
+{
+    for (int cb = 0; cb < channel_blocks(c); cb++) {
+        const int lanes = lanes_at(cb * LANES, c);
+        const float *in = xb + (size_t)cb * hw * LANES;
+        size_t px = 0;
+        if (lanes == LANES)
+            for (; px + LANES <= hw; px += LANES) {
+                Lanes pixels[LANES], channels[LANES];
+                memcpy(pixels, in + px * LANES, sizeof pixels);
+                transpose_lanes(pixels, channels);
+                for (int v = 0; v < LANES; v++)
+                    memcpy(x + (size_t)(cb * LANES + v) * hw + px, &channels[v], sizeof(Lanes));
+            }
+        for (; px < hw; px++)
+            for (int v = 0; v < lanes; v++)
+                x[(size_t)(cb * LANES + v) * hw + px] = in[px * LANES + v];
+    }
+}
+
 /* Input tile TILE of one sample, channel block CB, from its blocked input XB,
  * transformed: OUT = B^T d B. Pixels outside the input (padding, overhang)
  * are zero. */
@@ -702,24 +723,29 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                 }
             }
             products(&sa, at.d, sh->c, u, sh->k, at.m);
+            /* The output tiles into the blocked y (in the space the blocked
+             * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
-                float *ys = y + (size_t)(sa.first + row / tiles) * sh->k * out_pixels;
+                float *yb = blocked_gradient(p, sh, at.blocked, row);
                 const int tile = row % tiles;
                 const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
                 const int rows_in = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
                 const int cols_in = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
-                for (int k0 = 0; k0 < sh->k; k0 += LANES) {
-                    const int lanes = lanes_at(k0, sh->k);
+                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
                     Lanes mt[WINO_POINTS], out[WINO_POINTS];
-                    load_floats(at.m + (size_t)row * WINO_POINTS * sh->k + k0, sh->k, lanes, mt);
+                    load_floats(at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES, sh->k,
+                                lanes_at(kb * LANES, sh->k), mt);
                     output_transform_tile(p, mt, out);
-                    for (int v = 0; v < lanes; v++)
-                        for (int i = 0; i < rows_in; i++)
-                            for (int j = 0; j < cols_in; j++)
-                                ys[(k0 + v) * out_pixels + (size_t)(y0 + i) * sh->out_w + x0 + j] =
-                                    out[i * WINO_ALPHA + j][v];
+                    float *plane = yb + (size_t)kb * out_pixels * LANES;
+                    for (int i = 0; i < rows_in; i++)
+                        for (int j = 0; j < cols_in; j++)
+                            memcpy(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, &out[i * WINO_ALPHA + j],
+                                   sizeof(Lanes));
                 }
             }
+            for (int s = 0; s < sa.count; s++)
+                unblock_channels(at.blocked + s * blocked_gradient_floats(sh), sh->k, out_pixels,
+                                 y + (size_t)(sa.first + s) * sh->k * out_pixels);
         }
     }
 }
