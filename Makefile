@@ -60,7 +60,7 @@ RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test fuzz bench memcheck memcheck-asan found clean
+.PHONY: all deps run test fuzz bench memcheck memcheck-asan found clean FORCE
 all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
@@ -87,13 +87,17 @@ $(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.tab.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
 
 # What ddpc needs to build programs: the tools found here, written down once.
-$(BUILD)/config.h: Makefile
+# Written on every make but replaced only when it changes, so that a `make`
+# before `make deps` does not leave ddpc building without what deps installed.
+$(BUILD)/config.h: FORCE
 	@mkdir -p $(BUILD)
 	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
 	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm $(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
-	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm $(MPI_LIBS)"'; } > $@.tmp && mv $@.tmp $@
+	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm $(MPI_LIBS)"'; } > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
 
 # Our objects need the generated headers to exist before their first build.
 $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h

@@ -9,7 +9,10 @@
  *   backward data    dx = col2im(W^T . dy)      col2im sums overlapping taps
  *   backward filter  dw = sum over samples dy . col^T
  * with CRS = C/groups * R * S and P = out_h * out_w. A 1x1 stride-1 unpadded
- * conv needs no unrolling: x itself is the matrix.
+ * conv needs no unrolling: x itself is the matrix. Stride-1 convs with 8 or
+ * more channels each way and kernel sides 2..7 go to winograd_cpu.c instead
+ * (ddp_winograd_suits), which needs 5 to 6 times fewer multiplies and keeps
+ * the promises below.
  *
  * Results must not depend on the thread count (the distributed tests compare
  * runs, and --resume promises bit-for-bit), so each output element is computed
@@ -40,7 +43,8 @@
  *
  * Scratch: per thread, one im2col matrix (one sample, one group) and one
  * sample's block of the weight gradient, sized in ddp_ops_finalize for the
- * largest conv. ddp_gemm's padded last rows and ddp_gemm_grad's double
+ * largest conv; and one buffer that the Winograd convs share, sized for the
+ * largest of them. ddp_gemm's padded last rows and ddp_gemm_grad's double
  * operands grow on their first call at a size (the first step); after that
  * the per-step calls never allocate.
  */

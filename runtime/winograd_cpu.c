@@ -2,18 +2,23 @@
  * winograd_cpu.c: stride-1 convolutions by Winograd's minimal filtering on the
  * CPU; what and why in winograd_cpu.h.
  *
- * Layout. A pass takes a chunk of samples; its tiles are rows, numbered
- * sample-major (row = sample * tiles + tile), padded with zero rows to a
- * multiple of WINO_ROWS. For each of the 64 points xi of a tile, the chunk's
- * transformed input is one matrix D[xi] of rows x C, the transformed weights one
- * U[xi] of C x K, and forward's product M[xi] = D[xi] . U[xi] is rows x K. The
- * backward data pass multiplies E[xi] (rows x K, the transformed dy) by U[xi]^T
- * into the same space as D. The weight gradient's V[xi] = E[xi]^T . D[xi]
- * (K x C) is a dgemm over the chunk's rows, in double.
+ * Layout. A tile is a row, numbered sample-major (row = sample * tiles +
+ * tile). For each of the 64 points xi, the transformed input of a set of rows
+ * is a matrix D[xi] (rows x C), the transformed weights U[xi] (C x K), and
+ * forward's product M[xi] = D[xi] . U[xi] (rows x K). A row's 64 points are
+ * stored together (D[xi] starts at d + xi * C, rows 64 * C apart), so that a
+ * tile's transform writes one contiguous block and each sgemm reads its
+ * matrix with a leading dimension of 64 * C.
+ *  - Forward and backward data take groups of whole samples, one OpenMP task
+ *    each, in the thread's own scratch, with sgemm in blocks of exactly
+ *    WINO_ROWS rows (zero rows pad the last). Backward data multiplies E[xi]
+ *    (the transformed dy, rows x K) by U[xi]^T, stored K x C.
+ *  - The weight gradient takes blocks of WGRAD_ROWS rows of any samples and
+ *    adds V[xi] += E[xi]^T . D[xi] (K x C) by dgemm, in double.
  *
- * Every tile transform works on 8 channels at once (one 8-float vector per
- * tile point), so that the loads or stores next to the products are
- * contiguous in D, E and M.
+ * Every tile transform works on 8 channels at once, one 8-float vector per
+ * tile point; x, dy, y and dx pass through a layout with 8 channels
+ * interleaved per pixel (block_channels) so that those vectors are contiguous.
  */
 #include "winograd_cpu.h"
 

@@ -7,18 +7,20 @@
  * multiplies per (input channel, output channel) pair, where im2col's product
  * needs M*M*R*S: for MNIST's 5x5 conv 6.25 times fewer, for a 3x3 one 5 times.
  * The 64 products of a tile are 64 independent matrix products over the
- * channels, which sgemm does; what is left are small fixed transforms of tiles:
- *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A      per tile
- *   backward data    dd = B [ (G g G^T)^T . (A^T dy A) ] B^T    summed over k,
- *                         and the tiles' dd, which overlap, added into dx
- *   backward filter  dg = G^T [ sum over tiles (A^T dy A) . (B^T d B)^T ] G
+ * channels, which sgemm does; what is left are small fixed transforms of tiles
+ * (. is the elementwise product, sums run over the channels not shown):
+ *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A        per tile
+ *   backward data    dd = B [ (G g G^T) . (A dy A^T) ] B^T,      the tiles'
+ *                         dd, which overlap, added into dx
+ *   backward filter  dg = G^T [ sum over tiles (A dy A^T) . (B^T d B) ] G
  * (Lavin and Gray, "Fast algorithms for convolutional neural networks", 2015;
  * the two backward passes are the exact adjoints of the forward one.) The
  * transforms come from interpolation at 0, +-1, +-2, +-1/2 and infinity.
  *
- * The results are not im2col's bits (Winograd rounds differently: about 1e-6
- * of the output's scale for 5x5, checked in tests/unit/test_ops.c against a
- * double reference), but they keep the guarantees of ops_cpu.c:
+ * The results are not im2col's bits (Winograd rounds differently: up to about
+ * 1e-6 of the sum of the terms' magnitudes for 5x5, ten times im2col's;
+ * tests/unit/test_ops.c checks 4e-6 against a double reference), but they
+ * keep the guarantees of ops_cpu.c:
  *  - a sample's forward and data gradient are the same bits in any batch and
  *    with any thread count: every product has a fixed shape (WINO_ROWS rows of
  *    tiles, the last block zero-padded), tiles are summed in a fixed order;
@@ -41,7 +43,7 @@ typedef struct {
     int tiles_w, tiles;    /* tiles per row of the output, per sample */
     int group;             /* samples per task of the forward and data passes */
     int nthreads;          /* threads the scratch has room for */
-    int fixed;             /* square: the transforms unrolled with constant matrices */
+    int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
      * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w.
