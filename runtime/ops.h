@@ -3,7 +3,8 @@
  * generated program hands to a vendor library instead of emitting a kernel.
  *
  * One interface, two implementations, and a program links exactly one:
- *   ops_cpu.c    OpenBLAS + OpenMP (im2col/col2im around sgemm), runs anywhere;
+ *   ops_cpu.c    OpenBLAS + OpenMP (im2col/col2im around sgemm, or Winograd:
+ *                winograd_cpu.c), runs anywhere;
  *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
  * Both define the same set of symbols, so the build picks one by which object it
  * links; the generated code is the same either way. Everything else a step does
@@ -108,8 +109,9 @@ void ddp_ops_destroy(DdpOps *ops);
  * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
- * im2col scratch (CPU). On CUDA this benchmarks every planned conv once with
- * cudnnFind*AlgorithmEx, so call it before timing anything. */
+ * the im2col and Winograd scratch (CPU). On CUDA this benchmarks every
+ * planned conv once with cudnnFind*AlgorithmEx, so call it before timing
+ * anything. */
 DdpStatus ddp_ops_finalize(DdpOps *ops);
 
 /* The first failure of any call since create (DDP_OK if none). On failure the
@@ -136,8 +138,9 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta);
 /* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
- * micro-batches. On CPUs each sample's float contribution is added to dw in
- * double (see DdpGrad). */
+ * micro-batches. On CPUs the sum over the batch is in double (see DdpGrad):
+ * each sample's float contribution is added in double (im2col), or each
+ * tile's products of floats are summed by dgemm (Winograd). */
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
                               DdpGrad *dw, float beta);
 

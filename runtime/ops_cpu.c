@@ -10,23 +10,24 @@
  *   backward filter  dw = sum over samples dy . col^T
  * with CRS = C/groups * R * S and P = out_h * out_w. A 1x1 stride-1 unpadded
  * conv needs no unrolling: x itself is the matrix. Stride-1 convs with 8 or
- * more channels each way and kernel sides 2..7 go to winograd_cpu.c instead
+ * more channels each way and kernel sides 3..7 go to winograd_cpu.c instead
  * (ddp_winograd_suits), which needs 5 to 6 times fewer multiplies and keeps
  * the promises below.
  *
  * Results must not depend on the thread count (the distributed tests compare
  * runs, and --resume promises bit-for-bit), so each output element is computed
- * by exactly one sgemm call whose shape depends only on the conv's shape, never
- * on how many threads share the work:
+ * by one sgemm call whose shape depends only on the sizes at hand, never on
+ * how many threads share the work:
  *  - forward and backward data split the batch: one sample per task, each
  *    output belongs to one sample;
  *  - backward filter sums over samples, so it splits the weight gradient instead,
  *    into blocks of im2col rows of a size fixed by the shape; each task unrolls
  *    only its own rows, and adds each sample's float product to the double
  *    gradient in batch order (ops.h: DdpGrad);
- *  - ddp_gemm computes C in blocks of GEMM_ROWS rows (see there) by a width
- *    fixed by n, one sgemm call each, as tasks when the product is large
- *    enough to be worth waking the team;
+ *  - ddp_gemm computes C in blocks of GEMM_ROWS rows (or, for products
+ *    large enough, up to MERGED_ROWS; see there) by a width fixed by n, one
+ *    sgemm call each, as tasks when the product is large enough to be worth
+ *    waking the team;
  *  - ddp_gemm_grad converts its operands to double once and splits DW into
  *    blocks of its longer side, by size alone, one dgemm per block (its rows
  *    are weights, not samples, so no fixed row count is needed).
@@ -85,20 +86,26 @@ static int wgrad_block_rows(int crs)
     return rows < 32 ? 32 : rows < 128 ? rows : 128;
 }
 
-/* ddp_gemm computes C in blocks of exactly GEMM_ROWS rows, a last partial one
- * in a zero-padded copy, so that a row of C never depends on how many rows
- * there are. In a linear layer the rows are the batch's samples, and OpenBLAS
- * picks its kernel by the size of the whole product (on this machine's
- * OpenBLAS 0.3.21, a small-matrix kernel below 1e6 multiply-adds), and two
- * kernels sum in different orders: a sample's output would differ in its last
- * bit between a batch of 32 and the 16 of them one of two ranks gets, and the
- * 2-rank run would drift from the 1-rank one (tests/distributed/). Batches
- * that are multiples of 16 (the examples' 64 and 128) need no padding. */
-enum { GEMM_ROWS = 16 };
-
-/* OpenBLAS (0.3.21 here; kernel/x86_64/sgemm_small_kernel_permit_skylakex.c)
- * never takes its small-matrix kernel for an sgemm of more than 100^3
- * multiply-adds. */
+/* ddp_gemm computes C in blocks of GEMM_ROWS rows, a last partial one in a
+ * zero-padded copy, so that a row of C never depends on how many rows there
+ * are. In a linear layer the rows are the batch's samples, and OpenBLAS picks
+ * its kernel by the size of the whole product (on this machine's OpenBLAS
+ * 0.3.21, a small-matrix kernel below 1e6 multiply-adds), and two kernels sum
+ * in different orders: a sample's output would differ in its last bit between
+ * a batch of 32 and the 16 of them one of two ranks gets, and the 2-rank run
+ * would drift from the 1-rank one (tests/distributed/). Batches that are
+ * multiples of 16 (the examples' 64 and 128) need no padding.
+ *
+ * When even GEMM_ROWS rows make a product above the small-matrix size,
+ * every call takes the same kernel whatever its rows, and full rows go in
+ * blocks of up to MERGED_ROWS (a multiple of 16): for MNIST's 1024 -> 128
+ * layer twice as fast as 16-row calls, and still several blocks to share
+ * among threads at larger batches. This rests on Debian's OpenBLAS 0.3.21
+ * (kernel/x86_64/sgemm_small_kernel_permit_skylakex.c: never the small
+ * kernel above 100^3 multiply-adds); newer ones also have a "direct" sgemm
+ * for some small products on AVX-512, with a threshold of its own, which
+ * test_gemm_rows_independent_of_m in tests/unit/test_ops.c would catch. */
+enum { GEMM_ROWS = 16, MERGED_ROWS = 128 };
 #define SMALL_KERNEL_MACS 1e6
 
 /* Columns are split into blocks of gemm_block(n), up to 8, each a multiple of
@@ -247,8 +254,8 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 sgemm per %d samples, weight gradient by dgemm",
-                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.group);
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 sgemm per %d tiles, %d per sample; weight gradient by dgemm",
+                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, WINO_ROWS, p->wino.tiles);
     else if (p->direct)
         snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else
@@ -564,25 +571,26 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
                     pad_c[(size_t)i * n + j] = i < tail ? c[(size_t)(full + i) * ldc + j] : 0.0f;
     }
 
-    /* The full rows in one call per column block when even GEMM_ROWS of them
-     * make a product above OpenBLAS's small-matrix size for every block (the
-     * last is the narrowest): the same kernel either way, and twice as fast
-     * for MNIST's 1024 -> 128 layer as 16-row calls. */
+    /* Full rows in blocks of MERGED_ROWS when even GEMM_ROWS of them make a
+     * product above OpenBLAS's small-matrix size for every column block (the
+     * last is the narrowest): see GEMM_ROWS. */
     const int width = gemm_block(n), col_blocks = (n + width - 1) / width;
     const int narrowest = n - (col_blocks - 1) * width;
-    const int merge = full > GEMM_ROWS && (double)GEMM_ROWS * narrowest * k > SMALL_KERNEL_MACS;
-    const int rows_per_block = merge ? full : GEMM_ROWS;
-    const int row_blocks = full / rows_per_block + (tail > 0), tasks = row_blocks * col_blocks;
+    const int merge = (double)GEMM_ROWS * narrowest * k > SMALL_KERNEL_MACS;
+    const int rows_per_block = merge ? MERGED_ROWS : GEMM_ROWS;
+    const int full_blocks = (full + rows_per_block - 1) / rows_per_block;
+    const int row_blocks = full_blocks + (tail > 0), tasks = row_blocks * col_blocks;
     OMP(parallel for schedule(dynamic) num_threads(ops->nthreads)
             if(tasks > 1 && (long)m * n * k >= GEMM_SPLIT_MIN_MACS))
     for (int t = 0; t < tasks; t++) {
-        const int i0 = t / col_blocks * rows_per_block, j0 = t % col_blocks * width;
+        const int block = t / col_blocks, j0 = t % col_blocks * width;
+        const int i0 = block < full_blocks ? block * rows_per_block : full; /* the padded tail: after */
+        const int rows = i0 < full ? (full - i0 < rows_per_block ? full - i0 : rows_per_block) : GEMM_ROWS;
         const int cols = n - j0 < width ? n - j0 : width;
         const float *ab = i0 < full ? a + (trans_a ? (size_t)i0 : (size_t)i0 * lda) : pad_a;
         float *cb = i0 < full ? c + (size_t)i0 * ldc + j0 : pad_c + j0;
-        cblas_sgemm(CblasRowMajor, ta, tb, i0 < full ? rows_per_block : GEMM_ROWS, cols, k, alpha, ab,
-                    i0 < full ? lda : pad_lda, b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb,
-                    i0 < full ? ldc : n);
+        cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, k, alpha, ab, i0 < full ? lda : pad_lda,
+                    b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb, i0 < full ? ldc : n);
     }
     for (int i = 0; i < tail; i++)
         memcpy(c + (size_t)(full + i) * ldc, pad_c + (size_t)i * n, (size_t)n * sizeof *c);

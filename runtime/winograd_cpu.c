@@ -35,13 +35,17 @@
 static int omp_get_thread_num(void) { return 0; }
 #endif
 
-/* Rows (tiles) per sgemm call: a fixed shape, so that which kernel OpenBLAS
- * picks, and so a tile's result, never depends on the batch (ops_cpu.c:
- * GEMM_ROWS says why that matters). Small, so that a group's matrices stay
- * in the core's own cache between the transforms and the products (for
- * MNIST's conv2, 16 rows make 128 KiB and 256 KiB, and U 512 KiB): per
- * multiply about as fast as 128 or 256 rows here, and the pass is faster. */
-enum { WINO_ROWS = 16, LANES = 8 };
+/* WINO_ROWS (winograd_cpu.h): rows (tiles) per sgemm call, a fixed shape, so
+ * that which kernel OpenBLAS picks, and so a tile's result, never depends on
+ * the batch (ops_cpu.c: GEMM_ROWS says why that matters). Small, so that a
+ * group's matrices stay in the core's own cache between the transforms and
+ * the products (for MNIST's conv2, 16 rows make 128 KiB and 256 KiB, and U
+ * 512 KiB): per multiply about as fast as 128 or 256 rows here, and the pass
+ * is faster. Vectors are of LANES channels. */
+enum { LANES = 8 };
+
+/* The most scratch a Winograd conv's weight gradient may take (ddp_winograd_suits). */
+#define WINO_SCRATCH_CAP ((size_t)256 << 20)
 
 /* Rows (tiles, of any samples) per block of the weight gradient: each block's
  * transformed tiles are summed into V by one dgemm per point, which is as
@@ -149,10 +153,18 @@ static int tiles_of(int out, int m)
     return (out + m - 1) / m;
 }
 
+static size_t filter_scratch_bytes(const DdpConvShape *sh); /* below, with the rest of the scratch */
+
 int ddp_winograd_suits(const DdpConvShape *sh)
 {
-    if (sh->stride != 1 || sh->groups != 1 || sh->r < 2 || sh->r > 7 || sh->s < 2 || sh->s > 7 ||
+    /* A 2-tap side would give 7-wide output tiles, whose transforms round
+     * ten times worse (about 2e-5 of the terms' scale): not worth it. */
+    if (sh->stride != 1 || sh->groups != 1 || sh->r < 3 || sh->r > 7 || sh->s < 3 || sh->s > 7 ||
         sh->c < LANES || sh->k < LANES)
+        return 0;
+    /* The weight gradient keeps the whole batch's x and dy with blocked
+     * channels: a conv too large for that is left to im2col. */
+    if (filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
         return 0;
     /* Multiplies per (c, k) pair and sample: 64 per tile against one per tap
      * and output pixel. Half or less, or the transforms eat the gain. */
@@ -243,6 +255,11 @@ static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *
     return (bx + bdy) * sizeof(float) + (d + e + (size_t)WINO_POINTS * sh->k * sh->c) * sizeof(double);
 }
 
+static size_t filter_scratch_bytes(const DdpConvShape *sh)
+{
+    return filter_scratch(sh, NULL, NULL);
+}
+
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
 
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
@@ -282,9 +299,9 @@ size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 
 /* OUT[i][j] = sum over a, b of L[i][a] IN[a][b] R[j][b], per lane, for i <
  * RO and j < CO: L and R are 8 x 8 (zero where the transform is smaller), IN
- * and OUT 8 x 8 tiles. Fixed trip counts, so that the compiler unrolls the
- * inner loops and keeps a row of the tile in registers; the transforms are a
- * third zeros, which are skipped. */
+ * and OUT 8 x 8 tiles. The general form, for matrices known only at run time
+ * (the weights' G, non-square kernels); zero entries (a third) are skipped.
+ * The tile transforms of square kernels use transform_fixed instead. */
 static void sandwich(int ro, const float *restrict l, int co, const float *restrict r, const Lanes *restrict in,
                      Lanes *restrict out)
 {
@@ -421,7 +438,8 @@ static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lane
         sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, in, out);
 }
 
-/* KIND's transform unrolled for each M that kernel sides 2..7 give. */
+/* KIND's transform unrolled for each M = 9 - side: 6 down to 2 for sides
+ * 3..7 (7, for a side of 2, is never planned). */
 #define FIXED_FOR_EACH_M(kind, rows, columns)                                                                 \
     switch (p->mh) {                                                                                          \
     case 2: transform_fixed(kind, 2, rows(2), columns(2), in, out); return;                                  \
@@ -454,9 +472,6 @@ static int lanes_at(int c0, int count)
     return count - c0 < LANES ? count - c0 : LANES;
 }
 
-/* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
- * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
- * pixel of 8 channels is one contiguous vector. One sample; X is C x HW. */
 /* Lanes (8 channels) of 8 pixels: IN[v] holds channel v's pixels, OUT[j]
  * pixel j's channels. The usual three rounds of two-vector shuffles. */
 static ALWAYS_INLINE void transpose_lanes(const Lanes in[LANES], Lanes out[LANES])
@@ -481,6 +496,9 @@ static ALWAYS_INLINE void transpose_lanes(const Lanes in[LANES], Lanes out[LANES
     }
 }
 
+/* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
+ * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
+ * pixel of 8 channels is one contiguous vector. One sample; X is C x HW. */
 static void block_channels(const float *x, int c, size_t hw, float *xb)
 {
     for (int cb = 0; cb < channel_blocks(c); cb++) {

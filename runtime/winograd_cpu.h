@@ -17,10 +17,11 @@
  * the two backward passes are the exact adjoints of the forward one.) The
  * transforms come from interpolation at 0, +-1, +-2, +-1/2 and infinity.
  *
- * The results are not im2col's bits (Winograd rounds differently: up to about
- * 1e-6 of the sum of the terms' magnitudes for 5x5, ten times im2col's;
- * tests/unit/test_ops.c checks 4e-6 against a double reference), but they
- * keep the guarantees of ops_cpu.c:
+ * The results are not im2col's bits. Winograd rounds differently: about 1e-6
+ * of the sum of the terms' magnitudes for 5x5 (up to 3e-6 for 7x7), ten times
+ * im2col's; tests/unit/test_ops.c checks 4e-6 against a double reference. An
+ * output that sees only padding comes out near 1e-6 of its tile's scale
+ * rather than exactly 0. They keep the guarantees of ops_cpu.c:
  *  - a sample's forward and data gradient are the same bits in any batch and
  *    with any thread count: every product has a fixed shape (WINO_ROWS rows of
  *    tiles, the last block zero-padded), tiles are summed in a fixed order;
@@ -35,8 +36,9 @@
 
 #include "ops.h"  // DdpConvShape, DdpGrad
 
-/* The input tile's side, and the number of products per tile. */
-enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA };
+/* The input tile's side, the number of products per tile, and the tiles per
+ * sgemm call (winograd_cpu.c says why so few). */
+enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA, WINO_ROWS = 16 };
 
 typedef struct {
     int mh, mw;            /* output tile: 9 - r rows by 9 - s columns */
@@ -55,8 +57,9 @@ typedef struct {
 } WinogradPlan;
 
 /* Whether SHAPE is better done this way: stride 1, one group, kernel sides
- * 2..7, at least 8 channels in and out, and at most half im2col's multiplies
- * once tiles that hang over the edge are counted. */
+ * 3..7, at least 8 channels in and out, at most half im2col's multiplies
+ * once tiles that hang over the edge are counted, and scratch within a cap
+ * (256 MiB) for the whole batch's blocked x and dy. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
 /* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for

@@ -279,7 +279,8 @@ static const Conv SHAPES[] = {
     {8, 12, 12, 8, 5, 5, 1, 0, 1},   /* 4x4 tiles of a 5x5 kernel, 2x2 of them */
     {16, 14, 13, 8, 3, 3, 1, 1, 1},  /* 6x6 tiles that overhang the output, pad 1 */
     {9, 11, 10, 10, 5, 3, 1, 2, 1},  /* non-square kernel, channels not a multiple of 8 */
-    {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* more tiles than one 128-row product */
+    {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* 49 tiles a sample: several 16-row products */
+    {8, 18, 18, 8, 3, 3, 1, 1, 1},   /* edge tiles that read padding, beside ones that do not */
     {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
 };
 enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
@@ -419,7 +420,7 @@ static void test_backward_filter_beta(void)
 {
     DdpConvShape sh[NSHAPES];
     DdpOps *ops = plan_all(sh);
-    const int picks[] = {2, 4, 6, 16};
+    const int picks[] = {2, 4, 6, 16, FIRST_WINOGRAD, FIRST_WINOGRAD + 2};
     for (size_t pi = 0; pi < sizeof picks / sizeof picks[0]; pi++) {
         int i = picks[pi];
         const DdpConvShape *s = &sh[i];
@@ -522,12 +523,13 @@ static void test_gemm(void)
  * several ranks). 784 -> 512 and 512 -> 256 are MLP layers whose products
  * cross OpenBLAS's small-matrix threshold as the batch halves; MNIST's
  * 1024 -> 128 is large enough that ddp_gemm does 32 rows in one call, and
- * 16 of them in another. */
+ * 16 of them in another; 4096 -> 520's last column block is narrower than
+ * the others (8 columns), and decides whether rows merge. */
 static void test_gemm_rows_independent_of_m(void)
 {
     DdpOps *ops = NULL;
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
-    static const int layers[][2] = {{512, 784}, {256, 512}, {10, 256}, {128, 1024}};
+    static const int layers[][2] = {{512, 784}, {256, 512}, {10, 256}, {128, 1024}, {520, 4096}};
     const int m = 40, starts[] = {0, 16, 33, 39}, counts[] = {16, 24, 1, 1};
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++)
         for (int ta = 0; ta < 2; ta++)
@@ -840,7 +842,7 @@ static void test_backward_data_beta(void)
 {
     DdpConvShape sh[NSHAPES];
     DdpOps *ops = plan_all(sh);
-    const int picks[] = {2, 4, 6, 16};
+    const int picks[] = {2, 4, 6, 16, FIRST_WINOGRAD, FIRST_WINOGRAD + 2};
     int direct_seen = 0;
     for (int i = 0; i < NSHAPES; i++)
         direct_seen += sh[i].r == 1 && sh[i].s == 1 && sh[i].stride == 1 && sh[i].pad == 0;
