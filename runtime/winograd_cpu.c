@@ -23,7 +23,6 @@
 #include "winograd_cpu.h"
 
 #include <cblas.h>   // cblas_sgemm, cblas_dgemm
-#include <stdint.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -473,26 +472,23 @@ static int lanes_at(int c0, int count)
 }
 
 /* Lanes (8 channels) of 8 pixels: IN[v] holds channel v's pixels, OUT[j]
- * pixel j's channels. The usual three rounds of two-vector shuffles. */
+ * pixel j's channels. The usual three rounds of two-vector shuffles
+ * (__builtin_shufflevector: clang, and GCC from 12). */
 static ALWAYS_INLINE void transpose_lanes(const Lanes in[LANES], Lanes out[LANES])
 {
-    typedef int Mask __attribute__((vector_size(LANES * sizeof(int))));
-    const Mask pairs_low = {0, 8, 1, 9, 4, 12, 5, 13}, pairs_high = {2, 10, 3, 11, 6, 14, 7, 15};
-    const Mask quads_low = {0, 1, 8, 9, 4, 5, 12, 13}, quads_high = {2, 3, 10, 11, 6, 7, 14, 15};
-    const Mask halves_low = {0, 1, 2, 3, 8, 9, 10, 11}, halves_high = {4, 5, 6, 7, 12, 13, 14, 15};
     Lanes t[LANES], u[LANES];
-    for (int i = 0; i < LANES; i += 2) {
-        t[i] = __builtin_shuffle(in[i], in[i + 1], pairs_low);
-        t[i + 1] = __builtin_shuffle(in[i], in[i + 1], pairs_high);
+    for (int i = 0; i < LANES; i += 2) { /* pairs: (a0 b0 a1 b1 | a4 b4 a5 b5), (a2 b2 a3 b3 | a6 b6 a7 b7) */
+        t[i] = __builtin_shufflevector(in[i], in[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(in[i], in[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
-    for (int i = 0; i < LANES; i += 4)
+    for (int i = 0; i < LANES; i += 4) /* quads: four rows' element j, for j and j + 4 */
         for (int h = 0; h < 2; h++) {
-            u[i + h * 2] = __builtin_shuffle(t[i + h], t[i + h + 2], quads_low);
-            u[i + h * 2 + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], quads_high);
+            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
-    for (int j = 0; j < LANES / 2; j++) {
-        out[j] = __builtin_shuffle(u[j], u[j + 4], halves_low);
-        out[j + 4] = __builtin_shuffle(u[j], u[j + 4], halves_high);
+    for (int j = 0; j < LANES / 2; j++) { /* halves: all eight rows' element j */
+        out[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        out[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 
