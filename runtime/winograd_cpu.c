@@ -518,8 +518,9 @@ static void block_channels(const float *x, int c, size_t hw, float *xb)
     }
 }
 
-/* The reverse of block_channels: X (C x HW) from XB. */
-static void unblock_channels(const float *xb, int c, size_t hw, float *x)
+/* The reverse of block_channels: X (C x HW) = BETA X + XB; BETA 0 ignores
+ * X's old contents (which may be NaN). */
+static void unblock_channels(const float *xb, int c, size_t hw, float beta, float *x)
 {
     for (int cb = 0; cb < channel_blocks(c); cb++) {
         const int lanes = lanes_at(cb * LANES, c);
@@ -530,12 +531,21 @@ static void unblock_channels(const float *xb, int c, size_t hw, float *x)
                 Lanes pixels[LANES], channels[LANES];
                 memcpy(pixels, in + px * LANES, sizeof pixels);
                 transpose_lanes(pixels, channels);
-                for (int v = 0; v < LANES; v++)
-                    memcpy(x + (size_t)(cb * LANES + v) * hw + px, &channels[v], sizeof(Lanes));
+                for (int v = 0; v < LANES; v++) {
+                    float *to = x + (size_t)(cb * LANES + v) * hw + px;
+                    if (beta != 0.0f) {
+                        Lanes old;
+                        memcpy(&old, to, sizeof old);
+                        channels[v] += beta * old;
+                    }
+                    memcpy(to, &channels[v], sizeof(Lanes));
+                }
             }
         for (; px < hw; px++)
-            for (int v = 0; v < lanes; v++)
-                x[(size_t)(cb * LANES + v) * hw + px] = in[px * LANES + v];
+            for (int v = 0; v < lanes; v++) {
+                float *to = x + (size_t)(cb * LANES + v) * hw + px;
+                *to = beta == 0.0f ? in[px * LANES + v] : beta * *to + in[px * LANES + v];
+            }
     }
 }
 
@@ -706,6 +716,27 @@ static void products(const Samples *sa, float *in, int k, const float *u, int n,
                         out + (row * WINO_POINTS + xi) * n, WINO_POINTS * n);
 }
 
+/* The tiles of SA's samples, transformed from their blocked inputs (or, if
+ * GRADIENTS, their blocked dy) into D (or E): row r's point xi at
+ * OUT + (r * 64 + xi) * channels. */
+static void transform_tiles(const WinogradPlan *p, const DdpConvShape *sh, const Samples *sa, float *blocked,
+                            int gradients, float *out)
+{
+    const int channels = gradients ? sh->k : sh->c;
+    for (int row = 0; row < sa->rows; row++) {
+        const float *b = gradients ? blocked_gradient(p, sh, blocked, row) : blocked_sample(p, sh, blocked, row);
+        for (int cb = 0; cb < channel_blocks(channels); cb++) {
+            Lanes t[WINO_POINTS];
+            if (gradients)
+                gradient_tile(p, sh, b, row % p->tiles, cb, t);
+            else
+                input_tile(p, sh, b, row % p->tiles, cb, t);
+            store_floats(t, lanes_at(cb * LANES, channels), out + (size_t)row * WINO_POINTS * channels + cb * LANES,
+                         channels);
+        }
+    }
+}
+
 /* This thread's space for a group of samples. */
 static GroupScratch thread_group_scratch(const WinogradPlan *p, const DdpConvShape *sh, void *scratch)
 {
@@ -732,15 +763,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_inputs(sh, sa.first, sa.count, x, at.blocked);
-            for (int row = 0; row < sa.rows; row++) {
-                const float *xb = blocked_sample(p, sh, at.blocked, row);
-                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
-                    Lanes t[WINO_POINTS];
-                    input_tile(p, sh, xb, row % tiles, cb, t);
-                    store_floats(t, lanes_at(cb * LANES, sh->c),
-                                 at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c);
-                }
-            }
+            transform_tiles(p, sh, &sa, at.blocked, 0, at.d);
             products(&sa, at.d, sh->c, u, sh->k, at.m);
             /* The output tiles into the blocked y (in the space the blocked
              * input used), then y from it. */
@@ -763,7 +786,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                 }
             }
             for (int s = 0; s < sa.count; s++)
-                unblock_channels(at.blocked + s * blocked_gradient_floats(sh), sh->k, out_pixels,
+                unblock_channels(at.blocked + s * blocked_gradient_floats(sh), sh->k, out_pixels, 0.0f,
                                  y + (size_t)(sa.first + s) * sh->k * out_pixels);
         }
     }
@@ -787,15 +810,7 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_gradients(sh, sa.first, sa.count, dy, at.blocked);
-            for (int row = 0; row < sa.rows; row++) {
-                const float *dyb = blocked_gradient(p, sh, at.blocked, row);
-                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
-                    Lanes t[WINO_POINTS];
-                    gradient_tile(p, sh, dyb, row % tiles, kb, t);
-                    store_floats(t, lanes_at(kb * LANES, sh->k), at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES,
-                                 sh->k);
-                }
-            }
+            transform_tiles(p, sh, &sa, at.blocked, 1, at.m);
             products(&sa, at.m, sh->k, u, sh->c, at.d);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
@@ -825,20 +840,9 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
                     }
                 }
             }
-            for (int s = 0; s < sa.count; s++) {
-                const float *acc = at.blocked + (size_t)s * channel_blocks(sh->c) * LANES * hw;
-                float *dxs = dx + (size_t)(sa.first + s) * in_sample;
-                for (int c = 0; c < sh->c; c++) {
-                    const float *from = acc + (size_t)(c / LANES) * hw * LANES + c % LANES;
-                    float *to = dxs + (size_t)c * hw;
-                    if (beta == 0.0f)
-                        for (size_t px = 0; px < hw; px++)
-                            to[px] = from[px * LANES];
-                    else
-                        for (size_t px = 0; px < hw; px++)
-                            to[px] = beta * to[px] + from[px * LANES];
-                }
-            }
+            for (int s = 0; s < sa.count; s++)
+                unblock_channels(at.blocked + s * blocked_input_floats(sh), sh->c, hw, beta,
+                                 dx + (size_t)(sa.first + s) * in_sample);
         }
     }
 }
