@@ -6,6 +6,7 @@
 #   make test    build and run every test; ends with the CUnit summary
 #   make fuzz    build the fuzzers (clang, libFuzzer + ASan + UBSan)
 #   make bench   run the benchmarks (they report, they never fail the build)
+#   make bench-deps  the newest PyTorch, in a venv, for the benchmarks (about 5 GB)
 #   make memcheck       a short training run of every example under valgrind
 #   make memcheck-asan  the same under ASan + UBSan
 #
@@ -60,7 +61,7 @@ RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test fuzz bench memcheck memcheck-asan found clean FORCE
+.PHONY: all deps run test fuzz bench bench-deps memcheck memcheck-asan found clean FORCE
 all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
@@ -116,11 +117,13 @@ $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD
 # Only elementwise loops change, so results are the same bits (-std=c11 keeps
 # floating-point contraction off). No AVX-512: valgrind (make memcheck) cannot
 # decode it, and it measured no faster here.
-$(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o: override CFLAGS += -O3 -march=native -mno-avx512f
-# Winograd's results are its own bits anyway (runtime/winograd_cpu.h): its
-# transforms may fuse multiply-adds. One binary computes every sample and
-# every rank the same way, which is all the invariance tests need.
-$(BUILD)/runtime/winograd_cpu.o: override CFLAGS += -ffp-contract=fast
+$(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o: \
+    override CFLAGS += -O3 -march=native -mno-avx512f
+# Winograd's transforms and the products may fuse multiply-adds: each
+# element goes through one expression (runtime/gemm_cpu.h), so one binary
+# computes every sample and every rank the same way, which is all the
+# invariance promises need.
+$(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o: override CFLAGS += -ffp-contract=fast
 
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 	@mkdir -p $(BUILD)
@@ -200,6 +203,14 @@ deps:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
 	-test -x $(TB_VENV)/bin/python || /usr/bin/python3 -m venv $(TB_VENV)
 	-$(TB_VENV)/bin/pip install -q tensorboard==2.21.0
+
+# The newest PyTorch from PyPI, for the benchmarks only (bench/cpu_nets.sh
+# compares with it and with Debian's): about 5 GB with its CUDA libraries,
+# so never part of deps or CI. The benchmarks say so when it is missing.
+BENCH_VENV := /opt/ddpc-bench
+bench-deps:
+	test -x $(BENCH_VENV)/bin/python || /usr/bin/python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q --upgrade torch numpy
 
 clean:
 	rm -rf $(BUILD)

@@ -27,6 +27,8 @@ void ddp_device_close(void *stream) { (void)stream; }
 
 int ddp_device_is_gpu(void) { return 0; }
 
+const char *ddp_device_not_bit_invariant(void) { return NULL; }
+
 int ddp_device_count(void) { return 1; }
 
 void ddp_device_describe(char *buf, size_t len)

@@ -50,6 +50,12 @@ void ddp_device_close(void *stream)
 
 int ddp_device_is_gpu(void) { return 1; }
 
+const char *ddp_device_not_bit_invariant(void)
+{
+    return "on GPUs, N ranks x B match 1 rank x N*B up to float summation order: cuDNN, cuBLAS and NCCL sum "
+           "in float, in orders of their own";
+}
+
 size_t ddp_device_memory_available(void)
 {
     size_t free_bytes = 0, total = 0;

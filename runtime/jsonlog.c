@@ -162,6 +162,9 @@ DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n)
         case DDP_LOG_F64:
             put_real(m, fl->f, fl->kind == DDP_LOG_F32);
             break;
+        case DDP_LOG_BOOL:
+            fputs(fl->i ? "true" : "false", m);
+            break;
         case DDP_LOG_STR:
             if (fl->s)
                 ddp_json_put_string(m, fl->s);

@@ -14,6 +14,7 @@ typedef enum {
     DDP_LOG_F32,  /* a float's value: shortest text that reads back as the same float */
     DDP_LOG_F64,  /* a double's value: shortest text that reads back as the same double */
     DDP_LOG_STR,  /* a string, escaped */
+    DDP_LOG_BOOL, /* true or false */
 } DdpLogKind;
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
 #define DDP_LOG_F(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_F32, .f = (v)})
 #define DDP_LOG_D(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_F64, .f = (v)})
 #define DDP_LOG_S(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_STR, .s = (v)})
+#define DDP_LOG_B(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_BOOL, .i = !!(v)})
 
 typedef struct DdpJsonLog DdpJsonLog;
 

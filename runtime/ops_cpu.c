@@ -1,6 +1,7 @@
 /*
- * ops_cpu.c: the library ops on the CPU (interface in ops.h), with OpenBLAS for
- * the products and OpenMP for the parallelism.
+ * ops_cpu.c: the library ops on the CPU (interface in ops.h): convolutions
+ * and matrix products, on this runtime's own fixed-order products
+ * (gemm_cpu.c), with OpenMP for the parallelism.
  *
  * A convolution is a matrix product once the input is unrolled (im2col): for
  * one sample and one group, the matrix whose row (c, r, s) and column (oh, ow)
@@ -14,47 +15,34 @@
  * (ddp_winograd_suits), which needs 5 to 6 times fewer multiplies and keeps
  * the promises below.
  *
- * Results must not depend on the thread count (the distributed tests compare
- * runs, and --resume promises bit-for-bit), so each output element is computed
- * by one sgemm call whose shape depends only on the sizes at hand, never on
- * how many threads share the work:
+ * Results must not depend on the batch a sample is in, on the thread count,
+ * or on the machine's BLAS (the distributed tests compare 1 rank with 2 and
+ * 3, and --resume promises bit-for-bit). The products promise that for every
+ * element (gemm_cpu.h); the rest is how the work is split:
  *  - forward and backward data split the batch: one sample per task, each
  *    output belongs to one sample;
  *  - backward filter sums over samples, so it splits the weight gradient instead,
  *    into blocks of im2col rows of a size fixed by the shape; each task unrolls
  *    only its own rows, and adds each sample's float product to the double
  *    gradient in batch order (ops.h: DdpGrad);
- *  - ddp_gemm computes C in blocks of GEMM_ROWS rows (or, for products
- *    large enough, up to MERGED_ROWS; see there) by a width fixed by n, one
- *    sgemm call each, as tasks when the product is large enough to be worth
- *    waking the team;
- *  - ddp_gemm_grad converts its operands to double once and splits DW into
- *    blocks of its longer side, by size alone, one dgemm per block (its rows
- *    are weights, not samples, so no fixed row count is needed).
+ *  - ddp_gemm splits C into blocks of rows and columns as the thread count
+ *    suggests (no element's bits depend on the blocks);
+ *  - ddp_gemm_grad splits DW into blocks of its rows or columns; each
+ *    element sums the batch's products in double, sample by sample.
  *
- * OpenBLAS is kept single-threaded (ddp_ops_create sets it) and OpenMP does all
- * the splitting. Measured on the 2-core build box (OpenBLAS 0.3.21, pthreads):
- * convs (MNIST's, and 3x3 ones up to 56x56x64) run 1.3 to 2 times as fast this
- * way as with their products one after another on OpenBLAS's two threads;
- * large products (64x4096x4096, 2048^3) come within 10% of OpenBLAS's own
- * threading, small ones (64x128x1024) beat it; and when a generated OpenMP kernel
- * follows a product, OpenBLAS's threads, which spin for a while after each call,
- * cost the pair 1-2 ms more than this. Without -fopenmp everything runs on one
- * thread, with the same results.
- *
- * Scratch: per thread, one im2col matrix (one sample, one group) and one
- * sample's block of the weight gradient, sized in ddp_ops_finalize for the
- * largest conv; and one buffer that the Winograd convs share, sized for the
- * largest of them. ddp_gemm's padded last rows and ddp_gemm_grad's double
- * operands grow on their first call at a size (the first step); after that
- * the per-step calls never allocate.
+ * Scratch: per thread, one im2col matrix (one sample, one group), one
+ * sample's block of the weight gradient and the products' packed copies,
+ * sized in ddp_ops_finalize for the largest conv; and one buffer that the
+ * Winograd convs share, sized for the largest of them. ddp_gemm's and
+ * ddp_gemm_grad's packed copies grow on their first call at a size (the
+ * first step); after that the per-step calls never allocate.
  */
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
+#include "gemm_cpu.h"     // ddp_sgemm_fixed, ddp_gradsum_fixed: products in a fixed order
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
-#include <cblas.h>   // cblas_sgemm, openblas_set_num_threads
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,37 +74,9 @@ static int wgrad_block_rows(int crs)
     return rows < 32 ? 32 : rows < 128 ? rows : 128;
 }
 
-/* ddp_gemm computes C in blocks of GEMM_ROWS rows, a last partial one in a
- * zero-padded copy, so that a row of C never depends on how many rows there
- * are. In a linear layer the rows are the batch's samples, and OpenBLAS picks
- * its kernel by the size of the whole product (on this machine's OpenBLAS
- * 0.3.21, a small-matrix kernel below 1e6 multiply-adds), and two kernels sum
- * in different orders: a sample's output would differ in its last bit between
- * a batch of 32 and the 16 of them one of two ranks gets, and the 2-rank run
- * would drift from the 1-rank one (tests/distributed/). Batches that are
- * multiples of 16 (the examples' 64 and 128) need no padding.
- *
- * When even GEMM_ROWS rows make a product above the small-matrix size,
- * every call takes the same kernel whatever its rows, and full rows go in
- * blocks of up to MERGED_ROWS (a multiple of 16): for MNIST's 1024 -> 128
- * layer twice as fast as 16-row calls, and still several blocks to share
- * among threads at larger batches. This rests on Debian's OpenBLAS 0.3.21
- * (kernel/x86_64/sgemm_small_kernel_permit_skylakex.c: never the small
- * kernel above 100^3 multiply-adds); newer ones also have a "direct" sgemm
- * for some small products on AVX-512, with a threshold of its own, which
- * test_gemm_rows_independent_of_m in tests/unit/test_ops.c would catch. */
-enum { GEMM_ROWS = 16, MERGED_ROWS = 128 };
-#define SMALL_KERNEL_MACS 1e6
-
-/* Columns are split into blocks of gemm_block(n), up to 8, each a multiple of
- * 64 wide: a rule on n alone, for the same reason. Products smaller than
- * GEMM_SPLIT_MIN_MACS multiply-adds run their blocks on this thread (waking
- * the team costs more than it saves); that choice changes no result. */
+/* ddp_gemm's and ddp_gemm_grad's tasks: see task_grid. */
 #define GEMM_SPLIT_MIN_MACS (1L << 21)
-static int gemm_block(int side)
-{
-    return ((side + 7) / 8 + 63) / 64 * 64;
-}
+enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 16 };
 
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
@@ -139,11 +99,12 @@ struct DdpOps {
     int nthreads;              /* OpenMP threads the scratch was sized for */
     float *scratch;
     size_t scratch_per_thread; /* floats: the im2col matrix, */
-    size_t wgrad_offset;       /* then from here a sample's block of the weight gradient */
+    size_t wgrad_offset;       /* then from here a sample's block of the weight gradient, */
+    size_t pack_offset;        /* then from here the products' packed copies */
     void *winograd_scratch;    /* shared by the Winograd convs, one at a time */
     size_t winograd_bytes;
-    GrowingBuffer gemm_pad;    /* ddp_gemm's last GEMM_ROWS rows of op(A) and C */
-    GrowingBuffer gemm_grad_operands; /* ddp_gemm_grad's dy and x in double */
+    GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
+    GrowingBuffer gemm_grad_packs; /* ddp_gemm_grad's, likewise */
 
     /* The first failure of a per-step call, reported by ddp_ops_status. */
     DdpOpsFailure failure;
@@ -158,10 +119,6 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
     if (!*ops)
         return DDP_ERR(DDP_FAIL, "out of memory creating the ops context");
     (*ops)->nthreads = omp_get_max_threads();
-#ifdef OPENBLAS_VERSION
-    /* Process-wide, but this runtime is OpenBLAS's only caller: see the top. */
-    openblas_set_num_threads(1);
-#endif
     return DDP_OK;
 }
 
@@ -172,8 +129,8 @@ void ddp_ops_destroy(DdpOps *ops)
     free(ops->convs);
     free(ops->scratch);
     free(ops->winograd_scratch);
-    free(ops->gemm_pad.data);
-    free(ops->gemm_grad_operands.data);
+    free(ops->gemm_packs.data);
+    free(ops->gemm_grad_packs.data);
     free(ops);
 }
 
@@ -198,7 +155,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
     DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
-    size_t col_max = 0, wgrad_max = 0;
+    size_t col_max = 0, wgrad_max = 0, pack_max = 0;
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
@@ -210,13 +167,20 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         size_t col = p->direct ? 0
                                : (size_t)(sh->c / sh->groups) * sh->r * sh->s *
                                      (size_t)sh->out_h * sh->out_w;
-        size_t wgrad = (size_t)(sh->k / sh->groups) * (size_t)p->wgrad_rows;
+        const int kg = sh->k / sh->groups, crs = sh->c / sh->groups * sh->r * sh->s;
+        size_t wgrad = (size_t)kg * (size_t)p->wgrad_rows;
+        /* The three products: W . col, W^T . dy, dy . col^T. */
+        size_t packs[] = {ddp_sgemm_fixed_scratch(kg, crs), ddp_sgemm_fixed_scratch(crs, kg),
+                          ddp_sgemm_fixed_scratch(kg, sh->out_h * sh->out_w)};
+        for (int i = 0; i < 3; i++)
+            pack_max = packs[i] > pack_max ? packs[i] : pack_max;
         col_max = col > col_max ? col : col_max;
         wgrad_max = wgrad > wgrad_max ? wgrad : wgrad_max;
     }
     /* Each part a cache line apart, so threads never share one. */
     ops->wgrad_offset = (col_max + 15) / 16 * 16;
-    size_t per_thread = ops->wgrad_offset + (wgrad_max + 15) / 16 * 16;
+    ops->pack_offset = ops->wgrad_offset + (wgrad_max + 15) / 16 * 16;
+    size_t per_thread = ops->pack_offset + (pack_max + 15) / 16 * 16;
     if (per_thread) {
         size_t bytes = per_thread * sizeof(float) * (size_t)ops->nthreads;
         ops->scratch = aligned_alloc(64, bytes);
@@ -254,12 +218,12 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 sgemm per %d tiles, %d per sample; weight gradient by dgemm",
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 products per %d tiles, %d per sample; weight gradient summed in double",
                  p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, WINO_ROWS, p->wino.tiles);
     else if (p->direct)
-        snprintf(buf, len, "1x1: sgemm on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
+        snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else
-        snprintf(buf, len, "im2col + sgemm, col2im; weight gradient in %d-row blocks", p->wgrad_rows);
+        snprintf(buf, len, "im2col + product, col2im; weight gradient in %d-row blocks", p->wgrad_rows);
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
@@ -279,6 +243,11 @@ static float *thread_scratch(DdpOps *ops)
 static float *thread_wgrad_block(DdpOps *ops)
 {
     return thread_scratch(ops) + ops->wgrad_offset;
+}
+
+static float *thread_packs(DdpOps *ops)
+{
+    return thread_scratch(ops) + ops->pack_offset;
 }
 
 /* The output columns ow whose tap (ow*stride - pad + s) lands inside a row of
@@ -418,8 +387,8 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
                 im2col_rows(sh, xg, 0, crs, col);
                 m = col;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kg, pix, crs, 1.0f,
-                        w + (size_t)g * kg * crs, crs, m, pix, 0.0f, yg, pix);
+            ddp_sgemm_fixed(0, 0, kg, pix, crs, 1.0f, w + (size_t)g * kg * crs, crs, m, pix, 0.0f, yg, pix,
+                            thread_packs(ops));
         }
     }
 }
@@ -445,9 +414,8 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
             const float *dyg = dy + ((size_t)b * sh->k + (size_t)g * kg) * pix;
             float *dxg = dx + ((size_t)b * sh->c + (size_t)g * cg) * hw;
             /* W^T . dy is the gradient of the im2col matrix; direct, that is dx. */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, pix, kg, 1.0f,
-                        w + (size_t)g * kg * crs, crs, dyg, pix, p->direct ? beta : 0.0f,
-                        p->direct ? dxg : col, pix);
+            ddp_sgemm_fixed(1, 0, crs, pix, kg, 1.0f, w + (size_t)g * kg * crs, crs, dyg, pix,
+                            p->direct ? beta : 0.0f, p->direct ? dxg : col, pix, thread_packs(ops));
             if (!p->direct)
                 col2im(sh, col, dxg, beta);
         }
@@ -487,8 +455,7 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
             /* This sample's contribution in float, the same bits whichever
              * batch it is in; added in double, in batch order. Sample 0
              * applies beta (0: dw's old contents are not read). */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kg, rows, pix, 1.0f, dyg, pix,
-                        m, pix, 0.0f, part, rows);
+            ddp_sgemm_fixed(0, 1, kg, rows, pix, 1.0f, dyg, pix, m, pix, 0.0f, part, rows, thread_packs(ops));
             const int overwrite = b == 0 && beta == 0.0f;
             const double keep = b == 0 ? beta : 1.0;
             for (int i = 0; i < kg; i++) {
@@ -539,103 +506,75 @@ static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *wha
     return buf->data;
 }
 
+/* How ddp_gemm and ddp_gemm_grad split an M x N result into tasks: blocks
+ * of ROWS x COLS, row-major. Small products are one task (waking the team
+ * costs more than it saves); larger ones take at most TASK_ROWS rows, whole
+ * tiles of gemm_cpu.c, and columns enough to give every thread a task. No
+ * element's bits depend on the split (gemm_cpu.h). */
+typedef struct {
+    int rows, cols, col_blocks, tasks;
+} TaskGrid;
+
+static TaskGrid task_grid(const DdpOps *ops, int m, int n, int k)
+{
+    TaskGrid g = {m, n, 1, 1};
+    if ((long)m * n * k < GEMM_SPLIT_MIN_MACS || ops->nthreads < 2)
+        return g;
+    g.rows = m < TASK_ROWS ? m : TASK_ROWS;
+    const int row_blocks = (m + g.rows - 1) / g.rows;
+    const int want = row_blocks >= ops->nthreads ? 1 : (ops->nthreads + row_blocks - 1) / row_blocks;
+    g.cols = ((n + want - 1) / want + TASK_COLS_MULTIPLE - 1) / TASK_COLS_MULTIPLE * TASK_COLS_MULTIPLE;
+    g.col_blocks = (n + g.cols - 1) / g.cols;
+    g.tasks = row_blocks * g.col_blocks;
+    return g;
+}
+
+/* Task T's block: rows [*i0, *i0 + *m_t), columns [*j0, *j0 + *n_t). */
+static void task_block(const TaskGrid *g, int t, int m, int n, int *i0, int *j0, int *m_t, int *n_t)
+{
+    *i0 = t / g->col_blocks * g->rows;
+    *j0 = t % g->col_blocks * g->cols;
+    *m_t = m - *i0 < g->rows ? m - *i0 : g->rows;
+    *n_t = n - *j0 < g->cols ? n - *j0 : g->cols;
+}
+
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (!gemm_args_ok(ops, trans_a, trans_b, m, n, k, lda, ldb, ldc) || m == 0 || n == 0)
         return;
-    const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-    const int full = m / GEMM_ROWS * GEMM_ROWS, tail = m - full;
-
-    /* The last TAIL rows of op(A), then zero rows, in A's own layout (so the
-     * call is the same as for a full block), and of C (read only if beta is
-     * not 0: C may hold NaN then). */
-    float *pad_a = NULL, *pad_c = NULL;
-    const int pad_lda = trans_a ? GEMM_ROWS : (k > 0 ? k : 1);
-    if (tail) {
-        float *pad = grow(ops, &ops->gemm_pad, (size_t)GEMM_ROWS * ((size_t)k + n) * sizeof *pad,
-                          "a product's last rows");
-        if (!pad)
-            return;
-        pad_a = pad;
-        pad_c = pad + (size_t)GEMM_ROWS * k;
-        for (int i = 0; i < GEMM_ROWS; i++)
-            for (int p = 0; p < k; p++) {
-                float v = i < tail ? (trans_a ? a[(size_t)p * lda + full + i] : a[(size_t)(full + i) * lda + p]) : 0.0f;
-                pad_a[trans_a ? (size_t)p * GEMM_ROWS + i : (size_t)i * k + p] = v;
-            }
-        if (beta != 0.0f) /* with beta 0, sgemm only writes C */
-            for (int i = 0; i < GEMM_ROWS; i++)
-                for (int j = 0; j < n; j++)
-                    pad_c[(size_t)i * n + j] = i < tail ? c[(size_t)(full + i) * ldc + j] : 0.0f;
+    const TaskGrid g = task_grid(ops, m, n, k);
+    const size_t each = ddp_sgemm_fixed_scratch(g.rows, k);
+    float *packs = grow(ops, &ops->gemm_packs, each * (size_t)ops->nthreads * sizeof *packs,
+                        "a product's packed copies");
+    if (!packs)
+        return;
+    OMP(parallel for schedule(dynamic) num_threads(ops->nthreads) if(g.tasks > 1))
+    for (int t = 0; t < g.tasks; t++) {
+        int i0, j0, m_t, n_t;
+        task_block(&g, t, m, n, &i0, &j0, &m_t, &n_t);
+        ddp_sgemm_fixed(trans_a, trans_b, m_t, n_t, k, alpha, a + (trans_a ? (size_t)i0 : (size_t)i0 * lda), lda,
+                        b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, c + (size_t)i0 * ldc + j0, ldc,
+                        packs + (size_t)omp_get_thread_num() * each);
     }
-
-    /* Full rows in blocks of MERGED_ROWS when even GEMM_ROWS of them make a
-     * product above OpenBLAS's small-matrix size for every column block (the
-     * last is the narrowest): see GEMM_ROWS. */
-    const int width = gemm_block(n), col_blocks = (n + width - 1) / width;
-    const int narrowest = n - (col_blocks - 1) * width;
-    const int merge = (double)GEMM_ROWS * narrowest * k > SMALL_KERNEL_MACS;
-    const int rows_per_block = merge ? MERGED_ROWS : GEMM_ROWS;
-    const int full_blocks = (full + rows_per_block - 1) / rows_per_block;
-    const int row_blocks = full_blocks + (tail > 0), tasks = row_blocks * col_blocks;
-    OMP(parallel for schedule(dynamic) num_threads(ops->nthreads)
-            if(tasks > 1 && (long)m * n * k >= GEMM_SPLIT_MIN_MACS))
-    for (int t = 0; t < tasks; t++) {
-        const int block = t / col_blocks, j0 = t % col_blocks * width;
-        const int i0 = block < full_blocks ? block * rows_per_block : full; /* the padded tail: after */
-        const int rows = i0 < full ? (full - i0 < rows_per_block ? full - i0 : rows_per_block) : GEMM_ROWS;
-        const int cols = n - j0 < width ? n - j0 : width;
-        const float *ab = i0 < full ? a + (trans_a ? (size_t)i0 : (size_t)i0 * lda) : pad_a;
-        float *cb = i0 < full ? c + (size_t)i0 * ldc + j0 : pad_c + j0;
-        cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, k, alpha, ab, i0 < full ? lda : pad_lda,
-                    b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, cb, i0 < full ? ldc : n);
-    }
-    for (int i = 0; i < tail; i++)
-        memcpy(c + (size_t)(full + i) * ldc, pad_c + (size_t)i * n, (size_t)n * sizeof *c);
 }
-
 
 void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
                    float beta, DdpGrad *dw, int ldw)
 {
     if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
         return;
-    if (k == 0) { /* no samples: beta 0 still overwrites what may be NaN */
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++)
-                dw[(size_t)i * ldw + j] = beta == 0.0f ? 0.0 : beta * dw[(size_t)i * ldw + j];
+    const TaskGrid g = task_grid(ops, m, n, k);
+    const size_t each = ddp_gradsum_fixed_scratch(g.rows, k);
+    double *packs = grow(ops, &ops->gemm_grad_packs, each * (size_t)ops->nthreads * sizeof *packs,
+                         "a linear layer's weight gradient");
+    if (!packs)
         return;
-    }
-    /* dy and x in double, packed: every product is then exact and only the
-     * sums over the K samples round, in double. */
-    double *dyd = grow(ops, &ops->gemm_grad_operands, (size_t)k * ((size_t)m + n) * sizeof *dyd,
-                       "a linear layer's weight gradient");
-    if (!dyd)
-        return;
-    double *xd = dyd + (size_t)k * m;
-    for (int s = 0; s < k; s++) {
-        for (int i = 0; i < m; i++)
-            dyd[(size_t)s * m + i] = dy[(size_t)s * ldy + i];
-        for (int j = 0; j < n; j++)
-            xd[(size_t)s * n + j] = x[(size_t)s * ldx + j];
-    }
-    if ((long)m * n * k < GEMM_SPLIT_MIN_MACS) {
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0, dyd, m, xd, n, beta, dw, ldw);
-        return;
-    }
-    /* Blocks of DW's rows or columns, whichever side is longer. */
-    const int by_rows = m >= n, side = by_rows ? m : n;
-    const int block = gemm_block(side), blocks = (side + block - 1) / block;
-    OMP(parallel for schedule(dynamic) num_threads(ops->nthreads) if(blocks > 1))
-    for (int t = 0; t < blocks; t++) {
-        int i0 = t * block, len = side - i0 < block ? side - i0 : block;
-        if (by_rows) /* rows i0.. of DW: columns i0.. of dy */
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, n, k, 1.0, dyd + i0, m, xd, n, beta,
-                        dw + (size_t)i0 * ldw, ldw);
-        else /* columns i0.. of DW: columns i0.. of x */
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, len, k, 1.0, dyd, m, xd + i0, n, beta,
-                        dw + i0, ldw);
+    OMP(parallel for schedule(dynamic) num_threads(ops->nthreads) if(g.tasks > 1))
+    for (int t = 0; t < g.tasks; t++) {
+        int i0, j0, m_t, n_t;
+        task_block(&g, t, m, n, &i0, &j0, &m_t, &n_t);
+        ddp_gradsum_fixed(m_t, n_t, k, dy + i0, ldy, x + j0, ldx, beta, dw + (size_t)i0 * ldw + j0, ldw,
+                          packs + (size_t)omp_get_thread_num() * each);
     }
 }

@@ -46,6 +46,11 @@ typedef struct {
 /* Reports on OUT (a terminal gets the progress line), to LOG and to TB (either may be NULL). */
 void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb);
 
+/* The log's first record of a run, {"event": "start", ...}: the net, the
+ * world size, and "bit_invariant" (false with "bit_invariant_why" when
+ * NOT_INVARIANT, ddp_device_not_bit_invariant's line, is not NULL). */
+DdpStatus ddp_progress_start(DdpProgress *p, const char *net, int world, const char *not_invariant);
+
 /* A plain line of its own (the start-up description), unless quiet. */
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

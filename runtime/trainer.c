@@ -698,6 +698,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                       "%lld epoch%s, on %s%s", net->name, (long long)t->train.n, (long long)t->test.n,
                       (long long)t->cfg.batch, (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
                       t->cfg.epochs == 1 ? "" : "s", device, ranks);
+    const char *not_invariant = ddp_device_not_bit_invariant();
+    if (not_invariant && world > 1)
+        ddp_progress_note(&t->progress, "note: %s", not_invariant);
+    DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, not_invariant));
 
     DDP_CHECK(train(t));
     ddp_dist_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);

@@ -7,14 +7,15 @@
  * is a matrix D[xi] (rows x C), the transformed weights U[xi] (C x K), and
  * forward's product M[xi] = D[xi] . U[xi] (rows x K). A row's 64 points are
  * stored together (D[xi] starts at d + xi * C, rows 64 * C apart), so that a
- * tile's transform writes one contiguous block and each sgemm reads its
- * matrix with a leading dimension of 64 * C.
- *  - Forward and backward data take groups of whole samples, one OpenMP task
- *    each, in the thread's own scratch, with sgemm in blocks of exactly
- *    WINO_ROWS rows (zero rows pad the last). Backward data multiplies E[xi]
- *    (the transformed dy, rows x K) by U[xi]^T, stored K x C.
+ * tile's transform writes one contiguous block and each product reads its
+ * matrix with a leading dimension of 64 * C. The products are gemm_cpu.c's,
+ * whose every element is the same bits whatever rows it is computed with.
+ *  - Forward and backward data take groups of whole samples (at least
+ *    WINO_ROWS tiles), one OpenMP task each, in the thread's own scratch.
+ *    Backward data multiplies E[xi] (the transformed dy, rows x K) by
+ *    U[xi]^T, stored K x C.
  *  - The weight gradient takes blocks of WGRAD_ROWS rows of any samples and
- *    adds V[xi] += E[xi]^T . D[xi] (K x C) by dgemm, in double.
+ *    adds V[xi] += E[xi]^T . D[xi] (K x C) in double.
  *
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
@@ -22,7 +23,8 @@
  */
 #include "winograd_cpu.h"
 
-#include <cblas.h>   // cblas_sgemm, cblas_dgemm
+#include "gemm_cpu.h"  // ddp_sgemm_fixed, ddp_gradsum_fixed: products in a fixed order
+
 #include <string.h>
 
 #ifdef _OPENMP
@@ -34,20 +36,18 @@
 static int omp_get_thread_num(void) { return 0; }
 #endif
 
-/* WINO_ROWS (winograd_cpu.h): rows (tiles) per sgemm call, a fixed shape, so
- * that which kernel OpenBLAS picks, and so a tile's result, never depends on
- * the batch (ops_cpu.c: GEMM_ROWS says why that matters). Small, so that a
- * group's matrices stay in the core's own cache between the transforms and
- * the products (for MNIST's conv2, 16 rows make 128 KiB and 256 KiB, and U
- * 512 KiB): per multiply about as fast as 128 or 256 rows here, and the pass
- * is faster. Vectors are of LANES channels. */
+/* WINO_ROWS (winograd_cpu.h): the fewest rows (tiles) of a group of samples,
+ * few, so that a group's matrices stay in the core's own cache between the
+ * transforms and the products (for MNIST's conv2, 16 rows make 128 KiB and
+ * 256 KiB, and U 512 KiB). A tile's result does not depend on the rows it
+ * is computed with (gemm_cpu.h). Vectors are of LANES channels. */
 enum { LANES = 8 };
 
 /* The most scratch a Winograd conv's weight gradient may take (ddp_winograd_suits). */
 #define WINO_SCRATCH_CAP ((size_t)256 << 20)
 
 /* Rows (tiles, of any samples) per block of the weight gradient: each block's
- * transformed tiles are summed into V by one dgemm per point, which is as
+ * transformed tiles are summed into V in double, one product per point, as
  * fast at 32 rows as at 256, and the block stays in cache. */
 enum { WGRAD_ROWS = 32 };
 
@@ -156,9 +156,11 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh); /* below, with the r
 
 int ddp_winograd_suits(const DdpConvShape *sh)
 {
-    /* A 2-tap side would give 7-wide output tiles, whose transforms round
-     * ten times worse (about 2e-5 of the terms' scale): not worth it. */
-    if (sh->stride != 1 || sh->groups != 1 || sh->r < 3 || sh->r > 7 || sh->s < 3 || sh->s > 7 ||
+    /* Kernel sides 5 to 7 only: 4- to 2-wide output tiles. Wider tiles
+     * round worse, and training amplifies it: with 6-wide tiles for its 3x3
+     * convs, resnet.net ended 5 steps 3.9e-3 of the update away from
+     * PyTorch in float64, against 2.5e-5 with im2col (tests/parity). */
+    if (sh->stride != 1 || sh->groups != 1 || sh->r < 5 || sh->r > 7 || sh->s < 5 || sh->s > 7 ||
         sh->c < LANES || sh->k < LANES)
         return 0;
     /* The weight gradient keeps the whole batch's x and dy with blocked
@@ -172,12 +174,6 @@ int ddp_winograd_suits(const DdpConvShape *sh)
 }
 
 /* ---- scratch -------------------------------------------------------------------- */
-
-/* Rows rounded up to whole sgemm blocks. */
-static size_t rows_padded(int rows)
-{
-    return (size_t)(rows + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
-}
 
 /* Counts rounded up to 64 bytes, so that no part shares a cache line. */
 static size_t align_floats(size_t count)
@@ -208,7 +204,7 @@ static size_t blocked_gradient_floats(const DdpConvShape *sh)
  * backward's E), and the group's blocked input, or its blocked dy and then
  * its blocked dx. */
 typedef struct {
-    float *d, *m, *blocked;
+    float *d, *m, *blocked, *packs;
 } GroupScratch;
 
 static size_t weights_floats(const DdpConvShape *sh)
@@ -218,45 +214,53 @@ static size_t weights_floats(const DdpConvShape *sh)
 
 static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float *base, GroupScratch *at)
 {
-    const size_t rows = rows_padded(p->group * p->tiles);
+    const size_t rows = (size_t)p->group * p->tiles;
     const size_t d = align_floats((size_t)WINO_POINTS * rows * sh->c);
     const size_t m = align_floats((size_t)WINO_POINTS * rows * sh->k);
+    const size_t larger = blocked_input_floats(sh) > blocked_gradient_floats(sh) ? blocked_input_floats(sh)
+                                                                                   : blocked_gradient_floats(sh);
+    const size_t blocked = align_floats(p->group * larger);
     if (at) {
         at->d = base;
         at->m = at->d + d;
         at->blocked = at->m + m;
+        at->packs = at->blocked + blocked;
     }
-    const size_t larger = blocked_input_floats(sh) > blocked_gradient_floats(sh) ? blocked_input_floats(sh)
-                                                                                   : blocked_gradient_floats(sh);
-    return d + m + align_floats(p->group * larger);
+    return d + m + blocked + align_floats(ddp_sgemm_fixed_scratch((int)rows, sh->c > sh->k ? sh->c : sh->k));
 }
 
-/* The filter pass: the whole batch's input and dy with their channels
- * blocked, then for a block of WGRAD_ROWS rows D (rows x C per point) and E
- * (rows x K) in double, and V (K x C per point) in double. */
+/* The filter pass: V (K x C per point) in double and each of NTHREADS
+ * threads' packed copies for its sums into V; the whole batch's input and dy
+ * with their channels blocked; then for a block of WGRAD_ROWS rows D (rows x
+ * C per point) and E (rows x K). */
 typedef struct {
-    float *blocked_x, *blocked_dy;
-    double *d, *e, *v;
+    double *v, *packs;
+    size_t packs_each; /* doubles per thread */
+    float *blocked_x, *blocked_dy, *d, *e;
 } FilterScratch;
 
-static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
+static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
 {
+    const size_t v = (size_t)WINO_POINTS * sh->k * sh->c, packs = ddp_gradsum_fixed_scratch(sh->k, WGRAD_ROWS);
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
     const size_t d = (size_t)WINO_POINTS * WGRAD_ROWS * sh->c, e = (size_t)WINO_POINTS * WGRAD_ROWS * sh->k;
     if (at) {
-        at->blocked_x = base;
+        at->v = base;
+        at->packs = at->v + v;
+        at->packs_each = packs;
+        at->blocked_x = (float *)(at->packs + packs * nthreads);
         at->blocked_dy = at->blocked_x + bx;
-        at->d = (double *)(at->blocked_dy + bdy);
+        at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
-        at->v = at->e + e;
     }
-    return (bx + bdy) * sizeof(float) + (d + e + (size_t)WINO_POINTS * sh->k * sh->c) * sizeof(double);
+    return (v + packs * nthreads) * sizeof(double) + (bx + bdy + d + e) * sizeof(float);
 }
 
+/* On one thread: the size that ddp_winograd_suits caps. */
 static size_t filter_scratch_bytes(const DdpConvShape *sh)
 {
-    return filter_scratch(sh, NULL, NULL);
+    return filter_scratch(sh, 1, NULL, NULL);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
@@ -290,7 +294,7 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t filter = filter_scratch(sh, NULL, NULL);
+    size_t filter = filter_scratch(sh, p->nthreads, NULL, NULL);
     return data > filter ? data : filter;
 }
 
@@ -607,20 +611,6 @@ static void store_floats(const Lanes t[WINO_POINTS], int lanes, float *dst, size
             memcpy(dst + xi * stride, &t[xi], (size_t)lanes * sizeof(float));
 }
 
-static void store_doubles(const Lanes t[WINO_POINTS], int lanes, double *dst, size_t stride)
-{
-    for (int xi = 0; xi < WINO_POINTS; xi++) {
-        double *row = dst + xi * stride;
-        if (lanes == LANES)
-            OMP(simd)
-            for (int v = 0; v < LANES; v++)
-                row[v] = t[xi][v];
-        else
-            for (int v = 0; v < lanes; v++)
-                row[v] = t[xi][v];
-    }
-}
-
 /* The reverse: a tile's lanes from the 64 matrices at SRC, zero past LANES. */
 static void load_floats(const float *src, size_t stride, int lanes, Lanes t[WINO_POINTS])
 {
@@ -660,18 +650,16 @@ static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, con
 
 /* ---- the passes ----------------------------------------------------------------- */
 
-/* Samples [first, first + count) and their tiles as rows, padded to whole
- * sgemm blocks. */
+/* Samples [first, first + count) and their tiles as rows. */
 typedef struct {
     int first, count;
-    int rows, padded;
+    int rows;
 } Samples;
 
 static Samples samples_at(const WinogradPlan *p, int first, int most, int n)
 {
-    Samples sa = {first, n - first < most ? n - first : most, 0, 0};
+    Samples sa = {first, n - first < most ? n - first : most, 0};
     sa.rows = sa.count * p->tiles;
-    sa.padded = (int)rows_padded(sa.rows);
     return sa;
 }
 
@@ -702,18 +690,13 @@ static void block_gradients(const DdpConvShape *sh, int first, int count, const 
         block_channels(dy + (size_t)(first + s) * sh->k * hw, sh->k, hw, blocked + s * blocked_gradient_floats(sh));
 }
 
-/* OUT[xi] (padded x N) = IN[xi] (padded x K) . U[xi] (K x N) for every point,
- * in blocks of WINO_ROWS rows; point xi of row r is at (r * 64 + xi) * K. The
- * padding rows of IN are zeroed first. */
-static void products(const Samples *sa, float *in, int k, const float *u, int n, float *out)
+/* OUT[xi] (rows x N) = IN[xi] (rows x K) . U[xi] (K x N) for every point;
+ * point xi of row r is at (r * 64 + xi) * K, PACKS the products' copies. */
+static void products(const Samples *sa, const float *in, int k, const float *u, int n, float *out, float *packs)
 {
-    memset(in + (size_t)sa->rows * WINO_POINTS * k, 0,
-           (size_t)(sa->padded - sa->rows) * WINO_POINTS * k * sizeof *in);
-    for (size_t row = 0; row < (size_t)sa->padded; row += WINO_ROWS)
-        for (int xi = 0; xi < WINO_POINTS; xi++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WINO_ROWS, n, k, 1.0f,
-                        in + (row * WINO_POINTS + xi) * k, WINO_POINTS * k, u + (size_t)xi * k * n, n, 0.0f,
-                        out + (row * WINO_POINTS + xi) * n, WINO_POINTS * n);
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        ddp_sgemm_fixed(0, 0, sa->rows, n, k, 1.0f, in + (size_t)xi * k, WINO_POINTS * k, u + (size_t)xi * k * n, n,
+                        0.0f, out + (size_t)xi * n, WINO_POINTS * n, packs);
 }
 
 /* The tiles of SA's samples, transformed from their blocked inputs (or, if
@@ -764,7 +747,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_inputs(sh, sa.first, sa.count, x, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 0, at.d);
-            products(&sa, at.d, sh->c, u, sh->k, at.m);
+            products(&sa, at.d, sh->c, u, sh->k, at.m, at.packs);
             /* The output tiles into the blocked y (in the space the blocked
              * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
@@ -811,7 +794,7 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_gradients(sh, sa.first, sa.count, dy, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 1, at.m);
-            products(&sa, at.m, sh->k, u, sh->c, at.d);
+            products(&sa, at.m, sh->k, u, sh->c, at.d, at.packs);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
                 float *acc = blocked_sample(p, sh, at.blocked, row);
@@ -848,13 +831,13 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
 }
 
 /* Backward filter: the batch's tiles in blocks of WGRAD_ROWS rows, each
- * block's input and dy tiles transformed into doubles, then V[xi] +=
- * E[xi]^T D[xi], one dgemm per point; at the end dw = beta dw + G^T V G. */
+ * block's input and dy tiles transformed, then V[xi] += E[xi]^T D[xi] in
+ * double, one product per point; at the end dw = beta dw + G^T V G. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
-    filter_scratch(sh, scratch, &at);
+    filter_scratch(sh, p->nthreads, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k;
     const int tiles = p->tiles, rows = n * tiles;
     OMP(parallel num_threads(nthreads))
@@ -874,22 +857,22 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 Lanes t[WINO_POINTS];
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     input_tile(p, sh, xb, row % tiles, cb, t);
-                    store_doubles(t, lanes_at(cb * LANES, sh->c),
-                                  at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES, sh->c);
+                    store_floats(t, lanes_at(cb * LANES, sh->c), at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES,
+                                 sh->c);
                 }
                 for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
                     gradient_tile(p, sh, dyb, row % tiles, kb, t);
-                    store_doubles(t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
-                                  sh->k);
+                    store_floats(t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
+                                 sh->k);
                 }
             }
             /* V[xi] += E[xi]^T D[xi]: the products of floats are exact in
              * double, and the sums over tiles round in double. */
             OMP(for schedule(static))
             for (int xi = 0; xi < WINO_POINTS; xi++)
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sh->k, sh->c, count, 1.0,
-                            at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k, at.d + (size_t)xi * sh->c,
-                            WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0, at.v + (size_t)xi * ck, sh->c);
+                ddp_gradsum_fixed(sh->k, sh->c, count, at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k,
+                                  at.d + (size_t)xi * sh->c, WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0,
+                                  at.v + (size_t)xi * ck, sh->c, at.packs + (size_t)omp_get_thread_num() * at.packs_each);
         }
         /* dw = beta dw + G^T V G, per (k, c), in double, 4 pairs kc = k * C
          * + c at a time (V is K x C per point, as dw's first two axes). With

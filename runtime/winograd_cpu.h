@@ -7,7 +7,7 @@
  * multiplies per (input channel, output channel) pair, where im2col's product
  * needs M*M*R*S: for MNIST's 5x5 conv 6.25 times fewer, for a 3x3 one 5 times.
  * The 64 products of a tile are 64 independent matrix products over the
- * channels, which sgemm does; what is left are small fixed transforms of tiles
+ * channels (gemm_cpu.c's); what is left are small fixed transforms of tiles
  * (. is the elementwise product, sums run over the channels not shown):
  *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A        per tile
  *   backward data    dd = B [ (G g G^T) . (A dy A^T) ] B^T,      the tiles'
@@ -23,11 +23,12 @@
  * output that sees only padding comes out near 1e-6 of its tile's scale
  * rather than exactly 0. They keep the guarantees of ops_cpu.c:
  *  - a sample's forward and data gradient are the same bits in any batch and
- *    with any thread count: every product has a fixed shape (WINO_ROWS rows of
- *    tiles, the last block zero-padded), tiles are summed in a fixed order;
+ *    with any thread count: every element of a product is the same bits
+ *    whatever rows it is computed with (gemm_cpu.h), and tiles are summed in
+ *    a fixed order;
  *  - the weight gradient sums every sample's transformed tiles in double
- *    (dgemm on float values converted exactly), so the sum over the batch
- *    rounds only in double, as ops.h's DdpGrad promises.
+ *    (products of floats, exact in double), so the sum over the batch rounds
+ *    only in double, as ops.h's DdpGrad promises.
  */
 #ifndef DDPRT_WINOGRAD_CPU_H
 #define DDPRT_WINOGRAD_CPU_H
@@ -36,8 +37,8 @@
 
 #include "ops.h"  // DdpConvShape, DdpGrad
 
-/* The input tile's side, the number of products per tile, and the tiles per
- * sgemm call (winograd_cpu.c says why so few). */
+/* The input tile's side, the number of products per tile, and the fewest
+ * tiles per group of samples (winograd_cpu.c says why so few). */
 enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA, WINO_ROWS = 16 };
 
 typedef struct {

@@ -6,7 +6,7 @@ same net, and saves the weights (or one step's gradients) as safetensors.
     /usr/bin/python3 tools/torch_ref.py --module net.py --out after.safetensors
         [--init weights.safetensors] [--data DIR] [--steps K] [--batch B]
         [--epochs E] [--lr X] [--seed S] [--no-shuffle] [--dtype float32|float64]
-        [--grad-only] [--quiet]
+        [--grad-only] [--perturb EPS] [--quiet]
 
 It is the independent side of the comparison, so it uses PyTorch's own pieces
 wherever PyTorch has them: the nn modules, F.cross_entropy, torch.optim and
@@ -32,6 +32,11 @@ spelled out by the flags, which mean what the program's flags mean:
   --dtype T       float32 (the program's) or float64 (to tell rounding from
                   bugs); the images are pixel / 255 in float32 either way,
                   then converted, so both runs see the same inputs
+  --perturb EPS   multiply every float weight of the start by 1 + EPS or
+                  1 - EPS (a fixed pseudo-random sign per weight) before
+                  training: with EPS = 2^-24 and float64, how far float32's
+                  rounding of the weights alone carries the run (the
+                  envelope tools/compare_weights.py --envelope allows)
   --grad-only     one forward and backward pass on the first batch, no
                   optimizer step: writes each trainable parameter's gradient
                   of the batch's mean loss, under the parameter's name
@@ -242,6 +247,7 @@ def main(argv=None):
     ap.add_argument("--no-shuffle", action="store_true", help="samples in data set order")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--grad-only", action="store_true", help="write one batch's gradients, take no step")
+    ap.add_argument("--perturb", type=float, default=0.0, help="relative change of every starting weight")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     args = ap.parse_args(argv)
 
@@ -258,6 +264,13 @@ def main(argv=None):
     if args.init:
         load_weights(model, args.init)
     model.to(dtype)  # num_batches_tracked stays int64
+    if args.perturb:
+        signs = torch.Generator().manual_seed(12345)
+        with torch.no_grad():
+            for _, t in sorted(model.state_dict().items()):
+                if t.is_floating_point():
+                    flip = torch.randint(0, 2, t.shape, generator=signs).to(t.dtype) * 2 - 1
+                    t.mul_(1 + args.perturb * flip)
     model.train()
 
     images, labels = load_train_set(args.data)

@@ -14,6 +14,7 @@
  * run on a machine without a GPU; comparing it with this one belongs in tests/gpu/.
  */
 #include "ops.h"
+#include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
 #include "testutil.h"
 
 #include <math.h>
@@ -277,10 +278,10 @@ static const Conv SHAPES[] = {
     {1, 28, 28, 8, 5, 5, 1, 0, 1},  /* the first conv of the MNIST net */
     /* Winograd (winograd_cpu.c): FIRST_WINOGRAD on */
     {8, 12, 12, 8, 5, 5, 1, 0, 1},   /* 4x4 tiles of a 5x5 kernel, 2x2 of them */
-    {16, 14, 13, 8, 3, 3, 1, 1, 1},  /* 6x6 tiles that overhang the output, pad 1 */
-    {9, 11, 10, 10, 5, 3, 1, 2, 1},  /* non-square kernel, channels not a multiple of 8 */
-    {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* 49 tiles a sample: several 16-row products */
-    {8, 18, 18, 8, 3, 3, 1, 1, 1},   /* edge tiles that read padding, beside ones that do not */
+    {16, 14, 13, 8, 5, 5, 1, 1, 1},  /* tiles that overhang the output, pad 1 */
+    {9, 11, 10, 10, 5, 7, 1, 2, 1},  /* non-square kernel (4x2 tiles), channels not a multiple of 8 */
+    {8, 40, 40, 8, 5, 5, 1, 2, 1},   /* 100 tiles a sample */
+    {8, 18, 18, 8, 5, 5, 1, 2, 1},   /* edge tiles that read padding, beside ones that do not */
     {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
 };
 enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
@@ -520,11 +521,11 @@ static void test_gemm(void)
 
 /* A row of C comes out the same bits however many rows the product has: a
  * sample's output in a batch of 40 and alone or among 24 (as on one of
- * several ranks). 784 -> 512 and 512 -> 256 are MLP layers whose products
- * cross OpenBLAS's small-matrix threshold as the batch halves; MNIST's
- * 1024 -> 128 is large enough that ddp_gemm does 32 rows in one call, and
- * 16 of them in another; 4096 -> 520's last column block is narrower than
- * the others (8 columns), and decides whether rows merge. */
+ * several ranks), at another place in gemm_cpu.c's 6-row tiles and in
+ * ddp_gemm's blocks of rows. The MLP's and MNIST's layers, a product split
+ * into column blocks, and 4096 -> 520, whose last tile is 8 columns wide. A
+ * BLAS would fail this: OpenBLAS 0.3.21's Haswell and Zen kernels did for
+ * every layer here. */
 static void test_gemm_rows_independent_of_m(void)
 {
     DdpOps *ops = NULL;
@@ -650,7 +651,7 @@ static void check_gradient_split_invariant(const Conv cv)
 
 static void test_gradient_split_invariant(void)
 {
-    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}); /* Winograd */
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
 }
 
@@ -704,15 +705,15 @@ static void check_deterministic_across_threads(const Conv cv)
 static void test_deterministic_across_threads(void)
 {
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
-    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd */
+    check_deterministic_across_threads((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}); /* Winograd */
 }
 
 /* The convs at FIRST_WINOGRAD on are done by Winograd and the others not (so
- * the shape tests above cover both), and a Winograd conv's forward and data
- * gradient for a sample are the same bits in any batch: its tiles sit at
- * another place in the fixed-size products when the batch is split as among
- * ranks (ops_cpu.c's promise, which tests/distributed/ relies on). */
-static void test_winograd_sample_independent_of_batch(void)
+ * the shape tests above cover both), and a conv's forward and data gradient
+ * for a sample are the same bits in any batch: its rows sit at other places
+ * in the products when the batch is split as among ranks (ops_cpu.c's
+ * promise, which tests/distributed/ relies on). */
+static void test_sample_independent_of_batch(void)
 {
     DdpConvShape sh[NSHAPES];
     DdpOps *ops = plan_all(sh);
@@ -723,13 +724,12 @@ static void test_winograd_sample_independent_of_batch(void)
     }
     ddp_ops_destroy(ops);
 
-    /* MNIST's second conv (4 tiles a sample), a 3x3 one (9 tiles) and a wide
-     * one (1024 channels in), 160 samples, and parts of them alone. Were a
-     * point's product one call for the whole batch, it would be above the
-     * size at which OpenBLAS 0.3.21 changes kernels (1e6 multiply-adds) for
-     * the batch and below it for one sample. */
-    const Conv convs[] = {{32, 12, 12, 64, 5, 5, 1, 0, 1}, {16, 14, 13, 8, 3, 3, 1, 1, 1},
-                          {1024, 6, 6, 8, 3, 3, 1, 1, 1}};
+    /* Winograd: MNIST's second conv (4 tiles a sample), one whose tiles
+     * overhang (12 tiles), a wide one (1024 channels in); im2col: a 3x3 one
+     * and MNIST's first. 160 samples, and parts of them alone. */
+    const Conv convs[] = {{32, 12, 12, 64, 5, 5, 1, 0, 1}, {16, 14, 13, 8, 5, 5, 1, 1, 1},
+                          {1024, 6, 6, 8, 5, 5, 1, 2, 1},  {16, 14, 13, 8, 3, 3, 1, 1, 1},
+                          {1, 28, 28, 32, 5, 5, 1, 0, 1}};
     const int n = 160, starts[] = {0, 64, 133, 159}, counts[] = {64, 96, 1, 1};
     for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ci++) {
         DdpConvShape s = shape_of(&convs[ci], n);
@@ -806,7 +806,9 @@ static void test_misuse_is_reported(void)
 
 /* Scratch is sized by the largest im2col matrix, which 1x1 convs do without,
  * plus a sample's block of the weight gradient (3 x 32 floats for this 1x1
- * conv: blocks are at least 32 rows), per thread. */
+ * conv: blocks are at least 32 rows), plus the largest of the three
+ * products' packed copies (the weight gradient's, 3 x 28 . 28 x 5, here),
+ * whole cache lines each, per thread. */
 static void test_workspace(void)
 {
     DdpOps *ops = NULL;
@@ -819,7 +821,8 @@ static void test_workspace(void)
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
 #endif
-    CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), threads * 96 * sizeof(float));
+    const size_t packs = (ddp_sgemm_fixed_scratch(3, 4 * 7) + 15) / 16 * 16;
+    CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), threads * (96 + packs) * sizeof(float));
     ddp_ops_describe_conv(ops, 0, line, sizeof line);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "1x1"));
     ddp_ops_destroy(ops);
@@ -881,8 +884,8 @@ void suite_ops(void)
         {"conv backward vs direct adjoints and finite differences", test_conv_backward},
         {"conv backward filter beta and micro-batches", test_backward_filter_beta},
         {"conv backward data beta", test_backward_data_beta},
-        {"Winograd: chosen for its shapes; a sample's bits independent of the batch",
-         test_winograd_sample_independent_of_batch},
+        {"Winograd chosen for its shapes; a conv's bits for a sample independent of the batch",
+         test_sample_independent_of_batch},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Training speed on the CPU, net by net, against PyTorch in the same run:
+#   [ROUNDS=N] [NETS="a.net b.net"] bash bench/cpu_nets.sh
+# For each net (the examples and bench/wide.net, each at its own batch), two
+# settings:
+#   1 process   ddpc with one OpenMP thread per core; PyTorch with as many
+#               threads (torch.set_num_threads);
+#   2 ranks     ddpc under mpirun, 1 thread each; PyTorch DDP (gloo), 2
+#               processes of 1 thread (bench/torch_train.py).
+# The peers: Debian's PyTorch (/usr/bin/python3) and the newest from PyPI,
+# which `make bench-deps` puts in /opt/ddpc-bench (said, and left out, when
+# missing). PyTorch trains the module of `ddpc --emit torch` on the training
+# set preloaded as tensors, 5 warm-up steps untimed; ddpc's figure is its
+# --log samples_per_s, evaluation excluded, the first steps included. Every
+# run of a round follows the others on the same machine, rounds (2) are
+# interleaved, and every round's figures are printed; the table gives the
+# medians and the ratio against the faster peer (goal: at least 1.0). Each
+# run checks that it ended with a finite loss. Never fails the build.
+set -u
+cd "$(dirname "$0")/.." || exit 0
+rounds=${ROUNDS:-2}
+nets=${NETS:-examples/mnist.net examples/mlp.net examples/resnet.net bench/wide.net}
+cores=$(nproc)
+debian=/usr/bin/python3 newest=/opt/ddpc-bench/bin/python
+peers="debian"
+if [ -x "$newest" ] && "$newest" -c 'import torch' 2> /dev/null; then
+    peers="debian newest"
+else
+    echo "cpu_nets: the newest PyTorch is missing (make bench-deps installs it): comparing with Debian's only"
+fi
+version() { "$1" -c 'import torch; print(torch.__version__.split("+")[0])' 2> /dev/null; }
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+
+# steps of each net: about 10 s of training a run on a 2-core machine
+steps_for() {
+    case $(basename "$1" .net) in
+    mnist | mlp) echo 200 ;; resnet) echo 60 ;; *) echo 20 ;;
+    esac
+}
+field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+finite() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 1e30) }'; }
+
+ddpc_run() { # ddpc_run NAME SETTING STEPS: prints samples/s, or nothing
+    local prog="$d/$1" log="$d/$1.jsonl" steps=$3
+    rm -f "$log"
+    if [ "$2" = 1p ]; then
+        OMP_NUM_THREADS=$cores "$prog" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+    else
+        OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
+            "$prog" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+    fi
+    finite "$(field "$log" loss)" && field "$log" samples_per_s
+}
+
+torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH: prints samples/s, or nothing
+    local line
+    if [ "$3" = 1p ]; then
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" 2>&1 | grep '^torch:')
+    else
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" 2>&1 |
+            grep '^torch:')
+    fi
+    finite "$(echo "$line" | sed 's/.*final_loss \([-0-9.naif]*\).*/\1/')" &&
+        echo "$line" | sed 's/.*samples\/s \([0-9.]*\).*/\1/'
+}
+
+settings="1p"
+[ "$cores" -ge 2 ] && command -v mpirun > /dev/null && settings="1p 2r"
+for net in $nets; do
+    name=$(basename "$net" .net)
+    build/ddpc "$net" --target cpu -o "$d/$name" > /dev/null || { echo "cpu_nets: FAILED: build of $net"; exit 0; }
+    build/ddpc "$net" --emit torch > "$d/$name.py"
+done
+
+echo "cpu_nets: $cores cores; peers: Debian's PyTorch $(version $debian)$([ "$peers" != debian ] && echo ", PyPI's $(version $newest)")"
+for round in $(seq "$rounds"); do
+    for net in $nets; do
+        name=$(basename "$net" .net) steps=$(steps_for "$net")
+        batch=$(sed -n 's/^[[:space:]]*batch[[:space:]]\+\([0-9]\+\).*/\1/p' "$net" | head -1)
+        for setting in $settings; do
+            line="round $round $name $setting:"
+            ours=$(ddpc_run "$name" "$setting" "$steps")
+            echo "${ours:-FAILED}" >> "$d/$name.$setting.ddpc"
+            line="$line ddpc ${ours:-FAILED}"
+            for peer in $peers; do
+                python=$debian
+                [ "$peer" = newest ] && python=$newest
+                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$batch")
+                echo "${theirs:-FAILED}" >> "$d/$name.$setting.$peer"
+                line="$line, $peer ${theirs:-FAILED}"
+            done
+            echo "$line"
+        done
+    done
+done
+
+echo
+printf "%-8s %-9s %10s %14s %14s %8s\n" net setting ddpc "torch $(version $debian)" \
+    "$([ "$peers" != debian ] && echo "torch $(version $newest)" || echo "-")" ratio
+for net in $nets; do
+    name=$(basename "$net" .net)
+    for setting in $settings; do
+        ours=$(grep -v FAILED "$d/$name.$setting.ddpc" | median)
+        best="" cells=""
+        for peer in debian newest; do
+            v=""
+            [ -e "$d/$name.$setting.$peer" ] && v=$(grep -v FAILED "$d/$name.$setting.$peer" | median)
+            cells="$cells ${v:--}"
+            [ -n "$v" ] && best=$(awk -v a="${best:-0}" -v b="$v" 'BEGIN { print (b > a) ? b : a }')
+        done
+        if [ -n "$ours" ] && [ -n "$best" ]; then
+            ratio=$(awk -v a="$ours" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
+            verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? "OK" : "FAILED" }')
+        else
+            ratio="-" verdict="FAILED"
+        fi
+        set -- $cells
+        printf "%-8s %-9s %10.0f %14s %14s %8s  %s\n" "$name" "$([ $setting = 1p ] && echo 1-process || echo 2-ranks)" \
+            "${ours:-0}" "$1" "$2" "$ratio" "$verdict"
+    done
+done
+echo "cpu_nets: samples/s, medians of $rounds rounds; ratio: ddpc over the faster PyTorch (goal >= 1.0)"
+exit 0

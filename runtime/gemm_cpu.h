@@ -1,0 +1,60 @@
+/*
+ * gemm_cpu.h: the CPU build's own matrix products, for ops_cpu.c and
+ * winograd_cpu.c. They exist for one promise that no BLAS makes: every
+ * element of a result is computed by the same instructions in the same order,
+ * whatever the matrix sizes, the element's place in them, the thread count or
+ * the machine's BLAS kernel.
+ *
+ * An element C[i][j] is a sum over the inner dimension p = 0, 1, ..., k-1 of
+ * a[i][p] * b[p][j], in runs of 32 p's: each run one chain of acc = acc +
+ * a * b (one fused multiply-add where the CPU has them, one multiply and one
+ * add where it does not: chosen when gemm_cpu.c is compiled, never at run
+ * time), the runs' sums added in order. Then alpha and beta apply, as BLAS
+ * does.
+ * Tiles at the edges are computed as full tiles on zero-padded copies, so
+ * they run the same code as the rest. Hence:
+ *  - a linear layer's output row for one sample is the same bits in a batch
+ *    of 1, 16 or 1000, and whichever rank computes it;
+ *  - how a product is split among threads changes no bit;
+ *  - nothing depends on OpenBLAS's choice of kernel, which varies between
+ *    machines and with OPENBLAS_CORETYPE.
+ * BLAS libraries promise none of this: their kernels sum in orders of their
+ * own, change kernels by matrix size (OpenBLAS's small-matrix kernels) and
+ * by CPU, and treat edge rows with other code. tests/unit/test_ops.c checks
+ * these promises, and README.md ("Why the CPU build has its own products")
+ * says what they cost.
+ *
+ * Two products:
+ *  - ddp_sgemm_fixed: C = alpha op(A) op(B) + beta C in float, as sgemm;
+ *  - ddp_gradsum_fixed: C = beta C + A^T B in double, where A and B are
+ *    floats whose rows are samples (or Winograd tiles): the sum over the
+ *    batch of the products of two floats. Each product is exact in double,
+ *    and the sum runs over the rows in order.
+ *
+ * Each call runs on the calling thread, in the caller's SCRATCH (the sizes
+ * below), so the callers split big products into tasks themselves.
+ */
+#ifndef DDPRT_GEMM_CPU_H
+#define DDPRT_GEMM_CPU_H
+
+#include <stddef.h>
+
+/* Floats of scratch ddp_sgemm_fixed needs for op(A) of M x K. */
+size_t ddp_sgemm_fixed_scratch(int m, int k);
+
+/* C (m x n, row stride ldc) = alpha * op(A) * op(B) + beta * C, row-major:
+ * op(A) is m x k (A^T if trans_a), op(B) is k x n (B^T if trans_b). beta 0
+ * never reads C. */
+void ddp_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc, float *scratch);
+
+/* Doubles of scratch ddp_gradsum_fixed needs for M columns of A and K rows. */
+size_t ddp_gradsum_fixed_scratch(int m, int k);
+
+/* C (m x n doubles, row stride ldc) = beta * C + A^T B, where A is k x m
+ * floats (row stride lda) and B is k x n floats (ldb): C[i][j] adds
+ * a[p][i] * b[p][j] for p = 0 .. k-1 in order. beta 0 never reads C. */
+void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
+                       double *c, int ldc, double *scratch);
+
+#endif
