@@ -4,6 +4,7 @@
 #   make deps    install what the build and the tests need (Debian, as root)
 #   make         build ddpc and the runtime; say which toolchains were found
 #   make test    build and run every test; ends with the CUnit summary
+#                (ONLY=NAME: the suites whose name contains NAME)
 #   make fuzz    build the fuzzers (clang, libFuzzer + ASan + UBSan)
 #   make bench   run the benchmarks (they report, they never fail the build)
 #   make bench-deps  the newest PyTorch, in a venv, for the benchmarks (about 5 GB)
@@ -35,8 +36,6 @@ CUDNN_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/local/incl
 MPICC     := $(shell command -v mpicc 2>/dev/null)
 MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null) -DDDP_HAVE_MPI)
 MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
-BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
-BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 HAVE_CUNIT  := $(wildcard /usr/include/CUnit/CUnit.h)
 HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
 FLEX      := $(shell command -v flex 2>/dev/null)
@@ -69,7 +68,6 @@ found:
 	@echo "ddpc build: $(call found,NCCL,$(NCCL_H),CUDA target disabled)"
 	@echo "ddpc build: $(call found,cuDNN,$(CUDNN_H),CUDA target disabled)"
 	@echo "ddpc build: $(call found,MPI,$(MPICC),CPU target limited to one rank)"
-	@echo "ddpc build: $(call found,OpenBLAS,$(BLAS_LIBS),CPU target disabled; run make deps)"
 	@echo "ddpc build: $(call found,CUnit,$(HAVE_CUNIT),make test disabled; run make deps)"
 	@$(if $(and $(FLEX),$(BISON)),true,echo "ddpc build: flex/bison missing: run make deps" && false)
 
@@ -96,14 +94,14 @@ $(BUILD)/config.h: FORCE
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
 	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm $(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
-	   echo '#define DDPC_CPU_LIBS "$(BLAS_LIBS) -lz -lm $(MPI_LIBS)"'; } > $@.tmp
+	   echo '#define DDPC_CPU_LIBS "-lz -lm $(MPI_LIBS)"'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 
 # Our objects need the generated headers to exist before their first build.
 $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(OURFLAGS) $(BLAS_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(OURFLAGS) $(MPI_CFLAGS) -c -o $@ $<
 
 # ---- the compiler and the runtime -------------------------------------------
 # ddpc plans buckets with the runtime's own planner, and suggests with the
@@ -111,12 +109,10 @@ $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
-# The CPU ops' own loops (im2col, col2im, adding each sample's weight gradient
-# in double) are what a step spends outside sgemm: vectorised for this machine,
-# as ddpc builds the generated programs (-march=native), 5% of an MNIST step.
-# Only elementwise loops change, so results are the same bits (-std=c11 keeps
-# floating-point contraction off). No AVX-512: valgrind (make memcheck) cannot
-# decode it, and it measured no faster here.
+# The CPU ops (their products, im2col, col2im, Winograd's transforms) are
+# vectorised for this machine, as ddpc builds the generated programs
+# (-march=native). Elsewhere -std=c11 keeps floating-point contraction off.
+# No AVX-512: valgrind (make memcheck) cannot decode it.
 $(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o: \
     override CFLAGS += -O3 -march=native -mno-avx512f
 # Winograd's transforms and the products may fuse multiply-adds: each
@@ -155,11 +151,11 @@ $(BUILD)/suites.inc: $(TEST_SRC)
 $(TEST_OBJ): $(BUILD)/suites.inc
 
 $(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(BLAS_LIBS) $(MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(MPI_LIBS)
 
 test: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
-	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) TB_PYTHON=$(TB_VENV)/bin/python CPU_LIBS="$(BLAS_LIBS) -lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) TB_PYTHON=$(TB_VENV)/bin/python CPU_LIBS="-lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests $(ONLY)
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -191,7 +187,7 @@ memcheck-asan: all
 	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh --asan
 
 # ---- dependencies (Debian, as root) -----------------------------------------------
-DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev libopenblas-dev \
+DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev \
                 libopenmpi-dev openmpi-bin python3-torch python3-numpy \
                 dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv
 # TensorBoard itself, to check that it reads what --tensorboard writes

@@ -5,8 +5,8 @@
 #   bash bench/conv_cpu.sh
 set -u
 cd "$(dirname "$0")/.." || exit 0
-blas=$(sed -n 's/^#define DDPC_CPU_LIBS "\(.*\)"$/\1/p' build/config.h)
-cc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Iruntime bench/conv_cpu.c build/libddprt.a -o build/conv_cpu $blas \
+libs=$(sed -n 's/^#define DDPC_CPU_LIBS "\(.*\)"$/\1/p' build/config.h)
+cc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Iruntime bench/conv_cpu.c build/libddprt.a -o build/conv_cpu $libs \
     || { echo "conv_cpu: FAILED: build"; exit 0; }
 for shape in 1,28,28,32,5,0 32,12,12,64,5,0 16,28,28,16,3,1 32,14,14,32,3,1; do
     OMP_NUM_THREADS=1 build/conv_cpu "$shape" || echo "conv_cpu: FAILED: $shape"

@@ -4,7 +4,7 @@
  *
  * Nothing here is asynchronous, so there is no stream (it is NULL) and events
  * are no-ops; the copies are memcpy. Memory is 64-byte aligned (a cache line,
- * and enough for any vector load the generated kernels or OpenBLAS make) and
+ * and enough for any vector load the generated kernels or the ops make) and
  * zeroed, as ddp_device_alloc promises on both builds.
  */
 #include "device.h"

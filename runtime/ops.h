@@ -3,8 +3,8 @@
  * generated program hands to a vendor library instead of emitting a kernel.
  *
  * One interface, two implementations, and a program links exactly one:
- *   ops_cpu.c    OpenBLAS + OpenMP (im2col/col2im around sgemm, or Winograd:
- *                winograd_cpu.c), runs anywhere;
+ *   ops_cpu.c    OpenMP and products of its own (gemm_cpu.c; im2col/col2im
+ *                around them, or Winograd: winograd_cpu.c), runs anywhere;
  *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
  * Both define the same set of symbols, so the build picks one by which object it
  * links; the generated code is the same either way. Everything else a step does
@@ -144,7 +144,7 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
                               DdpGrad *dw, float beta);
 
-/* C = alpha * op(A) * op(B) + beta * C, row-major, as cblas_sgemm(CblasRowMajor):
+/* C = alpha * op(A) * op(B) + beta * C, row-major, as BLAS's sgemm (CblasRowMajor):
  * op(A) is m x k, op(B) is k x n, C is m x n; trans_a/trans_b nonzero transposes;
  * lda, ldb, ldc are row strides in elements. beta 0 ignores C's old contents.
  * Needs no plan: it may be called right after ddp_ops_create. On CPUs a row

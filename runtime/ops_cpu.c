@@ -474,8 +474,8 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     }
 }
 
-/* BLAS's own argument rules, checked here so that a bad call is reported the
- * same way on both builds instead of OpenBLAS printing to stderr. */
+/* BLAS's own argument rules, checked here as cuBLAS checks them on GPUs, so
+ * that a bad call is reported the same way on both builds. */
 static int gemm_args_ok(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, int lda,
                         int ldb, int ldc)
 {

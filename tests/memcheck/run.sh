@@ -31,7 +31,7 @@
 #
 # Environment: DDPC (build/ddpc), MEMCHECK_DATA (a directory of MNIST-format
 # files to use instead of the cut), FASHION_MNIST (where the cut is taken from,
-# /usr/share/datasets/fashion-mnist), MEMCHECK_THREADS (1: OpenMP and OpenBLAS
+# /usr/share/datasets/fashion-mnist), MEMCHECK_THREADS (1: OpenMP
 # threads; more runs the per-thread splits of the parallel loops too, and
 # starts libgomp's worker pool, whose noise libgomp.supp names), MEMCHECK_KEEP=1
 # keeps the work directory, MEMCHECK_STEPS the steps of each run.
@@ -47,7 +47,7 @@ nets=("$@")
 [[ ${#nets[@]} -gt 0 ]] || nets=("$root"/examples/*.net)
 
 threads=${MEMCHECK_THREADS:-1}
-export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+export OMP_NUM_THREADS=$threads
 batch=8
 
 d=$(mktemp -d "${TMPDIR:-/tmp}/ddpc-memcheck.XXXXXX")

@@ -3,14 +3,14 @@
  * `ddpc --emit torch` take the same optimizer steps from the same weights on
  * the same batches, and end with the same weights as PyTorch in float64
  * (tests/parity/run.sh, tools/compare_weights.py): after one step within
- * 1e-3 of the update, plus the float32 rounding of the weights; after 5,
- * within 1e-4 plus the rounding plus an envelope the float64 reference
- * computes itself (5 times how far one float32 rounding of the starting
+ * 1e-3 of the update, after 5 within 1e-4, each plus the float32 rounding of
+ * the weights and an envelope the float64 reference computes itself (as many
+ * times as there are steps, how far one float32 rounding of the starting
  * weights carries it). Nothing is borrowed from PyTorch's float32, whose
- * distance from float64 depends on the kernels of the machine. The nets
- * together cover every layer, loss, optimizer and schedule: the examples and
- * the nets of tests/parity. Skipped without a Python with torch or without
- * the Fashion-MNIST data the runs read.
+ * distance from float64 depends on the machine's kernels. The nets together
+ * cover every layer, loss, optimizer and schedule: the examples and the nets
+ * of tests/parity. Skipped without a Python with torch or without the
+ * Fashion-MNIST data the runs read.
  *
  * The initial weights come from seed 5: a seed under which no relu input of
  * these batches sits within float32 rounding of zero (at such a kink float32
@@ -58,8 +58,9 @@ static void test_five_steps(void) { same_steps_as_pytorch(5); }
 void suite_parity(void)
 {
     static const TestCase cases[] = {
-        {"1 step of every example and parity net within 1e-3 of PyTorch float64's update", test_one_step},
-        {"5 steps within 1e-4 of the update plus the envelope float64 computes", test_five_steps},
+        {"1 step of every example and parity net: PyTorch float64's, within 1e-3 of the update + envelope",
+         test_one_step},
+        {"5 steps: PyTorch float64's, within 1e-4 of the update + the envelope float64 computes", test_five_steps},
         {NULL, NULL},
     };
     test_add_suite("parity", cases);
