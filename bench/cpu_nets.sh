@@ -31,6 +31,10 @@ fi
 version() { "$1" -c 'import torch; print(torch.__version__.split("+")[0])' 2> /dev/null; }
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
+# The whole training set, and 64 test images: the evaluation at the end of a
+# run takes no figure, only time.
+mkdir "$d/data" && /usr/bin/python3 tests/fault/small_data.py "$d/data" 60000 64 ||
+    { echo "cpu_nets: FAILED: no Fashion-MNIST"; exit 0; }
 
 # steps of each net: about 10 s of training a run on a 2-core machine
 steps_for() {
@@ -46,10 +50,10 @@ ddpc_run() { # ddpc_run NAME SETTING STEPS: prints samples/s, or nothing
     local prog="$d/$1" log="$d/$1.jsonl" steps=$3
     rm -f "$log"
     if [ "$2" = 1p ]; then
-        OMP_NUM_THREADS=$cores "$prog" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+        OMP_NUM_THREADS=$cores "$prog" --data "$d/data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
     else
         OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
-            "$prog" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+            "$prog" --data "$d/data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
     fi
     finite "$(field "$log" loss)" && field "$log" samples_per_s
 }
@@ -57,9 +61,9 @@ ddpc_run() { # ddpc_run NAME SETTING STEPS: prints samples/s, or nothing
 torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH: prints samples/s, or nothing
     local line
     if [ "$3" = 1p ]; then
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" 2>&1 | grep '^torch:')
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" --data "$d/data" 2>&1 | grep '^torch:')
     else
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" 2>&1 |
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" --data "$d/data" 2>&1 |
             grep '^torch:')
     fi
     finite "$(echo "$line" | sed 's/.*final_loss \([-0-9.naif]*\).*/\1/')" &&

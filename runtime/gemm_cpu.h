@@ -57,4 +57,13 @@ size_t ddp_gradsum_fixed_scratch(int m, int k);
 void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
                        double *c, int ldc, double *scratch);
 
+/* Whether the products run on 16-float vectors (AVX-512, where the CPU has
+ * it) rather than 8-float ones: the same bits either way, twice the
+ * multiply-adds per instruction. Chosen at the first product. */
+int ddp_gemm_cpu_wide(void);
+/* For the tests and benchmarks that compare the two: asks for the 16-float
+ * vectors (ON) or the 8-float ones; returns what the products now use (0
+ * where the CPU has no AVX-512). Not while a product runs. */
+int ddp_gemm_cpu_set_wide(int on);
+
 #endif

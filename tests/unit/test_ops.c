@@ -702,6 +702,67 @@ static void check_deterministic_across_threads(const Conv cv)
 #endif
 }
 
+/* The products' two vector widths (gemm_cpu.h: 8 floats, and 16 where the
+ * CPU has AVX-512) give the same bits: ddp_gemm with every transpose, alpha
+ * and beta, ddp_gemm_grad, and the convs that use them (im2col, Winograd). */
+static void test_vector_widths_same_bits(void)
+{
+    const int was = ddp_gemm_cpu_wide();
+    if (!ddp_gemm_cpu_set_wide(1)) {
+        fputs("\n    (one width only: this CPU has no AVX-512)", stderr);
+        return;
+    }
+    const int m = 37, n = 70, k = 300, n_conv = 3;
+    const Conv convs[] = {{16, 12, 10, 24, 3, 3, 1, 1, 1}, {16, 12, 10, 24, 5, 5, 1, 2, 1}};
+    float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c0 = random_floats((size_t)m * n);
+    float *x[2], *w[2], *dy[2]; /* each conv's inputs, the same for both widths */
+    for (int i = 0; i < 2; i++) {
+        const DdpConvShape s = shape_of(&convs[i], n_conv);
+        x[i] = random_floats(x_len(&s, n_conv)), w[i] = random_floats(w_len(&s)), dy[i] = random_floats(y_len(&s, n_conv));
+    }
+    float *out[2] = {NULL, NULL};
+    DdpGrad *grads[2] = {NULL, NULL};
+    size_t floats = 0, doubles = 0;
+    for (int wide = 0; wide < 2; wide++) {
+        CU_ASSERT_EQUAL(ddp_gemm_cpu_set_wide(wide), wide);
+        DdpOps *ops = NULL;
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+        DdpConvShape sh[2];
+        for (int i = 0; i < 2; i++) {
+            sh[i] = shape_of(&convs[i], n_conv);
+            CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, i, &sh[i]), DDP_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+        floats = 4 * (size_t)m * n, doubles = (size_t)m * n;
+        for (int i = 0; i < 2; i++)
+            floats += y_len(&sh[i], n_conv) + x_len(&sh[i], n_conv), doubles += w_len(&sh[i]);
+        float *o = out[wide] = malloc(floats * sizeof *o);
+        DdpGrad *g = grads[wide] = malloc(doubles * sizeof *g);
+        for (int t = 0; t < 4; t++, o += (size_t)m * n) { /* the four transposes, alpha 1.5, beta 0.5 */
+            memcpy(o, c0, (size_t)m * n * sizeof *o);
+            ddp_gemm(ops, t & 1, t >> 1, m, n, k, 1.5f, a, t & 1 ? m : k, b, t >> 1 ? k : n, 0.5f, o, n);
+        }
+        ddp_gemm_grad(ops, m, n, k, a, m, b, n, 0.0f, g, n);
+        g += (size_t)m * n;
+        for (int i = 0; i < 2; i++) {
+            ddp_conv_forward(ops, i, n_conv, x[i], w[i], o);
+            o += y_len(&sh[i], n_conv);
+            ddp_conv_backward_data(ops, i, n_conv, dy[i], w[i], o, 0.0f);
+            o += x_len(&sh[i], n_conv);
+            ddp_conv_backward_filter(ops, i, n_conv, x[i], dy[i], g, 0.0f);
+            g += w_len(&sh[i]);
+        }
+        CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+        ddp_ops_destroy(ops);
+    }
+    CU_ASSERT_EQUAL(memcmp(out[0], out[1], floats * sizeof(float)), 0);
+    CU_ASSERT_EQUAL(memcmp(grads[0], grads[1], doubles * sizeof(DdpGrad)), 0);
+    ddp_gemm_cpu_set_wide(was);
+    for (int i = 0; i < 2; i++)
+        free(x[i]), free(w[i]), free(dy[i]);
+    free(a), free(b), free(c0), free(out[0]), free(out[1]), free(grads[0]), free(grads[1]);
+}
+
 static void test_deterministic_across_threads(void)
 {
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
@@ -891,6 +952,7 @@ void suite_ops(void)
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
         {"gradients of a batch and of its halves: the same floats", test_gradient_split_invariant},
         {"same results for 1..4 threads", test_deterministic_across_threads},
+        {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
         {"misuse recorded and reported", test_misuse_is_reported},
         {"scratch size and descriptions", test_workspace},
         {NULL, NULL},
