@@ -104,14 +104,20 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 
 /* ---- the tiles, once per vector width ---------------------------------------- */
 
+#define EIGHT_TIMES(x) x, x, x, x, x, x, x, x
+
 /* 8 floats (AVX2), everywhere. */
 #define VL 8
 #define GVL 4
 #define WIDTH(name) name##_8
+#define EVERY_LANE_F(x) EIGHT_TIMES(x)
+#define EVERY_LANE_D(x) x, x, x, x
 #include "gemm_tiles.inc"
 #undef VL
 #undef GVL
 #undef WIDTH
+#undef EVERY_LANE_F
+#undef EVERY_LANE_D
 
 /* 16 floats (AVX-512), on x86-64, used where the CPU has it: twice the
  * multiply-adds per instruction, the same bits. Valgrind's CPU has no
@@ -123,10 +129,14 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 #define VL 16
 #define GVL 8
 #define WIDTH(name) name##_16
+#define EVERY_LANE_F(x) EIGHT_TIMES(x), EIGHT_TIMES(x)
+#define EVERY_LANE_D(x) EIGHT_TIMES(x)
 #include "gemm_tiles.inc"
 #undef VL
 #undef GVL
 #undef WIDTH
+#undef EVERY_LANE_F
+#undef EVERY_LANE_D
 #pragma GCC pop_options
 #else
 #define HAVE_WIDE_TILES 0
