@@ -33,6 +33,8 @@
  */
 #include "gemm_cpu.h"
 
+#include "transpose_cpu.h"  // ddp_transpose8: transposed operands into panels
+
 #include <pthread.h>  // pthread_once: the width, chosen once
 #include <string.h>
 
@@ -69,22 +71,68 @@ size_t ddp_gradsum_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, GMR) + GNR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
+typedef float Float8Load __attribute__((vector_size(8 * sizeof(float)), aligned(sizeof(float))));
+typedef int Int8 __attribute__((vector_size(8 * sizeof(int))));
+
+/* PANEL[p][col] = ROW[col][p] for p < k and col < WIDTH, zero from column
+ * COUNT on: a transposed operand's panel, rows of the operand in, panel rows
+ * out. ROW has round_up(WIDTH, 8) entries, the ones from COUNT on readable
+ * (they are masked to zero). Blocks of 8 x 8 floats go through the
+ * registers' transpose; the rest, one float at a time. */
+static void gather_transposed(const float *const row[], int count, int width, int k, float *panel)
+{
+    for (int c0 = 0; c0 < width; c0 += 8) {
+        const int store = width - c0 < 8 ? width - c0 : 8;
+        Int8 keep;
+        for (int v = 0; v < 8; v++)
+            keep[v] = c0 + v < count ? -1 : 0;
+        int p = 0;
+        for (; p + 8 <= k; p += 8) {
+            DdpFloat8 in[8], out[8];
+            for (int v = 0; v < 8; v++)
+                in[v] = *(const Float8Load *)(row[c0 + v] + p);
+            ddp_transpose8(in, out);
+            for (int q = 0; q < 8; q++) {
+                out[q] = (DdpFloat8)((Int8)out[q] & keep);
+                if (store == 8)
+                    memcpy(panel + (size_t)(p + q) * width + c0, &out[q], sizeof out[q]);
+                else
+                    memcpy(panel + (size_t)(p + q) * width + c0, &out[q], (size_t)store * sizeof(float));
+            }
+        }
+        for (; p < k; p++)
+            for (int v = 0; v < store; v++)
+                panel[(size_t)p * width + c0 + v] = c0 + v < count ? row[c0 + v][p] : 0.0f;
+    }
+}
+
 /* Rows [i0, i0 + MR) of op(A) into PANEL, MR floats per p; zero past M. */
 static void pack_a_panel(int trans_a, const float *a, int lda, int m, int k, int i0, float *panel)
 {
     const int rows = m - i0 < MR ? m - i0 : MR;
-    for (int r = 0; r < MR; r++) {
-        float *dst = panel + r;
-        if (r >= rows)
-            for (int p = 0; p < k; p++)
-                dst[(size_t)p * MR] = 0.0f;
-        else if (trans_a) /* op(A)[i][p] = a[p][i] */
-            for (int p = 0; p < k; p++)
-                dst[(size_t)p * MR] = a[(size_t)p * lda + i0 + r];
-        else
-            for (int p = 0; p < k; p++)
-                dst[(size_t)p * MR] = a[(size_t)(i0 + r) * lda + p];
+    if (trans_a) { /* op(A)[i][p] = a[p][i]: row p of A holds the MR floats */
+        for (int p = 0; p < k; p++) {
+            const float *src = a + (size_t)p * lda + i0;
+            for (int r = 0; r < MR; r++)
+                panel[(size_t)p * MR + r] = r < rows ? src[r] : 0.0f;
+        }
+        return;
     }
+    const float *row[8]; /* MR rows, rounded up to the transpose's 8 */
+    for (int r = 0; r < 8; r++)
+        row[r] = a + (size_t)(i0 + (r < rows ? r : 0)) * lda;
+    gather_transposed(row, rows, MR, k, panel);
+}
+
+/* Columns [j0, j0 + WIDTH) of op(B) = B^T (B is n x k, row stride LDB) into
+ * PANEL, WIDTH floats per p; zero past N. WIDTH is at most NR_MOST. */
+static void pack_transposed_b_panel(const float *b, int ldb, int n, int k, int j0, int width, float *panel)
+{
+    const int cols = n - j0 < width ? n - j0 : width;
+    const float *row[NR_MOST];
+    for (int col = 0; col < width; col++)
+        row[col] = b + (size_t)(j0 + (col < cols ? col : 0)) * ldb;
+    gather_transposed(row, cols, width, k, panel);
 }
 
 /* Columns [j0, j0 + WIDTH) of the k x ? float matrix X (row stride LDX) into
@@ -176,11 +224,39 @@ void ddp_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, float alpha,
 {
 #if HAVE_WIDE_TILES
     if (ddp_gemm_cpu_wide()) {
-        sgemm_16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+        sgemm_16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, NULL, beta, c, ldc, scratch);
         return;
     }
 #endif
-    sgemm_8(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+    sgemm_8(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, NULL, beta, c, ldc, scratch);
+}
+
+size_t ddp_sgemm_fixed_packed_b_floats(int n, int k)
+{
+    return (size_t)round_up(n > 0 ? n : 1, NR_MOST) * (size_t)(k > 0 ? k : 1);
+}
+
+void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, float *packed)
+{
+#if HAVE_WIDE_TILES
+    if (ddp_gemm_cpu_wide()) {
+        pack_b_16(trans_b, n, k, b, ldb, packed);
+        return;
+    }
+#endif
+    pack_b_8(trans_b, n, k, b, ldb, packed);
+}
+
+void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const float *a, int lda,
+                            const float *packed_b, float beta, float *c, int ldc, float *scratch)
+{
+#if HAVE_WIDE_TILES
+    if (ddp_gemm_cpu_wide()) {
+        sgemm_16(trans_a, 0, m, n, k, alpha, a, lda, NULL, 0, packed_b, beta, c, ldc, scratch);
+        return;
+    }
+#endif
+    sgemm_8(trans_a, 0, m, n, k, alpha, a, lda, NULL, 0, packed_b, beta, c, ldc, scratch);
 }
 
 void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,

@@ -48,6 +48,16 @@ size_t ddp_sgemm_fixed_scratch(int m, int k);
 void ddp_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc, float *scratch);
 
+/* The same product with op(B) packed beforehand, for several products that
+ * share B (Winograd's transformed weights): the floats the packed copy of a
+ * K x N op(B) takes; the packing; and the product, with the same bits as
+ * ddp_sgemm_fixed's. A copy is packed for the products' vector width
+ * (ddp_gemm_cpu_wide), so pack and multiply at the same width. */
+size_t ddp_sgemm_fixed_packed_b_floats(int n, int k);
+void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, float *packed);
+void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const float *a, int lda,
+                            const float *packed_b, float beta, float *c, int ldc, float *scratch);
+
 /* Doubles of scratch ddp_gradsum_fixed needs for M columns of A and K rows. */
 size_t ddp_gradsum_fixed_scratch(int m, int k);
 

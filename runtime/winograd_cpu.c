@@ -24,6 +24,7 @@
 #include "winograd_cpu.h"
 
 #include "gemm_cpu.h"  // ddp_sgemm_fixed, ddp_gradsum_fixed: products in a fixed order
+#include "transpose_cpu.h"  // ddp_transpose8: channels to pixels and back
 
 #include <string.h>
 
@@ -207,9 +208,18 @@ typedef struct {
     float *d, *m, *blocked, *packs;
 } GroupScratch;
 
+/* U, then each point's U packed for the products (gemm_cpu.h), for the
+ * larger of forward's C x K and backward data's K x C. */
+static size_t packed_point_floats(const DdpConvShape *sh)
+{
+    const size_t as_is = ddp_sgemm_fixed_packed_b_floats(sh->k, sh->c);
+    const size_t transposed = ddp_sgemm_fixed_packed_b_floats(sh->c, sh->k);
+    return align_floats(as_is > transposed ? as_is : transposed);
+}
+
 static size_t weights_floats(const DdpConvShape *sh)
 {
-    return align_floats((size_t)WINO_POINTS * sh->c * sh->k);
+    return align_floats((size_t)WINO_POINTS * sh->c * sh->k) + WINO_POINTS * packed_point_floats(sh);
 }
 
 static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float *base, GroupScratch *at)
@@ -475,27 +485,6 @@ static int lanes_at(int c0, int count)
     return count - c0 < LANES ? count - c0 : LANES;
 }
 
-/* Lanes (8 channels) of 8 pixels: IN[v] holds channel v's pixels, OUT[j]
- * pixel j's channels. The usual three rounds of two-vector shuffles
- * (__builtin_shufflevector: clang, and GCC from 12). */
-static ALWAYS_INLINE void transpose_lanes(const Lanes in[LANES], Lanes out[LANES])
-{
-    Lanes t[LANES], u[LANES];
-    for (int i = 0; i < LANES; i += 2) { /* pairs: (a0 b0 a1 b1 | a4 b4 a5 b5), (a2 b2 a3 b3 | a6 b6 a7 b7) */
-        t[i] = __builtin_shufflevector(in[i], in[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(in[i], in[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < LANES; i += 4) /* quads: four rows' element j, for j and j + 4 */
-        for (int h = 0; h < 2; h++) {
-            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-    for (int j = 0; j < LANES / 2; j++) { /* halves: all eight rows' element j */
-        out[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        out[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
 /* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
  * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
  * pixel of 8 channels is one contiguous vector. One sample; X is C x HW. */
@@ -510,7 +499,7 @@ static void block_channels(const float *x, int c, size_t hw, float *xb)
                 Lanes rows[LANES], columns[LANES];
                 for (int v = 0; v < LANES; v++)
                     memcpy(&rows[v], x + (size_t)(cb * LANES + v) * hw + px, sizeof(Lanes));
-                transpose_lanes(rows, columns);
+                ddp_transpose8(rows, columns);
                 memcpy(out + px * LANES, columns, sizeof columns);
             }
         for (; px < hw; px++) {
@@ -534,7 +523,7 @@ static void unblock_channels(const float *xb, int c, size_t hw, float beta, floa
             for (; px + LANES <= hw; px += LANES) {
                 Lanes pixels[LANES], channels[LANES];
                 memcpy(pixels, in + px * LANES, sizeof pixels);
-                transpose_lanes(pixels, channels);
+                ddp_transpose8(pixels, channels);
                 for (int v = 0; v < LANES; v++) {
                     float *to = x + (size_t)(cb * LANES + v) * hw + px;
                     if (beta != 0.0f) {
@@ -690,13 +679,25 @@ static void block_gradients(const DdpConvShape *sh, int first, int count, const 
         block_channels(dy + (size_t)(first + s) * sh->k * hw, sh->k, hw, blocked + s * blocked_gradient_floats(sh));
 }
 
+/* U[xi] (K x N for each point, at U) packed for the products, at PACKED,
+ * packed_point_floats apart; the points shared among the team's threads. */
+static void pack_weights(const DdpConvShape *sh, const float *u, int k, int n, float *packed)
+{
+    OMP(for schedule(static))
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        ddp_sgemm_fixed_pack_b(0, n, k, u + (size_t)xi * k * n, n, packed + (size_t)xi * packed_point_floats(sh));
+}
+
 /* OUT[xi] (rows x N) = IN[xi] (rows x K) . U[xi] (K x N) for every point;
- * point xi of row r is at (r * 64 + xi) * K, PACKS the products' copies. */
-static void products(const Samples *sa, const float *in, int k, const float *u, int n, float *out, float *packs)
+ * point xi of row r is at (r * 64 + xi) * K; U packed by pack_weights, PACKS
+ * the products' copies of IN. */
+static void products(const DdpConvShape *sh, const Samples *sa, const float *in, int k, const float *packed, int n,
+                     float *out, float *packs)
 {
     for (int xi = 0; xi < WINO_POINTS; xi++)
-        ddp_sgemm_fixed(0, 0, sa->rows, n, k, 1.0f, in + (size_t)xi * k, WINO_POINTS * k, u + (size_t)xi * k * n, n,
-                        0.0f, out + (size_t)xi * n, WINO_POINTS * n, packs);
+        ddp_sgemm_fixed_packed(0, sa->rows, n, k, 1.0f, in + (size_t)xi * k, WINO_POINTS * k,
+                               packed + (size_t)xi * packed_point_floats(sh), 0.0f, out + (size_t)xi * n,
+                               WINO_POINTS * n, packs);
 }
 
 /* The tiles of SA's samples, transformed from their blocked inputs (or, if
@@ -735,19 +736,20 @@ static GroupScratch thread_group_scratch(const WinogradPlan *p, const DdpConvSha
 void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch, int n,
                           const float *x, const float *w, float *y)
 {
-    float *u = scratch;
+    float *u = scratch, *packed = u + align_floats((size_t)WINO_POINTS * sh->c * sh->k);
     const size_t out_pixels = (size_t)sh->out_h * sh->out_w;
     const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 0, u);
+        pack_weights(sh, u, sh->c, sh->k, packed);
         const GroupScratch at = thread_group_scratch(p, sh, scratch);
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_inputs(sh, sa.first, sa.count, x, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 0, at.d);
-            products(&sa, at.d, sh->c, u, sh->k, at.m, at.packs);
+            products(sh, &sa, at.d, sh->c, packed, sh->k, at.m, at.packs);
             /* The output tiles into the blocked y (in the space the blocked
              * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
@@ -782,19 +784,20 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
 void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                 int n, const float *dy, const float *w, float *dx, float beta)
 {
-    float *u = scratch;
+    float *u = scratch, *packed = u + align_floats((size_t)WINO_POINTS * sh->c * sh->k);
     const size_t hw = (size_t)sh->h * sh->w, in_sample = (size_t)sh->c * hw;
     const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 1, u);
+        pack_weights(sh, u, sh->k, sh->c, packed);
         const GroupScratch at = thread_group_scratch(p, sh, scratch); /* d: N, m: E, blocked: dx */
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_gradients(sh, sa.first, sa.count, dy, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 1, at.m);
-            products(&sa, at.m, sh->k, u, sh->c, at.d, at.packs);
+            products(sh, &sa, at.m, sh->k, packed, sh->c, at.d, at.packs);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
                 float *acc = blocked_sample(p, sh, at.blocked, row);
