@@ -218,8 +218,9 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): 64 products per %d tiles, %d per sample; weight gradient summed in double",
-                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, WINO_ROWS, p->wino.tiles);
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient summed "
+                 "in double", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.alpha * p->wino.alpha,
+                 p->wino.tiles);
     else if (p->direct)
         snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else

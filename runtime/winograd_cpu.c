@@ -62,17 +62,18 @@ typedef double Quad __attribute__((vector_size(QUAD * sizeof(double))));
 
 /* ---- the transform matrices ----------------------------------------------- */
 
-/* The seven finite interpolation points; the eighth is infinity. */
+/* The finite interpolation points, ALPHA - 1 of them (the last point is
+ * infinity): the first five for 6 x 6 tiles, all seven for 8 x 8 ones. */
 static const double points[WINO_ALPHA - 1] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5};
 
 /* COEF (degree + 1 doubles, lowest power first) = prod (x - points[l]) over
- * l < 7, l != SKIP (SKIP -1 skips none); the degree. */
-static int point_polynomial(int skip, double coef[WINO_ALPHA])
+ * l < ALPHA - 1, l != SKIP (SKIP -1 skips none); the degree. */
+static int point_polynomial(int alpha, int skip, double coef[WINO_ALPHA])
 {
     int degree = 0;
     memset(coef, 0, WINO_ALPHA * sizeof *coef);
     coef[0] = 1.0;
-    for (int l = 0; l < WINO_ALPHA - 1; l++) {
+    for (int l = 0; l < alpha - 1; l++) {
         if (l == skip)
             continue;
         for (int i = degree + 1; i > 0; i--) /* times (x - p) */
@@ -83,36 +84,40 @@ static int point_polynomial(int skip, double coef[WINO_ALPHA])
     return degree;
 }
 
-/* B^T: row j < 7 is prod over l != j of (x - p_l), row 7 the product of all. */
-static void data_transform(double bt[WINO_POINTS])
+/* The matrices are ALPHA x ALPHA (or M x ALPHA), stored 8 x 8, zero beyond. */
+
+/* B^T: row j < ALPHA - 1 is prod over l != j of (x - p_l), row ALPHA - 1 the
+ * product of all. */
+static void data_transform(int alpha, double bt[WINO_POINTS])
 {
-    for (int j = 0; j < WINO_ALPHA; j++)
-        point_polynomial(j < WINO_ALPHA - 1 ? j : -1, bt + j * WINO_ALPHA);
+    memset(bt, 0, WINO_POINTS * sizeof *bt);
+    for (int j = 0; j < alpha; j++)
+        point_polynomial(alpha, j < alpha - 1 ? j : -1, bt + j * WINO_ALPHA);
 }
 
 /* A^T for M outputs: A^T[i][j] = p_j^i, and infinity's column picks the last. */
-static void output_transform(int m, double at[WINO_POINTS])
+static void output_transform(int alpha, int m, double at[WINO_POINTS])
 {
     memset(at, 0, WINO_POINTS * sizeof *at);
     for (int i = 0; i < m; i++) {
-        for (int j = 0; j < WINO_ALPHA - 1; j++) {
+        for (int j = 0; j < alpha - 1; j++) {
             double power = 1.0;
             for (int e = 0; e < i; e++)
                 power *= points[j];
             at[i * WINO_ALPHA + j] = power;
         }
-        at[i * WINO_ALPHA + WINO_ALPHA - 1] = i == m - 1;
+        at[i * WINO_ALPHA + alpha - 1] = i == m - 1;
     }
 }
 
 /* G for an R-tap kernel: G[j][k] = p_j^k / prod over l != j of (p_j - p_l),
  * and infinity's row picks the last tap. */
-static void kernel_transform(int r, double g[WINO_POINTS])
+static void kernel_transform(int alpha, int r, double g[WINO_POINTS])
 {
     memset(g, 0, WINO_POINTS * sizeof *g);
-    for (int j = 0; j < WINO_ALPHA - 1; j++) {
+    for (int j = 0; j < alpha - 1; j++) {
         double denominator = 1.0;
-        for (int l = 0; l < WINO_ALPHA - 1; l++)
+        for (int l = 0; l < alpha - 1; l++)
             if (l != j)
                 denominator *= points[j] - points[l];
         double power = 1.0;
@@ -121,7 +126,7 @@ static void kernel_transform(int r, double g[WINO_POINTS])
             power *= points[j];
         }
     }
-    g[(WINO_ALPHA - 1) * WINO_ALPHA + r - 1] = 1.0;
+    g[(alpha - 1) * WINO_ALPHA + r - 1] = 1.0;
 }
 
 static void to_float(const double *in, float *out)
@@ -155,23 +160,35 @@ static int tiles_of(int out, int m)
 
 static size_t filter_scratch_bytes(const DdpConvShape *sh); /* below, with the rest of the scratch */
 
+/* The input tile's side for SHAPE's kernel, the same on both axes: 6 for 3x3
+ * (4x4 output tiles), 8 for sides 5 to 7 (4- to 2-wide output tiles); 0 for
+ * other kernels. Wider output tiles round worse, and training amplifies it:
+ * with 8x8 input tiles (6x6 output) for its 3x3 convs, resnet.net ended 5
+ * steps 3.9e-3 of the update away from PyTorch in float64, against 2.5e-5
+ * with im2col (tests/parity); 6x6 ones keep it at im2col's. */
+static int tile_alpha(const DdpConvShape *sh)
+{
+    if (sh->r == 3 && sh->s == 3)
+        return 6;
+    if (sh->r >= 5 && sh->r <= 7 && sh->s >= 5 && sh->s <= 7)
+        return 8;
+    return 0;
+}
+
 int ddp_winograd_suits(const DdpConvShape *sh)
 {
-    /* Kernel sides 5 to 7 only: 4- to 2-wide output tiles. Wider tiles
-     * round worse, and training amplifies it: with 6-wide tiles for its 3x3
-     * convs, resnet.net ended 5 steps 3.9e-3 of the update away from
-     * PyTorch in float64, against 2.5e-5 with im2col (tests/parity). */
-    if (sh->stride != 1 || sh->groups != 1 || sh->r < 5 || sh->r > 7 || sh->s < 5 || sh->s > 7 ||
-        sh->c < LANES || sh->k < LANES)
+    const int alpha = tile_alpha(sh);
+    if (sh->stride != 1 || sh->groups != 1 || !alpha || sh->c < LANES || sh->k < LANES)
         return 0;
     /* The weight gradient keeps the whole batch's x and dy with blocked
      * channels: a conv too large for that is left to im2col. */
     if (filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
         return 0;
-    /* Multiplies per (c, k) pair and sample: 64 per tile against one per tap
-     * and output pixel. Half or less, or the transforms eat the gain. */
-    double tiles = (double)tiles_of(sh->out_h, 9 - sh->r) * tiles_of(sh->out_w, 9 - sh->s);
-    return WINO_POINTS * tiles * 2 <= (double)sh->out_h * sh->out_w * sh->r * sh->s;
+    /* Multiplies per (c, k) pair and sample: alpha^2 per tile against one per
+     * tap and output pixel. Half or less, or the transforms eat the gain. */
+    const int mh = alpha + 1 - sh->r, mw = alpha + 1 - sh->s;
+    double tiles = (double)tiles_of(sh->out_h, mh) * tiles_of(sh->out_w, mw);
+    return alpha * alpha * tiles * 2 <= (double)sh->out_h * sh->out_w * sh->r * sh->s;
 }
 
 /* ---- scratch -------------------------------------------------------------------- */
@@ -278,24 +295,25 @@ static int tables_match(const WinogradPlan *p); /* below, with the tables */
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
     memset(p, 0, sizeof *p);
-    p->mh = 9 - sh->r;
-    p->mw = 9 - sh->s;
+    p->alpha = tile_alpha(sh);
+    p->mh = p->alpha + 1 - sh->r;
+    p->mw = p->alpha + 1 - sh->s;
     p->tiles_w = tiles_of(sh->out_w, p->mw);
     p->tiles = tiles_of(sh->out_h, p->mh) * p->tiles_w;
     p->group = p->tiles >= WINO_ROWS ? 1 : WINO_ROWS / p->tiles;
     p->nthreads = nthreads;
 
     double m[WINO_POINTS];
-    data_transform(m);
+    data_transform(p->alpha, m);
     to_floats_and_transposed(m, p->bt, p->b);
-    output_transform(p->mh, m);
+    output_transform(p->alpha, p->mh, m);
     to_floats_and_transposed(m, p->at_h, p->a_h);
-    output_transform(p->mw, m);
+    output_transform(p->alpha, p->mw, m);
     to_floats_and_transposed(m, p->at_w, p->a_w);
-    kernel_transform(sh->r, m);
+    kernel_transform(p->alpha, sh->r, m);
     to_float(m, p->g_h);
     transpose(m, p->gt_h);
-    kernel_transform(sh->s, m);
+    kernel_transform(p->alpha, sh->s, m);
     to_float(m, p->g_w);
     transpose(m, p->gt_w);
     p->fixed = tables_match(p);
@@ -310,25 +328,27 @@ size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 
 /* ---- tile transforms, 8 channels at a time ----------------------------------- */
 
-/* OUT[i][j] = sum over a, b of L[i][a] IN[a][b] R[j][b], per lane, for i <
- * RO and j < CO: L and R are 8 x 8 (zero where the transform is smaller), IN
- * and OUT 8 x 8 tiles. The general form, for matrices known only at run time
- * (the weights' G, non-square kernels); zero entries (a third) are skipped.
- * The tile transforms of square kernels use transform_fixed instead. */
-static void sandwich(int ro, const float *restrict l, int co, const float *restrict r, const Lanes *restrict in,
-                     Lanes *restrict out)
+/* OUT[i][j] = sum over a, b < ALPHA of L[i][a] IN[a][b] R[j][b], per lane,
+ * for i < RO and j < CO: L and R are stored 8 x 8 (zero where the transform
+ * is smaller), IN and OUT 8 x 8 tiles of which the first ALPHA rows and
+ * columns are read. The general form, for matrices known only at run time
+ * (the weights' G, non-square kernels, 6 x 6 tiles); zero entries (a third)
+ * are skipped. The tile transforms of square kernels on 8 x 8 tiles use
+ * transform_fixed instead. */
+static void sandwich(int alpha, int ro, const float *restrict l, int co, const float *restrict r,
+                     const Lanes *restrict in, Lanes *restrict out)
 {
     for (int i = 0; i < ro; i++) {
         Lanes half[WINO_ALPHA] = {0}; /* row i of L . IN */
-        for (int a = 0; a < WINO_ALPHA; a++) {
+        for (int a = 0; a < alpha; a++) {
             const float coef = l[i * WINO_ALPHA + a];
             if (coef != 0.0f)
-                for (int b = 0; b < WINO_ALPHA; b++)
+                for (int b = 0; b < alpha; b++)
                     half[b] += coef * in[a * WINO_ALPHA + b];
         }
         for (int j = 0; j < co; j++) {
             Lanes acc = {0};
-            for (int b = 0; b < WINO_ALPHA; b++) {
+            for (int b = 0; b < alpha; b++) {
                 const float coef = r[j * WINO_ALPHA + b];
                 if (coef != 0.0f)
                     acc += coef * half[b];
@@ -344,8 +364,9 @@ static void sandwich(int ro, const float *restrict l, int co, const float *restr
  * time if sandwich's loops test each matrix entry. With the matrices as
  * constants, the compiler unrolls the loops and drops the zero terms (a
  * third of B^T) and the multiplies by 1 and -1. The tables are the matrices
- * of the points above, checked against them in ddp_winograd_plan, which uses
- * sandwich instead if they ever differ (and for non-square kernels). */
+ * of the points above, for 8 x 8 and 6 x 6 tiles, checked against them in
+ * ddp_winograd_plan, which uses sandwich instead if they ever differ (and
+ * for non-square kernels). */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
@@ -360,7 +381,17 @@ static const float BT_TABLE[WINO_POINTS] = {
     0.0f,  -1.0f, 0.0f,  5.25f,  0.0f,   -5.25f, 0.0f, 1.0f,
 };
 
-/* p^i for the finite points p: A^T's rows i < 7 without infinity's column. */
+static const float BT6_TABLE[6 * 6] = {
+    4.0f, 0.0f,  -5.0f, 0.0f,  1.0f, 0.0f, /* rows: 0, 1, -1, 2, -2, inf */
+    0.0f, -4.0f, -4.0f, 1.0f,  1.0f, 0.0f,
+    0.0f, 4.0f,  -4.0f, -1.0f, 1.0f, 0.0f,
+    0.0f, -2.0f, -1.0f, 2.0f,  1.0f, 0.0f,
+    0.0f, 2.0f,  -1.0f, -2.0f, 1.0f, 0.0f,
+    0.0f, 4.0f,  0.0f,  -5.0f, 0.0f, 1.0f,
+};
+
+/* p^i for the finite points p: A^T's rows i < 7 without infinity's column
+ * (6 x 6 tiles use the first five points). */
 static const float POWER_TABLE[WINO_ALPHA - 1][WINO_ALPHA - 1] = {
     {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f},
     {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f},
@@ -371,51 +402,57 @@ static const float POWER_TABLE[WINO_ALPHA - 1][WINO_ALPHA - 1] = {
     {0.0f, 1.0f, 1.0f, 64.0f, 64.0f, 0.015625f, 0.015625f},
 };
 
-/* A^T[i][a] for M outputs. */
-static ALWAYS_INLINE float at_entry(int m, int i, int a)
+/* B^T[i][a] and A^T[i][a] (M outputs) of ALPHA x ALPHA tiles. */
+static ALWAYS_INLINE float bt_entry(int alpha, int i, int a)
 {
-    return a < WINO_ALPHA - 1 ? POWER_TABLE[i][a] : i == m - 1 ? 1.0f : 0.0f;
+    return alpha == WINO_ALPHA ? BT_TABLE[i * WINO_ALPHA + a] : BT6_TABLE[i * 6 + a];
+}
+
+static ALWAYS_INLINE float at_entry(int alpha, int m, int i, int a)
+{
+    return a < alpha - 1 ? POWER_TABLE[i][a] : i == m - 1 ? 1.0f : 0.0f;
 }
 
 /* The four tile transforms are T X T^T for one matrix T: B^T (input), B
- * (backward data's inverse), A^T (output, M x 8) and A (output gradient,
- * 8 x M). */
+ * (backward data's inverse), A^T (output, M x ALPHA) and A (output
+ * gradient, ALPHA x M). */
 enum { INPUT_TILE, DATA_GRADIENT_TILE, OUTPUT_TILE, GRADIENT_TILE };
 
-static ALWAYS_INLINE float transform_entry(int kind, int m, int i, int a)
+static ALWAYS_INLINE float transform_entry(int alpha, int kind, int m, int i, int a)
 {
     switch (kind) {
     case INPUT_TILE:
-        return BT_TABLE[i * WINO_ALPHA + a];
+        return bt_entry(alpha, i, a);
     case DATA_GRADIENT_TILE:
-        return BT_TABLE[a * WINO_ALPHA + i];
+        return bt_entry(alpha, a, i);
     case OUTPUT_TILE:
-        return at_entry(m, i, a);
+        return at_entry(alpha, m, i, a);
     default:
-        return a < m ? at_entry(m, a, i) : 0.0f;
+        return a < m ? at_entry(alpha, m, a, i) : 0.0f;
     }
 }
 
 /* OUT = T IN T^T, OUT's first ROWS rows and columns, IN zero from column
- * COLUMNS on; KIND and M constants at every call, so that all of it unrolls. */
-static ALWAYS_INLINE void transform_fixed(int kind, int m, int rows, int columns, const Lanes *restrict in,
-                                          Lanes *restrict out)
+ * COLUMNS on; ALPHA, KIND and M constants at every call, so that all of it
+ * unrolls. */
+static ALWAYS_INLINE void transform_fixed(int alpha, int kind, int m, int rows, int columns,
+                                          const Lanes *restrict in, Lanes *restrict out)
 {
     Lanes half[WINO_POINTS]; /* T . IN */
     UNROLL for (int i = 0; i < rows; i++)
         UNROLL for (int b = 0; b < columns; b++) {
             Lanes acc = {0};
-            UNROLL for (int a = 0; a < WINO_ALPHA; a++)
-                if (transform_entry(kind, m, i, a) != 0.0f)
-                    acc += transform_entry(kind, m, i, a) * in[a * WINO_ALPHA + b];
+            UNROLL for (int a = 0; a < alpha; a++)
+                if (transform_entry(alpha, kind, m, i, a) != 0.0f)
+                    acc += transform_entry(alpha, kind, m, i, a) * in[a * WINO_ALPHA + b];
             half[i * WINO_ALPHA + b] = acc;
         }
     UNROLL for (int i = 0; i < rows; i++)
         UNROLL for (int j = 0; j < rows; j++) {
             Lanes acc = {0};
             UNROLL for (int b = 0; b < columns; b++)
-                if (transform_entry(kind, m, j, b) != 0.0f)
-                    acc += transform_entry(kind, m, j, b) * half[i * WINO_ALPHA + b];
+                if (transform_entry(alpha, kind, m, j, b) != 0.0f)
+                    acc += transform_entry(alpha, kind, m, j, b) * half[i * WINO_ALPHA + b];
             out[i * WINO_ALPHA + j] = acc;
         }
 }
@@ -424,59 +461,49 @@ static ALWAYS_INLINE void transform_fixed(int kind, int m, int rows, int columns
  * entry (the computed ones have some -0). */
 static int tables_match(const WinogradPlan *p)
 {
-    int same = p->mh == p->mw;
-    for (int i = 0; i < WINO_ALPHA && same; i++)
-        for (int a = 0; a < WINO_ALPHA; a++) {
-            same &= p->bt[i * WINO_ALPHA + a] == BT_TABLE[i * WINO_ALPHA + a];
-            same &= p->at_h[i * WINO_ALPHA + a] == (i < p->mh ? at_entry(p->mh, i, a) : 0.0f);
+    int same = (p->alpha == WINO_ALPHA || p->alpha == 6) && p->mh == p->mw;
+    for (int i = 0; i < p->alpha && same; i++)
+        for (int a = 0; a < p->alpha; a++) {
+            same &= p->bt[i * WINO_ALPHA + a] == bt_entry(p->alpha, i, a);
+            same &= p->at_h[i * WINO_ALPHA + a] == (i < p->mh ? at_entry(p->alpha, p->mh, i, a) : 0.0f);
             same &= p->at_w[i * WINO_ALPHA + a] == p->at_h[i * WINO_ALPHA + a];
         }
     return same;
 }
 
-/* The four tile transforms: unrolled for the plan's M, or sandwich. */
+/* The four tile transforms: unrolled for the plan's alpha and M (the kernel
+ * sides ddp_winograd_suits admits: 3 on 6 x 6 tiles, 5 to 7 on 8 x 8), or
+ * sandwich. */
+#define FIXED_TRANSFORM(kind, rows, columns)                                                                      switch (p->alpha * 10 + p->mh) {                                                                              case 64: transform_fixed(6, kind, 4, rows(6, 4), columns(6, 4), in, out); return;                            case 84: transform_fixed(8, kind, 4, rows(8, 4), columns(8, 4), in, out); return;                            case 83: transform_fixed(8, kind, 3, rows(8, 3), columns(8, 3), in, out); return;                            case 82: transform_fixed(8, kind, 2, rows(8, 2), columns(8, 2), in, out); return;                            default: break;                                                                                               }
+#define TILE_SIDE(alpha, m) (m)
+#define ALPHA_SIDE(alpha, m) (alpha)
+
 static void input_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
 {
     if (p->fixed)
-        transform_fixed(INPUT_TILE, 0, WINO_ALPHA, WINO_ALPHA, in, out);
-    else
-        sandwich(WINO_ALPHA, p->bt, WINO_ALPHA, p->bt, in, out);
+        FIXED_TRANSFORM(INPUT_TILE, ALPHA_SIDE, ALPHA_SIDE)
+    sandwich(p->alpha, p->alpha, p->bt, p->alpha, p->bt, in, out);
 }
 
 static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
 {
     if (p->fixed)
-        transform_fixed(DATA_GRADIENT_TILE, 0, WINO_ALPHA, WINO_ALPHA, in, out);
-    else
-        sandwich(WINO_ALPHA, p->b, WINO_ALPHA, p->b, in, out);
+        FIXED_TRANSFORM(DATA_GRADIENT_TILE, ALPHA_SIDE, ALPHA_SIDE)
+    sandwich(p->alpha, p->alpha, p->b, p->alpha, p->b, in, out);
 }
-
-/* KIND's transform unrolled for each M = 9 - side: 6 down to 2 for sides
- * 3..7 (7, for a side of 2, is never planned). */
-#define FIXED_FOR_EACH_M(kind, rows, columns)                                                                 \
-    switch (p->mh) {                                                                                          \
-    case 2: transform_fixed(kind, 2, rows(2), columns(2), in, out); return;                                  \
-    case 3: transform_fixed(kind, 3, rows(3), columns(3), in, out); return;                                  \
-    case 4: transform_fixed(kind, 4, rows(4), columns(4), in, out); return;                                  \
-    case 5: transform_fixed(kind, 5, rows(5), columns(5), in, out); return;                                  \
-    case 6: transform_fixed(kind, 6, rows(6), columns(6), in, out); return;                                  \
-    default: transform_fixed(kind, 7, rows(7), columns(7), in, out); return;                                 \
-    }
-#define TILE_SIDE(m) (m)
-#define ALPHA_SIDE(m) WINO_ALPHA
 
 static void output_transform_tile(const WinogradPlan *p, const Lanes *in, Lanes *out)
 {
     if (p->fixed)
-        FIXED_FOR_EACH_M(OUTPUT_TILE, TILE_SIDE, ALPHA_SIDE)
-    sandwich(p->mh, p->at_h, p->mw, p->at_w, in, out);
+        FIXED_TRANSFORM(OUTPUT_TILE, TILE_SIDE, ALPHA_SIDE)
+    sandwich(p->alpha, p->mh, p->at_h, p->mw, p->at_w, in, out);
 }
 
 static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
 {
     if (p->fixed)
-        FIXED_FOR_EACH_M(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
-    sandwich(WINO_ALPHA, p->a_h, WINO_ALPHA, p->a_w, in, out);
+        FIXED_TRANSFORM(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
+    sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
 }
 
 /* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
@@ -551,16 +578,17 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
     const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
     const float *plane = xb + (size_t)cb * sh->h * sh->w * LANES;
     Lanes d[WINO_POINTS];
-    if (y0 >= 0 && y0 + WINO_ALPHA <= sh->h && x0 >= 0 && x0 + WINO_ALPHA <= sh->w) { /* all inside */
-        for (int a = 0; a < WINO_ALPHA; a++)
-            for (int b = 0; b < WINO_ALPHA; b++) /* vector moves, not a memcpy call */
+    const int alpha = p->alpha;
+    if (y0 >= 0 && y0 + alpha <= sh->h && x0 >= 0 && x0 + alpha <= sh->w) { /* all inside */
+        for (int a = 0; a < alpha; a++)
+            for (int b = 0; b < alpha; b++) /* vector moves, not a memcpy call */
                 memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)(y0 + a) * sh->w + x0 + b) * LANES, sizeof(Lanes));
         input_transform(p, d, out);
         return;
     }
-    for (int a = 0; a < WINO_ALPHA; a++) {
+    for (int a = 0; a < alpha; a++) {
         const int iy = y0 + a;
-        for (int b = 0; b < WINO_ALPHA; b++) {
+        for (int b = 0; b < alpha; b++) {
             const int ix = x0 + b;
             if (iy >= 0 && iy < sh->h && ix >= 0 && ix < sh->w)
                 memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)iy * sh->w + ix) * LANES, sizeof(Lanes));
@@ -589,24 +617,36 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
     gradient_transform(p, e, out);
 }
 
-/* Stores a transformed tile's lanes into the 64 matrices at DST (point xi's
- * row at DST + xi * STRIDE), as floats or as doubles. */
-static void store_floats(const Lanes t[WINO_POINTS], int lanes, float *dst, size_t stride)
+/* Whether point XI (row xi / 8, column xi % 8 of the 8 x 8 storage) is one
+ * of PLAN's alpha x alpha points: the products and transforms skip the rest. */
+static int point_used(const WinogradPlan *p, int xi)
+{
+    return xi / WINO_ALPHA < p->alpha && xi % WINO_ALPHA < p->alpha;
+}
+
+/* Stores a transformed tile's lanes into the matrices of the points used at
+ * DST (point xi's row at DST + xi * STRIDE). */
+static void store_floats(const WinogradPlan *p, const Lanes t[WINO_POINTS], int lanes, float *dst, size_t stride)
 {
     for (int xi = 0; xi < WINO_POINTS; xi++)
-        if (lanes == LANES) /* a fixed size: one vector store, not a call */
+        if (!point_used(p, xi))
+            continue;
+        else if (lanes == LANES) /* a fixed size: one vector store, not a call */
             memcpy(dst + xi * stride, &t[xi], sizeof(Lanes));
         else
             memcpy(dst + xi * stride, &t[xi], (size_t)lanes * sizeof(float));
 }
 
-/* The reverse: a tile's lanes from the 64 matrices at SRC, zero past LANES. */
-static void load_floats(const float *src, size_t stride, int lanes, Lanes t[WINO_POINTS])
+/* The reverse: a tile's lanes from the points used at SRC, zero past LANES
+ * (the other points are left as they are: no transform reads them). */
+static void load_floats(const WinogradPlan *p, const float *src, size_t stride, int lanes, Lanes t[WINO_POINTS])
 {
     if (lanes < LANES)
         memset(t, 0, WINO_POINTS * sizeof(Lanes));
     for (int xi = 0; xi < WINO_POINTS; xi++)
-        if (lanes == LANES)
+        if (!point_used(p, xi))
+            continue;
+        else if (lanes == LANES)
             memcpy(&t[xi], src + xi * stride, sizeof(Lanes));
         else
             memcpy(&t[xi], src + xi * stride, (size_t)lanes * sizeof(float));
@@ -632,8 +672,8 @@ static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, con
                     for (int b = 0; b < sh->s; b++)
                         g[a * WINO_ALPHA + b][v] = wkc[a * sh->s + b];
             }
-            sandwich(WINO_ALPHA, p->g_h, WINO_ALPHA, p->g_w, g, t);
-            store_floats(t, lanes, u + (size_t)row * cols + col0, ck);
+            sandwich(p->alpha, p->alpha, p->g_h, p->alpha, p->g_w, g, t);
+            store_floats(p, t, lanes, u + (size_t)row * cols + col0, ck);
         }
 }
 
@@ -681,21 +721,24 @@ static void block_gradients(const DdpConvShape *sh, int first, int count, const 
 
 /* U[xi] (K x N for each point, at U) packed for the products, at PACKED,
  * packed_point_floats apart; the points shared among the team's threads. */
-static void pack_weights(const DdpConvShape *sh, const float *u, int k, int n, float *packed)
+static void pack_weights(const WinogradPlan *p, const DdpConvShape *sh, const float *u, int k, int n,
+                         float *packed)
 {
     OMP(for schedule(static))
     for (int xi = 0; xi < WINO_POINTS; xi++)
-        ddp_sgemm_fixed_pack_b(0, n, k, u + (size_t)xi * k * n, n, packed + (size_t)xi * packed_point_floats(sh));
+        if (point_used(p, xi))
+            ddp_sgemm_fixed_pack_b(0, n, k, u + (size_t)xi * k * n, n, packed + (size_t)xi * packed_point_floats(sh));
 }
 
 /* OUT[xi] (rows x N) = IN[xi] (rows x K) . U[xi] (K x N) for every point;
  * point xi of row r is at (r * 64 + xi) * K; U packed by pack_weights, PACKS
  * the products' copies of IN. */
-static void products(const DdpConvShape *sh, const Samples *sa, const float *in, int k, const float *packed, int n,
-                     float *out, float *packs)
+static void products(const WinogradPlan *p, const DdpConvShape *sh, const Samples *sa, const float *in, int k,
+                     const float *packed, int n, float *out, float *packs)
 {
     for (int xi = 0; xi < WINO_POINTS; xi++)
-        ddp_sgemm_fixed_packed(0, sa->rows, n, k, 1.0f, in + (size_t)xi * k, WINO_POINTS * k,
+        if (point_used(p, xi))
+            ddp_sgemm_fixed_packed(0, sa->rows, n, k, 1.0f, in + (size_t)xi * k, WINO_POINTS * k,
                                packed + (size_t)xi * packed_point_floats(sh), 0.0f, out + (size_t)xi * n,
                                WINO_POINTS * n, packs);
 }
@@ -715,7 +758,7 @@ static void transform_tiles(const WinogradPlan *p, const DdpConvShape *sh, const
                 gradient_tile(p, sh, b, row % p->tiles, cb, t);
             else
                 input_tile(p, sh, b, row % p->tiles, cb, t);
-            store_floats(t, lanes_at(cb * LANES, channels), out + (size_t)row * WINO_POINTS * channels + cb * LANES,
+            store_floats(p, t, lanes_at(cb * LANES, channels), out + (size_t)row * WINO_POINTS * channels + cb * LANES,
                          channels);
         }
     }
@@ -742,14 +785,14 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 0, u);
-        pack_weights(sh, u, sh->c, sh->k, packed);
+        pack_weights(p, sh, u, sh->c, sh->k, packed);
         const GroupScratch at = thread_group_scratch(p, sh, scratch);
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_inputs(sh, sa.first, sa.count, x, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 0, at.d);
-            products(sh, &sa, at.d, sh->c, packed, sh->k, at.m, at.packs);
+            products(p, sh, &sa, at.d, sh->c, packed, sh->k, at.m, at.packs);
             /* The output tiles into the blocked y (in the space the blocked
              * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
@@ -760,7 +803,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                 const int cols_in = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
                 for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
                     Lanes mt[WINO_POINTS], out[WINO_POINTS];
-                    load_floats(at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES, sh->k,
+                    load_floats(p, at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES, sh->k,
                                 lanes_at(kb * LANES, sh->k), mt);
                     output_transform_tile(p, mt, out);
                     float *plane = yb + (size_t)kb * out_pixels * LANES;
@@ -790,14 +833,14 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 1, u);
-        pack_weights(sh, u, sh->k, sh->c, packed);
+        pack_weights(p, sh, u, sh->k, sh->c, packed);
         const GroupScratch at = thread_group_scratch(p, sh, scratch); /* d: N, m: E, blocked: dx */
         OMP(for schedule(dynamic))
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_gradients(sh, sa.first, sa.count, dy, at.blocked);
             transform_tiles(p, sh, &sa, at.blocked, 1, at.m);
-            products(sh, &sa, at.m, sh->k, packed, sh->c, at.d, at.packs);
+            products(p, sh, &sa, at.m, sh->k, packed, sh->c, at.d, at.packs);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
                 float *acc = blocked_sample(p, sh, at.blocked, row);
@@ -805,15 +848,15 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
                 const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     Lanes nt[WINO_POINTS], out[WINO_POINTS];
-                    load_floats(at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
+                    load_floats(p, at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
                                 lanes_at(cb * LANES, sh->c), nt);
                     data_gradient_transform(p, nt, out);
                     float *plane = acc + (size_t)cb * hw * LANES;
-                    for (int a = 0; a < WINO_ALPHA; a++) {
+                    for (int a = 0; a < p->alpha; a++) {
                         const int iy = y0 + a;
                         if (iy < 0 || iy >= sh->h)
                             continue;
-                        for (int b = 0; b < WINO_ALPHA; b++) {
+                        for (int b = 0; b < p->alpha; b++) {
                             const int ix = x0 + b;
                             if (ix < 0 || ix >= sh->w)
                                 continue;
@@ -860,12 +903,12 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 Lanes t[WINO_POINTS];
                 for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
                     input_tile(p, sh, xb, row % tiles, cb, t);
-                    store_floats(t, lanes_at(cb * LANES, sh->c), at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES,
+                    store_floats(p, t, lanes_at(cb * LANES, sh->c), at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES,
                                  sh->c);
                 }
                 for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
                     gradient_tile(p, sh, dyb, row % tiles, kb, t);
-                    store_floats(t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
+                    store_floats(p, t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
                                  sh->k);
                 }
             }
@@ -873,7 +916,8 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
              * double, and the sums over tiles round in double. */
             OMP(for schedule(static))
             for (int xi = 0; xi < WINO_POINTS; xi++)
-                ddp_gradsum_fixed(sh->k, sh->c, count, at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k,
+                if (point_used(p, xi))
+                    ddp_gradsum_fixed(sh->k, sh->c, count, at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k,
                                   at.d + (size_t)xi * sh->c, WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0,
                                   at.v + (size_t)xi * ck, sh->c, at.packs + (size_t)omp_get_thread_num() * at.packs_each);
         }
@@ -887,7 +931,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
             Quad vk[WINO_POINTS], half[WINO_POINTS], grad[WINO_POINTS];
             for (int xi = 0; xi < WINO_POINTS; xi++) {
                 vk[xi] = (Quad){0};
-                if (n > 0)
+                if (n > 0 && point_used(p, xi))
                     memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(double));
             }
             for (int a = 0; a < sh->r; a++)

@@ -2,12 +2,13 @@
  * winograd_cpu.h: stride-1 convolutions on the CPU by Winograd's minimal
  * filtering, for ops_cpu.c, which chooses per conv between this and im2col.
  *
- * Each output tile of M x M pixels (M = 9 - R for an R-tap kernel side, so that
- * the input tile is always 8 x 8) is computed from an 8 x 8 input tile with 64
- * multiplies per (input channel, output channel) pair, where im2col's product
- * needs M*M*R*S: for MNIST's 5x5 conv 6.25 times fewer, for a 3x3 one 5 times.
- * The 64 products of a tile are 64 independent matrix products over the
- * channels (gemm_cpu.c's); what is left are small fixed transforms of tiles
+ * Each output tile of M x M pixels is computed from an alpha x alpha input
+ * tile (M = alpha + 1 - R for an R-tap kernel side) with alpha^2 multiplies
+ * per (input channel, output channel) pair, where im2col's product needs
+ * M*M*R*S: alpha is 8 for kernel sides 5 to 7 (MNIST's 5x5 conv: 64 for 4x4
+ * outputs, 6.25 times fewer) and 6 for 3x3 (36 for 4x4 outputs, 4 times
+ * fewer). The alpha^2 products of a tile are independent matrix products over
+ * the channels (gemm_cpu.c's); what is left are small fixed transforms of tiles
  * (. is the elementwise product, sums run over the channels not shown):
  *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A        per tile
  *   backward data    dd = B [ (G g G^T) . (A dy A^T) ] B^T,      the tiles'
@@ -15,7 +16,9 @@
  *   backward filter  dg = G^T [ sum over tiles (A dy A^T) . (B^T d B) ] G
  * (Lavin and Gray, "Fast algorithms for convolutional neural networks", 2015;
  * the two backward passes are the exact adjoints of the forward one.) The
- * transforms come from interpolation at 0, +-1, +-2, +-1/2 and infinity.
+ * transforms come from interpolation at 0, +-1, +-2 and infinity, and for 8
+ * x 8 tiles +-1/2 too. Wider output tiles round worse (winograd_cpu.c's
+ * tile_alpha says how much worse 6x6 outputs for 3x3 kernels trained).
  *
  * The results are not im2col's bits. Winograd rounds differently: about 1e-6
  * of the sum of the terms' magnitudes for 5x5 (up to 3e-6 for 7x7), ten times
@@ -37,12 +40,14 @@
 
 #include "ops.h"  // DdpConvShape, DdpGrad
 
-/* The input tile's side, the number of products per tile, and the fewest
- * tiles per group of samples (winograd_cpu.c says why so few). */
+/* The largest input tile's side (tiles are stored 8 x 8 whatever their
+ * alpha), its points, and the fewest tiles per group of samples
+ * (winograd_cpu.c says why so few). */
 enum { WINO_ALPHA = 8, WINO_POINTS = WINO_ALPHA * WINO_ALPHA, WINO_ROWS = 16 };
 
 typedef struct {
-    int mh, mw;            /* output tile: 9 - r rows by 9 - s columns */
+    int alpha;             /* input tile side: 6 (3x3 kernels) or 8 (5x5 to 7x7) */
+    int mh, mw;            /* output tile: alpha + 1 - r rows by alpha + 1 - s columns */
     int tiles_w, tiles;    /* tiles per row of the output, per sample */
     int group;             /* samples per task of the forward and data passes */
     int nthreads;          /* threads the scratch has room for */
@@ -57,8 +62,8 @@ typedef struct {
     double gt_h[64], gt_w[64];
 } WinogradPlan;
 
-/* Whether SHAPE is better done this way: stride 1, one group, kernel sides
- * 3..7, at least 8 channels in and out, at most half im2col's multiplies
+/* Whether SHAPE is better done this way: stride 1, one group, a 3x3 kernel
+ * or sides 5..7, at least 8 channels in and out, at most half im2col's multiplies
  * once tiles that hang over the edge are counted, and scratch within a cap
  * (256 MiB) for the whole batch's blocked x and dy. */
 int ddp_winograd_suits(const DdpConvShape *shape);

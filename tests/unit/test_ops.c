@@ -282,6 +282,9 @@ static const Conv SHAPES[] = {
     {9, 11, 10, 10, 5, 7, 1, 2, 1},  /* non-square kernel (4x2 tiles), channels not a multiple of 8 */
     {8, 40, 40, 8, 5, 5, 1, 2, 1},   /* 100 tiles a sample */
     {8, 18, 18, 8, 5, 5, 1, 2, 1},   /* edge tiles that read padding, beside ones that do not */
+    {16, 14, 13, 8, 3, 3, 1, 1, 1},  /* 3x3: 6x6 input tiles, 4x4 output tiles that overhang, pad 1 */
+    {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* 3x3, 100 tiles a sample */
+    {9, 18, 18, 10, 3, 3, 1, 1, 1},  /* 3x3, edge tiles that read padding, channels not a multiple of 8 */
     {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
 };
 enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
