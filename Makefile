@@ -112,9 +112,12 @@ $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD
 # The CPU ops (their products, im2col, col2im, Winograd's transforms) are
 # vectorised for this machine, as ddpc builds the generated programs
 # (-march=native). Elsewhere -std=c11 keeps floating-point contraction off.
-# No AVX-512: valgrind (make memcheck) cannot decode it.
+# No AVX-512 on x86-64: valgrind (make memcheck) cannot decode it; gemm_cpu.c
+# builds its 16-float tiles for AVX-512 itself and runs them only where the
+# CPU (not valgrind's) has it.
+NO_AVX512 := $(if $(filter x86_64,$(shell uname -m)),-mno-avx512f)
 $(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o: \
-    override CFLAGS += -O3 -march=native -mno-avx512f
+    override CFLAGS += -O3 -march=native $(NO_AVX512)
 # Winograd's transforms and the products may fuse multiply-adds: each
 # element goes through one expression (runtime/gemm_cpu.h), so one binary
 # computes every sample and every rank the same way, which is all the

@@ -36,6 +36,7 @@
 #include "transpose_cpu.h"  // ddp_transpose8: transposed operands into panels
 
 #include <pthread.h>  // pthread_once: the width, chosen once
+#include <stdlib.h>   // getenv: DDP_CPU_VECTOR
 #include <string.h>
 
 /* The float tile: 6 rows by NV = 2 vectors, 12 accumulators, which with the
@@ -169,8 +170,9 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 
 /* 16 floats (AVX-512), on x86-64, used where the CPU has it: twice the
  * multiply-adds per instruction, the same bits. Valgrind's CPU has no
- * AVX-512, so under make memcheck the 8-float tiles run. */
-#if defined(__x86_64__) && defined(__GNUC__)
+ * AVX-512, so under make memcheck the 8-float tiles run. GCC only: clang
+ * knows neither the pragmas nor, without them, the instructions. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_WIDE_TILES 1
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
@@ -198,7 +200,8 @@ static int wide; /* the 16-float tiles; set once, by choose_width */
 static void choose_width(void)
 {
 #if HAVE_WIDE_TILES
-    wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    const char *asked = getenv("DDP_CPU_VECTOR");
+    wide = !(asked && strcmp(asked, "8") == 0) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 #endif
 }
 

@@ -39,7 +39,8 @@
 
 #include <stddef.h>
 
-/* Floats of scratch ddp_sgemm_fixed needs for op(A) of M x K. */
+/* Floats of scratch ddp_sgemm_fixed needs for op(A) of M x K (its packed
+ * copy, and one packed panel of op(B)), at either vector width. */
 size_t ddp_sgemm_fixed_scratch(int m, int k);
 
 /* C (m x n, row stride ldc) = alpha * op(A) * op(B) + beta * C, row-major:
@@ -71,9 +72,10 @@ void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float
  * it) rather than 8-float ones: the same bits either way, twice the
  * multiply-adds per instruction. Chosen at the first product. */
 int ddp_gemm_cpu_wide(void);
-/* For the tests and benchmarks that compare the two: asks for the 16-float
- * vectors (ON) or the 8-float ones; returns what the products now use (0
- * where the CPU has no AVX-512). Not while a product runs. */
+/* For the tests that compare the two: asks for the 16-float vectors (ON) or
+ * the 8-float ones; returns what the products now use (0 where the CPU has
+ * no AVX-512). Not while a product runs, nor between packing a B and its
+ * products. DDP_CPU_VECTOR=8 in the environment makes the first choice 8. */
 int ddp_gemm_cpu_set_wide(int on);
 
 #endif

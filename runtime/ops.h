@@ -140,15 +140,15 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
  * micro-batches. On CPUs the sum over the batch is in double (see DdpGrad):
  * each sample's float contribution is added in double (im2col), or each
- * tile's products of floats are summed by dgemm (Winograd). */
+ * tile's products of floats are summed in double (Winograd). */
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
                               DdpGrad *dw, float beta);
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major, as BLAS's sgemm (CblasRowMajor):
  * op(A) is m x k, op(B) is k x n, C is m x n; trans_a/trans_b nonzero transposes;
  * lda, ldb, ldc are row strides in elements. beta 0 ignores C's old contents.
- * Needs no plan: it may be called right after ddp_ops_create. On CPUs a row
- * of C is the same bits whatever m is (ops_cpu.c: GEMM_ROWS). Like every call here,
+ * Needs no plan: it may be called right after ddp_ops_create. On CPUs every
+ * element of C is the same bits whatever m and n are (gemm_cpu.h). Like every call here,
  * from one thread at a time per context: the CPU build keeps scratch in it. */
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);

@@ -58,11 +58,12 @@ static int omp_get_max_threads(void) { return 1; }
 static int omp_get_thread_num(void) { return 0; }
 #endif
 
-/* How work is split. Each rule depends only on the sizes at hand, never on the
- * thread count, so that results do not either (see the top). The sizes come from
- * measurements on the 2-core build box; a split into at most 8 blocks (4 per
- * group for the weight gradient) keeps 2..8 cores busy without making blocks so
- * narrow that sgemm's packing dominates. */
+/* How work is split. The convs' rules depend only on the sizes at hand (the
+ * weight gradient's blocks fix the order of its double sums); ddp_gemm's
+ * also on the thread count, which no product's bits depend on (see the top).
+ * The sizes come from measurements on the 2-core build box; a split into at
+ * most 8 blocks (4 per group for the weight gradient) keeps 2..8 cores busy
+ * without making blocks so narrow that packing dominates. */
 
 /* Backward filter: im2col rows per block, a multiple of 8, from 32 to 128: a
  * quarter of a group's CRS rows. A first conv (CRS 25) is one block: split in
@@ -76,7 +77,7 @@ static int wgrad_block_rows(int crs)
 
 /* ddp_gemm's and ddp_gemm_grad's tasks: see task_grid. */
 #define GEMM_SPLIT_MIN_MACS (1L << 21)
-enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 16 };
+enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* whole tiles at either vector width */
 
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */

@@ -181,7 +181,8 @@ int ddp_winograd_suits(const DdpConvShape *sh)
     if (sh->stride != 1 || sh->groups != 1 || !alpha || sh->c < LANES || sh->k < LANES)
         return 0;
     /* The weight gradient keeps the whole batch's x and dy with blocked
-     * channels: a conv too large for that is left to im2col. */
+     * channels: a conv whose samples are too large for that (at
+     * CAP_BATCH of them) is left to im2col. */
     if (filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
         return 0;
     /* Multiplies per (c, k) pair and sample: alpha^2 per tile against one per
@@ -284,10 +285,16 @@ static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, F
     return (v + packs * nthreads) * sizeof(double) + (bx + bdy + d + e) * sizeof(float);
 }
 
-/* On one thread: the size that ddp_winograd_suits caps. */
+/* The size that ddp_winograd_suits caps: on one thread, for a batch of
+ * CAP_BATCH whatever the planned one, so that the choice (and so the bits)
+ * never depends on the batch a rank gets. A larger batch gets the scratch it
+ * needs. */
+enum { CAP_BATCH = 256 };
 static size_t filter_scratch_bytes(const DdpConvShape *sh)
 {
-    return filter_scratch(sh, 1, NULL, NULL);
+    DdpConvShape at = *sh;
+    at.n = CAP_BATCH;
+    return filter_scratch(&at, 1, NULL, NULL);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */

@@ -62,10 +62,11 @@ typedef struct {
     double gt_h[64], gt_w[64];
 } WinogradPlan;
 
-/* Whether SHAPE is better done this way: stride 1, one group, a 3x3 kernel
- * or sides 5..7, at least 8 channels in and out, at most half im2col's multiplies
- * once tiles that hang over the edge are counted, and scratch within a cap
- * (256 MiB) for the whole batch's blocked x and dy. */
+/* Whether SHAPE is better done this way, whatever its batch (shape->n), so
+ * that a rank's batch never changes the algorithm: stride 1, one group, a
+ * 3x3 kernel or sides 5..7, at least 8 channels in and out, at most half
+ * im2col's multiplies once tiles that hang over the edge are counted, and
+ * blocked copies of x and dy within 256 MiB for a batch of 256. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
 /* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for

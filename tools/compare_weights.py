@@ -5,20 +5,26 @@
                        [--envelope PERTURBED] [--float32-reference REF32]
 
 For every tensor: update = REFERENCE - INITIAL (PyTorch in float64); error =
-max |OURS - REFERENCE|. The tensor passes when
+|OURS - REFERENCE|. The tensor passes when every element's
 
-    error <= tol * max |update|  +  K * 2^-24 * max |weight|  [+ K * spread]
+    error <= tol * max |update|  +  K * 2^-24 * max |weight|
+             [+ K * (spread + max spread / 10)]
 
 The second term is the rounding of float32 weights, half an ulp per step: with
 a warm-up learning rate an update can be a few thousand ulps, and no float32
 program gets closer than that. The third, with --envelope, is computed from
-the reference alone: PERTURBED is the same float64 run started from weights
-each changed by 2^-24 of itself (tools/torch_ref.py --perturb), and spread =
-max |PERTURBED - REFERENCE| is how far one float32 rounding of every weight
-carries the run in K steps (relu kinks, batchnorm and Adam's division by
-sqrt(v) + eps amplify it). A float32 program rounds at every step, so it is
-allowed K such spreads. --float32-reference REF32 (the same run by PyTorch in
-float32) only prints how far PyTorch's own float32 ends, for comparison.
+the reference alone, element by element: PERTURBED is the same float64 run
+started from weights each changed by 2^-24 of itself (tools/torch_ref.py
+--perturb), and spread = |PERTURBED - REFERENCE| is how far one float32
+rounding of every weight carries that element in K steps (relu kinks,
+batchnorm and Adam's division by sqrt(v) + eps amplify it). A float32
+program rounds at every step, so it is allowed K such spreads. Its
+roundings push in other directions than this one perturbation, so each
+element also gets a tenth of the tensor's largest spread: with it, PyTorch's
+own float32 passes on every parity net, and without it does not (a few
+elements of mlp.net).
+--float32-reference REF32 (the same run by PyTorch in float32) only prints
+how far PyTorch's own float32 ends, for comparison.
 Integer tensors (num_batches_tracked) must be equal. Prints one line per
 tensor and "compare: OK" or "compare: FAILED"; exit 0 or 1 (2: unreadable input).
 """
@@ -71,20 +77,21 @@ def main():
         update = float(np.max(np.abs(r - i))) if r.size else 0.0
         error = float(np.max(np.abs(o - r))) if r.size else 0.0
         allowed = a.tol * update + a.steps * 2.0**-24 * (float(np.max(np.abs(r))) if r.size else 0.0)
+        allowed = np.maximum(allowed, 1e-7)  # an element's own allowance, below
         notes = ""
         if perturbed is not None and r.size:
-            spread = float(np.max(np.abs(perturbed[name].astype(np.float64) - r)))
-            allowed += a.steps * spread
-            notes += f"  spread {spread / update if update else 0:8.2e}"
+            spread = np.abs(perturbed[name].astype(np.float64) - r)
+            allowed = allowed + a.steps * (spread + float(np.max(spread)) / 10)
+            notes += f"  spread {float(np.max(spread)) / update if update else 0:8.2e}"
         if ref32 is not None and r.size:
             f32 = float(np.max(np.abs(ref32[name].astype(np.float64) - r)))
             notes += f"  torch32 {f32 / update if update else 0:8.2e}"
-        allowed = max(allowed, 1e-7)
+        over = bool(np.any(np.abs(o - r) > allowed)) if r.size else False
         ratio = error / update if update > 0 else 0.0
         worst = max(worst, ratio)
-        mark = "" if error <= allowed else "   <-- over"
+        mark = "   <-- over" if over else ""
         print(f"{name:28s} update {update:10.3e}  error {error:10.3e}  ratio {ratio:9.2e}{notes}{mark}")
-        if error > allowed:
+        if over:
             failed.append(name)
     verdict = "OK" if not failed else "FAILED"
     print(f"compare: {verdict} worst {worst:.2e} of the update (tolerance {a.tol:g} of the update, "

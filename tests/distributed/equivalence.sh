@@ -10,6 +10,8 @@
 # that itself at the end of a multi-rank run). FLAGS go to every run (e.g.
 # --no-sync-every 2). One line per pair: "identical" or "DIFFERENT", then
 # tools/compare_weights.py's account of how far apart they are.
+# RANKS_VECTOR=8 runs the ranks on 8-float vectors (DDP_CPU_VECTOR), the
+# single rank on the widest the CPU has: a run moved between machines.
 set -euo pipefail
 net=$1 steps=${2:-20} batches=${3:-16} rank_counts=${4:-2}
 shift $(($# < 4 ? $# : 4))  # what is left: flags for every run
@@ -21,17 +23,19 @@ trap 'rm -rf "$d"' EXIT
 "$d/prog" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet
 common=(--init "$d/w0.safetensors" --max-steps "$steps" "$@")
 status=0
+vector=${RANKS_VECTOR:+ on $RANKS_VECTOR-float vectors}
 for batch in $batches; do
     for ranks in $rank_counts; do
         one="$d/one_$((ranks * batch)).safetensors" many="$d/many_${ranks}x$batch.safetensors"
         [ -e "$one" ] || "$d/prog" "${common[@]}" --quiet --batch-size $((ranks * batch)) --export "$one"
-        OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np "$ranks" -x OMP_NUM_THREADS "$d/prog" \
+        OMP_NUM_THREADS=1 DDP_CPU_VECTOR=${RANKS_VECTOR:-} mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
+            -x OMP_NUM_THREADS -x DDP_CPU_VECTOR "$d/prog" \
             "${common[@]}" --batch-size "$batch" --export "$many" > "$d/many.txt" 2>&1 || { cat "$d/many.txt"; exit 1; }
         grep -q "weights identical on all $ranks ranks" "$d/many.txt" || { cat "$d/many.txt"; status=1; }
         if cmp -s "$one" "$many"; then
-            echo "$(basename "$net") $ranks x $batch against 1 x $((ranks * batch)), $steps steps: identical"
+            echo "$(basename "$net") $ranks x $batch$vector against 1 x $((ranks * batch)), $steps steps: identical"
         else
-            echo "$(basename "$net") $ranks x $batch against 1 x $((ranks * batch)), $steps steps: DIFFERENT"
+            echo "$(basename "$net") $ranks x $batch$vector against 1 x $((ranks * batch)), $steps steps: DIFFERENT"
             "$python" "$tools/compare_weights.py" "$d/w0.safetensors" "$many" "$one" --steps "$steps" --tol 0 || true
             status=1
         fi

@@ -9,7 +9,8 @@
 # anything; 1e-4 after more), plus the float32 rounding of the weights, plus
 # the envelope the reference computes itself: STEPS times how far the float64
 # run moves when every starting weight changes by 2^-24 of itself (one
-# float32 rounding; a second float64 run, --perturb). The envelope is what
+# float32 rounding; a second float64 run, --perturb), element by element
+# (compare_weights.py says how). The envelope is what
 # lets Adam's first step through: its update g / (|g| + eps) turns a float32
 # error in a gradient near eps into a large part of the update (PyTorch's own
 # float32 ends 5e-3 of the update away on mlp.net).

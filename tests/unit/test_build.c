@@ -1,6 +1,7 @@
 /*
  * ddpc -o and --rebuild: the generated source compiles cleanly for both
- * targets and the build line recorded in it rebuilds it.
+ * targets, a CPU program links no BLAS, and the build line recorded in it
+ * rebuilds it.
  *
  * The CUDA programs cannot run here, but every example must compile and link
  * with nvcc (sm_90 code and PTX) with no warning from the generated code.
@@ -24,12 +25,17 @@ static void build_example(const char *net, const char *target)
 {
     char *cmd, *out = NULL;
     CU_ASSERT_FATAL(asprintf(&cmd, "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; %s %s --target %s -o $d/prog; "
-                                   "test -x $d/prog; grep -q '^// ddpc-build: ' $d/prog.cu; echo BUILT",
+                                   "test -x $d/prog; grep -q '^// ddpc-build: ' $d/prog.cu; "
+                                   "if ldd $d/prog 2>/dev/null | grep -qi blas; then echo LINKS_A_BLAS; fi; echo BUILT",
                              test_ddpc(), net, target) > 0);
     int rc = test_run(cmd, &out);
     char what[512];
     snprintf(what, sizeof what, "%s --target %s: exit %d", net, target, rc);
     CU_assertImplementation(rc == 0 && out && strstr(out, "BUILT"), __LINE__, what, __FILE__, "", CU_FALSE);
+    /* A CPU program's products are its own (runtime/gemm_cpu.h): a BLAS
+     * linked in would be dead weight, and a BLAS call a broken promise. */
+    snprintf(what, sizeof what, "%s --target %s: links a BLAS", net, target);
+    CU_assertImplementation(out && !strstr(out, "LINKS_A_BLAS"), __LINE__, what, __FILE__, "", CU_FALSE);
     snprintf(what, sizeof what, "%s --target %s: the compiler warned", net, target);
     CU_assertImplementation(out && !strstr(out, "warning"), __LINE__, what, __FILE__, "", CU_FALSE);
     if (rc != 0 || (out && strstr(out, "warning")))
@@ -93,7 +99,7 @@ static void test_rebuild_after_edit(void)
 void suite_build(void)
 {
     static const TestCase cases[] = {
-        {"every example builds for the CPU without warnings", test_cpu_programs_build},
+        {"every example builds for the CPU without warnings, and links no BLAS", test_cpu_programs_build},
         {"every example builds for CUDA (sm_90 + PTX) without warnings", test_cuda_programs_build},
         {"the CUDA build line asks for sm_90 code and PTX", test_cuda_source_has_ptx_and_sm90},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},

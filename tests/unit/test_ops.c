@@ -716,7 +716,7 @@ static void test_vector_widths_same_bits(void)
         return;
     }
     const int m = 37, n = 70, k = 300, n_conv = 3;
-    const Conv convs[] = {{16, 12, 10, 24, 3, 3, 1, 1, 1}, {16, 12, 10, 24, 5, 5, 1, 2, 1}};
+    const Conv convs[] = {{16, 12, 10, 24, 3, 3, 1, 1, 2}, {16, 12, 10, 24, 5, 5, 1, 2, 1}}; /* im2col, Winograd */
     float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c0 = random_floats((size_t)m * n);
     float *x[2], *w[2], *dy[2]; /* each conv's inputs, the same for both widths */
     for (int i = 0; i < 2; i++) {
@@ -746,6 +746,7 @@ static void test_vector_widths_same_bits(void)
             ddp_gemm(ops, t & 1, t >> 1, m, n, k, 1.5f, a, t & 1 ? m : k, b, t >> 1 ? k : n, 0.5f, o, n);
         }
         ddp_gemm_grad(ops, m, n, k, a, m, b, n, 0.0f, g, n);
+        ddp_gemm_grad(ops, m, n, k, a, m, b, n, 1.0f, g, n); /* and accumulating */
         g += (size_t)m * n;
         for (int i = 0; i < 2; i++) {
             ddp_conv_forward(ops, i, n_conv, x[i], w[i], o);
@@ -789,8 +790,9 @@ static void test_sample_independent_of_batch(void)
     ddp_ops_destroy(ops);
 
     /* Winograd: MNIST's second conv (4 tiles a sample), one whose tiles
-     * overhang (12 tiles), a wide one (1024 channels in); im2col: a 3x3 one
-     * and MNIST's first. 160 samples, and parts of them alone. */
+     * overhang (12 tiles), a wide one (1024 channels in), a 3x3 one (6x6
+     * input tiles); im2col: MNIST's first. 160 samples, and parts of them
+     * alone. */
     const Conv convs[] = {{32, 12, 12, 64, 5, 5, 1, 0, 1}, {16, 14, 13, 8, 5, 5, 1, 1, 1},
                           {1024, 6, 6, 8, 5, 5, 1, 2, 1},  {16, 14, 13, 8, 3, 3, 1, 1, 1},
                           {1, 28, 28, 32, 5, 5, 1, 0, 1}};
