@@ -33,7 +33,7 @@ static const char usage[] =
     "Compiles a .net model description into a data-parallel training program.\n"
     "\n"
     "  -o OUT            write the program OUT, and its source OUT.cu beside it\n"
-    "  --target T        cuda (GPUs: cuDNN, cuBLAS, NCCL) or cpu (OpenMP, OpenBLAS, MPI)\n"
+    "  --target T        cuda (GPUs: cuDNN, cuBLAS, NCCL) or cpu (OpenMP, MPI)\n"
     "  --arch sm_XX      the GPU architecture to build for (default sm_90)\n"
     "  --check           check the file and report errors; write nothing\n"
     "  --summary         print the layer table: shapes, parameters, MFLOPs\n"

@@ -7,14 +7,17 @@
  *  - op(A) is copied once per call into panels of MR rows, each stored
  *    column by column (MR floats per inner index p), zero rows past m;
  *  - op(B) is copied, NR columns at a time, into a panel stored row by row
- *    (NR floats per p), zero columns past n;
+ *    (NR floats per p), zero columns past n; or, when B is not transposed
+ *    and the panel's NR columns all exist, read where it lies (the same
+ *    values in the same order); or packed once for several products;
  *  - a micro-kernel keeps an MR x NR tile of C in vector registers and runs
  *    the whole inner dimension through it, p = 0 .. k-1, in runs of KB: one
  *    multiply-add per element and p, in the same order for every element of
  *    every tile;
  *  - the tile is then scaled by alpha and added to beta C, by one piece of
  *    code for full and edge tiles alike (an edge tile's missing rows and
- *    columns are computed on the zero padding and not stored).
+ *    columns are computed on the zero padding and not stored), without
+ *    fused multiply-adds.
  * The inner dimension is not split into separate calls, as BLAS does for
  * cache: C would be rounded at block boundaries that depend on cache sizes.
  * Blocks of A and B stay in the core's caches at the sizes the runtime has

@@ -67,7 +67,7 @@ static int omp_get_thread_num(void) { return 0; }
 
 /* Backward filter: im2col rows per block, a multiple of 8, from 32 to 128: a
  * quarter of a group's CRS rows. A first conv (CRS 25) is one block: split in
- * four, its sgemm calls were 8 columns wide, 1.3% of an MNIST step slower on
+ * four, its products were 8 columns wide, 1.3% of an MNIST step slower on
  * one thread and no faster on two. */
 static int wgrad_block_rows(int crs)
 {

@@ -660,7 +660,7 @@ static void load_floats(const WinogradPlan *p, const float *src, size_t stride, 
 }
 
 /* U[xi] = G g G^T for every (c, k): as C x K matrices (forward: D . U), or
- * TRANSPOSED as K x C (backward data: E . U^T, which sgemm does faster with
+ * TRANSPOSED as K x C (backward data: E . U^T, which the product does faster with
  * U^T stored than transposing U). Vectors run along the stored rows. */
 static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, const float *w, int transposed,
                               float *u)

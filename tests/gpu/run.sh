@@ -3,7 +3,7 @@
 #   1. every example builds for CUDA (sm_90 + PTX) and for the CPU;
 #   2. one training step of each, GPU against CPU, from the same initial
 #      weights and the same batch: within 1e-3 of the update in plain FP32
-#      (cuDNN and cuBLAS sum in other orders than OpenBLAS), and within 3e-2
+#      (cuDNN and cuBLAS sum in other orders than the CPU build), and within 3e-2
 #      with DDP_ALLOW_TF32=1 (TF32 keeps 10 mantissa bits of each product);
 #   3. mnist.net trains for one epoch: samples/s and test accuracy;
 #   4. NCCL with one rank, through env:// (as torchrun sets it) and through
