@@ -63,7 +63,7 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_EVAL_EVERY] = {"eval-every", KIND_INT, "N", AT(eval_every), .min = 0, .max = INT64_MAX,
         .help = "evaluate every N steps too (0: at the end of each epoch only)"},
     [DDP_FLAG_LOG] = {"log", KIND_PATH, "FILE.jsonl", AT(log),
-        .help = "write each epoch's and evaluation's numbers as JSON lines"},
+        .help = "write a start record, then each epoch's and evaluation's numbers, as JSON lines"},
     [DDP_FLAG_TENSORBOARD] = {"tensorboard", KIND_PATH, "DIR", AT(tensorboard),
         .help = "write loss, lr, accuracy and samples/s as TensorBoard event files into DIR"},
     [DDP_FLAG_EXPORT] = {"export", KIND_PATH, "FILE.safetensors", AT(export_path),
