@@ -200,12 +200,20 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 static pthread_once_t width_once = PTHREAD_ONCE_INIT;
 static int wide; /* the 16-float tiles; set once, by choose_width */
 
-static void choose_width(void)
+/* Whether this CPU can run the 16-float tiles. */
+static int cpu_runs_wide_tiles(void)
 {
 #if HAVE_WIDE_TILES
-    const char *asked = getenv("DDP_CPU_VECTOR");
-    wide = !(asked && strcmp(asked, "8") == 0) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+#else
+    return 0;
 #endif
+}
+
+static void choose_width(void)
+{
+    const char *asked = getenv("DDP_CPU_VECTOR");
+    wide = !(asked && strcmp(asked, "8") == 0) && cpu_runs_wide_tiles();
 }
 
 int ddp_gemm_cpu_wide(void)
@@ -217,11 +225,7 @@ int ddp_gemm_cpu_wide(void)
 int ddp_gemm_cpu_set_wide(int on)
 {
     pthread_once(&width_once, choose_width);
-#if HAVE_WIDE_TILES
-    wide = on && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-#else
-    (void)on;
-#endif
+    wide = on && cpu_runs_wide_tiles();
     return wide;
 }
 
