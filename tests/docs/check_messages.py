@@ -7,7 +7,7 @@ The sources are those of the repository holding this script; the README is
 README.md of the current directory unless named.
 
 Every message a user can meet is written in the code as a printf format:
-DDP_ERR(...) and fprintf(stderr, "...error: ...") in runtime/, diag_at/
+DDP_ERR(...) and fprintf(stderr, "...error: ..." or "...warning: ...") in runtime/, diag_at/
 diag_file and the "ddpc: error:" lines in compiler/ and grammar/. For each,
 the longest literal run between % conversions, if it is at least MIN_LEN
 characters long (the part a reader would search for), must appear in the
@@ -116,17 +116,18 @@ def messages(root, literals):
             with open(os.path.join(root, path), encoding='utf-8') as f:
                 text = strip_comments(f.read())
             for lit in LITERAL.finditer(text):
-                text_of = lit.group(1).replace('\\n', '').split('error: ')[-1]
+                text_of = re.split('(?:error|warning): ', lit.group(1).replace('\\n', ''))[-1]
                 literals.update(r.strip() for r in CONVERSION.sub('\0', text_of).split('\0'))
             for m in CALLS.finditer(text):
                 fmt = first_literal(text, m.end())
                 if fmt is None:
                     continue
                 if m.group(1) in ('fprintf', 'fputs'):
-                    # only the error lines: "%s: error: ...", "ddpc: error: ..."
-                    if 'error: ' not in fmt:
+                    # only error and warning lines: "%s: error: ...", "ddpc: warning: ..."
+                    tag = next((t for t in ('error: ', 'warning: ') if t in fmt), None)
+                    if tag is None:
                         continue
-                    fmt = fmt.split('error: ', 1)[1]
+                    fmt = fmt.split(tag, 1)[1]
                 line = text.count('\n', 0, m.start()) + 1
                 found.append(('%s:%d' % (path, line), fmt))
     return found
