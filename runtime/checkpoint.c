@@ -349,6 +349,9 @@ static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
     return DDP_OK;
 }
 
+/* What read_header says of a checkpoint that is not this net's. */
+enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2 };
+
 /* What the file says of itself: a ddpc checkpoint of this net, and the run. */
 static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpCheckpointRun *run, int *foreign)
 {
@@ -365,12 +368,12 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     const char *name = ddp_safetensors_meta(f, "net"), *hash = ddp_safetensors_meta(f, "hash");
     const char *my_name = net->name ? net->name : "", *my_hash = net->hash ? net->hash : "";
     if (!name || strcmp(name, my_name) != 0) {
-        *foreign = 1;
+        *foreign = FOREIGN_NET;
         return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of net '%s', not of '%s'", path, name ? name : "?",
                        my_name);
     }
     if (!hash || strcmp(hash, my_hash) != 0) {
-        *foreign = 1;
+        *foreign = FOREIGN_VERSION;
         return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of another version of net '%s' (its layers or "
                        "training settings differ from this program's)", path, my_name);
     }
@@ -459,7 +462,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
         DdpStatus one = load(net, path, run, state, &foreign);
         if (one == DDP_OK)
             *found = 1;
-        else if (foreign && c[i].legacy)
+        else if (foreign == FOREIGN_NET && c[i].legacy)
             ddp_error_clear(); /* an older name says nothing of the net: another's may share the directory */
         else if (foreign)
             st = one;

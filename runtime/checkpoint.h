@@ -84,7 +84,8 @@ DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpoint
  * load is described in SKIPPED (LEN bytes, "" if none), one line each, for
  * the caller to print. A file named as NET's that is another net's (or
  * another version's) is an error, not skipped: the directory is most likely
- * the wrong one; one named the older way is passed over quietly. */
+ * the wrong one; one named the older way that is another net's is passed
+ * over quietly. */
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len);

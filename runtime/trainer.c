@@ -299,11 +299,11 @@ static DdpStatus init_weights(Trainer *t)
 {
     const DdpNet *net = t->net;
     if (t->flags.init) {
-        DdpStatus st = ddp_weights_load(net, t->flags.init, t->host_params, t->host_buffers, t->counts);
-        if (st != DDP_OK && ddp_checkpoint_file_is_one(t->flags.init))
+        /* a checkpoint would fail below on its optimizer state ("unexpected tensors") */
+        if (ddp_checkpoint_file_is_one(t->flags.init))
             return DDP_ERR(DDP_BAD_INPUT, "--init %s: a checkpoint (--save writes those), not a weights file: to "
                            "continue training from it, use --resume %s", t->flags.init, t->flags.init);
-        DDP_CHECK(st);
+        DDP_CHECK(ddp_weights_load(net, t->flags.init, t->host_params, t->host_buffers, t->counts));
     } else
         DDP_CHECK(ddp_weights_init(net, t->cfg.seed, t->host_params, t->host_buffers, t->counts));
     DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
