@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>  // isfinite
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #define PREFIX "checkpoint-"
 #define SUFFIX ".safetensors"
 #define MAX_CANDIDATES 4096 /* checkpoint files looked at in one directory */
+#define MAX_STEM 64         /* of the net's name in a file name */
 
 /* PyTorch's names for the optimizer state, slot by slot. */
 static const char *slot_name(const DdpNet *net, int slot)
@@ -121,6 +123,34 @@ static uint32_t checksum(const Contents *c, const char *run)
     return (uint32_t)crc;
 }
 
+/* The first float tensor of C holding a NaN or an infinity; NULL if none. */
+static const char *first_nonfinite(const Contents *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const DdpTensor *t = &c->tensors[i];
+        if (t->dtype != DDP_DTYPE_F32)
+            continue;
+        int64_t numel = 1;
+        for (int d = 0; d < t->ndim; d++)
+            numel *= t->shape[d];
+        const float *x = t->data;
+        for (int64_t j = 0; j < numel; j++)
+            if (!isfinite(x[j]))
+                return t->name;
+    }
+    return NULL;
+}
+
+DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *state, char *name, size_t len)
+{
+    Contents c;
+    DDP_CHECK(contents_make(net, state, 0, &c));
+    const char *bad = first_nonfinite(&c);
+    snprintf(name, len, "%s", bad ? bad : "");
+    contents_free(&c);
+    return DDP_OK;
+}
+
 DdpStatus ddp_checkpoint_make_dir(const char *dir)
 {
     char part[4096];
@@ -131,14 +161,35 @@ DdpStatus ddp_checkpoint_make_dir(const char *dir)
     return DDP_OK;
 }
 
-/* The step of a checkpoint's file name, PREFIX digits SUFFIX (with TMP, the
- * temporary name a writer uses); -1 for any other name. */
-static int64_t name_step(const char *name, int tmp)
+/* The net's part of its checkpoints' names: its name, with anything but
+ * letters, digits and '_' made '_' (a .net name is already only those). */
+static void file_stem(const DdpNet *net, char *stem, size_t len)
+{
+    const char *name = net->name && *net->name ? net->name : "net";
+    size_t i = 0;
+    for (; name[i] && i + 1 < len; i++) {
+        char ch = name[i];
+        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        stem[i] = plain ? ch : '_';
+    }
+    stem[i] = '\0';
+}
+
+/* The step of a checkpoint's file name, PREFIX STEM "-" digits SUFFIX (with
+ * TMP, the temporary name a writer uses); with STEM NULL, the older names
+ * that say nothing of the net, PREFIX digits SUFFIX. -1 for any other name. */
+static int64_t name_step(const char *name, const char *stem, int tmp)
 {
     size_t plen = strlen(PREFIX);
     if (strncmp(name, PREFIX, plen) != 0)
         return -1;
     const char *p = name + plen;
+    if (stem) {
+        size_t slen = strlen(stem);
+        if (strncmp(p, stem, slen) != 0 || p[slen] != '-')
+            return -1;
+        p += slen + 1;
+    }
     int64_t step = 0;
     int digits = 0;
     for (; *p >= '0' && *p <= '9' && digits < 18; p++, digits++)
@@ -151,6 +202,7 @@ static int64_t name_step(const char *name, int tmp)
 
 typedef struct {
     int64_t step;
+    int legacy;             /* an older name, without the net's */
     char *name;
 } Candidate;
 
@@ -160,11 +212,15 @@ static int newest_first(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The checkpoints in DIR, newest first (TMP: the temporary files instead). */
-static DdpStatus list_dir(const char *dir, int tmp, Candidate **out, int *n)
+/* NET's checkpoints in DIR, newest first (TMP: the temporary files
+ * instead); with LEGACY also those named the older way (PREFIX digits
+ * SUFFIX), whoever's they are. */
+static DdpStatus list_dir(const DdpNet *net, const char *dir, int tmp, int legacy, Candidate **out, int *n)
 {
     *out = NULL;
     *n = 0;
+    char stem[MAX_STEM];
+    file_stem(net, stem, sizeof stem);
     DIR *d = opendir(dir);
     if (!d)
         return errno == ENOENT ? DDP_OK : DDP_ERR(DDP_BAD_INPUT, "%s: cannot read the directory: %s", dir,
@@ -176,9 +232,13 @@ static DdpStatus list_dir(const char *dir, int tmp, Candidate **out, int *n)
     }
     struct dirent *e;
     while ((e = readdir(d)) && *n < MAX_CANDIDATES) {
-        int64_t step = name_step(e->d_name, tmp);
+        int64_t step = name_step(e->d_name, stem, tmp);
+        int old = 0;
+        if (step < 0 && legacy && !tmp)
+            old = (step = name_step(e->d_name, NULL, 0)) >= 0;
         if (step < 0 || !(c[*n].name = strdup(e->d_name)))
             continue;
+        c[*n].legacy = old;
         c[(*n)++].step = step;
     }
     closedir(d);
@@ -194,16 +254,18 @@ static void list_free(Candidate *c, int n)
     free(c);
 }
 
-/* Removes what a save leaves behind: checkpoints older than the KEEP newest
- * up to STEP, and temporary files of killed writers. Newer checkpoints (a
- * run resumed from an older one) are left alone. Failing to remove is not
- * worth stopping training for. */
-static void prune(const char *dir, int64_t step)
+/* Removes what a save of NET leaves behind: its checkpoints older than the
+ * KEEP newest up to STEP, and its temporary files of killed writers. Newer
+ * checkpoints (a run resumed from an older one), other nets' files and
+ * files named the older way are left alone; the one just written, finite
+ * (ddp_checkpoint_save), is the newest kept, so a good one always stays.
+ * Failing to remove is not worth stopping training for. */
+static void prune(const DdpNet *net, const char *dir, int64_t step)
 {
     Candidate *c;
     int n, kept = 0;
     for (int tmp = 0; tmp <= 1; tmp++) {
-        if (list_dir(dir, tmp, &c, &n) != DDP_OK)
+        if (list_dir(net, dir, tmp, 0, &c, &n) != DDP_OK)
             continue;
         for (int i = 0; i < n; i++) {
             if (!tmp && (c[i].step > step || ++kept <= DDP_CHECKPOINT_KEEP))
@@ -221,11 +283,21 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
                               const DdpCheckpointState *state, char *path, size_t len)
 {
     DDP_CHECK(ddp_checkpoint_make_dir(dir));
-    int written = snprintf(path, len, "%s/" PREFIX "%09lld" SUFFIX, dir, (long long)run->step);
+    char stem[MAX_STEM];
+    file_stem(net, stem, sizeof stem);
+    int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);
     if (written < 0 || (size_t)written >= len)
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
     Contents c;
     DDP_CHECK(contents_make(net, state, run->step, &c));
+    /* a diverged run must not push good checkpoints out (the trainer checks
+     * first, to stop every rank; this keeps the promise for any caller) */
+    const char *bad = first_nonfinite(&c);
+    if (bad) {
+        DdpStatus st = DDP_ERR(DDP_FAIL, "%s: not written: tensor '%s' is not finite (nan or inf)", path, bad);
+        contents_free(&c);
+        return st;
+    }
     char text[256], crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
     run_text(run, text, sizeof text);
     snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
@@ -245,7 +317,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
     contents_free(&c);
     if (st == DDP_OK)
-        prune(dir, run->step);
+        prune(net, dir, run->step);
     return st;
 }
 
@@ -277,6 +349,9 @@ static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
     return DDP_OK;
 }
 
+/* What read_header says of a checkpoint that is not this net's. */
+enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2 };
+
 /* What the file says of itself: a ddpc checkpoint of this net, and the run. */
 static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpCheckpointRun *run, int *foreign)
 {
@@ -293,12 +368,12 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     const char *name = ddp_safetensors_meta(f, "net"), *hash = ddp_safetensors_meta(f, "hash");
     const char *my_name = net->name ? net->name : "", *my_hash = net->hash ? net->hash : "";
     if (!name || strcmp(name, my_name) != 0) {
-        *foreign = 1;
+        *foreign = FOREIGN_NET;
         return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of net '%s', not of '%s'", path, name ? name : "?",
                        my_name);
     }
     if (!hash || strcmp(hash, my_hash) != 0) {
-        *foreign = 1;
+        *foreign = FOREIGN_VERSION;
         return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of another version of net '%s' (its layers or "
                        "training settings differ from this program's)", path, my_name);
     }
@@ -342,6 +417,10 @@ static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpChe
             st = DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its checksum is %s but its contents sum to %s",
                          ddp_safetensors_path(f), saved ? saved : "missing", crc);
     }
+    const char *bad = st == DDP_OK ? first_nonfinite(&c) : NULL;
+    if (bad)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' is not finite (nan or inf): training had diverged when it was "
+                     "written", ddp_safetensors_path(f), bad);
     contents_free(&c);
     return st;
 }
@@ -375,7 +454,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
         skipped[0] = '\0';
     Candidate *c;
     int n;
-    DDP_CHECK(list_dir(dir, 0, &c, &n));
+    DDP_CHECK(list_dir(net, dir, 0, 1, &c, &n));
     DdpStatus st = DDP_OK;
     for (int i = 0; i < n && !*found && st == DDP_OK; i++) {
         snprintf(path, len, "%s/%s", dir, c[i].name);
@@ -383,6 +462,8 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
         DdpStatus one = load(net, path, run, state, &foreign);
         if (one == DDP_OK)
             *found = 1;
+        else if (foreign == FOREIGN_NET && c[i].legacy)
+            ddp_error_clear(); /* an older name says nothing of the net: another's may share the directory */
         else if (foreign)
             st = one;
         else {
@@ -394,6 +475,38 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
     }
     list_free(c, n);
     return st;
+}
+
+/* 1 when PATH is a safetensors file with a checkpoint's metadata; with NET,
+ * one of that net's name. */
+static int is_checkpoint(const char *path, const DdpNet *net)
+{
+    DdpSafetensors *f;
+    if (ddp_safetensors_open(path, &f) != DDP_OK) {
+        ddp_error_clear();
+        return 0;
+    }
+    const char *format = ddp_safetensors_meta(f, "format"), *name = ddp_safetensors_meta(f, "net");
+    int yes = format && strcmp(format, FORMAT) == 0 &&
+              (!net || (name && strcmp(name, net->name ? net->name : "") == 0));
+    ddp_safetensors_close(f);
+    return yes;
+}
+
+int ddp_checkpoint_file_is_one(const char *path) { return is_checkpoint(path, NULL); }
+
+DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, char *path, size_t len, int *found)
+{
+    *found = 0;
+    Candidate *c;
+    int n;
+    DDP_CHECK(list_dir(net, dir, 0, 1, &c, &n));
+    for (int i = 0; i < n && !*found; i++) {
+        snprintf(path, len, "%s/%s", dir, c[i].name);
+        *found = !c[i].legacy || is_checkpoint(path, net);
+    }
+    list_free(c, n);
+    return DDP_OK;
 }
 
 /* One setting's check: saved and now, and the flag that sets it. */

@@ -2,7 +2,10 @@
  * checkpoint.h: --save, --save-every and --resume (SPEC.md, "The generated
  * program").
  *
- * A checkpoint is a safetensors file, DIR/checkpoint-STEP.safetensors: the
+ * A checkpoint is a safetensors file, DIR/checkpoint-NET-STEP.safetensors
+ * (NET the net's name, so nets may share a directory: each lists, prunes and
+ * resumes only its own; files named checkpoint-STEP.safetensors, as earlier
+ * versions wrote them, are still resumed from but never pruned): the
  * weights under their PyTorch names (so any safetensors reader can take the
  * weights out of one), the optimizer state under PyTorch's names for it
  * (optim.conv1.weight.momentum_buffer, .exp_avg, .exp_avg_sq), and in the
@@ -20,6 +23,11 @@
  * renamed (safetensors.h), so a kill at any moment leaves the previous
  * checkpoints intact; --resume skips whatever does not check out (a torn
  * temporary file is never even considered) and takes the newest that does.
+ *
+ * A checkpoint is never worse than those it pushes out: weights or optimizer
+ * state holding a NaN or an infinity are not written (a diverged run keeps
+ * its good checkpoints) and not loaded (one written by an earlier version is
+ * skipped like a damaged one).
  */
 #ifndef DDPRT_CHECKPOINT_H
 #define DDPRT_CHECKPOINT_H
@@ -57,27 +65,42 @@ typedef struct {
  * --save fails before training rather than at the first checkpoint. */
 DdpStatus ddp_checkpoint_make_dir(const char *dir);
 
-/* Writes DIR/checkpoint-STEP.safetensors (creating DIR if it is missing),
- * then removes the older ones beyond DDP_CHECKPOINT_KEEP and any temporary
- * file a killed writer left. PATH (LEN bytes) gets the file's name. */
+/* Writes DIR/checkpoint-NET-STEP.safetensors (creating DIR if it is
+ * missing), then removes this net's older ones beyond DDP_CHECKPOINT_KEEP and
+ * any temporary file a killed writer of it left. PATH (LEN bytes) gets the
+ * file's name. DDP_FAIL, writing nothing, when STATE is not finite. */
 DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
                               const DdpCheckpointState *state, char *path, size_t len);
 
 /* Loads PATH into STATE and RUN. DDP_BAD_INPUT naming PATH when it is not a
  * whole, intact checkpoint of this net: truncated, malformed, a checksum
- * that does not match, or another net's ("a checkpoint of net 'mlp', not of
+ * that does not match, weights that are not finite, or another net's ("a checkpoint of net 'mlp', not of
  * 'mnist'"; the same name with a different hash says the net changed). */
 DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpointRun *run,
                               DdpCheckpointState *state);
 
-/* The newest checkpoint in DIR that loads (ddp_checkpoint_load): *FOUND 0
- * when DIR is missing or holds none. Each newer one that failed to load is
- * described in SKIPPED (LEN bytes, "" if none), one line each, for the
- * caller to print. A checkpoint of another net is an error, not skipped:
- * the directory is most likely the wrong one. */
+/* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load):
+ * *FOUND 0 when DIR is missing or holds none. Each newer one that failed to
+ * load is described in SKIPPED (LEN bytes, "" if none), one line each, for
+ * the caller to print. A file named as NET's that is another net's (or
+ * another version's) is an error, not skipped: the directory is most likely
+ * the wrong one; one named the older way that is another net's is passed
+ * over quietly. */
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len);
+
+/* The newest file in DIR named as one of NET's checkpoints (or named the
+ * older way and saying it is NET's), whether or not it loads: *FOUND 0 when
+ * none. For refusing a --save DIR in use by a run that does not --resume. */
+DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, char *path, size_t len, int *found);
+
+/* 1 when PATH is a checkpoint (of any net), for --init's message. */
+int ddp_checkpoint_file_is_one(const char *path);
+
+/* The first tensor of STATE (weights, buffers, optimizer state; its
+ * checkpoint name) holding a NaN or an infinity into NAME, "" if none. */
+DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *state, char *name, size_t len);
 
 /* DDP_BAD_INPUT naming the setting when NOW cannot continue SAVED bit for bit. */
 DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now);

@@ -115,6 +115,7 @@ typedef struct {
     int64_t steps_per_epoch;
     int64_t step;           /* global optimizer steps taken */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
+    char saved_path[4096];  /* rank 0: the last checkpoint written or resumed from; "" none */
     double lr;              /* of the last step */
     double started;         /* ddp_main's start */
     double train_seconds;   /* whole run, evaluation excluded */
@@ -297,9 +298,13 @@ static DdpStatus plan_ops(Trainer *t)
 static DdpStatus init_weights(Trainer *t)
 {
     const DdpNet *net = t->net;
-    if (t->flags.init)
+    if (t->flags.init) {
+        /* a checkpoint would fail below on its optimizer state ("unexpected tensors") */
+        if (ddp_checkpoint_file_is_one(t->flags.init))
+            return DDP_ERR(DDP_BAD_INPUT, "--init %s: a checkpoint (--save writes those), not a weights file: to "
+                           "continue training from it, use --resume %s", t->flags.init, t->flags.init);
         DDP_CHECK(ddp_weights_load(net, t->flags.init, t->host_params, t->host_buffers, t->counts));
-    else
+    } else
         DDP_CHECK(ddp_weights_init(net, t->cfg.seed, t->host_params, t->host_buffers, t->counts));
     DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
     DDP_CHECK(ddp_copy_to_device(t->buffers, t->host_buffers, (size_t)net->n_buffer_floats * sizeof(float),
@@ -348,22 +353,65 @@ static DdpCheckpointState host_state(Trainer *t)
     return (DdpCheckpointState){t->host_params, t->host_buffers, t->host_opt_state, t->counts};
 }
 
+static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int zero);
+
+/* Why the state after step t->step must not be saved, into WHY ("" if it
+ * may): this rank's loss since the last report (the earlier ones passed
+ * check_loss) and, on rank 0, which copies them to the host to write them,
+ * the weights and optimizer state (the same on every rank). */
+static DdpStatus unsavable(Trainer *t, char *why, size_t len)
+{
+    why[0] = '\0';
+    double s[NSTATS];
+    DDP_CHECK(read_stats(t, t->train_stats, s, 0));
+    if (!isfinite(s[0])) {
+        snprintf(why, len, "the loss is %s", isnan(s[0]) ? "nan" : "inf");
+        return DDP_OK;
+    }
+    if (t->dist.rank != 0)
+        return DDP_OK;
+    DDP_CHECK(weights_to_host(t, 1));
+    DdpCheckpointState state = host_state(t);
+    char tensor[256];
+    DDP_CHECK(ddp_checkpoint_nonfinite(t->net, &state, tensor, sizeof tensor));
+    if (tensor[0])
+        snprintf(why, len, "tensor '%s' is not finite (nan or inf)", tensor);
+    return DDP_OK;
+}
+
 /* --save: rank 0 writes the state after step t->step; the others go on (the
- * weights are the same everywhere) and meet it at the next collective. */
+ * weights are the same everywhere) and meet it at the next collective. A
+ * state that is not finite is not written, so a run that diverges keeps its
+ * good checkpoints; every rank learns it (a sum over ranks, in the spare
+ * evaluation accumulators) and stops at the same step. */
 static DdpStatus save_checkpoint(Trainer *t)
 {
     if (!t->flags.save || t->saved_step == t->step)
         return DDP_OK;
     t->saved_step = t->step;
+    ddp_dist_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
+    char why[320];
+    DDP_CHECK(unsavable(t, why, sizeof why));
+    double bad = why[0] != '\0';
+    DDP_CHECK(ddp_copy_to_device(t->eval_stats, &bad, sizeof bad, t->stream));
+    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, 1));
+    DDP_CHECK(ddp_copy_to_host(&bad, t->eval_stats, sizeof bad, t->stream));
+    if (bad > 0) {
+        char kept[4200] = "";
+        if (t->saved_path[0])
+            snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);
+        if (!why[0])
+            return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: another rank found its loss or weights "
+                           "not finite (it says which)", (long long)t->step);
+        return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: %s, training has diverged%s",
+                       (long long)t->step, why, kept);
+    }
     if (t->dist.rank != 0)
         return DDP_OK;
-    ddp_dist_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
-    DDP_CHECK(weights_to_host(t, 1));
     DdpCheckpointRun run = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
-    char path[4096];
-    DDP_CHECK(ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path));
-    ddp_progress_note(&t->progress, "saved %s", path);
+    DDP_CHECK(ddp_checkpoint_save(t->net, t->flags.save, &run, &state, t->saved_path, sizeof t->saved_path));
+    ddp_progress_note(&t->progress, "saved %s", t->saved_path);
     return DDP_OK;
 }
 
@@ -397,6 +445,7 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
     }
     DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
+    snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     ddp_progress_note(&t->progress, "resuming from %s: step %lld", path, (long long)saved.step);
     const DdpNet *net = t->net;
     DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
@@ -407,25 +456,42 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
     return ddp_device_sync(t->stream);
 }
 
+/* Rank 0's check of a --save DIR without --resume: it must hold none of this
+ * net's checkpoints, which the run would overwrite and prune. */
+static DdpStatus check_save_dir_unused(Trainer *t)
+{
+    char path[4096];
+    int found;
+    DDP_CHECK(ddp_checkpoint_find(t->net, t->flags.save, path, sizeof path, &found));
+    if (!found)
+        return DDP_OK;
+    return DDP_ERR(DDP_BAD_INPUT, "--save %s already holds checkpoints of net '%s' (the newest: %s): add --resume to "
+                   "continue from them, or give --save a new directory to start afresh", t->flags.save,
+                   t->net->name, path);
+}
+
 /* --resume: rank 0 loads, then tells every rank whether it could and from
- * which step; the state itself follows in the start-up broadcast. */
+ * which step; the state itself follows in the start-up broadcast. Without
+ * --resume, rank 0 checks that --save DIR is not another run's and tells
+ * every rank the same way, so all of them stop, or none. */
 static DdpStatus resume(Trainer *t)
 {
-    if (!t->flags.resume)
+    if (!t->flags.resume && !t->flags.save)
         return DDP_OK;
     int64_t said[2] = {DDP_OK, 0}; /* rank 0's status, the step */
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
-        st = load_checkpoint(t, &said[1]);
+        st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir_unused(t);
         said[0] = st;
     }
     DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
     if (st != DDP_OK)
         return st;
     if (said[0] != DDP_OK)
-        return DDP_ERR((DdpStatus)said[0], "rank 0 could not resume (it says why)");
+        return DDP_ERR((DdpStatus)said[0], t->flags.resume ? "rank 0 could not resume (it says why)"
+                                                           : "rank 0 refused the --save directory (it says why)");
     t->step = said[1];
-    t->saved_step = t->step;
+    t->saved_step = t->flags.resume ? t->step : -1;
     return DDP_OK;
 }
 

@@ -11,6 +11,7 @@
  * message naming the file, or passed over for an older good one.
  */
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,13 +116,13 @@ static void stop_and_resume(const char *flags, int stop, int steps)
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s %s --max-steps %d --save %s --save-every 4", data_dir, flags,
                                 stop, path("ck")), 0);
     char saved[64];
-    snprintf(saved, sizeof saved, "checkpoint-%09d.safetensors", stop);
+    snprintf(saved, sizeof saved, "checkpoint-tiny-%09d.safetensors", stop);
     CU_ASSERT(harness_has(out, saved)); /* the last state is kept whatever --save-every says */
     free(out);
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s %s --save %s --resume --export %s", data_dir, flags,
                                 path("ck"), path("resumed.st")), 0);
     char resumed[96];
-    snprintf(resumed, sizeof resumed, "checkpoint-%09d.safetensors: step %d", stop, stop);
+    snprintf(resumed, sizeof resumed, "checkpoint-tiny-%09d.safetensors: step %d", stop, stop);
     CU_ASSERT(harness_has(out, resumed));
     char done[32];
     snprintf(done, sizeof done, "done  %d steps", steps);
@@ -144,7 +145,7 @@ static void test_resume_bit_for_bit(void)
      * the last call's, with no flags) */
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 9 --save %s --save-every 4", data_dir,
                                 path("ck")), 0);
-    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s/checkpoint-000000004.safetensors --export %s",
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s/checkpoint-tiny-000000004.safetensors --export %s",
                                 data_dir, path("ck"), path("from4.st")), 0);
     CU_ASSERT(harness_same_tensors(path("whole.st"), path("from4.st")));
     test_remove_tmpdir(tmpdir);
@@ -179,8 +180,8 @@ static void test_optimizer_state_matters(void)
     static int64_t counts[8];
     DdpCheckpointState state = {params, buffers, opt, counts};
     DdpCheckpointRun run;
-    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-000000008.safetensors"), &run, &state), DDP_OK);
-    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s/checkpoint-000000008.safetensors --export %s",
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-tiny-000000008.safetensors"), &run, &state), DDP_OK);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s/checkpoint-tiny-000000008.safetensors --export %s",
                                 data_dir, path("ck"), path("resumed.st")), 0);
     CU_ASSERT(same_tensor(path("whole.st"), path("resumed.st"), "fc.weight"));
     memset(opt, 0, sizeof opt);
@@ -203,8 +204,8 @@ static void test_keeps_three_and_resumes_past_the_end(void)
     free(out);
     CU_ASSERT_EQUAL(count_files(path("ck/deep/er"), 0), DDP_CHECKPOINT_KEEP);
     CU_ASSERT_EQUAL(count_files(path("ck/deep/er"), 1), 0);
-    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-000000012.safetensors"), F_OK), 0);
-    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-000000010.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-tiny-000000012.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/deep/er/checkpoint-tiny-000000010.safetensors"), F_OK), 0);
     /* --max-steps counts from the start: a run already past it ends at once */
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s/deep/er --resume --max-steps 5", data_dir,
                                 path("ck")), 0);
@@ -228,16 +229,16 @@ static void test_skips_damaged(void)
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --export %s", data_dir, path("whole.st")), 0);
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 5 --max-steps 15", data_dir,
                                 path("ck")), 0);
-    flip_bit(path("ck/checkpoint-000000015.safetensors"), 100);
-    cut_short(path("ck/checkpoint-000000010.safetensors"), 7);
+    flip_bit(path("ck/checkpoint-tiny-000000015.safetensors"), 100);
+    cut_short(path("ck/checkpoint-tiny-000000010.safetensors"), 7);
     char *out = NULL;
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --export %s", data_dir, path("ck"),
                                 path("resumed.st")), 0);
     CU_ASSERT(harness_has(out, "tiny_train: warning: skipping "));
-    CU_ASSERT(harness_has(out, "checkpoint-000000015.safetensors: damaged: its checksum is "));
-    CU_ASSERT(harness_has(out, "checkpoint-000000010.safetensors: tensor "));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000015.safetensors: damaged: its checksum is "));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: tensor "));
     CU_ASSERT(harness_has(out, "(truncated?)"));
-    CU_ASSERT(harness_has(out, "checkpoint-000000005.safetensors: step 5"));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000005.safetensors: step 5"));
     free(out);
     CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
     test_remove_tmpdir(tmpdir);
@@ -259,10 +260,10 @@ static void test_refused(void)
     setup();
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 3 --export %s", data_dir, path("ck"),
                                 path("w.st")), 0);
-    const char *ck = path("ck/checkpoint-000000003.safetensors");
+    const char *ck = path("ck/checkpoint-tiny-000000003.safetensors");
     char args[512];
     snprintf(args, sizeof args, "--resume %s --batch-size 10", ck);
-    refused(args, "checkpoint-000000003.safetensors: the checkpoint was made with batch size 20, this run has 10; "
+    refused(args, "checkpoint-tiny-000000003.safetensors: the checkpoint was made with batch size 20, this run has 10; "
                   "a run continues bit for bit only with the same settings (--batch-size 20)");
     snprintf(args, sizeof args, "--resume %s --seed 8", ck);
     refused(args, "made with seed 7, this run has 8");
@@ -282,8 +283,9 @@ static void test_refused(void)
     DdpCheckpointState state = {params, buffers, opt, counts};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
+    snprintf(args, sizeof args, "--resume %s", written);
+    refused(args, "checkpoint-other-000000003.safetensors: a checkpoint of net 'other', not of 'tiny'");
     snprintf(args, sizeof args, "--save %s --resume", path("other"));
-    refused(args, "checkpoint-000000003.safetensors: a checkpoint of net 'other', not of 'tiny'");
     other.name = "tiny";
     other.hash = "fedcba9876543210";
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
@@ -351,6 +353,248 @@ static void test_checksum(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* ---- never worse than what it replaces ----------------------------------------------- */
+
+/* The checkpoint file in DIR whose name ends in STEP (whatever the rest of
+ * its name), into OUT; 0 if none. */
+static int find_step(const char *dir, int step, char *out, size_t len)
+{
+    char tail[48];
+    snprintf(tail, sizeof tail, "%09d.safetensors", step);
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name), t = strlen(tail);
+        if (strncmp(e->d_name, "checkpoint-", 11) == 0 && n >= t && strcmp(e->d_name + n - t, tail) == 0) {
+            snprintf(out, len, "%s/%s", dir, e->d_name);
+            found = 1;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* 1 when every float of every tensor in the safetensors file FILE is finite. */
+static int file_finite(const char *file)
+{
+    DdpSafetensors *f;
+    if (ddp_safetensors_open(file, &f) != DDP_OK)
+        return 0;
+    int finite = 1;
+    for (int i = 0; i < ddp_safetensors_count(f); i++) {
+        const DdpTensor *t = ddp_safetensors_tensor(f, i);
+        for (size_t j = 0; t->dtype == DDP_DTYPE_F32 && j < t->nbytes / sizeof(float); j++)
+            finite &= isfinite(((const float *)t->data)[j]) != 0;
+    }
+    ddp_safetensors_close(f);
+    return finite;
+}
+
+/* Every checkpoint in DIR finite; how many there are in *N. */
+static int dir_finite(const char *dir, int *n)
+{
+    DIR *d = opendir(dir);
+    int finite = 1;
+    *n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "checkpoint-", 11) != 0 || strcmp(e->d_name + len - 12, ".safetensors") != 0)
+            continue;
+        ++*n;
+        finite &= file_finite(test_tmp_path(dir, e->d_name));
+    }
+    if (d)
+        closedir(d);
+    return finite;
+}
+
+/* The issue's report: a run that goes NaN with --save-every 1 used to write
+ * NaN checkpoints and prune the good ones. Now it stops at the first save
+ * whose state is not finite, naming the last good checkpoint, and every file
+ * left in the directory is finite and resumes. */
+static void test_diverged_run_keeps_good_checkpoints(void)
+{
+    setup();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 3 --save %s --save-every 1", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 40 --save %s --save-every 1 --resume --lr 1e30",
+                                data_dir, path("ck")), 1);
+    CU_ASSERT(harness_has(out, "tiny_train: error: not saving the checkpoint of step "));
+    CU_ASSERT(harness_has(out, "training has diverged; the newest good one is "));
+    free(out);
+    int n;
+    CU_ASSERT(dir_finite(path("ck"), &n));
+    CU_ASSERT(n >= 1 && n <= DDP_CHECKPOINT_KEEP);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --max-steps 3 --export %s", data_dir,
+                                path("ck"), path("w.st")), 0);
+    CU_ASSERT(harness_has(out, "resuming from "));
+    free(out);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* Reads all of FILE into a malloc'd buffer; its length in *LEN. */
+static unsigned char *slurp(const char *file, size_t *len)
+{
+    FILE *f = fopen(file, "rb");
+    CU_ASSERT_FATAL(f != NULL);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *b = malloc(*len + 1);
+    CU_ASSERT_FATAL(b != NULL && fread(b, 1, *len, f) == *len);
+    fclose(f);
+    return b;
+}
+
+/* Makes FILE, a good checkpoint of NET, one whose fc.weight[0] is a NaN and
+ * whose checksum matches, as an earlier version wrote after a divergence.
+ * The checkpoint code will not write one, so it is made from three it does
+ * write, the same but for fc.weight[0] = A, B, C with A ^ B ^ C a NaN's bits:
+ * CRC-32 is linear, so the byte-wise XOR of three files of one length has the
+ * XOR of their checksums as its checksum; the metadata's hex text of it is
+ * then written in. */
+static void make_nan_checkpoint(const DdpNet *n, const char *file)
+{
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointRun run;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, file, &run, &state), DDP_OK);
+    const uint32_t bits[3] = {0x3f800000u, 0x40000000u, 0x7fc00000u ^ 0x3f800000u ^ 0x40000000u};
+    unsigned char *bytes[3];
+    size_t len[3];
+    uint32_t crc = 0;
+    for (int i = 0; i < 3; i++) {
+        memcpy(&params[0], &bits[i], sizeof bits[i]);
+        char written[512];
+        CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("poison"), &run, &state, written, sizeof written), DDP_OK);
+        bytes[i] = slurp(written, &len[i]);
+        CU_ASSERT_FATAL(len[i] == len[0]);
+        DdpSafetensors *f;
+        CU_ASSERT_EQUAL_FATAL(ddp_safetensors_open(written, &f), DDP_OK);
+        crc ^= (uint32_t)strtoul(ddp_safetensors_meta(f, "crc32"), NULL, 16);
+        ddp_safetensors_close(f);
+        unlink(written);
+    }
+    for (size_t j = 0; j < len[0]; j++)
+        bytes[0][j] ^= bytes[1][j] ^ bytes[2][j];
+    unsigned char *at = memmem(bytes[0], len[0], "\"crc32\":\"", 9);
+    CU_ASSERT_FATAL(at != NULL);
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", crc);
+    memcpy(at + 9, hex, 8);
+    harness_write_file(file, bytes[0], len[0]);
+    for (int i = 0; i < 3; i++)
+        free(bytes[i]);
+    CU_ASSERT(!file_finite(file));
+}
+
+/* A NaN checkpoint (an earlier version's) is refused by --resume FILE and
+ * skipped, with a warning, by --resume, which takes the one before it. */
+static void test_resume_skips_nonfinite(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --export %s", data_dir, path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 5 --max-steps 15", data_dir,
+                                path("ck")), 0);
+    char newest[512], args[600], *out = NULL;
+    CU_ASSERT_FATAL(find_step(path("ck"), 15, newest, sizeof newest));
+    make_nan_checkpoint(net(), newest);
+    snprintf(args, sizeof args, "--resume %s", newest);
+    refused(args, "000000015.safetensors: tensor 'fc.weight' is not finite (nan or inf): training had diverged "
+                  "when it was written");
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --export %s", data_dir, path("ck"),
+                                path("resumed.st")), 0);
+    CU_ASSERT(harness_has(out, "tiny_train: warning: skipping "));
+    CU_ASSERT(harness_has(out, "000000015.safetensors: tensor 'fc.weight' is not finite (nan or inf)"));
+    CU_ASSERT(harness_has(out, "000000010.safetensors: step 10"));
+    free(out);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* A --save directory that holds this net's checkpoints, without --resume:
+ * refused before anything is overwritten, suggesting --resume. */
+static void test_forgotten_resume(void)
+{
+    setup();
+    char *out = NULL, three[512];
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 3 --save %s", data_dir, path("ck")), 0);
+    CU_ASSERT_FATAL(find_step(path("ck"), 3, three, sizeof three));
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 5 --save %s", data_dir, path("ck")), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: --save "));
+    CU_ASSERT(harness_has(out, "ck already holds checkpoints of net 'tiny' (the newest: "));
+    CU_ASSERT(harness_has(out, "000000003.safetensors): add --resume to continue from them, or give --save a new "
+                               "directory to start afresh"));
+    free(out);
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), 1);
+    /* with --resume it continues, and past --max-steps it ends at once */
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 5 --save %s --resume", data_dir, path("ck")), 0);
+    CU_ASSERT(harness_has(out, "000000003.safetensors: step 3"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 2 --save %s --resume", data_dir, path("ck")), 0);
+    CU_ASSERT(harness_has(out, "done  5 steps"));
+    free(out);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* Two nets in one --save directory: each writes, prunes and resumes its own
+ * checkpoints only. A file named the older way (checkpoint-STEP) is resumed
+ * from if it is this net's, passed over if not, and never pruned. */
+static void test_two_nets_share_a_directory(void)
+{
+    setup();
+    DdpNet other = *net();
+    other.name = "other";
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 3 --save %s --save-every 1", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(&other, NULL, "--data %s --max-steps 6 --save %s --save-every 1", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), 2 * DDP_CHECKPOINT_KEEP);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 4 --save %s --resume", data_dir, path("ck")), 0);
+    CU_ASSERT(harness_has(out, "000000003.safetensors: step 3"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(&other, &out, "--data %s --max-steps 7 --save %s --resume", data_dir, path("ck")), 0);
+    CU_ASSERT(harness_has(out, "000000006.safetensors: step 6"));
+    free(out);
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), 2 * DDP_CHECKPOINT_KEEP);
+
+    /* the older names: tiny's step 4 as checkpoint-000000020, other's step 7 as checkpoint-000000030 */
+    char from[512], *cmd;
+    CU_ASSERT_FATAL(find_step(path("ck"), 4, from, sizeof from));
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s %s/checkpoint-000000020.safetensors", from, path("ck")) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    CU_ASSERT_FATAL(find_step(path("ck"), 7, from, sizeof from));
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s %s/checkpoint-000000030.safetensors", from, path("ck")) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 9 --save %s --save-every 1 --resume", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT(harness_has(out, "checkpoint-000000020.safetensors: step 4"));
+    CU_ASSERT(!strstr(out ? out : "", "warning"));
+    free(out);
+    CU_ASSERT_EQUAL(access(path("ck/checkpoint-000000020.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/checkpoint-000000030.safetensors"), F_OK), 0);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* --init given a checkpoint: refused, pointing at --resume. */
+static void test_init_of_a_checkpoint(void)
+{
+    setup();
+    char three[512], args[600];
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 3 --save %s", data_dir, path("ck")), 0);
+    CU_ASSERT_FATAL(find_step(path("ck"), 3, three, sizeof three));
+    snprintf(args, sizeof args, "--max-steps 4 --init %s", three);
+    refused(args, "000000003.safetensors: a checkpoint (--save writes those), not a weights file: to continue "
+                  "training from it, use --resume ");
+    test_remove_tmpdir(tmpdir);
+}
+
 /* ---- killed ---------------------------------------------------------------------------- */
 
 static void sleep_ms(long ms)
@@ -407,6 +651,11 @@ void suite_checkpoint(void)
         {"other settings, a weights file, another net: status 2, named", test_refused},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
+        {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
+        {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},
+        {"--save DIR of this net's checkpoints without --resume: status 2", test_forgotten_resume},
+        {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
+        {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
         {NULL, NULL},
     };
     test_add_suite("checkpoint", cases);

@@ -7,6 +7,10 @@
  *    ends both;
  *  - truncated data and a damaged --init file: status 2 and the file named;
  *    a batch too big for memory: status 2 at start-up, not a swap storm.
+ *  - checkpoints never worse than what they replace (tests/fault/
+ *    checkpoint_guard.sh): a run going NaN with --save-every 1 keeps its good
+ *    checkpoints (on 1 and 2 ranks), mnist and mlp share a --save directory,
+ *    a forgotten --resume is refused on 1 and 2 ranks.
  * The kill -9 during checkpointing and damaged checkpoints are in
  * test_checkpoint.c, with the tiny net, where they can be repeated cheaply.
  */
@@ -168,6 +172,24 @@ static void test_bad_files(void)
     free(cmd);
 }
 
+/* tests/fault/checkpoint_guard.sh: each of its cases must say "ok". */
+static void test_checkpoint_guard(void)
+{
+    if (!ready(0))
+        return;
+    char *out = NULL;
+    int rc = run_script("tests/fault/checkpoint_guard.sh", &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    static const char *const cases[] = {"guard: nan ok", "guard: shared ok", "guard: forgot ok"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, cases[i]));
+    if (have("command -v mpirun >/dev/null"))
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "guard: nan2 ok"));
+    if (rc != 0)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
 void suite_faults(void)
 {
     static const TestCase cases[] = {
@@ -176,6 +198,8 @@ void suite_faults(void)
         {"one of two ranks frozen: the other's deadline ends the run", test_rank_hangs},
         {"a NaN loss on two ranks: both stop, each saying so", test_nan_on_two_ranks},
         {"truncated data, a damaged --init, a batch too big: status 2, named", test_bad_files},
+        {"NaN keeps the good checkpoints; nets share a --save dir; a forgotten --resume: refused",
+         test_checkpoint_guard},
         {NULL, NULL},
     };
     test_add_suite("faults", cases);
