@@ -293,7 +293,7 @@ int build_rebuild(const char *cu_path, bool verbose)
     }
     fclose(f);
     if (!command || !*command) {
-        fprintf(stderr, "%s: error: no '%s' line in the first 20 lines; was this file written by ddpc?\n", cu_path,
+        fprintf(stderr, "%s: error: no '%s' line in the first 20 lines; was this file written by ddpc -o?\n", cu_path,
                 "// ddpc-build:");
         return 2;
     }
