@@ -3,48 +3,101 @@
  *
  * The command is decided once and written at the top of OUT.cu (the
  * "ddpc-build:" line), so that `ddpc --rebuild OUT.cu` after a hand edit runs
- * exactly what built it, and a reader sees how. It uses absolute paths to the
- * runtime's headers and libraries, found beside the ddpc binary (ddpc lives
- * in build/, the headers in runtime/; DDPC_HOME overrides the repository
- * root), and the tools make found when ddpc was built (config.h).
+ * what built it, and a reader sees how. It names the runtime's headers and
+ * library by absolute path, and the tools make found when ddpc was built
+ * (config.h). A rebuild puts the program beside the .cu it was given (F.cu
+ * builds F), whatever names the line holds, so a source saved from
+ * `--emit cu`, or moved, rebuilds where it lies.
+ *
+ * The runtime is found from where ddpc itself is (/proc/self/exe), in one of
+ * two layouts: installed, PREFIX/bin/ddpc with PREFIX/include/ddpc/ (the
+ * headers) and PREFIX/lib/ddpc/ (libddprt.a, libddprt_cuda.a); or the source
+ * tree, ROOT/build/ddpc with ROOT/runtime/ and the libraries beside ddpc.
+ * DDPC_HOME names PREFIX or ROOT instead (ROOT's libraries then in ROOT/build).
+ *
+ * The compiler writes the program to a temporary name, renamed over OUT once
+ * it is whole (output.c): two runs with one -o never leave a torn program.
  *
  * Both targets compile the same text as C++: nvcc does for .cu files, and a
  * host compiler does with -x c++, so what compiles for one compiles for the other.
  */
 #include "ddpc.h"
 
+#include <dlfcn.h>  // dlopen: ask the CUDA driver, if any, for GPUs
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_CPU_CXX, DDPC_CPU_LIBS (written by make)
 
-/* The repository root: DDPC_HOME, else the parent of the directory holding ddpc. */
-static bool find_home(char *home, size_t size)
+typedef struct {
+    char include[PATH_MAX + 16]; /* the runtime's headers */
+    char lib[PATH_MAX + 16];     /* libddprt.a, libddprt_cuda.a */
+} Runtime;
+
+static bool is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The runtime under ROOT in either layout; SOURCE_LIB is where a source
+ * tree's libraries are. */
+static bool runtime_at(const char *root, const char *source_lib, Runtime *rt)
+{
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/include/ddpc/kernel.h", root);
+    if (is_file(probe)) {
+        snprintf(rt->include, sizeof rt->include, "%s/include/ddpc", root);
+        snprintf(rt->lib, sizeof rt->lib, "%s/lib/ddpc", root);
+        return true;
+    }
+    snprintf(probe, sizeof probe, "%s/runtime/kernel.h", root);
+    if (is_file(probe)) {
+        snprintf(rt->include, sizeof rt->include, "%s/runtime", root);
+        snprintf(rt->lib, sizeof rt->lib, "%s", source_lib);
+        return true;
+    }
+    return false;
+}
+
+/* DDPC_HOME, else the layouts around ddpc's own path; false (reported) when
+ * neither holds the runtime. */
+static bool find_runtime(Runtime *rt)
 {
     const char *env = getenv("DDPC_HOME");
     if (env && *env) {
-        snprintf(home, size, "%s", env);
-        return true;
+        char lib[PATH_MAX + 8];
+        snprintf(lib, sizeof lib, "%s/build", env);
+        if (runtime_at(env, lib, rt))
+            return true;
+        fprintf(stderr, "ddpc: error: DDPC_HOME=%s holds neither include/ddpc/kernel.h (an installed ddpc) "
+                        "nor runtime/kernel.h (a source tree)\n", env);
+        return false;
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (!slash) {
+        fputs("ddpc: error: cannot tell where ddpc is (/proc/self/exe); set DDPC_HOME to where it is installed\n", stderr);
         return false;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return false;
-    *slash = '\0'; /* build/ */
+    }
+    *slash = '\0'; /* bin/ or build/ */
+    char bin[PATH_MAX];
+    snprintf(bin, sizeof bin, "%s", exe);
     slash = strrchr(exe, '/');
-    if (!slash)
-        return false;
-    *slash = '\0';
-    snprintf(home, size, "%s", exe);
-    return true;
+    if (slash) {
+        *slash = '\0';
+        if (runtime_at(exe[0] ? exe : "/", bin, rt))
+            return true;
+    }
+    fprintf(stderr, "ddpc: error: cannot find the runtime beside %s/ddpc: neither ../include/ddpc/kernel.h "
+                    "(make install) nor ../runtime/kernel.h (the source tree); set DDPC_HOME\n", bin);
+    return false;
 }
 
 bool build_target_available(const char *target)
@@ -52,36 +105,71 @@ bool build_target_available(const char *target)
     return strcmp(target, "cpu") == 0 || DDPC_NVCC[0] != '\0';
 }
 
-const char *build_default_target(void) { return DDPC_NVCC[0] ? "cuda" : "cpu"; }
+/* Whether the CUDA driver sees a GPU, as the program would (it honours
+ * CUDA_VISIBLE_DEVICES). Asked of the driver itself rather than guessed from
+ * /dev/nvidia0 (absent under WSL, present in containers whose driver is too
+ * old) or nvidia-smi (a process, and not always installed); loaded with dlopen
+ * so ddpc needs no CUDA library to start. Left loaded: unloading a driver
+ * after cuInit is not something it promises to survive. */
+static bool gpu_visible(void)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cuda)
+        return false;
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(cuda, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(cuda, "cuDeviceGetCount");
+    int n = 0;
+    return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+}
+
+const char *build_default_target(void)
+{
+    if (!DDPC_NVCC[0])
+        return "cpu";
+    if (gpu_visible())
+        return "cuda";
+    fputs("ddpc: note: no GPU is visible here: building for the CPU (--target cuda builds for GPUs anyway)\n", stderr);
+    return "cpu";
+}
+
+/* PATH made absolute by its directory (the file itself may not exist yet). */
+static const char *absolute(Arena *a, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *dir = slash ? arena_strndup(a, path, slash == path ? 1 : (size_t)(slash - path)) : ".";
+    char dir_abs[PATH_MAX];
+    if (!realpath(dir, dir_abs))
+        return path;
+    return arena_printf(a, "%s/%s", strcmp(dir_abs, "/") == 0 ? "" : dir_abs, base);
+}
+
+/* The runtime library TARGET links, or NULL (reported). */
+static const char *runtime_library(Arena *a, const Runtime *rt, const char *target)
+{
+    const char *lib = arena_printf(a, "%s/%s", rt->lib, strcmp(target, "cuda") == 0 ? "libddprt_cuda.a" : "libddprt.a");
+    if (is_file(lib))
+        return lib;
+    fprintf(stderr, "ddpc: error: the runtime library for --target %s is missing: %s%s\n", target, lib,
+            strcmp(target, "cuda") == 0 ? " (make builds it where it finds nvcc, cuDNN and NCCL)" : "");
+    return NULL;
+}
 
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path)
 {
-    char home[PATH_MAX];
-    if (!find_home(home, sizeof home)) {
-        fputs("ddpc: error: cannot find the runtime library (set DDPC_HOME to the ddpc directory)\n", stderr);
+    Runtime rt;
+    if (!find_runtime(&rt))
         return NULL;
-    }
-    char cu_abs[PATH_MAX];
-    if (!realpath(cu_path, cu_abs))
-        snprintf(cu_abs, sizeof cu_abs, "%s", cu_path);
-    /* OUT may not exist yet: resolve its directory */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", out_path);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : out_path;
-    if (slash)
-        *slash = '\0';
-    char dir_abs[PATH_MAX];
-    if (!realpath(slash ? (dir[0] ? dir : "/") : ".", dir_abs))
-        snprintf(dir_abs, sizeof dir_abs, "%s", slash ? dir : ".");
-    const char *out_abs = arena_printf(a, "%s/%s", strcmp(dir_abs, "/") == 0 ? "" : dir_abs, base);
-
+    const char *lib = runtime_library(a, &rt, target);
+    if (!lib)
+        return NULL;
+    const char *cu_abs = absolute(a, cu_path), *out_abs = absolute(a, out_path);
     if (strcmp(target, "cuda") == 0) {
         const char *sm = arch + 3; /* "sm_90" -> "90" */
         return arena_printf(a,
                             "%s -std=c++17 -O3 -gencode arch=compute_%s,code=sm_%s -gencode arch=compute_%s,code=compute_%s "
-                            "-Xcompiler -Wall,-Wextra -I%s/runtime %s -o %s %s/build/libddprt_cuda.a %s",
-                            DDPC_NVCC, sm, sm, sm, sm, home, cu_abs, out_abs, home, DDPC_CUDA_LIBS);
+                            "-Xcompiler -Wall,-Wextra -I%s %s -o %s %s %s",
+                            DDPC_NVCC, sm, sm, sm, sm, rt.include, cu_abs, out_abs, lib, DDPC_CUDA_LIBS);
     }
     /* -fno-trapping-math: a float comparison may then run where its result
      * is not used, so the kernels' selects (relu, the max of a pooling
@@ -90,25 +178,104 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
      * nothing is reassociated, and g++ contracts a * b + c into an FMA with
      * or without it (in the vector loop and its scalar tail alike, so the
      * thread count still changes nothing). */
-    return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fopenmp -Wall -Wextra -I%s/runtime %s "
-                        "-x none -o %s %s/build/libddprt.a %s",
-                        DDPC_CPU_CXX, home, cu_abs, out_abs, home, DDPC_CPU_LIBS);
+    return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fopenmp -Wall -Wextra -I%s %s "
+                        "-x none -o %s %s %s",
+                        DDPC_CPU_CXX, rt.include, cu_abs, out_abs, lib, DDPC_CPU_LIBS);
 }
 
-int build_run(const char *command, bool verbose)
+/* COMMAND with its source (the last word not an option and ending in .cu)
+ * replaced by CU and the word after -o by OUT; NULL (reported) when it lacks
+ * either. Words are split at spaces, as the recorded line writes them. */
+static char *retarget(Arena *a, const char *command, const char *cu, const char *out, const char *shown)
 {
+    char *words = arena_strndup(a, command, strlen(command));
+    const char *word[512];
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w && n < 512; w = strtok_r(NULL, " ", &save))
+        word[n++] = w;
+    int source = -1, output = -1;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(word[i]);
+        if (strcmp(word[i], "-o") == 0 && i + 1 < n)
+            output = ++i;
+        else if (word[i][0] != '-' && len > 3 && strcmp(word[i] + len - 3, ".cu") == 0)
+            source = i;
+    }
+    if (source < 0 || output < 0) {
+        fprintf(stderr, "%s: error: the '// ddpc-build:' line names no %s\n", shown, source < 0 ? "source (F.cu)" : "-o OUT");
+        return NULL;
+    }
+    word[source] = cu;
+    word[output] = out;
+    char *text = arena_printf(a, "%s", word[0]);
+    for (int i = 1; i < n; i++)
+        text = arena_printf(a, "%s %s", text, word[i]);
+    return text;
+}
+
+int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose)
+{
+    char *tmp = output_temp_name(a, out);
+    char *run = tmp ? retarget(a, command, cu, tmp, cu) : NULL;
+    if (!run)
+        return tmp ? 2 : 1;
     if (verbose)
-        fprintf(stderr, "ddpc: %s\n", command);
-    int status = system(command);
+        fprintf(stderr, "ddpc: %s\nddpc: then renames %s to %s\n", run, tmp, out);
+    int status = system(run);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", command);
+        unlink(tmp);
+        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", run);
         return 1;
     }
-    return 0;
+    return output_rename(tmp, out) ? 0 : 1;
+}
+
+bool build_check_outputs(Arena *a, const char *out, const char *input, const char *target, const char **prog,
+                         const char **cu)
+{
+    const char *who = arena_printf(a, "-o %s", out);
+    struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "ddpc: error: %s: is a directory; name the program to write (-o %s/NAME)\n", who,
+                strcmp(out, "/") == 0 ? "" : out);
+        return false;
+    }
+    const char *cu_named = arena_printf(a, "%s.cu", out);
+    *prog = output_target(a, who, out);
+    *cu = *prog ? output_target(a, arena_printf(a, "%s (its source %s)", who, cu_named), cu_named) : NULL;
+    if (!*cu)
+        return false;
+    /* what the build reads: the net, and the runtime library it links */
+    Runtime rt;
+    const char *lib = find_runtime(&rt) ? runtime_library(a, &rt, target) : NULL;
+    if (!lib)
+        return false;
+    const char *inputs[] = {input, lib};
+    const char *what[] = {"the input", "the runtime library"};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (!inputs[i])
+            continue;
+        if (output_same_file(out, inputs[i])) {
+            fprintf(stderr, "ddpc: error: %s: that is %s %s; name another output\n", who, what[i], inputs[i]);
+            return false;
+        }
+        if (output_same_file(cu_named, inputs[i])) {
+            fprintf(stderr, "ddpc: error: %s: its source %s would overwrite %s %s; name another output\n", who,
+                    cu_named, what[i], inputs[i]);
+            return false;
+        }
+    }
+    return true;
 }
 
 int build_rebuild(const char *cu_path, bool verbose)
 {
+    size_t len = strlen(cu_path);
+    if (len <= 3 || strcmp(cu_path + len - 3, ".cu") != 0) {
+        fprintf(stderr, "ddpc: error: --rebuild %s: the source's name must end in .cu (F.cu builds the program F)\n",
+                cu_path);
+        return 2;
+    }
     FILE *f = fopen(cu_path, "r");
     if (!f) {
         fprintf(stderr, "ddpc: error: cannot read '%s': %s\n", cu_path, strerror(errno));
@@ -130,5 +297,15 @@ int build_rebuild(const char *cu_path, bool verbose)
                 "// ddpc-build:");
         return 2;
     }
-    return build_run(command, verbose);
+    Arena a = {0};
+    const char *out = arena_strndup(&a, cu_path, len - 3);
+    const char *who = arena_printf(&a, "--rebuild %s (the program %s)", cu_path, out);
+    struct stat sb;
+    int rc = 2;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
+        fprintf(stderr, "ddpc: error: %s: is a directory\n", who);
+    else if ((out = output_target(&a, who, out)) != NULL)
+        rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
+    arena_free(&a);
+    return rc;
 }

@@ -379,15 +379,47 @@ void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_comm
 void emit_torch(FILE *out, const Net *net);
 
 //
+// output.c: the files ddpc writes, and which paths it may write
+//
+
+/* PATH, its links followed, when it names a regular file or nothing yet;
+ * NULL (reported, the message starting "WHO: ") for a directory, a device,
+ * a FIFO, a socket or a path under a regular file. */
+char *output_target(Arena *a, const char *who, const char *path);
+/* Whether A and B both exist and are one file (device and inode). */
+bool output_same_file(const char *a, const char *b);
+/* A new file beside PATH, open for writing under a unique temporary name
+ * (*TMP); NULL (reported) when PATH's directory cannot take it. */
+FILE *output_open(Arena *a, const char *path, char **tmp);
+/* Closes F and renames TMP over PATH; false (reported, TMP removed) on error. */
+bool output_commit(FILE *f, const char *tmp, const char *path);
+/* Renames TMP over PATH; false (reported, TMP removed) on error. */
+bool output_rename(const char *tmp, const char *path);
+/* A unique unused name beside PATH, for a file another program writes;
+ * NULL (reported) when PATH's directory cannot take a file. */
+char *output_temp_name(Arena *a, const char *path);
+
+//
 // build.c: compiling OUT.cu into OUT
 //
 
 bool build_target_available(const char *target);
+/* cuda when nvcc was found and the CUDA driver sees a GPU; else cpu, saying
+ * so on stderr when nvcc was found (cross-building takes --target cuda). */
 const char *build_default_target(void);
+/* Checks -o OUT: neither OUT nor OUT.cu may be a directory, a device, a FIFO,
+ * or one of the build's inputs (INPUT, the .net, or NULL for stdin; the
+ * runtime library). Sets *PROG and *CU to the files to write (links
+ * followed); false (reported) otherwise. */
+bool build_check_outputs(Arena *a, const char *out, const char *input, const char *target, const char **prog,
+                         const char **cu);
 /* The command that builds OUT from CU for TARGET (cuda or cpu), or NULL (reported). */
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path);
-int build_run(const char *command, bool verbose);
-/* Runs the ddpc-build line recorded in CU_PATH: 0 built, 1 failed, 2 bad file. */
+/* Runs COMMAND with its source set to CU and its output to a temporary name
+ * renamed to OUT once built: 0 built, 1 failed, 2 a bad command. */
+int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose);
+/* Builds F from F.cu (CU_PATH) with the ddpc-build line recorded in it:
+ * 0 built, 1 failed, 2 bad file. */
 int build_rebuild(const char *cu_path, bool verbose);
 
 //

@@ -5,14 +5,16 @@
  *                 [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--help]
  *
  * Reads the file, runs the front end (parse, sema) and then what the flags
- * ask for. Every user mistake, in the flags or in the file, ends with a
- * message and exit status 2; 0 means everything asked for was done.
+ * ask for. Every user mistake, in the flags, in the file or in an output
+ * path, ends with a message and exit status 2; a build that fails, 1; 0
+ * means everything asked for was done.
  */
 #include "ddpc.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>  // unlink
 
 enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024 };
 
@@ -39,12 +41,18 @@ static const char usage[] =
     "  --summary         print the layer table: shapes, parameters, MFLOPs\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
     "                    or the gradient bucket plan (plan)\n"
-    "  --rebuild F.cu    rebuild a program from its (hand-edited) source\n"
+    "  --rebuild F.cu    rebuild the program F from its (hand-edited) source F.cu,\n"
+    "                    with the build line recorded in it\n"
     "  --verbose         say what is being run\n"
     "  --version         print the version\n"
     "  --help            print this help\n"
     "\n"
-    "Exit status: 0 done, 2 bad usage or errors in the file.\n";
+    "Exit status: 0 done; 1 the build failed (the C++ or CUDA compiler, or writing\n"
+    "its output); 2 bad usage, errors in the file, or an output ddpc may not write\n"
+    "(a directory, a device, a FIFO, one of the build's inputs).\n"
+    "\n"
+    "Without --target, ddpc builds for CUDA when nvcc was found and a GPU is visible,\n"
+    "else for the CPU (saying so when nvcc was found).\n";
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -147,6 +155,10 @@ static void print_plan(FILE *out, const Net *net, const Plan *plan)
 /* --emit and -o: plan, then print, or write and build the program. */
 static int generate(Arena *a, const Net *net, const Options *o, const char *target, const char *arch)
 {
+    const char *prog = NULL, *cu = NULL;
+    const char *input = strcmp(o->file, "-") == 0 ? NULL : o->file;
+    if (o->out && !build_check_outputs(a, o->out, input, target, &prog, &cu))
+        return EXIT_USAGE;
     if (o->emit && strcmp(o->emit, "torch") == 0) { /* the module needs no plan */
         emit_torch(stdout, net);
         if (!o->out)
@@ -157,31 +169,29 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
     if (o->emit && strcmp(o->emit, "plan") == 0)
         print_plan(stdout, net, &plan);
     else if (o->emit && strcmp(o->emit, "cu") == 0) {
-        const char *out = o->out ? o->out : net->name;
-        char *command = build_command(a, target, arch, arena_printf(a, "%s.cu", out), out);
+        /* a copy on stdout: --rebuild builds it beside wherever it is saved */
+        const char *out = prog ? prog : net->name;
+        char *command = build_command(a, target, arch, cu ? cu : arena_printf(a, "%s.cu", out), out);
         if (!command)
             return 1;
         emit_cu(stdout, net, &plan, command);
     }
     if (!o->out)
         return 0;
-    const char *cu = arena_printf(a, "%s.cu", o->out);
-    FILE *f = fopen(cu, "w");
-    if (!f) {
-        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", cu, strerror(errno));
+    char *tmp = NULL;
+    FILE *f = output_open(a, cu, &tmp);
+    if (!f)
         return EXIT_USAGE;
-    }
-    char *command = build_command(a, target, arch, cu, o->out);
+    char *command = build_command(a, target, arch, cu, prog);
     if (!command) {
         fclose(f);
+        unlink(tmp);
         return 1;
     }
     emit_cu(f, net, &plan, command);
-    if (fclose(f) != 0) {
-        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", cu, strerror(errno));
+    if (!output_commit(f, tmp, cu))
         return 1;
-    }
-    return build_run(command, o->verbose);
+    return build_run(a, command, cu, prog, o->verbose);
 }
 
 /* Reads the whole file ("-" is standard input). NUL bytes are kept. */
@@ -238,9 +248,10 @@ int main(int argc, char **argv)
             return usage_error("%s", "--rebuild takes only the .cu file (and --verbose)");
         return build_rebuild(o.rebuild, o.verbose);
     }
-    const char *target = o.target ? o.target : build_default_target();
+    bool builds = o.out || (o.emit && strcmp(o.emit, "cu") == 0);
+    const char *target = o.target ? o.target : builds ? build_default_target() : "cpu";
     const char *arch = o.arch ? o.arch : "sm_90";
-    if ((o.out || (o.emit && strcmp(o.emit, "cu") == 0)) && !build_target_available(target)) {
+    if (builds && !build_target_available(target)) {
         fprintf(stderr, "ddpc: error: --target cuda needs nvcc, which was not found when ddpc was built; "
                         "use --target cpu\n");
         return EXIT_USAGE;

@@ -154,8 +154,11 @@ DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *
 DdpStatus ddp_checkpoint_make_dir(const char *dir)
 {
     char part[4096];
-    if (ddp_make_dirs(dir, part, sizeof part) != 0)
+    if (ddp_make_dirs(dir, part, sizeof part) != 0) {
+        if (errno == ENOTDIR)
+            return DDP_ERR(DDP_BAD_INPUT, "--save %s: %s is not a directory", dir, part);
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, part, strerror(errno));
+    }
     if (access(dir, W_OK | X_OK) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot write into it: %s", dir, strerror(errno));
     return DDP_OK;

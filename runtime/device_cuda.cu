@@ -28,7 +28,15 @@ DdpStatus ddp_device_open(int local_rank, void **stream)
 {
     *stream = NULL;
     int count = 0;
-    CUDA_TRY(cudaGetDeviceCount(&count));
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        /* the usual cause is a CUDA build on a machine without a GPU: say
+         * what to do, not only what CUDA said */
+        (void)cudaGetLastError();
+        return DDP_ERR(DDP_FAIL, "this program was built for CUDA and no GPU is visible here (cudaGetDeviceCount: %s); "
+                       "to train on the CPU, build it with ddpc NET.net --target cpu",
+                       e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
+    }
     if (local_rank < 0 || local_rank >= count)
         return DDP_ERR(DDP_FAIL, "local rank %d has no GPU: this machine shows %d (CUDA_VISIBLE_DEVICES decides which)",
                        local_rank, count);

@@ -1,15 +1,31 @@
 /*
- * dirs.c: mkdir -p (see dirs.h). Each prefix of the path that ends a
- * component is made in turn; one that already exists must be a directory.
- * Repeated and trailing slashes ("a//b/") name no extra component.
+ * dirs.c: mkdir -p, and the rule for output files (see dirs.h).
+ *
+ * mkdir -p: each prefix of the path that ends a component is made in turn;
+ * one that already exists must be a directory. Repeated and trailing slashes
+ * ("a//b/") name no extra component.
+ *
+ * Output files are written to a temporary name and renamed, and rename()
+ * replaces whatever the name held: a device, a FIFO or a symbolic link would
+ * silently become a regular file. So the path is looked at first (lstat, one
+ * link at a time) and only a regular file or nothing is replaced. Links are
+ * followed rather than refused: a link to the file a run should update
+ * (latest.safetensors -> run3/weights.safetensors) is a common habit, and
+ * writing its target keeps both the link and the user's intent.
  */
 #include "dirs.h"
 
 #include <errno.h>
+#include <fcntl.h>     // open, O_*
+#include <limits.h>    // PATH_MAX
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>  // mkdir, stat
+#include <sys/stat.h>  // mkdir, stat, lstat
+#include <unistd.h>    // readlink, access, unlink, fsync
+
+/* As the kernel allows (MAXSYMLINKS): more hops than this is a loop. */
+enum { MAX_LINK_HOPS = 40 };
 
 int ddp_make_dirs(const char *dir, char *failed, size_t len)
 {
@@ -39,4 +55,209 @@ int ddp_make_dirs(const char *dir, char *failed, size_t len)
     }
     free(path);
     return result;
+}
+
+/* What a file that is not a regular file is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* "--FLAG PATH" or "PATH", the start of every message about PATH. */
+static const char *named(const char *flag, const char *path, char *buf, size_t len)
+{
+    if (flag)
+        snprintf(buf, len, "--%s %s", flag, path);
+    else
+        snprintf(buf, len, "%s", path);
+    return buf;
+}
+
+/* The directory part of PATH ("." when none), malloc'd. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+/* PATH failed with ENOTDIR: the first of its leading parts that exists but is
+ * not a directory, into PART (LEN bytes); PATH itself when none is found. */
+static void non_directory_part(const char *path, char *part, size_t len)
+{
+    snprintf(part, len, "%s", path);
+    for (size_t i = 1; part[i]; i++) {
+        if (part[i] != '/' || part[i - 1] == '/')
+            continue;
+        part[i] = '\0';
+        struct stat sb;
+        if (stat(part, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            return;
+        part[i] = '/';
+    }
+}
+
+DdpStatus ddp_output_target(const char *flag, const char *path, char **target)
+{
+    char who[PATH_MAX + 64];
+    named(flag, path, who, sizeof who);
+    *target = NULL;
+    if (!*path)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: an empty path; name a file", who);
+    char *cur = strdup(path);
+    if (!cur)
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", who);
+    for (int hops = 0;; hops++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0) {
+            int err = errno;
+            if (err == ENOENT) /* a new file; its directory is looked at when it is made */
+                break;
+            DdpStatus st;
+            if (err == ENOTDIR) {
+                char part[PATH_MAX];
+                non_directory_part(cur, part, sizeof part);
+                st = DDP_ERR(DDP_BAD_INPUT, "%s: %s is not a directory", who, part);
+            } else {
+                st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot look at %s: %s", who, cur, strerror(err));
+            }
+            free(cur);
+            return st;
+        }
+        if (S_ISREG(sb.st_mode))
+            break;
+        if (!S_ISLNK(sb.st_mode)) {
+            DdpStatus st = strcmp(cur, path) == 0
+                ? DDP_ERR(DDP_BAD_INPUT, "%s: is %s, not a regular file; name a file", who, file_kind(sb.st_mode))
+                : DDP_ERR(DDP_BAD_INPUT, "%s: links to %s, which is %s, not a regular file; name a file", who,
+                          cur, file_kind(sb.st_mode));
+            free(cur);
+            return st;
+        }
+        char link[PATH_MAX];
+        ssize_t n = hops < MAX_LINK_HOPS ? readlink(cur, link, sizeof link - 1) : -1;
+        if (n < 0) {
+            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot follow the link %s: %s", who, cur,
+                                   hops < MAX_LINK_HOPS ? strerror(errno) : strerror(ELOOP));
+            free(cur);
+            return st;
+        }
+        link[n] = '\0';
+        char *next = NULL;
+        if (link[0] == '/' || !strchr(cur, '/')) {
+            next = strdup(link);
+        } else {
+            char *dir = dir_of(cur);
+            if (dir && asprintf(&next, "%s/%s", dir, link) < 0)
+                next = NULL;
+            free(dir);
+        }
+        free(cur);
+        if (!next)
+            return DDP_ERR(DDP_FAIL, "%s: out of memory", who);
+        cur = next;
+    }
+    *target = cur;
+    return DDP_OK;
+}
+
+DdpStatus ddp_output_check(const char *flag, const char *path)
+{
+    char *target = NULL;
+    DDP_CHECK(ddp_output_target(flag, path, &target));
+    char *dir = dir_of(target);
+    DdpStatus st = DDP_OK;
+    char who[PATH_MAX + 64];
+    if (!dir)
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory", named(flag, path, who, sizeof who));
+    else if (access(dir, W_OK | X_OK) != 0)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into %s: %s", named(flag, path, who, sizeof who), dir,
+                     strerror(errno));
+    free(dir);
+    free(target);
+    return st;
+}
+
+DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out)
+{
+    memset(out, 0, sizeof *out);
+    DDP_CHECK(ddp_output_target(flag, path, &out->target));
+    if (asprintf(&out->tmp, "%s.tmp", out->target) < 0) {
+        out->tmp = NULL;
+        ddp_output_abort(out);
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
+    }
+    /* O_EXCL: never write through whatever a stale temporary name holds */
+    if (unlink(out->tmp) != 0 && errno != ENOENT) {
+        DdpStatus st = DDP_ERR(DDP_FAIL, "%s: cannot remove the stale %s: %s", path, out->tmp, strerror(errno));
+        free(out->tmp);
+        out->tmp = NULL;
+        ddp_output_abort(out);
+        return st;
+    }
+    int fd = open(out->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || !(out->f = fdopen(fd, "wb"))) {
+        DdpStatus st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        ddp_output_abort(out);
+        return st;
+    }
+    return DDP_OK;
+}
+
+/* Makes the rename itself durable: sync the directory holding PATH. */
+static void sync_parent(const char *path)
+{
+    char *dir = dir_of(path);
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+DdpStatus ddp_output_commit(DdpOutput *out)
+{
+    errno = 0;
+    int ok = !ferror(out->f) && fflush(out->f) == 0 && fsync(fileno(out->f)) == 0;
+    int saved = errno;
+    if (fclose(out->f) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    out->f = NULL;
+    DdpStatus st = DDP_OK;
+    if (!ok)
+        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->tmp, saved ? strerror(saved) : "write error");
+    else if (rename(out->tmp, out->target) != 0)
+        st = DDP_ERR(DDP_FAIL, "%s: cannot rename %s over it: %s", out->target, out->tmp, strerror(errno));
+    else {
+        sync_parent(out->target);
+        free(out->tmp); /* renamed: nothing to remove */
+        out->tmp = NULL;
+    }
+    ddp_output_abort(out);
+    return st;
+}
+
+void ddp_output_abort(DdpOutput *out)
+{
+    if (out->f)
+        fclose(out->f);
+    if (out->tmp)
+        unlink(out->tmp);
+    free(out->tmp);
+    free(out->target);
+    memset(out, 0, sizeof *out);
 }

@@ -1,16 +1,55 @@
 /*
- * dirs.h: making the directories the program writes into (--save,
- * --tensorboard), as `mkdir -p` does. The callers word the message, since
- * each knows what the directory is for.
+ * dirs.h: the paths the program writes: the directories (--save,
+ * --tensorboard), made as `mkdir -p` does, and the one rule for every output
+ * file (--export, checkpoints, --log): what may be written, and how a file
+ * is replaced without ever being torn.
  */
 #ifndef DDPRT_DIRS_H
 #define DDPRT_DIRS_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "status.h"  // DdpStatus
 
 /* Makes DIR and every missing directory above it. 0 when DIR is then a
  * directory; else -1 with errno set (ENOTDIR when a part exists but is not a
- * directory) and FAILED (LEN bytes) holding the part that could not be made. */
+ * directory) and FAILED (LEN bytes) holding the part that could not be made.
+ * The callers word the message, since each knows what the directory is for. */
 int ddp_make_dirs(const char *dir, char *failed, size_t len);
+
+/* Whether PATH may be written as an output file, and where: PATH names a
+ * regular file (to be replaced) or nothing yet (to be created), possibly
+ * through symbolic links, which are followed: *TARGET (malloc'd) is then the
+ * file they lead to, so the link stays and its target is written, as a shell's
+ * `>` would. A directory, a device, a FIFO or a socket is refused, and so is a
+ * path under a regular file ("not a directory"): DDP_BAD_INPUT, the message
+ * starting "--FLAG PATH: " (or "PATH: " when FLAG is NULL) and saying what
+ * the path is. Whether the directory can take a new file is not checked here. */
+DdpStatus ddp_output_target(const char *flag, const char *path, char **target);
+
+/* ddp_output_target, and the directory that would hold the file must let us
+ * create it: for start-up, so that a mistyped path fails before training. */
+DdpStatus ddp_output_check(const char *flag, const char *path);
+
+/* A file being written in place of another: data goes to TMP (the target's
+ * name plus ".tmp", in the same directory) and replaces TARGET on commit. */
+typedef struct {
+    FILE *f;
+    char *target;
+    char *tmp;
+} DdpOutput;
+
+/* Checks PATH as ddp_output_target does and opens its temporary file, new
+ * (a stale one left by a crash is removed first). */
+DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out);
+
+/* Flushes and syncs the temporary file, renames it over the target and syncs
+ * the directory, so a crash leaves the old file or the new, never a torn one.
+ * On failure the temporary file is removed. Frees OUT's resources either way. */
+DdpStatus ddp_output_commit(DdpOutput *out);
+
+/* Gives up: closes and removes the temporary file; the target is untouched. */
+void ddp_output_abort(DdpOutput *out);
 
 #endif

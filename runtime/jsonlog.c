@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirs.h"  // ddp_output_target: which paths a log may be
+
 struct DdpJsonLog {
     FILE *f;
     char *path;
@@ -41,10 +43,19 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
     if (strcmp(path, "-") == 0) {
         log->f = stdout;
     } else {
-        log->f = fopen(path, append ? "a" : "w");
+        /* the log is read while it grows and --resume appends to it, so it is
+         * written in place, not renamed; but only a regular file (dirs.h) */
+        char *target = NULL;
+        DdpStatus st = ddp_output_target("log", path, &target);
+        if (st != DDP_OK) {
+            free(log->path);
+            free(log);
+            return st;
+        }
+        log->f = fopen(target, append ? "a" : "w");
+        free(target);
         if (!log->f) {
-            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s",
-                                   path, strerror(errno));
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(errno));
             free(log->path);
             free(log);
             return st;

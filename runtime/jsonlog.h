@@ -37,7 +37,8 @@ typedef struct {
 typedef struct DdpJsonLog DdpJsonLog;
 
 /* Opens PATH for writing ("-" is stdout), truncating it, or appending to it
- * when APPEND (a resumed run continues its log). */
+ * when APPEND (a resumed run continues its log). PATH must be a regular file
+ * or nothing, links followed (dirs.h); else DDP_BAD_INPUT naming --log. */
 DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out);
 
 /* Writes FIELDS[0..n) as one line {"key": value, ...} and flushes it, so a

@@ -12,8 +12,10 @@
  * files without question: compact JSON with "__metadata__" first, tensors laid
  * out largest element first and then by name (so every tensor is aligned to its
  * element size), the header padded with spaces to a multiple of 8 bytes. The
- * file is written to PATH.tmp, synced, and renamed over PATH: a crash during a
- * checkpoint leaves the previous checkpoint, never a torn file.
+ * file goes through dirs.h's DdpOutput: PATH must be a regular file or
+ * nothing (a device or a FIFO is never replaced), and it is written to
+ * PATH.tmp, synced, and renamed over PATH: a crash during a checkpoint leaves
+ * the previous checkpoint, never a torn file.
  *
  * Reading trusts nothing. The header is parsed by the small strict JSON parser
  * below rather than a library (none is available to every generated program):
@@ -39,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirs.h"     // DdpOutput: the checked path, the temporary name and the rename
 #include "jsonlog.h"  // ddp_json_put_string, ddp_utf8_sequence
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -188,22 +191,6 @@ static char *build_header(const DdpTensor *t, const int *order, const int64_t *b
     return text;
 }
 
-/* Makes the rename itself durable: sync the directory holding PATH. */
-static void sync_parent(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return;
-    char *slash = strrchr(dir, '/');
-    const char *name = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-    int fd = open(name, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int n,
                                 const DdpMeta *meta, int nmeta)
 {
@@ -211,12 +198,11 @@ DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int 
         return DDP_ERR(DDP_FAIL, "%s: internal error: negative tensor or metadata count", path);
     int64_t *bytes = malloc(sizeof *bytes * (size_t)(n + 1));
     int *order = malloc(sizeof *order * (size_t)(n + 1));
-    char *header = NULL, *tmp = NULL;
+    char *header = NULL;
     size_t header_len = 0;
-    FILE *f = NULL;
+    DdpOutput out = {0};
     DdpStatus st = DDP_OK;
-    if (!bytes || !order || asprintf(&tmp, "%s.tmp", path) < 0) {
-        tmp = NULL;
+    if (!bytes || !order) {
         st = DDP_ERR(DDP_FAIL, "%s: out of memory", path);
         goto done;
     }
@@ -238,42 +224,21 @@ DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int 
         goto done;
     }
 
-    f = fopen(tmp, "wb");
-    if (!f) {
-        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", tmp, strerror(errno));
+    st = ddp_output_open(NULL, path, &out);
+    if (st != DDP_OK)
         goto done;
-    }
     unsigned char len8[8];
     for (int b = 0; b < 8; b++)
         len8[b] = (unsigned char)((uint64_t)header_len >> (8 * b));
-    errno = 0;
-    int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(header, 1, header_len, f) == header_len;
+    int ok = fwrite(len8, 1, 8, out.f) == 8 && fwrite(header, 1, header_len, out.f) == header_len;
     for (int k = 0; ok && k < n; k++)  /* an empty tensor may have no data pointer */
         ok = bytes[order[k]] == 0 ||
-             fwrite(tensors[order[k]].data, 1, (size_t)bytes[order[k]], f) == (size_t)bytes[order[k]];
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        saved = errno;
-    }
-    f = NULL;
-    if (!ok) {
-        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", tmp, saved ? strerror(saved) : "write error");
-        unlink(tmp);
-        goto done;
-    }
-    if (rename(tmp, path) != 0) {
-        st = DDP_ERR(DDP_FAIL, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    sync_parent(path);
+             fwrite(tensors[order[k]].data, 1, (size_t)bytes[order[k]], out.f) == (size_t)bytes[order[k]];
+    st = ddp_output_commit(&out); /* a failed fwrite leaves the stream's error set: commit reports it */
 done:
     free(bytes);
     free(order);
     free(header);
-    free(tmp);
     return st;
 }
 

@@ -53,7 +53,8 @@ size_t ddp_dtype_size(DdpDtype dtype);
 
 /* Writes TENSORS[0..n) and META[0..nmeta) to PATH atomically: into PATH.tmp,
  * synced, then renamed over PATH, so a crash leaves the old file or the new
- * one, never a torn one. Tensors are laid out largest element size first, then
+ * one, never a torn one. PATH must name a regular file or nothing, links
+ * followed (dirs.h, ddp_output_target; DDP_BAD_INPUT otherwise). Tensors are laid out largest element size first, then
  * by name, as the reference implementation orders them. DDP_FAIL on an I/O
  * error (PATH.tmp is then removed) or a malformed tensor (an internal error). */
 DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int n,

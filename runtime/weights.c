@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirs.h"         // ddp_output_check
 #include "safetensors.h"  // ddp_safetensors_open, _expect, _check_unused, _write
 #include "sampler.h"      // DdpMt19937: PyTorch's CPU generator
 
@@ -189,16 +190,5 @@ DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *p
 
 DdpStatus ddp_weights_check_writable(const char *flag, const char *path)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return DDP_ERR(DDP_BAD_INPUT, "--%s %s: is a directory; name a file", flag, path);
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir)
-        return DDP_ERR(DDP_FAIL, "out of memory");
-    DdpStatus result = DDP_OK;
-    if (access(dir, W_OK | X_OK) != 0)
-        result = DDP_ERR(DDP_BAD_INPUT, "--%s %s: cannot write into %s: %s", flag, path, dir, strerror(errno));
-    free(dir);
-    return result;
+    return ddp_output_check(flag, path);
 }

@@ -51,8 +51,10 @@ void ddp_weights_tensors(const DdpNet *net, const float *params, const float *bu
 DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *params, const float *buffers,
                              const int64_t *counts, int64_t steps);
 
-/* DDP_BAD_INPUT naming FLAG when PATH's directory cannot take a new file, so
- * that a mistyped --export fails at start-up rather than after training. */
+/* DDP_BAD_INPUT naming FLAG when PATH is not a file the export may replace
+ * (dirs.h: a directory, a device, a FIFO, a path under a regular file) or its
+ * directory cannot take a new file, so that a mistyped --export fails at
+ * start-up rather than after training. */
 DdpStatus ddp_weights_check_writable(const char *flag, const char *path);
 
 #endif

@@ -3,6 +3,10 @@
  * targets, a CPU program links no BLAS, and the build line recorded in it
  * rebuilds it.
  *
+ * ddpc's outputs: never an input, a directory or a FIFO, always written whole
+ * (concurrent runs), CPU by default where no GPU is visible, and the runtime
+ * found from an installed prefix.
+ *
  * The CUDA programs cannot run here, but every example must compile and link
  * with nvcc (sm_90 code and PTX) with no warning from the generated code.
  */
@@ -98,6 +102,135 @@ static void test_rebuild_after_edit(void)
     free(cmd);
 }
 
+/* Runs the shell script SCRIPT (one %s: ddpc) and checks that its output
+ * holds each of WANT (NULL-terminated); prints the output when not. */
+static void script_says(const char *script, const char *const *want)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "D=%s; set -u; d=$(mktemp -d); trap 'rm -rf $d' EXIT; cd $d; %s", test_ddpc(),
+                             script) > 0);
+    int rc = test_run(cmd, &out);
+    int ok = rc == 0;
+    for (const char *const *w = want; *w; w++)
+        if (!out || !strstr(out, *w)) {
+            fprintf(stderr, "\n  missing: %s", *w);
+            ok = 0;
+        }
+    CU_ASSERT(ok);
+    if (!ok)
+        fprintf(stderr, "\n  exit %d, output:\n%s\n", rc, out ? out : "");
+    free(out);
+    free(cmd);
+}
+
+/* -o may not name an input, nor have its .cu do so (by inode: ./x.net is
+ * x.net), nor be a directory or a FIFO; each refusal leaves the file as it was. */
+static void test_output_not_an_input(void)
+{
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "cp %s/examples/mlp.net x.net; cp x.net n.cu; cp x.net keep; mkdir sub; mkfifo ff; touch reg; "
+        "$D x.net --target cpu -o x.net; echo \"self=$?\"; "
+        "$D ./x.net --target cpu -o $d/x.net; echo \"abs=$?\"; "
+        "$D n.cu --target cpu -o n; echo \"cu=$?\"; "
+        "$D x.net --target cpu -o sub; echo \"dir=$?\"; "
+        "$D x.net --target cpu -o ff; echo \"fifo=$?\"; "
+        "$D x.net --target cpu -o reg/p; echo \"under=$?\"; "
+        "cmp x.net keep && cmp n.cu keep && echo UNCHANGED; test -p ff && test -z \"$(ls sub)\" && echo KINDS_KEPT",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "self=2", "abs=2", "cu=2", "dir=2", "fifo=2", "under=2", "UNCHANGED", "KINDS_KEPT",
+        "ddpc: error: -o x.net: that is the input x.net; name another output",
+        "ddpc: error: -o n: its source n.cu would overwrite the input n.cu; name another output",
+        "ddpc: error: -o sub: is a directory; name the program to write (-o sub/NAME)",
+        "ddpc: error: -o ff: is a FIFO, not a regular file; name a file",
+        "ddpc: error: -o reg/p: reg is not a directory",
+        NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* Several ddpc runs with one -o: every one succeeds (two linkers writing
+ * one file in place made some fail), the .cu is byte for byte a single
+ * run's, and the program runs: each file is written whole and renamed. */
+static void test_concurrent_outputs(void)
+{
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "net=%s/examples/mlp.net; $D $net --target cpu -o $d/p >/dev/null 2>&1 || echo FIRST_FAILED; cp p.cu ref.cu; "
+        "for i in $(seq 12); do ($D $net --target cpu -o $d/p > log$i 2>&1; echo \"exit=$?\" >> log$i) & done; wait; "
+        "cmp p.cu ref.cu && echo SAME_SOURCE; ./p --help | head -1; ls | grep -c tmp- | sed 's/^/leftovers=/'; "
+        "cat log* | grep -c -v '^exit=0$' | sed 's/^/failed=/'",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {"SAME_SOURCE", "usage: p ", "leftovers=0", "failed=0", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* With nvcc but no GPU visible, ddpc builds for the CPU and says so. */
+static void test_default_target_without_gpu(void)
+{
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc or no build/libddprt_cuda.a)", stderr);
+        return;
+    }
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "CUDA_VISIBLE_DEVICES= $D %s/examples/mlp.net -o p; echo \"rc=$?\"; grep '^// ddpc-build:' p.cu; ./p --help | head -1",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "rc=0", "-x c++", "usage: p ",
+        "ddpc: note: no GPU is visible here: building for the CPU (--target cuda builds for GPUs anyway)", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* --emit cu saved under another name, elsewhere: --rebuild builds it beside itself. */
+static void test_emit_then_rebuild(void)
+{
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "mkdir -p a/b; $D %s/examples/mlp.net --target cpu --emit cu > a/b/mine.cu; "
+        "$D --rebuild a/b/mine.cu; echo \"rc=$?\"; a/b/mine --help | head -1; "
+        "$D --rebuild a/b/mine.cu.txt; echo \"suffix=$?\"",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "rc=0", "usage: mine ", "suffix=2",
+        "the source's name must end in .cu (F.cu builds the program F)", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* ddpc installed as PREFIX/bin/ddpc finds PREFIX/include/ddpc and
+ * PREFIX/lib/ddpc; copied alone, it says what it looked for; DDPC_HOME
+ * names a prefix or the source tree. */
+static void test_installed_ddpc(void)
+{
+    const char *root = getenv("PWD") ? getenv("PWD") : ".";
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "R=%s; mkdir -p pre/bin pre/include/ddpc pre/lib/ddpc alone; cp $D pre/bin/ddpc; cp $D alone/ddpc; "
+        "cp $R/runtime/*.h pre/include/ddpc/; cp $R/build/libddprt.a pre/lib/ddpc/; "
+        "pre/bin/ddpc $R/examples/mnist.net --target cpu -o m; echo \"installed=$?\"; ./m --help | head -1; "
+        "grep -c 'pre/include/ddpc' m.cu | sed 's/^/headers=/'; "
+        "alone/ddpc $R/examples/mnist.net --target cpu -o m2; echo \"alone=$?\"; "
+        "DDPC_HOME=$d/pre alone/ddpc $R/examples/mlp.net --target cpu -o m3; echo \"home_prefix=$?\"; "
+        "DDPC_HOME=$R alone/ddpc $R/examples/mlp.net --target cpu -o m4; echo \"home_tree=$?\"",
+        root) > 0);
+    static const char *const want[] = {
+        "installed=0", "usage: m ", "headers=1", "alone=2", "home_prefix=0", "home_tree=0",
+        "cannot find the runtime beside", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* --help names every exit status. */
+static void test_help_exit_statuses(void)
+{
+    static const char *const want[] = {"Exit status: 0 done; 1 the build failed", "2 bad usage", NULL};
+    script_says("$D --help", want);
+}
+
 void suite_build(void)
 {
     static const TestCase cases[] = {
@@ -105,6 +238,12 @@ void suite_build(void)
         {"every example builds for CUDA (sm_90 + PTX) without warnings", test_cuda_programs_build},
         {"the CUDA build line asks for sm_90 code and PTX", test_cuda_source_has_ptx_and_sm90},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
+        {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
+        {"concurrent runs with one -o leave a whole .cu and a program that runs", test_concurrent_outputs},
+        {"nvcc but no GPU visible: builds for the CPU and says so", test_default_target_without_gpu},
+        {"--emit cu saved elsewhere rebuilds beside itself", test_emit_then_rebuild},
+        {"an installed or moved ddpc finds its runtime, or says where it looked", test_installed_ddpc},
+        {"--help lists the exit statuses 0, 1 and 2", test_help_exit_statuses},
         {NULL, NULL},
     };
     test_add_suite("build", cases);

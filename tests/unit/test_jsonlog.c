@@ -3,10 +3,12 @@
  * json module reads back from it (values bit for bit, through struct).
  */
 #include <math.h>
+#include <signal.h>        // SIGXFSZ
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>  // setrlimit: a file size limit makes writes fail
 #include <unistd.h>
 
 #include "jsonlog.h"  // ddp_jsonlog_open, ddp_jsonlog_write, ddp_jsonlog_close
@@ -143,13 +145,31 @@ static void test_failures(void)
     CU_ASSERT_EQUAL(ddp_jsonlog_open("/nonexistent/dir/log.jsonl", 0, &log), DDP_BAD_INPUT);
     CU_ASSERT_PTR_NULL(log);
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/nonexistent/dir/log.jsonl: cannot open"));
-    if (access("/dev/full", W_OK) == 0) {
-        CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open("/dev/full", 0, &log), DDP_OK);
+    /* a device is not a log (runtime/dirs.h), and stays a device */
+    CU_ASSERT_EQUAL(ddp_jsonlog_open("/dev/full", 0, &log), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "--log /dev/full: is a character device"));
+    /* A write that fails (here: past the file size limit, in a child) is reported. */
+    test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddpc-jsonlog-XXXXXX");
+    int fd;
+    pid_t pid = test_fork_capturing(&fd);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit one_byte = {1, 1};
+        DdpJsonLog *small = NULL;
+        if (setrlimit(RLIMIT_FSIZE, &one_byte) != 0 ||
+            ddp_jsonlog_open(test_tmp_path(tmpdir, "log.jsonl"), 0, &small) != DDP_OK)
+            _exit(3);
         DdpLogField f = DDP_LOG_I("epoch", 1);
-        CU_ASSERT_EQUAL(ddp_jsonlog_write(log, &f, 1), DDP_FAIL);
-        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/dev/full: cannot write the log: No space"));
-        ddp_jsonlog_close(log);
+        DdpStatus st = ddp_jsonlog_write(small, &f, 1);
+        fputs(ddp_error_message(), stdout);
+        ddp_jsonlog_close(small);
+        _exit(st == DDP_FAIL ? 0 : 4);
     }
+    char *out = NULL;
+    CU_ASSERT_EQUAL(test_child_output(pid, fd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "log.jsonl: cannot write the log: File too large"));
+    free(out);
+    test_remove_tmpdir(tmpdir);
     CU_ASSERT_EQUAL(ddp_jsonlog_close(NULL), DDP_OK);
 }
 

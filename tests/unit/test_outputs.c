@@ -1,0 +1,155 @@
+/*
+ * What the generated program may write (runtime/dirs.h): --export,
+ * checkpoints and --log name a regular file or nothing; links are followed,
+ * never replaced; a device, a FIFO or a directory is refused and stays what
+ * it was; a path under a regular file is "not a directory".
+ *
+ * The device is made in the test's own directory (mknod, as root) so that
+ * nothing outside it can be harmed even when the rule is broken; without the
+ * right to make one, that case is skipped and says so.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>  // makedev
+#include <unistd.h>
+
+#include "dirs.h"         // ddp_output_check, ddp_output_target
+#include "jsonlog.h"      // ddp_jsonlog_open
+#include "safetensors.h"  // ddp_safetensors_write
+#include "testutil.h"
+#include "weights.h"      // ddp_weights_check_writable
+
+static float one[1] = {1.0f};
+static const DdpTensor tensor = {.name = "x", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {1}, .data = one};
+
+static int message_has(const char *what)
+{
+    if (strstr(ddp_error_message(), what))
+        return 1;
+    fprintf(stderr, "\nmessage \"%s\" lacks \"%s\"", ddp_error_message(), what);
+    return 0;
+}
+
+static mode_t kind_of(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0 ? sb.st_mode & S_IFMT : 0;
+}
+
+/* The file is refused at start-up (--export's check) and when written, and
+ * is still of kind KIND afterwards. */
+static void refused(const char *path, mode_t kind, const char *says)
+{
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", path), DDP_BAD_INPUT);
+    CU_ASSERT(message_has(says));
+    CU_ASSERT_EQUAL(ddp_safetensors_write(path, &tensor, 1, NULL, 0), DDP_BAD_INPUT);
+    CU_ASSERT(message_has(says));
+    CU_ASSERT_EQUAL(kind_of(path), kind);
+}
+
+static void test_export_refuses_what_is_not_a_file(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
+    const char *fifo = test_tmp_path(dir, "fifo");
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    refused(fifo, S_IFIFO, "fifo: is a FIFO, not a regular file");
+
+    const char *sub = test_tmp_path(dir, "sub");
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0755), 0);
+    refused(sub, S_IFDIR, "sub: is a directory, not a regular file");
+
+    /* a link to the FIFO: refused as well, and still a link */
+    const char *to_fifo = test_tmp_path(dir, "to-fifo");
+    CU_ASSERT_EQUAL_FATAL(symlink("fifo", to_fifo), 0);
+    refused(to_fifo, S_IFLNK, "to-fifo: links to");
+    CU_ASSERT_EQUAL(kind_of(fifo), S_IFIFO);
+
+    /* a character device like /dev/null, but our own */
+    const char *null = test_tmp_path(dir, "null");
+    if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0)
+        refused(null, S_IFCHR, "null: is a character device, not a regular file");
+    else
+        fprintf(stderr, "\n  (character device case skipped: mknod: %s)", strerror(errno));
+
+    /* under a regular file: not "Permission denied" */
+    const char *file = test_tmp_path(dir, "file");
+    FILE *f = fopen(file, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    const char *under = test_tmp_path(dir, "file/x.safetensors");
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", under), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("file is not a directory"));
+    CU_ASSERT_EQUAL(ddp_safetensors_write(under, &tensor, 1, NULL, 0), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("file is not a directory"));
+    CU_ASSERT_EQUAL(kind_of(file), S_IFREG);
+    test_remove_tmpdir(dir);
+}
+
+/* A link to a file (or to where one will be) is followed: the target gets
+ * the weights, the link stays a link. */
+static void test_export_follows_links(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
+    const char *link = test_tmp_path(dir, "latest.safetensors");
+    CU_ASSERT_EQUAL_FATAL(mkdir(test_tmp_path(dir, "run3"), 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("run3/w.safetensors", link), 0);
+    for (int pass = 0; pass < 2; pass++) { /* a new target, then replacing it */
+        CU_ASSERT_EQUAL(ddp_weights_check_writable("export", link), DDP_OK);
+        CU_ASSERT_EQUAL(ddp_safetensors_write(link, &tensor, 1, NULL, 0), DDP_OK);
+        CU_ASSERT_EQUAL(kind_of(link), S_IFLNK);
+        CU_ASSERT_EQUAL(kind_of(test_tmp_path(dir, "run3/w.safetensors")), S_IFREG);
+        CU_ASSERT_EQUAL(access(test_tmp_path(dir, "run3/w.safetensors.tmp"), F_OK), -1);
+    }
+    char *target = NULL;
+    CU_ASSERT_EQUAL(ddp_output_target("export", link, &target), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(target ? target : "", test_tmp_path(dir, "run3/w.safetensors"));
+    free(target);
+    /* a loop of links ends */
+    CU_ASSERT_EQUAL_FATAL(symlink("loop-b", test_tmp_path(dir, "loop-a")), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("loop-a", test_tmp_path(dir, "loop-b")), 0);
+    CU_ASSERT_EQUAL(ddp_output_check("export", test_tmp_path(dir, "loop-a")), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("cannot follow the link"));
+    test_remove_tmpdir(dir);
+}
+
+/* --log follows the same rule (it is written in place, not renamed). */
+static void test_log_refuses_devices(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
+    DdpJsonLog *log = NULL;
+    const char *null = test_tmp_path(dir, "null");
+    if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        CU_ASSERT_EQUAL(ddp_jsonlog_open(null, 0, &log), DDP_BAD_INPUT);
+        CU_ASSERT(message_has("--log "));
+        CU_ASSERT(message_has("is a character device"));
+        CU_ASSERT_PTR_NULL(log);
+        if (log)
+            ddp_jsonlog_close(log);
+    } else {
+        fprintf(stderr, "\n  (character device case skipped: mknod: %s)", strerror(errno));
+    }
+    const char *link = test_tmp_path(dir, "log-link");
+    CU_ASSERT_EQUAL_FATAL(symlink("log.jsonl", link), 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(link, 0, &log), DDP_OK);
+    ddp_jsonlog_close(log);
+    CU_ASSERT_EQUAL(kind_of(link), S_IFLNK);
+    CU_ASSERT_EQUAL(kind_of(test_tmp_path(dir, "log.jsonl")), S_IFREG);
+    test_remove_tmpdir(dir);
+}
+
+void suite_outputs(void)
+{
+    static const TestCase cases[] = {
+        {"--export refuses a FIFO, a directory, a device, a path under a file", test_export_refuses_what_is_not_a_file},
+        {"--export follows links: the target is written, the link stays", test_export_follows_links},
+        {"--log refuses a device and follows links", test_log_refuses_devices},
+        {NULL, NULL},
+    };
+    test_add_suite("outputs", cases);
+}
