@@ -10,6 +10,8 @@
 #   make bench-deps  the newest PyTorch, in a venv, for the benchmarks (about 5 GB)
 #   make memcheck       a short training run of every example under valgrind
 #   make memcheck-asan  the same under ASan + UBSan
+#   make install  ddpc, the runtime's headers and libraries under PREFIX
+#                 (/usr/local; DESTDIR stages them for a package)
 #
 # What is missing disables a target with a line saying so; it never breaks the
 # build. Our own code is compiled with -Werror; bison/flex output is not ours,
@@ -60,7 +62,7 @@ RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test fuzz bench bench-deps memcheck memcheck-asan found clean FORCE
+.PHONY: all deps run test fuzz bench bench-deps memcheck memcheck-asan install uninstall found clean FORCE
 all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
@@ -106,7 +108,10 @@ $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 # ---- the compiler and the runtime -------------------------------------------
 # ddpc plans buckets with the runtime's own planner, and suggests with the
 # runtime's own "did you mean" (one rule, two users).
-$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o
+# ddpc shares with the programs it builds: the bucket plan, "did you mean",
+# and the rule for which paths an output may be (dirs.c, with status.c's messages).
+$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o \
+               $(BUILD)/runtime/dirs.o $(BUILD)/runtime/status.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # The CPU ops (their products, im2col, col2im, Winograd's transforms) are
@@ -165,6 +170,7 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -Itests/fuzz -I$(BUILD)
 fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
+                     runtime/dirs.c runtime/status.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lm
@@ -188,6 +194,20 @@ memcheck: all
 	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh
 memcheck-asan: all
 	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh --asan
+
+# ---- install -----------------------------------------------------------------
+# PREFIX/bin/ddpc finds its runtime from its own path: the headers in
+# PREFIX/include/ddpc, the libraries in PREFIX/lib/ddpc (compiler/build.c).
+# DESTDIR stages the tree for a package; nothing in it records the prefix.
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ddpc $(DESTDIR)$(PREFIX)/lib/ddpc
+	install -m 755 $(BUILD)/ddpc $(DESTDIR)$(PREFIX)/bin/ddpc
+	install -m 644 runtime/*.h $(DESTDIR)$(PREFIX)/include/ddpc/
+	install -m 644 $(BUILD)/libddprt.a $(wildcard $(BUILD)/libddprt_cuda.a) $(DESTDIR)$(PREFIX)/lib/ddpc/
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ddpc
+	rm -rf $(DESTDIR)$(PREFIX)/include/ddpc $(DESTDIR)$(PREFIX)/lib/ddpc
 
 # ---- dependencies (Debian, as root) -----------------------------------------------
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev \

@@ -1,9 +1,9 @@
 /*
  * output.c: the files ddpc writes (OUT.cu, OUT), and which paths it may write.
  *
- * The rule is the generated program's (runtime/dirs.c), restated here because
- * ddpc links none of the runtime's file code: an output must name a regular
- * file or nothing; symbolic links are followed, so a link's target is
+ * The rule is the generated program's (runtime/dirs.c, which ddpc links): an
+ * output must name a regular file or nothing; symbolic links are followed,
+ * so a link's target is
  * replaced and the link stays, as a shell's `>` would do; a directory, a
  * device, a FIFO or a socket is refused, and so is a path under a regular
  * file. ddpc adds its own: an output may not be one of the build's inputs,
@@ -15,6 +15,8 @@
  * sees the old file or a whole new one, never a mix of the two.
  */
 #include "ddpc.h"
+#include "dirs.h"    // ddp_output_resolve: which paths an output may be
+#include "status.h"  // ddp_error_message
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,24 +25,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* As the kernel allows (MAXSYMLINKS): more hops than this is a loop. */
-enum { MAX_LINK_HOPS = 40 };
-
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a regular file";
-}
 
 /* The directory part of PATH ("." when none), in A. */
 static char *dir_of(Arena *a, const char *path)
@@ -51,62 +35,16 @@ static char *dir_of(Arena *a, const char *path)
     return arena_strndup(a, path, slash == path ? 1 : (size_t)(slash - path));
 }
 
-/* PATH failed with ENOTDIR: the first leading part of it that exists but is
- * not a directory (PATH itself when none is found). */
-static char *non_directory_part(Arena *a, const char *path)
-{
-    char *part = arena_strndup(a, path, strlen(path));
-    for (size_t i = 1; part[i]; i++) {
-        if (part[i] != '/' || part[i - 1] == '/')
-            continue;
-        part[i] = '\0';
-        struct stat sb;
-        if (stat(part, &sb) == 0 && !S_ISDIR(sb.st_mode))
-            return part;
-        part[i] = '/';
-    }
-    return part;
-}
-
 char *output_target(Arena *a, const char *who, const char *path)
 {
-    if (!*path) {
-        fprintf(stderr, "ddpc: error: %s: an empty path; name a file\n", who);
+    char *target = NULL;
+    if (ddp_output_resolve(who, path, &target) != DDP_OK) {
+        fprintf(stderr, "ddpc: error: %s\n", ddp_error_message());
         return NULL;
     }
-    char *cur = arena_strndup(a, path, strlen(path));
-    for (int hops = 0;; hops++) {
-        struct stat sb;
-        if (lstat(cur, &sb) != 0) {
-            if (errno == ENOENT) /* a new file: its directory must take it, which the write will say */
-                return cur;
-            if (errno == ENOTDIR)
-                fprintf(stderr, "ddpc: error: %s: %s is not a directory\n", who, non_directory_part(a, cur));
-            else
-                fprintf(stderr, "ddpc: error: %s: cannot look at %s: %s\n", who, cur, strerror(errno));
-            return NULL;
-        }
-        if (S_ISREG(sb.st_mode))
-            return cur;
-        if (!S_ISLNK(sb.st_mode)) {
-            if (strcmp(cur, path) == 0)
-                fprintf(stderr, "ddpc: error: %s: is %s, not a regular file; name a file\n", who, file_kind(sb.st_mode));
-            else
-                fprintf(stderr, "ddpc: error: %s: links to %s, which is %s, not a regular file; name a file\n", who, cur,
-                        file_kind(sb.st_mode));
-            return NULL;
-        }
-        char link[PATH_MAX];
-        ssize_t n = hops < MAX_LINK_HOPS ? readlink(cur, link, sizeof link - 1) : -1;
-        if (n < 0) {
-            fprintf(stderr, "ddpc: error: %s: cannot follow the link %s: %s\n", who, cur,
-                    strerror(hops < MAX_LINK_HOPS ? errno : ELOOP));
-            return NULL;
-        }
-        link[n] = '\0';
-        cur = link[0] == '/' || !strchr(cur, '/') ? arena_strndup(a, link, (size_t)n)
-                                                  : arena_printf(a, "%s/%s", dir_of(a, cur), link);
-    }
+    char *copy = arena_strndup(a, target, strlen(target));
+    free(target);
+    return copy;
 }
 
 bool output_same_file(const char *a, const char *b)

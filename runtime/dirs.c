@@ -109,7 +109,11 @@ static void non_directory_part(const char *path, char *part, size_t len)
 DdpStatus ddp_output_target(const char *flag, const char *path, char **target)
 {
     char who[PATH_MAX + 64];
-    named(flag, path, who, sizeof who);
+    return ddp_output_resolve(named(flag, path, who, sizeof who), path, target);
+}
+
+DdpStatus ddp_output_resolve(const char *who, const char *path, char **target)
+{
     *target = NULL;
     if (!*path)
         return DDP_ERR(DDP_BAD_INPUT, "%s: an empty path; name a file", who);

@@ -27,6 +27,8 @@ int ddp_make_dirs(const char *dir, char *failed, size_t len);
  * starting "--FLAG PATH: " (or "PATH: " when FLAG is NULL) and saying what
  * the path is. Whether the directory can take a new file is not checked here. */
 DdpStatus ddp_output_target(const char *flag, const char *path, char **target);
+/* The same, with messages starting WHO (ddpc's "-o OUT") instead of "--FLAG PATH". */
+DdpStatus ddp_output_resolve(const char *who, const char *path, char **target);
 
 /* ddp_output_target, and the directory that would hold the file must let us
  * create it: for start-up, so that a mistyped path fails before training. */

@@ -18,7 +18,8 @@ README's indented code blocks are of three kinds:
   - anything else (.net files, tables, output shown alone): not run.
 
 The scratch directory holds `build` and `examples`, linked to the source tree,
-and `ddpc` is on PATH (build/ddpc), so README's commands run as written.
+`ddpc` is on PATH (build/ddpc) and HOME is the scratch directory, so README's
+commands run as written; `make` runs in the source tree.
 `OUT`, README's name for any program, is the mnist_train built earlier.
 
 Usage: newcomer.py README.md [--list] [--verbose] [--excerpt]
@@ -47,6 +48,8 @@ RULES = [
     (r"make deps && make test", "skip: CI runs make deps and make test (.ci/run)"),
     (r"ddpc build: .*|\.\.\.", "skip: what make prints, not a command"),
     (r"build/ddpc examples/mnist\.net -o mnist_train", "run"),
+    (r"make install PREFIX=\$HOME/\.local", "run"),
+    (r"~/\.local/bin/ddpc examples/mnist\.net -o mnist_train", "run"),
     (r"\./(mnist_train|OUT)", "run+short"),
     (r"\./OUT --nproc-per-node \d+", "run+short"),
     (r"mpirun --allow-run-as-root --oversubscribe -np \d+ \./OUT", "run+short"),
@@ -65,7 +68,7 @@ RULES = [
     (r"bash tests/gpu/run\.sh", "skip: needs a GPU"),
 ]
 
-COMMAND_START = re.compile(r"(\$ |build/|\./|tests/|bash |torchrun |mpirun |srun |make\b|export |ddpc |sudo )")
+COMMAND_START = re.compile(r"(\$ |build/|\./|~/|tests/|bash |torchrun |mpirun |srun |make\b|export |ddpc |sudo )")
 
 # Figures that differ from run to run, masked on both sides.
 MASKS = [
@@ -198,15 +201,17 @@ class Runner:
         os.symlink(os.path.join(REPO, "build", "ddpc"), os.path.join(bindir, "ddpc"))
         for name in ("build", "examples"):
             os.symlink(os.path.join(REPO, name), os.path.join(workdir, name))
-        os.symlink(os.path.join(REPO, "Makefile"), os.path.join(workdir, "Makefile"))
-        self.env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        # HOME is the scratch directory, so `make install PREFIX=$HOME/.local` installs there.
+        self.env = dict(os.environ, HOME=workdir, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
         for name in ("OPENBLAS_VERBOSE",):
             self.env.pop(name, None)
 
     def run(self, command, timeout=600):
         command = re.sub(r"\bOUT\b", "mnist_train", command)
         start = time.monotonic()
-        done = subprocess.run(["bash", "-c", command], cwd=self.workdir, env=self.env, stdout=subprocess.PIPE,
+        # make runs in the source tree, which holds the Makefile's sources
+        cwd = REPO if command.startswith("make") else self.workdir
+        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=timeout)
         return done.returncode, done.stdout.decode(errors="replace").rstrip("\n").split("\n") if done.stdout else []
 
