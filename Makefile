@@ -143,10 +143,10 @@ $(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 
 # ---- the main job ---------------------------------------------------------------
 # Compile the tutorial's net and train it: on the GPUs if this machine has any,
-# else on the CPU. RUN_FLAGS passes flags to the program (e.g. --epochs 2).
-RUN_TARGET = $(if $(and $(NVCC),$(shell nvidia-smi -L 2>/dev/null)),cuda,cpu)
+# else on the CPU (ddpc's own choice of target). RUN_FLAGS passes flags to the
+# program (e.g. --epochs 2).
 run: all
-	$(BUILD)/ddpc examples/mnist.net --target $(RUN_TARGET) -o $(BUILD)/mnist_train
+	$(BUILD)/ddpc examples/mnist.net -o $(BUILD)/mnist_train
 	$(BUILD)/mnist_train $(RUN_FLAGS)
 
 # ---- tests -------------------------------------------------------------------
