@@ -150,9 +150,9 @@ typedef struct {
 } Gap;
 
 typedef struct {
-    Gap *node;
-    int *spare; /* nodes given back, for reuse */
-    int n_used, n_spare;
+    Gap *node;  /* grown as needed: there are rarely many free runs */
+    int n_used, cap;
+    int spare;  /* nodes given back, chained through l, for reuse */
     uint32_t seed;
     int64_t *work;
 } Gaps;
@@ -166,9 +166,29 @@ static void gap_pull(Gaps *g, int t)
     n->max = m > l ? (m > r ? m : r) : (l > r ? l : r);
 }
 
+static void gap_free(Gaps *g, int t)
+{
+    g->node[t].l = g->spare;
+    g->spare = t;
+}
+
+/* The node pool may move: callers hold no Gap pointer across a call. */
 static int gap_new(Gaps *g, int64_t start, int64_t len)
 {
-    int t = g->n_spare ? g->spare[--g->n_spare] : g->n_used++;
+    int t = g->spare;
+    if (t != GAP_NONE)
+        g->spare = g->node[t].l;
+    else {
+        if (g->n_used == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 64;
+            g->node = realloc(g->node, sizeof *g->node * (size_t)g->cap);
+            if (!g->node) {
+                fputs("ddpc: internal error: out of memory\n", stderr);
+                abort();
+            }
+        }
+        t = g->n_used++;
+    }
     g->seed ^= g->seed << 13; /* xorshift: the plan does not depend on the shape of the tree */
     g->seed ^= g->seed >> 17;
     g->seed ^= g->seed << 5;
@@ -226,8 +246,9 @@ static int64_t gap_take(Gaps *g, int *t, int64_t size)
         if (n->len != GAP_UNBOUNDED)
             n->len -= size;
         if (n->len == 0) {
-            g->spare[g->n_spare++] = *t;
-            *t = gap_merge(g, n->l, n->r);
+            int l = n->l, r = n->r;
+            gap_free(g, *t);
+            *t = gap_merge(g, l, r);
             return at;
         }
     } else
@@ -257,7 +278,7 @@ static void gap_give(Gaps *g, int *t, int64_t at, int64_t size)
     Gap *pn = join_prev ? &g->node[prev] : NULL, *nn = &g->node[next];
     if (join_prev && join_next) {
         pn->len = nn->len == GAP_UNBOUNDED ? GAP_UNBOUNDED : pn->len + size + nn->len;
-        g->spare[g->n_spare++] = next;
+        gap_free(g, next);
         next = GAP_NONE;
     } else if (join_prev)
         pn->len += size;
@@ -301,11 +322,10 @@ void plan_place(Plan *p)
     int n = p->n_storages, n_batch = 0;
     int *order = malloc(sizeof *order * (size_t)(n + 1));
     int *ending = malloc(sizeof *ending * (size_t)(n + 1));
-    Gaps g = {.node = malloc(sizeof *g.node * (size_t)(n + 2)),
-              .spare = malloc(sizeof *g.spare * (size_t)(n + 2)),
+    Gaps g = {.spare = GAP_NONE,
               .seed = 2463534242u,
               .work = &p->place_work};
-    if (!order || !ending || !g.node || !g.spare) {
+    if (!order || !ending) {
         fputs("ddpc: internal error: out of memory\n", stderr);
         abort();
     }
@@ -337,7 +357,6 @@ void plan_place(Plan *p)
     free(order);
     free(ending);
     free(g.node);
-    free(g.spare);
 }
 
 static void hash_bytes(uint64_t *h, const void *data, size_t len)
