@@ -172,7 +172,7 @@ static void gap_free(Gaps *g, int t)
     g->spare = t;
 }
 
-/* The node pool may move: callers hold no Gap pointer across a call. */
+/* The node pool may move here: no caller holds a Gap pointer across this call. */
 static int gap_new(Gaps *g, int64_t start, int64_t len)
 {
     int t = g->spare;
