@@ -361,10 +361,14 @@ typedef struct {
     int *bucket_param;      /* position in reverse trainable order -> index into Net.params */
     int n_buckets;
     int64_t arena_per_sample, arena_fixed;
+    int64_t place_work;     /* steps plan_place took: tests hold it to O(n log n) */
     const char *hash;
 } Plan;
 
 void plan_net(Arena *a, const Net *net, Plan *p);
+/* Places p's storages (their offsets, the arena's sizes), as plan_net does
+ * last; tests call it on made-up lifetimes. */
+void plan_place(Plan *p);
 
 //
 // emit_cu.c: the generated program's source, one file for CUDA and CPU
