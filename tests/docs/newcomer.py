@@ -203,8 +203,6 @@ class Runner:
             os.symlink(os.path.join(REPO, name), os.path.join(workdir, name))
         # HOME is the scratch directory, so `make install PREFIX=$HOME/.local` installs there.
         self.env = dict(os.environ, HOME=workdir, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-        for name in ("OPENBLAS_VERBOSE",):
-            self.env.pop(name, None)
 
     def run(self, command, timeout=600):
         command = re.sub(r"\bOUT\b", "mnist_train", command)
@@ -213,6 +211,8 @@ class Runner:
         cwd = REPO if command.startswith("make") else self.workdir
         done = subprocess.run(["bash", "-c", command], cwd=cwd, env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=timeout)
+        if self.verbose:
+            print(f"{time.monotonic() - start:6.1f} s  exit {done.returncode}  {command.splitlines()[0]}", flush=True)
         return done.returncode, done.stdout.decode(errors="replace").rstrip("\n").split("\n") if done.stdout else []
 
 
