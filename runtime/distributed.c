@@ -214,49 +214,87 @@ static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t byt
     return st;
 }
 
-/* What must agree across ranks for them to take the same steps. */
+/* What must agree across ranks for them to take the same steps and make the
+ * same collectives: the net, the world, every flag flags.h classes as one
+ * that must agree (as text: the value, or whether it was given), and the
+ * data's sizes and digests. Values are compared as text, which is also what
+ * the message quotes. */
+enum { VALUE_LEN = 48 };
 typedef struct {
     char hash[32];
-    int64_t batch, epochs, max_steps, no_sync_every, shuffle, world;
-    double lr, bucket_cap_bytes;
-    uint64_t seed;
+    char flag[DDP_FLAG_COUNT][VALUE_LEN];
+    int64_t world, train_n, test_n;
+    uint64_t train_digest, test_digest;
 } Settings;
 
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags)
+/* The first difference between rank R's settings B and rank 0's A, as
+ * DDP_BAD_INPUT; DDP_OK if none. */
+static DdpStatus compare_settings(int r, const Settings *a, const Settings *b)
 {
+    if (strcmp(a->hash, b->hash) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
+                                      "every rank must run the same program", r, b->hash, a->hash);
+    if (a->world != b->world)
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d counts %lld ranks where rank 0 counts %lld: give every rank the same "
+                                      "world size", r, (long long)b->world, (long long)a->world);
+    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
+        DdpAgree agree = ddp_flags_agreement((DdpFlagId)i);
+        if (agree == DDP_AGREE_LOCAL || strcmp(a->flag[i], b->flag[i]) == 0)
+            continue;
+        const char *name = ddp_flags_name((DdpFlagId)i);
+        if (agree == DDP_AGREE_GIVEN)
+            return DDP_ERR(DDP_BAD_INPUT, "--%s is %s on rank %d but %s on rank 0: give it to every rank or to none "
+                                          "(rank 0 acts on it, and the others take part)",
+                           name, b->flag[i], r, a->flag[i]);
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d has --%s %s where rank 0 has %s: every rank needs the same --%s",
+                       r, name, b->flag[i], a->flag[i], name);
+    }
+    if (a->train_n != b->train_n || a->train_digest != b->train_digest || a->test_n != b->test_n ||
+        a->test_digest != b->test_digest) {
+        int train = a->train_n != b->train_n || a->train_digest != b->train_digest;
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d's %s data differs from rank 0's (%lld samples, digest %016llx; rank 0: "
+                                      "%lld samples, digest %016llx): give every rank the same --data",
+                       r, train ? "training" : "test", (long long)(train ? b->train_n : b->test_n),
+                       (unsigned long long)(train ? b->train_digest : b->test_digest),
+                       (long long)(train ? a->train_n : a->test_n),
+                       (unsigned long long)(train ? a->train_digest : a->test_digest));
+    }
+    return DDP_OK;
+}
+
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
+                              const DdpIdxSet *test)
+{
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        if (ddp_flags_agreement((DdpFlagId)i) == DDP_AGREE_UNSET)
+            return DDP_ERR(DDP_FAIL, "internal error: --%s does not say whether ranks must agree on it (flags.c)",
+                           ddp_flags_name((DdpFlagId)i));
     if (d->world <= 1)
         return DDP_OK;
-    Settings mine;
-    memset(&mine, 0, sizeof mine);
-    snprintf(mine.hash, sizeof mine.hash, "%s", net->hash);
-    mine.batch = cfg->batch;
-    mine.epochs = cfg->epochs;
-    mine.max_steps = flags->max_steps;
-    mine.no_sync_every = flags->no_sync_every;
-    mine.shuffle = flags->shuffle;
-    mine.world = d->world;
-    mine.lr = cfg->lr;
-    mine.bucket_cap_bytes = (double)cfg->bucket_cap_bytes;
-    mine.seed = cfg->seed;
+    Settings *mine = calloc(1, sizeof *mine);
     Settings *all = calloc((size_t)d->world, sizeof *all);
-    if (!all)
+    if (!mine || !all) {
+        free(mine);
+        free(all);
         return DDP_ERR(DDP_FAIL, "out of memory");
-    DdpStatus st = gather_host(d, &mine, all, sizeof mine);
-    for (int r = 1; st == DDP_OK && r < d->world; r++) {
-        const Settings *a = &all[0], *b = &all[r];
-        if (strcmp(a->hash, b->hash) != 0)
-            st = DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
-                                        "every rank must run the same program", r, b->hash, a->hash);
-        else if (a->batch != b->batch || a->epochs != b->epochs || a->max_steps != b->max_steps ||
-                 a->no_sync_every != b->no_sync_every || a->shuffle != b->shuffle || a->lr != b->lr ||
-                 a->bucket_cap_bytes != b->bucket_cap_bytes || a->seed != b->seed || a->world != b->world)
-            st = DDP_ERR(DDP_BAD_INPUT,
-                         "rank %d's settings differ from rank 0's (batch %lld/%lld, epochs %lld/%lld, lr %g/%g, "
-                         "seed %llu/%llu, max-steps %lld/%lld): give every rank the same flags",
-                         r, (long long)b->batch, (long long)a->batch, (long long)b->epochs, (long long)a->epochs,
-                         b->lr, a->lr, (unsigned long long)b->seed, (unsigned long long)a->seed,
-                         (long long)b->max_steps, (long long)a->max_steps);
     }
+    snprintf(mine->hash, sizeof mine->hash, "%s", net->hash);
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        if (ddp_flags_agreement((DdpFlagId)i) != DDP_AGREE_LOCAL)
+            ddp_flags_agreed_value(flags, (DdpFlagId)i, mine->flag[i], VALUE_LEN);
+    mine->world = d->world;
+    mine->train_n = train->n;
+    mine->test_n = test->n;
+    mine->train_digest = ddp_idx_digest(train);
+    mine->test_digest = ddp_idx_digest(test);
+    DdpStatus st = gather_host(d, mine, all, sizeof *mine);
+    for (int r = 1; st == DDP_OK && r < d->world; r++)
+        st = compare_settings(r, &all[0], &all[r]);
+    /* Every rank found the same difference in the same data: they all stop
+     * here, so the group may be finished cleanly and each exits 2. */
+    if (st == DDP_BAD_INPUT)
+        d->agreed_failure = 1;
+    free(mine);
     free(all);
     return st;
 }
@@ -321,7 +359,7 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
 
 void ddp_dist_close(DdpDist *d, int failed)
 {
-    if (failed)
+    if (failed && !d->agreed_failure)
         ddp_pg_abort(d->pg);
     else
         ddp_pg_destroy(d->pg);

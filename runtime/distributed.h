@@ -18,7 +18,8 @@
 
 #include <stdint.h>
 
-#include "flags.h"       // DdpFlags
+#include "flags.h"       // DdpFlags, ddp_flags_agreement
+#include "idx.h"         // DdpIdxSet, ddp_idx_digest
 #include "model.h"       // DdpNet, DdpTrainConfig
 #include "pg.h"          // DdpProcessGroup
 #include "rendezvous.h"  // DdpTopology, DdpStore
@@ -29,6 +30,7 @@ typedef struct {
     DdpProcessGroup *pg;  /* NULL with one rank */
     void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
+    int agreed_failure;   /* every rank failed the same start-up check: the group may finish cleanly */
 } DdpDist;
 
 /* The topology, from flags and environment. */
@@ -64,9 +66,13 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
  * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. */
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
 
-/* Every rank must run the same net (hash) with the same settings: a
- * difference names the rank and the setting, on every rank. */
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags);
+/* Every rank must run the same net (hash) in the same world, with the same
+ * value of every flag flags.h says must agree (or all with it given, or
+ * none), on the same TRAIN and TEST data (sizes and ddp_idx_digest): a
+ * difference is DDP_BAD_INPUT naming the first differing rank, the flag and
+ * both values, the same on every rank. */
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
+                              const DdpIdxSet *test);
 
 /* Rank 0's weights, buffers, optimizer state and (host) step counts to every
  * rank, before the first step. */

@@ -666,7 +666,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
-    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->cfg, &t->flags));
+    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test));
     /* Rank 0 speaks for the run; the others only say what goes wrong. */
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
