@@ -199,13 +199,15 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
 }
 
 /* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
-static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes)
+static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes, DdpPgPurpose purpose)
 {
     void *dev = NULL;
     size_t total = bytes * (size_t)d->world;
     DdpStatus st = ddp_device_alloc(&dev, total);
     if (st == DDP_OK)
         st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
+    if (st == DDP_OK)
+        ddp_pg_purpose(d->pg, purpose);
     if (st == DDP_OK)
         st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes, DDP_U8);
     if (st == DDP_OK)
@@ -287,7 +289,7 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *fla
     mine->test_n = test->n;
     mine->train_digest = ddp_idx_digest(train);
     mine->test_digest = ddp_idx_digest(test);
-    DdpStatus st = gather_host(d, mine, all, sizeof *mine);
+    DdpStatus st = gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_SETTINGS);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         st = compare_settings(r, &all[0], &all[r]);
     /* Every rank found the same difference in the same data: they all stop
@@ -310,6 +312,8 @@ DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n)
     if (st == DDP_OK)
         st = ddp_copy_to_device(dev, values, bytes, d->stream);
     if (st == DDP_OK)
+        ddp_pg_purpose(d->pg, DDP_PG_FOR_HOST_VALUES);
+    if (st == DDP_OK)
         st = ddp_pg_broadcast(d->pg, dev, (size_t)n, DDP_I64, 0);
     if (st == DDP_OK)
         st = ddp_copy_to_host(values, dev, bytes, d->stream);
@@ -322,18 +326,22 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
 {
     if (d->world <= 1)
         return DDP_OK;
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     DDP_CHECK(ddp_pg_broadcast(d->pg, params, (size_t)net->n_param_floats, DDP_F32, 0));
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     if (net->n_buffer_floats)
         DDP_CHECK(ddp_pg_broadcast(d->pg, buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
     /* zeros at the start; a resumed run's momentum or Adam moments */
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     DDP_CHECK(ddp_pg_broadcast(d->pg, opt_state, (size_t)(net->n_param_floats * net->opt_slots), DDP_F32, 0));
     return ddp_dist_broadcast_host(d, counts, net->n_params);
 }
 
-DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count)
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count, DdpPgPurpose purpose)
 {
     if (d->world <= 1)
         return DDP_OK;
+    ddp_pg_purpose(d->pg, purpose);
     return ddp_pg_allreduce(d->pg, stats, (size_t)count, DDP_F64, DDP_SUM);
 }
 
@@ -348,7 +356,7 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
     uint64_t *all = calloc((size_t)d->world, sizeof *all);
     if (!all)
         return DDP_ERR(DDP_FAIL, "out of memory");
-    DdpStatus st = gather_host(d, &h, all, sizeof h);
+    DdpStatus st = gather_host(d, &h, all, sizeof h, DDP_PG_FOR_CHECKSUM);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         if (all[r] != all[0])
             st = DDP_ERR(DDP_FAIL, "after training rank %d holds other weights than rank 0 (checksums %016llx and "
@@ -357,13 +365,15 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
     return st;
 }
 
-void ddp_dist_close(DdpDist *d, int failed)
+int ddp_dist_close(DdpDist *d, int failed)
 {
+    int running = 0;
     if (failed && !d->agreed_failure)
-        ddp_pg_abort(d->pg);
+        running = ddp_pg_abort(d->pg);
     else
         ddp_pg_destroy(d->pg);
     d->pg = NULL;
     ddp_store_close(d->store);
     d->store = NULL;
+    return running;
 }

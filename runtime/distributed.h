@@ -82,14 +82,17 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
 /* Rank 0's N host VALUES to every rank. */
 DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n);
 
-/* Sums COUNT doubles of device statistics over the ranks, in place. */
-DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count);
+/* Sums COUNT doubles of device statistics over the ranks, in place;
+ * PURPOSE (training or evaluation statistics) names it in messages. */
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count, DdpPgPurpose purpose);
 
 /* DDP_FAIL unless every rank's HOST_PARAMS (N floats) are bit-identical. */
 DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t n);
 
-/* Ends the group: cleanly after success, by abort after a failure (so that
- * the other ranks are ended, not left waiting). */
-void ddp_dist_close(DdpDist *d, int failed);
+/* Ends the group: cleanly after success (or a start-up check every rank
+ * failed alike), by abort after a failure (so that the other ranks are
+ * ended, not left waiting). Returns 1 when a collective is still running on
+ * the run's buffers (ddp_pg_abort): the caller must not free them. */
+int ddp_dist_close(DdpDist *d, int failed);
 
 #endif

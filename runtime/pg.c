@@ -120,17 +120,40 @@ void ddp_pg_destroy(DdpProcessGroup *pg)
     if (!pg)
         return;
     if (pg->ops)
-        pg->ops->destroy(pg->impl, 0);
+        (void)pg->ops->destroy(pg->impl, 0);
     free(pg);
 }
 
-void ddp_pg_abort(DdpProcessGroup *pg)
+int ddp_pg_abort(DdpProcessGroup *pg)
 {
     if (!pg)
-        return;
-    if (pg->ops)
-        pg->ops->destroy(pg->impl, 1);
+        return 0;
+    int running = pg->ops ? pg->ops->destroy(pg->impl, 1) : 0;
     free(pg);
+    return running;
+}
+
+void ddp_pg_purpose(DdpProcessGroup *pg, DdpPgPurpose purpose)
+{
+    if (pg && pg->ops && pg->ops->purpose)
+        pg->ops->purpose(pg->impl, purpose);
+}
+
+const char *ddp_pg_purpose_name(DdpPgPurpose purpose)
+{
+    switch (purpose) {
+    case DDP_PG_FOR_OTHER: return NULL;
+    case DDP_PG_FOR_GRADIENTS: return "the gradient all-reduce";
+    case DDP_PG_FOR_TRAIN_STATS: return "the training-statistics all-reduce";
+    case DDP_PG_FOR_EVAL_STATS: return "the evaluation all-reduce";
+    case DDP_PG_FOR_BATCHNORM: return "the batchnorm-statistics all-reduce";
+    case DDP_PG_FOR_WEIGHTS: return "the broadcast of the weights";
+    case DDP_PG_FOR_BUFFERS: return "the broadcast of the running statistics";
+    case DDP_PG_FOR_SETTINGS: return "the all-gather of the settings";
+    case DDP_PG_FOR_HOST_VALUES: return "the broadcast of rank 0's start-up values";
+    case DDP_PG_FOR_CHECKSUM: return "the all-gather of the weights' checksums";
+    }
+    return "a collective of unknown purpose";
 }
 
 int ddp_pg_rank(const DdpProcessGroup *pg) { return pg ? pg->rank : 0; }

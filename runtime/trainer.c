@@ -438,7 +438,7 @@ static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int z
      * are summed over ranks; the progress line's peek (not zeroing) is rank
      * 0's alone, as it happens on rank 0's clock. */
     if (zero)
-        DDP_CHECK(ddp_dist_sum_stats(&t->dist, stats, NSTATS));
+        DDP_CHECK(ddp_dist_sum_stats(&t->dist, stats, NSTATS, DDP_PG_FOR_TRAIN_STATS));
     DDP_CHECK(ddp_copy_to_host(out, stats, NSTATS * sizeof(double), t->stream));
     if (zero)
         DDP_CHECK(ddp_device_zero(stats, NSTATS * sizeof(double), t->stream));
@@ -473,7 +473,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     }
     t->ctx.stats = t->train_stats;
     double s[NSTATS];
-    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, NSTATS));
+    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, NSTATS, DDP_PG_FOR_EVAL_STATS));
     DDP_CHECK(read_stats(t, t->eval_stats, s, 0));
     *loss = s[2] > 0 ? s[0] / s[2] : NAN;
     *acc = s[2] > 0 ? s[1] / s[2] : NAN;
@@ -562,8 +562,10 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
-        if (t->dist.world > 1 && net->n_buffer_floats)
+        if (t->dist.world > 1 && net->n_buffer_floats) {
+            ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
+        }
         ddp_dist_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
         t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
         t->ctx.epoch = epoch;
@@ -723,7 +725,13 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
     ddp_reducer_destroy(t->reducer);
-    ddp_dist_close(&t->dist, failed);
+    /* A collective stuck in MPI may still write into the device buffers:
+     * they are left to the process's exit, which follows. */
+    if (ddp_dist_close(&t->dist, failed)) {
+        t->params = t->opt_state = t->buffers = NULL;
+        t->grads = NULL;
+        t->train_stats = t->eval_stats = NULL;
+    }
     ddp_ops_destroy(t->ops);
     ddp_device_free(t->params);
     ddp_device_free(t->grads);
