@@ -20,6 +20,15 @@
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
     memset(d, 0, sizeof *d);
+    /* A backend the build lacks is refused at any world size, before any
+     * rank starts: one rank would never use it, but the same command on
+     * several would fail later. */
+    if (flags->backend == DDP_BACKEND_NCCL && !ddp_device_is_gpu())
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "this program was built for CPUs; NCCL needs --target cuda (use --backend mpi for CPU ranks)");
+    if (flags->backend == DDP_BACKEND_MPI && ddp_device_is_gpu())
+        return DDP_ERR(DDP_BAD_INPUT, "--backend mpi: this program was built for GPUs, whose ranks talk through "
+                                      "NCCL; use --backend nccl (or build with --target cpu)");
     DDP_CHECK(ddp_topology_read(&d->topo, flags->rank, flags->world_size, flags->init_method));
     d->rank = d->topo.rank;
     d->world = d->topo.world_size;
