@@ -7,10 +7,12 @@
  */
 #include "distributed.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
@@ -70,9 +72,10 @@ static void put_number(char *buf, size_t size, size_t *len, int64_t v)
         buf[(*len)++] = digits[--n];
 }
 
+static volatile sig_atomic_t note_names_signal; /* a single rank: "stopped by SIGTERM" */
+
 static void say_and_exit(int sig)
 {
-    (void)sig;
     static const char *const doing[] = {
         [DDP_ACTIVITY_STARTING] = "while starting",
         [DDP_ACTIVITY_TRAINING] = "while training",
@@ -84,6 +87,8 @@ static void say_and_exit(int sig)
     size_t len = 0;
     for (size_t i = 0; i < termination_note_len; i++)
         line[len++] = termination_note[i];
+    if (note_names_signal)
+        put_text(line, sizeof line, &len, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
     int what = activity;
     put_text(line, sizeof line, &len, " ");
     put_text(line, sizeof line, &len, what >= 0 && what <= DDP_ACTIVITY_FINISHING ? doing[what] : "");
@@ -101,17 +106,22 @@ static void say_and_exit(int sig)
 
 void ddp_dist_note_termination(const DdpDist *d, const char *prog)
 {
+    int n;
     if (d->world <= 1)
-        return;
-    int n = snprintf(termination_note, sizeof termination_note,
+        n = snprintf(termination_note, sizeof termination_note, "%s: error: stopped by ", prog);
+    else
+        n = snprintf(termination_note, sizeof termination_note,
                      "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job "
                      "was stopped)", prog, d->rank);
     termination_note_len = n > 0 && (size_t)n < sizeof termination_note ? (size_t)n : 0;
+    note_names_signal = d->world <= 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = say_and_exit;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
+    if (d->world <= 1)
+        sigaction(SIGINT, &sa, NULL);
 }
 
 int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
@@ -125,15 +135,85 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
     return 0;
 }
 
+/* "SIGKILL" for 9. */
+static const char *signal_text(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "signal %d", sig);
+    return buf;
+}
+
+/* mpirun's pid while it runs, and the first SIGINT or SIGTERM sent to us. */
+static volatile pid_t mpirun_pid;
+static volatile sig_atomic_t stop_signal;
+
+/* A signal a process sent us alone (kill, a batch system) goes on to mpirun,
+ * which ends the ranks; Ctrl-C on the terminal reached mpirun already. */
+static void forward_to_mpirun(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    if (!stop_signal)
+        stop_signal = sig;
+    if (mpirun_pid > 0 && info && info->si_code != SI_KERNEL)
+        kill(mpirun_pid, sig);
+}
+
+/* Copies mpirun's stderr from FD to ours as it comes, watching for the line
+ * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1). */
+static void relay_mpirun_stderr(int fd, int *rank, int *sig)
+{
+    char buf[4096], line[1024];
+    size_t used = 0;
+    *rank = *sig = -1;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(STDERR_FILENO, buf + done, (size_t)(n - done));
+            if (w <= 0)
+                break;
+            done += w;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (used + 1 < sizeof line)
+                    line[used++] = buf[i];
+                continue;
+            }
+            line[used] = '\0';
+            used = 0;
+            /* Open MPI: "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)." */
+            const char *at = strstr(line, "process rank ");
+            const char *on = strstr(line, "exited on signal ");
+            int r, s;
+            if (at && on && *rank < 0 && sscanf(at, "process rank %d", &r) == 1 &&
+                sscanf(on, "exited on signal %d", &s) == 1) {
+                *rank = r;
+                *sig = s;
+            }
+        }
+    }
+}
+
 /* CPU ranks talk through MPI, so they must be MPI's: run ourselves under
- * mpirun, each rank with its share of the cores for OpenMP. */
+ * mpirun, each rank with its share of the cores for OpenMP. mpirun runs as
+ * our child, so that its end is said in the words of README's exit-status
+ * table whatever mpirun prints: a rank killed by a signal is "rank R was
+ * killed by signal S" and status 1, a SIGINT or SIGTERM to us "stopped by S". */
 static int launch_under_mpirun(int nproc, int argc, char **argv)
 {
+    const char *prog = ddp_prog_name(argv[0]);
     char np[16], exe[4096];
     snprintf(np, sizeof np, "%d", nproc);
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) {
-        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", argv[0]);
+        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", prog);
         return DDP_FAIL;
     }
     exe[len] = '\0';
@@ -147,6 +227,12 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
      * what it really is, so that a pipe gets plain lines (progress.h) */
     setenv(DDP_PROGRESS_TTY_ENV, isatty(STDOUT_FILENO) ? "1" : "0", 1);
     char **args = calloc((size_t)argc + 12, sizeof *args);
+    int pipe_fd[2];
+    if (!args || pipe(pipe_fd) != 0) {
+        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
+        free(args);
+        return DDP_FAIL;
+    }
     int k = 0;
     args[k++] = "mpirun";
     args[k++] = "-np";
@@ -166,11 +252,62 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
             continue;
         args[k++] = argv[i];
     }
-    execvp("mpirun", args);
-    fprintf(stderr, "%s: error: --nproc-per-node on a CPU build runs its ranks under mpirun, which was not found; "
-                    "install OpenMPI or start them with mpirun yourself\n", argv[0]);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_to_mpirun;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        close(pipe_fd[0]);
+        dup2(pipe_fd[1], STDERR_FILENO);
+        close(pipe_fd[1]);
+        execvp("mpirun", args);
+        fprintf(stderr, "%s: error: --nproc-per-node on a CPU build runs its ranks under mpirun, which was not "
+                        "found; install OpenMPI or start them with mpirun yourself\n", prog);
+        _exit(DDP_BAD_INPUT);
+    }
+    close(pipe_fd[1]);
     free(args);
-    return DDP_BAD_INPUT;
+    if (pid < 0) {
+        close(pipe_fd[0]);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
+        return DDP_FAIL;
+    }
+    mpirun_pid = pid;
+    int rank, sig;
+    relay_mpirun_stderr(pipe_fd[0], &rank, &sig);
+    close(pipe_fd[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    mpirun_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    char name[32];
+    int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    if (stop_signal) {
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, signal_text(stop_signal, name, sizeof name));
+        return DDP_FAIL;
+    }
+    if (rank >= 0) {
+        fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank, signal_text(sig, name, sizeof name));
+        return DDP_FAIL;
+    }
+    if (status > 128) { /* mpirun itself, or a rank it did not name, died of a signal */
+        fprintf(stderr, "%s: error: mpirun ended with status %d: a rank or mpirun was killed by signal %s\n", prog,
+                status, signal_text(status - 128, name, sizeof name));
+        return DDP_FAIL;
+    }
+    return status;
 }
 
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)

@@ -38,7 +38,9 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 
 /* With several ranks: a SIGTERM (how mpirun and the local launcher end the
  * other ranks when one fails) makes this rank say so on stderr, naming
- * itself, and exit 1, instead of vanishing without a word. */
+ * itself, and exit 1, instead of vanishing without a word. A single rank
+ * says "PROG: error: stopped by SIGINT while training at epoch E, step S"
+ * for a SIGINT or SIGTERM, and exits 1. */
 void ddp_dist_note_termination(const DdpDist *d, const char *prog);
 
 /* What the rank is doing, for that message: "... while training at epoch 3,
