@@ -299,7 +299,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         return DDP_FAIL;
     }
     if (rank >= 0) {
-        fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank, signal_text(sig, name, sizeof name));
+        fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank,
+                signal_text(sig, name, sizeof name));
         return DDP_FAIL;
     }
     if (status > 128) { /* mpirun itself, or a rank it did not name, died of a signal */

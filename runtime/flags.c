@@ -183,11 +183,14 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
         snprintf(buf, len, "a whole number from 0 to %llu", (unsigned long long)UINT64_MAX);
         break;
     case KIND_REAL:
-        if (isinf(spec->hi))
+        if (spec->single)
+            snprintf(buf, len, "a number %s %.15g that a float holds (at most %.2g)", spec->lo_open ? ">" : ">=",
+                     spec->lo, (double)FLT_MAX);
+        else if (isinf(spec->hi))
             snprintf(buf, len, "a number %s %.15g", spec->lo_open ? ">" : ">=", spec->lo);
         else
-            snprintf(buf, len, "a number %s %.15g and at most %.15g%s", spec->lo_open ? ">" : ">=", spec->lo,
-                     spec->hi, spec->single ? " that a float holds" : "");
+            snprintf(buf, len, "a number %s %.15g and at most %.15g", spec->lo_open ? ">" : ">=", spec->lo,
+                     spec->hi);
         break;
     case KIND_BACKEND:
         snprintf(buf, len, "nccl or mpi");
