@@ -26,7 +26,19 @@ struct DdpProcessGroup {
     void *stream;
     const DdpPgBackendOps *ops;    /* NULL for a world of one */
     void *impl;
+    DdpPgPurpose purpose;          /* of the next collective (ddp_pg_purpose) */
 };
+
+/* The purpose named for this collective, handed to the backend just before
+ * it runs; taken (reset) whether or not the collective reaches the backend,
+ * so that a skipped one (count 0) cannot pass its name to the next. */
+static void take_purpose(DdpProcessGroup *pg)
+{
+    DdpPgPurpose p = pg->purpose;
+    pg->purpose = DDP_PG_FOR_OTHER;
+    if (pg->ops && pg->ops->purpose)
+        pg->ops->purpose(pg->impl, p);
+}
 
 size_t ddp_pg_type_size(DdpPgType type)
 {
@@ -135,8 +147,8 @@ int ddp_pg_abort(DdpProcessGroup *pg)
 
 void ddp_pg_purpose(DdpProcessGroup *pg, DdpPgPurpose purpose)
 {
-    if (pg && pg->ops && pg->ops->purpose)
-        pg->ops->purpose(pg->impl, purpose);
+    if (pg)
+        pg->purpose = purpose;
 }
 
 const char *ddp_pg_purpose_name(DdpPgPurpose purpose)
@@ -166,6 +178,7 @@ DdpStatus ddp_pg_broadcast(DdpProcessGroup *pg, void *buf, size_t count, DdpPgTy
     DDP_CHECK(check_type(type, "broadcast"));
     if (root < 0 || root >= pg->size)
         return DDP_ERR(DDP_FAIL, "internal error: broadcast from rank %d in a world of %d", root, pg->size);
+    take_purpose(pg);
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->broadcast(pg->impl, buf, count, type, root);
@@ -176,6 +189,7 @@ DdpStatus ddp_pg_allreduce(DdpProcessGroup *pg, void *buf, size_t count, DdpPgTy
     DDP_CHECK(check_group(pg, "all-reduce"));
     DDP_CHECK(check_type(type, "all-reduce"));
     DDP_CHECK(check_op(type, op, "all-reduce"));
+    take_purpose(pg);
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->allreduce(pg->impl, buf, count, type, op);
@@ -185,6 +199,7 @@ DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, si
 {
     DDP_CHECK(check_group(pg, "all-gather"));
     DDP_CHECK(check_type(type, "all-gather"));
+    take_purpose(pg);
     if (count == 0)
         return DDP_OK;
     if (!pg->ops)
@@ -195,6 +210,7 @@ DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, si
 DdpStatus ddp_pg_barrier(DdpProcessGroup *pg)
 {
     DDP_CHECK(check_group(pg, "barrier"));
+    take_purpose(pg);
     return pg->ops ? pg->ops->barrier(pg->impl) : DDP_OK;
 }
 
@@ -207,6 +223,7 @@ DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, void *buf, size_t count, D
         return DDP_ERR(DDP_FAIL, "internal error: a bucket all-reduce of %s (floats or doubles only)",
                        ddp_pg_type_name(type));
     DDP_CHECK(check_op(type, op, "all-reduce"));
+    pg->purpose = DDP_PG_FOR_OTHER; /* always the gradients' (the backend names them) */
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->allreduce_start(pg->impl, buf, count, type, op, what, work);
