@@ -7,10 +7,12 @@
  */
 #include "distributed.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
@@ -20,6 +22,15 @@
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
     memset(d, 0, sizeof *d);
+    /* A backend the build lacks is refused at any world size, before any
+     * rank starts: one rank would never use it, but the same command on
+     * several would fail later. */
+    if (flags->backend == DDP_BACKEND_NCCL && !ddp_device_is_gpu())
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "this program was built for CPUs; NCCL needs --target cuda (use --backend mpi for CPU ranks)");
+    if (flags->backend == DDP_BACKEND_MPI && ddp_device_is_gpu())
+        return DDP_ERR(DDP_BAD_INPUT, "--backend mpi: this program was built for GPUs, whose ranks talk through "
+                                      "NCCL; use --backend nccl (or build with --target cpu)");
     DDP_CHECK(ddp_topology_read(&d->topo, flags->rank, flags->world_size, flags->init_method));
     d->rank = d->topo.rank;
     d->world = d->topo.world_size;
@@ -61,9 +72,10 @@ static void put_number(char *buf, size_t size, size_t *len, int64_t v)
         buf[(*len)++] = digits[--n];
 }
 
+static volatile sig_atomic_t note_names_signal; /* a single rank: "stopped by SIGTERM" */
+
 static void say_and_exit(int sig)
 {
-    (void)sig;
     static const char *const doing[] = {
         [DDP_ACTIVITY_STARTING] = "while starting",
         [DDP_ACTIVITY_TRAINING] = "while training",
@@ -75,6 +87,8 @@ static void say_and_exit(int sig)
     size_t len = 0;
     for (size_t i = 0; i < termination_note_len; i++)
         line[len++] = termination_note[i];
+    if (note_names_signal)
+        put_text(line, sizeof line, &len, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
     int what = activity;
     put_text(line, sizeof line, &len, " ");
     put_text(line, sizeof line, &len, what >= 0 && what <= DDP_ACTIVITY_FINISHING ? doing[what] : "");
@@ -92,17 +106,22 @@ static void say_and_exit(int sig)
 
 void ddp_dist_note_termination(const DdpDist *d, const char *prog)
 {
+    int n;
     if (d->world <= 1)
-        return;
-    int n = snprintf(termination_note, sizeof termination_note,
+        n = snprintf(termination_note, sizeof termination_note, "%s: error: stopped by ", prog);
+    else
+        n = snprintf(termination_note, sizeof termination_note,
                      "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job "
                      "was stopped)", prog, d->rank);
     termination_note_len = n > 0 && (size_t)n < sizeof termination_note ? (size_t)n : 0;
+    note_names_signal = d->world <= 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = say_and_exit;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
+    if (d->world <= 1)
+        sigaction(SIGINT, &sa, NULL);
 }
 
 int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
@@ -116,15 +135,85 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
     return 0;
 }
 
+/* "SIGKILL" for 9. */
+static const char *signal_text(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "signal %d", sig);
+    return buf;
+}
+
+/* mpirun's pid while it runs, and the first SIGINT or SIGTERM sent to us. */
+static volatile pid_t mpirun_pid;
+static volatile sig_atomic_t stop_signal;
+
+/* A signal a process sent us alone (kill, a batch system) goes on to mpirun,
+ * which ends the ranks; Ctrl-C on the terminal reached mpirun already. */
+static void forward_to_mpirun(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    if (!stop_signal)
+        stop_signal = sig;
+    if (mpirun_pid > 0 && info && info->si_code != SI_KERNEL)
+        kill(mpirun_pid, sig);
+}
+
+/* Copies mpirun's stderr from FD to ours as it comes, watching for the line
+ * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1). */
+static void relay_mpirun_stderr(int fd, int *rank, int *sig)
+{
+    char buf[4096], line[1024];
+    size_t used = 0;
+    *rank = *sig = -1;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(STDERR_FILENO, buf + done, (size_t)(n - done));
+            if (w <= 0)
+                break;
+            done += w;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (used + 1 < sizeof line)
+                    line[used++] = buf[i];
+                continue;
+            }
+            line[used] = '\0';
+            used = 0;
+            /* Open MPI: "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)." */
+            const char *at = strstr(line, "process rank ");
+            const char *on = strstr(line, "exited on signal ");
+            int r, s;
+            if (at && on && *rank < 0 && sscanf(at, "process rank %d", &r) == 1 &&
+                sscanf(on, "exited on signal %d", &s) == 1) {
+                *rank = r;
+                *sig = s;
+            }
+        }
+    }
+}
+
 /* CPU ranks talk through MPI, so they must be MPI's: run ourselves under
- * mpirun, each rank with its share of the cores for OpenMP. */
+ * mpirun, each rank with its share of the cores for OpenMP. mpirun runs as
+ * our child, so that its end is said in the words of README's exit-status
+ * table whatever mpirun prints: a rank killed by a signal is "rank R was
+ * killed by signal S" and status 1, a SIGINT or SIGTERM to us "stopped by S". */
 static int launch_under_mpirun(int nproc, int argc, char **argv)
 {
+    const char *prog = ddp_prog_name(argv[0]);
     char np[16], exe[4096];
     snprintf(np, sizeof np, "%d", nproc);
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) {
-        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", argv[0]);
+        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", prog);
         return DDP_FAIL;
     }
     exe[len] = '\0';
@@ -138,6 +227,12 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
      * what it really is, so that a pipe gets plain lines (progress.h) */
     setenv(DDP_PROGRESS_TTY_ENV, isatty(STDOUT_FILENO) ? "1" : "0", 1);
     char **args = calloc((size_t)argc + 12, sizeof *args);
+    int pipe_fd[2];
+    if (!args || pipe(pipe_fd) != 0) {
+        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
+        free(args);
+        return DDP_FAIL;
+    }
     int k = 0;
     args[k++] = "mpirun";
     args[k++] = "-np";
@@ -157,11 +252,63 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
             continue;
         args[k++] = argv[i];
     }
-    execvp("mpirun", args);
-    fprintf(stderr, "%s: error: --nproc-per-node on a CPU build runs its ranks under mpirun, which was not found; "
-                    "install OpenMPI or start them with mpirun yourself\n", argv[0]);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_to_mpirun;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        close(pipe_fd[0]);
+        dup2(pipe_fd[1], STDERR_FILENO);
+        close(pipe_fd[1]);
+        execvp("mpirun", args);
+        fprintf(stderr, "%s: error: --nproc-per-node on a CPU build runs its ranks under mpirun, which was not "
+                        "found; install OpenMPI or start them with mpirun yourself\n", prog);
+        _exit(DDP_BAD_INPUT);
+    }
+    close(pipe_fd[1]);
     free(args);
-    return DDP_BAD_INPUT;
+    if (pid < 0) {
+        close(pipe_fd[0]);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
+        return DDP_FAIL;
+    }
+    mpirun_pid = pid;
+    int rank, sig;
+    relay_mpirun_stderr(pipe_fd[0], &rank, &sig);
+    close(pipe_fd[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    mpirun_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    char name[32];
+    int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    if (stop_signal) {
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, signal_text(stop_signal, name, sizeof name));
+        return DDP_FAIL;
+    }
+    if (rank >= 0) {
+        fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank,
+                signal_text(sig, name, sizeof name));
+        return DDP_FAIL;
+    }
+    if (status > 128) { /* mpirun itself, or a rank it did not name, died of a signal */
+        fprintf(stderr, "%s: error: mpirun ended with status %d: a rank or mpirun was killed by signal %s\n", prog,
+                status, signal_text(status - 128, name, sizeof name));
+        return DDP_FAIL;
+    }
+    return status;
 }
 
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
@@ -199,13 +346,15 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
 }
 
 /* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
-static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes)
+static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes, DdpPgPurpose purpose)
 {
     void *dev = NULL;
     size_t total = bytes * (size_t)d->world;
     DdpStatus st = ddp_device_alloc(&dev, total);
     if (st == DDP_OK)
         st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
+    if (st == DDP_OK)
+        ddp_pg_purpose(d->pg, purpose);
     if (st == DDP_OK)
         st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes, DDP_U8);
     if (st == DDP_OK)
@@ -214,49 +363,87 @@ static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t byt
     return st;
 }
 
-/* What must agree across ranks for them to take the same steps. */
+/* What must agree across ranks for them to take the same steps and make the
+ * same collectives: the net, the world, every flag flags.h classes as one
+ * that must agree (as text: the value, or whether it was given), and the
+ * data's sizes and digests. Values are compared as text, which is also what
+ * the message quotes. */
+enum { VALUE_LEN = 48 };
 typedef struct {
     char hash[32];
-    int64_t batch, epochs, max_steps, no_sync_every, shuffle, world;
-    double lr, bucket_cap_bytes;
-    uint64_t seed;
+    char flag[DDP_FLAG_COUNT][VALUE_LEN];
+    int64_t world, train_n, test_n;
+    uint64_t train_digest, test_digest;
 } Settings;
 
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags)
+/* The first difference between rank R's settings B and rank 0's A, as
+ * DDP_BAD_INPUT; DDP_OK if none. */
+static DdpStatus compare_settings(int r, const Settings *a, const Settings *b)
 {
+    if (strcmp(a->hash, b->hash) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
+                                      "every rank must run the same program", r, b->hash, a->hash);
+    if (a->world != b->world)
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d counts %lld ranks where rank 0 counts %lld: give every rank the same "
+                                      "world size", r, (long long)b->world, (long long)a->world);
+    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
+        DdpAgree agree = ddp_flags_agreement((DdpFlagId)i);
+        if (agree == DDP_AGREE_LOCAL || strcmp(a->flag[i], b->flag[i]) == 0)
+            continue;
+        const char *name = ddp_flags_name((DdpFlagId)i);
+        if (agree == DDP_AGREE_GIVEN)
+            return DDP_ERR(DDP_BAD_INPUT, "--%s is %s on rank %d but %s on rank 0: give it to every rank or to none "
+                                          "(rank 0 acts on it, and the others take part)",
+                           name, b->flag[i], r, a->flag[i]);
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d has --%s %s where rank 0 has %s: every rank needs the same --%s",
+                       r, name, b->flag[i], a->flag[i], name);
+    }
+    if (a->train_n != b->train_n || a->train_digest != b->train_digest || a->test_n != b->test_n ||
+        a->test_digest != b->test_digest) {
+        int train = a->train_n != b->train_n || a->train_digest != b->train_digest;
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d's %s data differs from rank 0's (%lld samples, digest %016llx; rank 0: "
+                                      "%lld samples, digest %016llx): give every rank the same --data",
+                       r, train ? "training" : "test", (long long)(train ? b->train_n : b->test_n),
+                       (unsigned long long)(train ? b->train_digest : b->test_digest),
+                       (long long)(train ? a->train_n : a->test_n),
+                       (unsigned long long)(train ? a->train_digest : a->test_digest));
+    }
+    return DDP_OK;
+}
+
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
+                              const DdpIdxSet *test)
+{
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        if (ddp_flags_agreement((DdpFlagId)i) == DDP_AGREE_UNSET)
+            return DDP_ERR(DDP_FAIL, "internal error: --%s does not say whether ranks must agree on it (flags.c)",
+                           ddp_flags_name((DdpFlagId)i));
     if (d->world <= 1)
         return DDP_OK;
-    Settings mine;
-    memset(&mine, 0, sizeof mine);
-    snprintf(mine.hash, sizeof mine.hash, "%s", net->hash);
-    mine.batch = cfg->batch;
-    mine.epochs = cfg->epochs;
-    mine.max_steps = flags->max_steps;
-    mine.no_sync_every = flags->no_sync_every;
-    mine.shuffle = flags->shuffle;
-    mine.world = d->world;
-    mine.lr = cfg->lr;
-    mine.bucket_cap_bytes = (double)cfg->bucket_cap_bytes;
-    mine.seed = cfg->seed;
+    Settings *mine = calloc(1, sizeof *mine);
     Settings *all = calloc((size_t)d->world, sizeof *all);
-    if (!all)
+    if (!mine || !all) {
+        free(mine);
+        free(all);
         return DDP_ERR(DDP_FAIL, "out of memory");
-    DdpStatus st = gather_host(d, &mine, all, sizeof mine);
-    for (int r = 1; st == DDP_OK && r < d->world; r++) {
-        const Settings *a = &all[0], *b = &all[r];
-        if (strcmp(a->hash, b->hash) != 0)
-            st = DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
-                                        "every rank must run the same program", r, b->hash, a->hash);
-        else if (a->batch != b->batch || a->epochs != b->epochs || a->max_steps != b->max_steps ||
-                 a->no_sync_every != b->no_sync_every || a->shuffle != b->shuffle || a->lr != b->lr ||
-                 a->bucket_cap_bytes != b->bucket_cap_bytes || a->seed != b->seed || a->world != b->world)
-            st = DDP_ERR(DDP_BAD_INPUT,
-                         "rank %d's settings differ from rank 0's (batch %lld/%lld, epochs %lld/%lld, lr %g/%g, "
-                         "seed %llu/%llu, max-steps %lld/%lld): give every rank the same flags",
-                         r, (long long)b->batch, (long long)a->batch, (long long)b->epochs, (long long)a->epochs,
-                         b->lr, a->lr, (unsigned long long)b->seed, (unsigned long long)a->seed,
-                         (long long)b->max_steps, (long long)a->max_steps);
     }
+    snprintf(mine->hash, sizeof mine->hash, "%s", net->hash);
+    for (int i = 0; i < DDP_FLAG_COUNT; i++)
+        if (ddp_flags_agreement((DdpFlagId)i) != DDP_AGREE_LOCAL)
+            ddp_flags_agreed_value(flags, (DdpFlagId)i, mine->flag[i], VALUE_LEN);
+    mine->world = d->world;
+    mine->train_n = train->n;
+    mine->test_n = test->n;
+    mine->train_digest = ddp_idx_digest(train);
+    mine->test_digest = ddp_idx_digest(test);
+    DdpStatus st = gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_SETTINGS);
+    for (int r = 1; st == DDP_OK && r < d->world; r++)
+        st = compare_settings(r, &all[0], &all[r]);
+    /* Every rank found the same difference in the same data: they all stop
+     * here, so the group may be finished cleanly and each exits 2. */
+    if (st == DDP_BAD_INPUT)
+        d->agreed_failure = 1;
+    free(mine);
     free(all);
     return st;
 }
@@ -272,6 +459,8 @@ DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n)
     if (st == DDP_OK)
         st = ddp_copy_to_device(dev, values, bytes, d->stream);
     if (st == DDP_OK)
+        ddp_pg_purpose(d->pg, DDP_PG_FOR_HOST_VALUES);
+    if (st == DDP_OK)
         st = ddp_pg_broadcast(d->pg, dev, (size_t)n, DDP_I64, 0);
     if (st == DDP_OK)
         st = ddp_copy_to_host(values, dev, bytes, d->stream);
@@ -284,18 +473,22 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
 {
     if (d->world <= 1)
         return DDP_OK;
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     DDP_CHECK(ddp_pg_broadcast(d->pg, params, (size_t)net->n_param_floats, DDP_F32, 0));
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     if (net->n_buffer_floats)
         DDP_CHECK(ddp_pg_broadcast(d->pg, buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
     /* zeros at the start; a resumed run's momentum or Adam moments */
+    ddp_pg_purpose(d->pg, DDP_PG_FOR_WEIGHTS);
     DDP_CHECK(ddp_pg_broadcast(d->pg, opt_state, (size_t)(net->n_param_floats * net->opt_slots), DDP_F32, 0));
     return ddp_dist_broadcast_host(d, counts, net->n_params);
 }
 
-DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count)
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count, DdpPgPurpose purpose)
 {
     if (d->world <= 1)
         return DDP_OK;
+    ddp_pg_purpose(d->pg, purpose);
     return ddp_pg_allreduce(d->pg, stats, (size_t)count, DDP_F64, DDP_SUM);
 }
 
@@ -310,7 +503,7 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
     uint64_t *all = calloc((size_t)d->world, sizeof *all);
     if (!all)
         return DDP_ERR(DDP_FAIL, "out of memory");
-    DdpStatus st = gather_host(d, &h, all, sizeof h);
+    DdpStatus st = gather_host(d, &h, all, sizeof h, DDP_PG_FOR_CHECKSUM);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         if (all[r] != all[0])
             st = DDP_ERR(DDP_FAIL, "after training rank %d holds other weights than rank 0 (checksums %016llx and "
@@ -319,13 +512,15 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
     return st;
 }
 
-void ddp_dist_close(DdpDist *d, int failed)
+int ddp_dist_close(DdpDist *d, int failed)
 {
-    if (failed)
-        ddp_pg_abort(d->pg);
+    int running = 0;
+    if (failed && !d->agreed_failure)
+        running = ddp_pg_abort(d->pg);
     else
         ddp_pg_destroy(d->pg);
     d->pg = NULL;
     ddp_store_close(d->store);
     d->store = NULL;
+    return running;
 }

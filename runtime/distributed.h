@@ -18,7 +18,8 @@
 
 #include <stdint.h>
 
-#include "flags.h"       // DdpFlags
+#include "flags.h"       // DdpFlags, ddp_flags_agreement
+#include "idx.h"         // DdpIdxSet, ddp_idx_digest
 #include "model.h"       // DdpNet, DdpTrainConfig
 #include "pg.h"          // DdpProcessGroup
 #include "rendezvous.h"  // DdpTopology, DdpStore
@@ -29,6 +30,7 @@ typedef struct {
     DdpProcessGroup *pg;  /* NULL with one rank */
     void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
+    int agreed_failure;   /* every rank failed the same start-up check: the group may finish cleanly */
 } DdpDist;
 
 /* The topology, from flags and environment. */
@@ -36,7 +38,9 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 
 /* With several ranks: a SIGTERM (how mpirun and the local launcher end the
  * other ranks when one fails) makes this rank say so on stderr, naming
- * itself, and exit 1, instead of vanishing without a word. */
+ * itself, and exit 1, instead of vanishing without a word. A single rank
+ * says "PROG: error: stopped by SIGINT while training at epoch E, step S"
+ * for a SIGINT or SIGTERM, and exits 1. */
 void ddp_dist_note_termination(const DdpDist *d, const char *prog);
 
 /* What the rank is doing, for that message: "... while training at epoch 3,
@@ -64,9 +68,13 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
  * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. */
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
 
-/* Every rank must run the same net (hash) with the same settings: a
- * difference names the rank and the setting, on every rank. */
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpTrainConfig *cfg, const DdpFlags *flags);
+/* Every rank must run the same net (hash) in the same world, with the same
+ * value of every flag flags.h says must agree (or all with it given, or
+ * none), on the same TRAIN and TEST data (sizes and ddp_idx_digest): a
+ * difference is DDP_BAD_INPUT naming the first differing rank, the flag and
+ * both values, the same on every rank. */
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
+                              const DdpIdxSet *test);
 
 /* Rank 0's weights, buffers, optimizer state and (host) step counts to every
  * rank, before the first step. */
@@ -76,14 +84,17 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
 /* Rank 0's N host VALUES to every rank. */
 DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n);
 
-/* Sums COUNT doubles of device statistics over the ranks, in place. */
-DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count);
+/* Sums COUNT doubles of device statistics over the ranks, in place;
+ * PURPOSE (training or evaluation statistics) names it in messages. */
+DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count, DdpPgPurpose purpose);
 
 /* DDP_FAIL unless every rank's HOST_PARAMS (N floats) are bit-identical. */
 DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t n);
 
-/* Ends the group: cleanly after success, by abort after a failure (so that
- * the other ranks are ended, not left waiting). */
-void ddp_dist_close(DdpDist *d, int failed);
+/* Ends the group: cleanly after success (or a start-up check every rank
+ * failed alike), by abort after a failure (so that the other ranks are
+ * ended, not left waiting). Returns 1 when a collective is still running on
+ * the run's buffers (ddp_pg_abort): the caller must not free them. */
+int ddp_dist_close(DdpDist *d, int failed);
 
 #endif

@@ -13,6 +13,7 @@
 #include "flags.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -40,61 +41,89 @@ typedef struct {
     int64_t min, max;    /* KIND_INT; KIND_SWITCH stores min */
     double lo, hi;       /* KIND_REAL */
     int lo_open;         /* KIND_REAL: lo itself is refused */
+    int single;          /* KIND_REAL: used as a float, so a value no float holds (1e39, 1e-50) is refused */
+    DdpAgree agree;      /* across ranks: flags.h */
     const char *help;
 } FlagSpec;
 
 #define AT(field) offsetof(DdpFlags, field)
 
 static const FlagSpec specs[DDP_FLAG_COUNT] = {
+    /* the path may differ from host to host: the ranks compare the data's sizes and digest instead */
     [DDP_FLAG_DATA] = {"data", KIND_PATH, "DIR", AT(data),
+        .agree = DDP_AGREE_LOCAL,
         .help = "MNIST-format IDX files, in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw"},
     [DDP_FLAG_EPOCHS] = {"epochs", KIND_INT, "N", AT(epochs), .min = 1, .max = DDP_FLAGS_MAX_EPOCHS,
+        .agree = DDP_AGREE_VALUE,
         .help = "passes over the training set"},
     [DDP_FLAG_BATCH_SIZE] = {"batch-size", KIND_INT, "N", AT(batch_size), .min = 1, .max = DDP_FLAGS_MAX_BATCH,
+        .agree = DDP_AGREE_VALUE,
         .help = "samples per step on each rank"},
-    [DDP_FLAG_LR] = {"lr", KIND_REAL, "X", AT(lr), .lo = 0, .hi = HUGE_VAL,
+    [DDP_FLAG_LR] = {"lr", KIND_REAL, "X", AT(lr), .lo = 0, .hi = FLT_MAX, .single = 1,
+        .agree = DDP_AGREE_VALUE,
         .help = "peak learning rate of the schedule"},
     [DDP_FLAG_SEED] = {"seed", KIND_SEED, "N", AT(seed),
+        .agree = DDP_AGREE_VALUE,
         .help = "seeds the initial weights, the shuffling and dropout"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
+        .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
     [DDP_FLAG_NO_SHUFFLE] = {"no-shuffle", KIND_SWITCH, NULL, AT(shuffle), .min = 0,
+        .agree = DDP_AGREE_VALUE,
         .help = "visit the training samples in file order every epoch"},
     [DDP_FLAG_EVAL_EVERY] = {"eval-every", KIND_INT, "N", AT(eval_every), .min = 0, .max = INT64_MAX,
+        .agree = DDP_AGREE_VALUE,
         .help = "evaluate every N steps too (0: at the end of each epoch only)"},
     [DDP_FLAG_LOG] = {"log", KIND_PATH, "FILE.jsonl", AT(log),
+        .agree = DDP_AGREE_GIVEN,
         .help = "write a start record, then each epoch's and evaluation's numbers, as JSON lines"},
     [DDP_FLAG_TENSORBOARD] = {"tensorboard", KIND_PATH, "DIR", AT(tensorboard),
+        .agree = DDP_AGREE_GIVEN,
         .help = "write loss, lr, accuracy and samples/s as TensorBoard event files into DIR"},
     [DDP_FLAG_EXPORT] = {"export", KIND_PATH, "FILE.safetensors", AT(export_path),
+        .agree = DDP_AGREE_GIVEN,
         .help = "write the weights after the last step"},
     [DDP_FLAG_INIT] = {"init", KIND_PATH, "FILE.safetensors", AT(init),
+        .agree = DDP_AGREE_GIVEN,
         .help = "start from these weights instead of a seeded initialisation"},
     [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
+        .agree = DDP_AGREE_LOCAL,
         .help = "start N local ranks, as mp.spawn does"},
     [DDP_FLAG_BACKEND] = {"backend", KIND_BACKEND, "nccl|mpi", AT(backend),
+        .agree = DDP_AGREE_VALUE,
         .help = "how ranks talk"},
     [DDP_FLAG_INIT_METHOD] = {"init-method", KIND_ADDRESS, "env://|tcp://HOST:PORT", AT(init_method),
+        .agree = DDP_AGREE_LOCAL,
         .help = "how ranks find each other"},
     [DDP_FLAG_RANK] = {"rank", KIND_INT, "R", AT(rank), .min = 0, .max = DDP_FLAGS_MAX_RANKS - 1,
+        .agree = DDP_AGREE_LOCAL,
         .help = "this process's rank (with --world-size)"},
     [DDP_FLAG_WORLD_SIZE] = {"world-size", KIND_INT, "W", AT(world_size), .min = 1, .max = DDP_FLAGS_MAX_RANKS,
+        .agree = DDP_AGREE_VALUE,
         .help = "ranks in all"},
     [DDP_FLAG_BUCKET_CAP_MB] = {"bucket-cap-mb", KIND_REAL, "X", AT(bucket_cap_mb), .lo = 0, .lo_open = 1,
-        .hi = 1048576, .help = "gradient all-reduce bucket cap in MiB"},
+        .hi = 1048576, .agree = DDP_AGREE_VALUE,
+        .help = "gradient all-reduce bucket cap in MiB"},
     [DDP_FLAG_NO_SYNC_EVERY] = {"no-sync-every", KIND_INT, "K", AT(no_sync_every), .min = 1, .max = 1000000,
+        .agree = DDP_AGREE_VALUE,
         .help = "accumulate gradients over K steps between all-reduces"},
     [DDP_FLAG_SAVE] = {"save", KIND_PATH, "DIR", AT(save),
+        .agree = DDP_AGREE_GIVEN,
         .help = "write checkpoints into DIR"},
     [DDP_FLAG_SAVE_EVERY] = {"save-every", KIND_INT, "N", AT(save_every), .min = 1, .max = INT64_MAX,
+        .agree = DDP_AGREE_VALUE,
         .help = "checkpoint every N steps (default: each epoch)"},
     [DDP_FLAG_RESUME] = {"resume", KIND_OPTIONAL, "[PATH]", AT(resume_path),
+        .agree = DDP_AGREE_GIVEN,
         .help = "continue from a checkpoint (default: the latest in --save)"},
     [DDP_FLAG_TIMEOUT] = {"timeout", KIND_REAL, "SECONDS", AT(timeout), .lo = 0, .lo_open = 1, .hi = 31536000,
+        .agree = DDP_AGREE_LOCAL,
         .help = "how long a rank waits for the others before failing"},
     [DDP_FLAG_QUIET] = {"quiet", KIND_SWITCH, NULL, AT(quiet), .min = 1,
+        .agree = DDP_AGREE_LOCAL,
         .help = "print nothing but errors"},
-    [DDP_FLAG_HELP] = {"help", KIND_SWITCH, NULL, AT(help), .min = 1, .help = "show this help"},
+    [DDP_FLAG_HELP] = {"help", KIND_SWITCH, NULL, AT(help), .min = 1, .agree = DDP_AGREE_LOCAL,
+        .help = "show this help"},
 };
 
 /* The field a spec writes, typed. */
@@ -154,7 +183,10 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
         snprintf(buf, len, "a whole number from 0 to %llu", (unsigned long long)UINT64_MAX);
         break;
     case KIND_REAL:
-        if (isinf(spec->hi))
+        if (spec->single)
+            snprintf(buf, len, "a number %s %.15g that a float holds (at most %.2g)", spec->lo_open ? ">" : ">=",
+                     spec->lo, (double)FLT_MAX);
+        else if (isinf(spec->hi))
             snprintf(buf, len, "a number %s %.15g", spec->lo_open ? ">" : ">=", spec->lo);
         else
             snprintf(buf, len, "a number %s %.15g and at most %.15g", spec->lo_open ? ">" : ">=", spec->lo,
@@ -178,7 +210,7 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
 
 static DdpStatus bad_value(const FlagSpec *spec, const char *value)
 {
-    char what[96];
+    char what[128];
     return DDP_ERR(DDP_BAD_INPUT, "--%s expects %s, got '%s'", spec->name, accepted(spec, what, sizeof what),
                    value);
 }
@@ -253,7 +285,7 @@ static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
         errno = 0;
         double v = strtod(value, &end);
         if (!*value || *end || end == value || !isfinite(v) || v < spec->lo || (spec->lo_open && v == spec->lo) ||
-            v > spec->hi)
+            v > spec->hi || (spec->single && v != 0 && (float)v == 0))
             return bad_value(spec, value);
         *FIELD(f, spec, double) = v;
         return DDP_OK;
@@ -339,7 +371,7 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
             if (!value && next && next[0] != '-')
                 value = argv[++i];
         } else if (!value) {
-            char what[96];
+            char what[128];
             if (!next)
                 return DDP_ERR(DDP_BAD_INPUT, "--%s needs a value: %s", spec->name,
                                accepted(spec, what, sizeof what));
@@ -396,6 +428,53 @@ void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTra
     }
     fprintf(out, "\nEvery option also takes the form --option=value. Topology comes from the\n"
                  "environment torchrun, mpirun or srun set, or from the options above.\n");
+}
+
+DdpAgree ddp_flags_agreement(DdpFlagId id)
+{
+    return id >= 0 && id < DDP_FLAG_COUNT ? specs[id].agree : DDP_AGREE_UNSET;
+}
+
+const char *ddp_flags_name(DdpFlagId id)
+{
+    return id >= 0 && id < DDP_FLAG_COUNT ? specs[id].name : "?";
+}
+
+/* The shortest %g spelling of V that reads back as V: "0.01", not 0.01000000000000000021. */
+static void shortest_real(double v, char *buf, size_t len)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+void ddp_flags_agreed_value(const DdpFlags *f, DdpFlagId id, char *buf, size_t len)
+{
+    const FlagSpec *spec = &specs[id];
+    if (spec->agree == DDP_AGREE_GIVEN) {
+        int given = spec->kind == KIND_OPTIONAL ? f->resume : *FIELD(f, spec, const char *const) != NULL;
+        snprintf(buf, len, "%s", given ? "given" : "not given");
+        return;
+    }
+    switch (spec->kind) {
+    case KIND_INT: snprintf(buf, len, "%lld", (long long)*FIELD(f, spec, const int64_t)); break;
+    case KIND_SEED: snprintf(buf, len, "%llu", (unsigned long long)*FIELD(f, spec, const uint64_t)); break;
+    case KIND_REAL: shortest_real(*FIELD(f, spec, const double), buf, len); break;
+    case KIND_SWITCH: snprintf(buf, len, "%s", f->given[id] ? "given" : "not given"); break;
+    case KIND_BACKEND:
+        snprintf(buf, len, "%s", f->backend == DDP_BACKEND_NCCL ? "nccl" : f->backend == DDP_BACKEND_MPI ? "mpi"
+                                                                                                : "the build's");
+        break;
+    case KIND_PATH:
+    case KIND_ADDRESS:
+    case KIND_OPTIONAL: {
+        const char *v = *FIELD(f, spec, const char *const);
+        snprintf(buf, len, "%s", v ? v : "not given");
+        break;
+    }
+    }
 }
 
 const char *ddp_prog_name(const char *argv0)

@@ -47,6 +47,19 @@ typedef enum {
 
 typedef enum { DDP_BACKEND_AUTO, DDP_BACKEND_NCCL, DDP_BACKEND_MPI } DdpBackend;
 
+/* Whether a flag must be the same on every rank. Every flag that changes
+ * what a rank sends, or how many collectives it makes, or whether rank 0
+ * does something the others must know of, is one: ddp_dist_check_same
+ * compares them all at start-up, by this classification, so a new flag is
+ * checked as soon as its table row says so (and test_flags fails on a row
+ * that says nothing). */
+typedef enum {
+    DDP_AGREE_UNSET,  /* not classified: an internal error */
+    DDP_AGREE_VALUE,  /* the same value everywhere (the net's default counts as a value) */
+    DDP_AGREE_GIVEN,  /* given on every rank or on none; a path may differ from host to host */
+    DDP_AGREE_LOCAL,  /* this rank's own business (--rank, --timeout, --quiet...) */
+} DdpAgree;
+
 /* Range limits, shared with --help and the tests. */
 #define DDP_FLAGS_MAX_EPOCHS 1000000
 #define DDP_FLAGS_MAX_BATCH (1 << 20)
@@ -102,6 +115,14 @@ void ddp_flags_apply(const DdpFlags *flags, DdpTrainConfig *train);
 
 /* --help: usage and every flag, with the defaults of the net NAME. */
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train);
+
+/* How flag ID must agree across ranks, and its name (without "--"). */
+DdpAgree ddp_flags_agreement(DdpFlagId id);
+const char *ddp_flags_name(DdpFlagId id);
+
+/* Flag ID's value as ranks compare it, into BUF: "0.01", "2", "on"/"off"
+ * for a switch, "given"/"not given" for DDP_AGREE_GIVEN. */
+void ddp_flags_agreed_value(const DdpFlags *flags, DdpFlagId id, char *buf, size_t len);
 
 /* The program's name for messages: ARGV0's last path component ("ddp" if none). */
 const char *ddp_prog_name(const char *argv0);

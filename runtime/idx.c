@@ -371,6 +371,30 @@ DdpStatus ddp_idx_gather(const DdpIdxSet *set, const int64_t *indices, int n,
     return DDP_OK;
 }
 
+static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t ddp_idx_digest(const DdpIdxSet *set)
+{
+    enum { SAMPLES = 1024 };
+    int64_t sizes[4] = {set->n, set->rows, set->cols, set->num_classes};
+    uint64_t h = fnv1a(1469598103934665603ull, sizes, sizeof sizes);
+    size_t pixels = (size_t)set->rows * (size_t)set->cols;
+    int64_t picks = set->n < SAMPLES ? set->n : SAMPLES;
+    for (int64_t k = 0; k < picks; k++) {
+        /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
+        int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
+        h = fnv1a(h, set->pixels + (size_t)i * pixels, pixels);
+        h = fnv1a(h, set->labels + i, 1);
+    }
+    return h;
+}
+
 void ddp_idx_free(DdpIdxSet *set)
 {
     free(set->pixels);

@@ -39,6 +39,13 @@ DdpStatus ddp_idx_check_classes(const DdpIdxSet *set, int num_classes);
 DdpStatus ddp_idx_gather(const DdpIdxSet *set, const int64_t *indices, int n,
                          float *images, int32_t *labels);
 
+/* A digest of SET for comparing ranks' data: its sizes and up to 1024
+ * samples (pixels and label) spread evenly over it, the first and the last
+ * among them. Cheap (under a megabyte read from memory), and enough to tell
+ * another data set, a shorter cut of the same one or another order apart;
+ * two sets differing only in samples it skips are not told apart. */
+uint64_t ddp_idx_digest(const DdpIdxSet *set);
+
 void ddp_idx_free(DdpIdxSet *set);
 
 #endif

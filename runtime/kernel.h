@@ -81,8 +81,10 @@ static inline unsigned ddp_grid(int64_t items)
  * statistics of a synchronised batchnorm are those of the global batch. */
 static inline void ddp_sync_batchnorm(DdpCtx *ctx, double *sums, int64_t count)
 {
-    if (ctx->pg && ctx->status == DDP_OK)
+    if (ctx->pg && ctx->status == DDP_OK) {
+        ddp_pg_purpose(ctx->pg, DDP_PG_FOR_BATCHNORM);
         ctx->status = ddp_pg_allreduce(ctx->pg, sums, (size_t)count, DDP_F64, DDP_SUM);
+    }
 }
 
 #endif

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>  // sysconf: the cores, for the thread count's message
 
 #ifdef _OPENMP
 #include <omp.h>     // omp_get_max_threads, omp_get_thread_num
@@ -151,6 +152,22 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     return DDP_OK;
 }
 
+
+/* The scratch is per OpenMP thread: when it does not fit, the thread count
+ * is named, and when it is above the cores (OMP_NUM_THREADS=100000) it is
+ * the likely cause, so the user's setting is bad input. */
+static DdpStatus scratch_failure(const DdpOps *ops, const char *what, size_t bytes)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (cores > 0 && ops->nthreads > cores)
+        return DDP_ERR(DDP_BAD_INPUT, "out of memory allocating %.1f MiB of %s scratch for %d OpenMP threads "
+                       "(OMP_NUM_THREADS=%s) on %ld cores: set OMP_NUM_THREADS to at most the cores",
+                       bytes / 1048576.0, what, ops->nthreads, env ? env : "unset", cores);
+    return DDP_ERR(DDP_FAIL, "out of memory allocating %.1f MiB of %s scratch for %d OpenMP threads",
+                   bytes / 1048576.0, what, ops->nthreads);
+}
+
 DdpStatus ddp_ops_finalize(DdpOps *ops)
 {
     if (ops->finalized)
@@ -186,15 +203,13 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         size_t bytes = per_thread * sizeof(float) * (size_t)ops->nthreads;
         ops->scratch = aligned_alloc(64, bytes);
         if (!ops->scratch)
-            return DDP_ERR(DDP_FAIL, "out of memory allocating %.1f MiB of im2col scratch",
-                           bytes / 1048576.0);
+            return scratch_failure(ops, "im2col", bytes);
     }
     ops->scratch_per_thread = per_thread;
     if (ops->winograd_bytes) {
         ops->winograd_scratch = aligned_alloc(64, (ops->winograd_bytes + 63) / 64 * 64);
         if (!ops->winograd_scratch)
-            return DDP_ERR(DDP_FAIL, "out of memory allocating %.1f MiB of Winograd scratch",
-                           ops->winograd_bytes / 1048576.0);
+            return scratch_failure(ops, "Winograd", ops->winograd_bytes);
     }
     ops->finalized = 1;
     return DDP_OK;

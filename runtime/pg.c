@@ -26,7 +26,19 @@ struct DdpProcessGroup {
     void *stream;
     const DdpPgBackendOps *ops;    /* NULL for a world of one */
     void *impl;
+    DdpPgPurpose purpose;          /* of the next collective (ddp_pg_purpose) */
 };
+
+/* The purpose named for this collective, handed to the backend just before
+ * it runs; taken (reset) whether or not the collective reaches the backend,
+ * so that a skipped one (count 0) cannot pass its name to the next. */
+static void take_purpose(DdpProcessGroup *pg)
+{
+    DdpPgPurpose p = pg->purpose;
+    pg->purpose = DDP_PG_FOR_OTHER;
+    if (pg->ops && pg->ops->purpose)
+        pg->ops->purpose(pg->impl, p);
+}
 
 size_t ddp_pg_type_size(DdpPgType type)
 {
@@ -120,17 +132,42 @@ void ddp_pg_destroy(DdpProcessGroup *pg)
     if (!pg)
         return;
     if (pg->ops)
-        pg->ops->destroy(pg->impl, 0);
+        (void)pg->ops->destroy(pg->impl, 0);
     free(pg);
 }
 
-void ddp_pg_abort(DdpProcessGroup *pg)
+int ddp_pg_abort(DdpProcessGroup *pg)
 {
     if (!pg)
-        return;
-    if (pg->ops)
-        pg->ops->destroy(pg->impl, 1);
+        return 0;
+    int running = pg->ops ? pg->ops->destroy(pg->impl, 1) : 0;
     free(pg);
+    return running;
+}
+
+void ddp_pg_purpose(DdpProcessGroup *pg, DdpPgPurpose purpose)
+{
+    if (pg)
+        pg->purpose = purpose;
+}
+
+const char *ddp_pg_purpose_name(DdpPgPurpose purpose)
+{
+    switch (purpose) {
+    case DDP_PG_FOR_OTHER: return NULL;
+    case DDP_PG_FOR_GRADIENTS: return "the gradient all-reduce";
+    case DDP_PG_FOR_TRAIN_STATS: return "the training-statistics all-reduce";
+    case DDP_PG_FOR_EVAL_STATS: return "the evaluation all-reduce";
+    case DDP_PG_FOR_BATCHNORM: return "the batchnorm-statistics all-reduce";
+    case DDP_PG_FOR_WEIGHTS: return "the broadcast of the weights";
+    case DDP_PG_FOR_BUFFERS: return "the broadcast of the running statistics";
+    case DDP_PG_FOR_SETTINGS: return "the all-gather of the settings";
+    case DDP_PG_FOR_HOST_VALUES: return "the broadcast of rank 0's start-up values";
+    case DDP_PG_FOR_CHECKSUM: return "the all-gather of the weights' checksums";
+    case DDP_PG_FOR_SAVE_CHECK: return "the all-reduce that checks a checkpoint may be saved";
+    case DDP_PG_PURPOSE_COUNT: break;
+    }
+    return "a collective of unknown purpose";
 }
 
 int ddp_pg_rank(const DdpProcessGroup *pg) { return pg ? pg->rank : 0; }
@@ -143,6 +180,7 @@ DdpStatus ddp_pg_broadcast(DdpProcessGroup *pg, void *buf, size_t count, DdpPgTy
     DDP_CHECK(check_type(type, "broadcast"));
     if (root < 0 || root >= pg->size)
         return DDP_ERR(DDP_FAIL, "internal error: broadcast from rank %d in a world of %d", root, pg->size);
+    take_purpose(pg);
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->broadcast(pg->impl, buf, count, type, root);
@@ -153,6 +191,7 @@ DdpStatus ddp_pg_allreduce(DdpProcessGroup *pg, void *buf, size_t count, DdpPgTy
     DDP_CHECK(check_group(pg, "all-reduce"));
     DDP_CHECK(check_type(type, "all-reduce"));
     DDP_CHECK(check_op(type, op, "all-reduce"));
+    take_purpose(pg);
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->allreduce(pg->impl, buf, count, type, op);
@@ -162,6 +201,7 @@ DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, si
 {
     DDP_CHECK(check_group(pg, "all-gather"));
     DDP_CHECK(check_type(type, "all-gather"));
+    take_purpose(pg);
     if (count == 0)
         return DDP_OK;
     if (!pg->ops)
@@ -172,6 +212,7 @@ DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, si
 DdpStatus ddp_pg_barrier(DdpProcessGroup *pg)
 {
     DDP_CHECK(check_group(pg, "barrier"));
+    take_purpose(pg);
     return pg->ops ? pg->ops->barrier(pg->impl) : DDP_OK;
 }
 
@@ -184,6 +225,7 @@ DdpStatus ddp_pg_allreduce_start(DdpProcessGroup *pg, void *buf, size_t count, D
         return DDP_ERR(DDP_FAIL, "internal error: a bucket all-reduce of %s (floats or doubles only)",
                        ddp_pg_type_name(type));
     DDP_CHECK(check_op(type, op, "all-reduce"));
+    pg->purpose = DDP_PG_FOR_OTHER; /* always the gradients' (the backend names them) */
     if (count == 0 || !pg->ops)
         return DDP_OK;
     return pg->ops->allreduce_start(pg->impl, buf, count, type, op, what, work);

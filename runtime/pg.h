@@ -33,6 +33,27 @@ typedef enum { DDP_PG_NONE, DDP_PG_MPI, DDP_PG_NCCL } DdpPgBackend;
 typedef enum { DDP_F32, DDP_F64, DDP_I64, DDP_U8 } DdpPgType;
 typedef enum { DDP_SUM, DDP_AVG, DDP_MAX } DdpPgOp;
 
+/* What a collective is for. The MPI backend sends it with every collective,
+ * with a sequence number and the size, and the ranks compare them before any
+ * data moves: ranks that took different paths (a flag that differs, a bug)
+ * stop at once, each saying "rank 1 started the gradient all-reduce (...)
+ * where rank 0 started the evaluation all-reduce (...)", instead of MPI
+ * writing one collective's data into another's buffer. */
+typedef enum {
+    DDP_PG_FOR_OTHER,       /* named by its operation alone: "the all-reduce" */
+    DDP_PG_FOR_GRADIENTS,   /* a gradient bucket (every ddp_pg_allreduce_start) */
+    DDP_PG_FOR_TRAIN_STATS, /* the training loss and counts, at a report */
+    DDP_PG_FOR_EVAL_STATS,  /* an evaluation's loss and counts */
+    DDP_PG_FOR_BATCHNORM,   /* a synchronised batchnorm's statistics */
+    DDP_PG_FOR_WEIGHTS,     /* rank 0's weights and optimizer state, at start-up */
+    DDP_PG_FOR_BUFFERS,     /* rank 0's running statistics, each step */
+    DDP_PG_FOR_SETTINGS,    /* the start-up check of settings */
+    DDP_PG_FOR_HOST_VALUES, /* rank 0's step counts or resume status */
+    DDP_PG_FOR_CHECKSUM,    /* the closing check of the weights */
+    DDP_PG_FOR_SAVE_CHECK,  /* whether every rank may save a checkpoint (all finite) */
+    DDP_PG_PURPOSE_COUNT
+} DdpPgPurpose;
+
 typedef struct DdpProcessGroup DdpProcessGroup;
 typedef struct DdpWork DdpWork;
 
@@ -53,8 +74,17 @@ void ddp_pg_destroy(DdpProcessGroup *pg);
  * ranks: NCCL's communicator is aborted; MPI is left unfinished, so that when
  * this process exits (status 1) mpirun ends the other ranks, which would
  * otherwise wait for it until their timeout. Call it instead of destroy on the
- * way out of a failed run, after printing the error. NULL is fine. */
-void ddp_pg_abort(DdpProcessGroup *pg);
+ * way out of a failed run, after printing the error. NULL is fine. Returns 1
+ * when a collective is still running (MPI stuck waiting for a lost rank):
+ * its buffers may still be written, so the caller must not free them (the
+ * process is about to exit); 0 otherwise. */
+int ddp_pg_abort(DdpProcessGroup *pg);
+/* Names the purpose of the next collective this thread starts on PG (only
+ * that one; the next after it is DDP_PG_FOR_OTHER again unless named). */
+void ddp_pg_purpose(DdpProcessGroup *pg, DdpPgPurpose purpose);
+/* "the evaluation all-reduce", "the broadcast of the weights": for messages;
+ * NULL for DDP_PG_FOR_OTHER, which the operation names. */
+const char *ddp_pg_purpose_name(DdpPgPurpose purpose);
 int ddp_pg_rank(const DdpProcessGroup *pg);
 int ddp_pg_size(const DdpProcessGroup *pg);
 DdpPgBackend ddp_pg_backend(const DdpProcessGroup *pg);
@@ -92,7 +122,7 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg);
 
 typedef struct {
     const char *name;
-    void (*destroy)(void *impl, int abort);
+    int (*destroy)(void *impl, int abort); /* 1: a collective still runs (see ddp_pg_abort) */
     DdpStatus (*broadcast)(void *impl, void *buf, size_t count, DdpPgType type, int root);
     DdpStatus (*allreduce)(void *impl, void *buf, size_t count, DdpPgType type, DdpPgOp op);
     DdpStatus (*allgather)(void *impl, const void *send, void *recv, size_t count, DdpPgType type);
@@ -101,6 +131,8 @@ typedef struct {
                                  const char *what, DdpWork **work);
     DdpStatus (*wait)(void *impl, DdpWork *work);
     DdpStatus (*status)(void *impl);
+    /* the purpose of the next collective; NULL: the backend does not check them */
+    void (*purpose)(void *impl, DdpPgPurpose purpose);
 } DdpPgBackendOps;
 
 /* pg_mpi.c (fails with a message when built without MPI). */

@@ -74,6 +74,7 @@ struct DdpWork {
     DdpPgType type;
     DdpPgOp op;
     int root;
+    DdpPgPurpose purpose;        /* sent in the header, with the kind and the size */
     char what[WHAT_LEN];         /* "all-reduce of bucket 3", for messages */
     double deadline;             /* monotonic seconds */
     int done, failed, abandoned; /* under the lock */
@@ -98,7 +99,10 @@ typedef struct {
     int busy;                    /* the thread is inside a collective */
     int stop, abort;             /* destroy asked; abort: leave MPI unfinished */
     int broken;                  /* a collective failed or timed out */
+    int agreed;                  /* ...because every rank found the same mismatch: MPI may finish */
     char broken_message[MESSAGE_LEN];
+    DdpPgPurpose next_purpose;   /* the trainer's: of the next collective it starts */
+    int64_t seq;                 /* the communication thread's: collectives run so far */
 
     MPI_Comm comm;               /* the communication thread's alone */
 } MpiGroup;
@@ -125,12 +129,89 @@ static MPI_Datatype mpi_type(DdpPgType type)
 
 /* ---- the communication thread ---------------------------------------------------- */
 
+/* A collective's header: what every rank must agree on before data moves. */
+enum { H_SEQ, H_KIND, H_PURPOSE, H_COUNT, H_TYPE, H_ROOT_OR_OP, HEADER };
+
+static void fill_header(const MpiGroup *g, const DdpWork *w, int64_t h[HEADER])
+{
+    h[H_SEQ] = g->seq;
+    h[H_KIND] = w->kind;
+    h[H_PURPOSE] = w->purpose;
+    h[H_COUNT] = (int64_t)w->count;
+    h[H_TYPE] = w->kind == OP_BARRIER ? 0 : w->type;
+    h[H_ROOT_OR_OP] = w->kind == OP_BROADCAST ? (int64_t)w->root : w->kind == OP_ALLREDUCE ? (int64_t)w->op : 0;
+}
+
+/* "the evaluation all-reduce (3 doubles)", from a header. */
+static void describe(const int64_t h[HEADER], char *buf, size_t len)
+{
+    static const char *const ops[] = {[OP_BROADCAST] = "the broadcast", [OP_ALLREDUCE] = "the all-reduce",
+                                      [OP_ALLGATHER] = "the all-gather", [OP_BARRIER] = "the barrier"};
+    const char *name = h[H_PURPOSE] >= DDP_PG_FOR_OTHER && h[H_PURPOSE] < DDP_PG_PURPOSE_COUNT
+                           ? ddp_pg_purpose_name((DdpPgPurpose)h[H_PURPOSE]) : NULL;
+    if (!name)
+        name = h[H_KIND] >= OP_BROADCAST && h[H_KIND] <= OP_BARRIER ? ops[h[H_KIND]] : "an unknown collective";
+    if (h[H_KIND] == OP_BARRIER)
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s (%lld %s%s)", name, (long long)h[H_COUNT], ddp_pg_type_name((DdpPgType)h[H_TYPE]),
+                 h[H_KIND] == OP_BROADCAST && h[H_ROOT_OR_OP] != 0 ? ", from another root" : "");
+}
+
+/* Before each collective the ranks compare headers, in one small all-reduce
+ * (the maximum of each field and of its negation: equal everywhere iff the
+ * two agree), so a rank that took another path is caught before MPI would
+ * read one collective's data into another's buffer. On a mismatch, which
+ * every rank sees in the same all-reduce, the headers are gathered so that
+ * each rank names the same two sides; returns 1 with the message in W. */
+static int headers_differ(MpiGroup *g, DdpWork *w)
+{
+    int64_t h[2 * HEADER];
+    fill_header(g, w, h);
+    g->seq++;
+    for (int i = 0; i < HEADER; i++)
+        h[HEADER + i] = -h[i];
+    int rc = MPI_Allreduce(MPI_IN_PLACE, h, 2 * HEADER, MPI_INT64_T, MPI_MAX, g->comm);
+    if (rc != MPI_SUCCESS) {
+        say_mpi_error(w->message, "MPI_Allreduce (a collective's header)", rc);
+        return 1;
+    }
+    int same = 1;
+    for (int i = 0; i < HEADER; i++)
+        same &= h[i] == -h[HEADER + i];
+    if (same)
+        return 0;
+    int64_t *all = calloc((size_t)g->size, HEADER * sizeof *all), mine[HEADER];
+    fill_header(g, w, mine);
+    mine[H_SEQ]--;
+    if (!all || MPI_Allgather(mine, HEADER, MPI_INT64_T, all, HEADER, MPI_INT64_T, g->comm) != MPI_SUCCESS) {
+        snprintf(w->message, MESSAGE_LEN, "the ranks started different collectives (collective %lld)",
+                 (long long)mine[H_SEQ]);
+    } else {
+        int r = 1;
+        while (r < g->size - 1 && memcmp(all + (size_t)r * HEADER, all, HEADER * sizeof *all) == 0)
+            r++;
+        char theirs[128], first[128];
+        describe(all + (size_t)r * HEADER, theirs, sizeof theirs);
+        describe(all, first, sizeof first);
+        snprintf(w->message, MESSAGE_LEN,
+                 "rank %d started %s where rank 0 started %s, as collective %lld: the ranks no longer make the "
+                 "same collectives (different flags, data or programs?)", r, theirs, first, (long long)all[H_SEQ]);
+    }
+    free(all);
+    return 2;
+}
+
 /* MPI counts are ints: larger buffers go in pieces (each a collective of its own,
  * the same pieces on every rank). */
 static const size_t CHUNK = (size_t)1 << 30;
 
+/* 0 done; 1 failed; 2 not run: the ranks' headers differ (headers_differ). */
 static int run_collective(MpiGroup *g, DdpWork *w)
 {
+    int differ = headers_differ(g, w);
+    if (differ)
+        return differ;
     MPI_Datatype dt = mpi_type(w->type);
     size_t esize = ddp_pg_type_size(w->type);
     char *buf = w->buf;
@@ -266,16 +347,18 @@ static void *comm_thread(void *arg)
             g->busy = 0;
         }
         w->done = 1;
-        w->failed = bad;
+        w->failed = bad != 0;
         if (bad && !g->broken) {
             g->broken = 1;
+            g->agreed = bad == 2;
             snprintf(g->broken_message, MESSAGE_LEN, "%s", w->message);
         }
         if (w->abandoned) /* its waiter gave up: nobody else will free it */
             free(w);
         pthread_cond_broadcast(&g->finished);
     }
-    int finish = !failed && !g->abort && !g->broken;
+    /* A mismatch every rank found alike leaves every rank here: MPI may finish. */
+    int finish = !failed && ((!g->abort && !g->broken) || g->agreed);
     pthread_mutex_unlock(&g->lock);
     /* Otherwise MPI stays unfinished: MPI_Finalize could wait for ranks that
      * will never get there, and mpirun ends the job when this process exits. */
@@ -325,6 +408,9 @@ static DdpStatus lock_new_work(MpiGroup *g, DdpWork **w)
 static void submit(MpiGroup *g, DdpWork *w)
 {
     w->deadline = ddp_now() + g->timeout_s;
+    if (w->purpose == DDP_PG_FOR_OTHER)
+        w->purpose = g->next_purpose;
+    g->next_purpose = DDP_PG_FOR_OTHER;
     if (g->tail)
         g->tail->next = w;
     else
@@ -358,7 +444,9 @@ static DdpStatus wait_locked(MpiGroup *g, DdpWork *w)
                        w->what, g->timeout_s, detail);
     }
     DdpStatus st = DDP_OK;
-    if (w->failed)
+    if (w->failed && g->agreed && strcmp(w->message, g->broken_message) == 0)
+        st = DDP_ERR(DDP_FAIL, "%s", w->message); /* names the collectives itself */
+    else if (w->failed)
         st = DDP_ERR(DDP_FAIL, "%s: %s", w->what, w->message);
     w->next = g->spare;
     g->spare = w;
@@ -415,6 +503,7 @@ static DdpStatus mpi_allreduce_start(void *impl, void *buf, size_t count, DdpPgT
     w->count = count;
     w->type = type;
     w->op = op;
+    w->purpose = DDP_PG_FOR_GRADIENTS;
     snprintf(w->what, sizeof w->what, "all-reduce%s%s", what ? " of " : "", what ? what : "");
     submit(g, w);
     pthread_mutex_unlock(&g->lock);
@@ -429,6 +518,14 @@ static DdpStatus mpi_wait(void *impl, DdpWork *work)
     DdpStatus st = wait_locked(g, work);
     pthread_mutex_unlock(&g->lock);
     return st;
+}
+
+static void mpi_purpose(void *impl, DdpPgPurpose purpose)
+{
+    MpiGroup *g = impl;
+    pthread_mutex_lock(&g->lock);
+    g->next_purpose = purpose;
+    pthread_mutex_unlock(&g->lock);
 }
 
 static DdpStatus mpi_status(void *impl)
@@ -458,8 +555,9 @@ static void free_group(MpiGroup *g)
 
 /* Stops the thread. A healthy group first lets the queue drain (within the
  * timeout), then MPI finishes; a broken or aborted one leaves MPI unfinished,
- * and if the thread is stuck inside MPI, leaves it and its memory be. */
-static void mpi_destroy(void *impl, int abort)
+ * and if the thread is stuck inside MPI, leaves it and its memory be (and
+ * returns 1: the collective's buffer is still MPI's). */
+static int mpi_destroy(void *impl, int abort)
 {
     MpiGroup *g = impl;
     pthread_mutex_lock(&g->lock);
@@ -478,11 +576,13 @@ static void mpi_destroy(void *impl, int abort)
     pthread_cond_broadcast(&g->queued);
     pthread_mutex_unlock(&g->lock);
     if (stuck) {
+        /* its buffer may still be written: the caller must keep it (pg.h) */
         pthread_detach(g->thread);
-        return;
+        return 1;
     }
     pthread_join(g->thread, NULL);
     free_group(g);
+    return 0;
 }
 
 static const DdpPgBackendOps mpi_ops = {
@@ -495,6 +595,7 @@ static const DdpPgBackendOps mpi_ops = {
     .allreduce_start = mpi_allreduce_start,
     .wait = mpi_wait,
     .status = mpi_status,
+    .purpose = mpi_purpose,
 };
 
 DdpStatus ddp_pg_mpi_open(const DdpTopology *t, double timeout_s, const DdpPgBackendOps **ops, void **impl)

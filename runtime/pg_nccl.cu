@@ -446,8 +446,9 @@ static void free_list(DdpWork *w)
 }
 
 /* Ends the group. A healthy one lets its collectives finish (within the
- * timeout) and finishes NCCL; a broken or aborted one aborts the communicator. */
-static void nccl_destroy(void *impl, int abort)
+ * timeout) and finishes NCCL; a broken or aborted one aborts the communicator,
+ * which ends its kernels, so no collective runs on afterwards (returns 0). */
+static int nccl_destroy(void *impl, int abort)
 {
     NcclGroup *g = (NcclGroup *)impl;
     pthread_mutex_lock(&g->lock);
@@ -502,11 +503,17 @@ static void nccl_destroy(void *impl, int abort)
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
     free(g);
+    return 0;
 }
 
+/* No purpose hook: a header check per collective would need a host
+ * synchronisation (or a device-side comparison kernel) per collective on the
+ * stream, which the NCCL backend avoids; ranks' flags and data are checked at
+ * start-up (ddp_dist_check_same), and NCCL's own watchdog ends a mismatch at
+ * the timeout. */
 static const DdpPgBackendOps nccl_ops = {
     "nccl",         nccl_destroy,         nccl_broadcast, nccl_allreduce, nccl_allgather,
-    nccl_barrier,   nccl_allreduce_start, nccl_wait,      nccl_status,
+    nccl_barrier,   nccl_allreduce_start, nccl_wait,      nccl_status,    NULL,
 };
 
 /* Rank 0's unique id to every rank: through the store, or MPI under mpirun. */

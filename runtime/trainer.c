@@ -394,7 +394,7 @@ static DdpStatus save_checkpoint(Trainer *t)
     DDP_CHECK(unsavable(t, why, sizeof why));
     double bad = why[0] != '\0';
     DDP_CHECK(ddp_copy_to_device(t->eval_stats, &bad, sizeof bad, t->stream));
-    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, 1));
+    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, 1, DDP_PG_FOR_SAVE_CHECK));
     DDP_CHECK(ddp_copy_to_host(&bad, t->eval_stats, sizeof bad, t->stream));
     if (bad > 0) {
         char kept[4200] = "";
@@ -504,7 +504,7 @@ static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int z
      * are summed over ranks; the progress line's peek (not zeroing) is rank
      * 0's alone, as it happens on rank 0's clock. */
     if (zero)
-        DDP_CHECK(ddp_dist_sum_stats(&t->dist, stats, NSTATS));
+        DDP_CHECK(ddp_dist_sum_stats(&t->dist, stats, NSTATS, DDP_PG_FOR_TRAIN_STATS));
     DDP_CHECK(ddp_copy_to_host(out, stats, NSTATS * sizeof(double), t->stream));
     if (zero)
         DDP_CHECK(ddp_device_zero(stats, NSTATS * sizeof(double), t->stream));
@@ -539,7 +539,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     }
     t->ctx.stats = t->train_stats;
     double s[NSTATS];
-    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, NSTATS));
+    DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, NSTATS, DDP_PG_FOR_EVAL_STATS));
     DDP_CHECK(read_stats(t, t->eval_stats, s, 0));
     *loss = s[2] > 0 ? s[0] / s[2] : NAN;
     *acc = s[2] > 0 ? s[1] / s[2] : NAN;
@@ -628,8 +628,10 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
-        if (t->dist.world > 1 && net->n_buffer_floats)
+        if (t->dist.world > 1 && net->n_buffer_floats) {
+            ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
+        }
         ddp_dist_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
         t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
         t->ctx.epoch = epoch;
@@ -732,7 +734,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
-    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->cfg, &t->flags));
+    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test));
     /* Rank 0 speaks for the run; the others only say what goes wrong. */
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
@@ -789,7 +791,13 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
     ddp_reducer_destroy(t->reducer);
-    ddp_dist_close(&t->dist, failed);
+    /* A collective stuck in MPI may still write into the device buffers:
+     * they are left to the process's exit, which follows. */
+    if (ddp_dist_close(&t->dist, failed)) {
+        t->params = t->opt_state = t->buffers = NULL;
+        t->grads = NULL;
+        t->train_stats = t->eval_stats = NULL;
+    }
     ddp_ops_destroy(t->ops);
     ddp_device_free(t->params);
     ddp_device_free(t->grads);

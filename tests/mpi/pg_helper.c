@@ -18,6 +18,9 @@
  *                 1 s timeout with the message, and later calls at once
  *   abort         rank 1 fails and aborts while rank 0 waits in an all-reduce
  *                 (60 s timeout): mpirun must end the job at once
+ *   mismatch      rank 0 starts an evaluation all-reduce of 3 doubles where
+ *                 rank 1 starts a gradient bucket of 184586 doubles: both fail
+ *                 at once, before any data moves, naming both sides
  *
  * The topology is read from mpirun's environment here, not with
  * ddp_topology_read, so that this tests the process group alone.
@@ -525,6 +528,34 @@ static void mode_abort(DdpProcessGroup *pg)
     printf("rank %d: the all-reduce returned %d: %s\n", rank_, (int)st, ddp_error_message());
 }
 
+static void mode_mismatch(DdpProcessGroup *pg)
+{
+    enum { N = 184586 };
+    double *x = calloc(N, sizeof *x);
+    double t0 = now();
+    DdpStatus st;
+    if (rank_ == 0) {
+        ddp_pg_purpose(pg, DDP_PG_FOR_EVAL_STATS);
+        st = ddp_pg_allreduce(pg, x, 3, DDP_F64, DDP_SUM);
+    } else {
+        DdpWork *w = NULL;
+        OK(ddp_pg_allreduce_start(pg, x, N, DDP_F64, DDP_SUM, "bucket 0", &w));
+        st = ddp_pg_wait(pg, w);
+    }
+    printf("rank %d: failed after %.2f s: %s\n", rank_, now() - t0, ddp_error_message());
+    CHECK(st == DDP_FAIL, "the mismatched collective did not fail");
+    CHECK(now() - t0 < 5, "the mismatch took %.2f s to find", now() - t0);
+    CHECK(strstr(ddp_error_message(), "rank 1 started the gradient all-reduce (184586 doubles) where rank 0 "
+                                      "started the evaluation all-reduce (3 doubles), as collective 0") != NULL,
+          "the message names both sides");
+    CHECK(ddp_pg_barrier(pg) == DDP_FAIL, "a later collective must fail");
+    printf("rank %d: %s mismatch\n", rank_, failures ? "FAIL" : "PASS");
+    fflush(stdout);
+    ddp_pg_abort(pg);
+    free(x);
+    exit(failures ? 1 : 3);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -541,8 +572,10 @@ int main(int argc, char **argv)
         mode_timeout(pg, argc > 2 ? argv[2] : "bucket");
     else if (is_abort)
         mode_abort(pg);
+    else if (strcmp(mode, "mismatch") == 0)
+        mode_mismatch(pg);
     else {
-        printf("usage: pg_helper collectives|determinism|reducer|timeout [bucket|broadcast]|abort\n");
+        printf("usage: pg_helper collectives|determinism|reducer|timeout [bucket|broadcast]|abort|mismatch\n");
         return 2;
     }
     printf("rank %d: %s %s\n", rank_, failures ? "FAIL" : "PASS", mode);

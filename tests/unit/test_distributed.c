@@ -85,8 +85,9 @@ static void test_nproc_per_node_and_mismatch(void)
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "spawned=0"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "weights identical on all 2 ranks"));
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "rank 1's settings differ from rank 0's (batch 16/8"));
-    CU_ASSERT_PTR_NULL(out && strstr(out, "mismatch=0"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "rank 1 has --batch-size 16 where rank 0 has 8: every rank needs the "
+                                              "same --batch-size"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "mismatch=2"));
     /* one rank fails: it says why, and the rank ended because of it says so too */
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 1: error: /nonexistent"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 0: stopping: the launcher ended this rank"));

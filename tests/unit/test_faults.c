@@ -11,6 +11,13 @@
  *    checkpoint_guard.sh): a run going NaN with --save-every 1 keeps its good
  *    checkpoints (on 1 and 2 ranks), mnist and mlp share a --save directory,
  *    a forgotten --resume is refused on 1 and 2 ranks.
+ *  - ranks given different --eval-every, --data or --save (mpirun's MPMD
+ *    form): every rank stops at start-up with status 2, naming the flag and
+ *    both values, instead of a crash or a timeout;
+ *  - a rank killed under --nproc-per-node and a single rank stopped by
+ *    SIGTERM: README's words and status 1 (tests/fault/signal_faults.sh);
+ *  - --backend nccl on a CPU build with one rank, --lr 1e39, and
+ *    OMP_NUM_THREADS=100000: status 2 with the cause named.
  * The kill -9 during checkpointing and damaged checkpoints are in
  * test_checkpoint.c, with the tiny net, where they can be repeated cheaply.
  */
@@ -190,6 +197,99 @@ static void test_checkpoint_guard(void)
     free(out);
 }
 
+/* Two ranks started by mpirun in its MPMD form, rank 0 with EXTRA0 and rank 1
+ * with EXTRA1 (after the common flags): both must exit quickly with status 2,
+ * each saying WHY. */
+static void mpmd_mismatch(const char *extra0, const char *extra1, const char *why)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 1024 128; "
+        "python3 tests/fault/small_data.py $d/small 512 128; "
+        "%s examples/mnist.net --target cpu -o $d/p >/dev/null || exit 9; cd $d; "
+        "flags='--batch-size 16 --max-steps 6 --timeout 30'; "
+        "OMP_NUM_THREADS=1 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 1 ./p $flags %s : "
+        "-np 1 ./p $flags %s; echo status=$?", test_ddpc(), extra0, extra1) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    char rank0[512], rank1[512];
+    snprintf(rank0, sizeof rank0, "p: rank 0: error: %s", why);
+    snprintf(rank1, sizeof rank1, "p: rank 1: error: %s", why);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, rank0));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, rank1));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "status=2"));
+    if (!out || !strstr(out, rank0) || !strstr(out, rank1) || !strstr(out, "status=2"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
+static void test_mpmd_mismatches(void)
+{
+    if (!ready(1))
+        return;
+    mpmd_mismatch("--data data --eval-every 2", "--data data",
+                  "rank 1 has --eval-every 0 where rank 0 has 2: every rank needs the same --eval-every");
+    mpmd_mismatch("--data data", "--data small",
+                  "rank 1's training data differs from rank 0's (512 samples, digest ");
+    mpmd_mismatch("--data data", "--data data --save ck",
+                  "--save is given on rank 1 but not given on rank 0: give it to every rank or to none");
+}
+
+/* tests/fault/signal_faults.sh MODE: status 1 with WHY in the output. */
+static void signal_fault(const char *mode, const char *why)
+{
+    char cmd[128], *out = NULL;
+    snprintf(cmd, sizeof cmd, "tests/fault/signal_faults.sh %s", mode);
+    CU_ASSERT_EQUAL(run_script(cmd, &out), 0);
+    char verdict[128];
+    snprintf(verdict, sizeof verdict, "signal_faults: %s: exit status 1\n", mode);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, verdict));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, why));
+    if (!out || !strstr(out, verdict) || !strstr(out, why))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
+static void test_signals(void)
+{
+    if (!ready(1))
+        return;
+    signal_fault("nproc-kill", "prog: error: rank 1 was killed by signal SIGKILL\n");
+    signal_fault("single-term", "prog: error: stopped by SIGTERM while training at epoch ");
+}
+
+/* Settings a single CPU rank must refuse at start-up, naming the cause. */
+static void test_refused_settings(void)
+{
+    if (!ready(0))
+        return;
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 256 64; "
+        "%s examples/mnist.net --target cpu -o $d/p >/dev/null || exit 9; "
+        "$d/p --data $d/data --max-steps 1 --backend nccl; echo nccl=$?; "
+        "$d/p --data $d/data --max-steps 1 --lr 1e39; echo lr=$?; "
+        "OMP_NUM_THREADS=100000 $d/p --data $d/data --max-steps 1; echo threads=$?", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    static const char *const expected[] = {
+        "p: error: this program was built for CPUs; NCCL needs --target cuda",
+        "nccl=2",
+        "p: error: --lr expects a number >= 0 that a float holds (at most 3.4e+38), got '1e39'",
+        "lr=2",
+        "scratch for 100000 OpenMP threads (OMP_NUM_THREADS=100000) on ",
+        "threads=2",
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, expected[i]));
+        ok = ok && out && strstr(out, expected[i]);
+    }
+    if (!ok)
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 void suite_faults(void)
 {
     static const TestCase cases[] = {
@@ -200,6 +300,10 @@ void suite_faults(void)
         {"truncated data, a damaged --init, a batch too big: status 2, named", test_bad_files},
         {"NaN keeps the good checkpoints; nets share a --save dir; a forgotten --resume: refused",
          test_checkpoint_guard},
+        {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
+        {"a rank killed under --nproc-per-node, a single rank's SIGTERM: said, status 1", test_signals},
+        {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000: status 2, named",
+         test_refused_settings},
         {NULL, NULL},
     };
     test_add_suite("faults", cases);

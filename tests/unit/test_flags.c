@@ -134,10 +134,14 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--epochs --lr 1", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--batch-size 1048577", "--batch-size expects a whole number from 1 to 1048576, got '1048577'"));
     CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
-    CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0, got '-0.1'"));
-    CU_ASSERT(refused("--lr nan", "--lr expects a number >= 0, got 'nan'"));
-    CU_ASSERT(refused("--lr inf", "--lr expects a number >= 0, got 'inf'"));
-    CU_ASSERT(refused("--lr=", "--lr expects a number >= 0, got ''"));
+    CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got '-0.1'"));
+    CU_ASSERT(refused("--lr nan", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got 'nan'"));
+    CU_ASSERT(refused("--lr inf", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got 'inf'"));
+    CU_ASSERT(refused("--lr=", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got ''"));
     CU_ASSERT(refused("--seed -1", "--seed expects a whole number from 0 to 18446744073709551615, got '-1'"));
     CU_ASSERT(refused("--seed 18446744073709551616",
                       "--seed expects a whole number from 0 to 18446744073709551615, got '18446744073709551616'"));
@@ -221,6 +225,54 @@ static void test_usage(void)
     CU_ASSERT_STRING_EQUAL(ddp_prog_name(NULL), "ddp");
 }
 
+/* Every flag says whether ranks must agree on it (ddp_dist_check_same
+ * compares those): a new row that says nothing fails here. The flags that
+ * change what a rank sends, or whether rank 0 acts, are among them. */
+static void test_every_flag_classified(void)
+{
+    for (int i = 0; i < DDP_FLAG_COUNT; i++) {
+        DdpAgree a = ddp_flags_agreement((DdpFlagId)i);
+        if (a != DDP_AGREE_VALUE && a != DDP_AGREE_GIVEN && a != DDP_AGREE_LOCAL)
+            fprintf(stderr, "\n--%s is not classified", ddp_flags_name((DdpFlagId)i));
+        CU_ASSERT(a == DDP_AGREE_VALUE || a == DDP_AGREE_GIVEN || a == DDP_AGREE_LOCAL);
+    }
+    static const DdpFlagId values[] = {DDP_FLAG_EPOCHS, DDP_FLAG_BATCH_SIZE, DDP_FLAG_LR, DDP_FLAG_SEED,
+                                       DDP_FLAG_MAX_STEPS, DDP_FLAG_NO_SHUFFLE, DDP_FLAG_EVAL_EVERY,
+                                       DDP_FLAG_BUCKET_CAP_MB, DDP_FLAG_NO_SYNC_EVERY, DDP_FLAG_SAVE_EVERY,
+                                       DDP_FLAG_BACKEND};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        CU_ASSERT_EQUAL(ddp_flags_agreement(values[i]), DDP_AGREE_VALUE);
+    CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_SAVE), DDP_AGREE_GIVEN);
+    CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_RESUME), DDP_AGREE_GIVEN);
+    CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_RANK), DDP_AGREE_LOCAL);
+
+    DdpFlags f;
+    char v[48];
+    CU_ASSERT_EQUAL_FATAL(parse(&f, "--eval-every 2 --save /d --no-shuffle"), DDP_OK);
+    ddp_flags_agreed_value(&f, DDP_FLAG_EVAL_EVERY, v, sizeof v);
+    CU_ASSERT_STRING_EQUAL(v, "2");
+    ddp_flags_agreed_value(&f, DDP_FLAG_LR, v, sizeof v);
+    CU_ASSERT_STRING_EQUAL(v, "0.01");
+    ddp_flags_agreed_value(&f, DDP_FLAG_SAVE, v, sizeof v);
+    CU_ASSERT_STRING_EQUAL(v, "given");
+    ddp_flags_agreed_value(&f, DDP_FLAG_RESUME, v, sizeof v);
+    CU_ASSERT_STRING_EQUAL(v, "not given");
+    ddp_flags_agreed_value(&f, DDP_FLAG_NO_SHUFFLE, v, sizeof v);
+    CU_ASSERT_STRING_EQUAL(v, "given");
+}
+
+/* --lr is used as a float: what no float holds is refused, not a NaN later. */
+static void test_float_flags(void)
+{
+    CU_ASSERT(refused("--lr 1e39", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got '1e39'"));
+    CU_ASSERT(refused("--lr 1e-50", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+                      "got '1e-50'"));
+    DdpFlags f;
+    CU_ASSERT_EQUAL(parse(&f, "--lr 3e38"), DDP_OK);
+    CU_ASSERT_EQUAL(parse(&f, "--lr 0"), DDP_OK);
+}
+
 void suite_flags(void)
 {
     static const TestCase cases[] = {
@@ -230,6 +282,8 @@ void suite_flags(void)
         {"unknown options get a suggestion", test_unknown},
         {"checkpoint flags: --resume needs a PATH or --save; the rest parse", test_checkpoint_flags},
         {"--help lists every flag with the net's defaults", test_usage},
+        {"every flag says whether ranks must agree on it; values as ranks compare them", test_every_flag_classified},
+        {"--lr refuses what no float holds", test_float_flags},
         {NULL, NULL},
     };
     test_add_suite("flags", cases);

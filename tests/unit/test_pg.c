@@ -233,6 +233,26 @@ static void test_mpi_abort(void)
     free(out);
 }
 
+/* Ranks that start different collectives: both stop at once, before MPI
+ * moves any data (it used to write the bucket into the 3-double buffer),
+ * each naming both sides. */
+static void test_mpi_mismatch(void)
+{
+    int rc = -1;
+    double seconds = 0;
+    char *out = run_helper(2, "mismatch", 0, &rc, &seconds);
+    if (!out)
+        return;
+    int ok = rc != 0 && strstr(out, "rank 0: PASS mismatch") && strstr(out, "rank 1: PASS mismatch") &&
+             !strstr(out, "FAIL") && seconds < 20;
+    char what[160];
+    snprintf(what, sizeof what, "mismatch: exit %d after %.1f s", rc, seconds);
+    CU_assertImplementation(ok, __LINE__, what, __FILE__, "", CU_FALSE);
+    if (!ok)
+        fprintf(stderr, "\n%s\n", out);
+    free(out);
+}
+
 static void test_mpi_valgrind(void)
 {
     if (test_run("command -v valgrind && test -f /usr/share/openmpi/openmpi-valgrind.supp", NULL) != 0) {
@@ -252,6 +272,7 @@ void suite_pg(void)
         {"MPI, 2 and 3 ranks: every rank gets the same bits", test_mpi_determinism},
         {"MPI: a collective one rank never calls fails within the timeout", test_mpi_timeout},
         {"MPI: a rank that aborts ends the job at once", test_mpi_abort},
+        {"MPI: ranks that start different collectives both stop at once, naming both", test_mpi_mismatch},
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_valgrind},
         {NULL, NULL},
     };

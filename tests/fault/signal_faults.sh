@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A rank ended by a signal must be said in README's words, with status 1:
+#   tests/fault/signal_faults.sh nproc-kill|single-term
+# nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
+#              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
+# single-term: one rank, no launcher, gets SIGTERM: "stopped by SIGTERM".
+# Prints the run's output and a verdict line with the exit status.
+set -euo pipefail
+mode=$1
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+d=$(mktemp -d)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+    pkill -KILL -f "$d/prog" 2>/dev/null || true
+    rm -rf "$d"
+}
+trap cleanup EXIT
+"$python" "$here/small_data.py" "$d/data" 1024 128
+"$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
+case $mode in
+nproc-kill) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 16 --epochs 1000 \
+                --timeout 8 > "$d/out.txt" 2>&1 & ;;
+single-term) OMP_NUM_THREADS=1 "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
+*) echo "signal_faults: unknown mode $mode"; exit 2 ;;
+esac
+pid=$!
+victim=
+for _ in $(seq 300); do
+    if [ "$mode" = single-term ]; then
+        victim=$pid
+    else
+        for p in $(pgrep -f "$d/prog" || true); do
+            if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+                victim=$p
+            fi
+        done
+    fi
+    [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
+    sleep 0.1
+done
+[ -n "$victim" ] || { cat "$d/out.txt"; echo "signal_faults: the rank never started"; exit 1; }
+sleep 1
+case $mode in
+nproc-kill) kill -KILL "$victim" ;;
+single-term) kill -TERM "$victim" ;;
+esac
+status=0
+wait "$pid" || status=$?
+pid=
+cat "$d/out.txt"
+echo "signal_faults: $mode: exit status $status"
