@@ -142,8 +142,8 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
 {
     const char *prog = ddp_prog_name(argc > 0 ? argv[0] : NULL);
     if (nproc < 1 || nproc > DDP_FLAGS_MAX_RANKS) {
-        fprintf(stderr, "%s: error: --nproc-per-node %d is out of range (1 to %d)\n", prog, nproc,
-                DDP_FLAGS_MAX_RANKS);
+        fprintf(stderr, "%s: error: internal error: %d ranks to launch (--nproc-per-node admits 1 to %d)\n", prog,
+                nproc, DDP_FLAGS_MAX_RANKS);
         return 2;
     }
     if (!(grace_s >= 0))

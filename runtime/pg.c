@@ -94,7 +94,8 @@ DdpStatus ddp_pg_create(DdpProcessGroup **pg, DdpPgBackend backend, const DdpTop
         return DDP_ERR(DDP_FAIL, "internal error: process group for rank %d of %d", t ? t->rank : -1,
                        t ? t->world_size : -1);
     if (!(timeout_s > 0))
-        return DDP_ERR(DDP_BAD_INPUT, "--timeout must be a positive number of seconds, not %g", timeout_s);
+        return DDP_ERR(DDP_FAIL, "internal error: a process group timeout of %g s (--timeout admits only positive)",
+                       timeout_s);
     DdpProcessGroup *g = calloc(1, sizeof *g);
     if (!g)
         return DDP_ERR(DDP_FAIL, "out of memory");

@@ -269,7 +269,9 @@ static void test_refused_settings(void)
         "%s examples/mnist.net --target cpu -o $d/p >/dev/null || exit 9; "
         "$d/p --data $d/data --max-steps 1 --backend nccl; echo nccl=$?; "
         "$d/p --data $d/data --max-steps 1 --lr 1e39; echo lr=$?; "
-        "OMP_NUM_THREADS=100000 $d/p --data $d/data --max-steps 1; echo threads=$?", test_ddpc()) > 0);
+        "OMP_NUM_THREADS=100000 $d/p --data $d/data --max-steps 1; echo threads=$?; "
+        "$d/p --data $d/data --max-steps 1 --init-method tcp://host --rank 0 --world-size 2; echo tcp=$?",
+        test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     static const char *const expected[] = {
         "p: error: this program was built for CPUs; NCCL needs --target cuda",
@@ -278,6 +280,8 @@ static void test_refused_settings(void)
         "lr=2",
         "scratch for 100000 OpenMP threads (OMP_NUM_THREADS=100000) on ",
         "threads=2",
+        "p: error: --init-method 'tcp://host' needs a host and a port: tcp://HOST:PORT",
+        "tcp=2",
     };
     int ok = 1;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
@@ -302,7 +306,7 @@ void suite_faults(void)
          test_checkpoint_guard},
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
         {"a rank killed under --nproc-per-node, a single rank's SIGTERM: said, status 1", test_signals},
-        {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000: status 2, named",
+        {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},
         {NULL, NULL},
     };

@@ -148,10 +148,8 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--bucket-cap-mb 0", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '0'"));
     CU_ASSERT(refused("--timeout 0", "--timeout expects a number > 0 and at most 31536000, got '0'"));
     CU_ASSERT(refused("--backend gloo", "--backend expects nccl or mpi, got 'gloo'"));
-    CU_ASSERT(refused("--init-method tcp://host", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://host'"));
-    CU_ASSERT(refused("--init-method tcp://:80", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://:80'"));
-    CU_ASSERT(refused("--init-method tcp://h:70000",
-                      "--init-method expects env:// or tcp://HOST:PORT, got 'tcp://h:70000'"));
+    /* tcp://'s host and port are judged by topology.c (test_rendezvous), which says which is wrong */
+    CU_ASSERT(refused("--init-method tcp:/h:80", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp:/h:80'"));
     CU_ASSERT(refused("--nproc-per-node 0", "--nproc-per-node expects a whole number from 1 to 1024, got '0'"));
     CU_ASSERT(refused("--data EMPTY", "--data expects a directory, got ''"));
     CU_ASSERT(refused("--export=", "--export expects a file name, got ''"));
