@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
-#include "launcher.h"  // ddp_launch_local
+#include "launcher.h"  // ddp_launch_local, ddp_signal_name
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
@@ -133,17 +133,6 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
     if (ddp_device_is_gpu() && ddp_device_count() > 1)
         return ddp_device_count();
     return 0;
-}
-
-/* "SIGKILL" for 9. */
-static const char *signal_text(int sig, char *buf, size_t len)
-{
-    const char *abbrev = sigabbrev_np(sig);
-    if (abbrev)
-        snprintf(buf, len, "SIG%s", abbrev);
-    else
-        snprintf(buf, len, "signal %d", sig);
-    return buf;
 }
 
 /* mpirun's pid while it runs, and the first SIGINT or SIGTERM sent to us. */
@@ -295,17 +284,17 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     char name[32];
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     if (stop_signal) {
-        fprintf(stderr, "%s: error: stopped by %s\n", prog, signal_text(stop_signal, name, sizeof name));
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
         return DDP_FAIL;
     }
     if (rank >= 0) {
         fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank,
-                signal_text(sig, name, sizeof name));
+                ddp_signal_name(sig, name, sizeof name));
         return DDP_FAIL;
     }
     if (status > 128) { /* mpirun itself, or a rank it did not name, died of a signal */
         fprintf(stderr, "%s: error: mpirun ended with status %d: a rank or mpirun was killed by signal %s\n", prog,
-                status, signal_text(status - 128, name, sizeof name));
+                status, ddp_signal_name(status - 128, name, sizeof name));
         return DDP_FAIL;
     }
     return status;

@@ -71,8 +71,7 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-/* "SIGKILL" for SIGKILL; "signal 77" for what has no name. */
-static const char *signal_name(int sig, char *buf, size_t len)
+const char *ddp_signal_name(int sig, char *buf, size_t len)
 {
     const char *abbrev = sigabbrev_np(sig);
     if (abbrev)
@@ -313,7 +312,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                 status = WEXITSTATUS(ws);
             } else {
                 fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, r,
-                        signal_name(WTERMSIG(ws), name, sizeof name));
+                        ddp_signal_name(WTERMSIG(ws), name, sizeof name));
                 status = 1;
             }
             first_failure = r;
@@ -333,10 +332,10 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                     continue;
                 if (forced)
                     fprintf(stderr, "%s: killing rank %d (a second %s)\n", prog, r,
-                            signal_name(forced, name, sizeof name));
+                            ddp_signal_name(forced, name, sizeof name));
                 else
                     fprintf(stderr, "%s: rank %d did not stop within %g s of %s; killing it\n", prog, r, grace_s,
-                            signal_name(stop_sig, name, sizeof name));
+                            ddp_signal_name(stop_sig, name, sizeof name));
             }
             signal_all(children, nproc, SIGKILL);
             kill_at = 0; /* nothing outlives SIGKILL: reap them */
@@ -362,7 +361,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
 
     if (got_signal && first_failure < 0) {
         char name[32];
-        fprintf(stderr, "%s: error: stopped by %s\n", prog, signal_name(got_signal, name, sizeof name));
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(got_signal, name, sizeof name));
         status = 1;
     }
     for (int i = 0; i < NFORWARDED; i++)

@@ -7,6 +7,8 @@
 #ifndef DDPRT_LAUNCHER_H
 #define DDPRT_LAUNCHER_H
 
+#include <stddef.h>  // size_t
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,6 +42,10 @@ int ddp_launch_local(int nproc, int argc, char **argv, double timeout_s);
  * exec'd with ARGV as it is (ARGV[0] included) less --nproc-per-node, for
  * tests that point it at a script. */
 int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double grace_s);
+
+/* A signal's name for messages, into BUF (LEN bytes): "SIGKILL" for SIGKILL,
+ * "signal 77" for one without a name. Returns BUF. */
+const char *ddp_signal_name(int sig, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
