@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>     // open, O_*
+#include <sys/file.h>  // flock: one run per net and --save directory
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
@@ -30,6 +32,7 @@
 #define SUFFIX ".safetensors"
 #define MAX_CANDIDATES 4096 /* checkpoint files looked at in one directory */
 #define MAX_STEM 64         /* of the net's name in a file name */
+#define STEM_KEPT 40        /* a longer name keeps this much, then a hash of it all */
 
 /* PyTorch's names for the optimizer state, slot by slot. */
 static const char *slot_name(const DdpNet *net, int slot)
@@ -165,22 +168,32 @@ DdpStatus ddp_checkpoint_make_dir(const char *dir)
 }
 
 /* The net's part of its checkpoints' names: its name, with anything but
- * letters, digits and '_' made '_' (a .net name is already only those). */
-static void file_stem(const DdpNet *net, char *stem, size_t len)
+ * letters, digits and '_' made '_' (a .net name is already only those). A
+ * name longer than STEM_KEPT keeps its first STEM_KEPT characters and adds a
+ * hash of the whole (FNV-1a), so that two long names alike at the start do
+ * not share files, and prune each other's. */
+static void file_stem(const DdpNet *net, char stem[MAX_STEM])
 {
     const char *name = net->name && *net->name ? net->name : "net";
-    size_t i = 0;
-    for (; name[i] && i + 1 < len; i++) {
+    size_t i = 0, len = strlen(name);
+    for (; i < len && i < STEM_KEPT; i++) {
         char ch = name[i];
         int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
         stem[i] = plain ? ch : '_';
     }
     stem[i] = '\0';
+    if (len > STEM_KEPT) {
+        uint32_t h = 2166136261u;
+        for (size_t k = 0; k < len; k++)
+            h = (h ^ (unsigned char)name[k]) * 16777619u;
+        snprintf(stem + i, MAX_STEM - i, "-%08x", (unsigned)h);
+    }
 }
 
 /* The step of a checkpoint's file name, PREFIX STEM "-" digits SUFFIX (with
- * TMP, the temporary name a writer uses); with STEM NULL, the older names
- * that say nothing of the net, PREFIX digits SUFFIX. -1 for any other name. */
+ * TMP, a temporary name a writer uses: that plus DDP_OUTPUT_TMP and a unique
+ * suffix, or ".tmp" as earlier versions wrote); with STEM NULL, the older
+ * names that say nothing of the net, PREFIX digits SUFFIX. -1 for any other. */
 static int64_t name_step(const char *name, const char *stem, int tmp)
 {
     size_t plen = strlen(PREFIX);
@@ -199,8 +212,11 @@ static int64_t name_step(const char *name, const char *stem, int tmp)
         step = step * 10 + (*p - '0');
     if (digits == 0)
         return -1;
-    const char *rest = tmp ? SUFFIX ".tmp" : SUFFIX;
-    return strcmp(p, rest) == 0 ? step : -1;
+    if (!tmp)
+        return strcmp(p, SUFFIX) == 0 ? step : -1;
+    size_t slen = strlen(SUFFIX DDP_OUTPUT_TMP);
+    int ours = strncmp(p, SUFFIX DDP_OUTPUT_TMP, slen) == 0 && strlen(p + slen) == 6;
+    return ours || strcmp(p, SUFFIX ".tmp") == 0 ? step : -1;
 }
 
 typedef struct {
@@ -223,7 +239,7 @@ static DdpStatus list_dir(const DdpNet *net, const char *dir, int tmp, int legac
     *out = NULL;
     *n = 0;
     char stem[MAX_STEM];
-    file_stem(net, stem, sizeof stem);
+    file_stem(net, stem);
     DIR *d = opendir(dir);
     if (!d)
         return errno == ENOENT ? DDP_OK : DDP_ERR(DDP_BAD_INPUT, "%s: cannot read the directory: %s", dir,
@@ -257,8 +273,36 @@ static void list_free(Candidate *c, int n)
     free(c);
 }
 
+DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
+{
+    /* held until the process ends: the descriptor is deliberately kept */
+    static int held = -1;
+    if (held >= 0)
+        return DDP_OK;
+    char stem[MAX_STEM], *path = NULL;
+    file_stem(net, stem);
+    if (asprintf(&path, "%s/" PREFIX "%s.lock", dir, stem) < 0)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    DdpStatus st = DDP_OK;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, path, strerror(errno));
+    else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        st = errno == EWOULDBLOCK
+            ? DDP_ERR(DDP_BAD_INPUT, "--save %s is in use by another run of net '%s' (it holds %s): give this run "
+                      "another --save directory, or let that one end first", dir, net->name, path)
+            : DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot lock %s: %s", dir, path, strerror(errno));
+        close(fd);
+    } else {
+        held = fd;
+    }
+    free(path);
+    return st;
+}
+
 /* Removes what a save of NET leaves behind: its checkpoints older than the
- * KEEP newest up to STEP, and its temporary files of killed writers. Newer
+ * KEEP newest up to STEP, and its temporary files of killed writers (no
+ * other writer of NET's can be at work in DIR: ddp_checkpoint_lock). Newer
  * checkpoints (a run resumed from an older one), other nets' files and
  * files named the older way are left alone; the one just written, finite
  * (ddp_checkpoint_save), is the newest kept, so a good one always stays.
@@ -287,7 +331,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
 {
     DDP_CHECK(ddp_checkpoint_make_dir(dir));
     char stem[MAX_STEM];
-    file_stem(net, stem, sizeof stem);
+    file_stem(net, stem);
     int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);
     if (written < 0 || (size_t)written >= len)
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);

@@ -65,6 +65,12 @@ typedef struct {
  * --save fails before training rather than at the first checkpoint. */
 DdpStatus ddp_checkpoint_make_dir(const char *dir);
 
+/* Takes, for the rest of the process, NET's lock in DIR (DIR/checkpoint-NET.lock,
+ * flock): two runs of one net saving into one directory would prune each
+ * other's checkpoints and number theirs alike. DDP_BAD_INPUT, naming the
+ * lock, when another process holds it. Rank 0 takes it before it writes. */
+DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir);
+
 /* Writes DIR/checkpoint-NET-STEP.safetensors (creating DIR if it is
  * missing), then removes this net's older ones beyond DDP_CHECKPOINT_KEEP and
  * any temporary file a killed writer of it left. PATH (LEN bytes) gets the

@@ -191,25 +191,67 @@ DdpStatus ddp_output_check(const char *flag, const char *path)
     return st;
 }
 
+DdpStatus ddp_output_in_place_check(const char *flag, const char *path)
+{
+    char who[PATH_MAX + 64];
+    named(flag, path, who, sizeof who);
+    if (!*path)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: an empty path; name a file", who);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        /* a file, a pipe, a terminal (/dev/stderr): written where it is */
+        if (S_ISDIR(sb.st_mode) || S_ISBLK(sb.st_mode))
+            return DDP_ERR(DDP_BAD_INPUT, "%s: is %s; name a file", who, file_kind(sb.st_mode));
+        return DDP_OK;
+    }
+    if (errno == ENOTDIR) {
+        char part[PATH_MAX];
+        non_directory_part(path, part, sizeof part);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: %s is not a directory", who, part);
+    }
+    if (errno != ENOENT)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot look at %s: %s", who, path, strerror(errno));
+    char *dir = dir_of(path);
+    DdpStatus st = DDP_OK;
+    if (!dir)
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory", who);
+    else if (access(dir, W_OK | X_OK) != 0)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into %s: %s", who, dir, strerror(errno));
+    free(dir);
+    return st;
+}
+
 DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out)
 {
     memset(out, 0, sizeof *out);
     DDP_CHECK(ddp_output_target(flag, path, &out->target));
-    if (asprintf(&out->tmp, "%s.tmp", out->target) < 0) {
+    if (asprintf(&out->tmp, "%s" DDP_OUTPUT_TMP "XXXXXX", out->target) < 0) {
         out->tmp = NULL;
         ddp_output_abort(out);
         return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
     }
-    /* O_EXCL: never write through whatever a stale temporary name holds */
-    if (unlink(out->tmp) != 0 && errno != ENOENT) {
-        DdpStatus st = DDP_ERR(DDP_FAIL, "%s: cannot remove the stale %s: %s", path, out->tmp, strerror(errno));
+    /* A name of its own (mkostemp: new, O_EXCL), so that two writers of one
+     * path never write into each other's file: each renames a whole file, and
+     * the last rename wins. mkostemp makes it 0600; a finished output gets
+     * the mode a plain create would give it. */
+    int fd = mkostemp(out->tmp, O_CLOEXEC);
+    if (fd >= 0) {
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fchmod(fd, 0666 & ~mask) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) { /* nothing was created under the name */
+        DdpStatus st = DDP_ERR(DDP_FAIL, "%s: cannot create a temporary file beside it: %s", out->target,
+                               strerror(errno));
         free(out->tmp);
         out->tmp = NULL;
         ddp_output_abort(out);
         return st;
     }
-    int fd = open(out->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 || !(out->f = fdopen(fd, "wb"))) {
+    if (!(out->f = fdopen(fd, "wb"))) {
         DdpStatus st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->tmp, strerror(errno));
         if (fd >= 0)
             close(fd);

@@ -34,16 +34,29 @@ DdpStatus ddp_output_resolve(const char *who, const char *path, char **target);
  * create it: for start-up, so that a mistyped path fails before training. */
 DdpStatus ddp_output_check(const char *flag, const char *path);
 
+/* Whether PATH may take an output written in place, as a log is (appended
+ * to, read while it grows): anything that is not a directory or a block
+ * device, so also a pipe or a terminal (--log /dev/stderr), since nothing is
+ * replaced; or nothing yet, in a directory that lets us create it. Links are
+ * followed. DDP_BAD_INPUT otherwise, the message as ddp_output_target's. */
+DdpStatus ddp_output_in_place_check(const char *flag, const char *path);
+
+/* What an output's temporary name adds to the target's: TARGET.tmp-XXXXXX,
+ * six characters of mkostemp's, so each writer has its own. */
+#define DDP_OUTPUT_TMP ".tmp-"
+
 /* A file being written in place of another: data goes to TMP (the target's
- * name plus ".tmp", in the same directory) and replaces TARGET on commit. */
+ * name plus DDP_OUTPUT_TMP and a unique suffix, in the same directory) and
+ * replaces TARGET on commit. */
 typedef struct {
     FILE *f;
     char *target;
     char *tmp;
 } DdpOutput;
 
-/* Checks PATH as ddp_output_target does and opens its temporary file, new
- * (a stale one left by a crash is removed first). */
+/* Checks PATH as ddp_output_target does and creates its temporary file, of a
+ * name no other writer has (one a crash left behind is the pruner's business,
+ * checkpoint.c). */
 DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out);
 
 /* Flushes and syncs the temporary file, renames it over the target and syncs

@@ -74,6 +74,8 @@ static void put_number(char *buf, size_t size, size_t *len, int64_t v)
 
 static volatile sig_atomic_t note_names_signal; /* a single rank: "stopped by SIGTERM" */
 
+/* A signal handler: async-signal-safe, so it builds its line by hand (no
+ * stdio, no ddp_signal_name, whose snprintf is not) and leaves with _exit. */
 static void say_and_exit(int sig)
 {
     static const char *const doing[] = {
@@ -120,7 +122,10 @@ void ddp_dist_note_termination(const DdpDist *d, const char *prog)
     sa.sa_handler = say_and_exit;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
-    if (d->world <= 1)
+    /* A SIGINT ignored by whoever started us (nohup, a shell's background
+     * job) stays ignored, as it would without this handler. */
+    struct sigaction old;
+    if (d->world <= 1 && sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
         sigaction(SIGINT, &sa, NULL);
 }
 
@@ -247,12 +252,20 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     sa.sa_sigaction = forward_to_mpirun;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
+    /* Blocked until mpirun_pid is set, so that a signal arriving around the
+     * fork is forwarded rather than only noted; the child unblocks them. */
+    sigset_t stops, old_mask;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, &old_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     pid_t pid = fork();
     if (pid == 0) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         close(pipe_fd[0]);
         dup2(pipe_fd[1], STDERR_FILENO);
         close(pipe_fd[1]);
@@ -264,13 +277,16 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     close(pipe_fd[1]);
     free(args);
     if (pid < 0) {
+        int err = errno;
         close(pipe_fd[0]);
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
-        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(err));
         return DDP_FAIL;
     }
     mpirun_pid = pid;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     int rank, sig;
     relay_mpirun_stderr(pipe_fd[0], &rank, &sig);
     close(pipe_fd[0]);
@@ -283,7 +299,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
 
     char name[32];
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    if (stop_signal) {
+    if (stop_signal && status != 0) { /* mpirun ending well after all is not a stop */
         fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
         return DDP_FAIL;
     }
@@ -344,8 +360,9 @@ static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t byt
         st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
     if (st == DDP_OK)
         ddp_pg_purpose(d->pg, purpose);
-    if (st == DDP_OK)
-        st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes, DDP_U8);
+    if (st == DDP_OK && (st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes,
+                                                DDP_U8)) != DDP_OK)
+        return st; /* DEV stays: the abandoned collective may still write into it */
     if (st == DDP_OK)
         st = ddp_copy_to_host(all, dev, total, d->stream);
     ddp_device_free(dev);
@@ -449,8 +466,8 @@ DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n)
         st = ddp_copy_to_device(dev, values, bytes, d->stream);
     if (st == DDP_OK)
         ddp_pg_purpose(d->pg, DDP_PG_FOR_HOST_VALUES);
-    if (st == DDP_OK)
-        st = ddp_pg_broadcast(d->pg, dev, (size_t)n, DDP_I64, 0);
+    if (st == DDP_OK && (st = ddp_pg_broadcast(d->pg, dev, (size_t)n, DDP_I64, 0)) != DDP_OK)
+        return st; /* DEV stays: the abandoned collective may still write into it */
     if (st == DDP_OK)
         st = ddp_copy_to_host(values, dev, bytes, d->stream);
     ddp_device_free(dev);

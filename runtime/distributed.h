@@ -30,7 +30,7 @@ typedef struct {
     DdpProcessGroup *pg;  /* NULL with one rank */
     void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
-    int agreed_failure;   /* every rank failed the same start-up check: the group may finish cleanly */
+    int agreed_failure;   /* every rank failed the same check (at start-up, or a checkpoint's): MPI may finish */
 } DdpDist;
 
 /* The topology, from flags and environment. */

@@ -89,8 +89,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
         .agree = DDP_AGREE_LOCAL,
         .help = "start N local ranks, as mp.spawn does"},
+    /* LOCAL: ranks that chose different backends never form one group; the
+     * flag alone may differ (given on one rank, the build's default on another) */
     [DDP_FLAG_BACKEND] = {"backend", KIND_BACKEND, "nccl|mpi", AT(backend),
-        .agree = DDP_AGREE_VALUE,
+        .agree = DDP_AGREE_LOCAL,
         .help = "how ranks talk"},
     [DDP_FLAG_INIT_METHOD] = {"init-method", KIND_ADDRESS, "env://|tcp://HOST:PORT", AT(init_method),
         .agree = DDP_AGREE_LOCAL,
@@ -98,8 +100,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_RANK] = {"rank", KIND_INT, "R", AT(rank), .min = 0, .max = DDP_FLAGS_MAX_RANKS - 1,
         .agree = DDP_AGREE_LOCAL,
         .help = "this process's rank (with --world-size)"},
+    /* LOCAL: the world size itself, from the flag or a launcher's variables,
+     * is compared apart (distributed.c); a flag next to WORLD_SIZE may differ */
     [DDP_FLAG_WORLD_SIZE] = {"world-size", KIND_INT, "W", AT(world_size), .min = 1, .max = DDP_FLAGS_MAX_RANKS,
-        .agree = DDP_AGREE_VALUE,
+        .agree = DDP_AGREE_LOCAL,
         .help = "ranks in all"},
     [DDP_FLAG_BUCKET_CAP_MB] = {"bucket-cap-mb", KIND_REAL, "X", AT(bucket_cap_mb), .lo = 0, .lo_open = 1,
         .hi = 1048576, .agree = DDP_AGREE_VALUE,
@@ -184,8 +188,8 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
         break;
     case KIND_REAL:
         if (spec->single)
-            snprintf(buf, len, "a number %s %.15g that a float holds (at most %.2g)", spec->lo_open ? ">" : ">=",
-                     spec->lo, (double)FLT_MAX);
+            snprintf(buf, len, "a number %s %.15g that a float holds (0, or %.2g to %.2g)", spec->lo_open ? ">" : ">=",
+                     spec->lo, (double)FLT_TRUE_MIN, (double)FLT_MAX);
         else if (isinf(spec->hi))
             snprintf(buf, len, "a number %s %.15g", spec->lo_open ? ">" : ">=", spec->lo);
         else

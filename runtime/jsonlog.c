@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dirs.h"  // ddp_output_target: which paths a log may be
+#include "dirs.h"  // ddp_output_in_place_check: which paths a log may be
 
 struct DdpJsonLog {
     FILE *f;
@@ -44,16 +44,14 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
         log->f = stdout;
     } else {
         /* the log is read while it grows and --resume appends to it, so it is
-         * written in place, not renamed; but only a regular file (dirs.h) */
-        char *target = NULL;
-        DdpStatus st = ddp_output_target("log", path, &target);
+         * written in place, not renamed (dirs.h) */
+        DdpStatus st = ddp_output_in_place_check("log", path);
         if (st != DDP_OK) {
             free(log->path);
             free(log);
             return st;
         }
-        log->f = fopen(target, append ? "a" : "w");
-        free(target);
+        log->f = fopen(path, append ? "a" : "w");
         if (!log->f) {
             st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(errno));
             free(log->path);

@@ -114,13 +114,29 @@ struct DdpOps {
 
 #define OPS_FAIL(ops, ...) ddp_ops_failure_record(&(ops)->failure, __FILE__, __LINE__, __VA_ARGS__)
 
+/* More OpenMP threads than this per core only slow training (each waits
+ * its turn for a core, and every parallel loop waits for the last): more is
+ * a mistake in OMP_NUM_THREADS, refused before any per-thread scratch is
+ * sized for it (100,000 threads asked for 44 GiB, which an overcommitting
+ * machine grants, and then could not start the threads). */
+enum { MAX_THREADS_PER_CORE = 8 };
+
 DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
 {
     (void)stream;
+    *ops = NULL;
+    int nthreads = omp_get_max_threads();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && nthreads > MAX_THREADS_PER_CORE * cores) {
+        const char *env = getenv("OMP_NUM_THREADS");
+        return DDP_ERR(DDP_BAD_INPUT, "OMP_NUM_THREADS=%s asks for %d threads on %ld cores: more than %d per core "
+                       "only slows training; set it to at most the cores", env ? env : "unset", nthreads, cores,
+                       (int)MAX_THREADS_PER_CORE);
+    }
     *ops = calloc(1, sizeof **ops);
     if (!*ops)
         return DDP_ERR(DDP_FAIL, "out of memory creating the ops context");
-    (*ops)->nthreads = omp_get_max_threads();
+    (*ops)->nthreads = nthreads;
     return DDP_OK;
 }
 

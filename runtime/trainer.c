@@ -45,6 +45,7 @@
 
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
+#include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
 #include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
@@ -390,19 +391,28 @@ static DdpStatus save_checkpoint(Trainer *t)
         return DDP_OK;
     t->saved_step = t->step;
     ddp_dist_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
-    char why[320];
-    DDP_CHECK(unsavable(t, why, sizeof why));
-    double bad = why[0] != '\0';
+    char why[320] = "", failure[1024] = "";
+    /* Every rank makes the all-reduce below, whatever it found here: one
+     * that returned early would leave the others waiting in it. Its own
+     * failure counts as a bad state, and is returned after. */
+    DdpStatus local = unsavable(t, why, sizeof why);
+    if (local != DDP_OK)
+        snprintf(failure, sizeof failure, "%s", ddp_error_message());
+    double bad = local != DDP_OK || why[0] != '\0';
     DDP_CHECK(ddp_copy_to_device(t->eval_stats, &bad, sizeof bad, t->stream));
     DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, 1, DDP_PG_FOR_SAVE_CHECK));
     DDP_CHECK(ddp_copy_to_host(&bad, t->eval_stats, sizeof bad, t->stream));
+    if (local != DDP_OK)
+        return DDP_ERR(local, "%s", failure);
     if (bad > 0) {
+        /* every rank found the same sum: all stop here, and MPI may finish */
+        t->dist.agreed_failure = 1;
         char kept[4200] = "";
         if (t->saved_path[0])
             snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);
         if (!why[0])
             return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: another rank found its loss or weights "
-                           "not finite (it says which)", (long long)t->step);
+                           "not finite (it says which)%s", (long long)t->step, kept);
         return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: %s, training has diverged%s",
                        (long long)t->step, why, kept);
     }
@@ -481,7 +491,9 @@ static DdpStatus resume(Trainer *t)
     int64_t said[2] = {DDP_OK, 0}; /* rank 0's status, the step */
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
-        st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir_unused(t);
+        st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
+        if (st == DDP_OK)
+            st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir_unused(t);
         said[0] = st;
     }
     DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
@@ -706,8 +718,13 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
                        "give --batch-size (1 to %d) and --epochs", (long long)t->cfg.batch,
                        (long long)t->cfg.epochs, DDP_FLAGS_MAX_BATCH);
+    /* Outputs are checked here, on every rank and before the ranks meet, so
+     * that a bad path stops the run before any rank waits in a collective
+     * for one that has failed (a launcher ends the others). */
     if (t->flags.export_path)
         DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
+    if (t->flags.log && strcmp(t->flags.log, "-") != 0)
+        DDP_CHECK(ddp_output_in_place_check("log", t->flags.log));
     if (t->flags.save)
         DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
 
@@ -791,22 +808,21 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
     ddp_reducer_destroy(t->reducer);
-    /* A collective stuck in MPI may still write into the device buffers:
-     * they are left to the process's exit, which follows. */
-    if (ddp_dist_close(&t->dist, failed)) {
-        t->params = t->opt_state = t->buffers = NULL;
-        t->grads = NULL;
-        t->train_stats = t->eval_stats = NULL;
-    }
+    /* A collective stuck in MPI may still write into device memory (the
+     * gradients, the statistics, batchnorm's sums in the arena): then none
+     * of it is freed, and the process's exit, which follows, takes it. */
+    int stuck = ddp_dist_close(&t->dist, failed);
     ddp_ops_destroy(t->ops);
-    ddp_device_free(t->params);
-    ddp_device_free(t->grads);
-    ddp_device_free(t->opt_state);
-    ddp_device_free(t->buffers);
-    ddp_device_free(t->arena);
-    ddp_device_free(t->train_stats);
-    ddp_device_free(t->eval_stats);
-    ddp_device_free(t->batch);
+    if (!stuck) {
+        ddp_device_free(t->params);
+        ddp_device_free(t->grads);
+        ddp_device_free(t->opt_state);
+        ddp_device_free(t->buffers);
+        ddp_device_free(t->arena);
+        ddp_device_free(t->train_stats);
+        ddp_device_free(t->eval_stats);
+        ddp_device_free(t->batch);
+    }
     for (int s = 0; s < SLOTS; s++) {
         ddp_host_free(t->staging[s]);
         ddp_event_destroy(t->staged[s]);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>  // waitpid
 #include <unistd.h>
 
 #include "checkpoint.h"       // ddp_checkpoint_save, _load: files made and read directly
@@ -54,8 +55,9 @@ static int count_files(const char *dir, int tmp)
     int n = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
         size_t len = strlen(e->d_name);
-        int is_tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
-        n += strncmp(e->d_name, "checkpoint-", 11) == 0 && is_tmp == tmp;
+        int is_tmp = strstr(e->d_name, ".safetensors.tmp") != NULL;
+        int is_checkpoint = len > 12 && strcmp(e->d_name + len - 12, ".safetensors") == 0;
+        n += strncmp(e->d_name, "checkpoint-", 11) == 0 && (tmp ? is_tmp : is_checkpoint);
     }
     if (d)
         closedir(d);
@@ -68,9 +70,8 @@ static double newest_tmp(const char *dir)
     DIR *d = opendir(dir);
     double newest = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
         struct stat st;
-        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0 && stat(test_tmp_path(dir, e->d_name), &st) == 0 &&
+        if (strstr(e->d_name, ".safetensors.tmp") && stat(test_tmp_path(dir, e->d_name), &st) == 0 &&
             st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9 > newest)
             newest = st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
     }
@@ -641,6 +642,48 @@ static void test_kill_during_checkpoint(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* One run per net and --save directory: a second process is refused while
+ * the first holds the lock, and may take it once the first has ended. */
+static void test_one_run_per_directory(void)
+{
+    setup();
+    const DdpNet *n = net();
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_make_dir(path("ck")), DDP_OK);
+    int ready[2], go[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(ready), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(go), 0);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) { /* the first run: holds the lock until told */
+        char c = ddp_checkpoint_lock(n, path("ck")) == DDP_OK ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(2);
+        _exit(0);
+    }
+    char c = 0;
+    CU_ASSERT_EQUAL(read(ready[0], &c, 1), 1);
+    CU_ASSERT_EQUAL(c, 'y');
+    CU_ASSERT_EQUAL(ddp_checkpoint_lock(n, path("ck")), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "is in use by another run of net 'tiny' (it holds "));
+    CU_ASSERT_EQUAL(write(go[1], "x", 1), 1);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    /* the first has ended: a new run takes the lock (in a child of its own,
+     * since a process keeps the lock it takes until it exits) */
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(ddp_checkpoint_lock(n, path("ck")) == DDP_OK ? 0 : 1);
+    waitpid(pid, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    test_remove_tmpdir(tmpdir);
+}
+
 void suite_checkpoint(void)
 {
     static const TestCase cases[] = {
@@ -656,6 +699,8 @@ void suite_checkpoint(void)
         {"--save DIR of this net's checkpoints without --resume: status 2", test_forgotten_resume},
         {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
         {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
+        {"one run of a net per --save directory: a second is refused while the first holds it",
+         test_one_run_per_directory},
         {NULL, NULL},
     };
     test_add_suite("checkpoint", cases);

@@ -276,9 +276,9 @@ static void test_refused_settings(void)
     static const char *const expected[] = {
         "p: error: this program was built for CPUs; NCCL needs --target cuda",
         "nccl=2",
-        "p: error: --lr expects a number >= 0 that a float holds (at most 3.4e+38), got '1e39'",
+        "p: error: --lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), got '1e39'",
         "lr=2",
-        "scratch for 100000 OpenMP threads (OMP_NUM_THREADS=100000) on ",
+        "p: error: OMP_NUM_THREADS=100000 asks for 100000 threads on ",
         "threads=2",
         "p: error: --init-method 'tcp://host' needs a host and a port: tcp://HOST:PORT",
         "tcp=2",

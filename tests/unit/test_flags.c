@@ -134,13 +134,13 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--epochs --lr 1", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--batch-size 1048577", "--batch-size expects a whole number from 1 to 1048576, got '1048577'"));
     CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
-    CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '-0.1'"));
-    CU_ASSERT(refused("--lr nan", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr nan", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got 'nan'"));
-    CU_ASSERT(refused("--lr inf", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr inf", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got 'inf'"));
-    CU_ASSERT(refused("--lr=", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr=", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got ''"));
     CU_ASSERT(refused("--seed -1", "--seed expects a whole number from 0 to 18446744073709551615, got '-1'"));
     CU_ASSERT(refused("--seed 18446744073709551616",
@@ -262,9 +262,9 @@ static void test_every_flag_classified(void)
 /* --lr is used as a float: what no float holds is refused, not a NaN later. */
 static void test_float_flags(void)
 {
-    CU_ASSERT(refused("--lr 1e39", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr 1e39", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '1e39'"));
-    CU_ASSERT(refused("--lr 1e-50", "--lr expects a number >= 0 that a float holds (at most 3.4e+38), "
+    CU_ASSERT(refused("--lr 1e-50", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '1e-50'"));
     DdpFlags f;
     CU_ASSERT_EQUAL(parse(&f, "--lr 3e38"), DDP_OK);

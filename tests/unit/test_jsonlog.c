@@ -144,10 +144,15 @@ static void test_failures(void)
     DdpJsonLog *log = (DdpJsonLog *)1;
     CU_ASSERT_EQUAL(ddp_jsonlog_open("/nonexistent/dir/log.jsonl", 0, &log), DDP_BAD_INPUT);
     CU_ASSERT_PTR_NULL(log);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/nonexistent/dir/log.jsonl: cannot open"));
-    /* a device is not a log (runtime/dirs.h), and stays a device */
-    CU_ASSERT_EQUAL(ddp_jsonlog_open("/dev/full", 0, &log), DDP_BAD_INPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "--log /dev/full: is a character device"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(),
+                                  "--log /nonexistent/dir/log.jsonl: cannot write into /nonexistent/dir: No such"));
+    /* a character device is written in place (runtime/dirs.h): /dev/full
+     * takes the log, and the write's failure is reported */
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open("/dev/full", 0, &log), DDP_OK);
+    DdpLogField field = DDP_LOG_I("epoch", 1);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, &field, 1), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "/dev/full: cannot write the log: No space left on device"));
+    ddp_jsonlog_close(log);
     /* A write that fails (here: past the file size limit, in a child) is reported. */
     test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddpc-jsonlog-XXXXXX");
     int fd;

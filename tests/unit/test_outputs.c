@@ -14,9 +14,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>  // makedev
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "dirs.h"         // ddp_output_check, ddp_output_target
+#include "dirs.h"         // ddp_output_check, ddp_output_target, ddp_output_in_place_check
 #include "jsonlog.h"      // ddp_jsonlog_open
 #include "safetensors.h"  // ddp_safetensors_write
 #include "testutil.h"
@@ -103,7 +104,7 @@ static void test_export_follows_links(void)
         CU_ASSERT_EQUAL(ddp_safetensors_write(link, &tensor, 1, NULL, 0), DDP_OK);
         CU_ASSERT_EQUAL(kind_of(link), S_IFLNK);
         CU_ASSERT_EQUAL(kind_of(test_tmp_path(dir, "run3/w.safetensors")), S_IFREG);
-        CU_ASSERT_EQUAL(access(test_tmp_path(dir, "run3/w.safetensors.tmp"), F_OK), -1);
+        CU_ASSERT_EQUAL(test_count_prefixed(test_tmp_path(dir, "run3"), "w.safetensors.tmp"), 0);
     }
     char *target = NULL;
     CU_ASSERT_EQUAL(ddp_output_target("export", link, &target), DDP_OK);
@@ -117,23 +118,39 @@ static void test_export_follows_links(void)
     test_remove_tmpdir(dir);
 }
 
-/* --log follows the same rule (it is written in place, not renamed). */
-static void test_log_refuses_devices(void)
+/* --log is written in place (appended to, read while it grows), never
+ * renamed over anything: so a terminal, a pipe or a character device takes
+ * it as it is (--log /dev/stderr), and stays what it was; a directory is
+ * refused, and so is a path under a file. */
+static void test_log_written_in_place(void)
 {
     char dir[64];
     test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
     DdpJsonLog *log = NULL;
     const char *null = test_tmp_path(dir, "null");
     if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0) {
-        CU_ASSERT_EQUAL(ddp_jsonlog_open(null, 0, &log), DDP_BAD_INPUT);
-        CU_ASSERT(message_has("--log "));
-        CU_ASSERT(message_has("is a character device"));
-        CU_ASSERT_PTR_NULL(log);
+        CU_ASSERT_EQUAL(ddp_jsonlog_open(null, 0, &log), DDP_OK);
         if (log)
-            ddp_jsonlog_close(log);
+            CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+        log = NULL;
+        CU_ASSERT_EQUAL(kind_of(null), S_IFCHR);
     } else {
         fprintf(stderr, "\n  (character device case skipped: mknod: %s)", strerror(errno));
     }
+    const char *fifo = test_tmp_path(dir, "fifo");
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(ddp_output_in_place_check("log", fifo), DDP_OK);
+    CU_ASSERT_EQUAL(kind_of(fifo), S_IFIFO);
+    CU_ASSERT_EQUAL(ddp_jsonlog_open(dir, 0, &log), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("is a directory; name a file"));
+    CU_ASSERT_PTR_NULL(log);
+    const char *file = test_tmp_path(dir, "plain");
+    FILE *f = fopen(file, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    CU_ASSERT_EQUAL(ddp_jsonlog_open(test_tmp_path(dir, "plain/log.jsonl"), 0, &log), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("is not a directory"));
+    CU_ASSERT_PTR_NULL(log);
     const char *link = test_tmp_path(dir, "log-link");
     CU_ASSERT_EQUAL_FATAL(symlink("log.jsonl", link), 0);
     CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(link, 0, &log), DDP_OK);
@@ -143,12 +160,50 @@ static void test_log_refuses_devices(void)
     test_remove_tmpdir(dir);
 }
 
+/* Two processes writing one path over and over, at once: every write
+ * succeeds (each has its own temporary name), the file is always a whole
+ * one of the two, and no temporary file is left. */
+static void test_concurrent_writers(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
+    const char *target = test_tmp_path(dir, "w.safetensors");
+    pid_t pids[2];
+    for (int w = 0; w < 2; w++) {
+        pids[w] = fork();
+        CU_ASSERT_FATAL(pids[w] >= 0);
+        if (pids[w] == 0) {
+            float v[4096];
+            for (int i = 0; i < 4096; i++)
+                v[i] = (float)w;
+            DdpTensor mine = {.name = "w", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {4096}, .data = v};
+            int failures = 0;
+            for (int i = 0; i < 200; i++)
+                failures += ddp_safetensors_write(target, &mine, 1, NULL, 0) != DDP_OK;
+            _exit(failures ? 1 : 0);
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        int ws = 0;
+        waitpid(pids[w], &ws, 0);
+        CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    DdpSafetensors *f = NULL;
+    CU_ASSERT_EQUAL(ddp_safetensors_open(target, &f), DDP_OK);
+    if (f)
+        ddp_safetensors_close(f);
+    CU_ASSERT_EQUAL(test_count_prefixed(dir, "w.safetensors.tmp"), 0);
+    test_remove_tmpdir(dir);
+}
+
 void suite_outputs(void)
 {
     static const TestCase cases[] = {
         {"--export refuses a FIFO, a directory, a device, a path under a file", test_export_refuses_what_is_not_a_file},
         {"--export follows links: the target is written, the link stays", test_export_follows_links},
-        {"--log refuses a device and follows links", test_log_refuses_devices},
+        {"--log is written in place: a pipe or a character device stays one, a directory is refused",
+         test_log_written_in_place},
+        {"two writers of one path at once: each renames a whole file of its own", test_concurrent_writers},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);

@@ -4,10 +4,13 @@
  * writer built from the format's spec alone (struct + json + numpy), and a
  * corpus of corrupt files, each of which must be refused cleanly.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>  // setrlimit: a write cut short
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "safetensors.h"  // ddp_safetensors_write, _open, _find, _expect, _close
@@ -66,7 +69,7 @@ static void test_round_trip(void)
     int n = fill_net(t);
     const char *path = test_tmp_path(tmpdir, "w.safetensors");
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(path, t, n, net_meta, 2), DDP_OK);
-    CU_ASSERT(access(test_tmp_path(tmpdir, "w.safetensors.tmp"), F_OK) != 0);
+    CU_ASSERT_EQUAL(test_count_prefixed(tmpdir, "w.safetensors.tmp"), 0);
     /* A second write replaces the first. */
     steps++;
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(path, t, n, net_meta, 2), DDP_OK);
@@ -216,7 +219,7 @@ static void test_write_failures(void)
     };
     CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "dup.safetensors"), t, 2, NULL, 0), DDP_FAIL);
     CU_ASSERT(message_has("two tensors named 'x'"));
-    CU_ASSERT(access(test_tmp_path(tmpdir, "dup.safetensors.tmp"), F_OK) != 0);
+    CU_ASSERT_EQUAL(test_count_prefixed(tmpdir, "dup.safetensors.tmp"), 0);
     t[1].name = "y";
     t[1].shape[0] = -1;
     CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "neg.safetensors"), t, 2, NULL, 0), DDP_FAIL);
@@ -224,11 +227,22 @@ static void test_write_failures(void)
     t[1].name = "__metadata__";
     CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "meta.safetensors"), t, 2, NULL, 0), DDP_FAIL);
     CU_ASSERT_EQUAL(ddp_safetensors_write("/nonexistent/dir/w.safetensors", t, 1, NULL, 0), DDP_FAIL);
-    CU_ASSERT(message_has("/nonexistent/dir/w.safetensors.tmp: cannot write: No such file or directory"));
-    /* A failed write leaves the previous file as it was. */
+    CU_ASSERT(message_has("/nonexistent/dir/w.safetensors: cannot create a temporary file beside it: No such file"));
+    /* A write that fails half-way (a file size limit, in a child) leaves the
+     * previous file as it was, and no temporary file. */
     CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(test_tmp_path(tmpdir, "keep.safetensors"), t, 1, NULL, 0), DDP_OK);
-    CU_ASSERT_EQUAL_FATAL(mkdir(test_tmp_path(tmpdir, "keep.safetensors.tmp"), 0755), 0);
-    CU_ASSERT_EQUAL(ddp_safetensors_write(test_tmp_path(tmpdir, "keep.safetensors"), t, 1, NULL, 0), DDP_FAIL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit = {16, 16};
+        setrlimit(RLIMIT_FSIZE, &limit);
+        _exit(ddp_safetensors_write(test_tmp_path(tmpdir, "keep.safetensors"), t, 1, NULL, 0) == DDP_FAIL ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    CU_ASSERT_EQUAL(test_count_prefixed(tmpdir, "keep.safetensors.tmp"), 0);
     DdpSafetensors *f;
     CU_ASSERT_EQUAL(ddp_safetensors_open(test_tmp_path(tmpdir, "keep.safetensors"), &f), DDP_OK);
     ddp_safetensors_close(f);

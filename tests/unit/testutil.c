@@ -1,6 +1,7 @@
 /* Helpers shared by the unit tests (see testutil.h). */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,17 @@ char *test_tmp_path(const char *dir, const char *name)
     char *p = path[next++ % 8];
     snprintf(p, sizeof path[0], "%s/%s", dir, name);
     return p;
+}
+
+int test_count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
 }
 
 const char *test_ddpc(void)

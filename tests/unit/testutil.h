@@ -61,6 +61,10 @@ void test_remove_tmpdir(const char *dir);
  * alive at once (say, the arguments of one call). */
 char *test_tmp_path(const char *dir, const char *name);
 
+/* How many entries of DIR have names starting with PREFIX (a writer's
+ * temporary files: "w.safetensors.tmp"). */
+int test_count_prefixed(const char *dir, const char *prefix);
+
 /* Path of the ddpc under test (DDPC from the environment, else build/ddpc). */
 const char *test_ddpc(void);
 
