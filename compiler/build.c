@@ -4,8 +4,9 @@
  * The command is decided once and written at the top of OUT.cu (the
  * "ddpc-build:" line), so that `ddpc --rebuild OUT.cu` after a hand edit runs
  * what built it, and a reader sees how. It names the runtime's headers and
- * library by absolute path, and the tools make found when ddpc was built
- * (config.h). A rebuild puts the program beside the .cu it was given (F.cu
+ * library by absolute path, the tools make found when ddpc was built
+ * (config.h), and for CUDA the cuDNN, cuBLAS and NCCL found now, with the
+ * RUNPATH that finds them again where the program runs (toolchain.c). A rebuild puts the program beside the .cu it was given (F.cu
  * builds F), whatever names the line holds, so a source saved from
  * `--emit cu`, or moved, rebuilds where it lies.
  *

@@ -17,9 +17,10 @@
  *      then comes from the wheels);
  *   3. the system's directories (Debian's and NVIDIA's packages);
  *   4. the pip wheels of the python3 on PATH (an activated venv or conda
- *      environment): each directory of its sys.path holding nvidia/ *\/lib.
- *      sys.path is read rather than `import nvidia`: nothing is imported, a
- *      half-installed namespace still counts, and cuBLAS of the CUDA 13 wheels
+ *      environment): SITE/nvidia/NAME/{include,lib} for each directory SITE
+ *      of its sys.path and each NAME, the library's own first. sys.path is
+ *      read rather than `import nvidia`: nothing is imported, a half-installed
+ *      namespace still counts, and cuBLAS of the CUDA 13 wheels
  *      (nvidia/cu13/lib) is found by the same scan as nvidia/cublas/lib.
  *
  * The library is linked by its full path (the unversioned name if there is
