@@ -172,7 +172,7 @@ static void prefix_place(Place *p, const char *prefix)
 static const char *toolkit_root(void)
 {
     static char root[PATH_MAX];
-    if (!root[0] && DDPC_NVCC[0]) {
+    if (!root[0] && DDPC_NVCC[0] != '\0') {
         fill(root, sizeof root, "%s", DDPC_NVCC);
         char *slash = strrchr(root, '/');
         if (slash)
@@ -401,7 +401,7 @@ static const char *nvcc_version(void)
 {
     static char version[64];
     static bool done;
-    if (!done && DDPC_NVCC[0]) {
+    if (!done && DDPC_NVCC[0] != '\0') {
         done = true;
         char cmd[PATH_MAX + 32], line[256];
         fill(cmd, sizeof cmd, "%s --version 2>/dev/null", DDPC_NVCC);
@@ -459,7 +459,7 @@ static const int *nvcc_archs(void)
 {
     static int archs[64];
     static int n = -1;
-    if (n < 0 && DDPC_NVCC[0]) {
+    if (n < 0 && DDPC_NVCC[0] != '\0') {
         n = 0;
         char cmd[PATH_MAX + 32], word[64];
         fill(cmd, sizeof cmd, "%s --list-gpu-arch 2>/dev/null", DDPC_NVCC);
