@@ -94,7 +94,8 @@ $(BUILD)/config.h: FORCE
 	@mkdir -p $(BUILD)
 	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
-	   echo '#define DDPC_CUDA_LIBS "-lcudnn -lcublas -lnccl -lgomp -lz -lm $(MPI_LIBS)"'; \
+	   echo '#define DDPC_CUDA_LIBS "-lgomp -lz -lm"'; \
+	   echo '#define DDPC_MPI_LIBS "$(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
 	   echo '#define DDPC_CPU_LIBS "-lz -lm $(MPI_LIBS)"'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi

@@ -4,8 +4,9 @@
  * The command is decided once and written at the top of OUT.cu (the
  * "ddpc-build:" line), so that `ddpc --rebuild OUT.cu` after a hand edit runs
  * what built it, and a reader sees how. It names the runtime's headers and
- * library by absolute path, and the tools make found when ddpc was built
- * (config.h). A rebuild puts the program beside the .cu it was given (F.cu
+ * library by absolute path, the tools make found when ddpc was built
+ * (config.h), and for CUDA the cuDNN, cuBLAS and NCCL found now, with the
+ * RUNPATH that finds them again where the program runs (toolchain.c). A rebuild puts the program beside the .cu it was given (F.cu
  * builds F), whatever names the line holds, so a source saved from
  * `--emit cu`, or moved, rebuilds where it lies.
  *
@@ -23,7 +24,6 @@
  */
 #include "ddpc.h"
 
-#include <dlfcn.h>  // dlopen: ask the CUDA driver, if any, for GPUs
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_CPU_CXX, DDPC_CPU_LIBS (written by make)
+#include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_MPI_LIBS, DDPC_CPU_CXX, DDPC_CPU_LIBS (written by make)
 
 typedef struct {
     char include[PATH_MAX + 16]; /* the runtime's headers */
@@ -105,28 +105,11 @@ bool build_target_available(const char *target)
     return strcmp(target, "cpu") == 0 || DDPC_NVCC[0] != '\0';
 }
 
-/* Whether the CUDA driver sees a GPU, as the program would (it honours
- * CUDA_VISIBLE_DEVICES). Asked of the driver itself rather than guessed from
- * /dev/nvidia0 (absent under WSL, present in containers whose driver is too
- * old) or nvidia-smi (a process, and not always installed); loaded with dlopen
- * so ddpc needs no CUDA library to start. Left loaded: unloading a driver
- * after cuInit is not something it promises to survive. */
-static bool gpu_visible(void)
-{
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!cuda)
-        return false;
-    int (*init)(unsigned) = (int (*)(unsigned))dlsym(cuda, "cuInit");
-    int (*count)(int *) = (int (*)(int *))dlsym(cuda, "cuDeviceGetCount");
-    int n = 0;
-    return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-}
-
 const char *build_default_target(void)
 {
     if (!DDPC_NVCC[0])
         return "cpu";
-    if (gpu_visible())
+    if (toolchain_gpu_visible())
         return "cuda";
     fputs("ddpc: note: no GPU is visible here: building for the CPU (--target cuda builds for GPUs anyway)\n", stderr);
     return "cpu";
@@ -155,6 +138,46 @@ static const char *runtime_library(Arena *a, const Runtime *rt, const char *targ
     return NULL;
 }
 
+/* Whether the runtime library LIB calls MPI: it does when make compiled it
+ * with DDP_HAVE_MPI, which config.h alone cannot tell (the library may come
+ * from another build, or a make run before MPI was installed). Its objects'
+ * symbol tables name every function they call, each name after a NUL, and
+ * nothing else in the runtime starts a string with "MPI_Init" (MPI_Init_thread,
+ * MPI_Initialized). A program links MPI exactly when its runtime needs it, so a
+ * GPU node without MPI runs a program built without it. */
+static bool runtime_uses_mpi(const char *lib)
+{
+    static const char needle[] = "\0MPI_Init";
+    FILE *f = fopen(lib, "rb");
+    if (!f)
+        return DDPC_MPI_LIBS[0] != '\0';
+    char buf[1 << 16];
+    size_t keep = 0, got;
+    bool found = false;
+    while (!found && (got = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        size_t n = keep + got;
+        found = memmem(buf, n, needle, sizeof needle - 1) != NULL;
+        keep = sizeof needle - 2; /* a match across two reads */
+        memmove(buf, buf + n - keep, keep);
+    }
+    fclose(f);
+    return found;
+}
+
+void build_doctor(FILE *out)
+{
+    Runtime rt;
+    Arena a = {0};
+    const char *lib = NULL;
+    if (DDPC_NVCC[0] && find_runtime(&rt)) {
+        lib = arena_printf(&a, "%s/libddprt_cuda.a", rt.lib);
+        if (!is_file(lib))
+            lib = NULL;
+    }
+    toolchain_doctor(out, lib, lib && runtime_uses_mpi(lib));
+    arena_free(&a);
+}
+
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path)
 {
     Runtime rt;
@@ -165,11 +188,11 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
         return NULL;
     const char *cu_abs = absolute(a, cu_path), *out_abs = absolute(a, out_path);
     if (strcmp(target, "cuda") == 0) {
-        const char *sm = arch + 3; /* "sm_90" -> "90" */
-        return arena_printf(a,
-                            "%s -std=c++17 -O3 -gencode arch=compute_%s,code=sm_%s -gencode arch=compute_%s,code=compute_%s "
-                            "-Xcompiler -Wall,-Wextra -I%s %s -o %s %s %s",
-                            DDPC_NVCC, sm, sm, sm, sm, rt.include, cu_abs, out_abs, lib, DDPC_CUDA_LIBS);
+        const char *include = "";
+        const char *gpu_libs = toolchain_cuda_link(a, &include);
+        return arena_printf(a, "%s -std=c++17 -O3 %s -Xcompiler -Wall,-Wextra -I%s %s%s -o %s %s %s %s%s%s", DDPC_NVCC,
+                            toolchain_arch_flags(a, arch), rt.include, include, cu_abs, out_abs, lib, gpu_libs,
+                            DDPC_CUDA_LIBS, runtime_uses_mpi(lib) ? " " : "", runtime_uses_mpi(lib) ? DDPC_MPI_LIBS : "");
     }
     /* -fno-trapping-math: a float comparison may then run where its result
      * is not used, so the kernels' selects (relu, the max of a pooling

@@ -17,6 +17,7 @@
 #ifndef DDPC_H
 #define DDPC_H
 
+#include <limits.h>  // PATH_MAX
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -417,14 +418,58 @@ const char *build_default_target(void);
  * followed); false (reported) otherwise. */
 bool build_check_outputs(Arena *a, const char *out, const char *input, const char *target, const char **prog,
                          const char **cu);
-/* The command that builds OUT from CU for TARGET (cuda or cpu), or NULL (reported). */
+/* The command that builds OUT from CU for TARGET (cuda or cpu), or NULL
+ * (reported); ARCH is sm_XX or NULL for the default (toolchain_arch_flags). */
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path);
 /* Runs COMMAND with its source set to CU and its output to a temporary name
  * renamed to OUT once built: 0 built, 1 failed, 2 a bad command. */
 int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose);
+/* --doctor: the toolchain report (toolchain_doctor) with the runtime ddpc found. */
+void build_doctor(FILE *out);
 /* Builds F from F.cu (CU_PATH) with the ddpc-build line recorded in it:
  * 0 built, 1 failed, 2 bad file. */
 int build_rebuild(const char *cu_path, bool verbose);
+
+//
+// toolchain.c: where cuDNN, cuBLAS and NCCL are, and which GPUs to build for
+//
+
+enum { TOOL_LIBS = 3 }; /* cuDNN, cuBLAS, NCCL */
+
+/* One library found (or not): what is linked, from where. */
+typedef struct {
+    const char *name;         /* cuDNN */
+    bool found;
+    const char *where;        /* which place: "CUDNN_HOME", "the CUDA toolkit", ... */
+    char lib[2 * PATH_MAX];       /* the library file linked, by full path */
+    char libdir[PATH_MAX];        /* its directory (the program's RUNPATH) */
+    char include[PATH_MAX];       /* the directory holding its header */
+    char version[32];         /* from its header: "9.19.0" */
+    char looked[8192];        /* the places tried and what each lacked, for messages */
+} ToolLib;
+
+typedef struct {
+    ToolLib libs[TOOL_LIBS];
+} Toolchain;
+
+/* The libraries, found on the first call and kept. */
+const Toolchain *toolchain_get(void);
+/* Whether the CUDA driver sees a GPU (honouring CUDA_VISIBLE_DEVICES). */
+bool toolchain_gpu_visible(void);
+/* True when every library --target cuda links was found; else says, on
+ * stderr, for each missing one where it was looked for and what to do. */
+bool toolchain_cuda_ready(void);
+/* nvcc's -gencode flags for ARCH ("sm_90"), or for NULL the default: native
+ * where a GPU is visible, else sm_80 sm_86 sm_89 sm_90 sm_100 (those this
+ * nvcc builds) and PTX of the newest. */
+const char *toolchain_arch_flags(Arena *a, const char *arch);
+/* The libraries to link, by full path, and the RUNPATH naming their
+ * directories; *INCLUDE_FLAGS the -I flags for their headers ("" or ending in
+ * a space). Call after toolchain_cuda_ready. */
+const char *toolchain_cuda_link(Arena *a, const char **include_flags);
+/* --doctor: what was found and where, and what is missing disables.
+ * RUNTIME_LIB is libddprt_cuda.a (NULL if missing), RUNTIME_MPI whether it uses MPI. */
+void toolchain_doctor(FILE *out, const char *runtime_lib, int runtime_mpi);
 
 //
 // summary.c

@@ -2,7 +2,7 @@
  * main.c: the ddpc command line.
  *
  *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]
- *                 [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--help]
+ *                 [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]
  *
  * Reads the file, runs the front end (parse, sema) and then what the flags
  * ask for. Every user mistake, in the flags, in the file or in an output
@@ -30,13 +30,14 @@ typedef struct {
 
 static const char usage[] =
     "usage: ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]\n"
-    "                     [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--help]\n"
+    "                     [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]\n"
     "\n"
     "Compiles a .net model description into a data-parallel training program.\n"
     "\n"
     "  -o OUT            write the program OUT, and its source OUT.cu beside it\n"
     "  --target T        cuda (GPUs: cuDNN, cuBLAS, NCCL) or cpu (OpenMP, MPI)\n"
-    "  --arch sm_XX      the GPU architecture to build for (default sm_90)\n"
+    "  --arch sm_XX      the one GPU architecture to build for (default: the GPUs\n"
+    "                    visible here, else sm_80 sm_86 sm_89 sm_90 sm_100 + PTX)\n"
     "  --check           check the file and report errors; write nothing\n"
     "  --summary         print the layer table: shapes, parameters, MFLOPs\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
@@ -44,7 +45,9 @@ static const char usage[] =
     "  --rebuild F.cu    rebuild the program F from its (hand-edited) source F.cu,\n"
     "                    with the build line recorded in it\n"
     "  --verbose         say what is being run\n"
-    "  --version         print the version\n"
+    "  --version         print the version, and the CUDA libraries' versions\n"
+    "  --doctor          say which nvcc, cuDNN, cuBLAS, NCCL and MPI programs are\n"
+    "                    built with, where each was found, and for which GPUs\n"
     "  --help            print this help\n"
     "\n"
     "Exit status: 0 done; 1 the build failed (the C++ or CUDA compiler, or writing\n"
@@ -52,7 +55,11 @@ static const char usage[] =
     "(a directory, a device, a FIFO, one of the build's inputs).\n"
     "\n"
     "Without --target, ddpc builds for CUDA when nvcc was found and a GPU is visible,\n"
-    "else for the CPU (saying so when nvcc was found).\n";
+    "else for the CPU (saying so when nvcc was found).\n"
+    "\n"
+    "cuDNN and NCCL are looked for in $CUDNN_HOME and $NCCL_HOME, then $CUDA_HOME and\n"
+    "the CUDA toolkit ddpc was built with, then the system, then the nvidia pip wheels\n"
+    "of the python3 on PATH; CUDA programs find them again through their RUNPATH.\n";
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -86,10 +93,24 @@ static bool flag_value(int argc, char **argv, int *i, const char *name, const ch
     return true;
 }
 
+/* --version: ddpc's, then the CUDA libraries' (--doctor says where). */
+static void print_version(void)
+{
+    printf("ddpc %s\n", DDPC_VERSION);
+    if (!build_target_available("cuda")) {
+        puts("CUDA: nvcc not found when ddpc was built (--target cpu only)");
+        return;
+    }
+    const Toolchain *tc = toolchain_get();
+    for (int i = 0; i < TOOL_LIBS; i++)
+        printf("%s%s %s", i ? ", " : "", tc->libs[i].name, tc->libs[i].found ? tc->libs[i].version : "not found");
+    puts(" (ddpc --doctor says where)");
+}
+
 static int parse_options(int argc, char **argv, Options *o)
 {
     static const char *const known[] = {"-o", "--target", "--arch", "--check", "--summary", "--emit",
-                                        "--rebuild", "--verbose", "--version", "--help"};
+                                        "--rebuild", "--verbose", "--version", "--doctor", "--help"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int rc = 0;
@@ -105,13 +126,16 @@ static int parse_options(int argc, char **argv, Options *o)
         else if (strcmp(arg, "--verbose") == 0)
             o->verbose = true;
         else if (strcmp(arg, "--version") == 0) {
-            printf("ddpc %s\n", DDPC_VERSION);
+            print_version();
+            exit(0);
+        } else if (strcmp(arg, "--doctor") == 0) {
+            build_doctor(stdout);
             exit(0);
         } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(usage, stdout);
             exit(0);
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            const char *near = ddp_suggest_nearest(arg, known, 10);
+            const char *near = ddp_suggest_nearest(arg, known, sizeof known / sizeof *known);
             if (near) {
                 fprintf(stderr, "ddpc: error: unknown option '%s'; did you mean '%s'?\n", arg, near);
                 return EXIT_USAGE;
@@ -250,12 +274,13 @@ int main(int argc, char **argv)
     }
     bool builds = o.out || (o.emit && strcmp(o.emit, "cu") == 0);
     const char *target = o.target ? o.target : builds ? build_default_target() : "cpu";
-    const char *arch = o.arch ? o.arch : "sm_90";
     if (builds && !build_target_available(target)) {
         fprintf(stderr, "ddpc: error: --target cuda needs nvcc, which was not found when ddpc was built; "
                         "use --target cpu\n");
         return EXIT_USAGE;
     }
+    if (builds && strcmp(target, "cuda") == 0 && !toolchain_cuda_ready())
+        return EXIT_USAGE;
 
     size_t len = 0;
     char *src = read_source(o.file, &len);
@@ -275,7 +300,7 @@ int main(int argc, char **argv)
     if (ok && o.summary)
         summary_print(stdout, &net);
     if (ok && !o.check && (o.emit || o.out))
-        status = generate(&arena, &net, &o, target, arch);
+        status = generate(&arena, &net, &o, target, o.arch);
 
     diag_free(&diag);
     arena_free(&arena);

@@ -8,7 +8,14 @@
  * found from an installed prefix.
  *
  * The CUDA programs cannot run here, but every example must compile and link
- * with nvcc (sm_90 code and PTX) with no warning from the generated code.
+ * with nvcc (the default architectures, and PTX) with no warning from the
+ * generated code.
+ *
+ * cuDNN, cuBLAS and NCCL are found where users have them: a fake pip-wheel
+ * tree (versioned library names only, linked to the toolkit's) stands for
+ * PyTorch's wheels, found through a fake python3 on PATH; the program's
+ * RUNPATH names their directories; CUDNN_HOME wins; a missing library stops
+ * ddpc before nvcc with exit status 2.
  */
 #include "testutil.h"
 
@@ -69,7 +76,7 @@ static void test_cuda_programs_build(void)
 static void test_cuda_source_has_ptx_and_sm90(void)
 {
     char *cmd, *out = NULL;
-    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mnist.net --emit cu --target cuda | head -5", test_ddpc()) > 0);
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mnist.net --emit cu --target cuda --arch sm_90 | head -5", test_ddpc()) > 0);
     if (!have_nvcc()) {
         free(cmd);
         return;
@@ -77,6 +84,7 @@ static void test_cuda_source_has_ptx_and_sm90(void)
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "code=sm_90"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "code=compute_90"));
+    CU_ASSERT_PTR_NULL(out && strstr(out, "sm_80")); /* --arch picks one */
     free(out);
     free(cmd);
 }
@@ -224,6 +232,174 @@ static void test_installed_ddpc(void)
     free(script);
 }
 
+/* The shell lines that set up, in $d, a CUDA toolkit's cuDNN, cuBLAS and NCCL
+ * laid out as PyTorch's pip wheels lay them out (nvidia/cudnn, nvidia/cu13,
+ * nvidia/nccl; versioned library names only), a python3 on PATH whose sys.path
+ * holds them ($d/bin/python3), and an empty CUDA_HOME ($d/empty), so that the
+ * wheels are all there is. $C is the toolkit. */
+#define WHEELS                                                                                                       \
+    "C=$(dirname $(dirname $(readlink -f $(command -v nvcc || echo /usr/local/cuda/bin/nvcc)))); "                   \
+    "L=$C/lib64; test -d $L || L=$C/lib; S=$d/site/nvidia; "                                                         \
+    "mkdir -p $S/cudnn/lib $S/cudnn/include $S/cu13/lib $S/cu13/include $S/nccl/lib $S/nccl/include bin empty; "     \
+    "ln -s $L/libcudnn.so.[0-9]* $S/cudnn/lib/; ln -s $C/include/cudnn*.h $S/cudnn/include/; "                       \
+    "ln -s $L/libcublas.so.[0-9]* $L/libcublasLt.so.[0-9]* $S/cu13/lib/; ln -s $C/include/cublas*.h $S/cu13/include/; " \
+    "ln -s $L/libnccl.so.[0-9]* $S/nccl/lib/; ln -s $C/include/nccl*.h $S/nccl/include/; "                           \
+    "printf '#!/bin/sh\\necho %%s/site\\n' $d > bin/python3; chmod +x bin/python3; "
+
+/* Whether this machine can stand in for a user's: nvcc, the CUDA runtime,
+ * and cuDNN and NCCL in the toolkit (which the fake wheels link to) but not
+ * in the system's directories (which come before the wheels). */
+static int have_toolkit_libs(void)
+{
+    if (!have_nvcc() ||
+        test_run("C=$(dirname $(dirname $(readlink -f $(command -v nvcc || echo /usr/local/cuda/bin/nvcc)))); "
+                 "test -f $C/include/cudnn.h && test -f $C/include/nccl.h && "
+                 "! ls /usr/lib/*-linux-gnu/libcudnn.so* /usr/lib64/libcudnn.so* /usr/lib/libcudnn.so* "
+                 "/usr/local/lib/libcudnn.so* >/dev/null 2>&1", NULL) != 0) {
+        fputs("\n  (skipped: needs nvcc, build/libddprt_cuda.a, cuDNN and NCCL in the toolkit, none in /usr/lib)",
+              stderr);
+        return 0;
+    }
+    return 1;
+}
+
+/* Libraries only in pip wheels: the build links them by full path, the
+ * program's DT_RUNPATH (not DT_RPATH) names their directories, so it finds
+ * them without LD_LIBRARY_PATH; --doctor and --version name them. */
+static void test_wheels_found(void)
+{
+    if (!have_toolkit_libs())
+        return;
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        WHEELS "export PATH=$d/bin:$PATH CUDA_HOME=$d/empty; "
+        "$D %s/examples/mnist.net --target cuda -o m; echo \"rc=$?\"; grep '^// ddpc-build:' m.cu; "
+        "readelf -d m | grep -E '\\((RUNPATH|RPATH)\\)'; "
+        "env -u LD_LIBRARY_PATH ldd m | grep -E 'libcudnn|libnccl|libcublas'; "
+        "$D --doctor; $D --version",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "rc=0",
+        "-Xlinker /tmp/", "/site/nvidia/cudnn/lib/libcudnn.so.", "/site/nvidia/cu13/lib/libcublas.so.",
+        "/site/nvidia/nccl/lib/libnccl.so.", "/site/nvidia/cudnn/include",
+        "(RUNPATH)            Library runpath: [/tmp/", "/site/nvidia/cudnn/lib:/tmp/",
+        "/site/nvidia/cu13/lib:/tmp/", "/site/nvidia/nccl/lib]",
+        "libcudnn.so.9 => /tmp/", /* resolved through the RUNPATH */
+        "from a pip wheel of python3", "cuDNN:   9.", "NCCL:    2.", "cuBLAS:  1",
+        "\ncuDNN 9.", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* CUDNN_HOME wins over the toolkit that also has cuDNN; a CUDNN_HOME without
+ * it is an error naming it (not a quiet fallback to another cuDNN). */
+static void test_cudnn_home_overrides(void)
+{
+    if (!have_toolkit_libs())
+        return;
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        WHEELS "export CUDNN_HOME=$d/site/nvidia/cudnn; "
+        "$D %s/examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'; echo \"rc=$?\"; "
+        "$D --doctor | grep cuDNN; "
+        "CUDNN_HOME=$d/nope $D %s/examples/mnist.net --target cuda --emit cu; echo \"nope=$?\"",
+        getenv("PWD") ? getenv("PWD") : ".", getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "rc=0", "/site/nvidia/cudnn/lib/libcudnn.so.", "-I/tmp/", "/site/nvidia/cudnn/include ",
+        "(headers /tmp/", "; from CUDNN_HOME)", "nope=2",
+        "ddpc: error: --target cuda needs cuDNN (cudnn.h and libcudnn.so*), which is in none of: CUDNN_HOME=/tmp/",
+        "/nope (no cudnn.h, libcudnn.so*); set CUDNN_HOME to where it is installed", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* No cuDNN anywhere: exit status 2 before nvcc runs (no m.cu, no m), naming
+ * each place looked at and what to do; --doctor says what fails. */
+static void test_missing_cudnn(void)
+{
+    if (!have_toolkit_libs())
+        return;
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        WHEELS "rm -r $S/cudnn; export PATH=$d/bin:$PATH CUDA_HOME=$d/empty; "
+        "$D %s/examples/mnist.net --target cuda -o m; echo \"rc=$?\"; test -e m.cu || test -e m || echo NOTHING_WRITTEN; "
+        "$D --doctor | grep cuDNN; $D --version",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "rc=2", "NOTHING_WRITTEN",
+        "ddpc: error: --target cuda needs cuDNN (cudnn.h and libcudnn.so*), which is in none of: CUDA_HOME=/tmp/",
+        "/empty (no cudnn.h, libcudnn.so*); the system's /usr/include",
+        "python3's site-packages (no nvidia/*/ wheel holds it); set CUDNN_HOME to where it is installed, "
+        "or pip install nvidia-cudnn-cu", "into the active python3, or use --target cpu",
+        "cuDNN:   not found (set CUDNN_HOME", "): --target cuda will fail; looked in: CUDA_HOME=/tmp/",
+        "cuDNN not found, cuBLAS 1", NULL};
+    script_says(script, want);
+    free(script);
+}
+
+/* With no GPU visible: machine code for each default architecture this nvcc
+ * builds, and PTX for the newest; --arch picks one. */
+static void test_default_archs(void)
+{
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc or no build/libddprt_cuda.a)", stderr);
+        return;
+    }
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); A=$($N --list-gpu-arch); newest=; "
+        "line=$(CUDA_VISIBLE_DEVICES= $D %s/examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'); "
+        "for a in 80 86 89 90 100; do case \" $(echo $A) \" in *\" compute_$a \"*) newest=$a; "
+        "  case \"$line\" in *\"arch=compute_$a,code=sm_$a \"*) ;; *) echo \"MISSING sm_$a\";; esac;; esac; done; "
+        "case \"$line\" in *\"arch=compute_$newest,code=compute_$newest \"*) echo PTX_OF_NEWEST;; esac; "
+        "echo \"$line\" | grep -o 'code=[a-z_0-9]*' | sort | uniq -c | awk '{print \"count\", $2}' | sort -u | tr '\\n' ' '; "
+        "echo; $D %s/examples/mnist.net --target cuda --arch sm_86 --emit cu | grep '^// ddpc-build:' | "
+        "grep -o 'code=[a-z_0-9]*' | tr '\\n' ' '; echo END",
+        getenv("PWD") ? getenv("PWD") : ".", getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {"PTX_OF_NEWEST", "count code=sm_90", "code=sm_86 code=compute_86 END", NULL};
+    script_says(script, want);
+    free(script);
+    /* and nothing is missing */
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); A=$($N --list-gpu-arch); "
+        "line=$(CUDA_VISIBLE_DEVICES= %s examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'); "
+        "for a in 80 86 89 90 100; do case \" $(echo $A) \" in *\" compute_$a \"*) "
+        "case \"$line\" in *\"arch=compute_$a,code=sm_$a \"*) ;; *) echo \"MISSING sm_$a\";; esac;; esac; done",
+        test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NULL(out && strstr(out, "MISSING"));
+    if (out && strstr(out, "MISSING"))
+        fprintf(stderr, "\n%s\n", out);
+    free(out);
+    free(cmd);
+}
+
+/* MPI is linked exactly when the CUDA runtime library calls it: a runtime
+ * built without MPI (here a stand-in archive) gives a line without it. */
+static void test_mpi_follows_runtime(void)
+{
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc or no build/libddprt_cuda.a)", stderr);
+        return;
+    }
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "R=%s; M=$(sed -n 's/^#define DDPC_MPI_LIBS \"\\(.*\\)\"$/\\1/p' $R/build/config.h); "
+        "mkdir -p t/build u/build; ln -s $R/runtime t/runtime; ln -s $R/runtime u/runtime; "
+        "echo 'int ddp_stand_in;' > a.c; cc -c a.c -o a.o; ar rcs t/build/libddprt_cuda.a a.o; "
+        "echo 'int MPI_Init_thread(void); int f(void) { return MPI_Init_thread(); }' > b.c; cc -c b.c -o b.o; "
+        "ar rcs u/build/libddprt_cuda.a a.o b.o; "
+        "without=$(DDPC_HOME=$d/t $D $R/examples/mlp.net --target cuda --emit cu | grep '^// ddpc-build:'); "
+        "with=$(DDPC_HOME=$d/u $D $R/examples/mlp.net --target cuda --emit cu | grep '^// ddpc-build:'); "
+        "echo \"$without\" | grep -q -- '-lgomp -lz -lm$' && echo WITHOUT_MPI; "
+        "if [ -z \"$M\" ]; then echo WITH_MPI; else echo \"$with\" | grep -qF -- \"-lm $M\" && echo WITH_MPI; fi",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {"WITHOUT_MPI", "WITH_MPI", NULL};
+    script_says(script, want);
+    free(script);
+}
+
 /* --help names every exit status. */
 static void test_help_exit_statuses(void)
 {
@@ -235,8 +411,13 @@ void suite_build(void)
 {
     static const TestCase cases[] = {
         {"every example builds for the CPU without warnings, and links no BLAS", test_cpu_programs_build},
-        {"every example builds for CUDA (sm_90 + PTX) without warnings", test_cuda_programs_build},
-        {"the CUDA build line asks for sm_90 code and PTX", test_cuda_source_has_ptx_and_sm90},
+        {"every example builds for CUDA without warnings", test_cuda_programs_build},
+        {"--arch sm_90: the CUDA build line asks for sm_90 code and PTX, and no other", test_cuda_source_has_ptx_and_sm90},
+        {"default architectures: sm_80 sm_86 sm_89 sm_90 sm_100 (those nvcc builds) + PTX", test_default_archs},
+        {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
+        {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
+        {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
+        {"the CUDA line links MPI exactly when the CUDA runtime calls it", test_mpi_follows_runtime},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
         {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
         {"concurrent runs with one -o leave a whole .cu and a program that runs", test_concurrent_outputs},
