@@ -213,9 +213,18 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
         return 1;
     }
     emit_cu(f, net, &plan, command);
-    if (!output_commit(f, tmp, cu))
+    if (!output_close(f, tmp))
         return 1;
-    return build_run(a, command, cu, prog, o->verbose);
+    /* The program is built from this run's own copy of the source, which
+     * takes its name only once the program has taken its own: two runs with
+     * one -o each build the program of the source they wrote (which pair is
+     * left is the later run's, unless both finish at the same moment). */
+    int rc = build_run(a, command, tmp, prog, o->verbose);
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    return output_rename(tmp, cu) ? 0 : 1;
 }
 
 /* Reads the whole file ("-" is standard input). NUL bytes are kept. */

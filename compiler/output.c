@@ -53,12 +53,16 @@ bool output_same_file(const char *a, const char *b)
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* A fresh, unique name beside PATH (PATH.tmp-XXXXXX), created empty with
+/* A fresh, unique name beside PATH (PATH.tmp-XXXXXX; for a source X.cu,
+ * X.tmp-XXXXXX.cu, since nvcc goes by the extension), created empty with
  * mode 0600; NULL (reported) when the directory cannot take it. */
 static char *reserve(Arena *a, const char *path, int *fd)
 {
-    char *tmp = arena_printf(a, "%s.tmp-XXXXXX", path);
-    *fd = mkostemp(tmp, O_CLOEXEC);
+    size_t len = strlen(path);
+    bool source = len > 3 && strcmp(path + len - 3, ".cu") == 0;
+    char *tmp = source ? arena_printf(a, "%.*s.tmp-XXXXXX.cu", (int)(len - 3), path)
+                       : arena_printf(a, "%s.tmp-XXXXXX", path);
+    *fd = mkostemps(tmp, source ? 3 : 0, O_CLOEXEC);
     if (*fd < 0) {
         fprintf(stderr, "ddpc: error: cannot write into %s: %s\n", dir_of(a, path), strerror(errno));
         return NULL;
@@ -96,7 +100,7 @@ FILE *output_open(Arena *a, const char *path, char **tmp)
     return f;
 }
 
-bool output_commit(FILE *f, const char *tmp, const char *path)
+bool output_close(FILE *f, const char *tmp)
 {
     errno = 0;
     bool ok = !ferror(f);
@@ -104,9 +108,8 @@ bool output_commit(FILE *f, const char *tmp, const char *path)
     if (!ok) {
         fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", tmp, errno ? strerror(errno) : "write error");
         unlink(tmp);
-        return false;
     }
-    return output_rename(tmp, path);
+    return ok;
 }
 
 bool output_rename(const char *tmp, const char *path)

@@ -329,14 +329,8 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
     if (d->world <= 1)
         return DDP_OK;
     int gpu = ddp_device_is_gpu();
+    /* --backend can only confirm the build's own (ddp_dist_topology refused the other) */
     DdpPgBackend backend = gpu ? DDP_PG_NCCL : DDP_PG_MPI;
-    if (flags->backend == DDP_BACKEND_MPI)
-        backend = DDP_PG_MPI;
-    else if (flags->backend == DDP_BACKEND_NCCL)
-        backend = DDP_PG_NCCL;
-    if (backend == DDP_PG_MPI && gpu)
-        return DDP_ERR(DDP_BAD_INPUT, "--backend mpi: this program was built for GPUs, whose ranks talk through "
-                                      "NCCL; use --backend nccl (or build with --target cpu)");
     if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN && getenv("OMPI_COMM_WORLD_SIZE"))
         return DDP_ERR(DDP_BAD_INPUT, "under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's "
                                       "own ranks, which this CPU build's MPI needs: leave them out");

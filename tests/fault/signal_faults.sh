@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # A rank ended by a signal must be said in README's words, with status 1:
-#   tests/fault/signal_faults.sh nproc-kill|single-term
+#   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|single-int
 # nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
 #              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
-# single-term: one rank, no launcher, gets SIGTERM: "stopped by SIGTERM".
+# nproc-term:  the same launcher gets SIGTERM, which it passes to mpirun:
+#              "stopped by SIGTERM";
+# single-term, single-int: one rank, no launcher, gets SIGTERM (SIGINT):
+#              "stopped by SIGTERM" ("stopped by SIGINT").
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
@@ -20,15 +23,20 @@ trap cleanup EXIT
 "$python" "$here/small_data.py" "$d/data" 1024 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
 case $mode in
-nproc-kill) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 16 --epochs 1000 \
+nproc-kill|nproc-term) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 16 --epochs 1000 \
                 --timeout 8 > "$d/out.txt" 2>&1 & ;;
 single-term) OMP_NUM_THREADS=1 "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
+# A background job of a script starts with SIGINT ignored, which the program
+# keeps (as nohup's users expect): this one gets the default back first.
+single-int) OMP_NUM_THREADS=1 "$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
 esac
 pid=$!
 victim=
 for _ in $(seq 300); do
-    if [ "$mode" = single-term ]; then
+    if [ "$mode" != nproc-kill ]; then
         victim=$pid
     else
         for p in $(pgrep -f "$d/prog" || true); do
@@ -44,7 +52,8 @@ done
 sleep 1
 case $mode in
 nproc-kill) kill -KILL "$victim" ;;
-single-term) kill -TERM "$victim" ;;
+nproc-term|single-term) kill -TERM "$victim" ;;
+single-int) kill -INT "$victim" ;;
 esac
 status=0
 wait "$pid" || status=$?

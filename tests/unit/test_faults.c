@@ -255,7 +255,9 @@ static void test_signals(void)
     if (!ready(1))
         return;
     signal_fault("nproc-kill", "prog: error: rank 1 was killed by signal SIGKILL\n");
+    signal_fault("nproc-term", "prog: error: stopped by SIGTERM\n");
     signal_fault("single-term", "prog: error: stopped by SIGTERM while training at epoch ");
+    signal_fault("single-int", "prog: error: stopped by SIGINT while training at epoch ");
 }
 
 /* Settings a single CPU rank must refuse at start-up, naming the cause. */
@@ -305,7 +307,8 @@ void suite_faults(void)
         {"NaN keeps the good checkpoints; nets share a --save dir; a forgotten --resume: refused",
          test_checkpoint_guard},
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
-        {"a rank killed under --nproc-per-node, a single rank's SIGTERM: said, status 1", test_signals},
+        {"a rank killed under --nproc-per-node, its SIGTERM, a single rank's SIGTERM and SIGINT: said, status 1",
+         test_signals},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},
         {NULL, NULL},
