@@ -212,9 +212,12 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
 static char *retarget(Arena *a, const char *command, const char *cu, const char *out, const char *shown)
 {
     char *words = arena_strndup(a, command, strlen(command));
-    const char *word[512];
+    int most = 1;
+    for (const char *c = command; *c; c++)
+        most += *c == ' ';
+    const char **word = arena_alloc(a, sizeof *word * (size_t)most);
     int n = 0;
-    for (char *save = NULL, *w = strtok_r(words, " ", &save); w && n < 512; w = strtok_r(NULL, " ", &save))
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save))
         word[n++] = w;
     int source = -1, output = -1;
     for (int i = 0; i < n; i++) {
@@ -240,8 +243,8 @@ int build_run(Arena *a, const char *command, const char *cu, const char *out, bo
 {
     char *tmp = output_temp_name(a, out);
     char *run = tmp ? retarget(a, command, cu, tmp, cu) : NULL;
-    if (!run)
-        return tmp ? 2 : 1;
+    if (!run) /* the directory cannot take the program, or the build line is unusable */
+        return 2;
     if (verbose)
         fprintf(stderr, "ddpc: %s\nddpc: then renames %s to %s\n", run, tmp, out);
     int status = system(run);

@@ -368,7 +368,9 @@ typedef struct {
 
 void plan_net(Arena *a, const Net *net, Plan *p);
 /* Places p's storages (their offsets, the arena's sizes), as plan_net does
- * last; tests call it on made-up lifetimes. */
+ * last; tests call it on made-up lifetimes. Each storage's lifetime must have
+ * start <= end (an internal error otherwise: its place would be freed before
+ * it is taken). */
 void plan_place(Plan *p);
 
 //

@@ -331,6 +331,11 @@ void plan_place(Plan *p)
     }
     for (int i = 0; i < n; i++) {
         order[i] = i;
+        if (p->storages[i].start > p->storages[i].end) {
+            fprintf(stderr, "ddpc: internal error: storage %d lives from %d to %d\n", i, p->storages[i].start,
+                    p->storages[i].end);
+            abort();
+        }
         if (p->storages[i].per_sample > 0)
             ending[n_batch++] = i;
     }
