@@ -30,7 +30,7 @@
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
 #      are byte for byte those of 60 steps at once;
 #   5. where python3 has torch with CUDA (and numpy), the same net in PyTorch
-#      on the same GPU, for samples/s beside ddpc's.
+#      on the same GPU, for samples/s beside ddpc's (PYTHON: another python).
 #
 # --dry-run does all that needs no GPU: the kit is there, built from these
 # sources, at most 48 MiB and complete; no kit binary needs a library a GPU
@@ -95,6 +95,10 @@ step() {
     cat "$file" >> "$log"
     [ "$rc" -ne 124 ] || echo "run.sh: timed out after ${want}s" | tee -a "$file" >> "$log"
     return "$rc"
+}
+why() { # the last line of the first of the work FILEs that has one
+    local f
+    for f; do [ -s "$work/$f" ] && { tail -1 "$work/$f"; return; }; done
 }
 kv() { sed -n "s/^$1 //p" "$kit/kit.txt" 2>/dev/null | head -1; } # a value of kit.txt
 
@@ -161,7 +165,8 @@ candidates+=("${given[@]}")
 for d in ${nvcc:+"$(dirname "$(dirname "$nvcc")")"} "${CUDA_HOME:-}" /usr/local/cuda; do
     [ -n "$d" ] && candidates+=("$d/lib64" "$d/targets/x86_64-linux/lib" "$d/lib")
 done
-for py in python3 python; do
+py=${PYTHON:-python3} # the python whose torch and nvidia-* wheels to use
+for py in "$py" python3 python; do
     command -v "$py" > /dev/null || continue
     while IFS= read -r p; do
         [ -d "$p" ] || continue
@@ -299,16 +304,16 @@ for name in "${nets[@]}"; do
     if [ -e "$kit/gpu/${name}_sgd" ]; then # Adam: it must take a step; compared through NAME_sgd
         gpu "$name.step" 60 "$name" --data "$data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
             --batch-size "$batch" --export "$work/$name.gpu.w1" --quiet
-        check "$name: one Adam step on the GPU (compared through ${name}_sgd)" $?
+        check "$name: one Adam step on the GPU (compared through ${name}_sgd)" $? "$(why "$name.step")"
         continue
     fi
     one=(--data "$data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle --batch-size "$batch" --quiet)
     gpu "$name.step" 60 "$name" "${one[@]}" --export "$work/$name.gpu.w1" &&
         step "$name.fp32" 20 "$kit/bin/compare" "$kit/ref/$name.w0" "$kit/ref/$name.w1" "$work/$name.gpu.w1" 1e-3
-    check "$name: GPU step = CPU step (FP32, 1e-3 of the update)" $? "$(tail -1 "$work/$name.fp32" 2> /dev/null)"
+    check "$name: GPU step = CPU step (FP32, 1e-3 of the update)" $? "$(why "$name.fp32" "$name.step")"
     DDP_ALLOW_TF32=1 gpu "$name.tf32step" 60 "$name" "${one[@]}" --export "$work/$name.tf32.w1" &&
         step "$name.tf32" 20 "$kit/bin/compare" "$kit/ref/$name.w0" "$kit/ref/$name.w1" "$work/$name.tf32.w1" 3e-2
-    check "$name: GPU step = CPU step (TF32, 3e-2 of the update)" $? "$(tail -1 "$work/$name.tf32" 2> /dev/null)"
+    check "$name: GPU step = CPU step (TF32, 3e-2 of the update)" $? "$(why "$name.tf32" "$name.tf32step")"
 done
 
 gpu epoch 120 mnist --data "$data" --epochs 1 --log "$work/epoch.jsonl"
@@ -317,26 +322,26 @@ acc=$(grep -o 'test_acc [0-9.]*' "$work/epoch" | tail -1 | cut -d' ' -f2)
 rate=$(grep -o '[0-9.]* samples/s' "$work/epoch" | tail -1 | cut -d' ' -f1)
 cpu_acc=$(cut -d' ' -f2 "$kit/ref/mnist.epoch")
 [ "$status" -eq 0 ] && [ -n "$acc" ] && awk -v a="$acc" -v c="$cpu_acc" 'BEGIN {d = a - c; exit !(d <= 0.03 && d >= -0.03)}'
-check "mnist.net: one epoch on the GPU" $? "test_acc ${acc:-?} (CPU build ${cpu_acc:-?}), ${rate:-?} samples/s"
+check "mnist.net: one epoch on the GPU" $? "test_acc ${acc:-?} (CPU build ${cpu_acc:-?}), ${rate:-?} samples/s; $(why epoch)"
 
 step nccl.one 60 "$helper" one && grep -q "rank 0: PASS one" "$work/nccl.one"
 check "NCCL, one rank, a real communicator (nccl_helper one)" $? "$(grep -m1 'rank 0' "$work/nccl.one" 2> /dev/null)"
 RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \
     gpu nccl.env 60 mnist --data "$data" --max-steps 50 --init-method env:// --backend nccl --quiet
-check "NCCL backend, world size 1, env://" $?
+check "NCCL backend, world size 1, env://" $? "$(why nccl.env)"
 gpu nccl.nproc 60 mnist --data "$data" --max-steps 50 --nproc-per-node 1 --backend nccl --quiet
-check "NCCL backend, world size 1, --nproc-per-node 1" $?
+check "NCCL backend, world size 1, --nproc-per-node 1" $? "$(why nccl.nproc)"
 
 gpu whole 60 mnist --data "$data" --max-steps 60 --export "$work/whole.st" --quiet &&
     gpu stop 60 mnist --data "$data" --max-steps 30 --save "$work/ck" --quiet &&
     gpu resume 60 mnist --data "$data" --max-steps 60 --save "$work/ck" --resume --export "$work/resumed.st" --quiet &&
     cmp "$work/whole.st" "$work/resumed.st" >> "$log" 2>&1
-check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $?
+check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? "$(why resume stop whole)"
 
-if timeout 60 python3 -c 'import sys, numpy, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >> "$log" 2>&1; then
-    step torch 120 python3 bench/torch_train.py --module "$kit/torch/mnist.py" --device cuda --steps 500 --data "$data"
+if step torch.probe 60 "$py" -c 'import sys, numpy, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+    step torch 120 "$py" bench/torch_train.py --module "$kit/torch/mnist.py" --device cuda --steps 500 --data "$data"
     check "PyTorch on the same GPU (mnist.net)" $? "$(tail -1 "$work/torch"); ddpc ${rate:-?} samples/s"
 else
-    skip "PyTorch on the same GPU" "no python3 with torch, numpy and CUDA here"
+    skip "PyTorch on the same GPU" "no python3 with torch, numpy and CUDA here: $(why torch.probe)"
 fi
 finish
