@@ -136,6 +136,7 @@ check "kit complete" $? "${#nets[@]} nets${missing:+; missing: ${missing[*]}}"
 # What a kit binary may need: the C and C++ runtimes, OpenMP, zlib's runtime
 # (libz.so.1: zlib1g comes with every system, and the kit carries a copy) and
 # CUDA's libraries. Never MPI, BLAS or an unversioned development name.
+command -v readelf > /dev/null || check "readelf (binutils) present, to read what kit binaries need" 1
 allowed='^(ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|gcc_s|stdc\+\+|gomp|z|cuda|cudart|cudnn|cublas|cublasLt|nccl|nvrtc)\.so\.[0-9]+)$'
 elves=() needed=() bad=()
 while IFS= read -r f; do
