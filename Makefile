@@ -10,6 +10,9 @@
 #   make bench-deps  the newest PyTorch, in a venv, for the benchmarks (about 5 GB)
 #   make memcheck       a short training run of every example under valgrind
 #   make memcheck-asan  the same under ASan + UBSan
+#   make gpu-kit  .gpu/: what tests/gpu/run.sh needs on a bare GPU node (ddpc and
+#                 the runtime without MPI, every net's GPU program, the CPU's
+#                 results to compare with, data, tools), built here
 #   make install  ddpc, the runtime's headers and libraries under PREFIX
 #                 (/usr/local; DESTDIR stages them for a package)
 #
@@ -62,7 +65,7 @@ RUNTIME_CUDA_OBJ := $(filter-out %_cpu.o,$(RUNTIME_OBJ)) \
 TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test fuzz bench bench-deps memcheck memcheck-asan install uninstall found clean FORCE
+.PHONY: all deps run test fuzz bench bench-deps memcheck memcheck-asan install uninstall found clean gpu-kit FORCE
 all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
 
 found:
@@ -195,6 +198,20 @@ memcheck: all
 	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh
 memcheck-asan: all
 	DDPC=$(abspath $(BUILD)/ddpc) tests/memcheck/run.sh --asan
+
+# ---- the GPU kit ---------------------------------------------------------------
+# A GPU node may have the driver, nvcc and PyTorch's nvidia-* wheels, and none
+# of flex, bison, MPI, CUnit or zlib's headers: everything that needs them is
+# built here, into one folder that travels with the repository. ddpc and the
+# runtime are installed there without MPI (MPICC empty), so nothing in the kit
+# needs libmpi; their objects stay in $(BUILD)/gpu-kit, out of the folder.
+# tests/gpu/kit.sh builds the rest; tests/gpu/run.sh runs it on the node.
+GPU_KIT := .gpu
+gpu-kit:
+	@$(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),true,echo "make gpu-kit needs nvcc, cuDNN and NCCL" && false)
+	rm -rf $(GPU_KIT)
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/gpu-kit MPICC= PREFIX=$(abspath $(GPU_KIT)) DESTDIR= install
+	NVCC=$(NVCC) bash tests/gpu/kit.sh $(GPU_KIT)
 
 # ---- install -----------------------------------------------------------------
 # PREFIX/bin/ddpc finds its runtime from its own path: the headers in

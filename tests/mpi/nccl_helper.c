@@ -185,8 +185,14 @@ int main(int argc, char **argv)
         }
         if (strcmp(mode, "collectives") == 0) {
             /* through pg.c: what the trainer's calls reach */
-            const DdpPgBackendOps ops = {"pg",    NULL,         via_broadcast, via_allreduce, via_allgather,
-                                         via_barrier, via_start, via_wait,      via_status};
+            const DdpPgBackendOps ops = {.name = "pg",
+                                         .broadcast = via_broadcast,
+                                         .allreduce = via_allreduce,
+                                         .allgather = via_allgather,
+                                         .barrier = via_barrier,
+                                         .allreduce_start = via_start,
+                                         .wait = via_wait,
+                                         .status = via_status};
             exercise(&ops, pg, stream, size_);
             ddp_pg_destroy(pg);
         } else if (strcmp(mode, "timeout") == 0) {

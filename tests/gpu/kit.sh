@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# kit.sh KIT: the rest of `make gpu-kit`, once make has installed ddpc and the
+# runtime (built without MPI) into KIT (bin/ddpc, include/ddpc/, lib/ddpc/).
+# Builds here, where the tools are, what tests/gpu/run.sh needs on a GPU node
+# that has only the driver, nvcc and PyTorch's nvidia-* wheels:
+#
+#   gpu/NAME, gpu/NAME.cu   the CUDA program of every example and parity net,
+#                           with the ddpc-build line that rebuilds it;
+#                           NAME_sgd for a net trained with Adam or AdamW: the
+#                           same net with plain SGD, whose first step is the
+#                           gradient itself (Adam's is nearly sign(g), which
+#                           turns a rounding difference in a gradient near
+#                           zero into a whole step's difference)
+#   ref/NAME.w0, NAME.w1    the CPU build's initial weights and its weights
+#                           after one step on the kit's first batch
+#   ref/mnist.epoch         the CPU build's test_acc after one epoch
+#   bin/compare, bin/nccl_helper (and obj/nccl_helper.o to relink it)
+#                           no MPI, no libz at run time
+#   data/                   Fashion-MNIST, the first 10,000 training and
+#                           2,000 test samples, IDX gzipped
+#   torch/NAME.py           ddpc NAME.net --emit torch, for PyTorch's samples/s
+#   fallback/               libz.so.1 and libgomp.so.1, searched last on the
+#                           node, for a node without them
+#   kit.txt                 what built the kit and from which sources
+#
+# Fails if the kit ends over 48 MiB (it travels with the repository).
+# Environment: NVCC (make's), DATA (default /usr/share/datasets/fashion-mnist).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kit=${1:?usage: kit.sh KIT}
+kit=$(cd "$kit" && pwd)
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+cuda_home=$(dirname "$(dirname "$nvcc")")
+data=${DATA:-/usr/share/datasets/fashion-mnist}
+ddpc=$kit/bin/ddpc
+batch=64 # the batch of the one-step comparison (tests/gpu/run.sh uses it too)
+max_bytes=$((48 * 1024 * 1024))
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$kit"/{gpu,ref,data,torch,obj,fallback}
+
+# The data: a prefix of each file, headers rewritten to the new counts.
+python3 - "$data" "$kit/data" <<'EOF'
+import gzip, os, struct, sys
+src, dst = sys.argv[1:]
+def find(name):
+    for d in (src, os.path.join(src, "raw"), os.path.join(src, "FashionMNIST", "raw")):
+        for n in (name, name + ".gz"):
+            if os.path.isfile(os.path.join(d, n)):
+                return os.path.join(d, n)
+    sys.exit(f"kit.sh: no {name}[.gz] in {src}")
+for name, count in (("train-images-idx3-ubyte", 10000), ("train-labels-idx1-ubyte", 10000),
+                    ("t10k-images-idx3-ubyte", 2000), ("t10k-labels-idx1-ubyte", 2000)):
+    path = find(name)
+    raw = (gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open)(path, "rb").read()
+    dims = raw[3]
+    shape = struct.unpack(">%dI" % dims, raw[4:4 + 4 * dims])
+    item = 1
+    for d in shape[1:]:
+        item *= d
+    head = raw[:4] + struct.pack(">%dI" % dims, count, *shape[1:])
+    body = raw[4 + 4 * dims:4 + 4 * dims + count * item]
+    with gzip.GzipFile(os.path.join(dst, name + ".gz"), "wb", compresslevel=9, mtime=0) as f:
+        f.write(head + body)
+EOF
+
+# The nets: examples and parity nets, and an SGD twin of each Adam/AdamW one.
+nets=()
+for net in examples/*.net tests/parity/*.net; do
+    name=$(basename "$net" .net)
+    cp "$net" "$tmp/$name.net"
+    nets+=("$name")
+    if grep -Eq 'optimizer +adamw? ' "$net"; then
+        sed -E 's/optimizer +adamw? [^;}]*/optimizer sgd lr=0.05 /' "$net" > "$tmp/${name}_sgd.net"
+        nets+=("${name}_sgd")
+    fi
+done
+
+for name in "${nets[@]}"; do
+    "$ddpc" "$tmp/$name.net" --target cuda -o "$kit/gpu/$name" > "$tmp/$name.cuda.log" 2>&1 ||
+        { cat "$tmp/$name.cuda.log"; exit 1; }
+    if grep -q warning "$tmp/$name.cuda.log"; then
+        cat "$tmp/$name.cuda.log"; echo "kit.sh: $name: warnings building for CUDA"; exit 1
+    fi
+    "$ddpc" "$tmp/$name.net" --target cpu -o "$tmp/$name.cpu" > /dev/null
+    "$tmp/$name.cpu" --data "$kit/data" --max-steps 0 --export "$kit/ref/$name.w0" --quiet
+    "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
+        --batch-size "$batch" --export "$kit/ref/$name.w1" --quiet
+done
+# One epoch of mnist.net on the CPU: the accuracy the GPU's epoch should reach.
+"$tmp/mnist.cpu" --data "$kit/data" --epochs 1 > "$tmp/epoch.txt" 2>&1 || { cat "$tmp/epoch.txt"; exit 1; }
+grep -o 'test_acc [0-9.]*' "$tmp/epoch.txt" | tail -1 > "$kit/ref/mnist.epoch"
+for net in examples/*.net; do
+    "$ddpc" "$net" --emit torch > "$kit/torch/$(basename "$net" .net).py"
+done
+
+# The tools: compare needs only the safetensors reader; the NCCL helper the
+# CUDA runtime (no MPI there: its `one` mode needs none).
+cc -std=c11 -D_GNU_SOURCE -O2 -Iruntime tests/gpu/compare.c -o "$kit/bin/compare" "$kit/lib/ddpc/libddprt.a" \
+    -Wl,-Bstatic -lz -Wl,-Bdynamic -lm -fopenmp
+cc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Iruntime -I"$cuda_home/include" \
+    -c tests/mpi/nccl_helper.c -o "$kit/obj/nccl_helper.o"
+# The link line, for run.sh to relink on the node (@KIT@, @OUT@ filled in there).
+nccl_link="-o @OUT@ @KIT@/obj/nccl_helper.o @KIT@/lib/ddpc/libddprt_cuda.a -lcudnn -lcublas -lnccl -lgomp -lpthread"
+echo "$nccl_link" > "$kit/obj/nccl_helper.link"
+link=${nccl_link//@KIT@/$kit}
+"$nvcc" ${link//@OUT@/$kit/bin/nccl_helper} > /dev/null
+
+# The node may lack these two (they come with zlib1g and gcc): copies, searched last.
+for lib in libz.so.1 libgomp.so.1; do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !p {p = $NF} END {print p}')
+    if [ -n "$path" ]; then cp -L "$path" "$kit/fallback/$lib"; fi
+done
+
+bytes=$(du -sb "$kit" | cut -f1)
+{
+    echo "digest $(bash tests/gpu/digest.sh)"
+    echo "kit $kit"
+    echo "nvcc $nvcc"
+    echo "cuda $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+    echo "batch $batch"
+    echo "nets ${nets[*]}"
+    echo "bytes $bytes"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
+} > "$kit/kit.txt"
+echo "kit.sh: $kit: ${#nets[@]} nets, $((bytes / 1024)) KiB (at most $((max_bytes / 1024)))"
+[ "$bytes" -le "$max_bytes" ] || { echo "kit.sh: the kit is over 48 MiB"; exit 1; }
