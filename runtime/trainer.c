@@ -207,7 +207,7 @@ static DdpStatus check_memory(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    int nccl = t->dist.world > 1 && ddp_device_is_gpu();
+    int nccl = ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
     double state = 4.0 * ((double)net->n_param_floats * (1 + net->opt_slots) + (double)net->n_buffer_floats) +
                    (double)net->grad_bytes * (double)net->n_param_floats;
     double libraries = (double)ddp_device_library_bytes(t->dist.world, nccl);
@@ -639,7 +639,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
-        if (t->dist.world > 1 && net->n_buffer_floats) {
+        if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
             ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
@@ -757,7 +757,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
-    if (world > 1) {
+    /* world > 1, or one rank on a real NCCL communicator (--backend nccl) */
+    if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE) {
         DDP_CHECK(ddp_reducer_create(&t->reducer, t->dist.pg, net, t->grads,
                                      t->flags.given[DDP_FLAG_BUCKET_CAP_MB] ? t->flags.bucket_cap_mb : -1.0));
         /* the benchmark's "without overlap": every bucket after the whole backward */
