@@ -29,9 +29,11 @@
 extern "C" {
 #endif
 
-/* Binds this process to its device (on CUDA, GPU number LOCAL_RANK) and makes
- * the stream every later call is given (*STREAM is NULL on CPU). */
-DdpStatus ddp_device_open(int local_rank, void **stream);
+/* Binds this process to its device and makes the stream every later call is
+ * given (*STREAM is NULL on CPU). On CUDA the GPU is the only one visible, or
+ * else GPU number LOCAL_RANK (of LOCAL_WORLD_SIZE ranks on this node):
+ * ddp_gpu_choose_device, device_rules.h. */
+DdpStatus ddp_device_open(int local_rank, int local_world_size, void **stream);
 /* Waits for the stream's work, then destroys it; NULL is fine. */
 void ddp_device_close(void *stream);
 
@@ -52,6 +54,12 @@ void ddp_device_describe(char *buf, size_t len);
 /* Bytes the device can still give: free GPU memory, or on a CPU the memory
  * the kernel reports available (MemAvailable). 0 when it cannot tell. */
 size_t ddp_device_memory_available(void);
+
+/* Device memory that the device's libraries will take beyond the trainer's own
+ * buffers, estimated before they are opened (cuDNN's and cuBLAS's workspaces,
+ * NCCL's buffers when NCCL is to be opened for WORLD_SIZE ranks, the
+ * libraries' modules): ddp_gpu_memory_estimate, device_rules.h. 0 on CPU. */
+size_t ddp_device_library_bytes(int world_size, int nccl);
 
 /* Device memory, zeroed, aligned for any element type (at least 64 bytes).
  * BYTES 0 gives *P NULL. Allocation is set-up work: it may synchronise. */
@@ -75,6 +83,13 @@ DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream);
 /* Waits for all of the stream's work, and reports any failure of it (a
  * kernel that could not launch or faulted). */
 DdpStatus ddp_device_sync(void *stream);
+
+/* Called by DDP_LAUNCH (kernel.h) right after it queues generated kernel
+ * KERNEL on STREAM: reports a launch that failed, naming the kernel, without
+ * waiting. With DDP_SYNC_LAUNCHES=1 in the environment it also waits for the
+ * kernel, so that one that faults is named too (ddp_sync_launches). Never
+ * called on CPU, where it returns DDP_OK. */
+DdpStatus ddp_device_launched(const char *kernel, void *stream);
 
 /* A marker in the stream: the host can wait until the work queued before it
  * is done without waiting for later work. On CPU all four do nothing and

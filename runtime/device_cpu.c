@@ -16,14 +16,29 @@
 
 enum { CPU_ALIGN = 64 };
 
-DdpStatus ddp_device_open(int local_rank, void **stream)
+DdpStatus ddp_device_open(int local_rank, int local_world_size, void **stream)
 {
     (void)local_rank;
+    (void)local_world_size;
     *stream = NULL;
     return DDP_OK;
 }
 
 void ddp_device_close(void *stream) { (void)stream; }
+
+size_t ddp_device_library_bytes(int world_size, int nccl)
+{
+    (void)world_size;
+    (void)nccl;
+    return 0;
+}
+
+DdpStatus ddp_device_launched(const char *kernel, void *stream)
+{
+    (void)kernel;
+    (void)stream;
+    return DDP_OK;
+}
 
 int ddp_device_is_gpu(void) { return 0; }
 

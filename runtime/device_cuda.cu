@@ -1,8 +1,10 @@
 /*
  * device_cuda.cu: device.h on an NVIDIA GPU, through the CUDA runtime.
  *
- * One process drives one GPU, the one numbered by its local rank (torchrun's
- * LOCAL_RANK, as torch.cuda.set_device(local_rank) in a DDP script), and does
+ * One process drives one GPU: the only one it sees (a launcher that gives each
+ * rank its own GPU, srun --gpus-per-task=1, shows it as GPU 0), else the one
+ * numbered by its local rank (torchrun's LOCAL_RANK, as
+ * torch.cuda.set_device(local_rank) in a DDP script); device_rules.c. It does
  * all its work on one stream created non-blocking, so nothing it queues waits
  * on the legacy default stream that libraries or a debugger might use.
  *
@@ -14,17 +16,22 @@
  *
  * Set-up calls (allocation) may synchronise; the per-step calls only queue.
  * Every failure becomes DDP_FAIL naming the call and CUDA's error name and
- * text; a kernel failure surfaces at the next ddp_device_sync or
- * ddp_copy_to_host, which also collect launch errors (cudaGetLastError).
+ * text. A generated kernel that cannot launch is named at once
+ * (ddp_device_launched, after every DDP_LAUNCH: cudaGetLastError, no wait);
+ * one that faults while running surfaces at the next ddp_device_sync or
+ * ddp_copy_to_host, unless DDP_SYNC_LAUNCHES=1 makes every launch wait and
+ * name its kernel.
  */
 #include "device.h"
 #include "cuda_check.h"  // CUDA_TRY
+#include "device_rules.h"  // ddp_gpu_choose_device, ddp_gpu_memory_estimate, ddp_sync_launches
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-DdpStatus ddp_device_open(int local_rank, void **stream)
+DdpStatus ddp_device_open(int local_rank, int local_world_size, void **stream)
 {
     *stream = NULL;
     int count = 0;
@@ -37,10 +44,11 @@ DdpStatus ddp_device_open(int local_rank, void **stream)
                        "to train on the CPU, build it with ddpc NET.net --target cpu",
                        e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
     }
-    if (local_rank < 0 || local_rank >= count)
-        return DDP_ERR(DDP_FAIL, "local rank %d has no GPU: this machine shows %d (CUDA_VISIBLE_DEVICES decides which)",
-                       local_rank, count);
-    CUDA_TRY(cudaSetDevice(local_rank));
+    char why[160];
+    int device = ddp_gpu_choose_device(count, local_rank, local_world_size, why, sizeof why);
+    if (device < 0)
+        return DDP_ERR(DDP_FAIL, "%s", why);
+    CUDA_TRY(cudaSetDevice(device));
     cudaStream_t s = NULL;
     CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     *stream = s;
@@ -57,6 +65,35 @@ void ddp_device_close(void *stream)
 }
 
 int ddp_device_is_gpu(void) { return 1; }
+
+size_t ddp_device_library_bytes(int world_size, int nccl)
+{
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+        (void)cudaGetLastError(); /* major 0: the smaller, pre-Hopper cuBLAS figure */
+    DdpGpuMemoryInput in = {.sm_major = major, .world_size = world_size, .nccl = nccl,
+                            .nccl_buffsize = getenv("NCCL_BUFFSIZE"),
+                            .nccl_max_nchannels = getenv("NCCL_MAX_NCHANNELS")};
+    return ddp_gpu_memory_estimate(&in).total;
+}
+
+DdpStatus ddp_device_launched(const char *kernel, void *stream)
+{
+    static int sync = -1; /* read once: the environment does not change during a run */
+    if (sync < 0)
+        sync = ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return DDP_ERR(DDP_FAIL, "kernel %s could not start: %s (%s)", kernel, cudaGetErrorName(e),
+                       cudaGetErrorString(e));
+    if (sync) {
+        e = cudaStreamSynchronize((cudaStream_t)stream);
+        if (e != cudaSuccess)
+            return DDP_ERR(DDP_FAIL, "kernel %s failed: %s (%s)", kernel, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return DDP_OK;
+}
 
 const char *ddp_device_not_bit_invariant(void)
 {

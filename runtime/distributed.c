@@ -326,9 +326,11 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
 {
     d->stream = stream;
-    if (d->world <= 1)
-        return DDP_OK;
     int gpu = ddp_device_is_gpu();
+    /* One rank needs no group, unless a GPU build was asked for NCCL by name:
+     * then a communicator of one, which tests the NCCL path on one GPU. */
+    if (d->world <= 1 && !(gpu && flags->backend == DDP_BACKEND_NCCL))
+        return DDP_OK;
     /* --backend can only confirm the build's own (ddp_dist_topology refused the other) */
     DdpPgBackend backend = gpu ? DDP_PG_NCCL : DDP_PG_MPI;
     if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN && getenv("OMPI_COMM_WORLD_SIZE"))
@@ -339,7 +341,7 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
                        "this CPU build's %d ranks talk through MPI: start them with mpirun -np %d (or "
                        "--nproc-per-node %d), not with %s", d->world, d->world, d->world,
                        d->topo.launch == DDP_LAUNCH_SRUN ? "srun" : "torchrun or --rank/--world-size");
-    if (backend == DDP_PG_NCCL && d->topo.launch != DDP_LAUNCH_MPIRUN)
+    if (backend == DDP_PG_NCCL && d->world > 1 && d->topo.launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
     return ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout);
 }

@@ -11,7 +11,9 @@
  *
  * and started with DDP_LAUNCH(relu1_forward, work_items, args...). Under nvcc
  * it is a __global__ function whose threads stride over the items (a
- * grid-stride loop: any grid covers any size) launched on the step's stream;
+ * grid-stride loop: any grid covers any size) launched on the step's stream,
+ * each launch checked and named if it fails (DDP_SYNC_LAUNCHES=1 waits for
+ * each, to name a kernel that faults);
  * under a host compiler it is a function whose loop OpenMP splits across
  * cores. Each item is computed by one thread in a fixed order either way, so
  * results do not depend on the thread count, and the CPU build checks the
@@ -35,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device.h"        // ddp_device_launched
 #include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
 #include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_main; ops.h
 
@@ -59,8 +62,15 @@ static inline unsigned ddp_grid(int64_t items)
     DDP_FOR(p##_##j, (int64_t)(rows) * (cols))                                                          \
     for (int64_t p = p##_##j / (cols), j = p##_##j % (cols), p##_once = 0; !p##_once; p##_once = 1)
 
-#define DDP_LAUNCH(kernel, items, ...) \
-    kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__)
+/* Every launch is checked at once (no wait: device.h's ddp_device_launched),
+ * so a bad launch is blamed on its kernel, not on the next cuDNN or cuBLAS
+ * call; the first failure stays in ctx->status for the runtime to report. */
+#define DDP_LAUNCH(kernel, items, ...)                                                          \
+    do {                                                                                        \
+        kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__);      \
+        if (ctx->status == DDP_OK)                                                              \
+            ctx->status = ddp_device_launched(#kernel, ctx->stream);                            \
+    } while (0)
 #define DDP_SIMD_SUM(...)
 
 #else

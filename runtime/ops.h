@@ -25,7 +25,8 @@
  *    continue bit-for-bit and the distributed tests compare runs.
  *  - Math is plain FP32 by default, so the GPU build stays close to the CPU build.
  *    DDP_ALLOW_TF32=1 in the environment (read by ddp_ops_create) lets cuBLAS and
- *    cuDNN use TF32 tensor cores; the CPU build ignores it.
+ *    cuDNN use TF32 tensor cores (never fp16); NVIDIA_TF32_OVERRIDE=0 turns
+ *    that off again inside NVIDIA's libraries; the CPU build ignores both.
  *
  * Plain C, usable from C and from .cu files.
  */
@@ -109,9 +110,9 @@ void ddp_ops_destroy(DdpOps *ops);
  * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
- * the im2col and Winograd scratch (CPU). On CUDA this benchmarks every
- * planned conv once with cudnnFind*AlgorithmEx, so call it before timing
- * anything. */
+ * the im2col and Winograd scratch (CPU). On CUDA the algorithms come from
+ * cuDNN's heuristics in their fixed order, never from timing, so that every
+ * process (a resumed run too) chooses the same ones (device_rules.h). */
 DdpStatus ddp_ops_finalize(DdpOps *ops);
 
 /* The first failure of any call since create (DDP_OK if none). On failure the

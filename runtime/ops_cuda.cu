@@ -10,24 +10,34 @@
  *    one cuDNN workspace shared by every conv, sized for the hungriest algorithm
  *    chosen. The per-step calls only enqueue work on the stream.
  *  - ddp_ops_plan_conv only records the shape and builds the descriptors;
- *    ddp_ops_finalize benchmarks all convs with cudnnFind*AlgorithmEx, so the
- *    scratch tensors Find needs are allocated once, for the largest conv, and
- *    freed before the real workspace is allocated.
+ *    ddp_ops_finalize chooses each conv's algorithms from cuDNN's heuristics
+ *    (cudnnGetConvolution*Algorithm_v7), never by timing them (cudnnFind*):
+ *    timings of near-equal algorithms differ from one process to the next, so
+ *    a resumed run could choose otherwise than the run it resumes and sum in
+ *    another order. The heuristics' list is fixed for a GPU model, a cuDNN
+ *    version and a shape; the first entry that passes ddp_conv_choose
+ *    (device_rules.h: runs, fits DDP_CONV_WORKSPACE_LIMIT, keeps to the math,
+ *    deterministic) is taken.
  *  - Each conv keeps its descriptors for the planned (largest) batch. A smaller
  *    batch (the last of an epoch) re-sets n in the two tensor descriptors, a
  *    host-side change that allocates nothing, and checks the chosen algorithm
- *    still fits the workspace; if not, it uses the fastest algorithm that needs
- *    none, which Find also reported.
+ *    still fits the workspace; if not, it uses the first algorithm of the list
+ *    that needs none.
  *  - The per-step calls return nothing; the first cuDNN or cuBLAS failure is
  *    recorded with its file:line (nccl-tests' CHECK habit) for ddp_ops_status.
  *
  * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
  *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
  *    default math would allow TF32 on Ampere and later) and cuBLAS keeps
- *    CUBLAS_DEFAULT_MATH. DDP_ALLOW_TF32=1 switches both to TF32 tensor cores.
+ *    CUBLAS_DEFAULT_MATH. DDP_ALLOW_TF32=1 switches both to TF32 tensor cores:
+ *    CUDNN_TENSOR_OP_MATH (never ..._ALLOW_CONVERSION, which may compute in
+ *    fp16) and CUBLAS_TF32_TENSOR_OP_MATH; NVIDIA_TF32_OVERRIDE=0 overrides
+ *    that inside the libraries, and the run then says FP32 (ddp_math_settings).
  *  - Only deterministic cuDNN algorithms are chosen (backward ALGO_0 and
  *    filter ALGO_3 sum with atomics), since --resume promises bit-for-bit
- *    continuation. DDP_ALLOW_NONDETERMINISTIC=1 lifts that for speed.
+ *    continuation; if a shape has none, the first nondeterministic one, and
+ *    ddp_ops_describe_conv says so. DDP_ALLOW_NONDETERMINISTIC=1 lifts that
+ *    for speed.
  *  - alpha and beta are host values read when a call is made: a captured graph
  *    replays the beta it was captured with.
  *
@@ -39,28 +49,21 @@
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
+#include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
-#include <cudnn.h>         // cudnnConvolution*, cudnnFind*AlgorithmEx
+#include <cudnn.h>         // cudnnConvolution*, cudnnGetConvolution*Algorithm_v7
 #include <stdarg.h>
 #include <stdint.h>        // SIZE_MAX
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* cuBLAS's own recommendation for its workspace: 32 MiB on Hopper and later,
- * 4 MiB before. */
-static const size_t CUBLAS_WORKSPACE_HOPPER = 32u << 20, CUBLAS_WORKSPACE_OLDER = 4u << 20;
-
-/* Find may try algorithms needing up to this much workspace (and at most a
- * quarter of the free memory): the few that want more rarely win by much. */
-static const size_t FIND_WORKSPACE_CAP = (size_t)1 << 30;
-
 enum { FWD, DATA, FILTER, NDIRS };
 static const char *const DIR_NAMES[NDIRS] = {"fwd", "bwd-data", "bwd-filter"};
 
-/* One algorithm cuDNN timed for one direction. */
+/* The algorithm chosen for one direction. */
 typedef struct {
     int algo;             /* a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     cudnnMathType_t math;
@@ -76,8 +79,8 @@ typedef struct {
     /* One convolution descriptor per direction: each carries the math type of
      * the algorithm chosen for it. */
     cudnnConvolutionDescriptor_t conv[NDIRS];
-    Choice best[NDIRS];     /* fastest allowed at the planned batch */
-    Choice fallback[NDIRS]; /* fastest allowed needing no workspace */
+    Choice best[NDIRS];     /* first allowed at the planned batch */
+    Choice fallback[NDIRS]; /* first allowed needing no workspace */
     int use_fallback[NDIRS];/* at the current n, best does not fit */
 } ConvPlan;
 
@@ -88,7 +91,8 @@ struct DdpOps {
     void *workspace;        /* cuDNN's, shared by every conv */
     size_t workspace_bytes;
     void *cublas_workspace;
-    int allow_tf32, allow_nondeterministic;
+    DdpMathSettings math;
+    int allow_nondeterministic;
 
     ConvPlan *convs;
     int nconvs;
@@ -154,7 +158,7 @@ static DdpStatus create_handles(DdpOps *o)
     int device = 0, major = 0;
     CUDA_TRY(cudaGetDevice(&device));
     CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    size_t cublas_bytes = major >= 9 ? CUBLAS_WORKSPACE_HOPPER : CUBLAS_WORKSPACE_OLDER;
+    size_t cublas_bytes = ddp_cublas_workspace_bytes(major);
 
     CUDNN_TRY(cudnnCreate(&o->cudnn));
     CUDNN_TRY(cudnnSetStream(o->cudnn, o->stream));
@@ -163,8 +167,8 @@ static DdpStatus create_handles(DdpOps *o)
     CUBLAS_TRY(cublasSetStream(o->cublas, o->stream));
     CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
-    CUBLAS_TRY(cublasSetMathMode(o->cublas, o->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                          : CUBLAS_DEFAULT_MATH));
+    CUBLAS_TRY(cublasSetMathMode(o->cublas, o->math.cublas_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                : CUBLAS_DEFAULT_MATH));
     return DDP_OK;
 }
 
@@ -175,7 +179,7 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
     if (!o)
         return DDP_ERR(DDP_FAIL, "out of memory creating the ops context");
     o->stream = (cudaStream_t)stream;
-    o->allow_tf32 = env_flag("DDP_ALLOW_TF32");
+    o->math = ddp_math_settings(getenv("DDP_ALLOW_TF32"), getenv("NVIDIA_TF32_OVERRIDE"));
     o->allow_nondeterministic = env_flag("DDP_ALLOW_NONDETERMINISTIC");
     DdpStatus st = create_handles(o);
     if (st != DDP_OK) {
@@ -218,6 +222,28 @@ void ddp_ops_destroy(DdpOps *ops)
 
 /* ---- planning -------------------------------------------------------------------- */
 
+static cudnnMathType_t cudnn_math(DdpConvMath m)
+{
+    switch (m) {
+    case DDP_CONV_MATH_DEFAULT: return CUDNN_DEFAULT_MATH;
+    case DDP_CONV_MATH_TENSOR_OP: return CUDNN_TENSOR_OP_MATH;
+    case DDP_CONV_MATH_TENSOR_OP_CONV: return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    case DDP_CONV_MATH_FMA: return CUDNN_FMA_MATH;
+    }
+    return CUDNN_FMA_MATH;
+}
+
+static DdpConvMath conv_math(cudnnMathType_t m)
+{
+    switch (m) {
+    case CUDNN_DEFAULT_MATH: return DDP_CONV_MATH_DEFAULT;
+    case CUDNN_TENSOR_OP_MATH: return DDP_CONV_MATH_TENSOR_OP;
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return DDP_CONV_MATH_TENSOR_OP_CONV;
+    case CUDNN_FMA_MATH: return DDP_CONV_MATH_FMA;
+    }
+    return DDP_CONV_MATH_TENSOR_OP_CONV; /* unknown to this build: never chosen */
+}
+
 /* The descriptors of P for batch N. Host-side only: no allocation, no sync. */
 static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
 {
@@ -235,7 +261,7 @@ static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
 static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
 {
     const DdpConvShape *s = &p->slot.shape;
-    cudnnMathType_t math = ops->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    cudnnMathType_t math = cudnn_math(ops->math.conv);
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->x));
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y));
     CUDNN_TRY(cudnnCreateFilterDescriptor(&p->w));
@@ -267,112 +293,67 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     return build_descriptors(ops, (ConvPlan *)plan);
 }
 
-/* The scratch tensors Find runs on, sized for the largest conv, and its workspace. */
-typedef struct {
-    float *x, *w, *y;
-    void *workspace;
-    size_t workspace_bytes;
-} FindBuffers;
-
-/* Picks from Find's results (fastest first) the fastest that ran, fits the cap,
- * keeps to FP32 unless TF32 is allowed, and is deterministic unless that is
- * waived; with ZERO_WORKSPACE, only among those needing no workspace. With
- * MAY_RELAX, a nondeterministic one rather than none. Returns 0 if none qualifies. */
+/* cuDNN's list for one direction, in its order, as ddp_conv_choose reads it. */
 template <typename Perf>
-static int pick(const DdpOps *ops, const Perf *perf, int count, size_t cap, int zero_workspace,
-                int may_relax, Choice *out)
+static void candidates(const Perf *perf, int count, DdpConvCandidate *out)
 {
-    for (int relax = 0; relax <= may_relax; relax++)
-        for (int i = 0; i < count; i++) {
-            const Perf *q = &perf[i];
-            int deterministic = q->determinism == CUDNN_DETERMINISTIC;
-            int tensor_op = q->mathType == CUDNN_TENSOR_OP_MATH ||
-                            q->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-            if (q->status != CUDNN_STATUS_SUCCESS || q->memory > cap ||
-                (zero_workspace && q->memory != 0) || (tensor_op && !ops->allow_tf32) ||
-                (!deterministic && !ops->allow_nondeterministic && !relax))
-                continue;
-            out->algo = (int)q->algo;
-            out->math = ops->allow_tf32 ? q->mathType : CUDNN_FMA_MATH;
-            out->bytes = q->memory;
-            out->deterministic = deterministic;
-            return 1;
-        }
-    return 0;
+    for (int i = 0; i < count; i++)
+        out[i] = DdpConvCandidate{(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS, perf[i].memory,
+                                  perf[i].determinism == CUDNN_DETERMINISTIC, conv_math(perf[i].mathType)};
 }
 
-template <typename Perf>
-static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const Perf *perf, int count,
-                        size_t cap)
+static int choose_one(const DdpConvCandidate *c, int count, DdpConvRule rule, Choice *out)
 {
-    if (!pick(ops, perf, count, cap, 0, 1, &p->best[dir]))
-        return DDP_ERR(DDP_FAIL, "no cuDNN %s algorithm works for conv %d (%s)", DIR_NAMES[dir],
-                       id, count ? cudnnGetErrorString(perf[0].status) : "none returned");
+    int i = ddp_conv_choose(c, count, &rule);
+    if (i < 0)
+        return 0;
+    *out = Choice{c[i].algo, cudnn_math(c[i].math), c[i].workspace, c[i].deterministic};
+    return 1;
+}
+
+static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConvCandidate *c, int count,
+                        const char *first_status)
+{
+    DdpConvRule rule = {DDP_CONV_WORKSPACE_LIMIT, 0, ops->math.tf32, ops->allow_nondeterministic};
+    /* Deterministic if any is; else the first that runs rather than none. */
+    int found = choose_one(c, count, rule, &p->best[dir]);
+    if (!found) {
+        rule.allow_nondeterministic = 1;
+        found = choose_one(c, count, rule, &p->best[dir]);
+    }
+    if (!found)
+        return DDP_ERR(DDP_FAIL, "no cuDNN %s algorithm works for conv %d (%s)", DIR_NAMES[dir], id,
+                       count ? first_status : "none returned");
     /* A smaller batch should not cost determinism the planned one has. */
-    if (!pick(ops, perf, count, cap, 1, !p->best[dir].deterministic, &p->fallback[dir]))
+    rule.zero_workspace = 1;
+    rule.allow_nondeterministic = ops->allow_nondeterministic || !p->best[dir].deterministic;
+    if (!choose_one(c, count, rule, &p->fallback[dir]))
         p->fallback[dir] = p->best[dir];
     CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
     return DDP_OK;
 }
 
-static DdpStatus find_algorithms(DdpOps *ops, ConvPlan *p, int id, const FindBuffers *b)
+static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
 {
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DdpConvCandidate c[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
+                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int count = 0;
-    CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
-        ops->cudnn, p->x, b->x, p->w, b->w, p->conv[FWD], p->y, b->y,
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd, b->workspace, b->workspace_bytes));
-    DDP_CHECK(choose(ops, p, id, FWD, fwd, count, b->workspace_bytes));
-    CUDNN_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        ops->cudnn, p->w, b->w, p->y, b->y, p->conv[DATA], p->x, b->x,
-        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data, b->workspace, b->workspace_bytes));
-    DDP_CHECK(choose(ops, p, id, DATA, data, count, b->workspace_bytes));
-    CUDNN_TRY(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-        ops->cudnn, p->x, b->x, p->y, b->y, p->conv[FILTER], p->w, b->w,
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, b->workspace,
-        b->workspace_bytes));
-    DDP_CHECK(choose(ops, p, id, FILTER, filter, count, b->workspace_bytes));
-    return DDP_OK;
-}
-
-static void free_find_buffers(FindBuffers *b)
-{
-    cudaFree(b->x);
-    cudaFree(b->w);
-    cudaFree(b->y);
-    cudaFree(b->workspace);
-}
-
-static DdpStatus find_all(DdpOps *ops, FindBuffers *b)
-{
-    size_t nx = 0, nw = 0, ny = 0;
-    for (int i = 0; i < ops->nconvs; i++) {
-        const DdpConvShape *s = &ops->convs[i].slot.shape;
-        size_t x = (size_t)s->n * s->c * s->h * s->w, y = (size_t)s->n * s->k * s->out_h * s->out_w;
-        size_t w = (size_t)s->k * (s->c / s->groups) * s->r * s->s;
-        nx = x > nx ? x : nx;
-        ny = y > ny ? y : ny;
-        nw = w > nw ? w : nw;
-    }
-    CUDA_TRY(cudaMalloc(&b->x, nx * sizeof(float)));
-    CUDA_TRY(cudaMalloc(&b->w, nw * sizeof(float)));
-    CUDA_TRY(cudaMalloc(&b->y, ny * sizeof(float)));
-    /* Zeros, so no algorithm is timed on NaN or denormal garbage. */
-    CUDA_TRY(cudaMemsetAsync(b->x, 0, nx * sizeof(float), ops->stream));
-    CUDA_TRY(cudaMemsetAsync(b->w, 0, nw * sizeof(float), ops->stream));
-    CUDA_TRY(cudaMemsetAsync(b->y, 0, ny * sizeof(float), ops->stream));
-    size_t free_bytes = 0, total_bytes = 0;
-    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    b->workspace_bytes = free_bytes / 4 < FIND_WORKSPACE_CAP ? free_bytes / 4 : FIND_WORKSPACE_CAP;
-    while (b->workspace_bytes && cudaMalloc(&b->workspace, b->workspace_bytes) != cudaSuccess) {
-        (void)cudaGetLastError(); /* the failed cudaMalloc is not an error: try less */
-        b->workspace_bytes /= 2;
-    }
-    for (int i = 0; i < ops->nconvs; i++)
-        DDP_CHECK(find_algorithms(ops, &ops->convs[i], i, b));
-    CUDA_TRY(cudaStreamSynchronize(ops->stream));
+    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ops->cudnn, p->x, p->w, p->conv[FWD], p->y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
+    candidates(fwd, count, c);
+    DDP_CHECK(choose(ops, p, id, FWD, c, count, count ? cudnnGetErrorString(fwd[0].status) : ""));
+    CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(ops->cudnn, p->w, p->y, p->conv[DATA], p->x,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
+    candidates(data, count, c);
+    DDP_CHECK(choose(ops, p, id, DATA, c, count, count ? cudnnGetErrorString(data[0].status) : ""));
+    CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ops->cudnn, p->x, p->y, p->conv[FILTER], p->w,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+                                                            filter));
+    candidates(filter, count, c);
+    DDP_CHECK(choose(ops, p, id, FILTER, c, count, count ? cudnnGetErrorString(filter[0].status) : ""));
     return DDP_OK;
 }
 
@@ -381,13 +362,8 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
     DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
-    if (ops->nconvs) {
-        FindBuffers b;
-        memset(&b, 0, sizeof b);
-        DdpStatus st = find_all(ops, &b);
-        free_find_buffers(&b);
-        DDP_CHECK(st);
-    }
+    for (int i = 0; i < ops->nconvs; i++)
+        DDP_CHECK(choose_algorithms(ops, &ops->convs[i], i));
     size_t bytes = 0;
     for (int i = 0; i < ops->nconvs; i++)
         for (int d = 0; d < NDIRS; d++)

@@ -103,7 +103,10 @@ DdpStatus ddp_pg_create(DdpProcessGroup **pg, DdpPgBackend backend, const DdpTop
     g->size = t->world_size;
     g->stream = stream;
     g->backend = DDP_PG_NONE;
-    if (t->world_size > 1) {
+    /* A GPU build asked for NCCL by name opens a real communicator even for
+     * one rank, so that one GPU runs the program's own NCCL path (ddp_dist_join
+     * asks only when --backend nccl was given). */
+    if (t->world_size > 1 || (backend == DDP_PG_NCCL && ddp_device_is_gpu())) {
         DdpStatus st;
         switch (backend) {
         case DDP_PG_MPI:

@@ -4,8 +4,9 @@
  *
  * Start-up: rank 0 makes the NCCL unique id and the others receive it through
  * the TCP store (key "nccl_id"), or by MPI_Bcast when mpirun started the
- * ranks and no store was opened. The GPU is the local rank's (cudaSetDevice
- * before the communicator exists). The communicator is non-blocking
+ * ranks and no store was opened. The GPU is the one ddp_device_open chose
+ * (cudaGetDevice: the only one visible, else the local rank's), current
+ * before the communicator exists. The communicator is non-blocking
  * (ncclConfig_t.blocking = 0) only so that its start-up, which waits for
  * every rank, can be given up after the timeout instead of hanging.
  *
@@ -561,7 +562,10 @@ static DdpStatus open_group(NcclGroup *g, const DdpTopology *t, DdpStore *store)
     CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreateWithFlags(&g->ready, cudaEventDisableTiming));
     CUDA_TRY(cudaMalloc((void **)&g->scratch, sizeof *g->scratch));
-    CUDA_TRY(cudaMemset(g->scratch, 0, sizeof *g->scratch));
+    /* on our own stream, and finished: the legacy stream's cudaMemset is not
+     * ordered before work on a non-blocking stream */
+    CUDA_TRY(cudaMemsetAsync(g->scratch, 0, sizeof *g->scratch, g->stream));
+    CUDA_TRY(cudaStreamSynchronize(g->stream));
 
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
@@ -600,7 +604,12 @@ DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, 
     NcclGroup *g = (NcclGroup *)calloc(1, sizeof *g);
     if (!g)
         return DDP_ERR(DDP_FAIL, "out of memory");
-    g->device = t->local_rank;
+    /* the trainer's device (ddp_device_open), not LOCAL_RANK: a rank shown
+     * one GPU drives GPU 0 whatever its local rank */
+    if (cudaGetDevice(&g->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        g->device = 0;
+    }
     g->rank = t->rank;
     g->size = t->world_size;
     g->timeout_s = timeout_s;

@@ -199,16 +199,22 @@ static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *
 }
 
 /* Refuses at start-up what cannot fit, rather than failing (or swapping for
- * hours) in the middle of an allocation or of training. */
+ * hours) in the middle of an allocation or of training. On a GPU the
+ * libraries' share (cuDNN's and cuBLAS's workspaces, NCCL's buffers: an
+ * estimate, device.h's ddp_device_library_bytes) counts with the net's state;
+ * the CUDA context is already out of the free memory read here, as the device
+ * is open. */
 static DdpStatus check_memory(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const double gib = 1024.0 * 1024.0 * 1024.0;
+    int nccl = ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
     double state = 4.0 * ((double)net->n_param_floats * (1 + net->opt_slots) + (double)net->n_buffer_floats) +
                    (double)net->grad_bytes * (double)net->n_param_floats;
+    double libraries = (double)ddp_device_library_bytes(t->dist.world, nccl);
     double activations = 4.0 * ((double)t->cfg.batch * (double)net->arena_per_sample + (double)net->arena_fixed);
     double available = (double)ddp_device_memory_available();
-    if (available <= 0 || state + activations <= available)
+    if (available <= 0 || state + libraries + activations <= available)
         return DDP_OK;
     char device[128];
     ddp_device_describe(device, sizeof device);
@@ -216,8 +222,12 @@ static DdpStatus check_memory(const Trainer *t)
         return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB, but the %s has "
                        "%.1f GiB available: the net is too large for it", net->name, state / gib, device,
                        available / gib);
+    if (state + libraries > available)
+        return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB and cuDNN, cuBLAS "
+                       "and NCCL about %.1f GiB more, but the %s has %.1f GiB available: the net is too large for it",
+                       net->name, state / gib, libraries / gib, device, available / gib);
     return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations), but the %s has %.1f "
-                   "GiB available: use a smaller --batch-size", net->name, (state + activations) / gib,
+                   "GiB available: use a smaller --batch-size", net->name, (state + libraries + activations) / gib,
                    (long long)t->cfg.batch, activations / gib, device, available / gib);
 }
 
@@ -547,6 +557,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
             t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
         DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n));
         t->net->eval_step(&t->ctx, n);
+        DDP_CHECK(t->ctx.status);
         DDP_CHECK(ddp_ops_status(t->ops));
     }
     t->ctx.stats = t->train_stats;
@@ -640,7 +651,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
-        if (t->dist.world > 1 && net->n_buffer_floats) {
+        if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
             ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
@@ -658,6 +669,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             DDP_CHECK(ddp_reducer_finish(t->reducer));
         if (sync) {
             net->optimizer_step(&t->ctx);
+            DDP_CHECK(t->ctx.status);
             t->step++;
             t->lr = t->ctx.lr;
             if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
@@ -745,7 +757,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
 
-    DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, &t->stream));
+    DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;
     DDP_CHECK(allocate(t));
     fill_ctx(t);
@@ -762,7 +774,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
-    if (world > 1) {
+    /* world > 1, or one rank on a real NCCL communicator (--backend nccl) */
+    if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE) {
         DDP_CHECK(ddp_reducer_create(&t->reducer, t->dist.pg, net, t->grads,
                                      t->flags.given[DDP_FLAG_BUCKET_CAP_MB] ? t->flags.bucket_cap_mb : -1.0));
         /* the benchmark's "without overlap": every bucket after the whole backward */

@@ -65,7 +65,8 @@ RULES = [
     (r"bash \.ci/run", "skip: CI itself, which runs make test"),
     (r"tests/golden/update\.sh", "skip: re-pins the golden files"),
     (r"make (bench|bench-deps|fuzz|memcheck|memcheck-asan)", "skip: long runs that report, not tests"),
-    (r"bash tests/gpu/run\.sh", "skip: needs a GPU"),
+    (r"bash tests/gpu/run\.sh --out DIR", "skip: needs a GPU"),
+    (r"make gpu-kit|bash tests/gpu/run\.sh --dry-run", "skip: the gpu_kit suite runs them"),
 ]
 
 COMMAND_START = re.compile(r"(\$ |build/|\./|~/|tests/|bash |torchrun |mpirun |srun |make\b|export |ddpc |sudo )")

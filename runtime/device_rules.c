@@ -1,0 +1,138 @@
+/*
+ * device_rules.c: the GPU side's decisions as plain functions (device_rules.h).
+ *
+ * Why here and not in the .cu files: the machines that build and test this
+ * project mostly have no GPU, and a rule that only runs on a GPU is a rule
+ * nobody has run. The .cu files gather the inputs (a device count, cuDNN's
+ * list of algorithms, an environment variable) and apply the answer.
+ */
+#include "device_rules.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- which GPU a rank drives ---- */
+
+int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, char *why, size_t len)
+{
+    if (why && len)
+        why[0] = '\0';
+    if (visible < 1) {
+        if (why && len)
+            snprintf(why, len, "no GPU is visible here");
+        return -1;
+    }
+    if (local_rank < 0 || (local_world_size > 0 && local_rank >= local_world_size)) {
+        if (why && len)
+            snprintf(why, len, "internal error: local rank %d of %d", local_rank, local_world_size);
+        return -1;
+    }
+    /* One GPU shown: the launcher chose it for this rank (or the node has one). */
+    if (visible == 1)
+        return 0;
+    if (local_rank < visible)
+        return local_rank;
+    if (why && len)
+        snprintf(why, len, "local rank %d has no GPU: this machine shows %d (CUDA_VISIBLE_DEVICES decides which)",
+                 local_rank, visible);
+    return -1;
+}
+
+/* ---- math mode ---- */
+
+static int set_and_not_zero(const char *v) { return v && *v && strcmp(v, "0") != 0; }
+
+DdpMathSettings ddp_math_settings(const char *allow_tf32, const char *tf32_override)
+{
+    DdpMathSettings m = {.tf32 = 0, .conv = DDP_CONV_MATH_FMA, .cublas_tf32 = 0, .note = NULL};
+    if (!set_and_not_zero(allow_tf32))
+        return m;
+    if (tf32_override && strcmp(tf32_override, "0") == 0) {
+        m.note = "DDP_ALLOW_TF32 is set but NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuDNN and cuBLAS: FP32 math";
+        return m;
+    }
+    /* TENSOR_OP, not DEFAULT (which leaves the choice to cuDNN) and never
+     * ALLOW_CONVERSION (which lets cuDNN convert float data to fp16). */
+    m.tf32 = 1;
+    m.conv = DDP_CONV_MATH_TENSOR_OP;
+    m.cublas_tf32 = 1;
+    return m;
+}
+
+/* ---- cuDNN algorithm choice ---- */
+
+static int math_allowed(DdpConvMath math, int tf32)
+{
+    switch (math) {
+    case DDP_CONV_MATH_FMA: return 1;
+    case DDP_CONV_MATH_DEFAULT:
+    case DDP_CONV_MATH_TENSOR_OP: return tf32;
+    case DDP_CONV_MATH_TENSOR_OP_CONV: return 0;
+    }
+    return 0;
+}
+
+int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rule)
+{
+    for (int i = 0; i < count; i++) {
+        if (!c[i].ok || c[i].workspace > rule->workspace_limit || (rule->zero_workspace && c[i].workspace != 0) ||
+            !math_allowed(c[i].math, rule->tf32) || (!c[i].deterministic && !rule->allow_nondeterministic))
+            continue;
+        return i;
+    }
+    return -1;
+}
+
+/* ---- device memory the libraries take ---- */
+
+size_t ddp_cublas_workspace_bytes(int sm_major) { return sm_major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20; }
+
+/* NCCL's buffers, from its source (src/init.cc): per channel and per peer it
+ * connects to, one receive buffer per protocol: Simple NCCL_BUFFSIZE (4 MiB
+ * by default), LL128 4,915,200 bytes, LL 512 KiB. A ring connects each rank
+ * to 2 peers and a tree to up to 3 more; counted here as 2, with
+ * NCCL_MAX_NCHANNELS channels, 32 (NCCL's MAXCHANNELS) when unset. An upper
+ * estimate for one node: NCCL opens fewer channels on slower links. */
+enum { NCCL_LL128_BYTES = 4915200, NCCL_LL_BYTES = 512 << 10, NCCL_PEERS = 2, NCCL_CHANNELS = 32 };
+static const size_t NCCL_SIMPLE_BYTES = (size_t)4 << 20;
+
+/* The modules cuDNN and cuBLAS load and their handles' own allocations: NVIDIA
+ * publishes no figure. With lazy loading (CUDA_MODULE_LOADING=LAZY, the
+ * default since CUDA 12.2) only the kernels used are loaded; this allowance
+ * is a margin, to be replaced by a figure measured on a GPU. */
+static const size_t LIBRARY_ALLOWANCE = (size_t)256 << 20;
+
+static long long positive_or(const char *v, long long fallback)
+{
+    if (!v || !*v)
+        return fallback;
+    char *end = NULL;
+    long long x = strtoll(v, &end, 0);
+    return end && *end == '\0' && x > 0 ? x : fallback;
+}
+
+DdpGpuMemory ddp_gpu_memory_estimate(const DdpGpuMemoryInput *in)
+{
+    DdpGpuMemory m;
+    memset(&m, 0, sizeof m);
+    m.cudnn_workspace = DDP_CONV_WORKSPACE_LIMIT;
+    m.cublas_workspace = ddp_cublas_workspace_bytes(in->sm_major);
+    m.libraries = LIBRARY_ALLOWANCE;
+    if (in->nccl) {
+        long long channels = positive_or(in->nccl_max_nchannels, NCCL_CHANNELS);
+        long long simple = positive_or(in->nccl_buffsize, (long long)NCCL_SIMPLE_BYTES);
+        int peers = in->world_size - 1 < NCCL_PEERS ? (in->world_size > 1 ? in->world_size - 1 : 1) : NCCL_PEERS;
+        if (channels > 64)
+            channels = 64;
+        m.nccl_buffers = (size_t)channels * (size_t)peers *
+                         ((size_t)simple + (size_t)NCCL_LL128_BYTES + (size_t)NCCL_LL_BYTES);
+    }
+    m.total = m.cudnn_workspace + m.cublas_workspace + m.nccl_buffers + m.libraries;
+    return m;
+}
+
+/* ---- kernel launches ---- */
+
+int ddp_sync_launches(const char *value) { return set_and_not_zero(value); }

@@ -1,0 +1,194 @@
+/*
+ * The GPU side's decisions (runtime/device_rules.c), run here without a GPU:
+ * which GPU a rank drives, the math mode, which cuDNN algorithm a conv gets,
+ * the start-up memory estimate for the libraries, and whether launches wait.
+ * Plus one look at what DDP_LAUNCH becomes under nvcc: every generated
+ * kernel's launch is checked and named (skipped without nvcc).
+ */
+#include "device_rules.h"  // ddp_gpu_choose_device, ddp_math_settings, ddp_conv_choose, ddp_gpu_memory_estimate
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- which GPU ---- */
+
+static void test_one_visible_gpu_is_the_ranks(void)
+{
+    char why[160];
+    /* srun --gpus-per-task=1: every rank sees one GPU, numbered 0 */
+    for (int lr = 0; lr < 4; lr++)
+        CU_ASSERT_EQUAL(ddp_gpu_choose_device(1, lr, 4, why, sizeof why), 0);
+    /* torchrun on an 8-GPU node: GPU LOCAL_RANK */
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(8, 5, 8, why, sizeof why), 5);
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(2, 1, 2, why, sizeof why), 1);
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(1, 0, 1, why, sizeof why), 0);
+}
+
+static void test_too_few_gpus_refused(void)
+{
+    char why[160];
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(2, 3, 4, why, sizeof why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "local rank 3 has no GPU: this machine shows 2 (CUDA_VISIBLE_DEVICES decides which)");
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(0, 0, 1, why, sizeof why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "no GPU"));
+    CU_ASSERT_EQUAL(ddp_gpu_choose_device(4, -1, 4, why, sizeof why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "internal error"));
+}
+
+/* ---- math ---- */
+
+static void test_math_settings(void)
+{
+    DdpMathSettings m = ddp_math_settings(NULL, NULL);
+    CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32 && !m.note);
+    m = ddp_math_settings("0", NULL);
+    CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32);
+    /* NVIDIA_TF32_OVERRIDE=1 never turns TF32 on */
+    m = ddp_math_settings(NULL, "1");
+    CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32 && !m.note);
+    /* TF32 is TENSOR_OP_MATH, never ALLOW_CONVERSION (fp16) nor DEFAULT */
+    m = ddp_math_settings("1", NULL);
+    CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32 && !m.note);
+    m = ddp_math_settings("1", "1");
+    CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32);
+    /* NVIDIA_TF32_OVERRIDE=0 wins inside the libraries: say FP32 */
+    m = ddp_math_settings("1", "0");
+    CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m.note);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.note, "NVIDIA_TF32_OVERRIDE=0"));
+}
+
+/* ---- cuDNN algorithm ---- */
+
+/* A list as cuDNN's heuristics might give it: fastest-looking first. */
+static const DdpConvCandidate LIST[] = {
+    {.algo = 1, .ok = 1, .workspace = 0, .deterministic = 0, .math = DDP_CONV_MATH_FMA},          /* atomics */
+    {.algo = 5, .ok = 1, .workspace = (size_t)2 << 30, .deterministic = 1, .math = DDP_CONV_MATH_FMA}, /* too big */
+    {.algo = 6, .ok = 0, .workspace = 0, .deterministic = 1, .math = DDP_CONV_MATH_FMA},          /* not supported */
+    {.algo = 7, .ok = 1, .workspace = 1 << 20, .deterministic = 1, .math = DDP_CONV_MATH_TENSOR_OP_CONV},
+    {.algo = 2, .ok = 1, .workspace = 1 << 20, .deterministic = 1, .math = DDP_CONV_MATH_TENSOR_OP},
+    {.algo = 3, .ok = 1, .workspace = 1 << 10, .deterministic = 1, .math = DDP_CONV_MATH_FMA},
+    {.algo = 0, .ok = 1, .workspace = 0, .deterministic = 1, .math = DDP_CONV_MATH_FMA},
+};
+enum { NLIST = sizeof LIST / sizeof *LIST };
+
+static void test_conv_choice(void)
+{
+    DdpConvRule fp32 = {.workspace_limit = DDP_CONV_WORKSPACE_LIMIT, .tf32 = 0, .allow_nondeterministic = 0};
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &fp32)].algo, 3);
+    DdpConvRule tf32 = fp32;
+    tf32.tf32 = 1;
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &tf32)].algo, 2); /* never 7: ALLOW_CONVERSION */
+    DdpConvRule none = fp32;
+    none.zero_workspace = 1;
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &none)].algo, 0);
+    DdpConvRule fast = fp32;
+    fast.allow_nondeterministic = 1;
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &fast)].algo, 1);
+    DdpConvRule big = fp32;
+    big.workspace_limit = (size_t)4 << 30;
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &big)].algo, 5);
+    /* nothing that passes: -1, never a guess */
+    CU_ASSERT_EQUAL(ddp_conv_choose(LIST, 3, &fp32), -1);
+    CU_ASSERT_EQUAL(ddp_conv_choose(LIST, 0, &fp32), -1);
+}
+
+/* The choice depends on the list and the rule only: the same list, in a
+ * first run and in a resumed one, gives the same algorithm. */
+static void test_conv_choice_is_the_lists_order(void)
+{
+    DdpConvRule fp32 = {.workspace_limit = DDP_CONV_WORKSPACE_LIMIT};
+    DdpConvCandidate swapped[NLIST];
+    memcpy(swapped, LIST, sizeof LIST);
+    DdpConvCandidate t = swapped[5];
+    swapped[5] = swapped[6];
+    swapped[6] = t;
+    CU_ASSERT_EQUAL(swapped[ddp_conv_choose(swapped, NLIST, &fp32)].algo, 0);
+    CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &fp32)].algo, 3);
+    /* the limit is a constant, not a share of whatever memory is free */
+    CU_ASSERT_EQUAL((size_t)DDP_CONV_WORKSPACE_LIMIT, (size_t)512 << 20);
+}
+
+/* ---- memory ---- */
+
+static void test_memory_estimate(void)
+{
+    const size_t MiB = 1 << 20;
+    DdpGpuMemoryInput one = {.sm_major = 9, .world_size = 1, .nccl = 0};
+    DdpGpuMemory m = ddp_gpu_memory_estimate(&one);
+    CU_ASSERT_EQUAL(m.cublas_workspace, 32 * MiB);
+    CU_ASSERT_EQUAL(m.cudnn_workspace, (size_t)DDP_CONV_WORKSPACE_LIMIT);
+    CU_ASSERT_EQUAL(m.nccl_buffers, 0);
+    CU_ASSERT(m.libraries > 0);
+    CU_ASSERT_EQUAL(m.total, m.cudnn_workspace + m.cublas_workspace + m.nccl_buffers + m.libraries);
+    CU_ASSERT_EQUAL(ddp_cublas_workspace_bytes(8), 4 * MiB);
+    CU_ASSERT_EQUAL(ddp_cublas_workspace_bytes(10), 32 * MiB);
+
+    /* 8 ranks, NCCL's defaults: 32 channels x 2 peers x (Simple 4 MiB + LL128 + LL) */
+    DdpGpuMemoryInput eight = {.sm_major = 9, .world_size = 8, .nccl = 1};
+    m = ddp_gpu_memory_estimate(&eight);
+    CU_ASSERT_EQUAL(m.nccl_buffers, (size_t)32 * 2 * (4 * MiB + 4915200 + 512 * 1024));
+    CU_ASSERT_EQUAL(m.total, m.cudnn_workspace + m.cublas_workspace + m.nccl_buffers + m.libraries);
+    /* NCCL_BUFFSIZE and NCCL_MAX_NCHANNELS as NCCL reads them */
+    eight.nccl_buffsize = "1048576";
+    eight.nccl_max_nchannels = "4";
+    CU_ASSERT_EQUAL(ddp_gpu_memory_estimate(&eight).nccl_buffers, (size_t)4 * 2 * (MiB + 4915200 + 512 * 1024));
+    eight.nccl_buffsize = "0x100000";
+    CU_ASSERT_EQUAL(ddp_gpu_memory_estimate(&eight).nccl_buffers, (size_t)4 * 2 * (MiB + 4915200 + 512 * 1024));
+    /* nonsense is NCCL's default */
+    eight.nccl_buffsize = "lots";
+    eight.nccl_max_nchannels = "-3";
+    CU_ASSERT_EQUAL(ddp_gpu_memory_estimate(&eight).nccl_buffers, (size_t)32 * 2 * (4 * MiB + 4915200 + 512 * 1024));
+    /* two ranks: one peer */
+    DdpGpuMemoryInput two = {.sm_major = 8, .world_size = 2, .nccl = 1};
+    CU_ASSERT_EQUAL(ddp_gpu_memory_estimate(&two).nccl_buffers, (size_t)32 * 1 * (4 * MiB + 4915200 + 512 * 1024));
+}
+
+/* ---- launches ---- */
+
+static void test_sync_launches(void)
+{
+    CU_ASSERT_EQUAL(ddp_sync_launches(NULL), 0);
+    CU_ASSERT_EQUAL(ddp_sync_launches(""), 0);
+    CU_ASSERT_EQUAL(ddp_sync_launches("0"), 0);
+    CU_ASSERT_EQUAL(ddp_sync_launches("1"), 1);
+}
+
+/* Under nvcc, DDP_LAUNCH queues the kernel and then checks it by name. */
+static void test_launch_is_checked_under_nvcc(void)
+{
+    if (test_run("command -v nvcc || test -x /usr/local/cuda/bin/nvcc", NULL) != 0) {
+        fputs("\n  (skipped: no nvcc)", stderr);
+        return;
+    }
+    char *out = NULL;
+    int rc = test_run("set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
+                      "printf '#include \"kernel.h\"\\nDDP_KERNEL relu1_forward(int n, float *y) { DDP_FOR(i, n) y[i] = 0; }\\n"
+                      "void f(DdpCtx *ctx, int n, float *y) { DDP_LAUNCH(relu1_forward, n, n, y); }\\n' > $d/k.cu; "
+                      "NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); "
+                      "$NVCC -E -Iruntime $d/k.cu | tr -d ' \\n'",
+                      &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ctx->status=ddp_device_launched(\"relu1_forward\",ctx->stream)"));
+    free(out);
+}
+
+void suite_device_rules(void)
+{
+    static const TestCase cases[] = {
+        {"one visible GPU is the rank's (srun --gpus-per-task=1); else GPU LOCAL_RANK", test_one_visible_gpu_is_the_ranks},
+        {"a local rank beyond the visible GPUs is refused, with the reason", test_too_few_gpus_refused},
+        {"FP32 is FMA and CUBLAS_DEFAULT_MATH; TF32 is TENSOR_OP; NVIDIA_TF32_OVERRIDE=0 wins", test_math_settings},
+        {"cuDNN algorithm: first in the list that runs, fits, keeps the math, is deterministic", test_conv_choice},
+        {"cuDNN algorithm: chosen by the list's order and a constant limit, never by timing",
+         test_conv_choice_is_the_lists_order},
+        {"memory for cuDNN, cuBLAS, NCCL: the documented defaults and NCCL's variables", test_memory_estimate},
+        {"DDP_SYNC_LAUNCHES", test_sync_launches},
+        {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
+        {NULL, NULL},
+    };
+    test_add_suite("device_rules", cases);
+}
