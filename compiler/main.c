@@ -220,11 +220,13 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
      * one -o each build the program of the source they wrote (which pair is
      * left is the later run's, unless both finish at the same moment). */
     int rc = build_run(a, command, tmp, prog, o->verbose);
-    if (rc != 0) {
-        unlink(tmp);
-        return rc;
-    }
-    return output_rename(tmp, cu) ? 0 : 1;
+    /* the source takes its name even when the build failed: it is there to
+     * read, to fix by hand and to --rebuild */
+    if (!output_rename(tmp, cu))
+        return 1;
+    if (rc != 0)
+        fprintf(stderr, "ddpc: the source is %s\n", cu);
+    return rc;
 }
 
 /* Reads the whole file ("-" is standard input). NUL bytes are kept. */

@@ -15,7 +15,7 @@
  * sees the old file or a whole new one, never a mix of the two.
  */
 #include "ddpc.h"
-#include "dirs.h"    // ddp_output_resolve: which paths an output may be
+#include "dirs.h"    // ddp_output_resolve (which paths an output may be), ddp_umask
 #include "status.h"  // ddp_error_message
 
 #include <errno.h>
@@ -88,9 +88,7 @@ FILE *output_open(Arena *a, const char *path, char **tmp)
     *tmp = reserve(a, path, &fd);
     if (!*tmp)
         return NULL;
-    mode_t mask = umask(0);
-    umask(mask);
-    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
+    FILE *f = fchmod(fd, 0666 & ~ddp_umask()) == 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", *tmp, strerror(errno));
         close(fd);

@@ -285,16 +285,21 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
         return DDP_ERR(DDP_FAIL, "out of memory");
     DdpStatus st = DDP_OK;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
+    if (fd < 0) {
         st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, path, strerror(errno));
-    else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    } else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        held = fd;
+    } else if (errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP) {
+        /* a file system without locks (some NFS and Lustre mounts): said, not fatal */
+        fprintf(stderr, "warning: --save %s: cannot lock %s (%s): make sure no other run of net '%s' saves "
+                        "there\n", dir, path, strerror(errno), net->name);
+        held = fd;
+    } else {
         st = errno == EWOULDBLOCK
             ? DDP_ERR(DDP_BAD_INPUT, "--save %s is in use by another run of net '%s' (it holds %s): give this run "
                       "another --save directory, or let that one end first", dir, net->name, path)
             : DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot lock %s: %s", dir, path, strerror(errno));
         close(fd);
-    } else {
-        held = fd;
     }
     free(path);
     return st;

@@ -191,6 +191,22 @@ DdpStatus ddp_output_check(const char *flag, const char *path)
     return st;
 }
 
+mode_t ddp_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    unsigned mask;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Umask: %o", &mask) == 1) {
+            fclose(f);
+            return (mode_t)mask;
+        }
+    }
+    if (f)
+        fclose(f);
+    return 022; /* a kernel too old to say: the usual mask */
+}
+
 DdpStatus ddp_output_in_place_check(const char *flag, const char *path)
 {
     char who[PATH_MAX + 64];
@@ -236,9 +252,7 @@ DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out)
      * the mode a plain create would give it. */
     int fd = mkostemp(out->tmp, O_CLOEXEC);
     if (fd >= 0) {
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(fd, 0666 & ~mask) != 0) {
+        if (fchmod(fd, 0666 & ~ddp_umask()) != 0) {
             close(fd);
             fd = -1;
         }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>  // mode_t
 
 #include "status.h"  // DdpStatus
 
@@ -33,6 +34,11 @@ DdpStatus ddp_output_resolve(const char *who, const char *path, char **target);
 /* ddp_output_target, and the directory that would hold the file must let us
  * create it: for start-up, so that a mistyped path fails before training. */
 DdpStatus ddp_output_check(const char *flag, const char *path);
+
+/* The process's umask, read without changing it (Linux's /proc/self/status):
+ * umask(2) can only set it, and setting it back leaves a moment in which
+ * another thread's new files get mode 0666. */
+mode_t ddp_umask(void);
 
 /* Whether PATH may take an output written in place, as a log is (appended
  * to, read while it grows): anything that is not a directory or a block

@@ -311,6 +311,8 @@ static int choose_one(const DdpConvCandidate *c, int count, DdpConvRule rule, Ch
     return 1;
 }
 
+static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo);
+
 static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConvCandidate *c, int count,
                         const char *first_status)
 {
@@ -330,6 +332,11 @@ static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConv
     if (!choose_one(c, count, rule, &p->fallback[dir]))
         p->fallback[dir] = p->best[dir];
     CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
+    /* The heuristics' figure, checked against cuDNN's own query for the math
+     * now set: the larger is what the first call will need. */
+    size_t need = workspace_at(ops, p, dir, p->best[dir].algo);
+    if (need != SIZE_MAX && need > p->best[dir].bytes)
+        p->best[dir].bytes = need;
     return DDP_OK;
 }
 

@@ -522,7 +522,7 @@ static DdpStatus share_id(NcclGroup *g, const DdpTopology *t, DdpStore *store, n
 {
     (void)g; /* without MPI */
     if (t->world_size == 1)
-        return DDP_OK; /* nobody to tell (pg.c never gets here; tests/mpi/nccl_helper.c does) */
+        return DDP_OK; /* nobody to tell: --backend nccl with one rank, or tests/mpi/nccl_helper.c */
     if (store) {
         if (t->rank == 0)
             return ddp_store_set(store, "nccl_id", id, sizeof *id);

@@ -412,8 +412,10 @@ static DdpStatus save_checkpoint(Trainer *t)
     DDP_CHECK(ddp_copy_to_device(t->eval_stats, &bad, sizeof bad, t->stream));
     DDP_CHECK(ddp_dist_sum_stats(&t->dist, t->eval_stats, 1, DDP_PG_FOR_SAVE_CHECK));
     DDP_CHECK(ddp_copy_to_host(&bad, t->eval_stats, sizeof bad, t->stream));
-    if (local != DDP_OK)
+    if (local != DDP_OK) {
+        t->dist.agreed_failure = 1; /* the others saw it in the sum, and stop here too */
         return DDP_ERR(local, "%s", failure);
+    }
     if (bad > 0) {
         /* every rank found the same sum: all stop here, and MPI may finish */
         t->dist.agreed_failure = 1;

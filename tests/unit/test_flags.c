@@ -236,13 +236,16 @@ static void test_every_flag_classified(void)
     }
     static const DdpFlagId values[] = {DDP_FLAG_EPOCHS, DDP_FLAG_BATCH_SIZE, DDP_FLAG_LR, DDP_FLAG_SEED,
                                        DDP_FLAG_MAX_STEPS, DDP_FLAG_NO_SHUFFLE, DDP_FLAG_EVAL_EVERY,
-                                       DDP_FLAG_BUCKET_CAP_MB, DDP_FLAG_NO_SYNC_EVERY, DDP_FLAG_SAVE_EVERY,
-                                       DDP_FLAG_BACKEND};
+                                       DDP_FLAG_BUCKET_CAP_MB, DDP_FLAG_NO_SYNC_EVERY, DDP_FLAG_SAVE_EVERY};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         CU_ASSERT_EQUAL(ddp_flags_agreement(values[i]), DDP_AGREE_VALUE);
     CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_SAVE), DDP_AGREE_GIVEN);
     CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_RESUME), DDP_AGREE_GIVEN);
     CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_RANK), DDP_AGREE_LOCAL);
+    /* compared by their effect: the world size itself (distributed.c), and
+     * ranks on different backends never form a group */
+    CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_WORLD_SIZE), DDP_AGREE_LOCAL);
+    CU_ASSERT_EQUAL(ddp_flags_agreement(DDP_FLAG_BACKEND), DDP_AGREE_LOCAL);
 
     DdpFlags f;
     char v[48];
