@@ -407,6 +407,18 @@ static void test_help_exit_statuses(void)
     script_says("$D --help", want);
 }
 
+/* A build that fails keeps OUT.cu, to read, fix and --rebuild (here the
+ * runtime's kernel.h is made to fail, through DDPC_HOME). */
+static void test_failed_build_keeps_source(void)
+{
+    static const char *const want[] = {"status=1", "ddpc: the source is m.cu", "source kept", "no program", NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); mkdir -p home/runtime home/build; cp $r/runtime/*.h home/runtime/; "
+                "echo '#error broken on purpose' >> home/runtime/kernel.h; ln -s $r/build/libddprt.a home/build/; "
+                "DDPC_HOME=$PWD/home $D $r/examples/mnist.net --target cpu -o m 2>&1; echo status=$?; "
+                "grep -q 'ddpc-build:' m.cu && echo source kept; test -e m || echo no program; ls",
+                want);
+}
+
 void suite_build(void)
 {
     static const TestCase cases[] = {
@@ -425,6 +437,7 @@ void suite_build(void)
         {"--emit cu saved elsewhere rebuilds beside itself", test_emit_then_rebuild},
         {"an installed or moved ddpc finds its runtime, or says where it looked", test_installed_ddpc},
         {"--help lists the exit statuses 0, 1 and 2", test_help_exit_statuses},
+        {"a build that fails keeps OUT.cu", test_failed_build_keeps_source},
         {NULL, NULL},
     };
     test_add_suite("build", cases);
