@@ -53,15 +53,16 @@ bool output_same_file(const char *a, const char *b)
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* A fresh, unique name beside PATH (PATH.tmp-XXXXXX; for a source X.cu,
+/* A fresh, unique name beside PATH (PATH.tmp-XXXXXX, the runtime's form,
+ * dirs.h's DDP_OUTPUT_TMP; for a source X.cu,
  * X.tmp-XXXXXX.cu, since nvcc goes by the extension), created empty with
  * mode 0600; NULL (reported) when the directory cannot take it. */
 static char *reserve(Arena *a, const char *path, int *fd)
 {
     size_t len = strlen(path);
     bool source = len > 3 && strcmp(path + len - 3, ".cu") == 0;
-    char *tmp = source ? arena_printf(a, "%.*s.tmp-XXXXXX.cu", (int)(len - 3), path)
-                       : arena_printf(a, "%s.tmp-XXXXXX", path);
+    char *tmp = source ? arena_printf(a, "%.*s" DDP_OUTPUT_TMP "XXXXXX.cu", (int)(len - 3), path)
+                       : arena_printf(a, "%s" DDP_OUTPUT_TMP "XXXXXX", path);
     *fd = mkostemps(tmp, source ? 3 : 0, O_CLOEXEC);
     if (*fd < 0) {
         fprintf(stderr, "ddpc: error: cannot write into %s: %s\n", dir_of(a, path), strerror(errno));

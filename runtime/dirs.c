@@ -106,6 +106,31 @@ static void non_directory_part(const char *path, char *part, size_t len)
     }
 }
 
+/* The message for a path whose lstat or stat failed with ERR (not ENOENT):
+ * the part of it that is not a directory, or why it cannot be looked at. */
+static DdpStatus lookup_failed(const char *who, const char *path, int err)
+{
+    if (err == ENOTDIR) {
+        char part[PATH_MAX];
+        non_directory_part(path, part, sizeof part);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: %s is not a directory", who, part);
+    }
+    return DDP_ERR(DDP_BAD_INPUT, "%s: cannot look at %s: %s", who, path, strerror(err));
+}
+
+/* Whether the directory of PATH lets us create a file there. */
+static DdpStatus dir_takes_files(const char *who, const char *path)
+{
+    char *dir = dir_of(path);
+    DdpStatus st = DDP_OK;
+    if (!dir)
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory", who);
+    else if (access(dir, W_OK | X_OK) != 0)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into %s: %s", who, dir, strerror(errno));
+    free(dir);
+    return st;
+}
+
 DdpStatus ddp_output_target(const char *flag, const char *path, char **target)
 {
     char who[PATH_MAX + 64];
@@ -126,14 +151,7 @@ DdpStatus ddp_output_resolve(const char *who, const char *path, char **target)
             int err = errno;
             if (err == ENOENT) /* a new file; its directory is looked at when it is made */
                 break;
-            DdpStatus st;
-            if (err == ENOTDIR) {
-                char part[PATH_MAX];
-                non_directory_part(cur, part, sizeof part);
-                st = DDP_ERR(DDP_BAD_INPUT, "%s: %s is not a directory", who, part);
-            } else {
-                st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot look at %s: %s", who, cur, strerror(err));
-            }
+            DdpStatus st = lookup_failed(who, cur, err);
             free(cur);
             return st;
         }
@@ -178,15 +196,8 @@ DdpStatus ddp_output_check(const char *flag, const char *path)
 {
     char *target = NULL;
     DDP_CHECK(ddp_output_target(flag, path, &target));
-    char *dir = dir_of(target);
-    DdpStatus st = DDP_OK;
     char who[PATH_MAX + 64];
-    if (!dir)
-        st = DDP_ERR(DDP_FAIL, "%s: out of memory", named(flag, path, who, sizeof who));
-    else if (access(dir, W_OK | X_OK) != 0)
-        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into %s: %s", named(flag, path, who, sizeof who), dir,
-                     strerror(errno));
-    free(dir);
+    DdpStatus st = dir_takes_files(named(flag, path, who, sizeof who), target);
     free(target);
     return st;
 }
@@ -220,21 +231,9 @@ DdpStatus ddp_output_in_place_check(const char *flag, const char *path)
             return DDP_ERR(DDP_BAD_INPUT, "%s: is %s; name a file", who, file_kind(sb.st_mode));
         return DDP_OK;
     }
-    if (errno == ENOTDIR) {
-        char part[PATH_MAX];
-        non_directory_part(path, part, sizeof part);
-        return DDP_ERR(DDP_BAD_INPUT, "%s: %s is not a directory", who, part);
-    }
     if (errno != ENOENT)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot look at %s: %s", who, path, strerror(errno));
-    char *dir = dir_of(path);
-    DdpStatus st = DDP_OK;
-    if (!dir)
-        st = DDP_ERR(DDP_FAIL, "%s: out of memory", who);
-    else if (access(dir, W_OK | X_OK) != 0)
-        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into %s: %s", who, dir, strerror(errno));
-    free(dir);
-    return st;
+        return lookup_failed(who, path, errno);
+    return dir_takes_files(who, path);
 }
 
 DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out)
