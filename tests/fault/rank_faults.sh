@@ -10,6 +10,7 @@ set -euo pipefail
 fault=$1
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
 timeout_s=8
 d=$(mktemp -d)
 mpirun_pid=
@@ -28,11 +29,7 @@ mpirun_pid=$!
 # rank 1: the child of mpirun whose environment says so, once training runs
 victim=
 for _ in $(seq 200); do
-    for pid in $(pgrep -f "$d/prog" || true); do
-        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
-            victim=$pid
-        fi
-    done
+    victim=$(rank_pid "$d/prog" 1)
     [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
     sleep 0.1
 done

@@ -12,6 +12,7 @@ set -euo pipefail
 mode=$1
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
 d=$(mktemp -d)
 pid=
 cleanup() {
@@ -39,11 +40,7 @@ for _ in $(seq 300); do
     if [ "$mode" != nproc-kill ]; then
         victim=$pid
     else
-        for p in $(pgrep -f "$d/prog" || true); do
-            if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
-                victim=$p
-            fi
-        done
+        victim=$(rank_pid "$d/prog" 1)
     fi
     [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
     sleep 0.1
