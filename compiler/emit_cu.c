@@ -208,7 +208,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
          * turns dy into the gradient before the activation on the way */
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
-        E("    DDP_FOR(c, %lld) {\n        double sum = 0.0;\n", (long long)c);
+        E("    DDP_FOR(c, %lld) {\n        DdpSum sum = ddp_grad_open(dbias + c, accumulate);\n", (long long)c);
         E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
         E("            DDP_SIMD_SUM(sample)\n");
         E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
@@ -220,8 +220,8 @@ static void kernels_conv_linear(Emit *e, const Node *n)
             E("                dy[i] = g;\n                sample += g;\n");
         } else
             E("                sample += dy[i];\n");
-        E("            }\n            sum += sample;\n        }\n");
-        E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sum : (DdpGrad)sum;\n    }\n}\n\n");
+        E("            }\n            ddp_grad_sum_add(&sum, sample);\n        }\n");
+        E("        dbias[c] = ddp_grad_close(sum);\n    }\n}\n\n");
     } else {
         E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
         E("    DDP_FOR(i, (int64_t)n * %lld)\n        dy[i] = %s;\n}\n\n", (long long)s,
@@ -447,26 +447,29 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     chw(n->in_shape, &c, &h, &w);
     int64_t hw = h * w;
     comment(e, n, "");
-    E("// Training statistics: per channel sum and sum of squares, in double, and the\n"
-      "// count of values they are over (sums[%lld]), so that ranks can add theirs up.\n", (long long)(2 * c));
-    E("DDP_KERNEL %s_sums_forward(int n, const float *x, double *sums)\n{\n", n->name);
-    E("    DDP_FOR(c, %lld) {\n        double sum = 0.0, sumsq = 0.0;\n", (long long)c);
+    E("// Training statistics: per channel sum and sum of squares over the batch (each\n"
+      "// sample's part in double), and the count of values they are over (sums[%lld]),\n"
+      "// so that ranks can add theirs up.\n", (long long)(2 * c));
+    E("DDP_KERNEL %s_sums_forward(int n, const float *x, DdpSum *sums)\n{\n", n->name);
+    E("    DDP_FOR(c, %lld) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n", (long long)c);
     E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_sq = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_sq)\n");
     E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                double v = x[((int64_t)s * %lld + c) * %lld + j];\n", (long long)c, (long long)hw);
     E("                sample += v;\n                sample_sq += v * v;\n            }\n");
-    E("            sum += sample;\n            sumsq += sample_sq;\n        }\n");
+    E("            ddp_stats_sum_add(&sum, sample);\n            ddp_stats_sum_add(&sumsq, sample_sq);\n        }\n");
     E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
-    E("        if (c == 0)\n            sums[%lld] = (double)n * %lld;\n    }\n}\n\n", (long long)(2 * c), (long long)hw);
+    E("        if (c == 0) {\n            sums[%lld] = ddp_sum_empty();\n", (long long)(2 * c));
+    E("            ddp_stats_sum_add(&sums[%lld], (double)n * %lld);\n        }\n    }\n}\n\n", (long long)(2 * c),
+      (long long)hw);
     comment(e, n, "");
     E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"
       "// PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
-    E("DDP_KERNEL %s_stats_forward(const double *sums, float *stats, float *running_mean, float *running_var)\n{\n",
+    E("DDP_KERNEL %s_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)\n{\n",
       n->name);
-    E("    DDP_FOR(c, %lld) {\n        double count = sums[%lld];\n", (long long)c, (long long)(2 * c));
-    E("        double mean = sums[2 * c] / count;\n");
-    E("        double var = sums[2 * c + 1] / count - mean * mean;\n        var = var > 0.0 ? var : 0.0;\n");
+    E("    DDP_FOR(c, %lld) {\n        double count = ddp_sum_value(sums[%lld]);\n", (long long)c, (long long)(2 * c));
+    E("        double mean = ddp_sum_value(sums[2 * c]) / count;\n");
+    E("        double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;\n        var = var > 0.0 ? var : 0.0;\n");
     E("        stats[2 * c] = (float)mean;\n        stats[2 * c + 1] = (float)(1.0 / sqrt(var + %.9g));\n", n->eps);
     E("        double unbiased = count > 1 ? var * count / (count - 1) : var;\n");
     E("        running_mean[c] = (float)((1.0 - %.9g) * running_mean[c] + %.9g * mean);\n", n->momentum, n->momentum);
@@ -485,26 +488,28 @@ static void kernels_batchnorm(Emit *e, const Node *n)
       flit(e, n->eps));
     comment(e, n, "");
     E("// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.\n");
-    E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, double *sums,\n"
+    E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
       "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
-    E("    DDP_FOR(c, %lld) {\n        double sdy = 0.0, sdyx = 0.0;\n", (long long)c);
+    E("    DDP_FOR(c, %lld) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n", (long long)c);
+    E("        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
     E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_x = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_x)\n");
     E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
     E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
-    E("            }\n            sdy += sample;\n            sdyx += sample_x;\n        }\n");
+    E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n");
+    E("            ddp_grad_sum_add(&db, sample);\n            ddp_grad_sum_add(&dw, sample_x);\n        }\n");
     E("        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
-    E("        dbias[c] = accumulate ? dbias[c] + (DdpGrad)sdy : (DdpGrad)sdy;\n");
-    E("        dweight[c] = accumulate ? dweight[c] + (DdpGrad)sdyx : (DdpGrad)sdyx;\n    }\n}\n\n");
+    E("        dbias[c] = ddp_grad_close(db);\n        dweight[c] = ddp_grad_close(dw);\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
-      "                               const double *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
+      "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
     channel_planes(e, c, hw);
-    E("        double count = sums[%lld];\n", (long long)(2 * c));
+    E("        double count = ddp_sum_value(sums[%lld]);\n", (long long)(2 * c));
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
     E("        float g = weight[c] * stats[2 * c + 1] *\n"
-      "                  (dy[i] - (float)(sums[2 * c] / count) - xhat * (float)(sums[2 * c + 1] / count));\n");
+      "                  (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -\n"
+      "                   xhat * (float)(ddp_sum_value(sums[2 * c + 1]) / count));\n");
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
@@ -602,7 +607,7 @@ static void kernels_optimizer(Emit *e)
           t->dampening, t->weight_decay, t->nesterov ? ", nesterov" : "");
         E("DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)\n{\n");
         E("    DDP_FOR(i, %lld) {\n", (long long)count);
-        E("        float d = (float)g[i]%s;  // the gradient's one rounding to float\n",
+        E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         if (t->momentum) {
             E("        float b = first_step ? d : %s * momentum_buffer[i] + %s;\n", flit(e, t->momentum),
@@ -623,7 +628,7 @@ static void kernels_optimizer(Emit *e)
             E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
         else
             E("        (void)lr;\n");
-        E("        float d = (float)g[i]%s;  // the gradient's one rounding to float\n",
+        E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           !adamw && t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         E("        m[i] = %s * m[i] + %s * d;\n", flit(e, t->beta1), flit(e, 1.0 - t->beta1));
         E("        v[i] = %s * v[i] + %s * d * d;\n", flit(e, t->beta2), flit(e, 1.0 - t->beta2));
@@ -941,7 +946,7 @@ static void finish_function(Emit *e, FILE *out, char *body)
             if (n->op == OP_MAXPOOL)
                 fprintf(out, "    int32_t *%s_argmax = (int32_t *)(A + %lld * B);\n", n->name, (long long)s->offset);
             else if (n->op == OP_BATCHNORM)
-                fprintf(out, "    double *%s_sums = (double *)(A + %lld * B + %lld);\n", n->name,
+                fprintf(out, "    DdpSum *%s_sums = (DdpSum *)(A + %lld * B + %lld);\n", n->name,
                         (long long)p->arena_per_sample, (long long)s->offset);
             else
                 fprintf(out, "    float *%s_rows = A + %lld * B;\n", n->name, (long long)s->offset);

@@ -442,8 +442,8 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         if (n->op == OP_MAXPOOL) /* argmax of each window, for backward */
             np->scratch = new_storage(a, p, per_sample, 0, t_fwd(net, i));
         if (n->op == OP_BATCHNORM) {
-            /* per channel: sums (2 doubles) and their count (1 double), then mean and 1/std (2 floats) */
-            np->scratch = new_storage(a, p, 0, 4 * n->out_ch + 2, t_fwd(net, i));
+            /* per channel 2 sums, and their count: DdpSums (kernel.h) of at most 16 bytes (4 floats) */
+            np->scratch = new_storage(a, p, 0, 4 * (2 * n->out_ch + 1), t_fwd(net, i));
             np->scratch2 = new_storage(a, p, 0, 2 * n->out_ch, t_fwd(net, i));
         }
     }

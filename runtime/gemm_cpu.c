@@ -269,6 +269,18 @@ void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const
     sgemm_8(trans_a, 0, m, n, k, alpha, a, lda, NULL, 0, packed_b, beta, c, ldc, scratch);
 }
 
+void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
+                       DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch)
+{
+#if HAVE_WIDE_TILES
+    if (ddp_gemm_cpu_wide()) {
+        gradsum_exact_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
+        return;
+    }
+#endif
+    gradsum_exact_8(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
+}
+
 void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
                        double *c, int ldc, double *scratch)
 {

@@ -24,12 +24,14 @@
  * these promises, and README.md ("Why the CPU build has its own products")
  * says what they cost.
  *
- * Two products:
+ * Three products:
  *  - ddp_sgemm_fixed: C = alpha op(A) op(B) + beta C in float, as sgemm;
  *  - ddp_gradsum_fixed: C = beta C + A^T B in double, where A and B are
  *    floats whose rows are samples (or Winograd tiles): the sum over the
  *    batch of the products of two floats. Each product is exact in double,
- *    and the sum runs over the rows in order.
+ *    and the sum runs over the rows in order;
+ *  - ddp_gradsum_exact: the same products as parts of order-free sums
+ *    (exact_sum.h), for a linear layer's weight gradient.
  *
  * Each call runs on the calling thread, in the caller's SCRATCH (the sizes
  * below), so the callers split big products into tasks themselves.
@@ -38,6 +40,8 @@
 #define DDPRT_GEMM_CPU_H
 
 #include <stddef.h>
+
+#include "exact_sum.h"  // DdpExact, DdpExactWindow: ddp_gradsum_exact
 
 /* Floats of scratch ddp_sgemm_fixed needs for op(A) of M x K (its packed
  * copy, and one packed panel of op(B)), at either vector width. */
@@ -67,6 +71,13 @@ size_t ddp_gradsum_fixed_scratch(int m, int k);
  * a[p][i] * b[p][j] for p = 0 .. k-1 in order. beta 0 never reads C. */
 void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
                        double *c, int ldc, double *scratch);
+
+/* C (m x n, row stride ldc) = (ACCUMULATE ? C : the empty sum) + A^T B as
+ * order-free sums (exact_sum.h) in window W: every product a[p][i] * b[p][j]
+ * (exact in double) is one part. The caller makes sure that no product
+ * reaches W->limit. Scratch as ddp_gradsum_fixed's. */
+void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
+                       DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch);
 
 /* Whether the products run on 16-float vectors (AVX-512, where the CPU has
  * it) rather than 8-float ones: the same bits either way, twice the

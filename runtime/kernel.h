@@ -87,13 +87,47 @@ static inline unsigned ddp_grid(int64_t items)
 
 #endif
 
-/* Adds COUNT doubles of per-channel sums over all ranks, in place: the
- * statistics of a synchronised batchnorm are those of the global batch. */
-static inline void ddp_sync_batchnorm(DdpCtx *ctx, double *sums, int64_t count)
+/* Sums over the samples of a batch, written the same for both builds:
+ *
+ *   DdpSum sum = ddp_grad_open(dbias + c, accumulate);
+ *   for (int s = 0; s < n; s++)
+ *       ddp_grad_sum_add(&sum, this_samples_part);
+ *   dbias[c] = ddp_grad_close(sum);
+ *
+ * On CPUs a DdpSum is an order-free sum (exact_sum.h), so that the result
+ * does not depend on how the samples were dealt out to ranks; a gradient is
+ * one already. On GPUs a double, rounded to the float gradient at the end.
+ * ddp_stats_sum_add is for batchnorm's forward statistics (their own
+ * window); ddp_sum_value reads a sum. */
+#ifdef __CUDACC__
+typedef double DdpSum;
+static __device__ inline DdpSum ddp_sum_empty(void) { return 0.0; }
+static __device__ inline DdpSum ddp_grad_open(const DdpGrad *g, int accumulate) { return accumulate ? (double)*g : 0.0; }
+static __device__ inline DdpGrad ddp_grad_close(DdpSum s) { return (float)s; }
+static __device__ inline void ddp_grad_sum_add(DdpSum *s, double part) { *s += part; }
+static __device__ inline void ddp_stats_sum_add(DdpSum *s, double part) { *s += part; }
+static __device__ inline double ddp_sum_value(DdpSum s) { return s; }
+static __device__ inline double ddp_grad_value(DdpGrad g) { return g; }
+#else
+typedef DdpExact DdpSum;
+static inline DdpSum ddp_sum_empty(void) { return (DdpSum){0.0, 0.0}; }
+static inline DdpSum ddp_grad_open(const DdpGrad *g, int accumulate) { return accumulate ? *g : ddp_sum_empty(); }
+static inline DdpGrad ddp_grad_close(DdpSum s) { return s; }
+static inline void ddp_grad_sum_add(DdpSum *s, double part) { ddp_exact_add(s, part, &ddp_grad_window); }
+static inline void ddp_stats_sum_add(DdpSum *s, double part) { ddp_exact_add(s, part, &ddp_stats_window); }
+static inline double ddp_sum_value(DdpSum s) { return ddp_exact_value(s); }
+static inline double ddp_grad_value(DdpGrad g) { return ddp_exact_value(g); }
+#endif
+
+/* Adds COUNT DdpSums of per-channel sums over all ranks, in place: the
+ * statistics of a synchronised batchnorm are those of the global batch. On
+ * CPUs the doubles of order-free sums add exactly, in any order. */
+static inline void ddp_sync_batchnorm(DdpCtx *ctx, DdpSum *sums, int64_t count)
 {
     if (ctx->pg && ctx->status == DDP_OK) {
         ddp_pg_purpose(ctx->pg, DDP_PG_FOR_BATCHNORM);
-        ctx->status = ddp_pg_allreduce(ctx->pg, sums, (size_t)count, DDP_F64, DDP_SUM);
+        ctx->status = ddp_pg_allreduce(ctx->pg, sums, (size_t)count * (sizeof(DdpSum) / sizeof(double)), DDP_F64,
+                                       DDP_SUM);
     }
 }
 

@@ -125,7 +125,7 @@ typedef struct {
     int n_params;
     int64_t n_param_floats, n_buffer_floats;
     int opt_slots;            /* optimizer state per parameter: sgd 1 (momentum), adam 2 */
-    int grad_bytes;           /* sizeof(DdpGrad) where the net was compiled: 8 on CPUs, 4 on GPUs */
+    int grad_bytes;           /* sizeof(DdpGrad) where the net was compiled: 16 on CPUs, 4 on GPUs */
 
     DdpTrainConfig train;
 

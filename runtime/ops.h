@@ -46,25 +46,25 @@ extern "C" {
 /* The type of parameter gradients (DdpCtx.grads): what sums over the batch
  * write, what the all-reduce sums over ranks, what the optimizer reads.
  *
- * On CPUs a double. Each sample's contribution to a gradient is computed in
- * float, the same bits however the batch is dealt out, but the sum of a
- * batch's contributions rounds differently when its samples are split
- * between ranks: float sums of 2 x 16 and of 1 x 32 samples differ in the
- * last bit. Training amplifies that (relu kinks, batchnorm, Adam's division
- * by sqrt(v)) to about 1e-2 of the update in 20 steps, as much as PyTorch's
- * own float32 differs from float64. Summed in double, across ranks too, and
- * rounded to float once, by the optimizer, the gradient comes out the same
- * float almost always (the two double sums differ by about 1e-16 relative),
- * so 2 ranks x B take the same steps as 1 rank x 2B (tests/distributed/).
- * Doubles cost the CPU build twice the all-reduce bytes and a double product
- * for linear weight gradients.
+ * On CPUs an order-free sum (exact_sum.h: two doubles). Each sample's part of
+ * a gradient is computed the same bits however the batch is dealt out; summed
+ * so that no grouping of the parts into threads, batches or ranks can change
+ * a bit, 2 ranks x B take the same steps as 1 rank x 2B by construction
+ * (tests/distributed/), and the optimizer rounds each gradient to float once.
+ * Plain float sums of 2 x 16 and of 1 x 32 samples differ in the last bit,
+ * and training amplifies that (relu kinks, batchnorm, Adam's division by
+ * sqrt(v)) to about 1e-2 of the update in 20 steps; double sums differ in
+ * their last bit too, and now and then so does the float they round to.
+ * The cost: 16 bytes a gradient, four times the all-reduce bytes of floats,
+ * and a few operations per sample and gradient element.
  *
  * On GPUs a float, as cuDNN and cuBLAS write them: there the all-reduce
  * bytes matter more, and cuDNN's own sums are not split-invariant anyway. */
 #ifdef __CUDACC__
 typedef float DdpGrad;
 #else
-typedef double DdpGrad;
+#include "exact_sum.h"  // DdpExact
+typedef DdpExact DdpGrad;
 #endif
 
 /* One 2-D convolution. The caller sets the inputs (n is the largest batch the
@@ -139,9 +139,9 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta);
 /* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
- * micro-batches. On CPUs the sum over the batch is in double (see DdpGrad):
- * each sample's float contribution is added in double (im2col), or each
- * tile's products of floats are summed in double (Winograd). */
+ * micro-batches. On CPUs each sample's part (in float with im2col, in double
+ * over the sample's tiles with Winograd) is added to the order-free sums of
+ * DdpGrad. */
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
                               DdpGrad *dw, float beta);
 
@@ -156,9 +156,9 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
 
 /* A linear layer's weight gradient: DW = beta * DW + DY^T . X, summed over the
  * K (0 or more) samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW
- * is m x n (ldw), beta 0 or 1 as above. On CPUs in double (see DdpGrad): every
- * product of two floats is exact in double, so only the sum rounds; on GPUs
- * cublasSgemm. Needs no plan. */
+ * is m x n (ldw), beta 0 or 1 as above. On CPUs every product of two floats
+ * (exact in double) is a sample's part, added to the order-free sums of
+ * DdpGrad; on GPUs cublasSgemm. Needs no plan. */
 void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
                    float beta, DdpGrad *dw, int ldw);
 

@@ -485,24 +485,14 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                 im2col_rows(sh, xg, j0, j0 + rows, col);
                 m = col;
             }
-            /* This sample's contribution in float, the same bits whichever
-             * batch it is in; added in double, in batch order. Sample 0
-             * applies beta (0: dw's old contents are not read). */
+            /* This sample's part in float, the same bits whichever batch it
+             * is in, added to the order-free sums. Sample 0 starts them
+             * afresh unless beta keeps them (beta 0: dw is not read). */
             ddp_sgemm_fixed(0, 1, kg, rows, pix, 1.0f, dyg, pix, m, pix, 0.0f, part, rows, thread_packs(ops));
             const int overwrite = b == 0 && beta == 0.0f;
-            const double keep = b == 0 ? beta : 1.0;
-            for (int i = 0; i < kg; i++) {
-                DdpGrad *out = dwt + (size_t)i * crs;
-                const float *in = part + (size_t)i * rows;
-                if (overwrite)
-                    OMP(simd)
-                    for (int j = 0; j < rows; j++)
-                        out[j] = in[j];
-                else
-                    OMP(simd)
-                    for (int j = 0; j < rows; j++)
-                        out[j] = keep * out[j] + in[j];
-            }
+            for (int i = 0; i < kg; i++)
+                ddp_exact_add_floats(dwt + (size_t)i * crs, part + (size_t)i * rows, rows, overwrite,
+                                     &ddp_grad_window);
         }
     }
 }
@@ -592,11 +582,47 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     }
 }
 
+/* The largest |a| * |b| of any product of row P of A (M values, stride-1) with
+ * row P of B (N values): a sample's largest part of a linear layer's weight
+ * gradient. */
+static double largest_product(const float *a, int m, const float *b, int n)
+{
+    float most_a = 0.0f, most_b = 0.0f;
+    for (int i = 0; i < m; i++)
+        most_a = fmaxf(most_a, fabsf(a[i]));
+    for (int j = 0; j < n; j++)
+        most_b = fmaxf(most_b, fabsf(b[j]));
+    return (double)most_a * most_b;
+}
+
+/* DW's sums, one part at a time with ddp_exact_add's checks: for a batch with
+ * a part at or above the window's limit (or a NaN), which the fast tiles do
+ * not check. The same bits as theirs for every other element. */
+static void gemm_grad_checked(int m, int n, int k, const float *dy, int ldy, const float *x, int ldx, int accumulate,
+                              DdpGrad *dw, int ldw)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            DdpGrad *out = dw + (size_t)i * ldw + j;
+            if (!accumulate)
+                *out = (DdpGrad){0.0, 0.0};
+            for (int p = 0; p < k; p++)
+                ddp_exact_add(out, (double)dy[(size_t)p * ldy + i] * x[(size_t)p * ldx + j], &ddp_grad_window);
+        }
+}
+
 void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
                    float beta, DdpGrad *dw, int ldw)
 {
     if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
         return;
+    const int accumulate = beta != 0.0f;
+    /* NaN compares false: a sample with a NaN goes the checked way too. */
+    for (int p = 0; p < k; p++)
+        if (!(largest_product(dy + (size_t)p * ldy, m, x + (size_t)p * ldx, n) < ddp_grad_window.limit)) {
+            gemm_grad_checked(m, n, k, dy, ldy, x, ldx, accumulate, dw, ldw);
+            return;
+        }
     const TaskGrid g = task_grid(ops, m, n, k);
     const size_t each = ddp_gradsum_fixed_scratch(g.rows, k);
     double *packs = grow(ops, &ops->gemm_grad_packs, each * (size_t)ops->nthreads * sizeof *packs,
@@ -607,7 +633,7 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
     for (int t = 0; t < g.tasks; t++) {
         int i0, j0, m_t, n_t;
         task_block(&g, t, m, n, &i0, &j0, &m_t, &n_t);
-        ddp_gradsum_fixed(m_t, n_t, k, dy + i0, ldy, x + j0, ldx, beta, dw + (size_t)i0 * ldw + j0, ldw,
-                          packs + (size_t)omp_get_thread_num() * each);
+        ddp_gradsum_exact(m_t, n_t, k, dy + i0, ldy, x + j0, ldx, accumulate, dw + (size_t)i0 * ldw + j0, ldw,
+                          &ddp_grad_window, packs + (size_t)omp_get_thread_num() * each);
     }
 }

@@ -32,7 +32,7 @@ enum { MESSAGE_LEN = 1024 };
 struct DdpReducer {
     DdpProcessGroup *pg;
     const DdpNet *net;
-    unsigned char *grads;   /* elements of grad_type */
+    unsigned char *grads;   /* net->grad_bytes each: grad_type values */
     DdpPgType grad_type;
     DdpBucket *buckets;
     int n_buckets;
@@ -73,9 +73,12 @@ static void reset_step(DdpReducer *r)
 
 DdpStatus ddp_reducer_grad_type(const DdpNet *net, DdpPgType *type)
 {
-    if (net->grad_bytes != sizeof(float) && net->grad_bytes != sizeof(double))
-        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (floats or doubles only)", net->grad_bytes);
-    *type = net->grad_bytes == sizeof(double) ? DDP_F64 : DDP_F32;
+    /* floats (GPUs) or two doubles (CPUs: the order-free sums of exact_sum.h,
+     * which add as plain doubles, HI to HI and LO to LO) */
+    if (net->grad_bytes != sizeof(float) && net->grad_bytes != 2 * sizeof(double))
+        return DDP_ERR(DDP_FAIL, "internal error: gradients of %d bytes (a float or two doubles only)",
+                       net->grad_bytes);
+    *type = net->grad_bytes == sizeof(float) ? DDP_F32 : DDP_F64;
     return DDP_OK;
 }
 
@@ -178,8 +181,9 @@ static void launch_ready(DdpReducer *r)
         char what[32];
         snprintf(what, sizeof what, "bucket %d", b);
         /* SUM: the generated loss gradient is already over the global batch */
-        DdpStatus st = ddp_pg_allreduce_start(r->pg, r->grads + (size_t)k->offset * ddp_pg_type_size(r->grad_type), (size_t)k->count,
-                                              r->grad_type, DDP_SUM, what, &r->works[b]);
+        const size_t values = (size_t)r->net->grad_bytes / ddp_pg_type_size(r->grad_type); /* per gradient */
+        DdpStatus st = ddp_pg_allreduce_start(r->pg, r->grads + (size_t)k->offset * r->net->grad_bytes,
+                                              (size_t)k->count * values, r->grad_type, DDP_SUM, what, &r->works[b]);
         if (st != DDP_OK) {
             keep_failure(r, st);
             return;

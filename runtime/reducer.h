@@ -37,15 +37,16 @@ typedef struct DdpReducer DdpReducer;
 
 /* Plans the buckets of NET's trainable parameters (reverse parameter order,
  * whose gradients lie back to back in GRADS, the flat gradient buffer of
- * NET->grad_bytes per element: doubles on CPUs, floats on GPUs) and
+ * NET->grad_bytes per element: two doubles on CPUs, floats on GPUs) and
  * prepares to sum them over PG. BUCKET_CAP_MB < 0: the net's caps (its
  * `bucket` line, first bucket 1 MB); else --bucket-cap-mb, which sets every
  * bucket's cap, the first one's too, as DDP(bucket_cap_mb=X) does. Fails
  * (internal error) if the net's layout is not the one buckets need. */
 DdpStatus ddp_reducer_create(DdpReducer **r, DdpProcessGroup *pg, const DdpNet *net, void *grads,
                              double bucket_cap_mb);
-/* *TYPE: what NET's gradients are (DDP_F32 or DDP_F64, from net->grad_bytes);
- * an internal error for any other size. The trainer allocates by it. */
+/* *TYPE: what NET's gradients are made of (DDP_F32: a float each, or
+ * DDP_F64: two doubles each, from net->grad_bytes); an internal error for
+ * any other size. */
 DdpStatus ddp_reducer_grad_type(const DdpNet *net, DdpPgType *type);
 void ddp_reducer_destroy(DdpReducer *r);
 

@@ -46,6 +46,7 @@
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
+#include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
 #include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
@@ -242,7 +243,7 @@ static DdpStatus allocate(Trainer *t)
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
     DdpPgType grad_type = DDP_F32; /* set by ddp_reducer_grad_type */
     DDP_CHECK(ddp_reducer_grad_type(net, &grad_type));
-    DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, ddp_pg_type_size(grad_type), "the gradients"));
+    DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, (size_t)net->grad_bytes, "the gradients"));
     DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),
                            "the optimizer state"));
     DDP_CHECK(device_alloc((void **)&t->buffers, net->n_buffer_floats, sizeof(float), "the buffers"));
@@ -633,6 +634,39 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
 
 /* ---- the loop -------------------------------------------------------------------- */
 
+/* The windows of the order-free sums (exact_sum.h): a sum has at most a
+ * global batch times --no-sync-every parts, the same for every rank and for
+ * one rank with the whole global batch. The GPU build's sums are floats. */
+static DdpStatus set_sum_windows(const Trainer *t)
+{
+    if (ddp_device_is_gpu())
+        return DDP_OK;
+    const int64_t most = (int64_t)1 << DDP_EXACT_MAX_COUNT_BITS;
+    const int64_t global = t->cfg.batch * t->dist.world;
+    if (global > most / t->flags.no_sync_every)
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "a step of %lld samples (batch %lld x %d ranks x --no-sync-every %lld) is more than the "
+                       "%lld the CPU build's exact gradient sums allow",
+                       (long long)(global * t->flags.no_sync_every), (long long)t->cfg.batch, t->dist.world,
+                       (long long)t->flags.no_sync_every, (long long)most);
+    ddp_exact_windows_set(global * t->flags.no_sync_every);
+    return DDP_OK;
+}
+
+/* A sample's part of a gradient too large for the exact sums' window has
+ * made its sum NaN: the run is diverging. Stops it here, saying so, rather
+ * than at the NaN loss a step later. */
+static DdpStatus check_sum_window(const Trainer *t)
+{
+    double part = 0.0;
+    if (!ddp_exact_overflowed(&part))
+        return DDP_OK;
+    return DDP_ERR(DDP_FAIL,
+                   "at step %lld a sample's part of a gradient was %g, beyond the exact sums' limit of 2^%d "
+                   "(about %g): training is diverging; a lower --lr may help",
+                   (long long)t->step + 1, part, ddp_grad_window.top, ddp_grad_window.limit);
+}
+
 /* One epoch. With --no-sync-every K, K batches make one optimizer step: the
  * first K-1 accumulate their gradients locally (DDP's no_sync), the K-th adds
  * its own and the sum is all-reduced once. */
@@ -666,6 +700,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             ddp_reducer_skip(t->reducer);
         net->train_step(&t->ctx, n);
         DDP_CHECK(t->ctx.status);
+        DDP_CHECK(check_sum_window(t));
         /* every step: on a no_sync one it only resets the reducer's counts */
         if (t->reducer)
             DDP_CHECK(ddp_reducer_finish(t->reducer));
@@ -758,6 +793,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, world, rank, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
     int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
+    DDP_CHECK(set_sum_windows(t));
 
     DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;

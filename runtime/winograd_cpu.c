@@ -257,32 +257,51 @@ static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float
     return d + m + blocked + align_floats(ddp_sgemm_fixed_scratch((int)rows, sh->c > sh->k ? sh->c : sh->k));
 }
 
-/* The filter pass: V (K x C per point) in double and each of NTHREADS
- * threads' packed copies for its sums into V; the whole batch's input and dy
- * with their channels blocked; then for a block of WGRAD_ROWS rows D (rows x
- * C per point) and E (rows x K). */
+/* The filter pass works on blocks of whole samples, as many as make
+ * WGRAD_ROWS rows (tiles), at least one: each sample's weight gradient is
+ * one part of the order-free sums (exact_sum.h), so it is computed alone. */
+static int wgrad_samples(const DdpConvShape *sh)
+{
+    const int alpha = tile_alpha(sh);
+    const int tiles = tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+    return tiles >= WGRAD_ROWS ? 1 : WGRAD_ROWS / tiles;
+}
+
+/* The filter pass's scratch: V (K x C per point, in double) per sample of a
+ * block and each of NTHREADS threads' packed copies for the products into
+ * it; the order-free sums of dw in R x S x K x C order (HI, then LO), so that
+ * a sample's part of 4 neighbouring (k, c) pairs is one vector deposit; the
+ * whole batch's input and dy with their channels blocked; then for a block D
+ * (rows x C per point) and E (rows x K). */
 typedef struct {
-    double *v, *packs;
+    double *v, *packs, *sum_hi, *sum_lo;
     size_t packs_each; /* doubles per thread */
     float *blocked_x, *blocked_dy, *d, *e;
 } FilterScratch;
 
 static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
 {
-    const size_t v = (size_t)WINO_POINTS * sh->k * sh->c, packs = ddp_gradsum_fixed_scratch(sh->k, WGRAD_ROWS);
+    const int samples = wgrad_samples(sh);
+    const int alpha = tile_alpha(sh);
+    const int rows = samples * tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+    const size_t ck = (size_t)sh->k * sh->c;
+    const size_t v = (size_t)samples * WINO_POINTS * ck, packs = ddp_gradsum_fixed_scratch(sh->k, rows);
+    const size_t sums = ck * sh->r * sh->s;
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
-    const size_t d = (size_t)WINO_POINTS * WGRAD_ROWS * sh->c, e = (size_t)WINO_POINTS * WGRAD_ROWS * sh->k;
+    const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
     if (at) {
         at->v = base;
         at->packs = at->v + v;
         at->packs_each = packs;
-        at->blocked_x = (float *)(at->packs + packs * nthreads);
+        at->sum_hi = at->packs + packs * nthreads;
+        at->sum_lo = at->sum_hi + sums;
+        at->blocked_x = (float *)(at->sum_lo + sums);
         at->blocked_dy = at->blocked_x + bx;
         at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
     }
-    return (v + packs * nthreads) * sizeof(double) + (bx + bdy + d + e) * sizeof(float);
+    return (v + packs * nthreads + 2 * sums) * sizeof(double) + (bx + bdy + d + e) * sizeof(float);
 }
 
 /* The size that ddp_winograd_suits caps: on one thread, for a batch of
@@ -883,28 +902,75 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* Backward filter: the batch's tiles in blocks of WGRAD_ROWS rows, each
- * block's input and dy tiles transformed, then V[xi] += E[xi]^T D[xi] in
- * double, one product per point; at the end dw = beta dw + G^T V G. */
+/* A sample's weight gradient for 4 (k, c) pairs at R x S positions, added to
+ * the sums SUM_HI/SUM_LO (R x S x K x C) at (k, c) = KC0 ..: one vector
+ * deposit per position, as ddp_exact_add does lane by lane. */
+typedef long long QuadBits __attribute__((vector_size(QUAD * sizeof(long long))));
+
+static void deposit_quads(const DdpConvShape *sh, const Quad *grad, size_t ck, size_t kc0, int lanes, double *sum_hi,
+                          double *sum_lo)
+{
+    const DdpExactWindow *w = &ddp_grad_window;
+    int outside = 0;
+    for (int a = 0; a < sh->r; a++)
+        for (int b = 0; b < sh->s; b++)
+            for (int q = 0; q < lanes; q++)
+                outside |= !(fabs(grad[a * WINO_ALPHA + b][q]) < w->limit);
+    for (int a = 0; a < sh->r; a++)
+        for (int b = 0; b < sh->s; b++) {
+            double *hi = sum_hi + (size_t)(a * sh->s + b) * ck + kc0, *lo = sum_lo + (size_t)(a * sh->s + b) * ck + kc0;
+            const Quad x = grad[a * WINO_ALPHA + b];
+            if (outside || lanes < QUAD) {
+                for (int q = 0; q < lanes; q++) {
+                    DdpExact sum = {hi[q], lo[q]};
+                    ddp_exact_add(&sum, x[q], w);
+                    hi[q] = sum.hi;
+                    lo[q] = sum.lo;
+                }
+                continue;
+            }
+            const Quad hb = {w->hi_bias, w->hi_bias, w->hi_bias, w->hi_bias};
+            const Quad lb = {w->lo_bias, w->lo_bias, w->lo_bias, w->lo_bias};
+            Quad h, l;
+            memcpy(&h, hi, sizeof h);
+            memcpy(&l, lo, sizeof l);
+            h += hb;
+            const Quad h_new = h + (Quad)((QuadBits)x | 1);
+            const Quad rest = x - (h_new - h);
+            h = h_new - hb;
+            l = ((l + lb) + (Quad)((QuadBits)rest | 1)) - lb;
+            memcpy(hi, &h, sizeof h);
+            memcpy(lo, &l, sizeof l);
+        }
+}
+
+/* Backward filter: the batch in blocks of whole samples; each block's input
+ * and dy tiles transformed, then per sample V[xi] = E[xi]^T D[xi] in double
+ * (one product per point, over the sample's tiles in order), and the
+ * sample's gradient G^T V G added to the order-free sums; at the end dw
+ * from them (beta 1 adds them to dw's). */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
     filter_scratch(sh, p->nthreads, scratch, &at);
-    const size_t ck = (size_t)sh->c * sh->k;
-    const int tiles = p->tiles, rows = n * tiles;
+    const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
+    const int tiles = p->tiles, per_block = wgrad_samples(sh);
     OMP(parallel num_threads(nthreads))
     {
+        OMP(for schedule(static))
+        for (size_t i = 0; i < ck * rs; i++)
+            at.sum_hi[i] = at.sum_lo[i] = 0.0;
         OMP(for schedule(static))
         for (int s = 0; s < n; s++) {
             block_inputs(sh, s, 1, x, at.blocked_x + s * blocked_input_floats(sh));
             block_gradients(sh, s, 1, dy, at.blocked_dy + s * blocked_gradient_floats(sh));
         }
-        for (int first = 0; first < rows; first += WGRAD_ROWS) {
-            const int count = rows - first < WGRAD_ROWS ? rows - first : WGRAD_ROWS;
+        for (int first = 0; first < n; first += per_block) {
+            const int samples = n - first < per_block ? n - first : per_block, count = samples * tiles;
             OMP(for schedule(static))
             for (int r = 0; r < count; r++) {
-                const int row = first + r;
+                const int row = first * tiles + r;
                 const float *xb = blocked_sample(p, sh, at.blocked_x, row);
                 const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
                 Lanes t[WINO_POINTS];
@@ -919,52 +985,64 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                                  sh->k);
                 }
             }
-            /* V[xi] += E[xi]^T D[xi]: the products of floats are exact in
-             * double, and the sums over tiles round in double. */
+            /* V_s[xi] = E_s[xi]^T D_s[xi]: the products of floats are exact
+             * in double; the sum over the sample's tiles is in order. */
             OMP(for schedule(static))
-            for (int xi = 0; xi < WINO_POINTS; xi++)
+            for (int task = 0; task < samples * WINO_POINTS; task++) {
+                const int s = task / WINO_POINTS, xi = task % WINO_POINTS;
                 if (point_used(p, xi))
-                    ddp_gradsum_fixed(sh->k, sh->c, count, at.e + (size_t)xi * sh->k, WINO_POINTS * sh->k,
-                                  at.d + (size_t)xi * sh->c, WINO_POINTS * sh->c, first == 0 ? 0.0 : 1.0,
-                                  at.v + (size_t)xi * ck, sh->c, at.packs + (size_t)omp_get_thread_num() * at.packs_each);
-        }
-        /* dw = beta dw + G^T V G, per (k, c), in double, 4 pairs kc = k * C
-         * + c at a time (V is K x C per point, as dw's first two axes). With
-         * no samples V was never written: the gradient is zero. */
-        const size_t rs = (size_t)sh->r * sh->s;
-        OMP(for schedule(static))
-        for (size_t kc0 = 0; kc0 < ck; kc0 += QUAD) {
-            const int lanes = ck - kc0 < QUAD ? (int)(ck - kc0) : QUAD;
-            Quad vk[WINO_POINTS], half[WINO_POINTS], grad[WINO_POINTS];
-            for (int xi = 0; xi < WINO_POINTS; xi++) {
-                vk[xi] = (Quad){0};
-                if (n > 0 && point_used(p, xi))
-                    memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(double));
+                    ddp_gradsum_fixed(sh->k, sh->c, tiles, at.e + ((size_t)s * tiles * WINO_POINTS + xi) * sh->k,
+                                      WINO_POINTS * sh->k, at.d + ((size_t)s * tiles * WINO_POINTS + xi) * sh->c,
+                                      WINO_POINTS * sh->c, 0.0, at.v + ((size_t)s * WINO_POINTS + xi) * ck, sh->c,
+                                      at.packs + (size_t)omp_get_thread_num() * at.packs_each);
             }
-            for (int a = 0; a < sh->r; a++)
-                for (int j = 0; j < WINO_ALPHA; j++)
-                    half[a * WINO_ALPHA + j] = (Quad){0};
-            for (int a = 0; a < sh->r; a++)
-                for (int i = 0; i < WINO_ALPHA; i++) {
-                    const double coef = p->gt_h[a * WINO_ALPHA + i];
-                    if (coef != 0.0)
+            /* Each sample's G^T V_s G, per (k, c), in double, 4 pairs kc = k
+             * * C + c at a time (V is K x C per point, as dw's first two
+             * axes), one part of the sums. */
+            OMP(for schedule(static))
+            for (size_t kc0 = 0; kc0 < ck; kc0 += QUAD) {
+                const int lanes = ck - kc0 < QUAD ? (int)(ck - kc0) : QUAD;
+                for (int s = 0; s < samples; s++) {
+                    const double *vs = at.v + (size_t)s * WINO_POINTS * ck;
+                    Quad vk[WINO_POINTS], half[WINO_POINTS], grad[WINO_POINTS] = {{0}};
+                    for (int xi = 0; xi < WINO_POINTS; xi++) {
+                        vk[xi] = (Quad){0};
+                        if (point_used(p, xi))
+                            memcpy(&vk[xi], vs + xi * ck + kc0, (size_t)lanes * sizeof(double));
+                    }
+                    for (int a = 0; a < sh->r; a++)
                         for (int j = 0; j < WINO_ALPHA; j++)
-                            half[a * WINO_ALPHA + j] += coef * vk[i * WINO_ALPHA + j];
+                            half[a * WINO_ALPHA + j] = (Quad){0};
+                    for (int a = 0; a < sh->r; a++)
+                        for (int i = 0; i < WINO_ALPHA; i++) {
+                            const double coef = p->gt_h[a * WINO_ALPHA + i];
+                            if (coef != 0.0)
+                                for (int j = 0; j < WINO_ALPHA; j++)
+                                    half[a * WINO_ALPHA + j] += coef * vk[i * WINO_ALPHA + j];
+                        }
+                    for (int a = 0; a < sh->r; a++)
+                        for (int b = 0; b < sh->s; b++) {
+                            Quad sum = {0};
+                            for (int j = 0; j < WINO_ALPHA; j++)
+                                sum += p->gt_w[b * WINO_ALPHA + j] * half[a * WINO_ALPHA + j];
+                            grad[a * WINO_ALPHA + b] = sum;
+                        }
+                    deposit_quads(sh, grad, ck, kc0, lanes, at.sum_hi, at.sum_lo);
                 }
-            for (int a = 0; a < sh->r; a++)
-                for (int b = 0; b < sh->s; b++) {
-                    Quad sum = {0};
-                    for (int j = 0; j < WINO_ALPHA; j++)
-                        sum += p->gt_w[b * WINO_ALPHA + j] * half[a * WINO_ALPHA + j];
-                    grad[a * WINO_ALPHA + b] = sum;
-                }
-            for (int q = 0; q < lanes; q++) {
-                DdpGrad *out = dw + (kc0 + q) * rs;
-                for (int a = 0; a < sh->r; a++)
-                    for (int b = 0; b < sh->s; b++)
-                        out[a * sh->s + b] = beta == 0.0f ? grad[a * WINO_ALPHA + b][q]
-                                                          : beta * out[a * sh->s + b] + grad[a * WINO_ALPHA + b][q];
             }
         }
+        /* dw = (beta ? dw : the empty sums) + the batch's sums, from R x S x
+         * K x C order back to dw's K x C x R x S. With no samples the batch's
+         * sums are empty. */
+        OMP(for schedule(static))
+        for (size_t kc = 0; kc < ck; kc++)
+            for (size_t ab = 0; ab < rs; ab++) {
+                const DdpExact part = {at.sum_hi[ab * ck + kc], at.sum_lo[ab * ck + kc]};
+                DdpGrad *out = dw + kc * rs + ab;
+                if (beta == 0.0f)
+                    *out = part;
+                else
+                    ddp_exact_merge(out, part);
+            }
     }
 }

@@ -136,13 +136,32 @@ static size_t conv_mismatches(const char *what, const double *got, const double 
                  : count_mismatches_double(what, got, want, count);
 }
 
-/* Gradients as the library ops write them (ops.h: double on CPUs). */
+/* Gradients as the library ops write them (ops.h: order-free sums on CPUs),
+ * each VALUE alone (not a sum: for NaN and zero fills). */
 static DdpGrad *grads_filled(size_t count, double value)
 {
     DdpGrad *g = malloc((count + 1) * sizeof *g);
     for (size_t i = 0; i < count; i++)
-        g[i] = (DdpGrad)value;
+        g[i] = (DdpGrad){value, 0.0};
     return g;
+}
+
+/* The sums of VALUES, one part each: gradients that accumulation adds to. */
+static DdpGrad *grads_of(const float *values, size_t count)
+{
+    DdpGrad *g = grads_filled(count, 0.0);
+    for (size_t i = 0; i < count; i++)
+        ddp_exact_add(&g[i], values[i], &ddp_grad_window);
+    return g;
+}
+
+/* Each gradient's value, as the optimizer reads it. */
+static double *grad_values(const DdpGrad *g, size_t count)
+{
+    double *v = malloc((count + 1) * sizeof *v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = ddp_exact_value(g[i]);
+    return v;
 }
 
 /* ---- the direct convolution, in double ------------------------------------------ */
@@ -394,8 +413,9 @@ static void test_conv_backward(void)
             }
             snprintf(what, sizeof what, "dx, %s", base);
             CU_ASSERT_EQUAL(conv_mismatches(what, dxd, want_dx, scale_dx, nx), 0);
+            double *dwd = grad_values(dw, nw);
             snprintf(what, sizeof what, "dw, %s", base);
-            CU_ASSERT_EQUAL(conv_mismatches(what, dw, want_dw, scale_dw, nw), 0);
+            CU_ASSERT_EQUAL(conv_mismatches(what, dwd, want_dw, scale_dw, nw), 0);
 
             double forward_macs = (double)ny * (s->c / s->groups) * s->r * s->s;
             if ((double)(nx + nw) * forward_macs < 4e7) {
@@ -404,10 +424,10 @@ static void test_conv_backward(void)
                 snprintf(what, sizeof what, "dx vs finite differences, %s", base);
                 CU_ASSERT_EQUAL(conv_mismatches(what, dxd, want_dx, scale_dx, nx), 0);
                 snprintf(what, sizeof what, "dw vs finite differences, %s", base);
-                CU_ASSERT_EQUAL(conv_mismatches(what, dw, want_dw, scale_dw, nw), 0);
+                CU_ASSERT_EQUAL(conv_mismatches(what, dwd, want_dw, scale_dw, nw), 0);
                 fd_checked++;
             }
-            free(x), free(w), free(g), free(dx), free(dw), free(xd), free(wd), free(gd);
+            free(x), free(w), free(g), free(dx), free(dw), free(dwd), free(xd), free(wd), free(gd);
             free(dxd), free(scale_dx), free(scale_dw);
             free(want_dx), free(want_dw);
         }
@@ -418,8 +438,9 @@ static void test_conv_backward(void)
     ddp_ops_destroy(ops);
 }
 
-/* dw = beta*dw + grad: beta 1 adds (gradient accumulation), other betas scale,
- * and two micro-batches accumulated give the gradient of the whole batch. */
+/* dw = dw + grad with beta 1 (gradient accumulation: the two sums merge
+ * exactly), and two micro-batches accumulated give the very bits of the
+ * whole batch, as a batch split between ranks must. */
 static void test_backward_filter_beta(void)
 {
     DdpConvShape sh[NSHAPES];
@@ -430,26 +451,17 @@ static void test_backward_filter_beta(void)
         const DdpConvShape *s = &sh[i];
         size_t nx = x_len(s, 3), nw = w_len(s), ny = y_len(s, 3);
         float *x = random_floats(nx), *g = random_floats(ny), *old = random_floats(nw);
-        DdpGrad *grad = grads_filled(nw, 0), *dw = grads_filled(nw, 0);
-        double *want = malloc(nw * sizeof *want);
+        DdpGrad *grad = grads_filled(nw, 0), *dw = grads_of(old, nw), *want = grads_of(old, nw);
         ddp_conv_backward_filter(ops, i, 3, x, g, grad, 0.0f);
-
-        const float betas[] = {1.0f, 0.5f, -2.0f};
-        for (int bi = 0; bi < 3; bi++) {
-            for (size_t j = 0; j < nw; j++)
-                dw[j] = old[j];
-            ddp_conv_backward_filter(ops, i, 3, x, g, dw, betas[bi]);
-            for (size_t j = 0; j < nw; j++)
-                want[j] = (double)betas[bi] * old[j] + grad[j];
-            CU_ASSERT_EQUAL(count_mismatches_double("beta", dw, want, nw), 0);
-        }
+        for (size_t j = 0; j < nw; j++)
+            ddp_exact_merge(&want[j], grad[j]);
+        ddp_conv_backward_filter(ops, i, 3, x, g, dw, 1.0f);
+        CU_ASSERT_EQUAL(memcmp(dw, want, nw * sizeof *dw), 0);
 
         /* Sample 0 with beta 0, then samples 1..2 with beta 1. */
         ddp_conv_backward_filter(ops, i, 1, x, g, dw, 0.0f);
         ddp_conv_backward_filter(ops, i, 2, x + x_len(s, 1), g + y_len(s, 1), dw, 1.0f);
-        for (size_t j = 0; j < nw; j++)
-            want[j] = grad[j];
-        CU_ASSERT_EQUAL(count_mismatches_double("accumulated micro-batches", dw, want, nw), 0);
+        CU_ASSERT_EQUAL(memcmp(dw, grad, nw * sizeof *dw), 0);
         free(x), free(g), free(old), free(grad), free(dw), free(want);
     }
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
@@ -567,34 +579,33 @@ static void test_gemm_rows_independent_of_m(void)
     ddp_ops_destroy(ops);
 }
 
-/* ddp_gemm_grad: dw = beta * dw + dy^T x against the double reference, with
- * padding columns left alone, beta 0 ignoring NaN, beta 1 accumulating. */
+/* ddp_gemm_grad: dw = (beta ? dw : 0) + dy^T x against the double
+ * reference, with padding columns left alone, beta 0 ignoring NaN, beta 1
+ * accumulating. */
 static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta)
 {
     const int pad = 3, ldy = m + pad, ldx = n + 1, ldw = n + pad;
     float *dy = random_floats((size_t)k * ldy + 1), *x = random_floats((size_t)k * ldx + 1);
     float *old = random_floats((size_t)m * ldw + 1);
-    DdpGrad *dw = grads_filled((size_t)m * ldw + 1, NAN);
-    if (beta != 0)
-        for (size_t i = 0; i < (size_t)m * ldw; i++)
-            dw[i] = old[i];
+    DdpGrad *dw = beta != 0 ? grads_of(old, (size_t)m * ldw) : grads_filled((size_t)m * ldw + 1, NAN);
+    DdpGrad *was = grads_of(old, (size_t)m * ldw);
     double *want = malloc(((size_t)m * n + 1) * sizeof *want), *got = malloc(((size_t)m * n + 1) * sizeof *got);
     ref_gemm(1, 0, m, n, k, 1.0, dy, ldy, x, ldx, beta, old, ldw, want);
     ddp_gemm_grad(ops, m, n, k, dy, ldy, x, ldx, beta, dw, ldw);
     size_t padding_touched = 0;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < ldw; j++) {
-            DdpGrad v = dw[(size_t)i * ldw + j];
+            const size_t at = (size_t)i * ldw + j;
             if (j < n)
-                got[(size_t)i * n + j] = v;
+                got[(size_t)i * n + j] = ddp_exact_value(dw[at]);
             else
-                padding_touched += beta == 0 ? !isnan(v) : v != old[(size_t)i * ldw + j];
+                padding_touched += beta == 0 ? !isnan(dw[at].hi) : memcmp(&dw[at], &was[at], sizeof *dw) != 0;
         }
     char what[120];
     snprintf(what, sizeof what, "gemm_grad m=%d n=%d k=%d beta=%g", m, n, k, beta);
     CU_ASSERT_EQUAL(count_mismatches_double(what, got, want, (size_t)m * n), 0);
     CU_ASSERT_EQUAL(padding_touched, 0);
-    free(dy), free(x), free(old), free(dw), free(want), free(got);
+    free(dy), free(x), free(old), free(dw), free(was), free(want), free(got);
 }
 
 static void test_gemm_grad(void)
@@ -617,10 +628,10 @@ static void test_gemm_grad(void)
     ddp_ops_destroy(ops);
 }
 
-/* What DdpGrad is for: a batch's weight gradient, summed in double and rounded
- * to float once, comes out the same floats when the batch is split in two and
- * the halves are added (two ranks, or two accumulated micro-batches). Sums
- * kept in float round differently in the last bit and fail this. */
+/* What DdpGrad is for: a batch's weight gradient comes out the very same
+ * bits when the batch is split in two and the halves are added (two ranks,
+ * or two accumulated micro-batches). Sums kept in float or double round
+ * differently in the last bit and fail this. */
 static void check_gradient_split_invariant(const Conv cv)
 {
     const int n = 8, half = n / 2;
@@ -642,10 +653,10 @@ static void check_gradient_split_invariant(const Conv cv)
     ddp_gemm_grad(ops, m, k, lin / 2, dy + (size_t)lin / 2 * m, m, xin + (size_t)lin / 2 * k, k, 1.0f, halves + nw, k);
     size_t differ = 0;
     for (size_t i = 0; i < nw + (size_t)m * k; i++)
-        differ += (float)whole[i] != (float)halves[i];
+        differ += memcmp(&whole[i], &halves[i], sizeof *whole) != 0;
     CU_ASSERT_EQUAL(differ, 0);
     if (differ)
-        printf("\n    %zu of %zu gradients differ in float between the batch and its two halves ", differ,
+        printf("\n    %zu of %zu gradients differ between the batch and its two halves ", differ,
                nw + (size_t)m * k);
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
@@ -955,7 +966,7 @@ void suite_ops(void)
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
-        {"gradients of a batch and of its halves: the same floats", test_gradient_split_invariant},
+        {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant},
         {"same results for 1..4 threads", test_deterministic_across_threads},
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
         {"misuse recorded and reported", test_misuse_is_reported},

@@ -99,17 +99,15 @@ static void train_step(DdpCtx *ctx, int n)
      * each sample's gradient scaled by 1/(n * world_size). */
     if (!ctx->accumulate)
         memset(ctx->grads, 0, sizeof(DdpGrad) * (size_t)(classes * FEATURES + classes));
-    for (int k = 0; k < classes; k++) {
-        DdpGrad gb = 0;
+    /* Each sample's part added to the order-free sums (exact_sum.h). */
+    for (int k = 0; k < classes; k++)
         for (int i = 0; i < n; i++) {
             float d = ctx->arena[i * classes + k] / ((float)n * (float)ctx->world_size);
             const float *x = ctx->x + (size_t)i * FEATURES;
             for (int j = 0; j < FEATURES; j++)
-                grad_w[k * FEATURES + j] += d * x[j];
-            gb += d;
+                ddp_exact_add(&grad_w[k * FEATURES + j], d * x[j], &ddp_grad_window);
+            ddp_exact_add(&grad_b[k], d, &ddp_grad_window);
         }
-        grad_b[k] += gb;
-    }
 }
 
 static void eval_step(DdpCtx *ctx, int n)
@@ -129,7 +127,7 @@ static void optimizer_step(DdpCtx *ctx)
     const float dampening = (float)c->dampening;
     int64_t count = net.n_param_floats;
     for (int64_t i = 0; i < count; i++) {
-        float d = (float)((const DdpGrad *)ctx->grads)[i];
+        float d = (float)ddp_exact_value(((const DdpGrad *)ctx->grads)[i]);
         if (wd != 0)
             d += wd * ctx->params[i];
         if (momentum != 0) {

@@ -1,0 +1,71 @@
+/*
+ * exact_sum.c: the two windows of a run's order-free sums, and the flag a
+ * part too large for its window raises (what and why in exact_sum.h).
+ */
+#include "exact_sum.h"
+
+DdpExactWindow ddp_exact_window(int top, int count_bits)
+{
+    /* HI: the sum of 2^count parts below 2^top, each rounded by at most half
+     * a grid step, stays below 2^(top + count + 1), half the binade of
+     * 1.5 * 2^(top + count + 2); its spacing, 2^-52 of that, is HI's grid. */
+    const int hi_exp = top + count_bits + 2;
+    /* LO: the remainders, at most half of HI's grid: 2^(hi_exp - 53). */
+    const int lo_exp = (hi_exp - 53) + count_bits + 2;
+    DdpExactWindow w = {
+        .hi_bias = ldexp(1.5, hi_exp),
+        .lo_bias = ldexp(1.5, lo_exp),
+        .limit = ldexp(1.0, top),
+        .top = top,
+        .count = count_bits,
+    };
+    return w;
+}
+
+int ddp_exact_count_bits(int64_t parts)
+{
+    int bits = 1;
+    while (bits < 62 && ((int64_t)1 << bits) < parts)
+        bits++;
+    return bits;
+}
+
+DdpExactWindow ddp_grad_window = {0}, ddp_stats_window = {0};
+
+/* The windows before ddp_exact_windows_set: the largest count allowed, so a
+ * program (or a test) that never sets them still sums exactly. */
+__attribute__((constructor)) static void default_windows(void)
+{
+    ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
+}
+
+void ddp_exact_windows_set(int64_t parts)
+{
+    const int bits = ddp_exact_count_bits(parts);
+    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP, bits);
+    ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, bits);
+}
+
+/* Written by whichever thread meets the part first; read by the trainer
+ * between steps. */
+static int overflowed;
+static double overflow_part;
+
+void ddp_exact_overflow_raise(double part)
+{
+    if (!__atomic_exchange_n(&overflowed, 1, __ATOMIC_ACQ_REL))
+        overflow_part = fabs(part);
+}
+
+int ddp_exact_overflowed(double *part)
+{
+    int seen = __atomic_load_n(&overflowed, __ATOMIC_ACQUIRE);
+    if (seen && part)
+        *part = overflow_part;
+    return seen;
+}
+
+void ddp_exact_overflow_clear(void)
+{
+    __atomic_store_n(&overflowed, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,217 @@
+/*
+ * Tests of runtime/exact_sum.h: order-free sums give the same bits however
+ * their parts are ordered and grouped (into ranks, micro-batches, threads),
+ * against plain double sums, which do not; their value is within the window's
+ * grid of the exact sum (computed here with long double pairs); parts out of
+ * the window poison the sum and raise the flag.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exact_sum.h"
+#include "testutil.h"
+
+/* A deterministic generator (xorshift64*), so that failures reproduce. */
+static uint64_t state = 88172645463325252u;
+static uint64_t next(void)
+{
+    state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
+    return state * 2685821657736338717u;
+}
+
+static double uniform(void)
+{
+    return (double)(next() >> 11) * 0x1p-53;
+}
+
+/* Parts as gradients have them: signs mixed, magnitudes over 40 binades,
+ * some exact products of two floats, some exact zeros and ties. */
+static double part(int top)
+{
+    switch (next() % 6) {
+    case 0: return 0.0;
+    case 1: return ldexp(1.0, top - 60 + (int)(next() % 40)) * (next() & 1 ? 1 : -1); /* powers of 2: ties */
+    case 2: return (double)(float)(uniform() - 0.5) * (float)(uniform() * 1e-3);     /* a product of floats */
+    default: return (uniform() - 0.5) * ldexp(1.0, top - 1 - (int)(next() % 40));
+    }
+}
+
+static void shuffle(double *v, int n)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(next() % (uint64_t)(i + 1));
+        double t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+}
+
+/* The sum of V[0..n) grouped as RANKS ranks of interleaved parts (rank r
+ * takes every RANKS-th), each rank's sum merged in turn, as an all-reduce
+ * adds them. */
+static DdpExact grouped(const double *v, int n, int ranks, const DdpExactWindow *w)
+{
+    DdpExact total = {0.0, 0.0};
+    for (int r = ranks - 1; r >= 0; r--) {
+        DdpExact s = {0.0, 0.0};
+        for (int i = r; i < n; i += ranks)
+            ddp_exact_add(&s, v[i], w);
+        ddp_exact_merge(&total, s);
+    }
+    return total;
+}
+
+static double plain_grouped(const double *v, int n, int ranks)
+{
+    double total = 0.0;
+    for (int r = ranks - 1; r >= 0; r--) {
+        double s = 0.0;
+        for (int i = r; i < n; i += ranks)
+            s += v[i];
+        total += s;
+    }
+    return total;
+}
+
+/* Any order and any grouping into 1..7 ranks: the same HI and LO bits. Plain
+ * double sums of the same parts do differ (else the test proves nothing). */
+static void test_order_free(void)
+{
+    enum { N = 512, TRIALS = 200 };
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N));
+    double v[N];
+    int differ = 0, plain_differ = 0;
+    for (int t = 0; t < TRIALS; t++) {
+        for (int i = 0; i < N; i++)
+            v[i] = part(DDP_EXACT_GRAD_TOP);
+        const DdpExact first = grouped(v, N, 1, &w);
+        const double plain_first = plain_grouped(v, N, 1);
+        for (int ranks = 1; ranks <= 7; ranks++) {
+            shuffle(v, N);
+            const DdpExact s = grouped(v, N, ranks, &w);
+            differ += memcmp(&s, &first, sizeof s) != 0;
+            plain_differ += plain_grouped(v, N, ranks) != plain_first;
+        }
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT(plain_differ > 0);
+}
+
+/* The value is the exact sum up to LO's grid per part: long double sums of
+ * pairs (each part split exactly into two doubles' worth) are the reference. */
+static void test_close_to_exact(void)
+{
+    enum { N = 256 };
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N));
+    const double lo_grid = ldexp(1.0, w.top + 2 * w.count - 101);
+    for (int t = 0; t < 100; t++) {
+        DdpExact s = {0.0, 0.0};
+        long double hi = 0.0L, lo = 0.0L; /* a two-sum of long doubles: exact enough here */
+        for (int i = 0; i < N; i++) {
+            const double x = part(DDP_EXACT_GRAD_TOP);
+            ddp_exact_add(&s, x, &w);
+            const long double sum = hi + x;
+            lo += (hi - (sum - (sum - hi))) + ((long double)x - (sum - hi));
+            hi = sum;
+        }
+        const long double want = hi + lo;
+        const long double err = fabsl((long double)ddp_exact_value(s) - want);
+        const long double allowed = N * lo_grid + fabsl(want) * 0x1p-52L;
+        CU_ASSERT(err <= allowed);
+        if (!(err <= allowed))
+            printf("\n    error %Lg over the allowed %Lg ", err, allowed);
+    }
+}
+
+/* A part at or beyond the limit, or infinite, makes the sum NaN and raises
+ * the flag; a NaN part makes it NaN without raising it. */
+static void test_outside_the_window(void)
+{
+    const DdpExactWindow w = ddp_exact_window(10, 4);
+    double part_seen = 0.0;
+    ddp_exact_overflow_clear();
+    DdpExact s = {0.0, 0.0};
+    ddp_exact_add(&s, 1023.5, &w);
+    CU_ASSERT(!isnan(ddp_exact_value(s)));
+    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL));
+    ddp_exact_add(&s, NAN, &w);
+    CU_ASSERT(isnan(ddp_exact_value(s)));
+    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL));
+    s = (DdpExact){0.0, 0.0};
+    ddp_exact_add(&s, -1024.0, &w);
+    CU_ASSERT(isnan(ddp_exact_value(s)));
+    CU_ASSERT_TRUE(ddp_exact_overflowed(&part_seen));
+    CU_ASSERT_EQUAL(part_seen, 1024.0);
+    ddp_exact_overflow_clear();
+    s = (DdpExact){0.0, 0.0};
+    ddp_exact_add(&s, INFINITY, &w);
+    CU_ASSERT(isnan(ddp_exact_value(s)));
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL));
+    ddp_exact_overflow_clear();
+    /* the row form: the same bits as part by part, and the same check */
+    const float row[5] = {1.5f, -3e-7f, 0.0f, 1000.0f, -0.0f};
+    DdpExact by_row[5], by_part[5];
+    memset(by_part, 0, sizeof by_part);
+    ddp_exact_add_floats(by_row, row, 5, 1, &w);
+    for (int i = 0; i < 5; i++)
+        ddp_exact_add(&by_part[i], row[i], &w);
+    CU_ASSERT_EQUAL(memcmp(by_row, by_part, sizeof by_row), 0);
+    const float bad[2] = {1.0f, 4096.0f};
+    ddp_exact_add_floats(by_row, bad, 2, 0, &w);
+    CU_ASSERT(!isnan(ddp_exact_value(by_row[0])) && isnan(ddp_exact_value(by_row[1])));
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL));
+    ddp_exact_overflow_clear();
+}
+
+/* A part exactly halfway between two steps of HI's grid (a tie) rounds the
+ * same way whatever HI already holds: the accumulator's last bit, odd or
+ * even, must not decide it. */
+static void test_ties_do_not_depend_on_the_sum(void)
+{
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, 8);
+    const double grid = ldexp(1.0, w.top + w.count - 50);
+    const double tie = grid / 2, small = ldexp(1.0, -30);
+    DdpExact a = {0.0, 0.0}, b = {0.0, 0.0};
+    ddp_exact_add(&a, grid, &w); /* HI odd in its grid steps */
+    ddp_exact_add(&a, tie, &w);
+    ddp_exact_add(&b, tie, &w); /* HI even */
+    ddp_exact_add(&b, grid, &w);
+    CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+    ddp_exact_add(&a, small, &w);
+    ddp_exact_add(&a, -tie, &w);
+    ddp_exact_add(&b, -tie, &w);
+    ddp_exact_add(&b, small, &w);
+    CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+    CU_ASSERT_EQUAL(ddp_exact_value(a), grid + small);
+}
+
+/* The windows a run sets: the count of parts rounds up to a power of two,
+ * and the default (before any set) allows the most. */
+static void test_windows(void)
+{
+    CU_ASSERT_EQUAL(ddp_exact_count_bits(1), 1);
+    CU_ASSERT_EQUAL(ddp_exact_count_bits(64), 6);
+    CU_ASSERT_EQUAL(ddp_exact_count_bits(65), 7);
+    ddp_exact_windows_set(128);
+    CU_ASSERT_EQUAL(ddp_grad_window.count, 7);
+    CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP);
+    CU_ASSERT_EQUAL(ddp_stats_window.top, DDP_EXACT_STATS_TOP);
+    CU_ASSERT_EQUAL(ddp_grad_window.limit, ldexp(1.0, DDP_EXACT_GRAD_TOP));
+    ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
+    CU_ASSERT_EQUAL(ddp_grad_window.count, DDP_EXACT_MAX_COUNT_BITS);
+}
+
+void suite_exact_sum(void)
+{
+    static const TestCase cases[] = {
+        {"any order and grouping into ranks: the same bits (plain double sums differ)", test_order_free},
+        {"the value is the exact sum up to the window's grid", test_close_to_exact},
+        {"a part beyond the window: NaN and the flag; NaN: NaN", test_outside_the_window},
+        {"a tie rounds the same whatever the sum holds", test_ties_do_not_depend_on_the_sum},
+        {"the windows a run sets", test_windows},
+        {NULL, NULL},
+    };
+    test_add_suite("exact_sum", cases);
+}
