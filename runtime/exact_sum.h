@@ -71,7 +71,7 @@ enum { DDP_EXACT_MAX_COUNT_BITS = 20 };
  * 2^DDP_EXACT_GRAD_TOP: each sample's share of a loss that is a mean over the
  * global batch) and batchnorm's forward statistics (a sample's sum of x and
  * of x^2 over a channel's pixels, below 2^DDP_EXACT_STATS_TOP). */
-enum { DDP_EXACT_GRAD_TOP = 20, DDP_EXACT_STATS_TOP = 40 };
+enum { DDP_EXACT_GRAD_TOP = 20, DDP_EXACT_STATS_TOP = 32 };
 extern DdpExactWindow ddp_grad_window, ddp_stats_window;
 
 /* The window for parts below 2^TOP, at most 2^COUNT_BITS of them. */

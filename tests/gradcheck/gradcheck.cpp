@@ -92,10 +92,11 @@ int main(int argc, char **argv)
         }
     }
 
+    ddp_exact_windows_set(n); /* as the trainer sets them for its global batch */
     mean_loss(&ctx, n);
     double *analytic = (double *)malloc(sizeof(double) * (size_t)net.n_param_floats + 1);
     for (int64_t i = 0; i < net.n_param_floats; i++)
-        analytic[i] = ((const DdpGrad *)ctx.grads)[i];
+        analytic[i] = ddp_grad_value(((const DdpGrad *)ctx.grads)[i]);
 
     const double h = argc > 2 ? atof(argv[2]) : 1e-3, atol = 2e-3, rtol = 3e-2;
     double worst = 0;

@@ -327,34 +327,36 @@ static DdpNet make_net(int64_t cap, int64_t first)
         off += params[i].numel;
     }
     DdpNet net = {.name = "mnist", .params = params, .n_params = 8, .n_param_floats = NFLOATS,
-                  .grad_bytes = sizeof(double)};
+                  .grad_bytes = sizeof(DdpGrad)};
     net.train.bucket_cap_bytes = cap;
     net.train.first_bucket_bytes = first;
     return net;
 }
 
-/* This rank's gradient (doubles, as on CPUs): small multiples of 1/4, so that
- * sums are exact. */
+/* This rank's gradient (the HI of an order-free sum, as on CPUs; LO is a
+ * quarter of it): small multiples of 1/4, so that sums are exact. */
 static double grad(int r, size_t i) { return (r + 1) * (double)(i % 97) * 0.25; }
 
 /* The sum over ranks of (r + 1) v: the reducer sums (each rank's gradient is
  * already of the global batch's mean loss). */
 static double summed(size_t i) { return (double)(i % 97) * 0.25 * (size_ * (size_ + 1) / 2); }
 
-static int check_grads(const double *g, double times, const char *what)
+static int check_grads(const DdpGrad *g, double times, const char *what)
 {
-    /* times TIMES accumulated steps */
+    /* times TIMES accumulated steps, both halves of each sum */
     size_t bad = 0;
     for (size_t i = 0; i < NFLOATS; i++)
-        bad += g[i] != times * summed(i);
+        bad += g[i].hi != times * summed(i) || g[i].lo != times * summed(i) / 4;
     CHECK(!bad, "%s: %zu gradients are not the sum", what, bad);
     return bad == 0;
 }
 
-static void fill(double *g, int add)
+static void fill(DdpGrad *g, int add)
 {
-    for (size_t i = 0; i < NFLOATS; i++)
-        g[i] = add ? g[i] + grad(rank_, i) : grad(rank_, i);
+    for (size_t i = 0; i < NFLOATS; i++) {
+        g[i].hi = add ? g[i].hi + grad(rank_, i) : grad(rank_, i);
+        g[i].lo = add ? g[i].lo + grad(rank_, i) / 4 : grad(rank_, i) / 4;
+    }
 }
 
 /* the generated backward's order (last layer first, weight before bias) */
@@ -373,7 +375,7 @@ static void announce(DdpCtx *ctx, const int *order, double pause)
 
 static void mode_reducer(DdpProcessGroup *pg)
 {
-    double *g = calloc(NFLOATS, sizeof *g);
+    DdpGrad *g = calloc(NFLOATS, sizeof *g);
     /* 4 KB buckets: {linear2}, {linear1}, {conv2}, {conv1}, in that order */
     DdpNet net = make_net(4096, 4096);
     DdpReducer *r = NULL;
@@ -405,7 +407,7 @@ static void mode_reducer(DdpProcessGroup *pg)
     OK(ddp_reducer_finish(r));
     size_t local = 0;
     for (size_t i = 0; i < NFLOATS; i++)
-        local += g[i] == grad(rank_, i);
+        local += g[i].hi == grad(rank_, i) && g[i].lo == grad(rank_, i) / 4;
     CHECK(local == NFLOATS, "no_sync step: %zu of %d gradients left local", local, NFLOATS);
     fill(g, 1);
     announce(&ctx, backward_order, 0);
@@ -421,7 +423,7 @@ static void mode_reducer(DdpProcessGroup *pg)
     while (!reduced && now() - t0 < 5) {
         reduced = 1;
         for (size_t i = 0; i < 1290 && reduced; i++)
-            reduced = ((volatile double *)g)[i] == summed(i);
+            reduced = ((volatile DdpGrad *)g)[i].hi == summed(i);
         if (!reduced)
             sleep_s(0.001);
     }

@@ -32,7 +32,7 @@ static const int backward[8] = {7, 8, 5, 6, 2, 3, 0, 1};
 static DdpNet mnist_net(void)
 {
     DdpNet net = {.name = "mnist", .params = params, .n_params = N_PARAMS, .n_param_floats = N_FLOATS,
-                  .n_buffer_floats = 64, .grad_bytes = sizeof(double)};
+                  .n_buffer_floats = 64, .grad_bytes = sizeof(DdpGrad)};
     net.train.bucket_cap_bytes = 25 << 20;
     net.train.first_bucket_bytes = 1 << 20;
     return net;
@@ -49,7 +49,7 @@ static DdpProcessGroup *one_rank(void)
 static void test_plan_from_net(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static double grads[N_FLOATS];
+    static DdpGrad grads[N_FLOATS];
     DdpNet net = mnist_net();
     DdpReducer *r = NULL;
     int n = 0;
@@ -84,7 +84,7 @@ static void test_plan_from_net(void)
 static void test_layout_checked(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static double grads[N_FLOATS];
+    static DdpGrad grads[N_FLOATS];
     DdpNet net = mnist_net();
     DdpParamInfo bad[N_PARAMS];
     memcpy(bad, params, sizeof bad);
@@ -99,11 +99,11 @@ static void test_layout_checked(void)
     net.n_param_floats = N_FLOATS + 1;
     CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
     CU_ASSERT_PTR_NULL(r);
-    /* gradients neither floats nor doubles */
+    /* gradients neither floats nor order-free sums */
     net.n_param_floats = N_FLOATS;
     net.grad_bytes = 2;
     CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
-    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "internal error: gradients of 2 bytes (floats or doubles only)");
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "internal error: gradients of 2 bytes (a float or two doubles only)");
     CU_ASSERT_PTR_NULL(r);
     ddp_pg_destroy(pg);
 }
@@ -111,9 +111,9 @@ static void test_layout_checked(void)
 static void test_steps_and_checks(void)
 {
     DdpProcessGroup *pg = one_rank();
-    static double grads[N_FLOATS];
+    static DdpGrad grads[N_FLOATS];
     for (int i = 0; i < N_FLOATS; i++)
-        grads[i] = i * 0.5;
+        grads[i] = (DdpGrad){i * 0.5, i * 0.25};
     DdpNet net = mnist_net();
     DdpReducer *r = NULL;
     CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK); /* 8 buckets */
@@ -131,7 +131,7 @@ static void test_steps_and_checks(void)
     }
     int same = 1;
     for (int i = 0; i < N_FLOATS; i++)
-        same &= grads[i] == i * 0.5;
+        same &= grads[i].hi == i * 0.5 && grads[i].lo == i * 0.25;
     CU_ASSERT(same); /* the sum over one rank */
 
     /* a no_sync step, then a synced one */
