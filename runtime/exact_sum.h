@@ -94,12 +94,15 @@ void ddp_exact_overflow_raise(double part);
 
 /* X with the lowest bit of its significand set: rounding it to a grid coarser
  * than twice its last bit then never meets a tie, and gives what X would round
- * to, ties taken away from zero (the remainder is computed from X itself). */
+ * to, ties taken away from zero (the remainder is computed from X itself).
+ * Zero stays zero: with its bit set it would be a subnormal, and an add with a
+ * subnormal operand takes the CPU a hundred cycles or more (a microcode
+ * assist), while zeros are common parts (relu, padding). */
 static inline double ddp_exact_tiebreak(double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
-    bits |= 1;
+    bits |= (uint64_t)((bits << 1) != 0);
     memcpy(&x, &bits, sizeof bits);
     return x;
 }
@@ -121,30 +124,34 @@ static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
     s->lo = (s->lo + w->lo_bias) + ddp_exact_tiebreak(rest) - w->lo_bias;
 }
 
-/* OUT[j] += IN[j] for j < N, each IN[j] one part; OUT starts as the empty
- * sums if FRESH. The parts are checked first, all at once, so that the
- * deposits run in vector lanes; a row with a part out of the window goes
- * the checked way. The same bits as N calls of ddp_exact_add. */
-static inline void ddp_exact_add_floats(DdpExact *out, const float *in, int n, int fresh, const DdpExactWindow *w)
+/* The sums (HI[j], LO[j]) += IN[j] for j < N, each IN[j] one part, kept as
+ * two arrays so that the deposits run in vector lanes; they start as the
+ * empty sums if FRESH. The parts are checked first, all at once; a row with
+ * a part out of the window goes the checked way. The same bits as N calls
+ * of ddp_exact_add. */
+static inline void ddp_exact_add_floats(double *hi, double *lo, const float *in, int n, int fresh,
+                                        const DdpExactWindow *w)
 {
     int outside = 0;
     for (int j = 0; j < n; j++)
         outside |= !(fabsf(in[j]) < (float)w->limit);
     if (outside) {
         for (int j = 0; j < n; j++) {
-            if (fresh)
-                out[j] = (DdpExact){0.0, 0.0};
-            ddp_exact_add(&out[j], in[j], w);
+            DdpExact s = {fresh ? 0.0 : hi[j], fresh ? 0.0 : lo[j]};
+            ddp_exact_add(&s, in[j], w);
+            hi[j] = s.hi;
+            lo[j] = s.lo;
         }
         return;
     }
+    const double hi_bias = w->hi_bias, lo_bias = w->lo_bias;
     for (int j = 0; j < n; j++) {
         const double x = in[j];
-        const double hi = (fresh ? 0.0 : out[j].hi) + w->hi_bias;
-        const double hi_new = hi + ddp_exact_tiebreak(x);
-        const double rest = x - (hi_new - hi);
-        out[j].hi = hi_new - w->hi_bias;
-        out[j].lo = ((fresh ? 0.0 : out[j].lo) + w->lo_bias) + ddp_exact_tiebreak(rest) - w->lo_bias;
+        const double h = (fresh ? 0.0 : hi[j]) + hi_bias;
+        const double h_new = h + ddp_exact_tiebreak(x);
+        const double rest = x - (h_new - h);
+        hi[j] = h_new - hi_bias;
+        lo[j] = ((fresh ? 0.0 : lo[j]) + lo_bias) + ddp_exact_tiebreak(rest) - lo_bias;
     }
 }
 

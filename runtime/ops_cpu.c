@@ -22,16 +22,18 @@
  *  - forward and backward data split the batch: one sample per task, each
  *    output belongs to one sample;
  *  - backward filter sums over samples, so it splits the weight gradient instead,
- *    into blocks of im2col rows of a size fixed by the shape; each task unrolls
- *    only its own rows, and adds each sample's float product to the double
- *    gradient in batch order (ops.h: DdpGrad);
+ *    into blocks of im2col rows (an even share per thread); each task unrolls
+ *    only its own rows, and adds each sample's float product to the block's
+ *    order-free sums (exact_sum.h; ops.h: DdpGrad), merged into dw at the end;
  *  - ddp_gemm splits C into blocks of rows and columns as the thread count
  *    suggests (no element's bits depend on the blocks);
  *  - ddp_gemm_grad splits DW into blocks of its rows or columns; each
- *    element sums the batch's products in double, sample by sample.
+ *    product of two floats (exact in double) is one part of an element's
+ *    order-free sum.
  *
  * Scratch: per thread, one im2col matrix (one sample, one group), one
- * sample's block of the weight gradient and the products' packed copies,
+ * sample's block of the weight gradient, the products' packed copies and the
+ * block's order-free sums,
  * sized in ddp_ops_finalize for the largest conv; and one buffer that the
  * Winograd convs share, sized for the largest of them. ddp_gemm's and
  * ddp_gemm_grad's packed copies grow on their first call at a size (the
@@ -66,14 +68,15 @@ static int omp_get_thread_num(void) { return 0; }
  * most 8 blocks (4 per group for the weight gradient) keeps 2..8 cores busy
  * without making blocks so narrow that packing dominates. */
 
-/* Backward filter: im2col rows per block, a multiple of 8, from 32 to 128: a
- * quarter of a group's CRS rows. A first conv (CRS 25) is one block: split in
- * four, its products were 8 columns wide, 1.3% of an MNIST step slower on
- * one thread and no faster on two. */
-static int wgrad_block_rows(int crs)
+/* Backward filter: im2col rows per block, a multiple of 8, at least 32: a
+ * group's CRS rows split evenly among the threads. Every sample's part is
+ * a product of its own, so each block packs the sample's dy again: blocks of
+ * 128 rows (MNIST's conv2 in 7) made its weight gradient 40% slower on one
+ * thread than one block. A first conv (CRS 25) is one block. */
+static int wgrad_block_rows(int crs, int nthreads)
 {
-    int rows = ((crs + 3) / 4 + 7) / 8 * 8;
-    return rows < 32 ? 32 : rows < 128 ? rows : 128;
+    int rows = ((crs + nthreads - 1) / nthreads + 7) / 8 * 8;
+    return rows < 32 ? 32 : rows;
 }
 
 /* ddp_gemm's and ddp_gemm_grad's tasks: see task_grid. */
@@ -84,6 +87,7 @@ typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
     int direct;     /* 1x1, stride 1, pad 0: x is its own im2col matrix */
     int winograd;   /* winograd_cpu.c does this conv (ddp_winograd_suits) */
+    int winograd_filter; /* and its weight gradient (ddp_winograd_filter_suits); else im2col */
     WinogradPlan wino;
     int wgrad_rows; /* backward filter: im2col rows per block */
 } ConvPlan;
@@ -102,7 +106,8 @@ struct DdpOps {
     float *scratch;
     size_t scratch_per_thread; /* floats: the im2col matrix, */
     size_t wgrad_offset;       /* then from here a sample's block of the weight gradient, */
-    size_t pack_offset;        /* then from here the products' packed copies */
+    size_t pack_offset;        /* then from here the products' packed copies, */
+    size_t sums_offset;        /* then from here the block's order-free sums (HI then LO, doubles) */
     void *winograd_scratch;    /* shared by the Winograd convs, one at a time */
     size_t winograd_bytes;
     GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
@@ -161,10 +166,12 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     ConvPlan *p = plan;
     const DdpConvShape checked = p->slot.shape;
     p->direct = checked.r == 1 && checked.s == 1 && checked.stride == 1 && checked.pad == 0;
-    p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s);
+    p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s, ops->nthreads);
     p->winograd = ddp_winograd_suits(&checked);
-    if (p->winograd)
+    if (p->winograd) {
         ddp_winograd_plan(&p->wino, &checked, ops->nthreads);
+        p->winograd_filter = ddp_winograd_filter_suits(&p->wino);
+    }
     return DDP_OK;
 }
 
@@ -196,8 +203,10 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         if (p->winograd) {
             size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh);
             ops->winograd_bytes = bytes > ops->winograd_bytes ? bytes : ops->winograd_bytes;
-            continue;
+            if (p->winograd_filter)
+                continue;
         }
+        /* im2col's scratch: every pass, or the weight gradient's alone */
         size_t col = p->direct ? 0
                                : (size_t)(sh->c / sh->groups) * sh->r * sh->s *
                                      (size_t)sh->out_h * sh->out_w;
@@ -214,7 +223,8 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     /* Each part a cache line apart, so threads never share one. */
     ops->wgrad_offset = (col_max + 15) / 16 * 16;
     ops->pack_offset = ops->wgrad_offset + (wgrad_max + 15) / 16 * 16;
-    size_t per_thread = ops->pack_offset + (pack_max + 15) / 16 * 16;
+    ops->sums_offset = ops->pack_offset + (pack_max + 15) / 16 * 16;
+    size_t per_thread = ops->sums_offset + 4 * ((wgrad_max + 15) / 16 * 16); /* 2 doubles = 4 floats each */
     if (per_thread) {
         size_t bytes = per_thread * sizeof(float) * (size_t)ops->nthreads;
         ops->scratch = aligned_alloc(64, bytes);
@@ -250,9 +260,9 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient summed "
-                 "in double", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.alpha * p->wino.alpha,
-                 p->wino.tiles);
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient %s",
+                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.alpha * p->wino.alpha,
+                 p->wino.tiles, p->winograd_filter ? "by Winograd, sample by sample" : "by im2col, sample by sample");
     else if (p->direct)
         snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
     else
@@ -281,6 +291,11 @@ static float *thread_wgrad_block(DdpOps *ops)
 static float *thread_packs(DdpOps *ops)
 {
     return thread_scratch(ops) + ops->pack_offset;
+}
+
+static double *thread_wgrad_sums(DdpOps *ops)
+{
+    return (double *)(thread_scratch(ops) + ops->sums_offset);
 }
 
 /* The output columns ow whose tap (ow*stride - pad + s) lands inside a row of
@@ -461,7 +476,7 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
         return;
-    if (p->winograd) {
+    if (p->winograd_filter) {
         ddp_winograd_backward_filter(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, dy,
                                      dw, beta);
         return;
@@ -475,8 +490,9 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
         int g = task / blocks, j0 = task % blocks * block;
         int rows = crs - j0 < block ? crs - j0 : block;
         float *col = thread_scratch(ops), *part = thread_wgrad_block(ops);
-        /* Columns j0.. of this group's K/groups x CRS block of dw. */
-        DdpGrad *dwt = dw + (size_t)g * kg * crs + j0;
+        /* The block's sums, kept apart (HI, LO) while the samples' parts
+         * are added, then merged into dw's pairs. */
+        double *sum_hi = thread_wgrad_sums(ops), *sum_lo = sum_hi + (size_t)kg * rows;
         for (int b = 0; b < n; b++) {
             const float *xg = x + ((size_t)b * sh->c + (size_t)g * cg) * hw;
             const float *dyg = dy + ((size_t)b * sh->k + (size_t)g * kg) * pix;
@@ -486,14 +502,23 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                 m = col;
             }
             /* This sample's part in float, the same bits whichever batch it
-             * is in, added to the order-free sums. Sample 0 starts them
-             * afresh unless beta keeps them (beta 0: dw is not read). */
+             * is in, added to the order-free sums. */
             ddp_sgemm_fixed(0, 1, kg, rows, pix, 1.0f, dyg, pix, m, pix, 0.0f, part, rows, thread_packs(ops));
-            const int overwrite = b == 0 && beta == 0.0f;
-            for (int i = 0; i < kg; i++)
-                ddp_exact_add_floats(dwt + (size_t)i * crs, part + (size_t)i * rows, rows, overwrite,
-                                     &ddp_grad_window);
+            ddp_exact_add_floats(sum_hi, sum_lo, part, kg * rows, b == 0, &ddp_grad_window);
         }
+        /* Columns j0.. of this group's K/groups x CRS block of dw: the
+         * batch's sums (empty with no samples), added to dw's with beta 1. */
+        DdpGrad *dwt = dw + (size_t)g * kg * crs + j0;
+        for (int i = 0; i < kg; i++)
+            for (int j = 0; j < rows; j++) {
+                const DdpExact sum = n ? (DdpExact){sum_hi[(size_t)i * rows + j], sum_lo[(size_t)i * rows + j]}
+                                       : (DdpExact){0.0, 0.0};
+                DdpGrad *out = dwt + (size_t)i * crs + j;
+                if (beta == 0.0f)
+                    *out = sum;
+                else
+                    ddp_exact_merge(out, sum);
+            }
     }
 }
 

@@ -14,8 +14,11 @@
  *    WINO_ROWS tiles), one OpenMP task each, in the thread's own scratch.
  *    Backward data multiplies E[xi] (the transformed dy, rows x K) by
  *    U[xi]^T, stored K x C.
- *  - The weight gradient takes blocks of WGRAD_ROWS rows of any samples and
- *    adds V[xi] += E[xi]^T . D[xi] (K x C) in double.
+ *  - The weight gradient (for convs with enough tiles per sample:
+ *    ddp_winograd_filter_suits) transforms blocks of whole samples, then per
+ *    sample V[xi] = E[xi]^T . D[xi] (K x C) over the sample's tiles and its
+ *    transform back: each sample's part of the order-free sums (exact_sum.h)
+ *    is computed alone.
  *
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
@@ -47,9 +50,8 @@ enum { LANES = 8 };
 /* The most scratch a Winograd conv's weight gradient may take (ddp_winograd_suits). */
 #define WINO_SCRATCH_CAP ((size_t)256 << 20)
 
-/* Rows (tiles, of any samples) per block of the weight gradient: each block's
- * transformed tiles are summed into V in double, one product per point, as
- * fast at 32 rows as at 256, and the block stays in cache. */
+/* Rows (tiles) per block of the weight gradient's tile transforms, in whole
+ * samples (at least one): the block stays in cache. */
 enum { WGRAD_ROWS = 32 };
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
@@ -267,41 +269,41 @@ static int wgrad_samples(const DdpConvShape *sh)
     return tiles >= WGRAD_ROWS ? 1 : WGRAD_ROWS / tiles;
 }
 
-/* The filter pass's scratch: V (K x C per point, in double) per sample of a
- * block and each of NTHREADS threads' packed copies for the products into
- * it; the order-free sums of dw in R x S x K x C order (HI, then LO), so that
- * a sample's part of 4 neighbouring (k, c) pairs is one vector deposit; the
- * whole batch's input and dy with their channels blocked; then for a block D
- * (rows x C per point) and E (rows x K). */
+/* The filter pass's scratch: the order-free sums of dw in R x S x K x C
+ * order (HI, then LO), so that a sample's part of 8 neighbouring (k, c)
+ * pairs is two vector deposits; one sample's V (K x C per point, float) and
+ * each of NTHREADS threads' packed copies for the products into it; the
+ * whole batch's input and dy with their channels blocked; then for a block
+ * of samples D (rows x C per point) and E (rows x K). */
 typedef struct {
-    double *v, *packs, *sum_hi, *sum_lo;
-    size_t packs_each; /* doubles per thread */
+    double *sum_hi, *sum_lo;
+    float *v, *packs;
+    size_t packs_each; /* floats per thread */
     float *blocked_x, *blocked_dy, *d, *e;
 } FilterScratch;
 
 static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
 {
-    const int samples = wgrad_samples(sh);
     const int alpha = tile_alpha(sh);
-    const int rows = samples * tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
-    const size_t ck = (size_t)sh->k * sh->c;
-    const size_t v = (size_t)samples * WINO_POINTS * ck, packs = ddp_gradsum_fixed_scratch(sh->k, rows);
-    const size_t sums = ck * sh->r * sh->s;
+    const int tiles = tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+    const int rows = wgrad_samples(sh) * tiles;
+    const size_t ck = (size_t)sh->k * sh->c, sums = ck * sh->r * sh->s;
+    const size_t v = align_floats((size_t)WINO_POINTS * ck), packs = align_floats(ddp_sgemm_fixed_scratch(sh->k, tiles));
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
     const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
     if (at) {
-        at->v = base;
+        at->sum_hi = base;
+        at->sum_lo = at->sum_hi + sums;
+        at->v = (float *)(at->sum_lo + sums);
         at->packs = at->v + v;
         at->packs_each = packs;
-        at->sum_hi = at->packs + packs * nthreads;
-        at->sum_lo = at->sum_hi + sums;
-        at->blocked_x = (float *)(at->sum_lo + sums);
+        at->blocked_x = at->packs + packs * nthreads;
         at->blocked_dy = at->blocked_x + bx;
         at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
     }
-    return (v + packs * nthreads + 2 * sums) * sizeof(double) + (bx + bdy + d + e) * sizeof(float);
+    return 2 * sums * sizeof(double) + (v + packs * nthreads + bx + bdy + d + e) * sizeof(float);
 }
 
 /* The size that ddp_winograd_suits caps: on one thread, for a batch of
@@ -337,12 +339,15 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     output_transform(p->alpha, p->mw, m);
     to_floats_and_transposed(m, p->at_w, p->a_w);
     kernel_transform(p->alpha, sh->r, m);
-    to_float(m, p->g_h);
-    transpose(m, p->gt_h);
+    to_floats_and_transposed(m, p->g_h, p->gt_h);
     kernel_transform(p->alpha, sh->s, m);
-    to_float(m, p->g_w);
-    transpose(m, p->gt_w);
+    to_floats_and_transposed(m, p->g_w, p->gt_w);
     p->fixed = tables_match(p);
+}
+
+int ddp_winograd_filter_suits(const WinogradPlan *p)
+{
+    return p->tiles >= WINO_FILTER_MIN_TILES;
 }
 
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
@@ -902,12 +907,20 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* A sample's weight gradient for 4 (k, c) pairs at R x S positions, added to
- * the sums SUM_HI/SUM_LO (R x S x K x C) at (k, c) = KC0 ..: one vector
- * deposit per position, as ddp_exact_add does lane by lane. */
+/* A sample's weight gradient for LANES (k, c) pairs kc0 .. (LANES of them
+ * real) at R x S positions (G, 8 x 8 storage), added to the sums
+ * SUM_HI/SUM_LO (R x S x K x C): each part exact in double, deposited two
+ * vectors at a time as ddp_exact_add does lane by lane. */
 typedef long long QuadBits __attribute__((vector_size(QUAD * sizeof(long long))));
 
-static void deposit_quads(const DdpConvShape *sh, const Quad *grad, size_t ck, size_t kc0, int lanes, double *sum_hi,
+/* exact_sum.h's tie-break, lane by lane (zero stays zero). */
+static Quad quad_tiebreak(Quad x)
+{
+    const QuadBits bits = (QuadBits)x;
+    return (Quad)(bits | (((bits << 1) != 0) & 1));
+}
+
+static void deposit_lanes(const DdpConvShape *sh, const Lanes *g, size_t ck, size_t kc0, int lanes, double *sum_hi,
                           double *sum_lo)
 {
     const DdpExactWindow *w = &ddp_grad_window;
@@ -915,12 +928,15 @@ static void deposit_quads(const DdpConvShape *sh, const Quad *grad, size_t ck, s
     for (int a = 0; a < sh->r; a++)
         for (int b = 0; b < sh->s; b++)
             for (int q = 0; q < lanes; q++)
-                outside |= !(fabs(grad[a * WINO_ALPHA + b][q]) < w->limit);
+                outside |= !(fabsf(g[a * WINO_ALPHA + b][q]) < (float)w->limit);
+    const Quad hb = {w->hi_bias, w->hi_bias, w->hi_bias, w->hi_bias};
+    const Quad lb = {w->lo_bias, w->lo_bias, w->lo_bias, w->lo_bias};
     for (int a = 0; a < sh->r; a++)
         for (int b = 0; b < sh->s; b++) {
-            double *hi = sum_hi + (size_t)(a * sh->s + b) * ck + kc0, *lo = sum_lo + (size_t)(a * sh->s + b) * ck + kc0;
-            const Quad x = grad[a * WINO_ALPHA + b];
-            if (outside || lanes < QUAD) {
+            const size_t at = (size_t)(a * sh->s + b) * ck + kc0;
+            double *hi = sum_hi + at, *lo = sum_lo + at;
+            const Lanes x = g[a * WINO_ALPHA + b];
+            if (outside || lanes < LANES) {
                 for (int q = 0; q < lanes; q++) {
                     DdpExact sum = {hi[q], lo[q]};
                     ddp_exact_add(&sum, x[q], w);
@@ -929,33 +945,35 @@ static void deposit_quads(const DdpConvShape *sh, const Quad *grad, size_t ck, s
                 }
                 continue;
             }
-            const Quad hb = {w->hi_bias, w->hi_bias, w->hi_bias, w->hi_bias};
-            const Quad lb = {w->lo_bias, w->lo_bias, w->lo_bias, w->lo_bias};
-            Quad h, l;
-            memcpy(&h, hi, sizeof h);
-            memcpy(&l, lo, sizeof l);
-            h += hb;
-            const Quad h_new = h + (Quad)((QuadBits)x | 1);
-            const Quad rest = x - (h_new - h);
-            h = h_new - hb;
-            l = ((l + lb) + (Quad)((QuadBits)rest | 1)) - lb;
-            memcpy(hi, &h, sizeof h);
-            memcpy(lo, &l, sizeof l);
+            for (int half = 0; half < LANES / QUAD; half++) {
+                const Quad part = {x[4 * half], x[4 * half + 1], x[4 * half + 2], x[4 * half + 3]};
+                Quad h, l;
+                memcpy(&h, hi + 4 * half, sizeof h);
+                memcpy(&l, lo + 4 * half, sizeof l);
+                h += hb;
+                const Quad h_new = h + quad_tiebreak(part);
+                const Quad rest = part - (h_new - h);
+                h = h_new - hb;
+                l = ((l + lb) + quad_tiebreak(rest)) - lb;
+                memcpy(hi + 4 * half, &h, sizeof h);
+                memcpy(lo + 4 * half, &l, sizeof l);
+            }
         }
 }
 
 /* Backward filter: the batch in blocks of whole samples; each block's input
- * and dy tiles transformed, then per sample V[xi] = E[xi]^T D[xi] in double
- * (one product per point, over the sample's tiles in order), and the
- * sample's gradient G^T V G added to the order-free sums; at the end dw
- * from them (beta 1 adds them to dw's). */
+ * and dy tiles transformed (D, E); then per (k, block of 8 c's) and sample,
+ * V[xi] = sum over the sample's tiles, in order, of E[xi][k] D[xi][c..], its
+ * transform G^T V G (all in float, the same bits in any batch), and that
+ * part added to the order-free sums; at the end dw from them (beta 1 adds
+ * them to dw's). */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
     filter_scratch(sh, p->nthreads, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
-    const int tiles = p->tiles, per_block = wgrad_samples(sh);
+    const int tiles = p->tiles, per_block = wgrad_samples(sh), cbs = channel_blocks(sh->c);
     OMP(parallel num_threads(nthreads))
     {
         OMP(for schedule(static))
@@ -974,7 +992,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 const float *xb = blocked_sample(p, sh, at.blocked_x, row);
                 const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
                 Lanes t[WINO_POINTS];
-                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
+                for (int cb = 0; cb < cbs; cb++) {
                     input_tile(p, sh, xb, row % tiles, cb, t);
                     store_floats(p, t, lanes_at(cb * LANES, sh->c), at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES,
                                  sh->c);
@@ -985,49 +1003,35 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                                  sh->k);
                 }
             }
-            /* V_s[xi] = E_s[xi]^T D_s[xi]: the products of floats are exact
-             * in double; the sum over the sample's tiles is in order. */
-            OMP(for schedule(static))
-            for (int task = 0; task < samples * WINO_POINTS; task++) {
-                const int s = task / WINO_POINTS, xi = task % WINO_POINTS;
-                if (point_used(p, xi))
-                    ddp_gradsum_fixed(sh->k, sh->c, tiles, at.e + ((size_t)s * tiles * WINO_POINTS + xi) * sh->k,
-                                      WINO_POINTS * sh->k, at.d + ((size_t)s * tiles * WINO_POINTS + xi) * sh->c,
-                                      WINO_POINTS * sh->c, 0.0, at.v + ((size_t)s * WINO_POINTS + xi) * ck, sh->c,
-                                      at.packs + (size_t)omp_get_thread_num() * at.packs_each);
-            }
-            /* Each sample's G^T V_s G, per (k, c), in double, 4 pairs kc = k
-             * * C + c at a time (V is K x C per point, as dw's first two
-             * axes), one part of the sums. */
-            OMP(for schedule(static))
-            for (size_t kc0 = 0; kc0 < ck; kc0 += QUAD) {
-                const int lanes = ck - kc0 < QUAD ? (int)(ck - kc0) : QUAD;
-                for (int s = 0; s < samples; s++) {
-                    const double *vs = at.v + (size_t)s * WINO_POINTS * ck;
-                    Quad vk[WINO_POINTS], half[WINO_POINTS], grad[WINO_POINTS] = {{0}};
-                    for (int xi = 0; xi < WINO_POINTS; xi++) {
-                        vk[xi] = (Quad){0};
-                        if (point_used(p, xi))
-                            memcpy(&vk[xi], vs + xi * ck + kc0, (size_t)lanes * sizeof(double));
-                    }
-                    for (int a = 0; a < sh->r; a++)
-                        for (int j = 0; j < WINO_ALPHA; j++)
-                            half[a * WINO_ALPHA + j] = (Quad){0};
-                    for (int a = 0; a < sh->r; a++)
-                        for (int i = 0; i < WINO_ALPHA; i++) {
-                            const double coef = p->gt_h[a * WINO_ALPHA + i];
-                            if (coef != 0.0)
-                                for (int j = 0; j < WINO_ALPHA; j++)
-                                    half[a * WINO_ALPHA + j] += coef * vk[i * WINO_ALPHA + j];
-                        }
-                    for (int a = 0; a < sh->r; a++)
-                        for (int b = 0; b < sh->s; b++) {
-                            Quad sum = {0};
-                            for (int j = 0; j < WINO_ALPHA; j++)
-                                sum += p->gt_w[b * WINO_ALPHA + j] * half[a * WINO_ALPHA + j];
-                            grad[a * WINO_ALPHA + b] = sum;
-                        }
-                    deposit_quads(sh, grad, ck, kc0, lanes, at.sum_hi, at.sum_lo);
+            /* One sample at a time, so that its V stays in the core's cache
+             * between its products and its transforms. */
+            for (int s = 0; s < samples; s++) {
+                /* V[xi] = E_s[xi]^T D_s[xi], the sum over the sample's tiles
+                 * in order (gemm_cpu.h), in float. */
+                OMP(for schedule(static))
+                for (int xi = 0; xi < WINO_POINTS; xi++)
+                    if (point_used(p, xi))
+                        ddp_sgemm_fixed(1, 0, sh->k, sh->c, tiles, 1.0f,
+                                        at.e + ((size_t)s * tiles * WINO_POINTS + xi) * sh->k, WINO_POINTS * sh->k,
+                                        at.d + ((size_t)s * tiles * WINO_POINTS + xi) * sh->c, WINO_POINTS * sh->c,
+                                        0.0f, at.v + (size_t)xi * ck, sh->c,
+                                        at.packs + (size_t)omp_get_thread_num() * at.packs_each);
+                /* The sample's G^T V G for 8 (k, c) pairs at a time, in float,
+                 * one part of the sums. Each task owns its pairs' sums. */
+                OMP(for schedule(static))
+                for (int task = 0; task < sh->k * cbs; task++) {
+                    const int k = task / cbs, cb = task % cbs, lanes = lanes_at(cb * LANES, sh->c);
+                    const size_t kc0 = (size_t)k * sh->c + (size_t)cb * LANES;
+                    Lanes vk[WINO_POINTS] = {{0}}, g[WINO_POINTS];
+                    for (int xi = 0; xi < WINO_POINTS; xi++)
+                        if (!point_used(p, xi))
+                            continue;
+                        else if (lanes == LANES) /* a fixed size: one vector load, not a call */
+                            memcpy(&vk[xi], at.v + xi * ck + kc0, sizeof(Lanes));
+                        else
+                            memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(float));
+                    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, vk, g);
+                    deposit_lanes(sh, g, ck, kc0, lanes, at.sum_hi, at.sum_lo);
                 }
             }
         }

@@ -29,9 +29,10 @@
  *    with any thread count: every element of a product is the same bits
  *    whatever rows it is computed with (gemm_cpu.h), and tiles are summed in
  *    a fixed order;
- *  - the weight gradient sums every sample's transformed tiles in double
- *    (products of floats, exact in double), so the sum over the batch rounds
- *    only in double, as ops.h's DdpGrad promises.
+ *  - the weight gradient is computed sample by sample (the sample's tiles in
+ *    order, its transform back in float), each sample's part added to the
+ *    order-free sums of ops.h's DdpGrad, so no grouping of the batch
+ *    changes a bit.
  */
 #ifndef DDPRT_WINOGRAD_CPU_H
 #define DDPRT_WINOGRAD_CPU_H
@@ -54,12 +55,10 @@ typedef struct {
     int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
-     * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w.
-     * Floats for the per-tile transforms, doubles for the weight gradient's. */
+     * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w. */
     float bt[64], b[64];
     float at_h[64], a_h[64], at_w[64], a_w[64];
-    float g_h[64], g_w[64];
-    double gt_h[64], gt_w[64];
+    float g_h[64], g_w[64], gt_h[64], gt_w[64];
 } WinogradPlan;
 
 /* Whether SHAPE is better done this way, whatever its batch (shape->n), so
@@ -68,6 +67,14 @@ typedef struct {
  * im2col's multiplies once tiles that hang over the edge are counted, and
  * blocked copies of x and dy within 256 MiB for a batch of 256. */
 int ddp_winograd_suits(const DdpConvShape *shape);
+
+/* Whether PLAN's weight gradient is done this way too, rather than by
+ * im2col: each sample's part is computed alone (exact_sum.h), so its tiles'
+ * transforms back are per sample, worth it only over enough tiles, at least
+ * WINO_FILTER_MIN_TILES (MNIST's conv2 has 4: im2col's products are then
+ * cheaper; resnet.net's 3x3 convs have 16 and 49). */
+enum { WINO_FILTER_MIN_TILES = 16 };
+int ddp_winograd_filter_suits(const WinogradPlan *plan);
 
 /* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for
  * calls on at most NTHREADS OpenMP threads. */
