@@ -6,7 +6,7 @@
 # Reports samples/s of both and their ratio (goal: ddpc at least 2.0x), and
 # the all-reduce time left exposed per step (not hidden behind backward), with
 # overlap and without (DDP_OVERLAP=0), at a 0.1 MB bucket cap so that the
-# 0.7 MB of float32 parameters make three buckets (1.4 MB of double gradients). Each side checks its own loss is
+# 0.7 MB of float32 parameters make three buckets (2.8 MB of gradients: two doubles each). Each side checks its own loss is
 # finite. The two programs run in turn ROUNDS times (3) and the ratio is of
 # the medians: on a shared 2-core machine one run of either varies by 10%.
 # Prints OK/FAILED lines; never fails the build.
@@ -60,4 +60,4 @@ echo "ddp_cpu: $verdict: ddpc $ours samples/s, PyTorch DDP (gloo) $theirs sample
 # a slow spell of the shared machine weighs on both.
 round_ratios=$(paste <(echo $all_ours | tr ' ' '\n') <(echo $all_theirs | tr ' ' '\n') | awk '{ printf "%.2f\n", $1 / $2 }')
 echo "ddp_cpu: each round: ddpc$(printf ' %.0f' $all_ours); PyTorch$(printf ' %.0f' $all_theirs); ratios $(echo $round_ratios) (median $(echo "$round_ratios" | median))"
-echo "ddp_cpu: all-reduce exposed per step: ${exposed} ms with overlap, ${serial} ms without (3 buckets, 1.4 MB of double gradients)"
+echo "ddp_cpu: all-reduce exposed per step: ${exposed} ms with overlap, ${serial} ms without (3 buckets, 2.8 MB of gradients)"

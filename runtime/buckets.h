@@ -25,7 +25,8 @@ extern "C" {
 
 /* A bucket's size is counted in float32 parameters, 4 * count bytes, as DDP
  * counts them: the caps mean the same on every target. The CPU build's
- * gradients are doubles (ops.h: DdpGrad), so its buckets carry twice that. */
+ * gradients are two doubles each (ops.h: DdpGrad), so its buckets carry four
+ * times that. */
 enum { DDP_BUCKET_ELEM_BYTES = 4 };
 
 typedef struct {

@@ -41,7 +41,7 @@ void ddp_device_close(void *stream);
 int ddp_device_is_gpu(void);
 /* NULL where N ranks x batch B take the same steps as 1 rank x N*B, to the
  * bit (the CPU build: its products have a fixed order, gemm_cpu.h, and its
- * gradients are summed in double and rounded once, ops.h); else one line
+ * gradients are order-free sums, exact_sum.h, rounded once); else one line
  * saying why not, which the program prints at start-up and logs. */
 const char *ddp_device_not_bit_invariant(void);
 /* How many ranks this machine's devices host when no topology is given: the

@@ -4,7 +4,7 @@
  */
 #include "exact_sum.h"
 
-DdpExactWindow ddp_exact_window(int top, int count_bits)
+DdpExactWindow ddp_exact_window(int top, int count_bits, const char *what)
 {
     /* HI: the sum of 2^count parts below 2^top, each rounded by at most half
      * a grid step, stays below 2^(top + count + 1), half the binade of
@@ -18,6 +18,7 @@ DdpExactWindow ddp_exact_window(int top, int count_bits)
         .limit = ldexp(1.0, top),
         .top = top,
         .count = count_bits,
+        .what = what,
     };
     return w;
 }
@@ -32,36 +33,42 @@ int ddp_exact_count_bits(int64_t parts)
 
 DdpExactWindow ddp_grad_window = {0}, ddp_stats_window = {0};
 
-/* The windows before ddp_exact_windows_set: the largest count allowed, so a
- * program (or a test) that never sets them still sums exactly. */
+/* The windows before ddp_exact_windows_set: those of a global batch of 1024
+ * (gradient parts below 2^10). */
 __attribute__((constructor)) static void default_windows(void)
 {
-    ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
+    ddp_exact_windows_set(1024);
 }
 
 void ddp_exact_windows_set(int64_t parts)
 {
     const int bits = ddp_exact_count_bits(parts);
-    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP, bits);
-    ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, bits);
+    /* a gradient's parts carry the 1 / global batch of the mean loss */
+    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP - bits, bits, "gradient");
+    ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, bits, "batchnorm statistic");
 }
 
 /* Written by whichever thread meets the part first; read by the trainer
  * between steps. */
 static int overflowed;
 static double overflow_part;
+static const DdpExactWindow *overflow_window;
 
-void ddp_exact_overflow_raise(double part)
+void ddp_exact_overflow_raise(double part, const DdpExactWindow *window)
 {
-    if (!__atomic_exchange_n(&overflowed, 1, __ATOMIC_ACQ_REL))
+    if (!__atomic_exchange_n(&overflowed, 1, __ATOMIC_ACQ_REL)) {
         overflow_part = fabs(part);
+        overflow_window = window;
+    }
 }
 
-int ddp_exact_overflowed(double *part)
+int ddp_exact_overflowed(double *part, const DdpExactWindow **window)
 {
     int seen = __atomic_load_n(&overflowed, __ATOMIC_ACQUIRE);
     if (seen && part)
         *part = overflow_part;
+    if (seen && window)
+        *window = overflow_window;
     return seen;
 }
 

@@ -22,19 +22,25 @@
  *
  * The window: parts below 2^top in magnitude, at most 2^count of them in one
  * sum (all ranks together). HI's grid is then 2^(top + count - 50), LO's
- * 2^(top + 2 count - 101): with top 20 and a global batch of 128 (count 7),
- * everything from 2^20 down to 7e-21 is kept, far more than the float a
- * gradient becomes. What lies below LO's grid is rounded away, the same in
- * every grouping. A part at or above 2^top (a diverging run) cannot be kept
- * exactly: it makes the sum NaN and raises ddp_exact_overflowed(), so that the
- * run stops at its non-finite checks, saying why, instead of training on.
+ * 2^(top + 2 count - 101), and a sum is within 2^count half steps of LO's
+ * grid of the exact sum of its parts. A gradient's parts are each sample's
+ * share of a loss that is a mean over the global batch, so the gradient
+ * window bounds them by 2^(20 - count): the sum stays below about 2^20, HI's
+ * grid is 2^-30 and LO's 2^(count - 81), whatever the batch (a global batch
+ * of 128: 5.3e-23, and the sum within 3.4e-21 of the exact one). What lies
+ * below LO's grid is rounded away, the same in every grouping. A part at or
+ * above the limit (a diverging run) cannot be kept exactly: it makes the sum
+ * NaN and raises ddp_exact_overflowed(), so that the run stops, saying why,
+ * instead of training on.
+ *
+ * The count is of parts, so a sum takes one part per sample: a kernel that
+ * deposited per pixel would overrun the window. Where a sample's part is
+ * itself a sum (a bias's over its positions), that inner sum is a plain
+ * double sum in an order fixed by the sample alone.
  *
  * The cost: a deposit is 7 floating-point operations where a plain sum takes
  * one, and an accumulator two doubles: gradients are 16 bytes on CPUs, and
  * the all-reduce moves four times the bytes of the float parameters.
- * Where a sample's part is itself a sum (a conv's weight gradient over the
- * sample's pixels, a bias's over its positions), that inner sum stays a plain
- * double sum in a fixed order, so the deposits are per sample, not per pixel.
  *
  * Plain C, no state but the two windows and the overflow flag (exact_sum.c).
  */
@@ -59,7 +65,8 @@ typedef struct {
  * binade, whose spacing is the grid; LIMIT is 2^top. */
 typedef struct {
     double hi_bias, lo_bias, limit;
-    int top, count; /* what it was made for: parts below 2^top, at most 2^count of them */
+    int top, count;   /* what it was made for: parts below 2^top, at most 2^count of them */
+    const char *what; /* what its sums are, for messages ("gradient") */
 } DdpExactWindow;
 
 /* The most parts one sum may have: 2^DDP_EXACT_MAX_COUNT_BITS (a global
@@ -68,14 +75,14 @@ typedef struct {
 enum { DDP_EXACT_MAX_COUNT_BITS = 20 };
 
 /* The two windows of a training run (exact_sum.c): gradients (parts below
- * 2^DDP_EXACT_GRAD_TOP: each sample's share of a loss that is a mean over the
- * global batch) and batchnorm's forward statistics (a sample's sum of x and
- * of x^2 over a channel's pixels, below 2^DDP_EXACT_STATS_TOP). */
+ * 2^(DDP_EXACT_GRAD_TOP - count): each sample's share of a loss that is a
+ * mean over the global batch) and batchnorm's forward statistics (a sample's
+ * sum of x and of x^2 over a channel's pixels, below 2^DDP_EXACT_STATS_TOP). */
 enum { DDP_EXACT_GRAD_TOP = 20, DDP_EXACT_STATS_TOP = 32 };
 extern DdpExactWindow ddp_grad_window, ddp_stats_window;
 
-/* The window for parts below 2^TOP, at most 2^COUNT_BITS of them. */
-DdpExactWindow ddp_exact_window(int top, int count_bits);
+/* The window for parts below 2^TOP, at most 2^COUNT_BITS of them, named WHAT. */
+DdpExactWindow ddp_exact_window(int top, int count_bits, const char *what);
 
 /* The smallest count_bits with 2^count_bits >= PARTS (at least 1). */
 int ddp_exact_count_bits(int64_t parts);
@@ -83,14 +90,15 @@ int ddp_exact_count_bits(int64_t parts);
 /* Sets both windows for sums of at most PARTS parts (a global batch times the
  * batches accumulated per step); every rank of a run, and a one-rank run of
  * the same global batch, must pass the same PARTS. The windows start out set
- * for 2^DDP_EXACT_MAX_COUNT_BITS parts. */
+ * for 1024 parts. */
 void ddp_exact_windows_set(int64_t parts);
 
 /* Nonzero once a part at or above its window's limit has been deposited
- * (since the last ddp_exact_overflow_clear), and the part's magnitude. */
-int ddp_exact_overflowed(double *part);
+ * (since the last ddp_exact_overflow_clear): the part's magnitude and its
+ * window (the first such part). */
+int ddp_exact_overflowed(double *part, const DdpExactWindow **window);
 void ddp_exact_overflow_clear(void);
-void ddp_exact_overflow_raise(double part);
+void ddp_exact_overflow_raise(double part, const DdpExactWindow *window);
 
 /* X with the lowest bit of its significand set: rounding it to a grid coarser
  * than twice its last bit then never meets a tie, and gives what X would round
@@ -113,7 +121,7 @@ static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
 {
     if (!(fabs(x) < w->limit)) {
         if (x == x)
-            ddp_exact_overflow_raise(x);
+            ddp_exact_overflow_raise(x, w);
         s->hi = NAN;
         return;
     }

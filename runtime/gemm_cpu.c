@@ -54,7 +54,8 @@
  * the error grows with 32 plus the number of runs instead, and the order is
  * still fixed by k alone.
  *
- * The double tile of the gradient sums: 6 rows by GNV = 2 vectors. */
+ * The tile of the gradient sums: 6 rows by GNV = 2 vectors of doubles (the
+ * panels of A hold 6 rows; gemm_tiles.inc's exact tile takes 3 or 6 of them). */
 enum { MR = 6, NV = 2, KB = 32, GMR = 6, GNV = 2 };
 
 /* The widest panels, which scratch is sized for: 2 vectors of 16 floats. */
@@ -70,7 +71,7 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-size_t ddp_gradsum_fixed_scratch(int m, int k)
+size_t ddp_gradsum_exact_scratch(int m, int k)
 {
     return ((size_t)round_up(m > 0 ? m : 1, GMR) + GNR_MOST) * (size_t)(k > 0 ? k : 1);
 }
@@ -279,16 +280,4 @@ void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float
     }
 #endif
     gradsum_exact_8(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
-}
-
-void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
-                       double *c, int ldc, double *scratch)
-{
-#if HAVE_WIDE_TILES
-    if (ddp_gemm_cpu_wide()) {
-        gradsum_16(m, n, k, a, lda, b, ldb, beta, c, ldc, scratch);
-        return;
-    }
-#endif
-    gradsum_8(m, n, k, a, lda, b, ldb, beta, c, ldc, scratch);
 }

@@ -24,14 +24,11 @@
  * these promises, and README.md ("Why the CPU build has its own products")
  * says what they cost.
  *
- * Three products:
+ * Two products:
  *  - ddp_sgemm_fixed: C = alpha op(A) op(B) + beta C in float, as sgemm;
- *  - ddp_gradsum_fixed: C = beta C + A^T B in double, where A and B are
- *    floats whose rows are samples (or Winograd tiles): the sum over the
- *    batch of the products of two floats. Each product is exact in double,
- *    and the sum runs over the rows in order;
- *  - ddp_gradsum_exact: the same products as parts of order-free sums
- *    (exact_sum.h), for a linear layer's weight gradient.
+ *  - ddp_gradsum_exact: C += A^T B, where A and B are floats whose rows are
+ *    samples: every product of two floats (exact in double) is one part of
+ *    an order-free sum (exact_sum.h), for a linear layer's weight gradient.
  *
  * Each call runs on the calling thread, in the caller's SCRATCH (the sizes
  * below), so the callers split big products into tasks themselves.
@@ -63,19 +60,13 @@ void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, 
 void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const float *a, int lda,
                             const float *packed_b, float beta, float *c, int ldc, float *scratch);
 
-/* Doubles of scratch ddp_gradsum_fixed needs for M columns of A and K rows. */
-size_t ddp_gradsum_fixed_scratch(int m, int k);
-
-/* C (m x n doubles, row stride ldc) = beta * C + A^T B, where A is k x m
- * floats (row stride lda) and B is k x n floats (ldb): C[i][j] adds
- * a[p][i] * b[p][j] for p = 0 .. k-1 in order. beta 0 never reads C. */
-void ddp_gradsum_fixed(int m, int n, int k, const float *a, int lda, const float *b, int ldb, double beta,
-                       double *c, int ldc, double *scratch);
+/* Doubles of scratch ddp_gradsum_exact needs for M columns of A and K rows. */
+size_t ddp_gradsum_exact_scratch(int m, int k);
 
 /* C (m x n, row stride ldc) = (ACCUMULATE ? C : the empty sum) + A^T B as
  * order-free sums (exact_sum.h) in window W: every product a[p][i] * b[p][j]
  * (exact in double) is one part. The caller makes sure that no product
- * reaches W->limit. Scratch as ddp_gradsum_fixed's. */
+ * reaches W->limit. */
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch);
 

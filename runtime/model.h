@@ -73,7 +73,7 @@ struct DdpCtx {
     void *stream;             /* cudaStream_t of the step; NULL on CPU */
     float *params;            /* n_param_floats */
     /* n_param_floats gradients of net->grad_bytes each: DdpGrad (ops.h) in the
-     * generated code, doubles on CPUs and floats on GPUs */
+     * generated code, order-free sums of two doubles on CPUs and floats on GPUs */
     void *grads;
     float *opt_state;         /* n_param_floats * net->opt_slots */
     float *buffers;           /* n_buffer_floats */

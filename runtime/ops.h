@@ -139,9 +139,8 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta);
 /* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
- * micro-batches. On CPUs each sample's part (in float with im2col, in double
- * over the sample's tiles with Winograd) is added to the order-free sums of
- * DdpGrad. */
+ * micro-batches (no other beta). On CPUs each sample's part, computed alone
+ * in float, is added to the order-free sums of DdpGrad. */
 void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
                               DdpGrad *dw, float beta);
 

@@ -42,7 +42,7 @@
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
-#include "gemm_cpu.h"     // ddp_sgemm_fixed, ddp_gradsum_fixed: products in a fixed order
+#include "gemm_cpu.h"     // ddp_sgemm_fixed, ddp_gradsum_exact: products in a fixed order
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
 #include <stdarg.h>
@@ -61,21 +61,24 @@ static int omp_get_max_threads(void) { return 1; }
 static int omp_get_thread_num(void) { return 0; }
 #endif
 
-/* How work is split. The convs' rules depend only on the sizes at hand (the
- * weight gradient's blocks fix the order of its double sums); ddp_gemm's
- * also on the thread count, which no product's bits depend on (see the top).
- * The sizes come from measurements on the 2-core build box; a split into at
- * most 8 blocks (4 per group for the weight gradient) keeps 2..8 cores busy
- * without making blocks so narrow that packing dominates. */
+/* How work is split. No bit depends on it: every element of a product is
+ * the same bits whatever the blocks (gemm_cpu.h), and the weight gradients'
+ * sums are order-free (exact_sum.h). The sizes come from measurements on the
+ * 2-core build box; ddp_gemm's split into at most 8 blocks keeps 2..8 cores
+ * busy without making blocks so narrow that packing dominates. */
 
 /* Backward filter: im2col rows per block, a multiple of 8, at least 32: a
- * group's CRS rows split evenly among the threads. Every sample's part is
- * a product of its own, so each block packs the sample's dy again: blocks of
+ * group's CRS rows split evenly among the threads, and no more than keep a
+ * block's order-free sums (KG x rows, 16 bytes each) within 1 MiB, in the
+ * core's cache while every sample adds to them. Every sample's part is a
+ * product of its own, so each block packs the sample's dy again: blocks of
  * 128 rows (MNIST's conv2 in 7) made its weight gradient 40% slower on one
  * thread than one block. A first conv (CRS 25) is one block. */
-static int wgrad_block_rows(int crs, int nthreads)
+static int wgrad_block_rows(int crs, int kg, int nthreads)
 {
     int rows = ((crs + nthreads - 1) / nthreads + 7) / 8 * 8;
+    const int most = (1 << 20) / 16 / kg / 8 * 8;
+    rows = rows < most ? rows : most;
     return rows < 32 ? 32 : rows;
 }
 
@@ -166,7 +169,8 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     ConvPlan *p = plan;
     const DdpConvShape checked = p->slot.shape;
     p->direct = checked.r == 1 && checked.s == 1 && checked.stride == 1 && checked.pad == 0;
-    p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s, ops->nthreads);
+    p->wgrad_rows = wgrad_block_rows(checked.c / checked.groups * checked.r * checked.s, checked.k / checked.groups,
+                                     ops->nthreads);
     p->winograd = ddp_winograd_suits(&checked);
     if (p->winograd) {
         ddp_winograd_plan(&p->wino, &checked, ops->nthreads);
@@ -613,10 +617,10 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
 static double largest_product(const float *a, int m, const float *b, int n)
 {
     float most_a = 0.0f, most_b = 0.0f;
-    for (int i = 0; i < m; i++)
-        most_a = fmaxf(most_a, fabsf(a[i]));
+    for (int i = 0; i < m; i++) /* written so that a NaN stays: fmaxf would drop it */
+        most_a = !(fabsf(a[i]) <= most_a) ? fabsf(a[i]) : most_a;
     for (int j = 0; j < n; j++)
-        most_b = fmaxf(most_b, fabsf(b[j]));
+        most_b = !(fabsf(b[j]) <= most_b) ? fabsf(b[j]) : most_b;
     return (double)most_a * most_b;
 }
 
@@ -642,14 +646,15 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
     if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
         return;
     const int accumulate = beta != 0.0f;
-    /* NaN compares false: a sample with a NaN goes the checked way too. */
+    /* NaN compares false: a sample with a NaN goes the checked way too,
+     * where it makes its sums NaN. */
     for (int p = 0; p < k; p++)
         if (!(largest_product(dy + (size_t)p * ldy, m, x + (size_t)p * ldx, n) < ddp_grad_window.limit)) {
             gemm_grad_checked(m, n, k, dy, ldy, x, ldx, accumulate, dw, ldw);
             return;
         }
     const TaskGrid g = task_grid(ops, m, n, k);
-    const size_t each = ddp_gradsum_fixed_scratch(g.rows, k);
+    const size_t each = ddp_gradsum_exact_scratch(g.rows, k);
     double *packs = grow(ops, &ops->gemm_grad_packs, each * (size_t)ops->nthreads * sizeof *packs,
                          "a linear layer's weight gradient");
     if (!packs)

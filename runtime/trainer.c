@@ -653,18 +653,19 @@ static DdpStatus set_sum_windows(const Trainer *t)
     return DDP_OK;
 }
 
-/* A sample's part of a gradient too large for the exact sums' window has
- * made its sum NaN: the run is diverging. Stops it here, saying so, rather
- * than at the NaN loss a step later. */
+/* A sample's part too large for its exact sums' window has made its sum
+ * NaN: the run is diverging. Stops it here, saying so, rather than at the
+ * NaN loss a step later. */
 static DdpStatus check_sum_window(const Trainer *t)
 {
     double part = 0.0;
-    if (!ddp_exact_overflowed(&part))
+    const DdpExactWindow *w = &ddp_grad_window;
+    if (!ddp_exact_overflowed(&part, &w))
         return DDP_OK;
     return DDP_ERR(DDP_FAIL,
-                   "at step %lld a sample's part of a gradient was %g, beyond the exact sums' limit of 2^%d "
+                   "at step %lld a sample's part of a %s was %g, beyond the exact sums' limit of 2^%d "
                    "(about %g): training is diverging; a lower --lr may help",
-                   (long long)t->step + 1, part, ddp_grad_window.top, ddp_grad_window.limit);
+                   (long long)t->step + 1, w->what, part, w->top, w->limit);
 }
 
 /* One epoch. With --no-sync-every K, K batches make one optimizer step: the

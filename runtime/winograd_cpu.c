@@ -26,7 +26,7 @@
  */
 #include "winograd_cpu.h"
 
-#include "gemm_cpu.h"  // ddp_sgemm_fixed, ddp_gradsum_fixed: products in a fixed order
+#include "gemm_cpu.h"  // ddp_sgemm_fixed: products in a fixed order
 #include "transpose_cpu.h"  // ddp_transpose8: channels to pixels and back
 
 #include <string.h>
@@ -58,7 +58,8 @@ enum { WGRAD_ROWS = 32 };
  * so that the transforms' sums stay in registers): tile[point][lane]. */
 typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
 
-/* Four doubles, for the weight gradient's last transform. */
+/* Four doubles: the weight gradient's deposits into its sums, half a Lanes
+ * at a time. */
 enum { QUAD = 4 };
 typedef double Quad __attribute__((vector_size(QUAD * sizeof(double))));
 
@@ -177,15 +178,23 @@ static int tile_alpha(const DdpConvShape *sh)
     return 0;
 }
 
+/* Whether the weight gradient is done here too (ddp_winograd_filter_suits),
+ * from the shape (a plan's tiles are these). */
+static int filter_tiles_suit(const DdpConvShape *sh)
+{
+    const int alpha = tile_alpha(sh);
+    return tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s) >= WINO_FILTER_MIN_TILES;
+}
+
 int ddp_winograd_suits(const DdpConvShape *sh)
 {
     const int alpha = tile_alpha(sh);
     if (sh->stride != 1 || sh->groups != 1 || !alpha || sh->c < LANES || sh->k < LANES)
         return 0;
-    /* The weight gradient keeps the whole batch's x and dy with blocked
-     * channels: a conv whose samples are too large for that (at
-     * CAP_BATCH of them) is left to im2col. */
-    if (filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
+    /* The weight gradient (where it is done here: enough tiles) keeps the
+     * whole batch's x and dy with blocked channels: a conv whose samples are
+     * too large for that (at CAP_BATCH of them) is left to im2col. */
+    if (filter_tiles_suit(sh) && filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
         return 0;
     /* Multiplies per (c, k) pair and sample: alpha^2 per tile against one per
      * tap and output pixel. Half or less, or the transforms eat the gain. */
@@ -350,10 +359,11 @@ int ddp_winograd_filter_suits(const WinogradPlan *p)
     return p->tiles >= WINO_FILTER_MIN_TILES;
 }
 
+
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t filter = filter_scratch(sh, p->nthreads, NULL, NULL);
+    size_t filter = ddp_winograd_filter_suits(p) ? filter_scratch(sh, p->nthreads, NULL, NULL) : 0;
     return data > filter ? data : filter;
 }
 

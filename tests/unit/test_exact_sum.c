@@ -80,7 +80,7 @@ static double plain_grouped(const double *v, int n, int ranks)
 static void test_order_free(void)
 {
     enum { N = 512, TRIALS = 200 };
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N));
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), "test");
     double v[N];
     int differ = 0, plain_differ = 0;
     for (int t = 0; t < TRIALS; t++) {
@@ -104,7 +104,7 @@ static void test_order_free(void)
 static void test_close_to_exact(void)
 {
     enum { N = 256 };
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N));
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), "test");
     const double lo_grid = ldexp(1.0, w.top + 2 * w.count - 101);
     for (int t = 0; t < 100; t++) {
         DdpExact s = {0.0, 0.0};
@@ -129,26 +129,28 @@ static void test_close_to_exact(void)
  * the flag; a NaN part makes it NaN without raising it. */
 static void test_outside_the_window(void)
 {
-    const DdpExactWindow w = ddp_exact_window(10, 4);
+    const DdpExactWindow w = ddp_exact_window(10, 4, "test");
     double part_seen = 0.0;
     ddp_exact_overflow_clear();
     DdpExact s = {0.0, 0.0};
     ddp_exact_add(&s, 1023.5, &w);
     CU_ASSERT(!isnan(ddp_exact_value(s)));
-    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL));
+    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL, NULL));
     ddp_exact_add(&s, NAN, &w);
     CU_ASSERT(isnan(ddp_exact_value(s)));
-    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL));
+    CU_ASSERT_FALSE(ddp_exact_overflowed(NULL, NULL));
     s = (DdpExact){0.0, 0.0};
     ddp_exact_add(&s, -1024.0, &w);
     CU_ASSERT(isnan(ddp_exact_value(s)));
-    CU_ASSERT_TRUE(ddp_exact_overflowed(&part_seen));
+    const DdpExactWindow *seen_in = NULL;
+    CU_ASSERT_TRUE(ddp_exact_overflowed(&part_seen, &seen_in));
     CU_ASSERT_EQUAL(part_seen, 1024.0);
+    CU_ASSERT_PTR_EQUAL(seen_in, &w);
     ddp_exact_overflow_clear();
     s = (DdpExact){0.0, 0.0};
     ddp_exact_add(&s, INFINITY, &w);
     CU_ASSERT(isnan(ddp_exact_value(s)));
-    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL));
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL, NULL));
     ddp_exact_overflow_clear();
     /* the row form: the same bits as part by part, and the same check */
     const float row[5] = {1.5f, -3e-7f, 0.0f, 1000.0f, -0.0f};
@@ -163,7 +165,7 @@ static void test_outside_the_window(void)
     const float bad[2] = {1.0f, 4096.0f};
     ddp_exact_add_floats(hi, lo, bad, 2, 0, &w);
     CU_ASSERT(!isnan(hi[0] + lo[0]) && isnan(hi[1] + lo[1]));
-    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL));
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL, NULL));
     ddp_exact_overflow_clear();
 }
 
@@ -172,7 +174,7 @@ static void test_outside_the_window(void)
  * even, must not decide it. */
 static void test_ties_do_not_depend_on_the_sum(void)
 {
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, 8);
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, 8, "test");
     const double grid = ldexp(1.0, w.top + w.count - 50);
     const double tie = grid / 2, small = ldexp(1.0, -30);
     DdpExact a = {0.0, 0.0}, b = {0.0, 0.0};
@@ -189,6 +191,34 @@ static void test_ties_do_not_depend_on_the_sum(void)
     CU_ASSERT_EQUAL(ddp_exact_value(a), grid + small);
 }
 
+/* The window's edges: 2^count parts just under the limit, all of one sign,
+ * and parts whose remainders are just under half a HI step, any grouping:
+ * the same bits, and the exact sum, rounded once, as the value. A HI window
+ * two binades too tight fails here (the odd steps cross its binade). */
+static void test_the_window_edges(void)
+{
+    enum { COUNT = 6, N = 1 << COUNT };
+    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, COUNT, "test");
+    const double grid = ldexp(1.0, w.top + w.count - 50);
+    const double under = nextafter(w.limit, 0.0), near_half = 1.5 * grid - ldexp(grid, -40);
+    const double odd_steps = w.limit - 1.25 * grid; /* HI gets an odd number of grid steps */
+    for (int sign = -1; sign <= 1; sign += 2)
+        for (int kind = 0; kind < 3; kind++) {
+            double v[N];
+            for (int i = 0; i < N; i++)
+                v[i] = sign * (kind == 0 ? under : kind == 1 ? near_half * (1 + i % 3) : odd_steps);
+            const DdpExact first = grouped(v, N, 1, &w);
+            for (int ranks = 2; ranks <= 5; ranks++) {
+                const DdpExact s = grouped(v, N, ranks, &w);
+                CU_ASSERT_EQUAL(memcmp(&s, &first, sizeof s), 0);
+            }
+            long double exact = 0.0L; /* exact: at most 59 bits wide, long double has 64 */
+            for (int i = 0; i < N; i++)
+                exact += v[i];
+            CU_ASSERT_EQUAL(ddp_exact_value(first), (double)exact);
+        }
+}
+
 /* The windows a run sets: the count of parts rounds up to a power of two,
  * and the default (before any set) allows the most. */
 static void test_windows(void)
@@ -198,9 +228,9 @@ static void test_windows(void)
     CU_ASSERT_EQUAL(ddp_exact_count_bits(65), 7);
     ddp_exact_windows_set(128);
     CU_ASSERT_EQUAL(ddp_grad_window.count, 7);
-    CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP);
+    CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP - 7); /* parts carry the mean's 1/128 */
     CU_ASSERT_EQUAL(ddp_stats_window.top, DDP_EXACT_STATS_TOP);
-    CU_ASSERT_EQUAL(ddp_grad_window.limit, ldexp(1.0, DDP_EXACT_GRAD_TOP));
+    CU_ASSERT_EQUAL(ddp_grad_window.limit, ldexp(1.0, DDP_EXACT_GRAD_TOP - 7));
     ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
     CU_ASSERT_EQUAL(ddp_grad_window.count, DDP_EXACT_MAX_COUNT_BITS);
 }
@@ -212,6 +242,7 @@ void suite_exact_sum(void)
         {"the value is the exact sum up to the window's grid", test_close_to_exact},
         {"a part beyond the window: NaN and the flag; NaN: NaN", test_outside_the_window},
         {"a tie rounds the same whatever the sum holds", test_ties_do_not_depend_on_the_sum},
+        {"the window's edges: 2^count parts just under the limit, any grouping", test_the_window_edges},
         {"the windows a run sets", test_windows},
         {NULL, NULL},
     };

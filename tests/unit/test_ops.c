@@ -136,10 +136,19 @@ static size_t conv_mismatches(const char *what, const double *got, const double 
                  : count_mismatches_double(what, got, want, count);
 }
 
+/* The order-free sums' windows (exact_sum.h) for the tests' batches, at
+ * most 128 samples: parts up to 2^13, where these tests' random data puts
+ * a sample's part of a weight gradient below about 10^3. */
+static void set_test_windows(void)
+{
+    ddp_exact_windows_set(128);
+}
+
 /* Gradients as the library ops write them (ops.h: order-free sums on CPUs),
- * each VALUE alone (not a sum: for NaN and zero fills). */
+ * each VALUE alone (not a sum: for NaN and zero fills); the windows set. */
 static DdpGrad *grads_filled(size_t count, double value)
 {
+    set_test_windows();
     DdpGrad *g = malloc((count + 1) * sizeof *g);
     for (size_t i = 0; i < count; i++)
         g[i] = (DdpGrad){value, 0.0};
@@ -608,6 +617,39 @@ static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta)
     free(dy), free(x), free(old), free(dw), free(was), free(want), free(got);
 }
 
+/* A part beyond the window (one huge dy): ddp_gemm_grad takes the checked
+ * way for the whole product; the row it falls in becomes NaN, the flag is
+ * raised, and every other element has the bits of the fast tiles. */
+static void test_gemm_grad_outside_the_window(void)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    const int m = 13, n = 40, k = 9, bad_row = 5, bad_sample = 4;
+    float *dy = random_floats((size_t)k * m), *x = random_floats((size_t)k * n);
+    DdpGrad *fast = grads_filled((size_t)m * n, NAN), *checked = grads_filled((size_t)m * n, NAN);
+    dy[(size_t)bad_sample * m + bad_row] = 0.0f;
+    ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, fast, n);
+    ddp_exact_overflow_clear();
+    dy[(size_t)bad_sample * m + bad_row] = 1e30f;
+    ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, checked, n);
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL, NULL));
+    ddp_exact_overflow_clear();
+    size_t other_differ = 0, bad_not_nan = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            const size_t at = (size_t)i * n + j;
+            if (i == bad_row)
+                bad_not_nan += !isnan(ddp_exact_value(checked[at]));
+            else
+                other_differ += memcmp(&fast[at], &checked[at], sizeof *fast) != 0;
+        }
+    CU_ASSERT_EQUAL(bad_not_nan, 0);
+    CU_ASSERT_EQUAL(other_differ, 0);
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+    free(dy), free(x), free(fast), free(checked);
+}
+
 static void test_gemm_grad(void)
 {
     DdpOps *ops = NULL;
@@ -632,7 +674,7 @@ static void test_gemm_grad(void)
  * bits when the batch is split in two and the halves are added (two ranks,
  * or two accumulated micro-batches). Sums kept in float or double round
  * differently in the last bit and fail this. */
-static void check_gradient_split_invariant(const Conv cv)
+static void check_gradient_split_invariant(const Conv cv, const char *weight_gradient_by)
 {
     const int n = 8, half = n / 2;
     DdpConvShape s = shape_of(&cv, n);
@@ -640,6 +682,9 @@ static void check_gradient_split_invariant(const Conv cv)
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
     CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    char line[200];
+    ddp_ops_describe_conv(ops, 0, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, weight_gradient_by));
     size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
     float *x = random_floats(nx), *g = random_floats(ny);
     const int m = 128, k = 300, lin = 2 * n; /* a linear layer 300 -> 128 over 16 samples */
@@ -665,8 +710,9 @@ static void check_gradient_split_invariant(const Conv cv)
 
 static void test_gradient_split_invariant(void)
 {
-    check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}); /* Winograd */
-    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
+    check_gradient_split_invariant((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 16 tiles */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by im2col"); /* 9 tiles */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}, "im2col + product"); /* groups 2 */
 }
 
 /* The same inputs give bit-identical outputs whatever the number of threads:
@@ -691,7 +737,7 @@ static void check_deterministic_across_threads(const Conv cv)
         CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
         CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
         float *out = malloc(total * sizeof *out);
-        DdpGrad *grads = malloc(total_grads * sizeof *grads);
+        DdpGrad *grads = grads_filled(total_grads, NAN);
         ddp_conv_forward(ops, 0, n, x, w, out);
         ddp_conv_backward_data(ops, 0, n, g, w, out + ny, 0.0f);
         ddp_gemm(ops, 0, 1, gm, gn, gk, 1.0f, ga, gk, gb, gk, 0.0f, out + ny + nx, gn);
@@ -727,7 +773,7 @@ static void test_vector_widths_same_bits(void)
         return;
     }
     const int m = 37, n = 70, k = 300, n_conv = 3;
-    const Conv convs[] = {{16, 12, 10, 24, 3, 3, 1, 1, 2}, {16, 12, 10, 24, 5, 5, 1, 2, 1}}; /* im2col, Winograd */
+    const Conv convs[] = {{16, 12, 10, 24, 3, 3, 1, 1, 2}, {16, 16, 16, 24, 5, 5, 1, 2, 1}}; /* im2col, Winograd */
     float *a = random_floats((size_t)m * k), *b = random_floats((size_t)n * k), *c0 = random_floats((size_t)m * n);
     float *x[2], *w[2], *dy[2]; /* each conv's inputs, the same for both widths */
     for (int i = 0; i < 2; i++) {
@@ -751,7 +797,7 @@ static void test_vector_widths_same_bits(void)
         for (int i = 0; i < 2; i++)
             floats += y_len(&sh[i], n_conv) + x_len(&sh[i], n_conv), doubles += w_len(&sh[i]);
         float *o = out[wide] = malloc(floats * sizeof *o);
-        DdpGrad *g = grads[wide] = malloc(doubles * sizeof *g);
+        DdpGrad *g = grads[wide] = grads_filled(doubles, NAN);
         for (int t = 0; t < 4; t++, o += (size_t)m * n) { /* the four transposes, alpha 1.5, beta 0.5 */
             memcpy(o, c0, (size_t)m * n * sizeof *o);
             ddp_gemm(ops, t & 1, t >> 1, m, n, k, 1.5f, a, t & 1 ? m : k, b, t >> 1 ? k : n, 0.5f, o, n);
@@ -781,7 +827,7 @@ static void test_vector_widths_same_bits(void)
 static void test_deterministic_across_threads(void)
 {
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
-    check_deterministic_across_threads((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}); /* Winograd */
+    check_deterministic_across_threads((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}); /* Winograd, its weight gradient too */
 }
 
 /* The convs at FIRST_WINOGRAD on are done by Winograd and the others not (so
@@ -968,6 +1014,7 @@ void suite_ops(void)
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
         {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant},
+        {"gemm_grad with a part beyond the window: its row NaN, the rest the fast bits", test_gemm_grad_outside_the_window},
         {"same results for 1..4 threads", test_deterministic_across_threads},
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
         {"misuse recorded and reported", test_misuse_is_reported},
