@@ -923,11 +923,10 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
  * vectors at a time as ddp_exact_add does lane by lane. */
 typedef long long QuadBits __attribute__((vector_size(QUAD * sizeof(long long))));
 
-/* exact_sum.h's tie-break, lane by lane (zero stays zero). */
+/* exact_sum.h's tie-break, lane by lane. */
 static Quad quad_tiebreak(Quad x)
 {
-    const QuadBits bits = (QuadBits)x;
-    return (Quad)(bits | (((bits << 1) != 0) & 1));
+    return (Quad)((QuadBits)x | 1);
 }
 
 static void deposit_lanes(const DdpConvShape *sh, const Lanes *g, size_t ck, size_t kc0, int lanes, double *sum_hi,
