@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     }
     DdpConvShape sh = {.n = n, .c = c, .h = h, .w = w, .k = k, .r = r, .s = r, .stride = 1, .pad = pad, .groups = 1};
     DdpOps *ops = NULL;
-    ddp_exact_windows_set(n); /* the order-free sums' window, as a run of batch n sets it */
+    ddp_exact_windows_set(n, n); /* the order-free sums' windows, as a step of one batch of n sets them */
     if (ddp_conv_shape_init(&sh) != DDP_OK || ddp_ops_create(&ops, NULL) != DDP_OK ||
         ddp_ops_plan_conv(ops, 0, &sh) != DDP_OK || ddp_ops_finalize(ops) != DDP_OK) {
         fprintf(stderr, "conv_cpu: %s\n", ddp_error_message());

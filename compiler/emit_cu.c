@@ -459,8 +459,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("                sample += v;\n                sample_sq += v * v;\n            }\n");
     E("            ddp_stats_sum_add(&sum, sample);\n            ddp_stats_sum_add(&sumsq, sample_sq);\n        }\n");
     E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
-    E("        if (c == 0) {\n            sums[%lld] = ddp_sum_empty();\n", (long long)(2 * c));
-    E("            ddp_stats_sum_add(&sums[%lld], (double)n * %lld);\n        }\n    }\n}\n\n", (long long)(2 * c),
+    E("        if (c == 0)\n            sums[%lld] = ddp_sum_count((double)n * %lld);\n    }\n}\n\n", (long long)(2 * c),
       (long long)hw);
     comment(e, n, "");
     E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"

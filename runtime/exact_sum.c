@@ -33,18 +33,18 @@ int ddp_exact_count_bits(int64_t parts)
 
 DdpExactWindow ddp_grad_window = {0}, ddp_stats_window = {0};
 
-/* The windows before ddp_exact_windows_set: those of a global batch of 1024
- * (gradient parts below 2^10). */
+/* The windows before ddp_exact_windows_set: those of one global batch of
+ * 1024 (gradient parts below 2^10). */
 __attribute__((constructor)) static void default_windows(void)
 {
-    ddp_exact_windows_set(1024);
+    ddp_exact_windows_set(1024, 1024);
 }
 
-void ddp_exact_windows_set(int64_t parts)
+void ddp_exact_windows_set(int64_t smallest, int64_t parts)
 {
     const int bits = ddp_exact_count_bits(parts);
-    /* a gradient's parts carry the 1 / global batch of the mean loss */
-    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP - bits, bits, "gradient");
+    /* a gradient's parts carry the 1 / global batch of their batch's mean loss */
+    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP - ddp_exact_count_bits(smallest), bits, "gradient");
     ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, bits, "batchnorm statistic");
 }
 

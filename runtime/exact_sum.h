@@ -25,9 +25,10 @@
  * 2^(top + 2 count - 101), and a sum is within 2^count half steps of LO's
  * grid of the exact sum of its parts. A gradient's parts are each sample's
  * share of a loss that is a mean over the global batch, so the gradient
- * window bounds them by 2^(20 - count): the sum stays below about 2^20, HI's
- * grid is 2^-30 and LO's 2^(count - 81), whatever the batch (a global batch
- * of 128: 5.3e-23, and the sum within 3.4e-21 of the exact one). What lies
+ * window bounds them by 2^20 / that batch, rounded down to a power of two
+ * (2^(20 - count) for a step of one full batch): the sum stays below about
+ * 2^20, and LO's grid is 2^(count - 81) (a global batch of 128: 5.3e-23, the
+ * sum within 3.4e-21 of the exact one). What lies
  * below LO's grid is rounded away, the same in every grouping. A part at or
  * above the limit (a diverging run) cannot be kept exactly: it makes the sum
  * NaN and raises ddp_exact_overflowed(), so that the run stops, saying why,
@@ -38,8 +39,9 @@
  * itself a sum (a bias's over its positions), that inner sum is a plain
  * double sum in an order fixed by the sample alone.
  *
- * The cost: a deposit is 7 floating-point operations where a plain sum takes
- * one, and an accumulator two doubles: gradients are 16 bytes on CPUs, and
+ * The cost: a deposit is 6 floating-point operations and 2 bit operations
+ * where a plain sum takes one add (a linear layer's product: 4 adds, 2 ORs
+ * and the multiply, against one multiply-add), and an accumulator two doubles: gradients are 16 bytes on CPUs, and
  * the all-reduce moves four times the bytes of the float parameters.
  *
  * Plain C, no state but the two windows and the overflow flag (exact_sum.c).
@@ -70,14 +72,14 @@ typedef struct {
 } DdpExactWindow;
 
 /* The most parts one sum may have: 2^DDP_EXACT_MAX_COUNT_BITS (a global
- * batch times --no-sync-every). Beyond it LO's grid would be coarser than
- * 2^-41 for gradients, too coarse to be worth the name. */
+ * batch times --no-sync-every), where a gradient's LO grid is 2^-61. */
 enum { DDP_EXACT_MAX_COUNT_BITS = 20 };
 
-/* The two windows of a training run (exact_sum.c): gradients (parts below
- * 2^(DDP_EXACT_GRAD_TOP - count): each sample's share of a loss that is a
- * mean over the global batch) and batchnorm's forward statistics (a sample's
- * sum of x and of x^2 over a channel's pixels, below 2^DDP_EXACT_STATS_TOP). */
+/* The two windows of a step (exact_sum.c): gradients (parts below
+ * 2^(DDP_EXACT_GRAD_TOP - ceil(log2 of the smallest batch)): each sample's
+ * share of a loss that is a mean over its global batch) and batchnorm's
+ * forward statistics (a sample's sum of x and of x^2 over a channel's pixels,
+ * below 2^DDP_EXACT_STATS_TOP). */
 enum { DDP_EXACT_GRAD_TOP = 20, DDP_EXACT_STATS_TOP = 32 };
 extern DdpExactWindow ddp_grad_window, ddp_stats_window;
 
@@ -87,11 +89,13 @@ DdpExactWindow ddp_exact_window(int top, int count_bits, const char *what);
 /* The smallest count_bits with 2^count_bits >= PARTS (at least 1). */
 int ddp_exact_count_bits(int64_t parts);
 
-/* Sets both windows for sums of at most PARTS parts (a global batch times the
- * batches accumulated per step); every rank of a run, and a one-rank run of
- * the same global batch, must pass the same PARTS. The windows start out set
- * for 1024 parts. */
-void ddp_exact_windows_set(int64_t parts);
+/* Sets both windows for one step: PARTS parts in all (the samples of the
+ * step's batches, all ranks together), its smallest batch SMALLEST of them
+ * (an epoch's last batch may be short, and its parts, each carrying
+ * 1/SMALLEST of the mean loss, are the largest). Every rank of a run, and a
+ * one-rank run of the same global batches, pass the same values. The
+ * windows start out set for one batch of 1024. */
+void ddp_exact_windows_set(int64_t smallest, int64_t parts);
 
 /* Nonzero once a part at or above its window's limit has been deposited
  * (since the last ddp_exact_overflow_clear): the part's magnitude and its

@@ -69,8 +69,8 @@ static int omp_get_thread_num(void) { return 0; }
 
 /* Backward filter: im2col rows per block, a multiple of 8, at least 32: a
  * group's CRS rows split evenly among the threads, and no more than keep a
- * block's order-free sums (KG x rows, 16 bytes each) within 1 MiB, in the
- * core's cache while every sample adds to them. Every sample's part is a
+ * block's order-free sums (KG x rows, 16 bytes each) within 1 MiB (for KG
+ * up to 2048), in the core's cache while every sample adds to them. Every sample's part is a
  * product of its own, so each block packs the sample's dy again: blocks of
  * 128 rows (MNIST's conv2 in 7) made its weight gradient 40% slower on one
  * thread than one block. A first conv (CRS 25) is one block. */
@@ -617,10 +617,10 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
 static double largest_product(const float *a, int m, const float *b, int n)
 {
     float most_a = 0.0f, most_b = 0.0f;
-    for (int i = 0; i < m; i++) /* written so that a NaN stays: fmaxf would drop it */
-        most_a = !(fabsf(a[i]) <= most_a) ? fabsf(a[i]) : most_a;
+    for (int i = 0; i < m; i++) /* a NaN, once met, stays: fmaxf would drop it */
+        most_a = most_a != most_a || fabsf(a[i]) <= most_a ? most_a : fabsf(a[i]);
     for (int j = 0; j < n; j++)
-        most_b = !(fabsf(b[j]) <= most_b) ? fabsf(b[j]) : most_b;
+        most_b = most_b != most_b || fabsf(b[j]) <= most_b ? most_b : fabsf(b[j]);
     return (double)most_a * most_b;
 }
 

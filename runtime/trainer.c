@@ -634,10 +634,10 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
 
 /* ---- the loop -------------------------------------------------------------------- */
 
-/* The windows of the order-free sums (exact_sum.h): a sum has at most a
- * global batch times --no-sync-every parts, the same for every rank and for
- * one rank with the whole global batch. The GPU build's sums are floats. */
-static DdpStatus set_sum_windows(const Trainer *t)
+/* The order-free sums (exact_sum.h) take at most 2^DDP_EXACT_MAX_COUNT_BITS
+ * parts: a step's global batches together. Checked once, at start-up. The
+ * GPU build's sums are floats. */
+static DdpStatus check_sum_count(const Trainer *t)
 {
     if (ddp_device_is_gpu())
         return DDP_OK;
@@ -649,8 +649,25 @@ static DdpStatus set_sum_windows(const Trainer *t)
                        "%lld the CPU build's exact gradient sums allow",
                        (long long)(global * t->flags.no_sync_every), (long long)t->cfg.batch, t->dist.world,
                        (long long)t->flags.no_sync_every, (long long)most);
-    ddp_exact_windows_set(global * t->flags.no_sync_every);
     return DDP_OK;
+}
+
+/* The windows of the step whose first batch is FIRST (of BATCHES this
+ * epoch, each of up to BATCH samples of N_SAMPLES per rank): its batches'
+ * samples, all ranks together, and its smallest batch's, which only an
+ * epoch's last batch can make smaller. The same for every rank, and for one
+ * rank with the same global batches. */
+static void set_step_windows(const Trainer *t, int64_t first, int64_t batches, int64_t batch, int64_t n_samples)
+{
+    const int64_t end = first + t->flags.no_sync_every < batches ? first + t->flags.no_sync_every : batches;
+    int64_t parts = 0, smallest = INT64_MAX;
+    for (int64_t b = first; b < end; b++) {
+        const int64_t n = n_samples - b * batch < batch ? n_samples - b * batch : batch;
+        parts += n * t->dist.world;
+        smallest = n * t->dist.world < smallest ? n * t->dist.world : smallest;
+    }
+    if (parts > 0)
+        ddp_exact_windows_set(smallest, parts);
 }
 
 /* A sample's part too large for its exact sums' window has made its sum
@@ -686,6 +703,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int64_t first = b * batch;
         int n = (int)(n_samples - first < batch ? n_samples - first : batch);
         int sync = (b + 1) % k == 0 || b + 1 == batches;
+        if (b % k == 0)
+            set_step_windows(t, b, batches, batch, n_samples);
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
         if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
@@ -794,7 +813,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, world, rank, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
     int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
-    DDP_CHECK(set_sum_windows(t));
+    DDP_CHECK(check_sum_count(t));
 
     DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;

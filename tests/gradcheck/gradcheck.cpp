@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         }
     }
 
-    ddp_exact_windows_set(n); /* as the trainer sets them for its global batch */
+    ddp_exact_windows_set(n, n); /* as the trainer sets them for a step of one batch of n */
     mean_loss(&ctx, n);
     double *analytic = (double *)malloc(sizeof(double) * (size_t)net.n_param_floats + 1);
     for (int64_t i = 0; i < net.n_param_floats; i++)

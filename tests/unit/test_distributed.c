@@ -11,8 +11,8 @@
  *
  * What makes it hold: each sample's forward and backward are the same floats
  * in any batch and on any thread count (the products of gemm_cpu.h), the
- * gradients are summed in double across ranks too and rounded once (ops.h:
- * DdpGrad), and the loss gradient is over the global batch, so no division by
+ * gradients are order-free sums, across ranks too, rounded once (ops.h:
+ * DdpGrad, exact_sum.h), and the loss gradient is over the global batch, so no division by
  * the world size follows the sum. Without these, float summation order alone
  * moved resnet.net 1.3e-2 of the update away in 20 steps (relu kinks after
  * batchnorm, Adam's division by sqrt(v) + eps), as far as PyTorch's own
@@ -65,6 +65,19 @@ static void test_ranks_equal_one_rank_bit_for_bit(void)
     /* the ranks on 8-float vectors, the single rank on 16 where the CPU has
      * AVX-512 (gemm_cpu.h): the same steps on either kind of machine */
     equivalent("RANKS_VECTOR=8", "examples/mnist.net", "16", "2", "");
+    /* every epoch ends with a short batch (200 samples in global batches of
+     * 48: four of 48, then one of 8), whose parts are 6 times larger and
+     * whose step has windows of its own (exact_sum.h); 20 steps, 4 epochs */
+    char dir[] = "/tmp/ddp_short_batch_XXXXXX", *make = NULL, flags[128];
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    CU_ASSERT_FATAL(asprintf(&make, "python3 tests/fault/small_data.py %s 200 64", dir) > 0);
+    CU_ASSERT_EQUAL(test_run(make, NULL), 0);
+    snprintf(flags, sizeof flags, "--data %s ", dir);
+    equivalent("", "examples/resnet.net", "24", "2", flags);
+    free(make);
+    CU_ASSERT_FATAL(asprintf(&make, "rm -rf %s", dir) > 0);
+    test_run(make, NULL);
+    free(make);
 }
 
 static void test_nproc_per_node_and_mismatch(void)
@@ -101,7 +114,7 @@ static void test_nproc_per_node_and_mismatch(void)
 void suite_distributed(void)
 {
     static const TestCase cases[] = {
-        {"N ranks x B export the same bytes as 1 rank x N*B: every example, B 16/32/64, N 2/3, both vector widths",
+        {"N ranks x B export the same bytes as 1 rank x N*B: every example, B 16/32/64, N 2/3, both vector widths, short last batches",
          test_ranks_equal_one_rank_bit_for_bit},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},

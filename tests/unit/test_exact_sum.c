@@ -219,20 +219,26 @@ static void test_the_window_edges(void)
         }
 }
 
-/* The windows a run sets: the count of parts rounds up to a power of two,
- * and the default (before any set) allows the most. */
+/* The windows a step sets: the count of parts rounds up to a power of two,
+ * and the gradients' limit follows the step's smallest batch. */
 static void test_windows(void)
 {
     CU_ASSERT_EQUAL(ddp_exact_count_bits(1), 1);
     CU_ASSERT_EQUAL(ddp_exact_count_bits(64), 6);
     CU_ASSERT_EQUAL(ddp_exact_count_bits(65), 7);
-    ddp_exact_windows_set(128);
+    ddp_exact_windows_set(128, 128);
     CU_ASSERT_EQUAL(ddp_grad_window.count, 7);
     CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP - 7); /* parts carry the mean's 1/128 */
     CU_ASSERT_EQUAL(ddp_stats_window.top, DDP_EXACT_STATS_TOP);
     CU_ASSERT_EQUAL(ddp_grad_window.limit, ldexp(1.0, DDP_EXACT_GRAD_TOP - 7));
-    ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
+    /* a step of 4 batches of 256 and a last one of 3 (the epoch's end): the
+     * short batch's parts are the largest, 256/3 times a full one's */
+    ddp_exact_windows_set(3, 4 * 256 + 3);
+    CU_ASSERT_EQUAL(ddp_grad_window.count, 11);
+    CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP - 2);
+    ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS, (int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
     CU_ASSERT_EQUAL(ddp_grad_window.count, DDP_EXACT_MAX_COUNT_BITS);
+    ddp_exact_windows_set(1024, 1024); /* as they started */
 }
 
 void suite_exact_sum(void)
@@ -243,7 +249,7 @@ void suite_exact_sum(void)
         {"a part beyond the window: NaN and the flag; NaN: NaN", test_outside_the_window},
         {"a tie rounds the same whatever the sum holds", test_ties_do_not_depend_on_the_sum},
         {"the window's edges: 2^count parts just under the limit, any grouping", test_the_window_edges},
-        {"the windows a run sets", test_windows},
+        {"the windows a step sets: the count, and the limit by the smallest batch", test_windows},
         {NULL, NULL},
     };
     test_add_suite("exact_sum", cases);

@@ -141,7 +141,7 @@ static size_t conv_mismatches(const char *what, const double *got, const double 
  * a sample's part of a weight gradient below about 10^3. */
 static void set_test_windows(void)
 {
-    ddp_exact_windows_set(128);
+    ddp_exact_windows_set(128, 128);
 }
 
 /* Gradients as the library ops write them (ops.h: order-free sums on CPUs),

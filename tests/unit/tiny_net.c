@@ -1,7 +1,7 @@
 /*
  * tiny_net.c: a hand-written DdpNet (see tiny_net.h) that follows model.h to
  * the letter, so the trainer's tests exercise the same contract generated
- * code will: gradients (doubles) of the mean over the n * world_size samples
+ * code will: gradients (order-free sums) of the mean over the n * world_size samples
  * of the global batch, overwritten or, with ctx->accumulate, added to; stats gaining summed loss,
  * correct count and n; parameters, buffers and optimizer state only where
  * the DdpParamInfo offsets put them; no memory of its own beyond the arena.
