@@ -490,15 +490,15 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
       "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
     E("    DDP_FOR(c, %lld) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n", (long long)c);
-    E("        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
     E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_x = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_x)\n");
     E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
     E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
     E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
-    E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n");
-    E("            ddp_grad_sum_add(&db, sample);\n            ddp_grad_sum_add(&dw, sample_x);\n        }\n");
+    E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n        }\n");
     E("        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
+    E("        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
+    E("        ddp_sum_merge(&db, sdy);\n        ddp_sum_merge(&dw, sdyx);\n");
     E("        dbias[c] = ddp_grad_close(db);\n        dweight[c] = ddp_grad_close(dw);\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"

@@ -119,6 +119,17 @@ static inline double ddp_exact_tiebreak(double x)
     return x;
 }
 
+/* The deposit itself: the sum (HI, LO) += X, for |X| < W->limit, unchecked
+ * (the callers check, one part or a whole row at a time). */
+static inline void ddp_exact_deposit(double *hi, double *lo, double x, const DdpExactWindow *w)
+{
+    const double h = *hi + w->hi_bias;            /* exact: HI is on the grid, far inside the binade */
+    const double h_new = h + ddp_exact_tiebreak(x); /* rounds X to the grid, whatever HI holds */
+    const double rest = x - (h_new - h);          /* both exact */
+    *hi = h_new - w->hi_bias;
+    *lo = (*lo + w->lo_bias) + ddp_exact_tiebreak(rest) - w->lo_bias;
+}
+
 /* Adds X (any double with |X| < W->limit) to S. A larger X, or an infinite
  * one, makes S NaN and raises the overflow flag; a NaN X makes S NaN. */
 static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
@@ -129,11 +140,7 @@ static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
         s->hi = NAN;
         return;
     }
-    const double hi = s->hi + w->hi_bias;       /* exact: S->hi is on the grid, far inside the binade */
-    const double hi_new = hi + ddp_exact_tiebreak(x); /* rounds X to the grid, whatever HI holds */
-    const double rest = x - (hi_new - hi);       /* both exact */
-    s->hi = hi_new - w->hi_bias;
-    s->lo = (s->lo + w->lo_bias) + ddp_exact_tiebreak(rest) - w->lo_bias;
+    ddp_exact_deposit(&s->hi, &s->lo, x, w);
 }
 
 /* The sums (HI[j], LO[j]) += IN[j] for j < N, each IN[j] one part, kept as
@@ -156,14 +163,10 @@ static inline void ddp_exact_add_floats(double *hi, double *lo, const float *in,
         }
         return;
     }
-    const double hi_bias = w->hi_bias, lo_bias = w->lo_bias;
     for (int j = 0; j < n; j++) {
-        const double x = in[j];
-        const double h = (fresh ? 0.0 : hi[j]) + hi_bias;
-        const double h_new = h + ddp_exact_tiebreak(x);
-        const double rest = x - (h_new - h);
-        hi[j] = h_new - hi_bias;
-        lo[j] = ((fresh ? 0.0 : lo[j]) + lo_bias) + ddp_exact_tiebreak(rest) - lo_bias;
+        if (fresh)
+            hi[j] = lo[j] = 0.0;
+        ddp_exact_deposit(&hi[j], &lo[j], in[j], w);
     }
 }
 

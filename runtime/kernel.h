@@ -98,7 +98,8 @@ static inline unsigned ddp_grid(int64_t items)
  * does not depend on how the samples were dealt out to ranks; a gradient is
  * one already. On GPUs a double, rounded to the float gradient at the end.
  * ddp_stats_sum_add is for batchnorm's forward statistics (their own
- * window); ddp_sum_value reads a sum; ddp_sum_count makes one of a count. */
+ * window); ddp_sum_value reads a sum; ddp_sum_count makes one of a count;
+ * ddp_sum_merge adds one sum to another (exactly, on CPUs). */
 #ifdef __CUDACC__
 typedef double DdpSum;
 static __device__ inline DdpSum ddp_sum_empty(void) { return 0.0; }
@@ -108,6 +109,7 @@ static __device__ inline void ddp_grad_sum_add(DdpSum *s, double part) { *s += p
 static __device__ inline void ddp_stats_sum_add(DdpSum *s, double part) { *s += part; }
 static __device__ inline double ddp_sum_value(DdpSum s) { return s; }
 static __device__ inline DdpSum ddp_sum_count(double count) { return count; }
+static __device__ inline void ddp_sum_merge(DdpSum *s, DdpSum t) { *s += t; }
 static __device__ inline double ddp_grad_value(DdpGrad g) { return g; }
 #else
 typedef DdpExact DdpSum;
@@ -119,6 +121,7 @@ static inline void ddp_stats_sum_add(DdpSum *s, double part) { ddp_exact_add(s, 
 static inline double ddp_sum_value(DdpSum s) { return ddp_exact_value(s); }
 /* A count (an integer below 2^53) as a sum: ranks' counts add exactly. */
 static inline DdpSum ddp_sum_count(double count) { return (DdpSum){count, 0.0}; }
+static inline void ddp_sum_merge(DdpSum *s, DdpSum t) { ddp_exact_merge(s, t); }
 static inline double ddp_grad_value(DdpGrad g) { return ddp_exact_value(g); }
 #endif
 

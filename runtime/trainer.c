@@ -241,7 +241,7 @@ static DdpStatus allocate(Trainer *t)
         return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
     DDP_CHECK(check_memory(t));
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
-    DdpPgType grad_type = DDP_F32; /* set by ddp_reducer_grad_type */
+    DdpPgType grad_type = DDP_F32; /* unused here: the call checks net->grad_bytes */
     DDP_CHECK(ddp_reducer_grad_type(net, &grad_type));
     DDP_CHECK(device_alloc(&t->grads, net->n_param_floats, (size_t)net->grad_bytes, "the gradients"));
     DDP_CHECK(device_alloc((void **)&t->opt_state, net->n_param_floats * net->opt_slots, sizeof(float),
@@ -652,6 +652,13 @@ static DdpStatus check_sum_count(const Trainer *t)
     return DDP_OK;
 }
 
+/* Samples in this rank's batch B of an epoch of N_SAMPLES, BATCH a batch:
+ * all of them but in the epoch's last batch. */
+static int64_t batch_samples(int64_t b, int64_t batch, int64_t n_samples)
+{
+    return n_samples - b * batch < batch ? n_samples - b * batch : batch;
+}
+
 /* The windows of the step whose first batch is FIRST (of BATCHES this
  * epoch, each of up to BATCH samples of N_SAMPLES per rank): its batches'
  * samples, all ranks together, and its smallest batch's, which only an
@@ -662,7 +669,7 @@ static void set_step_windows(const Trainer *t, int64_t first, int64_t batches, i
     const int64_t end = first + t->flags.no_sync_every < batches ? first + t->flags.no_sync_every : batches;
     int64_t parts = 0, smallest = INT64_MAX;
     for (int64_t b = first; b < end; b++) {
-        const int64_t n = n_samples - b * batch < batch ? n_samples - b * batch : batch;
+        const int64_t n = batch_samples(b, batch, n_samples);
         parts += n * t->dist.world;
         smallest = n * t->dist.world < smallest ? n * t->dist.world : smallest;
     }
@@ -701,7 +708,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
     int64_t b = first_batch;
     for (; b < batches && t->step < max_steps; b++) {
         int64_t first = b * batch;
-        int n = (int)(n_samples - first < batch ? n_samples - first : batch);
+        int n = (int)batch_samples(b, batch, n_samples);
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         if (b % k == 0)
             set_step_windows(t, b, batches, batch, n_samples);

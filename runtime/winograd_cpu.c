@@ -58,10 +58,6 @@ enum { WGRAD_ROWS = 32 };
  * so that the transforms' sums stay in registers): tile[point][lane]. */
 typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
 
-/* Four doubles: the weight gradient's deposits into its sums, half a Lanes
- * at a time. */
-enum { QUAD = 4 };
-typedef double Quad __attribute__((vector_size(QUAD * sizeof(double))));
 
 /* ---- the transform matrices ----------------------------------------------- */
 
@@ -161,6 +157,15 @@ static int tiles_of(int out, int m)
     return (out + m - 1) / m;
 }
 
+static int tile_alpha(const DdpConvShape *sh); /* below */
+
+/* The tiles of one sample of SHAPE (a plan's p->tiles). */
+static int sample_tiles(const DdpConvShape *sh)
+{
+    const int alpha = tile_alpha(sh);
+    return tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+}
+
 static size_t filter_scratch_bytes(const DdpConvShape *sh); /* below, with the rest of the scratch */
 
 /* The input tile's side for SHAPE's kernel, the same on both axes: 6 for 3x3
@@ -182,8 +187,7 @@ static int tile_alpha(const DdpConvShape *sh)
  * from the shape (a plan's tiles are these). */
 static int filter_tiles_suit(const DdpConvShape *sh)
 {
-    const int alpha = tile_alpha(sh);
-    return tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s) >= WINO_FILTER_MIN_TILES;
+    return sample_tiles(sh) >= WINO_FILTER_MIN_TILES;
 }
 
 int ddp_winograd_suits(const DdpConvShape *sh)
@@ -198,8 +202,7 @@ int ddp_winograd_suits(const DdpConvShape *sh)
         return 0;
     /* Multiplies per (c, k) pair and sample: alpha^2 per tile against one per
      * tap and output pixel. Half or less, or the transforms eat the gain. */
-    const int mh = alpha + 1 - sh->r, mw = alpha + 1 - sh->s;
-    double tiles = (double)tiles_of(sh->out_h, mh) * tiles_of(sh->out_w, mw);
+    double tiles = sample_tiles(sh);
     return alpha * alpha * tiles * 2 <= (double)sh->out_h * sh->out_w * sh->r * sh->s;
 }
 
@@ -273,8 +276,7 @@ static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float
  * one part of the order-free sums (exact_sum.h), so it is computed alone. */
 static int wgrad_samples(const DdpConvShape *sh)
 {
-    const int alpha = tile_alpha(sh);
-    const int tiles = tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+    const int tiles = sample_tiles(sh);
     return tiles >= WGRAD_ROWS ? 1 : WGRAD_ROWS / tiles;
 }
 
@@ -293,8 +295,7 @@ typedef struct {
 
 static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
 {
-    const int alpha = tile_alpha(sh);
-    const int tiles = tiles_of(sh->out_h, alpha + 1 - sh->r) * tiles_of(sh->out_w, alpha + 1 - sh->s);
+    const int tiles = sample_tiles(sh);
     const int rows = wgrad_samples(sh) * tiles;
     const size_t ck = (size_t)sh->k * sh->c, sums = ck * sh->r * sh->s;
     const size_t v = align_floats((size_t)WINO_POINTS * ck), packs = align_floats(ddp_sgemm_fixed_scratch(sh->k, tiles));
@@ -917,56 +918,17 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* A sample's weight gradient for LANES (k, c) pairs kc0 .. (LANES of them
- * real) at R x S positions (G, 8 x 8 storage), added to the sums
- * SUM_HI/SUM_LO (R x S x K x C): each part exact in double, deposited two
- * vectors at a time as ddp_exact_add does lane by lane. */
-typedef long long QuadBits __attribute__((vector_size(QUAD * sizeof(long long))));
-
-/* exact_sum.h's tie-break, lane by lane. */
-static Quad quad_tiebreak(Quad x)
-{
-    return (Quad)((QuadBits)x | 1);
-}
-
+/* A sample's weight gradient for LANES (k, c) pairs kc0 .. at R x S
+ * positions (G, 8 x 8 storage), added to the sums SUM_HI/SUM_LO (R x S x K x
+ * C), where each position's pairs lie side by side. */
 static void deposit_lanes(const DdpConvShape *sh, const Lanes *g, size_t ck, size_t kc0, int lanes, double *sum_hi,
                           double *sum_lo)
 {
-    const DdpExactWindow *w = &ddp_grad_window;
-    int outside = 0;
-    for (int a = 0; a < sh->r; a++)
-        for (int b = 0; b < sh->s; b++)
-            for (int q = 0; q < lanes; q++)
-                outside |= !(fabsf(g[a * WINO_ALPHA + b][q]) < (float)w->limit);
-    const Quad hb = {w->hi_bias, w->hi_bias, w->hi_bias, w->hi_bias};
-    const Quad lb = {w->lo_bias, w->lo_bias, w->lo_bias, w->lo_bias};
     for (int a = 0; a < sh->r; a++)
         for (int b = 0; b < sh->s; b++) {
             const size_t at = (size_t)(a * sh->s + b) * ck + kc0;
-            double *hi = sum_hi + at, *lo = sum_lo + at;
-            const Lanes x = g[a * WINO_ALPHA + b];
-            if (outside || lanes < LANES) {
-                for (int q = 0; q < lanes; q++) {
-                    DdpExact sum = {hi[q], lo[q]};
-                    ddp_exact_add(&sum, x[q], w);
-                    hi[q] = sum.hi;
-                    lo[q] = sum.lo;
-                }
-                continue;
-            }
-            for (int half = 0; half < LANES / QUAD; half++) {
-                const Quad part = {x[4 * half], x[4 * half + 1], x[4 * half + 2], x[4 * half + 3]};
-                Quad h, l;
-                memcpy(&h, hi + 4 * half, sizeof h);
-                memcpy(&l, lo + 4 * half, sizeof l);
-                h += hb;
-                const Quad h_new = h + quad_tiebreak(part);
-                const Quad rest = part - (h_new - h);
-                h = h_new - hb;
-                l = ((l + lb) + quad_tiebreak(rest)) - lb;
-                memcpy(hi + 4 * half, &h, sizeof h);
-                memcpy(lo + 4 * half, &l, sizeof l);
-            }
+            ddp_exact_add_floats(sum_hi + at, sum_lo + at, (const float *)&g[a * WINO_ALPHA + b], lanes, 0,
+                                 &ddp_grad_window);
         }
 }
 
