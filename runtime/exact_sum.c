@@ -4,18 +4,25 @@
  */
 #include "exact_sum.h"
 
-DdpExactWindow ddp_exact_window(int top, int count_bits, const char *what)
+#include <limits.h>
+
+DdpExactWindow ddp_exact_window(int top, int level, int count_bits, const char *what)
 {
     /* HI: the sum of 2^count parts below 2^top, each rounded by at most half
      * a grid step, stays below 2^(top + count + 1), half the binade of
-     * 1.5 * 2^(top + count + 2); its spacing, 2^-52 of that, is HI's grid. */
-    const int hi_exp = top + count_bits + 2;
+     * 1.5 * 2^(top + count + 2); its spacing, 2^-52 of that, is HI's grid.
+     * Or a coarser grid, whose half step is 2^level. */
+    int hi_exp = top + count_bits + 2;
+    if (hi_exp < level + 53)
+        hi_exp = level + 53;
     /* LO: the remainders, at most half of HI's grid: 2^(hi_exp - 53). */
     const int lo_exp = (hi_exp - 53) + count_bits + 2;
     DdpExactWindow w = {
         .hi_bias = ldexp(1.5, hi_exp),
         .lo_bias = ldexp(1.5, lo_exp),
         .limit = ldexp(1.0, top),
+        .lo_grid = ldexp(1.0, lo_exp - 52),
+        .lo_only_below = ldexp(1.0, hi_exp - 53),
         .top = top,
         .count = count_bits,
         .what = what,
@@ -43,9 +50,12 @@ __attribute__((constructor)) static void default_windows(void)
 void ddp_exact_windows_set(int64_t smallest, int64_t parts)
 {
     const int bits = ddp_exact_count_bits(parts);
-    /* a gradient's parts carry the 1 / global batch of their batch's mean loss */
-    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP - ddp_exact_count_bits(smallest), bits, "gradient");
-    ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, bits, "batchnorm statistic");
+    /* A gradient's parts carry their batch's 1 / global batch of the mean
+     * loss: the smallest batch's are the largest. Most of them lie below
+     * 2^DDP_EXACT_GRAD_LEVEL / the step's parts, and go to LO alone. */
+    ddp_grad_window = ddp_exact_window(DDP_EXACT_GRAD_TOP - ddp_exact_count_bits(smallest),
+                                       DDP_EXACT_GRAD_LEVEL - bits, bits, "gradient");
+    ddp_stats_window = ddp_exact_window(DDP_EXACT_STATS_TOP, INT_MIN / 2, bits, "batchnorm statistic");
 }
 
 /* Written by whichever thread meets the part first; read by the trainer

@@ -71,9 +71,16 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
+/* The exact tiles' rows: at least 3 (gemm_tiles.inc), so at most this many
+ * tiles to a panel. */
+enum { EXACT_TILES_MOST = GMR / 3 };
+
 size_t ddp_gradsum_exact_scratch(int m, int k)
 {
-    return ((size_t)round_up(m > 0 ? m : 1, GMR) + GNR_MOST) * (size_t)(k > 0 ? k : 1);
+    const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR), panels = rows / GMR;
+    /* the packed panels of A and of one B panel, then a bound per sample of
+     * the B panel and of each tile of A (gradsum_exact) */
+    return (rows + GNR_MOST + 1 + panels * EXACT_TILES_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
 typedef float Float8Load __attribute__((vector_size(8 * sizeof(float)), aligned(sizeof(float))));

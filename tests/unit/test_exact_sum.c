@@ -5,6 +5,7 @@
  * grid of the exact sum (computed here with long double pairs); parts out of
  * the window poison the sum and raise the flag.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,13 @@ static DdpExact grouped(const double *v, int n, int ranks, const DdpExactWindow 
     return total;
 }
 
+/* The levels the tests try: the finest grids, and the gradients' (parts below
+ * 2^level, which have no HI share, a few binades under the limit). */
+static DdpExactWindow window_at(int top, int count_bits, int coarse)
+{
+    return ddp_exact_window(top, coarse ? top - 12 : INT_MIN / 2, count_bits, "test");
+}
+
 static double plain_grouped(const double *v, int n, int ranks)
 {
     double total = 0.0;
@@ -80,10 +88,10 @@ static double plain_grouped(const double *v, int n, int ranks)
 static void test_order_free(void)
 {
     enum { N = 512, TRIALS = 200 };
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), "test");
     double v[N];
     int differ = 0, plain_differ = 0;
     for (int t = 0; t < TRIALS; t++) {
+        const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), t % 2);
         for (int i = 0; i < N; i++)
             v[i] = part(DDP_EXACT_GRAD_TOP);
         const DdpExact first = grouped(v, N, 1, &w);
@@ -104,9 +112,8 @@ static void test_order_free(void)
 static void test_close_to_exact(void)
 {
     enum { N = 256 };
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), "test");
-    const double lo_grid = ldexp(1.0, w.top + 2 * w.count - 101);
     for (int t = 0; t < 100; t++) {
+        const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, ddp_exact_count_bits(N), t % 2);
         DdpExact s = {0.0, 0.0};
         long double hi = 0.0L, lo = 0.0L; /* a two-sum of long doubles: exact enough here */
         for (int i = 0; i < N; i++) {
@@ -118,7 +125,7 @@ static void test_close_to_exact(void)
         }
         const long double want = hi + lo;
         const long double err = fabsl((long double)ddp_exact_value(s) - want);
-        const long double allowed = N * lo_grid + fabsl(want) * 0x1p-52L;
+        const long double allowed = N * w.lo_grid / 2 + fabsl(want) * 0x1p-52L;
         CU_ASSERT(err <= allowed);
         if (!(err <= allowed))
             printf("\n    error %Lg over the allowed %Lg ", err, allowed);
@@ -129,7 +136,7 @@ static void test_close_to_exact(void)
  * the flag; a NaN part makes it NaN without raising it. */
 static void test_outside_the_window(void)
 {
-    const DdpExactWindow w = ddp_exact_window(10, 4, "test");
+    const DdpExactWindow w = ddp_exact_window(10, INT_MIN / 2, 4, "test");
     double part_seen = 0.0;
     ddp_exact_overflow_clear();
     DdpExact s = {0.0, 0.0};
@@ -174,8 +181,9 @@ static void test_outside_the_window(void)
  * even, must not decide it. */
 static void test_ties_do_not_depend_on_the_sum(void)
 {
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, 8, "test");
+    const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, 8, 0);
     const double grid = ldexp(1.0, w.top + w.count - 50);
+    CU_ASSERT_EQUAL(w.lo_only_below, grid / 2);
     const double tie = grid / 2, small = ldexp(1.0, -30);
     DdpExact a = {0.0, 0.0}, b = {0.0, 0.0};
     ddp_exact_add(&a, grid, &w); /* HI odd in its grid steps */
@@ -198,7 +206,7 @@ static void test_ties_do_not_depend_on_the_sum(void)
 static void test_the_window_edges(void)
 {
     enum { COUNT = 6, N = 1 << COUNT };
-    const DdpExactWindow w = ddp_exact_window(DDP_EXACT_GRAD_TOP, COUNT, "test");
+    const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, COUNT, 0);
     const double grid = ldexp(1.0, w.top + w.count - 50);
     const double under = nextafter(w.limit, 0.0), near_half = 1.5 * grid - ldexp(grid, -40);
     const double odd_steps = w.limit - 1.25 * grid; /* HI gets an odd number of grid steps */
@@ -219,6 +227,44 @@ static void test_the_window_edges(void)
         }
 }
 
+/* Below lo_only_below a part has no HI share: ddp_exact_deposit_small, and
+ * the row form's all-small rows, give ddp_exact_deposit's bits, at both
+ * levels; at the coarse one lo_only_below is 2^level, and parts at or just
+ * above it do get a HI share. */
+static void test_small_parts_in_lo_alone(void)
+{
+    for (int coarse = 0; coarse <= 1; coarse++) {
+        const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, 8, coarse);
+        if (coarse)
+            CU_ASSERT_EQUAL(w.lo_only_below, ldexp(1.0, DDP_EXACT_GRAD_TOP - 12));
+        enum { N = 64 };
+        float row[N];
+        double hi[N], lo[N];
+        size_t differ = 0, hi_shares = 0;
+        for (int t = 0; t < 200; t++) {
+            double full_hi = 0.0, full_lo = 0.0, small_lo = 0.0;
+            for (int i = 0; i < N; i++) {
+                const double x = (uniform() - 0.5) * 2 * w.lo_only_below; /* below it */
+                ddp_exact_deposit(&full_hi, &full_lo, x, &w);
+                ddp_exact_deposit_small(&small_lo, x, &w);
+                row[i] = (float)((uniform() - 0.5) * 2 * w.lo_only_below);
+            }
+            differ += full_hi != 0.0 || full_lo != small_lo;
+            ddp_exact_add_floats(hi, lo, row, N, 1, &w);
+            for (int i = 0; i < N; i++) {
+                DdpExact by_part = {0.0, 0.0};
+                ddp_exact_add(&by_part, row[i], &w);
+                differ += by_part.hi != hi[i] || by_part.lo != lo[i];
+            }
+            double at_hi = 0.0, at_lo = 0.0;
+            ddp_exact_deposit(&at_hi, &at_lo, w.lo_only_below * (1.0 + uniform()), &w);
+            hi_shares += at_hi != 0.0;
+        }
+        CU_ASSERT_EQUAL(differ, 0);
+        CU_ASSERT_EQUAL(hi_shares, 200);
+    }
+}
+
 /* The windows a step sets: the count of parts rounds up to a power of two,
  * and the gradients' limit follows the step's smallest batch. */
 static void test_windows(void)
@@ -231,11 +277,16 @@ static void test_windows(void)
     CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP - 7); /* parts carry the mean's 1/128 */
     CU_ASSERT_EQUAL(ddp_stats_window.top, DDP_EXACT_STATS_TOP);
     CU_ASSERT_EQUAL(ddp_grad_window.limit, ldexp(1.0, DDP_EXACT_GRAD_TOP - 7));
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_only_below, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 7));
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_grid, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 50));
+    CU_ASSERT_EQUAL(ddp_stats_window.lo_only_below, ldexp(1.0, DDP_EXACT_STATS_TOP + 7 - 51)); /* the finest */
     /* a step of 4 batches of 256 and a last one of 3 (the epoch's end): the
      * short batch's parts are the largest, 256/3 times a full one's */
     ddp_exact_windows_set(3, 4 * 256 + 3);
     CU_ASSERT_EQUAL(ddp_grad_window.count, 11);
     CU_ASSERT_EQUAL(ddp_grad_window.top, DDP_EXACT_GRAD_TOP - 2);
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_only_below, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 11)); /* by all the parts */
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_grid, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 50));
     ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS, (int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
     CU_ASSERT_EQUAL(ddp_grad_window.count, DDP_EXACT_MAX_COUNT_BITS);
     ddp_exact_windows_set(1024, 1024); /* as they started */
@@ -249,6 +300,7 @@ void suite_exact_sum(void)
         {"a part beyond the window: NaN and the flag; NaN: NaN", test_outside_the_window},
         {"a tie rounds the same whatever the sum holds", test_ties_do_not_depend_on_the_sum},
         {"the window's edges: 2^count parts just under the limit, any grouping", test_the_window_edges},
+        {"parts below lo_only_below: LO alone, the same bits", test_small_parts_in_lo_alone},
         {"the windows a step sets: the count, and the limit by the smallest batch", test_windows},
         {NULL, NULL},
     };

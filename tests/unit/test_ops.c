@@ -650,6 +650,48 @@ static void test_gemm_grad_outside_the_window(void)
     free(dy), free(x), free(fast), free(checked);
 }
 
+/* The exact tiles' two loops: a sample whose products are all below the
+ * window's lo_only_below deposits them in LO alone (2 operations a product),
+ * the others split each product. Samples of both kinds, interleaved, at
+ * either vector width: the bits of ddp_exact_add, part by part. */
+static void test_gemm_grad_small_and_large_parts(void)
+{
+    set_test_windows();
+    const int m = 40, n = 50, k = 24, was = ddp_gemm_cpu_wide();
+    float *dy = random_floats((size_t)k * m), *x = random_floats((size_t)k * n);
+    int small_samples = 0;
+    for (int p = 0; p < k; p++)
+        if (p % 3 != 1) { /* |dy| and |x| at most 1: every product below a quarter of the bound */
+            for (int i = 0; i < m; i++)
+                dy[(size_t)p * m + i] *= (float)(ddp_grad_window.lo_only_below / 4);
+            small_samples++;
+        }
+    DdpGrad *want = grads_filled((size_t)m * n, 0.0);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int p = k - 1; p >= 0; p--)
+                ddp_exact_add(&want[(size_t)i * n + j], (double)dy[(size_t)p * m + i] * x[(size_t)p * n + j],
+                              &ddp_grad_window);
+    size_t large_parts = 0;
+    for (size_t e = 0; e < (size_t)m * n; e++)
+        large_parts += want[e].hi != 0.0;
+    CU_ASSERT(small_samples > 0 && large_parts > 0); /* both loops run */
+    for (int wide = 0; wide < 2; wide++) {
+        if (ddp_gemm_cpu_set_wide(wide) != wide)
+            continue; /* no AVX-512 here */
+        DdpOps *ops = NULL;
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+        DdpGrad *got = grads_filled((size_t)m * n, NAN);
+        ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, got, n);
+        CU_ASSERT_EQUAL(memcmp(got, want, (size_t)m * n * sizeof *got), 0);
+        CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+        ddp_ops_destroy(ops);
+        free(got);
+    }
+    ddp_gemm_cpu_set_wide(was);
+    free(dy), free(x), free(want);
+}
+
 static void test_gemm_grad(void)
 {
     DdpOps *ops = NULL;
@@ -1014,6 +1056,8 @@ void suite_ops(void)
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
         {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant},
+        {"gemm_grad, samples with and without HI shares: ddp_exact_add's bits, both widths",
+         test_gemm_grad_small_and_large_parts},
         {"gemm_grad with a part beyond the window: its row NaN, the rest the fast bits", test_gemm_grad_outside_the_window},
         {"same results for 1..4 threads", test_deterministic_across_threads},
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
