@@ -263,6 +263,32 @@ static void test_small_parts_in_lo_alone(void)
         CU_ASSERT_EQUAL(differ, 0);
         CU_ASSERT_EQUAL(hi_shares, 200);
     }
+    /* A long row in the row form's chunks: all small, one large part, one
+     * out of the window, and a short last chunk; part by part the same. */
+    const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, 8, 1);
+    enum { LONG = 64 * 5 + 7 };
+    float row[LONG];
+    double hi[LONG], lo[LONG];
+    DdpExact by_part[LONG];
+    memset(by_part, 0, sizeof by_part);
+    for (int i = 0; i < LONG; i++)
+        row[i] = (float)((uniform() - 0.5) * w.lo_only_below);
+    row[64 + 10] = (float)(3 * w.lo_only_below); /* chunk 1: one part with a HI share */
+    row[128 + 63] = (float)(2 * w.limit);        /* chunk 2: out of the window */
+    row[LONG - 1] = (float)(5 * w.lo_only_below);
+    ddp_exact_overflow_clear();
+    for (int fresh = 1; fresh >= 0; fresh--) {
+        ddp_exact_add_floats(hi, lo, row, LONG, fresh, &w);
+        for (int i = 0; i < LONG; i++)
+            ddp_exact_add(&by_part[i], row[i], &w);
+    }
+    size_t differ = 0;
+    for (int i = 0; i < LONG; i++)
+        differ += i == 128 + 63 ? !isnan(hi[i] + lo[i]) : (hi[i] != by_part[i].hi || lo[i] != by_part[i].lo);
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT(hi[64 + 10] != 0.0 && hi[LONG - 1] != 0.0);
+    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL, NULL));
+    ddp_exact_overflow_clear();
 }
 
 /* The windows a step sets: the count of parts rounds up to a power of two,
