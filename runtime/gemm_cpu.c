@@ -84,7 +84,34 @@ size_t ddp_gradsum_exact_scratch(int m, int k)
 }
 
 typedef float Float8Load __attribute__((vector_size(8 * sizeof(float)), aligned(sizeof(float))));
+typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
+typedef float Float4Store __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float))));
+typedef float Float2Store __attribute__((vector_size(2 * sizeof(float)), aligned(sizeof(float))));
 typedef int Int8 __attribute__((vector_size(8 * sizeof(int))));
+
+/* DST[0 .. COUNT) = V's first COUNT lanes (COUNT at most 8), stored from the
+ * registers: a memcpy of a vector went through the stack and back in 8-byte
+ * pieces, and the packing of panels took three times as long. */
+static inline void store_lanes(float *dst, DdpFloat8 v, int count)
+{
+    if (count == 8) {
+        *(Float8Load *)dst = v;
+        return;
+    }
+    Float4 rest = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+    if (count >= 4) {
+        *(Float4Store *)dst = rest;
+        rest = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+        dst += 4, count -= 4;
+    }
+    if (count >= 2) {
+        *(Float2Store *)dst = __builtin_shufflevector(rest, rest, 0, 1);
+        rest = __builtin_shufflevector(rest, rest, 2, 3, 2, 3);
+        dst += 2, count -= 2;
+    }
+    if (count)
+        *dst = rest[0];
+}
 
 /* PANEL[p][col] = ROW[col][p] for p < k and col < WIDTH, zero from column
  * COUNT on: a transposed operand's panel, rows of the operand in, panel rows
@@ -104,13 +131,8 @@ static void gather_transposed(const float *const row[], int count, int width, in
             for (int v = 0; v < 8; v++)
                 in[v] = *(const Float8Load *)(row[c0 + v] + p);
             ddp_transpose8(in, out);
-            for (int q = 0; q < 8; q++) {
-                out[q] = (DdpFloat8)((Int8)out[q] & keep);
-                if (store == 8)
-                    memcpy(panel + (size_t)(p + q) * width + c0, &out[q], sizeof out[q]);
-                else
-                    memcpy(panel + (size_t)(p + q) * width + c0, &out[q], (size_t)store * sizeof(float));
-            }
+            for (int q = 0; q < 8; q++)
+                store_lanes(panel + (size_t)(p + q) * width + c0, (DdpFloat8)((Int8)out[q] & keep), store);
         }
         for (; p < k; p++)
             for (int v = 0; v < store; v++)
