@@ -8,14 +8,20 @@
 
 DdpExactWindow ddp_exact_window(int top, int level, int count_bits, const char *what)
 {
-    /* HI: the sum of 2^count parts below 2^top, each rounded by at most half
-     * a grid step, stays below 2^(top + count + 1), half the binade of
-     * 1.5 * 2^(top + count + 2); its spacing, 2^-52 of that, is HI's grid.
-     * Or a coarser grid, whose half step is 2^level. */
+    /* A grid is the spacing of its bias's binade, 2^(exp - 52) for a bias of
+     * 1.5 * 2^exp; adding the bias rounds a part to it, exactly as long as
+     * the part lies within half that binade. The sums start from zero, and
+     * are exact while they stay below 2^52 grid steps.
+     * HI: the sum of 2^count parts below 2^top, each rounded by at most half
+     * a step, stays below 2^(top + count + 1): 2^50 steps of a grid of
+     * 2^(top + count - 50), the bias's exponent top + count + 2. Or a coarser
+     * grid, whose half step is 2^level. */
     int hi_exp = top + count_bits + 2;
     if (hi_exp < level + 53)
         hi_exp = level + 53;
-    /* LO: the remainders, at most half of HI's grid: 2^(hi_exp - 53). */
+    /* LO: the remainders, each at most half of HI's grid, 2^(hi_exp - 53),
+     * so their sums stay below 2^(hi_exp - 53 + count + 1): the same 2^50
+     * steps of LO's grid. */
     const int lo_exp = (hi_exp - 53) + count_bits + 2;
     DdpExactWindow w = {
         .hi_bias = ldexp(1.5, hi_exp),

@@ -24,14 +24,16 @@
  * sum (all ranks together), and a level: HI's grid is 2^(level + 1), so that
  * a part below 2^level has no HI share and goes to LO alone, or
  * 2^(top + count - 50) where that is coarser (HI must hold every sum below
- * 2^(top + count)). LO's grid is 2^(level + count - 50), and a sum is within
- * 2^count half steps of it of the exact sum of its parts; what lies below it
- * is rounded away, the same in every grouping. A gradient's parts are each
- * sample's share of a loss that is a mean over the global batch, so the
- * gradient window bounds them by 2^20 / that batch, rounded down to a power
- * of two (2^(20 - count) for a step of one full batch), and its level is
- * DDP_EXACT_GRAD_LEVEL - count: LO's grid is 2^-50 (8.9e-16) whatever the
- * batch, and a step of 128 parts is within 5.7e-14 of the exact sum. A part
+ * 2^(top + count)). LO's grid is 2^(count - 51) times HI's, and a sum is
+ * within 2^count half steps of it of the exact sum of its parts; what lies
+ * below it is rounded away, the same in every grouping. A gradient's parts
+ * are each sample's share of a loss that is a mean over the global batch,
+ * so the gradient window bounds them by 2^20 / that batch, rounded down to a
+ * power of two (2^(20 - count) for a step of one full batch), and its level
+ * is DDP_EXACT_GRAD_LEVEL - count: LO's grid is then 2^-50 (8.9e-16) for any
+ * step of one global batch, and a step of 128 parts is within 5.7e-14 of the
+ * exact sum. (Steps of many micro-batches, --no-sync-every, with a short last
+ * batch get a coarser one: with 2^20 parts and a last batch of 1, 2^-42.) A part
  * at or above the limit (a diverging run) cannot be kept exactly: it makes
  * the sum NaN and raises ddp_exact_overflowed(), so that the run stops,
  * saying why, instead of training on.
@@ -78,7 +80,7 @@ typedef struct {
 } DdpExactWindow;
 
 /* The most parts one sum may have: 2^DDP_EXACT_MAX_COUNT_BITS (a global
- * batch times --no-sync-every), where a gradient's LO grid is 2^-61. */
+ * batch times --no-sync-every). */
 enum { DDP_EXACT_MAX_COUNT_BITS = 20 };
 
 /* The two windows of a step (exact_sum.c): gradients (parts below

@@ -57,6 +57,9 @@
  * The tile of the gradient sums: 6 rows by GNV = 2 vectors of doubles (the
  * panels of A hold 6 rows; gemm_tiles.inc's exact tile takes 3 or 6 of them). */
 enum { MR = 6, NV = 2, KB = 32, GMR = 6, GNV = 2 };
+/* The exact tiles' rows are at least 3 (gemm_tiles.inc checks), so a panel
+ * has at most this many tiles. */
+enum { EXACT_TILES_MOST = GMR / 3 };
 
 /* The widest panels, which scratch is sized for: 2 vectors of 16 floats. */
 enum { NR_MOST = 32, GNR_MOST = 16 };
@@ -71,9 +74,6 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-/* The exact tiles' rows: at least 3 (gemm_tiles.inc), so at most this many
- * tiles to a panel. */
-enum { EXACT_TILES_MOST = GMR / 3 };
 
 size_t ddp_gradsum_exact_scratch(int m, int k)
 {

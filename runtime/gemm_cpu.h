@@ -65,8 +65,8 @@ size_t ddp_gradsum_exact_scratch(int m, int k);
 
 /* C (m x n, row stride ldc) = (ACCUMULATE ? C : the empty sum) + A^T B as
  * order-free sums (exact_sum.h) in window W: every product a[p][i] * b[p][j]
- * (exact in double) is one part. The caller makes sure that no product
- * reaches W->limit. */
+ * (exact in double) is one part. The caller makes sure that every product
+ * is finite and below W->limit. */
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch);
 

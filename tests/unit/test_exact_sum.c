@@ -64,8 +64,8 @@ static DdpExact grouped(const double *v, int n, int ranks, const DdpExactWindow 
     return total;
 }
 
-/* The levels the tests try: the finest grids, and the gradients' (parts below
- * 2^level, which have no HI share, a few binades under the limit). */
+/* The levels the tests try: the finest grids, and a coarse one, as the
+ * gradients' level makes (parts below 2^(top - 12) have no HI share). */
 static DdpExactWindow window_at(int top, int count_bits, int coarse)
 {
     return ddp_exact_window(top, coarse ? top - 12 : INT_MIN / 2, count_bits, "test");
@@ -177,8 +177,9 @@ static void test_outside_the_window(void)
 }
 
 /* A part exactly halfway between two steps of HI's grid (a tie) rounds the
- * same way whatever HI already holds: the accumulator's last bit, odd or
- * even, must not decide it. */
+ * same way whatever HI already holds: parts are rounded against a constant,
+ * ties to even, and the accumulator's last bit, odd or even, must never
+ * decide it. */
 static void test_ties_do_not_depend_on_the_sum(void)
 {
     const DdpExactWindow w = window_at(DDP_EXACT_GRAD_TOP, 8, 0);
@@ -202,7 +203,9 @@ static void test_ties_do_not_depend_on_the_sum(void)
 /* The window's edges: 2^count parts just under the limit, all of one sign,
  * and parts whose remainders are just under half a HI step, any grouping:
  * the same bits, and the exact sum, rounded once, as the value. A HI window
- * two binades too tight fails here (the odd steps cross its binade). */
+ * two binades too tight fails here (the odd steps cross its binade). At a
+ * coarse level, 2^count parts just under lo_only_below fill LO to its bound
+ * of 2^50 steps: the same bits in any grouping, within LO's half steps. */
 static void test_the_window_edges(void)
 {
     enum { COUNT = 6, N = 1 << COUNT };
@@ -225,12 +228,26 @@ static void test_the_window_edges(void)
                 exact += v[i];
             CU_ASSERT_EQUAL(ddp_exact_value(first), (double)exact);
         }
+    const DdpExactWindow coarse = window_at(DDP_EXACT_GRAD_TOP, COUNT, 1);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        double v[N];
+        for (int i = 0; i < N; i++)
+            v[i] = sign * nextafter(coarse.lo_only_below, 0.0);
+        const DdpExact first = grouped(v, N, 1, &coarse);
+        for (int ranks = 2; ranks <= 5; ranks++) {
+            const DdpExact s = grouped(v, N, ranks, &coarse);
+            CU_ASSERT_EQUAL(memcmp(&s, &first, sizeof s), 0);
+        }
+        CU_ASSERT_EQUAL(first.hi, 0.0);
+        CU_ASSERT_EQUAL(fabs(first.lo), ldexp(1.0, 50) * coarse.lo_grid); /* every share one whole step */
+        CU_ASSERT(fabs(ddp_exact_value(first) - N * v[0]) <= N * coarse.lo_grid / 2);
+    }
 }
 
 /* Below lo_only_below a part has no HI share: ddp_exact_deposit_small, and
  * the row form's all-small rows, give ddp_exact_deposit's bits, at both
- * levels; at the coarse one lo_only_below is 2^level, and parts at or just
- * above it do get a HI share. */
+ * levels; at the coarse one lo_only_below is 2^level. Exactly at it a part
+ * ties, to even: no HI share either; just above it, one. */
 static void test_small_parts_in_lo_alone(void)
 {
     for (int coarse = 0; coarse <= 1; coarse++) {
@@ -257,8 +274,11 @@ static void test_small_parts_in_lo_alone(void)
                 differ += by_part.hi != hi[i] || by_part.lo != lo[i];
             }
             double at_hi = 0.0, at_lo = 0.0;
-            ddp_exact_deposit(&at_hi, &at_lo, w.lo_only_below * (1.0 + uniform()), &w);
+            ddp_exact_deposit(&at_hi, &at_lo, w.lo_only_below * (1.001 + uniform()), &w);
             hi_shares += at_hi != 0.0;
+            at_hi = 0.0;
+            ddp_exact_deposit(&at_hi, &at_lo, (t % 2 ? -1 : 1) * w.lo_only_below, &w);
+            differ += at_hi != 0.0;
         }
         CU_ASSERT_EQUAL(differ, 0);
         CU_ASSERT_EQUAL(hi_shares, 200);
@@ -315,6 +335,12 @@ static void test_windows(void)
     CU_ASSERT_EQUAL(ddp_grad_window.lo_grid, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 50));
     ddp_exact_windows_set((int64_t)1 << DDP_EXACT_MAX_COUNT_BITS, (int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
     CU_ASSERT_EQUAL(ddp_grad_window.count, DDP_EXACT_MAX_COUNT_BITS);
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_grid, ldexp(1.0, DDP_EXACT_GRAD_LEVEL - 50));
+    /* the most parts, the last batch of one sample: the limit, not the
+     * level, sets HI's grid, and LO's is coarser */
+    ddp_exact_windows_set(1, (int64_t)1 << DDP_EXACT_MAX_COUNT_BITS);
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_only_below, ldexp(1.0, -12));
+    CU_ASSERT_EQUAL(ddp_grad_window.lo_grid, ldexp(1.0, -42));
     ddp_exact_windows_set(1024, 1024); /* as they started */
 }
 

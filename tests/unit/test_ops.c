@@ -666,6 +666,10 @@ static void test_gemm_grad_small_and_large_parts(void)
                 dy[(size_t)p * m + i] *= (float)(ddp_grad_window.lo_only_below / 4);
             small_samples++;
         }
+    /* and one sample small in rows 0-2 alone: a small tile of 3 rows (8-float
+     * vectors) inside a large one of 6 (16-float) */
+    for (int i = 0; i < 3; i++)
+        dy[(size_t)1 * m + i] *= (float)(ddp_grad_window.lo_only_below / 4);
     DdpGrad *want = grads_filled((size_t)m * n, 0.0);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
