@@ -46,6 +46,7 @@
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,17 +612,29 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     }
 }
 
+/* The largest |X[i]| of N floats, NaN if one is: found as the largest of
+ * their magnitudes' bits (which order as the magnitudes do, a NaN's above
+ * infinity's), an integer maximum that runs in vector lanes. */
+static float largest_magnitude(const float *x, int n)
+{
+    uint32_t most = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        bits &= 0x7fffffffu;
+        most = bits > most ? bits : most;
+    }
+    float value;
+    memcpy(&value, &most, sizeof value);
+    return value;
+}
+
 /* The largest |a| * |b| of any product of row P of A (M values, stride-1) with
  * row P of B (N values): a sample's largest part of a linear layer's weight
- * gradient. */
+ * gradient; NaN where either row has a NaN. */
 static double largest_product(const float *a, int m, const float *b, int n)
 {
-    float most_a = 0.0f, most_b = 0.0f;
-    for (int i = 0; i < m; i++) /* a NaN, once met, stays: fmaxf would drop it */
-        most_a = most_a != most_a || fabsf(a[i]) <= most_a ? most_a : fabsf(a[i]);
-    for (int j = 0; j < n; j++)
-        most_b = most_b != most_b || fabsf(b[j]) <= most_b ? most_b : fabsf(b[j]);
-    return (double)most_a * most_b;
+    return (double)largest_magnitude(a, m) * largest_magnitude(b, n);
 }
 
 /* DW's sums, one part at a time with ddp_exact_add's checks: for a batch with

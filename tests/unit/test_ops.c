@@ -617,9 +617,10 @@ static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta)
     free(dy), free(x), free(old), free(dw), free(was), free(want), free(got);
 }
 
-/* A part beyond the window (one huge dy): ddp_gemm_grad takes the checked
- * way for the whole product; the row it falls in becomes NaN, the flag is
- * raised, and every other element has the bits of the fast tiles. */
+/* A part beyond the window (one huge dy), or a NaN: ddp_gemm_grad takes the
+ * checked way for the whole product; the row it falls in becomes NaN, the
+ * flag is raised (not for a NaN, which is no overflow), and every other
+ * element has the bits of the fast tiles. */
 static void test_gemm_grad_outside_the_window(void)
 {
     DdpOps *ops = NULL;
@@ -629,22 +630,24 @@ static void test_gemm_grad_outside_the_window(void)
     DdpGrad *fast = grads_filled((size_t)m * n, NAN), *checked = grads_filled((size_t)m * n, NAN);
     dy[(size_t)bad_sample * m + bad_row] = 0.0f;
     ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, fast, n);
-    ddp_exact_overflow_clear();
-    dy[(size_t)bad_sample * m + bad_row] = 1e30f;
-    ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, checked, n);
-    CU_ASSERT_TRUE(ddp_exact_overflowed(NULL, NULL));
-    ddp_exact_overflow_clear();
-    size_t other_differ = 0, bad_not_nan = 0;
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            const size_t at = (size_t)i * n + j;
-            if (i == bad_row)
-                bad_not_nan += !isnan(ddp_exact_value(checked[at]));
-            else
-                other_differ += memcmp(&fast[at], &checked[at], sizeof *fast) != 0;
-        }
-    CU_ASSERT_EQUAL(bad_not_nan, 0);
-    CU_ASSERT_EQUAL(other_differ, 0);
+    for (int kind = 0; kind < 2; kind++) {
+        ddp_exact_overflow_clear();
+        dy[(size_t)bad_sample * m + bad_row] = kind ? NAN : 1e30f;
+        ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, checked, n);
+        CU_ASSERT_EQUAL(ddp_exact_overflowed(NULL, NULL), !kind);
+        ddp_exact_overflow_clear();
+        size_t other_differ = 0, bad_not_nan = 0;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                const size_t at = (size_t)i * n + j;
+                if (i == bad_row)
+                    bad_not_nan += !isnan(ddp_exact_value(checked[at]));
+                else
+                    other_differ += memcmp(&fast[at], &checked[at], sizeof *fast) != 0;
+            }
+        CU_ASSERT_EQUAL(bad_not_nan, 0);
+        CU_ASSERT_EQUAL(other_differ, 0);
+    }
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
     free(dy), free(x), free(fast), free(checked);
@@ -1062,7 +1065,8 @@ void suite_ops(void)
         {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant},
         {"gemm_grad, samples with and without HI shares: ddp_exact_add's bits, both widths",
          test_gemm_grad_small_and_large_parts},
-        {"gemm_grad with a part beyond the window: its row NaN, the rest the fast bits", test_gemm_grad_outside_the_window},
+        {"gemm_grad with a part beyond the window, or a NaN: its row NaN, the rest the fast bits",
+         test_gemm_grad_outside_the_window},
         {"same results for 1..4 threads", test_deterministic_across_threads},
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
         {"misuse recorded and reported", test_misuse_is_reported},
