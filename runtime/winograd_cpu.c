@@ -57,6 +57,20 @@ enum { WGRAD_ROWS = 32 };
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
 typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
+/* The same vector at any float's alignment: loads and stores of whole
+ * vectors through it stay in the registers, where a memcpy from or into a
+ * Lanes variable took some of them through the stack. */
+typedef float LanesMem __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
+
+static inline Lanes lanes_load(const float *at)
+{
+    return *(const LanesMem *)at;
+}
+
+static inline void lanes_store(float *at, Lanes v)
+{
+    *(LanesMem *)at = v;
+}
 
 
 /* ---- the transform matrices ----------------------------------------------- */
@@ -567,9 +581,10 @@ static void block_channels(const float *x, int c, size_t hw, float *xb)
             for (; px + LANES <= hw; px += LANES) {
                 Lanes rows[LANES], columns[LANES];
                 for (int v = 0; v < LANES; v++)
-                    memcpy(&rows[v], x + (size_t)(cb * LANES + v) * hw + px, sizeof(Lanes));
+                    rows[v] = lanes_load(x + (size_t)(cb * LANES + v) * hw + px);
                 ddp_transpose8(rows, columns);
-                memcpy(out + px * LANES, columns, sizeof columns);
+                for (int v = 0; v < LANES; v++)
+                    lanes_store(out + (px + v) * LANES, columns[v]);
             }
         for (; px < hw; px++) {
             for (int v = 0; v < lanes; v++)
@@ -591,16 +606,17 @@ static void unblock_channels(const float *xb, int c, size_t hw, float beta, floa
         if (lanes == LANES)
             for (; px + LANES <= hw; px += LANES) {
                 Lanes pixels[LANES], channels[LANES];
-                memcpy(pixels, in + px * LANES, sizeof pixels);
+                for (int v = 0; v < LANES; v++)
+                    pixels[v] = lanes_load(in + (px + v) * LANES);
                 ddp_transpose8(pixels, channels);
                 for (int v = 0; v < LANES; v++) {
                     float *to = x + (size_t)(cb * LANES + v) * hw + px;
                     if (beta != 0.0f) {
                         Lanes old;
-                        memcpy(&old, to, sizeof old);
+                        old = lanes_load(to);
                         channels[v] += beta * old;
                     }
-                    memcpy(to, &channels[v], sizeof(Lanes));
+                    lanes_store(to, channels[v]);
                 }
             }
         for (; px < hw; px++)
@@ -623,8 +639,8 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
     const int alpha = p->alpha;
     if (y0 >= 0 && y0 + alpha <= sh->h && x0 >= 0 && x0 + alpha <= sh->w) { /* all inside */
         for (int a = 0; a < alpha; a++)
-            for (int b = 0; b < alpha; b++) /* vector moves, not a memcpy call */
-                memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)(y0 + a) * sh->w + x0 + b) * LANES, sizeof(Lanes));
+            for (int b = 0; b < alpha; b++)
+                d[a * WINO_ALPHA + b] = lanes_load(plane + ((size_t)(y0 + a) * sh->w + x0 + b) * LANES);
         input_transform(p, d, out);
         return;
     }
@@ -633,7 +649,7 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
         for (int b = 0; b < alpha; b++) {
             const int ix = x0 + b;
             if (iy >= 0 && iy < sh->h && ix >= 0 && ix < sh->w)
-                memcpy(&d[a * WINO_ALPHA + b], plane + ((size_t)iy * sh->w + ix) * LANES, sizeof(Lanes));
+                d[a * WINO_ALPHA + b] = lanes_load(plane + ((size_t)iy * sh->w + ix) * LANES);
             else
                 memset(&d[a * WINO_ALPHA + b], 0, sizeof(Lanes));
         }
@@ -654,8 +670,8 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
     Lanes e[WINO_POINTS];
     memset(e, 0, sizeof e);
     for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) /* a fixed size: vector moves, not a call */
-            memcpy(&e[i * WINO_ALPHA + j], plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, sizeof(Lanes));
+        for (int j = 0; j < cols; j++)
+            e[i * WINO_ALPHA + j] = lanes_load(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES);
     gradient_transform(p, e, out);
 }
 
@@ -673,8 +689,8 @@ static void store_floats(const WinogradPlan *p, const Lanes t[WINO_POINTS], int 
     for (int xi = 0; xi < WINO_POINTS; xi++)
         if (!point_used(p, xi))
             continue;
-        else if (lanes == LANES) /* a fixed size: one vector store, not a call */
-            memcpy(dst + xi * stride, &t[xi], sizeof(Lanes));
+        else if (lanes == LANES)
+            lanes_store(dst + xi * stride, t[xi]);
         else
             memcpy(dst + xi * stride, &t[xi], (size_t)lanes * sizeof(float));
 }
@@ -689,7 +705,7 @@ static void load_floats(const WinogradPlan *p, const float *src, size_t stride, 
         if (!point_used(p, xi))
             continue;
         else if (lanes == LANES)
-            memcpy(&t[xi], src + xi * stride, sizeof(Lanes));
+            t[xi] = lanes_load(src + xi * stride);
         else
             memcpy(&t[xi], src + xi * stride, (size_t)lanes * sizeof(float));
 }
@@ -851,8 +867,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
                     float *plane = yb + (size_t)kb * out_pixels * LANES;
                     for (int i = 0; i < rows_in; i++)
                         for (int j = 0; j < cols_in; j++)
-                            memcpy(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, &out[i * WINO_ALPHA + j],
-                                   sizeof(Lanes));
+                            lanes_store(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, out[i * WINO_ALPHA + j]);
                 }
             }
             for (int s = 0; s < sa.count; s++)
@@ -904,9 +919,9 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
                                 continue;
                             Lanes sum;
                             float *px = plane + ((size_t)iy * sh->w + ix) * LANES;
-                            memcpy(&sum, px, sizeof sum);
+                            sum = lanes_load(px);
                             sum += out[a * WINO_ALPHA + b];
-                            memcpy(px, &sum, sizeof sum);
+                            lanes_store(px, sum);
                         }
                     }
                 }
@@ -997,8 +1012,8 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                     for (int xi = 0; xi < WINO_POINTS; xi++)
                         if (!point_used(p, xi))
                             continue;
-                        else if (lanes == LANES) /* a fixed size: one vector load, not a call */
-                            memcpy(&vk[xi], at.v + xi * ck + kc0, sizeof(Lanes));
+                        else if (lanes == LANES)
+                            vk[xi] = lanes_load(at.v + xi * ck + kc0);
                         else
                             memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(float));
                     sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, vk, g);
