@@ -668,10 +668,12 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
     const int cols = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
     const float *plane = dyb + (size_t)kb * sh->out_h * sh->out_w * LANES;
     Lanes e[WINO_POINTS];
-    memset(e, 0, sizeof e);
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++)
-            e[i * WINO_ALPHA + j] = lanes_load(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES);
+    const Lanes zero = {0};
+    for (int i = 0; i < p->alpha; i++) /* the points used, each loaded or zeroed */
+        for (int j = 0; j < p->alpha; j++)
+            e[i * WINO_ALPHA + j] = i < rows && j < cols
+                                        ? lanes_load(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES)
+                                        : zero;
     gradient_transform(p, e, out);
 }
 
