@@ -145,11 +145,15 @@ static void pack_a_panel(int trans_a, const float *a, int lda, int m, int k, int
 {
     const int rows = m - i0 < MR ? m - i0 : MR;
     if (trans_a) { /* op(A)[i][p] = a[p][i]: row p of A holds the MR floats */
-        for (int p = 0; p < k; p++) {
-            const float *src = a + (size_t)p * lda + i0;
-            for (int r = 0; r < MR; r++)
-                panel[(size_t)p * MR + r] = r < rows ? src[r] : 0.0f;
-        }
+        if (rows == MR) /* a constant size: moves, not a call nor a float at a time */
+            for (int p = 0; p < k; p++)
+                memcpy(panel + (size_t)p * MR, a + (size_t)p * lda + i0, MR * sizeof(float));
+        else
+            for (int p = 0; p < k; p++) {
+                const float *src = a + (size_t)p * lda + i0;
+                for (int r = 0; r < MR; r++)
+                    panel[(size_t)p * MR + r] = r < rows ? src[r] : 0.0f;
+            }
         return;
     }
     const float *row[8]; /* MR rows, rounded up to the transpose's 8 */
