@@ -86,6 +86,7 @@ static int wgrad_block_rows(int crs, int kg, int nthreads)
 /* ddp_gemm's and ddp_gemm_grad's tasks: see task_grid. */
 #define GEMM_SPLIT_MIN_MACS (1L << 21)
 enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* whole tiles at either vector width */
+enum { TILE_ROWS = 6 }; /* gemm_cpu.c's tiles' rows, in which blocks of rows are counted */
 
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
@@ -560,34 +561,47 @@ static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *wha
 }
 
 /* How ddp_gemm and ddp_gemm_grad split an M x N result into tasks: blocks
- * of ROWS x COLS, row-major. Small products are one task (waking the team
- * costs more than it saves); larger ones take at most TASK_ROWS rows, whole
- * tiles of gemm_cpu.c, and columns enough to give every thread a task. No
- * element's bits depend on the split (gemm_cpu.h). */
+ * of rows times blocks of COLS columns, row-major. Small products are one
+ * task (waking the team costs more than it saves); larger ones take about
+ * TASK_ROWS rows a block, whole tiles of gemm_cpu.c, and columns enough to
+ * give every thread a task. The row blocks come in a multiple of the
+ * threads and split the tiles as evenly as they go: blocks of 96 rows gave
+ * mlp.net's first layer (512 rows) 5 x 96 + 32, so one of 2 threads had 288
+ * rows and the other waited with 224. No element's bits depend on the split
+ * (gemm_cpu.h). ROWS is the most rows of any block (for scratch). */
 typedef struct {
-    int rows, cols, col_blocks, tasks;
+    int rows, row_blocks, cols, col_blocks, tasks;
 } TaskGrid;
 
 static TaskGrid task_grid(const DdpOps *ops, int m, int n, int k)
 {
-    TaskGrid g = {m, n, 1, 1};
+    TaskGrid g = {m, 1, n, 1, 1};
     if ((long)m * n * k < GEMM_SPLIT_MIN_MACS || ops->nthreads < 2)
         return g;
-    g.rows = m < TASK_ROWS ? m : TASK_ROWS;
-    const int row_blocks = (m + g.rows - 1) / g.rows;
-    const int want = row_blocks >= ops->nthreads ? 1 : (ops->nthreads + row_blocks - 1) / row_blocks;
+    const int tiles = (m + TILE_ROWS - 1) / TILE_ROWS;
+    int row_blocks = (m + TASK_ROWS - 1) / TASK_ROWS;
+    if (row_blocks > ops->nthreads)
+        row_blocks = (row_blocks + ops->nthreads - 1) / ops->nthreads * ops->nthreads;
+    g.row_blocks = row_blocks < tiles ? row_blocks : tiles;
+    g.rows = (tiles + g.row_blocks - 1) / g.row_blocks * TILE_ROWS;
+    g.rows = g.rows < m ? g.rows : m;
+    const int want = g.row_blocks >= ops->nthreads ? 1 : (ops->nthreads + g.row_blocks - 1) / g.row_blocks;
     g.cols = ((n + want - 1) / want + TASK_COLS_MULTIPLE - 1) / TASK_COLS_MULTIPLE * TASK_COLS_MULTIPLE;
     g.col_blocks = (n + g.cols - 1) / g.cols;
-    g.tasks = row_blocks * g.col_blocks;
+    g.tasks = g.row_blocks * g.col_blocks;
     return g;
 }
 
-/* Task T's block: rows [*i0, *i0 + *m_t), columns [*j0, *j0 + *n_t). */
+/* Task T's block: rows [*i0, *i0 + *m_t), columns [*j0, *j0 + *n_t). Row
+ * block b holds tiles [b * tiles / row_blocks, (b + 1) * tiles / row_blocks). */
 static void task_block(const TaskGrid *g, int t, int m, int n, int *i0, int *j0, int *m_t, int *n_t)
 {
-    *i0 = t / g->col_blocks * g->rows;
+    const int b = t / g->col_blocks, tiles = (m + TILE_ROWS - 1) / TILE_ROWS;
+    const int first = (int)((long)b * tiles / g->row_blocks) * TILE_ROWS;
+    const int end = (int)((long)(b + 1) * tiles / g->row_blocks) * TILE_ROWS;
+    *i0 = first;
+    *m_t = (end < m ? end : m) - first;
     *j0 = t % g->col_blocks * g->cols;
-    *m_t = m - *i0 < g->rows ? m - *i0 : g->rows;
     *n_t = n - *j0 < g->cols ? n - *j0 : g->cols;
 }
 
