@@ -169,25 +169,30 @@ static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
  * always. Chunks of 16 lost the vector loops, which the compiler unrolled
  * into scalar code; 64 and 128 were as fast as each other, 32 and 256 a
  * little slower, on MNIST's conv2.) */
-static inline void ddp_exact_add_floats_chunk(double *hi, double *lo, const float *in, int n, int fresh,
-                                              const DdpExactWindow *w)
+/* The largest |X[i]| of N floats, NaN if one is: the largest of their
+ * magnitudes' bits (which order as the magnitudes do, a NaN's above
+ * infinity's), an integer maximum that runs in vector lanes. */
+static inline float ddp_largest_magnitude(const float *x, int n)
 {
-    /* The largest magnitude, compared as bits (a float's magnitude orders as
-     * its bits do, and a NaN's are above infinity's): an integer maximum,
-     * which runs in vector lanes. Both bounds are powers of two, exact as
-     * floats (lo_only_below 0 where it is beneath a float's range). */
     uint32_t most = 0;
-    for (int j = 0; j < n; j++) {
+    for (int i = 0; i < n; i++) {
         uint32_t bits;
-        memcpy(&bits, &in[j], sizeof bits);
+        memcpy(&bits, &x[i], sizeof bits);
         bits &= 0x7fffffffu;
         most = bits > most ? bits : most;
     }
-    const float limit = (float)w->limit, small_below = (float)w->lo_only_below;
-    uint32_t limit_bits, small_bits;
-    memcpy(&limit_bits, &limit, sizeof limit_bits);
-    memcpy(&small_bits, &small_below, sizeof small_bits);
-    const int outside = most >= limit_bits, large = most >= small_bits;
+    float value;
+    memcpy(&value, &most, sizeof value);
+    return value;
+}
+
+static inline void ddp_exact_add_floats_chunk(double *hi, double *lo, const float *in, int n, int fresh,
+                                              const DdpExactWindow *w)
+{
+    /* Both bounds are powers of two, exact as floats (lo_only_below 0 where
+     * it is beneath a float's range); a NaN is outside, and large. */
+    const float most = ddp_largest_magnitude(in, n);
+    const int outside = !(most < (float)w->limit), large = !(most < (float)w->lo_only_below);
     if (fresh)
         for (int j = 0; j < n; j++)
             hi[j] = lo[j] = 0.0;

@@ -17,7 +17,8 @@
  *  - the tile is then scaled by alpha and added to beta C, by one piece of
  *    code for full and edge tiles alike (an edge tile's missing rows and
  *    columns are computed on the zero padding and not stored), without
- *    fused multiply-adds.
+ *    fused multiply-adds; or, for alpha 1 and beta 0 in whole vectors, stored
+ *    as it is, the same bits (1 * x is x for every x an operation can give).
  * The inner dimension is not split into separate calls, as BLAS does for
  * cache: C would be rounded at block boundaries that depend on cache sizes.
  * Blocks of A and B stay in the core's caches at the sizes the runtime has
@@ -56,7 +57,7 @@
  *
  * The tile of the gradient sums: 6 rows by GNV = 2 vectors of doubles (the
  * panels of A hold 6 rows; gemm_tiles.inc's exact tile takes 3 or 6 of them). */
-enum { MR = 6, NV = 2, KB = 32, GMR = 6, GNV = 2 };
+enum { MR = DDP_GEMM_TILE_ROWS, NV = 2, KB = 32, GMR = DDP_GEMM_TILE_ROWS, GNV = 2 };
 /* The exact tiles' rows are at least 3 (gemm_tiles.inc checks), so a panel
  * has at most this many tiles. */
 enum { EXACT_TILES_MOST = GMR / 3 };
@@ -83,7 +84,6 @@ size_t ddp_gradsum_exact_scratch(int m, int k)
     return (rows + GNR_MOST + 1 + panels * EXACT_TILES_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-typedef float Float8Load __attribute__((vector_size(8 * sizeof(float)), aligned(sizeof(float))));
 typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
 typedef float Float4Store __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float))));
 typedef float Float2Store __attribute__((vector_size(2 * sizeof(float)), aligned(sizeof(float))));
@@ -95,7 +95,7 @@ typedef int Int8 __attribute__((vector_size(8 * sizeof(int))));
 static inline void store_lanes(float *dst, DdpFloat8 v, int count)
 {
     if (count == 8) {
-        *(Float8Load *)dst = v;
+        *(DdpFloat8Mem *)dst = v;
         return;
     }
     Float4 rest = __builtin_shufflevector(v, v, 0, 1, 2, 3);
@@ -129,7 +129,7 @@ static void gather_transposed(const float *const row[], int count, int width, in
         for (; p + 8 <= k; p += 8) {
             DdpFloat8 in[8], out[8];
             for (int v = 0; v < 8; v++)
-                in[v] = *(const Float8Load *)(row[c0 + v] + p);
+                in[v] = *(const DdpFloat8Mem *)(row[c0 + v] + p);
             ddp_transpose8(in, out);
             for (int q = 0; q < 8; q++)
                 store_lanes(panel + (size_t)(p + q) * width + c0, (DdpFloat8)((Int8)out[q] & keep), store);

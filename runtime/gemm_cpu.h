@@ -40,6 +40,10 @@
 
 #include "exact_sum.h"  // DdpExact, DdpExactWindow: ddp_gradsum_exact
 
+/* The rows of C a tile computes: callers that split a product count its
+ * rows in them, so that every block is whole tiles. */
+enum { DDP_GEMM_TILE_ROWS = 6 };
+
 /* Floats of scratch ddp_sgemm_fixed needs for op(A) of M x K (its packed
  * copy, and one packed panel of op(B)), at either vector width. */
 size_t ddp_sgemm_fixed_scratch(int m, int k);

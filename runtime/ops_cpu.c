@@ -65,7 +65,7 @@ static int omp_get_thread_num(void) { return 0; }
 /* How work is split. No bit depends on it: every element of a product is
  * the same bits whatever the blocks (gemm_cpu.h), and the weight gradients'
  * sums are order-free (exact_sum.h). The sizes come from measurements on the
- * 2-core build box; ddp_gemm's split into at most 8 blocks keeps 2..8 cores
+ * 2-core build box: blocks of about 96 rows (task_grid) keep 2..8 cores
  * busy without making blocks so narrow that packing dominates. */
 
 /* Backward filter: im2col rows per block, a multiple of 8, at least 32: a
@@ -85,8 +85,7 @@ static int wgrad_block_rows(int crs, int kg, int nthreads)
 
 /* ddp_gemm's and ddp_gemm_grad's tasks: see task_grid. */
 #define GEMM_SPLIT_MIN_MACS (1L << 21)
-enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* whole tiles at either vector width */
-enum { TILE_ROWS = 6 }; /* gemm_cpu.c's tiles' rows, in which blocks of rows are counted */
+enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* columns: whole tiles at either vector width */
 
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
@@ -562,12 +561,13 @@ static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *wha
 
 /* How ddp_gemm and ddp_gemm_grad split an M x N result into tasks: blocks
  * of rows times blocks of COLS columns, row-major. Small products are one
- * task (waking the team costs more than it saves); larger ones take about
- * TASK_ROWS rows a block, whole tiles of gemm_cpu.c, and columns enough to
- * give every thread a task. The row blocks come in a multiple of the
- * threads and split the tiles as evenly as they go: blocks of 96 rows gave
- * mlp.net's first layer (512 rows) 5 x 96 + 32, so one of 2 threads had 288
- * rows and the other waited with 224. No element's bits depend on the split
+ * task (waking the team costs more than it saves); larger ones take at most
+ * TASK_ROWS rows a block, in whole tiles of gemm_cpu.c, and, where that
+ * makes fewer blocks than threads, columns split so that every thread has a
+ * task. More row blocks than threads come in a multiple of the threads and
+ * split the tiles as evenly as they go: blocks of 96 rows gave mlp.net's
+ * first layer (512 rows) 5 x 96 + 32, so one of 2 threads had 288 rows and
+ * the other waited with 224. No element's bits depend on the split
  * (gemm_cpu.h). ROWS is the most rows of any block (for scratch). */
 typedef struct {
     int rows, row_blocks, cols, col_blocks, tasks;
@@ -578,12 +578,12 @@ static TaskGrid task_grid(const DdpOps *ops, int m, int n, int k)
     TaskGrid g = {m, 1, n, 1, 1};
     if ((long)m * n * k < GEMM_SPLIT_MIN_MACS || ops->nthreads < 2)
         return g;
-    const int tiles = (m + TILE_ROWS - 1) / TILE_ROWS;
+    const int tiles = (m + DDP_GEMM_TILE_ROWS - 1) / DDP_GEMM_TILE_ROWS;
     int row_blocks = (m + TASK_ROWS - 1) / TASK_ROWS;
     if (row_blocks > ops->nthreads)
         row_blocks = (row_blocks + ops->nthreads - 1) / ops->nthreads * ops->nthreads;
     g.row_blocks = row_blocks < tiles ? row_blocks : tiles;
-    g.rows = (tiles + g.row_blocks - 1) / g.row_blocks * TILE_ROWS;
+    g.rows = (tiles + g.row_blocks - 1) / g.row_blocks * DDP_GEMM_TILE_ROWS;
     g.rows = g.rows < m ? g.rows : m;
     const int want = g.row_blocks >= ops->nthreads ? 1 : (ops->nthreads + g.row_blocks - 1) / g.row_blocks;
     g.cols = ((n + want - 1) / want + TASK_COLS_MULTIPLE - 1) / TASK_COLS_MULTIPLE * TASK_COLS_MULTIPLE;
@@ -596,9 +596,9 @@ static TaskGrid task_grid(const DdpOps *ops, int m, int n, int k)
  * block b holds tiles [b * tiles / row_blocks, (b + 1) * tiles / row_blocks). */
 static void task_block(const TaskGrid *g, int t, int m, int n, int *i0, int *j0, int *m_t, int *n_t)
 {
-    const int b = t / g->col_blocks, tiles = (m + TILE_ROWS - 1) / TILE_ROWS;
-    const int first = (int)((long)b * tiles / g->row_blocks) * TILE_ROWS;
-    const int end = (int)((long)(b + 1) * tiles / g->row_blocks) * TILE_ROWS;
+    const int b = t / g->col_blocks, tiles = (m + DDP_GEMM_TILE_ROWS - 1) / DDP_GEMM_TILE_ROWS;
+    const int first = (int)((long)b * tiles / g->row_blocks) * DDP_GEMM_TILE_ROWS;
+    const int end = (int)((long)(b + 1) * tiles / g->row_blocks) * DDP_GEMM_TILE_ROWS;
     *i0 = first;
     *m_t = (end < m ? end : m) - first;
     *j0 = t % g->col_blocks * g->cols;
@@ -626,29 +626,12 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     }
 }
 
-/* The largest |X[i]| of N floats, NaN if one is: found as the largest of
- * their magnitudes' bits (which order as the magnitudes do, a NaN's above
- * infinity's), an integer maximum that runs in vector lanes. */
-static float largest_magnitude(const float *x, int n)
-{
-    uint32_t most = 0;
-    for (int i = 0; i < n; i++) {
-        uint32_t bits;
-        memcpy(&bits, &x[i], sizeof bits);
-        bits &= 0x7fffffffu;
-        most = bits > most ? bits : most;
-    }
-    float value;
-    memcpy(&value, &most, sizeof value);
-    return value;
-}
-
 /* The largest |a| * |b| of any product of row P of A (M values, stride-1) with
  * row P of B (N values): a sample's largest part of a linear layer's weight
  * gradient; NaN where either row has a NaN. */
 static double largest_product(const float *a, int m, const float *b, int n)
 {
-    return (double)largest_magnitude(a, m) * largest_magnitude(b, n);
+    return (double)ddp_largest_magnitude(a, m) * ddp_largest_magnitude(b, n);
 }
 
 /* DW's sums, one part at a time with ddp_exact_add's checks: for a batch with

@@ -8,6 +8,10 @@
 #define DDPRT_TRANSPOSE_CPU_H
 
 typedef float DdpFloat8 __attribute__((vector_size(8 * sizeof(float))));
+/* The same vector at any float's alignment: loads and stores of whole
+ * vectors through it stay in the registers, where a memcpy from or into a
+ * DdpFloat8 variable took some of them through the stack. */
+typedef float DdpFloat8Mem __attribute__((vector_size(8 * sizeof(float)), aligned(sizeof(float))));
 
 /* OUT[j][i] = IN[i][j]: IN[i] holds row i, OUT[j] column j. The usual three
  * rounds of two-vector shuffles (__builtin_shufflevector: clang, and GCC

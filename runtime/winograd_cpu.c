@@ -56,20 +56,19 @@ enum { WGRAD_ROWS = 32 };
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
-typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
-/* The same vector at any float's alignment: loads and stores of whole
- * vectors through it stay in the registers, where a memcpy from or into a
- * Lanes variable took some of them through the stack. */
-typedef float LanesMem __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
+typedef DdpFloat8 Lanes;
+_Static_assert(LANES == 8, "a tile's vector is transpose_cpu.h's DdpFloat8");
 
+/* Whole vectors in and out of memory at any float's alignment, in the
+ * registers (transpose_cpu.h's DdpFloat8Mem). */
 static inline Lanes lanes_load(const float *at)
 {
-    return *(const LanesMem *)at;
+    return *(const DdpFloat8Mem *)at;
 }
 
 static inline void lanes_store(float *at, Lanes v)
 {
-    *(LanesMem *)at = v;
+    *(DdpFloat8Mem *)at = v;
 }
 
 
@@ -651,14 +650,14 @@ static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const floa
             if (iy >= 0 && iy < sh->h && ix >= 0 && ix < sh->w)
                 d[a * WINO_ALPHA + b] = lanes_load(plane + ((size_t)iy * sh->w + ix) * LANES);
             else
-                memset(&d[a * WINO_ALPHA + b], 0, sizeof(Lanes));
+                d[a * WINO_ALPHA + b] = (Lanes){0};
         }
     }
     input_transform(p, d, out);
 }
 
 /* Output-gradient tile TILE of one sample, channel block KB, from its
- * blocked dy DYB, transformed: OUT = A dy A^T (8 x 8). Beyond the output,
+ * blocked dy DYB, transformed: OUT = A dy A^T (alpha x alpha). Beyond the output,
  * zero. */
 static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *dyb, int tile, int kb,
                           Lanes out[WINO_POINTS])

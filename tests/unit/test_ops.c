@@ -630,9 +630,9 @@ static void test_gemm_grad_outside_the_window(void)
     DdpGrad *fast = grads_filled((size_t)m * n, NAN), *checked = grads_filled((size_t)m * n, NAN);
     dy[(size_t)bad_sample * m + bad_row] = 0.0f;
     ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, fast, n);
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) { /* too large, NaN, a NaN with its sign bit set */
         ddp_exact_overflow_clear();
-        dy[(size_t)bad_sample * m + bad_row] = kind ? NAN : 1e30f;
+        dy[(size_t)bad_sample * m + bad_row] = kind == 0 ? 1e30f : kind == 1 ? NAN : -NAN;
         ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, checked, n);
         CU_ASSERT_EQUAL(ddp_exact_overflowed(NULL, NULL), !kind);
         ddp_exact_overflow_clear();
