@@ -159,16 +159,6 @@ static inline void ddp_exact_add(DdpExact *s, double x, const DdpExactWindow *w)
     ddp_exact_deposit(&s->hi, &s->lo, x, w);
 }
 
-/* The sums (HI[j], LO[j]) += IN[j] for j < N, each IN[j] one part, kept as
- * two arrays so that the deposits run in vector lanes; they start as the
- * empty sums if FRESH. The same bits as N calls of ddp_exact_add. The parts
- * go in chunks of 64, each checked first: a chunk of parts all below
- * lo_only_below goes to LO alone, one with a part out of the window the
- * checked way. (A conv's weight gradient has a few parts above
- * lo_only_below in most samples, so whole rows took the full deposit nearly
- * always. Chunks of 16 lost the vector loops, which the compiler unrolled
- * into scalar code; 64 and 128 were as fast as each other, 32 and 256 a
- * little slower, on MNIST's conv2.) */
 /* The largest |X[i]| of N floats, NaN if one is: the largest of their
  * magnitudes' bits (which order as the magnitudes do, a NaN's above
  * infinity's), an integer maximum that runs in vector lanes. */
@@ -186,6 +176,7 @@ static inline float ddp_largest_magnitude(const float *x, int n)
     return value;
 }
 
+/* One chunk of ddp_exact_add_floats (below). */
 static inline void ddp_exact_add_floats_chunk(double *hi, double *lo, const float *in, int n, int fresh,
                                               const DdpExactWindow *w)
 {
@@ -211,6 +202,16 @@ static inline void ddp_exact_add_floats_chunk(double *hi, double *lo, const floa
             ddp_exact_deposit(&hi[j], &lo[j], in[j], w);
 }
 
+/* The sums (HI[j], LO[j]) += IN[j] for j < N, each IN[j] one part, kept as
+ * two arrays so that the deposits run in vector lanes; they start as the
+ * empty sums if FRESH. The same bits as N calls of ddp_exact_add. The parts
+ * go in chunks of 64, each checked first: a chunk of parts all below
+ * lo_only_below goes to LO alone, one with a part out of the window the
+ * checked way. (A conv's weight gradient has a few parts above
+ * lo_only_below in most samples, so whole rows took the full deposit nearly
+ * always. Chunks of 16 lost the vector loops, which the compiler unrolled
+ * into scalar code; 64 and 128 were as fast as each other, 32 and 256 a
+ * little slower, on MNIST's conv2.) */
 static inline void ddp_exact_add_floats(double *hi, double *lo, const float *in, int n, int fresh,
                                         const DdpExactWindow *w)
 {
