@@ -75,7 +75,6 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-
 size_t ddp_gradsum_exact_scratch(int m, int k)
 {
     const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR), panels = rows / GMR;

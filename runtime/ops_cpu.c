@@ -46,7 +46,6 @@
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +70,10 @@ static int omp_get_thread_num(void) { return 0; }
 /* Backward filter: im2col rows per block, a multiple of 8, at least 32: a
  * group's CRS rows split evenly among the threads, and no more than keep a
  * block's order-free sums (KG x rows, 16 bytes each) within 1 MiB (for KG
- * up to 2048), in the core's cache while every sample adds to them. Every sample's part is a
- * product of its own, so each block packs the sample's dy again: blocks of
- * 128 rows (MNIST's conv2 in 7) made its weight gradient 40% slower on one
- * thread than one block. A first conv (CRS 25) is one block. */
+ * up to 2048), in the core's cache while every sample adds to them. Every
+ * sample's part is a product of its own, so each block packs the sample's dy
+ * again: blocks of 128 rows (MNIST's conv2 in 7) made its weight gradient 40%
+ * slower on one thread than one block. A first conv (CRS 25) is one block. */
 static int wgrad_block_rows(int crs, int kg, int nthreads)
 {
     int rows = ((crs + nthreads - 1) / nthreads + 7) / 8 * 8;
