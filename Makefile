@@ -43,6 +43,12 @@ MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null) -DDDP
 MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
 HAVE_CUNIT  := $(wildcard /usr/include/CUnit/CUnit.h)
 HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
+# oneDNN (libdnnl-dev): the CPU build's convolutions where it has a direct
+# kernel for them (runtime/onednn_cpu.h); without it, the runtime's own.
+HAVE_DNNL   := $(wildcard /usr/include/oneapi/dnnl/dnnl.h)
+DNNL_LIBS   := $(if $(HAVE_DNNL),-ldnnl)
+# What a CPU program (and the unit tests) link after libddprt.a.
+CPU_LIBS    := -lz -lm $(DNNL_LIBS) $(MPI_LIBS)
 FLEX      := $(shell command -v flex 2>/dev/null)
 BISON     := $(shell command -v bison 2>/dev/null)
 CLANG     := $(shell command -v clang 2>/dev/null)
@@ -73,6 +79,7 @@ found:
 	@echo "ddpc build: $(call found,NCCL,$(NCCL_H),CUDA target disabled)"
 	@echo "ddpc build: $(call found,cuDNN,$(CUDNN_H),CUDA target disabled)"
 	@echo "ddpc build: $(call found,MPI,$(MPICC),CPU target limited to one rank)"
+	@echo "ddpc build: $(call found,oneDNN,$(HAVE_DNNL),CPU convolutions on the runtime's own kernels only)"
 	@echo "ddpc build: $(call found,CUnit,$(HAVE_CUNIT),make test disabled; run make deps)"
 	@$(if $(and $(FLEX),$(BISON)),true,echo "ddpc build: flex/bison missing: run make deps" && false)
 
@@ -100,7 +107,7 @@ $(BUILD)/config.h: FORCE
 	   echo '#define DDPC_CUDA_LIBS "-lgomp -lz -lm"'; \
 	   echo '#define DDPC_MPI_LIBS "$(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
-	   echo '#define DDPC_CPU_LIBS "-lz -lm $(MPI_LIBS)"'; } > $@.tmp
+	   echo '#define DDPC_CPU_LIBS "$(CPU_LIBS)"'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 
@@ -139,6 +146,8 @@ NO_LOOP_CALLS := $(shell $(CC) -Werror -fno-tree-loop-distribute-patterns -x c -
                    echo -fno-tree-loop-distribute-patterns)
 $(BUILD)/runtime/winograd_cpu.o: override CFLAGS += $(NO_LOOP_CALLS)
 
+$(BUILD)/runtime/onednn_cpu.o: override CFLAGS += $(if $(HAVE_DNNL),-DDDP_HAVE_DNNL)
+
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
@@ -169,11 +178,11 @@ $(BUILD)/suites.inc: $(TEST_SRC)
 $(TEST_OBJ): $(BUILD)/suites.inc
 
 $(BUILD)/unit_tests: $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit -lz -lm $(MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(FRONT_OBJ) $(BUILD)/libddprt.a -lcunit $(CPU_LIBS)
 
 test: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make test needs CUnit: run make deps" && false)
-	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) TB_PYTHON=$(TB_VENV)/bin/python CPU_LIBS="-lz -lm $(MPI_LIBS)" $(BUILD)/unit_tests $(ONLY)
+	DDPC=$(abspath $(BUILD)/ddpc) PYTHON=$(PYTHON) TB_PYTHON=$(TB_VENV)/bin/python CPU_LIBS="$(CPU_LIBS)" $(BUILD)/unit_tests $(ONLY)
 
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -236,7 +245,7 @@ uninstall:
 # ---- dependencies (Debian, as root) -----------------------------------------------
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev \
                 libopenmpi-dev openmpi-bin python3-torch python3-numpy \
-                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv
+                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv libdnnl-dev
 # TensorBoard itself, to check that it reads what --tensorboard writes
 # (tools/read_tensorboard.py); a venv keeps it away from Debian's python.
 # Without PyPI the tests still run, and say that TensorBoard's reader was not.

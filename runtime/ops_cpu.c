@@ -43,6 +43,7 @@
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "gemm_cpu.h"     // ddp_sgemm_fixed, ddp_gradsum_exact: products in a fixed order
+#include "onednn_cpu.h"   // OnednnConv: convs by oneDNN, one sample per call
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
 #include <stdarg.h>
@@ -88,6 +89,9 @@ enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* columns: whole tiles at eit
 
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
+    OnednnConv *onednn; /* oneDNN's primitives (onednn_cpu.h), for the passes in onednn_passes */
+    int onednn_passes;  /* ONEDNN_DATA, ONEDNN_FILTER: see plan_onednn */
+    char onednn_why[128]; /* why oneDNN does no pass, when it does none */
     int direct;     /* 1x1, stride 1, pad 0: x is its own im2col matrix */
     int winograd;   /* winograd_cpu.c does this conv (ddp_winograd_suits) */
     int winograd_filter; /* and its weight gradient (ddp_winograd_filter_suits); else im2col */
@@ -152,12 +156,50 @@ void ddp_ops_destroy(DdpOps *ops)
 {
     if (!ops)
         return;
+    for (int id = 0; id < ops->nconvs; id++)
+        ddp_onednn_conv_destroy(ops->convs[id].onednn);
     free(ops->convs);
     free(ops->scratch);
     free(ops->winograd_scratch);
     free(ops->gemm_packs.data);
     free(ops->gemm_grad_packs.data);
     free(ops);
+}
+
+/* Which passes oneDNN does (onednn_cpu.h), by the shape alone, so that
+ * every rank and every run of a program choose alike; from one sample's
+ * calls against the runtime's own on a batch of 64 (bench/conv_cpu.sh, one
+ * thread, AVX-512):
+ *  - Winograd with 8x8 tiles (5x5 to 7x7 kernels: 6 times fewer multiplies
+ *    than direct) keeps all three: MNIST's conv2 took 1.5 times as long
+ *    forward with oneDNN, 1.8 times for the weight gradient;
+ *  - Winograd for a 3x3 with C x K of 2048 or more keeps forward and
+ *    backward data, where its 4 times fewer multiplies outweigh its
+ *    transforms (64 -> 64 at 28x28: oneDNN 1.25 times as long), and gives
+ *    oneDNN the weight gradient (1.3 times faster there);
+ *  - every other conv goes to oneDNN: resnet.net's 3x3s (16 and 32
+ *    channels) ran 1.6 to 2.8 times faster forward and backward data, 2 to
+ *    3.5 times the weight gradient; first convs' weight gradients 2 times.
+ *    (A first conv's backward data, which no step calls, is slower.) */
+enum { ONEDNN_DATA = 1, ONEDNN_FILTER = 2, WINOGRAD_KEEPS_DATA_FROM = 2048 };
+
+static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
+{
+    const DdpConvShape *sh = &p->slot.shape;
+    int passes = ONEDNN_DATA | ONEDNN_FILTER;
+    if (p->winograd && p->wino.alpha == 8)
+        passes = 0;
+    else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
+        passes = ONEDNN_FILTER;
+    if (!passes) {
+        snprintf(p->onednn_why, sizeof p->onednn_why, "Winograd with 8x8 tiles is faster");
+        return DDP_OK;
+    }
+    DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, ops->nthreads, p->onednn_why, sizeof p->onednn_why));
+    p->onednn_passes = p->onednn ? passes : 0;
+    if (p->onednn_passes & ONEDNN_FILTER)
+        p->winograd_filter = 0;
+    return DDP_OK;
 }
 
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
@@ -176,7 +218,7 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
         ddp_winograd_plan(&p->wino, &checked, ops->nthreads);
         p->winograd_filter = ddp_winograd_filter_suits(&p->wino);
     }
-    return DDP_OK;
+    return plan_onednn(ops, p);
 }
 
 
@@ -204,10 +246,14 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
+        /* oneDNN's passes use buffers of their own */
+        const int own_filter = !(p->onednn_passes & ONEDNN_FILTER);
+        if (p->onednn_passes & ONEDNN_DATA && !own_filter)
+            continue;
         if (p->winograd) {
-            size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh);
+            size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh, p->winograd_filter);
             ops->winograd_bytes = bytes > ops->winograd_bytes ? bytes : ops->winograd_bytes;
-            if (p->winograd_filter)
+            if (p->winograd_filter || !own_filter)
                 continue;
         }
         /* im2col's scratch: every pass, or the weight gradient's alone */
@@ -263,14 +309,23 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     const ConvPlan *p = ddp_conv_table_find(ops->convs, ops->nconvs, sizeof *ops->convs, id);
     if (!p)
         snprintf(buf, len, "conv %d not planned", id);
+    else if (p->onednn_passes == (ONEDNN_DATA | ONEDNN_FILTER))
+        snprintf(buf, len, "oneDNN %s, one sample per call", ddp_onednn_conv_kernel(p->onednn));
+    else if (p->onednn_passes == ONEDNN_FILTER)
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient by "
+                 "oneDNN %s, one sample per call", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s,
+                 p->wino.alpha * p->wino.alpha, p->wino.tiles, ddp_onednn_conv_kernel(p->onednn));
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient %s",
-                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.alpha * p->wino.alpha,
-                 p->wino.tiles, p->winograd_filter ? "by Winograd, sample by sample" : "by im2col, sample by sample");
+        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient %s "
+                 "(not oneDNN: %s)", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s,
+                 p->wino.alpha * p->wino.alpha, p->wino.tiles,
+                 p->winograd_filter ? "by Winograd, sample by sample" : "by im2col, sample by sample", p->onednn_why);
     else if (p->direct)
-        snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks", p->wgrad_rows);
+        snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks (not oneDNN: %s)",
+                 p->wgrad_rows, p->onednn_why);
     else
-        snprintf(buf, len, "im2col + product, col2im; weight gradient in %d-row blocks", p->wgrad_rows);
+        snprintf(buf, len, "im2col + product, col2im; weight gradient in %d-row blocks (not oneDNN: %s)",
+                 p->wgrad_rows, p->onednn_why);
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
@@ -279,6 +334,15 @@ static const ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *wha
 {
     return ddp_conv_table_call(ops->convs, ops->nconvs, sizeof *ops->convs, ops->finalized, &ops->failure, id, n,
                                what);
+}
+
+/* A failure inside oneDNN, recorded as the call's: an internal error. */
+static void onednn_status(DdpOps *ops, const ConvPlan *p, int id)
+{
+    const char *what;
+    int status;
+    if (ddp_onednn_conv_failed(p->onednn, &what, &status))
+        OPS_FAIL(ops, "internal error: oneDNN's %s failed (status %d) in conv %d", what, status, id);
 }
 
 /* This thread's im2col matrix, and its block of one sample's weight gradient. */
@@ -421,6 +485,11 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
     if (!p)
         return;
+    if (p->onednn_passes & ONEDNN_DATA) {
+        ddp_onednn_conv_forward(p->onednn, n, x, w, y);
+        onednn_status(ops, p, id);
+        return;
+    }
     if (p->winograd) {
         ddp_winograd_forward(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, w, y);
         return;
@@ -451,6 +520,11 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
     if (!p)
         return;
+    if (p->onednn_passes & ONEDNN_DATA) {
+        ddp_onednn_conv_backward_data(p->onednn, n, dy, w, dx, beta);
+        onednn_status(ops, p, id);
+        return;
+    }
     if (p->winograd) {
         ddp_winograd_backward_data(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, dy, w, dx,
                                    beta);
@@ -480,6 +554,11 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
         return;
+    if (p->onednn_passes & ONEDNN_FILTER) {
+        ddp_onednn_conv_backward_filter(p->onednn, n, x, dy, dw, beta);
+        onednn_status(ops, p, id);
+        return;
+    }
     if (p->winograd_filter) {
         ddp_winograd_backward_filter(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, dy,
                                      dw, beta);

@@ -183,10 +183,11 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh); /* below, with the r
 
 /* The input tile's side for SHAPE's kernel, the same on both axes: 6 for 3x3
  * (4x4 output tiles), 8 for sides 5 to 7 (4- to 2-wide output tiles); 0 for
- * other kernels. Wider output tiles round worse, and training amplifies it:
- * with 8x8 input tiles (6x6 output) for its 3x3 convs, resnet.net ended 5
- * steps 3.9e-3 of the update away from PyTorch in float64, against 2.5e-5
- * with im2col (tests/parity); 6x6 ones keep it at im2col's. */
+ * other kernels. Wider output tiles round worse. (With 8x8 input tiles for
+ * its 3x3 convs, resnet.net's parity run ended 3.9e-3 of the update away
+ * from PyTorch in float64; that was one ReLU input within a float32
+ * rounding of zero, rounded to the other side: tests/parity/run.sh's
+ * kinks.) */
 static int tile_alpha(const DdpConvShape *sh)
 {
     if (sh->r == 3 && sh->s == 3)
@@ -374,11 +375,11 @@ int ddp_winograd_filter_suits(const WinogradPlan *p)
 }
 
 
-size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh)
+size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int filter)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t filter = ddp_winograd_filter_suits(p) ? filter_scratch(sh, p->nthreads, NULL, NULL) : 0;
-    return data > filter ? data : filter;
+    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? filter_scratch(sh, p->nthreads, NULL, NULL) : 0;
+    return data > wgrad ? data : wgrad;
 }
 
 /* ---- tile transforms, 8 channels at a time ----------------------------------- */

@@ -80,8 +80,10 @@ int ddp_winograd_filter_suits(const WinogradPlan *plan);
  * calls on at most NTHREADS OpenMP threads. */
 void ddp_winograd_plan(WinogradPlan *plan, const DdpConvShape *shape, int nthreads);
 
-/* Bytes of scratch the three calls need for PLAN (one buffer, any of them). */
-size_t ddp_winograd_scratch_bytes(const WinogradPlan *plan, const DdpConvShape *shape);
+/* Bytes of scratch the calls need for PLAN (one buffer, any of them):
+ * forward and backward data, and the weight gradient if FILTER (it may go
+ * elsewhere even where it suits: ops_cpu.c's plan_onednn). */
+size_t ddp_winograd_scratch_bytes(const WinogradPlan *plan, const DdpConvShape *shape, int filter);
 
 /* ops.h's three conv calls, for a planned shape: N samples (at most shape->n),
  * on NTHREADS OpenMP threads (at most the plan's), in SCRATCH (64-byte

@@ -6,7 +6,7 @@ same net, and saves the weights (or one step's gradients) as safetensors.
     /usr/bin/python3 tools/torch_ref.py --module net.py --out after.safetensors
         [--init weights.safetensors] [--data DIR] [--steps K] [--batch B]
         [--epochs E] [--lr X] [--seed S] [--no-shuffle] [--dtype float32|float64]
-        [--grad-only] [--perturb EPS] [--quiet]
+        [--grad-only] [--perturb EPS] [--kinks-envelope REL] [--quiet]
 
 It is the independent side of the comparison, so it uses PyTorch's own pieces
 wherever PyTorch has them: the nn modules, F.cross_entropy, torch.optim and
@@ -37,6 +37,20 @@ spelled out by the flags, which mean what the program's flags mean:
                   training: with EPS = 2^-24 and float64, how far float32's
                   rounding of the weights alone carries the run (the
                   envelope tools/compare_weights.py --envelope allows)
+  --kinks-envelope REL  (with float64) write, instead of the run's weights,
+                  the run's weights plus, element by element, the sum over
+                  its near-kink inputs of how far each one alone moves them
+                  when it takes the other branch. A near-kink input is a
+                  ReLU or LeakyReLU input within REL of its tensor's largest
+                  |x|: with REL = 2^-21, within a few float32 roundings of the
+                  kink, so float32 may put it on either side, and the side
+                  decides that sample's gradient through it (resnet.net's
+                  parity run has one at step 3: 2.6e-7 against a largest
+                  9.1). tools/compare_weights.py --kinks allows the sum; no
+                  perturbation of the weights computes it. Each input is
+                  flipped alone, in a run of its own (flipped together,
+                  their effects can cancel where a float32 run flips only
+                  some); at most KINKS_MOST of them.
   --grad-only     one forward and backward pass on the first batch, no
                   optimizer step: writes each trainable parameter's gradient
                   of the batch's mean loss, under the parameter's name
@@ -228,8 +242,123 @@ def load_weights(model, path):
     model.load_state_dict(loaded, strict=True)
 
 
+KINKS_MOST = 16  # --kinks-envelope's runs, one per near-kink input
+
+
+class Kinks:
+    """--kinks-envelope: forward hooks on every ReLU and LeakyReLU that
+    record the inputs within REL of their tensor's largest |x| (as (step,
+    module, index)), or, with FLIP set to one of them, give that input the
+    other branch's output and, through autograd, its gradient."""
+
+    def __init__(self, rel):
+        self.rel, self.step, self.found, self.flip = rel, 0, [], None
+
+    def attach(self, model):
+        for name, module in model.named_modules():
+            if isinstance(module, (torch.nn.ReLU, torch.nn.LeakyReLU)):
+                module.register_forward_hook(self.hook_for(name))
+
+    def hook_for(self, name):
+        def hook(module, inputs, out):
+            x = inputs[0].detach()
+            if self.flip is None:
+                near = (x.abs() <= self.rel * x.abs().max()).flatten().nonzero().flatten()
+                self.found += [(self.step, name, int(i)) for i in near]
+                return out
+            step, where, index = self.flip
+            if (step, where) != (self.step, name):
+                return out
+            slope = module.negative_slope if isinstance(module, torch.nn.LeakyReLU) else 0.0
+            one = torch.zeros(x.numel(), dtype=torch.bool)
+            one[index] = True
+            other = torch.where(inputs[0] > 0, inputs[0] * slope, inputs[0])
+            return torch.where(one.view_as(x), other, out)
+        return hook
+
+
 def to_numpy(t):
     return t.detach().cpu().contiguous().numpy()
+
+
+def train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks=None):
+    """The run: returns the model after it, the losses and the steps taken."""
+    torch.manual_seed(seed)
+    model = mod.Net()
+    if args.init:
+        load_weights(model, args.init)
+    model.to(dtype)  # num_batches_tracked stays int64
+    if args.perturb:
+        signs = torch.Generator().manual_seed(12345)
+        with torch.no_grad():
+            for _, t in sorted(model.state_dict().items()):
+                if t.is_floating_point():
+                    flip = torch.randint(0, 2, t.shape, generator=signs).to(t.dtype) * 2 - 1
+                    t.mul_(1 + args.perturb * flip)
+    if kinks:
+        kinks.attach(model)
+    model.train()
+
+    n = len(x_all)
+    steps_per_epoch = -(-n // batch)
+    steps = steps_per_epoch * epochs if args.steps is None else args.steps
+    if args.grad_only:
+        steps = 1
+    optimizer = mod.make_optimizer(model) if args.lr is None else mod.make_optimizer(model, lr=args.lr)
+    scheduler = mod.make_scheduler(optimizer, steps_per_epoch, epochs)
+    per_epoch = getattr(mod, "SCHEDULE_INTERVAL", "step") == "epoch"
+    sampler = DistributedSampler(range(n), num_replicas=1, rank=0, shuffle=not args.no_shuffle, seed=seed)
+
+    losses, order = [], None
+    for step in range(steps):
+        epoch, i = divmod(step, steps_per_epoch)
+        if i == 0 or order is None:
+            sampler.set_epoch(epoch)
+            order = torch.tensor(list(iter(sampler)), dtype=torch.int64)
+            model.set_dropout_context(seed, epoch)
+        ids = order[i * batch:(i + 1) * batch]
+        if kinks:
+            kinks.step = step
+        lr = optimizer.param_groups[0]["lr"]
+        loss = mod.loss_fn(model(x_all[ids], ids), y_all[ids])
+        optimizer.zero_grad()
+        loss.backward()
+        losses.append(loss.item())
+        if not args.quiet:
+            print(json.dumps({"step": step + 1, "epoch": epoch, "loss": loss.item(), "lr": lr}), flush=True)
+        if args.grad_only:
+            break
+        optimizer.step()
+        if not per_epoch:
+            scheduler.step()
+        elif i == steps_per_epoch - 1:
+            scheduler.step()
+
+    return model, losses, steps
+
+
+def write_kinks_envelope(args, mod, seed, batch, epochs, dtype, x_all, y_all):
+    """--kinks-envelope: the run, then one run per near-kink input it met."""
+    kinks = Kinks(args.kinks_envelope)
+    model, _, steps = train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks)
+    ref = {k: to_numpy(v) for k, v in model.state_dict().items()}
+    found = kinks.found
+    if len(found) > KINKS_MOST:
+        raise Bad(f"--kinks-envelope {args.kinks_envelope:g}: {len(found)} near-kink inputs, more than "
+                  f"{KINKS_MOST} runs; a smaller REL, or fewer steps")
+    envelope = {k: v.astype(np.float64) for k, v in ref.items()}
+    for one in found:
+        kinks.flip = one
+        flipped, _, _ = train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks)
+        for k, v in flipped.state_dict().items():
+            if v.is_floating_point():
+                envelope[k] += np.abs(to_numpy(v) - ref[k])
+    if not args.quiet:
+        print(json.dumps({"near_kinks": [list(f) for f in found]}), flush=True)
+    meta = {"steps": steps, "near_kinks": json.dumps(found), "dtype": args.dtype,
+            "module": os.path.basename(args.module)}
+    write_safetensors(args.out, {k: envelope[k].astype(ref[k].dtype) for k in ref}, meta)
+    return 0
 
 
 def main(argv=None):
@@ -248,6 +377,8 @@ def main(argv=None):
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--grad-only", action="store_true", help="write one batch's gradients, take no step")
     ap.add_argument("--perturb", type=float, default=0.0, help="relative change of every starting weight")
+    ap.add_argument("--kinks-envelope", type=float, default=0.0,
+                    help="write the weights plus what each ReLU/LeakyReLU input this near a kink moves them")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     args = ap.parse_args(argv)
 
@@ -258,20 +389,6 @@ def main(argv=None):
     dtype = getattr(torch, args.dtype)
     if batch < 1 or epochs < 1 or (args.steps is not None and args.steps < 0):
         raise Bad("--batch and --epochs must be at least 1, --steps at least 0")
-
-    torch.manual_seed(seed)
-    model = mod.Net()
-    if args.init:
-        load_weights(model, args.init)
-    model.to(dtype)  # num_batches_tracked stays int64
-    if args.perturb:
-        signs = torch.Generator().manual_seed(12345)
-        with torch.no_grad():
-            for _, t in sorted(model.state_dict().items()):
-                if t.is_floating_point():
-                    flip = torch.randint(0, 2, t.shape, generator=signs).to(t.dtype) * 2 - 1
-                    t.mul_(1 + args.perturb * flip)
-    model.train()
 
     images, labels = load_train_set(args.data)
     n, rows, cols = images.shape
@@ -285,37 +402,11 @@ def main(argv=None):
     x_all = torch.from_numpy(np.array(images)).to(torch.float32).div(255).reshape(n, *shape).to(dtype)
     y_all = torch.from_numpy(labels.astype(np.int64))
 
-    steps_per_epoch = -(-n // batch)
-    steps = steps_per_epoch * epochs if args.steps is None else args.steps
-    if args.grad_only:
-        steps = 1
-    optimizer = mod.make_optimizer(model) if args.lr is None else mod.make_optimizer(model, lr=args.lr)
-    scheduler = mod.make_scheduler(optimizer, steps_per_epoch, epochs)
-    per_epoch = getattr(mod, "SCHEDULE_INTERVAL", "step") == "epoch"
-    sampler = DistributedSampler(range(n), num_replicas=1, rank=0, shuffle=not args.no_shuffle, seed=seed)
-
-    losses, order = [], None
-    for step in range(steps):
-        epoch, i = divmod(step, steps_per_epoch)
-        if i == 0 or order is None:
-            sampler.set_epoch(epoch)
-            order = torch.tensor(list(iter(sampler)), dtype=torch.int64)
-            model.set_dropout_context(seed, epoch)
-        ids = order[i * batch:(i + 1) * batch]
-        lr = optimizer.param_groups[0]["lr"]
-        loss = mod.loss_fn(model(x_all[ids], ids), y_all[ids])
-        optimizer.zero_grad()
-        loss.backward()
-        losses.append(loss.item())
-        if not args.quiet:
-            print(json.dumps({"step": step + 1, "epoch": epoch, "loss": loss.item(), "lr": lr}), flush=True)
-        if args.grad_only:
-            break
-        optimizer.step()
-        if not per_epoch:
-            scheduler.step()
-        elif i == steps_per_epoch - 1:
-            scheduler.step()
+    if args.kinks_envelope:
+        if args.dtype != "float64" or args.grad_only or args.perturb:
+            raise Bad("--kinks-envelope goes with --dtype float64, without --grad-only and --perturb")
+        return write_kinks_envelope(args, mod, seed, batch, epochs, dtype, x_all, y_all)
+    model, losses, steps = train(args, mod, seed, batch, epochs, dtype, x_all, y_all)
 
     meta = {"steps": 0 if args.grad_only else steps, "losses": json.dumps(losses), "dtype": args.dtype,
             "module": os.path.basename(args.module)}

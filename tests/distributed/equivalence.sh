@@ -11,7 +11,9 @@
 # --no-sync-every 2). One line per pair: "identical" or "DIFFERENT", then
 # tools/compare_weights.py's account of how far apart they are.
 # RANKS_VECTOR=8 runs the ranks on 8-float vectors (DDP_CPU_VECTOR), the
-# single rank on the widest the CPU has: a run moved between machines.
+# single rank on the widest the CPU has: a run moved between machines (with
+# DDP_CPU_CONV=own, which every run gets: oneDNN's convs follow the CPU's
+# instruction set, the runtime's own do not).
 set -euo pipefail
 net=$1 steps=${2:-20} batches=${3:-16} rank_counts=${4:-2}
 shift $(($# < 4 ? $# : 4))  # what is left: flags for every run
@@ -28,8 +30,9 @@ for batch in $batches; do
     for ranks in $rank_counts; do
         one="$d/one_$((ranks * batch)).safetensors" many="$d/many_${ranks}x$batch.safetensors"
         [ -e "$one" ] || "$d/prog" "${common[@]}" --quiet --batch-size $((ranks * batch)) --export "$one"
-        OMP_NUM_THREADS=1 DDP_CPU_VECTOR=${RANKS_VECTOR:-} mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
-            -x OMP_NUM_THREADS -x DDP_CPU_VECTOR "$d/prog" \
+        OMP_NUM_THREADS=1 DDP_CPU_VECTOR=${RANKS_VECTOR:-} DDP_CPU_CONV=${DDP_CPU_CONV:-} \
+            mpirun --allow-run-as-root --oversubscribe -np "$ranks" \
+            -x OMP_NUM_THREADS -x DDP_CPU_VECTOR -x DDP_CPU_CONV "$d/prog" \
             "${common[@]}" --batch-size "$batch" --export "$many" > "$d/many.txt" 2>&1 || { cat "$d/many.txt"; exit 1; }
         grep -q "weights identical on all $ranks ranks" "$d/many.txt" || { cat "$d/many.txt"; status=1; }
         if cmp -s "$one" "$many"; then

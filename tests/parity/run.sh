@@ -10,7 +10,14 @@
 # the envelope the reference computes itself: STEPS times how far the float64
 # run moves when every starting weight changes by 2^-24 of itself (one
 # float32 rounding; a second float64 run, --perturb), element by element
-# (compare_weights.py says how). The envelope is what
+# (compare_weights.py says how); plus the kinks: for every ReLU or LeakyReLU
+# input the float64 run puts within 2^-21 of its tensor's largest |x| (a
+# few float32 roundings from the kink, so float32 may land on either side),
+# how far taking the other branch alone moves each weight, summed (a third
+# float64 run per such input, torch_ref.py --kinks-envelope). resnet.net's
+# 5 steps meet eight; one of them, at step 3, is 2.6e-7 against a largest of
+# 9.1, and a float32 run that rounds it below zero ends 3.9e-3 of the update
+# away from float64, as the flipped float64 run does. The envelope is what
 # lets Adam's first step through: its update g / (|g| + eps) turns a float32
 # error in a gradient near eps into a large part of the update (PyTorch's own
 # float32 ends 5e-3 of the update away on mlp.net).
@@ -34,5 +41,7 @@ reference() { # reference OUT [FLAGS...]
 }
 reference "$d/ref.safetensors"
 reference "$d/perturbed.safetensors" --perturb 5.9604644775390625e-08 # 2^-24
+reference "$d/kinks.safetensors" --kinks-envelope 4.76837158203125e-07  # 2^-21
 "$python" "$tools/compare_weights.py" "$d/w0.safetensors" "$d/ours.safetensors" "$d/ref.safetensors" \
-    --steps "$steps" --tol "$([ "$steps" = 1 ] && echo 1e-3 || echo 1e-4)" --envelope "$d/perturbed.safetensors"
+    --steps "$steps" --tol "$([ "$steps" = 1 ] && echo 1e-3 || echo 1e-4)" --envelope "$d/perturbed.safetensors" \
+    --kinks "$d/kinks.safetensors"

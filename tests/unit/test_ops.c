@@ -15,6 +15,7 @@
  */
 #include "ops.h"
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
+#include "onednn_cpu.h" // ddp_onednn_allow: each conv test on the own kernels, then with oneDNN
 #include "testutil.h"
 
 #include <math.h>
@@ -884,7 +885,7 @@ static void test_deterministic_across_threads(void)
  * for a sample are the same bits in any batch: its rows sit at other places
  * in the products when the batch is split as among ranks (ops_cpu.c's
  * promise, which tests/distributed/ relies on). */
-static void test_sample_independent_of_batch(void)
+static void test_winograd_chosen(void)
 {
     DdpConvShape sh[NSHAPES];
     DdpOps *ops = plan_all(sh);
@@ -894,7 +895,11 @@ static void test_sample_independent_of_batch(void)
         CU_ASSERT_EQUAL(strstr(line, "Winograd") != NULL, i >= FIRST_WINOGRAD);
     }
     ddp_ops_destroy(ops);
+}
 
+static void test_sample_independent_of_batch(void)
+{
+    DdpOps *ops = NULL;
     /* Winograd: MNIST's second conv (4 tiles a sample), one whose tiles
      * overhang (12 tiles), a wide one (1024 channels in), a 3x3 one (6x6
      * input tiles); im2col: MNIST's first. 160 samples, and parts of them
@@ -1049,28 +1054,139 @@ static void test_backward_data_beta(void)
     ddp_ops_destroy(ops);
 }
 
+/* ---- oneDNN -------------------------------------------------------------------------
+ * The conv tests above run on the runtime's own kernels (their shapes were
+ * chosen to cover im2col's and Winograd's paths), and again with oneDNN
+ * allowed (onednn_cpu.h), where it is built in and takes most of the
+ * shapes; the same references, the same bit promises. */
+#define OWN_AND_ONEDNN(test)                                                                 \
+    static void test##_own(void)                                                             \
+    {                                                                                        \
+        ddp_onednn_allow(0);                                                                 \
+        test();                                                                              \
+    }                                                                                        \
+    static void test##_onednn(void)                                                          \
+    {                                                                                        \
+        ddp_onednn_allow(1);                                                                 \
+        test();                                                                              \
+        ddp_onednn_allow(0);                                                                 \
+    }
+OWN_AND_ONEDNN(test_conv_forward)
+OWN_AND_ONEDNN(test_conv_backward)
+OWN_AND_ONEDNN(test_backward_filter_beta)
+OWN_AND_ONEDNN(test_backward_data_beta)
+OWN_AND_ONEDNN(test_sample_independent_of_batch)
+OWN_AND_ONEDNN(test_deterministic_across_threads)
+#define OWN_ONLY(test)                                                                       \
+    static void test##_own(void)                                                             \
+    {                                                                                        \
+        ddp_onednn_allow(0);                                                                 \
+        test();                                                                              \
+    }
+OWN_ONLY(test_winograd_chosen)
+OWN_ONLY(test_gradient_split_invariant)
+OWN_ONLY(test_vector_widths_same_bits)
+OWN_ONLY(test_misuse_is_reported)
+OWN_ONLY(test_workspace)
+
+/* The shape's description with oneDNN allowed, planned for batch 4. */
+static void describe_with_onednn(const Conv cv, char *line, size_t len)
+{
+    DdpOps *ops = NULL;
+    DdpConvShape s = shape_of(&cv, 4);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 0, &s), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    ddp_ops_describe_conv(ops, 0, line, len);
+    ddp_ops_destroy(ops);
+}
+
+/* Which passes oneDNN takes (ops_cpu.c's plan_onednn, by the shape alone),
+ * and DDP_CPU_CONV=own keeping every conv on the runtime's own kernels. */
+static void test_onednn_chosen(void)
+{
+    char line[200];
+    const Conv resnet = {16, 28, 28, 16, 3, 3, 1, 1, 1}, strided = {16, 28, 28, 32, 3, 3, 2, 1, 1};
+    const Conv first = {1, 28, 28, 32, 5, 5, 1, 0, 1}, mnist2 = {32, 12, 12, 64, 5, 5, 1, 0, 1};
+    const Conv wide = {64, 28, 28, 64, 3, 3, 1, 1, 1}, grouped = {16, 12, 10, 24, 3, 3, 1, 1, 2};
+    setenv("DDP_CPU_CONV", "own", 1);
+    ddp_onednn_allow(-1);
+    CU_ASSERT_FALSE(ddp_onednn_allowed());
+    describe_with_onednn(resnet, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "not oneDNN: DDP_CPU_CONV=own"));
+    unsetenv("DDP_CPU_CONV");
+    ddp_onednn_allow(-1);
+    if (!ddp_onednn_allowed()) {
+        fputs("\n    (oneDNN not built in: libdnnl-dev was missing)", stderr);
+        ddp_onednn_allow(0);
+        return;
+    }
+    /* oneDNN's passes are described as "oneDNN <kernel>, one sample per call" */
+    const struct {
+        const Conv *cv;
+        const char *has, *lacks;
+    } cases[] = {
+        {&resnet, "per call", "Winograd"},
+        {&strided, "per call", "im2col"},
+        {&first, "per call", "im2col"},
+        {&mnist2, "Winograd F(4x4,5x5)", "per call"},
+        {&wide, "Winograd F(4x4,3x3)", "weight gradient by Winograd"},
+        {&grouped, "im2col", "per call"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        describe_with_onednn(*cases[i].cv, line, sizeof line);
+        if (!strstr(line, cases[i].has) || strstr(line, cases[i].lacks))
+            printf("\n    case %zu: \"%s\" ", i, line);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, cases[i].has));
+        CU_ASSERT_PTR_NULL(strstr(line, cases[i].lacks));
+    }
+    describe_with_onednn(wide, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "weight gradient by oneDNN"));
+    ddp_onednn_allow(0);
+}
+
+/* A batch's weight gradient and its two halves', with oneDNN's per-sample
+ * parts: the same bits. */
+static void test_gradient_split_invariant_onednn(void)
+{
+    ddp_onednn_allow(1);
+    if (ddp_onednn_allowed()) {
+        check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}, "oneDNN");
+        check_gradient_split_invariant((Conv){8, 13, 11, 16, 3, 3, 2, 1, 1}, "oneDNN"); /* strided */
+    }
+    ddp_onednn_allow(0);
+}
+
 void suite_ops(void)
 {
     static const TestCase cases[] = {
         {"conv shape checks and output size", test_shape_init},
-        {"conv forward vs direct convolution", test_conv_forward},
-        {"conv backward vs direct adjoints and finite differences", test_conv_backward},
-        {"conv backward filter beta and micro-batches", test_backward_filter_beta},
-        {"conv backward data beta", test_backward_data_beta},
-        {"Winograd chosen for its shapes; a conv's bits for a sample independent of the batch",
-         test_sample_independent_of_batch},
+        {"conv forward vs direct convolution", test_conv_forward_own},
+        {"conv backward vs direct adjoints and finite differences", test_conv_backward_own},
+        {"conv backward filter beta and micro-batches", test_backward_filter_beta_own},
+        {"conv backward data beta", test_backward_data_beta_own},
+        {"Winograd chosen for its shapes", test_winograd_chosen_own},
+        {"a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_own},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},
-        {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant},
+        {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant_own},
         {"gemm_grad, samples with and without HI shares: ddp_exact_add's bits, both widths",
          test_gemm_grad_small_and_large_parts},
         {"gemm_grad with a part beyond the window, or a NaN: its row NaN, the rest the fast bits",
          test_gemm_grad_outside_the_window},
-        {"same results for 1..4 threads", test_deterministic_across_threads},
-        {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits},
-        {"misuse recorded and reported", test_misuse_is_reported},
-        {"scratch size and descriptions", test_workspace},
+        {"same results for 1..4 threads", test_deterministic_across_threads_own},
+        {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits_own},
+        {"misuse recorded and reported", test_misuse_is_reported_own},
+        {"scratch size and descriptions", test_workspace_own},
+        {"oneDNN: the passes it takes by shape; DDP_CPU_CONV=own", test_onednn_chosen},
+        {"oneDNN: conv forward vs direct convolution", test_conv_forward_onednn},
+        {"oneDNN: conv backward vs direct adjoints and finite differences", test_conv_backward_onednn},
+        {"oneDNN: conv backward filter beta and micro-batches", test_backward_filter_beta_onednn},
+        {"oneDNN: conv backward data beta", test_backward_data_beta_onednn},
+        {"oneDNN: a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_onednn},
+        {"oneDNN: gradients of a batch and of its halves: the same bits", test_gradient_split_invariant_onednn},
+        {"oneDNN: same results for 1..4 threads", test_deterministic_across_threads_onednn},
         {NULL, NULL},
     };
     test_add_suite("ops", cases);

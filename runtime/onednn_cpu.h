@@ -1,0 +1,67 @@
+/*
+ * onednn_cpu.h: CPU convolutions by oneDNN's direct kernels (Debian's
+ * libdnnl), for ops_cpu.c, one sample per call.
+ *
+ * Why: oneDNN's just-in-time direct convolutions run resnet.net's 3x3s
+ * about three times as fast as the runtime's own Winograd and im2col
+ * (bench/conv_cpu.sh prints both), and the nets where users would pick
+ * PyTorch are those whose time goes to convolutions.
+ *
+ * How the promises hold (ops.h, exact_sum.h): every call takes one sample
+ * (a batch of 1), on one thread, with primitives made for one thread. A
+ * sample's output, its input's gradient and its part of the weight gradient
+ * are then the same bits in any batch, on any rank, whatever thread runs
+ * it; the weight gradient adds each sample's part to the order-free sums.
+ * What oneDNN does not promise, that one call gives the same bits every
+ * time, is checked for each conv when it is planned, on random data; a conv
+ * that fails the check (or that oneDNN would run with a reference or GEMM
+ * kernel instead of a direct one) stays with the runtime's own code.
+ *
+ * What it costs: oneDNN's kernels depend on the CPU's instruction set
+ * (AVX-512, AVX2). One kind of machine gives one set of bits; ranks on
+ * different kinds of machine still agree on every step (they sum the same
+ * parts), but a run no longer takes bit for bit the steps it would take on
+ * the other kind. DDP_CPU_CONV=own in the environment keeps every conv on
+ * the runtime's own kernels, whose bits are the same on both.
+ *
+ * Activations are NCHW as everywhere in the runtime; each call reorders its
+ * sample into the layout oneDNN chose (channels in blocks of 8 or 16) and
+ * back.
+ */
+#ifndef DDPRT_ONEDNN_CPU_H
+#define DDPRT_ONEDNN_CPU_H
+
+#include "ops.h"  // DdpConvShape, DdpGrad
+
+typedef struct OnednnConv OnednnConv;
+
+/* Whether convs may go to oneDNN in this process: it is built in, and
+ * DDP_CPU_CONV=own is not set. Tests turn it off (ON 0) and on (1), or
+ * back to what the environment says (-1), with ddp_onednn_allow; it
+ * applies to the convs planned after it. */
+int ddp_onednn_allowed(void);
+void ddp_onednn_allow(int on);
+
+/* oneDNN's primitives for SHAPE (groups 1), run by up to NTHREADS threads,
+ * or NULL where oneDNN is not allowed, has no direct kernel for the shape,
+ * or fails the bits check; WHY (LEN bytes) then says which, for
+ * ddp_ops_describe_conv. Out of memory is the only failure. */
+DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int nthreads, char *why,
+                                 size_t len);
+void ddp_onednn_conv_destroy(OnednnConv *conv);
+
+/* The implementation oneDNN chose ("jit:avx512_core"). */
+const char *ddp_onednn_conv_kernel(const OnednnConv *conv);
+
+/* ops.h's three calls, for N samples (any N: each call takes one). A
+ * failure inside oneDNN is kept (the first one) for
+ * ddp_onednn_conv_failed; the results are then not to be used. */
+void ddp_onednn_conv_forward(OnednnConv *conv, int n, const float *x, const float *w, float *y);
+void ddp_onednn_conv_backward_data(OnednnConv *conv, int n, const float *dy, const float *w, float *dx,
+                                   float beta);
+void ddp_onednn_conv_backward_filter(OnednnConv *conv, int n, const float *x, const float *dy, DdpGrad *dw,
+                                     float beta);
+/* Nonzero once a call has failed; WHAT and STATUS of the first failure. */
+int ddp_onednn_conv_failed(const OnednnConv *conv, const char **what, int *status);
+
+#endif
