@@ -43,9 +43,11 @@ MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null) -DDDP
 MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
 HAVE_CUNIT  := $(wildcard /usr/include/CUnit/CUnit.h)
 HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
-# oneDNN (libdnnl-dev): the CPU build's convolutions where it has a direct
-# kernel for them (runtime/onednn_cpu.h); without it, the runtime's own.
-HAVE_DNNL   := $(wildcard /usr/include/oneapi/dnnl/dnnl.h)
+# oneDNN 2.x (libdnnl-dev): the CPU build's convolutions where it has a
+# direct kernel for them (runtime/onednn_cpu.h); without it, the runtime's
+# own. Version 3 changed the C API that onednn_cpu.c calls.
+HAVE_DNNL   := $(shell printf '\#include <oneapi/dnnl/dnnl.h>\n\#if DNNL_VERSION_MAJOR != 2\n\#error\n\#endif\n' | \
+                 $(CC) -E -x c - > /dev/null 2>&1 && echo 2.x)
 DNNL_LIBS   := $(if $(HAVE_DNNL),-ldnnl)
 # What a CPU program (and the unit tests) link after libddprt.a.
 CPU_LIBS    := -lz -lm $(DNNL_LIBS) $(MPI_LIBS)

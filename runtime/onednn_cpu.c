@@ -5,9 +5,9 @@
  * Per conv: three convolution primitives made for a batch of 1 and one
  * thread, with the layouts oneDNN prefers ("any"), and the reorders between
  * those layouts and the runtime's NCHW / KCRS. Per thread: a stream, the
- * sample's buffers in oneDNN's layouts, a scratchpad (user-managed, so that
- * threads never share the library's), and for the weight gradient one
- * sample's part and the thread's order-free sums.
+ * sample's buffers in oneDNN's layouts and a scratchpad (user-managed, so
+ * that threads never share the library's). The weight gradient's sums and
+ * parts live in the caller's scratch, which the convs share.
  */
 #include "onednn_cpu.h"
 
@@ -22,62 +22,111 @@
 #else
 #define OMP(text)
 static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
 static void omp_set_num_threads(int n) { (void)n; }
 static int omp_get_max_threads(void) { return 1; }
 #endif
 
-/* -1 until the environment is read. */
-static int allow = -1;
+/* A test's choice (ddp_onednn_choose), or -1: the environment's. */
+static int chosen = -1;
 
-int ddp_onednn_allowed(void)
+/* DDP_CPU_CONV's choice, or -1 when it names none. */
+static int choice_of_environment(void)
+{
+    const char *asked = getenv("DDP_CPU_CONV");
+    if (!asked || !*asked)
+        return DDP_CONV_PLANNED;
+    if (strcmp(asked, "own") == 0)
+        return DDP_CONV_OWN;
+    if (strcmp(asked, "onednn") == 0)
+        return DDP_CONV_ONEDNN;
+    return -1;
+}
+
+DdpConvChoice ddp_onednn_choice(void)
+{
+    if (chosen >= 0)
+        return (DdpConvChoice)chosen;
+    int choice = choice_of_environment();
+    return choice < 0 ? DDP_CONV_PLANNED : (DdpConvChoice)choice;
+}
+
+void ddp_onednn_choose(int choice)
+{
+    chosen = choice < 0 ? -1 : choice;
+}
+
+DdpStatus ddp_onednn_check_environment(void)
+{
+    if (choice_of_environment() < 0)
+        return DDP_ERR(DDP_BAD_INPUT, "DDP_CPU_CONV=%s: say own (every conv on the runtime's own kernels) or onednn "
+                       "(every conv pass oneDNN has a direct kernel for), or leave it unset",
+                       getenv("DDP_CPU_CONV"));
+    return DDP_OK;
+}
+
+int ddp_onednn_built_in(void)
 {
 #ifdef DDP_HAVE_DNNL
-    if (allow < 0) {
-        const char *asked = getenv("DDP_CPU_CONV");
-        allow = !(asked && strcmp(asked, "own") == 0);
-    }
-    return allow;
+    return 1;
 #else
     return 0;
 #endif
 }
 
-void ddp_onednn_allow(int on)
+/* Why a conv is not for oneDNN before oneDNN is asked: WHY filled, or 0. */
+static int refused_up_front(const DdpConvShape *shape, char *why, size_t len)
 {
-    allow = on < 0 ? -1 : on != 0;
+    if (!ddp_onednn_built_in())
+        snprintf(why, len, "oneDNN not built in");
+    else if (ddp_onednn_choice() == DDP_CONV_OWN)
+        snprintf(why, len, "DDP_CPU_CONV=own");
+    else if (shape->groups != 1)
+        snprintf(why, len, "grouped");
+    return *why != 0;
 }
 
 #ifndef DDP_HAVE_DNNL
 
-/* Built without oneDNN (libdnnl-dev was missing): every conv is the
- * runtime's own. */
+/* Built without oneDNN (no libdnnl-dev 2.x): every conv is the runtime's own. */
 struct OnednnConv {
     int unused;
 };
 
-DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int nthreads, char *why,
-                                 size_t len)
+DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int passes, int nthreads,
+                                 char *why, size_t len)
 {
-    (void)shape, (void)nthreads;
+    (void)passes, (void)nthreads;
     *conv = NULL;
-    snprintf(why, len, "oneDNN not built in");
+    if (len)
+        *why = 0;
+    refused_up_front(shape, why, len);
     return DDP_OK;
 }
 void ddp_onednn_conv_destroy(OnednnConv *conv) { (void)conv; }
-const char *ddp_onednn_conv_kernel(const OnednnConv *conv) { (void)conv; return ""; }
+const char *ddp_onednn_conv_kernel(const OnednnConv *conv, int pass)
+{
+    (void)conv, (void)pass;
+    return "";
+}
+size_t ddp_onednn_conv_scratch_bytes(const OnednnConv *conv)
+{
+    (void)conv;
+    return 0;
+}
 void ddp_onednn_conv_forward(OnednnConv *conv, int n, const float *x, const float *w, float *y)
 {
     (void)conv, (void)n, (void)x, (void)w, (void)y;
 }
-void ddp_onednn_conv_backward_data(OnednnConv *conv, int n, const float *dy, const float *w, float *dx,
-                                   float beta)
+void ddp_onednn_conv_backward_data(OnednnConv *conv, void *scratch, int n, const float *dy, const float *w,
+                                   float *dx, float beta)
 {
-    (void)conv, (void)n, (void)dy, (void)w, (void)dx, (void)beta;
+    (void)conv, (void)scratch, (void)n, (void)dy, (void)w, (void)dx, (void)beta;
 }
-void ddp_onednn_conv_backward_filter(OnednnConv *conv, int n, const float *x, const float *dy, DdpGrad *dw,
-                                     float beta)
+void ddp_onednn_conv_backward_filter(OnednnConv *conv, void *scratch, int n, const float *x, const float *dy,
+                                     DdpGrad *dw, float beta)
 {
-    (void)conv, (void)n, (void)x, (void)dy, (void)dw, (void)beta;
+    (void)conv, (void)scratch, (void)n, (void)x, (void)dy, (void)dw, (void)beta;
 }
 int ddp_onednn_conv_failed(const OnednnConv *conv, const char **what, int *status)
 {
@@ -96,33 +145,44 @@ enum { X_FWD, Y_FWD, DY_DATA, DX_DATA, X_FILTER, DY_FILTER, DW_FILTER, SAMPLE_BU
 
 /* The reorders: from the runtime's layout into a buffer (x, dy, w), or out
  * of one (y, dx, the weight gradient's part); indexed by the buffer. */
+enum { PLAIN_X, PLAIN_Y, PLAIN_W }; /* one sample's x (NCHW), one sample's y, the weights (KCRS) */
 static const struct {
-    int plain;     /* 0: x's (one sample, NCHW), 1: y's (one sample), 2: w's (KCRS) */
-    int into_buf;  /* 1: plain -> buffer, 0: buffer -> plain */
+    int plain, into_buffer;
 } REORDERS[BUFFERS] = {
-    [X_FWD] = {0, 1},    [Y_FWD] = {1, 0},    [DY_DATA] = {1, 1}, [DX_DATA] = {0, 0},
-    [X_FILTER] = {0, 1}, [DY_FILTER] = {1, 1}, [DW_FILTER] = {2, 0},
-    [W_FWD] = {2, 1},    [W_DATA] = {2, 1},
+    [X_FWD] = {PLAIN_X, 1},    [Y_FWD] = {PLAIN_Y, 0},     [DY_DATA] = {PLAIN_Y, 1},
+    [DX_DATA] = {PLAIN_X, 0},  [X_FILTER] = {PLAIN_X, 1},  [DY_FILTER] = {PLAIN_Y, 1},
+    [DW_FILTER] = {PLAIN_W, 0}, [W_FWD] = {PLAIN_W, 1},    [W_DATA] = {PLAIN_W, 1},
 };
+
+/* The three convolutions, in this order wherever they are listed. */
+enum { FORWARD, DATA, FILTER, CONVS };
+static const char *const PASS_NAMES[CONVS] = {"forward", "backward data", "weight gradient"};
 
 typedef struct {
     dnnl_stream_t stream;
-    dnnl_memory_t plain[3];            /* x, y, w: no memory of their own, pointed at each call's */
+    dnnl_memory_t plain[3];            /* PLAIN_*: no memory of their own, pointed at each call's */
     dnnl_memory_t buf[SAMPLE_BUFFERS]; /* this thread's, in oneDNN's layouts */
-    dnnl_memory_t scratch;
-    float *part, *dx; /* one sample's weight gradient (KCRS), and input gradient when added to dx */
-    double *sum_hi, *sum_lo; /* this thread's order-free sums of the weight gradient */
+    dnnl_memory_t scratchpad;
 } Thread;
+
+/* A thread's part of the calls' scratch (ddp_onednn_conv_scratch_bytes):
+ * the order-free sums of the weight gradient, one sample's part of it, and
+ * one sample's input gradient, for beta other than 0. */
+typedef struct {
+    double *sum_hi, *sum_lo;
+    float *part, *dx;
+} ThreadScratch;
 
 struct OnednnConv {
     DdpConvShape sh;
+    int passes;                          /* DDP_ONEDNN_DATA, DDP_ONEDNN_FILTER */
     size_t x_floats, y_floats, w_floats; /* one sample's x, y; the weights */
     dnnl_engine_t engine;
     dnnl_memory_desc_t plain_md[3], md[BUFFERS];
-    dnnl_primitive_t forward, data, filter, reorder[BUFFERS];
+    dnnl_primitive_t conv[CONVS], reorder[BUFFERS];
+    char kernel[CONVS][64];   /* each convolution's implementation */
     dnnl_memory_t weights[2]; /* W_FWD, W_DATA: shared */
-    size_t scratch_bytes;
-    char kernel[64];
+    size_t scratchpad_bytes;
     int nthreads;
     Thread *threads;
     const char *failed_what; /* the first failure, or NULL */
@@ -146,7 +206,7 @@ static void run(OnednnConv *c, Thread *t, dnnl_primitive_t p, int nargs, const d
 {
     dnnl_exec_arg_t all[4];
     memcpy(all, args, (size_t)nargs * sizeof *args);
-    all[nargs] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, t->scratch};
+    all[nargs] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, t->scratchpad};
     dnnl_status_t s = dnnl_primitive_execute(p, t->stream, nargs + 1, all);
     if (s == dnnl_success)
         s = dnnl_stream_wait(t->stream);
@@ -154,7 +214,7 @@ static void run(OnednnConv *c, Thread *t, dnnl_primitive_t p, int nargs, const d
         record_failure(c, what, s);
 }
 
-/* Reorder I between the plain layout (at DATA) and buffer TO_OR_FROM. */
+/* Reorder I between the runtime's layout, at DATA, and oneDNN's, in BUFFER. */
 static void reorder(OnednnConv *c, Thread *t, int i, const void *data, dnnl_memory_t buffer)
 {
     dnnl_memory_t plain = t->plain[REORDERS[i].plain];
@@ -163,8 +223,8 @@ static void reorder(OnednnConv *c, Thread *t, int i, const void *data, dnnl_memo
         record_failure(c, "setting a buffer", s);
         return;
     }
-    const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, REORDERS[i].into_buf ? plain : buffer},
-                                     {DNNL_ARG_TO, REORDERS[i].into_buf ? buffer : plain}};
+    const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, REORDERS[i].into_buffer ? plain : buffer},
+                                     {DNNL_ARG_TO, REORDERS[i].into_buffer ? buffer : plain}};
     run(c, t, c->reorder[i], 2, args, "a reorder");
 }
 
@@ -177,6 +237,68 @@ static Thread *this_thread(OnednnConv *c)
     return &c->threads[omp_get_thread_num()];
 }
 
+static size_t round_to_line(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+static size_t thread_scratch_bytes(const OnednnConv *c)
+{
+    return round_to_line(2 * c->w_floats * sizeof(double)) + round_to_line(c->w_floats * sizeof(float)) +
+           round_to_line(c->x_floats * sizeof(float));
+}
+
+static ThreadScratch thread_scratch(const OnednnConv *c, void *scratch, int k)
+{
+    char *at = (char *)scratch + (size_t)k * thread_scratch_bytes(c);
+    ThreadScratch s;
+    s.sum_hi = (double *)at;
+    s.sum_lo = s.sum_hi + c->w_floats;
+    s.part = (float *)(at + round_to_line(2 * c->w_floats * sizeof(double)));
+    s.dx = (float *)((char *)s.part + round_to_line(c->w_floats * sizeof(float)));
+    return s;
+}
+
+size_t ddp_onednn_conv_scratch_bytes(const OnednnConv *c)
+{
+    return (size_t)c->nthreads * thread_scratch_bytes(c);
+}
+
+/* ---- one sample ----------------------------------------------------------------------- */
+
+/* Y = the sample X's output, from the weights in their forward layout. */
+static void forward_one(OnednnConv *c, Thread *t, const float *x, float *y)
+{
+    reorder(c, t, X_FWD, x, t->buf[X_FWD]);
+    const dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, t->buf[X_FWD]}, {DNNL_ARG_WEIGHTS, c->weights[0]}, {DNNL_ARG_DST, t->buf[Y_FWD]}};
+    run(c, t, c->conv[FORWARD], 3, args, "convolution forward");
+    reorder(c, t, Y_FWD, y, t->buf[Y_FWD]);
+}
+
+/* DX = the sample's input gradient from DY, weights in their backward layout. */
+static void data_one(OnednnConv *c, Thread *t, const float *dy, float *dx)
+{
+    reorder(c, t, DY_DATA, dy, t->buf[DY_DATA]);
+    const dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, t->buf[DY_DATA]},
+                                     {DNNL_ARG_WEIGHTS, c->weights[1]},
+                                     {DNNL_ARG_DIFF_SRC, t->buf[DX_DATA]}};
+    run(c, t, c->conv[DATA], 3, args, "convolution backward data");
+    reorder(c, t, DX_DATA, dx, t->buf[DX_DATA]);
+}
+
+/* PART = the sample's weight gradient (KCRS, float). */
+static void filter_one(OnednnConv *c, Thread *t, const float *x, const float *dy, float *part)
+{
+    reorder(c, t, X_FILTER, x, t->buf[X_FILTER]);
+    reorder(c, t, DY_FILTER, dy, t->buf[DY_FILTER]);
+    const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, t->buf[X_FILTER]},
+                                     {DNNL_ARG_DIFF_DST, t->buf[DY_FILTER]},
+                                     {DNNL_ARG_DIFF_WEIGHTS, t->buf[DW_FILTER]}};
+    run(c, t, c->conv[FILTER], 3, args, "convolution backward weights");
+    reorder(c, t, DW_FILTER, part, t->buf[DW_FILTER]);
+}
+
 /* ---- the three calls ----------------------------------------------------------------- */
 
 void ddp_onednn_conv_forward(OnednnConv *c, int n, const float *x, const float *w, float *y)
@@ -184,76 +306,65 @@ void ddp_onednn_conv_forward(OnednnConv *c, int n, const float *x, const float *
     OMP(parallel num_threads(c->nthreads))
     {
         Thread *t = this_thread(c);
-        OMP(single)
+        OMP(single) /* then a barrier: every thread reads them */
         reorder(c, t, W_FWD, w, c->weights[0]);
         OMP(for schedule(static))
-        for (int s = 0; s < n; s++) {
-            reorder(c, t, X_FWD, x + (size_t)s * c->x_floats, t->buf[X_FWD]);
-            const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, t->buf[X_FWD]},
-                                             {DNNL_ARG_WEIGHTS, c->weights[0]},
-                                             {DNNL_ARG_DST, t->buf[Y_FWD]}};
-            run(c, t, c->forward, 3, args, "convolution forward");
-            reorder(c, t, Y_FWD, y + (size_t)s * c->y_floats, t->buf[Y_FWD]);
-        }
+        for (int s = 0; s < n; s++)
+            forward_one(c, t, x + (size_t)s * c->x_floats, y + (size_t)s * c->y_floats);
     }
 }
 
-void ddp_onednn_conv_backward_data(OnednnConv *c, int n, const float *dy, const float *w, float *dx,
-                                   float beta)
+void ddp_onednn_conv_backward_data(OnednnConv *c, void *scratch, int n, const float *dy, const float *w,
+                                   float *dx, float beta)
 {
     OMP(parallel num_threads(c->nthreads))
     {
         Thread *t = this_thread(c);
+        const ThreadScratch ts = thread_scratch(c, scratch, omp_get_thread_num());
         OMP(single)
         reorder(c, t, W_DATA, w, c->weights[1]);
         OMP(for schedule(static))
         for (int s = 0; s < n; s++) {
-            reorder(c, t, DY_DATA, dy + (size_t)s * c->y_floats, t->buf[DY_DATA]);
-            const dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, t->buf[DY_DATA]},
-                                             {DNNL_ARG_WEIGHTS, c->weights[1]},
-                                             {DNNL_ARG_DIFF_SRC, t->buf[DX_DATA]}};
-            run(c, t, c->data, 3, args, "convolution backward data");
             float *out = dx + (size_t)s * c->x_floats;
             if (beta == 0.0f) { /* dx's old contents ignored */
-                reorder(c, t, DX_DATA, out, t->buf[DX_DATA]);
+                data_one(c, t, dy + (size_t)s * c->y_floats, out);
                 continue;
             }
-            reorder(c, t, DX_DATA, t->dx, t->buf[DX_DATA]);
+            data_one(c, t, dy + (size_t)s * c->y_floats, ts.dx);
             for (size_t i = 0; i < c->x_floats; i++)
-                out[i] = beta == 1.0f ? out[i] + t->dx[i] : beta * out[i] + t->dx[i];
+                out[i] = beta == 1.0f ? out[i] + ts.dx[i] : beta * out[i] + ts.dx[i];
         }
     }
 }
 
-void ddp_onednn_conv_backward_filter(OnednnConv *c, int n, const float *x, const float *dy, DdpGrad *dw,
-                                     float beta)
+void ddp_onednn_conv_backward_filter(OnednnConv *c, void *scratch, int n, const float *x, const float *dy,
+                                     DdpGrad *dw, float beta)
 {
     OMP(parallel num_threads(c->nthreads))
     {
         Thread *t = this_thread(c);
-        memset(t->sum_hi, 0, c->w_floats * sizeof *t->sum_hi);
-        memset(t->sum_lo, 0, c->w_floats * sizeof *t->sum_lo);
+        /* The team may be smaller than planned (OMP_DYNAMIC): only its
+         * threads' sums are zeroed and merged. */
+        const int team = omp_get_num_threads();
+        const ThreadScratch ts = thread_scratch(c, scratch, omp_get_thread_num());
+        memset(ts.sum_hi, 0, 2 * c->w_floats * sizeof *ts.sum_hi); /* HI, then LO */
         OMP(for schedule(static))
         for (int s = 0; s < n; s++) {
-            reorder(c, t, X_FILTER, x + (size_t)s * c->x_floats, t->buf[X_FILTER]);
-            reorder(c, t, DY_FILTER, dy + (size_t)s * c->y_floats, t->buf[DY_FILTER]);
-            const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, t->buf[X_FILTER]},
-                                             {DNNL_ARG_DIFF_DST, t->buf[DY_FILTER]},
-                                             {DNNL_ARG_DIFF_WEIGHTS, t->buf[DW_FILTER]}};
-            run(c, t, c->filter, 3, args, "convolution backward weights");
-            reorder(c, t, DW_FILTER, t->part, t->buf[DW_FILTER]);
-            /* the sample's part, the same bits in any batch: one part of
-             * the sums */
-            ddp_exact_add_floats(t->sum_hi, t->sum_lo, t->part, (int)c->w_floats, 0, &ddp_grad_window);
+            filter_one(c, t, x + (size_t)s * c->x_floats, dy + (size_t)s * c->y_floats, ts.part);
+            /* the sample's part, the same bits in any batch: one part of the sums */
+            ddp_exact_add_floats(ts.sum_hi, ts.sum_lo, ts.part, (int)c->w_floats, 0, &ddp_grad_window);
         }
         /* dw = (beta ? dw : the empty sums) + every thread's sums: sums of
          * grid multiples, exact in any order (the implicit barrier above
          * has every thread's finished) */
+        const size_t stride = thread_scratch_bytes(c) / sizeof(double); /* whole cache lines */
         OMP(for schedule(static))
         for (size_t i = 0; i < c->w_floats; i++) {
             DdpExact total = {0.0, 0.0};
-            for (int k = 0; k < c->nthreads; k++)
-                ddp_exact_merge(&total, (DdpExact){c->threads[k].sum_hi[i], c->threads[k].sum_lo[i]});
+            for (int k = 0; k < team; k++) {
+                const double *hi = (const double *)scratch + (size_t)k * stride;
+                ddp_exact_merge(&total, (DdpExact){hi[i], hi[c->w_floats + i]});
+            }
             if (beta == 0.0f)
                 dw[i] = total;
             else
@@ -271,9 +382,9 @@ int ddp_onednn_conv_failed(const OnednnConv *c, const char **what, int *status)
     return 1;
 }
 
-const char *ddp_onednn_conv_kernel(const OnednnConv *c)
+const char *ddp_onednn_conv_kernel(const OnednnConv *c, int pass)
 {
-    return c->kernel;
+    return c->kernel[pass == DDP_ONEDNN_FILTER ? FILTER : FORWARD];
 }
 
 /* ---- making one ------------------------------------------------------------------------ */
@@ -288,17 +399,15 @@ void ddp_onednn_conv_destroy(OnednnConv *c)
             dnnl_memory_destroy(t->plain[i]);
         for (int i = 0; i < SAMPLE_BUFFERS; i++)
             dnnl_memory_destroy(t->buf[i]);
-        dnnl_memory_destroy(t->scratch);
+        dnnl_memory_destroy(t->scratchpad);
         if (t->stream)
             dnnl_stream_destroy(t->stream);
-        free(t->part), free(t->dx), free(t->sum_hi), free(t->sum_lo);
     }
     free(c->threads);
     for (int i = 0; i < 2; i++)
         dnnl_memory_destroy(c->weights[i]);
-    dnnl_primitive_destroy(c->forward);
-    dnnl_primitive_destroy(c->data);
-    dnnl_primitive_destroy(c->filter);
+    for (int i = 0; i < CONVS; i++)
+        dnnl_primitive_destroy(c->conv[i]);
     for (int i = 0; i < BUFFERS; i++)
         dnnl_primitive_destroy(c->reorder[i]);
     if (c->engine)
@@ -306,11 +415,13 @@ void ddp_onednn_conv_destroy(OnednnConv *c)
     free(c);
 }
 
-/* A direct kernel (just-in-time or brgemm), not oneDNN's reference loops
- * nor its im2col + GEMM, which are slower than the runtime's own. */
+/* A direct kernel ("jit:avx512_core", "jit_1x1:avx2", "brgconv:..."), not
+ * oneDNN's reference loops nor its im2col + GEMM ("gemm:jit"), which are
+ * slower than the runtime's own. */
 static int direct_kernel(const char *impl)
 {
-    return (strncmp(impl, "jit:", 4) == 0 || strncmp(impl, "brg", 3) == 0) && !strstr(impl, "gemm");
+    const int jit = strncmp(impl, "jit", 3) == 0 && (impl[3] == ':' || impl[3] == '_');
+    return (jit || strncmp(impl, "brg", 3) == 0) && !strstr(impl, "gemm");
 }
 
 /* A primitive descriptor's implementation name. */
@@ -322,24 +433,20 @@ static const char *impl_of(const_dnnl_primitive_desc_t pd)
     return impl;
 }
 
-static void note_scratch(OnednnConv *c, const_dnnl_primitive_desc_t pd)
-{
-    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
-    c->scratch_bytes = bytes > c->scratch_bytes ? bytes : c->scratch_bytes;
-}
-
-/* The primitive for PD (destroyed after), its scratch noted. */
+/* The primitive for PD (destroyed after), its scratchpad noted. */
 static dnnl_status_t make_primitive(OnednnConv *c, dnnl_primitive_desc_t pd, dnnl_primitive_t *p)
 {
-    note_scratch(c, pd);
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    const size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
+    c->scratchpad_bytes = bytes > c->scratchpad_bytes ? bytes : c->scratchpad_bytes;
     dnnl_status_t s = dnnl_primitive_create(p, pd);
     dnnl_primitive_desc_destroy(pd);
     return s;
 }
 
-/* The three convolutions, each with the layouts it prefers; 1 where one of
- * them has no direct kernel (WHY says which). */
+/* The three convolutions, each with the layouts it prefers (the backward
+ * ones need the forward's descriptor as a hint); *REFUSED where a pass
+ * asked for has no direct kernel (WHY says which). */
 static dnnl_status_t make_convolutions(OnednnConv *c, const_dnnl_primitive_attr_t attr, int *refused, char *why,
                                        size_t len)
 {
@@ -357,42 +464,44 @@ static dnnl_status_t make_convolutions(OnednnConv *c, const_dnnl_primitive_attr_
         (s = dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_format_tag_any)))
         return s;
     dnnl_convolution_desc_t fd, dd, wgd;
-    dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
+    dnnl_primitive_desc_t pd[CONVS] = {NULL, NULL, NULL};
     if ((s = dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &x, &w, NULL,
                                                 &y, strides, pad_l, pad_r)) ||
         (s = dnnl_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct, &x, &w, &y, strides, pad_l,
                                                       pad_r)) ||
         (s = dnnl_convolution_backward_weights_desc_init(&wgd, dnnl_convolution_direct, &x, &w, NULL, &y, strides,
                                                          pad_l, pad_r)) ||
-        (s = dnnl_primitive_desc_create(&fpd, &fd, attr, c->engine, NULL)) ||
-        (s = dnnl_primitive_desc_create(&dpd, &dd, attr, c->engine, fpd)) ||
-        (s = dnnl_primitive_desc_create(&wpd, &wgd, attr, c->engine, fpd))) {
-        dnnl_primitive_desc_destroy(fpd), dnnl_primitive_desc_destroy(dpd), dnnl_primitive_desc_destroy(wpd);
+        (s = dnnl_primitive_desc_create(&pd[FORWARD], &fd, attr, c->engine, NULL)) ||
+        (s = dnnl_primitive_desc_create(&pd[DATA], &dd, attr, c->engine, pd[FORWARD])) ||
+        (s = dnnl_primitive_desc_create(&pd[FILTER], &wgd, attr, c->engine, pd[FORWARD]))) {
+        for (int i = 0; i < CONVS; i++)
+            dnnl_primitive_desc_destroy(pd[i]);
         return s;
     }
-    const char *impls[3] = {impl_of(fpd), impl_of(dpd), impl_of(wpd)};
-    static const char *const passes[3] = {"forward", "backward data", "backward weights"};
-    for (int i = 0; i < 3; i++)
-        if (!direct_kernel(impls[i]) && !*refused) {
+    const int wanted[CONVS] = {c->passes & DDP_ONEDNN_DATA, c->passes & DDP_ONEDNN_DATA,
+                               c->passes & DDP_ONEDNN_FILTER};
+    for (int i = 0; i < CONVS; i++) {
+        snprintf(c->kernel[i], sizeof c->kernel[i], "%s", impl_of(pd[i]));
+        if (wanted[i] && !direct_kernel(c->kernel[i]) && !*refused) {
             *refused = 1;
-            snprintf(why, len, "oneDNN has no direct kernel for its %s (%s)", passes[i], impls[i]);
+            snprintf(why, len, "oneDNN has no direct kernel for its %s (%s)", PASS_NAMES[i], c->kernel[i]);
         }
-    snprintf(c->kernel, sizeof c->kernel, "%s", impls[0]);
-    c->md[X_FWD] = *dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
-    c->md[W_FWD] = *dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0);
-    c->md[Y_FWD] = *dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0);
-    c->md[DY_DATA] = *dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_dst_md, 0);
-    c->md[W_DATA] = *dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0);
-    c->md[DX_DATA] = *dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0);
-    c->md[X_FILTER] = *dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
-    c->md[DY_FILTER] = *dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_dst_md, 0);
-    c->md[DW_FILTER] = *dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0);
-    dnnl_status_t made[3] = {make_primitive(c, fpd, &c->forward), make_primitive(c, dpd, &c->data),
-                             make_primitive(c, wpd, &c->filter)};
-    for (int i = 0; i < 3; i++)
-        if (made[i])
-            return made[i];
-    return dnnl_success;
+    }
+    c->md[X_FWD] = *dnnl_primitive_desc_query_md(pd[FORWARD], dnnl_query_src_md, 0);
+    c->md[W_FWD] = *dnnl_primitive_desc_query_md(pd[FORWARD], dnnl_query_weights_md, 0);
+    c->md[Y_FWD] = *dnnl_primitive_desc_query_md(pd[FORWARD], dnnl_query_dst_md, 0);
+    c->md[DY_DATA] = *dnnl_primitive_desc_query_md(pd[DATA], dnnl_query_diff_dst_md, 0);
+    c->md[W_DATA] = *dnnl_primitive_desc_query_md(pd[DATA], dnnl_query_weights_md, 0);
+    c->md[DX_DATA] = *dnnl_primitive_desc_query_md(pd[DATA], dnnl_query_diff_src_md, 0);
+    c->md[X_FILTER] = *dnnl_primitive_desc_query_md(pd[FILTER], dnnl_query_src_md, 0);
+    c->md[DY_FILTER] = *dnnl_primitive_desc_query_md(pd[FILTER], dnnl_query_diff_dst_md, 0);
+    c->md[DW_FILTER] = *dnnl_primitive_desc_query_md(pd[FILTER], dnnl_query_diff_weights_md, 0);
+    dnnl_status_t made = dnnl_success;
+    for (int i = 0; i < CONVS; i++) { /* each call destroys its descriptor */
+        s = make_primitive(c, pd[i], &c->conv[i]);
+        made = made ? made : s;
+    }
+    return made;
 }
 
 static dnnl_status_t make_reorders(OnednnConv *c, const_dnnl_primitive_attr_t attr)
@@ -400,10 +509,9 @@ static dnnl_status_t make_reorders(OnednnConv *c, const_dnnl_primitive_attr_t at
     for (int i = 0; i < BUFFERS; i++) {
         const dnnl_memory_desc_t *plain = &c->plain_md[REORDERS[i].plain], *buf = &c->md[i];
         dnnl_primitive_desc_t pd;
-        dnnl_status_t s = REORDERS[i].into_buf ? dnnl_reorder_primitive_desc_create(&pd, plain, c->engine, buf,
-                                                                                   c->engine, attr)
-                                               : dnnl_reorder_primitive_desc_create(&pd, buf, c->engine, plain,
-                                                                                   c->engine, attr);
+        dnnl_status_t s = REORDERS[i].into_buffer
+                              ? dnnl_reorder_primitive_desc_create(&pd, plain, c->engine, buf, c->engine, attr)
+                              : dnnl_reorder_primitive_desc_create(&pd, buf, c->engine, plain, c->engine, attr);
         if (s || (s = make_primitive(c, pd, &c->reorder[i])))
             return s;
     }
@@ -415,9 +523,9 @@ static dnnl_status_t make_threads(OnednnConv *c)
     c->threads = calloc((size_t)c->nthreads, sizeof *c->threads);
     if (!c->threads)
         return dnnl_out_of_memory;
-    dnnl_memory_desc_t scratch_md;
-    dnnl_dims_t scratch_dims = {(dnnl_dim_t)(c->scratch_bytes ? c->scratch_bytes : 1)};
-    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_a);
+    dnnl_memory_desc_t scratchpad_md;
+    dnnl_dims_t scratchpad_dims = {(dnnl_dim_t)(c->scratchpad_bytes ? c->scratchpad_bytes : 1)};
+    dnnl_status_t s = dnnl_memory_desc_init_by_tag(&scratchpad_md, 1, scratchpad_dims, dnnl_u8, dnnl_a);
     for (int k = 0; k < c->nthreads && !s; k++) {
         Thread *t = &c->threads[k];
         s = dnnl_stream_create(&t->stream, c->engine, dnnl_stream_default_flags);
@@ -426,71 +534,73 @@ static dnnl_status_t make_threads(OnednnConv *c)
         for (int i = 0; i < SAMPLE_BUFFERS && !s; i++)
             s = dnnl_memory_create(&t->buf[i], &c->md[i], c->engine, DNNL_MEMORY_ALLOCATE);
         if (!s)
-            s = dnnl_memory_create(&t->scratch, &scratch_md, c->engine, DNNL_MEMORY_ALLOCATE);
-        t->part = malloc(c->w_floats * sizeof *t->part);
-        t->dx = malloc(c->x_floats * sizeof *t->dx);
-        t->sum_hi = malloc(c->w_floats * sizeof *t->sum_hi);
-        t->sum_lo = malloc(c->w_floats * sizeof *t->sum_lo);
-        if (!s && !(t->part && t->dx && t->sum_hi && t->sum_lo))
-            s = dnnl_out_of_memory;
+            s = dnnl_memory_create(&t->scratchpad, &scratchpad_md, c->engine, DNNL_MEMORY_ALLOCATE);
     }
     for (int i = 0; i < 2 && !s; i++)
         s = dnnl_memory_create(&c->weights[i], &c->md[W_FWD + i], c->engine, DNNL_MEMORY_ALLOCATE);
     return s;
 }
 
-/* Each call twice on the same random sample: the same bits, or oneDNN is
- * not used for this conv. */
-static int same_bits_twice(OnednnConv *c)
+/* Each pass oneDNN is to do, twice on the same random sample, on this
+ * thread: 1 when both give the same bits; 0 when not, or when a call
+ * failed (WHY says which: the runtime's own code then does the conv); -1
+ * when memory ran out. */
+static int same_bits_twice(OnednnConv *c, char *why, size_t len)
 {
-    const size_t xn = c->x_floats, yn = c->y_floats, wn = c->w_floats;
-    float *x = malloc(xn * sizeof *x), *w = malloc(wn * sizeof *w), *dy = malloc(yn * sizeof *dy);
-    float *out[2] = {malloc((xn > yn ? xn : yn) * sizeof(float)), malloc((xn > yn ? xn : yn) * sizeof(float))};
-    DdpGrad *dw[2] = {malloc(wn * sizeof(DdpGrad)), malloc(wn * sizeof(DdpGrad))};
-    int same = x && w && dy && out[0] && out[1] && dw[0] && dw[1];
+    const size_t xn = c->x_floats, yn = c->y_floats, wn = c->w_floats, most = xn > yn ? xn : yn;
+    const size_t floats = 2 * xn + yn + wn + 2 * (most > wn ? most : wn);
+    float *all = malloc(floats * sizeof *all);
+    if (!all) {
+        snprintf(why, len, "out of memory checking oneDNN's bits");
+        return -1;
+    }
+    float *x = all, *dy = x + xn, *w = dy + yn, *out[2] = {w + wn, w + wn + (most > wn ? most : wn)};
     unsigned state = 12345u;
-    for (size_t i = 0; same && i < (xn > yn ? xn : yn); i++) {
+    for (size_t i = 0; i < xn + yn + wn; i++) { /* x, dy, w: uniform in [-0.5, 0.5) */
         state = state * 1664525u + 1013904223u;
-        float v = (float)(state >> 8) / 16777216.0f - 0.5f;
-        if (i < xn)
-            x[i] = v;
-        if (i < yn)
-            dy[i] = v * 0.5f;
-        if (i < wn)
-            w[i] = v * 0.25f;
+        all[i] = (float)(state >> 8) / 16777216.0f - 0.5f;
     }
-    for (int pass = 0; same && pass < 3; pass++) {
-        for (int k = 0; k < 2; k++) {
-            if (pass == 0)
-                ddp_onednn_conv_forward(c, 1, x, w, out[k]);
-            else if (pass == 1)
-                ddp_onednn_conv_backward_data(c, 1, dy, w, out[k], 0.0f);
+    Thread *t = &c->threads[0];
+    reorder(c, t, W_FWD, w, c->weights[0]);
+    reorder(c, t, W_DATA, w, c->weights[1]);
+    int same = 1, pass = 0;
+    for (; same && pass < CONVS; pass++) {
+        if (!(c->passes & (pass == FILTER ? DDP_ONEDNN_FILTER : DDP_ONEDNN_DATA)))
+            continue;
+        for (int k = 0; k < 2; k++)
+            if (pass == FORWARD)
+                forward_one(c, t, x, out[k]);
+            else if (pass == DATA)
+                data_one(c, t, dy, out[k]);
             else
-                ddp_onednn_conv_backward_filter(c, 1, x, dy, dw[k], 0.0f);
-        }
-        same = pass < 2 ? !memcmp(out[0], out[1], (pass == 0 ? yn : xn) * sizeof(float))
-                        : !memcmp(dw[0], dw[1], wn * sizeof(DdpGrad));
+                filter_one(c, t, x, dy, out[k]);
+        const size_t count = pass == FORWARD ? yn : pass == DATA ? xn : wn;
+        same = !memcmp(out[0], out[1], count * sizeof(float));
     }
-    free(x), free(w), free(dy), free(out[0]), free(out[1]), free(dw[0]), free(dw[1]);
-    return same && !c->failed_what;
+    free(all);
+    if (c->failed_what) {
+        snprintf(why, len, "oneDNN's %s failed (status %d) in a trial call", c->failed_what, c->failed_status);
+        return 0;
+    }
+    if (!same)
+        snprintf(why, len, "oneDNN's %s (%s) gave other bits on a second call", PASS_NAMES[pass - 1],
+                 c->kernel[pass - 1]);
+    return same;
 }
 
-DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int nthreads, char *why,
-                                 size_t len)
+DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int passes, int nthreads,
+                                 char *why, size_t len)
 {
     *conv = NULL;
-    if (!ddp_onednn_allowed()) {
-        snprintf(why, len, "DDP_CPU_CONV=own");
+    if (len)
+        *why = 0;
+    if (!passes || refused_up_front(shape, why, len))
         return DDP_OK;
-    }
-    if (shape->groups != 1) {
-        snprintf(why, len, "grouped: oneDNN not used");
-        return DDP_OK;
-    }
     OnednnConv *c = calloc(1, sizeof *c);
     if (!c)
         return DDP_ERR(DDP_FAIL, "out of memory planning a conv");
     c->sh = *shape;
+    c->passes = passes;
     c->nthreads = nthreads > 0 ? nthreads : 1;
     c->x_floats = (size_t)shape->c * shape->h * shape->w;
     c->y_floats = (size_t)shape->k * shape->out_h * shape->out_w;
@@ -498,7 +608,7 @@ DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, i
     dnnl_dims_t xd = {1, shape->c, shape->h, shape->w}, yd = {1, shape->k, shape->out_h, shape->out_w};
     dnnl_dims_t wd = {shape->k, shape->c, shape->r, shape->s};
     /* Made for one thread: oneDNN sizes its work split by the threads it
-     * sees when a primitive is made. */
+     * sees when a primitive is made (and the bits check runs on this one). */
     const int threads_before = omp_get_max_threads();
     omp_set_num_threads(1);
     dnnl_primitive_attr_t attr = NULL;
@@ -508,9 +618,9 @@ DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, i
         s = dnnl_primitive_attr_create(&attr);
     if (!s)
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (!s && !(s = dnnl_memory_desc_init_by_tag(&c->plain_md[0], 4, xd, dnnl_f32, dnnl_nchw)) &&
-        !(s = dnnl_memory_desc_init_by_tag(&c->plain_md[1], 4, yd, dnnl_f32, dnnl_nchw)))
-        s = dnnl_memory_desc_init_by_tag(&c->plain_md[2], 4, wd, dnnl_f32, dnnl_oihw);
+    if (!s && !(s = dnnl_memory_desc_init_by_tag(&c->plain_md[PLAIN_X], 4, xd, dnnl_f32, dnnl_nchw)) &&
+        !(s = dnnl_memory_desc_init_by_tag(&c->plain_md[PLAIN_Y], 4, yd, dnnl_f32, dnnl_nchw)))
+        s = dnnl_memory_desc_init_by_tag(&c->plain_md[PLAIN_W], 4, wd, dnnl_f32, dnnl_oihw);
     if (!s)
         s = make_convolutions(c, attr, &refused, why, len);
     if (!s && !refused)
@@ -519,19 +629,15 @@ DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, i
         s = make_threads(c);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
+    int same = s || refused ? 0 : same_bits_twice(c, why, len);
     omp_set_num_threads(threads_before);
-    if (s == dnnl_out_of_memory) {
+    if (s == dnnl_out_of_memory || same < 0) {
         ddp_onednn_conv_destroy(c);
         return DDP_ERR(DDP_FAIL, "out of memory planning a conv with oneDNN");
     }
-    if (s || refused) {
-        if (s)
-            snprintf(why, len, "oneDNN refused the shape (status %d)", (int)s);
-        ddp_onednn_conv_destroy(c);
-        return DDP_OK;
-    }
-    if (!same_bits_twice(c)) {
-        snprintf(why, len, "oneDNN's %s gave other bits on a second call", c->kernel);
+    if (s)
+        snprintf(why, len, "oneDNN refused the shape (status %d)", (int)s);
+    if (s || refused || !same) {
         ddp_onednn_conv_destroy(c);
         return DDP_OK;
     }

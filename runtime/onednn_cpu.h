@@ -1,11 +1,12 @@
 /*
  * onednn_cpu.h: CPU convolutions by oneDNN's direct kernels (Debian's
- * libdnnl), for ops_cpu.c, one sample per call.
+ * libdnnl, version 2), for ops_cpu.c, one sample per call.
  *
  * Why: oneDNN's just-in-time direct convolutions run resnet.net's 3x3s
- * about three times as fast as the runtime's own Winograd and im2col
- * (bench/conv_cpu.sh prints both), and the nets where users would pick
- * PyTorch are those whose time goes to convolutions.
+ * several times as fast as the runtime's own Winograd and im2col
+ * (bench/conv_cpu.sh times each pass as planned, on the runtime's own and
+ * on oneDNN), and the nets where users would pick PyTorch are those whose
+ * time goes to convolutions.
  *
  * How the promises hold (ops.h, exact_sum.h): every call takes one sample
  * (a batch of 1), on one thread, with primitives made for one thread. A
@@ -18,11 +19,12 @@
  * kernel instead of a direct one) stays with the runtime's own code.
  *
  * What it costs: oneDNN's kernels depend on the CPU's instruction set
- * (AVX-512, AVX2). One kind of machine gives one set of bits; ranks on
- * different kinds of machine still agree on every step (they sum the same
- * parts), but a run no longer takes bit for bit the steps it would take on
- * the other kind. DDP_CPU_CONV=own in the environment keeps every conv on
- * the runtime's own kernels, whose bits are the same on both.
+ * (AVX-512, AVX2), and so does whether oneDNN takes a conv. One kind of
+ * machine gives one set of bits; ranks on different kinds still agree on
+ * every step (they sum the same parts), but a run no longer takes bit for
+ * bit the steps it would take on the other kind. DDP_CPU_CONV=own in the
+ * environment keeps every conv on the runtime's own kernels, whose bits
+ * are the same on both.
  *
  * Activations are NCHW as everywhere in the runtime; each call reorders its
  * sample into the layout oneDNN chose (channels in blocks of 8 or 16) and
@@ -35,32 +37,51 @@
 
 typedef struct OnednnConv OnednnConv;
 
-/* Whether convs may go to oneDNN in this process: it is built in, and
- * DDP_CPU_CONV=own is not set. Tests turn it off (ON 0) and on (1), or
- * back to what the environment says (-1), with ddp_onednn_allow; it
- * applies to the convs planned after it. */
-int ddp_onednn_allowed(void);
-void ddp_onednn_allow(int on);
+/* The passes a conv may give oneDNN: forward with backward data (they
+ * share the weights' layout question), and the weight gradient. */
+enum { DDP_ONEDNN_DATA = 1, DDP_ONEDNN_FILTER = 2 };
 
-/* oneDNN's primitives for SHAPE (groups 1), run by up to NTHREADS threads,
- * or NULL where oneDNN is not allowed, has no direct kernel for the shape,
- * or fails the bits check; WHY (LEN bytes) then says which, for
- * ddp_ops_describe_conv. Out of memory is the only failure. */
-DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int nthreads, char *why,
-                                 size_t len);
+/* What DDP_CPU_CONV in the environment asks for: unset (or empty), the
+ * passes ops_cpu.c's plan gives oneDNN; "own", none (the runtime's own
+ * kernels, whose bits are the same on every kind of CPU); "onednn", every
+ * pass oneDNN has a direct kernel for (bench/conv_cpu.sh compares the
+ * three). Tests choose with ddp_onednn_choose (-1: the environment's
+ * again); a choice applies to the convs planned after it. */
+typedef enum { DDP_CONV_PLANNED, DDP_CONV_OWN, DDP_CONV_ONEDNN } DdpConvChoice;
+DdpConvChoice ddp_onednn_choice(void);
+void ddp_onednn_choose(int choice);
+/* DDP_BAD_INPUT naming DDP_CPU_CONV when it holds anything else. */
+DdpStatus ddp_onednn_check_environment(void);
+/* Whether this build has oneDNN (libdnnl-dev 2.x was found). */
+int ddp_onednn_built_in(void);
+
+/* oneDNN's primitives for the PASSES of SHAPE (groups 1), run by up to
+ * NTHREADS threads, or NULL where oneDNN is not allowed, has no direct
+ * kernel for one of the passes, or fails the bits check; WHY (LEN bytes)
+ * then says which, for ddp_ops_describe_conv. Out of memory is the only
+ * failure. */
+DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, int passes, int nthreads,
+                                 char *why, size_t len);
 void ddp_onednn_conv_destroy(OnednnConv *conv);
 
-/* The implementation oneDNN chose ("jit:avx512_core"). */
-const char *ddp_onednn_conv_kernel(const OnednnConv *conv);
+/* The implementation oneDNN chose for PASS ("jit:avx512_core"): forward's
+ * for DDP_ONEDNN_DATA, the weight gradient's for DDP_ONEDNN_FILTER. */
+const char *ddp_onednn_conv_kernel(const OnednnConv *conv, int pass);
 
-/* ops.h's three calls, for N samples (any N: each call takes one). A
- * failure inside oneDNN is kept (the first one) for
- * ddp_onednn_conv_failed; the results are then not to be used. */
+/* The scratch the calls need, for all the threads: one sample's input
+ * gradient, weight gradient part and the order-free sums of the weight
+ * gradient, per thread. The convs run one at a time, so they may share it. */
+size_t ddp_onednn_conv_scratch_bytes(const OnednnConv *conv);
+
+/* ops.h's three calls, for N samples (any N: each call takes one), in
+ * SCRATCH (64-byte aligned, the bytes above). A failure inside oneDNN is
+ * kept (the first one) for ddp_onednn_conv_failed; the results are then
+ * not to be used. */
 void ddp_onednn_conv_forward(OnednnConv *conv, int n, const float *x, const float *w, float *y);
-void ddp_onednn_conv_backward_data(OnednnConv *conv, int n, const float *dy, const float *w, float *dx,
-                                   float beta);
-void ddp_onednn_conv_backward_filter(OnednnConv *conv, int n, const float *x, const float *dy, DdpGrad *dw,
-                                     float beta);
+void ddp_onednn_conv_backward_data(OnednnConv *conv, void *scratch, int n, const float *dy, const float *w,
+                                   float *dx, float beta);
+void ddp_onednn_conv_backward_filter(OnednnConv *conv, void *scratch, int n, const float *x, const float *dy,
+                                     DdpGrad *dw, float beta);
 /* Nonzero once a call has failed; WHAT and STATUS of the first failure. */
 int ddp_onednn_conv_failed(const OnednnConv *conv, const char **what, int *status);
 

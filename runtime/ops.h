@@ -5,6 +5,8 @@
  * One interface, two implementations, and a program links exactly one:
  *   ops_cpu.c    OpenMP and products of its own (gemm_cpu.c; im2col/col2im
  *                around them, or Winograd: winograd_cpu.c), runs anywhere;
+ *                most convs' passes on oneDNN, one sample per call
+ *                (onednn_cpu.c), where it is built in;
  *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
  * Both define the same set of symbols, so the build picks one by which object it
  * links; the generated code is the same either way. Everything else a step does
@@ -110,7 +112,7 @@ void ddp_ops_destroy(DdpOps *ops);
  * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
- * the im2col and Winograd scratch (CPU). On CUDA the algorithms come from
+ * the im2col, Winograd and oneDNN scratch (CPU). On CUDA the algorithms come from
  * cuDNN's heuristics in their fixed order, never from timing, so that every
  * process (a resumed run too) chooses the same ones (device_rules.h). */
 DdpStatus ddp_ops_finalize(DdpOps *ops);

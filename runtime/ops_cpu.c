@@ -1,7 +1,8 @@
 /*
  * ops_cpu.c: the library ops on the CPU (interface in ops.h): convolutions
  * and matrix products, on this runtime's own fixed-order products
- * (gemm_cpu.c), with OpenMP for the parallelism.
+ * (gemm_cpu.c), with OpenMP for the parallelism; most convolutions' passes
+ * go to oneDNN, one sample per call (onednn_cpu.h; plan_onednn says which).
  *
  * A convolution is a matrix product once the input is unrolled (im2col): for
  * one sample and one group, the matrix whose row (c, r, s) and column (oh, ow)
@@ -13,7 +14,7 @@
  * conv needs no unrolling: x itself is the matrix. Stride-1 convs with 8 or
  * more channels each way and kernel sides 3..7 go to winograd_cpu.c instead
  * (ddp_winograd_suits), which needs 5 to 6 times fewer multiplies and keeps
- * the promises below.
+ * the promises below; so does oneDNN's one sample per call.
  *
  * Results must not depend on the batch a sample is in, on the thread count,
  * or on the machine's BLAS (the distributed tests compare 1 rank with 2 and
@@ -34,8 +35,9 @@
  * Scratch: per thread, one im2col matrix (one sample, one group), one
  * sample's block of the weight gradient, the products' packed copies and the
  * block's order-free sums,
- * sized in ddp_ops_finalize for the largest conv; and one buffer that the
- * Winograd convs share, sized for the largest of them. ddp_gemm's and
+ * sized in ddp_ops_finalize for the largest conv; one buffer that the
+ * Winograd convs share, sized for the largest of them, and one that the
+ * oneDNN convs share likewise. ddp_gemm's and
  * ddp_gemm_grad's packed copies grow on their first call at a size (the
  * first step); after that the per-step calls never allocate.
  */
@@ -90,7 +92,7 @@ enum { TASK_ROWS = 96, TASK_COLS_MULTIPLE = 32 }; /* columns: whole tiles at eit
 typedef struct {
     DdpConvSlot slot; /* the shape, planned: ops_conv_table.h */
     OnednnConv *onednn; /* oneDNN's primitives (onednn_cpu.h), for the passes in onednn_passes */
-    int onednn_passes;  /* ONEDNN_DATA, ONEDNN_FILTER: see plan_onednn */
+    int onednn_passes;  /* DDP_ONEDNN_DATA, DDP_ONEDNN_FILTER: see plan_onednn */
     char onednn_why[128]; /* why oneDNN does no pass, when it does none */
     int direct;     /* 1x1, stride 1, pad 0: x is its own im2col matrix */
     int winograd;   /* winograd_cpu.c does this conv (ddp_winograd_suits) */
@@ -117,6 +119,8 @@ struct DdpOps {
     size_t sums_offset;        /* then from here the block's order-free sums (HI then LO, doubles) */
     void *winograd_scratch;    /* shared by the Winograd convs, one at a time */
     size_t winograd_bytes;
+    void *onednn_scratch;      /* shared by the oneDNN convs, one at a time */
+    size_t onednn_bytes;
     GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
     GrowingBuffer gemm_grad_packs; /* ddp_gemm_grad's, likewise */
 
@@ -137,6 +141,7 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
 {
     (void)stream;
     *ops = NULL;
+    DDP_CHECK(ddp_onednn_check_environment());
     int nthreads = omp_get_max_threads();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores > 0 && nthreads > MAX_THREADS_PER_CORE * cores) {
@@ -161,43 +166,54 @@ void ddp_ops_destroy(DdpOps *ops)
     free(ops->convs);
     free(ops->scratch);
     free(ops->winograd_scratch);
+    free(ops->onednn_scratch);
     free(ops->gemm_packs.data);
     free(ops->gemm_grad_packs.data);
     free(ops);
 }
 
-/* Which passes oneDNN does (onednn_cpu.h), by the shape alone, so that
- * every rank and every run of a program choose alike; from one sample's
- * calls against the runtime's own on a batch of 64 (bench/conv_cpu.sh, one
- * thread, AVX-512):
+/* Which passes oneDNN does (onednn_cpu.h): by the shape, and then by what
+ * oneDNN can do with it on this kind of machine (a direct kernel, the bits
+ * check), so that every rank and every run of a program on one kind of
+ * machine choose alike. The rule, from one sample's calls against the
+ * runtime's own on a batch of 64 (bench/conv_cpu.sh, one thread, AVX-512):
  *  - Winograd with 8x8 tiles (5x5 to 7x7 kernels: 6 times fewer multiplies
  *    than direct) keeps all three: MNIST's conv2 took 1.5 times as long
  *    forward with oneDNN, 1.8 times for the weight gradient;
  *  - Winograd for a 3x3 with C x K of 2048 or more keeps forward and
  *    backward data, where its 4 times fewer multiplies outweigh its
- *    transforms (64 -> 64 at 28x28: oneDNN 1.25 times as long), and gives
- *    oneDNN the weight gradient (1.3 times faster there);
+ *    transforms (64 -> 64 at 28x28: oneDNN 1.07 to 1.25 times as long in
+ *    two sessions), and gives oneDNN the weight gradient (1.3 to 1.5 times
+ *    faster there);
+ *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN its
+ *    weight gradient alone (1.6 to 2 times faster), and keeps forward (im2col
+ *    about as fast: 0.8 against 1.0 ms for MNIST's conv1) and backward data
+ *    (7 times as fast on im2col);
  *  - every other conv goes to oneDNN: resnet.net's 3x3s (16 and 32
- *    channels) ran 1.6 to 2.8 times faster forward and backward data, 2 to
- *    3.5 times the weight gradient; first convs' weight gradients 2 times.
- *    (A first conv's backward data, which no step calls, is slower.) */
-enum { ONEDNN_DATA = 1, ONEDNN_FILTER = 2, WINOGRAD_KEEPS_DATA_FROM = 2048 };
+ *    channels) ran 1.3 to 2.8 times faster forward and backward data, 1.6 to
+ *    3.5 times the weight gradient. */
+enum { WINOGRAD_KEEPS_DATA_FROM = 2048, ONEDNN_DATA_FROM_CHANNELS = 8,
+       ONEDNN_ALL = DDP_ONEDNN_DATA | DDP_ONEDNN_FILTER };
 
 static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
 {
     const DdpConvShape *sh = &p->slot.shape;
-    int passes = ONEDNN_DATA | ONEDNN_FILTER;
-    if (p->winograd && p->wino.alpha == 8)
+    int passes = ONEDNN_ALL;
+    if (ddp_onednn_choice() == DDP_CONV_ONEDNN)
+        passes = ONEDNN_ALL; /* every pass oneDNN can do: for measuring the rule */
+    else if (p->winograd && p->wino.alpha == 8)
         passes = 0;
     else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
-        passes = ONEDNN_FILTER;
+        passes = DDP_ONEDNN_FILTER;
+    else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
+        passes = DDP_ONEDNN_FILTER;
     if (!passes) {
         snprintf(p->onednn_why, sizeof p->onednn_why, "Winograd with 8x8 tiles is faster");
         return DDP_OK;
     }
-    DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, ops->nthreads, p->onednn_why, sizeof p->onednn_why));
+    DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, passes, ops->nthreads, p->onednn_why, sizeof p->onednn_why));
     p->onednn_passes = p->onednn ? passes : 0;
-    if (p->onednn_passes & ONEDNN_FILTER)
+    if (p->onednn_passes & DDP_ONEDNN_FILTER)
         p->winograd_filter = 0;
     return DDP_OK;
 }
@@ -246,9 +262,13 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
-        /* oneDNN's passes use buffers of their own */
-        const int own_filter = !(p->onednn_passes & ONEDNN_FILTER);
-        if (p->onednn_passes & ONEDNN_DATA && !own_filter)
+        /* oneDNN's passes: the scratch the oneDNN convs share */
+        if (p->onednn) {
+            size_t bytes = ddp_onednn_conv_scratch_bytes(p->onednn);
+            ops->onednn_bytes = bytes > ops->onednn_bytes ? bytes : ops->onednn_bytes;
+        }
+        const int own_filter = !(p->onednn_passes & DDP_ONEDNN_FILTER);
+        if (p->onednn_passes & DDP_ONEDNN_DATA && !own_filter)
             continue;
         if (p->winograd) {
             size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh, p->winograd_filter);
@@ -287,6 +307,11 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         if (!ops->winograd_scratch)
             return scratch_failure(ops, "Winograd", ops->winograd_bytes);
     }
+    if (ops->onednn_bytes) { /* whole cache lines already */
+        ops->onednn_scratch = aligned_alloc(64, ops->onednn_bytes);
+        if (!ops->onednn_scratch)
+            return scratch_failure(ops, "oneDNN", ops->onednn_bytes);
+    }
     ops->finalized = 1;
     return DDP_OK;
 }
@@ -299,7 +324,7 @@ DdpStatus ddp_ops_status(const DdpOps *ops)
 size_t ddp_ops_workspace_bytes(const DdpOps *ops)
 {
     return (ops->scratch ? ops->scratch_per_thread * sizeof(float) * (size_t)ops->nthreads : 0) +
-           ops->winograd_bytes;
+           ops->winograd_bytes + ops->onednn_bytes;
 }
 
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
@@ -307,25 +332,30 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     if (!len)
         return;
     const ConvPlan *p = ddp_conv_table_find(ops->convs, ops->nconvs, sizeof *ops->convs, id);
-    if (!p)
+    if (!p) {
         snprintf(buf, len, "conv %d not planned", id);
-    else if (p->onednn_passes == (ONEDNN_DATA | ONEDNN_FILTER))
-        snprintf(buf, len, "oneDNN %s, one sample per call", ddp_onednn_conv_kernel(p->onednn));
-    else if (p->onednn_passes == ONEDNN_FILTER)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient by "
-                 "oneDNN %s, one sample per call", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s,
-                 p->wino.alpha * p->wino.alpha, p->wino.tiles, ddp_onednn_conv_kernel(p->onednn));
+        return;
+    }
+    char data[160], filter[96], why[160] = "";
+    if (p->onednn_passes & DDP_ONEDNN_DATA)
+        snprintf(data, sizeof data, "oneDNN %s, one sample per call",
+                 ddp_onednn_conv_kernel(p->onednn, DDP_ONEDNN_DATA));
     else if (p->winograd)
-        snprintf(buf, len, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample; weight gradient %s "
-                 "(not oneDNN: %s)", p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s,
-                 p->wino.alpha * p->wino.alpha, p->wino.tiles,
-                 p->winograd_filter ? "by Winograd, sample by sample" : "by im2col, sample by sample", p->onednn_why);
-    else if (p->direct)
-        snprintf(buf, len, "1x1: product on x, no im2col; weight gradient in %d-row blocks (not oneDNN: %s)",
-                 p->wgrad_rows, p->onednn_why);
+        snprintf(data, sizeof data, "Winograd F(%dx%d,%dx%d): %d products per tile, %d tiles per sample",
+                 p->wino.mh, p->wino.mw, p->slot.shape.r, p->slot.shape.s, p->wino.alpha * p->wino.alpha,
+                 p->wino.tiles);
     else
-        snprintf(buf, len, "im2col + product, col2im; weight gradient in %d-row blocks (not oneDNN: %s)",
-                 p->wgrad_rows, p->onednn_why);
+        snprintf(data, sizeof data, "%s", p->direct ? "1x1: product on x, no im2col" : "im2col + product, col2im");
+    if (p->onednn_passes & DDP_ONEDNN_FILTER)
+        snprintf(filter, sizeof filter, "by oneDNN %s, one sample per call",
+                 ddp_onednn_conv_kernel(p->onednn, DDP_ONEDNN_FILTER));
+    else if (p->winograd)
+        snprintf(filter, sizeof filter, "by %s, sample by sample", p->winograd_filter ? "Winograd" : "im2col");
+    else
+        snprintf(filter, sizeof filter, "in %d-row blocks", p->wgrad_rows);
+    if (!p->onednn_passes)
+        snprintf(why, sizeof why, " (not oneDNN: %s)", p->onednn_why);
+    snprintf(buf, len, "%s; weight gradient %s%s", data, filter, why);
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
@@ -485,7 +515,7 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
     if (!p)
         return;
-    if (p->onednn_passes & ONEDNN_DATA) {
+    if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_forward(p->onednn, n, x, w, y);
         onednn_status(ops, p, id);
         return;
@@ -520,8 +550,8 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
     if (!p)
         return;
-    if (p->onednn_passes & ONEDNN_DATA) {
-        ddp_onednn_conv_backward_data(p->onednn, n, dy, w, dx, beta);
+    if (p->onednn_passes & DDP_ONEDNN_DATA) {
+        ddp_onednn_conv_backward_data(p->onednn, ops->onednn_scratch, n, dy, w, dx, beta);
         onednn_status(ops, p, id);
         return;
     }
@@ -554,8 +584,8 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p)
         return;
-    if (p->onednn_passes & ONEDNN_FILTER) {
-        ddp_onednn_conv_backward_filter(p->onednn, n, x, dy, dw, beta);
+    if (p->onednn_passes & DDP_ONEDNN_FILTER) {
+        ddp_onednn_conv_backward_filter(p->onednn, ops->onednn_scratch, n, x, dy, dw, beta);
         onednn_status(ops, p, id);
         return;
     }

@@ -38,19 +38,20 @@ spelled out by the flags, which mean what the program's flags mean:
                   rounding of the weights alone carries the run (the
                   envelope tools/compare_weights.py --envelope allows)
   --kinks-envelope REL  (with float64) write, instead of the run's weights,
-                  the run's weights plus, element by element, the sum over
-                  its near-kink inputs of how far each one alone moves them
-                  when it takes the other branch. A near-kink input is a
+                  element by element, the sum over the run's near-kink
+                  inputs of how far each one alone moves the weights when it
+                  takes the other branch. A near-kink input is a nonzero
                   ReLU or LeakyReLU input within REL of its tensor's largest
                   |x|: with REL = 2^-21, within a few float32 roundings of the
                   kink, so float32 may put it on either side, and the side
-                  decides that sample's gradient through it (resnet.net's
-                  parity run has one at step 3: 2.6e-7 against a largest
-                  9.1). tools/compare_weights.py --kinks allows the sum; no
+                  decides that sample's gradient through it (an exact zero
+                  is a zero in float32 too, where the same terms cancel).
+                  tools/compare_weights.py --kinks allows the sum; no
                   perturbation of the weights computes it. Each input is
                   flipped alone, in a run of its own (flipped together,
                   their effects can cancel where a float32 run flips only
-                  some); at most KINKS_MOST of them.
+                  some); at most KINKS_MOST of them. The inputs found are
+                  listed on stderr.
   --grad-only     one forward and backward pass on the first batch, no
                   optimizer step: writes each trainable parameter's gradient
                   of the batch's mean loss, under the parameter's name
@@ -263,7 +264,7 @@ class Kinks:
         def hook(module, inputs, out):
             x = inputs[0].detach()
             if self.flip is None:
-                near = (x.abs() <= self.rel * x.abs().max()).flatten().nonzero().flatten()
+                near = ((x.abs() <= self.rel * x.abs().max()) & (x != 0)).flatten().nonzero().flatten()
                 self.found += [(self.step, name, int(i)) for i in near]
                 return out
             step, where, index = self.flip
@@ -346,15 +347,16 @@ def write_kinks_envelope(args, mod, seed, batch, epochs, dtype, x_all, y_all):
     if len(found) > KINKS_MOST:
         raise Bad(f"--kinks-envelope {args.kinks_envelope:g}: {len(found)} near-kink inputs, more than "
                   f"{KINKS_MOST} runs; a smaller REL, or fewer steps")
-    envelope = {k: v.astype(np.float64) for k, v in ref.items()}
+    envelope = {k: np.zeros(v.shape, np.float64) for k, v in ref.items()}
     for one in found:
         kinks.flip = one
         flipped, _, _ = train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks)
         for k, v in flipped.state_dict().items():
             if v.is_floating_point():
                 envelope[k] += np.abs(to_numpy(v) - ref[k])
-    if not args.quiet:
-        print(json.dumps({"near_kinks": [list(f) for f in found]}), flush=True)
+    if found:
+        print("torch_ref.py: near-kink inputs (step, module, index): "
+              + ", ".join(f"({s}, {m}, {i})" for s, m, i in found), file=sys.stderr)
     meta = {"steps": steps, "near_kinks": json.dumps(found), "dtype": args.dtype,
             "module": os.path.basename(args.module)}
     write_safetensors(args.out, {k: envelope[k].astype(ref[k].dtype) for k in ref}, meta)
@@ -402,6 +404,8 @@ def main(argv=None):
     x_all = torch.from_numpy(np.array(images)).to(torch.float32).div(255).reshape(n, *shape).to(dtype)
     y_all = torch.from_numpy(labels.astype(np.int64))
 
+    if args.kinks_envelope < 0:
+        raise Bad("--kinks-envelope must be at least 0")
     if args.kinks_envelope:
         if args.dtype != "float64" or args.grad_only or args.perturb:
             raise Bad("--kinks-envelope goes with --dtype float64, without --grad-only and --perturb")

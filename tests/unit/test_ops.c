@@ -15,7 +15,7 @@
  */
 #include "ops.h"
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
-#include "onednn_cpu.h" // ddp_onednn_allow: each conv test on the own kernels, then with oneDNN
+#include "onednn_cpu.h" // ddp_onednn_choose: each conv test on the own kernels, then with oneDNN
 #include "testutil.h"
 
 #include <math.h>
@@ -876,15 +876,13 @@ static void test_vector_widths_same_bits(void)
 
 static void test_deterministic_across_threads(void)
 {
-    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col */
+    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col (grouped) */
     check_deterministic_across_threads((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}); /* Winograd, its weight gradient too */
+    check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd 3x3, or oneDNN */
 }
 
-/* The convs at FIRST_WINOGRAD on are done by Winograd and the others not (so
- * the shape tests above cover both), and a conv's forward and data gradient
- * for a sample are the same bits in any batch: its rows sit at other places
- * in the products when the batch is split as among ranks (ops_cpu.c's
- * promise, which tests/distributed/ relies on). */
+/* On the runtime's own kernels, the convs at FIRST_WINOGRAD on are done by
+ * Winograd and the others not, so the shape tests above cover both. */
 static void test_winograd_chosen(void)
 {
     DdpConvShape sh[NSHAPES];
@@ -897,10 +895,14 @@ static void test_winograd_chosen(void)
     ddp_ops_destroy(ops);
 }
 
+/* A conv's forward and data gradient for a sample are the same bits in any
+ * batch: its rows sit at other places in the products when the batch is
+ * split as among ranks (ops_cpu.c's promise, which tests/distributed/
+ * relies on). */
 static void test_sample_independent_of_batch(void)
 {
     DdpOps *ops = NULL;
-    /* Winograd: MNIST's second conv (4 tiles a sample), one whose tiles
+    /* On the runtime's own kernels: Winograd: MNIST's second conv (4 tiles a sample), one whose tiles
      * overhang (12 tiles), a wide one (1024 channels in), a 3x3 one (6x6
      * input tiles); im2col: MNIST's first. 160 samples, and parts of them
      * alone. */
@@ -1056,20 +1058,21 @@ static void test_backward_data_beta(void)
 
 /* ---- oneDNN -------------------------------------------------------------------------
  * The conv tests above run on the runtime's own kernels (their shapes were
- * chosen to cover im2col's and Winograd's paths), and again with oneDNN
- * allowed (onednn_cpu.h), where it is built in and takes most of the
+ * chosen to cover im2col's and Winograd's paths), and again as planned
+ * (onednn_cpu.h), where oneDNN, if built in, takes most of the
  * shapes; the same references, the same bit promises. */
 #define OWN_AND_ONEDNN(test)                                                                 \
     static void test##_own(void)                                                             \
     {                                                                                        \
-        ddp_onednn_allow(0);                                                                 \
+        ddp_onednn_choose(DDP_CONV_OWN);                                                     \
         test();                                                                              \
+        ddp_onednn_choose(-1);                                                               \
     }                                                                                        \
     static void test##_onednn(void)                                                          \
     {                                                                                        \
-        ddp_onednn_allow(1);                                                                 \
+        ddp_onednn_choose(DDP_CONV_PLANNED);                                                 \
         test();                                                                              \
-        ddp_onednn_allow(0);                                                                 \
+        ddp_onednn_choose(-1);                                                               \
     }
 OWN_AND_ONEDNN(test_conv_forward)
 OWN_AND_ONEDNN(test_conv_backward)
@@ -1080,8 +1083,9 @@ OWN_AND_ONEDNN(test_deterministic_across_threads)
 #define OWN_ONLY(test)                                                                       \
     static void test##_own(void)                                                             \
     {                                                                                        \
-        ddp_onednn_allow(0);                                                                 \
+        ddp_onednn_choose(DDP_CONV_OWN);                                                     \
         test();                                                                              \
+        ddp_onednn_choose(-1);                                                               \
     }
 OWN_ONLY(test_winograd_chosen)
 OWN_ONLY(test_gradient_split_invariant)
@@ -1089,7 +1093,7 @@ OWN_ONLY(test_vector_widths_same_bits)
 OWN_ONLY(test_misuse_is_reported)
 OWN_ONLY(test_workspace)
 
-/* The shape's description with oneDNN allowed, planned for batch 4. */
+/* The shape's description as planned for batch 4. */
 static void describe_with_onednn(const Conv cv, char *line, size_t len)
 {
     DdpOps *ops = NULL;
@@ -1109,26 +1113,45 @@ static void test_onednn_chosen(void)
     const Conv resnet = {16, 28, 28, 16, 3, 3, 1, 1, 1}, strided = {16, 28, 28, 32, 3, 3, 2, 1, 1};
     const Conv first = {1, 28, 28, 32, 5, 5, 1, 0, 1}, mnist2 = {32, 12, 12, 64, 5, 5, 1, 0, 1};
     const Conv wide = {64, 28, 28, 64, 3, 3, 1, 1, 1}, grouped = {16, 12, 10, 24, 3, 3, 1, 1, 2};
+    const char *user = getenv("DDP_CPU_CONV");
+    char *was = user ? strdup(user) : NULL;
+    ddp_onednn_choose(-1); /* the environment's */
     setenv("DDP_CPU_CONV", "own", 1);
-    ddp_onednn_allow(-1);
-    CU_ASSERT_FALSE(ddp_onednn_allowed());
+    CU_ASSERT_EQUAL(ddp_onednn_choice(), DDP_CONV_OWN);
     describe_with_onednn(resnet, line, sizeof line);
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, "not oneDNN: DDP_CPU_CONV=own"));
-    unsetenv("DDP_CPU_CONV");
-    ddp_onednn_allow(-1);
-    if (!ddp_onednn_allowed()) {
-        fputs("\n    (oneDNN not built in: libdnnl-dev was missing)", stderr);
-        ddp_onednn_allow(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "not oneDNN: "));
+    setenv("DDP_CPU_CONV", "onednn", 1);
+    CU_ASSERT_EQUAL(ddp_onednn_choice(), DDP_CONV_ONEDNN);
+    if (ddp_onednn_built_in()) { /* every pass oneDNN can do, MNIST's conv2 too */
+        describe_with_onednn(mnist2, line, sizeof line);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "per call"));
+    }
+    setenv("DDP_CPU_CONV", "fast", 1);
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL(ddp_ops_create(&ops, NULL), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "DDP_CPU_CONV=fast: say own"));
+    ddp_error_clear();
+    if (was)
+        setenv("DDP_CPU_CONV", was, 1);
+    else
+        unsetenv("DDP_CPU_CONV");
+    free(was);
+    const int built_in = ddp_onednn_built_in();
+    ddp_onednn_choose(DDP_CONV_PLANNED);
+    if (!built_in) {
+        fputs("\n    (oneDNN not built in: libdnnl-dev 2.x was missing)", stderr);
+        ddp_onednn_choose(-1);
         return;
     }
-    /* oneDNN's passes are described as "oneDNN <kernel>, one sample per call" */
+    /* oneDNN's passes are described as "oneDNN <kernel>, one sample per call";
+     * a first conv (1 channel in) gives it the weight gradient alone */
     const struct {
         const Conv *cv;
         const char *has, *lacks;
     } cases[] = {
         {&resnet, "per call", "Winograd"},
         {&strided, "per call", "im2col"},
-        {&first, "per call", "im2col"},
+        {&first, "im2col + product, col2im; weight gradient by oneDNN", "Winograd"},
         {&mnist2, "Winograd F(4x4,5x5)", "per call"},
         {&wide, "Winograd F(4x4,3x3)", "weight gradient by Winograd"},
         {&grouped, "im2col", "per call"},
@@ -1142,19 +1165,19 @@ static void test_onednn_chosen(void)
     }
     describe_with_onednn(wide, line, sizeof line);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "weight gradient by oneDNN"));
-    ddp_onednn_allow(0);
+    ddp_onednn_choose(-1);
 }
 
 /* A batch's weight gradient and its two halves', with oneDNN's per-sample
  * parts: the same bits. */
 static void test_gradient_split_invariant_onednn(void)
 {
-    ddp_onednn_allow(1);
-    if (ddp_onednn_allowed()) {
+    ddp_onednn_choose(DDP_CONV_PLANNED);
+    if (ddp_onednn_built_in()) {
         check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}, "oneDNN");
         check_gradient_split_invariant((Conv){8, 13, 11, 16, 3, 3, 2, 1, 1}, "oneDNN"); /* strided */
     }
-    ddp_onednn_allow(0);
+    ddp_onednn_choose(-1);
 }
 
 void suite_ops(void)
@@ -1179,7 +1202,7 @@ void suite_ops(void)
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits_own},
         {"misuse recorded and reported", test_misuse_is_reported_own},
         {"scratch size and descriptions", test_workspace_own},
-        {"oneDNN: the passes it takes by shape; DDP_CPU_CONV=own", test_onednn_chosen},
+        {"oneDNN: the passes it takes by shape; DDP_CPU_CONV=own, onednn and a bad value", test_onednn_chosen},
         {"oneDNN: conv forward vs direct convolution", test_conv_forward_onednn},
         {"oneDNN: conv backward vs direct adjoints and finite differences", test_conv_backward_onednn},
         {"oneDNN: conv backward filter beta and micro-batches", test_backward_filter_beta_onednn},
