@@ -46,8 +46,9 @@ HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
 # oneDNN 2.x (libdnnl-dev): the CPU build's convolutions where it has a
 # direct kernel for them (runtime/onednn_cpu.h); without it, the runtime's
 # own. Version 3 changed the C API that onednn_cpu.c calls.
-HAVE_DNNL   := $(shell printf '\#include <oneapi/dnnl/dnnl.h>\n\#if DNNL_VERSION_MAJOR != 2\n\#error\n\#endif\n' | \
-                 $(CC) -E -x c - > /dev/null 2>&1 && echo 2.x)
+# (The probe has no '#' in it: make 4.3 keeps a '\#' inside $(shell) as is.)
+HAVE_DNNL   := $(shell echo DNNL_VERSION_MAJOR | $(CC) -E -P -include oneapi/dnnl/dnnl_version.h -x c - 2> /dev/null | \
+                 grep -qx 2 && echo 2.x)
 DNNL_LIBS   := $(if $(HAVE_DNNL),-ldnnl)
 # What a CPU program (and the unit tests) link after libddprt.a.
 CPU_LIBS    := -lz -lm $(DNNL_LIBS) $(MPI_LIBS)

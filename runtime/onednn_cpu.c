@@ -74,16 +74,17 @@ int ddp_onednn_built_in(void)
 #endif
 }
 
-/* Why a conv is not for oneDNN before oneDNN is asked: WHY filled, or 0. */
+/* Why a conv is not for oneDNN before oneDNN is asked: 1 with WHY filled,
+ * or 0. */
 static int refused_up_front(const DdpConvShape *shape, char *why, size_t len)
 {
-    if (!ddp_onednn_built_in())
-        snprintf(why, len, "oneDNN not built in");
-    else if (ddp_onednn_choice() == DDP_CONV_OWN)
-        snprintf(why, len, "DDP_CPU_CONV=own");
-    else if (shape->groups != 1)
-        snprintf(why, len, "grouped");
-    return *why != 0;
+    const char *reason = !ddp_onednn_built_in()                 ? "oneDNN not built in"
+                         : ddp_onednn_choice() == DDP_CONV_OWN ? "DDP_CPU_CONV=own"
+                         : shape->groups != 1                  ? "grouped"
+                                                               : NULL;
+    if (reason)
+        snprintf(why, len, "%s", reason);
+    return reason != NULL;
 }
 
 #ifndef DDP_HAVE_DNNL
@@ -548,13 +549,13 @@ static dnnl_status_t make_threads(OnednnConv *c)
 static int same_bits_twice(OnednnConv *c, char *why, size_t len)
 {
     const size_t xn = c->x_floats, yn = c->y_floats, wn = c->w_floats, most = xn > yn ? xn : yn;
-    const size_t floats = 2 * xn + yn + wn + 2 * (most > wn ? most : wn);
-    float *all = malloc(floats * sizeof *all);
+    const size_t out_floats = most > wn ? most : wn; /* the largest result of a pass */
+    float *all = malloc((xn + yn + wn + 2 * out_floats) * sizeof *all);
     if (!all) {
         snprintf(why, len, "out of memory checking oneDNN's bits");
         return -1;
     }
-    float *x = all, *dy = x + xn, *w = dy + yn, *out[2] = {w + wn, w + wn + (most > wn ? most : wn)};
+    float *x = all, *dy = x + xn, *w = dy + yn, *out[2] = {w + wn, w + wn + out_floats};
     unsigned state = 12345u;
     for (size_t i = 0; i < xn + yn + wn; i++) { /* x, dy, w: uniform in [-0.5, 0.5) */
         state = state * 1664525u + 1013904223u;
@@ -594,7 +595,7 @@ DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, i
     *conv = NULL;
     if (len)
         *why = 0;
-    if (!passes || refused_up_front(shape, why, len))
+    if (refused_up_front(shape, why, len) || !passes)
         return DDP_OK;
     OnednnConv *c = calloc(1, sizeof *c);
     if (!c)

@@ -175,43 +175,38 @@ void ddp_ops_destroy(DdpOps *ops)
 /* Which passes oneDNN does (onednn_cpu.h): by the shape, and then by what
  * oneDNN can do with it on this kind of machine (a direct kernel, the bits
  * check), so that every rank and every run of a program on one kind of
- * machine choose alike. The rule, from one sample's calls against the
- * runtime's own on a batch of 64 (bench/conv_cpu.sh, one thread, AVX-512):
+ * machine choose alike. The rule follows one sample's calls against the
+ * runtime's own on a batch of 64 (bench/conv_cpu.sh, which times the
+ * examples' convs all three ways; README.md gives the figures):
  *  - Winograd with 8x8 tiles (5x5 to 7x7 kernels: 6 times fewer multiplies
- *    than direct) keeps all three: MNIST's conv2 took 1.5 times as long
- *    forward with oneDNN, 1.8 times for the weight gradient;
+ *    than direct) keeps all three passes;
  *  - Winograd for a 3x3 with C x K of 2048 or more keeps forward and
  *    backward data, where its 4 times fewer multiplies outweigh its
- *    transforms (64 -> 64 at 28x28: oneDNN 1.07 to 1.25 times as long in
- *    two sessions), and gives oneDNN the weight gradient (1.3 to 1.5 times
- *    faster there);
+ *    transforms, and gives oneDNN the weight gradient;
  *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN its
- *    weight gradient alone (1.6 to 2 times faster), and keeps forward (im2col
- *    about as fast: 0.8 against 1.0 ms for MNIST's conv1) and backward data
- *    (7 times as fast on im2col);
- *  - every other conv goes to oneDNN: resnet.net's 3x3s (16 and 32
- *    channels) ran 1.3 to 2.8 times faster forward and backward data, 1.6 to
- *    3.5 times the weight gradient. */
+ *    weight gradient alone: im2col's forward is about as fast, its backward
+ *    data several times faster;
+ *  - every other conv goes to oneDNN (resnet.net's 3x3s of 16 and 32
+ *    channels: every pass faster). */
 enum { WINOGRAD_KEEPS_DATA_FROM = 2048, ONEDNN_DATA_FROM_CHANNELS = 8,
        ONEDNN_ALL = DDP_ONEDNN_DATA | DDP_ONEDNN_FILTER };
 
 static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
 {
     const DdpConvShape *sh = &p->slot.shape;
-    int passes = ONEDNN_ALL;
-    if (ddp_onednn_choice() == DDP_CONV_ONEDNN)
-        passes = ONEDNN_ALL; /* every pass oneDNN can do: for measuring the rule */
-    else if (p->winograd && p->wino.alpha == 8)
-        passes = 0;
-    else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
-        passes = DDP_ONEDNN_FILTER;
-    else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
-        passes = DDP_ONEDNN_FILTER;
-    if (!passes) {
-        snprintf(p->onednn_why, sizeof p->onednn_why, "Winograd with 8x8 tiles is faster");
-        return DDP_OK;
+    int passes = ONEDNN_ALL; /* always with DDP_CPU_CONV=onednn, for measuring the rule */
+    if (ddp_onednn_choice() != DDP_CONV_ONEDNN) {
+        if (p->winograd && p->wino.alpha == 8)
+            passes = 0;
+        else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
+            passes = DDP_ONEDNN_FILTER;
+        else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
+            passes = DDP_ONEDNN_FILTER;
     }
+    /* with no pass planned, the reason oneDNN gives (not built in, ...) first */
     DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, passes, ops->nthreads, p->onednn_why, sizeof p->onednn_why));
+    if (!passes && !p->onednn_why[0])
+        snprintf(p->onednn_why, sizeof p->onednn_why, "Winograd with 8x8 tiles is faster");
     p->onednn_passes = p->onednn ? passes : 0;
     if (p->onednn_passes & DDP_ONEDNN_FILTER)
         p->winograd_filter = 0;

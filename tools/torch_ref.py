@@ -248,8 +248,8 @@ KINKS_MOST = 16  # --kinks-envelope's runs, one per near-kink input
 
 class Kinks:
     """--kinks-envelope: forward hooks on every ReLU and LeakyReLU that
-    record the inputs within REL of their tensor's largest |x| (as (step,
-    module, index)), or, with FLIP set to one of them, give that input the
+    record the nonzero inputs within REL of their tensor's largest |x| (as
+    (step, module, index)), or, with FLIP set to one of them, give that input the
     other branch's output and, through autograd, its gradient."""
 
     def __init__(self, rel):

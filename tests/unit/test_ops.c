@@ -1105,7 +1105,8 @@ static void describe_with_onednn(const Conv cv, char *line, size_t len)
     ddp_ops_destroy(ops);
 }
 
-/* Which passes oneDNN takes (ops_cpu.c's plan_onednn, by the shape alone),
+/* Which passes oneDNN takes (ops_cpu.c's plan_onednn: by the shape, where
+ * oneDNN has direct kernels that pass the bits check, as on x86-64),
  * and DDP_CPU_CONV=own keeping every conv on the runtime's own kernels. */
 static void test_onednn_chosen(void)
 {
