@@ -376,6 +376,7 @@ typedef struct {
     char flag[DDP_FLAG_COUNT][VALUE_LEN];
     int64_t world, train_n, test_n;
     uint64_t train_digest, test_digest;
+    char kernels[2 * VALUE_LEN]; /* ddp_ops_describe_kernels: may differ (ddp_dist_not_bit_invariant) */
 } Settings;
 
 /* The first difference between rank R's settings B and rank 0's A, as
@@ -413,8 +414,25 @@ static DdpStatus compare_settings(int r, const Settings *a, const Settings *b)
     return DDP_OK;
 }
 
+/* D's line when rank R's convs run other kernels than rank 0's (A, B:
+ * ddp_ops_describe_kernels). */
+static void note_kernels(DdpDist *d, int r, const char *a, const char *b)
+{
+    if (d->not_invariant[0] || strcmp(a, b) == 0)
+        return;
+    snprintf(d->not_invariant, sizeof d->not_invariant,
+             "rank %d's convs run %s where rank 0's run %s: the ranks take the same steps, but not bit for bit "
+             "those of one rank (DDP_CPU_CONV=own on every rank keeps that)",
+             r, *b ? b : "the runtime's own kernels", *a ? a : "the runtime's own kernels");
+}
+
+const char *ddp_dist_not_bit_invariant(const DdpDist *d)
+{
+    return d->not_invariant[0] ? d->not_invariant : NULL;
+}
+
 DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
-                              const DdpIdxSet *test)
+                              const DdpIdxSet *test, const char *kernels)
 {
     for (int i = 0; i < DDP_FLAG_COUNT; i++)
         if (ddp_flags_agreement((DdpFlagId)i) == DDP_AGREE_UNSET)
@@ -438,9 +456,12 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *fla
     mine->test_n = test->n;
     mine->train_digest = ddp_idx_digest(train);
     mine->test_digest = ddp_idx_digest(test);
+    snprintf(mine->kernels, sizeof mine->kernels, "%s", kernels);
     DdpStatus st = gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_SETTINGS);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         st = compare_settings(r, &all[0], &all[r]);
+    for (int r = 1; st == DDP_OK && r < d->world; r++)
+        note_kernels(d, r, all[0].kernels, all[r].kernels);
     /* Every rank found the same difference in the same data: they all stop
      * here, so the group may be finished cleanly and each exits 2. */
     if (st == DDP_BAD_INPUT)

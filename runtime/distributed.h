@@ -31,6 +31,7 @@ typedef struct {
     void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
     int agreed_failure;   /* every rank failed the same check (at start-up, or a checkpoint's): MPI may finish */
+    char not_invariant[320]; /* ddp_dist_not_bit_invariant's line, or "" */
 } DdpDist;
 
 /* The topology, from flags and environment. */
@@ -72,9 +73,15 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
  * value of every flag flags.h says must agree (or all with it given, or
  * none), on the same TRAIN and TEST data (sizes and ddp_idx_digest): a
  * difference is DDP_BAD_INPUT naming the first differing rank, the flag and
- * both values, the same on every rank. */
+ * both values, the same on every rank. KERNELS (ddp_ops_describe_kernels)
+ * may differ: the ranks still take the same steps, but not bit for bit
+ * those of one rank, which ddp_dist_not_bit_invariant then says. */
 DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
-                              const DdpIdxSet *test);
+                              const DdpIdxSet *test, const char *kernels);
+
+/* After ddp_dist_check_same: NULL, or a line saying that the ranks' convs
+ * run different kernels, so that N ranks take other steps than one rank. */
+const char *ddp_dist_not_bit_invariant(const DdpDist *d);
 
 /* Rank 0's weights, buffers, optimizer state and (host) step counts to every
  * rank, before the first step. */

@@ -128,6 +128,12 @@ size_t ddp_ops_workspace_bytes(const DdpOps *ops);
 /* Writes one line naming the algorithms chosen for conv ID into BUF (for
  * --verbose), e.g. "fwd IMPLICIT_PRECOMP_GEMM, bwd-data ALGO_1, bwd-filter ALGO_1". */
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len);
+/* What besides the program decides the bits of this process's steps, for
+ * the ranks to compare at start-up (ddp_dist_check_same): on CPUs the
+ * kernels oneDNN chose for the convs ("oneDNN jit:avx512_core"), "" where
+ * it runs none (the runtime's own kernels give the same bits on every
+ * CPU); on GPUs "" (their steps are not bit-invariant anyway). */
+void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
 
 /* The per-step calls. N is this call's batch (1..the planned n): the last batch
  * of an epoch may be smaller. Bias and activation are not here; generated kernels

@@ -353,6 +353,30 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     snprintf(buf, len, "%s; weight gradient %s%s", data, filter, why);
 }
 
+void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int id = 0; id < ops->nconvs; id++) { /* each kernel once, in the order met */
+        const ConvPlan *p = &ops->convs[id];
+        for (int pass = DDP_ONEDNN_DATA; pass <= DDP_ONEDNN_FILTER; pass <<= 1) {
+            if (!(p->onednn_passes & pass))
+                continue;
+            const char *kernel = ddp_onednn_conv_kernel(p->onednn, pass);
+            const char *at = strstr(buf, kernel);
+            const size_t n = strlen(kernel);
+            if (at && (at[n] == 0 || at[n] == ',') && (at == buf || at[-1] == ' '))
+                continue;
+            used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", used ? ", " : "oneDNN ",
+                                     kernel);
+            if (used >= len)
+                return;
+        }
+    }
+}
+
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
  * only a bug in the generated program gets here, so it is reported, not fixed. */
 static const ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *what)

@@ -404,6 +404,13 @@ static const char *algo_name(int dir, int algo)
     return algo >= 0 && algo < counts[dir] ? names[dir][algo] : "?";
 }
 
+void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
+{
+    (void)ops;
+    if (len)
+        buf[0] = 0; /* GPU steps are not bit-invariant anyway (ddp_device_not_bit_invariant) */
+}
+
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
 {
     if (!len)

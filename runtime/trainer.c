@@ -828,7 +828,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
-    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test));
+    char kernels[96];
+    ddp_ops_describe_kernels(t->ops, kernels, sizeof kernels);
+    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test, kernels));
     /* Rank 0 speaks for the run; the others only say what goes wrong. */
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
@@ -862,6 +864,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                       (long long)t->cfg.batch, (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
                       t->cfg.epochs == 1 ? "" : "s", device, ranks);
     const char *not_invariant = ddp_device_not_bit_invariant();
+    if (!not_invariant)
+        not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, not_invariant));

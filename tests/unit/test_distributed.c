@@ -18,6 +18,7 @@
  * batchnorm, Adam's division by sqrt(v) + eps), as far as PyTorch's own
  * float32 is from float64 there.
  */
+#include "onednn_cpu.h"  // ddp_onednn_built_in: the mixed-kernels test needs oneDNN
 #include "testutil.h"
 
 #include <stdio.h>
@@ -112,6 +113,35 @@ static void test_nproc_per_node_and_mismatch(void)
     free(cmd);
 }
 
+/* Ranks whose convs run different kernels (one on the runtime's own, by
+ * DDP_CPU_CONV=own, the other on oneDNN, as ranks on different kinds of CPU
+ * would) still take the same steps, and say at start-up and in the log that
+ * those are not bit for bit one rank's. */
+static void test_ranks_on_other_kernels_said(void)
+{
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0 ||
+        !ddp_onednn_built_in()) {
+        fputs("\n  (skipped: no mpirun, no Fashion-MNIST or no oneDNN)", stderr);
+        return;
+    }
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; %s examples/resnet.net --target cpu -o $d/p; "
+                             "OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS "
+                             "-np 1 -x DDP_CPU_CONV=own $d/p --max-steps 2 --log $d/log : "
+                             "-np 1 -x DDP_CPU_CONV= $d/p --max-steps 2 --log $d/log; head -1 $d/log",
+                             test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "note: rank 1's convs run oneDNN "));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "where rank 0's run the runtime's own kernels"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\"bit_invariant\": false"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "weights identical on all 2 ranks"));
+    if (!out || !strstr(out, "note: rank 1"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 void suite_distributed(void)
 {
     static const TestCase cases[] = {
@@ -119,6 +149,8 @@ void suite_distributed(void)
          test_ranks_equal_one_rank_bit_for_bit},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
+        {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",
+         test_ranks_on_other_kernels_said},
         {NULL, NULL},
     };
     test_add_suite("distributed", cases);
