@@ -358,13 +358,12 @@ void ddp_onednn_conv_backward_filter(OnednnConv *c, void *scratch, int n, const 
         /* dw = (beta ? dw : the empty sums) + every thread's sums: sums of
          * grid multiples, exact in any order (the implicit barrier above
          * has every thread's finished) */
-        const size_t stride = thread_scratch_bytes(c) / sizeof(double); /* whole cache lines */
         OMP(for schedule(static))
         for (size_t i = 0; i < c->w_floats; i++) {
             DdpExact total = {0.0, 0.0};
             for (int k = 0; k < team; k++) {
-                const double *hi = (const double *)scratch + (size_t)k * stride;
-                ddp_exact_merge(&total, (DdpExact){hi[i], hi[c->w_floats + i]});
+                const ThreadScratch other = thread_scratch(c, scratch, k);
+                ddp_exact_merge(&total, (DdpExact){other.sum_hi[i], other.sum_lo[i]});
             }
             if (beta == 0.0f)
                 dw[i] = total;

@@ -1094,7 +1094,7 @@ OWN_ONLY(test_misuse_is_reported)
 OWN_ONLY(test_workspace)
 
 /* The shape's description as planned for batch 4. */
-static void describe_with_onednn(const Conv cv, char *line, size_t len)
+static void describe_planned(const Conv cv, char *line, size_t len)
 {
     DdpOps *ops = NULL;
     DdpConvShape s = shape_of(&cv, 4);
@@ -1119,12 +1119,12 @@ static void test_onednn_chosen(void)
     ddp_onednn_choose(-1); /* the environment's */
     setenv("DDP_CPU_CONV", "own", 1);
     CU_ASSERT_EQUAL(ddp_onednn_choice(), DDP_CONV_OWN);
-    describe_with_onednn(resnet, line, sizeof line);
+    describe_planned(resnet, line, sizeof line);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "not oneDNN: "));
     setenv("DDP_CPU_CONV", "onednn", 1);
     CU_ASSERT_EQUAL(ddp_onednn_choice(), DDP_CONV_ONEDNN);
     if (ddp_onednn_built_in()) { /* every pass oneDNN can do, MNIST's conv2 too */
-        describe_with_onednn(mnist2, line, sizeof line);
+        describe_planned(mnist2, line, sizeof line);
         CU_ASSERT_PTR_NOT_NULL(strstr(line, "per call"));
     }
     setenv("DDP_CPU_CONV", "fast", 1);
@@ -1158,13 +1158,13 @@ static void test_onednn_chosen(void)
         {&grouped, "im2col", "per call"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        describe_with_onednn(*cases[i].cv, line, sizeof line);
+        describe_planned(*cases[i].cv, line, sizeof line);
         if (!strstr(line, cases[i].has) || strstr(line, cases[i].lacks))
             printf("\n    case %zu: \"%s\" ", i, line);
         CU_ASSERT_PTR_NOT_NULL(strstr(line, cases[i].has));
         CU_ASSERT_PTR_NULL(strstr(line, cases[i].lacks));
     }
-    describe_with_onednn(wide, line, sizeof line);
+    describe_planned(wide, line, sizeof line);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "weight gradient by oneDNN"));
     ddp_onednn_choose(-1);
 }
