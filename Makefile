@@ -4,7 +4,7 @@
 #   make deps    install what the build and the tests need (Debian, as root)
 #   make         build ddpc and the runtime; say which toolchains were found
 #   make test    build and run every test; ends with the CUnit summary
-#                (ONLY=NAME: the suites whose name contains NAME)
+#                (ONLY="NAME...": the suites whose name contains one of the NAMEs)
 #   make fuzz    build the fuzzers (clang, libFuzzer + ASan + UBSan)
 #   make bench   run the benchmarks (they report, they never fail the build)
 #   make bench-deps  the newest PyTorch, in a venv, for the benchmarks (about 5 GB)
@@ -246,8 +246,13 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/ddpc $(DESTDIR)$(PREFIX)/lib/ddpc
 
 # ---- dependencies (Debian, as root) -----------------------------------------------
+# libopenblas0-pthread: the BLAS Debian's python3-torch (the parity suite's
+# reference, and a benchmark peer) computes on, as its users have it. The
+# package takes any libblas.so.3, and without this one it gets the reference
+# BLAS, on which OPENBLAS_CORETYPE, and CI's second kernel, mean nothing.
+# The CPU build itself links no BLAS.
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev \
-                libopenmpi-dev openmpi-bin python3-torch python3-numpy \
+                libopenmpi-dev openmpi-bin python3-torch python3-numpy libopenblas0-pthread \
                 dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv libdnnl-dev
 # TensorBoard itself, to check that it reads what --tensorboard writes
 # (tools/read_tensorboard.py); a venv keeps it away from Debian's python.
