@@ -58,9 +58,9 @@
  * The tile of the gradient sums: 6 rows by GNV = 2 vectors of doubles (the
  * panels of A hold 6 rows; gemm_tiles.inc's exact tile takes 3 or 6 of them). */
 enum { MR = DDP_GEMM_TILE_ROWS, NV = 2, KB = 32, GMR = DDP_GEMM_TILE_ROWS, GNV = 2 };
-/* The exact tiles' rows are at least 3 (gemm_tiles.inc checks), so a panel
- * has at most this many tiles. */
-enum { EXACT_TILES_MOST = GMR / 3 };
+/* The gradient sums' blocks of A: panels of about this many doubles in all
+ * (256 KB, within any x86-64 core's L2), as many as fit, at least one. */
+enum { EXACT_BLOCK_DOUBLES = 32768 };
 
 /* The widest panels, which scratch is sized for: 2 vectors of 16 floats. */
 enum { NR_MOST = 32, GNR_MOST = 16 };
@@ -77,10 +77,11 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
 
 size_t ddp_gradsum_exact_scratch(int m, int k)
 {
-    const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR), panels = rows / GMR;
+    const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR);
     /* the packed panels of A and of one B panel, then a bound per sample of
-     * the B panel and of each tile of A (gradsum_exact) */
-    return (rows + GNR_MOST + 1 + panels * EXACT_TILES_MOST) * (size_t)(k > 0 ? k : 1);
+     * B and of a block of A, and the samples' order (k ints, in the room of
+     * k doubles: gradsum_exact) */
+    return (rows + GNR_MOST + 3) * (size_t)(k > 0 ? k : 1);
 }
 
 typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
@@ -172,14 +173,35 @@ static void pack_transposed_b_panel(const float *b, int ldb, int n, int k, int j
     gather_transposed(row, cols, width, k, panel);
 }
 
-/* Columns [j0, j0 + WIDTH) of the k x ? float matrix X (row stride LDX) into
- * PANEL as doubles, WIDTH per row p; zero past N. */
-static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int width, double *panel)
+/* The gradient sums' order of the K samples (rows of A and B): ORDER[0 ..
+ * the count returned) = the samples p whose products are all below
+ * LO_ONLY_BELOW by their bounds (A_MOST[p] * B_MOST[p], the largest |a| and
+ * |b| of the sample's rows, exact: two floats' product; a NaN bound fails),
+ * then the others, each in order. The tiles deposit the first in LO alone
+ * (gemm_tiles.inc's exact_tile). */
+static int exact_samples_order(int k, const double *a_most, const double *b_most, double lo_only_below, int *order)
+{
+    int small = 0;
+    for (int p = 0; p < k; p++)
+        if (a_most[p] * b_most[p] < lo_only_below)
+            order[small++] = p;
+    int other = small;
+    for (int p = 0; p < k; p++)
+        if (!(a_most[p] * b_most[p] < lo_only_below))
+            order[other++] = p;
+    return small;
+}
+
+/* PANEL[q][col] = X[ORDER[q]][j0 + col] as doubles, for q < K and col <
+ * WIDTH, zero from column N - J0 on: a panel of A or of B, its samples in the
+ * gradient sums' order, so that the tiles read them in a run. */
+static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int width, const int *order,
+                              double *panel)
 {
     const int cols = n - j0 < width ? n - j0 : width;
-    for (int p = 0; p < k; p++) {
-        const float *src = x + (size_t)p * ldx + j0;
-        double *dst = panel + (size_t)p * width;
+    for (int q = 0; q < k; q++) {
+        const float *src = x + (size_t)order[q] * ldx + j0;
+        double *dst = panel + (size_t)q * width;
         for (int col = 0; col < cols; col++)
             dst[col] = src[col];
         for (int col = cols; col < width; col++)

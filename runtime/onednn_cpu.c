@@ -105,6 +105,7 @@ DdpStatus ddp_onednn_conv_create(OnednnConv **conv, const DdpConvShape *shape, i
     return DDP_OK;
 }
 void ddp_onednn_conv_destroy(OnednnConv *conv) { (void)conv; }
+int ddp_onednn_avx512(void) { return 0; }
 const char *ddp_onednn_conv_kernel(const OnednnConv *conv, int pass)
 {
     (void)conv, (void)pass;
@@ -138,6 +139,12 @@ int ddp_onednn_conv_failed(const OnednnConv *conv, const char **what, int *statu
 #else
 
 #include <oneapi/dnnl/dnnl.h>
+
+int ddp_onednn_avx512(void)
+{
+    /* the ISAs are nested bit sets: avx512_core's bits are in every later one */
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+}
 
 /* The buffers in oneDNN's layouts: each thread's for one sample, then the
  * two copies of the weights that all threads read. */

@@ -54,6 +54,10 @@ void ddp_onednn_choose(int choice);
 DdpStatus ddp_onednn_check_environment(void);
 /* Whether this build has oneDNN (libdnnl-dev 2.x was found). */
 int ddp_onednn_built_in(void);
+/* Whether oneDNN runs AVX-512 kernels here (avx512_core or above): its AVX2
+ * kernels win fewer passes, and the plan (ops_cpu.c) takes that into
+ * account. 0 without oneDNN. */
+int ddp_onednn_avx512(void);
 
 /* oneDNN's primitives for the PASSES of SHAPE (groups 1), run by up to
  * NTHREADS threads, or NULL where oneDNN is not allowed, has no direct

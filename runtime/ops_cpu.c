@@ -172,22 +172,26 @@ void ddp_ops_destroy(DdpOps *ops)
     free(ops);
 }
 
-/* Which passes oneDNN does (onednn_cpu.h): by the shape, and then by what
- * oneDNN can do with it on this kind of machine (a direct kernel, the bits
- * check), so that every rank and every run of a program on one kind of
- * machine choose alike. The rule follows one sample's calls against the
- * runtime's own on a batch of 64 (bench/conv_cpu.sh, which times the
- * examples' convs all three ways; README.md gives the figures):
+/* Which passes oneDNN does (onednn_cpu.h): by the shape and by oneDNN's
+ * kernels here (AVX-512 or AVX2), and then by what oneDNN can do with it on
+ * this kind of machine (a direct kernel, the bits check), so that every rank
+ * and every run of a program on one kind of machine choose alike. The rule
+ * follows one sample's calls against the runtime's own on a batch of 64
+ * (bench/conv_cpu.sh, which times the examples' convs all three ways;
+ * README.md gives the figures):
  *  - Winograd with 8x8 tiles (5x5 to 7x7 kernels: 6 times fewer multiplies
  *    than direct) keeps all three passes;
  *  - Winograd for a 3x3 with C x K of 2048 or more keeps forward and
  *    backward data, where its 4 times fewer multiplies outweigh its
- *    transforms, and gives oneDNN the weight gradient;
- *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN its
- *    weight gradient alone: im2col's forward is about as fast, its backward
- *    data several times faster;
+ *    transforms; its weight gradient goes to oneDNN's AVX-512 kernels, and
+ *    stays with Winograd where oneDNN has AVX2's (1.3 times faster on
+ *    wide.net's 64 -> 64);
+ *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN's
+ *    AVX-512 kernels its weight gradient alone (im2col's forward is about as
+ *    fast, its backward data several times faster), and AVX2's nothing
+ *    (im2col's weight gradient 3 to 4 times faster on MNIST's conv1);
  *  - every other conv goes to oneDNN (resnet.net's 3x3s of 16 and 32
- *    channels: every pass faster). */
+ *    channels: every pass faster, on either). */
 enum { WINOGRAD_KEEPS_DATA_FROM = 2048, ONEDNN_DATA_FROM_CHANNELS = 8,
        ONEDNN_ALL = DDP_ONEDNN_DATA | DDP_ONEDNN_FILTER };
 
@@ -195,18 +199,20 @@ static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
 {
     const DdpConvShape *sh = &p->slot.shape;
     int passes = ONEDNN_ALL; /* always with DDP_CPU_CONV=onednn, for measuring the rule */
+    const char *why = NULL;  /* why no pass, where the rule gives none */
     if (ddp_onednn_choice() != DDP_CONV_ONEDNN) {
+        const int filter_alone = ddp_onednn_avx512() ? DDP_ONEDNN_FILTER : 0;
         if (p->winograd && p->wino.alpha == 8)
-            passes = 0;
+            passes = 0, why = "Winograd with 8x8 tiles is faster";
         else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
-            passes = DDP_ONEDNN_FILTER;
+            passes = filter_alone, why = "Winograd is faster than oneDNN's AVX2 kernels";
         else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
-            passes = DDP_ONEDNN_FILTER;
+            passes = filter_alone, why = "im2col is faster than oneDNN's AVX2 kernels";
     }
     /* with no pass planned, the reason oneDNN gives (not built in, ...) first */
     DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, passes, ops->nthreads, p->onednn_why, sizeof p->onednn_why));
     if (!passes && !p->onednn_why[0])
-        snprintf(p->onednn_why, sizeof p->onednn_why, "Winograd with 8x8 tiles is faster");
+        snprintf(p->onednn_why, sizeof p->onednn_why, "%s", why);
     p->onednn_passes = p->onednn ? passes : 0;
     if (p->onednn_passes & DDP_ONEDNN_FILTER)
         p->winograd_filter = 0;
