@@ -255,6 +255,7 @@ typedef enum { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE } ScheduleKind;
 
 typedef struct {
     int64_t batch, epochs;
+    bool batch_global;      /* `batch N global`: N is the global batch, N / world a rank's */
     OptimizerKind optimizer;
     double lr, momentum, dampening, weight_decay;
     bool nesterov;
@@ -352,6 +353,7 @@ typedef struct {
 typedef struct {
     NodePlan *nodes;
     int *act, *grad;        /* per value: its storage, -1 for none (value 0 is ctx->x) */
+    bool *is_data;          /* per value: the data itself, value 0 or a flatten of it (ctx->x, no gradient) */
     unsigned char *grad_first; /* per node: bit 1 (input), 2 (skip): backward writes, not adds */
     Storage *storages;
     int n_storages, storages_cap;

@@ -70,7 +70,7 @@ static const Node *producer(const Emit *e, int v) { return &e->net->nodes[e->mak
 
 static const char *act(Emit *e, int v)
 {
-    if (v == 0)
+    if (e->plan->is_data[v]) /* the data, or a flatten of it: the same floats */
         return "ctx->x";
     e->used_act[v] = 1;
     return arena_printf(e->arena, "%s_out", producer(e, v)->name);
@@ -1097,13 +1097,14 @@ static void emit_tables(Emit *e, FILE *out)
     fprintf(out, "    params, %d, %lld, %lld, %d, (int)sizeof(DdpGrad),\n", net->n_params, (long long)p->n_param_floats,
             (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
     fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
-                 "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed\n");
+                 "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global\n");
     Arena *a = e->arena;
-    fprintf(out, "    {%lld, %lld, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lluull},\n",
+    fprintf(out, "    {%lld, %lld, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lluull, %d},\n",
             (long long)t->batch, (long long)t->epochs, opt[t->optimizer], dlit(a, t->lr), dlit(a, t->momentum),
             dlit(a, t->dampening), dlit(a, t->weight_decay), t->nesterov, dlit(a, t->beta1), dlit(a, t->beta2),
             dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
-            (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed);
+            (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
+            t->batch_global);
     fprintf(out, "    %lld, %lld,  // activation arena: floats per sample, fixed floats\n", (long long)p->arena_per_sample,
             (long long)p->arena_fixed);
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,\n};\n\n");

@@ -410,6 +410,18 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .scratch = -1, .scratch2 = -1, .conv_id = -1};
     for (int v = 0; v < nv; v++)
         p->act[v] = p->grad[v] = -1;
+    /* The data: value 0, and a flatten of it (`input 1x28x28; flatten`), a
+     * view of the same floats: ctx->x, which nothing writes and which needs
+     * no gradient. Values are made in node order, so one pass follows a
+     * chain of flattens. */
+    p->is_data = arena_alloc(a, sizeof *p->is_data * (size_t)(nv + 1));
+    for (int v = 0; v <= nv; v++)
+        p->is_data[v] = v == 0;
+    for (int i = 0; i < nn; i++) {
+        const Node *n = &net->nodes[i];
+        if (n->op == OP_FLATTEN && n->in >= 0 && p->is_data[n->in])
+            p->is_data[n->out] = true;
+    }
     plan_fusion(net, p, consumers);
     plan_params(a, net, p);
     plan_bucket_layout(a, net, p);
@@ -487,8 +499,8 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         int inputs[2] = {n->in, n->skip};
         for (int k = 0; k < 2; k++) {
             int v = inputs[k];
-            if (v <= 0 || n->op == OP_INPUT)
-                continue; /* value 0 is the data: no gradient */
+            if (v < 0 || p->is_data[v] || n->op == OP_INPUT)
+                continue; /* the data: no gradient */
             if (p->grad[v] < 0) {
                 bool alias = consumers[v] == 1 && (n->op == OP_FLATTEN || n->op == OP_RESIDUAL_ADD ||
                                                    np->fused_into >= 0) && k == 0 && p->grad[n->out] >= 0;

@@ -100,8 +100,13 @@ void summary_print(FILE *out, const Net *net)
 
     const TrainConfig *t = &net->train;
     static const char *const opt[] = {"sgd", "adam", "adamw"};
-    fprintf(out, "training:     batch %lld per rank, %lld epochs, %s lr=%g", (long long)t->batch, (long long)t->epochs,
-            opt[t->optimizer], t->lr);
+    /* both figures: the world size is the run's, so one of them is a rule */
+    if (t->batch_global)
+        fprintf(out, "training:     batch %lld global (%lld / the world size per rank), %lld epochs, %s lr=%g",
+                (long long)t->batch, (long long)t->batch, (long long)t->epochs, opt[t->optimizer], t->lr);
+    else
+        fprintf(out, "training:     batch %lld per rank (global: %lld x the world size), %lld epochs, %s lr=%g",
+                (long long)t->batch, (long long)t->batch, (long long)t->epochs, opt[t->optimizer], t->lr);
     if (t->optimizer == OPT_SGD) {
         if (t->momentum)
             fprintf(out, " momentum=%g", t->momentum);

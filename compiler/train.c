@@ -2,7 +2,7 @@
  * train.c: the `train { }` block: batch, epochs, optimizer, schedule, bucket, seed.
  *
  *   train {
- *     batch 64
+ *     batch 64                 (per rank; `batch 256 global`: the global batch)
  *     epochs 10
  *     optimizer sgd lr=0.01 momentum=0.9 weight_decay=5e-4
  *     schedule cosine warmup=200
@@ -174,6 +174,25 @@ static void check_schedule(Sema *s, const Stmt *st, TrainConfig *t)
     sema_report_unused(s, st, schedule_keys, COUNT(schedule_keys));
 }
 
+/* batch 64 (per rank), or batch 256 global (the global batch, shared evenly
+ * by the ranks: the program checks that the world size divides it). */
+static void check_batch(Sema *s, const Stmt *st, TrainConfig *t)
+{
+    Arg *a = sema_take_positional(s, st);
+    if (!a) {
+        sema_report_unused(s, st, NULL, 0);
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
+        return;
+    }
+    sema_value_int(s, a->val, "batch", 1, 1 << 24, &t->batch);
+    Arg *scope = sema_take_positional(s, st);
+    if (scope && (scope->val->kind != VAL_WORD || strcmp(scope->val->text, "global") != 0))
+        diag_at(s->diag, SEV_ERROR, scope->loc, "batch takes a number and optionally 'global', not '%s'",
+                diag_quote(s->arena, scope->val->text));
+    t->batch_global = scope != NULL;
+    sema_report_unused(s, st, NULL, 0);
+}
+
 /* bucket 25MB; a bare number is megabytes, as PyTorch's bucket_cap_mb. */
 static void check_bucket(Sema *s, const Stmt *st, TrainConfig *t)
 {
@@ -228,15 +247,13 @@ void train_check(Sema *s, const Stmt *block)
             diag_at(s->diag, SEV_ERROR, st->open_loc, "%s takes no block", st->word);
         Arg *a;
         switch (k) {
-        case 0:
+        case 0: check_batch(s, st, t); break;
         case 1:
         case 5:
             a = sema_take_positional(s, st);
             sema_report_unused(s, st, NULL, 0);
             if (!a)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
-            else if (k == 0)
-                sema_value_int(s, a->val, "batch", 1, 1 << 24, &t->batch);
             else if (k == 1)
                 sema_value_int(s, a->val, "epochs", 1, 1 << 24, &t->epochs);
             else {

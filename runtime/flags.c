@@ -59,6 +59,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_BATCH_SIZE] = {"batch-size", KIND_INT, "N", AT(batch_size), .min = 1, .max = DDP_FLAGS_MAX_BATCH,
         .agree = DDP_AGREE_VALUE,
         .help = "samples per step on each rank"},
+    [DDP_FLAG_GLOBAL_BATCH] = {"global-batch", KIND_INT, "N", AT(global_batch), .min = 1, .max = DDP_FLAGS_MAX_BATCH,
+        .agree = DDP_AGREE_VALUE,
+        .help = "samples per step on all ranks together, N / world size each: any world size that divides N "
+                "trains alike (instead of --batch-size)"},
     [DDP_FLAG_LR] = {"lr", KIND_REAL, "X", AT(lr), .lo = 0, .hi = FLT_MAX, .single = 1,
         .agree = DDP_AGREE_VALUE,
         .help = "peak learning rate of the schedule"},
@@ -378,6 +382,9 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     }
 
     /* What single flags cannot check. */
+    if (f->given[DDP_FLAG_BATCH_SIZE] && f->given[DDP_FLAG_GLOBAL_BATCH])
+        return DDP_ERR(DDP_BAD_INPUT, "--batch-size (each rank's) and --global-batch (all ranks') both set the "
+                                      "batch: give one");
     if (f->given[DDP_FLAG_RANK] && !f->given[DDP_FLAG_WORLD_SIZE])
         return DDP_ERR(DDP_BAD_INPUT, "--rank needs --world-size");
     if (f->given[DDP_FLAG_RANK] && f->rank >= f->world_size)
@@ -394,7 +401,10 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
 void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
 {
     train->epochs = f->epochs;
-    train->batch = f->batch_size;
+    if (f->given[DDP_FLAG_GLOBAL_BATCH])
+        train->batch = f->global_batch, train->batch_global = 1;
+    else if (f->given[DDP_FLAG_BATCH_SIZE])
+        train->batch = f->batch_size, train->batch_global = 0;
     train->lr = f->lr;
     train->seed = f->seed;
     if (f->given[DDP_FLAG_BUCKET_CAP_MB])
@@ -411,7 +421,14 @@ void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTra
         switch (i) {
         case DDP_FLAG_DATA: snprintf(dflt, sizeof dflt, " (default %s)", DDP_IDX_DEFAULT_DIR); break;
         case DDP_FLAG_EPOCHS: snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->epochs); break;
-        case DDP_FLAG_BATCH_SIZE: snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->batch); break;
+        case DDP_FLAG_BATCH_SIZE:
+            if (!train->batch_global)
+                snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->batch);
+            break;
+        case DDP_FLAG_GLOBAL_BATCH:
+            if (train->batch_global)
+                snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->batch);
+            break;
         case DDP_FLAG_LR: snprintf(dflt, sizeof dflt, " (default %g)", train->lr); break;
         case DDP_FLAG_SEED: snprintf(dflt, sizeof dflt, " (default %llu)", (unsigned long long)train->seed); break;
         case DDP_FLAG_BUCKET_CAP_MB:

@@ -20,6 +20,7 @@ typedef enum {
     DDP_FLAG_DATA,
     DDP_FLAG_EPOCHS,
     DDP_FLAG_BATCH_SIZE,
+    DDP_FLAG_GLOBAL_BATCH,
     DDP_FLAG_LR,
     DDP_FLAG_SEED,
     DDP_FLAG_MAX_STEPS,
@@ -71,6 +72,7 @@ typedef struct {
     const char *data;         /* NULL: DDP_IDX_DEFAULT_DIR */
     int64_t epochs;           /* the net's train { epochs } unless given */
     int64_t batch_size;       /* per rank; the net's train { batch } unless given */
+    int64_t global_batch;     /* all ranks together, shared evenly; 0 unless given */
     double lr;                /* the net's optimizer lr unless given */
     uint64_t seed;            /* the net's train { seed } unless given */
     int64_t max_steps;        /* -1: no limit */

@@ -63,6 +63,8 @@ typedef struct {
     double gamma;
     int64_t bucket_cap_bytes, first_bucket_bytes;
     uint64_t seed;
+    int batch_global; /* `batch N global` (or --global-batch): BATCH is the global
+                       * batch, which the ranks share evenly */
 } DdpTrainConfig;
 
 /* What the generated functions work on. The runtime fills it; pointers are

@@ -779,6 +779,40 @@ static DdpStatus train(Trainer *t)
 
 /* ---- ddp_main ------------------------------------------------------------------- */
 
+/* A global batch (`batch N global`, --global-batch N): each of the WORLD
+ * ranks takes N / WORLD samples a step, so that every world size that
+ * divides N takes the same steps (the world-size invariance of the CPU
+ * build makes them the same bits). One that does not divide N is refused,
+ * naming the world sizes that do. */
+static DdpStatus share_global_batch(DdpTrainConfig *cfg, int world)
+{
+    enum { LISTED_MOST = 12 };
+    if (!cfg->batch_global)
+        return DDP_OK;
+    const int64_t global = cfg->batch;
+    if (global % world == 0) {
+        cfg->batch = global / world;
+        return DDP_OK;
+    }
+    char divisors[256] = "";
+    size_t used = 0;
+    int listed = 0, more = 0;
+    for (int64_t d = 1; d <= global && !more; d++)
+        if (global % d == 0) {
+            if (listed == LISTED_MOST)
+                more = 1;
+            else
+                used += (size_t)snprintf(divisors + used, sizeof divisors - used, "%s%lld", listed++ ? ", " : "",
+                                         (long long)d);
+        }
+    /* the nearest multiples of the world size, at least one of it */
+    const int64_t below = global / world * world, first = below > 0 ? below : world;
+    return DDP_ERR(DDP_BAD_INPUT, "the global batch %lld does not divide among %d ranks: run on %s%s ranks (the "
+                   "divisors of %lld), or give a --global-batch that %d divides, such as %lld or %lld",
+                   (long long)global, world, divisors, more ? ", ..." : "", (long long)global, world,
+                   (long long)first, (long long)(first + world));
+}
+
 static DdpStatus run(Trainer *t, int argc, char **argv)
 {
     const DdpNet *net = t->net;
@@ -814,6 +848,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     }
     int rank = t->dist.rank, world = t->dist.world;
     ddp_dist_note_termination(&t->dist, t->prog);
+    DDP_CHECK(share_global_batch(&t->cfg, world));
 
     DDP_CHECK(load_data(t));
     /* DistributedSampler(train, num_replicas=world, rank, shuffle, seed, drop_last=False) */
@@ -859,16 +894,18 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     char ranks[64] = "";
     if (world > 1)
         snprintf(ranks, sizeof ranks, " x %d ranks", world);
-    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld per rank, %lld steps per epoch, "
-                      "%lld epoch%s, on %s%s", net->name, (long long)t->train.n, (long long)t->test.n,
-                      (long long)t->cfg.batch, (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
+    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld per rank (%lld global%s), "
+                      "%lld steps per epoch, %lld epoch%s, on %s%s", net->name, (long long)t->train.n,
+                      (long long)t->test.n, (long long)t->cfg.batch, (long long)(t->cfg.batch * world),
+                      t->cfg.batch_global ? ", as set" : "", (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
                       t->cfg.epochs == 1 ? "" : "s", device, ranks);
     const char *not_invariant = ddp_device_not_bit_invariant();
     if (!not_invariant)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
-    DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, not_invariant));
+    DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, t->cfg.batch, t->cfg.batch_global,
+                                 not_invariant));
 
     DDP_CHECK(train(t));
     ddp_dist_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);

@@ -51,6 +51,37 @@ static void equivalent(const char *env, const char *net, const char *batches, co
     free(cmd);
 }
 
+/* tests/distributed/global_batch.sh: --global-batch GLOBAL on each of RANKS
+ * the same bytes; a rank count that does not divide it refused. */
+static void global_batch_same(const char *net, int steps, int global, const char *ranks)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s tests/distributed/global_batch.sh %s %d %d '%s'", test_ddpc(), net, steps,
+                             global, ranks) > 0);
+    int rc = test_run(cmd, &out);
+    char what[256];
+    snprintf(what, sizeof what, "%s --global-batch %d on %s ranks: exit %d", net, global, ranks, rc);
+    CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, what, __FILE__, "", CU_FALSE);
+    for (const char *line = out; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(stderr, "\n    %.*s", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    free(out);
+    free(cmd);
+}
+
+static void test_global_batch_any_world_size(void)
+{
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
+        return;
+    }
+    /* dropout (drawn per sample), then batchnorm (statistics of the global batch) */
+    global_batch_same("examples/mlp.net", 10, 48, "1 2 4");
+    global_batch_same("examples/resnet.net", 4, 24, "1 3");
+}
+
 static void test_ranks_equal_one_rank_bit_for_bit(void)
 {
     if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
@@ -147,6 +178,8 @@ void suite_distributed(void)
     static const TestCase cases[] = {
         {"N ranks x B export the same bytes as 1 rank x N*B: every example, B 16/32/64, N 2/3, both vector widths, short last batches",
          test_ranks_equal_one_rank_bit_for_bit},
+        {"--global-batch: 1, 2, 3 and 4 ranks export the same bytes; a world size that does not divide it is refused",
+         test_global_batch_any_world_size},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",

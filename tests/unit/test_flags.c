@@ -102,6 +102,19 @@ static void test_every_flag(void)
     ddp_flags_apply(&f, &t);
     CU_ASSERT(t.batch == 32 && t.epochs == 3 && t.lr == 0.5 && t.seed == UINT64_MAX);
     CU_ASSERT_EQUAL(t.bucket_cap_bytes, 2621440);
+    CU_ASSERT(!t.batch_global);
+    /* the global batch: the net's batch replaced, and marked as all ranks' */
+    CU_ASSERT_EQUAL_FATAL(parse(&f, "--global-batch 256"), DDP_OK);
+    CU_ASSERT_EQUAL(f.global_batch, 256);
+    t = train();
+    ddp_flags_apply(&f, &t);
+    CU_ASSERT(t.batch == 256 && t.batch_global);
+    /* and --batch-size makes a net's global batch a rank's again */
+    CU_ASSERT_EQUAL_FATAL(parse(&f, "--batch-size 16"), DDP_OK);
+    t = train();
+    t.batch_global = 1;
+    ddp_flags_apply(&f, &t);
+    CU_ASSERT(t.batch == 16 && !t.batch_global);
 
     /* --resume's optional path, both spellings; the last of a repeated flag wins. */
     CU_ASSERT_EQUAL(parse(&f, "--resume ck/step_100.safetensors --epochs 2 --epochs 4"), DDP_OK);
@@ -133,6 +146,8 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--epochs", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--epochs --lr 1", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--batch-size 1048577", "--batch-size expects a whole number from 1 to 1048576, got '1048577'"));
+    CU_ASSERT(refused("--batch-size 8 --global-batch 16",
+                      "--batch-size (each rank's) and --global-batch (all ranks') both set the batch: give one"));
     CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
     CU_ASSERT(refused("--lr -0.1", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '-0.1'"));
@@ -205,7 +220,8 @@ static void test_usage(void)
     CU_ASSERT(strstr(text, "usage: mnist_train [options]") != NULL);
     CU_ASSERT(strstr(text, "'mnist'") != NULL);
     static const char *const shown[] = {
-        "--data DIR", "--epochs N", "(default 10)", "--batch-size N", "(default 64)", "--lr X", "(default 0.01)",
+        "--data DIR", "--epochs N", "(default 10)", "--batch-size N", "(default 64)", "--global-batch N", "--lr X",
+        "(default 0.01)",
         "--seed N", "--max-steps N", "--no-shuffle", "--nproc-per-node N", "--backend nccl|mpi",
         "--init-method env://|tcp://HOST:PORT", "--rank R", "--world-size W", "--bucket-cap-mb X", "(default 25)",
         "--no-sync-every K", "--save DIR", "--save-every N", "--resume [PATH]", "--eval-every N",

@@ -110,7 +110,8 @@ static void test_trains(void)
     int rc = harness_run(default_net(), &out, "--data %s --epochs 4 --log %s", data_dir,
                          tmp_path("log.jsonl"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(harness_has(out, "tiny: 200 train / 50 test samples, batch 20 per rank, 10 steps per epoch, 4 epochs"));
+    CU_ASSERT(harness_has(out, "tiny: 200 train / 50 test samples, batch 20 per rank (20 global), 10 steps per epoch, "
+                               "4 epochs"));
     CU_ASSERT(harness_has(out, "epoch 1/4  step 10  loss "));
     CU_ASSERT(harness_has(out, "epoch 4/4  step 40  loss "));
     CU_ASSERT(harness_has(out, "test_acc "));
@@ -121,10 +122,10 @@ static void test_trains(void)
 
     char *log = test_read_file(tmp_path("log.jsonl"), NULL);
     CU_ASSERT_FATAL(log != NULL);
-    /* first, what the run is and whether its steps are the same bits at any
-     * world size (a CPU build: yes) */
-    CU_ASSERT(strstr(log, "{\"event\": \"start\", \"net\": \"tiny\", \"world_size\": 1, \"bit_invariant\": true}\n") ==
-              log);
+    /* first, what the run is, its batch per rank and global, and whether its
+     * steps are the same bits at any world size (a CPU build: yes) */
+    CU_ASSERT(strstr(log, "{\"event\": \"start\", \"net\": \"tiny\", \"world_size\": 1, \"batch_per_rank\": 20, "
+                          "\"global_batch\": 20, \"global_batch_set\": false, \"bit_invariant\": true}\n") == log);
     char *lines[16];
     int n = split_reports(log, lines, 16);
     CU_ASSERT_EQUAL(n, 4);

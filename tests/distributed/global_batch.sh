@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A global batch under mpirun (CPU):
+#   tests/distributed/global_batch.sh NET.net STEPS GLOBAL "RANKS" [FLAGS...]
+# From the same initial weights, --global-batch GLOBAL on each rank count of
+# RANKS ("1 2 4"; 1 runs without mpirun, on every thread of the machine, the
+# others one OpenMP thread a rank): each rank takes GLOBAL / ranks samples a
+# step, so every run takes the same steps, and their exported weights must
+# be the same bytes (cmp) as the first's. The first log record must state
+# both figures. Then a rank count that does not divide GLOBAL (the smallest
+# above 1) must be refused with status 2, naming the divisors. One line per
+# run; FLAGS go to every run.
+set -euo pipefail
+net=$1 steps=$2 global=$3 rank_counts=$4
+shift 4
+ddpc=${DDPC:-build/ddpc}
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"$ddpc" "$net" --target cpu -o "$d/prog"
+"$d/prog" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet "$@"
+common=(--init "$d/w0.safetensors" --max-steps "$steps" --global-batch "$global" --quiet "$@")
+run() { # run RANKS OUT [more flags]: the program on RANKS ranks
+    local ranks=$1 out=$2
+    shift 2
+    if [ "$ranks" = 1 ]; then
+        "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
+    else
+        OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" -x OMP_NUM_THREADS \
+            "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
+    fi
+}
+status=0 first=""
+name=$(basename "$net")
+for ranks in $rank_counts; do
+    weights="$d/w_$ranks.safetensors"
+    run "$ranks" "$d/out_$ranks" --export "$weights" --log "$d/log_$ranks.jsonl" || { cat "$d/out_$ranks"; exit 1; }
+    start=$(head -1 "$d/log_$ranks.jsonl")
+    per_rank=$((global / ranks))
+    if ! grep -q "\"world_size\": $ranks, \"batch_per_rank\": $per_rank, \"global_batch\": $global, \"global_batch_set\": true" \
+        <<< "$start"; then
+        echo "$name on $ranks ranks: the first log record does not state batch $per_rank per rank, $global global: $start"
+        status=1
+    fi
+    if [ -z "$first" ]; then
+        first=$weights
+        echo "$name --global-batch $global on $ranks rank(s), $steps steps: the reference"
+    elif cmp -s "$first" "$weights"; then
+        echo "$name --global-batch $global on $ranks ranks ($per_rank each), $steps steps: identical"
+    else
+        echo "$name --global-batch $global on $ranks ranks ($per_rank each), $steps steps: DIFFERENT"
+        status=1
+    fi
+done
+# the smallest rank count above 1 that does not divide the global batch
+bad=2
+while [ $((global % bad)) = 0 ]; do bad=$((bad + 1)); done
+set +e
+run "$bad" "$d/bad"
+rc=$?
+set -e
+if grep -q "the global batch $global does not divide among $bad ranks: run on 1, 2" "$d/bad" && [ "$rc" = 2 ]; then
+    echo "$name --global-batch $global on $bad ranks: refused, status 2, the divisors named"
+else
+    echo "$name --global-batch $global on $bad ranks: NOT REFUSED as it should be (status $rc)"
+    cat "$d/bad"
+    status=1
+fi
+exit $status
