@@ -574,8 +574,18 @@ static DdpStatus same(const char *path, const char *what, long long saved, long 
 DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now)
 {
     DDP_CHECK(same(path, "seed", (long long)saved->seed, (long long)now->seed, "--seed"));
-    DDP_CHECK(same(path, "batch size", saved->batch, now->batch, "--batch-size"));
-    DDP_CHECK(same(path, "world size", saved->world, now->world, "--world-size"));
+    /* The world size may change: a step is the same global batch, the same
+     * samples, whichever ranks they are dealt to (the sampler's order
+     * depends on seed and epoch alone, and the epoch's steps on the global
+     * batch alone), so the step count is the position at any world size. */
+    const long long saved_global = (long long)(saved->batch * saved->world);
+    const long long now_global = (long long)(now->batch * now->world);
+    if (saved_global != now_global)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made with a global batch of %lld (%lld per rank "
+                       "x %lld rank%s), this run has %lld (%lld x %lld); a run continues bit for bit only with the "
+                       "same global batch (--global-batch %lld, on any world size that divides it)", path,
+                       saved_global, (long long)saved->batch, (long long)saved->world, saved->world == 1 ? "" : "s",
+                       now_global, (long long)now->batch, (long long)now->world, saved_global);
     DDP_CHECK(same(path, "--no-sync-every", saved->no_sync_every, now->no_sync_every, "--no-sync-every"));
     if (saved->shuffle != now->shuffle)
         return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made %s --no-shuffle; resume it the same way",

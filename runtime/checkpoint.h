@@ -108,7 +108,9 @@ int ddp_checkpoint_file_is_one(const char *path);
  * checkpoint name) holding a NaN or an infinity into NAME, "" if none. */
 DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *state, char *name, size_t len);
 
-/* DDP_BAD_INPUT naming the setting when NOW cannot continue SAVED bit for bit. */
+/* DDP_BAD_INPUT naming the setting when NOW cannot continue SAVED bit for
+ * bit: the seed, the global batch (batch x world: the world size itself may
+ * change), --no-sync-every and shuffling. */
 DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now);
 
 #endif

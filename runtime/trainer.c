@@ -469,7 +469,12 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
     DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
-    ddp_progress_note(&t->progress, "resuming from %s: step %lld", path, (long long)saved.step);
+    if (saved.world != now.world)
+        ddp_progress_note(&t->progress, "resuming from %s: step %lld, made on %lld rank%s x %lld, now %lld x %lld",
+                          path, (long long)saved.step, (long long)saved.world, saved.world == 1 ? "" : "s",
+                          (long long)saved.batch, (long long)now.world, (long long)now.batch);
+    else
+        ddp_progress_note(&t->progress, "resuming from %s: step %lld", path, (long long)saved.step);
     const DdpNet *net = t->net;
     DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
     DDP_CHECK(ddp_copy_to_device(t->buffers, t->host_buffers, (size_t)net->n_buffer_floats * sizeof(float),

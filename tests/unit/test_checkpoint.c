@@ -264,8 +264,9 @@ static void test_refused(void)
     const char *ck = path("ck/checkpoint-tiny-000000003.safetensors");
     char args[512];
     snprintf(args, sizeof args, "--resume %s --batch-size 10", ck);
-    refused(args, "checkpoint-tiny-000000003.safetensors: the checkpoint was made with batch size 20, this run has 10; "
-                  "a run continues bit for bit only with the same settings (--batch-size 20)");
+    refused(args, "checkpoint-tiny-000000003.safetensors: the checkpoint was made with a global batch of 20 (20 per "
+                  "rank x 1 rank), this run has 10 (10 x 1); a run continues bit for bit only with the same global "
+                  "batch (--global-batch 20, on any world size that divides it)");
     snprintf(args, sizeof args, "--resume %s --seed 8", ck);
     refused(args, "made with seed 7, this run has 8");
     snprintf(args, sizeof args, "--resume %s --no-shuffle", ck);

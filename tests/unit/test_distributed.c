@@ -82,6 +82,38 @@ static void test_global_batch_any_world_size(void)
     global_batch_same("examples/resnet.net", 4, 24, "1 3");
 }
 
+/* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
+ * steps an epoch) on one world size and resumed to 25 on another, each pair
+ * of PAIRS, the bytes of a run that never stopped. */
+static void resumed_on_other_world_sizes(const char *net, const char *pairs)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s tests/distributed/resume_world.sh %s 24 13 25 '%s'", test_ddpc(),
+                             test_python_with_torch() ? test_python_with_torch() : "/usr/bin/python3", net, pairs) > 0);
+    int rc = test_run(cmd, &out);
+    char what[256];
+    snprintf(what, sizeof what, "%s resumed on other world sizes (%s): exit %d", net, pairs, rc);
+    CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, what, __FILE__, "", CU_FALSE);
+    for (const char *line = out; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(stderr, "\n    %.*s", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    free(out);
+    free(cmd);
+}
+
+static void test_checkpoints_move_between_world_sizes(void)
+{
+    if (!have_mpirun()) {
+        fputs("\n  (skipped: no mpirun)", stderr);
+        return;
+    }
+    /* dropout (drawn per sample), then batchnorm (statistics of the global batch) */
+    resumed_on_other_world_sizes("examples/mlp.net", "2:1 1:3 3:2");
+    resumed_on_other_world_sizes("examples/resnet.net", "2:1 1:3 3:2");
+}
+
 static void test_ranks_equal_one_rank_bit_for_bit(void)
 {
     if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
@@ -180,6 +212,8 @@ void suite_distributed(void)
          test_ranks_equal_one_rank_bit_for_bit},
         {"--global-batch: 1, 2, 3 and 4 ranks export the same bytes; a world size that does not divide it is refused",
          test_global_batch_any_world_size},
+        {"a checkpoint resumed on another world size (2 to 1, 1 to 3, 3 to 2, mid-epoch): a run that never stopped",
+         test_checkpoints_move_between_world_sizes},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",
