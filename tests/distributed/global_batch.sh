@@ -10,6 +10,7 @@
 # above 1) must be refused with status 2, naming the divisors. One line per
 # run; FLAGS go to every run.
 set -euo pipefail
+. "$(dirname "$0")/ranks.sh"  # run_on_ranks
 net=$1 steps=$2 global=$3 rank_counts=$4
 shift 4
 ddpc=${DDPC:-build/ddpc}
@@ -18,15 +19,10 @@ trap 'rm -rf "$d"' EXIT
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet "$@"
 common=(--init "$d/w0.safetensors" --max-steps "$steps" --global-batch "$global" --quiet "$@")
-run() { # run RANKS OUT [more flags]: the program on RANKS ranks
+run() { # run RANKS OUT FLAGS...: the program on RANKS ranks, its output into OUT
     local ranks=$1 out=$2
     shift 2
-    if [ "$ranks" = 1 ]; then
-        "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
-    else
-        OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" -x OMP_NUM_THREADS \
-            "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
-    fi
+    run_on_ranks "$ranks" "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
 }
 status=0 first=""
 name=$(basename "$net")

@@ -11,6 +11,7 @@
 # be refused with status 2, naming both. One line per run; FLAGS go to
 # every run. Ranks run under mpirun, one OpenMP thread each; one rank alone.
 set -euo pipefail
+. "$(dirname "$0")/ranks.sh"  # run_on_ranks
 net=$1 global=$2 stop=$3 end=$4 pairs=$5
 shift 5
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
@@ -21,15 +22,10 @@ trap 'rm -rf "$d"' EXIT
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --data "$d/data" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet "$@"
 common=(--data "$d/data" --init "$d/w0.safetensors" --global-batch "$global" --quiet "$@")
-run() { # run RANKS OUT FLAGS...: the program on RANKS ranks
+run() { # run RANKS OUT FLAGS...: the program on RANKS ranks, its output into OUT
     local ranks=$1 out=$2
     shift 2
-    if [ "$ranks" = 1 ]; then
-        "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
-    else
-        OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" -x OMP_NUM_THREADS \
-            "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
-    fi
+    run_on_ranks "$ranks" "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
 }
 name=$(basename "$net")
 run 1 "$d/ref.out" --max-steps "$end" --export "$d/ref.safetensors" || { cat "$d/ref.out"; exit 1; }

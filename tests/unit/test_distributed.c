@@ -51,23 +51,31 @@ static void equivalent(const char *env, const char *net, const char *batches, co
     free(cmd);
 }
 
-/* tests/distributed/global_batch.sh: --global-batch GLOBAL on each of RANKS
- * the same bytes; a rank count that does not divide it refused. */
-static void global_batch_same(const char *net, int steps, int global, const char *ranks)
+/* Runs the test script CMD: it passes with status 0 and no "DIFFERENT"
+ * line; each line it prints is shown, under WHAT in a failure. */
+static void script_passes(const char *cmd, const char *what)
 {
-    char *cmd, *out = NULL;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s tests/distributed/global_batch.sh %s %d %d '%s'", test_ddpc(), net, steps,
-                             global, ranks) > 0);
+    char *out = NULL, failure[512];
     int rc = test_run(cmd, &out);
-    char what[256];
-    snprintf(what, sizeof what, "%s --global-batch %d on %s ranks: exit %d", net, global, ranks, rc);
-    CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, what, __FILE__, "", CU_FALSE);
+    snprintf(failure, sizeof failure, "%s: exit %d", what, rc);
+    CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, failure, __FILE__, "", CU_FALSE);
     for (const char *line = out; line && *line;) {
         size_t len = strcspn(line, "\n");
         fprintf(stderr, "\n    %.*s", (int)len, line);
         line += len + (line[len] == '\n');
     }
     free(out);
+}
+
+/* tests/distributed/global_batch.sh: --global-batch GLOBAL on each of RANKS
+ * the same bytes; a rank count that does not divide it refused. */
+static void global_batch_same(const char *net, int steps, int global, const char *ranks)
+{
+    char *cmd, what[256];
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s tests/distributed/global_batch.sh %s %d %d '%s'", test_ddpc(), net, steps,
+                             global, ranks) > 0);
+    snprintf(what, sizeof what, "%s --global-batch %d on %s ranks", net, global, ranks);
+    script_passes(cmd, what);
     free(cmd);
 }
 
@@ -87,19 +95,11 @@ static void test_global_batch_any_world_size(void)
  * of PAIRS, the bytes of a run that never stopped. */
 static void resumed_on_other_world_sizes(const char *net, const char *pairs)
 {
-    char *cmd, *out = NULL;
+    char *cmd, what[256];
     CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s tests/distributed/resume_world.sh %s 24 13 25 '%s'", test_ddpc(),
                              test_python_with_torch() ? test_python_with_torch() : "/usr/bin/python3", net, pairs) > 0);
-    int rc = test_run(cmd, &out);
-    char what[256];
-    snprintf(what, sizeof what, "%s resumed on other world sizes (%s): exit %d", net, pairs, rc);
-    CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, what, __FILE__, "", CU_FALSE);
-    for (const char *line = out; line && *line;) {
-        size_t len = strcspn(line, "\n");
-        fprintf(stderr, "\n    %.*s", (int)len, line);
-        line += len + (line[len] == '\n');
-    }
-    free(out);
+    snprintf(what, sizeof what, "%s resumed on other world sizes (%s)", net, pairs);
+    script_passes(cmd, what);
     free(cmd);
 }
 
