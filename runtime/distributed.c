@@ -195,6 +195,10 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig)
     }
 }
 
+/* What ended the last launch under mpirun when a rank failed ("rank 1 was
+ * killed by signal SIGKILL"); "" when it ended well or by our own signal. */
+static char mpirun_failure[160];
+
 /* CPU ranks talk through MPI, so they must be MPI's: run ourselves under
  * mpirun, each rank with its share of the cores for OpenMP. mpirun runs as
  * our child, so that its end is said in the words of README's exit-status
@@ -236,16 +240,9 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     args[k++] = "none";
     if (geteuid() == 0)
         args[k++] = "--allow-run-as-root";
-    args[k++] = exe;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--nproc-per-node") == 0) {
-            i++;
-            continue;
-        }
-        if (strncmp(argv[i], "--nproc-per-node=", 17) == 0)
-            continue;
-        args[k++] = argv[i];
-    }
+    /* the ranks' command line: ours less the launcher's flags, from this program's path */
+    ddp_launch_rank_argv(argc, argv, args + k);
+    args[k] = exe;
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -299,28 +296,80 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
 
     char name[32];
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    mpirun_failure[0] = '\0';
     if (stop_signal && status != 0) { /* mpirun ending well after all is not a stop */
         fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
         return DDP_FAIL;
     }
-    if (rank >= 0) {
-        fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, rank,
-                ddp_signal_name(sig, name, sizeof name));
-        return DDP_FAIL;
-    }
-    if (status > 128) { /* mpirun itself, or a rank it did not name, died of a signal */
-        fprintf(stderr, "%s: error: mpirun ended with status %d: a rank or mpirun was killed by signal %s\n", prog,
-                status, ddp_signal_name(status - 128, name, sizeof name));
+    if (rank >= 0)
+        snprintf(mpirun_failure, sizeof mpirun_failure, "rank %d was killed by signal %s", rank,
+                 ddp_signal_name(sig, name, sizeof name));
+    else if (status > 128) /* mpirun itself, or a rank it did not name, died of a signal */
+        snprintf(mpirun_failure, sizeof mpirun_failure, "mpirun ended with status %d: a rank or mpirun was killed "
+                 "by signal %s", status, ddp_signal_name(status - 128, name, sizeof name));
+    else if (status != 0) /* the rank said why itself */
+        snprintf(mpirun_failure, sizeof mpirun_failure, "a rank exited with status %d", status);
+    if (mpirun_failure[0] && (rank >= 0 || status > 128)) {
+        fprintf(stderr, "%s: error: %s\n", prog, mpirun_failure);
         return DDP_FAIL;
     }
     return status;
 }
 
+/* ARGV for a restart: ARGV less any --resume (and its PATH), plus a bare
+ * --resume, so that the ranks take the newest checkpoint in --save DIR
+ * rather than the one the first start named. NULL when out of memory. */
+static char **restart_argv(int argc, char **argv, int *restart_argc)
+{
+    char **again = calloc((size_t)argc + 2, sizeof *again);
+    if (!again)
+        return NULL;
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--resume") == 0) {
+            if (i + 1 < argc && argv[i + 1][0] != '-') /* its optional PATH, as the flags read it */
+                i++;
+            continue;
+        }
+        if (i > 0 && strncmp(argv[i], "--resume=", 9) == 0)
+            continue;
+        again[k++] = argv[i];
+    }
+    again[k++] = "--resume";
+    *restart_argc = k;
+    return again;
+}
+
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
 {
-    if (ddp_device_is_gpu())
-        return ddp_launch_local(nproc, argc, argv, flags->timeout);
-    return launch_under_mpirun(nproc, argc, argv);
+    const char *prog = ddp_prog_name(argv[0]);
+    char **again = NULL;
+    for (int restart = 0;; restart++) {
+        int status = ddp_device_is_gpu() ? ddp_launch_local(nproc, argc, argv, flags->timeout)
+                                         : launch_under_mpirun(nproc, argc, argv);
+        const char *cause = ddp_device_is_gpu() ? ddp_launch_failure() : mpirun_failure;
+        /* Not restarted: success; bad input, which would be refused again;
+         * a stop the user asked for (no rank failed); restarts used up. */
+        if (status == 0 || status == DDP_BAD_INPUT || !cause[0] || restart >= flags->max_restarts) {
+            if (status != 0 && cause[0] && restart > 0 && restart >= flags->max_restarts)
+                fprintf(stderr, "%s: error: %s after %d restart%s: giving up (--max-restarts %lld)\n", prog, cause,
+                        restart, restart == 1 ? "" : "s", (long long)flags->max_restarts);
+            free(again);
+            return status;
+        }
+        /* The restarted ranks' rank 0 logs the restart and its cause. */
+        char count[24];
+        snprintf(count, sizeof count, "%d", restart + 1);
+        setenv(DDP_RESTART_ENV, count, 1);
+        setenv(DDP_RESTART_CAUSE_ENV, cause, 1);
+        fprintf(stderr, "%s: restarting all %d ranks from the newest checkpoint in %s (restart %d of %lld): %s\n",
+                prog, nproc, flags->save, restart + 1, (long long)flags->max_restarts, cause);
+        if (!again && !(again = restart_argv(argc, argv, &argc))) {
+            fprintf(stderr, "%s: error: cannot restart the ranks: out of memory\n", prog);
+            return DDP_FAIL;
+        }
+        argv = again;
+    }
 }
 
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)

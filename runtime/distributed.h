@@ -62,7 +62,14 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags);
 
 /* Starts NPROC local ranks and waits for them; returns the exit status. GPU
  * builds fork them with torchrun's environment (launcher.h); CPU builds,
- * whose ranks talk through MPI, run them under mpirun. */
+ * whose ranks talk through MPI, run them under mpirun. With --max-restarts
+ * N, when a rank fails (not bad input, not a signal to this process) every
+ * rank is started again with --resume, from the newest checkpoint in --save
+ * DIR, at most N times; the restarted ranks find DDP_RESTART_ENV (the
+ * restart's number, 1 for the first) and DDP_RESTART_CAUSE_ENV (what ended
+ * the ranks before) in their environment, and rank 0 logs them. */
+#define DDP_RESTART_ENV "DDP_RESTART"
+#define DDP_RESTART_CAUSE_ENV "DDP_RESTART_CAUSE"
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
 
 /* Joins the process group (world > 1): the backend from --backend or the

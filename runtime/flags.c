@@ -93,6 +93,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
         .agree = DDP_AGREE_LOCAL,
         .help = "start N local ranks, as mp.spawn does"},
+    [DDP_FLAG_MAX_RESTARTS] = {"max-restarts", KIND_INT, "N", AT(max_restarts), .min = 0, .max = 1000,
+        .agree = DDP_AGREE_LOCAL,
+        .help = "with --nproc-per-node and --save: when a rank fails, start every rank again from the newest "
+                "checkpoint, at most N times (torchrun's --max-restarts)"},
     /* LOCAL: ranks that chose different backends never form one group; the
      * flag alone may differ (given on one rank, the build's default on another) */
     [DDP_FLAG_BACKEND] = {"backend", KIND_BACKEND, "nccl|mpi", AT(backend),
@@ -390,6 +394,11 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     if (f->given[DDP_FLAG_RANK] && f->rank >= f->world_size)
         return DDP_ERR(DDP_BAD_INPUT, "--rank %lld is out of range for --world-size %lld (ranks are 0 to %lld)",
                        (long long)f->rank, (long long)f->world_size, (long long)f->world_size - 1);
+    if (f->given[DDP_FLAG_MAX_RESTARTS] && !f->given[DDP_FLAG_NPROC_PER_NODE])
+        return DDP_ERR(DDP_BAD_INPUT, "--max-restarts needs --nproc-per-node N: it restarts the ranks that launcher "
+                                      "starts (under mpirun or srun, restart the job there)");
+    if (f->given[DDP_FLAG_MAX_RESTARTS] && !f->given[DDP_FLAG_SAVE])
+        return DDP_ERR(DDP_BAD_INPUT, "--max-restarts needs --save DIR: the ranks restart from its newest checkpoint");
     if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");
     if (f->resume && !f->resume_path && !f->save)

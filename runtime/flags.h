@@ -31,6 +31,7 @@ typedef enum {
     DDP_FLAG_EXPORT,
     DDP_FLAG_INIT,
     DDP_FLAG_NPROC_PER_NODE,
+    DDP_FLAG_MAX_RESTARTS,
     DDP_FLAG_BACKEND,
     DDP_FLAG_INIT_METHOD,
     DDP_FLAG_RANK,
@@ -85,6 +86,7 @@ typedef struct {
 
     /* Several ranks and checkpoints. */
     int64_t nproc_per_node;   /* 0: not given */
+    int64_t max_restarts;     /* --nproc-per-node's restarts from the newest checkpoint; 0: none */
     DdpBackend backend;
     const char *init_method;  /* "env://" or "tcp://HOST:PORT"; NULL: not given */
     int64_t rank;             /* -1: not given */

@@ -53,6 +53,14 @@ extern char **environ;
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 enum { NFORWARDED = sizeof forwarded / sizeof forwarded[0] };
 
+/* What ended the last launch, for ddp_launch_failure. */
+static char last_failure[160];
+
+const char *ddp_launch_failure(void)
+{
+    return last_failure;
+}
+
 /* What the handlers leave for the loop: one launch at a time per process. */
 static int wake_pipe[2] = {-1, -1};
 static volatile sig_atomic_t got_signal, signals_seen;
@@ -69,6 +77,28 @@ static void on_signal(int sig)
         (void)n;
     }
     errno = saved;
+}
+
+int ddp_launch_rank_argv(int argc, char **argv, char **out)
+{
+    static const char *const launchers[] = {"--nproc-per-node", "--max-restarts"};
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        int drop = 0;
+        for (size_t f = 0; i > 0 && f < sizeof launchers / sizeof launchers[0] && !drop; f++) {
+            size_t len = strlen(launchers[f]);
+            if (strcmp(argv[i], launchers[f]) == 0)
+                drop = 2; /* and its value */
+            else if (strncmp(argv[i], launchers[f], len) == 0 && argv[i][len] == '=')
+                drop = 1;
+        }
+        if (drop == 2)
+            i++;
+        if (!drop)
+            out[k++] = argv[i];
+    }
+    out[k] = NULL;
+    return k;
 }
 
 const char *ddp_signal_name(int sig, char *buf, size_t len)
@@ -147,6 +177,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     }
     if (!(grace_s >= 0))
         grace_s = 0;
+    last_failure[0] = '\0';
 
     /* The children's command line: ours less --nproc-per-node and its value. */
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
@@ -162,17 +193,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         free(children);
         return 1;
     }
-    int child_argc = 0;
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--nproc-per-node") == 0) {
-            i++; /* and its value */
-            continue;
-        }
-        if (i > 0 && strncmp(argv[i], "--nproc-per-node=", 17) == 0)
-            continue;
-        child_argv[child_argc++] = argv[i];
-    }
-    child_argv[child_argc] = NULL;
+    ddp_launch_rank_argv(argc, argv, child_argv);
 
     /* Every child's environment, built before the first fork: between fork
      * and exec a child may call only async-signal-safe functions. */
@@ -308,13 +329,14 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                 continue; /* a victim of the first failure, or of the parent's signal */
             char name[32];
             if (WIFEXITED(ws)) {
-                fprintf(stderr, "%s: error: rank %d exited with status %d\n", prog, r, WEXITSTATUS(ws));
+                snprintf(last_failure, sizeof last_failure, "rank %d exited with status %d", r, WEXITSTATUS(ws));
                 status = WEXITSTATUS(ws);
             } else {
-                fprintf(stderr, "%s: error: rank %d was killed by signal %s\n", prog, r,
-                        ddp_signal_name(WTERMSIG(ws), name, sizeof name));
+                snprintf(last_failure, sizeof last_failure, "rank %d was killed by signal %s", r,
+                         ddp_signal_name(WTERMSIG(ws), name, sizeof name));
                 status = 1;
             }
+            fprintf(stderr, "%s: error: %s\n", prog, last_failure);
             first_failure = r;
             if (running > 0) {
                 fprintf(stderr, "%s: stopping the other %d rank%s\n", prog, running, running == 1 ? "" : "s");

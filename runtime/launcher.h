@@ -43,6 +43,16 @@ int ddp_launch_local(int nproc, int argc, char **argv, double timeout_s);
  * tests that point it at a script. */
 int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double grace_s);
 
+/* OUT (room for ARGC + 1) = ARGV less the launcher's own flags,
+ * --nproc-per-node N and --max-restarts N (either spelling), NULL-ended:
+ * the ranks' command line. Returns its length. */
+int ddp_launch_rank_argv(int argc, char **argv, char **out);
+
+/* What ended the last launch when a rank failed ("rank 1 was killed by
+ * signal SIGKILL", "rank 0 exited with status 1"); "" when every rank
+ * exited 0, or the parent's own signal stopped them. */
+const char *ddp_launch_failure(void);
+
 /* A signal's name for messages, into BUF (LEN bytes): "SIGKILL" for SIGKILL,
  * "signal 77" for one without a name. Returns BUF. */
 const char *ddp_signal_name(int sig, char *buf, size_t len);

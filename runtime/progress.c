@@ -54,6 +54,14 @@ DdpStatus ddp_progress_start(DdpProgress *p, const char *net, int world, int64_t
     return ddp_jsonlog_write(p->log, f, not_invariant ? 8 : 7);
 }
 
+DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause)
+{
+    if (!p->log)
+        return DDP_OK;
+    DdpLogField f[] = {DDP_LOG_S("event", "restart"), DDP_LOG_I("restart", restart), DDP_LOG_S("cause", cause)};
+    return ddp_jsonlog_write(p->log, f, 3);
+}
+
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...)
 {
     if (p->quiet)

@@ -54,6 +54,11 @@ void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, Dd
 DdpStatus ddp_progress_start(DdpProgress *p, const char *net, int world, int64_t batch_per_rank, int batch_global,
                              const char *not_invariant);
 
+/* The log's record of a restart (--max-restarts): {"event": "restart",
+ * "restart": RESTART (1 for the first), "cause": CAUSE}, after the start
+ * record of the restarted run. */
+DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause);
+
 /* A plain line of its own (the start-up description), unless quiet. */
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -911,6 +911,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, t->cfg.batch, t->cfg.batch_global,
                                  not_invariant));
+    const char *restart = getenv(DDP_RESTART_ENV), *cause = getenv(DDP_RESTART_CAUSE_ENV);
+    if (restart)
+        DDP_CHECK(ddp_progress_restart(&t->progress, strtoll(restart, NULL, 10), cause ? cause : ""));
 
     DDP_CHECK(train(t));
     ddp_dist_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);

@@ -79,6 +79,27 @@ static void test_resume_real_nets(void)
     resumed("examples/mnist.net", 75, 45, 1);
 }
 
+/* --max-restarts (tests/fault/restarts.sh): rank 1 of two killed twice; with
+ * 2 restarts the run ends as one never killed, with 1 it gives up; bad
+ * input is not restarted. */
+static void test_restarts(void)
+{
+    if (!ready(1))
+        return;
+    char *out = NULL;
+    int rc = run_script("tests/fault/restarts.sh examples/mlp.net 200", &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 2: finished, identical to the reference"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 1: gave up after one restart"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "bad --data under --max-restarts 2: status 2, not restarted"));
+    for (const char *line = out; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(stderr, "\n    %.*s", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    free(out);
+}
+
 /* The surviving rank's run: non-zero, within the timeout plus a few
  * seconds, with WHY and WHY_TOO in its output. */
 static void rank_fault(const char *fault, const char *why, const char *why_too)
@@ -307,6 +328,8 @@ void suite_faults(void)
         {"NaN keeps the good checkpoints; nets share a --save dir; a forgotten --resume: refused",
          test_checkpoint_guard},
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
+        {"--max-restarts 2: rank 1 killed twice, the run ends as one never killed; --max-restarts 1 gives up",
+         test_restarts},
         {"a rank killed under --nproc-per-node, its SIGTERM, a single rank's SIGTERM and SIGINT: said, status 1",
          test_signals},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",

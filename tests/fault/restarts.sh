@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Restarts (--max-restarts) bit for bit:
+#   tests/fault/restarts.sh NET.net STEPS
+# Builds NET for the CPU and trains STEPS steps on 2 ranks (--nproc-per-node
+# 2, under mpirun) in one go: the reference. Then again with --save (a
+# checkpoint every 10 steps) and --max-restarts 2, killing rank 1 with
+# SIGKILL twice: once after the first checkpoint, once after a checkpoint
+# of the restarted ranks. The run must finish (status 0) with the very
+# bytes of the reference (cmp), having said and logged each restart with
+# its cause. Last, with --max-restarts 1 and the same two kills, the run
+# must give up after one restart (status 1), saying so; and a rank's bad
+# input (status 2) must not be restarted.
+set -euo pipefail
+net=$1 steps=$2
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
+d=$(mktemp -d)
+trap 'pkill -9 -f "$d/prog" 2> /dev/null; rm -rf "$d"' EXIT
+"$python" "$here/small_data.py" "$d/data" 1024 128
+"$ddpc" "$net" --target cpu -o "$d/prog"
+"$d/prog" --data "$d/data" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet
+common=(--data "$d/data" --init "$d/w0.safetensors" --epochs 1000 --max-steps "$steps" --nproc-per-node 2 --quiet)
+"$d/prog" "${common[@]}" --export "$d/ref.safetensors" > "$d/ref.out" 2>&1 || { cat "$d/ref.out"; exit 1; }
+echo "$(basename "$net"): 2 ranks, $steps steps in one go: the reference"
+
+newest_step() { # the step of the newest checkpoint in $1, 0 if none
+    local f
+    f=$(ls "$1" 2> /dev/null | grep -o 'checkpoint-.*-[0-9]*\.safetensors$' | sort | tail -1)
+    [ -n "$f" ] && echo "$f" | sed 's/.*-0*\([0-9][0-9]*\)\.safetensors$/\1/' || echo 0
+}
+kill_rank1_after() { # kill_rank1_after CKDIR STEP: SIGKILL to rank 1 once a checkpoint of STEP or later exists
+    local until=$((SECONDS + 120)) pid=""
+    while [ "$(newest_step "$1")" -lt "$2" ] && [ $SECONDS -lt $until ]; do sleep 0.02; done
+    while [ -z "$pid" ] && [ $SECONDS -lt $until ]; do pid=$(rank_pid "$d/prog" 1); sleep 0.02; done
+    if [ -n "$pid" ]; then kill -9 "$pid"; else echo "no rank 1 to kill after step $2 (the run ended?)"; fi
+}
+run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twice; its status
+    local ck="$d/ck_$1"
+    "$d/prog" "${common[@]}" --save "$ck" --save-every 10 --max-restarts "$1" --log "$d/log_$1.jsonl" \
+        --export "$d/out_$1.safetensors" > "$2" 2>&1 &
+    local run=$!
+    kill_rank1_after "$ck" 10
+    # the restarted ranks' own checkpoint, 20 steps on from the first
+    kill_rank1_after "$ck" 30
+    local rc=0
+    wait $run || rc=$?
+    return $rc
+}
+
+status=0 rc=0
+run_with_kills 2 "$d/two.out" || rc=$?
+restarts=$(grep -c '"event": "restart"' "$d/log_2.jsonl" || true)
+if [ "$rc" = 0 ] && cmp -s "$d/ref.safetensors" "$d/out_2.safetensors" && [ "$restarts" = 2 ] &&
+    grep -q '"restart": 2, "cause": "rank 1 was killed by signal SIGKILL"' "$d/log_2.jsonl" &&
+    grep -q "restarting all 2 ranks from the newest checkpoint in .* (restart 2 of 2): rank 1 was killed by signal SIGKILL" \
+        "$d/two.out"; then
+    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: finished, identical to the reference, 2 restarts logged"
+else
+    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: status $rc, $restarts restarts logged: DIFFERENT"
+    cat "$d/two.out"
+    status=1
+fi
+rc=0
+run_with_kills 1 "$d/one.out" || rc=$?
+if [ "$rc" = 1 ] && grep -q "rank 1 was killed by signal SIGKILL after 1 restart: giving up (--max-restarts 1)" "$d/one.out"; then
+    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 1: gave up after one restart, status 1"
+else
+    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 1: status $rc: DIFFERENT"
+    cat "$d/one.out"
+    status=1
+fi
+# bad input is not restarted: it would be refused again
+rc=0
+"$d/prog" --data "$d/absent" --max-steps 5 --nproc-per-node 2 --save "$d/ck_bad" --max-restarts 2 > "$d/bad.out" 2>&1 ||
+    rc=$?
+if [ "$rc" = 2 ] && ! grep -q "restarting" "$d/bad.out"; then
+    echo "$(basename "$net"): bad --data under --max-restarts 2: status 2, not restarted"
+else
+    echo "$(basename "$net"): bad --data under --max-restarts 2: status $rc: DIFFERENT"
+    cat "$d/bad.out"
+    status=1
+fi
+exit $status
