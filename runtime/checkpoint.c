@@ -23,6 +23,7 @@
 #include <zlib.h>  // crc32
 
 #include "dirs.h"         // ddp_make_dirs
+#include "flags.h"        // DDP_FLAGS_MAX_BATCH, _RANKS: the limits a checkpoint's run had
 #include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
 #include "weights.h"      // ddp_weights_tensors, ddp_weights_read
 
@@ -433,8 +434,9 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     DDP_CHECK(meta_int(f, "step", 0, DDP_STEP_COUNT_MAX, &run->step));
     DDP_CHECK(meta_int(f, "epoch", 0, DDP_STEP_COUNT_MAX, &run->epoch));
     DDP_CHECK(meta_seed(f, &run->seed));
-    DDP_CHECK(meta_int(f, "batch", 1, INT64_MAX, &run->batch));
-    DDP_CHECK(meta_int(f, "world_size", 1, INT64_MAX, &run->world));
+    /* the limits a run has, so that batch x world (the global batch) cannot overflow */
+    DDP_CHECK(meta_int(f, "batch", 1, DDP_FLAGS_MAX_BATCH, &run->batch));
+    DDP_CHECK(meta_int(f, "world_size", 1, DDP_FLAGS_MAX_RANKS, &run->world));
     DDP_CHECK(meta_int(f, "no_sync_every", 1, INT64_MAX, &run->no_sync_every));
     DDP_CHECK(meta_int(f, "shuffle", 0, 1, &shuffle));
     run->shuffle = (int)shuffle;

@@ -62,6 +62,17 @@ enum { MR = DDP_GEMM_TILE_ROWS, NV = 2, KB = 32, GMR = DDP_GEMM_TILE_ROWS, GNV =
  * (256 KB, within any x86-64 core's L2), as many as fit, at least one. */
 enum { EXACT_BLOCK_DOUBLES = 32768 };
 
+/* The panels of A in one block of the gradient sums at K samples. */
+static int exact_block_panels(int k)
+{
+    return k > 0 && EXACT_BLOCK_DOUBLES / ((size_t)GMR * k) > 1 ? (int)(EXACT_BLOCK_DOUBLES / ((size_t)GMR * k)) : 1;
+}
+
+int ddp_gradsum_exact_block_rows(int k)
+{
+    return exact_block_panels(k) * GMR;
+}
+
 /* The widest panels, which scratch is sized for: 2 vectors of 16 floats. */
 enum { NR_MOST = 32, GNR_MOST = 16 };
 

@@ -74,6 +74,11 @@ size_t ddp_gradsum_exact_scratch(int m, int k);
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch);
 
+/* The rows of A that ddp_gradsum_exact takes as one block at K samples: it
+ * orders the samples (small parts first) once per block, by the block's
+ * bounds (for the tests that cross blocks). */
+int ddp_gradsum_exact_block_rows(int k);
+
 /* Whether the products run on 16-float vectors (AVX-512, where the CPU has
  * it) rather than 8-float ones: the same bits either way, twice the
  * multiply-adds per instruction. Chosen at the first product. */

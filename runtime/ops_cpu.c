@@ -184,12 +184,12 @@ void ddp_ops_destroy(DdpOps *ops)
  *  - Winograd for a 3x3 with C x K of 2048 or more keeps forward and
  *    backward data, where its 4 times fewer multiplies outweigh its
  *    transforms; its weight gradient goes to oneDNN's AVX-512 kernels, and
- *    stays with Winograd where oneDNN has AVX2's (1.3 times faster on
- *    wide.net's 64 -> 64);
+ *    stays with Winograd where oneDNN has none (faster than its AVX2
+ *    kernels on wide.net's 64 -> 64);
  *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN's
  *    AVX-512 kernels its weight gradient alone (im2col's forward is about as
- *    fast, its backward data several times faster), and AVX2's nothing
- *    (im2col's weight gradient 3 to 4 times faster on MNIST's conv1);
+ *    fast, its backward data several times faster), and its AVX2 kernels
+ *    nothing (im2col's weight gradient is faster on MNIST's conv1);
  *  - every other conv goes to oneDNN (resnet.net's 3x3s of 16 and 32
  *    channels: every pass faster, on either). */
 enum { WINOGRAD_KEEPS_DATA_FROM = 2048, ONEDNN_DATA_FROM_CHANNELS = 8,
@@ -205,9 +205,9 @@ static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
         if (p->winograd && p->wino.alpha == 8)
             passes = 0, why = "Winograd with 8x8 tiles is faster";
         else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_DATA_FROM)
-            passes = filter_alone, why = "Winograd is faster than oneDNN's AVX2 kernels";
+            passes = filter_alone, why = "Winograd is faster than oneDNN's kernels without AVX-512";
         else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
-            passes = filter_alone, why = "im2col is faster than oneDNN's AVX2 kernels";
+            passes = filter_alone, why = "im2col is faster than oneDNN's kernels without AVX-512";
     }
     /* with no pass planned, the reason oneDNN gives (not built in, ...) first */
     DDP_CHECK(ddp_onednn_conv_create(&p->onednn, sh, passes, ops->nthreads, p->onednn_why, sizeof p->onednn_why));

@@ -227,9 +227,11 @@ static DdpStatus check_memory(const Trainer *t)
         return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB and cuDNN, cuBLAS "
                        "and NCCL about %.1f GiB more, but the %s has %.1f GiB available: the net is too large for it",
                        net->name, state / gib, libraries / gib, device, available / gib);
+    /* a rank's share of a global batch shrinks with more ranks; a batch per rank does not */
     return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations), but the %s has %.1f "
-                   "GiB available: use a smaller --batch-size", net->name, (state + libraries + activations) / gib,
-                   (long long)t->cfg.batch, activations / gib, device, available / gib);
+                   "GiB available: use a smaller %s", net->name, (state + libraries + activations) / gib,
+                   (long long)t->cfg.batch, activations / gib, device, available / gib,
+                   t->cfg.batch_global ? "--global-batch, or more ranks" : "--batch-size");
 }
 
 static DdpStatus allocate(Trainer *t)
@@ -831,8 +833,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_flags_apply(&t->flags, &t->cfg);
     if (t->cfg.batch < 1 || t->cfg.batch > DDP_FLAGS_MAX_BATCH || t->cfg.epochs < 1)
         return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
-                       "give --batch-size (1 to %d) and --epochs", (long long)t->cfg.batch,
-                       (long long)t->cfg.epochs, DDP_FLAGS_MAX_BATCH);
+                       "give %s (1 to %d) and --epochs", (long long)t->cfg.batch, (long long)t->cfg.epochs,
+                       t->cfg.batch_global ? "--global-batch" : "--batch-size", DDP_FLAGS_MAX_BATCH);
     /* Outputs are checked here, on every rank and before the ranks meet, so
      * that a bad path stops the run before any rank waits in a collective
      * for one that has failed (a launcher ends the others). */

@@ -5,8 +5,9 @@
 # RANKS ("1 2 4"; 1 runs without mpirun, on every thread of the machine, the
 # others one OpenMP thread a rank): each rank takes GLOBAL / ranks samples a
 # step, so every run takes the same steps, and their exported weights must
-# be the same bytes (cmp) as the first's. The first log record must state
-# both figures. Then a rank count that does not divide GLOBAL (the smallest
+# be the same bytes (cmp) as the first's. The start-up line and the first
+# log record must state both figures. A net whose train block says `batch
+# GLOBAL global` runs without the flag. Then a rank count that does not divide GLOBAL (the smallest
 # above 1) must be refused with status 2, naming the divisors. One line per
 # run; FLAGS go to every run.
 set -euo pipefail
@@ -18,7 +19,10 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet "$@"
-common=(--init "$d/w0.safetensors" --max-steps "$steps" --global-batch "$global" --quiet "$@")
+# a net whose train block says `batch GLOBAL global` needs no flag
+set_by=(--global-batch "$global")
+grep -Eq "^ *batch +$global +global" "$net" && set_by=()
+common=(--init "$d/w0.safetensors" --max-steps "$steps" "${set_by[@]}" "$@")
 run() { # run RANKS OUT FLAGS...: the program on RANKS ranks, its output into OUT
     local ranks=$1 out=$2
     shift 2
@@ -29,6 +33,11 @@ name=$(basename "$net")
 for ranks in $rank_counts; do
     weights="$d/w_$ranks.safetensors"
     run "$ranks" "$d/out_$ranks" --export "$weights" --log "$d/log_$ranks.jsonl" || { cat "$d/out_$ranks"; exit 1; }
+    if ! grep -q "batch $((global / ranks)) per rank ($global global, as set)" "$d/out_$ranks"; then
+        echo "$name on $ranks ranks: the start-up line does not state batch $((global / ranks)) per rank, $global global"
+        cat "$d/out_$ranks"
+        status=1
+    fi
     start=$(head -1 "$d/log_$ranks.jsonl")
     per_rank=$((global / ranks))
     if ! grep -q "\"world_size\": $ranks, \"batch_per_rank\": $per_rank, \"global_batch\": $global, \"global_batch_set\": true" \

@@ -21,22 +21,28 @@ trap 'rm -rf "$d"' EXIT
 "$python" "$here/../fault/small_data.py" "$d/data" 240 32
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --data "$d/data" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet "$@"
-common=(--data "$d/data" --init "$d/w0.safetensors" --global-batch "$global" --quiet "$@")
+common=(--data "$d/data" --init "$d/w0.safetensors" --global-batch "$global" "$@")
 run() { # run RANKS OUT FLAGS...: the program on RANKS ranks, its output into OUT
     local ranks=$1 out=$2
     shift 2
     run_on_ranks "$ranks" "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
 }
 name=$(basename "$net")
-run 1 "$d/ref.out" --max-steps "$end" --export "$d/ref.safetensors" || { cat "$d/ref.out"; exit 1; }
+run 1 "$d/ref.out" --max-steps "$end" --export "$d/ref.safetensors" --quiet || { cat "$d/ref.out"; exit 1; }
 echo "$name: 1 rank, $end steps at --global-batch $global without stopping: the reference"
 status=0
 for pair in $pairs; do
     from=${pair%:*} to=${pair#*:}
     rm -rf "$d/ck"
-    run "$from" "$d/first.out" --max-steps "$stop" --save "$d/ck" --save-every "$stop" || { cat "$d/first.out"; exit 1; }
+    run "$from" "$d/first.out" --max-steps "$stop" --save "$d/ck" --save-every "$stop" --quiet || { cat "$d/first.out"; exit 1; }
     run "$to" "$d/second.out" --max-steps "$end" --save "$d/ck" --resume --export "$d/resumed.safetensors" \
         || { cat "$d/second.out"; exit 1; }
+    said="resuming from .*: step $stop, made on $from rank.* x $((global / from)), now $to x $((global / to))"
+    if [ "$from" != "$to" ] && ! grep -q "$said" "$d/second.out"; then
+        echo "$name: $from rank(s) to step $stop, then $to: the resumed run did not say both world sizes"
+        cat "$d/second.out"
+        status=1
+    fi
     if cmp -s "$d/ref.safetensors" "$d/resumed.safetensors"; then
         echo "$name: $from rank(s) to step $stop, then $to to step $end: identical"
     else

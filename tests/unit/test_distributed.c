@@ -88,6 +88,18 @@ static void test_global_batch_any_world_size(void)
     /* dropout (drawn per sample), then batchnorm (statistics of the global batch) */
     global_batch_same("examples/mlp.net", 10, 48, "1 2 4");
     global_batch_same("examples/resnet.net", 4, 24, "1 3");
+    /* the net's own `batch 48 global`, no flag */
+    char dir[] = "/tmp/ddp_global_net_XXXXXX", *cmd, net[64];
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    snprintf(net, sizeof net, "%s/mlp.net", dir);
+    CU_ASSERT_FATAL(asprintf(&cmd, "sed 's/^  batch 128$/  batch 48 global/' examples/mlp.net > %s && "
+                             "grep -q 'batch 48 global' %s", net, net) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    global_batch_same(net, 5, 48, "1 3");
+    CU_ASSERT_FATAL(asprintf(&cmd, "rm -rf %s", dir) > 0);
+    test_run(cmd, NULL);
+    free(cmd);
 }
 
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
@@ -105,8 +117,8 @@ static void resumed_on_other_world_sizes(const char *net, const char *pairs)
 
 static void test_checkpoints_move_between_world_sizes(void)
 {
-    if (!have_mpirun()) {
-        fputs("\n  (skipped: no mpirun)", stderr);
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
         return;
     }
     /* dropout (drawn per sample), then batchnorm (statistics of the global batch) */
@@ -210,7 +222,8 @@ void suite_distributed(void)
     static const TestCase cases[] = {
         {"N ranks x B export the same bytes as 1 rank x N*B: every example, B 16/32/64, N 2/3, both vector widths, short last batches",
          test_ranks_equal_one_rank_bit_for_bit},
-        {"--global-batch: 1, 2, 3 and 4 ranks export the same bytes; a world size that does not divide it is refused",
+        {"a global batch (--global-batch, or the net's own): 1, 2, 3 and 4 ranks export the same bytes; a world size "
+         "that does not divide it is refused",
          test_global_batch_any_world_size},
         {"a checkpoint resumed on another world size (2 to 1, 1 to 3, 3 to 2, mid-epoch): a run that never stopped",
          test_checkpoints_move_between_world_sizes},

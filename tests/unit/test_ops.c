@@ -657,26 +657,28 @@ static void test_gemm_grad_outside_the_window(void)
 /* The exact tiles' two loops: a sample whose products are all below the
  * window's lo_only_below deposits them in LO alone (2 operations a product),
  * the others split each product; the samples are reordered, small ones
- * first, for each block of A's rows. Samples of both kinds, interleaved,
- * and one that is small in the first block of rows only, at either vector
- * width: the bits of ddp_exact_add, part by part. */
+ * first, once per block of A's rows, by the block's bounds. Samples of both
+ * kinds, interleaved, one small in the first block's rows alone and one in
+ * the second's alone, through ddp_gradsum_exact itself (ddp_gemm_grad
+ * would split the rows among threads), at either vector width: the bits of
+ * ddp_exact_add, part by part. */
 static void test_gemm_grad_small_and_large_parts(void)
 {
     set_test_windows();
-    /* 1400 rows: two blocks of A at k = 24 (gemm_cpu.c's EXACT_BLOCK_DOUBLES,
-     * 256 KB, holds 1362 rows of 24 doubles) */
-    const int m = 1400, n = 50, k = 24, was = ddp_gemm_cpu_wide();
+    const int k = 24, n = 50, block = ddp_gradsum_exact_block_rows(k), m = block + 38, was = ddp_gemm_cpu_wide();
+    const float small = (float)(ddp_grad_window.lo_only_below / 4); /* |dy|, |x| at most 1: every product below it */
     float *dy = random_floats((size_t)k * m), *x = random_floats((size_t)k * n);
     int small_samples = 0;
     for (int p = 0; p < k; p++)
-        if (p % 3 != 1) { /* |dy| and |x| at most 1: every product below a quarter of the bound */
+        if (p % 3 != 1) {
             for (int i = 0; i < m; i++)
-                dy[(size_t)p * m + i] *= (float)(ddp_grad_window.lo_only_below / 4);
+                dy[(size_t)p * m + i] *= small;
             small_samples++;
         }
-    /* and one sample small in the first block's rows alone */
-    for (int i = 0; i < m / 2; i++)
-        dy[(size_t)1 * m + i] *= (float)(ddp_grad_window.lo_only_below / 4);
+    for (int i = 0; i < block; i++) /* sample 1: small in the first block alone */
+        dy[(size_t)1 * m + i] *= small;
+    for (int i = block; i < m; i++) /* sample 4: in the second alone */
+        dy[(size_t)4 * m + i] *= small;
     DdpGrad *want = grads_filled((size_t)m * n, 0.0);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
@@ -686,20 +688,19 @@ static void test_gemm_grad_small_and_large_parts(void)
     size_t large_parts = 0;
     for (size_t e = 0; e < (size_t)m * n; e++)
         large_parts += want[e].hi != 0.0;
-    CU_ASSERT(small_samples > 0 && large_parts > 0); /* both loops run */
+    CU_ASSERT(small_samples > 0 && large_parts > 0 && m > block); /* both loops, two blocks */
+    double *scratch = malloc(ddp_gradsum_exact_scratch(m, k) * sizeof *scratch);
+    CU_ASSERT_FATAL(scratch != NULL);
     for (int wide = 0; wide < 2; wide++) {
         if (ddp_gemm_cpu_set_wide(wide) != wide)
             continue; /* no AVX-512 here */
-        DdpOps *ops = NULL;
-        CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
         DdpGrad *got = grads_filled((size_t)m * n, NAN);
-        ddp_gemm_grad(ops, m, n, k, dy, m, x, n, 0.0f, got, n);
+        ddp_gradsum_exact(m, n, k, dy, m, x, n, 0, got, n, &ddp_grad_window, scratch);
         CU_ASSERT_EQUAL(memcmp(got, want, (size_t)m * n * sizeof *got), 0);
-        CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
-        ddp_ops_destroy(ops);
         free(got);
     }
     ddp_gemm_cpu_set_wide(was);
+    free(scratch);
     free(dy), free(x), free(want);
 }
 
@@ -1151,13 +1152,17 @@ static void test_onednn_chosen(void)
      * a first conv (1 channel in) gives its AVX-512 kernels the weight
      * gradient alone, its AVX2 ones nothing; so does wide.net's 64 -> 64 */
     const int avx512 = ddp_onednn_avx512();
+    /* oneDNN's avx512_core: AVX-512 F, BW, VL and DQ, unless its environment caps the ISA */
+    if (!getenv("ONEDNN_MAX_CPU_ISA") && !getenv("DNNL_MAX_CPU_ISA"))
+        CU_ASSERT_EQUAL(avx512, __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"));
     const struct {
         const Conv *cv;
         const char *has, *lacks;
     } cases[] = {
         {&resnet, "per call", "Winograd"},
         {&strided, "per call", "im2col"},
-        {&first, avx512 ? "im2col + product, col2im; weight gradient by oneDNN" : "im2col is faster than oneDNN's AVX2",
+        {&first, avx512 ? "im2col + product, col2im; weight gradient by oneDNN" : "im2col is faster than oneDNN's kernels without AVX-512",
          avx512 ? "Winograd" : "per call"},
         {&mnist2, "Winograd F(4x4,5x5)", "per call"},
         {&wide, avx512 ? "weight gradient by oneDNN" : "weight gradient by Winograd",
