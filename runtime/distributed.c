@@ -207,6 +207,7 @@ static char mpirun_failure[160];
 static int launch_under_mpirun(int nproc, int argc, char **argv)
 {
     const char *prog = ddp_prog_name(argv[0]);
+    mpirun_failure[0] = '\0';
     char np[16], exe[4096];
     snprintf(np, sizeof np, "%d", nproc);
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -296,7 +297,6 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
 
     char name[32];
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    mpirun_failure[0] = '\0';
     if (stop_signal && status != 0) { /* mpirun ending well after all is not a stop */
         fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
         return DDP_FAIL;
@@ -316,27 +316,22 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     return status;
 }
 
-/* ARGV for a restart: ARGV less any --resume (and its PATH), plus a bare
- * --resume, so that the ranks take the newest checkpoint in --save DIR
- * rather than the one the first start named. NULL when out of memory. */
+/* ARGV for a restart: ARGV with --resume (bare: the newest checkpoint in
+ * --save DIR) where it has none; the flags refuse --resume PATH with
+ * --max-restarts. NULL when out of memory. */
 static char **restart_argv(int argc, char **argv, int *restart_argc)
 {
     char **again = calloc((size_t)argc + 2, sizeof *again);
     if (!again)
         return NULL;
-    int k = 0;
+    int has = 0;
     for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--resume") == 0) {
-            if (i + 1 < argc && argv[i + 1][0] != '-') /* its optional PATH, as the flags read it */
-                i++;
-            continue;
-        }
-        if (i > 0 && strncmp(argv[i], "--resume=", 9) == 0)
-            continue;
-        again[k++] = argv[i];
+        has |= i > 0 && strcmp(argv[i], "--resume") == 0;
+        again[i] = argv[i];
     }
-    again[k++] = "--resume";
-    *restart_argc = k;
+    *restart_argc = argc;
+    if (!has)
+        again[(*restart_argc)++] = "--resume";
     return again;
 }
 
@@ -344,6 +339,9 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
 {
     const char *prog = ddp_prog_name(argv[0]);
     char **again = NULL;
+    /* only a restart of ours tells the ranks they are one */
+    unsetenv(DDP_RESTART_ENV);
+    unsetenv(DDP_RESTART_CAUSE_ENV);
     for (int restart = 0;; restart++) {
         int status = ddp_device_is_gpu() ? ddp_launch_local(nproc, argc, argv, flags->timeout)
                                          : launch_under_mpirun(nproc, argc, argv);
@@ -351,12 +349,17 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
         /* Not restarted: success; bad input, which would be refused again;
          * a stop the user asked for (no rank failed); restarts used up. */
         if (status == 0 || status == DDP_BAD_INPUT || !cause[0] || restart >= flags->max_restarts) {
-            if (status != 0 && cause[0] && restart > 0 && restart >= flags->max_restarts)
+            if (status != 0 && status != DDP_BAD_INPUT && cause[0] && restart > 0 && restart >= flags->max_restarts)
                 fprintf(stderr, "%s: error: %s after %d restart%s: giving up (--max-restarts %lld)\n", prog, cause,
                         restart, restart == 1 ? "" : "s", (long long)flags->max_restarts);
             free(again);
             return status;
         }
+        if (!again && !(again = restart_argv(argc, argv, &argc))) {
+            fprintf(stderr, "%s: error: cannot restart the ranks: out of memory\n", prog);
+            return DDP_FAIL;
+        }
+        argv = again;
         /* The restarted ranks' rank 0 logs the restart and its cause. */
         char count[24];
         snprintf(count, sizeof count, "%d", restart + 1);
@@ -364,11 +367,6 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
         setenv(DDP_RESTART_CAUSE_ENV, cause, 1);
         fprintf(stderr, "%s: restarting all %d ranks from the newest checkpoint in %s (restart %d of %lld): %s\n",
                 prog, nproc, flags->save, restart + 1, (long long)flags->max_restarts, cause);
-        if (!again && !(again = restart_argv(argc, argv, &argc))) {
-            fprintf(stderr, "%s: error: cannot restart the ranks: out of memory\n", prog);
-            return DDP_FAIL;
-        }
-        argv = again;
     }
 }
 

@@ -399,6 +399,12 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
                                       "starts (under mpirun or srun, restart the job there)");
     if (f->given[DDP_FLAG_MAX_RESTARTS] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--max-restarts needs --save DIR: the ranks restart from its newest checkpoint");
+    /* a restart takes DIR's newest, which is this run's only when the run
+     * began from DIR's newest too (bare --resume) or from an unused DIR */
+    if (f->given[DDP_FLAG_MAX_RESTARTS] && f->resume_path)
+        return DDP_ERR(DDP_BAD_INPUT, "--max-restarts restarts from the newest checkpoint in --save %s, not from "
+                                      "--resume %s: give --resume alone, with %s's newest (copy the file there)",
+                       f->save, f->resume_path, f->save);
     if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");
     if (f->resume && !f->resume_path && !f->save)

@@ -179,7 +179,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         grace_s = 0;
     last_failure[0] = '\0';
 
-    /* The children's command line: ours less --nproc-per-node and its value. */
+    /* The children's command line: ours less the launcher's flags (ddp_launch_rank_argv). */
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
     int port = free_port();
     size_t base_n = 0;
@@ -381,6 +381,8 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         }
     }
 
+    if (got_signal)
+        last_failure[0] = '\0'; /* a stop asked for, even after a rank failed: not restarted */
     if (got_signal && first_failure < 0) {
         char name[32];
         fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(got_signal, name, sizeof name));

@@ -50,7 +50,8 @@ int ddp_launch_rank_argv(int argc, char **argv, char **out);
 
 /* What ended the last launch when a rank failed ("rank 1 was killed by
  * signal SIGKILL", "rank 0 exited with status 1"); "" when every rank
- * exited 0, or the parent's own signal stopped them. */
+ * exited 0, when a signal to the parent stopped them (even after a rank
+ * failed), and when the launch itself failed (no port, no fork). */
 const char *ddp_launch_failure(void);
 
 /* A signal's name for messages, into BUF (LEN bytes): "SIGKILL" for SIGKILL,

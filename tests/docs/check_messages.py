@@ -8,7 +8,8 @@ README.md of the current directory unless named.
 
 Every message a user can meet is written in the code as a printf format:
 DDP_ERR(...) and fprintf(stderr, "...error: ..." or "...warning: ...") in runtime/, diag_at/
-diag_file and the "ddpc: error:" lines in compiler/ and grammar/. For each,
+diag_file and the "ddpc: error:" lines in compiler/ and grammar/, and the
+launchers' failures composed into *_failure buffers (printed as errors). For each,
 the longest literal run between % conversions, if it is at least MIN_LEN
 characters long (the part a reader would search for), must appear in the
 README. Skipped, as the README describes them by class: internal errors,
@@ -31,6 +32,9 @@ ROW_LEN = 10  # the shortest source text a README row must contain
 
 # The calls whose first string-literal argument is a message a user sees.
 CALLS = re.compile(r'\b(DDP_ERR|diag_at|diag_file|usage_error|fprintf|fputs)\s*\(')
+# A launcher's failure, composed into a *_failure buffer that it then prints
+# as "PROG: error: <it>" and uses as a restart's cause.
+FAILURE_BUFFER = re.compile(r'\bsnprintf\s*\(\s*\w*_failure\s*,')
 # printf conversions (%% is a literal percent sign).
 CONVERSION = re.compile(r'%[-+ #0]*(\*|\d+)?(\.(\*|\d+))?(hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspa]')
 ESCAPES = {'n': '\n', 't': '\t', '"': '"', "'": "'", '\\': '\\', 'r': '\r', '0': '\0'}
@@ -118,6 +122,10 @@ def messages(root, literals):
             for lit in LITERAL.finditer(text):
                 text_of = re.split('(?:error|warning): ', lit.group(1).replace('\\n', ''))[-1]
                 literals.update(r.strip() for r in CONVERSION.sub('\0', text_of).split('\0'))
+            for m in FAILURE_BUFFER.finditer(text):
+                fmt = first_literal(text, m.end())
+                if fmt is not None:
+                    found.append(('%s:%d' % (path, text.count('\n', 0, m.start()) + 1), fmt))
             for m in CALLS.finditer(text):
                 fmt = first_literal(text, m.end())
                 if fmt is None:

@@ -7,7 +7,7 @@
 # SIGKILL twice: once after the first checkpoint, once after a checkpoint
 # of the restarted ranks. The run must finish (status 0) with the very
 # bytes of the reference (cmp), having said and logged each restart with
-# its cause. Last, with --max-restarts 1 and the same two kills, the run
+# its cause, and resumed each time from a checkpoint past step 0. Last, with --max-restarts 1 and the same two kills, the run
 # must give up after one restart (status 1), saying so; and a rank's bad
 # input (status 2) must not be restarted.
 set -euo pipefail
@@ -20,8 +20,8 @@ trap 'pkill -9 -f "$d/prog" 2> /dev/null || true; rm -rf "$d"' EXIT
 "$python" "$here/small_data.py" "$d/data" 1024 128
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --data "$d/data" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet
-common=(--data "$d/data" --init "$d/w0.safetensors" --epochs 1000 --max-steps "$steps" --nproc-per-node 2 --quiet)
-"$d/prog" "${common[@]}" --export "$d/ref.safetensors" > "$d/ref.out" 2>&1 || { cat "$d/ref.out"; exit 1; }
+common=(--data "$d/data" --init "$d/w0.safetensors" --epochs 1000 --max-steps "$steps" --nproc-per-node 2)
+"$d/prog" "${common[@]}" --quiet --export "$d/ref.safetensors" > "$d/ref.out" 2>&1 || { cat "$d/ref.out"; exit 1; }
 echo "$(basename "$net"): 2 ranks, $steps steps in one go: the reference"
 
 newest_step() { # the step of the newest checkpoint in $1, 0 if none
@@ -41,8 +41,8 @@ run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twi
         --export "$d/out_$1.safetensors" > "$2" 2>&1 &
     local run=$!
     kill_rank1_after "$ck" 10
-    # the restarted ranks' own checkpoint, 20 steps on from the first
-    kill_rank1_after "$ck" 30
+    # then after a checkpoint of the restarted ranks: newer than any now
+    kill_rank1_after "$ck" $(($(newest_step "$ck") + 10))
     local rc=0
     wait $run || rc=$?
     return $rc
@@ -54,7 +54,7 @@ restarts=$(grep -c '"event": "restart"' "$d/log_2.jsonl" || true)
 if [ "$rc" = 0 ] && cmp -s "$d/ref.safetensors" "$d/out_2.safetensors" && [ "$restarts" = 2 ] &&
     grep -q '"restart": 2, "cause": "rank 1 was killed by signal SIGKILL"' "$d/log_2.jsonl" &&
     grep -q "restarting all 2 ranks from the newest checkpoint in .* (restart 2 of 2): rank 1 was killed by signal SIGKILL" \
-        "$d/two.out"; then
+        "$d/two.out" && [ "$(grep -c "resuming from .*: step [1-9]" "$d/two.out")" = 2 ]; then
     echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: finished, identical to the reference, 2 restarts logged"
 else
     echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: status $rc, $restarts restarts logged: DIFFERENT"
@@ -72,7 +72,7 @@ else
 fi
 # bad input is not restarted: it would be refused again
 rc=0
-"$d/prog" --data "$d/absent" --max-steps 5 --nproc-per-node 2 --save "$d/ck_bad" --max-restarts 2 > "$d/bad.out" 2>&1 ||
+"$d/prog" --data "$d/absent" --max-steps 5 --nproc-per-node 2 --save "$d/ck_bad" --max-restarts 2 --quiet > "$d/bad.out" 2>&1 ||
     rc=$?
 if [ "$rc" = 2 ] && ! grep -q "restarting" "$d/bad.out"; then
     echo "$(basename "$net"): bad --data under --max-restarts 2: status 2, not restarted"

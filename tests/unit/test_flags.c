@@ -146,6 +146,13 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--epochs", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--epochs --lr 1", "--epochs needs a value: a whole number from 1 to 1000000"));
     CU_ASSERT(refused("--batch-size 1048577", "--batch-size expects a whole number from 1 to 1048576, got '1048577'"));
+    CU_ASSERT(refused("--max-restarts 2 --save ck", "--max-restarts needs --nproc-per-node N: it restarts the ranks "
+                      "that launcher starts (under mpirun or srun, restart the job there)"));
+    CU_ASSERT(refused("--max-restarts 2 --nproc-per-node 2",
+                      "--max-restarts needs --save DIR: the ranks restart from its newest checkpoint"));
+    CU_ASSERT(refused("--max-restarts 2 --nproc-per-node 2 --save ck --resume ck/x.safetensors",
+                      "--max-restarts restarts from the newest checkpoint in --save ck, not from --resume "
+                      "ck/x.safetensors: give --resume alone, with ck's newest (copy the file there)"));
     CU_ASSERT(refused("--batch-size 8 --global-batch 16",
                       "--batch-size (each rank's) and --global-batch (all ranks') both set the batch: give one"));
     CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
