@@ -59,11 +59,7 @@ static void script_passes(const char *cmd, const char *what)
     int rc = test_run(cmd, &out);
     snprintf(failure, sizeof failure, "%s: exit %d", what, rc);
     CU_assertImplementation(rc == 0 && out && !strstr(out, "DIFFERENT"), __LINE__, failure, __FILE__, "", CU_FALSE);
-    for (const char *line = out; line && *line;) {
-        size_t len = strcspn(line, "\n");
-        fprintf(stderr, "\n    %.*s", (int)len, line);
-        line += len + (line[len] == '\n');
-    }
+    test_show_lines(out);
     free(out);
 }
 

@@ -92,11 +92,7 @@ static void test_restarts(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 2: finished, identical to the reference"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 1: gave up after one restart"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "bad --data under --max-restarts 2: status 2, not restarted"));
-    for (const char *line = out; line && *line;) {
-        size_t len = strcspn(line, "\n");
-        fprintf(stderr, "\n    %.*s", (int)len, line);
-        line += len + (line[len] == '\n');
-    }
+    test_show_lines(out);
     free(out);
 }
 

@@ -159,6 +159,15 @@ char *test_tmp_path(const char *dir, const char *name)
     return p;
 }
 
+void test_show_lines(const char *text)
+{
+    for (const char *line = text; line && *line;) {
+        size_t len = strcspn(line, "\n");
+        fprintf(stderr, "\n    %.*s", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+}
+
 int test_count_prefixed(const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);

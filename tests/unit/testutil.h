@@ -61,6 +61,10 @@ void test_remove_tmpdir(const char *dir);
  * alive at once (say, the arguments of one call). */
 char *test_tmp_path(const char *dir, const char *name);
 
+/* Shows each line of TEXT (a test script's verdicts) on stderr, indented
+ * under the test's name; nothing for NULL. */
+void test_show_lines(const char *text);
+
 /* How many entries of DIR have names starting with PREFIX (a writer's
  * temporary files: "w.safetensors.tmp"). */
 int test_count_prefixed(const char *dir, const char *prefix);
