@@ -8,16 +8,19 @@
 #include "distributed.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
+#include "rank_signals.h"  // DDP_EXIT_STOPPED
 
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
@@ -37,98 +40,6 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
     return DDP_OK;
 }
 
-/* What a rank says when its launcher ends it. Composed before any signal
- * can come, because a handler may only write() and _exit(); what the rank
- * was doing is filled in by the handler from three plain stores the trainer
- * makes (a torn read can only misstate a number, never crash). */
-static char termination_note[256];
-static size_t termination_note_len;
-static volatile sig_atomic_t activity = DDP_ACTIVITY_STARTING;
-static volatile int64_t activity_epoch, activity_step;
-
-void ddp_dist_note_activity(DdpActivity what, int64_t epoch, int64_t step)
-{
-    activity_epoch = epoch;
-    activity_step = step;
-    activity = what;
-}
-
-/* Appends TEXT, or the decimal V, to BUF at *LEN: async-signal-safe. */
-static void put_text(char *buf, size_t size, size_t *len, const char *text)
-{
-    while (*text && *len + 1 < size)
-        buf[(*len)++] = *text++;
-}
-
-static void put_number(char *buf, size_t size, size_t *len, int64_t v)
-{
-    char digits[24];
-    int n = 0;
-    uint64_t u = v < 0 ? 0 : (uint64_t)v;
-    do
-        digits[n++] = (char)('0' + u % 10);
-    while ((u /= 10) && n < 23);
-    while (n > 0 && *len + 1 < size)
-        buf[(*len)++] = digits[--n];
-}
-
-static volatile sig_atomic_t note_names_signal; /* a single rank: "stopped by SIGTERM" */
-
-/* A signal handler: async-signal-safe, so it builds its line by hand (no
- * stdio, no ddp_signal_name, whose snprintf is not) and leaves with _exit. */
-static void say_and_exit(int sig)
-{
-    static const char *const doing[] = {
-        [DDP_ACTIVITY_STARTING] = "while starting",
-        [DDP_ACTIVITY_TRAINING] = "while training",
-        [DDP_ACTIVITY_EVALUATING] = "while evaluating",
-        [DDP_ACTIVITY_CHECKPOINTING] = "while writing a checkpoint",
-        [DDP_ACTIVITY_FINISHING] = "while finishing",
-    };
-    char line[512];
-    size_t len = 0;
-    for (size_t i = 0; i < termination_note_len; i++)
-        line[len++] = termination_note[i];
-    if (note_names_signal)
-        put_text(line, sizeof line, &len, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
-    int what = activity;
-    put_text(line, sizeof line, &len, " ");
-    put_text(line, sizeof line, &len, what >= 0 && what <= DDP_ACTIVITY_FINISHING ? doing[what] : "");
-    if (what != DDP_ACTIVITY_STARTING) {
-        put_text(line, sizeof line, &len, " at epoch ");
-        put_number(line, sizeof line, &len, activity_epoch + 1);
-        put_text(line, sizeof line, &len, ", step ");
-        put_number(line, sizeof line, &len, activity_step);
-    }
-    put_text(line, sizeof line, &len, "\n");
-    ssize_t written = write(STDERR_FILENO, line, len);
-    (void)written;
-    _exit(1);
-}
-
-void ddp_dist_note_termination(const DdpDist *d, const char *prog)
-{
-    int n;
-    if (d->world <= 1)
-        n = snprintf(termination_note, sizeof termination_note, "%s: error: stopped by ", prog);
-    else
-        n = snprintf(termination_note, sizeof termination_note,
-                     "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job "
-                     "was stopped)", prog, d->rank);
-    termination_note_len = n > 0 && (size_t)n < sizeof termination_note ? (size_t)n : 0;
-    note_names_signal = d->world <= 1;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = say_and_exit;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    /* A SIGINT ignored by whoever started us (nohup, a shell's background
-     * job) stays ignored, as it would without this handler. */
-    struct sigaction old;
-    if (d->world <= 1 && sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-        sigaction(SIGINT, &sa, NULL);
-}
-
 int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
 {
     if (d->topo.launch != DDP_LAUNCH_NONE)
@@ -140,48 +51,103 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
     return 0;
 }
 
-/* mpirun's pid while it runs, and the first SIGINT or SIGTERM sent to us. */
+/* mpirun's pid while it runs; the first stop asked of us (SIGINT, SIGTERM,
+ * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces. */
 static volatile pid_t mpirun_pid;
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, forced_signal, interrupts;
+static char prog_name[128]; /* for the handler's line */
 
-/* A signal a process sent us alone (kill, a batch system) goes on to mpirun,
- * which ends the ranks; Ctrl-C on the terminal reached mpirun already. */
-static void forward_to_mpirun(int sig, siginfo_t *info, void *context)
+/* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
+ * us alone, and every stop goes through here: the first is passed on as
+ * SIGUSR1, which mpirun forwards to the ranks, and they stop after their
+ * step (rank_signals.h); a second SIGINT, SIGTERM or SIGHUP goes on to
+ * mpirun as SIGTERM, and mpirun ends the ranks at once. */
+static void forward_to_mpirun(int sig)
 {
-    (void)context;
-    if (!stop_signal)
-        stop_signal = sig;
-    if (mpirun_pid > 0 && info && info->si_code != SI_KERNEL)
-        kill(mpirun_pid, sig);
+    if (sig != SIGUSR1 && ++interrupts >= 2 && !forced_signal) {
+        forced_signal = sig;
+        if (mpirun_pid > 0)
+            kill(mpirun_pid, SIGTERM);
+        return;
+    }
+    if (stop_signal)
+        return;
+    stop_signal = sig;
+    if (mpirun_pid > 0)
+        kill(mpirun_pid, SIGUSR1);
+    /* write() alone: the handler may only call async-signal-safe functions */
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGUSR1";
+    const char *parts[] = {prog_name, ": ", name, ": the ranks stop after their step",
+                           sig == SIGUSR1 ? "" : " (a second one stops them at once)", "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
+        (void)w;
+    }
 }
 
+/* mpirun's own words for a job whose rank exited non-zero: held back until
+ * mpirun has ended, and dropped when that was a stop asked for (status
+ * DDP_EXIT_STOPPED), which the ranks have said in their own words. */
+static const char *const held_blocks[] = {"Primary job  terminated normally",
+                                          "mpirun detected that one or more processes exited with non-zero"};
+enum { HELD_MOST = 4096 };
+
 /* Copies mpirun's stderr from FD to ours as it comes, watching for the line
- * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1). */
-static void relay_mpirun_stderr(int fd, int *rank, int *sig)
+ * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1).
+ * A block of held_blocks (from a line of dashes to the next) goes into HELD
+ * instead; mpirun's "Forwarding signal 10 to job", which says our own
+ * SIGUSR1, is dropped. */
+static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST])
 {
-    char buf[4096], line[1024];
-    size_t used = 0;
+    char buf[4096], line[1024], block[HELD_MOST];
+    size_t used = 0, block_used = 0, held_used = 0;
+    int in_block = 0, holding = 0;
     *rank = *sig = -1;
+    held[0] = '\0';
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
-        for (ssize_t done = 0; done < n;) {
-            ssize_t w = write(STDERR_FILENO, buf + done, (size_t)(n - done));
-            if (w <= 0)
-                break;
-            done += w;
-        }
         for (ssize_t i = 0; i < n; i++) {
             if (buf[i] != '\n') {
-                if (used + 1 < sizeof line)
+                if (used + 2 < sizeof line)
                     line[used++] = buf[i];
                 continue;
             }
+            line[used++] = '\n';
             line[used] = '\0';
+            size_t len = used;
             used = 0;
+            int dashes = strncmp(line, "-----", 5) == 0;
+            if (strncmp(line, "mpirun: Forwarding signal", 25) == 0)
+                continue;
+            if (in_block || dashes) {
+                /* a block: collected, then held back or passed on whole */
+                if (block_used + len < sizeof block) {
+                    memcpy(block + block_used, line, len);
+                    block_used += len;
+                }
+                for (size_t h = 0; h < sizeof held_blocks / sizeof held_blocks[0]; h++)
+                    holding |= strstr(line, held_blocks[h]) != NULL;
+                if (dashes && in_block) {
+                    if (!holding) {
+                        ssize_t w = write(STDERR_FILENO, block, block_used);
+                        (void)w;
+                    } else if (held_used + block_used < HELD_MOST) {
+                        memcpy(held + held_used, block, block_used);
+                        held_used += block_used;
+                        held[held_used] = '\0';
+                    }
+                    block_used = 0;
+                    holding = 0;
+                }
+                in_block = dashes ? !in_block : in_block;
+            } else {
+                ssize_t w = write(STDERR_FILENO, line, len);
+                (void)w;
+            }
             /* Open MPI: "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)." */
             const char *at = strstr(line, "process rank ");
             const char *on = strstr(line, "exited on signal ");
@@ -193,6 +159,15 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig)
             }
         }
     }
+    /* an unfinished block or line: passed on as it is */
+    if (block_used) {
+        ssize_t w = write(STDERR_FILENO, block, block_used);
+        (void)w;
+    }
+    if (used) {
+        ssize_t w = write(STDERR_FILENO, line, used);
+        (void)w;
+    }
 }
 
 /* What ended the last launch under mpirun when a rank failed ("rank 1 was
@@ -203,10 +178,13 @@ static char mpirun_failure[160];
  * mpirun, each rank with its share of the cores for OpenMP. mpirun runs as
  * our child, so that its end is said in the words of README's exit-status
  * table whatever mpirun prints: a rank killed by a signal is "rank R was
- * killed by signal S" and status 1, a SIGINT or SIGTERM to us "stopped by S". */
+ * killed by signal S" and status 1; a stop asked of us (forward_to_mpirun)
+ * ends with the ranks' DDP_EXIT_STOPPED, a second one with "stopped by S"
+ * and status 1. */
 static int launch_under_mpirun(int nproc, int argc, char **argv)
 {
     const char *prog = ddp_prog_name(argv[0]);
+    snprintf(prog_name, sizeof prog_name, "%s", prog);
     mpirun_failure[0] = '\0';
     char np[16], exe[4096];
     snprintf(np, sizeof np, "%d", nproc);
@@ -245,25 +223,41 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     ddp_launch_rank_argv(argc, argv, args + k);
     args[k] = exe;
 
-    struct sigaction sa, old_int, old_term;
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+    enum { NSTOPS = sizeof stops / sizeof stops[0] };
+    struct sigaction sa, old[NSTOPS];
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = forward_to_mpirun;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_handler = forward_to_mpirun;
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     /* Blocked until mpirun_pid is set, so that a signal arriving around the
      * fork is forwarded rather than only noted; the child unblocks them. */
-    sigset_t stops, old_mask;
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT);
-    sigaddset(&stops, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stops, &old_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigset_t blocked, old_mask;
+    sigemptyset(&blocked);
+    for (int i = 0; i < NSTOPS; i++)
+        sigaddset(&blocked, stops[i]);
+    sigprocmask(SIG_BLOCK, &blocked, &old_mask);
+    stop_signal = forced_signal = interrupts = 0;
+    for (int i = 0; i < NSTOPS; i++)
+        sigaction(stops[i], &sa, &old[i]);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        for (int i = 0; i < NSTOPS; i++)
+            sigaction(stops[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        /* Its own process group: a terminal's Ctrl-C is ours to pass on. So
+         * it must not read the terminal (a background group that does is
+         * stopped), and it goes when we go, even by SIGKILL. */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0) {
+            dup2(null_fd, STDIN_FILENO);
+            close(null_fd);
+        }
         close(pipe_fd[0]);
         dup2(pipe_fd[1], STDERR_FILENO);
         close(pipe_fd[1]);
@@ -277,8 +271,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     if (pid < 0) {
         int err = errno;
         close(pipe_fd[0]);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        for (int i = 0; i < NSTOPS; i++)
+            sigaction(stops[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(err));
         return DDP_FAIL;
@@ -286,19 +280,23 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     mpirun_pid = pid;
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     int rank, sig;
-    relay_mpirun_stderr(pipe_fd[0], &rank, &sig);
+    static char held[HELD_MOST];
+    relay_mpirun_stderr(pipe_fd[0], &rank, &sig, held);
     close(pipe_fd[0]);
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }
     mpirun_pid = 0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    for (int i = 0; i < NSTOPS; i++)
+        sigaction(stops[i], &old[i], NULL);
 
     char name[32];
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    if (stop_signal && status != 0) { /* mpirun ending well after all is not a stop */
-        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
+    if (status == DDP_EXIT_STOPPED)
+        return status; /* the ranks stopped on request; rank 0 said after which step */
+    fputs(held, stderr);
+    if (forced_signal && status != 0) { /* mpirun ending well after all is not a stop */
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(forced_signal, name, sizeof name));
         return DDP_FAIL;
     }
     if (rank >= 0)
@@ -311,8 +309,10 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         snprintf(mpirun_failure, sizeof mpirun_failure, "a rank exited with status %d", status);
     if (mpirun_failure[0] && (rank >= 0 || status > 128)) {
         fprintf(stderr, "%s: error: %s\n", prog, mpirun_failure);
-        return DDP_FAIL;
+        status = DDP_FAIL;
     }
+    if (stop_signal) /* a stop asked for is not a failure to restart, whatever came of it */
+        mpirun_failure[0] = '\0';
     return status;
 }
 
@@ -338,17 +338,25 @@ static char **restart_argv(int argc, char **argv, int *restart_argc)
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
 {
     const char *prog = ddp_prog_name(argv[0]);
-    char **again = NULL;
+    char **again = NULL, **typed = argv;
+    int typed_argc = argc;
     /* only a restart of ours tells the ranks they are one */
     unsetenv(DDP_RESTART_ENV);
     unsetenv(DDP_RESTART_CAUSE_ENV);
+    setenv(DDP_LAUNCHER_ENV, "1", 1);
     for (int restart = 0;; restart++) {
         int status = ddp_device_is_gpu() ? ddp_launch_local(nproc, argc, argv, flags->timeout)
                                          : launch_under_mpirun(nproc, argc, argv);
         const char *cause = ddp_device_is_gpu() ? ddp_launch_failure() : mpirun_failure;
+        if (status == DDP_EXIT_STOPPED && flags->save) {
+            char command[4096];
+            ddp_flags_resume_command(typed_argc, typed, command, sizeof command);
+            fprintf(stderr, "%s: to resume: %s\n", prog, command);
+        }
         /* Not restarted: success; bad input, which would be refused again;
          * a stop the user asked for (no rank failed); restarts used up. */
-        if (status == 0 || status == DDP_BAD_INPUT || !cause[0] || restart >= flags->max_restarts) {
+        if (status == 0 || status == DDP_BAD_INPUT || status == DDP_EXIT_STOPPED || !cause[0] ||
+            restart >= flags->max_restarts) {
             if (status != 0 && status != DDP_BAD_INPUT && cause[0] && restart > 0 && restart >= flags->max_restarts)
                 fprintf(stderr, "%s: error: %s after %d restart%s: giving up (--max-restarts %lld)\n", prog, cause,
                         restart, restart == 1 ? "" : "s", (long long)flags->max_restarts);

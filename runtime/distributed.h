@@ -37,24 +37,6 @@ typedef struct {
 /* The topology, from flags and environment. */
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 
-/* With several ranks: a SIGTERM (how mpirun and the local launcher end the
- * other ranks when one fails) makes this rank say so on stderr, naming
- * itself, and exit 1, instead of vanishing without a word. A single rank
- * says "PROG: error: stopped by SIGINT while training at epoch E, step S"
- * for a SIGINT or SIGTERM, and exits 1. */
-void ddp_dist_note_termination(const DdpDist *d, const char *prog);
-
-/* What the rank is doing, for that message: "... while training at epoch 3,
- * step 1234". Cheap enough to call every step. */
-typedef enum {
-    DDP_ACTIVITY_STARTING,
-    DDP_ACTIVITY_TRAINING,
-    DDP_ACTIVITY_EVALUATING,
-    DDP_ACTIVITY_CHECKPOINTING,
-    DDP_ACTIVITY_FINISHING,
-} DdpActivity;
-void ddp_dist_note_activity(DdpActivity what, int64_t epoch, int64_t step);
-
 /* How many local ranks this process should start rather than train itself:
  * --nproc-per-node N when no launcher started us, or on a GPU build with no
  * topology at all, every local GPU when there are several; 0: train here. */
@@ -69,6 +51,9 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags);
  * restart's number, 1 for the first) and DDP_RESTART_CAUSE_ENV (what ended
  * the ranks before) in their environment, and rank 0 logs them. */
 #define DDP_RESTART_ENV "DDP_RESTART"
+/* Set for the ranks ddp_dist_launch starts: it says how to resume a run
+ * stopped on request (the command the user typed), not their rank 0. */
+#define DDP_LAUNCHER_ENV "DDP_LAUNCHER"
 #define DDP_RESTART_CAUSE_ENV "DDP_RESTART_CAUSE"
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
 

@@ -512,3 +512,50 @@ const char *ddp_prog_name(const char *argv0)
     const char *slash = strrchr(argv0, '/');
     return slash && slash[1] ? slash + 1 : argv0;
 }
+
+/* Appends WORD to BUF at *USED, in single quotes unless it is made only of
+ * characters a shell takes as they are. */
+static void put_shell_word(char *buf, size_t len, size_t *used, const char *word)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%";
+    char quoted[4096];
+    size_t q = 0;
+    int needs = !*word || word[strspn(word, plain)] != '\0';
+    if (needs)
+        quoted[q++] = '\'';
+    for (const char *c = word; *c && q + 5 < sizeof quoted; c++) {
+        if (*c == '\'' && needs) { /* 'it'\''s' */
+            memcpy(quoted + q, "'\\''", 4);
+            q += 4;
+        } else {
+            quoted[q++] = *c;
+        }
+    }
+    if (needs)
+        quoted[q++] = '\'';
+    quoted[q] = '\0';
+    if (*used >= len)
+        return;
+    int n = snprintf(buf + *used, len - *used, "%s%s", *used ? " " : "", quoted);
+    *used += n > 0 ? (size_t)n : 0;
+    if (*used >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4);
+}
+
+void ddp_flags_resume_command(int argc, char **argv, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--resume") == 0) {
+            if (i + 1 < argc && argv[i + 1][0] != '-') /* its PATH: the parser's rule */
+                i++;
+            continue;
+        }
+        if (i > 0 && strncmp(argv[i], "--resume=", 9) == 0)
+            continue;
+        put_shell_word(buf, len, &used, argv[i]);
+    }
+    put_shell_word(buf, len, &used, "--resume");
+}

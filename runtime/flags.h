@@ -128,6 +128,12 @@ const char *ddp_flags_name(DdpFlagId id);
  * for a switch, "given"/"not given" for DDP_AGREE_GIVEN. */
 void ddp_flags_agreed_value(const DdpFlags *flags, DdpFlagId id, char *buf, size_t len);
 
+/* The command that resumes a run started with ARGV (ARGC words), into BUF
+ * (LEN bytes, cut short with "..." if need be): ARGV less any --resume and
+ * its PATH, then a bare --resume (the newest checkpoint in --save DIR), each
+ * word quoted for a POSIX shell where it needs to be. */
+void ddp_flags_resume_command(int argc, char **argv, char *buf, size_t len);
+
 /* The program's name for messages: ARGV0's last path component ("ddp" if none). */
 const char *ddp_prog_name(const char *argv0);
 

@@ -11,11 +11,14 @@
  *
  * The parent must never leave a half-dead run behind. The first child to fail
  * is the one reported (the others failing after it are its victims), every
- * other child gets SIGTERM, then SIGKILL after a grace period, and the
- * parent's own SIGINT/SIGTERM/SIGHUP is passed on. Children share the
- * parent's process group, so a terminal's Ctrl-C reaches them directly, and
- * each asks the kernel (PR_SET_PDEATHSIG) to be killed if the parent dies
- * without cleaning up, so even `kill -9` of the parent leaves no orphans.
+ * other child gets SIGTERM, then SIGKILL after a grace period. A stop asked
+ * of the parent (SIGINT, SIGTERM, SIGHUP, SIGUSR1) is passed on as SIGUSR1,
+ * which asks the ranks to stop after their step (rank_signals.h): a child
+ * exiting DDP_EXIT_STOPPED is such a stop, not a failure; a second SIGINT,
+ * SIGTERM or SIGHUP kills them at once. Children share the parent's process
+ * group, so a terminal's Ctrl-C reaches them directly too, and each asks the
+ * kernel (PR_SET_PDEATHSIG) to be killed if the parent dies without cleaning
+ * up, so even `kill -9` of the parent leaves no orphans.
  *
  * Waiting is a self-pipe loop rather than sigwait: signal handlers write a
  * byte that poll() sees, and waitpid(WNOHANG) reaps. A program that has
@@ -43,14 +46,15 @@
 #include <unistd.h>
 
 #include "flags.h"  // ddp_prog_name
+#include "rank_signals.h"  // DDP_EXIT_STOPPED
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
 extern char **environ;
 
 #define GRACE_MAX_S 10.0
 
-/* The signals the parent passes on to its children. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+/* The signals that ask the parent to stop its children. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 enum { NFORWARDED = sizeof forwarded / sizeof forwarded[0] };
 
 /* What ended the last launch, for ddp_launch_failure. */
@@ -63,14 +67,17 @@ const char *ddp_launch_failure(void)
 
 /* What the handlers leave for the loop: one launch at a time per process. */
 static int wake_pipe[2] = {-1, -1};
-static volatile sig_atomic_t got_signal, signals_seen;
+static volatile sig_atomic_t got_signal, signals_seen, first_signal;
 
 static void on_signal(int sig)
 {
     int saved = errno;
     if (sig != SIGCHLD) {
+        if (!first_signal)
+            first_signal = sig;
         got_signal = sig;
-        signals_seen++;
+        if (sig != SIGUSR1 || signals_seen == 0) /* a second SIGUSR1 only asks again */
+            signals_seen++;
     }
     if (wake_pipe[1] >= 0) {
         ssize_t n = write(wake_pipe[1], "", 1); /* full pipe: a wake-up is pending anyway */
@@ -231,7 +238,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     /* Catch the signals that stop the run, and SIGCHLD, into the pipe. */
     struct sigaction old[NFORWARDED], old_chld;
     int caught[NFORWARDED] = {0};
-    got_signal = signals_seen = 0;
+    got_signal = signals_seen = first_signal = 0;
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         wake_pipe[0] = wake_pipe[1] = -1; /* the 100 ms reaping still works */
     struct sigaction sa = {.sa_handler = on_signal};
@@ -293,7 +300,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     for (int r = 0; r < nproc; r++)
         running += children[r].pid > 0;
     double kill_at = 0;
-    int stopping = 0, stop_sig = SIGTERM, signals_handled = 0, forced = 0;
+    int stopping = 0, stop_sig = SIGTERM, signals_handled = 0, forced = 0, stopped = 0;
     if (first_failure >= 0 && running) {
         signal_all(children, nproc, SIGTERM);
         stopping = 1;
@@ -302,16 +309,17 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     while (running > 0) {
         int seen = signals_seen;
         if (seen > signals_handled) {
-            /* The first signal is passed on, and the ranks get the grace
-             * period to stop; a second (an impatient Ctrl-C) kills them. */
-            if (signals_handled == 0) {
-                stop_sig = got_signal;
-                signal_all(children, nproc, stop_sig);
-                if (!stopping) {
-                    stopping = 1;
-                    kill_at = ddp_now() + grace_s;
-                }
-            } else if (kill_at > 0) {
+            /* The first signal asks the ranks to stop after their step, for
+             * as long as that takes; a second (an impatient Ctrl-C) kills
+             * them. During a failure's grace period the first kills too. */
+            if (signals_handled == 0 && !stopping) {
+                char name[32];
+                fprintf(stderr, "%s: %s: the ranks stop after their step%s\n", prog,
+                        ddp_signal_name(got_signal, name, sizeof name),
+                        got_signal == SIGUSR1 ? "" : " (a second one stops them at once)");
+                signal_all(children, nproc, SIGUSR1);
+            } else {
+                stopping = 1;
                 kill_at = ddp_now();
                 forced = got_signal;
             }
@@ -325,6 +333,10 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
             running--;
             if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
                 continue;
+            if (WIFEXITED(ws) && WEXITSTATUS(ws) == DDP_EXIT_STOPPED) {
+                stopped = 1; /* a stop the ranks agreed on: the others follow */
+                continue;
+            }
             if (stopping)
                 continue; /* a victim of the first failure, or of the parent's signal */
             char name[32];
@@ -381,12 +393,14 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         }
     }
 
-    if (got_signal)
+    if (first_signal)
         last_failure[0] = '\0'; /* a stop asked for, even after a rank failed: not restarted */
-    if (got_signal && first_failure < 0) {
+    if (forced && first_failure < 0) {
         char name[32];
-        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(got_signal, name, sizeof name));
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(first_signal, name, sizeof name));
         status = 1;
+    } else if (stopped && first_failure < 0) {
+        status = DDP_EXIT_STOPPED; /* rank 0 said after which step */
     }
     for (int i = 0; i < NFORWARDED; i++)
         if (caught[i])

@@ -24,18 +24,21 @@ extern "C" {
  * printing "PROG: error: rank R exited with status S" (or "... was killed by
  * signal SIGKILL") to stderr and ending the others: SIGTERM, then SIGKILL
  * for any still running after a grace period of 10 s (or TIMEOUT_S if
- * shorter). The first SIGINT, SIGTERM or SIGHUP sent to the parent is passed
- * to the children (which share its process group, so a terminal's Ctrl-C
- * reaches them directly too) with the same grace period; a second one kills
- * them at once; the parent then says "PROG: error: stopped by SIGINT" and
- * returns 1. A failure to start (no free port, fork failing) is said the same
- * way and returns 1; an NPROC out of range returns 2.
+ * shorter). The first SIGINT, SIGTERM, SIGHUP or SIGUSR1 sent to the parent
+ * asks the children to stop after their step: they get SIGUSR1 (and share
+ * the parent's process group, so a terminal's Ctrl-C reaches them directly
+ * too), and children exiting DDP_EXIT_STOPPED (rank_signals.h) make the
+ * parent return it; a second SIGINT, SIGTERM or SIGHUP, or any during a
+ * failure's grace period, kills them at once: the parent then says "PROG:
+ * error: stopped by SIGINT" and returns 1. A failure to start (no free
+ * port, fork failing) is said the same way and returns 1; an NPROC out of
+ * range returns 2.
  *
  * Call it from the thread that will wait (children are tied to it by
  * PR_SET_PDEATHSIG, so they die if it does), before the run loads anything it
  * would not need: every child starts from scratch. It installs handlers for
- * SIGCHLD, SIGINT, SIGTERM and SIGHUP while it runs and restores the old
- * ones after; one launch at a time per process. */
+ * SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGUSR1 while it runs and restores
+ * the old ones after; one launch at a time per process. */
 int ddp_launch_local(int nproc, int argc, char **argv, double timeout_s);
 
 /* The same with the program to run and the grace period given: EXE is

@@ -249,3 +249,11 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg)
         return DDP_OK;
     return pg->ops->status(pg->impl);
 }
+
+DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed)
+{
+    *agreed = local;
+    if (!pg || !pg->ops)
+        return DDP_OK;
+    return pg->ops->stop_vote(pg->impl, local, agreed);
+}

@@ -118,6 +118,17 @@ DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work);
  * device synchronisations of reports. */
 DdpStatus ddp_pg_status(DdpProcessGroup *pg);
 
+/* A stop asked for on some rank (rank_signals.h), agreed by all, so that
+ * every rank stops after the same step. Every rank calls it after each
+ * optimizer step with LOCAL, the signal of the stop asked of it (0 none);
+ * *AGREED is then the largest request the ranks have learned of together,
+ * the same on every rank at the same call (0: go on). The MPI backend
+ * carries each rank's request in the header of every collective, at no cost
+ * of its own; NCCL all-reduces one value per call and reads it at the next
+ * call, so that the host never waits for the GPU. Either way a request
+ * reaches *AGREED one or two steps after it is made. A world of one: LOCAL. */
+DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed);
+
 /* ---- for the backends only (pg.c dispatches to them) ------------------------- */
 
 typedef struct {
@@ -131,6 +142,7 @@ typedef struct {
                                  const char *what, DdpWork **work);
     DdpStatus (*wait)(void *impl, DdpWork *work);
     DdpStatus (*status)(void *impl);
+    DdpStatus (*stop_vote)(void *impl, int local, int *agreed);
     /* the purpose of the next collective; NULL: the backend does not check them */
     void (*purpose)(void *impl, DdpPgPurpose purpose);
 } DdpPgBackendOps;

@@ -43,6 +43,9 @@
  * latency-bound all-reduce per collective (a 3-value all-reduce took 7 to
  * 33 us between two ranks of a loaded 2-core machine; bench/ddp_cpu.sh saw
  * no difference beyond its noise).
+ *
+ * Stops asked for (ddp_pg_stop_vote) ride in the same header: each rank's
+ * request, which the maximum makes every rank's in the same collective.
  */
 #include <errno.h>
 #include <limits.h>
@@ -114,6 +117,7 @@ typedef struct {
     char broken_message[MESSAGE_LEN];
     DdpPgPurpose next_purpose;   /* the trainer's: of the next collective it starts */
     int64_t seq;                 /* the communication thread's: collectives run so far */
+    int stop_local, stop_agreed; /* ddp_pg_stop_vote's: atomics, shared with the thread */
 
     MPI_Comm comm;               /* the communication thread's alone */
 } MpiGroup;
@@ -140,8 +144,9 @@ static MPI_Datatype mpi_type(DdpPgType type)
 
 /* ---- the communication thread ---------------------------------------------------- */
 
-/* A collective's header: what every rank must agree on before data moves. */
-enum { H_SEQ, H_KIND, H_PURPOSE, H_COUNT, H_TYPE, H_ROOT_OR_OP, HEADER };
+/* A collective's header: what every rank must agree on before data moves
+ * (the first MATCHED fields), then what it tells the others. */
+enum { H_SEQ, H_KIND, H_PURPOSE, H_COUNT, H_TYPE, H_ROOT_OR_OP, MATCHED, H_STOP = MATCHED, HEADER };
 
 static void fill_header(const MpiGroup *g, const DdpWork *w, int64_t h[HEADER])
 {
@@ -151,6 +156,7 @@ static void fill_header(const MpiGroup *g, const DdpWork *w, int64_t h[HEADER])
     h[H_COUNT] = (int64_t)w->count;
     h[H_TYPE] = w->kind == OP_BARRIER ? 0 : w->type;
     h[H_ROOT_OR_OP] = w->kind == OP_BROADCAST ? (int64_t)w->root : w->kind == OP_ALLREDUCE ? (int64_t)w->op : 0;
+    h[H_STOP] = __atomic_load_n(&g->stop_local, __ATOMIC_RELAXED);
 }
 
 /* "the evaluation all-reduce (3 doubles)", from a header. */
@@ -189,8 +195,10 @@ static int headers_differ(MpiGroup *g, DdpWork *w)
         say_mpi_error(w->message, "MPI_Allreduce (a collective's header)", rc);
         return 1;
     }
+    if (h[H_STOP] > __atomic_load_n(&g->stop_agreed, __ATOMIC_RELAXED))
+        __atomic_store_n(&g->stop_agreed, (int)h[H_STOP], __ATOMIC_RELAXED);
     int same = 1;
-    for (int i = 0; i < HEADER; i++)
+    for (int i = 0; i < MATCHED; i++)
         same &= h[i] == -h[HEADER + i];
     if (same)
         return 0;
@@ -202,7 +210,7 @@ static int headers_differ(MpiGroup *g, DdpWork *w)
                  (long long)mine[H_SEQ]);
     } else {
         int r = 1;
-        while (r < g->size - 1 && memcmp(all + (size_t)r * HEADER, all, HEADER * sizeof *all) == 0)
+        while (r < g->size - 1 && memcmp(all + (size_t)r * HEADER, all, MATCHED * sizeof *all) == 0)
             r++;
         char theirs[128], first[128];
         describe(all + (size_t)r * HEADER, theirs, sizeof theirs);
@@ -598,6 +606,17 @@ static int mpi_destroy(void *impl, int abort)
     return 0;
 }
 
+/* The thread updates STOP_AGREED in each collective's header, and the
+ * trainer calls this after waiting for every collective of its step: so
+ * every rank reads it after the same collectives, and reads the same. */
+static DdpStatus mpi_stop_vote(void *impl, int local, int *agreed)
+{
+    MpiGroup *g = impl;
+    __atomic_store_n(&g->stop_local, local, __ATOMIC_RELAXED);
+    *agreed = __atomic_load_n(&g->stop_agreed, __ATOMIC_RELAXED);
+    return DDP_OK;
+}
+
 static const DdpPgBackendOps mpi_ops = {
     .name = "mpi",
     .destroy = mpi_destroy,
@@ -608,6 +627,7 @@ static const DdpPgBackendOps mpi_ops = {
     .allreduce_start = mpi_allreduce_start,
     .wait = mpi_wait,
     .status = mpi_status,
+    .stop_vote = mpi_stop_vote,
     .purpose = mpi_purpose,
 };
 

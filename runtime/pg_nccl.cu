@@ -77,6 +77,9 @@ typedef struct {
     cudaStream_t compute, stream; /* the trainer's, the collectives' */
     cudaEvent_t ready;            /* recorded on compute before each collective */
     float *scratch;               /* a barrier's all-reduce */
+    int64_t *vote_dev, *vote_host; /* the stop vote's value; pinned: [0] sent, [1] agreed */
+    cudaEvent_t vote_read;        /* recorded after the agreed value's copy to the host */
+    int vote_pending;             /* a vote is in flight */
     int device, rank, size;
     double timeout_s;
     int mpi_started;
@@ -345,6 +348,26 @@ static DdpStatus nccl_allgather(void *impl, const void *send, void *recv, size_t
     return st;
 }
 
+/* The host waits for EVENT, polling, so that the watchdog's timeout and
+ * NCCL's errors still end the wait; WHAT names it in messages. */
+static DdpStatus host_wait(NcclGroup *g, cudaEvent_t event, const char *what)
+{
+    for (;;) {
+        cudaError_t q = cudaEventQuery(event);
+        if (q == cudaSuccess)
+            return DDP_OK;
+        DdpStatus st = DDP_OK;
+        pthread_mutex_lock(&g->lock);
+        if (g->broken)
+            st = broken_error(g);
+        pthread_mutex_unlock(&g->lock);
+        DDP_CHECK(st);
+        if (q != cudaErrorNotReady)
+            return DDP_ERR(DDP_FAIL, "%s failed on the GPU: %s (%s)", what, cudaGetErrorName(q), cudaGetErrorString(q));
+        nap();
+    }
+}
+
 /* NCCL has no barrier: a one-float all-reduce, which the host waits for (a
  * barrier is for the host), polling so that the timeout and errors still count. */
 static DdpStatus nccl_barrier(void *impl)
@@ -361,19 +384,8 @@ static DdpStatus nccl_barrier(void *impl)
     if (st == DDP_OK)
         w->held = 1; /* keep it from reuse while the host looks at it */
     pthread_mutex_unlock(&g->lock);
-    while (st == DDP_OK) {
-        cudaError_t q = cudaEventQuery(w->done);
-        if (q == cudaSuccess)
-            break;
-        pthread_mutex_lock(&g->lock);
-        if (g->broken)
-            st = broken_error(g);
-        pthread_mutex_unlock(&g->lock);
-        if (st == DDP_OK && q != cudaErrorNotReady)
-            st = DDP_ERR(DDP_FAIL, "barrier failed on the GPU: %s (%s)", cudaGetErrorName(q), cudaGetErrorString(q));
-        if (st == DDP_OK)
-            nap();
-    }
+    if (st == DDP_OK)
+        st = host_wait(g, w->done, "the barrier");
     if (w) {
         pthread_mutex_lock(&g->lock);
         w->held = 0;
@@ -430,6 +442,39 @@ static DdpStatus nccl_status(void *impl)
     if (!g->broken)
         inspect(g);
     DdpStatus st = g->broken ? broken_error(g) : DDP_OK;
+    pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
+/* The stop vote (pg.h): this call's request is all-reduced (max) on the
+ * communication stream and copied to pinned memory, which the next call
+ * reads; by then a step has passed, so the host seldom waits, and every
+ * rank reads the vote of the same call. The lock held. */
+static DdpStatus vote_enqueue(NcclGroup *g, int local)
+{
+    DDP_CHECK(before(g));
+    g->vote_host[0] = local;
+    CUDA_TRY(cudaMemcpyAsync(g->vote_dev, &g->vote_host[0], sizeof *g->vote_dev, cudaMemcpyHostToDevice, g->stream));
+    DdpWork *w = NULL;
+    DDP_CHECK(after(g, ncclAllReduce(g->vote_dev, g->vote_dev, 1, ncclInt64, ncclMax, g->comm, g->stream),
+                    "ncclAllReduce", "the stop vote", 0, 0, DDP_I64, &w));
+    CUDA_TRY(cudaMemcpyAsync(&g->vote_host[1], g->vote_dev, sizeof *g->vote_dev, cudaMemcpyDeviceToHost, g->stream));
+    CUDA_TRY(cudaEventRecord(g->vote_read, g->stream));
+    g->vote_pending = 1;
+    return DDP_OK;
+}
+
+static DdpStatus nccl_stop_vote(void *impl, int local, int *agreed)
+{
+    NcclGroup *g = (NcclGroup *)impl;
+    *agreed = 0;
+    if (g->vote_pending) { /* the last call's */
+        DDP_CHECK(host_wait(g, g->vote_read, "the stop vote"));
+        g->vote_pending = 0;
+        *agreed = (int)g->vote_host[1];
+    }
+    pthread_mutex_lock(&g->lock);
+    DdpStatus st = vote_enqueue(g, local);
     pthread_mutex_unlock(&g->lock);
     return st;
 }
@@ -497,6 +542,12 @@ static int nccl_destroy(void *impl, int abort)
         (void)cudaStreamDestroy(g->stream);
     if (g->scratch)
         (void)cudaFree(g->scratch);
+    if (g->vote_dev)
+        (void)cudaFree(g->vote_dev);
+    if (g->vote_host)
+        (void)cudaFreeHost(g->vote_host);
+    if (g->vote_read)
+        (void)cudaEventDestroy(g->vote_read);
 #ifdef DDP_HAVE_MPI
     if (g->mpi_started && healthy)
         MPI_Finalize(); /* else left unfinished, so that mpirun ends the other ranks */
@@ -514,7 +565,7 @@ static int nccl_destroy(void *impl, int abort)
  * the timeout. */
 static const DdpPgBackendOps nccl_ops = {
     "nccl",         nccl_destroy,         nccl_broadcast, nccl_allreduce, nccl_allgather,
-    nccl_barrier,   nccl_allreduce_start, nccl_wait,      nccl_status,    NULL,
+    nccl_barrier,   nccl_allreduce_start, nccl_wait,      nccl_status,    nccl_stop_vote, NULL,
 };
 
 /* Rank 0's unique id to every rank: through the store, or MPI under mpirun. */
@@ -565,6 +616,10 @@ static DdpStatus open_group(NcclGroup *g, const DdpTopology *t, DdpStore *store)
     /* on our own stream, and finished: the legacy stream's cudaMemset is not
      * ordered before work on a non-blocking stream */
     CUDA_TRY(cudaMemsetAsync(g->scratch, 0, sizeof *g->scratch, g->stream));
+    CUDA_TRY(cudaMalloc((void **)&g->vote_dev, sizeof *g->vote_dev));
+    CUDA_TRY(cudaHostAlloc((void **)&g->vote_host, 2 * sizeof *g->vote_host, cudaHostAllocDefault));
+    g->vote_host[0] = g->vote_host[1] = 0;
+    CUDA_TRY(cudaEventCreateWithFlags(&g->vote_read, cudaEventDisableTiming));
     CUDA_TRY(cudaStreamSynchronize(g->stream));
 
     ncclUniqueId id;

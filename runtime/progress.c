@@ -62,6 +62,15 @@ DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *caus
     return ddp_jsonlog_write(p->log, f, 3);
 }
 
+DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, const char *checkpoint)
+{
+    if (!p->log)
+        return DDP_OK;
+    DdpLogField f[] = {DDP_LOG_S("event", "stop"), DDP_LOG_S("signal", signal), DDP_LOG_I("step", step),
+                       DDP_LOG_S("checkpoint", checkpoint ? checkpoint : "")};
+    return ddp_jsonlog_write(p->log, f, checkpoint ? 4 : 3);
+}
+
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...)
 {
     if (p->quiet)

@@ -59,7 +59,13 @@ DdpStatus ddp_progress_start(DdpProgress *p, const char *net, int world, int64_t
  * record of the restarted run. */
 DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause);
 
+/* The log's record of a stop asked for: {"event": "stop", "signal":
+ * SIGNAL ("SIGINT"), "step": STEP, "checkpoint": CHECKPOINT (left out when
+ * NULL: none written)}. */
+DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, const char *checkpoint);
+
 /* A plain line of its own (the start-up description), unless quiet. */
+
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Rewrites the progress line, on a terminal only: where the epoch stands,

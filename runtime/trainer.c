@@ -51,8 +51,10 @@
 #include "flags.h"     // DdpFlags, ddp_flags_*
 #include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
 #include "jsonlog.h"   // DdpJsonLog
+#include "launcher.h"  // ddp_signal_name
 #include "model.h"     // DdpNet, DdpCtx, ddp_main
 #include "progress.h"  // DdpProgress, DdpReport
+#include "rank_signals.h"  // ddp_signals_*: stops asked for, and what a stop at once says
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
@@ -117,6 +119,7 @@ typedef struct {
     int64_t steps_per_epoch;
     int64_t step;           /* global optimizer steps taken */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
+    int stopped;            /* the signal of a stop the ranks agreed on after a step; 0: none */
     char saved_path[4096];  /* rank 0: the last checkpoint written or resumed from; "" none */
     double lr;              /* of the last step */
     double started;         /* ddp_main's start */
@@ -403,7 +406,7 @@ static DdpStatus save_checkpoint(Trainer *t)
     if (!t->flags.save || t->saved_step == t->step)
         return DDP_OK;
     t->saved_step = t->step;
-    ddp_dist_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
+    ddp_signals_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
     char why[320] = "", failure[1024] = "";
     /* Every rank makes the all-reduce below, whatever it found here: one
      * that returned early would leave the others waiting in it. Its own
@@ -559,7 +562,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
-    ddp_dist_note_activity(DDP_ACTIVITY_EVALUATING, t->ctx.epoch, t->step);
+    ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->ctx.epoch, t->step);
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
         int n = (int)(share - start < batch ? share - start : batch);
@@ -725,7 +728,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
-        ddp_dist_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
+        ddp_signals_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
         t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
         t->ctx.epoch = epoch;
         t->ctx.step = t->step;
@@ -745,6 +748,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             t->lr = t->ctx.lr;
             if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
                 DDP_CHECK(save_checkpoint(t));
+            DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
         }
         /* Host-side flags: polling them costs no sync. */
         DDP_CHECK(ddp_ops_status(t->ops));
@@ -753,6 +757,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         /* every rank trains as many samples per step: the job's throughput */
         e.samples += (int64_t)n * t->dist.world;
         e.span_samples += (int64_t)n * t->dist.world;
+        if (t->stopped)
+            return save_checkpoint(t); /* the epoch's report and evaluation are left out */
 
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
@@ -774,14 +780,42 @@ static DdpStatus train(Trainer *t)
     /* A resumed run starts inside the epoch its step count falls in. */
     int64_t first_epoch = t->step / t->steps_per_epoch;
     int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;
-    for (int64_t epoch = first_epoch; epoch < t->cfg.epochs && t->step < max_steps; epoch++)
+    for (int64_t epoch = first_epoch; epoch < t->cfg.epochs && t->step < max_steps && !t->stopped; epoch++)
         DDP_CHECK(train_epoch(t, epoch, epoch == first_epoch ? first_batch : 0, max_steps));
+    if (t->stopped)
+        return DDP_OK;
     /* the last state is always kept, whatever --save-every says */
     DDP_CHECK(save_checkpoint(t));
     double elapsed = ddp_now() - t->started;
     ddp_progress_summary(&t->progress, t->step, elapsed,
                          t->train_seconds > 0 ? (double)t->train_samples / t->train_seconds : 0);
     return DDP_OK;
+}
+
+/* Rank 0, after a stop the ranks agreed on: what was kept, in the log too,
+ * and how to go on. Under a launcher of ours the launcher says the last,
+ * from the command the user typed. */
+static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
+{
+    if (t->dist.rank != 0)
+        return DDP_OK;
+    char name[32], kept[4200];
+    ddp_signal_name(t->stopped, name, sizeof name);
+    if (t->flags.save)
+        snprintf(kept, sizeof kept, "saved %s", t->saved_path);
+    else
+        snprintf(kept, sizeof kept, "nothing saved (no --save DIR)");
+    fprintf(stderr, "%s: stopped after step %lld (epoch %lld of %lld) on %s: %s\n", t->prog, (long long)t->step,
+            (long long)t->ctx.epoch + 1, (long long)t->cfg.epochs, name, kept);
+    if (t->flags.save && !getenv(DDP_LAUNCHER_ENV)) {
+        char command[4096];
+        ddp_flags_resume_command(argc, argv, command, sizeof command);
+        if (t->dist.topo.launch == DDP_LAUNCH_NONE)
+            fprintf(stderr, "%s: to resume: %s\n", t->prog, command);
+        else
+            fprintf(stderr, "%s: to resume, start the ranks as before with these flags: %s\n", t->prog, command);
+    }
+    return ddp_progress_stop(&t->progress, name, t->step, t->flags.save ? t->saved_path : NULL);
 }
 
 /* ---- ddp_main ------------------------------------------------------------------- */
@@ -854,7 +888,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         return DDP_OK;
     }
     int rank = t->dist.rank, world = t->dist.world;
-    ddp_dist_note_termination(&t->dist, t->prog);
+    ddp_signals_install(t->prog, rank, world,
+                        t->dist.topo.launch == DDP_LAUNCH_MPIRUN || t->dist.topo.launch == DDP_LAUNCH_SPAWN,
+                        rank == 0 && !getenv(DDP_LAUNCHER_ENV));
     DDP_CHECK(share_global_batch(&t->cfg, world));
 
     DDP_CHECK(load_data(t));
@@ -918,7 +954,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         DDP_CHECK(ddp_progress_restart(&t->progress, strtoll(restart, NULL, 10), cause ? cause : ""));
 
     DDP_CHECK(train(t));
-    ddp_dist_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);
+    if (t->stopped)
+        return say_stopped(t, argc, argv);
+    ddp_signals_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);
     if (world > 1) {
         DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float),
                                    t->stream));
@@ -1001,6 +1039,8 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     }
     if (st == DDP_OK && t->launched)
         st = (DdpStatus)t->launch_status;
+    if (st == DDP_OK && t->stopped)
+        st = (DdpStatus)DDP_EXIT_STOPPED;
     free(t);
     return (int)st;
 }

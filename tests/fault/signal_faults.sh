@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# A rank ended by a signal must be said in README's words, with status 1:
+# A run stopped at once, or a rank ended by a signal, must be said in
+# README's words, with status 1:
 #   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|single-int
 # nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
 #              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
-# nproc-term:  the same launcher gets SIGTERM, which it passes to mpirun:
+# nproc-term:  the same launcher gets SIGTERM twice: the first asks the ranks
+#              to stop after their step, the second ends them at once:
 #              "stopped by SIGTERM";
-# single-term, single-int: one rank, no launcher, gets SIGTERM (SIGINT):
-#              "stopped by SIGTERM" ("stopped by SIGINT").
+# single-term, single-int: one rank, no launcher, gets SIGTERM (SIGINT)
+#              twice: "stopped at once by a second SIGTERM (SIGINT) while".
+# A step (batch 512 on one thread) outlasts the 50 ms between the two
+# signals, so the first cannot end the run before the second comes
+# (tests/fault/graceful_stop.sh checks a single one).
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
@@ -31,14 +36,14 @@ esac
 "$python" "$here/small_data.py" "$d/data" "$train" 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
 case $mode in
-nproc-kill|nproc-term) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 16 --epochs 1000 \
+nproc-kill|nproc-term) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 512 --epochs 1000 \
                 --timeout 8 > "$d/out.txt" 2>&1 & ;;
-single-term) OMP_NUM_THREADS=1 "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
+single-term) OMP_NUM_THREADS=1 "$d/prog" --data "$d/data" --batch-size 512 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
 # A background job of a script starts with SIGINT ignored, which the program
 # keeps (as nohup's users expect): this one gets the default back first.
 single-int) OMP_NUM_THREADS=1 "$python" -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
+os.execv(sys.argv[1], sys.argv[1:])' "$d/prog" --data "$d/data" --batch-size 512 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
 esac
 pid=$!
@@ -56,8 +61,8 @@ done
 sleep 1
 case $mode in
 nproc-kill) kill -KILL "$victim" ;;
-nproc-term|single-term) kill -TERM "$victim" ;;
-single-int) kill -INT "$victim" ;;
+nproc-term|single-term) kill -TERM "$victim"; sleep 0.05; kill -TERM "$victim" ;;
+single-int) kill -INT "$victim"; sleep 0.05; kill -INT "$victim" ;;
 esac
 status=0
 wait "$pid" || status=$?

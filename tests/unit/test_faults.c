@@ -96,6 +96,27 @@ static void test_restarts(void)
     free(out);
 }
 
+/* A stop asked for (tests/fault/graceful_stop.sh): one process by SIGTERM,
+ * --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, and rank 1 of
+ * two alone by SIGUSR1; each exits 75 with a checkpoint and the command that
+ * resumes it, which ends bit for bit as the run never stopped. */
+static void test_graceful_stop(void)
+{
+    if (!ready(1))
+        return;
+    static const char *const modes[] = {"single", "nproc", "mpirun", "rank1"};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        char cmd[96], *out = NULL;
+        snprintf(cmd, sizeof cmd, "tests/fault/graceful_stop.sh %s", modes[i]);
+        CU_ASSERT_EQUAL(run_script(cmd, &out), 0);
+        char verdict[128];
+        snprintf(verdict, sizeof verdict, "graceful_stop: %s: ends bit for bit as the run never stopped: ok", modes[i]);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, verdict));
+        test_show_lines(out);
+        free(out);
+    }
+}
+
 /* The surviving rank's run: non-zero, within the timeout plus a few
  * seconds, with WHY and WHY_TOO in its output. */
 static void rank_fault(const char *fault, const char *why, const char *why_too)
@@ -273,8 +294,8 @@ static void test_signals(void)
         return;
     signal_fault("nproc-kill", "prog: error: rank 1 was killed by signal SIGKILL\n");
     signal_fault("nproc-term", "prog: error: stopped by SIGTERM\n");
-    signal_fault("single-term", "prog: error: stopped by SIGTERM while training at epoch ");
-    signal_fault("single-int", "prog: error: stopped by SIGINT while training at epoch ");
+    signal_fault("single-term", "prog: error: stopped at once by a second SIGTERM while training at epoch ");
+    signal_fault("single-int", "prog: error: stopped at once by a second SIGINT while training at epoch ");
 }
 
 /* Settings a single CPU rank must refuse at start-up, naming the cause. */
@@ -326,7 +347,9 @@ void suite_faults(void)
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
         {"--max-restarts 2: rank 1 killed twice, the run ends as one never killed; --max-restarts 1 gives up",
          test_restarts},
-        {"a rank killed under --nproc-per-node, its SIGTERM, a single rank's SIGTERM and SIGINT: said, status 1",
+        {"Ctrl-C, SIGTERM, SIGUSR1 (to one process, the launcher, mpirun, one rank): status 75, resumed bit for bit",
+         test_graceful_stop},
+        {"a rank killed under --nproc-per-node; two SIGTERMs to it, to a single rank, two SIGINTs: said, status 1",
          test_signals},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "launcher.h"  // ddp_launch_exec, ddp_launch_local
+#include "rank_signals.h"  // DDP_EXIT_STOPPED
 #include "testutil.h"
 
 static char tmpdir[64];
@@ -113,7 +114,7 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
 static void clean(void)
 {
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -f %s/ready.[0-9]* %s/env.[0-9]* %s/int.[0-9]*", tmpdir, tmpdir, tmpdir);
+    snprintf(cmd, sizeof cmd, "rm -f %s/ready.[0-9]* %s/env.[0-9]* %s/usr1.[0-9]*", tmpdir, tmpdir, tmpdir);
     test_run(cmd, NULL);
 }
 
@@ -190,42 +191,44 @@ static void test_grace_period(void)
 
 static void test_sigterm_forwarded(void)
 {
-    const char *exe = script("wait.sh", "touch $DIR/ready.$RANK\nexec sleep 30\n");
+    /* A SIGTERM to the launcher asks the ranks to stop as SIGUSR1; ranks
+     * that stop on it with DDP_EXIT_STOPPED make the launcher's status. */
+    const char *exe = script("usr1.sh", "trap 'echo $RANK > $DIR/usr1.$RANK; exit %d' USR1\ntouch $DIR/ready.$RANK\n"
+                                        "while :; do sleep 0.05; done\n", DDP_EXIT_STOPPED);
     clean();
     char *out;
     double elapsed;
     int rc = launch(exe, 3, "/x/prog", 5, &out, &elapsed, SIGTERM);
-    CU_ASSERT(rc == 1);
-    CU_ASSERT(has(out, "prog: error: stopped by SIGTERM"));
+    CU_ASSERT(rc == DDP_EXIT_STOPPED);
+    CU_ASSERT(out && !strstr(out, "error"));
     CU_ASSERT(elapsed < 3);
-    free(out);
-}
-
-static void test_sigint_forwarded(void)
-{
-    /* Ranks that handle SIGINT themselves see it, and the parent waits for them. */
-    const char *exe = script("int.sh", "trap 'echo $RANK > $DIR/int.$RANK; exit 0' INT\ntouch $DIR/ready.$RANK\n"
-                                       "while :; do sleep 0.05; done\n");
-    clean();
-    char *out;
-    double elapsed;
-    int rc = launch(exe, 2, "/x/prog", 5, &out, &elapsed, SIGINT);
-    CU_ASSERT(rc == 1);
-    CU_ASSERT(has(out, "prog: error: stopped by SIGINT"));
-    CU_ASSERT(elapsed < 3);
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 3; r++) {
         char path[160];
-        snprintf(path, sizeof path, "%s/int.%d", tmpdir, r);
+        snprintf(path, sizeof path, "%s/usr1.%d", tmpdir, r);
         CU_ASSERT(access(path, F_OK) == 0);
     }
     free(out);
 }
 
+static void test_sigint_forwarded(void)
+{
+    /* Ranks that do not take SIGUSR1 die of it: a failure, said as one. */
+    const char *exe = script("wait.sh", "touch $DIR/ready.$RANK\nexec sleep 30\n");
+    clean();
+    char *out;
+    double elapsed;
+    int rc = launch(exe, 2, "/x/prog", 5, &out, &elapsed, SIGINT);
+    CU_ASSERT(rc == 1);
+    CU_ASSERT(has(out, "was killed by signal SIGUSR1"));
+    CU_ASSERT(elapsed < 3);
+    free(out);
+}
+
 static void test_second_signal(void)
 {
-    /* Ranks that ignore SIGTERM, a grace period of 10 s: the second SIGTERM
-     * to the launcher does not wait it out. */
-    const char *exe = script("deaf.sh", "trap '' TERM\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
+    /* Ranks that ignore the stop asked for (SIGUSR1) and SIGTERM, a grace
+     * period of 10 s: the second SIGTERM to the launcher kills them at once. */
+    const char *exe = script("deaf.sh", "trap '' TERM USR1\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
     clean();
     char *out;
     double elapsed;
@@ -299,8 +302,9 @@ void suite_launcher(void)
         {"one rank exits 3: the others stopped, status 3, rank named", test_one_fails},
         {"one rank killed by SIGKILL: named, status 1", test_one_killed},
         {"ranks ignoring SIGTERM are killed after the grace period", test_grace_period},
-        {"SIGTERM to the launcher reaches every rank", test_sigterm_forwarded},
-        {"SIGINT to the launcher reaches every rank", test_sigint_forwarded},
+        {"SIGTERM to the launcher asks every rank to stop (SIGUSR1); ranks exiting 75 make its status",
+         test_sigterm_forwarded},
+        {"SIGINT to the launcher: ranks that die of its SIGUSR1 are a failure, said", test_sigint_forwarded},
         {"a second signal to the launcher kills at once", test_second_signal},
         {"a program that cannot run; --nproc-per-node 0", test_cannot_exec},
         {"ddp_launch_local runs /proc/self/exe", test_self},

@@ -1,0 +1,150 @@
+/*
+ * rank_signals.c: the handlers of rank_signals.h.
+ *
+ * The lines a handler prints are composed before any signal can come,
+ * because a handler may only write() and _exit(); what the process was doing
+ * is filled in from three plain stores the trainer makes (a torn read can
+ * only misstate a number, never crash).
+ */
+#include "rank_signals.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char who[160];     /* "PROG: ", or "PROG: rank R: " with several ranks */
+static char launcher_note[256];
+static size_t who_len, launcher_note_len;
+static int speaks;        /* says that a stop was asked (ddp_signals_install's ANNOUNCE) */
+static int sigterm_is_launchers;
+
+static volatile sig_atomic_t activity = DDP_ACTIVITY_STARTING;
+static volatile int64_t activity_epoch, activity_step;
+static volatile sig_atomic_t stop_asked;   /* the first stop asked for, 0 none */
+static volatile sig_atomic_t interrupts;   /* SIGINTs and SIGTERMs taken as stops asked for */
+
+void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step)
+{
+    activity_epoch = epoch;
+    activity_step = step;
+    activity = what;
+}
+
+int ddp_signals_stop_asked(void)
+{
+    return stop_asked;
+}
+
+/* Appends TEXT, or the decimal V, to BUF at *LEN: async-signal-safe. */
+static void put_text(char *buf, size_t size, size_t *len, const char *text)
+{
+    while (*text && *len + 1 < size)
+        buf[(*len)++] = *text++;
+}
+
+static void put_number(char *buf, size_t size, size_t *len, int64_t v)
+{
+    char digits[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 : (uint64_t)v;
+    do
+        digits[n++] = (char)('0' + u % 10);
+    while ((u /= 10) && n < 23);
+    while (n > 0 && *len + 1 < size)
+        buf[(*len)++] = digits[--n];
+}
+
+static const char *name_of(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
+}
+
+static void say(const char *line, size_t len)
+{
+    ssize_t written = write(STDERR_FILENO, line, len);
+    (void)written;
+}
+
+/* Writes HEAD, then what the process was doing, and exits 1. */
+static void say_doing_and_exit(const char *head, size_t head_len)
+{
+    static const char *const doing[] = {
+        [DDP_ACTIVITY_STARTING] = "while starting",
+        [DDP_ACTIVITY_TRAINING] = "while training",
+        [DDP_ACTIVITY_EVALUATING] = "while evaluating",
+        [DDP_ACTIVITY_CHECKPOINTING] = "while writing a checkpoint",
+        [DDP_ACTIVITY_FINISHING] = "while finishing",
+    };
+    char line[512];
+    size_t len = 0;
+    for (size_t i = 0; i < head_len && len + 1 < sizeof line; i++)
+        line[len++] = head[i];
+    int what = activity;
+    put_text(line, sizeof line, &len, " ");
+    put_text(line, sizeof line, &len, what >= 0 && what <= DDP_ACTIVITY_FINISHING ? doing[what] : "");
+    if (what != DDP_ACTIVITY_STARTING) {
+        put_text(line, sizeof line, &len, " at epoch ");
+        put_number(line, sizeof line, &len, activity_epoch + 1);
+        put_text(line, sizeof line, &len, ", step ");
+        put_number(line, sizeof line, &len, activity_step);
+    }
+    put_text(line, sizeof line, &len, "\n");
+    say(line, len);
+    _exit(1);
+}
+
+static void on_signal(int sig)
+{
+    if (sig == SIGTERM && sigterm_is_launchers)
+        say_doing_and_exit(launcher_note, launcher_note_len);
+    char line[320];
+    size_t len = 0;
+    /* SIGUSR1 only ever asks: a launcher passes each stop on as one, and a
+     * terminal's Ctrl-C may reach the rank as SIGINT as well. */
+    if (sig != SIGUSR1 && ++interrupts >= 2) {
+        for (size_t i = 0; i < who_len; i++)
+            line[len++] = who[i];
+        put_text(line, sizeof line, &len, "error: stopped at once by a second ");
+        put_text(line, sizeof line, &len, name_of(sig));
+        say_doing_and_exit(line, len);
+    }
+    if (stop_asked)
+        return;
+    stop_asked = sig;
+    if (!speaks)
+        return;
+    for (size_t i = 0; i < who_len; i++)
+        line[len++] = who[i];
+    put_text(line, sizeof line, &len, name_of(sig));
+    put_text(line, sizeof line, &len, ": stopping after this step");
+    put_text(line, sizeof line, &len, sig == SIGUSR1 ? "\n" : " (a second one stops at once)\n");
+    say(line, len);
+}
+
+void ddp_signals_install(const char *prog, int rank, int world, int launched, int announce)
+{
+    int n;
+    if (world <= 1)
+        n = snprintf(who, sizeof who, "%s: ", prog);
+    else
+        n = snprintf(who, sizeof who, "%s: rank %d: ", prog, rank);
+    who_len = n > 0 && (size_t)n < sizeof who ? (size_t)n : 0;
+    n = snprintf(launcher_note, sizeof launcher_note,
+                 "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job was stopped)",
+                 prog, rank);
+    launcher_note_len = n > 0 && (size_t)n < sizeof launcher_note ? (size_t)n : 0;
+    speaks = announce;
+    sigterm_is_launchers = launched;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    struct sigaction old;
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+}

@@ -1,0 +1,60 @@
+/*
+ * rank_signals.h: what a training process does with the signals that stop it.
+ *
+ * Two kinds of stop, told apart by who sends them:
+ *  - a stop asked for (Ctrl-C, Slurm's or Kubernetes' SIGTERM, Slurm's
+ *    `--signal=USR1@90`, a launcher passing on the user's signal as SIGUSR1):
+ *    the process notes it and goes on; the trainer asks ddp_signals_stop_asked
+ *    after each step, the ranks agree through the next collective
+ *    (ddp_pg_stop_vote), and all finish the same step, save and exit with
+ *    DDP_EXIT_STOPPED. A second SIGINT or SIGTERM stops at once;
+ *  - a launcher ending a rank because another failed (our --nproc-per-node
+ *    and mpirun both send SIGTERM): at once, saying what the rank was doing.
+ * So under a launcher (LAUNCHED below) SIGTERM is the launcher's and stops at
+ * once, and a stop asked for reaches the rank as SIGUSR1 (mpirun forwards
+ * SIGUSR1 to its ranks) or as a terminal's SIGINT. Alone, or under torchrun,
+ * srun or tcp://, SIGTERM is a stop asked for, as batch systems mean it.
+ *
+ * The handlers only set flags, or write() a line and _exit: async-signal-safe.
+ */
+#ifndef DDPRT_RANK_SIGNALS_H
+#define DDPRT_RANK_SIGNALS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The exit status of a run stopped on request: EX_TEMPFAIL of sysexits.h,
+ * "try again later", which a job script tests to requeue itself. */
+#define DDP_EXIT_STOPPED 75
+
+/* Installs the handlers for PROG (the name messages start with), rank RANK
+ * of WORLD. LAUNCHED: mpirun or this program's own launcher started the rank,
+ * and its SIGTERM means "another rank failed, stop now". ANNOUNCE: this
+ * process says "SIGINT: stopping after this step" when a stop is asked (rank
+ * 0, unless a launcher of ours says it). A SIGINT ignored by whoever started
+ * us (nohup, a script's background job) stays ignored. */
+void ddp_signals_install(const char *prog, int rank, int world, int launched, int announce);
+
+/* The signal of the stop asked of this process (SIGINT, SIGTERM, SIGUSR1),
+ * 0 if none: polled by the trainer after each step; costs a load. */
+int ddp_signals_stop_asked(void);
+
+/* What the process is doing, for the line a stop at once prints: "... while
+ * training at epoch 3, step 1234". Cheap enough to call every step. */
+typedef enum {
+    DDP_ACTIVITY_STARTING,
+    DDP_ACTIVITY_TRAINING,
+    DDP_ACTIVITY_EVALUATING,
+    DDP_ACTIVITY_CHECKPOINTING,
+    DDP_ACTIVITY_FINISHING,
+} DdpActivity;
+void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

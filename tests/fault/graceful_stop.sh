@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A stop asked for, then the command the run prints, end bit for bit as a run
+# never stopped:
+#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1
+# single: one process gets SIGTERM (Slurm's time limit, Kubernetes);
+# nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C);
+# mpirun: the user's own mpirun -np 2 gets SIGUSR1 (Slurm's --signal=USR1@90),
+#         which it forwards to the ranks;
+# rank1:  under mpirun -np 2, rank 1 alone gets SIGUSR1: the ranks must agree
+#         (through their collectives) to stop after the same step.
+# The signal comes once a first checkpoint exists (--save-every 20), well
+# inside the run. The run must exit 75, say after which step it stopped and
+# what it saved, log {"event": "stop"}, and print how to resume; that
+# command (run under the same mpirun for mpirun) must finish with status 0
+# and export the very bytes of the reference run (cmp).
+# Prints a verdict line per check; exits 1 if any failed.
+set -euo pipefail
+mode=$1
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
+d=$(mktemp -d)
+trap 'pkill -KILL -f "$d/prog" 2> /dev/null || true; rm -rf "$d"' EXIT
+"$python" "$here/small_data.py" "$d/data" 2048 128
+"$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
+mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+# Run from $d, so that the printed command's relative paths hold.
+cd "$d"
+flags=(--data data --batch-size 16 --epochs 3 --seed 3 --export out.safetensors)
+case $mode in
+single) launch=() ;;
+nproc) launch=(); flags+=(--nproc-per-node 2) ;;
+mpirun|rank1) launch=("${mpirun[@]}") ;;
+*) echo "graceful_stop: unknown mode $mode"; exit 2 ;;
+esac
+export OMP_NUM_THREADS=1
+"${launch[@]}" "$d/prog" "${flags[@]}" > ref.txt 2>&1 || { cat ref.txt; echo "graceful_stop: $mode: the reference failed"; exit 1; }
+mv out.safetensors ref.safetensors
+
+# The stopped run. A background job of a script starts with SIGINT ignored,
+# which the program keeps (as nohup's users expect): python restores it.
+"$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "${launch[@]}" "$d/prog" "${flags[@]}" --save ck --save-every 20 --log log.jsonl \
+    > stop.txt 2>&1 &
+run=$!
+until=$((SECONDS + 120))
+while ! ls ck/*.safetensors > /dev/null 2>&1 && [ $SECONDS -lt $until ] && kill -0 $run 2> /dev/null; do
+    sleep 0.05
+done
+case $mode in
+single) kill -TERM $run ;;
+nproc) kill -INT $run ;;
+mpirun) kill -USR1 $run ;;
+rank1) kill -USR1 "$(rank_pid "$d/prog" 1)" ;;
+esac
+rc=0
+wait $run || rc=$?
+status=0
+check() { # check WHAT COND...: a verdict line
+    local what=$1
+    shift
+    if "$@"; then echo "graceful_stop: $mode: $what: ok"; else echo "graceful_stop: $mode: $what: FAILED"; status=1; fi
+}
+check "exit status 75 (got $rc)" [ "$rc" = 75 ]
+check "says after which step it stopped, and the checkpoint" \
+    grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of 3\) on SIG[A-Z0-9]+: saved ck/checkpoint-" stop.txt
+check "logs the stop" grep -q '"event": "stop", "signal": "SIG' log.jsonl
+check "stopped before the end (no export yet)" test ! -e out.safetensors
+resume=$(sed -n 's/^prog: to resume.*: //p' stop.txt)
+check "prints the command that resumes it" test -n "$resume"
+if [ -n "$resume" ]; then
+    rc=0
+    eval "${launch[*]} $resume" > resume.txt 2>&1 || rc=$?
+    check "the printed command resumes it (status $rc)" [ "$rc" = 0 ]
+    check "resumed from the stop's checkpoint" grep -q "resuming from ck/checkpoint-" resume.txt
+    check "ends bit for bit as the run never stopped" cmp -s ref.safetensors out.safetensors
+fi
+[ $status = 0 ] || { echo "--- the stopped run:"; cat stop.txt; echo "--- the resumed run:"; cat resume.txt 2> /dev/null; }
+exit $status
