@@ -1008,7 +1008,8 @@ static void emit_functions(Emit *e, FILE *out)
     E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n",
       act(e, loss->in), scratch(e, loss, 0), grad(e, loss->in));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
-    E("\n    // backward, last layer first; each parameter's gradient is announced as soon\n"
+    E("\n    if (ctx->backward_begins)\n        ctx->backward_begins(ctx);\n");
+    E("    // backward, last layer first; each parameter's gradient is announced as soon\n"
       "    // as it is final, so that its bucket's all-reduce can start\n");
     for (int i = net->n_nodes - 1; i >= 0; i--)
         backward_node(e, &net->nodes[i]);

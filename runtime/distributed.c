@@ -420,6 +420,15 @@ static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t byt
     return st;
 }
 
+DdpStatus ddp_dist_gather_times(DdpDist *d, const DdpRankTimes *mine, DdpRankTimes *all)
+{
+    if (d->world <= 1) {
+        all[0] = *mine;
+        return DDP_OK;
+    }
+    return gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_TIMES);
+}
+
 /* What must agree across ranks for them to take the same steps and make the
  * same collectives: the net, the world, every flag flags.h classes as one
  * that must agree (as text: the value, or whether it was given), and the

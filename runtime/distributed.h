@@ -23,6 +23,7 @@
 #include "model.h"       // DdpNet, DdpTrainConfig
 #include "pg.h"          // DdpProcessGroup
 #include "rendezvous.h"  // DdpTopology, DdpStore
+#include "step_times.h"  // DdpRankTimes
 
 typedef struct {
     DdpTopology topo;
@@ -60,6 +61,10 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
 /* Joins the process group (world > 1): the backend from --backend or the
  * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. */
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
+
+/* Every rank's MINE into ALL (a row per rank, in rank order): the times of
+ * step_times.h, at log time. One rank: ALL[0] = *MINE. */
+DdpStatus ddp_dist_gather_times(DdpDist *d, const DdpRankTimes *mine, DdpRankTimes *all);
 
 /* Every rank must run the same net (hash) in the same world, with the same
  * value of every flag flags.h says must agree (or all with it given, or

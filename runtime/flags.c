@@ -84,6 +84,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_TENSORBOARD] = {"tensorboard", KIND_PATH, "DIR", AT(tensorboard),
         .agree = DDP_AGREE_GIVEN,
         .help = "write loss, lr, accuracy and samples/s as TensorBoard event files into DIR"},
+    [DDP_FLAG_LOG_EVERY] = {"log-every", KIND_INT, "N", AT(log_every), .min = 0, .max = INT64_MAX,
+        .agree = DDP_AGREE_VALUE,
+        .help = "gather each rank's time per step (data, forward, backward, all-reduce, optimizer) every N steps "
+                "into --log and --tensorboard, naming a straggler (0: at the end of each epoch)"},
     [DDP_FLAG_EXPORT] = {"export", KIND_PATH, "FILE.safetensors", AT(export_path),
         .agree = DDP_AGREE_GIVEN,
         .help = "write the weights after the last step"},

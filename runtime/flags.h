@@ -28,6 +28,7 @@ typedef enum {
     DDP_FLAG_EVAL_EVERY,
     DDP_FLAG_LOG,
     DDP_FLAG_TENSORBOARD,
+    DDP_FLAG_LOG_EVERY,
     DDP_FLAG_EXPORT,
     DDP_FLAG_INIT,
     DDP_FLAG_NPROC_PER_NODE,
@@ -79,6 +80,7 @@ typedef struct {
     int64_t max_steps;        /* -1: no limit */
     int shuffle;              /* 0 with --no-shuffle */
     int64_t eval_every;       /* steps; 0: at the end of each epoch only */
+    int64_t log_every;        /* steps between the ranks' times in the log; 0: each epoch's end */
     const char *log;          /* --log FILE.jsonl, or NULL */
     const char *tensorboard;  /* --tensorboard DIR, or NULL */
     const char *export_path;  /* --export FILE.safetensors, or NULL */

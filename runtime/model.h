@@ -107,6 +107,10 @@ struct DdpCtx {
      * so that its bucket's all-reduce can start. NULL: nothing to do. */
     void (*grad_ready)(DdpCtx *ctx, int param);
     void *reducer;
+    /* Called by the training step between the loss and the backward pass,
+     * so that the runtime can time the two (step_times.h). NULL: nothing. */
+    void (*backward_begins)(DdpCtx *ctx);
+    void *times;
 
     /* The ranks of the run, for batchnorm statistics; NULL with one rank. The
      * first collective failure is kept in status, which the runtime checks

@@ -13,6 +13,7 @@
  */
 #include "progress.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ enum { BAR_WIDTH = 24 }; /* characters of the progress bar */
 
 void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb)
 {
-    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log, .tb = tb};
+    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log, .tb = tb, .straggler_said = -1};
     /* mpirun gives its ranks a pseudo-terminal even when its own output goes
      * to a file; unless told otherwise (our --nproc-per-node says), a rank
      * under mpirun writes plain lines, which read well in both places. */
@@ -71,6 +72,59 @@ DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, co
     return ddp_jsonlog_write(p->log, f, checkpoint ? 4 : 3);
 }
 
+/* X to the microsecond (X in ms) or to the sample per second: what the log's
+ * reader can use, without a double's noise digits. */
+static double rounded(double x, double unit)
+{
+    return round(x / unit) * unit;
+}
+
+DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTimes *rows, int n, int *straggler)
+{
+    double median;
+    *straggler = ddp_times_straggler(rows, n, &median);
+    int slowest = 0;
+    for (int r = 0; r < n; r++) {
+        const DdpRankTimes *row = &rows[r];
+        double seconds = 1e-3 * ddp_times_ms(row, DDP_PHASE_TIMED) * row->steps;
+        double samples_per_s = seconds > 0 ? row->samples / seconds : 0;
+        if (ddp_times_busy_ms(row) > ddp_times_busy_ms(&rows[slowest]))
+            slowest = r;
+        char keys[DDP_PHASE_TIMED][24];
+        DdpLogField f[4 + DDP_PHASE_TIMED];
+        int k = 0;
+        f[k++] = DDP_LOG_S("event", "rank_times");
+        f[k++] = DDP_LOG_I("step", step);
+        f[k++] = DDP_LOG_I("rank", r);
+        for (int ph = 0; ph < DDP_PHASE_TIMED; ph++) {
+            snprintf(keys[ph], sizeof keys[ph], "%s_ms", ddp_phase_name((DdpPhase)ph));
+            f[k++] = DDP_LOG_D(keys[ph], rounded(ddp_times_ms(row, (DdpPhase)ph), 1e-3));
+        }
+        f[k++] = DDP_LOG_D("samples_per_s", rounded(samples_per_s, 0.1));
+        if (p->log)
+            DDP_CHECK(ddp_jsonlog_write(p->log, f, k));
+        for (int i = 3; p->tb && i < k; i++) {
+            char tag[48];
+            snprintf(tag, sizeof tag, "rank%d/%s", r, f[i].key);
+            DDP_CHECK(ddp_tensorboard_scalar(p->tb, tag, step, f[i].f));
+        }
+    }
+    DdpLogField s[] = {DDP_LOG_S("event", "ranks"), DDP_LOG_I("step", step), DDP_LOG_D("median_busy_ms", rounded(median, 1e-3)),
+                       DDP_LOG_I("slowest", slowest), DDP_LOG_I("straggler", *straggler)};
+    if (p->log)
+        DDP_CHECK(ddp_jsonlog_write(p->log, s, *straggler >= 0 ? 5 : 4));
+    if (*straggler >= 0 && *straggler != p->straggler_said) {
+        const DdpRankTimes *row = &rows[*straggler];
+        ddp_progress_note(p, "rank %d is behind: %.1f ms of work per step where the ranks' median is %.1f (data "
+                          "%.1f, forward %.1f, backward %.1f, optimizer %.1f ms)", *straggler,
+                          ddp_times_busy_ms(row), median, ddp_times_ms(row, DDP_PHASE_DATA),
+                          ddp_times_ms(row, DDP_PHASE_FORWARD), ddp_times_ms(row, DDP_PHASE_BACKWARD),
+                          ddp_times_ms(row, DDP_PHASE_OPTIMIZER));
+    }
+    p->straggler_said = *straggler;
+    return DDP_OK;
+}
+
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...)
 {
     if (p->quiet)
@@ -98,7 +152,7 @@ static void duration(char *buf, size_t len, double s)
 }
 
 void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
-                         double loss, double samples_per_s, double eta_s)
+                         double loss, double samples_per_s, double eta_s, double data_share)
 {
     if (!p->tty)
         return;
@@ -108,8 +162,11 @@ void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t 
     for (int i = 0; i < BAR_WIDTH; i++)
         bar[i] = i < filled ? '#' : '.';
     bar[BAR_WIDTH] = '\0';
-    fprintf(p->out, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s  ETA %s\033[K", (long long)epoch,
-            (long long)epochs, bar, (long long)batch, (long long)batches, loss, samples_per_s, eta);
+    char data[32] = "";
+    if (data_share > DDP_PROGRESS_DATA_SHARE_SHOWN)
+        snprintf(data, sizeof data, "  data %.0f%%", 100 * data_share);
+    fprintf(p->out, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s%s  ETA %s\033[K", (long long)epoch,
+            (long long)epochs, bar, (long long)batch, (long long)batches, loss, samples_per_s, data, eta);
     fflush(p->out);
     p->line_shown = 1;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "jsonlog.h"      // DdpJsonLog
+#include "step_times.h"   // DdpRankTimes
 #include "tensorboard.h"  // DdpTensorboard
 #include "status.h"   // DdpStatus
 
@@ -35,6 +36,7 @@ typedef struct {
     DdpTensorboard *tb;      /* --tensorboard, or NULL; not owned */
     double best_acc;         /* best test accuracy so far, and its epoch */
     int64_t best_epoch;      /* 0: no evaluation yet */
+    int straggler_said;      /* the last straggler said; -1: none */
 } DdpProgress;
 
 /* Overrides isatty(OUT) when set to 0 or 1: a launcher whose ranks cannot
@@ -64,14 +66,26 @@ DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *caus
  * NULL: none written)}. */
 DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, const char *checkpoint);
 
-/* A plain line of its own (the start-up description), unless quiet. */
+/* The ranks' times at STEP (ROWS, one per rank of N, gathered by rank 0):
+ * for each rank a log record {"event": "rank_times", "step", "rank",
+ * "data_ms", "forward_ms", "backward_ms", "allreduce_ms", "optimizer_ms"
+ * (per step), "samples_per_s"}, then {"event": "ranks", "step",
+ * "median_busy_ms", "slowest", "straggler" (left out when none)}, and the
+ * same as TensorBoard scalars "rank<R>/data_ms"...; a straggler
+ * (ddp_times_straggler) is said on a line of its own when it is not the
+ * one said last. Returns the straggler in *STRAGGLER (-1: none). */
+DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTimes *rows, int n, int *straggler);
 
+/* A plain line of its own (the start-up description), unless quiet. */
 void ddp_progress_note(DdpProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Rewrites the progress line, on a terminal only: where the epoch stands,
- * the running loss, throughput, and the time the epoch still needs. */
+ * the running loss, throughput, the share of the step spent waiting for data
+ * when more than DDP_PROGRESS_DATA_SHARE_SHOWN ("data 23%": the input is the
+ * bottleneck), and the time the epoch still needs. */
+#define DDP_PROGRESS_DATA_SHARE_SHOWN 0.10
 void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t batch, int64_t batches,
-                         double loss, double samples_per_s, double eta_s);
+                         double loss, double samples_per_s, double eta_s, double data_share);
 
 /* The end of an epoch: "epoch 1/10  step 938  loss 0.5123  test_loss 0.4321
  * test_acc 0.8456  lr 0.00998  4321 samples/s  13.9s" and a log line

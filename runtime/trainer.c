@@ -58,6 +58,7 @@
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
+#include "step_times.h"  // DdpStepTimes: where each rank's time goes
 #include "tensorboard.h"  // DdpTensorboard: --tensorboard
 #include "weights.h"   // ddp_weights_init, _load, _export
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
@@ -120,6 +121,7 @@ typedef struct {
     int64_t step;           /* global optimizer steps taken */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
     int stopped;            /* the signal of a stop the ranks agreed on after a step; 0: none */
+    DdpStepTimes times;     /* since the ranks' times were last gathered */
     char saved_path[4096];  /* rank 0: the last checkpoint written or resumed from; "" none */
     double lr;              /* of the last step */
     double started;         /* ddp_main's start */
@@ -281,6 +283,11 @@ static DdpStatus allocate(Trainer *t)
 }
 
 /* What the generated functions see; the batch pointers never move. */
+static void enter_backward(DdpCtx *ctx)
+{
+    ddp_times_enter(ctx->times, DDP_PHASE_BACKWARD);
+}
+
 static void fill_ctx(Trainer *t)
 {
     char *batch = t->batch;
@@ -299,6 +306,8 @@ static void fill_ctx(Trainer *t)
         .stats = t->train_stats,
         .seed = t->cfg.seed,
         .world_size = t->dist.world,
+        .backward_begins = enter_backward,
+        .times = &t->times,
     };
 }
 
@@ -635,9 +644,13 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
     DDP_CHECK(check_loss(t, loss_sum, e->epoch));
     double at = ddp_now(), trained = at - e->start - e->report_seconds;
     double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
+    DdpRankTimes mine;
+    ddp_times_row(&t->times, &mine);
+    double step_ms = ddp_times_ms(&mine, DDP_PHASE_TIMED);
     ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, batches,
                         count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
-                        per_batch * (double)(batches - batches_done));
+                        per_batch * (double)(batches - batches_done),
+                        step_ms > 0 ? ddp_times_ms(&mine, DDP_PHASE_DATA) / step_ms : 0);
     t->last_progress = at;
     return DDP_OK;
 }
@@ -702,6 +715,25 @@ static DdpStatus check_sum_window(const Trainer *t)
                    (long long)t->step + 1, w->what, part, w->top, w->limit);
 }
 
+/* Every rank's times since the last call, gathered; rank 0 logs them and
+ * names a straggler. Every rank calls it after the same steps. */
+static DdpStatus log_rank_times(Trainer *t)
+{
+    if (t->times.steps == 0) /* the same on every rank: they take the same steps */
+        return DDP_OK;
+    DdpRankTimes mine, *all = calloc((size_t)t->dist.world, sizeof *all);
+    if (!all)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    ddp_times_row(&t->times, &mine);
+    DdpStatus st = ddp_dist_gather_times(&t->dist, &mine, all);
+    int straggler;
+    if (st == DDP_OK && t->dist.rank == 0)
+        st = ddp_progress_rank_times(&t->progress, t->step, all, t->dist.world, &straggler);
+    free(all);
+    ddp_times_reset(&t->times);
+    return st;
+}
+
 /* One epoch. With --no-sync-every K, K batches make one optimizer step: the
  * first K-1 accumulate their gradients locally (DDP's no_sync), the K-th adds
  * its own and the sum is all-reduced once. */
@@ -722,9 +754,12 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         int sync = (b + 1) % k == 0 || b + 1 == batches;
         if (b % k == 0)
             set_step_windows(t, b, batches, batch, n_samples);
+        ddp_times_enter(&t->times, DDP_PHASE_DATA);
         DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
+        ddp_times_test_delay(t->dist.rank);
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
         if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
+            ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
             ddp_pg_purpose(t->dist.pg, DDP_PG_FOR_BUFFERS);
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
@@ -735,21 +770,30 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         t->ctx.accumulate = b % k != 0;
         if (t->reducer && !sync)
             ddp_reducer_skip(t->reducer);
+        ddp_times_enter(&t->times, DDP_PHASE_FORWARD); /* train_step enters BACKWARD itself */
         net->train_step(&t->ctx, n);
         DDP_CHECK(t->ctx.status);
         DDP_CHECK(check_sum_window(t));
         /* every step: on a no_sync one it only resets the reducer's counts */
+        ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
         if (t->reducer)
             DDP_CHECK(ddp_reducer_finish(t->reducer));
+        t->times.samples += n;
         if (sync) {
+            ddp_times_enter(&t->times, DDP_PHASE_OPTIMIZER);
             net->optimizer_step(&t->ctx);
             DDP_CHECK(t->ctx.status);
+            ddp_times_enter(&t->times, DDP_PHASE_OUTSIDE);
+            t->times.steps++;
             t->step++;
             t->lr = t->ctx.lr;
             if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
                 DDP_CHECK(save_checkpoint(t));
             DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
+            if (t->flags.log_every > 0 && t->step % t->flags.log_every == 0)
+                DDP_CHECK(log_rank_times(t));
         }
+        ddp_times_enter(&t->times, DDP_PHASE_OUTSIDE);
         /* Host-side flags: polling them costs no sync. */
         DDP_CHECK(ddp_ops_status(t->ops));
         if (t->dist.pg)
@@ -766,6 +810,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
             DDP_CHECK(show_progress(t, &e, b + 1, batches));
     }
+    if (t->flags.log_every == 0)
+        DDP_CHECK(log_rank_times(t));
     if (b > first_batch)
         DDP_CHECK(report(t, &e, 1));
     if (t->flags.save_every == 0)
@@ -777,6 +823,7 @@ static DdpStatus train(Trainer *t)
 {
     int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
     t->last_progress = ddp_now();
+    ddp_times_reset(&t->times);
     /* A resumed run starts inside the epoch its step count falls in. */
     int64_t first_epoch = t->step / t->steps_per_epoch;
     int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;

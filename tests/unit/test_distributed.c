@@ -98,6 +98,20 @@ static void test_global_batch_any_world_size(void)
     free(cmd);
 }
 
+/* tests/distributed/straggler.sh: each rank's time per step in the log; a
+ * rank slowed on purpose named as the straggler, whichever it is. */
+static void test_straggler_named(void)
+{
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s tests/distributed/straggler.sh", test_ddpc()) > 0);
+    script_passes(cmd, "a rank slowed in its data phase");
+    free(cmd);
+}
+
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
  * steps an epoch) on one world size and resumed to 25 on another, each pair
  * of PAIRS, the bytes of a run that never stopped. */
@@ -223,6 +237,8 @@ void suite_distributed(void)
          test_global_batch_any_world_size},
         {"a checkpoint resumed on another world size (2 to 1, 1 to 3, 3 to 2, mid-epoch): a run that never stopped",
          test_checkpoints_move_between_world_sizes},
+        {"each rank's time per step logged; a rank slowed in its data phase named the straggler",
+         test_straggler_named},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "progress.h"  // DdpProgress, ddp_progress_*
 #include "testutil.h"
@@ -45,11 +46,13 @@ static void test_bar_on_a_terminal(void)
 {
     DdpProgress p;
     FILE *f = open_progress(&p, "1", 1); /* the launcher's word wins over mpirun's pty */
-    ddp_progress_update(&p, 2, 5, 50, 100, 0.5, 1234.4, 245);
+    ddp_progress_update(&p, 2, 5, 50, 100, 0.5, 1234.4, 245, 0.05);
     CU_ASSERT_STRING_EQUAL(contents(f),
                            "\repoch 2/5 [############............] 50/100  loss 0.5000  1234 samples/s  ETA 4m05s\033[K");
-    ddp_progress_update(&p, 2, 5, 100, 100, 0.25, 1000, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "\repoch 2/5 [########################] 100/100  loss 0.2500  1000 samples/s  ETA 0s"));
+    ddp_progress_update(&p, 2, 5, 100, 100, 0.25, 1000, 0, 0.25);
+    /* a data wait over 10% of the step is shown; 5% above was not */
+    CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "\repoch 2/5 [########################] 100/100  loss 0.2500  1000 samples/s  "
+                                  "data 25%  ETA 0s"));
     /* a plain line first erases the progress line */
     DdpReport r = {.epoch = 2, .epochs = 5, .step = 200, .loss = 0.25, .lr = 0.1, .samples_per_s = 1000,
                    .seconds = 3, .evaluated = 1, .test_loss = 0.3, .test_acc = 0.9};
@@ -58,6 +61,70 @@ static void test_bar_on_a_terminal(void)
                                   "test_acc 0.9000  lr 0.1  1000 samples/s  3.0s\n"));
     ddp_progress_summary(&p, 200, 7.5, 987.6);
     CU_ASSERT_PTR_NOT_NULL(strstr(contents(f), "done  200 steps  best test_acc 0.9000 (epoch 2)  7.5s  988 samples/s\n"));
+    fclose(f);
+}
+
+/* A rank's sums for STEPS steps: BUSY ms of work per step (as forward) and
+ * WAIT ms waiting in the all-reduce. */
+static DdpRankTimes rank_row(double busy_ms, double wait_ms, double steps)
+{
+    DdpRankTimes r = {.steps = steps, .samples = 64 * steps};
+    r.seconds[DDP_PHASE_FORWARD] = busy_ms * steps / 1e3;
+    r.seconds[DDP_PHASE_ALLREDUCE] = wait_ms * steps / 1e3;
+    return r;
+}
+
+static void test_straggler_rule(void)
+{
+    double median;
+    /* two ranks: the slower must be 20% over their mean; waiting is not work */
+    DdpRankTimes even[] = {rank_row(10, 6, 5), rank_row(16, 0, 5)};
+    CU_ASSERT_EQUAL(ddp_times_straggler(even, 2, &median), 1);
+    CU_ASSERT_DOUBLE_EQUAL(median, 13, 1e-9);
+    DdpRankTimes close[] = {rank_row(10, 5, 5), rank_row(15, 0, 5)};
+    CU_ASSERT_EQUAL(ddp_times_straggler(close, 2, &median), -1); /* 15 is 20% over 12.5, not more */
+    /* three: the median, not the mean, so one slow rank does not hide itself */
+    DdpRankTimes three[] = {rank_row(10, 3, 4), rank_row(13, 0, 4), rank_row(10, 3, 4)};
+    CU_ASSERT_EQUAL(ddp_times_straggler(three, 3, &median), 1);
+    CU_ASSERT_DOUBLE_EQUAL(median, 10, 1e-9);
+    DdpRankTimes one[] = {rank_row(50, 0, 4)};
+    CU_ASSERT_EQUAL(ddp_times_straggler(one, 1, &median), -1);
+    DdpRankTimes none[] = {rank_row(0, 0, 0), rank_row(0, 0, 0)};
+    CU_ASSERT_EQUAL(ddp_times_straggler(none, 2, &median), -1);
+}
+
+static void test_rank_times_logged(void)
+{
+    char path[] = "/tmp/ddp_rank_times_XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    DdpJsonLog *log = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
+    DdpProgress p;
+    FILE *f = open_progress(&p, "0", 0);
+    p.log = log;
+    DdpRankTimes rows[] = {rank_row(10, 6, 5), rank_row(16, 0, 5)};
+    int straggler = -2;
+    CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 40, rows, 2, &straggler), DDP_OK);
+    CU_ASSERT_EQUAL(straggler, 1);
+    CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 80, rows, 2, &straggler), DDP_OK);
+    /* said once while it stays the same */
+    const char *said = contents(f), *first = strstr(said, "rank 1 is behind: 16.0 ms of work per step where the "
+                                                          "ranks' median is 13.0");
+    CU_ASSERT_PTR_NOT_NULL(first);
+    CU_ASSERT(first && !strstr(first + strlen("rank 1 is behind"), "is behind"));
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    char *text = test_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"rank_times\", \"step\": 40, \"rank\": 0, \"data_ms\": 0.0, "
+                                               "\"forward_ms\": 10.0, \"backward_ms\": 0.0, \"allreduce_ms\": 6.0, "
+                                               "\"optimizer_ms\": 0.0, \"samples_per_s\": 4000.0}"));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"ranks\", \"step\": 40, \"median_busy_ms\": 13.0, "
+                                               "\"slowest\": 1, \"straggler\": 1}"));
+    if (text && !strstr(text, "\"median_busy_ms\": 13.0, \"slowest\": 1, \"straggler\": 1}"))
+        fprintf(stderr, "\n%s\n", text);
+    free(text);
+    unlink(path);
     fclose(f);
 }
 
@@ -70,7 +137,7 @@ static void test_plain_when_piped(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         DdpProgress p;
         FILE *f = open_progress(&p, cases[i].tty, cases[i].mpirun); /* a file is no terminal */
-        ddp_progress_update(&p, 1, 1, 1, 2, 1.0, 10, 1);
+        ddp_progress_update(&p, 1, 1, 1, 2, 1.0, 10, 1, 0);
         CU_ASSERT_STRING_EQUAL(contents(f), "");
         DdpReport r = {.epoch = 1, .epochs = 1, .step = 2, .loss = 1, .lr = 0.5, .samples_per_s = 10, .seconds = 1};
         CU_ASSERT_EQUAL(ddp_progress_epoch(&p, &r), DDP_OK);
@@ -84,6 +151,8 @@ void suite_progress(void)
     static const TestCase cases[] = {
         {"a terminal gets a bar with loss, samples/s and ETA, erased before lines", test_bar_on_a_terminal},
         {"piped, or under mpirun: whole lines only", test_plain_when_piped},
+        {"a straggler: the slowest rank's work 20% over the median's; waiting is not work", test_straggler_rule},
+        {"the ranks' times: a record per rank and a summary; a straggler said once", test_rank_times_logged},
         {NULL, NULL},
     };
     test_add_suite("progress", cases);

@@ -76,14 +76,14 @@ static double json_number(const char *line, const char *key)
     return at ? strtod(at + strlen(pattern), NULL) : NAN;
 }
 
-/* The lines of a file, split in place; returns the count. */
-/* The log's epoch and evaluation records, one a line: the lines of TEXT
- * but the start records (one per run, a resumed run adds its own). */
+/* The log's epoch and evaluation records, one a line: those lines of TEXT,
+ * split in place (not the start, restart, stop or rank-times records);
+ * returns the count. */
 static int split_reports(char *text, char **lines, int max)
 {
     int n = 0;
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < max; l = strtok_r(NULL, "\n", &save))
-        if (!strstr(l, "\"event\": \"start\""))
+        if (strstr(l, "\"event\": \"epoch\"") || strstr(l, "\"event\": \"eval\""))
             lines[n++] = l;
     return n;
 }
@@ -260,6 +260,9 @@ static void test_tensorboard(void)
         }
     }
     CU_ASSERT(!isnan(plotted(points, "test_acc", 30)));
+    /* the rank's times, at each epoch's end (no --log-every) */
+    CU_ASSERT(plotted(points, "rank0/forward_ms", 10) > 0);
+    CU_ASSERT(plotted(points, "rank0/samples_per_s", 20) > 0);
     free(log);
     free(points);
     teardown();

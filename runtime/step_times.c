@@ -1,0 +1,109 @@
+/*
+ * step_times.c: the phase clock and the straggler rule of step_times.h.
+ */
+#include "step_times.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"  // ddp_now: monotonic seconds
+
+const char *ddp_phase_name(DdpPhase phase)
+{
+    switch (phase) {
+    case DDP_PHASE_DATA: return "data";
+    case DDP_PHASE_FORWARD: return "forward";
+    case DDP_PHASE_BACKWARD: return "backward";
+    case DDP_PHASE_ALLREDUCE: return "allreduce";
+    case DDP_PHASE_OPTIMIZER: return "optimizer";
+    case DDP_PHASE_TIMED: break;
+    }
+    return "outside";
+}
+
+void ddp_times_reset(DdpStepTimes *t)
+{
+    memset(t, 0, sizeof *t);
+    t->current = DDP_PHASE_OUTSIDE;
+    t->since = ddp_now();
+}
+
+void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
+{
+    double now = ddp_now();
+    if (t->current < DDP_PHASE_TIMED)
+        t->seconds[t->current] += now - t->since;
+    t->current = phase;
+    t->since = now;
+}
+
+void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row)
+{
+    memcpy(row->seconds, t->seconds, sizeof row->seconds);
+    row->steps = (double)t->steps;
+    row->samples = (double)t->samples;
+}
+
+double ddp_times_ms(const DdpRankTimes *row, DdpPhase phase)
+{
+    if (row->steps <= 0)
+        return 0;
+    double s = 0;
+    for (int p = 0; p < DDP_PHASE_TIMED; p++)
+        if (phase == DDP_PHASE_TIMED || p == (int)phase)
+            s += row->seconds[p];
+    return 1e3 * s / row->steps;
+}
+
+double ddp_times_busy_ms(const DdpRankTimes *row)
+{
+    return ddp_times_ms(row, DDP_PHASE_TIMED) - ddp_times_ms(row, DDP_PHASE_ALLREDUCE);
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int ddp_times_straggler(const DdpRankTimes *rows, int n, double *median_ms)
+{
+    *median_ms = 0;
+    if (n < 2)
+        return -1;
+    double *busy = malloc((size_t)n * sizeof *busy);
+    if (!busy)
+        return -1;
+    int slowest = 0;
+    for (int r = 0; r < n; r++) {
+        busy[r] = ddp_times_busy_ms(&rows[r]);
+        if (busy[r] > busy[slowest])
+            slowest = r;
+    }
+    double top = busy[slowest];
+    qsort(busy, (size_t)n, sizeof *busy, by_value);
+    *median_ms = n % 2 ? busy[n / 2] : 0.5 * (busy[n / 2 - 1] + busy[n / 2]);
+    free(busy);
+    if (rows[slowest].steps <= 0 || !(*median_ms > 0))
+        return -1;
+    return top > *median_ms * (1 + DDP_STRAGGLER_PERCENT / 100.0) ? slowest : -1;
+}
+
+void ddp_times_test_delay(int rank)
+{
+    static int parsed, delayed_rank = -1;
+    static long delay_ms;
+    if (!parsed) {
+        parsed = 1;
+        const char *s = getenv(DDP_TEST_DATA_DELAY_ENV);
+        if (s && sscanf(s, "%d:%ld", &delayed_rank, &delay_ms) != 2)
+            delayed_rank = -1;
+    }
+    if (rank != delayed_rank || delay_ms <= 0)
+        return;
+    struct timespec ts = {delay_ms / 1000, delay_ms % 1000 * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
