@@ -200,6 +200,15 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         snprintf(threads, sizeof threads, "%ld", cores / nproc > 1 ? cores / nproc : 1);
         setenv("OMP_NUM_THREADS", threads, 1);
     }
+    /* A store for the ranks' whereabouts (whereabouts.h): on this host, on
+     * a port free now (one a user set is theirs to keep). */
+    char port[16];
+    int free_port = ddp_launch_free_port();
+    if (!getenv("MASTER_ADDR") && !getenv("MASTER_PORT") && free_port > 0) {
+        snprintf(port, sizeof port, "%d", free_port);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv("MASTER_PORT", port, 1);
+    }
     /* mpirun gives its ranks a pseudo-terminal whatever our output is: say
      * what it really is, so that a pipe gets plain lines (progress.h) */
     setenv(DDP_PROGRESS_TTY_ENV, isatty(STDOUT_FILENO) ? "1" : "0", 1);
@@ -398,7 +407,14 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
                        d->topo.launch == DDP_LAUNCH_SRUN ? "srun" : "torchrun or --rank/--world-size");
     if (backend == DDP_PG_NCCL && d->world > 1 && d->topo.launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
-    return ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout);
+    DDP_CHECK(ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout));
+    if (d->world > 1 && d->topo.master_addr[0] && d->topo.master_port) {
+        if (!d->store)
+            DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
+        DDP_CHECK(ddp_whereabouts_open(&d->whereabouts, &d->topo));
+        ddp_pg_set_whereabouts(d->whereabouts);
+    }
+    return DDP_OK;
 }
 
 /* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
@@ -602,6 +618,10 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
 int ddp_dist_close(DdpDist *d, int failed)
 {
     int running = 0;
+    /* before the store: rank 0's serves its connection until it closes */
+    ddp_pg_set_whereabouts(NULL);
+    ddp_whereabouts_close(d->whereabouts);
+    d->whereabouts = NULL;
     if (failed && !d->agreed_failure)
         running = ddp_pg_abort(d->pg);
     else

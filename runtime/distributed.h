@@ -24,11 +24,13 @@
 #include "pg.h"          // DdpProcessGroup
 #include "rendezvous.h"  // DdpTopology, DdpStore
 #include "step_times.h"  // DdpRankTimes
+#include "whereabouts.h" // DdpWhereabouts
 
 typedef struct {
     DdpTopology topo;
     DdpStore *store;
     DdpProcessGroup *pg;  /* NULL with one rank */
+    DdpWhereabouts *whereabouts; /* where each rank is, for hangs; NULL without a store */
     void *stream;         /* the compute stream, for host <-> device copies of start-up data */
     int rank, world;
     int agreed_failure;   /* every rank failed the same check (at start-up, or a checkpoint's): MPI may finish */
@@ -59,7 +61,11 @@ int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags);
 int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
 
 /* Joins the process group (world > 1): the backend from --backend or the
- * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. */
+ * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. Where the
+ * run has a store (NCCL's rendezvous; under mpirun, when MASTER_ADDR and
+ * MASTER_PORT are set, as --nproc-per-node sets them) every rank publishes
+ * its place through it (whereabouts.h), so that a timeout names the ranks
+ * that were elsewhere. */
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
 
 /* Every rank's MINE into ALL (a row per rank, in rank order): the times of

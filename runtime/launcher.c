@@ -121,7 +121,7 @@ const char *ddp_signal_name(int sig, char *buf, size_t len)
 /* A port free on 127.0.0.1 now: the kernel's pick for port 0. Another
  * program could take it before rank 0 binds it; rank 0 then says the port is
  * in use, and a rerun picks another. */
-static int free_port(void)
+int ddp_launch_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -188,7 +188,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
 
     /* The children's command line: ours less the launcher's flags (ddp_launch_rank_argv). */
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
-    int port = free_port();
+    int port = ddp_launch_free_port();
     size_t base_n = 0;
     while (environ && environ[base_n])
         base_n++;

@@ -57,6 +57,10 @@ int ddp_launch_rank_argv(int argc, char **argv, char **out);
  * failed), and when the launch itself failed (no port, no fork). */
 const char *ddp_launch_failure(void);
 
+/* A TCP port free on 127.0.0.1 now (the kernel's pick), or -1: another
+ * program may take it before it is bound, and the binder then says so. */
+int ddp_launch_free_port(void);
+
 /* A signal's name for messages, into BUF (LEN bytes): "SIGKILL" for SIGKILL,
  * "signal 77" for one without a name. Returns BUF. */
 const char *ddp_signal_name(int sig, char *buf, size_t len);

@@ -15,6 +15,7 @@
  */
 #include "pg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,4 +258,22 @@ DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed)
     if (!pg || !pg->ops)
         return DDP_OK;
     return pg->ops->stop_vote(pg->impl, local, agreed);
+}
+
+/* One run per process, so one set of whereabouts: set once at start-up, read
+ * by whichever thread finds a timeout. */
+static DdpWhereabouts *_Atomic whereabouts;
+
+void ddp_pg_set_whereabouts(DdpWhereabouts *w)
+{
+    whereabouts = w;
+}
+
+void ddp_pg_why_stuck(char *buf, size_t len)
+{
+    DdpWhereabouts *w = whereabouts;
+    if (w)
+        ddp_whereabouts_others(w, buf, len);
+    else
+        snprintf(buf, len, "a rank may have stopped or be stuck: see the other ranks' messages");
 }

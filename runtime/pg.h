@@ -24,6 +24,7 @@
 
 #include "rendezvous.h"  // DdpTopology, DdpStore
 #include "status.h"      // DdpStatus
+#include "whereabouts.h" // DdpWhereabouts
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,6 +130,13 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg);
  * call, so that the host never waits for the GPU. Either way a request
  * reaches *AGREED one or two steps after it is made. A world of one: LOCAL. */
 DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed);
+
+/* What a collective's timeout says of the other ranks. With W (the run's,
+ * process-wide; NULL: none), where each was last seen (whereabouts.h);
+ * without, that one may have stopped. ddp_pg_why_stuck writes it into BUF
+ * for the backends' messages; it may wait a few seconds for the store. */
+void ddp_pg_set_whereabouts(DdpWhereabouts *w);
+void ddp_pg_why_stuck(char *buf, size_t len);
 
 /* ---- for the backends only (pg.c dispatches to them) ------------------------- */
 

@@ -459,10 +459,9 @@ static DdpStatus wait_locked(MpiGroup *g, DdpWork *w)
         if (w->kind != OP_BARRIER)
             snprintf(detail, sizeof detail, " (%zu %s)", w->count, ddp_pg_type_name(w->type));
         snprintf(g->broken_message, MESSAGE_LEN, "%s did not finish within %g s", w->what, g->timeout_s);
-        return DDP_ERR(DDP_FAIL,
-                       "%s did not finish within %g s%s; a rank may have stopped or be stuck: see the other "
-                       "ranks' messages",
-                       w->what, g->timeout_s, detail);
+        char why[768];
+        ddp_pg_why_stuck(why, sizeof why);
+        return DDP_ERR(DDP_FAIL, "%s did not finish within %g s%s: %s", w->what, g->timeout_s, detail, why);
     }
     DdpStatus st = DDP_OK;
     if (w->failed && g->agreed && strcmp(w->message, g->broken_message) == 0)

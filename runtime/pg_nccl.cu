@@ -56,7 +56,7 @@
 #include <mpi.h>
 #endif
 
-enum { MESSAGE_LEN = 512, WHAT_LEN = 96 };
+enum { MESSAGE_LEN = 1024, WHAT_LEN = 96 };
 
 static const double POLL_S = 0.1;   /* the watchdog's period */
 static const double GRACE_S = 15.0; /* for the trainer to end a failed group before the watchdog ends the process */
@@ -180,10 +180,10 @@ static void inspect(NcclGroup *g)
                      cudaGetErrorString(q));
             break_group(g, message);
         } else if (t > w->deadline) {
-            snprintf(message, sizeof message,
-                     "%s did not finish within %g s%s; a rank may have stopped or be stuck: see the other ranks' "
-                     "messages",
-                     w->what, g->timeout_s, w->detail);
+            char why[MESSAGE_LEN / 2];
+            ddp_pg_why_stuck(why, sizeof why);
+            snprintf(message, sizeof message, "%s did not finish within %g s%s: %s", w->what, g->timeout_s,
+                     w->detail, why);
             break_group(g, message);
         }
         link = &w->next;

@@ -79,6 +79,13 @@ DdpStatus ddp_store_set(DdpStore *s, const char *key, const void *value, size_t 
  * usable. When no answer comes at all (rank 0 gone, the network cut), the
  * wait ends 5 s after the timeout, with a message naming the key. */
 DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len);
+/* KEY's value if a rank has set it within WAIT_S (0: now): *found 1 and the
+ * value as ddp_store_get; else *found 0, and no error. */
+DdpStatus ddp_store_try_get(DdpStore *s, const char *key, double wait_s, void *value, size_t *len, int *found);
+/* Another connection to the store that rank 0 serves (once every rank has
+ * opened it with ddp_store_open), for a thread of its own: no barrier, and
+ * TIMEOUT_S bounds each of its requests. */
+DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeout_s);
 /* Adds DELTA to the counter KEY (a missing key counts as 0) and returns its
  * new value in *result: the building block of barriers. */
 DdpStatus ddp_store_add(DdpStore *s, const char *key, int64_t delta, int64_t *result);

@@ -23,11 +23,32 @@ const char *ddp_phase_name(DdpPhase phase)
     return "outside";
 }
 
-void ddp_times_reset(DdpStepTimes *t)
+const char *ddp_phase_place(DdpPhase phase)
+{
+    switch (phase) {
+    case DDP_PHASE_DATA: return "the data phase";
+    case DDP_PHASE_FORWARD: return "forward";
+    case DDP_PHASE_BACKWARD: return "backward";
+    case DDP_PHASE_ALLREDUCE: return "the gradient all-reduce";
+    case DDP_PHASE_OPTIMIZER: return "the optimizer step";
+    case DDP_PHASE_TIMED: break;
+    }
+    return "between steps";
+}
+
+void ddp_times_init(DdpStepTimes *t, DdpWhereabouts *whereabouts, const int64_t *step)
 {
     memset(t, 0, sizeof *t);
     t->current = DDP_PHASE_OUTSIDE;
     t->since = ddp_now();
+    t->whereabouts = whereabouts;
+    t->step = step;
+}
+
+void ddp_times_reset(DdpStepTimes *t)
+{
+    memset(t->seconds, 0, sizeof t->seconds);
+    t->steps = t->samples = 0;
 }
 
 void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
@@ -37,6 +58,8 @@ void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
         t->seconds[t->current] += now - t->since;
     t->current = phase;
     t->since = now;
+    if (t->whereabouts)
+        ddp_whereabouts_note(t->whereabouts, *t->step, ddp_phase_place(phase));
 }
 
 void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row)

@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "whereabouts.h"  // DdpWhereabouts
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,14 +37,23 @@ typedef enum {
 /* "data", "forward", ...: the names of the log's fields (NAME_ms). */
 const char *ddp_phase_name(DdpPhase phase);
 
+/* "the data phase", "backward", "the gradient all-reduce"...: where a rank
+ * in PHASE is, for whereabouts.h's messages. */
+const char *ddp_phase_place(DdpPhase phase);
+
 typedef struct {
     double seconds[DDP_PHASE_TIMED]; /* since the last ddp_times_reset */
     int64_t steps, samples;          /* this rank's, likewise */
     DdpPhase current;
     double since;                    /* when CURRENT began */
+    DdpWhereabouts *whereabouts;     /* told of each phase, with *STEP; NULL: none */
+    const int64_t *step;
 } DdpStepTimes;
 
-/* Starts the sums again (the clock goes on), in phase OUTSIDE until told. */
+/* A clock in phase OUTSIDE, with nothing summed, that tells WHEREABOUTS
+ * (may be NULL) of each phase it enters, at the step *STEP. */
+void ddp_times_init(DdpStepTimes *t, DdpWhereabouts *whereabouts, const int64_t *step);
+/* Starts the sums again; the clock and its phase go on. */
 void ddp_times_reset(DdpStepTimes *t);
 /* Ends the current phase now and begins PHASE. */
 void ddp_times_enter(DdpStepTimes *t, DdpPhase phase);

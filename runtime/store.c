@@ -947,20 +947,28 @@ static DdpStatus get_within(DdpStore *s, const char *key, double wait_s, DdpStor
     return DDP_OK;
 }
 
-DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len)
+DdpStatus ddp_store_try_get(DdpStore *s, const char *key, double wait_s, void *value, size_t *len, int *found)
 {
     DdpStoreMessage m;
-    int found;
-    DDP_CHECK(get_within(s, key, s ? s->timeout_s : 0, &m, &found));
-    if (!found)
-        return DDP_ERR(DDP_FAIL, "rank %d waited %g s for '%.*s' in the store at %s, and no rank set it", s->rank,
-                       s->timeout_s, SHOWN, key, s->where);
+    DDP_CHECK(get_within(s, key, wait_s, &m, found));
+    if (!*found)
+        return DDP_OK;
     if (m.value_len > *len)
         return DDP_ERR(DDP_FAIL, "'%.*s' in the store holds %zu bytes, more than the %zu expected", SHOWN, key,
                        m.value_len, *len);
     if (m.value_len)
         memcpy(value, m.value, m.value_len);
     *len = m.value_len;
+    return DDP_OK;
+}
+
+DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len)
+{
+    int found;
+    DDP_CHECK(ddp_store_try_get(s, key, s ? s->timeout_s : 0, value, len, &found));
+    if (!found)
+        return DDP_ERR(DDP_FAIL, "rank %d waited %g s for '%.*s' in the store at %s, and no rank set it", s->rank,
+                       s->timeout_s, SHOWN, key, s->where);
     return DDP_OK;
 }
 
@@ -1005,6 +1013,21 @@ DdpStatus ddp_store_barrier(DdpStore *s, const char *name)
     return DDP_OK;
 }
 
+/* A client of T's store, not yet connected; NULL when out of memory. */
+static DdpStore *new_client(const DdpTopology *t, double timeout_s)
+{
+    DdpStore *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->fd = -1;
+    s->timeout_s = timeout_s;
+    s->rank = t->rank;
+    s->world_size = t->world_size;
+    snprintf(s->where, sizeof s->where, strchr(t->master_addr, ':') ? "[%s]:%d" : "%s:%d", t->master_addr,
+             t->master_port);
+    return s;
+}
+
 DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_s)
 {
     *store = NULL;
@@ -1013,15 +1036,9 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
     if (!(timeout_s > 0))
         return DDP_ERR(DDP_FAIL, "internal error: store timeout %g s", timeout_s);
     double deadline = ddp_now() + timeout_s;
-    DdpStore *s = calloc(1, sizeof *s);
+    DdpStore *s = new_client(t, timeout_s);
     if (!s)
         return DDP_ERR(DDP_FAIL, "out of memory opening the store");
-    s->fd = -1;
-    s->timeout_s = timeout_s;
-    s->rank = t->rank;
-    s->world_size = t->world_size;
-    snprintf(s->where, sizeof s->where, strchr(t->master_addr, ':') ? "[%s]:%d" : "%s:%d", t->master_addr,
-             t->master_port);
 
     DdpStatus st = DDP_OK;
     if (t->rank == 0)
@@ -1045,6 +1062,25 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
         char message[1024];
         snprintf(message, sizeof message, "%s", ddp_error_message());
         s->timeout_s = 0; /* no drain on a failed open */
+        ddp_store_close(s);
+        return DDP_ERR(st, "%s", message);
+    }
+    *store = s;
+    return DDP_OK;
+}
+
+DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeout_s)
+{
+    *store = NULL;
+    if (!t->master_addr[0] || t->master_port < 1 || t->master_port > 65535 || !(timeout_s > 0))
+        return DDP_ERR(DDP_FAIL, "internal error: a store connection needs MASTER_ADDR, MASTER_PORT and a timeout");
+    DdpStore *s = new_client(t, timeout_s);
+    if (!s)
+        return DDP_ERR(DDP_FAIL, "out of memory opening the store");
+    DdpStatus st = client_connect(s, t->master_addr, t->master_port, ddp_now() + timeout_s);
+    if (st != DDP_OK) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", ddp_error_message());
         ddp_store_close(s);
         return DDP_ERR(st, "%s", message);
     }

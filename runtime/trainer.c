@@ -416,6 +416,7 @@ static DdpStatus save_checkpoint(Trainer *t)
         return DDP_OK;
     t->saved_step = t->step;
     ddp_signals_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
+    ddp_whereabouts_note(t->dist.whereabouts, t->step, "a checkpoint");
     char why[320] = "", failure[1024] = "";
     /* Every rank makes the all-reduce below, whatever it found here: one
      * that returned early would leave the others waiting in it. Its own
@@ -572,6 +573,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     int64_t share = (t->test.n + world - 1) / world;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
     ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->ctx.epoch, t->step);
+    ddp_whereabouts_note(t->dist.whereabouts, t->step, "evaluation");
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
         int n = (int)(share - start < batch ? share - start : batch);
@@ -823,7 +825,7 @@ static DdpStatus train(Trainer *t)
 {
     int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
     t->last_progress = ddp_now();
-    ddp_times_reset(&t->times);
+    ddp_times_init(&t->times, t->dist.whereabouts, &t->step);
     /* A resumed run starts inside the epoch its step count falls in. */
     int64_t first_epoch = t->step / t->steps_per_epoch;
     int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;

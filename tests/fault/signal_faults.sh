@@ -4,14 +4,16 @@
 #   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|single-int
 # nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
 #              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
-# nproc-term:  the same launcher gets SIGTERM twice: the first asks the ranks
-#              to stop after their step, the second ends them at once:
-#              "stopped by SIGTERM";
-# single-term, single-int: one rank, no launcher, gets SIGTERM (SIGINT)
-#              twice: "stopped at once by a second SIGTERM (SIGINT) while".
-# A step (batch 512 on one thread) outlasts the 50 ms between the two
-# signals, so the first cannot end the run before the second comes
-# (tests/fault/graceful_stop.sh checks a single one).
+# nproc-term:  the same launcher gets SIGTERM, then SIGINT: the first asks
+#              the ranks to stop after their step, the second ends them at
+#              once: "stopped by SIGTERM" (or SIGINT);
+# single-term, single-int: one rank, no launcher, gets SIGTERM then SIGINT
+#              (SIGINT then SIGTERM): "stopped at once by a second SIGINT
+#              while ..." (or SIGTERM).
+# The two signals go back to back: two of one kind could merge into one
+# while pending, two kinds cannot, and the kernel may deliver them in either
+# order, hence either name. A step outlasts the gap between them
+# (tests/fault/graceful_stop.sh checks a single signal).
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
@@ -38,10 +40,9 @@ esac
 case $mode in
 nproc-kill|nproc-term) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 512 --epochs 1000 \
                 --timeout 8 > "$d/out.txt" 2>&1 & ;;
-single-term) OMP_NUM_THREADS=1 "$d/prog" --data "$d/data" --batch-size 512 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
 # A background job of a script starts with SIGINT ignored, which the program
-# keeps (as nohup's users expect): this one gets the default back first.
-single-int) OMP_NUM_THREADS=1 "$python" -c 'import os, signal, sys
+# keeps (as nohup's users expect): these get the default back first.
+single-term|single-int) OMP_NUM_THREADS=1 "$python" -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])' "$d/prog" --data "$d/data" --batch-size 512 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
@@ -61,8 +62,8 @@ done
 sleep 1
 case $mode in
 nproc-kill) kill -KILL "$victim" ;;
-nproc-term|single-term) kill -TERM "$victim"; sleep 0.05; kill -TERM "$victim" ;;
-single-int) kill -INT "$victim"; sleep 0.05; kill -INT "$victim" ;;
+nproc-term|single-term) kill -TERM "$victim"; kill -INT "$victim" ;;
+single-int) kill -INT "$victim"; kill -TERM "$victim" ;;
 esac
 status=0
 wait "$pid" || status=$?

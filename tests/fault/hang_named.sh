@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A rank that stops or dies is named by the others, with where it was:
+#   tests/fault/hang_named.sh stop|kill LAUNCH RANKS VICTIM
+# LAUNCH: nproc (--nproc-per-node RANKS, which gives the ranks a store for
+# their whereabouts) or mpirun (the user's own mpirun -np RANKS, told
+# MASTER_ADDR and MASTER_PORT). Once training runs, rank VICTIM gets SIGSTOP
+# (stop) or SIGKILL (kill).
+# stop: every other rank's collective times out (--timeout 4), and each must
+#   say "rank VICTIM was last seen N s ago in PLACE (step S), and has been
+#   silent since", N at least 3 s, and name no rank but VICTIM; when VICTIM
+#   is 0, which serves the store, each must say that rank 0 does not answer.
+# kill: the launcher (ours, or mpirun) ends the run at once, naming VICTIM.
+# Prints the run's output and a verdict line; exits 1 if the verdict fails.
+set -euo pipefail
+what=$1 launch=$2 ranks=$3 victim=$4
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
+d=$(mktemp -d)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null
+    pkill -CONT -f "$d/prog" 2> /dev/null || true
+    pkill -KILL -f "$d/prog" 2> /dev/null || true
+    rm -rf "$d"
+}
+trap cleanup EXIT
+"$python" "$here/small_data.py" "$d/data" 4096 64
+"$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
+flags=(--data "$d/data" --batch-size 16 --epochs 100 --timeout 4)
+case $launch in
+nproc) OMP_NUM_THREADS=1 "$d/prog" "${flags[@]}" --nproc-per-node "$ranks" > "$d/out.txt" 2>&1 & ;;
+mpirun)
+    port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_root=()
+    [ "$(id -u)" = 0 ] && as_root=(--allow-run-as-root)
+    OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port mpirun -np "$ranks" --oversubscribe --bind-to none \
+        "${as_root[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
+*) echo "hang_named: unknown launch $launch"; exit 2 ;;
+esac
+pid=$!
+target=
+for _ in $(seq 300); do
+    target=$(rank_pid "$d/prog" "$victim")
+    [ -n "$target" ] && grep -q "steps per epoch" "$d/out.txt" && break
+    sleep 0.1
+done
+[ -n "$target" ] || { cat "$d/out.txt"; echo "hang_named: rank $victim never started"; exit 1; }
+sleep 1
+started=$SECONDS
+if [ "$what" = stop ]; then kill -STOP "$target"; else kill -KILL "$target"; fi
+rc=0
+wait "$pid" || rc=$?
+pid=
+took=$((SECONDS - started))
+cat "$d/out.txt"
+ok=1
+[ "$rc" != 0 ] || ok=0
+[ "$took" -le 30 ] || ok=0
+if [ "$what" = kill ]; then
+    grep -Eq "rank $victim (was killed by signal SIGKILL|with PID [0-9]+ on node .* exited on signal 9)" "$d/out.txt" || ok=0
+else
+    for r in $(seq 0 $((ranks - 1))); do
+        [ "$r" = "$victim" ] && continue
+        line=$(grep "^prog: rank $r: error: .* did not finish within 4 s" "$d/out.txt" || true)
+        if [ "$victim" = 0 ]; then
+            echo "$line" | grep -q "rank 0, whose store holds where the ranks were, does not answer either" || ok=0
+            continue
+        fi
+        age=$(echo "$line" | sed -n "s/.*: rank $victim was last seen \([0-9.]*\) s ago in [a-z -]* (step [0-9]*), and has been silent since.*/\1/p")
+        [ -n "$age" ] && [ "${age%.*}" -ge 3 ] || ok=0
+        # no rank but the victim is named
+        [ -z "$(echo "$line" | grep -Eo "rank [0-9]+ (was|is) " | grep -v "rank $victim ")" ] || ok=0
+    done
+fi
+verdict=$([ $ok = 1 ] && echo "named" || echo "NOT NAMED")
+echo "hang_named: $what rank $victim of $ranks under $launch: status $rc after ${took} s: $verdict"
+[ $ok = 1 ]
