@@ -64,25 +64,24 @@ static char prog_name[128]; /* for the handler's line */
  * mpirun as SIGTERM, and mpirun ends the ranks at once. */
 static void forward_to_mpirun(int sig)
 {
+    int saved_errno = errno;
     if (sig != SIGUSR1 && ++interrupts >= 2 && !forced_signal) {
         forced_signal = sig;
         if (mpirun_pid > 0)
             kill(mpirun_pid, SIGTERM);
-        return;
+    } else if (!stop_signal) {
+        stop_signal = sig;
+        if (mpirun_pid > 0)
+            kill(mpirun_pid, SIGUSR1);
+        /* write() alone: the handler may only call async-signal-safe functions */
+        const char *parts[] = {prog_name, ": ", ddp_signals_name(sig), DDP_SIGNALS_LAUNCHER_ASKS,
+                               sig == SIGUSR1 ? "" : DDP_SIGNALS_SECOND_FORCES, "\n"};
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
+            (void)w;
+        }
     }
-    if (stop_signal)
-        return;
-    stop_signal = sig;
-    if (mpirun_pid > 0)
-        kill(mpirun_pid, SIGUSR1);
-    /* write() alone: the handler may only call async-signal-safe functions */
-    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGUSR1";
-    const char *parts[] = {prog_name, ": ", name, ": the ranks stop after their step",
-                           sig == SIGUSR1 ? "" : " (a second one stops them at once)", "\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
-        (void)w;
-    }
+    errno = saved_errno;
 }
 
 /* mpirun's own words for a job whose rank exited non-zero: held back until
@@ -92,16 +91,32 @@ static const char *const held_blocks[] = {"Primary job  terminated normally",
                                           "mpirun detected that one or more processes exited with non-zero"};
 enum { HELD_MOST = 4096 };
 
+static void put_err(const char *text, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(STDERR_FILENO, text + done, len - done);
+        if (w <= 0)
+            return;
+        done += (size_t)w;
+    }
+}
+
+/* Open MPI frames its own messages with a line of dashes. */
+static int dashes_line(const char *line, size_t len)
+{
+    return len >= 41 && strspn(line, "-") == len - 1;
+}
+
 /* Copies mpirun's stderr from FD to ours as it comes, watching for the line
  * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1).
  * A block of held_blocks (from a line of dashes to the next) goes into HELD
  * instead; mpirun's "Forwarding signal 10 to job", which says our own
- * SIGUSR1, is dropped. */
+ * SIGUSR1, is dropped. A line longer than the buffer passes on as it is. */
 static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST])
 {
-    char buf[4096], line[1024], block[HELD_MOST];
+    char buf[4096], line[16384], block[HELD_MOST];
     size_t used = 0, block_used = 0, held_used = 0;
-    int in_block = 0, holding = 0;
+    int in_block = 0, holding = 0, passing = 0;
     *rank = *sig = -1;
     held[0] = '\0';
     for (;;) {
@@ -111,42 +126,53 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
         if (n <= 0)
             break;
         for (ssize_t i = 0; i < n; i++) {
-            if (buf[i] != '\n') {
-                if (used + 2 < sizeof line)
-                    line[used++] = buf[i];
+            if (buf[i] != '\n' && used + 2 < sizeof line) {
+                line[used++] = buf[i];
+                continue;
+            }
+            if (buf[i] != '\n') { /* too long to look at: on it goes */
+                put_err(line, used);
+                used = 0;
+                line[used++] = buf[i];
+                passing = 1;
                 continue;
             }
             line[used++] = '\n';
             line[used] = '\0';
             size_t len = used;
             used = 0;
-            int dashes = strncmp(line, "-----", 5) == 0;
+            if (passing) {
+                put_err(line, len);
+                passing = 0;
+                continue;
+            }
             if (strncmp(line, "mpirun: Forwarding signal", 25) == 0)
                 continue;
-            if (in_block || dashes) {
+            int dashes = dashes_line(line, len);
+            if (!in_block && !dashes) {
+                put_err(line, len);
+            } else {
                 /* a block: collected, then held back or passed on whole */
-                if (block_used + len < sizeof block) {
-                    memcpy(block + block_used, line, len);
-                    block_used += len;
+                if (block_used + len >= sizeof block) { /* not one of mpirun's short ones */
+                    put_err(block, block_used);
+                    block_used = 0;
                 }
+                memcpy(block + block_used, line, len);
+                block_used += len;
                 for (size_t h = 0; h < sizeof held_blocks / sizeof held_blocks[0]; h++)
                     holding |= strstr(line, held_blocks[h]) != NULL;
                 if (dashes && in_block) {
-                    if (!holding) {
-                        ssize_t w = write(STDERR_FILENO, block, block_used);
-                        (void)w;
-                    } else if (held_used + block_used < HELD_MOST) {
+                    if (holding && held_used + block_used < HELD_MOST) {
                         memcpy(held + held_used, block, block_used);
                         held_used += block_used;
                         held[held_used] = '\0';
+                    } else {
+                        put_err(block, block_used);
                     }
                     block_used = 0;
                     holding = 0;
                 }
                 in_block = dashes ? !in_block : in_block;
-            } else {
-                ssize_t w = write(STDERR_FILENO, line, len);
-                (void)w;
             }
             /* Open MPI: "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)." */
             const char *at = strstr(line, "process rank ");
@@ -160,14 +186,8 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
         }
     }
     /* an unfinished block or line: passed on as it is */
-    if (block_used) {
-        ssize_t w = write(STDERR_FILENO, block, block_used);
-        (void)w;
-    }
-    if (used) {
-        ssize_t w = write(STDERR_FILENO, line, used);
-        (void)w;
-    }
+    put_err(block, block_used);
+    put_err(line, used);
 }
 
 /* What ended the last launch under mpirun when a rank failed ("rank 1 was
@@ -305,7 +325,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         return status; /* the ranks stopped on request; rank 0 said after which step */
     fputs(held, stderr);
     if (forced_signal && status != 0) { /* mpirun ending well after all is not a stop */
-        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(forced_signal, name, sizeof name));
+        fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));
         return DDP_FAIL;
     }
     if (rank >= 0)
@@ -387,6 +407,26 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
     }
 }
 
+/* The ranks' whereabouts, through the run's store: NCCL's, or one opened
+ * for them under mpirun, where MPI needs none and MASTER_ADDR may be set for
+ * other reasons. They only make a hang's message better, so a store that
+ * cannot be had costs a note and a bounded wait, not the run. */
+static void open_whereabouts(DdpDist *d, double timeout_s)
+{
+    const double most_s = 30; /* for mpirun's store, which only they need */
+    DdpStatus st = DDP_OK;
+    if (!d->store)
+        st = ddp_store_open(&d->store, &d->topo, timeout_s < most_s ? timeout_s : most_s);
+    if (st == DDP_OK)
+        st = ddp_whereabouts_open(&d->whereabouts, &d->topo);
+    if (st != DDP_OK) {
+        fprintf(stderr, "%s: rank %d: note: a hang will not name the rank at fault: %s\n",
+                program_invocation_short_name, d->rank, ddp_error_message());
+        return;
+    }
+    ddp_pg_set_whereabouts(d->whereabouts);
+}
+
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
 {
     d->stream = stream;
@@ -408,12 +448,8 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
     if (backend == DDP_PG_NCCL && d->world > 1 && d->topo.launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
     DDP_CHECK(ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout));
-    if (d->world > 1 && d->topo.master_addr[0] && d->topo.master_port) {
-        if (!d->store)
-            DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
-        DDP_CHECK(ddp_whereabouts_open(&d->whereabouts, &d->topo));
-        ddp_pg_set_whereabouts(d->whereabouts);
-    }
+    if (d->world > 1 && d->topo.master_addr[0] && d->topo.master_port)
+        open_whereabouts(d, flags->timeout);
     return DDP_OK;
 }
 
@@ -618,15 +654,16 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
 int ddp_dist_close(DdpDist *d, int failed)
 {
     int running = 0;
-    /* before the store: rank 0's serves its connection until it closes */
-    ddp_pg_set_whereabouts(NULL);
-    ddp_whereabouts_close(d->whereabouts);
-    d->whereabouts = NULL;
     if (failed && !d->agreed_failure)
         running = ddp_pg_abort(d->pg);
     else
         ddp_pg_destroy(d->pg);
     d->pg = NULL;
+    /* after the group (NCCL's watchdog may read them to the last), before
+     * the store (rank 0's serves the connection until it closes) */
+    ddp_pg_set_whereabouts(NULL);
+    ddp_whereabouts_close(d->whereabouts);
+    d->whereabouts = NULL;
     ddp_store_close(d->store);
     d->store = NULL;
     return running;

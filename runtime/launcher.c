@@ -310,15 +310,18 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
         int seen = signals_seen;
         if (seen > signals_handled) {
             /* The first signal asks the ranks to stop after their step, for
-             * as long as that takes; a second (an impatient Ctrl-C) kills
-             * them. During a failure's grace period the first kills too. */
-            if (signals_handled == 0 && !stopping) {
+             * as long as that takes; a second (an impatient Ctrl-C), even
+             * one that came with the first, kills them. During a failure's
+             * grace period the first kills too. */
+            int ask = signals_handled == 0 && !stopping;
+            if (ask) {
                 char name[32];
-                fprintf(stderr, "%s: %s: the ranks stop after their step%s\n", prog,
-                        ddp_signal_name(got_signal, name, sizeof name),
-                        got_signal == SIGUSR1 ? "" : " (a second one stops them at once)");
+                fprintf(stderr, "%s: %s" DDP_SIGNALS_LAUNCHER_ASKS "%s\n", prog,
+                        ddp_signal_name(first_signal, name, sizeof name),
+                        first_signal == SIGUSR1 ? "" : DDP_SIGNALS_SECOND_FORCES);
                 signal_all(children, nproc, SIGUSR1);
-            } else {
+            }
+            if (!ask || seen >= 2) {
                 stopping = 1;
                 kill_at = ddp_now();
                 forced = got_signal;

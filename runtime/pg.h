@@ -127,8 +127,9 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg);
  * the same on every rank at the same call (0: go on). The MPI backend
  * carries each rank's request in the header of every collective, at no cost
  * of its own; NCCL all-reduces one value per call and reads it at the next
- * call, so that the host never waits for the GPU. Either way a request
- * reaches *AGREED one or two steps after it is made. A world of one: LOCAL. */
+ * call, which waits at most for the step before's all-reduces (the host
+ * runs a step ahead of the GPU, no more). Either way a request reaches
+ * *AGREED one or two steps after it is made. A world of one: LOCAL. */
 DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed);
 
 /* What a collective's timeout says of the other ranks. With W (the run's,

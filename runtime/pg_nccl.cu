@@ -448,11 +448,14 @@ static DdpStatus nccl_status(void *impl)
 
 /* The stop vote (pg.h): this call's request is all-reduced (max) on the
  * communication stream and copied to pinned memory, which the next call
- * reads; by then a step has passed, so the host seldom waits, and every
- * rank reads the vote of the same call. The lock held. */
+ * reads, so every rank reads the vote of the same call. The vote needs none
+ * of the step's compute, so it does not wait for it; it follows the step's
+ * bucket all-reduces on the communication stream, so the next call waits
+ * for those at most: the host runs at most a step ahead. The lock held. */
 static DdpStatus vote_enqueue(NcclGroup *g, int local)
 {
-    DDP_CHECK(before(g));
+    if (g->broken)
+        return broken_error(g);
     g->vote_host[0] = local;
     CUDA_TRY(cudaMemcpyAsync(g->vote_dev, &g->vote_host[0], sizeof *g->vote_dev, cudaMemcpyHostToDevice, g->stream));
     DdpWork *w = NULL;

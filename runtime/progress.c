@@ -82,21 +82,19 @@ static double rounded(double x, double unit)
 DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTimes *rows, int n, int *straggler)
 {
     double median;
-    *straggler = ddp_times_straggler(rows, n, &median);
-    int slowest = 0;
+    int slowest;
+    *straggler = ddp_times_straggler(rows, n, &slowest, &median);
     for (int r = 0; r < n; r++) {
         const DdpRankTimes *row = &rows[r];
-        double seconds = 1e-3 * ddp_times_ms(row, DDP_PHASE_TIMED) * row->steps;
+        double seconds = 1e-3 * ddp_times_step_ms(row) * row->steps;
         double samples_per_s = seconds > 0 ? row->samples / seconds : 0;
-        if (ddp_times_busy_ms(row) > ddp_times_busy_ms(&rows[slowest]))
-            slowest = r;
-        char keys[DDP_PHASE_TIMED][24];
-        DdpLogField f[4 + DDP_PHASE_TIMED];
+        char keys[DDP_PHASE_COUNT][24];
+        DdpLogField f[4 + DDP_PHASE_COUNT];
         int k = 0;
         f[k++] = DDP_LOG_S("event", "rank_times");
         f[k++] = DDP_LOG_I("step", step);
         f[k++] = DDP_LOG_I("rank", r);
-        for (int ph = 0; ph < DDP_PHASE_TIMED; ph++) {
+        for (int ph = 0; ph < DDP_PHASE_COUNT; ph++) {
             snprintf(keys[ph], sizeof keys[ph], "%s_ms", ddp_phase_name((DdpPhase)ph));
             f[k++] = DDP_LOG_D(keys[ph], rounded(ddp_times_ms(row, (DdpPhase)ph), 1e-3));
         }

@@ -8,14 +8,15 @@
  */
 #include "rank_signals.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static char who[160];     /* "PROG: ", or "PROG: rank R: " with several ranks */
+static char who[160];     /* "PROG: ", or "PROG: rank R: " with several ranks: NUL-ended */
 static char launcher_note[256];
-static size_t who_len, launcher_note_len;
+static size_t launcher_note_len;
 static int speaks;        /* says that a stop was asked (ddp_signals_install's ANNOUNCE) */
 static int sigterm_is_launchers;
 
@@ -23,6 +24,7 @@ static volatile sig_atomic_t activity = DDP_ACTIVITY_STARTING;
 static volatile int64_t activity_epoch, activity_step;
 static volatile sig_atomic_t stop_asked;   /* the first stop asked for, 0 none */
 static volatile sig_atomic_t interrupts;   /* SIGINTs and SIGTERMs taken as stops asked for */
+static volatile sig_atomic_t stopping;     /* ddp_signals_stopping */
 
 void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step)
 {
@@ -55,9 +57,20 @@ static void put_number(char *buf, size_t size, size_t *len, int64_t v)
         buf[(*len)++] = digits[--n];
 }
 
-static const char *name_of(int sig)
+const char *ddp_signals_name(int sig)
 {
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    }
+    return "a signal";
+}
+
+void ddp_signals_stopping(void)
+{
+    stopping = 1;
 }
 
 static void say(const char *line, size_t len)
@@ -94,19 +107,18 @@ static void say_doing_and_exit(const char *head, size_t head_len)
     _exit(1);
 }
 
-static void on_signal(int sig)
+/* A stop asked for: noted, and said (when this process speaks); a second
+ * SIGINT or SIGTERM ends the process at once. */
+static void on_stop_asked(int sig)
 {
-    if (sig == SIGTERM && sigterm_is_launchers)
-        say_doing_and_exit(launcher_note, launcher_note_len);
     char line[320];
     size_t len = 0;
     /* SIGUSR1 only ever asks: a launcher passes each stop on as one, and a
      * terminal's Ctrl-C may reach the rank as SIGINT as well. */
     if (sig != SIGUSR1 && ++interrupts >= 2) {
-        for (size_t i = 0; i < who_len; i++)
-            line[len++] = who[i];
+        put_text(line, sizeof line, &len, who);
         put_text(line, sizeof line, &len, "error: stopped at once by a second ");
-        put_text(line, sizeof line, &len, name_of(sig));
+        put_text(line, sizeof line, &len, ddp_signals_name(sig));
         say_doing_and_exit(line, len);
     }
     if (stop_asked)
@@ -114,23 +126,35 @@ static void on_signal(int sig)
     stop_asked = sig;
     if (!speaks)
         return;
-    for (size_t i = 0; i < who_len; i++)
-        line[len++] = who[i];
-    put_text(line, sizeof line, &len, name_of(sig));
+    put_text(line, sizeof line, &len, who);
+    put_text(line, sizeof line, &len, ddp_signals_name(sig));
     put_text(line, sizeof line, &len, ": stopping after this step");
     put_text(line, sizeof line, &len, sig == SIGUSR1 ? "\n" : " (a second one stops at once)\n");
     say(line, len);
 }
 
+static void on_signal(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    /* The launcher is the rank's parent (mpirun, or its daemon on another
+     * node; our --nproc-per-node); a SIGTERM from anyone else asks. */
+    if (sig == SIGTERM && sigterm_is_launchers && info && info->si_pid == getppid()) {
+        if (stopping)
+            _exit(DDP_EXIT_STOPPED);
+        say_doing_and_exit(launcher_note, launcher_note_len);
+    }
+    int saved_errno = errno;
+    on_stop_asked(sig);
+    errno = saved_errno;
+}
+
 void ddp_signals_install(const char *prog, int rank, int world, int launched, int announce)
 {
-    int n;
     if (world <= 1)
-        n = snprintf(who, sizeof who, "%s: ", prog);
+        snprintf(who, sizeof who, "%s: ", prog);
     else
-        n = snprintf(who, sizeof who, "%s: rank %d: ", prog, rank);
-    who_len = n > 0 && (size_t)n < sizeof who ? (size_t)n : 0;
-    n = snprintf(launcher_note, sizeof launcher_note,
+        snprintf(who, sizeof who, "%s: rank %d: ", prog, rank);
+    int n = snprintf(launcher_note, sizeof launcher_note,
                  "%s: rank %d: stopping: the launcher ended this rank (another rank failed, or the job was stopped)",
                  prog, rank);
     launcher_note_len = n > 0 && (size_t)n < sizeof launcher_note ? (size_t)n : 0;
@@ -139,12 +163,12 @@ void ddp_signals_install(const char *prog, int rank, int world, int launched, in
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_sigaction = on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     struct sigaction old;
-    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+    if (sigaction(SIGINT, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO || old.sa_handler != SIG_IGN))
         sigaction(SIGINT, &sa, NULL);
 }

@@ -10,10 +10,11 @@
  *    DDP_EXIT_STOPPED. A second SIGINT or SIGTERM stops at once;
  *  - a launcher ending a rank because another failed (our --nproc-per-node
  *    and mpirun both send SIGTERM): at once, saying what the rank was doing.
- * So under a launcher (LAUNCHED below) SIGTERM is the launcher's and stops at
- * once, and a stop asked for reaches the rank as SIGUSR1 (mpirun forwards
- * SIGUSR1 to its ranks) or as a terminal's SIGINT. Alone, or under torchrun,
- * srun or tcp://, SIGTERM is a stop asked for, as batch systems mean it.
+ * So under a launcher (LAUNCHED below) a SIGTERM from the rank's parent, the
+ * launcher, stops at once; one from anyone else (Slurm's time limit reaches
+ * every process of the job) asks, as batch systems mean it, and so does
+ * every SIGTERM alone or under torchrun, srun or tcp://. A launcher passes a
+ * stop asked of it on as SIGUSR1 (mpirun forwards SIGUSR1 to its ranks).
  *
  * The handlers only set flags, or write() a line and _exit: async-signal-safe.
  */
@@ -35,12 +36,28 @@ extern "C" {
  * and its SIGTERM means "another rank failed, stop now". ANNOUNCE: this
  * process says "SIGINT: stopping after this step" when a stop is asked (rank
  * 0, unless a launcher of ours says it). A SIGINT ignored by whoever started
- * us (nohup, a script's background job) stays ignored. */
+ * us (nohup, a script's background job) stays ignored. May be called again
+ * once the rank is known: ddp_main installs them first thing, so that a stop
+ * asked during start-up (SIGUSR1's default is to kill) waits for the first
+ * step. */
 void ddp_signals_install(const char *prog, int rank, int world, int launched, int announce);
 
 /* The signal of the stop asked of this process (SIGINT, SIGTERM, SIGUSR1),
  * 0 if none: polled by the trainer after each step; costs a load. */
 int ddp_signals_stop_asked(void);
+
+/* The ranks have agreed to stop and this one is on its way out: a
+ * launcher's SIGTERM now (mpirun ends the job when the first rank exits
+ * with DDP_EXIT_STOPPED) ends it quietly, with that status. */
+void ddp_signals_stopping(void);
+
+/* "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", else "a signal": the names of the
+ * signals that stop a run, for handlers (static strings, no formatting). */
+const char *ddp_signals_name(int sig);
+
+/* What a launcher says when a stop is asked of it, after "PROG: SIGINT". */
+#define DDP_SIGNALS_LAUNCHER_ASKS ": the ranks stop after their step"
+#define DDP_SIGNALS_SECOND_FORCES " (a second one stops them at once)"
 
 /* What the process is doing, for the line a stop at once prints: "... while
  * training at epoch 3, step 1234". Cheap enough to call every step. */

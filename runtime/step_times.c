@@ -18,7 +18,8 @@ const char *ddp_phase_name(DdpPhase phase)
     case DDP_PHASE_BACKWARD: return "backward";
     case DDP_PHASE_ALLREDUCE: return "allreduce";
     case DDP_PHASE_OPTIMIZER: return "optimizer";
-    case DDP_PHASE_TIMED: break;
+    case DDP_PHASE_COUNT:
+    case DDP_PHASE_OUTSIDE: break;
     }
     return "outside";
 }
@@ -31,7 +32,8 @@ const char *ddp_phase_place(DdpPhase phase)
     case DDP_PHASE_BACKWARD: return "backward";
     case DDP_PHASE_ALLREDUCE: return "the gradient all-reduce";
     case DDP_PHASE_OPTIMIZER: return "the optimizer step";
-    case DDP_PHASE_TIMED: break;
+    case DDP_PHASE_COUNT:
+    case DDP_PHASE_OUTSIDE: break;
     }
     return "between steps";
 }
@@ -54,7 +56,7 @@ void ddp_times_reset(DdpStepTimes *t)
 void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
 {
     double now = ddp_now();
-    if (t->current < DDP_PHASE_TIMED)
+    if (t->current < DDP_PHASE_COUNT)
         t->seconds[t->current] += now - t->since;
     t->current = phase;
     t->since = now;
@@ -71,18 +73,20 @@ void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row)
 
 double ddp_times_ms(const DdpRankTimes *row, DdpPhase phase)
 {
-    if (row->steps <= 0)
-        return 0;
-    double s = 0;
-    for (int p = 0; p < DDP_PHASE_TIMED; p++)
-        if (phase == DDP_PHASE_TIMED || p == (int)phase)
-            s += row->seconds[p];
-    return 1e3 * s / row->steps;
+    return row->steps > 0 && phase < DDP_PHASE_COUNT ? 1e3 * row->seconds[phase] / row->steps : 0;
+}
+
+double ddp_times_step_ms(const DdpRankTimes *row)
+{
+    double ms = 0;
+    for (int p = 0; p < DDP_PHASE_COUNT; p++)
+        ms += ddp_times_ms(row, (DdpPhase)p);
+    return ms;
 }
 
 double ddp_times_busy_ms(const DdpRankTimes *row)
 {
-    return ddp_times_ms(row, DDP_PHASE_TIMED) - ddp_times_ms(row, DDP_PHASE_ALLREDUCE);
+    return ddp_times_step_ms(row) - ddp_times_ms(row, DDP_PHASE_ALLREDUCE);
 }
 
 static int by_value(const void *a, const void *b)
@@ -91,27 +95,25 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int ddp_times_straggler(const DdpRankTimes *rows, int n, double *median_ms)
+int ddp_times_straggler(const DdpRankTimes *rows, int n, int *slowest, double *median_ms)
 {
+    *slowest = 0;
     *median_ms = 0;
-    if (n < 2)
-        return -1;
-    double *busy = malloc((size_t)n * sizeof *busy);
+    for (int r = 1; r < n; r++)
+        if (ddp_times_busy_ms(&rows[r]) > ddp_times_busy_ms(&rows[*slowest]))
+            *slowest = r;
+    double *busy = n >= 2 ? malloc((size_t)n * sizeof *busy) : NULL;
     if (!busy)
         return -1;
-    int slowest = 0;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < n; r++)
         busy[r] = ddp_times_busy_ms(&rows[r]);
-        if (busy[r] > busy[slowest])
-            slowest = r;
-    }
-    double top = busy[slowest];
     qsort(busy, (size_t)n, sizeof *busy, by_value);
     *median_ms = n % 2 ? busy[n / 2] : 0.5 * (busy[n / 2 - 1] + busy[n / 2]);
     free(busy);
-    if (rows[slowest].steps <= 0 || !(*median_ms > 0))
+    double top = ddp_times_busy_ms(&rows[*slowest]);
+    if (rows[*slowest].steps <= 0 || !(*median_ms > 0))
         return -1;
-    return top > *median_ms * (1 + DDP_STRAGGLER_PERCENT / 100.0) ? slowest : -1;
+    return top > *median_ms * (1 + DDP_STRAGGLER_PERCENT / 100.0) ? *slowest : -1;
 }
 
 void ddp_times_test_delay(int rank)

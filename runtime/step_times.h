@@ -30,8 +30,8 @@ typedef enum {
     DDP_PHASE_BACKWARD,  /* the backward pass (its buckets' all-reduces start meanwhile) */
     DDP_PHASE_ALLREDUCE, /* waiting for the all-reduces backward did not hide, and the buffers' broadcast */
     DDP_PHASE_OPTIMIZER, /* the optimizer step */
-    DDP_PHASE_TIMED,     /* the phases above: a step */
-    DDP_PHASE_OUTSIDE = DDP_PHASE_TIMED, /* reports, evaluation, checkpoints: not counted */
+    DDP_PHASE_COUNT,     /* how many phases a step has: those above */
+    DDP_PHASE_OUTSIDE,   /* reports, evaluation, checkpoints: not counted */
 } DdpPhase;
 
 /* "data", "forward", ...: the names of the log's fields (NAME_ms). */
@@ -42,7 +42,7 @@ const char *ddp_phase_name(DdpPhase phase);
 const char *ddp_phase_place(DdpPhase phase);
 
 typedef struct {
-    double seconds[DDP_PHASE_TIMED]; /* since the last ddp_times_reset */
+    double seconds[DDP_PHASE_COUNT]; /* since the last ddp_times_reset */
     int64_t steps, samples;          /* this rank's, likewise */
     DdpPhase current;
     double since;                    /* when CURRENT began */
@@ -61,22 +61,24 @@ void ddp_times_enter(DdpStepTimes *t, DdpPhase phase);
 /* One rank's sums as the ranks gather them: plain doubles, so that one
  * all-gather of doubles carries them. */
 typedef struct {
-    double seconds[DDP_PHASE_TIMED];
+    double seconds[DDP_PHASE_COUNT];
     double steps, samples;
 } DdpRankTimes;
 
 void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row);
-/* A rank's milliseconds per step in PHASE, and its busy time per step: the
- * step less the all-reduce it waited for (a rank waits for the slowest). */
+/* A rank's milliseconds per step: in PHASE; in all (the step); and busy,
+ * the step less the all-reduce it waited for (a rank waits for the slowest). */
 double ddp_times_ms(const DdpRankTimes *row, DdpPhase phase);
+double ddp_times_step_ms(const DdpRankTimes *row);
 double ddp_times_busy_ms(const DdpRankTimes *row);
 
 /* Percent of a slowest rank's busy time over the median's that names it. */
 #define DDP_STRAGGLER_PERCENT 20
 /* The rank, of the N in ROWS, whose busy time per step is more than
  * DDP_STRAGGLER_PERCENT over the median of all ranks', or -1 if none (fewer
- * than two ranks, or no step). *MEDIAN_MS gets the median. */
-int ddp_times_straggler(const DdpRankTimes *rows, int n, double *median_ms);
+ * than two ranks, or no step). *SLOWEST gets the rank with the most busy
+ * time, *MEDIAN_MS the median. */
+int ddp_times_straggler(const DdpRankTimes *rows, int n, int *slowest, double *median_ms);
 
 /* For tests only: a rank slowed on purpose. DDP_TEST_DATA_DELAY="R:MS"
  * makes rank R sleep MS milliseconds in each data phase; other ranks, and

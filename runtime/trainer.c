@@ -648,7 +648,7 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
     double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
     DdpRankTimes mine;
     ddp_times_row(&t->times, &mine);
-    double step_ms = ddp_times_ms(&mine, DDP_PHASE_TIMED);
+    double step_ms = ddp_times_step_ms(&mine);
     ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, batches,
                         count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
                         per_batch * (double)(batches - batches_done),
@@ -785,13 +785,18 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             ddp_times_enter(&t->times, DDP_PHASE_OPTIMIZER);
             net->optimizer_step(&t->ctx);
             DDP_CHECK(t->ctx.status);
+            /* the vote is a collective, which on GPUs may wait for the step before */
+            ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
+            DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
             ddp_times_enter(&t->times, DDP_PHASE_OUTSIDE);
             t->times.steps++;
             t->step++;
             t->lr = t->ctx.lr;
+            /* a stop agreed on the run's last step: the run ends as it would have */
+            if (t->step >= max_steps || (epoch + 1 == t->cfg.epochs && b + 1 == batches))
+                t->stopped = 0;
             if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
                 DDP_CHECK(save_checkpoint(t));
-            DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
             if (t->flags.log_every > 0 && t->step % t->flags.log_every == 0)
                 DDP_CHECK(log_rank_times(t));
         }
@@ -803,8 +808,15 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         /* every rank trains as many samples per step: the job's throughput */
         e.samples += (int64_t)n * t->dist.world;
         e.span_samples += (int64_t)n * t->dist.world;
-        if (t->stopped)
-            return save_checkpoint(t); /* the epoch's report and evaluation are left out */
+        if (t->stopped) { /* the epoch's report and evaluation are left out */
+            DDP_CHECK(save_checkpoint(t));
+            /* No rank may exit before rank 0 has written it: under mpirun the
+             * first to exit ends the others. */
+            if (t->dist.pg)
+                DDP_CHECK(ddp_pg_barrier(t->dist.pg));
+            ddp_signals_stopping();
+            return DDP_OK;
+        }
 
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
@@ -849,7 +861,8 @@ static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
     if (t->dist.rank != 0)
         return DDP_OK;
     char name[32], kept[4200];
-    ddp_signal_name(t->stopped, name, sizeof name);
+    /* the signal rank 0 got itself, else the one the ranks agreed on */
+    ddp_signal_name(ddp_signals_stop_asked() ? ddp_signals_stop_asked() : t->stopped, name, sizeof name);
     if (t->flags.save)
         snprintf(kept, sizeof kept, "saved %s", t->saved_path);
     else
@@ -1071,6 +1084,9 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     t->started = ddp_now();
     t->saved_step = -1;
     ddp_error_clear();
+    /* Until the topology is known: a launched rank is one whose launcher set
+     * its variables (ddp_signals_install again, once they are read). */
+    ddp_signals_install(prog, 0, 1, getenv("DDP_SPAWNED") || getenv("OMPI_COMM_WORLD_SIZE"), 0);
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);
     /* The run's own failure is the one to report, not a later one in clean-up. */

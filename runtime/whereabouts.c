@@ -43,6 +43,9 @@ static const double STORE_WAIT_S = 3.0;
  * elsewhere meanwhile: it is named, with where it was. */
 static const double LATE_S = 1.0;
 
+static const char NO_ANSWER[] = "the store that rank 0 serves, which holds where the ranks were, did not answer: "
+                                "rank 0 is stopped, frozen or gone";
+
 struct DdpWhereabouts {
     int rank, world;
     pthread_mutex_t lock; /* the place, and stop */
@@ -55,7 +58,8 @@ struct DdpWhereabouts {
     pthread_t thread;
     int running;
     pthread_mutex_t store_lock; /* one request at a time on STORE */
-    DdpStore *store;
+    DdpStore *store;            /* NULL after a failure, until reconnected */
+    DdpTopology topo;           /* where the store is */
 };
 
 static double wall_now(void)
@@ -89,8 +93,15 @@ static void *publish(void *arg)
         pthread_mutex_unlock(&w->lock);
         place_key(key, sizeof key, w->rank);
         pthread_mutex_lock(&w->store_lock);
-        /* A failure is the store's (rank 0 gone); a reader will say so. */
-        (void)ddp_store_set(w->store, key, record, strlen(record));
+        /* A reply that came too late leaves a connection out of step: a
+         * new one, at the next heartbeat. If rank 0 is gone, none will do,
+         * and a reader says so. */
+        if (!w->store && ddp_store_connect(&w->store, &w->topo, STORE_WAIT_S) != DDP_OK)
+            w->store = NULL;
+        if (w->store && ddp_store_set(w->store, key, record, strlen(record)) != DDP_OK) {
+            ddp_store_close(w->store);
+            w->store = NULL;
+        }
         pthread_mutex_unlock(&w->store_lock);
         pthread_mutex_lock(&w->lock);
     }
@@ -106,6 +117,7 @@ DdpStatus ddp_whereabouts_open(DdpWhereabouts **out, const DdpTopology *t)
         return DDP_ERR(DDP_FAIL, "out of memory");
     w->rank = t->rank;
     w->world = t->world_size;
+    w->topo = *t;
     w->since = wall_now();
     snprintf(w->place, sizeof w->place, "start-up");
     snprintf(w->prev_place, sizeof w->prev_place, "start-up");
@@ -198,7 +210,22 @@ void ddp_whereabouts_others(DdpWhereabouts *w, char *buf, size_t len)
     size_t used = 0;
     int elsewhere = 0;
     double now = wall_now();
-    pthread_mutex_lock(&w->store_lock);
+    /* The publisher holds the connection for a request at most: while it
+     * does for longer, the store does not answer it either. */
+    int locked = 0;
+    for (double until = ddp_now() + STORE_WAIT_S; !locked && ddp_now() < until;) {
+        locked = pthread_mutex_trylock(&w->store_lock) == 0;
+        if (!locked) {
+            struct timespec nap = {0, 10000000};
+            nanosleep(&nap, NULL);
+        }
+    }
+    if (!locked || !w->store) {
+        if (locked)
+            pthread_mutex_unlock(&w->store_lock);
+        snprintf(buf, len, "%s", NO_ANSWER);
+        return;
+    }
     for (int r = 0; r < w->world; r++) {
         if (r == w->rank)
             continue;
@@ -207,8 +234,7 @@ void ddp_whereabouts_others(DdpWhereabouts *w, char *buf, size_t len)
         int found = 0;
         place_key(key, sizeof key, r);
         if (ddp_store_try_get(w->store, key, 0, record, &n, &found) != DDP_OK) {
-            add(buf, len, &used, "rank 0, whose store holds where the ranks were, does not answer either: it is "
-                                 "stopped, frozen or gone");
+            add(buf, len, &used, "%s", NO_ANSWER);
             elsewhere = 1;
             break;
         }

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # A stop asked for, then the command the run prints, end bit for bit as a run
 # never stopped:
-#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1
+#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1|term1
 # single: one process gets SIGTERM (Slurm's time limit, Kubernetes);
 # nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C);
 # mpirun: the user's own mpirun -np 2 gets SIGUSR1 (Slurm's --signal=USR1@90),
 #         which it forwards to the ranks;
 # rank1:  under mpirun -np 2, rank 1 alone gets SIGUSR1: the ranks must agree
-#         (through their collectives) to stop after the same step.
+#         (through their collectives) to stop after the same step;
+# term1:  under --nproc-per-node 2, rank 1 alone gets SIGTERM from this
+#         script, as from Slurm's time limit: not from its launcher (its
+#         parent), so it asks, and does not stop the rank at once.
 # The signal comes once a first checkpoint exists (--save-every 20), well
 # inside the run. The run must exit 75, say after which step it stopped and
 # what it saved, log {"event": "stop"}, and print how to resume; that
@@ -27,10 +30,11 @@ mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 # Run from $d, so that the printed command's relative paths hold.
 cd "$d"
-flags=(--data data --batch-size 16 --epochs 3 --seed 3 --export out.safetensors)
+# --timeout: ranks that failed to agree would wait for each other; not long
+flags=(--data data --batch-size 16 --epochs 3 --seed 3 --timeout 30 --export out.safetensors)
 case $mode in
 single) launch=() ;;
-nproc) launch=(); flags+=(--nproc-per-node 2) ;;
+nproc|term1) launch=(); flags+=(--nproc-per-node 2) ;;
 mpirun|rank1) launch=("${mpirun[@]}") ;;
 *) echo "graceful_stop: unknown mode $mode"; exit 2 ;;
 esac
@@ -54,6 +58,7 @@ single) kill -TERM $run ;;
 nproc) kill -INT $run ;;
 mpirun) kill -USR1 $run ;;
 rank1) kill -USR1 "$(rank_pid "$d/prog" 1)" ;;
+term1) kill -TERM "$(rank_pid "$d/prog" 1)" ;;
 esac
 rc=0
 wait $run || rc=$?
@@ -74,7 +79,9 @@ if [ -n "$resume" ]; then
     rc=0
     eval "${launch[*]} $resume" > resume.txt 2>&1 || rc=$?
     check "the printed command resumes it (status $rc)" [ "$rc" = 0 ]
-    check "resumed from the stop's checkpoint" grep -q "resuming from ck/checkpoint-" resume.txt
+    stopped_at=$(sed -n 's/^prog: stopped after step \([0-9]*\) .*/\1/p' stop.txt)
+    check "resumed from the stop's checkpoint (step ${stopped_at:-?})" \
+        grep -Eq "^resuming from ck/checkpoint-mnist-0*${stopped_at:-x}\.safetensors: step ${stopped_at:-x}$" resume.txt
     check "ends bit for bit as the run never stopped" cmp -s ref.safetensors out.safetensors
 fi
 [ $status = 0 ] || { echo "--- the stopped run:"; cat stop.txt; echo "--- the resumed run:"; cat resume.txt 2> /dev/null; }

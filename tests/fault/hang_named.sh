@@ -64,7 +64,7 @@ else
         [ "$r" = "$victim" ] && continue
         line=$(grep "^prog: rank $r: error: .* did not finish within 4 s" "$d/out.txt" || true)
         if [ "$victim" = 0 ]; then
-            echo "$line" | grep -q "rank 0, whose store holds where the ranks were, does not answer either" || ok=0
+            echo "$line" | grep -q "the store that rank 0 serves, which holds where the ranks were, did not answer" || ok=0
             continue
         fi
         age=$(echo "$line" | sed -n "s/.*: rank $victim was last seen \([0-9.]*\) s ago in [a-z -]* (step [0-9]*), and has been silent since.*/\1/p")

@@ -97,14 +97,15 @@ static void test_restarts(void)
 }
 
 /* A stop asked for (tests/fault/graceful_stop.sh): one process by SIGTERM,
- * --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, and rank 1 of
- * two alone by SIGUSR1; each exits 75 with a checkpoint and the command that
- * resumes it, which ends bit for bit as the run never stopped. */
+ * --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, rank 1 of two
+ * alone by SIGUSR1, and by a SIGTERM not from its launcher; each exits 75
+ * with a checkpoint and the command that resumes it, which ends bit for bit
+ * as the run never stopped. */
 static void test_graceful_stop(void)
 {
     if (!ready(1))
         return;
-    static const char *const modes[] = {"single", "nproc", "mpirun", "rank1"};
+    static const char *const modes[] = {"single", "nproc", "mpirun", "rank1", "term1"};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         char cmd[96], *out = NULL;
         snprintf(cmd, sizeof cmd, "tests/fault/graceful_stop.sh %s", modes[i]);

@@ -23,7 +23,8 @@
 #include "testutil.h"
 
 static char tmpdir[64];
-static int kill_twice; /* launch(): send KILL_WITH again 0.2 s later */
+/* launch(): then send SECOND_SIGNAL (0: none) SECOND_GAP_MS later */
+static int second_signal, second_gap_ms;
 
 static double now_s(void)
 {
@@ -100,10 +101,10 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
             nanosleep(&ts, NULL);
         }
         kill(pid, kill_with);
-        if (kill_twice) {
-            struct timespec ts = {0, 200000000};
+        if (second_signal) {
+            struct timespec ts = {0, second_gap_ms * 1000000L};
             nanosleep(&ts, NULL);
-            kill(pid, kill_with);
+            kill(pid, second_signal);
         }
     }
     int rc = test_child_output(pid, fd, out);
@@ -210,7 +211,7 @@ static void test_sigterm_forwarded(void)
     free(out);
 }
 
-static void test_sigint_forwarded(void)
+static void test_ranks_without_stop_handler(void)
 {
     /* Ranks that do not take SIGUSR1 die of it: a failure, said as one. */
     const char *exe = script("wait.sh", "touch $DIR/ready.$RANK\nexec sleep 30\n");
@@ -227,20 +228,28 @@ static void test_sigint_forwarded(void)
 static void test_second_signal(void)
 {
     /* Ranks that ignore the stop asked for (SIGUSR1) and SIGTERM, a grace
-     * period of 10 s: the second SIGTERM to the launcher kills them at once. */
+     * period of 10 s: a second signal to the launcher kills them at once,
+     * 0.2 s after the first, or right behind it (of another kind, which
+     * cannot merge with the first while pending). */
     const char *exe = script("deaf.sh", "trap '' TERM USR1\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
-    clean();
-    char *out;
-    double elapsed;
-    kill_twice = 1;
-    int rc = launch(exe, 2, "/x/prog", 10, &out, &elapsed, SIGTERM);
-    kill_twice = 0;
-    CU_ASSERT(rc == 1);
-    CU_ASSERT(has(out, "prog: killing rank 0 (a second SIGTERM)"));
-    CU_ASSERT(has(out, "prog: killing rank 1 (a second SIGTERM)"));
-    CU_ASSERT(has(out, "prog: error: stopped by SIGTERM"));
-    CU_ASSERT(elapsed < 3);
-    free(out);
+    static const struct {
+        int second, gap_ms;
+        const char *said;
+    } cases[] = {{SIGTERM, 200, "prog: killing rank 0 (a second SIGTERM)"}, {SIGINT, 0, "prog: killing rank 0 (a second "}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clean();
+        char *out;
+        double elapsed;
+        second_signal = cases[i].second;
+        second_gap_ms = cases[i].gap_ms;
+        int rc = launch(exe, 2, "/x/prog", 10, &out, &elapsed, SIGTERM);
+        second_signal = 0;
+        CU_ASSERT(rc == 1);
+        CU_ASSERT(has(out, cases[i].said));
+        CU_ASSERT(has(out, "prog: error: stopped by SIGTERM"));
+        CU_ASSERT(elapsed < 3);
+        free(out);
+    }
 }
 
 static void test_cannot_exec(void)
@@ -304,8 +313,8 @@ void suite_launcher(void)
         {"ranks ignoring SIGTERM are killed after the grace period", test_grace_period},
         {"SIGTERM to the launcher asks every rank to stop (SIGUSR1); ranks exiting 75 make its status",
          test_sigterm_forwarded},
-        {"SIGINT to the launcher: ranks that die of its SIGUSR1 are a failure, said", test_sigint_forwarded},
-        {"a second signal to the launcher kills at once", test_second_signal},
+        {"SIGINT to the launcher: ranks that die of its SIGUSR1 are a failure, said", test_ranks_without_stop_handler},
+        {"a second signal to the launcher kills at once, even right behind the first", test_second_signal},
         {"a program that cannot run; --nproc-per-node 0", test_cannot_exec},
         {"ddp_launch_local runs /proc/self/exe", test_self},
         {"cleanup", test_cleanup},

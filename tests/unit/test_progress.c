@@ -77,20 +77,22 @@ static DdpRankTimes rank_row(double busy_ms, double wait_ms, double steps)
 static void test_straggler_rule(void)
 {
     double median;
+    int slowest;
     /* two ranks: the slower must be 20% over their mean; waiting is not work */
     DdpRankTimes even[] = {rank_row(10, 6, 5), rank_row(16, 0, 5)};
-    CU_ASSERT_EQUAL(ddp_times_straggler(even, 2, &median), 1);
+    CU_ASSERT_EQUAL(ddp_times_straggler(even, 2, &slowest, &median), 1);
     CU_ASSERT_DOUBLE_EQUAL(median, 13, 1e-9);
     DdpRankTimes close[] = {rank_row(10, 5, 5), rank_row(15, 0, 5)};
-    CU_ASSERT_EQUAL(ddp_times_straggler(close, 2, &median), -1); /* 15 is 20% over 12.5, not more */
+    CU_ASSERT_EQUAL(ddp_times_straggler(close, 2, &slowest, &median), -1); /* 15 is 20% over 12.5, not more */
+    CU_ASSERT_EQUAL(slowest, 1);
     /* three: the median, not the mean, so one slow rank does not hide itself */
     DdpRankTimes three[] = {rank_row(10, 3, 4), rank_row(13, 0, 4), rank_row(10, 3, 4)};
-    CU_ASSERT_EQUAL(ddp_times_straggler(three, 3, &median), 1);
+    CU_ASSERT_EQUAL(ddp_times_straggler(three, 3, &slowest, &median), 1);
     CU_ASSERT_DOUBLE_EQUAL(median, 10, 1e-9);
     DdpRankTimes one[] = {rank_row(50, 0, 4)};
-    CU_ASSERT_EQUAL(ddp_times_straggler(one, 1, &median), -1);
+    CU_ASSERT_EQUAL(ddp_times_straggler(one, 1, &slowest, &median), -1);
     DdpRankTimes none[] = {rank_row(0, 0, 0), rank_row(0, 0, 0)};
-    CU_ASSERT_EQUAL(ddp_times_straggler(none, 2, &median), -1);
+    CU_ASSERT_EQUAL(ddp_times_straggler(none, 2, &slowest, &median), -1);
 }
 
 static void test_rank_times_logged(void)
