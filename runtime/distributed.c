@@ -65,7 +65,8 @@ static char prog_name[128]; /* for the handler's line */
 static void forward_to_mpirun(int sig)
 {
     int saved_errno = errno;
-    if (sig != SIGUSR1 && ++interrupts >= 2 && !forced_signal) {
+    /* a SIGINT, SIGTERM or SIGHUP after any stop asked forces, as in launcher.c */
+    if (sig != SIGUSR1 && (++interrupts >= 2 || stop_signal) && !forced_signal) {
         forced_signal = sig;
         if (mpirun_pid > 0)
             kill(mpirun_pid, SIGTERM);
@@ -114,7 +115,7 @@ static int dashes_line(const char *line, size_t len)
  * SIGUSR1, is dropped. A line longer than the buffer passes on as it is. */
 static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST])
 {
-    char buf[4096], line[16384], block[HELD_MOST];
+    char buf[4096], line[16384], block[sizeof line]; /* a block holds any line that fits LINE */
     size_t used = 0, block_used = 0, held_used = 0;
     int in_block = 0, holding = 0, passing = 0;
     *rank = *sig = -1;
@@ -130,7 +131,9 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
                 line[used++] = buf[i];
                 continue;
             }
-            if (buf[i] != '\n') { /* too long to look at: on it goes */
+            if (buf[i] != '\n') { /* too long to look at: on it goes, after what came before it */
+                put_err(block, block_used);
+                block_used = 0;
                 put_err(line, used);
                 used = 0;
                 line[used++] = buf[i];

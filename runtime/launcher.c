@@ -313,7 +313,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
              * as long as that takes; a second (an impatient Ctrl-C), even
              * one that came with the first, kills them. During a failure's
              * grace period the first kills too. */
-            int ask = signals_handled == 0 && !stopping;
+            int ask = signals_handled == 0 && !stopping && seen < 2;
             if (ask) {
                 char name[32];
                 fprintf(stderr, "%s: %s" DDP_SIGNALS_LAUNCHER_ASKS "%s\n", prog,
@@ -321,7 +321,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                         first_signal == SIGUSR1 ? "" : DDP_SIGNALS_SECOND_FORCES);
                 signal_all(children, nproc, SIGUSR1);
             }
-            if (!ask || seen >= 2) {
+            if (!ask) {
                 stopping = 1;
                 kill_at = ddp_now();
                 forced = got_signal;

@@ -138,7 +138,8 @@ static void on_signal(int sig, siginfo_t *info, void *context)
     (void)context;
     /* The launcher is the rank's parent (mpirun, or its daemon on another
      * node; our --nproc-per-node); a SIGTERM from anyone else asks. */
-    if (sig == SIGTERM && sigterm_is_launchers && info && info->si_pid == getppid()) {
+    pid_t parent = getppid(); /* 0 when the parent is outside our PID namespace: unknown */
+    if (sig == SIGTERM && sigterm_is_launchers && info && parent > 1 && info->si_pid == parent) {
         if (stopping)
             _exit(DDP_EXIT_STOPPED);
         say_doing_and_exit(launcher_note, launcher_note_len);

@@ -1084,9 +1084,14 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     t->started = ddp_now();
     t->saved_step = -1;
     ddp_error_clear();
-    /* Until the topology is known: a launched rank is one whose launcher set
-     * its variables (ddp_signals_install again, once they are read). */
-    ddp_signals_install(prog, 0, 1, getenv("DDP_SPAWNED") || getenv("OMPI_COMM_WORLD_SIZE"), 0);
+    /* A rank started by a launcher of ours or mpirun takes a stop asked
+     * during its start-up (the launcher's SIGUSR1 would kill it) until its
+     * topology is read (ddp_signals_install again, then). Any other process
+     * may become a launcher, which installs its own handlers: until then a
+     * signal ends it as it always did. */
+    const char *rank_env = getenv("OMPI_COMM_WORLD_RANK") ? getenv("OMPI_COMM_WORLD_RANK") : getenv("RANK");
+    if (getenv("DDP_SPAWNED") || getenv("OMPI_COMM_WORLD_SIZE"))
+        ddp_signals_install(prog, rank_env ? atoi(rank_env) : 0, 2, 1, 0);
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);
     /* The run's own failure is the one to report, not a later one in clean-up. */

@@ -96,9 +96,11 @@ static void *publish(void *arg)
         /* A reply that came too late leaves a connection out of step: a
          * new one, at the next heartbeat. If rank 0 is gone, none will do,
          * and a reader says so. */
-        if (!w->store && ddp_store_connect(&w->store, &w->topo, STORE_WAIT_S) != DDP_OK)
-            w->store = NULL;
-        if (w->store && ddp_store_set(w->store, key, record, strlen(record)) != DDP_OK) {
+        for (int tries = 0; tries < 2; tries++) { /* a connection a reader broke, then a new one */
+            if (!w->store && ddp_store_connect(&w->store, &w->topo, STORE_WAIT_S) != DDP_OK)
+                w->store = NULL;
+            if (w->store && ddp_store_set(w->store, key, record, strlen(record)) == DDP_OK)
+                break;
             ddp_store_close(w->store);
             w->store = NULL;
         }
@@ -236,6 +238,8 @@ void ddp_whereabouts_others(DdpWhereabouts *w, char *buf, size_t len)
         if (ddp_store_try_get(w->store, key, 0, record, &n, &found) != DDP_OK) {
             add(buf, len, &used, "%s", NO_ANSWER);
             elsewhere = 1;
+            ddp_store_close(w->store); /* out of step now: the publisher opens another */
+            w->store = NULL;
             break;
         }
         record[found ? n : 0] = '\0';
