@@ -7,8 +7,10 @@
 # (stop) or SIGKILL (kill).
 # stop: every other rank's collective times out (--timeout 4), and each must
 #   say "rank VICTIM was last seen N s ago in PLACE (step S), and has been
-#   silent since", N at least 3 s, and name no rank but VICTIM; when VICTIM
-#   is 0, which serves the store, each must say that rank 0 does not answer.
+#   silent since" (or, when mpirun's SIGCONT woke the victim to end it
+#   before this rank read, "rank VICTIM is in PLACE (step S), for N s now"),
+#   N at least 3 s, and name no rank but VICTIM; when VICTIM is 0, which
+#   serves the store, each must say that rank 0 does not answer.
 # kill: the launcher (ours, or mpirun) ends the run at once, naming VICTIM.
 # Prints the run's output and a verdict line; exits 1 if the verdict fails.
 set -euo pipefail
@@ -67,7 +69,10 @@ else
             echo "$line" | grep -q "the store that rank 0 serves, which holds where the ranks were, did not answer" || ok=0
             continue
         fi
-        age=$(echo "$line" | sed -n "s/.*: rank $victim was last seen \([0-9.]*\) s ago in [a-z -]* (step [0-9]*), and has been silent since.*/\1/p")
+        # silent since; or, read after mpirun's SIGCONT (its way of ending a
+        # job) woke the victim, elsewhere for as long
+        age=$(echo "$line" | sed -n -e "s/.*: rank $victim was last seen \([0-9.]*\) s ago in [a-z -]* (step [0-9]*), and has been silent since.*/\1/p" \
+            -e "s/.*: rank $victim is in [a-z -]* (step [0-9]*), for \([0-9.]*\) s now.*/\1/p")
         [ -n "$age" ] && [ "${age%.*}" -ge 3 ] || ok=0
         # no rank but the victim is named
         [ -z "$(echo "$line" | grep -Eo "rank [0-9]+ (was|is) " | grep -v "rank $victim ")" ] || ok=0
