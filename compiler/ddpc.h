@@ -376,6 +376,50 @@ void plan_net(Arena *a, const Net *net, Plan *p);
 void plan_place(Plan *p);
 
 //
+// scaling.c: scaling on paper (--emit plan --world N --link GBPS)
+//
+
+typedef struct {
+    double gbit_per_s;      /* each rank's link, each way */
+    double hop_latency_s;   /* one step of the ring */
+} ScalingLink;
+
+typedef struct {
+    const int64_t *worlds;  /* the rank counts to predict, each at least 1 */
+    int n_worlds;
+    ScalingLink link;
+    double tflops;          /* what one rank achieves in training, not its peak */
+    int bytes_per_gradient; /* on the wire: a float (cuda), two doubles (cpu: exact_sum.h) */
+    double flops_per_exact_part; /* cpu: what adding one part to an order-free sum costs */
+    const char *target;
+} ScalingModel;
+
+/* One bucket's all-reduce in a predicted step, in seconds from the start of backward. */
+typedef struct {
+    double bytes, ready_s, start_s, allreduce_s, done_s;
+} ScalingBucket;
+
+/* A step predicted at WORLD ranks (seconds). */
+typedef struct {
+    int64_t world, batch;   /* batch: a rank's */
+    double forward_s, backward_s;
+    double allreduce_s;     /* all buckets' all-reduces, overlapped or not */
+    double exposed_s;       /* what of them runs past the end of backward */
+    double step_s, samples_per_s; /* samples/s: all ranks together */
+    ScalingBucket *buckets; /* per bucket of the plan, in launch order */
+} ScalingStep;
+
+/* One ring all-reduce of BYTES over WORLD ranks: 2(WORLD-1) hops' latency and
+ * 2(WORLD-1)/WORLD of the bytes at the link's rate; 0 for one rank. */
+double scaling_ring_allreduce_s(const ScalingLink *link, int64_t world, double bytes);
+/* The step at WORLD ranks into *P; false when a global batch does not divide. */
+bool scaling_predict(Arena *a, const Net *net, const Plan *plan, const ScalingModel *m, int64_t world,
+                     ScalingStep *p);
+/* Prints, after the bucket plan, each world's bucket timeline and the table
+ * of step time, exposed all-reduce and scaling efficiency (see scaling.c). */
+void scaling_print(Arena *a, FILE *out, const Net *net, const Plan *plan, const ScalingModel *m);
+
+//
 // emit_cu.c: the generated program's source, one file for CUDA and CPU
 //
 

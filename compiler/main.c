@@ -2,7 +2,8 @@
  * main.c: the ddpc command line.
  *
  *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]
- *                 [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]
+ *                 [--emit cu|torch|plan [--world N,... --link GBPS [--tflops T] [--hop-us US]]]
+ *                 [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]
  *
  * Reads the file, runs the front end (parse, sema) and then what the flags
  * ask for. Every user mistake, in the flags, in the file or in an output
@@ -16,7 +17,19 @@
 #include <string.h>
 #include <unistd.h>  // unlink
 
-enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024 };
+enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024, MAX_WORLDS = 16, MAX_WORLD = 1 << 20 };
+
+/* Scaling on paper's assumptions where the command line gives none, per
+ * target: what one rank achieves in training (an H100-class GPU at half its
+ * dense TF32 rate; two AVX2 cores at about half their float peak), and one
+ * ring hop's latency (NCCL across a network; MPI through shared memory). */
+static const struct {
+    const char *target;
+    double tflops, hop_us;
+    double flops_per_exact_part; /* the CPU's order-free gradient sums: about 4
+                                  * FLOPs' time a part (examples/mlp.net's
+                                  * backward, mostly such sums, on 2 Zen 3 cores) */
+} scaling_defaults[] = {{"cuda", 30, 5, 0}, {"cpu", 0.05, 1, 4}};
 
 typedef struct {
     const char *file;
@@ -25,12 +38,14 @@ typedef struct {
     const char *arch;
     const char *emit;
     const char *rebuild;
+    const char *world, *link, *tflops, *hop_us; /* scaling on paper */
     bool check, summary, verbose;
 } Options;
 
 static const char usage[] =
     "usage: ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]\n"
-    "                     [--emit cu|torch|plan] [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]\n"
+    "                     [--emit cu|torch|plan [--world N,... --link GBPS [--tflops T] [--hop-us US]]]\n"
+    "                     [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]\n"
     "\n"
     "Compiles a .net model description into a data-parallel training program.\n"
     "\n"
@@ -42,6 +57,14 @@ static const char usage[] =
     "  --summary         print the layer table: shapes, parameters, MFLOPs\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
     "                    or the gradient bucket plan (plan)\n"
+    "  --world N,...     with --emit plan: predict the step at N ranks (scaling on\n"
+    "                    paper): each bucket's ring all-reduce, the exposed\n"
+    "                    communication, the scaling efficiency\n"
+    "  --link GBPS       with --world: each rank's link, in Gb/s\n"
+    "  --tflops T        with --world: what one rank achieves, in TFLOP/s\n"
+    "                    (default: 30 for cuda, 0.05 for cpu)\n"
+    "  --hop-us US       with --world: a ring hop's latency (default: 5 for cuda,\n"
+    "                    1 for cpu)\n"
     "  --rebuild F.cu    rebuild the program F from its (hand-edited) source F.cu,\n"
     "                    with the build line recorded in it\n"
     "  --verbose         say what is being run\n"
@@ -110,13 +133,17 @@ static void print_version(void)
 static int parse_options(int argc, char **argv, Options *o)
 {
     static const char *const known[] = {"-o", "--target", "--arch", "--check", "--summary", "--emit",
-                                        "--rebuild", "--verbose", "--version", "--doctor", "--help"};
+                                        "--rebuild", "--verbose", "--version", "--doctor", "--help",
+                                        "--world",   "--link",    "--tflops",  "--hop-us"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int rc = 0;
         if (flag_value(argc, argv, &i, "-o", &o->out, &rc) || flag_value(argc, argv, &i, "--target", &o->target, &rc) ||
             flag_value(argc, argv, &i, "--arch", &o->arch, &rc) || flag_value(argc, argv, &i, "--emit", &o->emit, &rc) ||
-            flag_value(argc, argv, &i, "--rebuild", &o->rebuild, &rc)) {
+            flag_value(argc, argv, &i, "--rebuild", &o->rebuild, &rc) ||
+            flag_value(argc, argv, &i, "--world", &o->world, &rc) || flag_value(argc, argv, &i, "--link", &o->link, &rc) ||
+            flag_value(argc, argv, &i, "--tflops", &o->tflops, &rc) ||
+            flag_value(argc, argv, &i, "--hop-us", &o->hop_us, &rc)) {
             if (rc)
                 return rc;
         } else if (strcmp(arg, "--check") == 0)
@@ -155,7 +182,64 @@ static int parse_options(int argc, char **argv, Options *o)
         return usage_error("--arch must look like sm_90, not '%s'", o->arch);
     if (!o->file && !o->rebuild)
         return usage_error("%s", "no input file");
+    bool scaling_flag = o->link || o->tflops || o->hop_us;
+    if ((o->world || scaling_flag) && !(o->emit && strcmp(o->emit, "plan") == 0))
+        return usage_error("%s", "--world, --link, --tflops and --hop-us go with --emit plan");
+    if (scaling_flag && !o->world)
+        return usage_error("%s", "--link, --tflops and --hop-us go with --world");
+    if (o->world && !o->link)
+        return usage_error("%s", "--world needs --link GBPS (each rank's link, in Gb/s)");
     return 0;
+}
+
+/* A positive finite number for FLAG, at most MAX. */
+static bool positive_number(const char *flag, const char *text, double max, double *value)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !(v > 0) || v > max) {
+        usage_error("%s must be a number above 0 and at most %.6g, not '%s'", flag, max, text);
+        return false;
+    }
+    *value = v;
+    return true;
+}
+
+/* --world N,... --link GBPS [--tflops T] [--hop-us US] into M; false (reported) if bad. */
+static bool scaling_options(Arena *a, const Options *o, const char *target, ScalingModel *m)
+{
+    int64_t *worlds = arena_alloc(a, sizeof *worlds * MAX_WORLDS);
+    int n = 0;
+    for (const char *p = o->world;; p++) {
+        char *end;
+        errno = 0;
+        long long w = strtoll(p, &end, 10);
+        if (end == p || (*end && *end != ',') || errno || w < 1 || w > MAX_WORLD || n == MAX_WORLDS) {
+            usage_error("--world takes up to %d rank counts from 1 to %d, separated by commas, not '%s'", MAX_WORLDS,
+                        MAX_WORLD, o->world);
+            return false;
+        }
+        worlds[n++] = w;
+        p = end;
+        if (!*p)
+            break;
+    }
+    *m = (ScalingModel){.worlds = worlds, .n_worlds = n, .target = target};
+    m->bytes_per_gradient = strcmp(target, "cuda") == 0 ? (int)sizeof(float) : 2 * (int)sizeof(double);
+    for (size_t i = 0; i < sizeof scaling_defaults / sizeof *scaling_defaults; i++)
+        if (strcmp(scaling_defaults[i].target, target) == 0) {
+            m->tflops = scaling_defaults[i].tflops;
+            m->link.hop_latency_s = scaling_defaults[i].hop_us * 1e-6;
+            m->flops_per_exact_part = scaling_defaults[i].flops_per_exact_part;
+        }
+    double hop_us = m->link.hop_latency_s * 1e6;
+    if (!positive_number("--link", o->link, 1e6, &m->link.gbit_per_s) ||
+        (o->tflops && !positive_number("--tflops", o->tflops, 1e6, &m->tflops)) ||
+        (o->hop_us && !positive_number("--hop-us", o->hop_us, 1e6, &hop_us)))
+        return false;
+    m->link.hop_latency_s = hop_us * 1e-6;
+    return true;
 }
 
 static void print_plan(FILE *out, const Net *net, const Plan *plan)
@@ -188,10 +272,16 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
         if (!o->out)
             return 0;
     }
+    ScalingModel scaling;
+    if (o->world && !scaling_options(a, o, target, &scaling))
+        return EXIT_USAGE;
     Plan plan;
     plan_net(a, net, &plan);
-    if (o->emit && strcmp(o->emit, "plan") == 0)
+    if (o->emit && strcmp(o->emit, "plan") == 0) {
         print_plan(stdout, net, &plan);
+        if (o->world)
+            scaling_print(a, stdout, net, &plan, &scaling);
+    }
     else if (o->emit && strcmp(o->emit, "cu") == 0) {
         /* a copy on stdout: --rebuild builds it beside wherever it is saved */
         const char *out = prog ? prog : net->name;

@@ -17,7 +17,7 @@ README's indented code blocks are of three kinds:
     too, so the table cannot go stale.
   - anything else (.net files, tables, output shown alone): not run.
 
-The scratch directory holds `build` and `examples`, linked to the source tree,
+The scratch directory holds `build`, `examples` and `bench`, linked to the source tree,
 `ddpc` is on PATH (build/ddpc) and HOME is the scratch directory, so README's
 commands run as written; `make` runs in the source tree.
 `OUT`, README's name for any program, is the mnist_train built earlier.
@@ -59,7 +59,7 @@ RULES = [
     (r"torchrun .*--nproc-per-node 8 .*", "skip: 8 GPUs (a CPU build's ranks are started by mpirun)"),
     (r"\./OUT --init-method tcp://10\.0\.0\.1:29500 .*", "skip: several machines"),
     (r"ddpc --rebuild OUT\.cu", "run"),
-    (r"ddpc FILE\.net .*|\[--emit .*", "skip: the synopsis, not a command"),
+    (r"ddpc FILE\.net .*|\[--(emit|rebuild) .*", "skip: the synopsis, not a command"),
     (r"make", "run"),
     (r"make test", "skip: the suite that runs this check"),
     (r"bash \.ci/run", "skip: CI itself, which runs make test"),
@@ -202,7 +202,7 @@ class Runner:
         bindir = os.path.join(workdir, ".bin")
         os.mkdir(bindir)
         os.symlink(os.path.join(REPO, "build", "ddpc"), os.path.join(bindir, "ddpc"))
-        for name in ("build", "examples"):
+        for name in ("build", "examples", "bench"):
             os.symlink(os.path.join(REPO, name), os.path.join(workdir, name))
         # HOME is the scratch directory, so `make install PREFIX=$HOME/.local` installs there.
         self.env = dict(os.environ, HOME=workdir, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ddpc.h"
+#include "planned_net.h"  // PlannedNet: a source through the front end and planner
 
 /* The definition, by brute force: O(n^3), for small n. OFFSET gets each
  * storage's place; *PER_SAMPLE and *FIXED the two regions' sizes. */
@@ -123,39 +124,6 @@ static void test_random_lifetimes(void)
     }
 }
 
-typedef struct {
-    Arena arena;
-    Diag diag;
-    Ast ast;
-    Net net;
-    Plan plan;
-    char *messages;
-    size_t messages_len;
-} Planned;
-
-static bool plan_source(Planned *c, const char *src)
-{
-    memset(c, 0, sizeof *c);
-    FILE *out = open_memstream(&c->messages, &c->messages_len);
-    diag_init(&c->diag, "t.net", src, strlen(src), out);
-    parse_net(&c->arena, &c->diag, src, strlen(src), &c->ast);
-    bool ok = sema_net(&c->arena, &c->diag, &c->ast, "t.net", &c->net);
-    diag_flush(&c->diag);
-    fclose(out);
-    if (ok)
-        plan_net(&c->arena, &c->net, &c->plan);
-    else
-        fprintf(stderr, "\n%s", c->messages);
-    return ok;
-}
-
-static void release(Planned *c)
-{
-    diag_free(&c->diag);
-    arena_free(&c->arena);
-    free(c->messages);
-}
-
 /* A net of GROUPS blocks mixing every kind of buffer the planner places:
  * activations, gradients (some aliased), maxpool argmaxes, batchnorm's fixed
  * scratch, residual sums. */
@@ -179,13 +147,13 @@ static char *mixed_net(int groups)
 static void test_real_net_matches_reference(void)
 {
     char *src = mixed_net(40);
-    Planned c;
-    if (plan_source(&c, src)) {
+    PlannedNet c;
+    if (planned_net(&c, src)) {
         CU_ASSERT(c.plan.n_storages > 200);
         check_against_reference(&c.plan);
     } else
         CU_FAIL("the mixed net does not compile");
-    release(&c);
+    planned_net_release(&c);
     free(src);
 }
 
@@ -195,10 +163,10 @@ static void test_real_net_matches_reference(void)
  * fixed buffers. The bound leaves room for the treap's depth. */
 static void check_work_bound(const char *what, const char *src)
 {
-    Planned c;
-    if (!plan_source(&c, src)) {
+    PlannedNet c;
+    if (!planned_net(&c, src)) {
         CU_FAIL("the long net does not compile");
-        release(&c);
+        planned_net_release(&c);
         return;
     }
     double n = c.plan.n_storages, bound = 8 * n * log2(n);
@@ -207,7 +175,7 @@ static void check_work_bound(const char *what, const char *src)
                 (long long)c.plan.place_work, bound);
     CU_ASSERT(c.plan.n_storages >= 40000);
     CU_ASSERT((double)c.plan.place_work <= bound);
-    release(&c);
+    planned_net_release(&c);
 }
 
 static void test_long_nets_plan_in_n_log_n(void)
