@@ -30,7 +30,6 @@
  */
 #include "ddpc.h"
 
-
 enum { MS_PER_S = 1000 };
 
 /* The backward FLOPs of node N, per sample, with the cost of its order-free

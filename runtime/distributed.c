@@ -225,9 +225,9 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     }
     /* A store for the ranks' whereabouts (whereabouts.h): on this host, on
      * a port free now (one a user set is theirs to keep). */
-    char port[16];
-    int free_port = ddp_launch_free_port();
-    if (!getenv("MASTER_ADDR") && !getenv("MASTER_PORT") && free_port > 0) {
+    int free_port = !getenv("MASTER_ADDR") && !getenv("MASTER_PORT") ? ddp_launch_free_port() : -1;
+    if (free_port > 0) {
+        char port[16];
         snprintf(port, sizeof port, "%d", free_port);
         setenv("MASTER_ADDR", "127.0.0.1", 1);
         setenv("MASTER_PORT", port, 1);

@@ -19,11 +19,7 @@
 # Prints a verdict line per check; exits 1 if any failed.
 set -euo pipefail
 mode=$1
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
-d=$(mktemp -d)
-trap 'pkill -KILL -f "$d/prog" 2> /dev/null || true; rm -rf "$d"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 2048 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
 mpirun=(mpirun -np 2 --oversubscribe --bind-to none)

@@ -15,18 +15,7 @@
 # Prints the run's output and a verdict line; exits 1 if the verdict fails.
 set -euo pipefail
 what=$1 launch=$2 ranks=$3 victim=$4
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
-d=$(mktemp -d)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null
-    pkill -CONT -f "$d/prog" 2> /dev/null || true
-    pkill -KILL -f "$d/prog" 2> /dev/null || true
-    rm -rf "$d"
-}
-trap cleanup EXIT
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 4096 64
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
 flags=(--data "$d/data" --batch-size 16 --epochs 100 --timeout 4)

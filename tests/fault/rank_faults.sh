@@ -8,18 +8,8 @@
 # Prints the run's output, the seconds it took, and a verdict line.
 set -euo pipefail
 fault=$1
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
 timeout_s=8
-d=$(mktemp -d)
-mpirun_pid=
-cleanup() {
-    [ -n "$mpirun_pid" ] && kill -KILL "$mpirun_pid" 2>/dev/null
-    pkill -KILL -f "$d/prog" 2>/dev/null || true
-    rm -rf "$d"
-}
-trap cleanup EXIT
 # The survivor is to be stopped while training, not evaluating: an epoch
 # (32,768 samples, several seconds) outlasts the wait before the fault.
 "$python" "$here/small_data.py" "$d/data" 32768 128
@@ -27,7 +17,7 @@ trap cleanup EXIT
 start=$(date +%s.%N)
 OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$d/prog" --data "$d/data" --batch-size 16 \
     --epochs 1000 --timeout "$timeout_s" > "$d/out.txt" 2>&1 &
-mpirun_pid=$!
+pid=$!
 # rank 1: the child of mpirun whose environment says so, once training runs
 victim=
 for _ in $(seq 200); do
@@ -44,8 +34,8 @@ stop) kill -STOP "$victim" ;;
 esac
 faulted=$(date +%s.%N)
 status=0
-wait "$mpirun_pid" || status=$?
-mpirun_pid=
+wait "$pid" || status=$?
+pid=
 took=$(awk -v a="$(date +%s.%N)" -v b="$faulted" 'BEGIN { printf "%.1f", a - b }')
 cat "$d/out.txt"
 echo "rank_faults: $fault: exit status $status after ${took} s (timeout ${timeout_s} s)"

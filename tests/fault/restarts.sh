@@ -12,11 +12,7 @@
 # input (status 2) must not be restarted.
 set -euo pipefail
 net=$1 steps=$2
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
-d=$(mktemp -d)
-trap 'pkill -9 -f "$d/prog" 2> /dev/null || true; rm -rf "$d"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 1024 128
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --data "$d/data" --max-steps 0 --seed 5 --export "$d/w0.safetensors" --quiet

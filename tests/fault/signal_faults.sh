@@ -17,17 +17,7 @@
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/rank_pid.sh"  # rank_pid: the pid of an mpirun rank
-d=$(mktemp -d)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-    pkill -KILL -f "$d/prog" 2>/dev/null || true
-    rm -rf "$d"
-}
-trap cleanup EXIT
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
 # A single rank is to be stopped while training, not evaluating: its epoch
 # (32,768 samples, several seconds on one thread) outlasts the wait before
 # the signal. The launcher's cases say nothing of the phase.

@@ -1,0 +1,32 @@
+# Sourced by the fault scripts, after `set -euo pipefail`, as
+#   . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"
+# It sets ddpc and python (DDPC and PYTHON, else build/ddpc and Debian's
+# python3), here (the scripts' directory) and d, a fresh directory where
+# the script builds its program as $d/prog. On exit it kills what the script
+# left running: the process whose pid the script put in pid (mpirun, or a
+# launcher, started in the background), then every process of $d/prog
+# (woken first, should the script have stopped one), and removes $d.
+ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+d=$(mktemp -d)
+pid=
+fault_cleanup() {
+    [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null
+    pkill -CONT -f "$d/prog" 2> /dev/null || true
+    pkill -KILL -f "$d/prog" 2> /dev/null || true
+    rm -rf "$d"
+}
+trap fault_cleanup EXIT
+
+# rank_pid PROG RANK prints the pid of the process running PROG that mpirun
+# made rank RANK (its environment says OMPI_COMM_WORLD_RANK=RANK), or
+# nothing while there is none.
+rank_pid() {
+    local p
+    for p in $(pgrep -f "$1" || true); do
+        if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+            echo "$p"
+            return
+        fi
+    done
+}
