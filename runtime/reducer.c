@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MESSAGE_LEN = 1024 };
+enum { MESSAGE_LEN = 1024, PLACE_LEN = 64 };
 
 struct DdpReducer {
     DdpProcessGroup *pg;
@@ -45,6 +45,10 @@ struct DdpReducer {
     int launched;           /* buckets launched this step: always a prefix, in order */
     int overlap, skip;
     double exposed;
+    DdpWhereabouts *whereabouts; /* where places are noted (NULL: nowhere), */
+    const int64_t *step;         /* at this step; */
+    char (*param_place)[PLACE_LEN];  /* per net parameter: "backward, past conv2" */
+    char (*bucket_place)[PLACE_LEN]; /* per bucket: "the all-reduce of bucket 3" */
     DdpStatus failure;      /* the first failure of the step, */
     char message[MESSAGE_LEN]; /* and its message */
 };
@@ -168,7 +172,31 @@ void ddp_reducer_destroy(DdpReducer *r)
     free(r->pending);
     free(r->seen);
     free(r->works);
+    free(r->param_place);
+    free(r->bucket_place);
     free(r);
+}
+
+DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w, const int64_t *step)
+{
+    if (!w)
+        return DDP_OK;
+    int n = r->net->n_params;
+    r->param_place = calloc((size_t)n + 1, sizeof *r->param_place);
+    r->bucket_place = calloc((size_t)r->n_buckets + 1, sizeof *r->bucket_place);
+    if (!r->param_place || !r->bucket_place)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        /* the layer: the parameter's name less its last part (conv2.weight) */
+        const char *name = r->net->params[i].name, *dot = strrchr(name, '.');
+        int layer = dot ? (int)(dot - name) : (int)strlen(name);
+        snprintf(r->param_place[i], PLACE_LEN, "backward, past %.*s", layer, name);
+    }
+    for (int b = 0; b < r->n_buckets; b++)
+        snprintf(r->bucket_place[b], PLACE_LEN, "the all-reduce of bucket %d", b);
+    r->whereabouts = w;
+    r->step = step;
+    return DDP_OK;
 }
 
 /* Launches, in bucket order, every bucket from the next one on whose
@@ -208,6 +236,8 @@ void ddp_reducer_grad_ready(DdpCtx *ctx, int param)
         return;
     }
     r->seen[param] = 1;
+    if (r->whereabouts)
+        ddp_whereabouts_note(r->whereabouts, *r->step, r->param_place[param]);
     int b = r->bucket_of[param];
     if (--r->pending[b] == 0 && b == r->launched && r->overlap && !r->skip)
         launch_ready(r);
@@ -225,6 +255,8 @@ DdpStatus ddp_reducer_finish(DdpReducer *r)
         launch_ready(r);
     /* Every launched bucket is waited for, even after a failure: its buffer is in use until then. */
     for (int b = 0; b < r->launched; b++) {
+        if (r->whereabouts)
+            ddp_whereabouts_note(r->whereabouts, *r->step, r->bucket_place[b]);
         DdpStatus st = ddp_pg_wait(r->pg, r->works[b]);
         r->works[b] = NULL;
         if (st != DDP_OK)

@@ -28,6 +28,7 @@
 #include "model.h"    // DdpNet, DdpCtx
 #include "pg.h"       // DdpProcessGroup
 #include "status.h"   // DdpStatus
+#include "whereabouts.h" // DdpWhereabouts: the places it notes
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +67,13 @@ void ddp_reducer_skip(DdpReducer *r);
  * error: parameter conv1.weight got no gradient this step"). Ready for the
  * next step afterwards, also after a failure of the checks. */
 DdpStatus ddp_reducer_finish(DdpReducer *r);
+
+/* From now on, notes this rank's place in W (whereabouts.h) at step *STEP
+ * as it goes: "backward, past conv2" as each layer's gradients are
+ * announced, "the all-reduce of bucket 3" while it waits for a bucket, so
+ * that a hang names the layer or the bucket, not just the phase. NULL W
+ * notes nothing. Fails only for want of memory. */
+DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w, const int64_t *step);
 
 /* OVERLAP 0: launch every bucket only in ddp_reducer_finish, after the whole
  * backward pass (the benchmark's "without overlap"); 1 (the default): as

@@ -8,10 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "reducer.h"  // ddp_reducer_*
+#include "launcher.h"     // ddp_launch_free_port
+#include "reducer.h"      // ddp_reducer_*
+#include "rendezvous.h"   // the store the places go through
 #include "testutil.h"
+#include "whereabouts.h"  // ddp_whereabouts_*
 
 /* mnist.net's parameters as ddpc lays them out: trainable ones last layer first */
 static DdpParamInfo params[] = {
@@ -226,6 +231,92 @@ static void expect_pass(int np, int valgrind)
     free(out);
 }
 
+/* ---- the places it notes (whereabouts.h) ------------------------------------------- */
+
+static DdpTopology two_ranks(int rank, int port)
+{
+    DdpTopology t = {.rank = rank, .world_size = 2, .local_rank = rank, .local_world_size = 2,
+                     .master_port = port, .launch = DDP_LAUNCH_FLAGS};
+    snprintf(t.master_addr, sizeof t.master_addr, "127.0.0.1");
+    return t;
+}
+
+/* Rank 1 of a store's two: a reducer noting its places at step 7, first
+ * past linear2 (one gradient announced), then waiting for its last bucket;
+ * the barriers let rank 0 read each. 0 if every call went well. */
+static int rank1_notes_places(DdpStore *s, DdpWhereabouts *w)
+{
+    DdpProcessGroup *pg = NULL;
+    DdpTopology alone = {.rank = 0, .world_size = 1, .local_world_size = 1};
+    static DdpGrad grads[N_FLOATS];
+    DdpNet net = mnist_net();
+    DdpReducer *r = NULL;
+    int64_t step = 7;
+    if (ddp_pg_create(&pg, DDP_PG_NONE, &alone, NULL, NULL, 600) != DDP_OK ||
+        ddp_reducer_create(&r, pg, &net, grads, 0) != DDP_OK || ddp_reducer_note_places(r, w, &step) != DDP_OK)
+        return 1;
+    DdpCtx ctx = {.grad_ready = ddp_reducer_grad_ready, .reducer = r};
+    ctx.grad_ready(&ctx, backward[0]);
+    int bad = ddp_store_barrier(s, "noted") != DDP_OK || ddp_store_barrier(s, "read") != DDP_OK;
+    for (int k = 1; k < 8; k++)
+        ctx.grad_ready(&ctx, backward[k]);
+    bad |= ddp_reducer_finish(r) != DDP_OK;
+    bad |= ddp_store_barrier(s, "noted again") != DDP_OK || ddp_store_barrier(s, "read again") != DDP_OK;
+    ddp_reducer_destroy(r);
+    ddp_pg_destroy(pg);
+    return bad;
+}
+
+/* What rank 0 says of the others, once rank 1's place has had time to go out
+ * (its publisher writes ten times a second at most). */
+static void others_after_a_while(DdpWhereabouts *w, char *buf, size_t len)
+{
+    struct timespec ts = {0, 400 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    ddp_whereabouts_others(w, buf, len);
+}
+
+static void test_places_noted(void)
+{
+    int port = ddp_launch_free_port();
+    CU_ASSERT_FATAL(port > 0);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        DdpTopology t = two_ranks(1, port);
+        DdpStore *s = NULL;
+        DdpWhereabouts *w = NULL;
+        int bad = ddp_store_open(&s, &t, 10) != DDP_OK || ddp_whereabouts_open(&w, &t) != DDP_OK ||
+                  rank1_notes_places(s, w);
+        ddp_whereabouts_close(w);
+        ddp_store_close(s);
+        _exit(bad);
+    }
+    DdpTopology t = two_ranks(0, port);
+    DdpStore *s = NULL;
+    DdpWhereabouts *w = NULL;
+    char said[1024] = "", said_again[1024] = "";
+    if (ddp_store_open(&s, &t, 10) == DDP_OK && ddp_whereabouts_open(&w, &t) == DDP_OK &&
+        ddp_store_barrier(s, "noted") == DDP_OK) {
+        others_after_a_while(w, said, sizeof said);
+        if (ddp_store_barrier(s, "read") == DDP_OK && ddp_store_barrier(s, "noted again") == DDP_OK)
+            others_after_a_while(w, said_again, sizeof said_again);
+        ddp_store_barrier(s, "read again");
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const char *want = "rank 1 is in backward, past linear2 (step 7)";
+    const char *want_again = "rank 1 is in the all-reduce of bucket 7 (step 7)";
+    if (!strstr(said, want) || !strstr(said_again, want_again))
+        fprintf(stderr, "\n  rank 0 said \"%s\", then \"%s\"; wanted \"%s\", then \"%s\"", said, said_again, want,
+                want_again);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(said_again, want_again));
+    ddp_whereabouts_close(w);
+    ddp_store_close(s);
+}
+
 static void test_mpi_reducer(void)
 {
     expect_pass(2, 0);
@@ -240,6 +331,8 @@ void suite_reducer(void)
         {"buckets from the net's caps, --bucket-cap-mb, or DDP's defaults", test_plan_from_net},
         {"a gradient layout the buckets cannot use is refused", test_layout_checked},
         {"steps in any order, no_sync, and the checks of each step", test_steps_and_checks},
+        {"its places, as another rank reads them: the layer past which backward is, the bucket it waits for",
+         test_places_noted},
         {"MPI, 2 and 3 ranks: buckets in order, exact sums, overlap", test_mpi_reducer},
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_reducer_valgrind},
         {NULL, NULL},
