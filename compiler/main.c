@@ -20,16 +20,18 @@
 enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024, MAX_WORLDS = 16, MAX_WORLD = 1 << 20 };
 
 /* Scaling on paper's assumptions where the command line gives none, per
- * target: what one rank achieves in training (an H100-class GPU at about
- * half its dense TF32 rate; a rank of two AVX2 cores, whose forward of
- * examples/resnet.net measured 0.06 TFLOP/s on an AMD EPYC), and one ring
- * hop's latency (NCCL across a network; MPI through shared memory). */
+ * target: what one rank achieves in training (a GPU of the H100's class at
+ * about half its plain float32 rate, which kernels that are not all large
+ * GEMMs rarely pass; a rank of two AVX2 cores, the order of what
+ * tests/distributed/scaling_on_paper.sh measures a CPU's forward achieving),
+ * and one ring hop's latency (NCCL across a network; MPI through shared
+ * memory). */
 static const struct {
     const char *target;
     double tflops, hop_us;
-    double flops_per_exact_part; /* the CPU's order-free gradient sums: about 4
-                                  * FLOPs' time a part (examples/mlp.net's
-                                  * backward, mostly such sums, on 2 Zen 3 cores) */
+    double flops_per_exact_part; /* the CPU's order-free gradient sums: a part
+                                  * costs 2 to 6 operations (README, "the
+                                  * price"), about 4 FLOPs' time on the whole */
 } scaling_defaults[] = {{"cuda", 30, 5, 0}, {"cpu", 0.05, 1, 4}};
 
 typedef struct {
@@ -273,7 +275,7 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
         if (!o->out)
             return 0;
     }
-    ScalingModel scaling;
+    ScalingModel scaling = {0};
     if (o->world && !scaling_options(a, o, target, &scaling))
         return EXIT_USAGE;
     Plan plan;

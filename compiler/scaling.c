@@ -126,7 +126,8 @@ void scaling_print(Arena *a, FILE *out, const Net *net, const Plan *plan, const 
     fprintf(out, "\nscaling on paper: a ring all-reduce over %.6g Gb/s links (--link), %.6g us a hop (--hop-us); "
                  "%.6g TFLOP/s a rank (--tflops); gradients of %d bytes on the wire (--target %s)\n",
             m->link.gbit_per_s, m->link.hop_latency_s * 1e6, m->tflops, m->bytes_per_gradient, m->target);
-    fprintf(out, "not counted: the optimizer, the data loader, and the all-reduce's share of the compute\n");
+    fprintf(out, "not counted: the optimizer, the data loader, the all-reduce's share of the compute, and NCCL's "
+                 "trees for small messages; every hop at --link's speed, also inside a node\n");
     ScalingStep one, *at = arena_alloc(a, sizeof *at * (size_t)(m->n_worlds + 1));
     scaling_predict(a, net, plan, m, 1, &one); /* one rank takes any batch */
     bool *divides = arena_alloc(a, sizeof *divides * (size_t)(m->n_worlds + 1));

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MESSAGE_LEN = 1024, PLACE_LEN = 64 };
+enum { MESSAGE_LEN = 1024 };
 
 struct DdpReducer {
     DdpProcessGroup *pg;
@@ -45,10 +45,9 @@ struct DdpReducer {
     int launched;           /* buckets launched this step: always a prefix, in order */
     int overlap, skip;
     double exposed;
-    DdpWhereabouts *whereabouts; /* where places are noted (NULL: nowhere), */
-    const int64_t *step;         /* at this step; */
-    char (*param_place)[PLACE_LEN];  /* per net parameter: "backward, past conv2" */
-    char (*bucket_place)[PLACE_LEN]; /* per bucket: "the all-reduce of bucket 3" */
+    DdpWhereabouts *whereabouts; /* where places are detailed (NULL: nowhere) */
+    char (*param_place)[DDP_PLACE_LEN];  /* per net parameter: "past conv2" */
+    char (*bucket_place)[DDP_PLACE_LEN]; /* per bucket: "bucket 3" */
     DdpStatus failure;      /* the first failure of the step, */
     char message[MESSAGE_LEN]; /* and its message */
 };
@@ -177,7 +176,7 @@ void ddp_reducer_destroy(DdpReducer *r)
     free(r);
 }
 
-DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w, const int64_t *step)
+DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w)
 {
     if (!w)
         return DDP_OK;
@@ -190,12 +189,11 @@ DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w, const int64_
         /* the layer: the parameter's name less its last part (conv2.weight) */
         const char *name = r->net->params[i].name, *dot = strrchr(name, '.');
         int layer = dot ? (int)(dot - name) : (int)strlen(name);
-        snprintf(r->param_place[i], PLACE_LEN, "backward, past %.*s", layer, name);
+        snprintf(r->param_place[i], DDP_PLACE_LEN, "past %.*s", layer, name);
     }
     for (int b = 0; b < r->n_buckets; b++)
-        snprintf(r->bucket_place[b], PLACE_LEN, "the all-reduce of bucket %d", b);
+        snprintf(r->bucket_place[b], DDP_PLACE_LEN, "bucket %d", b);
     r->whereabouts = w;
-    r->step = step;
     return DDP_OK;
 }
 
@@ -237,7 +235,7 @@ void ddp_reducer_grad_ready(DdpCtx *ctx, int param)
     }
     r->seen[param] = 1;
     if (r->whereabouts)
-        ddp_whereabouts_note(r->whereabouts, *r->step, r->param_place[param]);
+        ddp_whereabouts_detail(r->whereabouts, r->param_place[param]);
     int b = r->bucket_of[param];
     if (--r->pending[b] == 0 && b == r->launched && r->overlap && !r->skip)
         launch_ready(r);
@@ -256,7 +254,7 @@ DdpStatus ddp_reducer_finish(DdpReducer *r)
     /* Every launched bucket is waited for, even after a failure: its buffer is in use until then. */
     for (int b = 0; b < r->launched; b++) {
         if (r->whereabouts)
-            ddp_whereabouts_note(r->whereabouts, *r->step, r->bucket_place[b]);
+            ddp_whereabouts_detail(r->whereabouts, r->bucket_place[b]);
         DdpStatus st = ddp_pg_wait(r->pg, r->works[b]);
         r->works[b] = NULL;
         if (st != DDP_OK)

@@ -68,12 +68,13 @@ void ddp_reducer_skip(DdpReducer *r);
  * next step afterwards, also after a failure of the checks. */
 DdpStatus ddp_reducer_finish(DdpReducer *r);
 
-/* From now on, notes this rank's place in W (whereabouts.h) at step *STEP
- * as it goes: "backward, past conv2" as each layer's gradients are
- * announced, "the all-reduce of bucket 3" while it waits for a bucket, so
- * that a hang names the layer or the bucket, not just the phase. NULL W
- * notes nothing. Fails only for want of memory. */
-DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w, const int64_t *step);
+/* From now on, details this rank's place in W (whereabouts.h) as it goes:
+ * "past conv2" (in backward) as each layer's gradients are announced,
+ * "bucket 3" (in the gradient all-reduce) while it waits for a bucket, so
+ * that a hang names the layer or the bucket, not just the phase. On GPUs
+ * these are the host's places: it queues backward's kernels ahead of the
+ * GPU. NULL W notes nothing. Fails only for want of memory. */
+DdpStatus ddp_reducer_note_places(DdpReducer *r, DdpWhereabouts *w);
 
 /* OVERLAP 0: launch every bucket only in ddp_reducer_finish, after the whole
  * backward pass (the benchmark's "without overlap"); 1 (the default): as

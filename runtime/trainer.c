@@ -989,7 +989,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         const char *overlap = getenv("DDP_OVERLAP");
         if (overlap && strcmp(overlap, "0") == 0)
             ddp_reducer_set_overlap(t->reducer, 0);
-        DDP_CHECK(ddp_reducer_note_places(t->reducer, t->dist.whereabouts, &t->step));
+        DDP_CHECK(ddp_reducer_note_places(t->reducer, t->dist.whereabouts));
         t->ctx.grad_ready = ddp_reducer_grad_ready;
         t->ctx.reducer = t->reducer;
         t->ctx.pg = t->dist.pg;

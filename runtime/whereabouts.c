@@ -30,7 +30,9 @@
 
 #include "clock.h"  // ddp_abs_time
 
-enum { PLACE_LEN = 64, RECORD_LEN = 192 };
+/* A place as published: "PLACE, DETAIL"; a record: the time heard, then
+ * the place now and the place before, each with its step and since. */
+enum { SHOWN_LEN = 2 * DDP_PLACE_LEN + 2, RECORD_LEN = 2 * SHOWN_LEN + 96 };
 
 static const double PUBLISH_S = 0.1, HEARTBEAT_S = 1.0;
 /* A rank not heard from for this long is silent: stopped or frozen. */
@@ -51,7 +53,8 @@ struct DdpWhereabouts {
     pthread_mutex_t lock; /* the place, and stop */
     pthread_cond_t wake;
     int64_t step, prev_step;
-    char place[PLACE_LEN], prev_place[PLACE_LEN];
+    char place[DDP_PLACE_LEN], detail[DDP_PLACE_LEN];
+    char prev_place[SHOWN_LEN];   /* as shown, with the detail it last had */
     double since, prev_since; /* wall-clock seconds */
     uint64_t version;     /* bumped by each change of place */
     int stop;
@@ -67,6 +70,12 @@ static double wall_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* W's place as shown (under W's lock): "backward, past conv2". */
+static void shown_place(const DdpWhereabouts *w, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", w->place, w->detail[0] ? ", " : "", w->detail);
 }
 
 static void place_key(char *key, size_t len, int rank)
@@ -85,9 +94,10 @@ static void *publish(void *arg)
         pthread_cond_timedwait(&w->wake, &w->lock, &until);
         if (w->stop || (w->version == published && ddp_now() - published_at < HEARTBEAT_S))
             continue;
-        char record[RECORD_LEN], key[32];
+        char record[RECORD_LEN], key[32], place[SHOWN_LEN];
+        shown_place(w, place, sizeof place);
         snprintf(record, sizeof record, "%.3f\t%.3f %lld %s\t%.3f %lld %s", wall_now(), w->since,
-                 (long long)w->step, w->place, w->prev_since, (long long)w->prev_step, w->prev_place);
+                 (long long)w->step, place, w->prev_since, (long long)w->prev_step, w->prev_place);
         published = w->version;
         published_at = ddp_now();
         pthread_mutex_unlock(&w->lock);
@@ -153,10 +163,23 @@ void ddp_whereabouts_note(DdpWhereabouts *w, int64_t step, const char *place)
     if (step != w->step || strncmp(place, w->place, sizeof w->place) != 0) {
         w->prev_step = w->step;
         w->prev_since = w->since;
-        memcpy(w->prev_place, w->place, sizeof w->place);
+        shown_place(w, w->prev_place, sizeof w->prev_place);
         w->step = step;
         snprintf(w->place, sizeof w->place, "%s", place);
+        w->detail[0] = '\0';
         w->since = wall_now();
+        w->version++;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void ddp_whereabouts_detail(DdpWhereabouts *w, const char *detail)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (strncmp(detail, w->detail, sizeof w->detail) != 0) {
+        snprintf(w->detail, sizeof w->detail, "%s", detail);
         w->version++;
     }
     pthread_mutex_unlock(&w->lock);
@@ -203,11 +226,11 @@ void ddp_whereabouts_others(DdpWhereabouts *w, char *buf, size_t len)
     buf[0] = '\0';
     if (!w)
         return;
-    char mine[PLACE_LEN];
+    char mine[SHOWN_LEN];
     pthread_mutex_lock(&w->lock);
     int64_t my_step = w->step;
     double my_since = w->since;
-    snprintf(mine, sizeof mine, "%s", w->place);
+    shown_place(w, mine, sizeof mine);
     pthread_mutex_unlock(&w->lock);
     size_t used = 0;
     int elsewhere = 0;

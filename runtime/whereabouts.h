@@ -29,14 +29,24 @@ extern "C" {
 
 typedef struct DdpWhereabouts DdpWhereabouts;
 
+/* The longest place or detail kept (longer ones are cut). */
+enum { DDP_PLACE_LEN = 64 };
+
 /* Starts publishing this rank's place through the store rank 0 serves for T
  * (every rank must have opened it: ddp_store_open). */
 DdpStatus ddp_whereabouts_open(DdpWhereabouts **w, const DdpTopology *t);
 
-/* This rank is now at PLACE ("backward", "evaluation"...) of STEP. A few
- * memory writes under a lock: cheap enough for every phase of every step.
- * NULL W does nothing. */
+/* This rank is now at PLACE ("backward", "evaluation"...) of STEP, with no
+ * detail yet. A few memory writes under a lock: cheap enough for every phase
+ * of every step. NULL W does nothing. */
 void ddp_whereabouts_note(DdpWhereabouts *w, int64_t step, const char *place);
+
+/* Where within its place the rank is ("past conv2" in backward, "bucket 3"
+ * in the gradient all-reduce), shown after the place. A detail is not a new
+ * place: how long a rank has been in its place, and the place before it,
+ * are of places alone, so that a rank moving through backward's layers has
+ * been in backward since backward began. NULL W does nothing. */
+void ddp_whereabouts_detail(DdpWhereabouts *w, const char *detail);
 
 /* Into BUF (LEN bytes), joined by "; ", every other rank that is silent
  * (its publisher not heard from for seconds: the rank is stopped or

@@ -31,7 +31,7 @@ for net in mnist resnet mlp; do
         "$d/$net" --data "$d/data" --max-steps 90 --log-every 30 --log "$log" --quiet "${launch[@]}" > "$d/out.txt" 2>&1 ||
             { cat "$d/out.txt"; echo "$net on $world rank(s): the run failed: DIFFERENT"; status=1; continue; }
         # the last gathering: each rank's forward ms and samples/s
-        read -r batch forward_ms measured < <("$python" - "$log" << 'EOF'
+        read -r batch forward_ms measured < <("$python" - "$log" << 'EOF' || echo "0 0 0"
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
 batch = next(r["batch_per_rank"] for r in records if r["event"] == "start")
@@ -40,9 +40,10 @@ rows = [r for r in records if r["event"] == "rank_times" and r["step"] == last]
 print(batch, sum(r["forward_ms"] for r in rows) / len(rows), sum(r["samples_per_s"] for r in rows))
 EOF
         )
+        [ "$forward_ms" != 0 ] || { echo "$net on $world rank(s): no step times in its log: DIFFERENT"; status=1; continue; }
         tflops=$(awk -v m="$mflops" -v b="$batch" -v f="$forward_ms" 'BEGIN { printf "%.6g", m * 1e6 * b / (f / 1e3) / 1e12 }')
         predicted=$("$ddpc" "examples/$net.net" --emit plan --target cpu --world "$world" --link "$link_gbps" \
-            --tflops "$tflops" | awk -v w="$world" '$1 == w && NF == 6 { p = $5 } END { print p }')
+            --tflops "$tflops" | awk -v w="$world" '/^ world +step_ms/ { table = 1 } table && $1 == w { p = $5 } END { print p }')
         awk -v n="$net" -v w="$world" -v t="$tflops" -v p="$predicted" -v m="$measured" -v f="$factor" 'BEGIN {
             ok = p > 0 && m >= p / f && m <= p * f
             verdict = ok ? "" : (": DIFFERENT (outside a factor of " f ")")

@@ -61,7 +61,7 @@ else
         # silent since; or, read after mpirun's SIGCONT (its way of ending a
         # job) woke the victim, elsewhere for as long; in a place a rank
         # notes: a phase, a layer of backward, a bucket's all-reduce
-        place="(the data phase|forward|backward|backward, past [a-z0-9_]+|the all-reduce of bucket [0-9]+|the gradient all-reduce|the optimizer step|between steps|evaluation|a checkpoint)"
+        place="(start-up|the data phase|forward|backward|backward, past [a-z0-9_]+|the gradient all-reduce|the gradient all-reduce, bucket [0-9]+|the optimizer step|between steps|evaluation|a checkpoint)"
         age=$(echo "$line" | sed -E -n -e "s/.*: rank $victim was last seen ([0-9.]*) s ago in $place \(step [0-9]*\), and has been silent since.*/\1/p" \
             -e "s/.*: rank $victim is in $place \(step [0-9]*\), for ([0-9.]*) s now.*/\2/p")
         [ -n "$age" ] && [ "${age%.*}" -ge 3 ] || ok=0

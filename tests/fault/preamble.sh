@@ -11,7 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 d=$(mktemp -d)
 pid=
 fault_cleanup() {
-    [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null
+    { [ -z "$pid" ] || kill -KILL "$pid"; } 2> /dev/null || true  # (set -e: a process gone already is fine)
     pkill -CONT -f "$d/prog" 2> /dev/null || true
     pkill -KILL -f "$d/prog" 2> /dev/null || true
     rm -rf "$d"

@@ -241,9 +241,10 @@ static DdpTopology two_ranks(int rank, int port)
     return t;
 }
 
-/* Rank 1 of a store's two: a reducer noting its places at step 7, first
- * past linear2 (one gradient announced), then waiting for its last bucket;
- * the barriers let rank 0 read each. 0 if every call went well. */
+/* Rank 1 of a store's two, at step 7: in backward past linear2 (one
+ * gradient announced), then in the gradient all-reduce waiting for its last
+ * bucket, as the trainer and its reducer note them; the barriers let rank 0
+ * read each. 0 if every call went well. */
 static int rank1_notes_places(DdpStore *s, DdpWhereabouts *w)
 {
     DdpProcessGroup *pg = NULL;
@@ -251,15 +252,16 @@ static int rank1_notes_places(DdpStore *s, DdpWhereabouts *w)
     static DdpGrad grads[N_FLOATS];
     DdpNet net = mnist_net();
     DdpReducer *r = NULL;
-    int64_t step = 7;
     if (ddp_pg_create(&pg, DDP_PG_NONE, &alone, NULL, NULL, 600) != DDP_OK ||
-        ddp_reducer_create(&r, pg, &net, grads, 0) != DDP_OK || ddp_reducer_note_places(r, w, &step) != DDP_OK)
+        ddp_reducer_create(&r, pg, &net, grads, 0) != DDP_OK || ddp_reducer_note_places(r, w) != DDP_OK)
         return 1;
     DdpCtx ctx = {.grad_ready = ddp_reducer_grad_ready, .reducer = r};
+    ddp_whereabouts_note(w, 7, "backward");
     ctx.grad_ready(&ctx, backward[0]);
     int bad = ddp_store_barrier(s, "noted") != DDP_OK || ddp_store_barrier(s, "read") != DDP_OK;
     for (int k = 1; k < 8; k++)
         ctx.grad_ready(&ctx, backward[k]);
+    ddp_whereabouts_note(w, 7, "the gradient all-reduce");
     bad |= ddp_reducer_finish(r) != DDP_OK;
     bad |= ddp_store_barrier(s, "noted again") != DDP_OK || ddp_store_barrier(s, "read again") != DDP_OK;
     ddp_reducer_destroy(r);
@@ -267,13 +269,17 @@ static int rank1_notes_places(DdpStore *s, DdpWhereabouts *w)
     return bad;
 }
 
-/* What rank 0 says of the others, once rank 1's place has had time to go out
- * (its publisher writes ten times a second at most). */
-static void others_after_a_while(DdpWhereabouts *w, char *buf, size_t len)
+/* What rank 0 says of the others once it says WANT (rank 1's publisher
+ * writes ten times a second at most), or after 10 s. */
+static void others_once_they_say(DdpWhereabouts *w, const char *want, char *buf, size_t len)
 {
-    struct timespec ts = {0, 400 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    ddp_whereabouts_others(w, buf, len);
+    for (int tries = 0; tries < 200; tries++) {
+        ddp_whereabouts_others(w, buf, len);
+        if (strstr(buf, want))
+            return;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void test_places_noted(void)
@@ -296,18 +302,18 @@ static void test_places_noted(void)
     DdpStore *s = NULL;
     DdpWhereabouts *w = NULL;
     char said[1024] = "", said_again[1024] = "";
+    const char *want = "rank 1 is in backward, past linear2 (step 7)";
+    const char *want_again = "rank 1 is in the gradient all-reduce, bucket 7 (step 7)";
     if (ddp_store_open(&s, &t, 10) == DDP_OK && ddp_whereabouts_open(&w, &t) == DDP_OK &&
         ddp_store_barrier(s, "noted") == DDP_OK) {
-        others_after_a_while(w, said, sizeof said);
+        others_once_they_say(w, want, said, sizeof said);
         if (ddp_store_barrier(s, "read") == DDP_OK && ddp_store_barrier(s, "noted again") == DDP_OK)
-            others_after_a_while(w, said_again, sizeof said_again);
+            others_once_they_say(w, want_again, said_again, sizeof said_again);
         ddp_store_barrier(s, "read again");
     }
     int status = -1;
     waitpid(child, &status, 0);
     CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    const char *want = "rank 1 is in backward, past linear2 (step 7)";
-    const char *want_again = "rank 1 is in the all-reduce of bucket 7 (step 7)";
     if (!strstr(said, want) || !strstr(said_again, want_again))
         fprintf(stderr, "\n  rank 0 said \"%s\", then \"%s\"; wanted \"%s\", then \"%s\"", said, said_again, want,
                 want_again);
@@ -331,7 +337,7 @@ void suite_reducer(void)
         {"buckets from the net's caps, --bucket-cap-mb, or DDP's defaults", test_plan_from_net},
         {"a gradient layout the buckets cannot use is refused", test_layout_checked},
         {"steps in any order, no_sync, and the checks of each step", test_steps_and_checks},
-        {"its places, as another rank reads them: the layer past which backward is, the bucket it waits for",
+        {"its places, as another rank reads them: the layer backward is past, the bucket the all-reduce waits for",
          test_places_noted},
         {"MPI, 2 and 3 ranks: buckets in order, exact sums, overlap", test_mpi_reducer},
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_reducer_valgrind},
