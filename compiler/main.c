@@ -11,6 +11,7 @@
  * means everything asked for was done.
  */
 #include "ddpc.h"
+#include "exact_sum.h"  // DdpExact: a CPU program's gradient, as its all-reduce sends it
 
 #include <errno.h>
 #include <stdlib.h>
@@ -229,7 +230,7 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
             break;
     }
     *m = (ScalingModel){.worlds = worlds, .n_worlds = n, .target = target};
-    m->bytes_per_gradient = strcmp(target, "cuda") == 0 ? (int)sizeof(float) : 2 * (int)sizeof(double);
+    m->bytes_per_gradient = strcmp(target, "cuda") == 0 ? (int)sizeof(float) : (int)sizeof(DdpExact);
     for (size_t i = 0; i < sizeof scaling_defaults / sizeof *scaling_defaults; i++)
         if (strcmp(scaling_defaults[i].target, target) == 0) {
             m->tflops = scaling_defaults[i].tflops;

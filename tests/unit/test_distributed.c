@@ -112,6 +112,21 @@ static void test_straggler_named(void)
     free(cmd);
 }
 
+/* tests/distributed/scaling_on_paper.sh: `ddpc --emit plan --world N`'s
+ * CPU figures within the factor the script states of measured runs at 1 and
+ * 2 ranks (mnist, resnet, mlp). */
+static void test_scaling_on_paper_against_measured_runs(void)
+{
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/scaling_on_paper.sh", test_ddpc()) > 0);
+    script_passes(cmd, "scaling on paper against measured runs");
+    free(cmd);
+}
+
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
  * steps an epoch) on one world size and resumed to 25 on another, each pair
  * of PAIRS, the bytes of a run that never stopped. */
@@ -239,6 +254,8 @@ void suite_distributed(void)
          test_checkpoints_move_between_world_sizes},
         {"each rank's time per step logged; a rank slowed in its data phase named the straggler",
          test_straggler_named},
+        {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
+         test_scaling_on_paper_against_measured_runs},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",

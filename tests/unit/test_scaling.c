@@ -2,8 +2,8 @@
  * Tests of scaling on paper (scaling.c, `ddpc --emit plan --world N --link
  * GBPS`): its step, bucket by bucket, against figures worked out here by
  * hand from the model's definition (scaling.c's comment); the global batch's
- * share; and the command line's checks. tests/distributed/scaling_on_paper.sh
- * holds its CPU figures against measured runs.
+ * share; and the command line's checks. The distributed suite holds its CPU
+ * figures against measured runs (tests/distributed/scaling_on_paper.sh).
  */
 #include "testutil.h"
 
@@ -172,23 +172,6 @@ static void test_command_line(void)
     }
 }
 
-/* tests/distributed/scaling_on_paper.sh: the CPU figures within the factor
- * the script states of measured runs at 1 and 2 ranks. */
-static void test_cpu_figures_against_measured_runs(void)
-{
-    if (test_run("command -v mpirun && test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd, *out = NULL;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/scaling_on_paper.sh", test_ddpc()) > 0);
-    int status = test_run(cmd, &out);
-    test_show_lines(out);
-    CU_ASSERT_EQUAL(status, 0);
-    free(out);
-    free(cmd);
-}
-
 void suite_scaling(void)
 {
     static const TestCase cases[] = {
@@ -197,8 +180,6 @@ void suite_scaling(void)
         {"a global batch: each rank's share, and a world that does not divide it refused", test_global_batch_shares},
         {"--world, --link, --tflops, --hop-us: the table printed; each bad value refused with status 2",
          test_command_line},
-        {"CPU figures within the stated factor of measured runs at 1 and 2 ranks (mnist, resnet, mlp)",
-         test_cpu_figures_against_measured_runs},
         {NULL, NULL},
     };
     test_add_suite("scaling", cases);
