@@ -550,8 +550,8 @@ const char *ddp_dist_not_bit_invariant(const DdpDist *d)
     return d->not_invariant[0] ? d->not_invariant : NULL;
 }
 
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
-                              const DdpIdxSet *test, const char *kernels)
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpDataSet *train,
+                              const DdpDataSet *test, const char *kernels)
 {
     for (int i = 0; i < DDP_FLAG_COUNT; i++)
         if (ddp_flags_agreement((DdpFlagId)i) == DDP_AGREE_UNSET)
@@ -573,8 +573,8 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *fla
     mine->world = d->world;
     mine->train_n = train->n;
     mine->test_n = test->n;
-    mine->train_digest = ddp_idx_digest(train);
-    mine->test_digest = ddp_idx_digest(test);
+    mine->train_digest = ddp_data_digest(train);
+    mine->test_digest = ddp_data_digest(test);
     snprintf(mine->kernels, sizeof mine->kernels, "%s", kernels);
     DdpStatus st = gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_SETTINGS);
     for (int r = 1; st == DDP_OK && r < d->world; r++)

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "flags.h"       // DdpFlags, ddp_flags_agreement
-#include "idx.h"         // DdpIdxSet, ddp_idx_digest
+#include "dataset.h"     // DdpDataSet, ddp_data_digest
 #include "model.h"       // DdpNet, DdpTrainConfig
 #include "pg.h"          // DdpProcessGroup
 #include "rendezvous.h"  // DdpTopology, DdpStore
@@ -74,13 +74,13 @@ DdpStatus ddp_dist_gather_times(DdpDist *d, const DdpRankTimes *mine, DdpRankTim
 
 /* Every rank must run the same net (hash) in the same world, with the same
  * value of every flag flags.h says must agree (or all with it given, or
- * none), on the same TRAIN and TEST data (sizes and ddp_idx_digest): a
+ * none), on the same TRAIN and TEST data (sizes and ddp_data_digest): a
  * difference is DDP_BAD_INPUT naming the first differing rank, the flag and
  * both values, the same on every rank. KERNELS (ddp_ops_describe_kernels)
  * may differ: the ranks still take the same steps, but not bit for bit
  * those of one rank, which ddp_dist_not_bit_invariant then says. */
-DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpIdxSet *train,
-                              const DdpIdxSet *test, const char *kernels);
+DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpDataSet *train,
+                              const DdpDataSet *test, const char *kernels);
 
 /* After ddp_dist_check_same: NULL, or a line saying that the ranks' convs
  * run different kernels, so that N ranks take other steps than one rank. */

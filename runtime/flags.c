@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "idx.h"      // DDP_IDX_DEFAULT_DIR
+#include "dataset.h"  // DDP_DATA_DEFAULT_DIR
 #include "suggest.h"  // ddp_suggest_nearest
 
 typedef enum {
@@ -52,7 +52,11 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     /* the path may differ from host to host: the ranks compare the data's sizes and digest instead */
     [DDP_FLAG_DATA] = {"data", KIND_PATH, "DIR", AT(data),
         .agree = DDP_AGREE_LOCAL,
-        .help = "MNIST-format IDX files, in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw"},
+        .help = "the data set: MNIST-format IDX files (in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw) or "
+                "CIFAR-10/100's binary files (in DIR, DIR/cifar-10-batches-bin or DIR/cifar-100-binary)"},
+    [DDP_FLAG_COARSE_LABELS] = {"coarse-labels", KIND_SWITCH, NULL, AT(coarse_labels), .min = 1,
+        .agree = DDP_AGREE_VALUE,
+        .help = "CIFAR-100: train on its 20 superclasses (the coarse labels) instead of its 100 classes"},
     [DDP_FLAG_EPOCHS] = {"epochs", KIND_INT, "N", AT(epochs), .min = 1, .max = DDP_FLAGS_MAX_EPOCHS,
         .agree = DDP_AGREE_VALUE,
         .help = "passes over the training set"},
@@ -432,13 +436,13 @@ void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
 
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train)
 {
-    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on MNIST-format data, data-parallel.\n\n", prog, name);
+    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on IDX or CIFAR data, data-parallel.\n\n", prog, name);
     for (int i = 0; i < DDP_FLAG_COUNT; i++) {
         const FlagSpec *s = &specs[i];
         char left[64], dflt[96] = "";
         snprintf(left, sizeof left, "--%s%s%s", s->name, s->metavar ? " " : "", s->metavar ? s->metavar : "");
         switch (i) {
-        case DDP_FLAG_DATA: snprintf(dflt, sizeof dflt, " (default %s)", DDP_IDX_DEFAULT_DIR); break;
+        case DDP_FLAG_DATA: snprintf(dflt, sizeof dflt, " (default %s)", DDP_DATA_DEFAULT_DIR); break;
         case DDP_FLAG_EPOCHS: snprintf(dflt, sizeof dflt, " (default %lld)", (long long)train->epochs); break;
         case DDP_FLAG_BATCH_SIZE:
             if (!train->batch_global)

@@ -18,6 +18,7 @@
 /* One per flag, in the order --help lists them. */
 typedef enum {
     DDP_FLAG_DATA,
+    DDP_FLAG_COARSE_LABELS,
     DDP_FLAG_EPOCHS,
     DDP_FLAG_BATCH_SIZE,
     DDP_FLAG_GLOBAL_BATCH,
@@ -71,7 +72,8 @@ typedef enum {
 #define DDP_FLAGS_DEFAULT_TIMEOUT 600.0
 
 typedef struct {
-    const char *data;         /* NULL: DDP_IDX_DEFAULT_DIR */
+    const char *data;         /* NULL: DDP_DATA_DEFAULT_DIR */
+    int coarse_labels;        /* CIFAR-100's 20 superclasses instead of its 100 classes */
     int64_t epochs;           /* the net's train { epochs } unless given */
     int64_t batch_size;       /* per rank; the net's train { batch } unless given */
     int64_t global_batch;     /* all ranks together, shared evenly; 0 unless given */

@@ -32,7 +32,9 @@
  * training images, well under what a training host holds. */
 #define DDP_IDX_MAX_BYTES ((uint64_t)4 << 30)
 
-enum { MAGIC_IMAGES = 0x00000803, MAGIC_LABELS = 0x00000801 };
+/* Unsigned bytes (0x08), then the number of dimensions: images of one
+ * channel (N x H x W) or of several (N x C x H x W), and labels. */
+enum { MAGIC_IMAGES = 0x00000803, MAGIC_IMAGES_CHANNELS = 0x00000804, MAGIC_LABELS = 0x00000801 };
 
 /* One opened IDX file, raw or gzipped. */
 typedef struct {
@@ -124,36 +126,58 @@ static uint32_t be32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Reads the header of an IDX file of unsigned bytes with NDIMS dimensions
- * into DIMS and returns how many bytes of data they account for. */
-static DdpStatus idx_header(IdxFile *f, uint32_t magic, int ndims, uint32_t *dims,
+/* Reads the header of an IDX file of unsigned bytes with MIN_DIMS to
+ * MAX_DIMS dimensions (the magic number's last byte says how many) into
+ * DIMS and *NDIMS, and returns how many bytes of data they account for. */
+static DdpStatus idx_header(IdxFile *f, uint32_t magic, int min_dims, int max_dims, uint32_t *dims, int *ndims,
                             const char *what, uint64_t *bytes)
 {
-    unsigned char head[16];
-    uint64_t need = 4 + 4 * (uint64_t)ndims, got;
-    DDP_CHECK(idx_read(f, head, need, &got));
-    if (got < need)
+    unsigned char head[4 + 4 * 4];
+    uint64_t got;
+    DDP_CHECK(idx_read(f, head, 4, &got));
+    uint32_t m = got == 4 ? be32(head) : 0;
+    int n = (int)(m & 0xff);
+    if (got == 4 && (m & ~0xffu) != (magic & ~0xffu))
+        n = 0; /* not unsigned bytes, or not IDX */
+    if (got == 4 && (n < min_dims || n > max_dims)) {
+        const char *hint = m == MAGIC_IMAGES || m == MAGIC_IMAGES_CHANNELS ? " (this is an images file)"
+                         : m == MAGIC_LABELS ? " (this is a labels file)" : "";
+        char expected[64];
+        if (min_dims == max_dims)
+            snprintf(expected, sizeof expected, "0x%08x (unsigned bytes, %d dimension%s)", magic, min_dims,
+                     min_dims > 1 ? "s" : "");
+        else
+            snprintf(expected, sizeof expected, "0x%08x or 0x%08x (unsigned bytes, %d or %d dimensions)",
+                     (magic & ~0xffu) | (uint32_t)min_dims, (magic & ~0xffu) | (uint32_t)max_dims, min_dims,
+                     max_dims);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not an IDX %s file: magic number 0x%08x, expected %s%s", f->path, what, m,
+                       expected, hint);
+    }
+    uint64_t need = 4 + 4 * (uint64_t)n;
+    if (got == 4) {
+        DDP_CHECK(idx_read(f, head + 4, need - 4, &got));
+        got += 4;
+    }
+    if (got < need) {
+        if (got < 4)
+            need = 4 + 4 * (uint64_t)min_dims;
         return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: an IDX header takes %llu bytes, the file holds %llu",
                        f->path, (unsigned long long)need, (unsigned long long)got);
-    uint32_t m = be32(head);
-    if (m != magic) {
-        const char *hint = m == MAGIC_IMAGES ? " (this is an images file)"
-                         : m == MAGIC_LABELS ? " (this is a labels file)" : "";
-        return DDP_ERR(DDP_BAD_INPUT,
-                       "%s: not an IDX %s file: magic number 0x%08x, expected 0x%08x "
-                       "(unsigned bytes, %d dimension%s)%s",
-                       f->path, what, m, magic, ndims, ndims > 1 ? "s" : "", hint);
     }
     uint64_t total = 1;
-    for (int d = 0; d < ndims; d++) {
+    for (int d = 0; d < n; d++) {
         dims[d] = be32(head + 4 + 4 * d);
         if (dims[d] == 0)
             return DDP_ERR(DDP_BAD_INPUT, "%s: the header gives dimension %d as 0: no data", f->path, d);
-        if (total > UINT64_MAX / dims[d])
-            return DDP_ERR(DDP_BAD_INPUT, "%s: the header's dimensions (%u x %u x %u) are impossibly large",
-                           f->path, dims[0], dims[1], dims[2]);
+        if (total > UINT64_MAX / dims[d]) { /* images only: a label count alone cannot overflow */
+            char shown[64];
+            snprintf(shown, sizeof shown, n == 4 ? "%u x %u x %u x %u" : "%u x %u x %u", be32(head + 4),
+                     be32(head + 8), be32(head + 12), n == 4 ? be32(head + 16) : 0);
+            return DDP_ERR(DDP_BAD_INPUT, "%s: the header's dimensions (%s) are impossibly large", f->path, shown);
+        }
         total *= dims[d];
     }
+    *ndims = n;
     *bytes = total;
     return DDP_OK;
 }
@@ -225,36 +249,43 @@ static DdpStatus idx_payload(IdxFile *f, uint64_t header_len, uint64_t bytes,
     return DDP_OK;
 }
 
-static DdpStatus load_images(const char *path, DdpIdxSet *set)
+static DdpStatus load_images(const char *path, DdpDataSet *set)
 {
     IdxFile f;
     DDP_CHECK(idx_open(&f, path));
-    uint32_t dims[3];
+    uint32_t dims[4] = {0, 0, 0, 0}; /* N [C] H W */
+    int ndims = 0;
     uint64_t bytes;
-    DdpStatus st = idx_header(&f, MAGIC_IMAGES, 3, dims, "images", &bytes);
-    if (st == DDP_OK && (uint64_t)dims[1] * dims[2] > INT32_MAX)
-        st = DDP_ERR(DDP_BAD_INPUT, "%s: images of %ux%u pixels are too large", path, dims[1], dims[2]);
+    DdpStatus st = idx_header(&f, MAGIC_IMAGES, 3, 4, dims, &ndims, "images", &bytes);
+    uint32_t channels = ndims == 4 ? dims[1] : 1, rows = dims[ndims - 2], cols = dims[ndims - 1];
+    if (st == DDP_OK && (uint64_t)channels * rows * cols > INT32_MAX)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: images of %ux%ux%u bytes are too large", path, channels, rows, cols);
     if (st == DDP_OK) {
         char describe[96];
-        snprintf(describe, sizeof describe, "%u images of %ux%u", dims[0], dims[1], dims[2]);
-        st = idx_payload(&f, 16, bytes, describe, &set->pixels);
+        if (ndims == 4)
+            snprintf(describe, sizeof describe, "%u images of %ux%ux%u", dims[0], channels, rows, cols);
+        else
+            snprintf(describe, sizeof describe, "%u images of %ux%u", dims[0], rows, cols);
+        st = idx_payload(&f, 4 + 4 * (uint64_t)ndims, bytes, describe, &set->pixels);
     }
     idx_close(&f);
     if (st == DDP_OK) {
         set->n = dims[0];
-        set->rows = (int)dims[1];
-        set->cols = (int)dims[2];
+        set->channels = (int)channels;
+        set->rows = (int)rows;
+        set->cols = (int)cols;
     }
     return st;
 }
 
-static DdpStatus load_labels(const char *path, DdpIdxSet *set)
+static DdpStatus load_labels(const char *path, DdpDataSet *set)
 {
     IdxFile f;
     DDP_CHECK(idx_open(&f, path));
-    uint32_t n;
+    uint32_t n = 0;
+    int ndims = 0;
     uint64_t bytes;
-    DdpStatus st = idx_header(&f, MAGIC_LABELS, 1, &n, "labels", &bytes);
+    DdpStatus st = idx_header(&f, MAGIC_LABELS, 1, 1, &n, &ndims, "labels", &bytes);
     if (st == DDP_OK && n != set->n)
         st = DDP_ERR(DDP_BAD_INPUT, "%s: holds %u labels, but %s holds %lld images",
                      path, n, set->images_path, (long long)set->n);
@@ -298,18 +329,18 @@ static char *find_in(const char *dir, const char *sub, const char *name)
     return NULL;
 }
 
-DdpStatus ddp_idx_load(const char *dir, int train, DdpIdxSet *out)
+DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
 {
     static const char *const subdirs[] = {"", "/raw", "/MNIST/raw", "/FashionMNIST/raw"};
     const char *images = train ? "train-images-idx3-ubyte" : "t10k-images-idx3-ubyte";
     const char *labels = train ? "train-labels-idx1-ubyte" : "t10k-labels-idx1-ubyte";
     memset(out, 0, sizeof *out);
     if (!dir)
-        dir = DDP_IDX_DEFAULT_DIR;
+        dir = DDP_DATA_DEFAULT_DIR;
     struct stat st;
     if (stat(dir, &st) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: %s%s", dir, strerror(errno),
-                       strcmp(dir, DDP_IDX_DEFAULT_DIR) == 0
+                       strcmp(dir, DDP_DATA_DEFAULT_DIR) == 0
                            ? " (install Debian's dataset-fashion-mnist, or name a data directory)" : "");
     if (!S_ISDIR(st.st_mode))
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a directory", dir);
@@ -326,80 +357,15 @@ DdpStatus ddp_idx_load(const char *dir, int train, DdpIdxSet *out)
     if (!out->labels_path) {
         DdpStatus err = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s[.gz] beside it",
                                 dir, out->images_path, labels);
-        ddp_idx_free(out);
+        ddp_data_free(out);
         return err;
     }
     DdpStatus status = load_images(out->images_path, out);
     if (status == DDP_OK)
         status = load_labels(out->labels_path, out);
     if (status != DDP_OK)
-        ddp_idx_free(out);
+        ddp_data_free(out);
+    else
+        out->format = "IDX";
     return status;
-}
-
-DdpStatus ddp_idx_check_classes(const DdpIdxSet *set, int num_classes)
-{
-    if (set->num_classes <= num_classes)
-        return DDP_OK;
-    for (int64_t i = 0; i < set->n; i++)
-        if (set->labels[i] >= num_classes)
-            return DDP_ERR(DDP_BAD_INPUT, "%s: sample %lld has label %d, but the net has %d classes (0..%d)",
-                           set->labels_path, (long long)i, set->labels[i], num_classes, num_classes - 1);
-    return DDP_OK;
-}
-
-DdpStatus ddp_idx_gather(const DdpIdxSet *set, const int64_t *indices, int n,
-                         float *images, int32_t *labels)
-{
-    /* pixel / 255.0f, correctly rounded as ToTensor's div(255) is: the same
-     * floats PyTorch feeds its first layer, not pixel * (1 / 255.0f). */
-    float scale[256];
-    for (int v = 0; v < 256; v++)
-        scale[v] = (float)v / 255.0f;
-    size_t pixels = (size_t)set->rows * (size_t)set->cols;
-    for (int i = 0; i < n; i++) {
-        int64_t k = indices[i];
-        if (k < 0 || k >= set->n)
-            return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
-                           (long long)k, (long long)set->n - 1);
-        const uint8_t *src = set->pixels + (size_t)k * pixels;
-        float *dst = images + (size_t)i * pixels;
-        for (size_t p = 0; p < pixels; p++)
-            dst[p] = scale[src[p]];
-        labels[i] = set->labels[k];
-    }
-    return DDP_OK;
-}
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *b = data;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-uint64_t ddp_idx_digest(const DdpIdxSet *set)
-{
-    enum { SAMPLES = 1024 };
-    int64_t sizes[4] = {set->n, set->rows, set->cols, set->num_classes};
-    uint64_t h = fnv1a(1469598103934665603ull, sizes, sizeof sizes);
-    size_t pixels = (size_t)set->rows * (size_t)set->cols;
-    int64_t picks = set->n < SAMPLES ? set->n : SAMPLES;
-    for (int64_t k = 0; k < picks; k++) {
-        /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
-        int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
-        h = fnv1a(h, set->pixels + (size_t)i * pixels, pixels);
-        h = fnv1a(h, set->labels + i, 1);
-    }
-    return h;
-}
-
-void ddp_idx_free(DdpIdxSet *set)
-{
-    free(set->pixels);
-    free(set->labels);
-    free(set->images_path);
-    free(set->labels_path);
-    memset(set, 0, sizeof *set);
 }

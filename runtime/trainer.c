@@ -49,7 +49,7 @@
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
-#include "idx.h"       // DdpIdxSet, ddp_idx_load, ddp_idx_gather
+#include "dataset.h"   // DdpDataSet, ddp_data_load, ddp_data_gather
 #include "jsonlog.h"   // DdpJsonLog
 #include "launcher.h"  // ddp_signal_name
 #include "model.h"     // DdpNet, DdpCtx, ddp_main
@@ -94,7 +94,7 @@ typedef struct {
     const char *prog;
     DdpFlags flags;
     DdpTrainConfig cfg;
-    DdpIdxSet train, test;
+    DdpDataSet train, test;
 
     void *stream;
     int device_open;
@@ -153,44 +153,50 @@ static void input_text(const DdpNet *net, char *buf, size_t len)
         snprintf(buf, len, "%lld", (long long)net->sample_numel);
 }
 
-/* The images must be what the net's input says: one channel of rows x cols
- * for a C x H x W input, rows * cols features for a flat one. */
-static DdpStatus check_sample_shape(const DdpNet *net, const DdpIdxSet *set)
+/* "1x28x28 IDX": the samples and their format, for the first line. */
+static void data_text(const DdpDataSet *set, char *buf, size_t len)
 {
-    int64_t pixels = (int64_t)set->rows * set->cols;
-    int ok = net->sample_rank == 3 ? net->sample_shape[0] == 1 && net->sample_shape[1] == set->rows &&
+    snprintf(buf, len, "%dx%dx%d %s", set->channels, set->rows, set->cols, set->format);
+}
+
+/* The images must be what the net's input says: channels x rows x cols for
+ * a C x H x W input, as many features for a flat one. */
+static DdpStatus check_sample_shape(const DdpNet *net, const DdpDataSet *set)
+{
+    int ok = net->sample_rank == 3 ? net->sample_shape[0] == set->channels && net->sample_shape[1] == set->rows &&
                                          net->sample_shape[2] == set->cols
-                                   : net->sample_numel == pixels;
-    if (ok && net->sample_numel == pixels)
+                                   : net->sample_numel == ddp_data_sample_bytes(set);
+    if (ok && net->sample_numel == ddp_data_sample_bytes(set))
         return DDP_OK;
     char want[64];
     input_text(net, want, sizeof want);
-    return DDP_ERR(DDP_BAD_INPUT, "%s: the images are %dx%d (one channel), but the net's input is %s", set->images_path,
-                   set->rows, set->cols, want);
+    return DDP_ERR(DDP_BAD_INPUT, "%s: the images are %dx%dx%d (channels x rows x columns), but the net's input is %s",
+                   set->images_path, set->channels, set->rows, set->cols, want);
 }
 
 static DdpStatus load_data(Trainer *t)
 {
-    DDP_CHECK(ddp_idx_load(t->flags.data, 1, &t->train));
-    DDP_CHECK(ddp_idx_load(t->flags.data, 0, &t->test));
+    const DdpDataOptions options = {.coarse_labels = t->flags.coarse_labels};
+    DDP_CHECK(ddp_data_load(t->flags.data, 1, &options, &t->train));
+    DDP_CHECK(ddp_data_load(t->flags.data, 0, &options, &t->test));
     DDP_CHECK(check_sample_shape(t->net, &t->train));
     DDP_CHECK(check_sample_shape(t->net, &t->test));
-    DDP_CHECK(ddp_idx_check_classes(&t->train, t->net->num_classes));
-    DDP_CHECK(ddp_idx_check_classes(&t->test, t->net->num_classes));
+    DDP_CHECK(ddp_data_check_classes(&t->train, t->net->num_classes));
+    DDP_CHECK(ddp_data_check_classes(&t->test, t->net->num_classes));
     return DDP_OK;
 }
 
 /* Gathers samples IDS[0..n) of SET into the next staging buffer and queues
  * its copy to the device batch that ctx.x, ctx.labels and ctx.sample_ids
  * point into. Waits only if that buffer's previous copy is still running. */
-static DdpStatus stage_batch(Trainer *t, const DdpIdxSet *set, const int64_t *ids, int n)
+static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *ids, int n)
 {
     int s = t->slot;
     t->slot = (t->slot + 1) % SLOTS;
     DDP_CHECK(ddp_event_wait(t->staged[s]));
     char *buf = t->staging[s];
     memcpy(buf + t->layout.ids, ids, (size_t)n * sizeof *ids);
-    DDP_CHECK(ddp_idx_gather(set, ids, n, (float *)(buf + t->layout.x), (int32_t *)(buf + t->layout.labels)));
+    DDP_CHECK(ddp_data_gather(set, ids, n, (float *)(buf + t->layout.x), (int32_t *)(buf + t->layout.labels)));
     DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.bytes, t->stream));
     return ddp_event_record(t->staged[s], t->stream);
 }
@@ -1000,9 +1006,11 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     char ranks[64] = "";
     if (world > 1)
         snprintf(ranks, sizeof ranks, " x %d ranks", world);
-    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples, batch %lld per rank (%lld global%s), "
+    char data[96];
+    data_text(&t->train, data, sizeof data);
+    ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples of %s, batch %lld per rank (%lld global%s), "
                       "%lld steps per epoch, %lld epoch%s, on %s%s", net->name, (long long)t->train.n,
-                      (long long)t->test.n, (long long)t->cfg.batch, (long long)(t->cfg.batch * world),
+                      (long long)t->test.n, data, (long long)t->cfg.batch, (long long)(t->cfg.batch * world),
                       t->cfg.batch_global ? ", as set" : "", (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
                       t->cfg.epochs == 1 ? "" : "s", device, ranks);
     const char *not_invariant = ddp_device_not_bit_invariant();
@@ -1010,7 +1018,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
-    DDP_CHECK(ddp_progress_start(&t->progress, net->name, world, t->cfg.batch, t->cfg.batch_global,
+    DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
                                  not_invariant));
     const char *restart = getenv(DDP_RESTART_ENV), *cause = getenv(DDP_RESTART_CAUSE_ENV);
     if (restart)
@@ -1065,8 +1073,8 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     free(t->counts);
     free(t->order);
     free(t->eval_ids);
-    ddp_idx_free(&t->train);
-    ddp_idx_free(&t->test);
+    ddp_data_free(&t->train);
+    ddp_data_free(&t->test);
     DdpStatus tb = ddp_tensorboard_close(t->tb);
     DdpStatus log = ddp_jsonlog_close(t->log);
     return log != DDP_OK ? log : tb;

@@ -112,6 +112,21 @@ static void test_straggler_named(void)
     free(cmd);
 }
 
+/* tests/distributed/cifar_data.sh: CIFAR-10 and CIFAR-100 binary files
+ * written by the script, trained on at 1 and 2 ranks (the same bytes), the
+ * format stated, and each mismatch refused with status 2. */
+static void test_cifar_files_end_to_end(void)
+{
+    if (!have_mpirun()) {
+        fputs("\n  (skipped: no mpirun)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/cifar_data.sh", test_ddpc()) > 0);
+    script_passes(cmd, "CIFAR's binary files, end to end");
+    free(cmd);
+}
+
 /* tests/distributed/scaling_on_paper.sh: `ddpc --emit plan --world N`'s
  * CPU figures within the factor the script states of measured runs at 1 and
  * 2 ranks (mnist, resnet, mlp). */
@@ -254,6 +269,8 @@ void suite_distributed(void)
          test_checkpoints_move_between_world_sizes},
         {"each rank's time per step logged; a rank slowed in its data phase named the straggler",
          test_straggler_named},
+        {"CIFAR-10 and CIFAR-100 binary files: 1 and 2 ranks the same bytes, the format stated, mismatches refused",
+         test_cifar_files_end_to_end},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",

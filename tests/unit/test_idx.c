@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "idx.h"  // ddp_idx_load, ddp_idx_gather, ddp_idx_check_classes
+#include "idx.h"  // ddp_idx_load, and dataset.h: ddp_data_gather, ddp_data_check_classes
 #include "testutil.h"
 
 enum { N = 5, ROWS = 3, COLS = 4 };
@@ -105,16 +105,17 @@ static int message_has(const char *what)
     return 0;
 }
 
-static void check_fixture(const DdpIdxSet *set)
+static void check_fixture(const DdpDataSet *set)
 {
     CU_ASSERT_EQUAL(set->n, N);
+    CU_ASSERT_EQUAL(set->channels, 1);
     CU_ASSERT_EQUAL(set->rows, ROWS);
     CU_ASSERT_EQUAL(set->cols, COLS);
     CU_ASSERT_EQUAL(set->num_classes, 10);
     int64_t pick[3] = {4, 0, 4};
     float images[3 * ROWS * COLS];
     int32_t labels[3];
-    CU_ASSERT_EQUAL_FATAL(ddp_idx_gather(set, pick, 3, images, labels), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_data_gather(set, pick, 3, images, labels), DDP_OK);
     int bad = 0;
     for (int s = 0; s < 3; s++)
         for (int p = 0; p < ROWS * COLS; p++)
@@ -131,11 +132,11 @@ static void test_raw_and_gz(void)
         for (int train = 0; train < 2; train++) {
             make_tmpdir();
             write_pair("", train, gz);
-            DdpIdxSet set;
+            DdpDataSet set;
             CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, train, &set), DDP_OK);
             check_fixture(&set);
             /* the other set is not there */
-            ddp_idx_free(&set);
+            ddp_data_free(&set);
             CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, !train, &set), DDP_BAD_INPUT);
             CU_ASSERT(message_has(train ? "no t10k-images-idx3-ubyte[.gz] in" : "no train-images"));
             test_remove_tmpdir(tmpdir);
@@ -148,11 +149,11 @@ static void test_layouts(void)
     for (int i = 0; i < 3; i++) {
         make_tmpdir();
         write_pair(subs[i], 1, i == 1);
-        DdpIdxSet set;
+        DdpDataSet set;
         CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
         check_fixture(&set);
         CU_ASSERT_PTR_NOT_NULL(strstr(set.images_path, subs[i]));
-        ddp_idx_free(&set);
+        ddp_data_free(&set);
         test_remove_tmpdir(tmpdir);
     }
     /* A trailing slash on the directory changes nothing. */
@@ -160,10 +161,10 @@ static void test_layouts(void)
     write_pair("", 1, 0);
     char slashed[80];
     snprintf(slashed, sizeof slashed, "%s/", tmpdir);
-    DdpIdxSet set;
+    DdpDataSet set;
     CU_ASSERT_EQUAL(ddp_idx_load(slashed, 1, &set), DDP_OK);
     CU_ASSERT_PTR_NULL(strstr(set.images_path, "//"));
-    ddp_idx_free(&set);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -174,16 +175,16 @@ static void test_content_not_name(void)
     make_tmpdir();
     write_images("train-images-idx3-ubyte", 1, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte.gz", 0, 0x801, N, good_labels, N);
-    DdpIdxSet set;
+    DdpDataSet set;
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
     check_fixture(&set);
-    ddp_idx_free(&set);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
 }
 
 static void test_missing(void)
 {
-    DdpIdxSet set;
+    DdpDataSet set;
     make_tmpdir();
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("raw, "));
@@ -194,7 +195,7 @@ static void test_missing(void)
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("but no train-labels-idx1-ubyte[.gz] beside it"));
     CU_ASSERT_PTR_NULL(set.pixels);
-    ddp_idx_free(&set);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
     CU_ASSERT_EQUAL(ddp_idx_load("/nonexistent/ddp", 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("/nonexistent/ddp: No such file"));
@@ -204,12 +205,12 @@ static void test_missing(void)
  * WHAT; then empties tmpdir. */
 static void expect_bad(const char *what)
 {
-    DdpIdxSet set;
+    DdpDataSet set;
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has(what));
     CU_ASSERT_PTR_NULL(set.pixels);
     CU_ASSERT_PTR_NULL(set.labels);
-    ddp_idx_free(&set);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -266,7 +267,7 @@ static void test_bad_magic(void)
     write_images("train-images-idx3-ubyte", 0, 0x801, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
     expect_bad("train-images-idx3-ubyte: not an IDX images file: magic number 0x00000801, "
-               "expected 0x00000803 (unsigned bytes, 3 dimensions) (this is a labels file)");
+               "expected 0x00000803 or 0x00000804 (unsigned bytes, 3 or 4 dimensions) (this is a labels file)");
     make_tmpdir();
     write_images("train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte.gz", 1, 0x0d01, N, good_labels, N);
@@ -329,18 +330,18 @@ static void test_classes(void)
     static const unsigned char labels[N] = {3, 0, 12, 1, 11};
     write_images("train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, labels, N);
-    DdpIdxSet set;
+    DdpDataSet set;
     CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
     CU_ASSERT_EQUAL(set.num_classes, 13);
-    CU_ASSERT_EQUAL(ddp_idx_check_classes(&set, 13), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_idx_check_classes(&set, 10), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_data_check_classes(&set, 13), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_data_check_classes(&set, 10), DDP_BAD_INPUT);
     CU_ASSERT(message_has("train-labels-idx1-ubyte: sample 2 has label 12, but the net has 10 classes (0..9)"));
     int64_t out_of_range = N;
     float images[ROWS * COLS];
     int32_t lab;
-    CU_ASSERT_EQUAL(ddp_idx_gather(&set, &out_of_range, 1, images, &lab), DDP_FAIL);
+    CU_ASSERT_EQUAL(ddp_data_gather(&set, &out_of_range, 1, images, &lab), DDP_FAIL);
     CU_ASSERT(message_has("internal error"));
-    ddp_idx_free(&set);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -349,7 +350,7 @@ static void test_classes(void)
 static void test_fashion_mnist(void)
 {
     struct stat st;
-    if (stat(DDP_IDX_DEFAULT_DIR "/train-images-idx3-ubyte.gz", &st) != 0) {
+    if (stat(DDP_DATA_DEFAULT_DIR "/train-images-idx3-ubyte.gz", &st) != 0) {
         fprintf(stderr, "\n(skipped: dataset-fashion-mnist not installed)");
         return;
     }
@@ -360,13 +361,13 @@ static void test_fashion_mnist(void)
         uint64_t label_sum, pixel_sum;
     } want[] = {{1, 60000, 9, 270000, 3431114169u}, {0, 10000, 9, 45000, 573469082u}};
     for (int k = 0; k < 2; k++) {
-        DdpIdxSet set;
+        DdpDataSet set;
         CU_ASSERT_EQUAL_FATAL(ddp_idx_load(NULL, want[k].train, &set), DDP_OK);
         CU_ASSERT_EQUAL(set.n, want[k].n);
         CU_ASSERT_EQUAL(set.rows, 28);
         CU_ASSERT_EQUAL(set.cols, 28);
         CU_ASSERT_EQUAL(set.num_classes, 10);
-        CU_ASSERT_EQUAL(ddp_idx_check_classes(&set, 10), DDP_OK);
+        CU_ASSERT_EQUAL(ddp_data_check_classes(&set, 10), DDP_OK);
         CU_ASSERT_EQUAL(set.labels[0], want[k].first_label);
         uint64_t labels = 0, pixels = 0;
         for (int64_t i = 0; i < set.n; i++)
@@ -375,8 +376,53 @@ static void test_fashion_mnist(void)
             pixels += set.pixels[i];
         CU_ASSERT_EQUAL(labels, want[k].label_sum);
         CU_ASSERT_EQUAL(pixels, want[k].pixel_sum);
-        ddp_idx_free(&set);
+        ddp_data_free(&set);
     }
+}
+
+/* Images of several channels: IDX with 4 dimensions (N x C x H x W), each
+ * sample's channels one after another, as a net's C x H x W input reads them. */
+static void test_channels(void)
+{
+    enum { C = 2, BYTES = C * ROWS * COLS };
+    make_tmpdir();
+    unsigned char buf[20 + N * BYTES];
+    put_be32(buf, 0x804);
+    put_be32(buf + 4, N);
+    put_be32(buf + 8, C);
+    put_be32(buf + 12, ROWS);
+    put_be32(buf + 16, COLS);
+    for (int k = 0; k < N * BYTES; k++)
+        buf[20 + k] = pixel(k / BYTES, k % BYTES);
+    write_bytes("train-images-idx3-ubyte", 0, buf, sizeof buf);
+    write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
+    DdpDataSet set;
+    CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
+    CU_ASSERT_EQUAL(set.n, N);
+    CU_ASSERT_EQUAL(set.channels, C);
+    CU_ASSERT_EQUAL(set.rows, ROWS);
+    CU_ASSERT_EQUAL(set.cols, COLS);
+    CU_ASSERT_STRING_EQUAL(set.format, "IDX");
+    int64_t pick = 3;
+    float images[BYTES];
+    int32_t label;
+    CU_ASSERT_EQUAL_FATAL(ddp_data_gather(&set, &pick, 1, images, &label), DDP_OK);
+    int bad = 0;
+    for (int p = 0; p < BYTES; p++)
+        bad += images[p] != (float)pixel(3, p) / 255.0f;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(label, good_labels[3]);
+    ddp_data_free(&set);
+    /* one channel short of what the header says */
+    write_bytes("train-images-idx3-ubyte", 0, buf, sizeof buf - ROWS * COLS);
+    expect_bad("train-images-idx3-ubyte: truncated: header says 5 images of 2x3x4 (120 bytes), file holds 108 bytes "
+               "of pixels");
+    /* 5 dimensions: not an images file this loader reads */
+    make_tmpdir();
+    put_be32(buf, 0x805);
+    write_bytes("train-images-idx3-ubyte", 0, buf, sizeof buf);
+    write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
+    expect_bad("magic number 0x00000805, expected 0x00000803 or 0x00000804");
 }
 
 void suite_idx(void)
@@ -389,6 +435,7 @@ void suite_idx(void)
         {"truncated files", test_truncated},
         {"trailing data", test_trailing_data},
         {"bad magic numbers", test_bad_magic},
+        {"images of several channels (N x C x H x W)", test_channels},
         {"mismatched counts, zero dimensions", test_counts_and_dims},
         {"hostile headers allocate nothing large", test_hostile_headers},
         {"labels beyond the net's classes", test_classes},

@@ -110,7 +110,7 @@ static void test_trains(void)
     int rc = harness_run(default_net(), &out, "--data %s --epochs 4 --log %s", data_dir,
                          tmp_path("log.jsonl"));
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(harness_has(out, "tiny: 200 train / 50 test samples, batch 20 per rank (20 global), 10 steps per epoch, "
+    CU_ASSERT(harness_has(out, "tiny: 200 train / 50 test samples of 1x28x28 IDX, batch 20 per rank (20 global), 10 steps per epoch, "
                                "4 epochs"));
     CU_ASSERT(harness_has(out, "epoch 1/4  step 10  loss "));
     CU_ASSERT(harness_has(out, "epoch 4/4  step 40  loss "));
@@ -124,7 +124,8 @@ static void test_trains(void)
     CU_ASSERT_FATAL(log != NULL);
     /* first, what the run is, its batch per rank and global, and whether its
      * steps are the same bits at any world size (a CPU build: yes) */
-    CU_ASSERT(strstr(log, "{\"event\": \"start\", \"net\": \"tiny\", \"world_size\": 1, \"batch_per_rank\": 20, "
+    CU_ASSERT(strstr(log, "{\"event\": \"start\", \"net\": \"tiny\", \"data\": \"1x28x28 IDX\", \"world_size\": 1, "
+                          "\"batch_per_rank\": 20, "
                           "\"global_batch\": 20, \"global_batch_set\": false, \"bit_invariant\": true}\n") == log);
     char *lines[16];
     int n = split_reports(log, lines, 16);
@@ -479,7 +480,8 @@ static void test_bad_data(void)
 
     /* 14x14 images for a net of 784 inputs, and for one of 1x28x28. */
     CU_ASSERT_EQUAL(harness_run(default_net(), &out, "--data %s", small_dir), 2);
-    CU_ASSERT(harness_has(out, "small/train-images-idx3-ubyte: the images are 14x14 (one channel), but the net's input is 784"));
+    CU_ASSERT(harness_has(out, "small/train-images-idx3-ubyte: the images are 1x14x14 (channels x rows x columns), "
+                               "but the net's input is 784"));
     free(out);
     DdpTrainConfig train = tiny_net_train();
     CU_ASSERT_EQUAL(harness_run(tiny_net(&train, 3, 10), &out, "--data %s", small_dir), 2);

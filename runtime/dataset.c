@@ -1,0 +1,91 @@
+/*
+ * dataset.c: the format-free part of dataset.h: which reader a directory
+ * needs, and what the trainer does with the samples once they are in memory.
+ */
+#include "dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cifar.h"  // ddp_cifar_find, ddp_cifar_load
+#include "idx.h"    // ddp_idx_load
+
+DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dir)
+        dir = DDP_DATA_DEFAULT_DIR;
+    DdpCifarFiles cifar;
+    if (ddp_cifar_find(dir, &cifar))
+        return ddp_cifar_load(&cifar, train, options->coarse_labels, out);
+    if (options->coarse_labels)
+        return DDP_ERR(DDP_BAD_INPUT, "--coarse-labels picks CIFAR-100's 20 superclasses, but %s holds no CIFAR-100 "
+                       "files (train.bin and test.bin)", dir);
+    return ddp_idx_load(dir, train, out);
+}
+
+DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes)
+{
+    if (set->num_classes <= num_classes)
+        return DDP_OK;
+    for (int64_t i = 0; i < set->n; i++)
+        if (set->labels[i] >= num_classes)
+            return DDP_ERR(DDP_BAD_INPUT, "%s: sample %lld has label %d, but the net has %d classes (0..%d)",
+                           set->labels_path, (long long)i, set->labels[i], num_classes, num_classes - 1);
+    return DDP_OK;
+}
+
+DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, float *images, int32_t *labels)
+{
+    /* pixel / 255.0f, correctly rounded as ToTensor's div(255) is: the same
+     * floats PyTorch feeds its first layer, not pixel * (1 / 255.0f). */
+    float scale[256];
+    for (int v = 0; v < 256; v++)
+        scale[v] = (float)v / 255.0f;
+    size_t bytes = (size_t)ddp_data_sample_bytes(set);
+    for (int i = 0; i < n; i++) {
+        int64_t k = indices[i];
+        if (k < 0 || k >= set->n)
+            return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
+                           (long long)k, (long long)set->n - 1);
+        const uint8_t *src = set->pixels + (size_t)k * bytes;
+        float *dst = images + (size_t)i * bytes;
+        for (size_t p = 0; p < bytes; p++)
+            dst[p] = scale[src[p]];
+        labels[i] = set->labels[k];
+    }
+    return DDP_OK;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t ddp_data_digest(const DdpDataSet *set)
+{
+    enum { SAMPLES = 1024 };
+    int64_t sizes[5] = {set->n, set->channels, set->rows, set->cols, set->num_classes};
+    uint64_t h = fnv1a(1469598103934665603ull, sizes, sizeof sizes);
+    size_t bytes = (size_t)ddp_data_sample_bytes(set);
+    int64_t picks = set->n < SAMPLES ? set->n : SAMPLES;
+    for (int64_t k = 0; k < picks; k++) {
+        /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
+        int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
+        h = fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
+        h = fnv1a(h, set->labels + i, 1);
+    }
+    return h;
+}
+
+void ddp_data_free(DdpDataSet *set)
+{
+    free(set->pixels);
+    free(set->labels);
+    free(set->images_path);
+    free(set->labels_path);
+    memset(set, 0, sizeof *set);
+}

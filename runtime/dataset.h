@@ -1,0 +1,70 @@
+/*
+ * dataset.h: a labelled image data set held in memory, whatever files it came
+ * from, and what the trainer does with one.
+ *
+ * The formats, each read by a module of its own:
+ *  - IDX (idx.c): MNIST's files, images of N x H x W or N x C x H x W bytes;
+ *  - CIFAR-10 and CIFAR-100 in their binary form (cifar.c).
+ * ddp_data_load tells them apart by the files a directory holds, so --data
+ * names a directory whatever its format, and the run's first line says which
+ * it found.
+ */
+#ifndef DDPRT_DATASET_H
+#define DDPRT_DATASET_H
+
+#include <stdint.h>
+
+#include "status.h"  // DdpStatus
+
+/* Where the data comes from when the user gives no --data. */
+#define DDP_DATA_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+
+typedef struct {
+    int64_t n;                 /* samples */
+    int channels, rows, cols;  /* a sample's bytes: channels x rows x cols */
+    int num_classes;           /* largest label + 1 */
+    uint8_t *pixels;           /* n samples, each channel-major (C x H x W), as the files hold them */
+    uint8_t *labels;           /* n */
+    char *images_path;         /* the files read, for messages */
+    char *labels_path;
+    const char *format;        /* "IDX", "CIFAR-10", "CIFAR-100, fine labels": for the first line and the log */
+} DdpDataSet;
+
+/* How to read the files (the flags that choose). */
+typedef struct {
+    int coarse_labels; /* CIFAR-100: the 20 superclasses instead of the 100 classes */
+} DdpDataOptions;
+
+/* Loads the training set (TRAIN != 0) or the test set from DIR (NULL:
+ * DDP_DATA_DEFAULT_DIR): CIFAR's binary files where DIR holds them (see
+ * cifar.h for where they are looked for), IDX files otherwise (idx.h).
+ * DDP_BAD_INPUT, naming the file and the fault, for missing or malformed
+ * files and for options that do not fit the format; OUT is then empty (safe
+ * to ddp_data_free). */
+DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out);
+
+/* Bytes of one sample. */
+static inline int64_t ddp_data_sample_bytes(const DdpDataSet *set)
+{
+    return (int64_t)set->channels * set->rows * set->cols;
+}
+
+/* DDP_BAD_INPUT, naming the labels file and the first offending sample, when a
+ * label does not fit a net with NUM_CLASSES outputs. */
+DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes);
+
+/* Copies samples INDICES[0..n) into IMAGES (n samples of channels x rows x
+ * cols floats in [0,1], pixel / 255 as torchvision's ToTensor computes it)
+ * and LABELS (n). An index out of range is an internal error (DDP_FAIL). */
+DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, float *images, int32_t *labels);
+
+/* A digest of SET for comparing ranks' data: its sizes and up to 1024
+ * samples (pixels and label) spread evenly over it, the first and the last
+ * among them. Cheap (a few megabytes read from memory at most), and enough to
+ * tell another data set, a shorter cut of the same one or another order
+ * apart; two sets differing only in samples it skips are not told apart. */
+uint64_t ddp_data_digest(const DdpDataSet *set);
+
+void ddp_data_free(DdpDataSet *set);
+
+#endif
