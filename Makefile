@@ -190,7 +190,7 @@ test: all $(BUILD)/unit_tests
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -Itests/fuzz -I$(BUILD)
-fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_cifar
+fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      runtime/dirs.c runtime/status.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
@@ -207,10 +207,15 @@ $(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c r
 	@mkdir -p $(BUILD)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
 
-$(BUILD)/fuzz_cifar: tests/fuzz/fuzz_cifar.c runtime/cifar.c runtime/dataset.c runtime/idx.c runtime/status.c
+$(BUILD)/fuzz_cifar: tests/fuzz/fuzz_cifar.c runtime/cifar.c runtime/dataset.c runtime/idx.c runtime/npy.c runtime/status.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz
+
+$(BUILD)/fuzz_npy: tests/fuzz/fuzz_npy.c runtime/npy.c runtime/cifar.c runtime/dataset.c runtime/idx.c runtime/status.c
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
 
 # ---- benchmarks ------------------------------------------------------------------
 bench: all

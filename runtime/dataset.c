@@ -9,18 +9,29 @@
 
 #include "cifar.h"  // ddp_cifar_find, ddp_cifar_load
 #include "idx.h"    // ddp_idx_load
+#include "npy.h"    // ddp_npy_find, ddp_npy_load
 
 DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out)
 {
     memset(out, 0, sizeof *out);
     if (!dir)
         dir = DDP_DATA_DEFAULT_DIR;
+    if (options->channels_first && options->channels_last)
+        return DDP_ERR(DDP_BAD_INPUT, "--channels-first and --channels-last: give one");
     DdpCifarFiles cifar;
-    if (ddp_cifar_find(dir, &cifar))
+    int cifar_found = ddp_cifar_find(dir, &cifar), npy_found = !cifar_found && ddp_npy_find(dir);
+    if ((options->channels_first || options->channels_last) && !npy_found) {
+        free(cifar.dir);
+        return DDP_ERR(DDP_BAD_INPUT, "--channels-%s says how x_train.npy holds its images, but %s holds no NumPy "
+                       "files (x_train.npy)", options->channels_first ? "first" : "last", dir);
+    }
+    if (cifar_found)
         return ddp_cifar_load(&cifar, train, options->coarse_labels, out);
     if (options->coarse_labels)
         return DDP_ERR(DDP_BAD_INPUT, "--coarse-labels picks CIFAR-100's 20 superclasses, but %s holds no CIFAR-100 "
                        "files (train.bin and test.bin)", dir);
+    if (npy_found)
+        return ddp_npy_load(dir, train, options, out);
     return ddp_idx_load(dir, train, out);
 }
 
@@ -48,10 +59,14 @@ DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, 
         if (k < 0 || k >= set->n)
             return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
                            (long long)k, (long long)set->n - 1);
-        const uint8_t *src = set->pixels + (size_t)k * bytes;
         float *dst = images + (size_t)i * bytes;
-        for (size_t p = 0; p < bytes; p++)
-            dst[p] = scale[src[p]];
+        if (set->values) {
+            memcpy(dst, set->values + (size_t)k * bytes, bytes * sizeof *dst);
+        } else {
+            const uint8_t *src = set->pixels + (size_t)k * bytes;
+            for (size_t p = 0; p < bytes; p++)
+                dst[p] = scale[src[p]];
+        }
         labels[i] = set->labels[k];
     }
     return DDP_OK;
@@ -75,7 +90,10 @@ uint64_t ddp_data_digest(const DdpDataSet *set)
     for (int64_t k = 0; k < picks; k++) {
         /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
         int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
-        h = fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
+        if (set->values)
+            h = fnv1a(h, set->values + (size_t)i * bytes, bytes * sizeof *set->values);
+        else
+            h = fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
         h = fnv1a(h, set->labels + i, 1);
     }
     return h;
@@ -84,6 +102,7 @@ uint64_t ddp_data_digest(const DdpDataSet *set)
 void ddp_data_free(DdpDataSet *set)
 {
     free(set->pixels);
+    free(set->values);
     free(set->labels);
     free(set->images_path);
     free(set->labels_path);

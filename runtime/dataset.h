@@ -4,7 +4,8 @@
  *
  * The formats, each read by a module of its own:
  *  - IDX (idx.c): MNIST's files, images of N x H x W or N x C x H x W bytes;
- *  - CIFAR-10 and CIFAR-100 in their binary form (cifar.c).
+ *  - CIFAR-10 and CIFAR-100 in their binary form (cifar.c);
+ *  - NumPy arrays, .npy (npy.c).
  * ddp_data_load tells them apart by the files a directory holds, so --data
  * names a directory whatever its format, and the run's first line says which
  * it found.
@@ -24,6 +25,7 @@ typedef struct {
     int channels, rows, cols;  /* a sample's bytes: channels x rows x cols */
     int num_classes;           /* largest label + 1 */
     uint8_t *pixels;           /* n samples, each channel-major (C x H x W), as the files hold them */
+    float *values;             /* or, for float data (NumPy float32), the samples' floats, used as they are */
     uint8_t *labels;           /* n */
     char *images_path;         /* the files read, for messages */
     char *labels_path;
@@ -32,12 +34,15 @@ typedef struct {
 
 /* How to read the files (the flags that choose). */
 typedef struct {
-    int coarse_labels; /* CIFAR-100: the 20 superclasses instead of the 100 classes */
+    int coarse_labels;  /* CIFAR-100: the 20 superclasses instead of the 100 classes */
+    int channels_first; /* NumPy: images N x C x H x W, */
+    int channels_last;  /* or N x H x W x C (neither: as the shape tells) */
 } DdpDataOptions;
 
 /* Loads the training set (TRAIN != 0) or the test set from DIR (NULL:
  * DDP_DATA_DEFAULT_DIR): CIFAR's binary files where DIR holds them (see
- * cifar.h for where they are looked for), IDX files otherwise (idx.h).
+ * cifar.h for where they are looked for), else NumPy arrays where DIR holds
+ * x_train.npy (npy.h), else IDX files (idx.h).
  * DDP_BAD_INPUT, naming the file and the fault, for missing or malformed
  * files and for options that do not fit the format; OUT is then empty (safe
  * to ddp_data_free). */
@@ -54,7 +59,8 @@ static inline int64_t ddp_data_sample_bytes(const DdpDataSet *set)
 DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes);
 
 /* Copies samples INDICES[0..n) into IMAGES (n samples of channels x rows x
- * cols floats in [0,1], pixel / 255 as torchvision's ToTensor computes it)
+ * cols floats: pixel / 255 as torchvision's ToTensor computes it, or the
+ * float data as they are)
  * and LABELS (n). An index out of range is an internal error (DDP_FAIL). */
 DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, float *images, int32_t *labels);
 

@@ -52,11 +52,18 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     /* the path may differ from host to host: the ranks compare the data's sizes and digest instead */
     [DDP_FLAG_DATA] = {"data", KIND_PATH, "DIR", AT(data),
         .agree = DDP_AGREE_LOCAL,
-        .help = "the data set: MNIST-format IDX files (in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw) or "
-                "CIFAR-10/100's binary files (in DIR, DIR/cifar-10-batches-bin or DIR/cifar-100-binary)"},
+        .help = "the data set: MNIST-format IDX files (in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw), "
+                "CIFAR-10/100's binary files (in DIR, DIR/cifar-10-batches-bin or DIR/cifar-100-binary) or NumPy "
+                "arrays (DIR/x_train.npy, y_train.npy, x_test.npy, y_test.npy)"},
     [DDP_FLAG_COARSE_LABELS] = {"coarse-labels", KIND_SWITCH, NULL, AT(coarse_labels), .min = 1,
         .agree = DDP_AGREE_VALUE,
         .help = "CIFAR-100: train on its 20 superclasses (the coarse labels) instead of its 100 classes"},
+    [DDP_FLAG_CHANNELS_FIRST] = {"channels-first", KIND_SWITCH, NULL, AT(channels_first), .min = 1,
+        .agree = DDP_AGREE_VALUE,
+        .help = "NumPy: the images are N x C x H x W (needed only where the shape does not tell)"},
+    [DDP_FLAG_CHANNELS_LAST] = {"channels-last", KIND_SWITCH, NULL, AT(channels_last), .min = 1,
+        .agree = DDP_AGREE_VALUE,
+        .help = "NumPy: the images are N x H x W x C (needed only where the shape does not tell)"},
     [DDP_FLAG_EPOCHS] = {"epochs", KIND_INT, "N", AT(epochs), .min = 1, .max = DDP_FLAGS_MAX_EPOCHS,
         .agree = DDP_AGREE_VALUE,
         .help = "passes over the training set"},
@@ -436,7 +443,7 @@ void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
 
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train)
 {
-    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on IDX or CIFAR data, data-parallel.\n\n", prog, name);
+    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on IDX, CIFAR or NumPy data, data-parallel.\n\n", prog, name);
     for (int i = 0; i < DDP_FLAG_COUNT; i++) {
         const FlagSpec *s = &specs[i];
         char left[64], dflt[96] = "";

@@ -19,6 +19,8 @@
 typedef enum {
     DDP_FLAG_DATA,
     DDP_FLAG_COARSE_LABELS,
+    DDP_FLAG_CHANNELS_FIRST,
+    DDP_FLAG_CHANNELS_LAST,
     DDP_FLAG_EPOCHS,
     DDP_FLAG_BATCH_SIZE,
     DDP_FLAG_GLOBAL_BATCH,
@@ -74,6 +76,7 @@ typedef enum {
 typedef struct {
     const char *data;         /* NULL: DDP_DATA_DEFAULT_DIR */
     int coarse_labels;        /* CIFAR-100's 20 superclasses instead of its 100 classes */
+    int channels_first, channels_last; /* NumPy images: N x C x H x W or N x H x W x C (neither: the shape tells) */
     int64_t epochs;           /* the net's train { epochs } unless given */
     int64_t batch_size;       /* per rank; the net's train { batch } unless given */
     int64_t global_batch;     /* all ranks together, shared evenly; 0 unless given */

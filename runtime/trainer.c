@@ -176,7 +176,9 @@ static DdpStatus check_sample_shape(const DdpNet *net, const DdpDataSet *set)
 
 static DdpStatus load_data(Trainer *t)
 {
-    const DdpDataOptions options = {.coarse_labels = t->flags.coarse_labels};
+    const DdpDataOptions options = {.coarse_labels = t->flags.coarse_labels,
+                                    .channels_first = t->flags.channels_first,
+                                    .channels_last = t->flags.channels_last};
     DDP_CHECK(ddp_data_load(t->flags.data, 1, &options, &t->train));
     DDP_CHECK(ddp_data_load(t->flags.data, 0, &options, &t->test));
     DDP_CHECK(check_sample_shape(t->net, &t->train));

@@ -127,6 +127,22 @@ static void test_cifar_files_end_to_end(void)
     free(cmd);
 }
 
+/* tests/distributed/npy_data.sh: arrays saved by NumPy itself, trained on
+ * at 1 and 2 ranks (the same bytes); uint8 and float32 channels-last arrays
+ * of the same images train alike. */
+static void test_npy_files_end_to_end(void)
+{
+    if (!have_mpirun()) {
+        fputs("\n  (skipped: no mpirun)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=/usr/bin/python3 bash tests/distributed/npy_data.sh", test_ddpc()) >
+                    0);
+    script_passes(cmd, "NumPy arrays, end to end");
+    free(cmd);
+}
+
 /* tests/distributed/scaling_on_paper.sh: `ddpc --emit plan --world N`'s
  * CPU figures within the factor the script states of measured runs at 1 and
  * 2 ranks (mnist, resnet, mlp). */
@@ -271,6 +287,8 @@ void suite_distributed(void)
          test_straggler_named},
         {"CIFAR-10 and CIFAR-100 binary files: 1 and 2 ranks the same bytes, the format stated, mismatches refused",
          test_cifar_files_end_to_end},
+        {"NumPy arrays: 1 and 2 ranks the same bytes; uint8 and float32 channels-last arrays of the same images alike",
+         test_npy_files_end_to_end},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
