@@ -69,12 +69,19 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
     h->data_at = at + (size_t)header_len;
 
     /* 'descr': '<f4' */
+    /* parsed by hand: the header is not a C string, so no sscanf or strtol */
     const char *descr = value_of(text, end, "'descr'");
     char order = 0, kind = 0;
-    int item = 0, used = 0;
-    if (!descr || end - descr < 4 || *descr != '\'' ||
-        sscanf(descr + 1, "%c%c%d%n", &order, &kind, &item, &used) != 3 || descr + 1 + used >= end ||
-        descr[1 + used] != '\'' || item < 1 || item > 16 || !strchr("<>|=", order) || !strchr("biuf", kind))
+    int item = 0;
+    const char *q = descr ? descr + 3 : NULL;
+    if (descr && end - descr >= 5 && descr[0] == '\'') {
+        order = descr[1];
+        kind = descr[2];
+        for (; q < end && *q >= '0' && *q <= '9' && item <= 16; q++)
+            item = item * 10 + (*q - '0');
+    }
+    if (!descr || end - descr < 5 || descr[0] != '\'' || q >= end || *q != '\'' || item < 1 || item > 16 ||
+        !order || !strchr("<>|=", order) || !kind || !strchr("biuf", kind))
         return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header has no plain type ('descr' such as '<f4' or '|u1')", path);
     if (order == '>' && item > 1)
         return DDP_ERR(DDP_BAD_INPUT, "%s: big-endian data ('%c%c%d'): save it little-endian (arr.astype('<%c%d'))",
