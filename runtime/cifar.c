@@ -10,45 +10,26 @@
  */
 #include "cifar.h"
 
-#include <errno.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* The most one file may hold: 40 times CIFAR-10's training set. */
 #define DDP_CIFAR_MAX_BYTES ((uint64_t)6 << 30)
 
 static const char *const FOLDERS[] = {"", "/cifar-10-batches-bin", "/cifar-100-binary"};
 
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* DIR/SUB/NAME, or NULL when out of memory. */
-static char *join(const char *dir, const char *sub, const char *name)
-{
-    int len = (int)strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    char *path = NULL;
-    if (asprintf(&path, "%.*s%s%s%s", len, dir, sub, name[0] ? "/" : "", name) < 0)
-        return NULL;
-    return path;
-}
-
 int ddp_cifar_find(const char *dir, DdpCifarFiles *files)
 {
     memset(files, 0, sizeof *files);
     for (size_t i = 0; i < sizeof FOLDERS / sizeof FOLDERS[0]; i++)
         for (int hundred = 0; hundred < 2; hundred++) {
-            char *path = join(dir, FOLDERS[i], hundred ? "train.bin" : "data_batch_1.bin");
-            int found = path && is_file(path);
+            char *path = ddp_data_path(dir, FOLDERS[i], hundred ? "train.bin" : "data_batch_1.bin");
+            int found = path && ddp_data_is_file(path);
             free(path);
             if (found) {
-                files->dir = join(dir, FOLDERS[i], "");
+                files->dir = ddp_data_path(dir, FOLDERS[i], "");
                 files->hundred = hundred;
                 return files->dir != NULL;
             }
@@ -56,7 +37,7 @@ int ddp_cifar_find(const char *dir, DdpCifarFiles *files)
     return 0;
 }
 
-/* The record's length and label count of a format. */
+/* The length of a format's records. */
 static size_t record_bytes(int hundred)
 {
     return (size_t)(hundred ? 2 : 1) + DDP_CIFAR_PIXELS;
@@ -80,9 +61,9 @@ DdpStatus ddp_cifar_parse(const uint8_t *bytes, size_t len, int hundred, int coa
     for (size_t r = 0; r < n; r++) {
         int label = bytes[r * record + (hundred && !coarse ? 1 : 0)];
         if (label >= classes)
-            return DDP_ERR(DDP_BAD_INPUT, "%s: record %zu has %s label %d, outside %s's %d classes (0..%d): not a "
-                           "CIFAR file, or a damaged one", path, r, hundred ? (coarse ? "coarse" : "fine") : "the",
-                           label, format_name(hundred, coarse), classes, classes - 1);
+            return DDP_ERR(DDP_BAD_INPUT, "%s: record %zu has %s label %d, outside the %d classes of %s (0..%d): not "
+                           "a CIFAR file, or a damaged one", path, r, hundred ? (coarse ? "coarse" : "fine") : "the",
+                           label, classes, format_name(hundred, coarse), classes - 1);
     }
     const size_t total = (size_t)set->n + n;
     uint8_t *pixels = realloc(set->pixels, total * DDP_CIFAR_PIXELS);
@@ -111,28 +92,28 @@ DdpStatus ddp_cifar_parse(const uint8_t *bytes, size_t len, int hundred, int coa
 /* Reads the file PATH whole and appends its records to SET. */
 static DdpStatus load_file(const char *path, int hundred, int coarse, DdpDataSet *set)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    DdpStatus status = DDP_OK;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file", path);
-    else if ((uint64_t)st.st_size > DDP_CIFAR_MAX_BYTES)
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: %llu bytes, more than the %llu GiB this loader takes from one CIFAR "
-                         "file", path, (unsigned long long)st.st_size,
-                         (unsigned long long)(DDP_CIFAR_MAX_BYTES >> 30));
-    uint8_t *bytes = NULL;
-    size_t len = status == DDP_OK ? (size_t)st.st_size : 0;
-    if (status == DDP_OK && !(bytes = malloc(len ? len : 1)))
-        status = DDP_ERR(DDP_FAIL, "%s: out of memory for %zu bytes", path, len);
-    if (status == DDP_OK && fread(bytes, 1, len, f) != len)
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", path, ferror(f) ? strerror(errno) : "the file shrank");
-    fclose(f);
-    if (status == DDP_OK)
-        status = ddp_cifar_parse(bytes, len, hundred, coarse, path, set);
+    uint8_t *bytes;
+    size_t len;
+    DDP_CHECK(ddp_data_read_file(path, DDP_CIFAR_MAX_BYTES, "one CIFAR file", &bytes, &len));
+    DdpStatus status = ddp_cifar_parse(bytes, len, hundred, coarse, path, set);
     free(bytes);
     return status;
+}
+
+/* The highest K of DIR's data_batch_K.bin files (0: none), so that a gap in
+ * them is refused rather than training on part of the set. */
+static int last_batch(const char *dir)
+{
+    int last = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int k = 0, used = 0;
+        if (sscanf(e->d_name, "data_batch_%d.bin%n", &k, &used) == 1 && e->d_name[used] == '\0' && k > last)
+            last = k;
+    }
+    if (d)
+        closedir(d);
+    return last;
 }
 
 DdpStatus ddp_cifar_load(DdpCifarFiles *files, int train, int coarse, DdpDataSet *out)
@@ -152,13 +133,16 @@ DdpStatus ddp_cifar_load(DdpCifarFiles *files, int train, int coarse, DdpDataSet
             snprintf(name, sizeof name, "data_batch_%d.bin", k);
         else
             snprintf(name, sizeof name, "%s", files->hundred ? (train ? "train.bin" : "test.bin") : "test_batch.bin");
-        char *path = join(files->dir, "", name);
+        char *path = ddp_data_path(files->dir, "", name);
         if (!path) {
             status = DDP_ERR(DDP_FAIL, "out of memory");
-        } else if (!is_file(path)) {
+        } else if (!ddp_data_is_file(path)) {
             if (read == 0) /* ddp_cifar_find saw the first training file, so this is a test file */
                 status = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s beside it", files->dir,
                                  files->hundred ? "CIFAR-100's train.bin" : "CIFAR-10's data_batch_1.bin", name);
+            else if (last_batch(files->dir) > k)
+                status = DDP_ERR(DDP_BAD_INPUT, "%s: %s is missing, but data_batch_%d.bin is there: the training set "
+                                 "would be cut short", files->dir, name, last_batch(files->dir));
             free(path);
             break;
         } else {

@@ -4,8 +4,11 @@
  */
 #include "dataset.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cifar.h"  // ddp_cifar_find, ddp_cifar_load
 #include "idx.h"    // ddp_idx_load
@@ -53,7 +56,7 @@ DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, 
     float scale[256];
     for (int v = 0; v < 256; v++)
         scale[v] = (float)v / 255.0f;
-    size_t bytes = (size_t)ddp_data_sample_bytes(set);
+    size_t bytes = (size_t)ddp_data_sample_values(set);
     for (int i = 0; i < n; i++) {
         int64_t k = indices[i];
         if (k < 0 || k >= set->n)
@@ -85,7 +88,7 @@ uint64_t ddp_data_digest(const DdpDataSet *set)
     enum { SAMPLES = 1024 };
     int64_t sizes[5] = {set->n, set->channels, set->rows, set->cols, set->num_classes};
     uint64_t h = fnv1a(1469598103934665603ull, sizes, sizeof sizes);
-    size_t bytes = (size_t)ddp_data_sample_bytes(set);
+    size_t bytes = (size_t)ddp_data_sample_values(set);
     int64_t picks = set->n < SAMPLES ? set->n : SAMPLES;
     for (int64_t k = 0; k < picks; k++) {
         /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
@@ -107,4 +110,50 @@ void ddp_data_free(DdpDataSet *set)
     free(set->images_path);
     free(set->labels_path);
     memset(set, 0, sizeof *set);
+}
+
+char *ddp_data_path(const char *dir, const char *sub, const char *name)
+{
+    int len = (int)strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    char *path = NULL;
+    if (asprintf(&path, "%.*s%s%s%s", len, dir, sub, name[0] ? "/" : "", name) < 0)
+        return NULL;
+    return path;
+}
+
+int ddp_data_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+DdpStatus ddp_data_read_file(const char *path, uint64_t max, const char *what, uint8_t **bytes, size_t *len)
+{
+    *bytes = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    DdpStatus status = DDP_OK;
+    uint8_t *buf = NULL;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file", path);
+    else if ((uint64_t)st.st_size > max)
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: %llu bytes, more than the %llu GiB this loader takes from %s", path,
+                         (unsigned long long)st.st_size, (unsigned long long)(max >> 30), what);
+    else if (!(buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1)))
+        status = DDP_ERR(DDP_FAIL, "%s: out of memory for %llu bytes", path, (unsigned long long)st.st_size);
+    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", path, ferror(f) ? strerror(errno) : "the file shrank");
+    fclose(f);
+    if (status != DDP_OK) {
+        free(buf);
+        return status;
+    }
+    *bytes = buf;
+    *len = (size_t)st.st_size;
+    return DDP_OK;
 }

@@ -13,6 +13,7 @@
 #ifndef DDPRT_DATASET_H
 #define DDPRT_DATASET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"  // DdpStatus
@@ -24,7 +25,7 @@ typedef struct {
     int64_t n;                 /* samples */
     int channels, rows, cols;  /* a sample's bytes: channels x rows x cols */
     int num_classes;           /* largest label + 1 */
-    uint8_t *pixels;           /* n samples, each channel-major (C x H x W), as the files hold them */
+    uint8_t *pixels;           /* n samples, each channel-major (C x H x W) */
     float *values;             /* or, for float data (NumPy float32), the samples' floats, used as they are */
     uint8_t *labels;           /* n */
     char *images_path;         /* the files read, for messages */
@@ -48,8 +49,8 @@ typedef struct {
  * to ddp_data_free). */
 DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out);
 
-/* Bytes of one sample. */
-static inline int64_t ddp_data_sample_bytes(const DdpDataSet *set)
+/* Values of one sample: channels x rows x cols (bytes, or floats for float data). */
+static inline int64_t ddp_data_sample_values(const DdpDataSet *set)
 {
     return (int64_t)set->channels * set->rows * set->cols;
 }
@@ -72,5 +73,20 @@ DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, 
 uint64_t ddp_data_digest(const DdpDataSet *set);
 
 void ddp_data_free(DdpDataSet *set);
+
+/* ---- for the readers (idx.c, cifar.c, npy.c) ------------------------------------- */
+
+/* DIR, then SUB ("" or "/raw"), then "/NAME" unless NAME is "", with DIR's
+ * trailing slashes dropped; NULL when out of memory. */
+char *ddp_data_path(const char *dir, const char *sub, const char *name);
+
+/* Nonzero when PATH is a regular file (or a link to one). */
+int ddp_data_is_file(const char *path);
+
+/* Reads the regular file PATH whole into *BYTES (*LEN bytes; free it),
+ * refusing one over MAX bytes by its size, before reading (a device, a
+ * huge sparse file), as more than this loader takes from WHAT ("one CIFAR
+ * file"). DDP_BAD_INPUT naming PATH; *BYTES is then NULL. */
+DdpStatus ddp_data_read_file(const char *path, uint64_t max, const char *what, uint8_t **bytes, size_t *len);
 
 #endif

@@ -17,7 +17,7 @@
  * we refuse a file holding more bytes than its header accounts for.
  *
  * Labels are not checked against 10: the net decides how many classes there
- * are, so we record the largest label and ddp_idx_check_classes compares.
+ * are, so we record the largest label and ddp_data_check_classes compares.
  */
 #include "idx.h"
 
@@ -257,7 +257,9 @@ static DdpStatus load_images(const char *path, DdpDataSet *set)
     int ndims = 0;
     uint64_t bytes;
     DdpStatus st = idx_header(&f, MAGIC_IMAGES, 3, 4, dims, &ndims, "images", &bytes);
-    uint32_t channels = ndims == 4 ? dims[1] : 1, rows = dims[ndims - 2], cols = dims[ndims - 1];
+    /* N x H x W, or N x C x H x W (ndims is 0 after a failed header) */
+    uint32_t channels = ndims == 4 ? dims[1] : 1, rows = ndims >= 3 ? dims[ndims - 2] : 0,
+             cols = ndims >= 3 ? dims[ndims - 1] : 0;
     if (st == DDP_OK && (uint64_t)channels * rows * cols > INT32_MAX)
         st = DDP_ERR(DDP_BAD_INPUT, "%s: images of %ux%ux%u bytes are too large", path, channels, rows, cols);
     if (st == DDP_OK) {
@@ -305,24 +307,15 @@ static DdpStatus load_labels(const char *path, DdpDataSet *set)
     return st;
 }
 
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* DIR/SUB/NAME or DIR/SUB/NAME.gz, whichever exists (the raw one first: it
  * reads faster and torchvision keeps both); NULL when neither does. */
 static char *find_in(const char *dir, const char *sub, const char *name)
 {
-    int len = (int)strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
     for (int gz = 0; gz < 2; gz++) {
-        char *path = NULL;
-        if (asprintf(&path, "%.*s%s/%s%s", len, dir, sub, name, gz ? ".gz" : "") < 0)
-            return NULL;
-        if (is_file(path))
+        char file[64];
+        snprintf(file, sizeof file, "%s%s", name, gz ? ".gz" : "");
+        char *path = ddp_data_path(dir, sub, file);
+        if (!path || ddp_data_is_file(path))
             return path;
         free(path);
     }

@@ -13,12 +13,10 @@
  */
 #include "npy.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* The most one file may hold: far above any data set's arrays in memory. */
 #define DDP_NPY_MAX_BYTES ((uint64_t)16 << 30)
@@ -34,24 +32,35 @@ static const char *skip_spaces(const char *p, const char *end)
     return p;
 }
 
-/* The value after KEY ('descr') in the header [TEXT, END), or NULL. */
+/* The value after KEY ('descr', quotes included) in the header [TEXT,
+ * END), or NULL. Quoted strings are stepped over whole, so text inside a
+ * value ("'fortran_order': False" as a string) is never taken for a key. */
 static const char *value_of(const char *text, const char *end, const char *key)
 {
-    size_t klen = strlen(key);
-    for (const char *p = text; p + klen <= end; p++)
-        if (memcmp(p, key, klen) == 0) {
-            p = skip_spaces(p + klen, end);
-            if (p < end && *p == ':')
-                return skip_spaces(p + 1, end);
+    const size_t klen = strlen(key);
+    for (const char *p = text; p < end; p++) {
+        if (*p != '\'' && *p != '"')
+            continue;
+        const char *close = memchr(p + 1, *p, (size_t)(end - p - 1));
+        if (!close)
+            return NULL;
+        if ((size_t)(close + 1 - p) == klen && memcmp(p, key, klen) == 0) {
+            const char *v = skip_spaces(close + 1, end);
+            if (v < end && *v == ':')
+                return skip_spaces(v + 1, end);
         }
+        p = close;
+    }
     return NULL;
 }
 
 DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, DdpNpyHeader *h)
 {
     memset(h, 0, sizeof *h);
-    if (len < 10 || memcmp(bytes, MAGIC, MAGIC_LEN) != 0)
+    if (memcmp(bytes, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0 || len == 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a NumPy .npy file (it does not start with \\x93NUMPY)", path);
+    if (len < 10)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: the .npy header does not fit in its %zu bytes", path, len);
     int major = bytes[6];
     if (major < 1 || major > 3)
         return DDP_ERR(DDP_BAD_INPUT, "%s: .npy format version %d.%d, where 1.0 to 3.0 are known", path, major,
@@ -91,9 +100,11 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
 
     /* 'fortran_order': False */
     const char *fortran = value_of(text, end, "'fortran_order'");
-    if (!fortran || end - fortran < 5 || (memcmp(fortran, "False", 5) != 0 && memcmp(fortran, "True", 4) != 0))
+    const int is_false = fortran && end - fortran >= 5 && memcmp(fortran, "False", 5) == 0;
+    const int is_true = fortran && end - fortran >= 4 && memcmp(fortran, "True", 4) == 0;
+    if (!is_false && !is_true)
         return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header has no 'fortran_order'", path);
-    if (memcmp(fortran, "True", 4) == 0)
+    if (is_true)
         return DDP_ERR(DDP_BAD_INPUT, "%s: the array is in Fortran order: save it in C order "
                        "(np.save(path, np.ascontiguousarray(arr)))", path);
 
@@ -123,12 +134,15 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
         p = skip_spaces(p, end);
         if (p < end && *p == ',')
             p++;
+        else if (p < end && *p != ')')
+            return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header's shape is not a tuple of at most %d sizes", path,
+                           DDP_NPY_MAX_DIMS);
     }
     const uint64_t held = len - h->data_at;
     const int short_of_it = h->count > held / (uint64_t)item;
     if (short_of_it || h->count * (uint64_t)item != held)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: %s: the header's shape announces %llu items of %d bytes, the file holds %llu "
-                       "bytes of data", path, short_of_it ? "truncated" : "trailing data",
+        return DDP_ERR(DDP_BAD_INPUT, "%s: %s: the header's shape announces %llu items of %d bytes, the file "
+                       "holds %llu bytes of data", path, short_of_it ? "truncated" : "trailing data",
                        (unsigned long long)h->count, item, (unsigned long long)held);
     return DDP_OK;
 }
@@ -154,11 +168,12 @@ DdpStatus ddp_npy_images(const uint8_t *bytes, size_t len, const char *path, cha
         return DDP_ERR(DDP_BAD_INPUT, "%s: images of type '%c%d', where uint8 ('|u1') or float32 ('<f4') are read",
                        path, h.kind, h.item_bytes);
     if (h.dims != 3 && h.dims != 4)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s, where N x H x W, N x C x H x W or N x H x W x C are read",
-                       path, shape);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s, where N x H x W, N x C x H x W or N x H x W x C "
+                       "are read", path, shape);
     for (int d = 0; d < h.dims; d++)
         if (h.shape[d] == 0 || h.shape[d] > INT32_MAX)
-            return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s: no data, or a size over 2^31", path, shape);
+            return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s: %s", path, shape,
+                           h.shape[d] == 0 ? "no data" : "a size over 2^31");
     if (h.dims == 4 && !layout) {
         /* channels are 1, 3 or 4 (grey, RGB, RGBA) */
         int first = h.shape[1] == 1 || h.shape[1] == 3 || h.shape[1] == 4;
@@ -221,7 +236,8 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
                                              h.item_bytes != 8))
         return DDP_ERR(DDP_BAD_INPUT, "%s: labels of type '%c%d', where integers are read", path, h.kind,
                        h.item_bytes);
-    if (h.dims != 1 || (int64_t)h.shape[0] != set->n)
+    /* (N,) or, as Keras's data sets give them, (N, 1) */
+    if ((h.dims != 1 && !(h.dims == 2 && h.shape[1] == 1)) || (int64_t)h.shape[0] != set->n)
         return DDP_ERR(DDP_BAD_INPUT, "%s: labels of shape %s, but the images are %lld: one label per image", path,
                        shape, (long long)set->n);
     uint8_t *labels = malloc((size_t)h.count + 1);
@@ -256,42 +272,22 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
 
 int ddp_npy_find(const char *dir)
 {
-    char *path = NULL;
-    if (asprintf(&path, "%s/x_train.npy", dir) < 0)
-        return 0;
-    struct stat st;
-    int found = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    char *path = ddp_data_path(dir, "", "x_train.npy");
+    int found = path && ddp_data_is_file(path);
     free(path);
     return found;
 }
 
-/* The file DIR/NAME, read whole into *BYTES (*LEN), and its path. */
-static DdpStatus read_whole(const char *dir, const char *name, char **path, uint8_t **bytes, size_t *len)
+/* DIR/NAME, read whole into *BYTES (*LEN), and its path in *PATH. A missing
+ * file is named with the one found (x_train.npy, which ddp_npy_find saw). */
+static DdpStatus read_array(const char *dir, const char *name, char **path, uint8_t **bytes, size_t *len)
 {
     *bytes = NULL;
-    *len = 0;
-    if (asprintf(path, "%s/%s", dir, name) < 0) {
-        *path = NULL;
+    if (!(*path = ddp_data_path(dir, "", name)))
         return DDP_ERR(DDP_FAIL, "out of memory");
-    }
-    FILE *f = fopen(*path, "rb");
-    if (!f)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", *path, strerror(errno));
-    struct stat st;
-    DdpStatus status = DDP_OK;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file", *path);
-    else if ((uint64_t)st.st_size > DDP_NPY_MAX_BYTES)
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: %llu bytes, more than the %llu GiB this loader takes from one .npy file",
-                         *path, (unsigned long long)st.st_size, (unsigned long long)(DDP_NPY_MAX_BYTES >> 30));
-    else if (!(*bytes = malloc((size_t)st.st_size + 1)))
-        status = DDP_ERR(DDP_FAIL, "%s: out of memory", *path);
-    else if (fread(*bytes, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", *path, ferror(f) ? strerror(errno) : "the file shrank");
-    else
-        *len = (size_t)st.st_size;
-    fclose(f);
-    return status;
+    if (!ddp_data_is_file(*path) && strcmp(name, "x_train.npy") != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: found x_train.npy but no %s beside it", dir, name);
+    return ddp_data_read_file(*path, DDP_NPY_MAX_BYTES, "one .npy file", bytes, len);
 }
 
 DdpStatus ddp_npy_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out)
@@ -300,17 +296,15 @@ DdpStatus ddp_npy_load(const char *dir, int train, const DdpDataOptions *options
     char layout = options->channels_first ? 'f' : options->channels_last ? 'l' : 0;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    DdpStatus status = read_whole(dir, train ? "x_train.npy" : "x_test.npy", &out->images_path, &bytes, &len);
+    DdpStatus status = read_array(dir, train ? "x_train.npy" : "x_test.npy", &out->images_path, &bytes, &len);
     if (status == DDP_OK)
         status = ddp_npy_images(bytes, len, out->images_path, layout, out);
     free(bytes);
     bytes = NULL;
     if (status == DDP_OK)
-        status = read_whole(dir, train ? "y_train.npy" : "y_test.npy", &out->labels_path, &bytes, &len);
+        status = read_array(dir, train ? "y_train.npy" : "y_test.npy", &out->labels_path, &bytes, &len);
     if (status == DDP_OK)
         status = ddp_npy_labels(bytes, len, out->labels_path, out);
-    if (status == DDP_OK && !out->images_path)
-        status = DDP_ERR(DDP_FAIL, "out of memory");
     free(bytes);
     if (status != DDP_OK)
         ddp_data_free(out);

@@ -165,8 +165,8 @@ static DdpStatus check_sample_shape(const DdpNet *net, const DdpDataSet *set)
 {
     int ok = net->sample_rank == 3 ? net->sample_shape[0] == set->channels && net->sample_shape[1] == set->rows &&
                                          net->sample_shape[2] == set->cols
-                                   : net->sample_numel == ddp_data_sample_bytes(set);
-    if (ok && net->sample_numel == ddp_data_sample_bytes(set))
+                                   : net->sample_numel == ddp_data_sample_values(set);
+    if (ok && net->sample_numel == ddp_data_sample_values(set))
         return DDP_OK;
     char want[64];
     input_text(net, want, sizeof want);
@@ -181,6 +181,10 @@ static DdpStatus load_data(Trainer *t)
                                     .channels_last = t->flags.channels_last};
     DDP_CHECK(ddp_data_load(t->flags.data, 1, &options, &t->train));
     DDP_CHECK(ddp_data_load(t->flags.data, 0, &options, &t->test));
+    /* one scaling for both: uint8 images are divided by 255, float ones are not */
+    if (strcmp(t->train.format, t->test.format) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s holds %s data, but %s holds %s: save both sets alike", t->train.images_path,
+                       t->train.format, t->test.images_path, t->test.format);
     DDP_CHECK(check_sample_shape(t->net, &t->train));
     DDP_CHECK(check_sample_shape(t->net, &t->test));
     DDP_CHECK(ddp_data_check_classes(&t->train, t->net->num_classes));

@@ -6,12 +6,14 @@
 #  - CIFAR-10 through global_batch.sh: --global-batch 16 on 1 and 2 ranks,
 #    the same bytes; the start-up line and the log's start record name the
 #    samples and their format;
-#  - CIFAR-100 with --coarse-labels on a net of 20 classes; the same net
-#    without the flag is refused (fine labels go to 99), with status 2;
+#  - CIFAR-100 on a net of 100 classes (its fine labels), and with
+#    --coarse-labels on a net of 20; the net of 20 without the flag is
+#    refused (fine labels go to 99), with status 2;
 #  - mnist.net on CIFAR data is refused with status 2, naming both shapes.
 # One line per check; "DIFFERENT" or a non-zero status is a failure.
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/rgb_net.sh"  # rgb_net
 ddpc=${DDPC:-build/ddpc}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
@@ -32,25 +34,8 @@ write(d + "/c10/cifar-10-batches-bin/test_batch.bin", 24, False)
 write(d + "/c100/train.bin", 64, True)
 write(d + "/c100/test.bin", 16, True)
 PY
-net() { # net CLASSES: a small conv net for 3x32x32 images
-    cat << NET
-net cifar_small
-input 3x32x32
-conv 3->8 k3; relu; maxpool 2
-conv 8->16 k3; batchnorm; relu; maxpool 2
-flatten
-linear $1
-loss cross_entropy
-train {
-  batch 16
-  epochs 1
-  optimizer sgd lr=0.05 momentum=0.9
-  seed 3
-}
-NET
-}
-net 10 > "$d/c10.net"
-net 20 > "$d/c20.net"
+rgb_net 10 > "$d/c10.net"
+rgb_net 20 > "$d/c20.net"
 status=0
 bash "$here/global_batch.sh" "$d/c10.net" 4 16 "1 2" --data "$d/c10" || status=1
 
@@ -88,6 +73,16 @@ if "$d/prog20" --data "$d/c100" --coarse-labels --max-steps 3 --log "$d/c20.json
 else
     echo "CIFAR-100 --coarse-labels: did not train a net of 20 classes: DIFFERENT"
     cat "$d/c20.out"
+    status=1
+fi
+rgb_net 100 > "$d/c100.net"
+"$ddpc" "$d/c100.net" --target cpu -o "$d/prog100" > /dev/null
+if "$d/prog100" --data "$d/c100" --max-steps 3 --log "$d/c100.jsonl" > "$d/c100.out" 2>&1 &&
+    head -1 "$d/c100.jsonl" | grep -q '"data": "3x32x32 CIFAR-100, fine labels"'; then
+    echo "CIFAR-100: trains a net of 100 classes on its fine labels"
+else
+    echo "CIFAR-100: did not train a net of 100 classes on its fine labels: DIFFERENT"
+    cat "$d/c100.out"
     status=1
 fi
 expect_refused "CIFAR-100's fine labels on a net of 20 classes" "has label" \

@@ -86,7 +86,6 @@ static void test_cifar10(void)
         make_tmpdir();
         write_records(folders[i], "data_batch_1.bin", 1, 4, 0, ten_label);
         write_records(folders[i], "data_batch_2.bin", 2, 3, 0, ten_label);
-        write_records(folders[i], "data_batch_4.bin", 4, 5, 0, ten_label); /* after a gap: not read */
         write_records(folders[i], "test_batch.bin", 9, 2, 0, ten_label);
         DdpDataSet set;
         CU_ASSERT_EQUAL_FATAL(ddp_data_load(tmpdir, 1, &fine, &set), DDP_OK);
@@ -106,6 +105,12 @@ static void test_cifar10(void)
         CU_ASSERT_EQUAL(set.n, 2);
         check_sample(&set, 1, 9, 1, 3);
         ddp_data_free(&set);
+        /* a batch after a gap: refused, not a training set cut short */
+        write_records(folders[i], "data_batch_4.bin", 4, 5, 0, ten_label);
+        CU_ASSERT_EQUAL(ddp_data_load(tmpdir, 1, &fine, &set), DDP_BAD_INPUT);
+        CU_ASSERT(strstr(ddp_error_message(), "data_batch_3.bin is missing, but data_batch_4.bin is there: the "
+                                              "training set would be cut short") != NULL);
+        CU_ASSERT_PTR_NULL(set.pixels);
         test_remove_tmpdir(tmpdir);
     }
 }
@@ -135,6 +140,21 @@ static void test_cifar100(void)
         ddp_data_free(&set);
         test_remove_tmpdir(tmpdir);
     }
+}
+
+/* A directory holding CIFAR files and others: CIFAR's are read (then
+ * NumPy's, then IDX: test_npy checks the second step). */
+static void test_cifar_first(void)
+{
+    make_tmpdir();
+    write_records("", "data_batch_1.bin", 1, 2, 0, ten_label);
+    write_records("", "test_batch.bin", 2, 2, 0, ten_label);
+    write_records("", "x_train.npy", 3, 1, 0, ten_label); /* not a .npy file: never read */
+    DdpDataSet set;
+    CU_ASSERT_EQUAL(ddp_data_load(tmpdir, 1, &fine, &set), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(set.format, "CIFAR-10");
+    ddp_data_free(&set);
+    test_remove_tmpdir(tmpdir);
 }
 
 /* ddp_data_load fails with a message holding WHAT, and leaves nothing. */
@@ -189,21 +209,21 @@ static void test_wrong_files(void)
     /* an empty one */
     CU_ASSERT_FATAL(truncate(path, 0) == 0);
     expect_bad(1, &fine, "data_batch_2.bin: 0 bytes are not whole CIFAR-10 records");
-    /* CIFAR-100's records read as CIFAR-10's are not whole */
     test_remove_tmpdir(tmpdir);
 
     /* labels outside the classes */
     make_tmpdir();
     write_records("", "data_batch_1.bin", 1, 3, 0, label_ten);
-    expect_bad(1, &fine, "data_batch_1.bin: record 2 has the label 10, outside CIFAR-10's 10 classes (0..9)");
+    expect_bad(1, &fine, "data_batch_1.bin: record 2 has the label 10, outside the 10 classes of CIFAR-10 (0..9)");
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     write_records("", "train.bin", 1, 3, 1, fine_hundred);
-    expect_bad(1, &fine, "train.bin: record 1 has fine label 100, outside CIFAR-100, fine labels's 100 classes");
+    expect_bad(1, &fine, "train.bin: record 1 has fine label 100, outside the 100 classes of CIFAR-100, fine labels");
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     write_records("", "train.bin", 1, 3, 1, coarse_twenty);
-    expect_bad(1, &coarse, "train.bin: record 1 has coarse label 20, outside CIFAR-100, coarse labels's 20 classes");
+    expect_bad(1, &coarse, "train.bin: record 1 has coarse label 20, outside the 20 classes of CIFAR-100, coarse "
+                           "labels");
     test_remove_tmpdir(tmpdir);
 
     /* a huge file is refused by its size, before anything is read */
@@ -246,8 +266,9 @@ static void test_parse(void)
 void suite_cifar(void)
 {
     static const TestCase cases[] = {
-        {"CIFAR-10: batches as far as they go, in the archive's folder or not", test_cifar10},
+        {"CIFAR-10: batches as far as they go, in the archive's folder or not; a gap refused", test_cifar10},
         {"CIFAR-100: fine and coarse labels", test_cifar100},
+        {"CIFAR's files are read before NumPy's and IDX's in the same directory", test_cifar_first},
         {"missing, cut, empty, huge files and labels outside the classes", test_wrong_files},
         {"the parser appends, and a failure leaves the set as it was", test_parse},
         {NULL, NULL},

@@ -130,6 +130,28 @@ static void test_layouts_and_types(void)
     check_set(0, &last, 1 / 255.0f, "NumPy uint8");
     write_npy("x_train.npy", "<f4", "(4, 3, 2, 5)", nchw_f, sizeof nchw_f);
     check_set(1, &infer, 1.0f, "NumPy float32");
+    float nhwc_f[N * SAMPLE];
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++)
+            for (int q = 0; q < H * W; q++)
+                nhwc_f[(i * H * W + q) * C + c] = nchw_f[(i * C + c) * H * W + q];
+    write_npy("x_train.npy", "<f4", "(4, 2, 5, 3)", nhwc_f, sizeof nhwc_f);
+    check_set(1, &infer, 1.0f, "NumPy float32");
+    check_set(1, &last, 1.0f, "NumPy float32");
+    /* said, the layout wins over the shape: (4, 2, 5, 3) as 2 channels of 5 x 3 */
+    DdpDataSet set;
+    CU_ASSERT_EQUAL_FATAL(ddp_data_load(tmpdir, 1, &first, &set), DDP_OK);
+    CU_ASSERT(set.channels == 2 && set.rows == 5 && set.cols == 3);
+    ddp_data_free(&set);
+    test_remove_tmpdir(tmpdir);
+
+    /* NumPy's files are read before IDX's in the same directory */
+    make_tmpdir();
+    write_npy("x_train.npy", "|u1", "(4, 3, 2, 5)", nchw, sizeof nchw);
+    write_labels("y_train.npy");
+    write_file("train-images-idx3-ubyte", (const uint8_t *)"not IDX", 7);
+    write_file("train-labels-idx1-ubyte", (const uint8_t *)"not IDX", 7);
+    check_set(1, &infer, 1 / 255.0f, "NumPy uint8");
     test_remove_tmpdir(tmpdir);
 
     /* N x H x W: one channel; labels of another integer type */
@@ -137,7 +159,6 @@ static void test_layouts_and_types(void)
     write_npy("x_train.npy", "|u1", "(4, 6, 5)", nchw, N * 30);
     const uint8_t small[N] = {1, 2, 3, 4};
     write_npy("y_train.npy", "|u1", "(4,)", small, sizeof small);
-    DdpDataSet set;
     CU_ASSERT_EQUAL_FATAL(ddp_data_load(tmpdir, 1, &infer, &set), DDP_OK);
     CU_ASSERT_EQUAL(set.channels, 1);
     CU_ASSERT_EQUAL(set.rows, 6);
@@ -228,9 +249,25 @@ static void test_wrong_arrays(void)
     expect_bad(&infer, "y_train.npy: label 1 is 256, where labels are 0 to 255");
     write_npy("y_train.npy", "<f4", "(4,)", large, sizeof large);
     expect_bad(&infer, "labels of type 'f4', where integers are read");
+    const int8_t negative_byte[N] = {1, -128, 3, 4};
+    write_npy("y_train.npy", "|i1", "(4,)", negative_byte, sizeof negative_byte);
+    expect_bad(&infer, "y_train.npy: label 1 is -128, where labels are 0 to 255");
+    const int64_t negative_wide[N] = {1, 2, 3, -5};
+    write_npy("y_train.npy", "<i8", "(4,)", negative_wide, sizeof negative_wide);
+    expect_bad(&infer, "y_train.npy: label 3 is -5, where labels are 0 to 255");
+    const uint64_t huge[N] = {1, 2, 18446744073709551615ull, 4};
+    write_npy("y_train.npy", "<u8", "(4,)", huge, sizeof huge);
+    expect_bad(&infer, "y_train.npy: label 2 is 18446744073709551615, where labels are 0 to 255");
+    /* Keras's (N, 1) labels are taken; (N, 2) are not */
+    write_npy("y_train.npy", "<i8", "(4, 1)", labels_i8, sizeof labels_i8);
+    CU_ASSERT_EQUAL(ddp_data_load(tmpdir, 1, &infer, &set), DDP_OK);
+    CU_ASSERT_EQUAL(set.labels[2], 9);
+    ddp_data_free(&set);
+    write_npy("y_train.npy", "<i8", "(2, 2)", labels_i8, sizeof labels_i8);
+    expect_bad(&infer, "labels of shape (2, 2), but the images are 4: one label per image");
     /* a missing labels file; a layout flag on other data */
     remove(strcat(strcpy((char[256]){0}, tmpdir), "/y_train.npy"));
-    expect_bad(&infer, "y_train.npy: cannot open");
+    expect_bad(&infer, "found x_train.npy but no y_train.npy beside it");
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     expect_bad(&last, "--channels-last says how x_train.npy holds its images, but");
@@ -249,6 +286,8 @@ static void test_hostile_headers(void)
         {"\x93NUMPY\x07\x00\x10\x00", 10, ".npy format version 7.0, where 1.0 to 3.0 are known"},
         {"\x93NUMPY\x01\x00\xff\xff{}", 12, "truncated: the .npy header says it takes 65535 bytes, the file holds 2"},
         {"\x93NUMPY\x01\x00\x02\x00{}", 12, "no plain type"},
+        {"\x93NUM", 4, "truncated: the .npy header does not fit in its 4 bytes"},
+        {"\x93NUMPY\x02\x00\x02\x00", 10, "truncated: the .npy header does not fit in its 10 bytes"},
     };
     DdpNpyHeader h;
     for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
@@ -262,11 +301,24 @@ static void test_hostile_headers(void)
         {"|u1", "(99999999999, 9999999999)", "shape is impossibly large"},
         {"|u1", "(184467440737095516150,)", "shape is impossibly large"},
         {"|u1", "(1, 2, 3, 4, 5, 6, 7, 8, 9)", "not a tuple of at most 8 sizes"},
+        {"|u1", "(4 3 2)", "not a tuple of at most 8 sizes"},
         {"<u8", "(3000000000,)",
          "truncated: the header's shape announces 3000000000 items of 8 bytes, the file holds 0 bytes of data"},
         {"<c8", "(3,)", "no plain type"},
         {"<U10", "(3,)", "no plain type"},
     };
+    /* a key inside a string value is not the key */
+    {
+        size_t len;
+        uint8_t *b = npy_bytes(1, "|u1", "True, 'x': \"'fortran_order': False\"", "(2,)", "ab", 2, &len);
+        CU_ASSERT_EQUAL(ddp_npy_header(b, len, "f", &h), DDP_BAD_INPUT);
+        CU_ASSERT(message_has("the array is in Fortran order"));
+        free(b);
+        /* a header that ends inside the type, with no NUL byte anywhere after it */
+        uint8_t cut[] = "\x93NUMPY\x01\x00\x0d\x00{'descr': '<f4";
+        CU_ASSERT_EQUAL(ddp_npy_header(cut, sizeof cut - 1, "f", &h), DDP_BAD_INPUT);
+        CU_ASSERT(message_has("no plain type"));
+    }
     for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
         size_t len;
         uint8_t *b = npy_bytes(1, dicts[i].descr, "False", dicts[i].shape, "", 0, &len);
