@@ -106,10 +106,16 @@ static int last_batch(const char *dir)
 {
     int last = 0;
     DIR *d = opendir(dir);
+    static const char prefix[] = "data_batch_";
     for (struct dirent *e; d && (e = readdir(d));) {
-        int k = 0, used = 0;
-        if (sscanf(e->d_name, "data_batch_%d.bin%n", &k, &used) == 1 && e->d_name[used] == '\0' && k > last)
-            last = k;
+        /* data_batch_K.bin exactly: K digits, as the archive names them */
+        const char *digits = e->d_name + sizeof prefix - 1;
+        if (strncmp(e->d_name, prefix, sizeof prefix - 1) != 0 || *digits < '1' || *digits > '9')
+            continue;
+        char *rest = NULL;
+        long k = strtol(digits, &rest, 10);
+        if (strcmp(rest, ".bin") == 0 && k > last && k < 1000000)
+            last = (int)k;
     }
     if (d)
         closedir(d);
@@ -126,6 +132,7 @@ DdpStatus ddp_cifar_load(DdpCifarFiles *files, int train, int coarse, DdpDataSet
     /* CIFAR-100's one file; CIFAR-10's test batch, or its training batches
      * from 1 on, as far as they go (the archive has 5) */
     const int batches = !files->hundred && train;
+    const int last = batches ? last_batch(files->dir) : 0;
     int read = 0;
     for (int k = 1; status == DDP_OK; k++) {
         char name[32];
@@ -140,9 +147,9 @@ DdpStatus ddp_cifar_load(DdpCifarFiles *files, int train, int coarse, DdpDataSet
             if (read == 0) /* ddp_cifar_find saw the first training file, so this is a test file */
                 status = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s beside it", files->dir,
                                  files->hundred ? "CIFAR-100's train.bin" : "CIFAR-10's data_batch_1.bin", name);
-            else if (last_batch(files->dir) > k)
+            else if (last > k)
                 status = DDP_ERR(DDP_BAD_INPUT, "%s: %s is missing, but data_batch_%d.bin is there: the training set "
-                                 "would be cut short", files->dir, name, last_batch(files->dir));
+                                 "would be cut short", files->dir, name, last);
             free(path);
             break;
         } else {

@@ -57,7 +57,7 @@ static const char *value_of(const char *text, const char *end, const char *key)
 DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, DdpNpyHeader *h)
 {
     memset(h, 0, sizeof *h);
-    if (memcmp(bytes, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0 || len == 0)
+    if (len == 0 || memcmp(bytes, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a NumPy .npy file (it does not start with \\x93NUMPY)", path);
     if (len < 10)
         return DDP_ERR(DDP_BAD_INPUT, "%s: truncated: the .npy header does not fit in its %zu bytes", path, len);
@@ -82,14 +82,15 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
     const char *descr = value_of(text, end, "'descr'");
     char order = 0, kind = 0;
     int item = 0;
-    const char *q = descr ? descr + 3 : NULL;
+    const char *q = NULL;
     if (descr && end - descr >= 5 && descr[0] == '\'') {
+        q = descr + 3;
         order = descr[1];
         kind = descr[2];
         for (; q < end && *q >= '0' && *q <= '9' && item <= 16; q++)
             item = item * 10 + (*q - '0');
     }
-    if (!descr || end - descr < 5 || descr[0] != '\'' || q >= end || *q != '\'' || item < 1 || item > 16 ||
+    if (!q || q >= end || *q != '\'' || item < 1 || item > 16 ||
         !order || !strchr("<>|=", order) || !kind || !strchr("biuf", kind))
         return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header has no plain type ('descr' such as '<f4' or '|u1')", path);
     if (order == '>' && item > 1)

@@ -8,7 +8,8 @@
 #  - the uint8 and the float32 arrays train to the same bytes (the float
 #    path and the channels-last order give the uint8 path's samples), and
 #    the first line names each;
-#  - --channels-first where there are no NumPy files is refused with status 2.
+#  - uint8 training and float32 test arrays, and --channels-first where
+#    there are no NumPy files, are refused with status 2.
 # One line per check; "DIFFERENT" or a non-zero status is a failure. Without
 # NumPy the script says so and passes (the unit suite npy reads files it
 # writes itself).
@@ -60,6 +61,20 @@ if cmp -s "$d/w_u8.safetensors" "$d/w_f32.safetensors"; then
     echo "NumPy: uint8 N x C x H x W and float32 N x H x W x C (pixel / 255), 4 steps: identical"
 else
     echo "NumPy: uint8 N x C x H x W and float32 N x H x W x C (pixel / 255), 4 steps: DIFFERENT"
+    status=1
+fi
+
+# uint8 training images with float32 test images: refused, not scaled two ways
+mkdir "$d/mixed"
+cp "$d/u8/x_train.npy" "$d/u8/y_train.npy" "$d/f32/x_test.npy" "$d/f32/y_test.npy" "$d/mixed/"
+rc=0
+"$d/prog" --data "$d/mixed" --max-steps 1 > "$d/refused.out" 2>&1 || rc=$?
+if [ "$rc" = 2 ] && grep -q "holds NumPy uint8 data, but .*x_test.npy holds NumPy float32: save both sets alike" \
+    "$d/refused.out"; then
+    echo "uint8 training and float32 test arrays: refused with status 2"
+else
+    echo "uint8 training and float32 test arrays: status $rc: DIFFERENT"
+    cat "$d/refused.out"
     status=1
 fi
 
