@@ -144,8 +144,21 @@ static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
             return arena_printf(e->arena, "0.5f * %s * (1.0f + tanhf(0.7978845608f * (%s + 0.044715f * %s * %s * %s)))", v,
                                 v, v, v, v);
         return arena_printf(e->arena, "0.5f * %s * (1.0f + erff(%s * 0.70710678f))", v, v);
-    default: return v;
+    case OP_INPUT:
+    case OP_CONV:
+    case OP_MAXPOOL:
+    case OP_AVGPOOL:
+    case OP_GLOBAL_AVGPOOL:
+    case OP_LINEAR:
+    case OP_FLATTEN:
+    case OP_DROPOUT:
+    case OP_BATCHNORM:
+    case OP_RESIDUAL_ADD:
+    case OP_LOG_SOFTMAX:
+    case OP_LOSS:
+    case OP_COUNT: break; /* not activations */
     }
+    return v;
 }
 
 /* d input from d output G and the saved value S (the output y, or for
@@ -163,11 +176,22 @@ static const char *act_backward_expr(Emit *e, const Node *a, const char *g, cons
                                 "%s * ddp_gelu_tanh_grad(%s)", g, s);
         return arena_printf(e->arena, "%s * (0.5f * (1.0f + erff(%s * 0.70710678f)) + %s * 0.39894228f * expf(-0.5f * %s * %s))",
                             g, s, s, s, s);
-    default: return g;
+    case OP_INPUT:
+    case OP_CONV:
+    case OP_MAXPOOL:
+    case OP_AVGPOOL:
+    case OP_GLOBAL_AVGPOOL:
+    case OP_LINEAR:
+    case OP_FLATTEN:
+    case OP_DROPOUT:
+    case OP_BATCHNORM:
+    case OP_RESIDUAL_ADD:
+    case OP_LOG_SOFTMAX:
+    case OP_LOSS:
+    case OP_COUNT: break; /* not activations */
     }
+    return g;
 }
-
-static bool act_saves_input(const Node *a) { return a->op == OP_GELU || (a->op == OP_LEAKY_RELU && a->slope <= 0); }
 
 //
 // Kernels
@@ -403,10 +427,10 @@ static void kernels_activation(Emit *e, const Node *n)
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
     E("    DDP_FOR(i, (int64_t)n * %lld)\n        y[i] = %s;\n}\n\n", (long long)s, act_forward_expr(e, n, "x[i]"));
     comment(e, n, "");
-    const char *saved = act_saves_input(n) ? "x" : "y";
+    const char *saved = act_backward_reads_output(n) ? "y" : "x";
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name, saved);
     E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
-    E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_saves_input(n) ? "x[i]" : "y[i]"));
+    E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_backward_reads_output(n) ? "y[i]" : "x[i]"));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
@@ -766,7 +790,10 @@ static void forward_node(Emit *e, const Node *n)
         E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, %s);\n", n->name, (long long)per_sample(e, n->out), x,
           act(e, n->skip), act(e, n->out));
         break;
-    default: break;
+    case OP_INPUT:
+    case OP_FLATTEN:
+    case OP_LOSS:
+    case OP_COUNT: break;
     }
 }
 
@@ -774,7 +801,8 @@ static void grad_ready(Emit *e, const Node *n)
 {
     for (int k = 0; k < n->n_params; k++)
         if (e->net->params[n->first_param + k].trainable)
-            E("    if (ctx->grad_ready)\n        ctx->grad_ready(ctx, %d);\n", n->first_param + k);
+            E("    if (ctx->grad_ready)\n        ctx->grad_ready(ctx, %d);  // %s\n", n->first_param + k,
+              e->net->params[n->first_param + k].name);
 }
 
 static const char *beta(Emit *e)
@@ -855,7 +883,7 @@ static void backward_node(Emit *e, const Node *n)
     case OP_GELU:
         if (dx)
             E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
-              act_saves_input(n) ? act(e, n->in) : act(e, n->out), grad(e, n->in), acc_in);
+              act_backward_reads_output(n) ? act(e, n->out) : act(e, n->in), grad(e, n->in), acc_in);
         break;
     case OP_LOG_SOFTMAX:
         if (dx)
@@ -893,7 +921,10 @@ static void backward_node(Emit *e, const Node *n)
               grad(e, n->skip), (p->grad_first[idx] & 2) ? 0 : 1);
         break;
     }
-    default: break;
+    case OP_INPUT:
+    case OP_FLATTEN:
+    case OP_LOSS:
+    case OP_COUNT: break;
     }
 }
 
@@ -1064,20 +1095,50 @@ static void emit_functions(Emit *e, FILE *out)
     fprintf(out, "    return DDP_OK;\n}\n\n");
 }
 
+/* How parameter Q of N starts, as PyTorch's reset_parameters: a conv's or
+ * linear layer's weight and bias Kaiming-uniform over the weight's fan-in
+ * (*FAN_IN); batchnorm's weight and running variance ones, its bias, running
+ * mean and count zeros. A new op with parameters must say how here. */
+static const char *param_init(const Node *n, const Param *q, int64_t *fan_in)
+{
+    *fan_in = n->in_ch;
+    switch (n->op) {
+    case OP_CONV: *fan_in = n->in_ch / n->groups * n->kernel * n->kernel; return "DDP_INIT_KAIMING_UNIFORM";
+    case OP_LINEAR: return "DDP_INIT_KAIMING_UNIFORM";
+    case OP_BATCHNORM:
+        return q->role == PARAM_WEIGHT || q->role == PARAM_RUNNING_VAR ? "DDP_INIT_ONES" : "DDP_INIT_ZEROS";
+    case OP_INPUT:
+    case OP_MAXPOOL:
+    case OP_AVGPOOL:
+    case OP_GLOBAL_AVGPOOL:
+    case OP_FLATTEN:
+    case OP_RELU:
+    case OP_LEAKY_RELU:
+    case OP_SIGMOID:
+    case OP_TANH:
+    case OP_GELU:
+    case OP_DROPOUT:
+    case OP_RESIDUAL_ADD:
+    case OP_LOG_SOFTMAX:
+    case OP_LOSS:
+    case OP_COUNT: break; /* no parameters */
+    }
+    return "DDP_INIT_ZEROS";
+}
+
 static void emit_tables(Emit *e, FILE *out)
 {
     const Net *net = e->net;
     const Plan *p = e->plan;
     fprintf(out, "// The state_dict, in PyTorch's names; trainable parameters are laid out last\n"
                  "// layer first, the order in which backward finishes them and buckets fill.\n");
-    fprintf(out, "static const DdpParamInfo params[] = {\n");
+    fprintf(out, "static const DdpParamInfo params[] = {\n"
+                 "    // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in\n");
     for (int i = 0; i < net->n_params; i++) {
         const Param *q = &net->params[i];
         const Node *n = &net->nodes[q->node];
-        int64_t fan_in = n->op == OP_CONV ? n->in_ch / n->groups * n->kernel * n->kernel : n->in_ch;
-        const char *init = n->op == OP_BATCHNORM
-                               ? (q->role == PARAM_WEIGHT || q->role == PARAM_RUNNING_VAR ? "DDP_INIT_ONES" : "DDP_INIT_ZEROS")
-                               : "DDP_INIT_KAIMING_UNIFORM";
+        int64_t fan_in;
+        const char *init = param_init(n, q, &fan_in);
         fprintf(out, "    {\"%s\", %d, {%lld, %lld, %lld, %lld}, %lld, %d, %lld, %d, %s, %lld},\n", q->name, q->ndim,
                 (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2], (long long)q->shape[3],
                 (long long)q->numel, q->trainable, (long long)(p->param_offset[i] < 0 ? 0 : p->param_offset[i]),
@@ -1092,9 +1153,11 @@ static void emit_tables(Emit *e, FILE *out)
     int64_t c, h, w;
     chw(input->out_shape, &c, &h, &w);
     fprintf(out, "static const DdpNet net = {\n");
-    fprintf(out, "    \"%s\", \"%s\",\n", net->name, p->hash);
-    fprintf(out, "    %d, {%lld, %lld, %lld}, %lld, %lld,\n", input->out_shape.rank, (long long)c, (long long)h,
-            (long long)w, (long long)shape_numel(input->out_shape), (long long)net->num_classes);
+    fprintf(out, "    \"%s\", \"%s\",  // name, hash\n", net->name, p->hash);
+    fprintf(out, "    %d, {%lld, %lld, %lld}, %lld, %lld,  // sample rank, shape, values; classes\n",
+            input->out_shape.rank, (long long)c, (long long)h, (long long)w, (long long)shape_numel(input->out_shape),
+            (long long)net->num_classes);
+    fprintf(out, "    // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes\n");
     fprintf(out, "    params, %d, %lld, %lld, %d, (int)sizeof(DdpGrad),\n", net->n_params, (long long)p->n_param_floats,
             (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
     fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
@@ -1108,7 +1171,7 @@ static void emit_tables(Emit *e, FILE *out)
             t->batch_global);
     fprintf(out, "    %lld, %lld,  // activation arena: floats per sample, fixed floats\n", (long long)p->arena_per_sample,
             (long long)p->arena_fixed);
-    fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,\n};\n\n");
+    fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n};\n\n");
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
 

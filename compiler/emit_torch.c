@@ -244,8 +244,13 @@ static const char *module_for(Emitter *e, const Node *n)
         return arena_printf(a, "HashDropout(%s, layer=%d)", py_float(a, n->p),
                             e->dropout_ordinal[n - e->net->nodes]);
     }
-    default: return NULL;
+    case OP_INPUT:
+    case OP_GLOBAL_AVGPOOL:
+    case OP_RESIDUAL_ADD:
+    case OP_LOSS:
+    case OP_COUNT: break; /* forward does these inline */
     }
+    return NULL;
 }
 
 static bool has_op(const Net *net, OpKind op)
@@ -493,7 +498,19 @@ static void emit_class(Emitter *e, const char *cls)
                      arena_printf(a, "%s:%d  } %s: x + body(x)", e->file, n->line, n->name));
             break;
         case OP_DROPOUT: add_line(e, arena_printf(a, "x = %s(x, sample_ids)", attr(e, n->name)), origin(e, n)); break;
-        default:
+        case OP_CONV:
+        case OP_MAXPOOL:
+        case OP_AVGPOOL:
+        case OP_LINEAR:
+        case OP_FLATTEN:
+        case OP_RELU:
+        case OP_LEAKY_RELU:
+        case OP_SIGMOID:
+        case OP_TANH:
+        case OP_GELU:
+        case OP_BATCHNORM:
+        case OP_LOG_SOFTMAX:
+        case OP_COUNT:
             if (module_for(e, n))
                 add_line(e, arena_printf(a, "x = %s(x)", attr(e, n->name)), origin(e, n));
             break;

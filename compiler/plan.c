@@ -25,17 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool act_from_output(const Node *a)
-{
-    switch (a->op) {
-    case OP_RELU:
-    case OP_SIGMOID:
-    case OP_TANH: return true;
-    case OP_LEAKY_RELU: return a->slope > 0;
-    default: return false;
-    }
-}
-
 /* The step's timeline: forward node i runs at time i, its backward at 2N-1-i. */
 static int t_fwd(const Net *net, int i) { (void)net; return i; }
 static int t_bwd(const Net *net, int i) { return 2 * net->n_nodes - 1 - i; }
@@ -87,7 +76,7 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers)
     for (int i = 0; i + 1 < net->n_nodes; i++) {
         const Node *n = &net->nodes[i], *a = &net->nodes[i + 1];
         if ((n->op == OP_CONV || n->op == OP_LINEAR) && a->in == n->out && consumers[n->out] == 1 &&
-            act_from_output(a)) {
+            act_backward_reads_output(a)) {
             p->nodes[i].fused_act = i + 1;
             p->nodes[i + 1].fused_into = i;
         }
@@ -438,7 +427,21 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         case OP_LOSS: /* per-sample loss and correctness, summed by the reduce kernel */
             np->scratch = new_storage(a, p, 2, 0, t_fwd(net, i));
             break;
-        default:
+        case OP_CONV:
+        case OP_MAXPOOL:
+        case OP_AVGPOOL:
+        case OP_GLOBAL_AVGPOOL:
+        case OP_LINEAR:
+        case OP_RELU:
+        case OP_LEAKY_RELU:
+        case OP_SIGMOID:
+        case OP_TANH:
+        case OP_GELU:
+        case OP_DROPOUT:
+        case OP_BATCHNORM:
+        case OP_RESIDUAL_ADD:
+        case OP_LOG_SOFTMAX:
+        case OP_COUNT:
             if (np->fused_into >= 0) /* the conv or linear wrote it in place */
                 p->act[n->out] = p->act[n->in];
             else
@@ -487,7 +490,15 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             break;
         case OP_GELU:
         case OP_BATCHNORM: touch(p, p->act[n->in], t); break;
-        default: break;
+        case OP_INPUT:
+        case OP_MAXPOOL:
+        case OP_AVGPOOL:
+        case OP_GLOBAL_AVGPOOL:
+        case OP_FLATTEN:
+        case OP_DROPOUT:
+        case OP_RESIDUAL_ADD:
+        case OP_LOSS:
+        case OP_COUNT: break;
         }
         touch(p, np->scratch, t);
         touch(p, np->scratch2, t);

@@ -53,8 +53,16 @@ static const char *describe(Arena *a, const Node *n)
     case OP_BATCHNORM: return arena_printf(a, "batchnorm %lld%s", (long long)n->out_ch, n->sync ? "" : " sync=off");
     case OP_RESIDUAL_ADD: return "residual: x + body(x)";
     case OP_LOSS: return arena_printf(a, "loss %s", loss_words[n->loss]);
-    default: return n->kind_word;
+    case OP_INPUT:
+    case OP_GLOBAL_AVGPOOL:
+    case OP_FLATTEN:
+    case OP_RELU:
+    case OP_SIGMOID:
+    case OP_TANH:
+    case OP_LOG_SOFTMAX:
+    case OP_COUNT: break; /* the word says it all */
     }
+    return n->kind_word;
 }
 
 void summary_print(FILE *out, const Net *net)

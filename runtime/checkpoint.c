@@ -23,7 +23,8 @@
 #include <zlib.h>  // crc32
 
 #include "dirs.h"         // ddp_make_dirs
-#include "flags.h"        // DDP_FLAGS_MAX_BATCH, _RANKS: the limits a checkpoint's run had
+#include "flags.h"        // DDP_FLAGS_MAX_BATCH: the limits a checkpoint's run had
+#include "topology.h"     // DDP_MAX_RANKS
 #include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
 #include "weights.h"      // ddp_weights_tensors, ddp_weights_read
 
@@ -436,7 +437,7 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     DDP_CHECK(meta_seed(f, &run->seed));
     /* the limits a run has, so that batch x world (the global batch) cannot overflow */
     DDP_CHECK(meta_int(f, "batch", 1, DDP_FLAGS_MAX_BATCH, &run->batch));
-    DDP_CHECK(meta_int(f, "world_size", 1, DDP_FLAGS_MAX_RANKS, &run->world));
+    DDP_CHECK(meta_int(f, "world_size", 1, DDP_MAX_RANKS, &run->world));
     DDP_CHECK(meta_int(f, "no_sync_every", 1, INT64_MAX, &run->no_sync_every));
     DDP_CHECK(meta_int(f, "shuffle", 0, 1, &shuffle));
     run->shuffle = (int)shuffle;

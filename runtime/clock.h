@@ -17,6 +17,16 @@ static inline double ddp_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Milliseconds from now to DEADLINE, for poll(): 0 if it has passed, at
+ * most an hour, rounded up so that a wait never ends just short of it. */
+static inline int ddp_ms_until(double deadline)
+{
+    double ms = (deadline - ddp_now()) * 1000.0;
+    if (ms <= 0)
+        return 0;
+    return ms > 3600e3 ? 3600000 : (int)ms + 1;
+}
+
 static inline struct timespec ddp_abs_time(double t)
 {
     struct timespec ts;

@@ -78,6 +78,9 @@ DdpStatus ddp_copy_to_device(void *dst, const void *src, size_t bytes, void *str
 /* Copies BYTES from device SRC to host DST after all the stream's earlier
  * work, and waits for it: DST is ready on return. */
 DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *stream);
+/* Queues a copy of BYTES from device SRC to device DST on STREAM (the two
+ * may overlap on CPUs: a world of one's allgather in place). */
+DdpStatus ddp_copy_on_device(void *dst, const void *src, size_t bytes, void *stream);
 /* Queues zeroing BYTES of device memory at P. */
 DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream);
 /* Waits for all of the stream's work, and reports any failure of it (a

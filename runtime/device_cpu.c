@@ -97,6 +97,14 @@ DdpStatus ddp_copy_to_device(void *dst, const void *src, size_t bytes, void *str
     return DDP_OK;
 }
 
+DdpStatus ddp_copy_on_device(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    if (bytes)
+        memmove(dst, src, bytes);
+    return DDP_OK;
+}
+
 DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *stream)
 {
     (void)stream;

@@ -189,6 +189,13 @@ DdpStatus ddp_copy_to_device(void *dst, const void *src, size_t bytes, void *str
     return DDP_OK;
 }
 
+DdpStatus ddp_copy_on_device(void *dst, const void *src, size_t bytes, void *stream)
+{
+    if (bytes)
+        CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
+    return DDP_OK;
+}
+
 DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *stream)
 {
     if (bytes)

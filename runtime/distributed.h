@@ -2,7 +2,7 @@
  * distributed.h: what the trainer does differently when there are several
  * ranks, kept out of trainer.c's loop.
  *
- * Start-up, in PyTorch DDP's order: learn the topology (rendezvous.h), or
+ * Start-up, in PyTorch DDP's order: learn the topology (topology.h), or
  * start the ranks ourselves (--nproc-per-node, or every local GPU); join the
  * process group (pg.h: NCCL on GPUs, meeting through the TCP store; MPI on
  * CPUs, under mpirun); check that every rank runs the same net with the same
@@ -22,7 +22,7 @@
 #include "dataset.h"     // DdpDataSet, ddp_data_digest
 #include "model.h"       // DdpNet, DdpTrainConfig
 #include "pg.h"          // DdpProcessGroup
-#include "rendezvous.h"  // DdpTopology, DdpStore
+#include "store.h"  // DdpStore, and through it topology.h's DdpTopology
 #include "step_times.h"  // DdpRankTimes
 #include "whereabouts.h" // DdpWhereabouts
 

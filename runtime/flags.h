@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model.h"   // DdpTrainConfig
+#include "topology.h"  // DDP_MAX_RANKS
 #include "status.h"  // DdpStatus
 
 /* One per flag, in the order --help lists them. */
@@ -69,7 +70,6 @@ typedef enum {
 /* Range limits, shared with --help and the tests. */
 #define DDP_FLAGS_MAX_EPOCHS 1000000
 #define DDP_FLAGS_MAX_BATCH (1 << 20)
-#define DDP_FLAGS_MAX_RANKS 65536
 /* --timeout: ten minutes, as PyTorch's NCCL process groups wait. */
 #define DDP_FLAGS_DEFAULT_TIMEOUT 600.0
 

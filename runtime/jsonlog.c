@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "dirs.h"  // ddp_output_in_place_check: which paths a log may be
+#include "json.h"  // ddp_json_put_string
 
 struct DdpJsonLog {
     FILE *f;
@@ -61,70 +62,6 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
     }
     *out = log;
     return DDP_OK;
-}
-
-int ddp_utf8_sequence(const unsigned char *s, size_t avail)
-{
-    if (avail == 0)
-        return 0;
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    int len;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < (size_t)len)
-        return 0;
-    unsigned cp = c & (0x7fu >> len);
-    for (int k = 1; k < len; k++) {
-        if ((s[k] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[k] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-void ddp_json_put_string(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    putc('"', f);
-    while (*s) {
-        unsigned c = *s;
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                        : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
-                        : c == '\f' ? "\\f" : NULL;
-        if (esc) {
-            fputs(esc, f);
-            s++;
-        } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
-            s++;
-        } else {
-            /* strnlen stops at the NUL, so a sequence cut short by it is caught */
-            int len = ddp_utf8_sequence(s, strnlen((const char *)s, 4));
-            if (len == 0) {
-                fputs("\\ufffd", f);
-                s++;
-            } else {
-                fwrite(s, 1, (size_t)len, f);
-                s += len;
-            }
-        }
-    }
-    putc('"', f);
 }
 
 /* Prints V with the fewest significant digits (from MIN to MAX) that read

@@ -49,13 +49,4 @@ DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n);
 /* Closes the log (NULL is fine); DDP_FAIL if buffered lines could not be written. */
 DdpStatus ddp_jsonlog_close(DdpJsonLog *log);
 
-/* Writes S as a JSON string literal, quotes included, to F; bytes that are
- * not UTF-8 become U+FFFD, so the output is always valid JSON.
- * Shared with safetensors.c, whose header is JSON too. */
-void ddp_json_put_string(FILE *f, const char *s);
-
-/* The length (1 to 4) of the well-formed UTF-8 sequence at S, which holds
- * AVAIL bytes, or 0 if there is none (overlong, surrogate, cut short...). */
-int ddp_utf8_sequence(const unsigned char *s, size_t avail);
-
 #endif

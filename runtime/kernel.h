@@ -39,7 +39,8 @@
 
 #include "device.h"        // ddp_device_launched
 #include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
-#include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_main; ops.h
+#include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_batchnorm_allreduce; ops.h
+#include "trainer.h"       // ddp_main
 
 #ifdef __CUDACC__
 
@@ -130,11 +131,7 @@ static inline double ddp_grad_value(DdpGrad g) { return ddp_exact_value(g); }
  * CPUs the doubles of order-free sums add exactly, in any order. */
 static inline void ddp_sync_batchnorm(DdpCtx *ctx, DdpSum *sums, int64_t count)
 {
-    if (ctx->pg && ctx->status == DDP_OK) {
-        ddp_pg_purpose(ctx->pg, DDP_PG_FOR_BATCHNORM);
-        ctx->status = ddp_pg_allreduce(ctx->pg, sums, (size_t)count * (sizeof(DdpSum) / sizeof(double)), DDP_F64,
-                                       DDP_SUM);
-    }
+    ddp_batchnorm_allreduce(ctx, (double *)sums, (size_t)count * (sizeof(DdpSum) / sizeof(double)));
 }
 
 #endif

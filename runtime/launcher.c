@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "flags.h"  // ddp_prog_name
+#include "topology.h"  // DDP_MAX_RANKS
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 
@@ -177,9 +178,9 @@ static void signal_all(Child *c, int n, int sig)
 int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double grace_s)
 {
     const char *prog = ddp_prog_name(argc > 0 ? argv[0] : NULL);
-    if (nproc < 1 || nproc > DDP_FLAGS_MAX_RANKS) {
+    if (nproc < 1 || nproc > DDP_MAX_RANKS) {
         fprintf(stderr, "%s: error: internal error: %d ranks to launch (--nproc-per-node admits 1 to %d)\n", prog,
-                nproc, DDP_FLAGS_MAX_RANKS);
+                nproc, DDP_MAX_RANKS);
         return 2;
     }
     if (!(grace_s >= 0))

@@ -5,7 +5,7 @@
  * their PyTorch names and places in the flat buffers, the training defaults of
  * the .net file) and four functions that do the numeric work on the device.
  * The runtime (trainer.c) does everything else: flags, data, the epoch loop,
- * evaluation, logging, weights files; later the process group and the
+ * evaluation, logging, weights files, the process group and the
  * bucketed all-reduce. The generated code never parses a flag and the
  * runtime never parses a .net file.
  *
@@ -22,7 +22,6 @@
 #include <stdint.h>
 
 #include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
-#include "pg.h"      // DdpProcessGroup: synchronised batchnorm
 #include "status.h"  // DdpStatus
 
 #ifdef __cplusplus
@@ -115,7 +114,7 @@ struct DdpCtx {
     /* The ranks of the run, for batchnorm statistics; NULL with one rank. The
      * first collective failure is kept in status, which the runtime checks
      * after each step (the generated functions return nothing). */
-    DdpProcessGroup *pg;
+    struct DdpProcessGroup *pg; /* pg.h; opaque here */
     DdpStatus status;
 };
 
@@ -153,8 +152,11 @@ typedef struct {
     void (*optimizer_step)(DdpCtx *ctx);
 } DdpNet;
 
-/* The generated program's main calls this; it returns the exit status. */
-int ddp_main(int argc, char **argv, const DdpNet *net);
+/* Adds COUNT doubles (a synchronised batchnorm's per-channel sums) over
+ * all ranks of ctx->pg, in place; a failure is kept in ctx->status. Nothing
+ * with one rank or after a failure. (model.c: generated code sees the
+ * process group only through this pointer and this call.) */
+void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count);
 
 #ifdef __cplusplus
 }

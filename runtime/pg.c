@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"  // ddp_device_is_gpu: MPI takes host buffers only
+#include "device.h"  // ddp_device_is_gpu: MPI takes host buffers only; ddp_copy_on_device
 
 struct DdpProcessGroup {
     DdpPgBackend backend;          /* DDP_PG_NONE for a world of one */
@@ -211,7 +211,7 @@ DdpStatus ddp_pg_allgather(DdpProcessGroup *pg, const void *send, void *recv, si
     if (count == 0)
         return DDP_OK;
     if (!pg->ops)
-        return send == recv ? DDP_OK : ddp_pg_local_copy(recv, send, count * ddp_pg_type_size(type), pg->stream);
+        return send == recv ? DDP_OK : ddp_copy_on_device(recv, send, count * ddp_pg_type_size(type), pg->stream);
     return pg->ops->allgather(pg->impl, send, recv, count, type);
 }
 

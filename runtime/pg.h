@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rendezvous.h"  // DdpTopology, DdpStore
+#include "store.h"  // DdpStore, and through it topology.h's DdpTopology
 #include "status.h"      // DdpStatus
 #include "whereabouts.h" // DdpWhereabouts
 
@@ -162,9 +162,6 @@ DdpStatus ddp_pg_mpi_open(const DdpTopology *t, double timeout_s, const DdpPgBac
 /* pg_nccl.cu, or pg_nccl_cpu.c in CPU builds (fails with a message). */
 DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, double timeout_s,
                            const DdpPgBackendOps **ops, void **impl);
-/* Copies BYTES from SRC to DST, both device buffers, in STREAM's order: a
- * world of one's allgather. pg_nccl.cu: cudaMemcpyAsync; pg_nccl_cpu.c: memmove. */
-DdpStatus ddp_pg_local_copy(void *dst, const void *src, size_t bytes, void *stream);
 /* The size in bytes of one element of TYPE, and its plural for messages
  * ("all-reduce of 1290 floats"). */
 size_t ddp_pg_type_size(DdpPgType type);

@@ -689,9 +689,3 @@ DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, 
     *impl = g;
     return DDP_OK;
 }
-
-DdpStatus ddp_pg_local_copy(void *dst, const void *src, size_t bytes, void *stream)
-{
-    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
-    return DDP_OK;
-}

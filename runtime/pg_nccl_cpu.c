@@ -4,12 +4,9 @@
  * A CPU program has no GPU and links no NCCL, but pg.c names the NCCL
  * backend; this file gives it the same symbols, so one pg.c serves both
  * libraries (as device_cpu.c does for device_cuda.cu). Asking for NCCL here
- * fails with a message saying how to get it; the local copy of a world of
- * one is plain memory work.
+ * fails with a message saying how to get it.
  */
-#include <string.h>
-
-#include "pg.h"  // ddp_pg_nccl_open, ddp_pg_local_copy
+#include "pg.h"  // ddp_pg_nccl_open
 
 DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, double timeout_s,
                            const DdpPgBackendOps **ops, void **impl)
@@ -22,11 +19,4 @@ DdpStatus ddp_pg_nccl_open(const DdpTopology *t, DdpStore *store, void *stream, 
     *impl = NULL;
     return DDP_ERR(DDP_BAD_INPUT,
                    "this program was built for CPUs; NCCL needs --target cuda (use --backend mpi for CPU ranks)");
-}
-
-DdpStatus ddp_pg_local_copy(void *dst, const void *src, size_t bytes, void *stream)
-{
-    (void)stream;
-    memmove(dst, src, bytes);
-    return DDP_OK;
 }

@@ -17,8 +17,8 @@
  * PATH.tmp, synced, and renamed over PATH: a crash during a checkpoint leaves
  * the previous checkpoint, never a torn file.
  *
- * Reading trusts nothing. The header is parsed by the small strict JSON parser
- * below rather than a library (none is available to every generated program):
+ * Reading trusts nothing. The header is parsed by the small strict JSON reader
+ * of json.c rather than a library (none is available to every generated program):
  * bounded nesting, UTF-8 checked, every length checked against what the file
  * holds before anything is allocated from it. Then, as the reference reader
  * does, the byte ranges must tile the data exactly, in order, without gaps or
@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "dirs.h"     // DdpOutput: the checked path, the temporary name and the rename
-#include "jsonlog.h"  // ddp_json_put_string, ddp_utf8_sequence
+#include "json.h"     // DdpJson: the header's reader; ddp_json_put_string
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c writes tensors as they lie in memory: it needs a little-endian host"
@@ -50,8 +50,6 @@
 
 /* The reference reader refuses larger headers; so do we. */
 #define HEADER_MAX 100000000u
-/* Nesting we follow when skipping values we do not know (a tensor entry is 2 deep). */
-#define JSON_MAX_DEPTH 16
 
 /* Name, element size, and rank in the reference writer's layout order (its
  * Dtype enum order: tensors of higher rank come first). */
@@ -242,228 +240,6 @@ done:
     return st;
 }
 
-/* ---- the header's JSON ---------------------------------------------------- */
-
-typedef struct {
-    const char *path;
-    const unsigned char *text, *p, *end;
-    char *arena;      /* decoded strings; never longer than their JSON spelling */
-    size_t arena_used;
-} Json;
-
-static DdpStatus json_error(const Json *j, const char *what)
-{
-    return DDP_ERR(DDP_BAD_INPUT, "%s: malformed header: %s at byte %lld of the header",
-                   j->path, what, (long long)(j->p - j->text));
-}
-
-static void skip_ws(Json *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-        j->p++;
-}
-
-/* Consumes C (after white space) or fails naming what was expected. */
-static DdpStatus expect_char(Json *j, char c, const char *expected)
-{
-    skip_ws(j);
-    if (j->p >= j->end || *j->p != (unsigned char)c)
-        return json_error(j, expected);
-    j->p++;
-    return DDP_OK;
-}
-
-static int hex4(const unsigned char *p, unsigned *out)
-{
-    unsigned v = 0;
-    for (int k = 0; k < 4; k++) {
-        unsigned c = p[k], d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-            d = (c | 0x20) - 'a' + 10;
-        else
-            return 0;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 1;
-}
-
-/* A string, decoded into the arena as UTF-8 and NUL-terminated (so \u0000 is
- * refused: names are C strings). */
-static DdpStatus parse_string(Json *j, const char **out)
-{
-    skip_ws(j);
-    if (j->p >= j->end || *j->p != '"')
-        return json_error(j, "expected a string");
-    j->p++;
-    char *dst = j->arena + j->arena_used, *start = dst;
-    for (;;) {
-        if (j->p >= j->end)
-            return json_error(j, "unterminated string");
-        unsigned c = *j->p;
-        if (c == '"') {
-            j->p++;
-            break;
-        }
-        if (c < 0x20)
-            return json_error(j, "control character in a string");
-        if (c != '\\') {
-            int len = ddp_utf8_sequence(j->p, (size_t)(j->end - j->p));
-            if (len == 0)
-                return json_error(j, "invalid UTF-8");
-            memcpy(dst, j->p, (size_t)len);
-            dst += len;
-            j->p += len;
-            continue;
-        }
-        if (j->end - j->p < 2)
-            return json_error(j, "unterminated string");
-        unsigned e = j->p[1];
-        const char *simple = strchr("\"\\/bfnrt", (int)e);
-        if (e && simple) {
-            static const char decoded[] = "\"\\/\b\f\n\r\t";
-            *dst++ = decoded[simple - "\"\\/bfnrt"];
-            j->p += 2;
-            continue;
-        }
-        unsigned cp;
-        if (e != 'u' || j->end - j->p < 6 || !hex4(j->p + 2, &cp))
-            return json_error(j, "bad escape in a string");
-        j->p += 6;
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-            unsigned lo;
-            if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' || !hex4(j->p + 2, &lo) ||
-                lo < 0xdc00 || lo > 0xdfff)
-                return json_error(j, "unpaired surrogate in a string");
-            j->p += 6;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-            return json_error(j, "unpaired surrogate in a string");
-        }
-        if (cp == 0)
-            return json_error(j, "NUL character in a string");
-        /* 6 or 12 bytes of escape become at most 4 of UTF-8: the arena holds. */
-        if (cp < 0x80) {
-            *dst++ = (char)cp;
-        } else if (cp < 0x800) {
-            *dst++ = (char)(0xc0 | cp >> 6);
-            *dst++ = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            *dst++ = (char)(0xe0 | cp >> 12);
-            *dst++ = (char)(0x80 | (cp >> 6 & 0x3f));
-            *dst++ = (char)(0x80 | (cp & 0x3f));
-        } else {
-            *dst++ = (char)(0xf0 | cp >> 18);
-            *dst++ = (char)(0x80 | (cp >> 12 & 0x3f));
-            *dst++ = (char)(0x80 | (cp >> 6 & 0x3f));
-            *dst++ = (char)(0x80 | (cp & 0x3f));
-        }
-    }
-    *dst++ = '\0';
-    j->arena_used += (size_t)(dst - start);
-    *out = start;
-    return DDP_OK;
-}
-
-/* A non-negative integer without sign, fraction or exponent, up to INT64_MAX. */
-static DdpStatus parse_count(Json *j, const char *what, int64_t *out)
-{
-    skip_ws(j);
-    const unsigned char *start = j->p;
-    uint64_t v = 0;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-        if (v > (uint64_t)(INT64_MAX - 9) / 10)
-            return json_error(j, "number too large");
-        v = v * 10 + (uint64_t)(*j->p++ - '0');
-    }
-    if (j->p == start || (j->p - start > 1 && *start == '0') ||
-        (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')))
-        return json_error(j, what);
-    *out = (int64_t)v;
-    return DDP_OK;
-}
-
-/* Skips any JSON value (of a field we do not know), nesting at most DEPTH deep. */
-static DdpStatus skip_value(Json *j, int depth)
-{
-    if (depth > JSON_MAX_DEPTH)
-        return json_error(j, "nesting too deep");
-    skip_ws(j);
-    if (j->p >= j->end)
-        return json_error(j, "expected a value");
-    unsigned c = *j->p;
-    if (c == '"') {
-        const char *ignored;
-        size_t mark = j->arena_used;
-        DdpStatus st = parse_string(j, &ignored);
-        j->arena_used = mark;
-        return st;
-    }
-    if (c == '{' || c == '[') {
-        unsigned close = c == '{' ? '}' : ']';
-        j->p++;
-        skip_ws(j);
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            return DDP_OK;
-        }
-        for (;;) {
-            if (c == '{') {
-                const char *ignored;
-                size_t mark = j->arena_used;
-                DDP_CHECK(parse_string(j, &ignored));
-                j->arena_used = mark;
-                DDP_CHECK(expect_char(j, ':', "expected ':'"));
-            }
-            DDP_CHECK(skip_value(j, depth + 1));
-            skip_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            return expect_char(j, (char)close, c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
-        }
-    }
-    static const char *const words[] = {"true", "false", "null"};
-    for (int w = 0; w < 3; w++) {
-        size_t len = strlen(words[w]);
-        if ((size_t)(j->end - j->p) >= len && memcmp(j->p, words[w], len) == 0) {
-            j->p += len;
-            return DDP_OK;
-        }
-    }
-    /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-    const unsigned char *p = j->p;
-    if (p < j->end && *p == '-')
-        p++;
-    const unsigned char *digits = p;
-    while (p < j->end && *p >= '0' && *p <= '9')
-        p++;
-    if (p == digits || (p - digits > 1 && *digits == '0'))
-        return json_error(j, "expected a value");
-    if (p < j->end && *p == '.') {
-        const unsigned char *frac = ++p;
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
-        if (p == frac)
-            return json_error(j, "bad number");
-    }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
-            p++;
-        const unsigned char *exp = p;
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
-        if (p == exp)
-            return json_error(j, "bad number");
-    }
-    j->p = p;
-    return DDP_OK;
-}
-
 /* ---- reading ---------------------------------------------------------------- */
 
 typedef struct {
@@ -487,10 +263,10 @@ struct DdpSafetensors {
     int ncopies;
 };
 
-static DdpStatus parse_dtype(Json *j, const char *name, DdpDtype *out)
+static DdpStatus parse_dtype(DdpJson *j, const char *name, DdpDtype *out)
 {
     const char *text;
-    DDP_CHECK(parse_string(j, &text));
+    DDP_CHECK(ddp_json_string(j, &text));
     for (int d = 0; d < DDP_DTYPE_COUNT; d++)
         if (strcmp(text, dtypes[d].name) == 0) {
             *out = (DdpDtype)d;
@@ -501,12 +277,12 @@ static DdpStatus parse_dtype(Json *j, const char *name, DdpDtype *out)
 }
 
 /* [n, n, ...] into SHAPE; at most MAX entries, or exactly MAX when EXACT. */
-static DdpStatus parse_counts(Json *j, const char *name, const char *field, int64_t *vals,
+static DdpStatus parse_counts(DdpJson *j, const char *name, const char *field, int64_t *vals,
                               int max, int exact, int *count)
 {
-    DDP_CHECK(expect_char(j, '[', "expected '['"));
+    DDP_CHECK(ddp_json_expect(j, '[', "expected '['"));
     *count = 0;
-    skip_ws(j);
+    ddp_json_skip_ws(j);
     if (j->p < j->end && *j->p == ']') {
         j->p++;
     } else {
@@ -514,13 +290,13 @@ static DdpStatus parse_counts(Json *j, const char *name, const char *field, int6
             if (*count == max)
                 return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' has more than %d %s", j->path, name, max,
                                exact ? "data_offsets" : "dimensions (ddpc supports up to 8)");
-            DDP_CHECK(parse_count(j, "expected a non-negative integer", &vals[(*count)++]));
-            skip_ws(j);
+            DDP_CHECK(ddp_json_count(j, "expected a non-negative integer", &vals[(*count)++]));
+            ddp_json_skip_ws(j);
             if (j->p < j->end && *j->p == ',') {
                 j->p++;
                 continue;
             }
-            DDP_CHECK(expect_char(j, ']', "expected ',' or ']'"));
+            DDP_CHECK(ddp_json_expect(j, ']', "expected ',' or ']'"));
             break;
         }
     }
@@ -531,23 +307,23 @@ static DdpStatus parse_counts(Json *j, const char *name, const char *field, int6
 }
 
 /* {"dtype": ..., "shape": [...], "data_offsets": [b, e]}, unknown keys skipped. */
-static DdpStatus parse_tensor(Json *j, Entry *e)
+static DdpStatus parse_tensor(DdpJson *j, Entry *e)
 {
     const char *name = e->t.name;
     int seen[3] = {0, 0, 0};
-    DDP_CHECK(expect_char(j, '{', "expected '{' to open a tensor's entry"));
-    skip_ws(j);
+    DDP_CHECK(ddp_json_expect(j, '{', "expected '{' to open a tensor's entry"));
+    ddp_json_skip_ws(j);
     if (j->p < j->end && *j->p == '}')
         j->p++;
     else
         for (;;) {
             const char *key;
             size_t mark = j->arena_used;
-            DDP_CHECK(parse_string(j, &key));
+            DDP_CHECK(ddp_json_string(j, &key));
             int which = strcmp(key, "dtype") == 0 ? 0 : strcmp(key, "shape") == 0 ? 1
                       : strcmp(key, "data_offsets") == 0 ? 2 : -1;
             j->arena_used = mark;
-            DDP_CHECK(expect_char(j, ':', "expected ':'"));
+            DDP_CHECK(ddp_json_expect(j, ':', "expected ':'"));
             if (which >= 0 && seen[which]++)
                 return DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' gives \"%s\" twice", j->path, name,
                                which == 0 ? "dtype" : which == 1 ? "shape" : "data_offsets");
@@ -562,14 +338,14 @@ static DdpStatus parse_tensor(Json *j, Entry *e)
                 e->begin = off[0];
                 e->end = off[1];
             } else {
-                DDP_CHECK(skip_value(j, 2));
+                DDP_CHECK(ddp_json_skip_value(j, 2));
             }
-            skip_ws(j);
+            ddp_json_skip_ws(j);
             if (j->p < j->end && *j->p == ',') {
                 j->p++;
                 continue;
             }
-            DDP_CHECK(expect_char(j, '}', "expected ',' or '}'"));
+            DDP_CHECK(ddp_json_expect(j, '}', "expected ',' or '}'"));
             break;
         }
     for (int k = 0; k < 3; k++)
@@ -597,15 +373,15 @@ static void *grow(void *array, int count, int *cap, size_t elem)
 }
 
 /* "__metadata__": {"key": "value", ...} or null. */
-static DdpStatus parse_metadata(Json *j, DdpSafetensors *f)
+static DdpStatus parse_metadata(DdpJson *j, DdpSafetensors *f)
 {
-    skip_ws(j);
+    ddp_json_skip_ws(j);
     if ((size_t)(j->end - j->p) >= 4 && memcmp(j->p, "null", 4) == 0) {
         j->p += 4;
         return DDP_OK;
     }
-    DDP_CHECK(expect_char(j, '{', "expected '{' to open __metadata__"));
-    skip_ws(j);
+    DDP_CHECK(ddp_json_expect(j, '{', "expected '{' to open __metadata__"));
+    ddp_json_skip_ws(j);
     if (j->p < j->end && *j->p == '}') {
         j->p++;
         return DDP_OK;
@@ -616,18 +392,18 @@ static DdpStatus parse_metadata(Json *j, DdpSafetensors *f)
             return DDP_ERR(DDP_FAIL, "%s: out of memory reading the header", f->path);
         f->meta = more;
         DdpMeta *m = &f->meta[f->nmeta++];
-        DDP_CHECK(parse_string(j, &m->key));
-        DDP_CHECK(expect_char(j, ':', "expected ':'"));
-        skip_ws(j);
+        DDP_CHECK(ddp_json_string(j, &m->key));
+        DDP_CHECK(ddp_json_expect(j, ':', "expected ':'"));
+        ddp_json_skip_ws(j);
         if (j->p >= j->end || *j->p != '"')
             return DDP_ERR(DDP_BAD_INPUT, "%s: __metadata__ entry '%s' is not a string", j->path, m->key);
-        DDP_CHECK(parse_string(j, &m->value));
-        skip_ws(j);
+        DDP_CHECK(ddp_json_string(j, &m->value));
+        ddp_json_skip_ws(j);
         if (j->p < j->end && *j->p == ',') {
             j->p++;
             continue;
         }
-        return expect_char(j, '}', "expected ',' or '}'");
+        return ddp_json_expect(j, '}', "expected ',' or '}'");
     }
 }
 
@@ -648,21 +424,21 @@ static int by_offset_order(const void *a, const void *b)
 }
 
 /* The whole header: {"name": {...}, ..., "__metadata__": {...}}. */
-static DdpStatus parse_header(Json *j, DdpSafetensors *f)
+static DdpStatus parse_header(DdpJson *j, DdpSafetensors *f)
 {
-    skip_ws(j);
+    ddp_json_skip_ws(j);
     if (j->p >= j->end || *j->p != '{')
-        return json_error(j, "the header is not a JSON object");
+        return ddp_json_error(j, "the header is not a JSON object");
     j->p++;
     int seen_meta = 0;
-    skip_ws(j);
+    ddp_json_skip_ws(j);
     if (j->p < j->end && *j->p == '}') {
         j->p++;
     } else {
         for (;;) {
             const char *key;
-            DDP_CHECK(parse_string(j, &key));
-            DDP_CHECK(expect_char(j, ':', "expected ':'"));
+            DDP_CHECK(ddp_json_string(j, &key));
+            DDP_CHECK(ddp_json_expect(j, ':', "expected ':'"));
             if (strcmp(key, "__metadata__") == 0) {
                 if (seen_meta++)
                     return DDP_ERR(DDP_BAD_INPUT, "%s: the header has two __metadata__ entries", f->path);
@@ -676,18 +452,18 @@ static DdpStatus parse_header(Json *j, DdpSafetensors *f)
                 e->t.name = key;
                 DDP_CHECK(parse_tensor(j, e));
             }
-            skip_ws(j);
+            ddp_json_skip_ws(j);
             if (j->p < j->end && *j->p == ',') {
                 j->p++;
                 continue;
             }
-            DDP_CHECK(expect_char(j, '}', "expected ',' or '}'"));
+            DDP_CHECK(ddp_json_expect(j, '}', "expected ',' or '}'"));
             break;
         }
     }
-    skip_ws(j);
+    ddp_json_skip_ws(j);
     if (j->p != j->end)
-        return json_error(j, "unexpected text after the header's closing '}'");
+        return ddp_json_error(j, "unexpected text after the header's closing '}'");
     return DDP_OK;
 }
 
@@ -805,7 +581,7 @@ static DdpStatus load(DdpSafetensors *f, FILE *in)
         status = DDP_ERR(DDP_BAD_INPUT, "%s: not a safetensors file: the header does not start with '{'",
                          f->path);
     } else {
-        Json j = {.path = f->path, .text = header, .p = header, .end = header + header_len, .arena = f->arena};
+        DdpJson j = {.path = f->path, .text = header, .p = header, .end = header + header_len, .arena = f->arena};
         status = parse_header(&j, f);
     }
     free(header);

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char error_message[1024];
 static _Thread_local char error_origin[256];
@@ -24,4 +25,13 @@ void ddp_error_clear(void)
 {
     error_message[0] = '\0';
     error_origin[0] = '\0';
+}
+
+const char *ddp_strerror_lower(int err, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", strerror(err));
+    /* "No such file" becomes "no such file"; an acronym ("ENOSPC"-like) stays */
+    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+        buf[0] = (char)(buf[0] - 'A' + 'a');
+    return buf;
 }

@@ -10,6 +10,8 @@
 #ifndef DDPRT_STATUS_H
 #define DDPRT_STATUS_H
 
+#include <stddef.h>  // size_t
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,6 +40,11 @@ DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char 
 const char *ddp_error_message(void);
 const char *ddp_error_origin(void);
 void ddp_error_clear(void);
+
+/* strerror(ERR) in BUF (LEN bytes) with a lower-case first letter, to sit
+ * mid-sentence ("cannot serve the store on h:1: address already in use");
+ * returns BUF. */
+const char *ddp_strerror_lower(int err, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

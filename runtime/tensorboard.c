@@ -41,7 +41,7 @@
 #include <unistd.h>     // gethostname, getpid, fsync
 
 #include "dirs.h"       // ddp_make_dirs
-#include "jsonlog.h"    // ddp_utf8_sequence
+#include "json.h"       // ddp_utf8_sequence
 
 /* A tag of MAX_TAG bytes may triple as U+FFFD replaces each byte; the rest
  * of a record is at most 12 + 9 + 11 + 3 * (1 + 2) + 5 + 4 bytes. */

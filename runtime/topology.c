@@ -1,6 +1,6 @@
 /*
  * topology.c: who this rank is, read once at start-up from the flags and the
- * environment (rendezvous.h, ddp_topology_read).
+ * environment (topology.h, ddp_topology_read).
  *
  * Each launcher announces the topology its own way: torchrun with RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and our
@@ -27,8 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flags.h"       // DDP_FLAGS_MAX_RANKS
-#include "rendezvous.h"  // DdpTopology, ddp_topology_read
+#include "topology.h"    // DdpTopology, ddp_topology_read
 #include "status.h"      // DDP_ERR, DDP_CHECK
 
 /* Long enough to recognise a value, short enough to keep a message a line. */
@@ -78,9 +77,9 @@ static DdpStatus check_world(const char *name, int64_t world)
     char a[96];
     if (world < 1)
         return DDP_ERR(DDP_BAD_INPUT, "%s: a run needs at least one rank", shown(a, sizeof a, name, world));
-    if (world > DDP_FLAGS_MAX_RANKS)
+    if (world > DDP_MAX_RANKS)
         return DDP_ERR(DDP_BAD_INPUT, "%s is more than the %d ranks a run may have", shown(a, sizeof a, name, world),
-                       DDP_FLAGS_MAX_RANKS);
+                       DDP_MAX_RANKS);
     return DDP_OK;
 }
 
@@ -240,11 +239,11 @@ static int64_t tasks_on_node(const char *list, int64_t node)
             if (p[1] != 'x' || p[2] < '0' || p[2] > '9')
                 return 0;
             reps = strtoll(p + 2, &end, 10);
-            if (*end != ')' || reps < 1 || reps > DDP_FLAGS_MAX_RANKS)
+            if (*end != ')' || reps < 1 || reps > DDP_MAX_RANKS)
                 return 0;
             p = end + 1;
         }
-        if (n < 1 || n > DDP_FLAGS_MAX_RANKS)
+        if (n < 1 || n > DDP_MAX_RANKS)
             return 0;
         if (node >= index && node < index + reps)
             return n;

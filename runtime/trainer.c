@@ -49,10 +49,10 @@
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
-#include "dataset.h"   // DdpDataSet, ddp_data_load, ddp_data_gather
+#include "data_load.h" // ddp_data_load; dataset.h: DdpDataSet, ddp_data_gather
 #include "jsonlog.h"   // DdpJsonLog
 #include "launcher.h"  // ddp_signal_name
-#include "model.h"     // DdpNet, DdpCtx, ddp_main
+#include "model.h"     // DdpNet, DdpCtx
 #include "progress.h"  // DdpProgress, DdpReport
 #include "rank_signals.h"  // ddp_signals_*: stops asked for, and what a stop at once says
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
@@ -60,6 +60,7 @@
 #include "schedule.h"  // ddp_schedule_lr
 #include "step_times.h"  // DdpStepTimes: where each rank's time goes
 #include "tensorboard.h"  // DdpTensorboard: --tensorboard
+#include "trainer.h"   // ddp_main
 #include "weights.h"   // ddp_weights_init, _load, _export
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 

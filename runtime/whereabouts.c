@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "clock.h"  // ddp_abs_time
+#include "store.h"  // the connection the notes go through
 
 /* A place as published: "PLACE, DETAIL"; a record: the time heard, then
  * the place now and the place before, each with its step and since. */

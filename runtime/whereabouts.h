@@ -5,7 +5,7 @@
  * collective that never ends says only that it did not end. Here every rank
  * notes its place as it goes (the step and the phase of step_times.h,
  * evaluation, a checkpoint), and a thread of its own publishes the latest
- * one through the run's store (rendezvous.h), at most ten times a second,
+ * one through the run's store (store.h), at most ten times a second,
  * on a connection of its own: the trainer never waits for the network. When
  * a collective times out, the rank reads the others' places back and says
  * which were not where it was, and since when. A rank stopped (SIGSTOP, a
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rendezvous.h"  // DdpTopology
+#include "topology.h"  // DdpTopology
 #include "status.h"      // DdpStatus
 
 #ifdef __cplusplus

@@ -62,6 +62,7 @@ RULES = [
     (r"ddpc FILE\.net .*|\[--(emit|rebuild) .*", "skip: the synopsis, not a command"),
     (r"make", "run"),
     (r"make test", "skip: the suite that runs this check"),
+    (r"make check", "skip: its suites are make test's too"),
     (r"bash \.ci/run", "skip: CI itself, which runs make test"),
     (r"tests/golden/update\.sh", "skip: re-pins the golden files"),
     (r"make (bench|bench-deps|fuzz|memcheck|memcheck-asan)", "skip: long runs that report, not tests"),

@@ -1,5 +1,5 @@
 /*
- * store_peer.c: one rank of the start-up store (runtime/store.c), for
+ * store_peer.c: one rank of the start-up store (runtime/store.c, store_server.c), for
  * tests/fault/two_hosts.sh, which runs rank 0 in one network namespace and
  * rank 1 in another, so that the store is reached across a real link that
  * the test can cut.
@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "clock.h"       // ddp_now
-#include "rendezvous.h"  // ddp_topology_read, ddp_store_*
+#include "store.h"  // ddp_store_*, and topology.h's ddp_topology_read
 #include "status.h"      // ddp_error_message
 
 enum { ID_BYTES = 128 }; /* sizeof(ncclUniqueId) */

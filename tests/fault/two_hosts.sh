@@ -17,7 +17,7 @@
 #                reports the run. Each rank writes its output to a file of its
 #                own, as a host would, so rank 1's words survive a cut link.
 #   store        tests/fault/store_peer.c: rank 0 serves the start-up store
-#                (runtime/store.c) on tcp://10.231.N.1:PORT in A, rank 1 in B
+#                (runtime/store*.c) on tcp://10.231.N.1:PORT in A, rank 1 in B
 #                gets the 128-byte "nccl_id" from it, as a GPU build does.
 #   cut          a long training run, and a store pair waiting on keys nobody
 #                sets; once rank 0 has reported step 20, B's end of the veth

@@ -1,6 +1,6 @@
 /*
  * fuzz_store.c: libFuzzer harness for the store's wire parser,
- * ddp_store_parse (runtime/store.c), the one function between a socket open
+ * ddp_store_parse (runtime/store_wire.c), the one function between a socket open
  * to anyone and the server's memory.
  *
  * The input is read as the server reads a connection: messages parsed one
@@ -14,7 +14,7 @@
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *         -std=c11 -D_GNU_SOURCE -Iruntime -o build/fuzz_store \
- *         tests/fuzz/fuzz_store.c runtime/store.c runtime/status.c -lpthread
+ *         tests/fuzz/fuzz_store.c runtime/store_wire.c runtime/status.c
  *   mkdir -p build/fuzz-store-corpus && build/fuzz_store -max_total_time=600 build/fuzz-store-corpus
  */
 #include <stddef.h>
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rendezvous.h"  // ddp_store_parse, ddp_store_encode
+#include "store_wire.h"  // ddp_store_parse, ddp_store_encode
 #include "fuzz_check.h"  // CHECK
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

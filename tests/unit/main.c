@@ -24,8 +24,25 @@ static int chosen(const char *suite, int argc, char **argv)
     return 0;
 }
 
+/* Whether NAME picks at least one suite: a misspelt name in ONLY or make
+ * check's list must not quietly run nothing. */
+static int picks_a_suite(const char *name)
+{
+#define SUITE(suite) \
+    if (strstr(#suite, name)) \
+        return 1;
+#include "suites.inc"
+#undef SUITE
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!picks_a_suite(argv[i])) {
+            fprintf(stderr, "unit_tests: no suite's name contains '%s' (the suites are the tests/unit/*.c functions suite_NAME)\n", argv[i]);
+            return 2;
+        }
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
 #define SUITE(name) \

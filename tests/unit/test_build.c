@@ -440,5 +440,5 @@ void suite_build(void)
         {"a build that fails keeps OUT.cu", test_failed_build_keeps_source},
         {NULL, NULL},
     };
-    test_add_suite("build", cases);
+    test_add_suite("build [g++, nvcc]", cases);
 }

@@ -1,5 +1,5 @@
 /*
- * Tests of runtime/cifar.c and of dataset.c's choice of reader: small
+ * Tests of runtime/cifar.c and of data_load.c's choice of reader: small
  * CIFAR-10 and CIFAR-100 files written here, in the archives' folders and
  * not, read through ddp_data_load as the trainer reads them; then each way
  * a file can be wrong.
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cifar.h"    // ddp_cifar_parse, DDP_CIFAR_PIXELS
-#include "dataset.h"  // ddp_data_load, ddp_data_gather
+#include "data_load.h"  // ddp_data_load; dataset.h: ddp_data_gather
 #include "testutil.h"
 
 static char tmpdir[64];

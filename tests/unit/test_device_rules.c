@@ -190,5 +190,5 @@ void suite_device_rules(void)
         {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
         {NULL, NULL},
     };
-    test_add_suite("device_rules", cases);
+    test_add_suite("device_rules [gcc, nvcc]", cases);
 }

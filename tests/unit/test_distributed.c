@@ -297,5 +297,5 @@ void suite_distributed(void)
          test_ranks_on_other_kernels_said},
         {NULL, NULL},
     };
-    test_add_suite("distributed", cases);
+    test_add_suite("distributed [mpirun, python, bash]", cases);
 }

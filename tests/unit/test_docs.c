@@ -88,5 +88,5 @@ void suite_docs(void)
         {"the check fails on a row for a message the code does not have", test_a_stale_row_fails},
         {NULL, NULL},
     };
-    test_add_suite("docs", cases);
+    test_add_suite("docs [python]", cases);
 }

@@ -708,5 +708,5 @@ void suite_emit_torch(void)
         {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only", test_torch_ref},
         {NULL, NULL},
     };
-    test_add_suite("emit_torch", cases);
+    test_add_suite("emit_torch [python]", cases);
 }

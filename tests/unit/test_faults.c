@@ -384,5 +384,5 @@ void suite_faults(void)
          test_refused_settings},
         {NULL, NULL},
     };
-    test_add_suite("faults", cases);
+    test_add_suite("faults [mpirun, python, bash]", cases);
 }

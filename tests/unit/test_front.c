@@ -517,5 +517,5 @@ void suite_front(void)
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
         {NULL, NULL},
     };
-    test_add_suite("front", cases);
+    test_add_suite("front [python]", cases);
 }

@@ -146,5 +146,5 @@ void suite_gpu_kit(void)
         {"a kit with a libmpi program, over 48 MiB, incomplete or stale fails the dry run", test_broken_kits_fail_dry_run},
         {NULL, NULL},
     };
-    test_add_suite("gpu_kit", cases);
+    test_add_suite("gpu_kit [bash, nvcc]", cases);
 }

@@ -49,5 +49,5 @@ void suite_gradcheck(void)
         {"backward matches finite differences for every layer and loss", test_gradients_match_finite_differences},
         {NULL, NULL},
     };
-    test_add_suite("gradcheck", cases);
+    test_add_suite("gradcheck [g++]", cases);
 }

@@ -186,5 +186,5 @@ void suite_jsonlog(void)
         {"open and write failures are reported", test_failures},
         {NULL, NULL},
     };
-    test_add_suite("jsonlog", cases);
+    test_add_suite("jsonlog [python]", cases);
 }

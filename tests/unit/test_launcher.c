@@ -269,8 +269,8 @@ static void test_cannot_exec(void)
     free(out);
 }
 
-/* ddp_launch_local runs /proc/self/exe: this runner, asked for a suite that
- * does not exist, runs no test and exits 0. */
+/* ddp_launch_local runs /proc/self/exe: this runner, asked for its quickest
+ * suite (exact_sum: no files, no processes), runs it twice and exits 0. */
 static void test_self(void)
 {
     /* Under valgrind, /proc/self/exe is valgrind's tool, which refuses to
@@ -281,20 +281,25 @@ static void test_self(void)
     int fd;
     pid_t pid = test_fork_capturing(&fd);
     if (pid == 0) {
-        char *argv[] = {"unit_tests", "--nproc-per-node", "2", "no_such_suite", NULL};
+        char *argv[] = {"unit_tests", "--nproc-per-node", "2", "suite_exact_sum", NULL};
         _exit(ddp_launch_local(2, 4, argv, 5));
     }
     char *buf = NULL;
     CU_ASSERT_EQUAL(test_child_output(pid, fd, &buf), 0);
-    /* Two runners, each of them ran nothing. */
+    /* Two runners, each of which ran that suite and nothing else. */
     const char *p = buf ? buf : "";
     int runs = 0;
-    while ((p = strstr(p, "0 passed, 0 failed")) != NULL) {
+    while ((p = strstr(p, "Suite: exact_sum")) != NULL) {
         runs++;
         p++;
     }
-    CU_ASSERT(runs == 2);
-    if (runs != 2)
+    int suites = 0, clean = 0;
+    for (p = buf ? buf : ""; (p = strstr(p, "Suite: ")) != NULL; p++)
+        suites++;
+    for (p = buf ? buf : ""; (p = strstr(p, " passed, 0 failed")) != NULL; p++)
+        clean++;
+    CU_ASSERT(runs == 2 && suites == 2 && clean == 2);
+    if (runs != 2 || suites != 2 || clean != 2)
         fprintf(stderr, "\nthe ranks said:\n%s\n", buf ? buf : "");
     free(buf);
 }
@@ -322,5 +327,5 @@ void suite_launcher(void)
         {"cleanup", test_cleanup},
         {NULL, NULL},
     };
-    test_add_suite("launcher", cases);
+    test_add_suite("launcher [shell scripts]", cases);
 }

@@ -54,5 +54,5 @@ void suite_memcheck(void)
          test_mlp_under_valgrind},
         {NULL, NULL},
     };
-    test_add_suite("memcheck", cases);
+    test_add_suite("memcheck [valgrind]", cases);
 }

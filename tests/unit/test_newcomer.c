@@ -81,5 +81,5 @@ void suite_newcomer(void)
         {"a README command no rule knows, or one that fails, fails the check", test_an_unknown_or_failing_command_fails},
         {NULL, NULL},
     };
-    test_add_suite("newcomer", cases);
+    test_add_suite("newcomer [python]", cases);
 }

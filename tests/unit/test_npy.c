@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"  // ddp_data_load, ddp_data_gather
+#include "data_load.h"  // ddp_data_load; dataset.h: ddp_data_gather
 #include "npy.h"      // ddp_npy_header, ddp_npy_images, ddp_npy_labels
 #include "testutil.h"
 

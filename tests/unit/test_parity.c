@@ -63,5 +63,5 @@ void suite_parity(void)
         {"5 steps: PyTorch float64's, within 1e-4 of the update + the envelope float64 computes", test_five_steps},
         {NULL, NULL},
     };
-    test_add_suite("parity", cases);
+    test_add_suite("parity [python, bash]", cases);
 }

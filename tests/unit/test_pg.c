@@ -276,5 +276,5 @@ void suite_pg(void)
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_valgrind},
         {NULL, NULL},
     };
-    test_add_suite("pg", cases);
+    test_add_suite("pg [mpirun, valgrind]", cases);
 }

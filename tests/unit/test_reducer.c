@@ -14,7 +14,7 @@
 
 #include "launcher.h"     // ddp_launch_free_port
 #include "reducer.h"      // ddp_reducer_*
-#include "rendezvous.h"   // the store the places go through
+#include "store.h"        // the store the places go through
 #include "testutil.h"
 #include "whereabouts.h"  // ddp_whereabouts_*
 
@@ -343,5 +343,5 @@ void suite_reducer(void)
         {"MPI, 2 ranks under valgrind: no error of ours", test_mpi_reducer_valgrind},
         {NULL, NULL},
     };
-    test_add_suite("reducer", cases);
+    test_add_suite("reducer [mpirun, valgrind]", cases);
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rendezvous.h"  // ddp_topology_read
+#include "topology.h"  // ddp_topology_read
 #include "testutil.h"
 
 static const char *const launcher_vars[] = {

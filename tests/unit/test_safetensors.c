@@ -532,5 +532,5 @@ void suite_safetensors(void)
         {"every truncation and header mutation is handled", test_mutations},
         {NULL, NULL},
     };
-    test_add_suite("safetensors", cases);
+    test_add_suite("safetensors [python]", cases);
 }

@@ -162,5 +162,5 @@ void suite_schedule(void)
         {"every step's rate matches PyTorch's schedulers", test_against_torch},
         {NULL, NULL},
     };
-    test_add_suite("schedule", cases);
+    test_add_suite("schedule [python]", cases);
 }

@@ -1,5 +1,6 @@
 /*
- * Tests of runtime/store.c: the start-up key-value store, over loopback.
+ * Tests of runtime/store.c, store_server.c and store_wire.c: the start-up
+ * key-value store, over loopback.
  *
  * Ranks are forked processes, as in a real run (rank 0 serves from this
  * process, so the tests can ask its server how many peers it dropped). They
@@ -25,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rendezvous.h"  // the store and its wire format
+#include "store.h"       // the store
+#include "store_wire.h"  // its wire format
 #include "testutil.h"
 
 static double now_s(void)

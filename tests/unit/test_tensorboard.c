@@ -536,5 +536,5 @@ void suite_tensorboard(void)
         {"TensorBoard's EventAccumulator reads every value back", test_tensorboard_reads_it},
         {NULL, NULL},
     };
-    test_add_suite("tensorboard", cases);
+    test_add_suite("tensorboard [python]", cases);
 }

@@ -40,5 +40,5 @@ void suite_train(void)
         {"mnist.net trains on Fashion-MNIST: 300 steps reach 0.70", test_mnist_trains_on_fashion_mnist},
         {NULL, NULL},
     };
-    test_add_suite("train", cases);
+    test_add_suite("train [g++, python]", cases);
 }

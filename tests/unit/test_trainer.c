@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model.h"        // ddp_main, DdpNet
+#include "trainer.h"      // ddp_main, DdpNet
 #include "safetensors.h"  // reading what --export wrote, writing bad --init files
 #include "testutil.h"
 #include "tiny_net.h"     // tiny_net, tiny_net_train
@@ -620,5 +620,5 @@ void suite_trainer(void)
         {"the seeded initialisation is PyTorch's, bit for bit", test_init_matches_torch},
         {NULL, NULL},
     };
-    test_add_suite("trainer", cases);
+    test_add_suite("trainer [python]", cases);
 }

@@ -60,5 +60,5 @@ void suite_two_hosts(void)
          test_two_hosts_and_a_cut_link},
         {NULL, NULL},
     };
-    test_add_suite("two_hosts", cases);
+    test_add_suite("two_hosts [mpirun, ip netns]", cases);
 }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>  // pid_t
 
-#include "model.h"  // DdpNet, ddp_main
+#include "trainer.h"  // DdpNet, ddp_main
 
 /* Writes LEN bytes to PATH (a failure ends the test). */
 void harness_write_file(const char *path, const void *bytes, size_t len);

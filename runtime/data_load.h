@@ -1,0 +1,27 @@
+/*
+ * data_load.h: reading a --data directory, whatever its format.
+ *
+ * The formats, each read by a module of its own:
+ *  - IDX (idx.c): MNIST's files, images of N x H x W or N x C x H x W bytes;
+ *  - CIFAR-10 and CIFAR-100 in their binary form (cifar.c);
+ *  - NumPy arrays, .npy (npy.c).
+ * ddp_data_load tells them apart by the files a directory holds, so --data
+ * names a directory whatever its format, and the run's first line says which
+ * it found.
+ */
+#ifndef DDPRT_DATA_LOAD_H
+#define DDPRT_DATA_LOAD_H
+
+#include "dataset.h"  // DdpDataSet, DdpDataOptions, DDP_DATA_DEFAULT_DIR
+#include "status.h"   // DdpStatus
+
+/* Loads the training set (TRAIN != 0) or the test set from DIR (NULL:
+ * DDP_DATA_DEFAULT_DIR): CIFAR's binary files where DIR holds them (see
+ * cifar.h for where they are looked for), else NumPy arrays where DIR holds
+ * x_train.npy (npy.h), else IDX files (idx.h).
+ * DDP_BAD_INPUT, naming the file and the fault, for missing or malformed
+ * files and for options that do not fit the format; OUT is then empty (safe
+ * to ddp_data_free). */
+DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out);
+
+#endif
