@@ -145,6 +145,14 @@ static void test_generated_programs(void)
             check_dir_as("tests/parity", flag, "../golden/cu", "cu", 0, 1) +
             check_dir_as("tests/golden/good", flag, "../cu", "cu", 0, 1);
     CU_ASSERT(n >= 9);
+    /* and no pinned program of a net that is gone */
+    int pinned = 0;
+    DIR *d = opendir("tests/golden/cu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    for (struct dirent *e; (e = readdir(d));)
+        pinned += ends_with(e->d_name, ".cu");
+    closedir(d);
+    CU_ASSERT_EQUAL(pinned, n);
 }
 
 /* One source for both targets: the CUDA program's text is the CPU one's but
