@@ -239,6 +239,8 @@ typedef struct {
     int64_t kernel, stride, pad, groups;
     bool bias;
     double p;               /* dropout */
+    int dropout_layer;      /* dropout: 1 for the net's first, 2 for the next, named or not: its
+                             * masks' layer key, the same in the program and --emit torch */
     double slope;           /* leaky_relu */
     double eps, momentum;   /* batchnorm */
     bool sync;              /* batchnorm across ranks */

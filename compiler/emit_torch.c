@@ -45,7 +45,6 @@ typedef struct {
     const char *file;    /* the .net's base name, safe in a comment */
     Line *lines;
     int n_lines, cap;
-    int *dropout_ordinal; /* per node: 1 for the first dropout, 2 for the next... */
 } Emitter;
 
 /* Python keywords: not usable as attribute names in `self.NAME`. */
@@ -239,11 +238,7 @@ static const char *module_for(Emitter *e, const Node *n)
     case OP_TANH: return "nn.Tanh()";
     case OP_GELU: return n->gelu_tanh ? "nn.GELU(approximate=\"tanh\")" : "nn.GELU()";
     case OP_LOG_SOFTMAX: return "nn.LogSoftmax(dim=1)";
-    case OP_DROPOUT: {
-        /* The mask's layer number is the dropout's ordinal in the net, named or not. */
-        return arena_printf(a, "HashDropout(%s, layer=%d)", py_float(a, n->p),
-                            e->dropout_ordinal[n - e->net->nodes]);
-    }
+    case OP_DROPOUT: return arena_printf(a, "HashDropout(%s, layer=%d)", py_float(a, n->p), n->dropout_layer);
     case OP_INPUT:
     case OP_GLOBAL_AVGPOOL:
     case OP_RESIDUAL_ADD:
@@ -617,11 +612,6 @@ void emit_torch(FILE *out, const Net *net)
     const char *base = strrchr(net->file, '/');
     e.file = comment_safe(&e.a, base ? base + 1 : net->file);
     const char *cls = class_name(&e.a, net->name);
-    e.dropout_ordinal = arena_alloc(&e.a, sizeof *e.dropout_ordinal * ((size_t)net->n_nodes + 1));
-    for (int i = 0, dropouts = 0; i < net->n_nodes; i++) { /* counted once, not per dropout */
-        dropouts += net->nodes[i].op == OP_DROPOUT;
-        e.dropout_ordinal[i] = dropouts;
-    }
 
     emit_header(&e);
     if (has_op(net, OP_DROPOUT))

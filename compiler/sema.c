@@ -526,6 +526,8 @@ static void lower_layer(Walk *w, const Stmt *st, const LayerKind *kind)
         diag_at(s->diag, SEV_ERROR, st->open_loc, "%s takes no block", st->word);
     Node *n = new_node(w, kind->op, st, kind->word);
     name_node(w, st, n, kind->name_prefix, ++w->kind_counts[kind->op]);
+    if (n->op == OP_DROPOUT)
+        n->dropout_layer = w->kind_counts[OP_DROPOUT];
     kind->check(s, st, n);
     if (n->op == OP_LOSS) {
         w->seen_loss = true;

@@ -3,7 +3,7 @@
 #   bad/NAME.net  -> bad/NAME.expected   (ddpc --check NAME.net: messages, exit 2)
 #   good/NAME.net and examples/NAME.net -> good/NAME.summary (ddpc --summary)
 #   plan/NAME.net -> plan/NAME.plan (ddpc --emit plan)
-#   examples/, tests/parity/ and good/ NAME.net -> cu/NAME.cu (ddpc --emit cu
+#   examples/, tests/parity/, tests/gradcheck/ and good/ NAME.net -> cu/NAME.cu (ddpc --emit cu
 #     --target cpu, less its "// ddpc-build:" line, which names this machine's paths)
 # Review the result with `git diff tests/golden` before committing: these
 # files are the contract the tests hold ddpc to.
@@ -28,7 +28,7 @@ for f in *.net; do
 done
 mkdir -p "$here/cu"
 rm -f "$here"/cu/*.cu
-for dir in "$here/../../examples" "$here/../parity" "$here/good"; do
+for dir in "$here/../../examples" "$here/../parity" "$here/../gradcheck" "$here/good"; do
     cd "$dir"
     for f in *.net; do
         if [ -e "$here/cu/${f%.net}.cu" ]; then # one directory holds them all

@@ -5,7 +5,7 @@
  *   tests/golden/good/NAME.net   -> NAME.summary:  `ddpc --summary NAME.net`; exit 0
  *   examples/NAME.net            -> tests/golden/good/NAME.summary
  *   tests/golden/plan/NAME.net   -> NAME.plan:     `ddpc --emit plan NAME.net` (buckets by cap)
- *   examples/NAME.net, tests/parity/NAME.net, tests/golden/good/NAME.net
+ *   examples/, tests/parity/, tests/gradcheck/, tests/golden/good/ NAME.net
  *                                -> tests/golden/cu/NAME.cu: `ddpc --emit cu --target cpu`,
  *                                   less its "// ddpc-build:" line (this machine's paths)
  *
@@ -136,15 +136,16 @@ static void test_bucket_plans(void)
     CU_ASSERT(n >= 3);
 }
 
-/* The generated program of every example, parity net and good net, pinned,
+/* The generated program of every example, parity, gradcheck and good net, pinned,
  * so that each change to the emitted code shows in review. */
 static void test_generated_programs(void)
 {
     const char *flag = "--emit cu --target cpu";
     int n = check_dir_as("examples", flag, "../tests/golden/cu", "cu", 0, 1) +
             check_dir_as("tests/parity", flag, "../golden/cu", "cu", 0, 1) +
+            check_dir_as("tests/gradcheck", flag, "../golden/cu", "cu", 0, 1) +
             check_dir_as("tests/golden/good", flag, "../cu", "cu", 0, 1);
-    CU_ASSERT(n >= 9);
+    CU_ASSERT(n >= 11);
     /* and no pinned program of a net that is gone */
     int pinned = 0;
     DIR *d = opendir("tests/golden/cu");
