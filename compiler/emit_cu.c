@@ -217,10 +217,11 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     const char *stem = arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", aname);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
-    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n", (long long)c, (long long)hw);
-    E("        int64_t i = plane * %lld + j;\n", (long long)hw);
+    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)hw);
+    E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
+    E("        int64_t i = plane * HW + j;\n");
     if (n->bias)
-        E("        float v = y[i] + bias[plane %% %lld];\n", (long long)c);
+        E("        float v = y[i] + bias[plane %% C];\n");
     else
         E("        float v = y[i];\n");
     E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
@@ -231,11 +232,12 @@ static void kernels_conv_linear(Emit *e, const Node *n)
          * turns dy into the gradient before the activation on the way */
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
-        E("    DDP_FOR(c, %lld) {\n        DdpSum sum = ddp_grad_open(dbias + c, accumulate);\n", (long long)c);
+        E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)hw);
+        E("    DDP_FOR(c, C) {\n        DdpSum sum = ddp_grad_open(dbias + c, accumulate);\n");
         E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
         E("            DDP_SIMD_SUM(sample)\n");
-        E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
-        E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
+        E("            for (int64_t j = 0; j < HW; j++) {\n");
+        E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
         if (a) {
             /* both loaded first: a select the compiler can vectorise, not a branch */
             E("                float d = dy[i], v = y[i];\n                float g = %s;\n",
@@ -408,14 +410,15 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     chw(n->in_shape, &c, &h, &w);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n        float sum = 0.0f;\n", (long long)c);
-    E("        for (int64_t j = 0; j < %lld; j++)\n            sum += x[i * %lld + j];\n", (long long)(h * w),
-      (long long)(h * w));
+    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)(h * w));
+    E("    DDP_FOR(i, (int64_t)n * C) {\n        float sum = 0.0f;\n");
+    E("        for (int64_t j = 0; j < HW; j++)\n            sum += x[i * HW + j];\n");
     E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(h * w)));
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * h * w));
-    E("        float g = dy[i / %lld] * %s;\n", (long long)(h * w), flit(e, 1.0 / (double)(h * w)));
+    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)(h * w));
+    E("    DDP_FOR(i, (int64_t)n * C * HW) {\n");
+    E("        float g = dy[i / HW] * %s;\n", flit(e, 1.0 / (double)(h * w)));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
@@ -424,11 +427,13 @@ static void kernels_activation(Emit *e, const Node *n)
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld)\n        y[i] = %s;\n}\n\n", (long long)s, act_forward_expr(e, n, "x[i]"));
+    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
     comment(e, n, "");
     const char *saved = act_backward_reads_output(n) ? "y" : "x";
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name, saved);
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
+    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_backward_reads_output(n) ? "y[i]" : "x[i]"));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
@@ -442,16 +447,19 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("// The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.\n");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)\n{\n",
       n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
-    E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / %lld], i %% %lld, %uu);\n", (long long)s,
-      (long long)s, threshold);
+    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
+    E("    DDP_FOR(i, (int64_t)n * S) {\n");
+    E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW);\n");
     E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)\n{\n",
       n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)s);
-    E("        float g = ddp_dropout_keep(key, sample_ids[i / %lld], i %% %lld, %uu) ? dy[i] * %s : 0.0f;\n",
-      (long long)s, (long long)s, threshold, flit(e, scale));
+    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
+    E("    DDP_FOR(i, (int64_t)n * S) {\n");
+    E("        float g = ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
+      flit(e, scale));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 

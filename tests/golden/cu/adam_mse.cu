@@ -10,9 +10,10 @@
 // adam_mse.net:6: linear 64, with adam_mse.net:6: tanh
 DDP_KERNEL linear1_bias_tanh_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 64];
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = tanhf(v);
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL linear1_bias_tanh_forward(int n, float *y, const float *bias)
 // adam_mse.net:6: linear 64, with adam_mse.net:6: tanh
 DDP_KERNEL linear1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 64) {
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 64 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
                 dy[i] = g;
@@ -41,8 +43,9 @@ DDP_KERNEL linear1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad 
 // adam_mse.net:7: linear 32 nobias, with adam_mse.net:7: leaky_relu
 DDP_KERNEL linear2_leaky_relu_forward(int n, float *y)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 1) {
-        int64_t i = plane * 1 + j;
+    const int64_t C = 32, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
         float v = y[i];
         y[i] = v > 0.0f ? v : 0.01f * v;
     }
@@ -58,9 +61,10 @@ DDP_KERNEL linear2_leaky_relu_backward(int n, float *dy, const float *y)
 // adam_mse.net:8: linear 10
 DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -68,13 +72,14 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 // adam_mse.net:8: linear 10
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

@@ -10,9 +10,10 @@
 // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
 DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 36) {
-        int64_t i = plane * 36 + j;
-        float v = y[i] + bias[plane % 4];
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 4) {
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 36; j++) {
-                int64_t i = ((int64_t)s * 4 + c) * 36 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
                 dy[i] = g;
@@ -41,9 +43,10 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
 // crlf_and_semicolons.net:1: linear 144->3
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 3, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 3];
+    const int64_t C = 3, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -51,13 +54,14 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 // crlf_and_semicolons.net:1: linear 144->3
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 3) {
+    const int64_t C = 3, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 3 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

@@ -10,9 +10,10 @@
 // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
 DDP_KERNEL linear1_bias_sigmoid_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 16];
+    const int64_t C = 16, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = 1.0f / (1.0f + expf(-v));
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL linear1_bias_sigmoid_forward(int n, float *y, const float *bias)
 // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
 DDP_KERNEL linear1_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * v * (1.0f - v);
                 dy[i] = g;
@@ -42,8 +44,10 @@ DDP_KERNEL linear1_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGr
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
 DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
 {
-    DDP_FOR(i, (int64_t)n * 16) {
-        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / 16], i % 16, 1288490188u);
+    const int64_t S = 16;  // values of a sample
+    const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
         y[i] = keep ? (train ? x[i] * 1.42857146f : x[i]) : 0.0f;
     }
 }
@@ -51,8 +55,10 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 // dropout_residual.net:4: dropout 0.3
 DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16) {
-        float g = ddp_dropout_keep(key, sample_ids[i / 16], i % 16, 1288490188u) ? dy[i] * 1.42857146f : 0.0f;
+    const int64_t S = 16;  // values of a sample
+    const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.42857146f : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -60,9 +66,10 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
 // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
 DDP_KERNEL linear2_bias_leaky_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 16];
+    const int64_t C = 16, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.2f * v;
     }
 }
@@ -70,13 +77,14 @@ DDP_KERNEL linear2_bias_leaky_relu_forward(int n, float *y, const float *bias)
 // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
 DDP_KERNEL linear2_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.2f * d;
                 dy[i] = g;
@@ -119,14 +127,16 @@ DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 // dropout_residual.net:7: relu
 DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16)
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // dropout_residual.net:7: relu
 DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16) {
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -135,9 +145,10 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 // dropout_residual.net:8: linear 4
 DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 4];
+    const int64_t C = 4, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -145,13 +156,14 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 // dropout_residual.net:8: linear 4
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 4) {
+    const int64_t C = 4, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 4 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

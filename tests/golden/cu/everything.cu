@@ -18,9 +18,10 @@ static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)
 // everything.net:4: stem: conv 3->16 k3 s1 p1
 DDP_KERNEL stem_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 1024) {
-        int64_t i = plane * 1024 + j;
-        float v = y[i] + bias[plane % 16];
+    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -28,13 +29,14 @@ DDP_KERNEL stem_bias_forward(int n, float *y, const float *bias)
 // everything.net:4: stem: conv 3->16 k3 s1 p1
 DDP_KERNEL stem_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1024; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 1024 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -152,14 +154,16 @@ DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const 
 // everything.net:5: relu
 DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16384)
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // everything.net:5: relu
 DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16384) {
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -168,8 +172,9 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 // everything.net:6: conv 16 k3 p=same groups=4 nobias, with everything.net:7: leaky_relu 0.2
 DDP_KERNEL conv2_leaky_relu_forward(int n, float *y)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 1024) {
-        int64_t i = plane * 1024 + j;
+    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
         float v = y[i];
         y[i] = v > 0.0f ? v : 0.2f * v;
     }
@@ -185,9 +190,10 @@ DDP_KERNEL conv2_leaky_relu_backward(int n, float *dy, const float *y)
 // everything.net:9: conv 16->16 k1, with everything.net:10: sigmoid
 DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 1024) {
-        int64_t i = plane * 1024 + j;
-        float v = y[i] + bias[plane % 16];
+    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = 1.0f / (1.0f + expf(-v));
     }
 }
@@ -195,13 +201,14 @@ DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
 // everything.net:9: conv 16->16 k1, with everything.net:10: sigmoid
 DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1024; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 1024 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * v * (1.0f - v);
                 dy[i] = g;
@@ -216,14 +223,16 @@ DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad
 // everything.net:11: tanh
 DDP_KERNEL tanh1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16384)
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = tanhf(x[i]);
 }
 
 // everything.net:11: tanh
 DDP_KERNEL tanh1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16384) {
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (1.0f - y[i] * y[i]);
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -232,14 +241,16 @@ DDP_KERNEL tanh1_backward(int n, const float *dy, const float *y, float *dx, int
 // everything.net:11: gelu approximate=tanh
 DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16384)
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
 // everything.net:11: gelu approximate=tanh
 DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16384) {
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * ddp_gelu_tanh_grad(x[i]);
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -363,9 +374,10 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 // everything.net:15: conv 32 k3 s2 p1
 DDP_KERNEL conv5_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 16) {
-        int64_t i = plane * 16 + j;
-        float v = y[i] + bias[plane % 32];
+    const int64_t C = 32, HW = 16;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -373,13 +385,14 @@ DDP_KERNEL conv5_bias_forward(int n, float *y, const float *bias)
 // everything.net:15: conv 32 k3 s2 p1
 DDP_KERNEL conv5_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 16;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 16; j++) {
-                int64_t i = ((int64_t)s * 32 + c) * 16 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -497,14 +510,16 @@ DDP_KERNEL bn2_normalize_backward(int n, const float *dy, const float *x, const 
 // everything.net:15: gelu
 DDP_KERNEL gelu2_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 512)
+    const int64_t S = 512;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
 }
 
 // everything.net:15: gelu
 DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 512) {
+    const int64_t S = 512;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -513,10 +528,11 @@ DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int
 // everything.net:16: global_avgpool
 DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 32) {
+    const int64_t C = 32, HW = 16;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C) {
         float sum = 0.0f;
-        for (int64_t j = 0; j < 16; j++)
-            sum += x[i * 16 + j];
+        for (int64_t j = 0; j < HW; j++)
+            sum += x[i * HW + j];
         y[i] = sum * 0.0625f;
     }
 }
@@ -524,8 +540,9 @@ DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 // everything.net:16: global_avgpool
 DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 512) {
-        float g = dy[i / 16] * 0.0625f;
+    const int64_t C = 32, HW = 16;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C * HW) {
+        float g = dy[i / HW] * 0.0625f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -533,9 +550,10 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 // everything.net:18: head: linear 32->64
 DDP_KERNEL head_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 64];
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -543,13 +561,14 @@ DDP_KERNEL head_bias_forward(int n, float *y, const float *bias)
 // everything.net:18: head: linear 32->64
 DDP_KERNEL head_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 64) {
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 64 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -562,8 +581,10 @@ DDP_KERNEL head_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
 DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
 {
-    DDP_FOR(i, (int64_t)n * 64) {
-        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / 64], i % 64, 429496729u);
+    const int64_t S = 64;  // values of a sample
+    const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
         y[i] = keep ? (train ? x[i] * 1.11111116f : x[i]) : 0.0f;
     }
 }
@@ -571,8 +592,10 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 // everything.net:19: dropout p=0.1
 DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 64) {
-        float g = ddp_dropout_keep(key, sample_ids[i / 64], i % 64, 429496729u) ? dy[i] * 1.11111116f : 0.0f;
+    const int64_t S = 64;  // values of a sample
+    const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.11111116f : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }

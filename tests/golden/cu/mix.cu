@@ -18,9 +18,10 @@ static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)
 // mix.net:4: conv 1->8 k3 s2 p1, with mix.net:4: leaky_relu slope=0.1
 DDP_KERNEL conv1_bias_leaky_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j;
-        float v = y[i] + bias[plane % 8];
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.1f * v;
     }
 }
@@ -28,13 +29,14 @@ DDP_KERNEL conv1_bias_leaky_relu_forward(int n, float *y, const float *bias)
 // mix.net:4: conv 1->8 k3 s2 p1, with mix.net:4: leaky_relu slope=0.1
 DDP_KERNEL conv1_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 8) {
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 8 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.1f * d;
                 dy[i] = g;
@@ -49,9 +51,10 @@ DDP_KERNEL conv1_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpG
 // mix.net:5: conv 8->8 k3 p1 groups=4
 DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j;
-        float v = y[i] + bias[plane % 8];
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -59,13 +62,14 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 // mix.net:5: conv 8->8 k3 p1 groups=4
 DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 8) {
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 8 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -183,14 +187,16 @@ DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const 
 // mix.net:5: sigmoid
 DDP_KERNEL sigmoid1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 1568)
+    const int64_t S = 1568;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 1.0f / (1.0f + expf(-x[i]));
 }
 
 // mix.net:5: sigmoid
 DDP_KERNEL sigmoid1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 1568) {
+    const int64_t S = 1568;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * y[i] * (1.0f - y[i]);
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -199,9 +205,10 @@ DDP_KERNEL sigmoid1_backward(int n, const float *dy, const float *y, float *dx, 
 // mix.net:6: conv 8 k3 p=same, with mix.net:6: tanh
 DDP_KERNEL conv3_bias_tanh_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j;
-        float v = y[i] + bias[plane % 8];
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = tanhf(v);
     }
 }
@@ -209,13 +216,14 @@ DDP_KERNEL conv3_bias_tanh_forward(int n, float *y, const float *bias)
 // mix.net:6: conv 8 k3 p=same, with mix.net:6: tanh
 DDP_KERNEL conv3_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 8) {
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 8 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
                 dy[i] = g;
@@ -338,14 +346,16 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 // mix.net:9: gelu
 DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 392)
+    const int64_t S = 392;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
 }
 
 // mix.net:9: gelu
 DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 392) {
+    const int64_t S = 392;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -354,9 +364,10 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 // mix.net:10: conv 16 k1
 DDP_KERNEL conv4_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 49) {
-        int64_t i = plane * 49 + j;
-        float v = y[i] + bias[plane % 16];
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -364,13 +375,14 @@ DDP_KERNEL conv4_bias_forward(int n, float *y, const float *bias)
 // mix.net:10: conv 16 k1
 DDP_KERNEL conv4_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 49; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 49 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -488,14 +500,16 @@ DDP_KERNEL bn2_normalize_backward(int n, const float *dy, const float *x, const 
 // mix.net:10: relu
 DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // mix.net:10: relu
 DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 784) {
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -504,14 +518,16 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 // mix.net:11: gelu approximate=tanh
 DDP_KERNEL gelu2_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
 // mix.net:11: gelu approximate=tanh
 DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 784) {
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * ddp_gelu_tanh_grad(x[i]);
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -534,10 +550,11 @@ DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 // mix.net:12: global_avgpool
 DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16) {
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C) {
         float sum = 0.0f;
-        for (int64_t j = 0; j < 49; j++)
-            sum += x[i * 49 + j];
+        for (int64_t j = 0; j < HW; j++)
+            sum += x[i * HW + j];
         y[i] = sum * 0.0204081633f;
     }
 }
@@ -545,8 +562,9 @@ DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 // mix.net:12: global_avgpool
 DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 784) {
-        float g = dy[i / 49] * 0.0204081633f;
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C * HW) {
+        float g = dy[i / HW] * 0.0204081633f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -554,9 +572,10 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 // mix.net:13: linear 10
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -564,13 +583,14 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 // mix.net:13: linear 10
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

@@ -10,9 +10,10 @@
 // mlp.net:4: linear 784->512, with mlp.net:4: relu
 DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 512, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 512];
+    const int64_t C = 512, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 // mlp.net:4: linear 784->512, with mlp.net:4: relu
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 512) {
+    const int64_t C = 512, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 512 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
                 dy[i] = g;
@@ -42,8 +44,10 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
 DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
 {
-    DDP_FOR(i, (int64_t)n * 512) {
-        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / 512], i % 512, 858993459u);
+    const int64_t S = 512;  // values of a sample
+    const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
         y[i] = keep ? (train ? x[i] * 1.25f : x[i]) : 0.0f;
     }
 }
@@ -51,8 +55,10 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 // mlp.net:5: dropout 0.2
 DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 512) {
-        float g = ddp_dropout_keep(key, sample_ids[i / 512], i % 512, 858993459u) ? dy[i] * 1.25f : 0.0f;
+    const int64_t S = 512;  // values of a sample
+    const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
+    DDP_FOR(i, (int64_t)n * S) {
+        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.25f : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -60,9 +66,10 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
 // mlp.net:6: linear 256
 DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 256, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 256];
+    const int64_t C = 256, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -70,13 +77,14 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 // mlp.net:6: linear 256
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 256) {
+    const int64_t C = 256, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 256 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -88,14 +96,16 @@ DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 // mlp.net:6: gelu
 DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 256)
+    const int64_t S = 256;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
 }
 
 // mlp.net:6: gelu
 DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 256) {
+    const int64_t S = 256;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -104,9 +114,10 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 // mlp.net:7: linear 10
 DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -114,13 +125,14 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 // mlp.net:7: linear 10
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

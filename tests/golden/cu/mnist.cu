@@ -10,9 +10,10 @@
 // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
 DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 576) {
-        int64_t i = plane * 576 + j;
-        float v = y[i] + bias[plane % 32];
+    const int64_t C = 32, HW = 576;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 576;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 576; j++) {
-                int64_t i = ((int64_t)s * 32 + c) * 576 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
                 dy[i] = g;
@@ -87,9 +89,10 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
 DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 64) {
-        int64_t i = plane * 64 + j;
-        float v = y[i] + bias[plane % 64];
+    const int64_t C = 64, HW = 64;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
@@ -97,13 +100,14 @@ DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
 // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
 DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 64) {
+    const int64_t C = 64, HW = 64;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 64; j++) {
-                int64_t i = ((int64_t)s * 64 + c) * 64 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
                 dy[i] = g;
@@ -164,9 +168,10 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
 // mnist.net:9: linear 1024->128, with mnist.net:9: relu
 DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 128, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 128];
+    const int64_t C = 128, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
@@ -174,13 +179,14 @@ DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 // mnist.net:9: linear 1024->128, with mnist.net:9: relu
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 128) {
+    const int64_t C = 128, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 128 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
                 dy[i] = g;
@@ -195,9 +201,10 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
 // mnist.net:10: linear 128->10
 DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -205,13 +212,14 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 // mnist.net:10: linear 128->10
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

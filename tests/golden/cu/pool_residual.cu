@@ -10,9 +10,10 @@
 // pool_residual.net:5: conv 1->4 k3 p1, with pool_residual.net:5: tanh
 DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 784) {
-        int64_t i = plane * 784 + j;
-        float v = y[i] + bias[plane % 4];
+    const int64_t C = 4, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = tanhf(v);
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
 // pool_residual.net:5: conv 1->4 k3 p1, with pool_residual.net:5: tanh
 DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 4) {
+    const int64_t C = 4, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 784; j++) {
-                int64_t i = ((int64_t)s * 4 + c) * 784 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
                 dy[i] = g;
@@ -78,9 +80,10 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 // pool_residual.net:6: conv 4->4 k3 p1
 DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 784) {
-        int64_t i = plane * 784 + j;
-        float v = y[i] + bias[plane % 4];
+    const int64_t C = 4, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -88,13 +91,14 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 // pool_residual.net:6: conv 4->4 k3 p1
 DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 4) {
+    const int64_t C = 4, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 784; j++) {
-                int64_t i = ((int64_t)s * 4 + c) * 784 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -197,9 +201,10 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 // pool_residual.net:8: conv 4->4 k3 p1, with pool_residual.net:8: sigmoid
 DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 196) {
-        int64_t i = plane * 196 + j;
-        float v = y[i] + bias[plane % 4];
+    const int64_t C = 4, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = 1.0f / (1.0f + expf(-v));
     }
 }
@@ -207,13 +212,14 @@ DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
 // pool_residual.net:8: conv 4->4 k3 p1, with pool_residual.net:8: sigmoid
 DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 4) {
+    const int64_t C = 4, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 4 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * v * (1.0f - v);
                 dy[i] = g;
@@ -288,9 +294,10 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, floa
 // pool_residual.net:11: linear 10
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -298,13 +305,14 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 // pool_residual.net:11: linear 10
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

@@ -116,14 +116,16 @@ DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:5: relu
 DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 12544)
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // resnet.net:5: relu
 DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 12544) {
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -238,14 +240,16 @@ DDP_KERNEL bn2_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:7: relu
 DDP_KERNEL relu2_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 12544)
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // resnet.net:7: relu
 DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 12544) {
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -374,14 +378,16 @@ DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 // resnet.net:10: relu
 DDP_KERNEL relu3_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 12544)
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // resnet.net:10: relu
 DDP_KERNEL relu3_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 12544) {
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -496,14 +502,16 @@ DDP_KERNEL bn4_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:11: relu
 DDP_KERNEL relu4_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 6272)
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // resnet.net:11: relu
 DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 6272) {
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -618,14 +626,16 @@ DDP_KERNEL bn5_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:13: leaky_relu slope=0.1
 DDP_KERNEL leaky_relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 6272)
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.1f * x[i];
 }
 
 // resnet.net:13: leaky_relu slope=0.1
 DDP_KERNEL leaky_relu1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 6272) {
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.1f * dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -754,14 +764,16 @@ DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 // resnet.net:16: relu
 DDP_KERNEL relu5_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 6272)
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // resnet.net:16: relu
 DDP_KERNEL relu5_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 6272) {
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = y[i] > 0.0f ? dy[i] : 0.0f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -807,10 +819,11 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 // resnet.net:18: global_avgpool
 DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 32) {
+    const int64_t C = 32, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C) {
         float sum = 0.0f;
-        for (int64_t j = 0; j < 49; j++)
-            sum += x[i * 49 + j];
+        for (int64_t j = 0; j < HW; j++)
+            sum += x[i * HW + j];
         y[i] = sum * 0.0204081633f;
     }
 }
@@ -818,8 +831,9 @@ DDP_KERNEL global_avgpool1_forward(int n, const float *x, float *y)
 // resnet.net:18: global_avgpool
 DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 1568) {
-        float g = dy[i / 49] * 0.0204081633f;
+    const int64_t C = 32, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(i, (int64_t)n * C * HW) {
+        float g = dy[i / HW] * 0.0204081633f;
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -827,9 +841,10 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 // resnet.net:19: linear 32->10
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 10, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 10];
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -837,13 +852,14 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 // resnet.net:19: linear 32->10
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 10) {
+    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 10 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);

@@ -10,9 +10,10 @@
 // smooth_mse.net:3: conv 3 k3 s2 p1, with smooth_mse.net:3: tanh
 DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 3, j, 25) {
-        int64_t i = plane * 25 + j;
-        float v = y[i] + bias[plane % 3];
+    const int64_t C = 3, HW = 25;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = tanhf(v);
     }
 }
@@ -20,13 +21,14 @@ DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
 // smooth_mse.net:3: conv 3 k3 s2 p1, with smooth_mse.net:3: tanh
 DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 3) {
+    const int64_t C = 3, HW = 25;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 25; j++) {
-                int64_t i = ((int64_t)s * 3 + c) * 25 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
                 dy[i] = g;
@@ -85,8 +87,9 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 // smooth_mse.net:5: conv 4 k2 nobias, with smooth_mse.net:5: sigmoid
 DDP_KERNEL conv2_sigmoid_forward(int n, float *y)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 4, j, 16) {
-        int64_t i = plane * 16 + j;
+    const int64_t C = 4, HW = 16;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
         float v = y[i];
         y[i] = 1.0f / (1.0f + expf(-v));
     }
@@ -208,14 +211,16 @@ DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const 
 // smooth_mse.net:8: leaky_relu slope=-0.1
 DDP_KERNEL leaky_relu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 64)
+    const int64_t S = 64;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = x[i] > 0.0f ? x[i] : -0.1f * x[i];
 }
 
 // smooth_mse.net:8: leaky_relu slope=-0.1
 DDP_KERNEL leaky_relu1_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 64) {
+    const int64_t S = 64;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = x[i] > 0.0f ? dy[i] : -0.1f * dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -224,9 +229,10 @@ DDP_KERNEL leaky_relu1_backward(int n, const float *dy, const float *x, float *d
 // smooth_mse.net:9: linear 6
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 6, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 6];
+    const int64_t C = 6, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -234,13 +240,14 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 // smooth_mse.net:9: linear 6
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 6) {
+    const int64_t C = 6, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 6 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
@@ -252,14 +259,16 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 // smooth_mse.net:9: gelu
 DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 6)
+    const int64_t S = 6;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
 }
 
 // smooth_mse.net:9: gelu
 DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 6) {
+    const int64_t S = 6;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -268,9 +277,10 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 // smooth_mse.net:10: linear 5
 DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 5, j, 1) {
-        int64_t i = plane * 1 + j;
-        float v = y[i] + bias[plane % 5];
+    const int64_t C = 5, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j;
+        float v = y[i] + bias[plane % C];
         y[i] = v;
     }
 }
@@ -278,13 +288,14 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 // smooth_mse.net:10: linear 5
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 5) {
+    const int64_t C = 5, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_grad_open(dbias + c, accumulate);
         for (int s = 0; s < n; s++) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 5 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
