@@ -262,68 +262,90 @@ static bool pool_tiles(const Node *n)
 }
 
 /* The forward of any window, stride and padding: bounds checked per tap. */
+/* The sizes a pooling kernel works with, as its first line: C planes of
+ * H x W in, OH x OW out, a K x K window at stride ST with PAD; the kernel's
+ * text then names them instead of repeating numbers. USED lists the ones it
+ * names (space-separated), since an unused constant is a compiler warning. */
+static void pool_constants(Emit *e, const Node *n, const char *used)
+{
+    int64_t c, h, w;
+    chw(n->in_shape, &c, &h, &w);
+    const struct {
+        const char *name;
+        int64_t value;
+    } sizes[] = {{"C", c}, {"H", h}, {"W", w}, {"OH", n->out_shape.d[1]}, {"OW", n->out_shape.d[2]},
+                 {"K", n->kernel}, {"ST", n->stride}, {"PAD", n->pad}};
+    const char *sep = "    const int ";
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t len = strlen(sizes[i].name);
+        bool named = false;
+        for (const char *u = used; *u; u += strcspn(u, " "), u += *u == ' ')
+            named = named || (strncmp(u, sizes[i].name, len) == 0 && (u[len] == ' ' || u[len] == '\0'));
+        if (named) {
+            E("%s%s = %lld", sep, sizes[i].name, (long long)sizes[i].value);
+            sep = ", ";
+        }
+    }
+    E(";\n");
+}
+
 static void pool_forward_general(Emit *e, const Node *n)
 {
-    int64_t c, h, w, oh = n->out_shape.d[1], ow = n->out_shape.d[2], k = n->kernel, st = n->stride, pad = n->pad;
-    chw(n->in_shape, &c, &h, &w);
     bool max = n->op == OP_MAXPOOL;
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * oh * ow));
-    E("        int64_t plane = i / %lld;\n", (long long)(oh * ow));
-    E("        int oy = (int)(i / %lld %% %lld), ox = (int)(i %% %lld);\n", (long long)ow, (long long)oh, (long long)ow);
-    E("        const float *xp = x + plane * %lld;\n", (long long)(h * w));
+    pool_constants(e, n, "C H W OH OW K ST PAD");
+    E("    DDP_FOR(i, (int64_t)n * C * OH * OW) {\n");
+    E("        int64_t plane = i / (OH * OW);\n");
+    E("        int oy = (int)(i / OW %% OH), ox = (int)(i %% OW);\n");
+    E("        const float *xp = x + plane * (H * W);\n");
     if (max)
         E("        float best = -INFINITY;\n        int at = -1;\n");
     else
         E("        float sum = 0.0f;\n");
-    E("        for (int ky = 0; ky < %lld; ky++) {\n", (long long)k);
-    E("            int iy = oy * %lld%s + ky;\n", (long long)st, pad ? arena_printf(e->arena, " - %lld", (long long)pad) : "");
-    E("            if (iy < 0 || iy >= %lld)\n                continue;\n", (long long)h);
-    E("            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k);
-    E("                int ix = ox * %lld%s + kx;\n", (long long)st, pad ? arena_printf(e->arena, " - %lld", (long long)pad) : "");
-    E("                if (ix < 0 || ix >= %lld)\n                    continue;\n", (long long)w);
+    E("        for (int ky = 0; ky < K; ky++) {\n");
+    E("            int iy = oy * ST - PAD + ky;\n");
+    E("            if (iy < 0 || iy >= H)\n                continue;\n");
+    E("            for (int kx = 0; kx < K; kx++) {\n");
+    E("                int ix = ox * ST - PAD + kx;\n");
+    E("                if (ix < 0 || ix >= W)\n                    continue;\n");
     if (max)
-        E("                float v = xp[iy * %lld + ix];\n                if (v > best || at < 0) {\n"
-          "                    best = v;\n                    at = iy * %lld + ix;\n                }\n",
-          (long long)w, (long long)w);
+        E("                float v = xp[iy * W + ix];\n                if (v > best || at < 0) {\n"
+          "                    best = v;\n                    at = iy * W + ix;\n                }\n");
     else
-        E("                sum += xp[iy * %lld + ix];\n", (long long)w);
+        E("                sum += xp[iy * W + ix];\n");
     E("            }\n        }\n");
     if (max)
         E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
     else /* PyTorch's count_include_pad: always the full window */
-        E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
+        E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(n->kernel * n->kernel)));
 }
 
 static void kernels_pool(Emit *e, const Node *n)
 {
-    int64_t c, h, w, oh, ow, k = n->kernel, st = n->stride, pad = n->pad;
+    int64_t c, h, w, k = n->kernel;
     chw(n->in_shape, &c, &h, &w);
-    oh = n->out_shape.d[1];
-    ow = n->out_shape.d[2];
     bool max = n->op == OP_MAXPOOL;
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
-        /* rows of windows: window row ROW of all planes starts at x + ROW * k * W */
-        E("    DDP_FOR_2D(row, (int64_t)n * %lld, ox, %lld) {\n", (long long)(c * oh), (long long)ow);
-        E("        int64_t i = row * %lld + ox;\n", (long long)ow);
-        E("        const float *xp = x + row * %lld + ox * %lld;\n", (long long)(k * w), (long long)k);
+        /* rows of windows: window row ROW of all planes starts at x + ROW * K * W */
+        pool_constants(e, n, "C W OH OW K");
+        E("    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {\n");
+        E("        int64_t i = row * OW + ox;\n");
+        E("        const float *xp = x + row * (K * W) + ox * K;\n");
         if (max)
             E("        float best = xp[0];\n        int at = 0;\n");
         else
             E("        float sum = 0.0f;\n");
-        E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
-          (long long)k);
+        E("        for (int ky = 0; ky < K; ky++)\n            for (int kx = 0; kx < K; kx++) {\n");
         if (max)
             /* selects, not branches: which tap wins is data, and a mispredicted
              * branch per tap costs more than the comparison. The argmax of a
-             * tiling window is its tap number, ky * k + kx: small and the same
+             * tiling window is its tap number, ky * K + kx: small and the same
              * in every window, so backward compares it with constants. */
-            E("                float v = xp[ky * %lld + kx];\n"
-              "                at = v > best ? ky * %lld + kx : at;\n                best = v > best ? v : best;\n",
-              (long long)w, (long long)k);
+            E("                float v = xp[ky * W + kx];\n"
+              "                at = v > best ? ky * K + kx : at;\n                best = v > best ? v : best;\n");
         else
-            E("                sum += xp[ky * %lld + kx];\n", (long long)w);
+            E("                sum += xp[ky * W + kx];\n");
         E("            }\n");
         if (max)
             E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
@@ -337,17 +359,17 @@ static void kernels_pool(Emit *e, const Node *n)
         comment(e, n, "");
         E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
           max ? ", const int32_t *argmax" : "");
-        E("    DDP_FOR_2D(row, (int64_t)n * %lld, ox, %lld) {\n", (long long)(c * oh), (long long)ow);
-        E("        int64_t o = row * %lld + ox;\n", (long long)ow);
-        E("        int64_t corner = row %% %lld * %lld + ox * %lld;  // the window's first tap in its plane\n",
-          (long long)oh, (long long)(k * w), (long long)k);
-        E("        float *dxp = dx + (row / %lld) * %lld;\n", (long long)oh, (long long)(h * w));
+        pool_constants(e, n, "C H W OH OW K");
+        E("    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {\n");
+        E("        int64_t o = row * OW + ox;\n");
+        E("        int64_t corner = row %% OH * (K * W) + ox * K;  // the window's first tap in its plane\n");
+        E("        float *dxp = dx + (row / OH) * (H * W);\n");
         if (k <= 4) {
             /* the taps written out, no loop inside the item: the CPU compiler
              * then vectorises across ox (DDP_FOR_2D's inner loop) */
             E("        float g = dy[o]%s;\n", max ? "" : arena_printf(e->arena, " * %s", flit(e, 1.0 / (double)(k * k))));
             if (max) {
-                E("        int won = argmax[o];  // the winning tap, ky * %lld + kx\n", (long long)k);
+                E("        int won = argmax[o];  // the winning tap, ky * K + kx\n");
                 for (long long tap = 0; tap < k * k; tap++)
                     E("        float g%lld = won == %lld ? g : 0.0f;\n", tap, tap);
             }
@@ -365,11 +387,10 @@ static void kernels_pool(Emit *e, const Node *n)
             E("        }\n    }\n}\n\n");
             return;
         }
-        E("        for (int ky = 0; ky < %lld; ky++)\n            for (int kx = 0; kx < %lld; kx++) {\n", (long long)k,
-          (long long)k);
-        E("                int64_t at = corner + ky * %lld + kx;\n", (long long)w);
+        E("        for (int ky = 0; ky < K; ky++)\n            for (int kx = 0; kx < K; kx++) {\n");
+        E("                int64_t at = corner + ky * W + kx;\n");
         if (max)
-            E("                float g = ky * %lld + kx == argmax[o] ? dy[o] : 0.0f;\n", (long long)k);
+            E("                float g = ky * K + kx == argmax[o] ? dy[o] : 0.0f;\n");
         else
             E("                float g = dy[o] * %s;\n", flit(e, 1.0 / (double)(k * k)));
         E("                dxp[at] = accumulate ? dxp[at] + g : g;\n            }\n    }\n}\n\n");
@@ -380,22 +401,20 @@ static void kernels_pool(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
       max ? ", const int32_t *argmax" : "");
-    E("    DDP_FOR(i, (int64_t)n * %lld) {\n", (long long)(c * h * w));
-    E("        int64_t plane = i / %lld;\n", (long long)(h * w));
-    E("        int iy = (int)(i / %lld %% %lld), ix = (int)(i %% %lld);\n", (long long)w, (long long)h, (long long)w);
-    E("        int y0 = iy + %lld < %lld ? 0 : (iy + %lld - %lld) / %lld + 1;\n", (long long)pad, (long long)k,
-      (long long)pad, (long long)k, (long long)st);
-    E("        int y1 = (iy + %lld) / %lld + 1 < %lld ? (iy + %lld) / %lld + 1 : %lld;\n", (long long)pad,
-      (long long)st, (long long)oh, (long long)pad, (long long)st, (long long)oh);
-    E("        int x0 = ix + %lld < %lld ? 0 : (ix + %lld - %lld) / %lld + 1;\n", (long long)pad, (long long)k,
-      (long long)pad, (long long)k, (long long)st);
-    E("        int x1 = (ix + %lld) / %lld + 1 < %lld ? (ix + %lld) / %lld + 1 : %lld;\n", (long long)pad,
-      (long long)st, (long long)ow, (long long)pad, (long long)st, (long long)ow);
+    pool_constants(e, n, "C H W OH OW K ST PAD");
+    E("    DDP_FOR(i, (int64_t)n * C * H * W) {\n");
+    E("        int64_t plane = i / (H * W);\n");
+    E("        int iy = (int)(i / W %% H), ix = (int)(i %% W);\n");
+    E("        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1\n");
+    E("        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;\n");
+    E("        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;\n");
+    E("        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;\n");
+    E("        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;\n");
     E("        float g = 0.0f;\n");
     E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
-    E("                int64_t o = plane * %lld + oy * %lld + ox;\n", (long long)(oh * ow), (long long)ow);
+    E("                int64_t o = plane * (OH * OW) + oy * OW + ox;\n");
     if (max)
-        E("                if (argmax[o] == iy * %lld + ix)\n                    g += dy[o];\n", (long long)w);
+        E("                if (argmax[o] == iy * W + ix)\n                    g += dy[o];\n");
     else
         E("                g += dy[o];\n");
     E("            }\n");

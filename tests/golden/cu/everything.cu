@@ -287,24 +287,25 @@ DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 // everything.net:13: maxpool k3 s2 p1
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR(i, (int64_t)n * 4096) {
-        int64_t plane = i / 256;
-        int oy = (int)(i / 16 % 16), ox = (int)(i % 16);
-        const float *xp = x + plane * 1024;
+    const int C = 16, H = 32, W = 32, OH = 16, OW = 16, K = 3, ST = 2, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * OH * OW) {
+        int64_t plane = i / (OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *xp = x + plane * (H * W);
         float best = -INFINITY;
         int at = -1;
-        for (int ky = 0; ky < 3; ky++) {
-            int iy = oy * 2 - 1 + ky;
-            if (iy < 0 || iy >= 32)
+        for (int ky = 0; ky < K; ky++) {
+            int iy = oy * ST - PAD + ky;
+            if (iy < 0 || iy >= H)
                 continue;
-            for (int kx = 0; kx < 3; kx++) {
-                int ix = ox * 2 - 1 + kx;
-                if (ix < 0 || ix >= 32)
+            for (int kx = 0; kx < K; kx++) {
+                int ix = ox * ST - PAD + kx;
+                if (ix < 0 || ix >= W)
                     continue;
-                float v = xp[iy * 32 + ix];
+                float v = xp[iy * W + ix];
                 if (v > best || at < 0) {
                     best = v;
-                    at = iy * 32 + ix;
+                    at = iy * W + ix;
                 }
             }
         }
@@ -316,18 +317,20 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // everything.net:13: maxpool k3 s2 p1
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16384) {
-        int64_t plane = i / 1024;
-        int iy = (int)(i / 32 % 32), ix = (int)(i % 32);
-        int y0 = iy + 1 < 3 ? 0 : (iy + 1 - 3) / 2 + 1;
-        int y1 = (iy + 1) / 2 + 1 < 16 ? (iy + 1) / 2 + 1 : 16;
-        int x0 = ix + 1 < 3 ? 0 : (ix + 1 - 3) / 2 + 1;
-        int x1 = (ix + 1) / 2 + 1 < 16 ? (ix + 1) / 2 + 1 : 16;
+    const int C = 16, H = 32, W = 32, OH = 16, OW = 16, K = 3, ST = 2, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * H * W) {
+        int64_t plane = i / (H * W);
+        int iy = (int)(i / W % H), ix = (int)(i % W);
+        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1
+        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;
+        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;
+        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;
+        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;
         float g = 0.0f;
         for (int oy = y0; oy < y1; oy++)
             for (int ox = x0; ox < x1; ox++) {
-                int64_t o = plane * 256 + oy * 16 + ox;
-                if (argmax[o] == iy * 32 + ix)
+                int64_t o = plane * (OH * OW) + oy * OW + ox;
+                if (argmax[o] == iy * W + ix)
                     g += dy[o];
             }
         dx[i] = accumulate ? dx[i] + g : g;
@@ -337,13 +340,14 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 // everything.net:14: avgpool 2
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR_2D(row, (int64_t)n * 128, ox, 8) {
-        int64_t i = row * 8 + ox;
-        const float *xp = x + row * 32 + ox * 2;
+    const int C = 16, W = 16, OH = 8, OW = 8, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float sum = 0.0f;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                sum += xp[ky * 16 + kx];
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                sum += xp[ky * W + kx];
             }
         y[i] = sum * 0.25f;
     }
@@ -352,10 +356,11 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // everything.net:14: avgpool 2
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 128, ox, 8) {
-        int64_t o = row * 8 + ox;
-        int64_t corner = row % 8 * 32 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 8) * 256;
+    const int C = 16, H = 16, W = 16, OH = 8, OW = 8, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o] * 0.25f;
         if (accumulate) {
             dxp[corner + 0] += g;

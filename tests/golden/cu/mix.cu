@@ -252,24 +252,25 @@ DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 // mix.net:7: maxpool k3 s2 p1
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR(i, (int64_t)n * 392) {
-        int64_t plane = i / 49;
-        int oy = (int)(i / 7 % 7), ox = (int)(i % 7);
-        const float *xp = x + plane * 196;
+    const int C = 8, H = 14, W = 14, OH = 7, OW = 7, K = 3, ST = 2, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * OH * OW) {
+        int64_t plane = i / (OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *xp = x + plane * (H * W);
         float best = -INFINITY;
         int at = -1;
-        for (int ky = 0; ky < 3; ky++) {
-            int iy = oy * 2 - 1 + ky;
-            if (iy < 0 || iy >= 14)
+        for (int ky = 0; ky < K; ky++) {
+            int iy = oy * ST - PAD + ky;
+            if (iy < 0 || iy >= H)
                 continue;
-            for (int kx = 0; kx < 3; kx++) {
-                int ix = ox * 2 - 1 + kx;
-                if (ix < 0 || ix >= 14)
+            for (int kx = 0; kx < K; kx++) {
+                int ix = ox * ST - PAD + kx;
+                if (ix < 0 || ix >= W)
                     continue;
-                float v = xp[iy * 14 + ix];
+                float v = xp[iy * W + ix];
                 if (v > best || at < 0) {
                     best = v;
-                    at = iy * 14 + ix;
+                    at = iy * W + ix;
                 }
             }
         }
@@ -281,18 +282,20 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // mix.net:7: maxpool k3 s2 p1
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 1568) {
-        int64_t plane = i / 196;
-        int iy = (int)(i / 14 % 14), ix = (int)(i % 14);
-        int y0 = iy + 1 < 3 ? 0 : (iy + 1 - 3) / 2 + 1;
-        int y1 = (iy + 1) / 2 + 1 < 7 ? (iy + 1) / 2 + 1 : 7;
-        int x0 = ix + 1 < 3 ? 0 : (ix + 1 - 3) / 2 + 1;
-        int x1 = (ix + 1) / 2 + 1 < 7 ? (ix + 1) / 2 + 1 : 7;
+    const int C = 8, H = 14, W = 14, OH = 7, OW = 7, K = 3, ST = 2, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * H * W) {
+        int64_t plane = i / (H * W);
+        int iy = (int)(i / W % H), ix = (int)(i % W);
+        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1
+        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;
+        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;
+        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;
+        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;
         float g = 0.0f;
         for (int oy = y0; oy < y1; oy++)
             for (int ox = x0; ox < x1; ox++) {
-                int64_t o = plane * 49 + oy * 7 + ox;
-                if (argmax[o] == iy * 14 + ix)
+                int64_t o = plane * (OH * OW) + oy * OW + ox;
+                if (argmax[o] == iy * W + ix)
                     g += dy[o];
             }
         dx[i] = accumulate ? dx[i] + g : g;
@@ -302,20 +305,21 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 // mix.net:8: avgpool k3 s1 p1
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 392) {
-        int64_t plane = i / 49;
-        int oy = (int)(i / 7 % 7), ox = (int)(i % 7);
-        const float *xp = x + plane * 49;
+    const int C = 8, H = 7, W = 7, OH = 7, OW = 7, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * OH * OW) {
+        int64_t plane = i / (OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *xp = x + plane * (H * W);
         float sum = 0.0f;
-        for (int ky = 0; ky < 3; ky++) {
-            int iy = oy * 1 - 1 + ky;
-            if (iy < 0 || iy >= 7)
+        for (int ky = 0; ky < K; ky++) {
+            int iy = oy * ST - PAD + ky;
+            if (iy < 0 || iy >= H)
                 continue;
-            for (int kx = 0; kx < 3; kx++) {
-                int ix = ox * 1 - 1 + kx;
-                if (ix < 0 || ix >= 7)
+            for (int kx = 0; kx < K; kx++) {
+                int ix = ox * ST - PAD + kx;
+                if (ix < 0 || ix >= W)
                     continue;
-                sum += xp[iy * 7 + ix];
+                sum += xp[iy * W + ix];
             }
         }
         y[i] = sum * 0.111111111f;
@@ -325,17 +329,19 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // mix.net:8: avgpool k3 s1 p1
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 392) {
-        int64_t plane = i / 49;
-        int iy = (int)(i / 7 % 7), ix = (int)(i % 7);
-        int y0 = iy + 1 < 3 ? 0 : (iy + 1 - 3) / 1 + 1;
-        int y1 = (iy + 1) / 1 + 1 < 7 ? (iy + 1) / 1 + 1 : 7;
-        int x0 = ix + 1 < 3 ? 0 : (ix + 1 - 3) / 1 + 1;
-        int x1 = (ix + 1) / 1 + 1 < 7 ? (ix + 1) / 1 + 1 : 7;
+    const int C = 8, H = 7, W = 7, OH = 7, OW = 7, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * H * W) {
+        int64_t plane = i / (H * W);
+        int iy = (int)(i / W % H), ix = (int)(i % W);
+        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1
+        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;
+        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;
+        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;
+        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;
         float g = 0.0f;
         for (int oy = y0; oy < y1; oy++)
             for (int ox = x0; ox < x1; ox++) {
-                int64_t o = plane * 49 + oy * 7 + ox;
+                int64_t o = plane * (OH * OW) + oy * OW + ox;
                 g += dy[o];
             }
         g *= 0.111111111f;

@@ -43,15 +43,16 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
 // mnist.net:6: maxpool 2
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR_2D(row, (int64_t)n * 384, ox, 12) {
-        int64_t i = row * 12 + ox;
-        const float *xp = x + row * 48 + ox * 2;
+    const int C = 32, W = 24, OH = 12, OW = 12, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float best = xp[0];
         int at = 0;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                float v = xp[ky * 24 + kx];
-                at = v > best ? ky * 2 + kx : at;
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                float v = xp[ky * W + kx];
+                at = v > best ? ky * K + kx : at;
                 best = v > best ? v : best;
             }
         y[i] = best;
@@ -62,12 +63,13 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // mnist.net:6: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 384, ox, 12) {
-        int64_t o = row * 12 + ox;
-        int64_t corner = row % 12 * 48 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 12) * 576;
+    const int C = 32, H = 24, W = 24, OH = 12, OW = 12, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o];
-        int won = argmax[o];  // the winning tap, ky * 2 + kx
+        int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
         float g2 = won == 2 ? g : 0.0f;
@@ -122,15 +124,16 @@ DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
 // mnist.net:7: maxpool 2
 DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR_2D(row, (int64_t)n * 256, ox, 4) {
-        int64_t i = row * 4 + ox;
-        const float *xp = x + row * 16 + ox * 2;
+    const int C = 64, W = 8, OH = 4, OW = 4, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float best = xp[0];
         int at = 0;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                float v = xp[ky * 8 + kx];
-                at = v > best ? ky * 2 + kx : at;
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                float v = xp[ky * W + kx];
+                at = v > best ? ky * K + kx : at;
                 best = v > best ? v : best;
             }
         y[i] = best;
@@ -141,12 +144,13 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 // mnist.net:7: maxpool 2
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 256, ox, 4) {
-        int64_t o = row * 4 + ox;
-        int64_t corner = row % 4 * 16 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 4) * 64;
+    const int C = 64, H = 8, W = 8, OH = 4, OW = 4, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o];
-        int won = argmax[o];  // the winning tap, ky * 2 + kx
+        int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
         float g2 = won == 2 ? g : 0.0f;

@@ -43,15 +43,16 @@ DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *d
 // pool_residual.net:6: maxpool 1
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR_2D(row, (int64_t)n * 112, ox, 28) {
-        int64_t i = row * 28 + ox;
-        const float *xp = x + row * 28 + ox * 1;
+    const int C = 4, W = 28, OH = 28, OW = 28, K = 1;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float best = xp[0];
         int at = 0;
-        for (int ky = 0; ky < 1; ky++)
-            for (int kx = 0; kx < 1; kx++) {
-                float v = xp[ky * 28 + kx];
-                at = v > best ? ky * 1 + kx : at;
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                float v = xp[ky * W + kx];
+                at = v > best ? ky * K + kx : at;
                 best = v > best ? v : best;
             }
         y[i] = best;
@@ -62,12 +63,13 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:6: maxpool 1
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 112, ox, 28) {
-        int64_t o = row * 28 + ox;
-        int64_t corner = row % 28 * 28 + ox * 1;  // the window's first tap in its plane
-        float *dxp = dx + (row / 28) * 784;
+    const int C = 4, H = 28, W = 28, OH = 28, OW = 28, K = 1;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o];
-        int won = argmax[o];  // the winning tap, ky * 1 + kx
+        int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         if (accumulate) {
             dxp[corner + 0] += g0;
@@ -124,15 +126,16 @@ DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 // pool_residual.net:7: maxpool 2
 DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR_2D(row, (int64_t)n * 56, ox, 14) {
-        int64_t i = row * 14 + ox;
-        const float *xp = x + row * 56 + ox * 2;
+    const int C = 4, W = 28, OH = 14, OW = 14, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float best = xp[0];
         int at = 0;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                float v = xp[ky * 28 + kx];
-                at = v > best ? ky * 2 + kx : at;
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                float v = xp[ky * W + kx];
+                at = v > best ? ky * K + kx : at;
                 best = v > best ? v : best;
             }
         y[i] = best;
@@ -143,12 +146,13 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:7: maxpool 2
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 56, ox, 14) {
-        int64_t o = row * 14 + ox;
-        int64_t corner = row % 14 * 56 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 14) * 784;
+    const int C = 4, H = 28, W = 28, OH = 14, OW = 14, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o];
-        int won = argmax[o];  // the winning tap, ky * 2 + kx
+        int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
         float g2 = won == 2 ? g : 0.0f;
@@ -170,13 +174,14 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
 // pool_residual.net:8: avgpool 1
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR_2D(row, (int64_t)n * 56, ox, 14) {
-        int64_t i = row * 14 + ox;
-        const float *xp = x + row * 14 + ox * 1;
+    const int C = 4, W = 14, OH = 14, OW = 14, K = 1;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float sum = 0.0f;
-        for (int ky = 0; ky < 1; ky++)
-            for (int kx = 0; kx < 1; kx++) {
-                sum += xp[ky * 14 + kx];
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                sum += xp[ky * W + kx];
             }
         y[i] = sum * 1.0f;
     }
@@ -185,10 +190,11 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // pool_residual.net:8: avgpool 1
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 56, ox, 14) {
-        int64_t o = row * 14 + ox;
-        int64_t corner = row % 14 * 14 + ox * 1;  // the window's first tap in its plane
-        float *dxp = dx + (row / 14) * 196;
+    const int C = 4, H = 14, W = 14, OH = 14, OW = 14, K = 1;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o] * 1.0f;
         if (accumulate) {
             dxp[corner + 0] += g;
@@ -248,15 +254,16 @@ DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 // pool_residual.net:9: maxpool 2
 DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    DDP_FOR_2D(row, (int64_t)n * 28, ox, 7) {
-        int64_t i = row * 7 + ox;
-        const float *xp = x + row * 28 + ox * 2;
+    const int C = 4, W = 14, OH = 7, OW = 7, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float best = xp[0];
         int at = 0;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                float v = xp[ky * 14 + kx];
-                at = v > best ? ky * 2 + kx : at;
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                float v = xp[ky * W + kx];
+                at = v > best ? ky * K + kx : at;
                 best = v > best ? v : best;
             }
         y[i] = best;
@@ -267,12 +274,13 @@ DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:9: maxpool 2
 DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 28, ox, 7) {
-        int64_t o = row * 7 + ox;
-        int64_t corner = row % 7 * 28 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 7) * 196;
+    const int C = 4, H = 14, W = 14, OH = 7, OW = 7, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o];
-        int won = argmax[o];  // the winning tap, ky * 2 + kx
+        int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
         float g2 = won == 2 ? g : 0.0f;

@@ -782,13 +782,14 @@ DDP_KERNEL relu5_backward(int n, const float *dy, const float *y, float *dx, int
 // resnet.net:17: avgpool 2
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR_2D(row, (int64_t)n * 224, ox, 7) {
-        int64_t i = row * 7 + ox;
-        const float *xp = x + row * 28 + ox * 2;
+    const int C = 32, W = 14, OH = 7, OW = 7, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t i = row * OW + ox;
+        const float *xp = x + row * (K * W) + ox * K;
         float sum = 0.0f;
-        for (int ky = 0; ky < 2; ky++)
-            for (int kx = 0; kx < 2; kx++) {
-                sum += xp[ky * 14 + kx];
+        for (int ky = 0; ky < K; ky++)
+            for (int kx = 0; kx < K; kx++) {
+                sum += xp[ky * W + kx];
             }
         y[i] = sum * 0.25f;
     }
@@ -797,10 +798,11 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // resnet.net:17: avgpool 2
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR_2D(row, (int64_t)n * 224, ox, 7) {
-        int64_t o = row * 7 + ox;
-        int64_t corner = row % 7 * 28 + ox * 2;  // the window's first tap in its plane
-        float *dxp = dx + (row / 7) * 196;
+    const int C = 32, H = 14, W = 14, OH = 7, OW = 7, K = 2;
+    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
+        int64_t o = row * OW + ox;
+        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
+        float *dxp = dx + (row / OH) * (H * W);
         float g = dy[o] * 0.25f;
         if (accumulate) {
             dxp[corner + 0] += g;

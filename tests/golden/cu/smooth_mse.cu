@@ -43,20 +43,21 @@ DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *d
 // smooth_mse.net:4: avgpool k3 s1 p1
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 75) {
-        int64_t plane = i / 25;
-        int oy = (int)(i / 5 % 5), ox = (int)(i % 5);
-        const float *xp = x + plane * 25;
+    const int C = 3, H = 5, W = 5, OH = 5, OW = 5, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * OH * OW) {
+        int64_t plane = i / (OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *xp = x + plane * (H * W);
         float sum = 0.0f;
-        for (int ky = 0; ky < 3; ky++) {
-            int iy = oy * 1 - 1 + ky;
-            if (iy < 0 || iy >= 5)
+        for (int ky = 0; ky < K; ky++) {
+            int iy = oy * ST - PAD + ky;
+            if (iy < 0 || iy >= H)
                 continue;
-            for (int kx = 0; kx < 3; kx++) {
-                int ix = ox * 1 - 1 + kx;
-                if (ix < 0 || ix >= 5)
+            for (int kx = 0; kx < K; kx++) {
+                int ix = ox * ST - PAD + kx;
+                if (ix < 0 || ix >= W)
                     continue;
-                sum += xp[iy * 5 + ix];
+                sum += xp[iy * W + ix];
             }
         }
         y[i] = sum * 0.111111111f;
@@ -66,17 +67,19 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // smooth_mse.net:4: avgpool k3 s1 p1
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 75) {
-        int64_t plane = i / 25;
-        int iy = (int)(i / 5 % 5), ix = (int)(i % 5);
-        int y0 = iy + 1 < 3 ? 0 : (iy + 1 - 3) / 1 + 1;
-        int y1 = (iy + 1) / 1 + 1 < 5 ? (iy + 1) / 1 + 1 : 5;
-        int x0 = ix + 1 < 3 ? 0 : (ix + 1 - 3) / 1 + 1;
-        int x1 = (ix + 1) / 1 + 1 < 5 ? (ix + 1) / 1 + 1 : 5;
+    const int C = 3, H = 5, W = 5, OH = 5, OW = 5, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * H * W) {
+        int64_t plane = i / (H * W);
+        int iy = (int)(i / W % H), ix = (int)(i % W);
+        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1
+        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;
+        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;
+        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;
+        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;
         float g = 0.0f;
         for (int oy = y0; oy < y1; oy++)
             for (int ox = x0; ox < x1; ox++) {
-                int64_t o = plane * 25 + oy * 5 + ox;
+                int64_t o = plane * (OH * OW) + oy * OW + ox;
                 g += dy[o];
             }
         g *= 0.111111111f;
