@@ -204,6 +204,18 @@ static void chw(Shape s, int64_t *c, int64_t *h, int64_t *w)
     *w = s.rank == 3 ? s.d[2] : 1;
 }
 
+/* A kernel's first line naming the sizes its text uses: C channels of HW
+ * pixels (plane_constants), or S values a sample (sample_constant). */
+static void plane_constants(Emit *e, int64_t c, int64_t hw)
+{
+    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)hw);
+}
+
+static void sample_constant(Emit *e, int64_t s)
+{
+    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+}
+
 static void kernels_conv_linear(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
@@ -217,7 +229,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     const char *stem = arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", aname);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
-    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)hw);
+    plane_constants(e, c, hw);
     E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
     E("        int64_t i = plane * HW + j;\n");
     if (n->bias)
@@ -232,7 +244,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
          * turns dy into the gradient before the activation on the way */
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
-        E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)hw);
+        plane_constants(e, c, hw);
         E("    DDP_FOR(c, C) {\n        DdpSum sum = ddp_grad_open(dbias + c, accumulate);\n");
         E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
         E("            DDP_SIMD_SUM(sample)\n");
@@ -429,13 +441,13 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     chw(n->in_shape, &c, &h, &w);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
-    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)(h * w));
+    plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C) {\n        float sum = 0.0f;\n");
     E("        for (int64_t j = 0; j < HW; j++)\n            sum += x[i * HW + j];\n");
     E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(h * w)));
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
-    E("    const int64_t C = %lld, HW = %lld;  // channels, pixels of a plane\n", (long long)c, (long long)(h * w));
+    plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C * HW) {\n");
     E("        float g = dy[i / HW] * %s;\n", flit(e, 1.0 / (double)(h * w)));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
@@ -446,12 +458,12 @@ static void kernels_activation(Emit *e, const Node *n)
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
-    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
     comment(e, n, "");
     const char *saved = act_backward_reads_output(n) ? "y" : "x";
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name, saved);
-    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_backward_reads_output(n) ? "y[i]" : "x[i]"));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
@@ -466,7 +478,7 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("// The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.\n");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)\n{\n",
       n->name);
-    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    sample_constant(e, s);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW);\n");
@@ -474,7 +486,7 @@ static void kernels_dropout(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)\n{\n",
       n->name);
-    E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
+    sample_constant(e, s);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        float g = ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
@@ -487,8 +499,8 @@ static void kernels_dropout(Emit *e, const Node *n)
  * its channel and the CPU vectorises along the plane. */
 static void channel_planes(Emit *e, int64_t c, int64_t hw)
 {
-    E("    DDP_FOR_2D(plane, (int64_t)n * %lld, j, %lld) {\n        int64_t i = plane * %lld + j, c = plane %% %lld;\n",
-      (long long)c, (long long)hw, (long long)hw, (long long)c);
+    plane_constants(e, c, hw);
+    E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n        int64_t i = plane * HW + j, c = plane %% C;\n");
 }
 
 static void kernels_batchnorm(Emit *e, const Node *n)
@@ -501,22 +513,23 @@ static void kernels_batchnorm(Emit *e, const Node *n)
       "// sample's part in double), and the count of values they are over (sums[%lld]),\n"
       "// so that ranks can add theirs up.\n", (long long)(2 * c));
     E("DDP_KERNEL %s_sums_forward(int n, const float *x, DdpSum *sums)\n{\n", n->name);
-    E("    DDP_FOR(c, %lld) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n", (long long)c);
+    plane_constants(e, c, hw);
+    E("    DDP_FOR(c, C) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n");
     E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_sq = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_sq)\n");
-    E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
-    E("                double v = x[((int64_t)s * %lld + c) * %lld + j];\n", (long long)c, (long long)hw);
+    E("            for (int64_t j = 0; j < HW; j++) {\n");
+    E("                double v = x[((int64_t)s * C + c) * HW + j];\n");
     E("                sample += v;\n                sample_sq += v * v;\n            }\n");
     E("            ddp_stats_sum_add(&sum, sample);\n            ddp_stats_sum_add(&sumsq, sample_sq);\n        }\n");
     E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
-    E("        if (c == 0)\n            sums[%lld] = ddp_sum_count((double)n * %lld);\n    }\n}\n\n", (long long)(2 * c),
-      (long long)hw);
+    E("        if (c == 0)\n            sums[2 * C] = ddp_sum_count((double)n * HW);\n    }\n}\n\n");
     comment(e, n, "");
     E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"
       "// PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
     E("DDP_KERNEL %s_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)\n{\n",
       n->name);
-    E("    DDP_FOR(c, %lld) {\n        double count = ddp_sum_value(sums[%lld]);\n", (long long)c, (long long)(2 * c));
+    E("    const int64_t C = %lld;  // channels\n", (long long)c);
+    E("    DDP_FOR(c, C) {\n        double count = ddp_sum_value(sums[2 * C]);\n");
     E("        double mean = ddp_sum_value(sums[2 * c]) / count;\n");
     E("        double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;\n        var = var > 0.0 ? var : 0.0;\n");
     E("        stats[2 * c] = (float)mean;\n        stats[2 * c + 1] = (float)(1.0 / sqrt(var + %.9g));\n", n->eps);
@@ -539,11 +552,12 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.\n");
     E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
       "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
-    E("    DDP_FOR(c, %lld) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n", (long long)c);
+    plane_constants(e, c, hw);
+    E("    DDP_FOR(c, C) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n");
     E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_x = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_x)\n");
-    E("            for (int64_t j = 0; j < %lld; j++) {\n", (long long)hw);
-    E("                int64_t i = ((int64_t)s * %lld + c) * %lld + j;\n", (long long)c, (long long)hw);
+    E("            for (int64_t j = 0; j < HW; j++) {\n");
+    E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
     E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
     E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n        }\n");
     E("        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
@@ -554,7 +568,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
     channel_planes(e, c, hw);
-    E("        double count = ddp_sum_value(sums[%lld]);\n", (long long)(2 * c));
+    E("        double count = ddp_sum_value(sums[2 * C]);\n");
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
     E("        float g = weight[c] * stats[2 * c + 1] *\n"
       "                  (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -\n"
@@ -567,7 +581,8 @@ static void kernels_residual(Emit *e, const Node *n)
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *body, const float *skip, float *y)\n{\n", n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld)\n        y[i] = body[i] + skip[i];\n}\n\n", (long long)s);
+    sample_constant(e, s);
+    E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = body[i] + skip[i];\n}\n\n");
 }
 
 /* dx = dy or dx += dy: the backward of a residual join, or of a flatten
@@ -577,7 +592,8 @@ static void kernels_pass_gradient(Emit *e, const Node *n)
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
-    E("    DDP_FOR(i, (int64_t)n * %lld)\n        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];\n}\n\n", (long long)s);
+    sample_constant(e, s);
+    E("    DDP_FOR(i, (int64_t)n * S)\n        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];\n}\n\n");
 }
 
 static void kernels_log_softmax(Emit *e, const Node *n)
@@ -585,18 +601,18 @@ static void kernels_log_softmax(Emit *e, const Node *n)
     int64_t c = n->out_shape.d[0];
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
-    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * %lld;\n        float m = xs[0];\n", (long long)c);
-    E("        for (int j = 1; j < %lld; j++)\n            m = xs[j] > m ? xs[j] : m;\n", (long long)c);
-    E("        double sum = 0.0;\n        for (int j = 0; j < %lld; j++)\n            sum += expf(xs[j] - m);\n",
-      (long long)c);
+    E("    const int64_t K = %lld;  // classes\n", (long long)c);
+    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * K;\n        float m = xs[0];\n");
+    E("        for (int j = 1; j < K; j++)\n            m = xs[j] > m ? xs[j] : m;\n");
+    E("        double sum = 0.0;\n        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
     E("        float lse = m + (float)log(sum);\n");
-    E("        for (int j = 0; j < %lld; j++)\n            y[s * %lld + j] = xs[j] - lse;\n    }\n}\n\n", (long long)c,
-      (long long)c);
+    E("        for (int j = 0; j < K; j++)\n            y[s * K + j] = xs[j] - lse;\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *y, float *dx, int accumulate)\n{\n", n->name);
+    E("    const int64_t K = %lld;  // classes\n", (long long)c);
     E("    DDP_FOR(s, n) {\n        double sum = 0.0;\n");
-    E("        for (int j = 0; j < %lld; j++)\n            sum += dy[s * %lld + j];\n", (long long)c, (long long)c);
-    E("        for (int j = 0; j < %lld; j++) {\n            int64_t i = s * %lld + j;\n", (long long)c, (long long)c);
+    E("        for (int j = 0; j < K; j++)\n            sum += dy[s * K + j];\n");
+    E("        for (int j = 0; j < K; j++) {\n            int64_t i = s * K + j;\n");
     E("            float g = dy[i] - expf(y[i]) * (float)sum;\n");
     E("            dx[i] = accumulate ? dx[i] + g : g;\n        }\n    }\n}\n\n");
 }

@@ -99,28 +99,32 @@ DDP_KERNEL linear2_bias_leaky_relu_backward(int n, float *dy, const float *y, Dd
 // dropout_residual.net:5: residual
 DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16)
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // dropout_residual.net:5: residual
 DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16)
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 
 // dropout_residual.net:6: residual
 DDP_KERNEL res2_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16)
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // dropout_residual.net:6: residual
 DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 16)
+    const int64_t S = 16;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 

@@ -84,13 +84,14 @@ DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 // so that ranks can add theirs up.
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 8) {
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 196; j++) {
-                double v = x[((int64_t)s * 8 + c) * 196 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -100,7 +101,7 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[16] = ddp_sum_count((double)n * 196);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -109,8 +110,9 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 8) {
-        double count = ddp_sum_value(sums[16]);
+    const int64_t C = 8;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -125,8 +127,9 @@ DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // mix.net:5: batchnorm
 DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 8;
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -135,8 +138,9 @@ DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 8;
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -146,13 +150,14 @@ DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 8) {
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 8 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -173,9 +178,10 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 8, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 8;
-        double count = ddp_sum_value(sums[16]);
+    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -238,14 +244,16 @@ DDP_KERNEL conv3_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *d
 // mix.net:6: residual
 DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 1568)
+    const int64_t S = 1568;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // mix.net:6: residual
 DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 1568)
+    const int64_t S = 1568;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 
@@ -403,13 +411,14 @@ DDP_KERNEL conv4_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 // so that ranks can add theirs up.
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 49; j++) {
-                double v = x[((int64_t)s * 16 + c) * 49 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -419,7 +428,7 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[32] = ddp_sum_count((double)n * 49);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -428,8 +437,9 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn2_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 16) {
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -444,8 +454,9 @@ DDP_KERNEL bn2_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // mix.net:10: batchnorm sync=off
 DDP_KERNEL bn2_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 49) {
-        int64_t i = plane * 49 + j, c = plane % 16;
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -454,8 +465,9 @@ DDP_KERNEL bn2_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn2_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 49) {
-        int64_t i = plane * 49 + j, c = plane % 16;
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -465,13 +477,14 @@ DDP_KERNEL bn2_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 49; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 49 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -492,9 +505,10 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn2_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 49) {
-        int64_t i = plane * 49 + j, c = plane % 16;
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -542,14 +556,16 @@ DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int
 // mix.net:11: residual
 DDP_KERNEL res2_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // mix.net:11: residual
 DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 
@@ -608,29 +624,31 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 // mix.net:14: log_softmax
 DDP_KERNEL log_softmax1_forward(int n, const float *x, float *y)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         float m = xs[0];
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             m = xs[j] > m ? xs[j] : m;
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
-        for (int j = 0; j < 10; j++)
-            y[s * 10 + j] = xs[j] - lse;
+        for (int j = 0; j < K; j++)
+            y[s * K + j] = xs[j] - lse;
     }
 }
 
 // mix.net:14: log_softmax
 DDP_KERNEL log_softmax1_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
-            sum += dy[s * 10 + j];
-        for (int j = 0; j < 10; j++) {
-            int64_t i = s * 10 + j;
+        for (int j = 0; j < K; j++)
+            sum += dy[s * K + j];
+        for (int j = 0; j < K; j++) {
+            int64_t i = s * K + j;
             float g = dy[i] - expf(y[i]) * (float)sum;
             dx[i] = accumulate ? dx[i] + g : g;
         }

@@ -112,14 +112,16 @@ DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 // pool_residual.net:6: residual
 DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 3136)
+    const int64_t S = 3136;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // pool_residual.net:6: residual
 DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 3136)
+    const int64_t S = 3136;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 
@@ -240,14 +242,16 @@ DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad
 // pool_residual.net:8: residual
 DDP_KERNEL res2_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // pool_residual.net:8: residual
 DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 784)
+    const int64_t S = 784;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 

@@ -13,13 +13,14 @@
 // so that ranks can add theirs up.
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 784; j++) {
-                double v = x[((int64_t)s * 16 + c) * 784 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -29,7 +30,7 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[32] = ddp_sum_count((double)n * 784);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -38,8 +39,9 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 16) {
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -54,8 +56,9 @@ DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:5: batchnorm
 DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -64,8 +67,9 @@ DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -75,13 +79,14 @@ DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 784; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 784 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -102,9 +107,10 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -137,13 +143,14 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 // so that ranks can add theirs up.
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 784; j++) {
-                double v = x[((int64_t)s * 16 + c) * 784 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -153,7 +160,7 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[32] = ddp_sum_count((double)n * 784);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -162,8 +169,9 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn2_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 16) {
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -178,8 +186,9 @@ DDP_KERNEL bn2_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:7: batchnorm
 DDP_KERNEL bn2_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -188,8 +197,9 @@ DDP_KERNEL bn2_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn2_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -199,13 +209,14 @@ DDP_KERNEL bn2_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 784; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 784 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -226,9 +237,10 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn2_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -261,13 +273,14 @@ DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int
 // so that ranks can add theirs up.
 DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 784; j++) {
-                double v = x[((int64_t)s * 16 + c) * 784 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -277,7 +290,7 @@ DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[32] = ddp_sum_count((double)n * 784);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -286,8 +299,9 @@ DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn3_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 16) {
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -302,8 +316,9 @@ DDP_KERNEL bn3_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:8: batchnorm
 DDP_KERNEL bn3_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -312,8 +327,9 @@ DDP_KERNEL bn3_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn3_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -323,13 +339,14 @@ DDP_KERNEL bn3_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 16) {
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 784; j++) {
-                int64_t i = ((int64_t)s * 16 + c) * 784 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -350,9 +367,10 @@ DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn3_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 16, j, 784) {
-        int64_t i = plane * 784 + j, c = plane % 16;
-        double count = ddp_sum_value(sums[32]);
+    const int64_t C = 16, HW = 784;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -364,14 +382,16 @@ DDP_KERNEL bn3_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:6: residual
 DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 12544)
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // resnet.net:6: residual
 DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 12544)
+    const int64_t S = 12544;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 
@@ -399,13 +419,14 @@ DDP_KERNEL relu3_backward(int n, const float *dy, const float *y, float *dx, int
 // so that ranks can add theirs up.
 DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 196; j++) {
-                double v = x[((int64_t)s * 32 + c) * 196 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -415,7 +436,7 @@ DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[64] = ddp_sum_count((double)n * 196);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -424,8 +445,9 @@ DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn4_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 32) {
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -440,8 +462,9 @@ DDP_KERNEL bn4_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:11: batchnorm
 DDP_KERNEL bn4_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -450,8 +473,9 @@ DDP_KERNEL bn4_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn4_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -461,13 +485,14 @@ DDP_KERNEL bn4_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 32 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -488,9 +513,10 @@ DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn4_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -523,13 +549,14 @@ DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int
 // so that ranks can add theirs up.
 DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 196; j++) {
-                double v = x[((int64_t)s * 32 + c) * 196 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -539,7 +566,7 @@ DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[64] = ddp_sum_count((double)n * 196);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -548,8 +575,9 @@ DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn5_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 32) {
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -564,8 +592,9 @@ DDP_KERNEL bn5_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:13: batchnorm
 DDP_KERNEL bn5_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -574,8 +603,9 @@ DDP_KERNEL bn5_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn5_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -585,13 +615,14 @@ DDP_KERNEL bn5_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 32 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -612,9 +643,10 @@ DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn5_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -647,13 +679,14 @@ DDP_KERNEL leaky_relu1_backward(int n, const float *dy, const float *y, float *d
 // so that ranks can add theirs up.
 DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 196; j++) {
-                double v = x[((int64_t)s * 32 + c) * 196 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -663,7 +696,7 @@ DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[64] = ddp_sum_count((double)n * 196);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -672,8 +705,9 @@ DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn6_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 32) {
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -688,8 +722,9 @@ DDP_KERNEL bn6_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // resnet.net:14: batchnorm
 DDP_KERNEL bn6_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -698,8 +733,9 @@ DDP_KERNEL bn6_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn6_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -709,13 +745,14 @@ DDP_KERNEL bn6_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 32) {
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 196; j++) {
-                int64_t i = ((int64_t)s * 32 + c) * 196 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -736,9 +773,10 @@ DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn6_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 32, j, 196) {
-        int64_t i = plane * 196 + j, c = plane % 32;
-        double count = ddp_sum_value(sums[64]);
+    const int64_t C = 32, HW = 196;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
@@ -750,14 +788,16 @@ DDP_KERNEL bn6_normalize_backward(int n, const float *dy, const float *x, const 
 // resnet.net:12: residual
 DDP_KERNEL res2_forward(int n, const float *body, const float *skip, float *y)
 {
-    DDP_FOR(i, (int64_t)n * 6272)
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         y[i] = body[i] + skip[i];
 }
 
 // resnet.net:12: residual
 DDP_KERNEL res2_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    DDP_FOR(i, (int64_t)n * 6272)
+    const int64_t S = 6272;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
 }
 

@@ -111,13 +111,14 @@ DDP_KERNEL conv2_sigmoid_backward(int n, float *dy, const float *y)
 // so that ranks can add theirs up.
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
-    DDP_FOR(c, 64) {
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < 1; j++) {
-                double v = x[((int64_t)s * 64 + c) * 1 + j];
+            for (int64_t j = 0; j < HW; j++) {
+                double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
             }
@@ -127,7 +128,7 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
         sums[2 * c] = sum;
         sums[2 * c + 1] = sumsq;
         if (c == 0)
-            sums[128] = ddp_sum_count((double)n * 1);
+            sums[2 * C] = ddp_sum_count((double)n * HW);
     }
 }
 
@@ -136,8 +137,9 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
 {
-    DDP_FOR(c, 64) {
-        double count = ddp_sum_value(sums[128]);
+    const int64_t C = 64;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
         double mean = ddp_sum_value(sums[2 * c]) / count;
         double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
         var = var > 0.0 ? var : 0.0;
@@ -152,8 +154,9 @@ DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_me
 // smooth_mse.net:7: batchnorm
 DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 1) {
-        int64_t i = plane * 1 + j, c = plane % 64;
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
     }
 }
@@ -162,8 +165,9 @@ DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *s
 DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 1) {
-        int64_t i = plane * 1 + j, c = plane % 64;
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
         y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
     }
 }
@@ -173,13 +177,14 @@ DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *runnin
 DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
-    DDP_FOR(c, 64) {
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
         for (int s = 0; s < n; s++) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < 1; j++) {
-                int64_t i = ((int64_t)s * 64 + c) * 1 + j;
+            for (int64_t j = 0; j < HW; j++) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
             }
@@ -200,9 +205,10 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
 DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
-    DDP_FOR_2D(plane, (int64_t)n * 64, j, 1) {
-        int64_t i = plane * 1 + j, c = plane % 64;
-        double count = ddp_sum_value(sums[128]);
+    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
         float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
         float g = weight[c] * stats[2 * c + 1] *
                   (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
