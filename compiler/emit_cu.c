@@ -7,7 +7,8 @@
  *   the build line and the parameter table;
  *   per layer, its kernels (forward, then backward), each named after the
  *   layer and the direction (conv1_bias_relu_forward, maxpool1_backward) and
- *   preceded by the .net line it came from; every size a literal;
+ *   preceded by the .net line it came from, and opening with its sizes as
+ *   named constants (C, HW, S, K...) fixed at generation;
  *   the loss and optimizer kernels;
  *   forward(), train_step(), eval_step(), optimizer_step(): one kernel launch
  *   or library call per op, again under the .net line, over pointers named
@@ -261,8 +262,8 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         E("        dbias[c] = ddp_grad_close(sum);\n    }\n}\n\n");
     } else {
         E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
-        E("    DDP_FOR(i, (int64_t)n * %lld)\n        dy[i] = %s;\n}\n\n", (long long)s,
-          act_backward_expr(e, a, "dy[i]", "y[i]"));
+        sample_constant(e, s);
+        E("    DDP_FOR(i, (int64_t)n * S)\n        dy[i] = %s;\n}\n\n", act_backward_expr(e, a, "dy[i]", "y[i]"));
     }
 }
 
@@ -273,7 +274,6 @@ static bool pool_tiles(const Node *n)
            n->in_shape.d[2] % n->kernel == 0;
 }
 
-/* The forward of any window, stride and padding: bounds checked per tap. */
 /* The sizes a pooling kernel works with, as its first line: C planes of
  * H x W in, OH x OW out, a K x K window at stride ST with PAD; the kernel's
  * text then names them instead of repeating numbers. USED lists the ones it
@@ -288,19 +288,28 @@ static void pool_constants(Emit *e, const Node *n, const char *used)
     } sizes[] = {{"C", c}, {"H", h}, {"W", w}, {"OH", n->out_shape.d[1]}, {"OW", n->out_shape.d[2]},
                  {"K", n->kernel}, {"ST", n->stride}, {"PAD", n->pad}};
     const char *sep = "    const int ";
+    int named = 0, tokens = 0;
+    for (const char *u = used; *u; u += strcspn(u, " "), u += *u == ' ')
+        tokens++;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         size_t len = strlen(sizes[i].name);
-        bool named = false;
+        bool wanted = false;
         for (const char *u = used; *u; u += strcspn(u, " "), u += *u == ' ')
-            named = named || (strncmp(u, sizes[i].name, len) == 0 && (u[len] == ' ' || u[len] == '\0'));
-        if (named) {
+            wanted = wanted || (strncmp(u, sizes[i].name, len) == 0 && (u[len] == ' ' || u[len] == '\0'));
+        if (wanted) {
             E("%s%s = %lld", sep, sizes[i].name, (long long)sizes[i].value);
             sep = ", ";
+            named++;
         }
     }
     E(";\n");
+    if (named != tokens) { /* a misspelt name: the emitter's bug, caught here rather than by the C++ compiler */
+        fprintf(stderr, "ddpc: internal error: pool_constants: an unknown size in '%s'\n", used);
+        abort();
+    }
 }
 
+/* The forward of any window, stride and padding: bounds checked per tap. */
 static void pool_forward_general(Emit *e, const Node *n)
 {
     bool max = n->op == OP_MAXPOOL;

@@ -133,7 +133,7 @@ def messages(root, literals):
                 if m.group(1) in ('fprintf', 'fputs'):
                     # only error and warning lines: "%s: error: ...", "ddpc: warning: ..."
                     tag = next((t for t in ('error: ', 'warning: ') if t in fmt), None)
-                    if tag is None:
+                    if tag is None or 'internal error: ' in fmt:  # README covers those by class
                         continue
                     fmt = fmt.split(tag, 1)[1]
                 line = text.count('\n', 0, m.start()) + 1

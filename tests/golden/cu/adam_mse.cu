@@ -54,7 +54,8 @@ DDP_KERNEL linear2_leaky_relu_forward(int n, float *y)
 // adam_mse.net:7: linear 32 nobias, with adam_mse.net:7: leaky_relu
 DDP_KERNEL linear2_leaky_relu_backward(int n, float *dy, const float *y)
 {
-    DDP_FOR(i, (int64_t)n * 32)
+    const int64_t S = 32;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dy[i] = y[i] > 0.0f ? dy[i] : 0.01f * dy[i];
 }
 

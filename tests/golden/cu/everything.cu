@@ -189,7 +189,8 @@ DDP_KERNEL conv2_leaky_relu_forward(int n, float *y)
 // everything.net:6: conv 16 k3 p=same groups=4 nobias, with everything.net:7: leaky_relu 0.2
 DDP_KERNEL conv2_leaky_relu_backward(int n, float *dy, const float *y)
 {
-    DDP_FOR(i, (int64_t)n * 16384)
+    const int64_t S = 16384;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dy[i] = y[i] > 0.0f ? dy[i] : 0.2f * dy[i];
 }
 

@@ -101,7 +101,8 @@ DDP_KERNEL conv2_sigmoid_forward(int n, float *y)
 // smooth_mse.net:5: conv 4 k2 nobias, with smooth_mse.net:5: sigmoid
 DDP_KERNEL conv2_sigmoid_backward(int n, float *dy, const float *y)
 {
-    DDP_FOR(i, (int64_t)n * 64)
+    const int64_t S = 64;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
         dy[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
