@@ -306,8 +306,9 @@ int layer_words(const char **out, int max);
 /* Whether A is an activation whose backward reads its output y (relu,
  * sigmoid, tanh, leaky_relu of a positive slope, whose y keeps x's sign)
  * rather than its input x (gelu, leaky_relu of slope <= 0); false for ops
- * that are not activations, whatever their backward reads. Only the first kind may fuse into the conv or linear before it,
- * which overwrites x with y (plan.c); the emitter saves what it says. */
+ * that are not activations, whatever their backward reads. Only the first
+ * kind may fuse into the conv or linear before it, which overwrites x with y
+ * (plan.c); the emitter saves what it says. */
 bool act_backward_reads_output(const Node *a);
 
 /* What layers.c and train.c need from sema.c. */

@@ -277,7 +277,8 @@ static bool pool_tiles(const Node *n)
 /* The sizes a pooling kernel works with, as its first line: C planes of
  * H x W in, OH x OW out, a K x K window at stride ST with PAD; the kernel's
  * text then names them instead of repeating numbers. USED lists the ones it
- * names (space-separated), since an unused constant is a compiler warning. */
+ * names (space-separated, in the order above), since an unused constant is a
+ * compiler warning. */
 static void pool_constants(Emit *e, const Node *n, const char *used)
 {
     int64_t c, h, w;
@@ -287,26 +288,22 @@ static void pool_constants(Emit *e, const Node *n, const char *used)
         int64_t value;
     } sizes[] = {{"C", c}, {"H", h}, {"W", w}, {"OH", n->out_shape.d[1]}, {"OW", n->out_shape.d[2]},
                  {"K", n->kernel}, {"ST", n->stride}, {"PAD", n->pad}};
+    const size_t n_sizes = sizeof sizes / sizeof sizes[0];
     const char *sep = "    const int ";
-    int named = 0, tokens = 0;
-    for (const char *u = used; *u; u += strcspn(u, " "), u += *u == ' ')
-        tokens++;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t len = strlen(sizes[i].name);
-        bool wanted = false;
-        for (const char *u = used; *u; u += strcspn(u, " "), u += *u == ' ')
-            wanted = wanted || (strncmp(u, sizes[i].name, len) == 0 && (u[len] == ' ' || u[len] == '\0'));
-        if (wanted) {
-            E("%s%s = %lld", sep, sizes[i].name, (long long)sizes[i].value);
-            sep = ", ";
-            named++;
+    for (const char *u = used; *u;) {
+        size_t len = strcspn(u, " "), i = 0;
+        while (i < n_sizes && !(strlen(sizes[i].name) == len && strncmp(u, sizes[i].name, len) == 0))
+            i++;
+        if (i == n_sizes) { /* a misspelt name: the emitter's bug, caught here rather than by the C++ compiler */
+            fprintf(stderr, "ddpc: internal error: pool_constants: an unknown size in '%s'\n", used);
+            abort();
         }
+        E("%s%s = %lld", sep, sizes[i].name, (long long)sizes[i].value);
+        sep = ", ";
+        u += len;
+        u += *u == ' ';
     }
     E(";\n");
-    if (named != tokens) { /* a misspelt name: the emitter's bug, caught here rather than by the C++ compiler */
-        fprintf(stderr, "ddpc: internal error: pool_constants: an unknown size in '%s'\n", used);
-        abort();
-    }
 }
 
 /* The forward of any window, stride and padding: bounds checked per tap. */
@@ -342,8 +339,7 @@ static void pool_forward_general(Emit *e, const Node *n)
 
 static void kernels_pool(Emit *e, const Node *n)
 {
-    int64_t c, h, w, k = n->kernel;
-    chw(n->in_shape, &c, &h, &w);
+    int64_t k = n->kernel, w = n->in_shape.d[2]; /* the unrolled taps' offsets */
     bool max = n->op == OP_MAXPOOL;
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
@@ -470,11 +466,12 @@ static void kernels_activation(Emit *e, const Node *n)
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
     comment(e, n, "");
-    const char *saved = act_backward_reads_output(n) ? "y" : "x";
-    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name, saved);
+    bool from_y = act_backward_reads_output(n);
+    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name,
+      from_y ? "y" : "x");
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
-    E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", act_backward_reads_output(n) ? "y[i]" : "x[i]"));
+    E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", from_y ? "y[i]" : "x[i]"));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 

@@ -12,14 +12,16 @@
 
 #include "testutil.h"  // the suites' declarations
 
-/* `unit_tests NAME...` runs only the suites whose function name contains one
- * of the NAMEs; with none, every suite. */
+/* Whether NAME picks SUITE: its function name contains NAME. */
+static int picks(const char *suite, const char *name) { return strstr(suite, name) != NULL; }
+
+/* `unit_tests NAME...` runs only the suites some NAME picks; with none, every suite. */
 static int chosen(const char *suite, int argc, char **argv)
 {
     if (argc < 2)
         return 1;
     for (int i = 1; i < argc; i++)
-        if (strstr(suite, argv[i]))
+        if (picks(suite, argv[i]))
             return 1;
     return 0;
 }
@@ -29,7 +31,7 @@ static int chosen(const char *suite, int argc, char **argv)
 static int picks_a_suite(const char *name)
 {
 #define SUITE(suite) \
-    if (strstr(#suite, name)) \
+    if (picks(#suite, name)) \
         return 1;
 #include "suites.inc"
 #undef SUITE

@@ -269,6 +269,15 @@ static void test_cannot_exec(void)
     free(out);
 }
 
+/* How often NEEDLE occurs in TEXT (NULL: none). */
+static int times_in(const char *text, const char *needle)
+{
+    int count = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p++)
+        count++;
+    return count;
+}
+
 /* ddp_launch_local runs /proc/self/exe: this runner, asked for its quickest
  * suite (exact_sum: no files, no processes), runs it twice and exits 0. */
 static void test_self(void)
@@ -287,17 +296,8 @@ static void test_self(void)
     char *buf = NULL;
     CU_ASSERT_EQUAL(test_child_output(pid, fd, &buf), 0);
     /* Two runners, each of which ran that suite and nothing else. */
-    const char *p = buf ? buf : "";
-    int runs = 0;
-    while ((p = strstr(p, "Suite: exact_sum")) != NULL) {
-        runs++;
-        p++;
-    }
-    int suites = 0, clean = 0;
-    for (p = buf ? buf : ""; (p = strstr(p, "Suite: ")) != NULL; p++)
-        suites++;
-    for (p = buf ? buf : ""; (p = strstr(p, " passed, 0 failed")) != NULL; p++)
-        clean++;
+    int runs = times_in(buf, "Suite: exact_sum"), suites = times_in(buf, "Suite: "),
+        clean = times_in(buf, " passed, 0 failed");
     CU_ASSERT(runs == 2 && suites == 2 && clean == 2);
     if (runs != 2 || suites != 2 || clean != 2)
         fprintf(stderr, "\nthe ranks said:\n%s\n", buf ? buf : "");
