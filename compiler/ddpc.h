@@ -207,6 +207,7 @@ typedef enum {
     PARAM_RUNNING_MEAN,
     PARAM_RUNNING_VAR,
     PARAM_NUM_BATCHES_TRACKED,
+    PARAM_ROLE_COUNT
 } ParamRole;
 
 /* A tensor of the state_dict, named as PyTorch names it. Buffers (running
@@ -303,13 +304,74 @@ typedef struct {
 const LayerKind *layer_kind_find(const char *word);
 /* Fills OUT with up to MAX layer words (for suggestions); returns how many. */
 int layer_words(const char **out, int max);
-/* Whether A is an activation whose backward reads its output y (relu,
- * sigmoid, tanh, leaky_relu of a positive slope, whose y keeps x's sign)
- * rather than its input x (gelu, leaky_relu of slope <= 0); false for ops
- * that are not activations, whatever their backward reads. Only the first
- * kind may fuse into the conv or linear before it, which overwrites x with y
- * (plan.c); the emitter saves what it says. */
-bool act_backward_reads_output(const Node *a);
+
+//
+// op_facts.c: what each op kind is to the passes after sema, one row per kind
+//
+
+/* Where an op's forward result lives. */
+typedef enum {
+    OUT_NEW,   /* its own storage in the arena (the conv's or linear's when fused into one) */
+    OUT_VIEW,  /* the input's floats seen in another shape (flatten) */
+    OUT_DATA,  /* the batch itself, ctx->x (input) */
+    OUT_LOSS,  /* no activation: per-sample loss rows, summed by the reduce kernel (loss) */
+} OpOutput;
+
+/* What an op's backward reads of its forward pass. */
+typedef enum {
+    READS_NOTHING,
+    READS_INPUT,
+    READS_OUTPUT,
+    READS_OUTPUT_IF_SLOPE_POSITIVE, /* leaky_relu: y keeps x's sign only for a positive slope; else x */
+} BackwardReads;
+
+/* How big an op's scratch is. */
+typedef enum {
+    SCRATCH_NONE,
+    SCRATCH_PER_OUTPUT_ELEMENT, /* batch-sized: one per output element (maxpool's argmax) */
+    SCRATCH_TWO_PER_SAMPLE,     /* batch-sized: two per sample (the loss's rows) */
+    SCRATCH_CHANNEL_SUMS,       /* fixed: per channel 2 DdpSums (kernel.h, at most 4 floats each), and their count */
+    SCRATCH_CHANNEL_STATS,      /* fixed: per channel 2 floats (mean, 1/std) */
+} ScratchSize;
+
+/* A buffer an op's kernels keep from forward to backward. */
+typedef struct {
+    const char *name;  /* in the generated code, after the layer's: maxpool1_argmax */
+    const char *type;  /* its element type there */
+    ScratchSize size;
+} ScratchFact;
+
+/* How a parameter starts, as PyTorch's reset_parameters. */
+typedef enum {
+    INIT_NONE,            /* the op has no parameter in this role */
+    INIT_ZEROS,
+    INIT_ONES,
+    INIT_KAIMING_UNIFORM, /* uniform in +-1/sqrt(fan-in), the weight's fan-in */
+} ParamInit;
+
+typedef struct {
+    OpKind op;                  /* the row's own kind: rows are in OpKind's order */
+    OpOutput output;
+    bool activation;            /* elementwise y = f(x), in act_*_expr (emit_cu.c) */
+    bool library_product;       /* conv, linear: a product with the weight by the library ops; backward is
+                                 * two (dW and dx), and an activation after it may fuse into its bias kernel */
+    bool gradient_passes;       /* d input = d output (flatten, residual's body): may share its storage */
+    bool differs_in_training;   /* forward's TRAIN changes what it does (dropout, batchnorm) */
+    BackwardReads backward_reads;
+    ScratchFact scratch[2];
+    ParamInit init[PARAM_ROLE_COUNT];
+} OpFacts;
+
+/* The row of op K. */
+const OpFacts *op_facts(OpKind k);
+/* What N's backward reads, READS_OUTPUT_IF_SLOPE_POSITIVE resolved. */
+BackwardReads op_backward_reads(const Node *n);
+/* Scratch K of N in floats: per sample (batch-sized) or fixed. */
+void op_scratch_floats(const Node *n, int k, int64_t *per_sample, int64_t *fixed);
+/* N's weight fan-in, as PyTorch computes it from the weight's shape
+ * (dimension 1 times the kernel's size), or its input channels if it has no
+ * weight. */
+int64_t op_fan_in(const Net *net, const Node *n);
 
 /* What layers.c and train.c need from sema.c. */
 struct Sema {
@@ -355,7 +417,7 @@ typedef struct {
 typedef struct {
     int fused_act;          /* conv/linear: the activation node applied in its kernels, or -1 */
     int fused_into;         /* activation: the conv/linear that applies it, or -1 */
-    int scratch, scratch2;  /* storages: maxpool argmax; batchnorm sums, mean/invstd; loss rows */
+    int scratch[2];         /* storages of its scratch (op_facts.c), -1 for none */
     int conv_id;            /* the library op's id */
 } NodePlan;
 

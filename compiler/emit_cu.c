@@ -33,6 +33,8 @@ typedef struct {
     /* what the current function uses, to declare just that */
     unsigned char *used_act, *used_grad, *used_param, *used_scratch;
     bool used_beta;
+    /* what any function used: the arena table names just that */
+    unsigned char *any_act, *any_grad, *any_scratch;
     /* looked up once, so that each layer's code is written in constant time */
     int *maker;              /* per value: the node whose output it is */
 } Emit;
@@ -107,12 +109,7 @@ static const char *scratch(Emit *e, const Node *n, int which)
 {
     int idx = (int)(n - e->net->nodes);
     e->used_scratch[idx] |= (unsigned char)(1 << which);
-    static const char *const names[OP_COUNT][2] = {
-        [OP_MAXPOOL] = {"argmax", NULL},
-        [OP_BATCHNORM] = {"sums", "stats"},
-        [OP_LOSS] = {"rows", NULL},
-    };
-    return arena_printf(e->arena, "%s_%s", n->name, names[n->op][which]);
+    return arena_printf(e->arena, "%s_%s", n->name, op_facts(n->op)->scratch[which].name);
 }
 
 /* "// mnist.net:4: conv 1->32 k5" (and the fused activation's line) */
@@ -466,7 +463,7 @@ static void kernels_activation(Emit *e, const Node *n)
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
     comment(e, n, "");
-    bool from_y = act_backward_reads_output(n);
+    bool from_y = op_backward_reads(n) == READS_OUTPUT;
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name,
       from_y ? "y" : "x");
     sample_constant(e, s);
@@ -636,29 +633,28 @@ static void kernels_loss(Emit *e, const Node *n)
       "// is the global batch's gradient.\n");
     E("DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,\n"
       "                                 float *dx)\n{\n");
-    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * %lld;\n        int label = labels[s];\n", (long long)c);
-    E("        int best = 0;\n        for (int j = 1; j < %lld; j++)\n            best = xs[j] > xs[best] ? j : best;\n",
-      (long long)c);
+    E("    const int64_t K = %lld;  // classes\n", (long long)c);
+    E("    DDP_FOR(s, n) {\n        const float *xs = x + s * K;\n        int label = labels[s];\n");
+    E("        int best = 0;\n        for (int j = 1; j < K; j++)\n            best = xs[j] > xs[best] ? j : best;\n");
     E("        rows[2 * s + 1] = best == label ? 1.0f : 0.0f;\n");
     switch (n->loss) {
     case LOSS_CROSS_ENTROPY:
         E("        float m = xs[best];\n        double sum = 0.0;\n");
-        E("        for (int j = 0; j < %lld; j++)\n            sum += expf(xs[j] - m);\n", (long long)c);
+        E("        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
         E("        float lse = m + (float)log(sum);\n        rows[2 * s] = lse - xs[label];\n");
-        E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
-        E("                dx[s * %lld + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;\n", (long long)c);
+        E("        if (dx)\n            for (int j = 0; j < K; j++)\n");
+        E("                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;\n");
         break;
     case LOSS_NLL:
         E("        rows[2 * s] = -xs[label];\n");
-        E("        if (dx)\n            for (int j = 0; j < %lld; j++)\n", (long long)c);
-        E("                dx[s * %lld + j] = j == label ? -1.0f / (float)total : 0.0f;\n", (long long)c);
+        E("        if (dx)\n            for (int j = 0; j < K; j++)\n");
+        E("                dx[s * K + j] = j == label ? -1.0f / (float)total : 0.0f;\n");
         break;
     case LOSS_MSE:
-        E("        double sum = 0.0;\n        for (int j = 0; j < %lld; j++) {\n", (long long)c);
+        E("        double sum = 0.0;\n        for (int j = 0; j < K; j++) {\n");
         E("            float d = xs[j] - (j == label ? 1.0f : 0.0f);\n            sum += (double)d * d;\n");
-        E("            if (dx)\n                dx[s * %lld + j] = 2.0f * d / ((float)total * %lld);\n        }\n", (long long)c,
-          (long long)c);
-        E("        rows[2 * s] = (float)(sum / %lld);\n", (long long)c);
+        E("            if (dx)\n                dx[s * K + j] = 2.0f * d / ((float)total * K);\n        }\n");
+        E("        rows[2 * s] = (float)(sum / K);\n");
         break;
     }
     E("    }\n}\n\n");
@@ -677,7 +673,8 @@ static void kernels_optimizer(Emit *e)
         E("// SGD as torch.optim.SGD: lr per step, momentum %.9g, dampening %.9g, weight_decay %.9g%s.\n", t->momentum,
           t->dampening, t->weight_decay, t->nesterov ? ", nesterov" : "");
         E("DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)\n{\n");
-        E("    DDP_FOR(i, %lld) {\n", (long long)count);
+        E("    const int64_t P = %lld;  // parameters\n", (long long)count);
+        E("    DDP_FOR(i, P) {\n");
         E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         if (t->momentum) {
@@ -694,7 +691,8 @@ static void kernels_optimizer(Emit *e)
           adamw ? "AdamW" : "Adam", t->beta1, t->beta2, t->eps, t->weight_decay);
         E("DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,\n"
           "                               float bias_correction2_sqrt)\n{\n");
-        E("    DDP_FOR(i, %lld) {\n", (long long)count);
+        E("    const int64_t P = %lld;  // parameters\n", (long long)count);
+        E("    DDP_FOR(i, P) {\n");
         if (adamw && t->weight_decay)
             E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
         else
@@ -766,10 +764,26 @@ static const char *kernel_stem(Emit *e, const Node *n)
     return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
 }
 
+/* WHERE of DDP_LAYER_DONE (kernel.h) for N's PASS, as a C string literal:
+ * "conv1 forward, mnist.net:4" (the file name escaped: it is the user's). */
+static void layer_done(Emit *e, const Node *n, const char *pass)
+{
+    E("    DDP_LAYER_DONE(\"%s %s, ", n->name, pass);
+    for (const char *c = e->file; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            E("\\%c", *c);
+        else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            E("\\%03o", (unsigned char)*c);
+        else
+            E("%c", *c);
+    }
+    E(":%d\");\n", n->line);
+}
+
 static void forward_node(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
-    if (np->fused_into >= 0 || n->op == OP_INPUT || n->op == OP_FLATTEN || n->op == OP_LOSS)
+    if (np->fused_into >= 0 || op_facts(n->op)->output != OUT_NEW) /* the loss: in train_step, eval_step */
         return;
     comment(e, n, "    ");
     const char *x = act(e, n->in);
@@ -843,6 +857,7 @@ static void forward_node(Emit *e, const Node *n)
     case OP_LOSS:
     case OP_COUNT: break;
     }
+    layer_done(e, n, "forward");
 }
 
 static void grad_ready(Emit *e, const Node *n)
@@ -864,20 +879,22 @@ static void backward_node(Emit *e, const Node *n)
     int idx = (int)(n - e->net->nodes);
     const NodePlan *np = &e->plan->nodes[idx];
     const Plan *p = e->plan;
-    if (np->fused_into >= 0 || n->op == OP_INPUT || n->op == OP_LOSS)
+    OpOutput output = op_facts(n->op)->output;
+    if (np->fused_into >= 0 || output == OUT_DATA || output == OUT_LOSS) /* the loss: at its forward */
         return;
     bool dx = n->in > 0 && p->grad[n->in] >= 0 && p->grad[n->in] != p->grad[n->out];
     int acc_in = (p->grad_first[idx] & 1) ? 0 : 1;
-    if (n->op == OP_FLATTEN) {
+    if (output == OUT_VIEW) {
         if (dx) {
             comment(e, n, "    ");
             E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name,
               (long long)per_sample(e, n->out), grad(e, n->out), grad(e, n->in), acc_in);
+            layer_done(e, n, "backward");
         }
         return;
     }
     comment(e, n, "    ");
-    bool lib = n->op == OP_CONV || n->op == OP_LINEAR;
+    bool lib = op_facts(n->op)->library_product;
     const char *dy = grad(e, lib ? written_value(e, n) : n->out);
     int64_t s_out = per_sample(e, n->out), s_in = n->in > 0 ? per_sample(e, n->in) : 0;
     switch (n->op) {
@@ -906,7 +923,6 @@ static void backward_node(Emit *e, const Node *n)
                 E("    ddp_gemm(ctx->ops, 0, 0, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, %d.0f, %s, %lld);\n", in, out, dy,
                   out, w, in, acc_in, grad(e, n->in), in);
         }
-        grad_ready(e, n);
         break;
     }
     case OP_MAXPOOL:
@@ -931,7 +947,7 @@ static void backward_node(Emit *e, const Node *n)
     case OP_GELU:
         if (dx)
             E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
-              act_backward_reads_output(n) ? act(e, n->out) : act(e, n->in), grad(e, n->in), acc_in);
+              op_backward_reads(n) == READS_OUTPUT ? act(e, n->out) : act(e, n->in), grad(e, n->in), acc_in);
         break;
     case OP_LOG_SOFTMAX:
         if (dx)
@@ -957,7 +973,6 @@ static void backward_node(Emit *e, const Node *n)
             E("    DDP_LAUNCH(%s_normalize_backward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s, %d);\n", n->name,
               (long long)s_in, dy, x, scratch(e, n, 1), scratch(e, n, 0), param(e, node_param(e, n, PARAM_WEIGHT)),
               grad(e, n->in), acc_in);
-        grad_ready(e, n);
         break;
     }
     case OP_RESIDUAL_ADD: {
@@ -974,6 +989,8 @@ static void backward_node(Emit *e, const Node *n)
     case OP_LOSS:
     case OP_COUNT: break;
     }
+    layer_done(e, n, "backward"); /* checked before the reducer takes its gradients */
+    grad_ready(e, n);
 }
 
 static const Node *loss_node(const Net *net) { return &net->nodes[net->n_nodes - 1]; }
@@ -989,7 +1006,7 @@ static void finish_function(Emit *e, FILE *out, char *body)
     for (int i = 0; i < net->n_nodes; i++)
         any_arena = any_arena || e->used_scratch[i];
     if (any_arena)
-        fprintf(out, "    float *const A = ctx->arena;          // planned by ddpc: see the table at the end\n"
+        fprintf(out, "    float *const A = ctx->arena;          // planned by ddpc: the table above forward\n"
                      "    const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size\n");
     bool any_param = false, any_grad = false;
     for (int i = 0; i < net->n_params; i++) {
@@ -1011,32 +1028,36 @@ static void finish_function(Emit *e, FILE *out, char *body)
         for (int g = 0; g < 2; g++) {
             if (!(g ? e->used_grad[v] : e->used_act[v]))
                 continue;
-            const Storage *s = &p->storages[g ? p->grad[v] : p->act[v]];
-            fprintf(out, "    float *%s%s_out = A + %lld * B;   // %s\n", g ? "d_" : "", producer(e, v)->name,
-                    (long long)s->offset, shape_str(e->arena, net->values[v]));
+            const char *name = arena_printf(e->arena, "%s%s_out", g ? "d_" : "", producer(e, v)->name);
+            fprintf(out, "    float *%s = A + %s_at * B;\n", name, name);
         }
     }
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];
-        const NodePlan *np = &p->nodes[i];
-        if (e->used_scratch[i] & 1) {
-            const Storage *s = &p->storages[np->scratch];
-            if (n->op == OP_MAXPOOL)
-                fprintf(out, "    int32_t *%s_argmax = (int32_t *)(A + %lld * B);\n", n->name, (long long)s->offset);
-            else if (n->op == OP_BATCHNORM)
-                fprintf(out, "    DdpSum *%s_sums = (DdpSum *)(A + %lld * B + %lld);\n", n->name,
-                        (long long)p->arena_per_sample, (long long)s->offset);
+        for (int k = 0; k < 2; k++) {
+            if (!(e->used_scratch[i] & (1 << k)))
+                continue;
+            const ScratchFact *f = &op_facts(n->op)->scratch[k];
+            const char *name = arena_printf(e->arena, "%s_%s", n->name, f->name);
+            const char *at = p->storages[p->nodes[i].scratch[k]].per_sample > 0
+                                 ? arena_printf(e->arena, "A + %s_at * B", name)
+                                 : arena_printf(e->arena, "A + ARENA_PER_SAMPLE * B + %s_at", name);
+            if (strcmp(f->type, "float") == 0)
+                fprintf(out, "    float *%s = %s;\n", name, at);
             else
-                fprintf(out, "    float *%s_rows = A + %lld * B;\n", n->name, (long long)s->offset);
+                fprintf(out, "    %s *%s = (%s *)(%s);\n", f->type, name, f->type, at);
         }
-        if (e->used_scratch[i] & 2)
-            fprintf(out, "    float *%s_stats = A + %lld * B + %lld;\n", n->name, (long long)p->arena_per_sample,
-                    (long long)p->storages[np->scratch2].offset);
     }
     if (e->used_beta)
         fprintf(out, "    const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients\n");
     fputs(body, out);
     free(body);
+    for (int v = 0; v < net->n_values; v++) {
+        e->any_act[v] |= e->used_act[v];
+        e->any_grad[v] |= e->used_grad[v];
+    }
+    for (int i = 0; i < net->n_nodes; i++)
+        e->any_scratch[i] |= e->used_scratch[i];
     memset(e->used_act, 0, (size_t)net->n_values);
     memset(e->used_grad, 0, (size_t)net->n_values);
     memset(e->used_param, 0, (size_t)net->n_params);
@@ -1061,6 +1082,40 @@ static void end_function(Emit *e, FILE *out, FILE *body_stream, char **body, con
     fprintf(out, "}\n\n");
 }
 
+/* Where each buffer lies in the activation arena, named after it, so that
+ * the functions' declarations and the DdpNet read one table. */
+static void emit_arena_table(Emit *e, FILE *out)
+{
+    const Net *net = e->net;
+    const Plan *p = e->plan;
+    fprintf(out, "// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies\n"
+                 "// at its offset x B (the batch) and holds B x its size per sample; buffers whose\n"
+                 "// lifetimes do not overlap share floats. Fixed-size buffers lie after all of\n"
+                 "// them, at ARENA_PER_SAMPLE x B + their offset.\n");
+    fprintf(out, "static const int64_t ARENA_PER_SAMPLE = %lld, ARENA_FIXED = %lld;  // floats\n",
+            (long long)p->arena_per_sample, (long long)p->arena_fixed);
+    for (int v = 1; v < net->n_values; v++)
+        for (int g = 0; g < 2; g++) {
+            int s = g ? p->grad[v] : p->act[v];
+            if (!(g ? e->any_grad[v] : e->any_act[v]))
+                continue;
+            fprintf(out, "static const int64_t %s%s_out_at = %lld;  // %s%s\n", g ? "d_" : "", producer(e, v)->name,
+                    (long long)p->storages[s].offset, g ? "its gradient, " : "", shape_str(e->arena, net->values[v]));
+        }
+    for (int i = 0; i < net->n_nodes; i++)
+        for (int k = 0; k < 2; k++) {
+            int s = e->plan->nodes[i].scratch[k];
+            if (!(e->any_scratch[i] & (1 << k)))
+                continue;
+            const Storage *st = &p->storages[s];
+            fprintf(out, "static const int64_t %s_%s_at = %lld;  // %s, %lld floats%s\n", net->nodes[i].name,
+                    op_facts(net->nodes[i].op)->scratch[k].name, (long long)st->offset,
+                    op_facts(net->nodes[i].op)->scratch[k].type,
+                    (long long)(st->per_sample > 0 ? st->per_sample : st->fixed), st->per_sample > 0 ? " per sample" : "");
+        }
+    fprintf(out, "\n");
+}
+
 static void emit_functions(Emit *e, FILE *out)
 {
     const Net *net = e->net;
@@ -1069,7 +1124,7 @@ static void emit_functions(Emit *e, FILE *out)
     size_t len;
     bool uses_train = false;
     for (int i = 0; i < net->n_nodes; i++)
-        uses_train = uses_train || net->nodes[i].op == OP_DROPOUT || net->nodes[i].op == OP_BATCHNORM;
+        uses_train = uses_train || op_facts(net->nodes[i].op)->differs_in_training;
 
     /* forward */
     FILE *b = begin_body(e, &body, &len);
@@ -1087,6 +1142,7 @@ static void emit_functions(Emit *e, FILE *out)
     E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n",
       act(e, loss->in), scratch(e, loss, 0), grad(e, loss->in));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    layer_done(e, loss, "forward and backward");
     E("\n    if (ctx->backward_begins)\n        ctx->backward_begins(ctx);\n");
     E("    // backward, last layer first; each parameter's gradient is announced as soon\n"
       "    // as it is final, so that its bucket's all-reduce can start\n");
@@ -1102,6 +1158,7 @@ static void emit_functions(Emit *e, FILE *out)
     E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in),
       scratch(e, loss, 0));
     E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    layer_done(e, loss, "forward");
     end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
                                    "static void eval_step(DdpCtx *ctx, int n)\n");
 
@@ -1143,35 +1200,17 @@ static void emit_functions(Emit *e, FILE *out)
     fprintf(out, "    return DDP_OK;\n}\n\n");
 }
 
-/* How parameter Q of N starts, as PyTorch's reset_parameters: a conv's or
- * linear layer's weight and bias Kaiming-uniform over the weight's fan-in
- * (*FAN_IN); batchnorm's weight and running variance ones, its bias, running
- * mean and count zeros. A new op with parameters must say how here. */
-static const char *param_init(const Node *n, const Param *q, int64_t *fan_in)
+/* How parameter Q of N starts (op_facts.c), in kernel.h's words. */
+static const char *param_init(const Node *n, const Param *q)
 {
-    *fan_in = n->in_ch;
-    switch (n->op) {
-    case OP_CONV: *fan_in = n->in_ch / n->groups * n->kernel * n->kernel; return "DDP_INIT_KAIMING_UNIFORM";
-    case OP_LINEAR: return "DDP_INIT_KAIMING_UNIFORM";
-    case OP_BATCHNORM:
-        return q->role == PARAM_WEIGHT || q->role == PARAM_RUNNING_VAR ? "DDP_INIT_ONES" : "DDP_INIT_ZEROS";
-    case OP_INPUT:
-    case OP_MAXPOOL:
-    case OP_AVGPOOL:
-    case OP_GLOBAL_AVGPOOL:
-    case OP_FLATTEN:
-    case OP_RELU:
-    case OP_LEAKY_RELU:
-    case OP_SIGMOID:
-    case OP_TANH:
-    case OP_GELU:
-    case OP_DROPOUT:
-    case OP_RESIDUAL_ADD:
-    case OP_LOG_SOFTMAX:
-    case OP_LOSS:
-    case OP_COUNT: break; /* no parameters */
+    switch (op_facts(n->op)->init[q->role]) {
+    case INIT_ZEROS: return "DDP_INIT_ZEROS";
+    case INIT_ONES: return "DDP_INIT_ONES";
+    case INIT_KAIMING_UNIFORM: return "DDP_INIT_KAIMING_UNIFORM";
+    case INIT_NONE: break;
     }
-    return "DDP_INIT_ZEROS";
+    fprintf(stderr, "ddpc: internal error: op_facts.c does not say how %s starts\n", q->name);
+    abort();
 }
 
 static void emit_tables(Emit *e, FILE *out)
@@ -1185,8 +1224,8 @@ static void emit_tables(Emit *e, FILE *out)
     for (int i = 0; i < net->n_params; i++) {
         const Param *q = &net->params[i];
         const Node *n = &net->nodes[q->node];
-        int64_t fan_in;
-        const char *init = param_init(n, q, &fan_in);
+        const char *init = param_init(n, q);
+        int64_t fan_in = op_fan_in(net, n);
         fprintf(out, "    {\"%s\", %d, {%lld, %lld, %lld, %lld}, %lld, %d, %lld, %d, %s, %lld},\n", q->name, q->ndim,
                 (long long)q->shape[0], (long long)q->shape[1], (long long)q->shape[2], (long long)q->shape[3],
                 (long long)q->numel, q->trainable, (long long)(p->param_offset[i] < 0 ? 0 : p->param_offset[i]),
@@ -1206,7 +1245,8 @@ static void emit_tables(Emit *e, FILE *out)
             input->out_shape.rank, (long long)c, (long long)h, (long long)w, (long long)shape_numel(input->out_shape),
             (long long)net->num_classes);
     fprintf(out, "    // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes\n");
-    fprintf(out, "    params, %d, %lld, %lld, %d, (int)sizeof(DdpGrad),\n", net->n_params, (long long)p->n_param_floats,
+    fprintf(out, "    params, (int)(sizeof params / sizeof params[0]), %lld, %lld, %d, (int)sizeof(DdpGrad),\n",
+            (long long)p->n_param_floats,
             (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
     fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
                  "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global\n");
@@ -1217,8 +1257,7 @@ static void emit_tables(Emit *e, FILE *out)
             dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
             (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
             t->batch_global);
-    fprintf(out, "    %lld, %lld,  // activation arena: floats per sample, fixed floats\n", (long long)p->arena_per_sample,
-            (long long)p->arena_fixed);
+    fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena\n");
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n};\n\n");
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
@@ -1235,6 +1274,9 @@ void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_comm
     e.used_grad = arena_alloc(&arena, (size_t)net->n_values + 1);
     e.used_param = arena_alloc(&arena, (size_t)net->n_params + 1);
     e.used_scratch = arena_alloc(&arena, (size_t)net->n_nodes + 1);
+    e.any_act = arena_alloc(&arena, (size_t)net->n_values + 1);
+    e.any_grad = arena_alloc(&arena, (size_t)net->n_values + 1);
+    e.any_scratch = arena_alloc(&arena, (size_t)net->n_nodes + 1);
     e.maker = arena_alloc(&arena, sizeof *e.maker * ((size_t)net->n_values + 1));
     for (int i = net->n_nodes - 1; i >= 0; i--) /* downward, so that the first maker of a value wins */
         if (net->nodes[i].out >= 0)
@@ -1258,7 +1300,16 @@ void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_comm
                      "}\n\n");
     e.out = out;
     emit_kernels(&e);
-    emit_functions(&e, out);
+    /* the functions first, into memory: the arena table before them names
+     * what they use */
+    char *functions;
+    size_t functions_len;
+    FILE *f = open_memstream(&functions, &functions_len);
+    emit_functions(&e, f);
+    fclose(f);
+    emit_arena_table(&e, out);
+    fputs(functions, out);
+    free(functions);
     emit_tables(&e, out);
     arena_free(&arena);
 }

@@ -465,31 +465,6 @@ static const LayerKind layer_kinds[] = {
 
 enum { N_LAYER_KINDS = sizeof layer_kinds / sizeof layer_kinds[0] };
 
-bool act_backward_reads_output(const Node *a)
-{
-    switch (a->op) {
-    case OP_RELU:
-    case OP_SIGMOID:
-    case OP_TANH: return true;
-    case OP_LEAKY_RELU: return a->slope > 0;
-    case OP_GELU:
-    case OP_INPUT:
-    case OP_CONV:
-    case OP_MAXPOOL:
-    case OP_AVGPOOL:
-    case OP_GLOBAL_AVGPOOL:
-    case OP_LINEAR:
-    case OP_FLATTEN:
-    case OP_DROPOUT:
-    case OP_BATCHNORM:
-    case OP_RESIDUAL_ADD:
-    case OP_LOG_SOFTMAX:
-    case OP_LOSS:
-    case OP_COUNT: return false;
-    }
-    return false;
-}
-
 int layer_words(const char **out, int max)
 {
     int n = 0;

@@ -75,8 +75,10 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers)
 {
     for (int i = 0; i + 1 < net->n_nodes; i++) {
         const Node *n = &net->nodes[i], *a = &net->nodes[i + 1];
-        if ((n->op == OP_CONV || n->op == OP_LINEAR) && a->in == n->out && consumers[n->out] == 1 &&
-            act_backward_reads_output(a)) {
+        /* the product's kernel overwrites x with y: only an activation
+         * whose backward reads y alone may fuse */
+        if (op_facts(n->op)->library_product && a->in == n->out && consumers[n->out] == 1 &&
+            op_facts(a->op)->activation && op_backward_reads(a) == READS_OUTPUT) {
             p->nodes[i].fused_act = i + 1;
             p->nodes[i + 1].fused_into = i;
         }
@@ -396,7 +398,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
     int *consumers = calloc((size_t)nv + 1, sizeof *consumers);
     count_consumers(net, consumers);
     for (int i = 0; i < nn; i++)
-        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .scratch = -1, .scratch2 = -1, .conv_id = -1};
+        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .scratch = {-1, -1}, .conv_id = -1};
     for (int v = 0; v < nv; v++)
         p->act[v] = p->grad[v] = -1;
     /* The data: value 0, and a flatten of it (`input 1x28x28; flatten`), a
@@ -408,7 +410,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         p->is_data[v] = v == 0;
     for (int i = 0; i < nn; i++) {
         const Node *n = &net->nodes[i];
-        if (n->op == OP_FLATTEN && n->in >= 0 && p->is_data[n->in])
+        if (op_facts(n->op)->output == OUT_VIEW && n->in >= 0 && p->is_data[n->in])
             p->is_data[n->out] = true;
     }
     plan_fusion(net, p, consumers);
@@ -420,32 +422,15 @@ void plan_net(Arena *a, const Net *net, Plan *p)
     for (int i = 0; i < nn; i++) {
         const Node *n = &net->nodes[i];
         NodePlan *np = &p->nodes[i];
-        int64_t per_sample = shape_numel(n->out_shape);
-        switch (n->op) {
-        case OP_INPUT: break; /* ctx->x */
-        case OP_FLATTEN: p->act[n->out] = p->act[n->in]; break;
-        case OP_LOSS: /* per-sample loss and correctness, summed by the reduce kernel */
-            np->scratch = new_storage(a, p, 2, 0, t_fwd(net, i));
-            break;
-        case OP_CONV:
-        case OP_MAXPOOL:
-        case OP_AVGPOOL:
-        case OP_GLOBAL_AVGPOOL:
-        case OP_LINEAR:
-        case OP_RELU:
-        case OP_LEAKY_RELU:
-        case OP_SIGMOID:
-        case OP_TANH:
-        case OP_GELU:
-        case OP_DROPOUT:
-        case OP_BATCHNORM:
-        case OP_RESIDUAL_ADD:
-        case OP_LOG_SOFTMAX:
-        case OP_COUNT:
+        switch (op_facts(n->op)->output) {
+        case OUT_DATA: break; /* ctx->x */
+        case OUT_LOSS: break; /* its rows are scratch */
+        case OUT_VIEW: p->act[n->out] = p->act[n->in]; break;
+        case OUT_NEW:
             if (np->fused_into >= 0) /* the conv or linear wrote it in place */
                 p->act[n->out] = p->act[n->in];
             else
-                p->act[n->out] = new_storage(a, p, per_sample, 0, t_fwd(net, i));
+                p->act[n->out] = new_storage(a, p, shape_numel(n->out_shape), 0, t_fwd(net, i));
             break;
         }
         if (n->in >= 0)
@@ -454,12 +439,11 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             touch(p, p->act[n->skip], t_fwd(net, i));
         if (n->op == OP_CONV)
             np->conv_id = p->n_convs++;
-        if (n->op == OP_MAXPOOL) /* argmax of each window, for backward */
-            np->scratch = new_storage(a, p, per_sample, 0, t_fwd(net, i));
-        if (n->op == OP_BATCHNORM) {
-            /* per channel 2 sums, and their count: DdpSums (kernel.h) of at most 16 bytes (4 floats) */
-            np->scratch = new_storage(a, p, 0, 4 * (2 * n->out_ch + 1), t_fwd(net, i));
-            np->scratch2 = new_storage(a, p, 0, 2 * n->out_ch, t_fwd(net, i));
+        for (int k = 0; k < 2; k++) {
+            int64_t per_sample, fixed;
+            op_scratch_floats(n, k, &per_sample, &fixed);
+            if (per_sample || fixed)
+                np->scratch[k] = new_storage(a, p, per_sample, fixed, t_fwd(net, i));
         }
     }
 
@@ -470,39 +454,21 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         const NodePlan *np = &p->nodes[i];
         int t = t_bwd(net, i);
         /* what backward reads of the forward pass */
-        switch (n->op) {
-        case OP_CONV:
-        case OP_LINEAR:
-            touch(p, p->act[n->in], t);
-            if (np->fused_act >= 0)
+        if (np->fused_into < 0) { /* a fused activation's reads are its product's */
+            switch (op_backward_reads(n)) {
+            case READS_NOTHING: break;
+            case READS_INPUT: touch(p, p->act[n->in], t); break;
+            case READS_OUTPUT:
+            case READS_OUTPUT_IF_SLOPE_POSITIVE: /* (op_backward_reads resolves this one) */
                 touch(p, p->act[n->out], t);
-            break;
-        case OP_RELU:
-        case OP_SIGMOID:
-        case OP_TANH:
-        case OP_LOG_SOFTMAX:
-            if (np->fused_into < 0)
-                touch(p, p->act[n->out], t);
-            break;
-        case OP_LEAKY_RELU:
-            if (np->fused_into < 0)
-                touch(p, n->slope > 0 ? p->act[n->out] : p->act[n->in], t);
-            break;
-        case OP_GELU:
-        case OP_BATCHNORM: touch(p, p->act[n->in], t); break;
-        case OP_INPUT:
-        case OP_MAXPOOL:
-        case OP_AVGPOOL:
-        case OP_GLOBAL_AVGPOOL:
-        case OP_FLATTEN:
-        case OP_DROPOUT:
-        case OP_RESIDUAL_ADD:
-        case OP_LOSS:
-        case OP_COUNT: break;
+                break;
+            }
         }
-        touch(p, np->scratch, t);
-        touch(p, np->scratch2, t);
-        if (n->op == OP_LOSS) /* the loss kernel writes d logits during forward */
+        if (np->fused_act >= 0) /* the activation's y, which is where its product wrote */
+            touch(p, p->act[n->out], t);
+        touch(p, np->scratch[0], t);
+        touch(p, np->scratch[1], t);
+        if (op_facts(n->op)->output == OUT_LOSS) /* the loss kernel writes d logits during forward */
             touch(p, p->act[n->in], t);
         touch(p, p->grad[n->out], t);
 
@@ -510,11 +476,11 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         int inputs[2] = {n->in, n->skip};
         for (int k = 0; k < 2; k++) {
             int v = inputs[k];
-            if (v < 0 || p->is_data[v] || n->op == OP_INPUT)
+            if (v < 0 || p->is_data[v] || op_facts(n->op)->output == OUT_DATA)
                 continue; /* the data: no gradient */
             if (p->grad[v] < 0) {
-                bool alias = consumers[v] == 1 && (n->op == OP_FLATTEN || n->op == OP_RESIDUAL_ADD ||
-                                                   np->fused_into >= 0) && k == 0 && p->grad[n->out] >= 0;
+                bool alias = consumers[v] == 1 && (op_facts(n->op)->gradient_passes || np->fused_into >= 0) &&
+                             k == 0 && p->grad[n->out] >= 0;
                 if (alias)
                     p->grad[v] = p->grad[n->out];
                 else
@@ -526,7 +492,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             }
             touch(p, p->grad[v], t);
         }
-        if (n->op == OP_LOSS) { /* d logits is written at the loss's forward */
+        if (op_facts(n->op)->output == OUT_LOSS) { /* d logits is written at the loss's forward */
             touch(p, p->grad[n->in], t_fwd(net, i));
         }
     }

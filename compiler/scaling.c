@@ -36,7 +36,7 @@ enum { MS_PER_S = 1000 };
  * weight-gradient parts where the target has them (ScalingModel). */
 static double backward_flops(const Plan *plan, const ScalingModel *m, const Node *n)
 {
-    if (n->op != OP_CONV && n->op != OP_LINEAR)
+    if (!op_facts(n->op)->library_product) /* backward: one op of forward's cost */
         return (double)n->flops;
     /* a linear layer's parts are its products; a conv's, each sample's
      * product (summed over the image) per weight */

@@ -92,7 +92,8 @@ void summary_print(FILE *out, const Net *net)
         fprintf(out, "%*s%-*s  %-*s  %-*s  %*s  %9.2f\n", 2 * n->depth, "", wname - 2 * n->depth, n->name, wop,
                 describe(&a, n), wshape, shape_str(&a, n->out_shape), wparams, summary_grouped(&a, n->params),
                 (double)n->flops / 1e6);
-        if (n->op != OP_LOSS && n->op != OP_FLATTEN)
+        OpOutput o = op_facts(n->op)->output;
+        if (o == OUT_NEW || o == OUT_DATA) /* not a view, not the loss */
             activations = checked_add(activations, shape_numel(n->out_shape));
     }
     fprintf(out, "%-*s  %-*s  %-*s  %*s  %9.2f\n\n", wname, "total", wop, "", wshape, "", wparams,

@@ -82,7 +82,7 @@ DdpStatus ddp_device_launched(const char *kernel, void *stream)
 {
     static int sync = -1; /* read once: the environment does not change during a run */
     if (sync < 0)
-        sync = ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
+        sync = ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES")) || ddp_debug_mode(getenv("DDP_DEBUG"));
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return DDP_ERR(DDP_FAIL, "kernel %s could not start: %s (%s)", kernel, cudaGetErrorName(e),

@@ -136,3 +136,4 @@ DdpGpuMemory ddp_gpu_memory_estimate(const DdpGpuMemoryInput *in)
 /* ---- kernel launches ---- */
 
 int ddp_sync_launches(const char *value) { return set_and_not_zero(value); }
+int ddp_debug_mode(const char *value) { return set_and_not_zero(value); }

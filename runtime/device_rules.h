@@ -118,6 +118,10 @@ DdpGpuMemory ddp_gpu_memory_estimate(const DdpGpuMemoryInput *in);
  * host synchronisation per launch (as CUDA_LAUNCH_BLOCKING=1, which also
  * works, but names nothing). */
 int ddp_sync_launches(const char *value);
+/* 1 when DDP_DEBUG's VALUE asks for the debug mode: every layer's work waited
+ * for and checked, naming its layer and .net line (DDP_LAYER_DONE, kernel.h),
+ * and every launch too, as DDP_SYNC_LAUNCHES=1. */
+int ddp_debug_mode(const char *value);
 
 #ifdef __cplusplus
 }

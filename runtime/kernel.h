@@ -88,6 +88,17 @@ static inline unsigned ddp_grid(int64_t items)
 
 #endif
 
+/* Ends a layer's work in a pass. With DDP_DEBUG=1 (ctx->debug) it waits for
+ * the layer's kernels and library calls and names WHERE ("linear1 forward,
+ * mlp.net:4") in the first failure (ddp_layer_check, model.h): a cuDNN or
+ * cuBLAS call that fails, or a kernel that faults, is then blamed on its
+ * layer and line. Otherwise it costs a test of one int. */
+#define DDP_LAYER_DONE(where)            \
+    do {                                 \
+        if (ctx->debug)                  \
+            ddp_layer_check(ctx, where); \
+    } while (0)
+
 /* Sums over the samples of a batch, written the same for both builds:
  *
  *   DdpSum sum = ddp_grad_open(dbias + c, accumulate);

@@ -6,7 +6,10 @@
  */
 #include "model.h"
 
-#include "pg.h"  // ddp_pg_purpose, ddp_pg_allreduce
+#include <stdio.h>
+
+#include "device.h"  // ddp_device_sync
+#include "pg.h"      // ddp_pg_purpose, ddp_pg_allreduce
 
 void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count)
 {
@@ -14,4 +17,19 @@ void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count)
         return;
     ddp_pg_purpose(ctx->pg, DDP_PG_FOR_BATCHNORM);
     ctx->status = ddp_pg_allreduce(ctx->pg, sums, count, DDP_F64, DDP_SUM);
+}
+
+void ddp_layer_check(DdpCtx *ctx, const char *where)
+{
+    DdpStatus s = ctx->status; /* a launch that failed (DDP_LAUNCH) or a collective */
+    if (s == DDP_OK)
+        s = ddp_device_sync(ctx->stream);
+    if (s == DDP_OK)
+        s = ddp_ops_status(ctx->ops);
+    if (s == DDP_OK)
+        return;
+    char message[512]; /* the message is rewritten in the buffer it is read from */
+    snprintf(message, sizeof message, "%s", ddp_error_message());
+    ctx->status = DDP_ERR(s, "%s: %s", where, message);
+    ctx->debug = 0;
 }

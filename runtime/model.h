@@ -116,6 +116,9 @@ struct DdpCtx {
      * after each step (the generated functions return nothing). */
     struct DdpProcessGroup *pg; /* pg.h; opaque here */
     DdpStatus status;
+    /* DDP_DEBUG=1 in the environment (device_rules.h): each layer's work is
+     * waited for and checked as it ends (DDP_LAYER_DONE, kernel.h) */
+    int debug;
 };
 
 typedef struct {
@@ -157,6 +160,13 @@ typedef struct {
  * with one rank or after a failure. (model.c: generated code sees the
  * process group only through this pointer and this call.) */
 void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count);
+
+/* DDP_DEBUG's check at the end of a layer's work in a pass (ctx->debug):
+ * waits for the device, and keeps in ctx->status the first failure of the
+ * layer's kernels and library calls with WHERE (the layer, its pass and its
+ * .net line) before its message. Every layer is checked, so a failure found
+ * here is this layer's; once one is named, no more checks. */
+void ddp_layer_check(DdpCtx *ctx, const char *where);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
+#include "device_rules.h"  // ddp_debug_mode: DDP_DEBUG
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
@@ -320,6 +321,7 @@ static void fill_ctx(Trainer *t)
         .seed = t->cfg.seed,
         .world_size = t->dist.world,
         .backward_begins = enter_backward,
+        .debug = ddp_debug_mode(getenv("DDP_DEBUG")),
         .times = &t->times,
     };
 }
@@ -1025,6 +1027,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
+    if (t->ctx.debug)
+        ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
                                  not_invariant));
     const char *restart = getenv(DDP_RESTART_ENV), *cause = getenv(DDP_RESTART_CAUSE_ENV);

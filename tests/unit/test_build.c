@@ -419,6 +419,25 @@ static void test_failed_build_keeps_source(void)
                 want);
 }
 
+/* DDP_DEBUG=1 blames a failing library call on its layer and .net line:
+ * a hand edit gives linear1's product a negative batch. Without it the
+ * message names no layer; and the mode changes no result. */
+static void test_debug_names_the_layer(void)
+{
+    static const char *const want[] = {
+        "linear1 forward, mlp.net:4: internal error: ddp_gemm(trans_a=0, trans_b=1, m=-128,", "debug=1",
+        "plain=1 naming the layer 0", "same weights", NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); $D $r/examples/mlp.net --target cpu -o p >/dev/null 2>&1; "
+                "run() { ./p --max-steps 2 --quiet --export $1.safetensors 2>&1; }; "
+                "run plain >/dev/null; DDP_DEBUG=1 run debug >/dev/null; cmp plain.safetensors debug.safetensors "
+                "&& echo same weights; "
+                "sed -i '0,/ddp_gemm(ctx->ops, 0, 1, n,/s//ddp_gemm(ctx->ops, 0, 1, -n,/' p.cu; "
+                "$D --rebuild p.cu >/dev/null 2>&1; "
+                "DDP_DEBUG=1 ./p --max-steps 1 --quiet 2>&1; echo debug=$?; "
+                "./p --max-steps 1 --quiet > plain.txt 2>&1; echo plain=$? naming the layer $(grep -c linear1 plain.txt)",
+                want);
+}
+
 void suite_build(void)
 {
     static const TestCase cases[] = {
@@ -438,6 +457,7 @@ void suite_build(void)
         {"an installed or moved ddpc finds its runtime, or says where it looked", test_installed_ddpc},
         {"--help lists the exit statuses 0, 1 and 2", test_help_exit_statuses},
         {"a build that fails keeps OUT.cu", test_failed_build_keeps_source},
+        {"DDP_DEBUG=1 names a failing call's layer and .net line, and changes no result", test_debug_names_the_layer},
         {NULL, NULL},
     };
     test_add_suite("build [g++, nvcc]", cases);

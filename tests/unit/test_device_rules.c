@@ -154,6 +154,9 @@ static void test_sync_launches(void)
     CU_ASSERT_EQUAL(ddp_sync_launches(""), 0);
     CU_ASSERT_EQUAL(ddp_sync_launches("0"), 0);
     CU_ASSERT_EQUAL(ddp_sync_launches("1"), 1);
+    CU_ASSERT_EQUAL(ddp_debug_mode(NULL), 0);
+    CU_ASSERT_EQUAL(ddp_debug_mode("0"), 0);
+    CU_ASSERT_EQUAL(ddp_debug_mode("1"), 1);
 }
 
 /* Under nvcc, DDP_LAUNCH queues the kernel and then checks it by name. */
@@ -186,7 +189,7 @@ void suite_device_rules(void)
         {"cuDNN algorithm: chosen by the list's order and a constant limit, never by timing",
          test_conv_choice_is_the_lists_order},
         {"memory for cuDNN, cuBLAS, NCCL: the documented defaults and NCCL's variables", test_memory_estimate},
-        {"DDP_SYNC_LAUNCHES", test_sync_launches},
+        {"DDP_SYNC_LAUNCHES, DDP_DEBUG", test_sync_launches},
         {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
         {NULL, NULL},
     };

@@ -348,6 +348,48 @@ static void test_torch_counts_the_same(void)
 // Messages and suggestions
 //
 
+/* everything.net holds every op kind, so that this test, the goldens and
+ * the gradient check see each; and each row of op_facts.c is whole for it. */
+static void test_op_facts_cover_every_kind(void)
+{
+    char *src = test_read_file("tests/golden/good/everything.net", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+    Compiled c;
+    compile_str(&c, src);
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    const Net *net = &c.net;
+    bool seen[OP_COUNT] = {false};
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        const OpFacts *f = op_facts(n->op); /* aborts if the row is out of its place */
+        CU_ASSERT_EQUAL(f->op, n->op);
+        seen[n->op] = true;
+        for (int k = 0; k < 2; k++) {
+            int64_t per_sample, fixed;
+            op_scratch_floats(n, k, &per_sample, &fixed);
+            bool has = f->scratch[k].size != SCRATCH_NONE;
+            CU_ASSERT_EQUAL(has, per_sample > 0 || fixed > 0);
+            if (has && (!f->scratch[k].name || !f->scratch[k].type))
+                CU_FAIL("a scratch without a name or type");
+        }
+        if (f->activation)
+            CU_ASSERT_EQUAL(f->output, OUT_NEW);
+        for (int k = 0; k < n->n_params; k++) /* each parameter says how it starts */
+            CU_ASSERT_NOT_EQUAL(f->init[net->params[n->first_param + k].role], INIT_NONE);
+    }
+    for (int k = 0; k < OP_COUNT; k++)
+        if (!seen[k]) {
+            fprintf(stderr, "everything.net has no node of op kind %d\n", k);
+            CU_FAIL("everything.net misses an op kind");
+        }
+    /* fan-in from the weight, as PyTorch: in / groups x k x k, or in */
+    CU_ASSERT_EQUAL(op_fan_in(net, find_node(net, "stem")), 3 * 3 * 3);
+    CU_ASSERT_EQUAL(op_fan_in(net, find_node(net, "conv2")), 16 / 4 * 3 * 3);
+    CU_ASSERT_EQUAL(op_fan_in(net, find_node(net, "head")), 32);
+    release(&c);
+    free(src);
+}
+
 static void test_suggestions(void)
 {
     static const char *const words[] = {"relu", "conv", "linear", "leaky_relu", "batchnorm"};
@@ -508,6 +550,7 @@ void suite_front(void)
         {"sema: size units and optimizer defaults", test_units_and_defaults},
         {"sema: unnamed layers numbered per kind", test_names_numbered_by_kind},
         {"sema: PyTorch counts the same parameters", test_torch_counts_the_same},
+        {"op facts: everything.net has every kind, each row whole", test_op_facts_cover_every_kind},
         {"diag: did-you-mean", test_suggestions},
         {"diag: caret under the span, tabs kept", test_caret_under_span_with_tabs},
         {"diag: 200,000-character line quoted in a window", test_long_line_is_windowed},

@@ -97,21 +97,22 @@ DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         double sum = 0.0;
-        for (int j = 0; j < 10; j++) {
+        for (int j = 0; j < K; j++) {
             float d = xs[j] - (j == label ? 1.0f : 0.0f);
             sum += (double)d * d;
             if (dx)
-                dx[s * 10 + j] = 2.0f * d / ((float)total * 10);
+                dx[s * K + j] = 2.0f * d / ((float)total * K);
         }
-        rows[2 * s] = (float)(sum / 10);
+        rows[2 * s] = (float)(sum / K);
     }
 }
 
@@ -133,7 +134,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
                                float bias_correction2_sqrt)
 {
-    DDP_FOR(i, 52618) {
+    const int64_t P = 52618;  // parameters
+    DDP_FOR(i, P) {
         (void)lr;
         float d = (float)ddp_grad_value(g[i]) + 0.01f * p[i];  // the gradient's one rounding to float
         m[i] = 0.9f * m[i] + 0.1f * d;
@@ -142,35 +144,51 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, f
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 214, ARENA_FIXED = 0;  // floats
+static const int64_t tanh1_out_at = 0;  // 64
+static const int64_t d_tanh1_out_at = 150;  // its gradient, 64
+static const int64_t leaky_relu1_out_at = 64;  // 32
+static const int64_t d_leaky_relu1_out_at = 118;  // its gradient, 32
+static const int64_t linear3_out_at = 96;  // 10
+static const int64_t d_linear3_out_at = 108;  // its gradient, 10
+static const int64_t loss_rows_at = 106;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *linear1_weight = ctx->params + 2442;
     float *linear1_bias = ctx->params + 2378;
     float *linear2_weight = ctx->params + 330;
     float *linear3_weight = ctx->params + 10;
     float *linear3_bias = ctx->params + 0;
-    float *tanh1_out = A + 0 * B;   // 64
-    float *leaky_relu1_out = A + 64 * B;   // 32
-    float *linear3_out = A + 96 * B;   // 10
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
     // adam_mse.net:6: linear 64, with adam_mse.net:6: tanh
     ddp_gemm(ctx->ops, 0, 1, n, 64, 784, 1.0f, ctx->x, 784, linear1_weight, 784, 0.0f, tanh1_out, 64);
     DDP_LAUNCH(linear1_bias_tanh_forward, (int64_t)n * 64, n, tanh1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, adam_mse.net:6");
     // adam_mse.net:7: linear 32 nobias, with adam_mse.net:7: leaky_relu
     ddp_gemm(ctx->ops, 0, 1, n, 32, 64, 1.0f, tanh1_out, 64, linear2_weight, 64, 0.0f, leaky_relu1_out, 32);
     DDP_LAUNCH(linear2_leaky_relu_forward, (int64_t)n * 32, n, leaky_relu1_out);
+    DDP_LAYER_DONE("linear2 forward, adam_mse.net:7");
     // adam_mse.net:8: linear 10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 32, 1.0f, leaky_relu1_out, 32, linear3_weight, 32, 0.0f, linear3_out, 10);
     DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 10, n, linear3_out, linear3_bias);
+    DDP_LAYER_DONE("linear3 forward, adam_mse.net:8");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 2442;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 2378;
@@ -179,18 +197,19 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear3_weight = ctx->params + 10;
     DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear3_bias = (DdpGrad *)ctx->grads + 0;
-    float *tanh1_out = A + 0 * B;   // 64
-    float *d_tanh1_out = A + 150 * B;   // 64
-    float *leaky_relu1_out = A + 64 * B;   // 32
-    float *d_leaky_relu1_out = A + 118 * B;   // 32
-    float *linear3_out = A + 96 * B;   // 10
-    float *d_linear3_out = A + 108 * B;   // 10
-    float *loss_rows = A + 106 * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *d_tanh1_out = A + d_tanh1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *d_linear3_out = A + d_linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // adam_mse.net:9: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear3_out, ctx->labels, loss_rows, d_linear3_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, adam_mse.net:9");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -200,6 +219,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear3_bias_backward, 10, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 32, n, d_linear3_out, 10, leaky_relu1_out, 32, beta, d_linear3_weight, 32);
     ddp_gemm(ctx->ops, 0, 0, n, 32, 10, 1.0f, d_linear3_out, 10, linear3_weight, 32, 0.0f, d_leaky_relu1_out, 32);
+    DDP_LAYER_DONE("linear3 backward, adam_mse.net:8");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // linear3.weight
     if (ctx->grad_ready)
@@ -208,11 +228,13 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear2_leaky_relu_backward, (int64_t)n * 32, n, d_leaky_relu1_out, leaky_relu1_out);
     ddp_gemm_grad(ctx->ops, 32, 64, n, d_leaky_relu1_out, 32, tanh1_out, 64, beta, d_linear2_weight, 64);
     ddp_gemm(ctx->ops, 0, 0, n, 64, 32, 1.0f, d_leaky_relu1_out, 32, linear2_weight, 64, 0.0f, d_tanh1_out, 64);
+    DDP_LAYER_DONE("linear2 backward, adam_mse.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear2.weight
     // adam_mse.net:6: linear 64, with adam_mse.net:6: tanh
     DDP_LAUNCH(linear1_bias_tanh_backward, 64, n, d_tanh1_out, tanh1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 64, 784, n, d_tanh1_out, 64, ctx->x, 784, beta, d_linear1_weight, 784);
+    DDP_LAYER_DONE("linear1 backward, adam_mse.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // linear1.weight
     if (ctx->grad_ready)
@@ -222,14 +244,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear3_out = A + 96 * B;   // 10
-    float *loss_rows = A + 106 * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // adam_mse.net:9: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear3_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, adam_mse.net:9");
 }
 
 // One optimizer update of all 52618 parameters at once.
@@ -264,11 +287,11 @@ static const DdpNet net = {
     "adam_mse", "eb0975acb53b7f0d",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 5, 52618, 0, 2, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 52618, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {16, 1, DDP_OPT_ADAM, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.99, 1e-06, DDP_SCHED_COSINE, 3, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    214, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -78,22 +78,23 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 3;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 3;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 3; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 3; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 3; j++)
-                dx[s * 3 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -114,7 +115,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.5, dampening 0.1, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 511) {
+    const int64_t P = 511;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         float b = first_step ? d : 0.5f * momentum_buffer[i] + 0.9f * d;
         momentum_buffer[i] = b;
@@ -123,49 +125,65 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 296, ARENA_FIXED = 0;  // floats
+static const int64_t relu1_out_at = 0;  // 4x6x6
+static const int64_t d_relu1_out_at = 152;  // its gradient, 4x6x6
+static const int64_t flatten1_out_at = 0;  // 144
+static const int64_t d_flatten1_out_at = 152;  // its gradient, 144
+static const int64_t linear1_out_at = 144;  // 3
+static const int64_t d_linear1_out_at = 149;  // its gradient, 3
+static const int64_t loss_rows_at = 147;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 439;
     float *conv1_bias = ctx->params + 435;
     float *linear1_weight = ctx->params + 3;
     float *linear1_bias = ctx->params + 0;
-    float *relu1_out = A + 0 * B;   // 4x6x6
-    float *flatten1_out = A + 0 * B;   // 144
-    float *linear1_out = A + 144 * B;   // 3
+    float *relu1_out = A + relu1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
     // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
     DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 144, n, relu1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, crlf_and_semicolons.net:1");
     // crlf_and_semicolons.net:1: linear 144->3
     ddp_gemm(ctx->ops, 0, 1, n, 3, 144, 1.0f, flatten1_out, 144, linear1_weight, 144, 0.0f, linear1_out, 3);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 3, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, crlf_and_semicolons.net:1");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 439;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 435;
     float *linear1_weight = ctx->params + 3;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 3;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + 0 * B;   // 4x6x6
-    float *d_relu1_out = A + 152 * B;   // 4x6x6
-    float *flatten1_out = A + 0 * B;   // 144
-    float *d_flatten1_out = A + 152 * B;   // 144
-    float *linear1_out = A + 144 * B;   // 3
-    float *d_linear1_out = A + 149 * B;   // 3
-    float *loss_rows = A + 147 * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // crlf_and_semicolons.net:1: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, crlf_and_semicolons.net:1");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -175,6 +193,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear1_bias_backward, 3, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 3, 144, n, d_linear1_out, 3, flatten1_out, 144, beta, d_linear1_weight, 144);
     ddp_gemm(ctx->ops, 0, 0, n, 144, 3, 1.0f, d_linear1_out, 3, linear1_weight, 144, 0.0f, d_flatten1_out, 144);
+    DDP_LAYER_DONE("linear1 backward, crlf_and_semicolons.net:1");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear1.weight
     if (ctx->grad_ready)
@@ -182,6 +201,7 @@ static void train_step(DdpCtx *ctx, int n)
     // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
     DDP_LAUNCH(conv1_bias_relu_backward, 4, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, crlf_and_semicolons.net:1");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -191,14 +211,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_out = A + 144 * B;   // 3
-    float *loss_rows = A + 147 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // crlf_and_semicolons.net:1: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, crlf_and_semicolons.net:1");
 }
 
 // One optimizer update of all 511 parameters at once.
@@ -231,11 +252,11 @@ static const DdpNet net = {
     "semi", "01f5927b15a4e6a8",  // name, hash
     3, {2, 8, 8}, 128, 3,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 4, 511, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 511, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {8, 1, DDP_OPT_SGD, 0.1, 0.5, 0.1, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 4096, 4096, 0ull, 0},
-    296, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -184,22 +184,23 @@ DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 4;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 4;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 4; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 4; j++)
-                dx[s * 4 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -220,7 +221,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 676) {
+    const int64_t P = 676;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
         (void)first_step;
@@ -228,10 +230,31 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 106, ARENA_FIXED = 0;  // floats
+static const int64_t sigmoid1_out_at = 0;  // 16
+static const int64_t d_sigmoid1_out_at = 16;  // its gradient, 16
+static const int64_t dropout1_out_at = 16;  // 16
+static const int64_t d_dropout1_out_at = 64;  // its gradient, 16
+static const int64_t leaky_relu1_out_at = 32;  // 16
+static const int64_t d_leaky_relu1_out_at = 48;  // its gradient, 16
+static const int64_t res1_out_at = 48;  // 16
+static const int64_t d_res1_out_at = 48;  // its gradient, 16
+static const int64_t res2_out_at = 64;  // 16
+static const int64_t d_res2_out_at = 90;  // its gradient, 16
+static const int64_t relu1_out_at = 48;  // 16
+static const int64_t d_relu1_out_at = 74;  // its gradient, 16
+static const int64_t linear3_out_at = 64;  // 4
+static const int64_t d_linear3_out_at = 70;  // its gradient, 4
+static const int64_t loss_rows_at = 68;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *linear1_weight = ctx->params + 356;
     float *linear1_bias = ctx->params + 340;
@@ -239,37 +262,44 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear2_bias = ctx->params + 68;
     float *linear3_weight = ctx->params + 4;
     float *linear3_bias = ctx->params + 0;
-    float *sigmoid1_out = A + 0 * B;   // 16
-    float *dropout1_out = A + 16 * B;   // 16
-    float *leaky_relu1_out = A + 32 * B;   // 16
-    float *res1_out = A + 48 * B;   // 16
-    float *res2_out = A + 64 * B;   // 16
-    float *relu1_out = A + 48 * B;   // 16
-    float *linear3_out = A + 64 * B;   // 4
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *res2_out = A + res2_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
     // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
     ddp_gemm(ctx->ops, 0, 1, n, 16, 20, 1.0f, ctx->x, 20, linear1_weight, 20, 0.0f, sigmoid1_out, 16);
     DDP_LAUNCH(linear1_bias_sigmoid_forward, (int64_t)n * 16, n, sigmoid1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, dropout_residual.net:3");
     // dropout_residual.net:4: dropout 0.3
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 16, n, sigmoid1_out, dropout1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+    DDP_LAYER_DONE("dropout1 forward, dropout_residual.net:4");
     // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
     ddp_gemm(ctx->ops, 0, 1, n, 16, 16, 1.0f, dropout1_out, 16, linear2_weight, 16, 0.0f, leaky_relu1_out, 16);
     DDP_LAUNCH(linear2_bias_leaky_relu_forward, (int64_t)n * 16, n, leaky_relu1_out, linear2_bias);
+    DDP_LAYER_DONE("linear2 forward, dropout_residual.net:5");
     // dropout_residual.net:5: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 16, n, leaky_relu1_out, dropout1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, dropout_residual.net:5");
     // dropout_residual.net:6: residual
     DDP_LAUNCH(res2_forward, (int64_t)n * 16, n, res1_out, res1_out, res2_out);
+    DDP_LAYER_DONE("res2 forward, dropout_residual.net:6");
     // dropout_residual.net:7: relu
     DDP_LAUNCH(relu1_forward, (int64_t)n * 16, n, res2_out, relu1_out);
+    DDP_LAYER_DONE("relu1 forward, dropout_residual.net:7");
     // dropout_residual.net:8: linear 4
     ddp_gemm(ctx->ops, 0, 1, n, 4, 16, 1.0f, relu1_out, 16, linear3_weight, 16, 0.0f, linear3_out, 4);
     DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 4, n, linear3_out, linear3_bias);
+    DDP_LAYER_DONE("linear3 forward, dropout_residual.net:8");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 356;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 340;
@@ -279,24 +309,25 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear3_weight = ctx->params + 4;
     DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 4;
     DdpGrad *d_linear3_bias = (DdpGrad *)ctx->grads + 0;
-    float *sigmoid1_out = A + 0 * B;   // 16
-    float *d_sigmoid1_out = A + 16 * B;   // 16
-    float *dropout1_out = A + 16 * B;   // 16
-    float *d_dropout1_out = A + 64 * B;   // 16
-    float *leaky_relu1_out = A + 32 * B;   // 16
-    float *d_leaky_relu1_out = A + 48 * B;   // 16
-    float *d_res1_out = A + 48 * B;   // 16
-    float *d_res2_out = A + 90 * B;   // 16
-    float *relu1_out = A + 48 * B;   // 16
-    float *d_relu1_out = A + 74 * B;   // 16
-    float *linear3_out = A + 64 * B;   // 4
-    float *d_linear3_out = A + 70 * B;   // 4
-    float *loss_rows = A + 68 * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *d_sigmoid1_out = A + d_sigmoid1_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *d_dropout1_out = A + d_dropout1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_res2_out = A + d_res2_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *d_linear3_out = A + d_linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // dropout_residual.net:9: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear3_out, ctx->labels, loss_rows, d_linear3_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, dropout_residual.net:9");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -306,21 +337,26 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear3_bias_backward, 4, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 4, 16, n, d_linear3_out, 4, relu1_out, 16, beta, d_linear3_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 4, 1.0f, d_linear3_out, 4, linear3_weight, 16, 0.0f, d_relu1_out, 16);
+    DDP_LAYER_DONE("linear3 backward, dropout_residual.net:8");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // linear3.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // linear3.bias
     // dropout_residual.net:7: relu
     DDP_LAUNCH(relu1_backward, (int64_t)n * 16, n, d_relu1_out, relu1_out, d_res2_out, 0);
+    DDP_LAYER_DONE("relu1 backward, dropout_residual.net:7");
     // dropout_residual.net:6: residual
     DDP_LAUNCH(res2_backward, (int64_t)n * 16, n, d_res2_out, d_res1_out, 0);
     DDP_LAUNCH(res2_backward, (int64_t)n * 16, n, d_res2_out, d_res1_out, 1);
+    DDP_LAYER_DONE("res2 backward, dropout_residual.net:6");
     // dropout_residual.net:5: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 16, n, d_res1_out, d_dropout1_out, 0);
+    DDP_LAYER_DONE("res1 backward, dropout_residual.net:5");
     // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
     DDP_LAUNCH(linear2_bias_leaky_relu_backward, 16, n, d_leaky_relu1_out, leaky_relu1_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 16, 16, n, d_leaky_relu1_out, 16, dropout1_out, 16, beta, d_linear2_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 16, 1.0f, d_leaky_relu1_out, 16, linear2_weight, 16, 1.0f, d_dropout1_out, 16);
+    DDP_LAYER_DONE("linear2 backward, dropout_residual.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear2.weight
     if (ctx->grad_ready)
@@ -328,9 +364,11 @@ static void train_step(DdpCtx *ctx, int n)
     // dropout_residual.net:4: dropout 0.3
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 16, n, d_dropout1_out, d_sigmoid1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+    DDP_LAYER_DONE("dropout1 backward, dropout_residual.net:4");
     // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
     DDP_LAUNCH(linear1_bias_sigmoid_backward, 16, n, d_sigmoid1_out, sigmoid1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 16, 20, n, d_sigmoid1_out, 16, ctx->x, 20, beta, d_linear1_weight, 20);
+    DDP_LAYER_DONE("linear1 backward, dropout_residual.net:3");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // linear1.weight
     if (ctx->grad_ready)
@@ -340,14 +378,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear3_out = A + 64 * B;   // 4
-    float *loss_rows = A + 68 * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // dropout_residual.net:9: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear3_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, dropout_residual.net:9");
 }
 
 // One optimizer update of all 676 parameters at once.
@@ -379,11 +418,11 @@ static const DdpNet net = {
     "dropout_residual", "1535068096d30002",  // name, hash
     1, {20, 1, 1}, 20, 4,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 6, 676, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 676, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    106, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

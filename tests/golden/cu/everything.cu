@@ -664,17 +664,18 @@ DDP_KERNEL log_softmax1_backward(int n, const float *dy, const float *y, float *
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         rows[2 * s] = -xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = j == label ? -1.0f / (float)total : 0.0f;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = j == label ? -1.0f / (float)total : 0.0f;
     }
 }
 
@@ -696,7 +697,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
                                float bias_correction2_sqrt)
 {
-    DDP_FOR(i, 11088) {
+    const int64_t P = 11088;  // parameters
+    DDP_FOR(i, P) {
         (void)lr;
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         m[i] = 0.8f * m[i] + 0.2f * d;
@@ -705,10 +707,64 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, f
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 172032, ARENA_FIXED = 488;  // floats
+static const int64_t stem_out_at = 0;  // 16x32x32
+static const int64_t d_stem_out_at = 32768;  // its gradient, 16x32x32
+static const int64_t bn1_out_at = 16384;  // 16x32x32
+static const int64_t d_bn1_out_at = 16384;  // its gradient, 16x32x32
+static const int64_t relu1_out_at = 32768;  // 16x32x32
+static const int64_t d_relu1_out_at = 49152;  // its gradient, 16x32x32
+static const int64_t leaky_relu1_out_at = 16384;  // 16x32x32
+static const int64_t d_leaky_relu1_out_at = 98304;  // its gradient, 16x32x32
+static const int64_t sigmoid1_out_at = 49152;  // 16x32x32
+static const int64_t d_sigmoid1_out_at = 139264;  // its gradient, 16x32x32
+static const int64_t tanh1_out_at = 65536;  // 16x32x32
+static const int64_t d_tanh1_out_at = 81920;  // its gradient, 16x32x32
+static const int64_t conv4_out_at = 81920;  // 16x32x32
+static const int64_t d_conv4_out_at = 155648;  // its gradient, 16x32x32
+static const int64_t gelu1_out_at = 98304;  // 16x32x32
+static const int64_t d_gelu1_out_at = 122880;  // its gradient, 16x32x32
+static const int64_t res2_out_at = 114688;  // 16x32x32
+static const int64_t d_res2_out_at = 122880;  // its gradient, 16x32x32
+static const int64_t res1_out_at = 98304;  // 16x32x32
+static const int64_t d_res1_out_at = 122880;  // its gradient, 16x32x32
+static const int64_t maxpool1_out_at = 114688;  // 16x16x16
+static const int64_t d_maxpool1_out_at = 101376;  // its gradient, 16x16x16
+static const int64_t avgpool1_out_at = 98304;  // 16x8x8
+static const int64_t d_avgpool1_out_at = 100352;  // its gradient, 16x8x8
+static const int64_t conv5_out_at = 99328;  // 32x4x4
+static const int64_t d_conv5_out_at = 99840;  // its gradient, 32x4x4
+static const int64_t bn2_out_at = 99840;  // 32x4x4
+static const int64_t d_bn2_out_at = 100960;  // its gradient, 32x4x4
+static const int64_t gelu2_out_at = 100352;  // 32x4x4
+static const int64_t d_gelu2_out_at = 100448;  // its gradient, 32x4x4
+static const int64_t global_avgpool1_out_at = 100864;  // 32
+static const int64_t d_global_avgpool1_out_at = 100416;  // its gradient, 32
+static const int64_t flatten1_out_at = 100864;  // 32
+static const int64_t d_flatten1_out_at = 100416;  // its gradient, 32
+static const int64_t head_out_at = 100352;  // 64
+static const int64_t d_head_out_at = 100352;  // its gradient, 64
+static const int64_t dropout1_out_at = 100416;  // 64
+static const int64_t d_dropout1_out_at = 100480;  // its gradient, 64
+static const int64_t linear2_out_at = 100352;  // 10
+static const int64_t d_linear2_out_at = 100352;  // its gradient, 10
+static const int64_t log_softmax1_out_at = 100362;  // 10
+static const int64_t d_log_softmax1_out_at = 100372;  // its gradient, 10
+static const int64_t bn1_sums_at = 0;  // DdpSum, 132 floats
+static const int64_t bn1_stats_at = 132;  // float, 32 floats
+static const int64_t maxpool1_argmax_at = 118784;  // int32_t, 4096 floats per sample
+static const int64_t bn2_sums_at = 164;  // DdpSum, 260 floats
+static const int64_t bn2_stats_at = 424;  // float, 64 floats
+static const int64_t loss_rows_at = 100352;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *stem_weight = ctx->params + 10656;
     float *stem_bias = ctx->params + 10640;
@@ -729,35 +785,36 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *head_weight = ctx->params + 704;
     float *head_bias = ctx->params + 640;
     float *linear2_weight = ctx->params + 0;
-    float *stem_out = A + 0 * B;   // 16x32x32
-    float *bn1_out = A + 16384 * B;   // 16x32x32
-    float *relu1_out = A + 32768 * B;   // 16x32x32
-    float *leaky_relu1_out = A + 16384 * B;   // 16x32x32
-    float *sigmoid1_out = A + 49152 * B;   // 16x32x32
-    float *tanh1_out = A + 65536 * B;   // 16x32x32
-    float *conv4_out = A + 81920 * B;   // 16x32x32
-    float *gelu1_out = A + 98304 * B;   // 16x32x32
-    float *res2_out = A + 114688 * B;   // 16x32x32
-    float *res1_out = A + 98304 * B;   // 16x32x32
-    float *maxpool1_out = A + 114688 * B;   // 16x16x16
-    float *avgpool1_out = A + 98304 * B;   // 16x8x8
-    float *conv5_out = A + 99328 * B;   // 32x4x4
-    float *bn2_out = A + 99840 * B;   // 32x4x4
-    float *gelu2_out = A + 100352 * B;   // 32x4x4
-    float *global_avgpool1_out = A + 100864 * B;   // 32
-    float *flatten1_out = A + 100864 * B;   // 32
-    float *head_out = A + 100352 * B;   // 64
-    float *dropout1_out = A + 100416 * B;   // 64
-    float *linear2_out = A + 100352 * B;   // 10
-    float *log_softmax1_out = A + 100362 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 172032 * B + 0);
-    float *bn1_stats = A + 172032 * B + 132;
-    int32_t *maxpool1_argmax = (int32_t *)(A + 118784 * B);
-    DdpSum *bn2_sums = (DdpSum *)(A + 172032 * B + 164);
-    float *bn2_stats = A + 172032 * B + 424;
+    float *stem_out = A + stem_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *res2_out = A + res2_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *bn2_out = A + bn2_out_at * B;
+    float *gelu2_out = A + gelu2_out_at * B;
+    float *global_avgpool1_out = A + global_avgpool1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *head_out = A + head_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
     // everything.net:4: stem: conv 3->16 k3 s1 p1
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, stem_weight, stem_out);
     DDP_LAUNCH(stem_bias_forward, (int64_t)n * 16384, n, stem_out, stem_bias);
+    DDP_LAYER_DONE("stem forward, everything.net:4");
     // everything.net:5: batchnorm eps=1e-3 momentum=0.05
     if (train) {
         DDP_LAUNCH(bn1_sums_forward, 16, n, stem_out, bn1_sums);
@@ -767,31 +824,43 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 16384, n, stem_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
     }
+    DDP_LAYER_DONE("bn1 forward, everything.net:5");
     // everything.net:5: relu
     DDP_LAUNCH(relu1_forward, (int64_t)n * 16384, n, bn1_out, relu1_out);
+    DDP_LAYER_DONE("relu1 forward, everything.net:5");
     // everything.net:6: conv 16 k3 p=same groups=4 nobias, with everything.net:7: leaky_relu 0.2
     ddp_conv_forward(ctx->ops, 1, n, relu1_out, conv2_weight, leaky_relu1_out);
     DDP_LAUNCH(conv2_leaky_relu_forward, (int64_t)n * 16384, n, leaky_relu1_out);
+    DDP_LAYER_DONE("conv2 forward, everything.net:6");
     // everything.net:9: conv 16->16 k1, with everything.net:10: sigmoid
     ddp_conv_forward(ctx->ops, 2, n, leaky_relu1_out, conv3_weight, sigmoid1_out);
     DDP_LAUNCH(conv3_bias_sigmoid_forward, (int64_t)n * 16384, n, sigmoid1_out, conv3_bias);
+    DDP_LAYER_DONE("conv3 forward, everything.net:9");
     // everything.net:11: tanh
     DDP_LAUNCH(tanh1_forward, (int64_t)n * 16384, n, sigmoid1_out, tanh1_out);
+    DDP_LAYER_DONE("tanh1 forward, everything.net:11");
     // everything.net:11: conv 16 k3 p1 bias=false
     ddp_conv_forward(ctx->ops, 3, n, tanh1_out, conv4_weight, conv4_out);
+    DDP_LAYER_DONE("conv4 forward, everything.net:11");
     // everything.net:11: gelu approximate=tanh
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 16384, n, conv4_out, gelu1_out);
+    DDP_LAYER_DONE("gelu1 forward, everything.net:11");
     // everything.net:11: residual
     DDP_LAUNCH(res2_forward, (int64_t)n * 16384, n, gelu1_out, sigmoid1_out, res2_out);
+    DDP_LAYER_DONE("res2 forward, everything.net:11");
     // everything.net:8: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 16384, n, res2_out, leaky_relu1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, everything.net:8");
     // everything.net:13: maxpool k3 s2 p1
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 4096, n, res1_out, maxpool1_out, maxpool1_argmax);
+    DDP_LAYER_DONE("maxpool1 forward, everything.net:13");
     // everything.net:14: avgpool 2
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 1024, n, maxpool1_out, avgpool1_out);
+    DDP_LAYER_DONE("avgpool1 forward, everything.net:14");
     // everything.net:15: conv 32 k3 s2 p1
     ddp_conv_forward(ctx->ops, 4, n, avgpool1_out, conv5_weight, conv5_out);
     DDP_LAUNCH(conv5_bias_forward, (int64_t)n * 512, n, conv5_out, conv5_bias);
+    DDP_LAYER_DONE("conv5 forward, everything.net:15");
     // everything.net:15: batchnorm sync=off
     if (train) {
         DDP_LAUNCH(bn2_sums_forward, 32, n, conv5_out, bn2_sums);
@@ -800,26 +869,33 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn2_eval_forward, (int64_t)n * 512, n, conv5_out, bn2_out, bn2_running_mean, bn2_running_var, bn2_weight, bn2_bias);
     }
+    DDP_LAYER_DONE("bn2 forward, everything.net:15");
     // everything.net:15: gelu
     DDP_LAUNCH(gelu2_forward, (int64_t)n * 512, n, bn2_out, gelu2_out);
+    DDP_LAYER_DONE("gelu2 forward, everything.net:15");
     // everything.net:16: global_avgpool
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 32, n, gelu2_out, global_avgpool1_out);
+    DDP_LAYER_DONE("global_avgpool1 forward, everything.net:16");
     // everything.net:18: head: linear 32->64
     ddp_gemm(ctx->ops, 0, 1, n, 64, 32, 1.0f, flatten1_out, 32, head_weight, 32, 0.0f, head_out, 64);
     DDP_LAUNCH(head_bias_forward, (int64_t)n * 64, n, head_out, head_bias);
+    DDP_LAYER_DONE("head forward, everything.net:18");
     // everything.net:19: dropout p=0.1
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 64, n, head_out, dropout1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+    DDP_LAYER_DONE("dropout1 forward, everything.net:19");
     // everything.net:20: linear 10 nobias
     ddp_gemm(ctx->ops, 0, 1, n, 10, 64, 1.0f, dropout1_out, 64, linear2_weight, 64, 0.0f, linear2_out, 10);
+    DDP_LAYER_DONE("linear2 forward, everything.net:20");
     // everything.net:21: log_softmax
     DDP_LAUNCH(log_softmax1_forward, (int64_t)n * 1, n, linear2_out, log_softmax1_out);
+    DDP_LAYER_DONE("log_softmax1 forward, everything.net:21");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 10656;
     DdpGrad *d_stem_bias = (DdpGrad *)ctx->grads + 10640;
@@ -844,50 +920,51 @@ static void train_step(DdpCtx *ctx, int n)
     DdpGrad *d_head_bias = (DdpGrad *)ctx->grads + 640;
     float *linear2_weight = ctx->params + 0;
     DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 0;
-    float *stem_out = A + 0 * B;   // 16x32x32
-    float *d_stem_out = A + 32768 * B;   // 16x32x32
-    float *d_bn1_out = A + 16384 * B;   // 16x32x32
-    float *relu1_out = A + 32768 * B;   // 16x32x32
-    float *d_relu1_out = A + 49152 * B;   // 16x32x32
-    float *leaky_relu1_out = A + 16384 * B;   // 16x32x32
-    float *d_leaky_relu1_out = A + 98304 * B;   // 16x32x32
-    float *sigmoid1_out = A + 49152 * B;   // 16x32x32
-    float *d_sigmoid1_out = A + 139264 * B;   // 16x32x32
-    float *tanh1_out = A + 65536 * B;   // 16x32x32
-    float *d_tanh1_out = A + 81920 * B;   // 16x32x32
-    float *conv4_out = A + 81920 * B;   // 16x32x32
-    float *d_conv4_out = A + 155648 * B;   // 16x32x32
-    float *d_gelu1_out = A + 122880 * B;   // 16x32x32
-    float *d_res2_out = A + 122880 * B;   // 16x32x32
-    float *d_res1_out = A + 122880 * B;   // 16x32x32
-    float *d_maxpool1_out = A + 101376 * B;   // 16x16x16
-    float *avgpool1_out = A + 98304 * B;   // 16x8x8
-    float *d_avgpool1_out = A + 100352 * B;   // 16x8x8
-    float *conv5_out = A + 99328 * B;   // 32x4x4
-    float *d_conv5_out = A + 99840 * B;   // 32x4x4
-    float *bn2_out = A + 99840 * B;   // 32x4x4
-    float *d_bn2_out = A + 100960 * B;   // 32x4x4
-    float *d_gelu2_out = A + 100448 * B;   // 32x4x4
-    float *d_global_avgpool1_out = A + 100416 * B;   // 32
-    float *flatten1_out = A + 100864 * B;   // 32
-    float *d_flatten1_out = A + 100416 * B;   // 32
-    float *d_head_out = A + 100352 * B;   // 64
-    float *dropout1_out = A + 100416 * B;   // 64
-    float *d_dropout1_out = A + 100480 * B;   // 64
-    float *d_linear2_out = A + 100352 * B;   // 10
-    float *log_softmax1_out = A + 100362 * B;   // 10
-    float *d_log_softmax1_out = A + 100372 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 172032 * B + 0);
-    float *bn1_stats = A + 172032 * B + 132;
-    int32_t *maxpool1_argmax = (int32_t *)(A + 118784 * B);
-    DdpSum *bn2_sums = (DdpSum *)(A + 172032 * B + 164);
-    float *bn2_stats = A + 172032 * B + 424;
-    float *loss_rows = A + 100352 * B;
+    float *stem_out = A + stem_out_at * B;
+    float *d_stem_out = A + d_stem_out_at * B;
+    float *d_bn1_out = A + d_bn1_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *d_sigmoid1_out = A + d_sigmoid1_out_at * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *d_tanh1_out = A + d_tanh1_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *d_conv4_out = A + d_conv4_out_at * B;
+    float *d_gelu1_out = A + d_gelu1_out_at * B;
+    float *d_res2_out = A + d_res2_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_maxpool1_out = A + d_maxpool1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *d_avgpool1_out = A + d_avgpool1_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *d_conv5_out = A + d_conv5_out_at * B;
+    float *bn2_out = A + bn2_out_at * B;
+    float *d_bn2_out = A + d_bn2_out_at * B;
+    float *d_gelu2_out = A + d_gelu2_out_at * B;
+    float *d_global_avgpool1_out = A + d_global_avgpool1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *d_head_out = A + d_head_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *d_dropout1_out = A + d_dropout1_out_at * B;
+    float *d_linear2_out = A + d_linear2_out_at * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    float *d_log_softmax1_out = A + d_log_softmax1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // everything.net:22: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, log_softmax1_out, ctx->labels, loss_rows, d_log_softmax1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, everything.net:22");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -895,29 +972,36 @@ static void train_step(DdpCtx *ctx, int n)
     // as it is final, so that its bucket's all-reduce can start
     // everything.net:21: log_softmax
     DDP_LAUNCH(log_softmax1_backward, n, n, d_log_softmax1_out, log_softmax1_out, d_linear2_out, 0);
+    DDP_LAYER_DONE("log_softmax1 backward, everything.net:21");
     // everything.net:20: linear 10 nobias
     ddp_gemm_grad(ctx->ops, 10, 64, n, d_linear2_out, 10, dropout1_out, 64, beta, d_linear2_weight, 64);
     ddp_gemm(ctx->ops, 0, 0, n, 64, 10, 1.0f, d_linear2_out, 10, linear2_weight, 64, 0.0f, d_dropout1_out, 64);
+    DDP_LAYER_DONE("linear2 backward, everything.net:20");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 20);  // linear2.weight
     // everything.net:19: dropout p=0.1
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 64, n, d_dropout1_out, d_head_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+    DDP_LAYER_DONE("dropout1 backward, everything.net:19");
     // everything.net:18: head: linear 32->64
     DDP_LAUNCH(head_bias_backward, 64, n, d_head_out, d_head_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 64, 32, n, d_head_out, 64, flatten1_out, 32, beta, d_head_weight, 32);
     ddp_gemm(ctx->ops, 0, 0, n, 32, 64, 1.0f, d_head_out, 64, head_weight, 32, 0.0f, d_flatten1_out, 32);
+    DDP_LAYER_DONE("head backward, everything.net:18");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 18);  // head.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 19);  // head.bias
     // everything.net:16: global_avgpool
     DDP_LAUNCH(global_avgpool1_backward, (int64_t)n * 512, n, d_global_avgpool1_out, d_gelu2_out, 0);
+    DDP_LAYER_DONE("global_avgpool1 backward, everything.net:16");
     // everything.net:15: gelu
     DDP_LAUNCH(gelu2_backward, (int64_t)n * 512, n, d_gelu2_out, bn2_out, d_bn2_out, 0);
+    DDP_LAYER_DONE("gelu2 backward, everything.net:15");
     // everything.net:15: batchnorm sync=off
     DDP_LAUNCH(bn2_sums_backward, 32, n, d_bn2_out, conv5_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 512, n, d_bn2_out, conv5_out, bn2_stats, bn2_sums, bn2_weight, d_conv5_out, 0);
+    DDP_LAYER_DONE("bn2 backward, everything.net:15");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 13);  // bn2.weight
     if (ctx->grad_ready)
@@ -926,31 +1010,40 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(conv5_bias_backward, 32, n, d_conv5_out, d_conv5_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 4, n, avgpool1_out, d_conv5_out, d_conv5_weight, beta);
     ddp_conv_backward_data(ctx->ops, 4, n, d_conv5_out, conv5_weight, d_avgpool1_out, 0.0f);
+    DDP_LAYER_DONE("conv5 backward, everything.net:15");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 11);  // conv5.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 12);  // conv5.bias
     // everything.net:14: avgpool 2
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 1024, n, d_avgpool1_out, d_maxpool1_out, 0);
+    DDP_LAYER_DONE("avgpool1 backward, everything.net:14");
     // everything.net:13: maxpool k3 s2 p1
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 16384, n, d_maxpool1_out, maxpool1_argmax, d_res1_out, 0);
+    DDP_LAYER_DONE("maxpool1 backward, everything.net:13");
     // everything.net:8: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 16384, n, d_res1_out, d_leaky_relu1_out, 0);
+    DDP_LAYER_DONE("res1 backward, everything.net:8");
     // everything.net:11: residual
     DDP_LAUNCH(res2_backward, (int64_t)n * 16384, n, d_res2_out, d_sigmoid1_out, 0);
+    DDP_LAYER_DONE("res2 backward, everything.net:11");
     // everything.net:11: gelu approximate=tanh
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 16384, n, d_gelu1_out, conv4_out, d_conv4_out, 0);
+    DDP_LAYER_DONE("gelu1 backward, everything.net:11");
     // everything.net:11: conv 16 k3 p1 bias=false
     ddp_conv_backward_filter(ctx->ops, 3, n, tanh1_out, d_conv4_out, d_conv4_weight, beta);
     ddp_conv_backward_data(ctx->ops, 3, n, d_conv4_out, conv4_weight, d_tanh1_out, 0.0f);
+    DDP_LAYER_DONE("conv4 backward, everything.net:11");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 10);  // conv4.weight
     // everything.net:11: tanh
     DDP_LAUNCH(tanh1_backward, (int64_t)n * 16384, n, d_tanh1_out, tanh1_out, d_sigmoid1_out, 1);
+    DDP_LAYER_DONE("tanh1 backward, everything.net:11");
     // everything.net:9: conv 16->16 k1, with everything.net:10: sigmoid
     DDP_LAUNCH(conv3_bias_sigmoid_backward, 16, n, d_sigmoid1_out, sigmoid1_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, leaky_relu1_out, d_sigmoid1_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_sigmoid1_out, conv3_weight, d_leaky_relu1_out, 1.0f);
+    DDP_LAYER_DONE("conv3 backward, everything.net:9");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 8);  // conv3.weight
     if (ctx->grad_ready)
@@ -959,14 +1052,17 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(conv2_leaky_relu_backward, (int64_t)n * 16384, n, d_leaky_relu1_out, leaky_relu1_out);
     ddp_conv_backward_filter(ctx->ops, 1, n, relu1_out, d_leaky_relu1_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_leaky_relu1_out, conv2_weight, d_relu1_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, everything.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 7);  // conv2.weight
     // everything.net:5: relu
     DDP_LAUNCH(relu1_backward, (int64_t)n * 16384, n, d_relu1_out, relu1_out, d_bn1_out, 0);
+    DDP_LAYER_DONE("relu1 backward, everything.net:5");
     // everything.net:5: batchnorm eps=1e-3 momentum=0.05
     DDP_LAUNCH(bn1_sums_backward, 16, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 16384, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, bn1_weight, d_stem_out, 0);
+    DDP_LAYER_DONE("bn1 backward, everything.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // bn1.weight
     if (ctx->grad_ready)
@@ -974,6 +1070,7 @@ static void train_step(DdpCtx *ctx, int n)
     // everything.net:4: stem: conv 3->16 k3 s1 p1
     DDP_LAUNCH(stem_bias_backward, 16, n, d_stem_out, d_stem_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_stem_out, d_stem_weight, beta);
+    DDP_LAYER_DONE("stem backward, everything.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // stem.weight
     if (ctx->grad_ready)
@@ -983,14 +1080,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *log_softmax1_out = A + 100362 * B;   // 10
-    float *loss_rows = A + 100352 * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // everything.net:22: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, log_softmax1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, everything.net:22");
 }
 
 // One optimizer update of all 11088 parameters at once.
@@ -1060,11 +1158,11 @@ static const DdpNet net = {
     "everything", "088360ab124244df",  // name, hash
     3, {3, 32, 32}, 3072, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 21, 11088, 96, 2, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 11088, 96, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {32, 2, DDP_OPT_ADAM, 0.0003, 0.0, 0.0, 0.0, 0, 0.8, 0.99, 1e-06, DDP_SCHED_STEP, 0, 1, 0.9, 524288, 524288, 1234ull, 1},
-    172032, 488,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -45,21 +45,22 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 2;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 2;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 2; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         double sum = 0.0;
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < K; j++) {
             float d = xs[j] - (j == label ? 1.0f : 0.0f);
             sum += (double)d * d;
             if (dx)
-                dx[s * 2 + j] = 2.0f * d / ((float)total * 2);
+                dx[s * K + j] = 2.0f * d / ((float)total * K);
         }
-        rows[2 * s] = (float)(sum / 2);
+        rows[2 * s] = (float)(sum / K);
     }
 }
 
@@ -80,7 +81,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 10) {
+    const int64_t P = 10;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
         (void)first_step;
@@ -88,35 +90,46 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 6, ARENA_FIXED = 0;  // floats
+static const int64_t linear1_out_at = 0;  // 2
+static const int64_t d_linear1_out_at = 4;  // its gradient, 2
+static const int64_t loss_rows_at = 2;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *linear1_weight = ctx->params + 2;
     float *linear1_bias = ctx->params + 0;
-    float *linear1_out = A + 0 * B;   // 2
+    float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
     // minimal.net:2: linear 2
     ddp_gemm(ctx->ops, 0, 1, n, 2, 4, 1.0f, ctx->x, 4, linear1_weight, 4, 0.0f, linear1_out, 2);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 2, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, minimal.net:2");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 2;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *linear1_out = A + 0 * B;   // 2
-    float *d_linear1_out = A + 4 * B;   // 2
-    float *loss_rows = A + 2 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // minimal.net:3: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, minimal.net:3");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -125,6 +138,7 @@ static void train_step(DdpCtx *ctx, int n)
     // minimal.net:2: linear 2
     DDP_LAUNCH(linear1_bias_backward, 2, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 2, 4, n, d_linear1_out, 2, ctx->x, 4, beta, d_linear1_weight, 4);
+    DDP_LAYER_DONE("linear1 backward, minimal.net:2");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // linear1.weight
     if (ctx->grad_ready)
@@ -134,14 +148,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_out = A + 0 * B;   // 2
-    float *loss_rows = A + 2 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // minimal.net:3: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, minimal.net:3");
 }
 
 // One optimizer update of all 10 parameters at once.
@@ -169,11 +184,11 @@ static const DdpNet net = {
     "minimal", "c74c42b4850bedb6",  // name, hash
     1, {4, 1, 1}, 4, 2,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 2, 10, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 10, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    6, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -663,17 +663,18 @@ DDP_KERNEL log_softmax1_backward(int n, const float *dy, const float *y, float *
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         rows[2 * s] = -xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = j == label ? -1.0f / (float)total : 0.0f;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = j == label ? -1.0f / (float)total : 0.0f;
     }
 }
 
@@ -694,7 +695,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0.1, weight_decay 0.001.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 3482) {
+    const int64_t P = 3482;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]) + 0.001f * p[i];  // the gradient's one rounding to float
         float b = first_step ? d : 0.9f * momentum_buffer[i] + 0.9f * d;
         momentum_buffer[i] = b;
@@ -703,10 +705,58 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 12544, ARENA_FIXED = 248;  // floats
+static const int64_t leaky_relu1_out_at = 0;  // 8x14x14
+static const int64_t d_leaky_relu1_out_at = 1568;  // its gradient, 8x14x14
+static const int64_t conv2_out_at = 1568;  // 8x14x14
+static const int64_t d_conv2_out_at = 4704;  // its gradient, 8x14x14
+static const int64_t bn1_out_at = 3136;  // 8x14x14
+static const int64_t d_bn1_out_at = 3136;  // its gradient, 8x14x14
+static const int64_t sigmoid1_out_at = 4704;  // 8x14x14
+static const int64_t d_sigmoid1_out_at = 8232;  // its gradient, 8x14x14
+static const int64_t tanh1_out_at = 3136;  // 8x14x14
+static const int64_t d_tanh1_out_at = 6664;  // its gradient, 8x14x14
+static const int64_t res1_out_at = 6272;  // 8x14x14
+static const int64_t d_res1_out_at = 6664;  // its gradient, 8x14x14
+static const int64_t maxpool1_out_at = 7840;  // 8x7x7
+static const int64_t d_maxpool1_out_at = 6272;  // its gradient, 8x7x7
+static const int64_t avgpool1_out_at = 6272;  // 8x7x7
+static const int64_t d_avgpool1_out_at = 6664;  // its gradient, 8x7x7
+static const int64_t gelu1_out_at = 6664;  // 8x7x7
+static const int64_t d_gelu1_out_at = 7056;  // its gradient, 8x7x7
+static const int64_t conv4_out_at = 7056;  // 16x7x7
+static const int64_t d_conv4_out_at = 9408;  // its gradient, 16x7x7
+static const int64_t bn2_out_at = 8624;  // 16x7x7
+static const int64_t d_bn2_out_at = 8624;  // its gradient, 16x7x7
+static const int64_t relu1_out_at = 9408;  // 16x7x7
+static const int64_t d_relu1_out_at = 10976;  // its gradient, 16x7x7
+static const int64_t conv5_out_at = 8624;  // 16x7x7
+static const int64_t d_conv5_out_at = 11760;  // its gradient, 16x7x7
+static const int64_t gelu2_out_at = 10192;  // 16x7x7
+static const int64_t d_gelu2_out_at = 10192;  // its gradient, 16x7x7
+static const int64_t res2_out_at = 10976;  // 16x7x7
+static const int64_t d_res2_out_at = 10192;  // its gradient, 16x7x7
+static const int64_t global_avgpool1_out_at = 7840;  // 16
+static const int64_t d_global_avgpool1_out_at = 7866;  // its gradient, 16
+static const int64_t linear1_out_at = 7856;  // 10
+static const int64_t d_linear1_out_at = 7856;  // its gradient, 10
+static const int64_t log_softmax1_out_at = 7866;  // 10
+static const int64_t d_log_softmax1_out_at = 7876;  // its gradient, 10
+static const int64_t bn1_sums_at = 0;  // DdpSum, 68 floats
+static const int64_t bn1_stats_at = 68;  // float, 16 floats
+static const int64_t maxpool1_argmax_at = 8232;  // int32_t, 392 floats per sample
+static const int64_t bn2_sums_at = 84;  // DdpSum, 132 floats
+static const int64_t bn2_stats_at = 216;  // float, 32 floats
+static const int64_t loss_rows_at = 7856;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 3410;
     float *conv1_bias = ctx->params + 3402;
@@ -727,35 +777,37 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *conv5_weight = ctx->params + 170;
     float *linear1_weight = ctx->params + 10;
     float *linear1_bias = ctx->params + 0;
-    float *leaky_relu1_out = A + 0 * B;   // 8x14x14
-    float *conv2_out = A + 1568 * B;   // 8x14x14
-    float *bn1_out = A + 3136 * B;   // 8x14x14
-    float *sigmoid1_out = A + 4704 * B;   // 8x14x14
-    float *tanh1_out = A + 3136 * B;   // 8x14x14
-    float *res1_out = A + 6272 * B;   // 8x14x14
-    float *maxpool1_out = A + 7840 * B;   // 8x7x7
-    float *avgpool1_out = A + 6272 * B;   // 8x7x7
-    float *gelu1_out = A + 6664 * B;   // 8x7x7
-    float *conv4_out = A + 7056 * B;   // 16x7x7
-    float *bn2_out = A + 8624 * B;   // 16x7x7
-    float *relu1_out = A + 9408 * B;   // 16x7x7
-    float *conv5_out = A + 8624 * B;   // 16x7x7
-    float *gelu2_out = A + 10192 * B;   // 16x7x7
-    float *res2_out = A + 10976 * B;   // 16x7x7
-    float *global_avgpool1_out = A + 7840 * B;   // 16
-    float *linear1_out = A + 7856 * B;   // 10
-    float *log_softmax1_out = A + 7866 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 12544 * B + 0);
-    float *bn1_stats = A + 12544 * B + 68;
-    int32_t *maxpool1_argmax = (int32_t *)(A + 8232 * B);
-    DdpSum *bn2_sums = (DdpSum *)(A + 12544 * B + 84);
-    float *bn2_stats = A + 12544 * B + 216;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *bn2_out = A + bn2_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *gelu2_out = A + gelu2_out_at * B;
+    float *res2_out = A + res2_out_at * B;
+    float *global_avgpool1_out = A + global_avgpool1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
     // mix.net:4: conv 1->8 k3 s2 p1, with mix.net:4: leaky_relu slope=0.1
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, leaky_relu1_out);
     DDP_LAUNCH(conv1_bias_leaky_relu_forward, (int64_t)n * 1568, n, leaky_relu1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, mix.net:4");
     // mix.net:5: conv 8->8 k3 p1 groups=4
     ddp_conv_forward(ctx->ops, 1, n, leaky_relu1_out, conv2_weight, conv2_out);
     DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 1568, n, conv2_out, conv2_bias);
+    DDP_LAYER_DONE("conv2 forward, mix.net:5");
     // mix.net:5: batchnorm
     if (train) {
         DDP_LAUNCH(bn1_sums_forward, 8, n, conv2_out, bn1_sums);
@@ -765,22 +817,30 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 1568, n, conv2_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
     }
+    DDP_LAYER_DONE("bn1 forward, mix.net:5");
     // mix.net:5: sigmoid
     DDP_LAUNCH(sigmoid1_forward, (int64_t)n * 1568, n, bn1_out, sigmoid1_out);
+    DDP_LAYER_DONE("sigmoid1 forward, mix.net:5");
     // mix.net:6: conv 8 k3 p=same, with mix.net:6: tanh
     ddp_conv_forward(ctx->ops, 2, n, sigmoid1_out, conv3_weight, tanh1_out);
     DDP_LAUNCH(conv3_bias_tanh_forward, (int64_t)n * 1568, n, tanh1_out, conv3_bias);
+    DDP_LAYER_DONE("conv3 forward, mix.net:6");
     // mix.net:6: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 1568, n, tanh1_out, sigmoid1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, mix.net:6");
     // mix.net:7: maxpool k3 s2 p1
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 392, n, res1_out, maxpool1_out, maxpool1_argmax);
+    DDP_LAYER_DONE("maxpool1 forward, mix.net:7");
     // mix.net:8: avgpool k3 s1 p1
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 392, n, maxpool1_out, avgpool1_out);
+    DDP_LAYER_DONE("avgpool1 forward, mix.net:8");
     // mix.net:9: gelu
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 392, n, avgpool1_out, gelu1_out);
+    DDP_LAYER_DONE("gelu1 forward, mix.net:9");
     // mix.net:10: conv 16 k1
     ddp_conv_forward(ctx->ops, 3, n, gelu1_out, conv4_weight, conv4_out);
     DDP_LAUNCH(conv4_bias_forward, (int64_t)n * 784, n, conv4_out, conv4_bias);
+    DDP_LAYER_DONE("conv4 forward, mix.net:10");
     // mix.net:10: batchnorm sync=off
     if (train) {
         DDP_LAUNCH(bn2_sums_forward, 16, n, conv4_out, bn2_sums);
@@ -789,27 +849,35 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn2_eval_forward, (int64_t)n * 784, n, conv4_out, bn2_out, bn2_running_mean, bn2_running_var, bn2_weight, bn2_bias);
     }
+    DDP_LAYER_DONE("bn2 forward, mix.net:10");
     // mix.net:10: relu
     DDP_LAUNCH(relu1_forward, (int64_t)n * 784, n, bn2_out, relu1_out);
+    DDP_LAYER_DONE("relu1 forward, mix.net:10");
     // mix.net:11: conv 16 k3 p1 nobias
     ddp_conv_forward(ctx->ops, 4, n, relu1_out, conv5_weight, conv5_out);
+    DDP_LAYER_DONE("conv5 forward, mix.net:11");
     // mix.net:11: gelu approximate=tanh
     DDP_LAUNCH(gelu2_forward, (int64_t)n * 784, n, conv5_out, gelu2_out);
+    DDP_LAYER_DONE("gelu2 forward, mix.net:11");
     // mix.net:11: residual
     DDP_LAUNCH(res2_forward, (int64_t)n * 784, n, gelu2_out, relu1_out, res2_out);
+    DDP_LAYER_DONE("res2 forward, mix.net:11");
     // mix.net:12: global_avgpool
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 16, n, res2_out, global_avgpool1_out);
+    DDP_LAYER_DONE("global_avgpool1 forward, mix.net:12");
     // mix.net:13: linear 10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 16, 1.0f, global_avgpool1_out, 16, linear1_weight, 16, 0.0f, linear1_out, 10);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, mix.net:13");
     // mix.net:14: log_softmax
     DDP_LAUNCH(log_softmax1_forward, (int64_t)n * 1, n, linear1_out, log_softmax1_out);
+    DDP_LAYER_DONE("log_softmax1 forward, mix.net:14");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 3410;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 3402;
@@ -833,46 +901,47 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *leaky_relu1_out = A + 0 * B;   // 8x14x14
-    float *d_leaky_relu1_out = A + 1568 * B;   // 8x14x14
-    float *conv2_out = A + 1568 * B;   // 8x14x14
-    float *d_conv2_out = A + 4704 * B;   // 8x14x14
-    float *d_bn1_out = A + 3136 * B;   // 8x14x14
-    float *sigmoid1_out = A + 4704 * B;   // 8x14x14
-    float *d_sigmoid1_out = A + 8232 * B;   // 8x14x14
-    float *tanh1_out = A + 3136 * B;   // 8x14x14
-    float *d_tanh1_out = A + 6664 * B;   // 8x14x14
-    float *d_res1_out = A + 6664 * B;   // 8x14x14
-    float *d_maxpool1_out = A + 6272 * B;   // 8x7x7
-    float *avgpool1_out = A + 6272 * B;   // 8x7x7
-    float *d_avgpool1_out = A + 6664 * B;   // 8x7x7
-    float *gelu1_out = A + 6664 * B;   // 8x7x7
-    float *d_gelu1_out = A + 7056 * B;   // 8x7x7
-    float *conv4_out = A + 7056 * B;   // 16x7x7
-    float *d_conv4_out = A + 9408 * B;   // 16x7x7
-    float *d_bn2_out = A + 8624 * B;   // 16x7x7
-    float *relu1_out = A + 9408 * B;   // 16x7x7
-    float *d_relu1_out = A + 10976 * B;   // 16x7x7
-    float *conv5_out = A + 8624 * B;   // 16x7x7
-    float *d_conv5_out = A + 11760 * B;   // 16x7x7
-    float *d_gelu2_out = A + 10192 * B;   // 16x7x7
-    float *d_res2_out = A + 10192 * B;   // 16x7x7
-    float *global_avgpool1_out = A + 7840 * B;   // 16
-    float *d_global_avgpool1_out = A + 7866 * B;   // 16
-    float *d_linear1_out = A + 7856 * B;   // 10
-    float *log_softmax1_out = A + 7866 * B;   // 10
-    float *d_log_softmax1_out = A + 7876 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 12544 * B + 0);
-    float *bn1_stats = A + 12544 * B + 68;
-    int32_t *maxpool1_argmax = (int32_t *)(A + 8232 * B);
-    DdpSum *bn2_sums = (DdpSum *)(A + 12544 * B + 84);
-    float *bn2_stats = A + 12544 * B + 216;
-    float *loss_rows = A + 7856 * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *d_conv2_out = A + d_conv2_out_at * B;
+    float *d_bn1_out = A + d_bn1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *d_sigmoid1_out = A + d_sigmoid1_out_at * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *d_tanh1_out = A + d_tanh1_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_maxpool1_out = A + d_maxpool1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *d_avgpool1_out = A + d_avgpool1_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *d_gelu1_out = A + d_gelu1_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *d_conv4_out = A + d_conv4_out_at * B;
+    float *d_bn2_out = A + d_bn2_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *d_conv5_out = A + d_conv5_out_at * B;
+    float *d_gelu2_out = A + d_gelu2_out_at * B;
+    float *d_res2_out = A + d_res2_out_at * B;
+    float *global_avgpool1_out = A + global_avgpool1_out_at * B;
+    float *d_global_avgpool1_out = A + d_global_avgpool1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    float *d_log_softmax1_out = A + d_log_softmax1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // mix.net:15: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, log_softmax1_out, ctx->labels, loss_rows, d_log_softmax1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, mix.net:15");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -880,30 +949,38 @@ static void train_step(DdpCtx *ctx, int n)
     // as it is final, so that its bucket's all-reduce can start
     // mix.net:14: log_softmax
     DDP_LAUNCH(log_softmax1_backward, n, n, d_log_softmax1_out, log_softmax1_out, d_linear1_out, 0);
+    DDP_LAYER_DONE("log_softmax1 backward, mix.net:14");
     // mix.net:13: linear 10
     DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 16, n, d_linear1_out, 10, global_avgpool1_out, 16, beta, d_linear1_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 10, 1.0f, d_linear1_out, 10, linear1_weight, 16, 0.0f, d_global_avgpool1_out, 16);
+    DDP_LAYER_DONE("linear1 backward, mix.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 19);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 20);  // linear1.bias
     // mix.net:12: global_avgpool
     DDP_LAUNCH(global_avgpool1_backward, (int64_t)n * 784, n, d_global_avgpool1_out, d_res2_out, 0);
+    DDP_LAYER_DONE("global_avgpool1 backward, mix.net:12");
     // mix.net:11: residual
     DDP_LAUNCH(res2_backward, (int64_t)n * 784, n, d_res2_out, d_relu1_out, 0);
+    DDP_LAYER_DONE("res2 backward, mix.net:11");
     // mix.net:11: gelu approximate=tanh
     DDP_LAUNCH(gelu2_backward, (int64_t)n * 784, n, d_gelu2_out, conv5_out, d_conv5_out, 0);
+    DDP_LAYER_DONE("gelu2 backward, mix.net:11");
     // mix.net:11: conv 16 k3 p1 nobias
     ddp_conv_backward_filter(ctx->ops, 4, n, relu1_out, d_conv5_out, d_conv5_weight, beta);
     ddp_conv_backward_data(ctx->ops, 4, n, d_conv5_out, conv5_weight, d_relu1_out, 1.0f);
+    DDP_LAYER_DONE("conv5 backward, mix.net:11");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 18);  // conv5.weight
     // mix.net:10: relu
     DDP_LAUNCH(relu1_backward, (int64_t)n * 784, n, d_relu1_out, relu1_out, d_bn2_out, 0);
+    DDP_LAYER_DONE("relu1 backward, mix.net:10");
     // mix.net:10: batchnorm sync=off
     DDP_LAUNCH(bn2_sums_backward, 16, n, d_bn2_out, conv4_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 784, n, d_bn2_out, conv4_out, bn2_stats, bn2_sums, bn2_weight, d_conv4_out, 0);
+    DDP_LAYER_DONE("bn2 backward, mix.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 13);  // bn2.weight
     if (ctx->grad_ready)
@@ -912,32 +989,40 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(conv4_bias_backward, 16, n, d_conv4_out, d_conv4_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 3, n, gelu1_out, d_conv4_out, d_conv4_weight, beta);
     ddp_conv_backward_data(ctx->ops, 3, n, d_conv4_out, conv4_weight, d_gelu1_out, 0.0f);
+    DDP_LAYER_DONE("conv4 backward, mix.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 11);  // conv4.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 12);  // conv4.bias
     // mix.net:9: gelu
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 392, n, d_gelu1_out, avgpool1_out, d_avgpool1_out, 0);
+    DDP_LAYER_DONE("gelu1 backward, mix.net:9");
     // mix.net:8: avgpool k3 s1 p1
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 392, n, d_avgpool1_out, d_maxpool1_out, 0);
+    DDP_LAYER_DONE("avgpool1 backward, mix.net:8");
     // mix.net:7: maxpool k3 s2 p1
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 1568, n, d_maxpool1_out, maxpool1_argmax, d_res1_out, 0);
+    DDP_LAYER_DONE("maxpool1 backward, mix.net:7");
     // mix.net:6: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 1568, n, d_res1_out, d_sigmoid1_out, 0);
+    DDP_LAYER_DONE("res1 backward, mix.net:6");
     // mix.net:6: conv 8 k3 p=same, with mix.net:6: tanh
     DDP_LAUNCH(conv3_bias_tanh_backward, 8, n, d_tanh1_out, tanh1_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, sigmoid1_out, d_tanh1_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_tanh1_out, conv3_weight, d_sigmoid1_out, 1.0f);
+    DDP_LAYER_DONE("conv3 backward, mix.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 9);  // conv3.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 10);  // conv3.bias
     // mix.net:5: sigmoid
     DDP_LAUNCH(sigmoid1_backward, (int64_t)n * 1568, n, d_sigmoid1_out, sigmoid1_out, d_bn1_out, 0);
+    DDP_LAYER_DONE("sigmoid1 backward, mix.net:5");
     // mix.net:5: batchnorm
     DDP_LAUNCH(bn1_sums_backward, 8, n, d_bn1_out, conv2_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 16);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 1568, n, d_bn1_out, conv2_out, bn1_stats, bn1_sums, bn1_weight, d_conv2_out, 0);
+    DDP_LAYER_DONE("bn1 backward, mix.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // bn1.weight
     if (ctx->grad_ready)
@@ -946,6 +1031,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(conv2_bias_backward, 8, n, d_conv2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, leaky_relu1_out, d_conv2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_conv2_out, conv2_weight, d_leaky_relu1_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, mix.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
     if (ctx->grad_ready)
@@ -953,6 +1039,7 @@ static void train_step(DdpCtx *ctx, int n)
     // mix.net:4: conv 1->8 k3 s2 p1, with mix.net:4: leaky_relu slope=0.1
     DDP_LAUNCH(conv1_bias_leaky_relu_backward, 8, n, d_leaky_relu1_out, leaky_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_leaky_relu1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, mix.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -962,14 +1049,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *log_softmax1_out = A + 7866 * B;   // 10
-    float *loss_rows = A + 7856 * B;
+    float *log_softmax1_out = A + log_softmax1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // mix.net:15: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, log_softmax1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, mix.net:15");
 }
 
 // One optimizer update of all 3482 parameters at once.
@@ -1035,11 +1123,11 @@ static const DdpNet net = {
     "mix", "64a0568d36858576",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 21, 3482, 48, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 3482, 48, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {16, 2, DDP_OPT_SGD, 0.05, 0.9, 0.1, 0.001, 0, 0.9, 0.999, 1e-08, DDP_SCHED_STEP, 0, 1, 0.5, 26214400, 1048576, 0ull, 0},
-    12544, 248,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -149,22 +149,23 @@ DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -186,7 +187,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
                                float bias_correction2_sqrt)
 {
-    DDP_FOR(i, 535818) {
+    const int64_t P = 535818;  // parameters
+    DDP_FOR(i, P) {
         p[i] *= 1.0f - lr * 0.01f;
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         m[i] = 0.9f * m[i] + 0.1f * d;
@@ -195,10 +197,27 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, f
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 2048, ARENA_FIXED = 0;  // floats
+static const int64_t relu1_out_at = 0;  // 512
+static const int64_t d_relu1_out_at = 512;  // its gradient, 512
+static const int64_t dropout1_out_at = 512;  // 512
+static const int64_t d_dropout1_out_at = 1536;  // its gradient, 512
+static const int64_t linear2_out_at = 1024;  // 256
+static const int64_t d_linear2_out_at = 1280;  // its gradient, 256
+static const int64_t gelu1_out_at = 1280;  // 256
+static const int64_t d_gelu1_out_at = 1558;  // its gradient, 256
+static const int64_t linear3_out_at = 1536;  // 10
+static const int64_t d_linear3_out_at = 1548;  // its gradient, 10
+static const int64_t loss_rows_at = 1546;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *linear1_weight = ctx->params + 134410;
     float *linear1_bias = ctx->params + 133898;
@@ -206,31 +225,36 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear2_bias = ctx->params + 2570;
     float *linear3_weight = ctx->params + 10;
     float *linear3_bias = ctx->params + 0;
-    float *relu1_out = A + 0 * B;   // 512
-    float *dropout1_out = A + 512 * B;   // 512
-    float *linear2_out = A + 1024 * B;   // 256
-    float *gelu1_out = A + 1280 * B;   // 256
-    float *linear3_out = A + 1536 * B;   // 10
+    float *relu1_out = A + relu1_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
     // mlp.net:4: linear 784->512, with mlp.net:4: relu
     ddp_gemm(ctx->ops, 0, 1, n, 512, 784, 1.0f, ctx->x, 784, linear1_weight, 784, 0.0f, relu1_out, 512);
     DDP_LAUNCH(linear1_bias_relu_forward, (int64_t)n * 512, n, relu1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, mlp.net:4");
     // mlp.net:5: dropout 0.2
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 512, n, relu1_out, dropout1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+    DDP_LAYER_DONE("dropout1 forward, mlp.net:5");
     // mlp.net:6: linear 256
     ddp_gemm(ctx->ops, 0, 1, n, 256, 512, 1.0f, dropout1_out, 512, linear2_weight, 512, 0.0f, linear2_out, 256);
     DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 256, n, linear2_out, linear2_bias);
+    DDP_LAYER_DONE("linear2 forward, mlp.net:6");
     // mlp.net:6: gelu
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 256, n, linear2_out, gelu1_out);
+    DDP_LAYER_DONE("gelu1 forward, mlp.net:6");
     // mlp.net:7: linear 10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 256, 1.0f, gelu1_out, 256, linear3_weight, 256, 0.0f, linear3_out, 10);
     DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 10, n, linear3_out, linear3_bias);
+    DDP_LAYER_DONE("linear3 forward, mlp.net:7");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 134410;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 133898;
@@ -240,22 +264,23 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear3_weight = ctx->params + 10;
     DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear3_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + 0 * B;   // 512
-    float *d_relu1_out = A + 512 * B;   // 512
-    float *dropout1_out = A + 512 * B;   // 512
-    float *d_dropout1_out = A + 1536 * B;   // 512
-    float *linear2_out = A + 1024 * B;   // 256
-    float *d_linear2_out = A + 1280 * B;   // 256
-    float *gelu1_out = A + 1280 * B;   // 256
-    float *d_gelu1_out = A + 1558 * B;   // 256
-    float *linear3_out = A + 1536 * B;   // 10
-    float *d_linear3_out = A + 1548 * B;   // 10
-    float *loss_rows = A + 1546 * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *d_dropout1_out = A + d_dropout1_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *d_linear2_out = A + d_linear2_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *d_gelu1_out = A + d_gelu1_out_at * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *d_linear3_out = A + d_linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // mlp.net:8: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear3_out, ctx->labels, loss_rows, d_linear3_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, mlp.net:8");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -265,16 +290,19 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear3_bias_backward, 10, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 256, n, d_linear3_out, 10, gelu1_out, 256, beta, d_linear3_weight, 256);
     ddp_gemm(ctx->ops, 0, 0, n, 256, 10, 1.0f, d_linear3_out, 10, linear3_weight, 256, 0.0f, d_gelu1_out, 256);
+    DDP_LAYER_DONE("linear3 backward, mlp.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // linear3.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // linear3.bias
     // mlp.net:6: gelu
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 256, n, d_gelu1_out, linear2_out, d_linear2_out, 0);
+    DDP_LAYER_DONE("gelu1 backward, mlp.net:6");
     // mlp.net:6: linear 256
     DDP_LAUNCH(linear2_bias_backward, 256, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 256, 512, n, d_linear2_out, 256, dropout1_out, 512, beta, d_linear2_weight, 512);
     ddp_gemm(ctx->ops, 0, 0, n, 512, 256, 1.0f, d_linear2_out, 256, linear2_weight, 512, 0.0f, d_dropout1_out, 512);
+    DDP_LAYER_DONE("linear2 backward, mlp.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear2.weight
     if (ctx->grad_ready)
@@ -282,9 +310,11 @@ static void train_step(DdpCtx *ctx, int n)
     // mlp.net:5: dropout 0.2
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 512, n, d_dropout1_out, d_relu1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+    DDP_LAYER_DONE("dropout1 backward, mlp.net:5");
     // mlp.net:4: linear 784->512, with mlp.net:4: relu
     DDP_LAUNCH(linear1_bias_relu_backward, 512, n, d_relu1_out, relu1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 512, 784, n, d_relu1_out, 512, ctx->x, 784, beta, d_linear1_weight, 784);
+    DDP_LAYER_DONE("linear1 backward, mlp.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // linear1.weight
     if (ctx->grad_ready)
@@ -294,14 +324,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear3_out = A + 1536 * B;   // 10
-    float *loss_rows = A + 1546 * B;
+    float *linear3_out = A + linear3_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // mlp.net:8: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear3_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, mlp.net:8");
 }
 
 // One optimizer update of all 535818 parameters at once.
@@ -337,11 +368,11 @@ static const DdpNet net = {
     "mlp", "eb22b9abc1f18991",  // name, hash
     1, {784, 1, 1}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 6, 535818, 0, 2, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 535818, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {128, 5, DDP_OPT_ADAMW, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.999, 1e-08, DDP_SCHED_STEP, 0, 2, 0.5, 26214400, 1048576, 1ull, 0},
-    2048, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -240,22 +240,23 @@ DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -276,7 +277,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0005.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 184586) {
+    const int64_t P = 184586;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]) + 0.0005f * p[i];  // the gradient's one rounding to float
         float b = first_step ? d : 0.9f * momentum_buffer[i] + d;
         momentum_buffer[i] = b;
@@ -285,10 +287,33 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 62230, ARENA_FIXED = 0;  // floats
+static const int64_t relu1_out_at = 0;  // 32x24x24
+static const int64_t d_relu1_out_at = 43798;  // its gradient, 32x24x24
+static const int64_t maxpool1_out_at = 18432;  // 32x12x12
+static const int64_t d_maxpool1_out_at = 39190;  // its gradient, 32x12x12
+static const int64_t relu2_out_at = 27648;  // 64x8x8
+static const int64_t d_relu2_out_at = 35094;  // its gradient, 64x8x8
+static const int64_t maxpool2_out_at = 31744;  // 64x4x4
+static const int64_t d_maxpool2_out_at = 34070;  // its gradient, 64x4x4
+static const int64_t flatten1_out_at = 31744;  // 1024
+static const int64_t d_flatten1_out_at = 34070;  // its gradient, 1024
+static const int64_t relu3_out_at = 33792;  // 128
+static const int64_t d_relu3_out_at = 33942;  // its gradient, 128
+static const int64_t linear2_out_at = 33920;  // 10
+static const int64_t d_linear2_out_at = 33932;  // its gradient, 10
+static const int64_t maxpool1_argmax_at = 23040;  // int32_t, 4608 floats per sample
+static const int64_t maxpool2_argmax_at = 32768;  // int32_t, 1024 floats per sample
+static const int64_t loss_rows_at = 33930;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 183786;
     float *conv1_bias = ctx->params + 183754;
@@ -298,38 +323,44 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_bias = ctx->params + 1290;
     float *linear2_weight = ctx->params + 10;
     float *linear2_bias = ctx->params + 0;
-    float *relu1_out = A + 0 * B;   // 32x24x24
-    float *maxpool1_out = A + 18432 * B;   // 32x12x12
-    float *relu2_out = A + 27648 * B;   // 64x8x8
-    float *maxpool2_out = A + 31744 * B;   // 64x4x4
-    float *flatten1_out = A + 31744 * B;   // 1024
-    float *relu3_out = A + 33792 * B;   // 128
-    float *linear2_out = A + 33920 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 23040 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 32768 * B);
+    float *relu1_out = A + relu1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *relu2_out = A + relu2_out_at * B;
+    float *maxpool2_out = A + maxpool2_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *relu3_out = A + relu3_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     (void)train;  // no layer of this net behaves differently in training
     // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
     DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 18432, n, relu1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, mnist.net:4");
     // mnist.net:6: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 4608, n, relu1_out, maxpool1_out, maxpool1_argmax);
+    DDP_LAYER_DONE("maxpool1 forward, mnist.net:6");
     // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
     ddp_conv_forward(ctx->ops, 1, n, maxpool1_out, conv2_weight, relu2_out);
     DDP_LAUNCH(conv2_bias_relu_forward, (int64_t)n * 4096, n, relu2_out, conv2_bias);
+    DDP_LAYER_DONE("conv2 forward, mnist.net:7");
     // mnist.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 1024, n, relu2_out, maxpool2_out, maxpool2_argmax);
+    DDP_LAYER_DONE("maxpool2 forward, mnist.net:7");
     // mnist.net:9: linear 1024->128, with mnist.net:9: relu
     ddp_gemm(ctx->ops, 0, 1, n, 128, 1024, 1.0f, flatten1_out, 1024, linear1_weight, 1024, 0.0f, relu3_out, 128);
     DDP_LAUNCH(linear1_bias_relu_forward, (int64_t)n * 128, n, relu3_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, mnist.net:9");
     // mnist.net:10: linear 128->10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 128, 1.0f, relu3_out, 128, linear2_weight, 128, 0.0f, linear2_out, 10);
     DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 10, n, linear2_out, linear2_bias);
+    DDP_LAYER_DONE("linear2 forward, mnist.net:10");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 183786;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 183754;
@@ -342,27 +373,28 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear2_weight = ctx->params + 10;
     DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + 0 * B;   // 32x24x24
-    float *d_relu1_out = A + 43798 * B;   // 32x24x24
-    float *maxpool1_out = A + 18432 * B;   // 32x12x12
-    float *d_maxpool1_out = A + 39190 * B;   // 32x12x12
-    float *relu2_out = A + 27648 * B;   // 64x8x8
-    float *d_relu2_out = A + 35094 * B;   // 64x8x8
-    float *d_maxpool2_out = A + 34070 * B;   // 64x4x4
-    float *flatten1_out = A + 31744 * B;   // 1024
-    float *d_flatten1_out = A + 34070 * B;   // 1024
-    float *relu3_out = A + 33792 * B;   // 128
-    float *d_relu3_out = A + 33942 * B;   // 128
-    float *linear2_out = A + 33920 * B;   // 10
-    float *d_linear2_out = A + 33932 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 23040 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 32768 * B);
-    float *loss_rows = A + 33930 * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *d_maxpool1_out = A + d_maxpool1_out_at * B;
+    float *relu2_out = A + relu2_out_at * B;
+    float *d_relu2_out = A + d_relu2_out_at * B;
+    float *d_maxpool2_out = A + d_maxpool2_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *relu3_out = A + relu3_out_at * B;
+    float *d_relu3_out = A + d_relu3_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *d_linear2_out = A + d_linear2_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // mnist.net:11: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear2_out, ctx->labels, loss_rows, d_linear2_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, mnist.net:11");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -372,6 +404,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear2_bias_backward, 10, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 128, n, d_linear2_out, 10, relu3_out, 128, beta, d_linear2_weight, 128);
     ddp_gemm(ctx->ops, 0, 0, n, 128, 10, 1.0f, d_linear2_out, 10, linear2_weight, 128, 0.0f, d_relu3_out, 128);
+    DDP_LAYER_DONE("linear2 backward, mnist.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 6);  // linear2.weight
     if (ctx->grad_ready)
@@ -380,25 +413,30 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear1_bias_relu_backward, 128, n, d_relu3_out, relu3_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 128, 1024, n, d_relu3_out, 128, flatten1_out, 1024, beta, d_linear1_weight, 1024);
     ddp_gemm(ctx->ops, 0, 0, n, 1024, 128, 1.0f, d_relu3_out, 128, linear1_weight, 1024, 0.0f, d_flatten1_out, 1024);
+    DDP_LAYER_DONE("linear1 backward, mnist.net:9");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // linear1.bias
     // mnist.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 1024, n, d_maxpool2_out, maxpool2_argmax, d_relu2_out, 0);
+    DDP_LAYER_DONE("maxpool2 backward, mnist.net:7");
     // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
     DDP_LAUNCH(conv2_bias_relu_backward, 64, n, d_relu2_out, relu2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_relu2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_relu2_out, conv2_weight, d_maxpool1_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, mnist.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // conv2.bias
     // mnist.net:6: maxpool 2
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 4608, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
+    DDP_LAYER_DONE("maxpool1 backward, mnist.net:6");
     // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
     DDP_LAUNCH(conv1_bias_relu_backward, 32, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, mnist.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -408,14 +446,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear2_out = A + 33920 * B;   // 10
-    float *loss_rows = A + 33930 * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // mnist.net:11: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear2_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, mnist.net:11");
 }
 
 // One optimizer update of all 184586 parameters at once.
@@ -456,11 +495,11 @@ static const DdpNet net = {
     "mnist", "2f9b82714ba6c405",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 8, 184586, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 184586, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.05, 0.9, 0.0, 0.0005, 0, 0.9, 0.999, 1e-08, DDP_SCHED_COSINE, 200, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    62230, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -260,22 +260,23 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -296,7 +297,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 358) {
+    const int64_t P = 358;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
         (void)first_step;
@@ -304,10 +306,37 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 4736, ARENA_FIXED = 0;  // floats
+static const int64_t relu1_out_at = 0;  // 4x24x24
+static const int64_t d_relu1_out_at = 2432;  // its gradient, 4x24x24
+static const int64_t maxpool1_out_at = 2304;  // 4x4x4
+static const int64_t d_maxpool1_out_at = 2304;  // its gradient, 4x4x4
+static const int64_t dropout1_out_at = 2432;  // 4x4x4
+static const int64_t d_dropout1_out_at = 2432;  // its gradient, 4x4x4
+static const int64_t dropout2_out_at = 2304;  // 4x4x4
+static const int64_t d_dropout2_out_at = 2566;  // its gradient, 4x4x4
+static const int64_t conv2_out_at = 2496;  // 4x4x4
+static const int64_t d_conv2_out_at = 2502;  // its gradient, 4x4x4
+static const int64_t res1_out_at = 2560;  // 4x4x4
+static const int64_t d_res1_out_at = 2502;  // its gradient, 4x4x4
+static const int64_t maxpool2_out_at = 2432;  // 4x2x2
+static const int64_t d_maxpool2_out_at = 2486;  // its gradient, 4x2x2
+static const int64_t flatten1_out_at = 2432;  // 16
+static const int64_t d_flatten1_out_at = 2486;  // its gradient, 16
+static const int64_t linear1_out_at = 2464;  // 10
+static const int64_t d_linear1_out_at = 2476;  // its gradient, 10
+static const int64_t maxpool1_argmax_at = 2368;  // int32_t, 64 floats per sample
+static const int64_t maxpool2_argmax_at = 2448;  // int32_t, 16 floats per sample
+static const int64_t loss_rows_at = 2474;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 322;
     float *conv1_bias = ctx->params + 318;
@@ -315,44 +344,52 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *conv2_bias = ctx->params + 170;
     float *linear1_weight = ctx->params + 10;
     float *linear1_bias = ctx->params + 0;
-    float *relu1_out = A + 0 * B;   // 4x24x24
-    float *maxpool1_out = A + 2304 * B;   // 4x4x4
-    float *dropout1_out = A + 2432 * B;   // 4x4x4
-    float *dropout2_out = A + 2304 * B;   // 4x4x4
-    float *conv2_out = A + 2496 * B;   // 4x4x4
-    float *res1_out = A + 2560 * B;   // 4x4x4
-    float *maxpool2_out = A + 2432 * B;   // 4x2x2
-    float *flatten1_out = A + 2432 * B;   // 16
-    float *linear1_out = A + 2464 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 2368 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 2448 * B);
+    float *relu1_out = A + relu1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *dropout1_out = A + dropout1_out_at * B;
+    float *dropout2_out = A + dropout2_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *maxpool2_out = A + maxpool2_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
     DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 2304, n, relu1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, pool_paths.net:6");
     // pool_paths.net:8: maxpool 6
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 64, n, relu1_out, maxpool1_out, maxpool1_argmax);
+    DDP_LAYER_DONE("maxpool1 forward, pool_paths.net:8");
     // pool_paths.net:9: dropout 0.25
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 64, n, maxpool1_out, dropout1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+    DDP_LAYER_DONE("dropout1 forward, pool_paths.net:9");
     // pool_paths.net:10: dropout 0.5
     DDP_LAUNCH(dropout2_forward, (int64_t)n * 64, n, dropout1_out, dropout2_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 2, ctx->epoch), train);
+    DDP_LAYER_DONE("dropout2 forward, pool_paths.net:10");
     // pool_paths.net:10: conv 4->4 k3 p1
     ddp_conv_forward(ctx->ops, 1, n, dropout2_out, conv2_weight, conv2_out);
     DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 64, n, conv2_out, conv2_bias);
+    DDP_LAYER_DONE("conv2 forward, pool_paths.net:10");
     // pool_paths.net:10: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 64, n, conv2_out, dropout1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, pool_paths.net:10");
     // pool_paths.net:11: maxpool k3 s1
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 16, n, res1_out, maxpool2_out, maxpool2_argmax);
+    DDP_LAYER_DONE("maxpool2 forward, pool_paths.net:11");
     // pool_paths.net:13: linear 16->10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 16, 1.0f, flatten1_out, 16, linear1_weight, 16, 0.0f, linear1_out, 10);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, pool_paths.net:13");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 322;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 318;
@@ -362,27 +399,28 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + 0 * B;   // 4x24x24
-    float *d_relu1_out = A + 2432 * B;   // 4x24x24
-    float *d_maxpool1_out = A + 2304 * B;   // 4x4x4
-    float *d_dropout1_out = A + 2432 * B;   // 4x4x4
-    float *dropout2_out = A + 2304 * B;   // 4x4x4
-    float *d_dropout2_out = A + 2566 * B;   // 4x4x4
-    float *d_conv2_out = A + 2502 * B;   // 4x4x4
-    float *d_res1_out = A + 2502 * B;   // 4x4x4
-    float *d_maxpool2_out = A + 2486 * B;   // 4x2x2
-    float *flatten1_out = A + 2432 * B;   // 16
-    float *d_flatten1_out = A + 2486 * B;   // 16
-    float *linear1_out = A + 2464 * B;   // 10
-    float *d_linear1_out = A + 2476 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 2368 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 2448 * B);
-    float *loss_rows = A + 2474 * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *d_maxpool1_out = A + d_maxpool1_out_at * B;
+    float *d_dropout1_out = A + d_dropout1_out_at * B;
+    float *dropout2_out = A + dropout2_out_at * B;
+    float *d_dropout2_out = A + d_dropout2_out_at * B;
+    float *d_conv2_out = A + d_conv2_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_maxpool2_out = A + d_maxpool2_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // pool_paths.net:14: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, pool_paths.net:14");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -392,18 +430,22 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 16, n, d_linear1_out, 10, flatten1_out, 16, beta, d_linear1_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 10, 1.0f, d_linear1_out, 10, linear1_weight, 16, 0.0f, d_flatten1_out, 16);
+    DDP_LAYER_DONE("linear1 backward, pool_paths.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // linear1.bias
     // pool_paths.net:11: maxpool k3 s1
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 64, n, d_maxpool2_out, maxpool2_argmax, d_res1_out, 0);
+    DDP_LAYER_DONE("maxpool2 backward, pool_paths.net:11");
     // pool_paths.net:10: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 64, n, d_res1_out, d_dropout1_out, 0);
+    DDP_LAYER_DONE("res1 backward, pool_paths.net:10");
     // pool_paths.net:10: conv 4->4 k3 p1
     DDP_LAUNCH(conv2_bias_backward, 4, n, d_conv2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, dropout2_out, d_conv2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_conv2_out, conv2_weight, d_dropout2_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, pool_paths.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
     if (ctx->grad_ready)
@@ -411,14 +453,18 @@ static void train_step(DdpCtx *ctx, int n)
     // pool_paths.net:10: dropout 0.5
     DDP_LAUNCH(dropout2_backward, (int64_t)n * 64, n, d_dropout2_out, d_dropout1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 2, ctx->epoch), 1);
+    DDP_LAYER_DONE("dropout2 backward, pool_paths.net:10");
     // pool_paths.net:9: dropout 0.25
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 64, n, d_dropout1_out, d_maxpool1_out, ctx->sample_ids,
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+    DDP_LAYER_DONE("dropout1 backward, pool_paths.net:9");
     // pool_paths.net:8: maxpool 6
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 64, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
+    DDP_LAYER_DONE("maxpool1 backward, pool_paths.net:8");
     // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
     DDP_LAUNCH(conv1_bias_relu_backward, 4, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, pool_paths.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -428,14 +474,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_out = A + 2464 * B;   // 10
-    float *loss_rows = A + 2474 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // pool_paths.net:14: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, pool_paths.net:14");
 }
 
 // One optimizer update of all 358 parameters at once.
@@ -474,11 +521,11 @@ static const DdpNet net = {
     "pool_paths", "a1bac567a7967696",  // name, hash
     3, {1, 24, 24}, 576, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 6, 358, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 358, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    4736, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

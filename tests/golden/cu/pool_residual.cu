@@ -341,22 +341,23 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -377,7 +378,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 2306) {
+    const int64_t P = 2306;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         float b = first_step ? d : 0.9f * momentum_buffer[i] + d;
         momentum_buffer[i] = b;
@@ -386,10 +388,42 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 20384, ARENA_FIXED = 0;  // floats
+static const int64_t tanh1_out_at = 0;  // 4x28x28
+static const int64_t d_tanh1_out_at = 14112;  // its gradient, 4x28x28
+static const int64_t maxpool1_out_at = 3136;  // 4x28x28
+static const int64_t d_maxpool1_out_at = 17248;  // its gradient, 4x28x28
+static const int64_t conv2_out_at = 9408;  // 4x28x28
+static const int64_t d_conv2_out_at = 10976;  // its gradient, 4x28x28
+static const int64_t res1_out_at = 12544;  // 4x28x28
+static const int64_t d_res1_out_at = 10976;  // its gradient, 4x28x28
+static const int64_t maxpool2_out_at = 9408;  // 4x14x14
+static const int64_t d_maxpool2_out_at = 9408;  // its gradient, 4x14x14
+static const int64_t avgpool1_out_at = 10976;  // 4x14x14
+static const int64_t d_avgpool1_out_at = 13328;  // its gradient, 4x14x14
+static const int64_t sigmoid1_out_at = 11760;  // 4x14x14
+static const int64_t d_sigmoid1_out_at = 12544;  // its gradient, 4x14x14
+static const int64_t res2_out_at = 12544;  // 4x14x14
+static const int64_t d_res2_out_at = 12544;  // its gradient, 4x14x14
+static const int64_t maxpool3_out_at = 9408;  // 4x7x7
+static const int64_t d_maxpool3_out_at = 9822;  // its gradient, 4x7x7
+static const int64_t flatten1_out_at = 9408;  // 196
+static const int64_t d_flatten1_out_at = 9822;  // its gradient, 196
+static const int64_t linear1_out_at = 9800;  // 10
+static const int64_t d_linear1_out_at = 9812;  // its gradient, 10
+static const int64_t maxpool1_argmax_at = 6272;  // int32_t, 3136 floats per sample
+static const int64_t maxpool2_argmax_at = 10192;  // int32_t, 784 floats per sample
+static const int64_t maxpool3_argmax_at = 9604;  // int32_t, 196 floats per sample
+static const int64_t loss_rows_at = 9810;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 2270;
     float *conv1_bias = ctx->params + 2266;
@@ -399,51 +433,61 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *conv3_bias = ctx->params + 1970;
     float *linear1_weight = ctx->params + 10;
     float *linear1_bias = ctx->params + 0;
-    float *tanh1_out = A + 0 * B;   // 4x28x28
-    float *maxpool1_out = A + 3136 * B;   // 4x28x28
-    float *conv2_out = A + 9408 * B;   // 4x28x28
-    float *res1_out = A + 12544 * B;   // 4x28x28
-    float *maxpool2_out = A + 9408 * B;   // 4x14x14
-    float *avgpool1_out = A + 10976 * B;   // 4x14x14
-    float *sigmoid1_out = A + 11760 * B;   // 4x14x14
-    float *res2_out = A + 12544 * B;   // 4x14x14
-    float *maxpool3_out = A + 9408 * B;   // 4x7x7
-    float *flatten1_out = A + 9408 * B;   // 196
-    float *linear1_out = A + 9800 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 6272 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 10192 * B);
-    int32_t *maxpool3_argmax = (int32_t *)(A + 9604 * B);
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *maxpool2_out = A + maxpool2_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *res2_out = A + res2_out_at * B;
+    float *maxpool3_out = A + maxpool3_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
+    int32_t *maxpool3_argmax = (int32_t *)(A + maxpool3_argmax_at * B);
     (void)train;  // no layer of this net behaves differently in training
     // pool_residual.net:5: conv 1->4 k3 p1, with pool_residual.net:5: tanh
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, tanh1_out);
     DDP_LAUNCH(conv1_bias_tanh_forward, (int64_t)n * 3136, n, tanh1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, pool_residual.net:5");
     // pool_residual.net:6: maxpool 1
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 3136, n, tanh1_out, maxpool1_out, maxpool1_argmax);
+    DDP_LAYER_DONE("maxpool1 forward, pool_residual.net:6");
     // pool_residual.net:6: conv 4->4 k3 p1
     ddp_conv_forward(ctx->ops, 1, n, maxpool1_out, conv2_weight, conv2_out);
     DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 3136, n, conv2_out, conv2_bias);
+    DDP_LAYER_DONE("conv2 forward, pool_residual.net:6");
     // pool_residual.net:6: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 3136, n, conv2_out, tanh1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, pool_residual.net:6");
     // pool_residual.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 784, n, res1_out, maxpool2_out, maxpool2_argmax);
+    DDP_LAYER_DONE("maxpool2 forward, pool_residual.net:7");
     // pool_residual.net:8: avgpool 1
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 784, n, maxpool2_out, avgpool1_out);
+    DDP_LAYER_DONE("avgpool1 forward, pool_residual.net:8");
     // pool_residual.net:8: conv 4->4 k3 p1, with pool_residual.net:8: sigmoid
     ddp_conv_forward(ctx->ops, 2, n, avgpool1_out, conv3_weight, sigmoid1_out);
     DDP_LAUNCH(conv3_bias_sigmoid_forward, (int64_t)n * 784, n, sigmoid1_out, conv3_bias);
+    DDP_LAYER_DONE("conv3 forward, pool_residual.net:8");
     // pool_residual.net:8: residual
     DDP_LAUNCH(res2_forward, (int64_t)n * 784, n, sigmoid1_out, maxpool2_out, res2_out);
+    DDP_LAYER_DONE("res2 forward, pool_residual.net:8");
     // pool_residual.net:9: maxpool 2
     DDP_LAUNCH(maxpool3_forward, (int64_t)n * 196, n, res2_out, maxpool3_out, maxpool3_argmax);
+    DDP_LAYER_DONE("maxpool3 forward, pool_residual.net:9");
     // pool_residual.net:11: linear 10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 196, 1.0f, flatten1_out, 196, linear1_weight, 196, 0.0f, linear1_out, 10);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, pool_residual.net:11");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 2270;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 2266;
@@ -456,32 +500,33 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *tanh1_out = A + 0 * B;   // 4x28x28
-    float *d_tanh1_out = A + 14112 * B;   // 4x28x28
-    float *maxpool1_out = A + 3136 * B;   // 4x28x28
-    float *d_maxpool1_out = A + 17248 * B;   // 4x28x28
-    float *d_conv2_out = A + 10976 * B;   // 4x28x28
-    float *d_res1_out = A + 10976 * B;   // 4x28x28
-    float *d_maxpool2_out = A + 9408 * B;   // 4x14x14
-    float *avgpool1_out = A + 10976 * B;   // 4x14x14
-    float *d_avgpool1_out = A + 13328 * B;   // 4x14x14
-    float *sigmoid1_out = A + 11760 * B;   // 4x14x14
-    float *d_sigmoid1_out = A + 12544 * B;   // 4x14x14
-    float *d_res2_out = A + 12544 * B;   // 4x14x14
-    float *d_maxpool3_out = A + 9822 * B;   // 4x7x7
-    float *flatten1_out = A + 9408 * B;   // 196
-    float *d_flatten1_out = A + 9822 * B;   // 196
-    float *linear1_out = A + 9800 * B;   // 10
-    float *d_linear1_out = A + 9812 * B;   // 10
-    int32_t *maxpool1_argmax = (int32_t *)(A + 6272 * B);
-    int32_t *maxpool2_argmax = (int32_t *)(A + 10192 * B);
-    int32_t *maxpool3_argmax = (int32_t *)(A + 9604 * B);
-    float *loss_rows = A + 9810 * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *d_tanh1_out = A + d_tanh1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
+    float *d_maxpool1_out = A + d_maxpool1_out_at * B;
+    float *d_conv2_out = A + d_conv2_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_maxpool2_out = A + d_maxpool2_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *d_avgpool1_out = A + d_avgpool1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *d_sigmoid1_out = A + d_sigmoid1_out_at * B;
+    float *d_res2_out = A + d_res2_out_at * B;
+    float *d_maxpool3_out = A + d_maxpool3_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
+    int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
+    int32_t *maxpool3_argmax = (int32_t *)(A + maxpool3_argmax_at * B);
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // pool_residual.net:12: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, pool_residual.net:12");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -491,41 +536,51 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 196, n, d_linear1_out, 10, flatten1_out, 196, beta, d_linear1_weight, 196);
     ddp_gemm(ctx->ops, 0, 0, n, 196, 10, 1.0f, d_linear1_out, 10, linear1_weight, 196, 0.0f, d_flatten1_out, 196);
+    DDP_LAYER_DONE("linear1 backward, pool_residual.net:11");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 6);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 7);  // linear1.bias
     // pool_residual.net:9: maxpool 2
     DDP_LAUNCH(maxpool3_backward, (int64_t)n * 196, n, d_maxpool3_out, maxpool3_argmax, d_res2_out, 0);
+    DDP_LAYER_DONE("maxpool3 backward, pool_residual.net:9");
     // pool_residual.net:8: residual
     DDP_LAUNCH(res2_backward, (int64_t)n * 784, n, d_res2_out, d_maxpool2_out, 0);
+    DDP_LAYER_DONE("res2 backward, pool_residual.net:8");
     // pool_residual.net:8: conv 4->4 k3 p1, with pool_residual.net:8: sigmoid
     DDP_LAUNCH(conv3_bias_sigmoid_backward, 4, n, d_sigmoid1_out, sigmoid1_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, avgpool1_out, d_sigmoid1_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_sigmoid1_out, conv3_weight, d_avgpool1_out, 0.0f);
+    DDP_LAYER_DONE("conv3 backward, pool_residual.net:8");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 4);  // conv3.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // conv3.bias
     // pool_residual.net:8: avgpool 1
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 784, n, d_avgpool1_out, d_maxpool2_out, 1);
+    DDP_LAYER_DONE("avgpool1 backward, pool_residual.net:8");
     // pool_residual.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 784, n, d_maxpool2_out, maxpool2_argmax, d_res1_out, 0);
+    DDP_LAYER_DONE("maxpool2 backward, pool_residual.net:7");
     // pool_residual.net:6: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 3136, n, d_res1_out, d_tanh1_out, 0);
+    DDP_LAYER_DONE("res1 backward, pool_residual.net:6");
     // pool_residual.net:6: conv 4->4 k3 p1
     DDP_LAUNCH(conv2_bias_backward, 4, n, d_conv2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_conv2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_conv2_out, conv2_weight, d_maxpool1_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, pool_residual.net:6");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // conv2.bias
     // pool_residual.net:6: maxpool 1
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 3136, n, d_maxpool1_out, maxpool1_argmax, d_tanh1_out, 1);
+    DDP_LAYER_DONE("maxpool1 backward, pool_residual.net:6");
     // pool_residual.net:5: conv 1->4 k3 p1, with pool_residual.net:5: tanh
     DDP_LAUNCH(conv1_bias_tanh_backward, 4, n, d_tanh1_out, tanh1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_tanh1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, pool_residual.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -535,14 +590,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_out = A + 9800 * B;   // 10
-    float *loss_rows = A + 9810 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // pool_residual.net:12: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, pool_residual.net:12");
 }
 
 // One optimizer update of all 2306 parameters at once.
@@ -587,11 +643,11 @@ static const DdpNet net = {
     "pool_residual", "53834af0c2b9fa76",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 8, 2306, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 2306, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {16, 1, DDP_OPT_SGD, 0.1, 0.9, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    20384, 0,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

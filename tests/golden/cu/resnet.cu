@@ -918,22 +918,23 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 10;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 10;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 10; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         float m = xs[best];
         double sum = 0.0;
-        for (int j = 0; j < 10; j++)
+        for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
         float lse = m + (float)log(sum);
         rows[2 * s] = lse - xs[label];
         if (dx)
-            for (int j = 0; j < 10; j++)
-                dx[s * 10 + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+            for (int j = 0; j < K; j++)
+                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
@@ -954,7 +955,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0001, nesterov.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 28410) {
+    const int64_t P = 28410;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]) + 0.0001f * p[i];  // the gradient's one rounding to float
         float b = first_step ? d : 0.9f * momentum_buffer[i] + d;
         momentum_buffer[i] = b;
@@ -963,10 +965,75 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 127062, ARENA_FIXED = 1464;  // floats
+static const int64_t stem_out_at = 0;  // 16x28x28
+static const int64_t d_stem_out_at = 25088;  // its gradient, 16x28x28
+static const int64_t bn1_out_at = 12544;  // 16x28x28
+static const int64_t d_bn1_out_at = 12544;  // its gradient, 16x28x28
+static const int64_t relu1_out_at = 25088;  // 16x28x28
+static const int64_t d_relu1_out_at = 62720;  // its gradient, 16x28x28
+static const int64_t conv2_out_at = 12544;  // 16x28x28
+static const int64_t d_conv2_out_at = 37632;  // its gradient, 16x28x28
+static const int64_t bn2_out_at = 37632;  // 16x28x28
+static const int64_t d_bn2_out_at = 75264;  // its gradient, 16x28x28
+static const int64_t relu2_out_at = 50176;  // 16x28x28
+static const int64_t d_relu2_out_at = 37632;  // its gradient, 16x28x28
+static const int64_t conv3_out_at = 37632;  // 16x28x28
+static const int64_t d_conv3_out_at = 75264;  // its gradient, 16x28x28
+static const int64_t bn3_out_at = 62720;  // 16x28x28
+static const int64_t d_bn3_out_at = 87808;  // its gradient, 16x28x28
+static const int64_t res1_out_at = 75264;  // 16x28x28
+static const int64_t d_res1_out_at = 87808;  // its gradient, 16x28x28
+static const int64_t relu3_out_at = 62720;  // 16x28x28
+static const int64_t d_relu3_out_at = 75264;  // its gradient, 16x28x28
+static const int64_t conv4_out_at = 75264;  // 32x14x14
+static const int64_t d_conv4_out_at = 87808;  // its gradient, 32x14x14
+static const int64_t bn4_out_at = 81536;  // 32x14x14
+static const int64_t d_bn4_out_at = 81536;  // its gradient, 32x14x14
+static const int64_t relu4_out_at = 87808;  // 32x14x14
+static const int64_t d_relu4_out_at = 106624;  // its gradient, 32x14x14
+static const int64_t conv5_out_at = 81536;  // 32x14x14
+static const int64_t d_conv5_out_at = 94080;  // its gradient, 32x14x14
+static const int64_t bn5_out_at = 94080;  // 32x14x14
+static const int64_t d_bn5_out_at = 112896;  // its gradient, 32x14x14
+static const int64_t leaky_relu1_out_at = 100352;  // 32x14x14
+static const int64_t d_leaky_relu1_out_at = 94080;  // its gradient, 32x14x14
+static const int64_t conv6_out_at = 94080;  // 32x14x14
+static const int64_t d_conv6_out_at = 112896;  // its gradient, 32x14x14
+static const int64_t bn6_out_at = 106624;  // 32x14x14
+static const int64_t d_bn6_out_at = 120790;  // its gradient, 32x14x14
+static const int64_t res2_out_at = 112896;  // 32x14x14
+static const int64_t d_res2_out_at = 120790;  // its gradient, 32x14x14
+static const int64_t relu5_out_at = 106624;  // 32x14x14
+static const int64_t d_relu5_out_at = 114518;  // its gradient, 32x14x14
+static const int64_t avgpool1_out_at = 112896;  // 32x7x7
+static const int64_t d_avgpool1_out_at = 112950;  // its gradient, 32x7x7
+static const int64_t global_avgpool1_out_at = 114464;  // 32
+static const int64_t d_global_avgpool1_out_at = 112918;  // its gradient, 32
+static const int64_t linear1_out_at = 112896;  // 10
+static const int64_t d_linear1_out_at = 112908;  // its gradient, 10
+static const int64_t bn1_sums_at = 0;  // DdpSum, 132 floats
+static const int64_t bn1_stats_at = 132;  // float, 32 floats
+static const int64_t bn2_sums_at = 164;  // DdpSum, 132 floats
+static const int64_t bn2_stats_at = 296;  // float, 32 floats
+static const int64_t bn3_sums_at = 328;  // DdpSum, 132 floats
+static const int64_t bn3_stats_at = 460;  // float, 32 floats
+static const int64_t bn4_sums_at = 492;  // DdpSum, 260 floats
+static const int64_t bn4_stats_at = 752;  // float, 64 floats
+static const int64_t bn5_sums_at = 816;  // DdpSum, 260 floats
+static const int64_t bn5_stats_at = 1076;  // float, 64 floats
+static const int64_t bn6_sums_at = 1140;  // DdpSum, 260 floats
+static const int64_t bn6_stats_at = 1400;  // float, 64 floats
+static const int64_t loss_rows_at = 112906;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *stem_weight = ctx->params + 28266;
     float *bn1_weight = ctx->params + 28250;
@@ -1000,43 +1067,44 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *bn6_running_var = ctx->buffers + 0;
     float *linear1_weight = ctx->params + 10;
     float *linear1_bias = ctx->params + 0;
-    float *stem_out = A + 0 * B;   // 16x28x28
-    float *bn1_out = A + 12544 * B;   // 16x28x28
-    float *relu1_out = A + 25088 * B;   // 16x28x28
-    float *conv2_out = A + 12544 * B;   // 16x28x28
-    float *bn2_out = A + 37632 * B;   // 16x28x28
-    float *relu2_out = A + 50176 * B;   // 16x28x28
-    float *conv3_out = A + 37632 * B;   // 16x28x28
-    float *bn3_out = A + 62720 * B;   // 16x28x28
-    float *res1_out = A + 75264 * B;   // 16x28x28
-    float *relu3_out = A + 62720 * B;   // 16x28x28
-    float *conv4_out = A + 75264 * B;   // 32x14x14
-    float *bn4_out = A + 81536 * B;   // 32x14x14
-    float *relu4_out = A + 87808 * B;   // 32x14x14
-    float *conv5_out = A + 81536 * B;   // 32x14x14
-    float *bn5_out = A + 94080 * B;   // 32x14x14
-    float *leaky_relu1_out = A + 100352 * B;   // 32x14x14
-    float *conv6_out = A + 94080 * B;   // 32x14x14
-    float *bn6_out = A + 106624 * B;   // 32x14x14
-    float *res2_out = A + 112896 * B;   // 32x14x14
-    float *relu5_out = A + 106624 * B;   // 32x14x14
-    float *avgpool1_out = A + 112896 * B;   // 32x7x7
-    float *global_avgpool1_out = A + 114464 * B;   // 32
-    float *linear1_out = A + 112896 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 127062 * B + 0);
-    float *bn1_stats = A + 127062 * B + 132;
-    DdpSum *bn2_sums = (DdpSum *)(A + 127062 * B + 164);
-    float *bn2_stats = A + 127062 * B + 296;
-    DdpSum *bn3_sums = (DdpSum *)(A + 127062 * B + 328);
-    float *bn3_stats = A + 127062 * B + 460;
-    DdpSum *bn4_sums = (DdpSum *)(A + 127062 * B + 492);
-    float *bn4_stats = A + 127062 * B + 752;
-    DdpSum *bn5_sums = (DdpSum *)(A + 127062 * B + 816);
-    float *bn5_stats = A + 127062 * B + 1076;
-    DdpSum *bn6_sums = (DdpSum *)(A + 127062 * B + 1140);
-    float *bn6_stats = A + 127062 * B + 1400;
+    float *stem_out = A + stem_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *bn2_out = A + bn2_out_at * B;
+    float *relu2_out = A + relu2_out_at * B;
+    float *conv3_out = A + conv3_out_at * B;
+    float *bn3_out = A + bn3_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *relu3_out = A + relu3_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *bn4_out = A + bn4_out_at * B;
+    float *relu4_out = A + relu4_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *bn5_out = A + bn5_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *conv6_out = A + conv6_out_at * B;
+    float *bn6_out = A + bn6_out_at * B;
+    float *res2_out = A + res2_out_at * B;
+    float *relu5_out = A + relu5_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *global_avgpool1_out = A + global_avgpool1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
+    DdpSum *bn3_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn3_sums_at);
+    float *bn3_stats = A + ARENA_PER_SAMPLE * B + bn3_stats_at;
+    DdpSum *bn4_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn4_sums_at);
+    float *bn4_stats = A + ARENA_PER_SAMPLE * B + bn4_stats_at;
+    DdpSum *bn5_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn5_sums_at);
+    float *bn5_stats = A + ARENA_PER_SAMPLE * B + bn5_stats_at;
+    DdpSum *bn6_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn6_sums_at);
+    float *bn6_stats = A + ARENA_PER_SAMPLE * B + bn6_stats_at;
     // resnet.net:4: stem: conv 1->16 k3 p1 nobias
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, stem_weight, stem_out);
+    DDP_LAYER_DONE("stem forward, resnet.net:4");
     // resnet.net:5: batchnorm
     if (train) {
         DDP_LAUNCH(bn1_sums_forward, 16, n, stem_out, bn1_sums);
@@ -1046,10 +1114,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 12544, n, stem_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
     }
+    DDP_LAYER_DONE("bn1 forward, resnet.net:5");
     // resnet.net:5: relu
     DDP_LAUNCH(relu1_forward, (int64_t)n * 12544, n, bn1_out, relu1_out);
+    DDP_LAYER_DONE("relu1 forward, resnet.net:5");
     // resnet.net:7: conv 16->16 k3 p1 nobias
     ddp_conv_forward(ctx->ops, 1, n, relu1_out, conv2_weight, conv2_out);
+    DDP_LAYER_DONE("conv2 forward, resnet.net:7");
     // resnet.net:7: batchnorm
     if (train) {
         DDP_LAUNCH(bn2_sums_forward, 16, n, conv2_out, bn2_sums);
@@ -1059,10 +1130,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn2_eval_forward, (int64_t)n * 12544, n, conv2_out, bn2_out, bn2_running_mean, bn2_running_var, bn2_weight, bn2_bias);
     }
+    DDP_LAYER_DONE("bn2 forward, resnet.net:7");
     // resnet.net:7: relu
     DDP_LAUNCH(relu2_forward, (int64_t)n * 12544, n, bn2_out, relu2_out);
+    DDP_LAYER_DONE("relu2 forward, resnet.net:7");
     // resnet.net:8: conv 16->16 k3 p1 nobias
     ddp_conv_forward(ctx->ops, 2, n, relu2_out, conv3_weight, conv3_out);
+    DDP_LAYER_DONE("conv3 forward, resnet.net:8");
     // resnet.net:8: batchnorm
     if (train) {
         DDP_LAUNCH(bn3_sums_forward, 16, n, conv3_out, bn3_sums);
@@ -1072,12 +1146,16 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn3_eval_forward, (int64_t)n * 12544, n, conv3_out, bn3_out, bn3_running_mean, bn3_running_var, bn3_weight, bn3_bias);
     }
+    DDP_LAYER_DONE("bn3 forward, resnet.net:8");
     // resnet.net:6: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 12544, n, bn3_out, relu1_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, resnet.net:6");
     // resnet.net:10: relu
     DDP_LAUNCH(relu3_forward, (int64_t)n * 12544, n, res1_out, relu3_out);
+    DDP_LAYER_DONE("relu3 forward, resnet.net:10");
     // resnet.net:11: conv 16->32 k3 s2 p1 nobias
     ddp_conv_forward(ctx->ops, 3, n, relu3_out, conv4_weight, conv4_out);
+    DDP_LAYER_DONE("conv4 forward, resnet.net:11");
     // resnet.net:11: batchnorm
     if (train) {
         DDP_LAUNCH(bn4_sums_forward, 32, n, conv4_out, bn4_sums);
@@ -1087,10 +1165,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn4_eval_forward, (int64_t)n * 6272, n, conv4_out, bn4_out, bn4_running_mean, bn4_running_var, bn4_weight, bn4_bias);
     }
+    DDP_LAYER_DONE("bn4 forward, resnet.net:11");
     // resnet.net:11: relu
     DDP_LAUNCH(relu4_forward, (int64_t)n * 6272, n, bn4_out, relu4_out);
+    DDP_LAYER_DONE("relu4 forward, resnet.net:11");
     // resnet.net:13: conv 32 k3 p=same nobias
     ddp_conv_forward(ctx->ops, 4, n, relu4_out, conv5_weight, conv5_out);
+    DDP_LAYER_DONE("conv5 forward, resnet.net:13");
     // resnet.net:13: batchnorm
     if (train) {
         DDP_LAUNCH(bn5_sums_forward, 32, n, conv5_out, bn5_sums);
@@ -1100,10 +1181,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn5_eval_forward, (int64_t)n * 6272, n, conv5_out, bn5_out, bn5_running_mean, bn5_running_var, bn5_weight, bn5_bias);
     }
+    DDP_LAYER_DONE("bn5 forward, resnet.net:13");
     // resnet.net:13: leaky_relu slope=0.1
     DDP_LAUNCH(leaky_relu1_forward, (int64_t)n * 6272, n, bn5_out, leaky_relu1_out);
+    DDP_LAYER_DONE("leaky_relu1 forward, resnet.net:13");
     // resnet.net:14: conv 32 k3 p=same nobias
     ddp_conv_forward(ctx->ops, 5, n, leaky_relu1_out, conv6_weight, conv6_out);
+    DDP_LAYER_DONE("conv6 forward, resnet.net:14");
     // resnet.net:14: batchnorm
     if (train) {
         DDP_LAUNCH(bn6_sums_forward, 32, n, conv6_out, bn6_sums);
@@ -1113,23 +1197,29 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn6_eval_forward, (int64_t)n * 6272, n, conv6_out, bn6_out, bn6_running_mean, bn6_running_var, bn6_weight, bn6_bias);
     }
+    DDP_LAYER_DONE("bn6 forward, resnet.net:14");
     // resnet.net:12: residual
     DDP_LAUNCH(res2_forward, (int64_t)n * 6272, n, bn6_out, relu4_out, res2_out);
+    DDP_LAYER_DONE("res2 forward, resnet.net:12");
     // resnet.net:16: relu
     DDP_LAUNCH(relu5_forward, (int64_t)n * 6272, n, res2_out, relu5_out);
+    DDP_LAYER_DONE("relu5 forward, resnet.net:16");
     // resnet.net:17: avgpool 2
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 1568, n, relu5_out, avgpool1_out);
+    DDP_LAYER_DONE("avgpool1 forward, resnet.net:17");
     // resnet.net:18: global_avgpool
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 32, n, avgpool1_out, global_avgpool1_out);
+    DDP_LAYER_DONE("global_avgpool1 forward, resnet.net:18");
     // resnet.net:19: linear 32->10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 32, 1.0f, global_avgpool1_out, 32, linear1_weight, 32, 0.0f, linear1_out, 10);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, resnet.net:19");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 28266;
     float *bn1_weight = ctx->params + 28250;
@@ -1163,61 +1253,62 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *stem_out = A + 0 * B;   // 16x28x28
-    float *d_stem_out = A + 25088 * B;   // 16x28x28
-    float *d_bn1_out = A + 12544 * B;   // 16x28x28
-    float *relu1_out = A + 25088 * B;   // 16x28x28
-    float *d_relu1_out = A + 62720 * B;   // 16x28x28
-    float *conv2_out = A + 12544 * B;   // 16x28x28
-    float *d_conv2_out = A + 37632 * B;   // 16x28x28
-    float *d_bn2_out = A + 75264 * B;   // 16x28x28
-    float *relu2_out = A + 50176 * B;   // 16x28x28
-    float *d_relu2_out = A + 37632 * B;   // 16x28x28
-    float *conv3_out = A + 37632 * B;   // 16x28x28
-    float *d_conv3_out = A + 75264 * B;   // 16x28x28
-    float *d_bn3_out = A + 87808 * B;   // 16x28x28
-    float *d_res1_out = A + 87808 * B;   // 16x28x28
-    float *relu3_out = A + 62720 * B;   // 16x28x28
-    float *d_relu3_out = A + 75264 * B;   // 16x28x28
-    float *conv4_out = A + 75264 * B;   // 32x14x14
-    float *d_conv4_out = A + 87808 * B;   // 32x14x14
-    float *d_bn4_out = A + 81536 * B;   // 32x14x14
-    float *relu4_out = A + 87808 * B;   // 32x14x14
-    float *d_relu4_out = A + 106624 * B;   // 32x14x14
-    float *conv5_out = A + 81536 * B;   // 32x14x14
-    float *d_conv5_out = A + 94080 * B;   // 32x14x14
-    float *d_bn5_out = A + 112896 * B;   // 32x14x14
-    float *leaky_relu1_out = A + 100352 * B;   // 32x14x14
-    float *d_leaky_relu1_out = A + 94080 * B;   // 32x14x14
-    float *conv6_out = A + 94080 * B;   // 32x14x14
-    float *d_conv6_out = A + 112896 * B;   // 32x14x14
-    float *d_bn6_out = A + 120790 * B;   // 32x14x14
-    float *d_res2_out = A + 120790 * B;   // 32x14x14
-    float *relu5_out = A + 106624 * B;   // 32x14x14
-    float *d_relu5_out = A + 114518 * B;   // 32x14x14
-    float *d_avgpool1_out = A + 112950 * B;   // 32x7x7
-    float *global_avgpool1_out = A + 114464 * B;   // 32
-    float *d_global_avgpool1_out = A + 112918 * B;   // 32
-    float *linear1_out = A + 112896 * B;   // 10
-    float *d_linear1_out = A + 112908 * B;   // 10
-    DdpSum *bn1_sums = (DdpSum *)(A + 127062 * B + 0);
-    float *bn1_stats = A + 127062 * B + 132;
-    DdpSum *bn2_sums = (DdpSum *)(A + 127062 * B + 164);
-    float *bn2_stats = A + 127062 * B + 296;
-    DdpSum *bn3_sums = (DdpSum *)(A + 127062 * B + 328);
-    float *bn3_stats = A + 127062 * B + 460;
-    DdpSum *bn4_sums = (DdpSum *)(A + 127062 * B + 492);
-    float *bn4_stats = A + 127062 * B + 752;
-    DdpSum *bn5_sums = (DdpSum *)(A + 127062 * B + 816);
-    float *bn5_stats = A + 127062 * B + 1076;
-    DdpSum *bn6_sums = (DdpSum *)(A + 127062 * B + 1140);
-    float *bn6_stats = A + 127062 * B + 1400;
-    float *loss_rows = A + 112906 * B;
+    float *stem_out = A + stem_out_at * B;
+    float *d_stem_out = A + d_stem_out_at * B;
+    float *d_bn1_out = A + d_bn1_out_at * B;
+    float *relu1_out = A + relu1_out_at * B;
+    float *d_relu1_out = A + d_relu1_out_at * B;
+    float *conv2_out = A + conv2_out_at * B;
+    float *d_conv2_out = A + d_conv2_out_at * B;
+    float *d_bn2_out = A + d_bn2_out_at * B;
+    float *relu2_out = A + relu2_out_at * B;
+    float *d_relu2_out = A + d_relu2_out_at * B;
+    float *conv3_out = A + conv3_out_at * B;
+    float *d_conv3_out = A + d_conv3_out_at * B;
+    float *d_bn3_out = A + d_bn3_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *relu3_out = A + relu3_out_at * B;
+    float *d_relu3_out = A + d_relu3_out_at * B;
+    float *conv4_out = A + conv4_out_at * B;
+    float *d_conv4_out = A + d_conv4_out_at * B;
+    float *d_bn4_out = A + d_bn4_out_at * B;
+    float *relu4_out = A + relu4_out_at * B;
+    float *d_relu4_out = A + d_relu4_out_at * B;
+    float *conv5_out = A + conv5_out_at * B;
+    float *d_conv5_out = A + d_conv5_out_at * B;
+    float *d_bn5_out = A + d_bn5_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *conv6_out = A + conv6_out_at * B;
+    float *d_conv6_out = A + d_conv6_out_at * B;
+    float *d_bn6_out = A + d_bn6_out_at * B;
+    float *d_res2_out = A + d_res2_out_at * B;
+    float *relu5_out = A + relu5_out_at * B;
+    float *d_relu5_out = A + d_relu5_out_at * B;
+    float *d_avgpool1_out = A + d_avgpool1_out_at * B;
+    float *global_avgpool1_out = A + global_avgpool1_out_at * B;
+    float *d_global_avgpool1_out = A + d_global_avgpool1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
+    float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
+    DdpSum *bn3_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn3_sums_at);
+    float *bn3_stats = A + ARENA_PER_SAMPLE * B + bn3_stats_at;
+    DdpSum *bn4_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn4_sums_at);
+    float *bn4_stats = A + ARENA_PER_SAMPLE * B + bn4_stats_at;
+    DdpSum *bn5_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn5_sums_at);
+    float *bn5_stats = A + ARENA_PER_SAMPLE * B + bn5_stats_at;
+    DdpSum *bn6_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn6_sums_at);
+    float *bn6_stats = A + ARENA_PER_SAMPLE * B + bn6_stats_at;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // resnet.net:20: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, resnet.net:20");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -1227,22 +1318,28 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 32, n, d_linear1_out, 10, global_avgpool1_out, 32, beta, d_linear1_weight, 32);
     ddp_gemm(ctx->ops, 0, 0, n, 32, 10, 1.0f, d_linear1_out, 10, linear1_weight, 32, 0.0f, d_global_avgpool1_out, 32);
+    DDP_LAYER_DONE("linear1 backward, resnet.net:19");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 36);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 37);  // linear1.bias
     // resnet.net:18: global_avgpool
     DDP_LAUNCH(global_avgpool1_backward, (int64_t)n * 1568, n, d_global_avgpool1_out, d_avgpool1_out, 0);
+    DDP_LAYER_DONE("global_avgpool1 backward, resnet.net:18");
     // resnet.net:17: avgpool 2
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 1568, n, d_avgpool1_out, d_relu5_out, 0);
+    DDP_LAYER_DONE("avgpool1 backward, resnet.net:17");
     // resnet.net:16: relu
     DDP_LAUNCH(relu5_backward, (int64_t)n * 6272, n, d_relu5_out, relu5_out, d_res2_out, 0);
+    DDP_LAYER_DONE("relu5 backward, resnet.net:16");
     // resnet.net:12: residual
     DDP_LAUNCH(res2_backward, (int64_t)n * 6272, n, d_res2_out, d_relu4_out, 0);
+    DDP_LAYER_DONE("res2 backward, resnet.net:12");
     // resnet.net:14: batchnorm
     DDP_LAUNCH(bn6_sums_backward, 32, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, d_bn6_weight, d_bn6_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn6_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn6_normalize_backward, (int64_t)n * 6272, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, bn6_weight, d_conv6_out, 0);
+    DDP_LAYER_DONE("bn6 backward, resnet.net:14");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 31);  // bn6.weight
     if (ctx->grad_ready)
@@ -1250,14 +1347,17 @@ static void train_step(DdpCtx *ctx, int n)
     // resnet.net:14: conv 32 k3 p=same nobias
     ddp_conv_backward_filter(ctx->ops, 5, n, leaky_relu1_out, d_conv6_out, d_conv6_weight, beta);
     ddp_conv_backward_data(ctx->ops, 5, n, d_conv6_out, conv6_weight, d_leaky_relu1_out, 0.0f);
+    DDP_LAYER_DONE("conv6 backward, resnet.net:14");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 30);  // conv6.weight
     // resnet.net:13: leaky_relu slope=0.1
     DDP_LAUNCH(leaky_relu1_backward, (int64_t)n * 6272, n, d_leaky_relu1_out, leaky_relu1_out, d_bn5_out, 0);
+    DDP_LAYER_DONE("leaky_relu1 backward, resnet.net:13");
     // resnet.net:13: batchnorm
     DDP_LAUNCH(bn5_sums_backward, 32, n, d_bn5_out, conv5_out, bn5_stats, bn5_sums, d_bn5_weight, d_bn5_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn5_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn5_normalize_backward, (int64_t)n * 6272, n, d_bn5_out, conv5_out, bn5_stats, bn5_sums, bn5_weight, d_conv5_out, 0);
+    DDP_LAYER_DONE("bn5 backward, resnet.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 25);  // bn5.weight
     if (ctx->grad_ready)
@@ -1265,14 +1365,17 @@ static void train_step(DdpCtx *ctx, int n)
     // resnet.net:13: conv 32 k3 p=same nobias
     ddp_conv_backward_filter(ctx->ops, 4, n, relu4_out, d_conv5_out, d_conv5_weight, beta);
     ddp_conv_backward_data(ctx->ops, 4, n, d_conv5_out, conv5_weight, d_relu4_out, 1.0f);
+    DDP_LAYER_DONE("conv5 backward, resnet.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 24);  // conv5.weight
     // resnet.net:11: relu
     DDP_LAUNCH(relu4_backward, (int64_t)n * 6272, n, d_relu4_out, relu4_out, d_bn4_out, 0);
+    DDP_LAYER_DONE("relu4 backward, resnet.net:11");
     // resnet.net:11: batchnorm
     DDP_LAUNCH(bn4_sums_backward, 32, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, d_bn4_weight, d_bn4_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn4_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn4_normalize_backward, (int64_t)n * 6272, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, bn4_weight, d_conv4_out, 0);
+    DDP_LAYER_DONE("bn4 backward, resnet.net:11");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 19);  // bn4.weight
     if (ctx->grad_ready)
@@ -1280,16 +1383,20 @@ static void train_step(DdpCtx *ctx, int n)
     // resnet.net:11: conv 16->32 k3 s2 p1 nobias
     ddp_conv_backward_filter(ctx->ops, 3, n, relu3_out, d_conv4_out, d_conv4_weight, beta);
     ddp_conv_backward_data(ctx->ops, 3, n, d_conv4_out, conv4_weight, d_relu3_out, 0.0f);
+    DDP_LAYER_DONE("conv4 backward, resnet.net:11");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 18);  // conv4.weight
     // resnet.net:10: relu
     DDP_LAUNCH(relu3_backward, (int64_t)n * 12544, n, d_relu3_out, relu3_out, d_res1_out, 0);
+    DDP_LAYER_DONE("relu3 backward, resnet.net:10");
     // resnet.net:6: residual
     DDP_LAUNCH(res1_backward, (int64_t)n * 12544, n, d_res1_out, d_relu1_out, 0);
+    DDP_LAYER_DONE("res1 backward, resnet.net:6");
     // resnet.net:8: batchnorm
     DDP_LAUNCH(bn3_sums_backward, 16, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, d_bn3_weight, d_bn3_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn3_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn3_normalize_backward, (int64_t)n * 12544, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, bn3_weight, d_conv3_out, 0);
+    DDP_LAYER_DONE("bn3 backward, resnet.net:8");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 13);  // bn3.weight
     if (ctx->grad_ready)
@@ -1297,14 +1404,17 @@ static void train_step(DdpCtx *ctx, int n)
     // resnet.net:8: conv 16->16 k3 p1 nobias
     ddp_conv_backward_filter(ctx->ops, 2, n, relu2_out, d_conv3_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_conv3_out, conv3_weight, d_relu2_out, 0.0f);
+    DDP_LAYER_DONE("conv3 backward, resnet.net:8");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 12);  // conv3.weight
     // resnet.net:7: relu
     DDP_LAUNCH(relu2_backward, (int64_t)n * 12544, n, d_relu2_out, relu2_out, d_bn2_out, 0);
+    DDP_LAYER_DONE("relu2 backward, resnet.net:7");
     // resnet.net:7: batchnorm
     DDP_LAUNCH(bn2_sums_backward, 16, n, d_bn2_out, conv2_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn2_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 12544, n, d_bn2_out, conv2_out, bn2_stats, bn2_sums, bn2_weight, d_conv2_out, 0);
+    DDP_LAYER_DONE("bn2 backward, resnet.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 7);  // bn2.weight
     if (ctx->grad_ready)
@@ -1312,20 +1422,24 @@ static void train_step(DdpCtx *ctx, int n)
     // resnet.net:7: conv 16->16 k3 p1 nobias
     ddp_conv_backward_filter(ctx->ops, 1, n, relu1_out, d_conv2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_conv2_out, conv2_weight, d_relu1_out, 1.0f);
+    DDP_LAYER_DONE("conv2 backward, resnet.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 6);  // conv2.weight
     // resnet.net:5: relu
     DDP_LAUNCH(relu1_backward, (int64_t)n * 12544, n, d_relu1_out, relu1_out, d_bn1_out, 0);
+    DDP_LAYER_DONE("relu1 backward, resnet.net:5");
     // resnet.net:5: batchnorm
     DDP_LAUNCH(bn1_sums_backward, 16, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 12544, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, bn1_weight, d_stem_out, 0);
+    DDP_LAYER_DONE("bn1 backward, resnet.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 1);  // bn1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // bn1.bias
     // resnet.net:4: stem: conv 1->16 k3 p1 nobias
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_stem_out, d_stem_weight, beta);
+    DDP_LAYER_DONE("stem backward, resnet.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // stem.weight
 }
@@ -1333,14 +1447,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_out = A + 112896 * B;   // 10
-    float *loss_rows = A + 112906 * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // resnet.net:20: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, resnet.net:20");
 }
 
 // One optimizer update of all 28410 parameters at once.
@@ -1427,11 +1542,11 @@ static const DdpNet net = {
     "resnet", "8775f8dc6aae3a1f",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 38, 28410, 288, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 28410, 288, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 3, DDP_OPT_SGD, 0.05, 0.9, 0.0, 0.0001, 1, 0.9, 0.999, 1e-08, DDP_SCHED_COSINE, 100, 1, 0.1, 1048576, 1048576, 0ull, 0},
-    127062, 1464,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 

@@ -322,21 +322,22 @@ DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
 DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,
                                  float *dx)
 {
+    const int64_t K = 5;  // classes
     DDP_FOR(s, n) {
-        const float *xs = x + s * 5;
+        const float *xs = x + s * K;
         int label = labels[s];
         int best = 0;
-        for (int j = 1; j < 5; j++)
+        for (int j = 1; j < K; j++)
             best = xs[j] > xs[best] ? j : best;
         rows[2 * s + 1] = best == label ? 1.0f : 0.0f;
         double sum = 0.0;
-        for (int j = 0; j < 5; j++) {
+        for (int j = 0; j < K; j++) {
             float d = xs[j] - (j == label ? 1.0f : 0.0f);
             sum += (double)d * d;
             if (dx)
-                dx[s * 5 + j] = 2.0f * d / ((float)total * 5);
+                dx[s * K + j] = 2.0f * d / ((float)total * K);
         }
-        rows[2 * s] = (float)(sum / 5);
+        rows[2 * s] = (float)(sum / K);
     }
 }
 
@@ -357,7 +358,8 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    DDP_FOR(i, 658) {
+    const int64_t P = 658;  // parameters
+    DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
         (void)first_step;
@@ -365,10 +367,37 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     }
 }
 
+// The activation arena (ctx->arena), planned by ddpc. A batch-sized buffer lies
+// at its offset x B (the batch) and holds B x its size per sample; buffers whose
+// lifetimes do not overlap share floats. Fixed-size buffers lie after all of
+// them, at ARENA_PER_SAMPLE x B + their offset.
+static const int64_t ARENA_PER_SAMPLE = 418, ARENA_FIXED = 644;  // floats
+static const int64_t tanh1_out_at = 0;  // 3x5x5
+static const int64_t d_tanh1_out_at = 75;  // its gradient, 3x5x5
+static const int64_t avgpool1_out_at = 75;  // 3x5x5
+static const int64_t d_avgpool1_out_at = 278;  // its gradient, 3x5x5
+static const int64_t sigmoid1_out_at = 150;  // 4x4x4
+static const int64_t d_sigmoid1_out_at = 214;  // its gradient, 4x4x4
+static const int64_t flatten1_out_at = 150;  // 64
+static const int64_t d_flatten1_out_at = 214;  // its gradient, 64
+static const int64_t bn1_out_at = 214;  // 64
+static const int64_t d_bn1_out_at = 278;  // its gradient, 64
+static const int64_t leaky_relu1_out_at = 278;  // 64
+static const int64_t d_leaky_relu1_out_at = 354;  // its gradient, 64
+static const int64_t linear1_out_at = 342;  // 6
+static const int64_t d_linear1_out_at = 348;  // its gradient, 6
+static const int64_t gelu1_out_at = 348;  // 6
+static const int64_t d_gelu1_out_at = 354;  // its gradient, 6
+static const int64_t linear2_out_at = 354;  // 5
+static const int64_t d_linear2_out_at = 361;  // its gradient, 5
+static const int64_t bn1_sums_at = 0;  // DdpSum, 516 floats
+static const int64_t bn1_stats_at = 516;  // float, 128 floats
+static const int64_t loss_rows_at = 359;  // float, 2 floats per sample
+
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     float *conv1_weight = ctx->params + 604;
     float *conv1_bias = ctx->params + 601;
@@ -381,25 +410,28 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_bias = ctx->params + 35;
     float *linear2_weight = ctx->params + 5;
     float *linear2_bias = ctx->params + 0;
-    float *tanh1_out = A + 0 * B;   // 3x5x5
-    float *avgpool1_out = A + 75 * B;   // 3x5x5
-    float *sigmoid1_out = A + 150 * B;   // 4x4x4
-    float *flatten1_out = A + 150 * B;   // 64
-    float *bn1_out = A + 214 * B;   // 64
-    float *leaky_relu1_out = A + 278 * B;   // 64
-    float *linear1_out = A + 342 * B;   // 6
-    float *gelu1_out = A + 348 * B;   // 6
-    float *linear2_out = A + 354 * B;   // 5
-    DdpSum *bn1_sums = (DdpSum *)(A + 418 * B + 0);
-    float *bn1_stats = A + 418 * B + 516;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
     // smooth_mse.net:3: conv 3 k3 s2 p1, with smooth_mse.net:3: tanh
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, tanh1_out);
     DDP_LAUNCH(conv1_bias_tanh_forward, (int64_t)n * 75, n, tanh1_out, conv1_bias);
+    DDP_LAYER_DONE("conv1 forward, smooth_mse.net:3");
     // smooth_mse.net:4: avgpool k3 s1 p1
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 75, n, tanh1_out, avgpool1_out);
+    DDP_LAYER_DONE("avgpool1 forward, smooth_mse.net:4");
     // smooth_mse.net:5: conv 4 k2 nobias, with smooth_mse.net:5: sigmoid
     ddp_conv_forward(ctx->ops, 1, n, avgpool1_out, conv2_weight, sigmoid1_out);
     DDP_LAUNCH(conv2_sigmoid_forward, (int64_t)n * 64, n, sigmoid1_out);
+    DDP_LAYER_DONE("conv2 forward, smooth_mse.net:5");
     // smooth_mse.net:7: batchnorm
     if (train) {
         DDP_LAUNCH(bn1_sums_forward, 64, n, flatten1_out, bn1_sums);
@@ -409,22 +441,27 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 64, n, flatten1_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
     }
+    DDP_LAYER_DONE("bn1 forward, smooth_mse.net:7");
     // smooth_mse.net:8: leaky_relu slope=-0.1
     DDP_LAUNCH(leaky_relu1_forward, (int64_t)n * 64, n, bn1_out, leaky_relu1_out);
+    DDP_LAYER_DONE("leaky_relu1 forward, smooth_mse.net:8");
     // smooth_mse.net:9: linear 6
     ddp_gemm(ctx->ops, 0, 1, n, 6, 64, 1.0f, leaky_relu1_out, 64, linear1_weight, 64, 0.0f, linear1_out, 6);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 6, n, linear1_out, linear1_bias);
+    DDP_LAYER_DONE("linear1 forward, smooth_mse.net:9");
     // smooth_mse.net:9: gelu
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 6, n, linear1_out, gelu1_out);
+    DDP_LAYER_DONE("gelu1 forward, smooth_mse.net:9");
     // smooth_mse.net:10: linear 5
     ddp_gemm(ctx->ops, 0, 1, n, 5, 6, 1.0f, gelu1_out, 6, linear2_weight, 6, 0.0f, linear2_out, 5);
     DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 5, n, linear2_out, linear2_bias);
+    DDP_LAYER_DONE("linear2 forward, smooth_mse.net:10");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
 static void train_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
     DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 604;
     DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 601;
@@ -439,32 +476,33 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear2_weight = ctx->params + 5;
     DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 5;
     DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 0;
-    float *tanh1_out = A + 0 * B;   // 3x5x5
-    float *d_tanh1_out = A + 75 * B;   // 3x5x5
-    float *avgpool1_out = A + 75 * B;   // 3x5x5
-    float *d_avgpool1_out = A + 278 * B;   // 3x5x5
-    float *sigmoid1_out = A + 150 * B;   // 4x4x4
-    float *d_sigmoid1_out = A + 214 * B;   // 4x4x4
-    float *flatten1_out = A + 150 * B;   // 64
-    float *d_flatten1_out = A + 214 * B;   // 64
-    float *bn1_out = A + 214 * B;   // 64
-    float *d_bn1_out = A + 278 * B;   // 64
-    float *leaky_relu1_out = A + 278 * B;   // 64
-    float *d_leaky_relu1_out = A + 354 * B;   // 64
-    float *linear1_out = A + 342 * B;   // 6
-    float *d_linear1_out = A + 348 * B;   // 6
-    float *gelu1_out = A + 348 * B;   // 6
-    float *d_gelu1_out = A + 354 * B;   // 6
-    float *linear2_out = A + 354 * B;   // 5
-    float *d_linear2_out = A + 361 * B;   // 5
-    DdpSum *bn1_sums = (DdpSum *)(A + 418 * B + 0);
-    float *bn1_stats = A + 418 * B + 516;
-    float *loss_rows = A + 359 * B;
+    float *tanh1_out = A + tanh1_out_at * B;
+    float *d_tanh1_out = A + d_tanh1_out_at * B;
+    float *avgpool1_out = A + avgpool1_out_at * B;
+    float *d_avgpool1_out = A + d_avgpool1_out_at * B;
+    float *sigmoid1_out = A + sigmoid1_out_at * B;
+    float *d_sigmoid1_out = A + d_sigmoid1_out_at * B;
+    float *flatten1_out = A + flatten1_out_at * B;
+    float *d_flatten1_out = A + d_flatten1_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *d_bn1_out = A + d_bn1_out_at * B;
+    float *leaky_relu1_out = A + leaky_relu1_out_at * B;
+    float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
+    float *linear1_out = A + linear1_out_at * B;
+    float *d_linear1_out = A + d_linear1_out_at * B;
+    float *gelu1_out = A + gelu1_out_at * B;
+    float *d_gelu1_out = A + d_gelu1_out_at * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *d_linear2_out = A + d_linear2_out_at * B;
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
     // smooth_mse.net:11: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear2_out, ctx->labels, loss_rows, d_linear2_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward and backward, smooth_mse.net:11");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
@@ -474,26 +512,31 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(linear2_bias_backward, 5, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 5, 6, n, d_linear2_out, 5, gelu1_out, 6, beta, d_linear2_weight, 6);
     ddp_gemm(ctx->ops, 0, 0, n, 6, 5, 1.0f, d_linear2_out, 5, linear2_weight, 6, 0.0f, d_gelu1_out, 6);
+    DDP_LAYER_DONE("linear2 backward, smooth_mse.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 10);  // linear2.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 11);  // linear2.bias
     // smooth_mse.net:9: gelu
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 6, n, d_gelu1_out, linear1_out, d_linear1_out, 0);
+    DDP_LAYER_DONE("gelu1 backward, smooth_mse.net:9");
     // smooth_mse.net:9: linear 6
     DDP_LAUNCH(linear1_bias_backward, 6, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 6, 64, n, d_linear1_out, 6, leaky_relu1_out, 64, beta, d_linear1_weight, 64);
     ddp_gemm(ctx->ops, 0, 0, n, 64, 6, 1.0f, d_linear1_out, 6, linear1_weight, 64, 0.0f, d_leaky_relu1_out, 64);
+    DDP_LAYER_DONE("linear1 backward, smooth_mse.net:9");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 8);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 9);  // linear1.bias
     // smooth_mse.net:8: leaky_relu slope=-0.1
     DDP_LAUNCH(leaky_relu1_backward, (int64_t)n * 64, n, d_leaky_relu1_out, bn1_out, d_bn1_out, 0);
+    DDP_LAYER_DONE("leaky_relu1 backward, smooth_mse.net:8");
     // smooth_mse.net:7: batchnorm
     DDP_LAUNCH(bn1_sums_backward, 64, n, d_bn1_out, flatten1_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 64, n, d_bn1_out, flatten1_out, bn1_stats, bn1_sums, bn1_weight, d_flatten1_out, 0);
+    DDP_LAYER_DONE("bn1 backward, smooth_mse.net:7");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // bn1.weight
     if (ctx->grad_ready)
@@ -502,13 +545,16 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(conv2_sigmoid_backward, (int64_t)n * 64, n, d_sigmoid1_out, sigmoid1_out);
     ddp_conv_backward_filter(ctx->ops, 1, n, avgpool1_out, d_sigmoid1_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_sigmoid1_out, conv2_weight, d_avgpool1_out, 0.0f);
+    DDP_LAYER_DONE("conv2 backward, smooth_mse.net:5");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
     // smooth_mse.net:4: avgpool k3 s1 p1
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 75, n, d_avgpool1_out, d_tanh1_out, 0);
+    DDP_LAYER_DONE("avgpool1 backward, smooth_mse.net:4");
     // smooth_mse.net:3: conv 3 k3 s2 p1, with smooth_mse.net:3: tanh
     DDP_LAUNCH(conv1_bias_tanh_backward, 3, n, d_tanh1_out, tanh1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_tanh1_out, d_conv1_weight, beta);
+    DDP_LAYER_DONE("conv1 backward, smooth_mse.net:3");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -518,14 +564,15 @@ static void train_step(DdpCtx *ctx, int n)
 // Forward in evaluation mode and the loss, for a batch of N.
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float *const A = ctx->arena;          // planned by ddpc: see the table at the end
+    float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear2_out = A + 354 * B;   // 5
-    float *loss_rows = A + 359 * B;
+    float *linear2_out = A + linear2_out_at * B;
+    float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
     // smooth_mse.net:11: loss mse
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear2_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAYER_DONE("loss forward, smooth_mse.net:11");
 }
 
 // One optimizer update of all 658 parameters at once.
@@ -570,11 +617,11 @@ static const DdpNet net = {
     "smooth_mse", "66439471792a051b",  // name, hash
     3, {2, 9, 9}, 162, 5,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, 12, 658, 128, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 658, 128, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
-    418, 644,  // activation arena: floats per sample, fixed floats
+    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 
