@@ -334,6 +334,8 @@ typedef enum {
     SCRATCH_CHANNEL_STATS,      /* fixed: per channel 2 floats (mean, 1/std) */
 } ScratchSize;
 
+enum { OP_MAX_SCRATCH = 2 }; /* scratch buffers an op may have */
+
 /* A buffer an op's kernels keep from forward to backward. */
 typedef struct {
     const char *name;  /* in the generated code, after the layer's: maxpool1_argmax */
@@ -358,7 +360,7 @@ typedef struct {
     bool gradient_passes;       /* d input = d output (flatten, residual's body): may share its storage */
     bool differs_in_training;   /* forward's TRAIN changes what it does (dropout, batchnorm) */
     BackwardReads backward_reads;
-    ScratchFact scratch[2];
+    ScratchFact scratch[OP_MAX_SCRATCH];
     ParamInit init[PARAM_ROLE_COUNT];
 } OpFacts;
 
@@ -417,7 +419,7 @@ typedef struct {
 typedef struct {
     int fused_act;          /* conv/linear: the activation node applied in its kernels, or -1 */
     int fused_into;         /* activation: the conv/linear that applies it, or -1 */
-    int scratch[2];         /* storages of its scratch (op_facts.c), -1 for none */
+    int scratch[OP_MAX_SCRATCH]; /* storages of its scratch (op_facts.c), -1 for none */
     int conv_id;            /* the library op's id */
 } NodePlan;
 

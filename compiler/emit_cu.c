@@ -4,16 +4,18 @@
  * The file is meant to be read and tuned by a CUDA programmer, so it is laid
  * out as one would write it by hand:
  *
- *   the build line and the parameter table;
+ *   the build line;
  *   per layer, its kernels (forward, then backward), each named after the
  *   layer and the direction (conv1_bias_relu_forward, maxpool1_backward) and
  *   preceded by the .net line it came from, and opening with its sizes as
  *   named constants (C, HW, S, K...) fixed at generation;
- *   the loss and optimizer kernels;
+ *   the loss and optimizer kernels (K classes, P parameters);
+ *   the arena table: each buffer's offset (conv1_out_at);
  *   forward(), train_step(), eval_step(), optimizer_step(): one kernel launch
- *   or library call per op, again under the .net line, over pointers named
- *   after the layer outputs they hold (conv1_out, d_conv1_out, conv1_weight);
- *   the DdpNet table the runtime reads, and main().
+ *   or library call per op, again under the .net line and ending in
+ *   DDP_LAYER_DONE (DDP_DEBUG's check), over pointers named after the layer
+ *   outputs they hold (conv1_out, d_conv1_out, conv1_weight);
+ *   plan_ops(), the parameter table, the DdpNet the runtime reads, and main().
  *
  * Every decision (fusion, places in memory, parameter order) was made by
  * plan.c; every shape by sema.c. This file only writes them down. The same
@@ -70,18 +72,32 @@ static int64_t per_sample(const Emit *e, int v) { return shape_numel(e->net->val
 /* The node whose output is value V. */
 static const Node *producer(const Emit *e, int v) { return &e->net->nodes[e->maker[v]]; }
 
+/* The buffer of value V, or of its GRADIENT: conv1_out, d_conv1_out (its
+ * offset in the arena table: conv1_out_at). */
+static const char *buffer_name(Emit *e, int v, bool gradient)
+{
+    return arena_printf(e->arena, "%s%s_out", gradient ? "d_" : "", producer(e, v)->name);
+}
+
+/* Scratch K of node I: maxpool1_argmax. */
+static const char *scratch_name(Emit *e, int i, int k)
+{
+    const Node *n = &e->net->nodes[i];
+    return arena_printf(e->arena, "%s_%s", n->name, op_facts(n->op)->scratch[k].name);
+}
+
 static const char *act(Emit *e, int v)
 {
     if (e->plan->is_data[v]) /* the data, or a flatten of it: the same floats */
         return "ctx->x";
     e->used_act[v] = 1;
-    return arena_printf(e->arena, "%s_out", producer(e, v)->name);
+    return buffer_name(e, v, false);
 }
 
 static const char *grad(Emit *e, int v)
 {
     e->used_grad[v] = 1;
-    return arena_printf(e->arena, "d_%s_out", producer(e, v)->name);
+    return buffer_name(e, v, true);
 }
 
 /* conv1.weight -> conv1_weight */
@@ -109,7 +125,7 @@ static const char *scratch(Emit *e, const Node *n, int which)
 {
     int idx = (int)(n - e->net->nodes);
     e->used_scratch[idx] |= (unsigned char)(1 << which);
-    return arena_printf(e->arena, "%s_%s", n->name, op_facts(n->op)->scratch[which].name);
+    return scratch_name(e, idx, which);
 }
 
 /* "// mnist.net:4: conv 1->32 k5" (and the fused activation's line) */
@@ -1028,17 +1044,16 @@ static void finish_function(Emit *e, FILE *out, char *body)
         for (int g = 0; g < 2; g++) {
             if (!(g ? e->used_grad[v] : e->used_act[v]))
                 continue;
-            const char *name = arena_printf(e->arena, "%s%s_out", g ? "d_" : "", producer(e, v)->name);
+            const char *name = buffer_name(e, v, g);
             fprintf(out, "    float *%s = A + %s_at * B;\n", name, name);
         }
     }
     for (int i = 0; i < net->n_nodes; i++) {
-        const Node *n = &net->nodes[i];
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < OP_MAX_SCRATCH; k++) {
             if (!(e->used_scratch[i] & (1 << k)))
                 continue;
-            const ScratchFact *f = &op_facts(n->op)->scratch[k];
-            const char *name = arena_printf(e->arena, "%s_%s", n->name, f->name);
+            const ScratchFact *f = &op_facts(net->nodes[i].op)->scratch[k];
+            const char *name = scratch_name(e, i, k);
             const char *at = p->storages[p->nodes[i].scratch[k]].per_sample > 0
                                  ? arena_printf(e->arena, "A + %s_at * B", name)
                                  : arena_printf(e->arena, "A + ARENA_PER_SAMPLE * B + %s_at", name);
@@ -1099,18 +1114,16 @@ static void emit_arena_table(Emit *e, FILE *out)
             int s = g ? p->grad[v] : p->act[v];
             if (!(g ? e->any_grad[v] : e->any_act[v]))
                 continue;
-            fprintf(out, "static const int64_t %s%s_out_at = %lld;  // %s%s\n", g ? "d_" : "", producer(e, v)->name,
+            fprintf(out, "static const int64_t %s_at = %lld;  // %s%s\n", buffer_name(e, v, g),
                     (long long)p->storages[s].offset, g ? "its gradient, " : "", shape_str(e->arena, net->values[v]));
         }
     for (int i = 0; i < net->n_nodes; i++)
-        for (int k = 0; k < 2; k++) {
-            int s = e->plan->nodes[i].scratch[k];
+        for (int k = 0; k < OP_MAX_SCRATCH; k++) {
             if (!(e->any_scratch[i] & (1 << k)))
                 continue;
-            const Storage *st = &p->storages[s];
-            fprintf(out, "static const int64_t %s_%s_at = %lld;  // %s, %lld floats%s\n", net->nodes[i].name,
-                    op_facts(net->nodes[i].op)->scratch[k].name, (long long)st->offset,
-                    op_facts(net->nodes[i].op)->scratch[k].type,
+            const Storage *st = &p->storages[p->nodes[i].scratch[k]];
+            fprintf(out, "static const int64_t %s_at = %lld;  // %s, %lld floats%s\n", scratch_name(e, i, k),
+                    (long long)st->offset, op_facts(net->nodes[i].op)->scratch[k].type,
                     (long long)(st->per_sample > 0 ? st->per_sample : st->fixed), st->per_sample > 0 ? " per sample" : "");
         }
     fprintf(out, "\n");
@@ -1257,7 +1270,12 @@ static void emit_tables(Emit *e, FILE *out)
             dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
             (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
             t->batch_global);
-    fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena\n");
+    const Node *loss = loss_node(net);
+    if (p->is_data[loss->in])
+        fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, -1,  // the activation arena; the loss reads the data itself\n");
+    else
+        fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
+                buffer_name(e, loss->in, false));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n};\n\n");
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }

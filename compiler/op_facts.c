@@ -14,8 +14,11 @@
  * check function's (layers.c). What stays a switch over OpKind is the text
  * each op is spelled in: its kernels and launches (emit_cu.c), its nn module
  * (emit_torch.c), its summary line (summary.c). Those switches have no
- * default, so -Wswitch under -Werror names every one a new kind must fill;
- * this table is sized by OpKind, so a kind without a row does not build.
+ * default, so -Wswitch under -Werror names every one a new kind must fill.
+ * The rows are in OpKind's order: a kind without a row fails the static
+ * assertion below (the build stops), and a row out of its place aborts its
+ * first lookup (op_facts), which `build/unit_tests front` makes for every
+ * kind (everything.net holds them all).
  */
 #include "ddpc.h"
 
@@ -53,8 +56,10 @@ static const OpFacts rows[] = {
               [PARAM_RUNNING_VAR] = INIT_ONES, [PARAM_NUM_BATCHES_TRACKED] = INIT_ZEROS}},
     {.op = OP_RESIDUAL_ADD, .output = OUT_NEW, .gradient_passes = true},
     {.op = OP_LOG_SOFTMAX, .output = OUT_NEW, .backward_reads = READS_OUTPUT},
-    /* the loss kernel writes d logits during forward: its backward reads nothing more */
-    {.op = OP_LOSS, .output = OUT_LOSS, .scratch = {{"rows", "float", SCRATCH_TWO_PER_SAMPLE}}},
+    /* the loss kernel writes d logits at once, in forward; its input lives
+     * on to its backward's place, where its gradient is ready */
+    {.op = OP_LOSS, .output = OUT_LOSS, .backward_reads = READS_INPUT,
+     .scratch = {{"rows", "float", SCRATCH_TWO_PER_SAMPLE}}},
 };
 
 _Static_assert(sizeof rows / sizeof rows[0] == OP_COUNT, "op_facts.c: one row per OpKind, in its order");

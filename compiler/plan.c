@@ -397,8 +397,11 @@ void plan_net(Arena *a, const Net *net, Plan *p)
     p->grad_first = arena_alloc(a, sizeof *p->grad_first * (size_t)(nn + 1));
     int *consumers = calloc((size_t)nv + 1, sizeof *consumers);
     count_consumers(net, consumers);
-    for (int i = 0; i < nn; i++)
-        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .scratch = {-1, -1}, .conv_id = -1};
+    for (int i = 0; i < nn; i++) {
+        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .conv_id = -1};
+        for (int k = 0; k < OP_MAX_SCRATCH; k++)
+            p->nodes[i].scratch[k] = -1;
+    }
     for (int v = 0; v < nv; v++)
         p->act[v] = p->grad[v] = -1;
     /* The data: value 0, and a flatten of it (`input 1x28x28; flatten`), a
@@ -439,7 +442,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             touch(p, p->act[n->skip], t_fwd(net, i));
         if (n->op == OP_CONV)
             np->conv_id = p->n_convs++;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < OP_MAX_SCRATCH; k++) {
             int64_t per_sample, fixed;
             op_scratch_floats(n, k, &per_sample, &fixed);
             if (per_sample || fixed)
@@ -458,18 +461,16 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             switch (op_backward_reads(n)) {
             case READS_NOTHING: break;
             case READS_INPUT: touch(p, p->act[n->in], t); break;
-            case READS_OUTPUT:
-            case READS_OUTPUT_IF_SLOPE_POSITIVE: /* (op_backward_reads resolves this one) */
-                touch(p, p->act[n->out], t);
-                break;
+            case READS_OUTPUT: touch(p, p->act[n->out], t); break;
+            case READS_OUTPUT_IF_SLOPE_POSITIVE: /* op_backward_reads resolves it to one of the two above */
+                fprintf(stderr, "ddpc: internal error: plan.c: what %s's backward reads is unresolved\n", n->name);
+                abort();
             }
         }
         if (np->fused_act >= 0) /* the activation's y, which is where its product wrote */
             touch(p, p->act[n->out], t);
-        touch(p, np->scratch[0], t);
-        touch(p, np->scratch[1], t);
-        if (op_facts(n->op)->output == OUT_LOSS) /* the loss kernel writes d logits during forward */
-            touch(p, p->act[n->in], t);
+        for (int k = 0; k < OP_MAX_SCRATCH; k++)
+            touch(p, np->scratch[k], t);
         touch(p, p->grad[n->out], t);
 
         /* the gradient of this node's input(s) */

@@ -292,9 +292,12 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
         name = "loss";
     n->name = name;
     n->labeled = st->label != NULL;
-    /* the generated code names kernels and buffers after layers; ddp_ is the runtime's */
-    if (st->label && strncasecmp(st->label, "ddp_", 4) == 0)
-        diag_at(s->diag, SEV_ERROR, st->label_loc, "layer names starting with '%.4s' are reserved", st->label);
+    /* the generated code names kernels and buffers after layers: ddp_ is the
+     * runtime's, d_ its gradients' (d_conv1_out, d_conv1_weight: a layer d_conv1
+     * next to a conv1 would clash) */
+    int reserved = !st->label ? 0 : strncasecmp(st->label, "ddp_", 4) == 0 ? 4 : strncmp(st->label, "d_", 2) == 0 ? 2 : 0;
+    if (reserved)
+        diag_at(s->diag, SEV_ERROR, st->label_loc, "layer names starting with '%.*s' are reserved", reserved, st->label);
     int self = (int)(n - s->net->nodes);
     int other = names_claim(w, name, self);
     if (other < 0)

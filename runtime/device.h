@@ -89,8 +89,9 @@ DdpStatus ddp_device_sync(void *stream);
 
 /* Called by DDP_LAUNCH (kernel.h) right after it queues generated kernel
  * KERNEL on STREAM: reports a launch that failed, naming the kernel, without
- * waiting. With DDP_SYNC_LAUNCHES=1 in the environment it also waits for the
- * kernel, so that one that faults is named too (ddp_sync_launches). Never
+ * waiting. With DDP_SYNC_LAUNCHES=1 or DDP_DEBUG=1 in the environment it also
+ * waits for the kernel, so that one that faults is named too
+ * (ddp_sync_launches, ddp_debug_mode). Never
  * called on CPU, where it returns DDP_OK. */
 DdpStatus ddp_device_launched(const char *kernel, void *stream);
 

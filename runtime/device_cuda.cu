@@ -19,12 +19,12 @@
  * text. A generated kernel that cannot launch is named at once
  * (ddp_device_launched, after every DDP_LAUNCH: cudaGetLastError, no wait);
  * one that faults while running surfaces at the next ddp_device_sync or
- * ddp_copy_to_host, unless DDP_SYNC_LAUNCHES=1 makes every launch wait and
- * name its kernel.
+ * ddp_copy_to_host, unless DDP_SYNC_LAUNCHES=1 (or DDP_DEBUG=1) makes every
+ * launch wait and name its kernel.
  */
 #include "device.h"
 #include "cuda_check.h"  // CUDA_TRY
-#include "device_rules.h"  // ddp_gpu_choose_device, ddp_gpu_memory_estimate, ddp_sync_launches
+#include "device_rules.h"  // ddp_gpu_choose_device, ddp_gpu_memory_estimate, ddp_sync_launches, ddp_debug_mode
 
 #include <cuda_runtime.h>
 #include <stdio.h>

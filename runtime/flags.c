@@ -105,6 +105,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_INIT] = {"init", KIND_PATH, "FILE.safetensors", AT(init),
         .agree = DDP_AGREE_GIVEN,
         .help = "start from these weights instead of a seeded initialisation"},
+    [DDP_FLAG_EVAL_ONLY] = {"eval-only", KIND_SWITCH, NULL, AT(eval_only), .min = 1,
+        .agree = DDP_AGREE_VALUE,
+        .help = "evaluate the weights of --init (or --resume) on the test set instead of training: loss, accuracy "
+                "and each class's accuracy; the confusion matrix into --log"},
     [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
         .agree = DDP_AGREE_LOCAL,
         .help = "start N local ranks, as mp.spawn does"},
@@ -425,6 +429,10 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     if (f->resume && !f->resume_path && !f->save)
         return DDP_ERR(DDP_BAD_INPUT, "--resume without a PATH takes the newest checkpoint in --save DIR: "
                                       "give one or the other");
+    /* weights never trained are nothing to evaluate */
+    if (f->eval_only && !f->given[DDP_FLAG_INIT] && !f->resume)
+        return DDP_ERR(DDP_BAD_INPUT, "--eval-only evaluates given weights: add --init FILE.safetensors (or --resume "
+                                      "PATH)");
     return DDP_OK;
 }
 

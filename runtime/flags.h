@@ -35,6 +35,7 @@ typedef enum {
     DDP_FLAG_LOG_EVERY,
     DDP_FLAG_EXPORT,
     DDP_FLAG_INIT,
+    DDP_FLAG_EVAL_ONLY,
     DDP_FLAG_NPROC_PER_NODE,
     DDP_FLAG_MAX_RESTARTS,
     DDP_FLAG_BACKEND,
@@ -90,6 +91,7 @@ typedef struct {
     const char *tensorboard;  /* --tensorboard DIR, or NULL */
     const char *export_path;  /* --export FILE.safetensors, or NULL */
     const char *init;         /* --init FILE.safetensors, or NULL */
+    int eval_only;            /* --eval-only: the test set once, with --init's or --resume's weights */
 
     /* Several ranks and checkpoints. */
     int64_t nproc_per_node;   /* 0: not given */

@@ -117,6 +117,9 @@ DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n)
             else
                 fputs("null", m);
             break;
+        case DDP_LOG_JSON:
+            fputs(fl->s ? fl->s : "null", m);
+            break;
         default:
             fputs("null", m);
             break;

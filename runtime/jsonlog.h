@@ -15,6 +15,7 @@ typedef enum {
     DDP_LOG_F64,  /* a double's value: shortest text that reads back as the same double */
     DDP_LOG_STR,  /* a string, escaped */
     DDP_LOG_BOOL, /* true or false */
+    DDP_LOG_JSON, /* JSON text made by the caller (an array), written as it is */
 } DdpLogKind;
 
 typedef struct {
@@ -33,6 +34,7 @@ typedef struct {
 #define DDP_LOG_D(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_F64, .f = (v)})
 #define DDP_LOG_S(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_STR, .s = (v)})
 #define DDP_LOG_B(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_BOOL, .i = !!(v)})
+#define DDP_LOG_J(k, v) ((DdpLogField){.key = (k), .kind = DDP_LOG_JSON, .s = (v)})
 
 typedef struct DdpJsonLog DdpJsonLog;
 

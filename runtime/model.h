@@ -140,6 +140,10 @@ typedef struct {
     /* The activation arena for a batch of B samples: B * arena_per_sample +
      * arena_fixed floats (per-channel statistics and the like). */
     int64_t arena_per_sample, arena_fixed;
+    /* Where the scores the loss reads (num_classes per sample) lie after
+     * eval_step, for --eval-only: ctx->arena + logits_at * ctx->max_batch; -1
+     * when the loss reads the batch itself (ctx->x). */
+    int64_t logits_at;
 
     /* Registers the library ops (convolutions) with ctx->ops for batches of
      * up to ctx->max_batch; called once before ddp_ops_finalize. */
@@ -167,6 +171,11 @@ void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count);
  * .net line) before its message. Every layer is checked, so a failure found
  * here is this layer's; once one is named, no more checks. */
 void ddp_layer_check(DdpCtx *ctx, const char *where);
+
+/* For the trainer, after a generated function: ctx->status, with the
+ * message ddp_layer_check gave its failure raised again (later calls in the
+ * step may have recorded others since). */
+DdpStatus ddp_step_status(const DdpCtx *ctx);
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,17 @@ DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *caus
     return ddp_jsonlog_write(p->log, f, 3);
 }
 
+DdpStatus ddp_progress_eval_only(DdpProgress *p, double test_loss, double test_acc, int64_t samples,
+                                 const char *confusion)
+{
+    if (!p->log)
+        return DDP_OK;
+    DdpLogField f[] = {DDP_LOG_S("event", "eval_only"), DDP_LOG_D("test_loss", test_loss),
+                       DDP_LOG_D("test_acc", test_acc), DDP_LOG_I("samples", samples),
+                       DDP_LOG_J("confusion", confusion)};
+    return ddp_jsonlog_write(p->log, f, 5);
+}
+
 DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, const char *checkpoint)
 {
     if (!p->log)

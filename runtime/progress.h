@@ -62,6 +62,11 @@ DdpStatus ddp_progress_start(DdpProgress *p, const char *net, const char *data, 
  * record of the restarted run. */
 DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause);
 
+/* --eval-only's record: {"event": "eval_only", "test_loss", "test_acc",
+ * "samples", "confusion": CONFUSION (JSON rows: [label][prediction])}. */
+DdpStatus ddp_progress_eval_only(DdpProgress *p, double test_loss, double test_acc, int64_t samples,
+                                 const char *confusion);
+
 /* The log's record of a stop asked for: {"event": "stop", "signal":
  * SIGNAL ("SIGINT"), "step": STEP, "checkpoint": CHECKPOINT (left out when
  * NULL: none written)}. */

@@ -64,6 +64,7 @@
 #include "trainer.h"   // ddp_main
 #include "weights.h"   // ddp_weights_init, _load, _export
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
+#include "confusion.h" // DdpConfusion: --eval-only's per-class table
 
 enum {
     SLOTS = 2,         /* staging buffers: one being filled, one being copied */
@@ -579,10 +580,34 @@ static DdpStatus check_loss(const Trainer *t, double loss_sum, int64_t epoch)
                    (long long)epoch + 1, (long long)t->step);
 }
 
+/* What --eval-only counts besides the loss: each sample's prediction. */
+typedef struct {
+    DdpConfusion matrix;
+    float *scores;   /* host: a batch's scores, n x classes */
+} Tally;
+
+/* Adds the predictions of the evaluation batch just run (samples START..
+ * START + N of this rank's share) to TALLY. The padding DistributedSampler
+ * adds to even out the ranks' shares (samples seen twice) is left out, so
+ * the matrix counts each test sample once. */
+static DdpStatus tally_batch(Trainer *t, Tally *tally, int64_t start, int n)
+{
+    int k = t->net->num_classes;
+    const float *scores = t->net->logits_at < 0 ? t->ctx.x : t->ctx.arena + t->net->logits_at * t->ctx.max_batch;
+    DDP_CHECK(ddp_copy_to_host(tally->scores, scores, (size_t)n * (size_t)k * sizeof(float), t->stream));
+    for (int i = 0; i < n; i++) {
+        int64_t unwrapped = t->dist.rank + (start + i) * t->dist.world;
+        if (unwrapped < t->test.n)
+            ddp_confusion_add(&tally->matrix, tally->scores + (int64_t)i * k, &t->test.labels[unwrapped], 1);
+    }
+    return DDP_OK;
+}
+
 /* The whole test set, in order, in batches of the training batch size;
  * with several ranks each takes every world-th sample (DistributedSampler
- * without shuffling) and the results are summed. */
-static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
+ * without shuffling) and the results are summed. TALLY: NULL, or where
+ * --eval-only counts the predictions. */
+static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
 {
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
@@ -596,8 +621,10 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
             t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
         DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n));
         t->net->eval_step(&t->ctx, n);
-        DDP_CHECK(t->ctx.status);
+        DDP_CHECK(ddp_step_status(&t->ctx));
         DDP_CHECK(ddp_ops_status(t->ops));
+        if (tally)
+            DDP_CHECK(tally_batch(t, tally, start, n));
     }
     t->ctx.stats = t->train_stats;
     double s[NSTATS];
@@ -606,6 +633,54 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc)
     *loss = s[2] > 0 ? s[0] / s[2] : NAN;
     *acc = s[2] > 0 ? s[1] / s[2] : NAN;
     return DDP_OK;
+}
+
+/* Sums the ranks' confusion matrices, as the statistics are summed. */
+static DdpStatus sum_confusion(Trainer *t, DdpConfusion *c)
+{
+    int64_t count = (int64_t)c->classes * c->classes; /* at most 256 x 256: labels are bytes */
+    size_t bytes = (size_t)count * sizeof(double);
+    double *summed;
+    DDP_CHECK(device_alloc((void **)&summed, count, sizeof(double), "the confusion matrix"));
+    DdpStatus s = ddp_copy_to_device(summed, c->counts, bytes, t->stream);
+    if (s == DDP_OK)
+        s = ddp_dist_sum_stats(&t->dist, summed, (int)count, DDP_PG_FOR_EVAL_STATS);
+    if (s == DDP_OK)
+        s = ddp_copy_to_host(c->counts, summed, bytes, t->stream);
+    ddp_device_free(summed);
+    return s;
+}
+
+/* --eval-only: the test set once, with the weights given. Rank 0 prints the
+ * loss, the accuracy and a line per class, and logs the confusion matrix. */
+static DdpStatus evaluate_only(Trainer *t)
+{
+    int k = t->net->num_classes;
+    Tally tally = {.scores = malloc((size_t)t->cfg.batch * (size_t)k * sizeof(float))};
+    DdpStatus s = tally.scores ? ddp_confusion_init(&tally.matrix, k)
+                               : DDP_ERR(DDP_FAIL, "out of memory: a batch of scores");
+    double loss = NAN, acc = NAN;
+    if (s == DDP_OK)
+        s = evaluate(t, &loss, &acc, &tally);
+    if (s == DDP_OK)
+        s = sum_confusion(t, &tally.matrix);
+    if (s == DDP_OK && t->dist.rank == 0) {
+        /* the loss is the evaluation's own (padding included where the ranks'
+         * shares need it, as in training); the accuracy counts each sample once */
+        int64_t samples = ddp_confusion_total(&tally.matrix);
+        double accuracy = ddp_confusion_accuracy(&tally.matrix);
+        ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld samples)", loss, accuracy,
+                          (long long)samples);
+        if (!t->flags.quiet)
+            ddp_confusion_print(&tally.matrix, stdout);
+        char *json = ddp_confusion_json(&tally.matrix);
+        s = json ? ddp_progress_eval_only(&t->progress, loss, accuracy, samples, json)
+                 : DDP_ERR(DDP_FAIL, "out of memory: the confusion matrix for the log");
+        free(json);
+    }
+    ddp_confusion_free(&tally.matrix);
+    free(tally.scores);
+    return s;
 }
 
 /* A report: reads the training stats, evaluates, and prints and logs: the
@@ -639,7 +714,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
         r.loss = e->span_count > 0 ? e->span_loss / e->span_count : NAN;
         r.samples_per_s = trained > 0 ? (double)e->span_samples / trained : 0;
     }
-    DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc));
+    DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc, NULL));
     double done = ddp_now();
     r.seconds = done - e->start;
     DDP_CHECK(at_epoch_end ? ddp_progress_epoch(&t->progress, &r) : ddp_progress_eval(&t->progress, &r));
@@ -789,7 +864,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             ddp_reducer_skip(t->reducer);
         ddp_times_enter(&t->times, DDP_PHASE_FORWARD); /* train_step enters BACKWARD itself */
         net->train_step(&t->ctx, n);
-        DDP_CHECK(t->ctx.status);
+        DDP_CHECK(ddp_step_status(&t->ctx));
         DDP_CHECK(check_sum_window(t));
         /* every step: on a no_sync one it only resets the reducer's counts */
         ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
@@ -799,7 +874,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         if (sync) {
             ddp_times_enter(&t->times, DDP_PHASE_OPTIMIZER);
             net->optimizer_step(&t->ctx);
-            DDP_CHECK(t->ctx.status);
+            DDP_CHECK(ddp_step_status(&t->ctx));
             /* the vote is a collective, which on GPUs may wait for the step before */
             ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
             DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
@@ -1017,11 +1092,14 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         snprintf(ranks, sizeof ranks, " x %d ranks", world);
     char data[96];
     data_text(&t->train, data, sizeof data);
+    char plan[96] = "the test set only (--eval-only)";
+    if (!t->flags.eval_only)
+        snprintf(plan, sizeof plan, "%lld steps per epoch, %lld epoch%s", (long long)t->steps_per_epoch,
+                 (long long)t->cfg.epochs, t->cfg.epochs == 1 ? "" : "s");
     ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples of %s, batch %lld per rank (%lld global%s), "
-                      "%lld steps per epoch, %lld epoch%s, on %s%s", net->name, (long long)t->train.n,
-                      (long long)t->test.n, data, (long long)t->cfg.batch, (long long)(t->cfg.batch * world),
-                      t->cfg.batch_global ? ", as set" : "", (long long)t->steps_per_epoch, (long long)t->cfg.epochs,
-                      t->cfg.epochs == 1 ? "" : "s", device, ranks);
+                      "%s, on %s%s", net->name, (long long)t->train.n, (long long)t->test.n, data,
+                      (long long)t->cfg.batch, (long long)(t->cfg.batch * world), t->cfg.batch_global ? ", as set" : "",
+                      plan, device, ranks);
     const char *not_invariant = ddp_device_not_bit_invariant();
     if (!not_invariant)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
@@ -1035,6 +1113,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (restart)
         DDP_CHECK(ddp_progress_restart(&t->progress, strtoll(restart, NULL, 10), cause ? cause : ""));
 
+    if (t->flags.eval_only)
+        return evaluate_only(t);
     DDP_CHECK(train(t));
     if (t->stopped)
         return say_stopped(t, argc, argv);

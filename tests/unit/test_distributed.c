@@ -112,6 +112,21 @@ static void test_straggler_named(void)
     free(cmd);
 }
 
+/* tests/distributed/eval_only.sh: --eval-only on 1, 2 and 3 ranks counts
+ * every test sample once (3 does not divide 10,000) and logs one matrix,
+ * with the accuracy training gave the same weights. */
+static void test_eval_only_on_ranks(void)
+{
+    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/eval_only.sh", test_ddpc()) > 0);
+    script_passes(cmd, "--eval-only on several ranks");
+    free(cmd);
+}
+
 /* tests/distributed/cifar_data.sh: CIFAR-10 and CIFAR-100 binary files
  * written by the script, trained on at 1 and 2 ranks (the same bytes), the
  * format stated, and each mismatch refused with status 2. */
@@ -289,6 +304,8 @@ void suite_distributed(void)
          test_cifar_files_end_to_end},
         {"NumPy arrays: 1 and 2 ranks the same bytes; uint8 and float32 channels-last arrays of the same images alike",
          test_npy_files_end_to_end},
+        {"--eval-only on 1, 2 and 3 ranks: each test sample once, one matrix, training's accuracy",
+         test_eval_only_on_ranks},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",

@@ -344,10 +344,6 @@ static void test_torch_counts_the_same(void)
     free(cmd);
 }
 
-//
-// Messages and suggestions
-//
-
 /* everything.net holds every op kind, so that this test, the goldens and
  * the gradient check see each; and each row of op_facts.c is whole for it. */
 static void test_op_facts_cover_every_kind(void)
@@ -364,7 +360,7 @@ static void test_op_facts_cover_every_kind(void)
         const OpFacts *f = op_facts(n->op); /* aborts if the row is out of its place */
         CU_ASSERT_EQUAL(f->op, n->op);
         seen[n->op] = true;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < OP_MAX_SCRATCH; k++) {
             int64_t per_sample, fixed;
             op_scratch_floats(n, k, &per_sample, &fixed);
             bool has = f->scratch[k].size != SCRATCH_NONE;
@@ -389,6 +385,10 @@ static void test_op_facts_cover_every_kind(void)
     release(&c);
     free(src);
 }
+
+//
+// Messages and suggestions
+//
 
 static void test_suggestions(void)
 {

@@ -521,6 +521,47 @@ static void test_bad_flags(void)
     teardown();
 }
 
+/* --eval-only with exported weights gives the test accuracy training gave
+ * them, a line per class, and the matrix in the log; it needs weights. */
+static void test_eval_only(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --log %s --export %s", data_dir,
+                                tmp_path("train.jsonl"), tmp_path("w.st")), 0);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s --log %s", data_dir, tmp_path("w.st"),
+                                tmp_path("eval.jsonl")), 0);
+    CU_ASSERT(harness_has(out, "the test set only (--eval-only)"));
+    CU_ASSERT(harness_has(out, "class  samples  correct  accuracy  most often taken for\n"));
+    CU_ASSERT(harness_has(out, "    9  "));
+    CU_ASSERT(!strstr(out, "epoch 1/"));
+    free(out);
+    char *train = test_read_file(tmp_path("train.jsonl"), NULL), *eval = test_read_file(tmp_path("eval.jsonl"), NULL);
+    CU_ASSERT_FATAL(train && eval);
+    char *lines[16];
+    int n = split_reports(train, lines, 16);
+    const char *record = strstr(eval, "{\"event\": \"eval_only\"");
+    CU_ASSERT_FATAL(n == 2 && record);
+    CU_ASSERT_EQUAL(json_number(record, "samples"), N_TEST);
+    CU_ASSERT_EQUAL(json_number(record, "test_acc"), json_number(lines[1], "test_acc"));
+    CU_ASSERT_EQUAL(json_number(record, "test_loss"), json_number(lines[1], "test_loss"));
+    /* the matrix's rows hold N_TEST samples in all */
+    const char *m = strstr(record, "\"confusion\": [[");
+    CU_ASSERT_FATAL(m != NULL);
+    double total = 0;
+    for (const char *c = m + strlen("\"confusion\": "); *c && *c != '}'; c++)
+        if (*c >= '0' && *c <= '9' && (c[-1] == '[' || c[-1] == ' '))
+            total += strtod(c, NULL);
+    CU_ASSERT_EQUAL(total, N_TEST);
+    free(train);
+    free(eval);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only", data_dir), 2);
+    CU_ASSERT(harness_has(out, "--eval-only evaluates given weights: add --init FILE.safetensors"));
+    free(out);
+    teardown();
+}
+
 static void test_nan_loss(void)
 {
     setup();
@@ -615,6 +656,7 @@ void suite_trainer(void)
         {"bad --init files and --export paths: status 2, named", test_bad_init},
         {"bad data: missing, wrong image shape, too many classes", test_bad_data},
         {"bad flags: status 2 and the message; --help", test_bad_flags},
+        {"--eval-only: training's test accuracy again, a line per class, the matrix in the log", test_eval_only},
         {"a NaN loss stops the run with status 1", test_nan_loss},
         {"a 1x28x28 input trains on 28x28 images", test_image_input},
         {"the seeded initialisation is PyTorch's, bit for bit", test_init_matches_torch},

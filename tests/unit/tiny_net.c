@@ -8,7 +8,8 @@
  *
  * Layout: params = fc.weight [C,784] then fc.bias [C]; buffers =
  * norm.running_mean [C] then norm.running_var [C]; arena = C floats per
- * sample (the logits, then the loss gradient in place).
+ * sample (the logits, then in training the loss gradient in place; after
+ * eval_step still the logits, which --eval-only reads: logits_at 0).
  */
 #include "tiny_net.h"
 
@@ -112,10 +113,12 @@ static void train_step(DdpCtx *ctx, int n)
 
 static void eval_step(DdpCtx *ctx, int n)
 {
+    float scratch[256]; /* at most 256 classes: labels are bytes */
     for (int i = 0; i < n; i++) {
         float *z = ctx->arena + (size_t)i * classes;
         forward_one(ctx, ctx->x + (size_t)i * FEATURES, z);
-        loss_one(z, ctx->labels[i], ctx->stats);
+        memcpy(scratch, z, sizeof(float) * (size_t)classes); /* the logits stay for --eval-only */
+        loss_one(scratch, ctx->labels[i], ctx->stats);
     }
 }
 
@@ -175,6 +178,7 @@ const DdpNet *tiny_net(const DdpTrainConfig *train, int sample_rank, int num_cla
         .train = *train,
         .arena_per_sample = c,
         .arena_fixed = 0,
+        .logits_at = 0,
         .plan_ops = plan_ops,
         .train_step = train_step,
         .eval_step = eval_step,

@@ -1162,7 +1162,7 @@ static const DdpNet net = {
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {32, 2, DDP_OPT_ADAM, 0.0003, 0.0, 0.0, 0.0, 0, 0.8, 0.99, 1e-06, DDP_SCHED_STEP, 0, 1, 0.9, 524288, 524288, 1234ull, 1},
-    ARENA_PER_SAMPLE, ARENA_FIXED,  // the activation arena
+    ARENA_PER_SAMPLE, ARENA_FIXED, log_softmax1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };
 
