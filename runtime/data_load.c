@@ -3,6 +3,7 @@
  */
 #include "data_load.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,4 +33,43 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
     if (npy_found)
         return ddp_npy_load(dir, train, options, out);
     return ddp_idx_load(dir, train, out);
+}
+
+/* Nonzero when PATH starts as a .npy file does. */
+static int is_npy(const char *path)
+{
+    static const char magic[] = "\x93NUMPY";
+    char head[sizeof magic - 1];
+    FILE *f = fopen(path, "rb");
+    int yes = f && fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, magic, sizeof head) == 0;
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, DdpDataSet *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!ddp_data_is_file(path))
+        return DDP_ERR(DDP_BAD_INPUT, "--predict %s: no such file", path);
+    DdpStatus status;
+    if (is_npy(path)) {
+        char layout = options->channels_first ? 'f' : options->channels_last ? 'l' : 0;
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        out->images_path = strdup(path);
+        status = out->images_path ? ddp_data_read_file(path, DDP_NPY_MAX_BYTES, "one .npy file", &bytes, &len)
+                                  : DDP_ERR(DDP_FAIL, "out of memory");
+        if (status == DDP_OK)
+            status = ddp_npy_images(bytes, len, path, layout, out);
+        free(bytes);
+    } else
+        status = ddp_idx_images(path, out);
+    if (status == DDP_OK && out->n == 0)
+        status = DDP_ERR(DDP_BAD_INPUT, "--predict %s: the file holds no images", path);
+    if (status == DDP_OK && !(out->labels = calloc((size_t)out->n, 1)))
+        status = DDP_ERR(DDP_FAIL, "out of memory");
+    if (status != DDP_OK)
+        ddp_data_free(out);
+    return status;
 }

@@ -109,6 +109,16 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .agree = DDP_AGREE_VALUE,
         .help = "evaluate the weights of --init (or --resume) on the test set instead of training: loss, accuracy "
                 "and each class's accuracy; the confusion matrix into --log"},
+    [DDP_FLAG_PREDICT] = {"predict", KIND_PATH, "FILE", AT(predict),
+        .agree = DDP_AGREE_LOCAL,
+        .help = "print the likeliest classes of each image of FILE (IDX images, or a NumPy array of them) with the "
+                "weights of --init, instead of training; one rank"},
+    [DDP_FLAG_TOP] = {"top", KIND_INT, "K", AT(top), .min = 1, .max = 256,
+        .agree = DDP_AGREE_LOCAL,
+        .help = "--predict: the K likeliest classes of each input"},
+    [DDP_FLAG_JSON] = {"json", KIND_SWITCH, NULL, AT(json), .min = 1,
+        .agree = DDP_AGREE_LOCAL,
+        .help = "--predict: one JSON line per input"},
     [DDP_FLAG_NPROC_PER_NODE] = {"nproc-per-node", KIND_INT, "N", AT(nproc_per_node), .min = 1, .max = 1024,
         .agree = DDP_AGREE_LOCAL,
         .help = "start N local ranks, as mp.spawn does"},
@@ -174,6 +184,7 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
     f->bucket_cap_mb = (double)train->bucket_cap_bytes / (1024.0 * 1024.0);
     f->no_sync_every = 1;
     f->timeout = DDP_FLAGS_DEFAULT_TIMEOUT;
+    f->top = DDP_FLAGS_DEFAULT_TOP;
 }
 
 /* ---- "did you mean" ------------------------------------------------------- */
@@ -433,6 +444,13 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     if (f->eval_only && !f->given[DDP_FLAG_INIT] && !f->resume)
         return DDP_ERR(DDP_BAD_INPUT, "--eval-only evaluates given weights: add --init FILE.safetensors (or --resume "
                                       "PATH)");
+    if (f->predict && !f->given[DDP_FLAG_INIT])
+        return DDP_ERR(DDP_BAD_INPUT, "--predict classifies with given weights: add --init FILE.safetensors");
+    if (f->predict && f->eval_only)
+        return DDP_ERR(DDP_BAD_INPUT, "--predict and --eval-only: give one");
+    if ((f->given[DDP_FLAG_TOP] || f->json) && !f->predict)
+        return DDP_ERR(DDP_BAD_INPUT, "--%s says how --predict prints: add --predict FILE",
+                       f->given[DDP_FLAG_TOP] ? "top" : "json");
     return DDP_OK;
 }
 
@@ -473,6 +491,7 @@ void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTra
             snprintf(dflt, sizeof dflt, " (default %g)", (double)train->bucket_cap_bytes / (1024.0 * 1024.0));
             break;
         case DDP_FLAG_TIMEOUT: snprintf(dflt, sizeof dflt, " (default %g)", DDP_FLAGS_DEFAULT_TIMEOUT); break;
+        case DDP_FLAG_TOP: snprintf(dflt, sizeof dflt, " (default %d)", DDP_FLAGS_DEFAULT_TOP); break;
         default: break;
         }
         fprintf(out, "  %-38s %s%s\n", left, s->help, dflt);

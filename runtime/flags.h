@@ -36,6 +36,9 @@ typedef enum {
     DDP_FLAG_EXPORT,
     DDP_FLAG_INIT,
     DDP_FLAG_EVAL_ONLY,
+    DDP_FLAG_PREDICT,
+    DDP_FLAG_TOP,
+    DDP_FLAG_JSON,
     DDP_FLAG_NPROC_PER_NODE,
     DDP_FLAG_MAX_RESTARTS,
     DDP_FLAG_BACKEND,
@@ -71,6 +74,8 @@ typedef enum {
 /* Range limits, shared with --help and the tests. */
 #define DDP_FLAGS_MAX_EPOCHS 1000000
 #define DDP_FLAGS_MAX_BATCH (1 << 20)
+/* --top: as many as torchvision's top-5 accuracy looks at. */
+#define DDP_FLAGS_DEFAULT_TOP 5
 /* --timeout: ten minutes, as PyTorch's NCCL process groups wait. */
 #define DDP_FLAGS_DEFAULT_TIMEOUT 600.0
 
@@ -92,6 +97,9 @@ typedef struct {
     const char *export_path;  /* --export FILE.safetensors, or NULL */
     const char *init;         /* --init FILE.safetensors, or NULL */
     int eval_only;            /* --eval-only: the test set once, with --init's or --resume's weights */
+    const char *predict;      /* --predict FILE: its inputs' classes with --init's weights, or NULL */
+    int64_t top;              /* --predict: classes shown per input */
+    int json;                 /* --predict: JSON lines */
 
     /* Several ranks and checkpoints. */
     int64_t nproc_per_node;   /* 0: not given */

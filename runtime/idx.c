@@ -362,3 +362,18 @@ DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
         out->format = "IDX";
     return status;
 }
+
+DdpStatus ddp_idx_images(const char *path, DdpDataSet *out)
+{
+    memset(out, 0, sizeof *out);
+    out->images_path = strdup(path);
+    if (!out->images_path)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    DdpStatus st = load_images(path, out);
+    if (st != DDP_OK) {
+        ddp_data_free(out);
+        return st;
+    }
+    out->format = "IDX";
+    return DDP_OK;
+}

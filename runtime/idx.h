@@ -16,4 +16,9 @@
  * for missing or malformed files; OUT is then empty (safe to ddp_data_free). */
 DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out);
 
+/* The images of the one file PATH (raw or gzipped; N x H x W or N x C x H x
+ * W) into OUT, without labels. DDP_BAD_INPUT, naming the file and the
+ * fault; OUT is then empty. */
+DdpStatus ddp_idx_images(const char *path, DdpDataSet *out);
+
 #endif

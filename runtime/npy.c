@@ -18,9 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The most one file may hold: far above any data set's arrays in memory. */
-#define DDP_NPY_MAX_BYTES ((uint64_t)16 << 30)
-
 static const char MAGIC[] = "\x93NUMPY";
 enum { MAGIC_LEN = 6 };
 

@@ -16,6 +16,9 @@
 #include "dataset.h"  // DdpDataSet, DdpDataOptions
 #include "status.h"   // DdpStatus
 
+/* The most one file may hold: far above any data set's arrays in memory. */
+#define DDP_NPY_MAX_BYTES ((uint64_t)16 << 30)
+
 /* Nonzero when DIR holds x_train.npy. */
 int ddp_npy_find(const char *dir);
 

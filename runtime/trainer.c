@@ -65,6 +65,7 @@
 #include "weights.h"   // ddp_weights_init, _load, _export
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
 #include "confusion.h" // DdpConfusion: --eval-only's per-class table
+#include "top_classes.h"  // ddp_top_classes_print: --predict
 
 enum {
     SLOTS = 2,         /* staging buffers: one being filled, one being copied */
@@ -177,11 +178,16 @@ static DdpStatus check_sample_shape(const DdpNet *net, const DdpDataSet *set)
                    set->images_path, set->channels, set->rows, set->cols, want);
 }
 
+static DdpDataOptions data_options(const Trainer *t)
+{
+    return (DdpDataOptions){.coarse_labels = t->flags.coarse_labels,
+                            .channels_first = t->flags.channels_first,
+                            .channels_last = t->flags.channels_last};
+}
+
 static DdpStatus load_data(Trainer *t)
 {
-    const DdpDataOptions options = {.coarse_labels = t->flags.coarse_labels,
-                                    .channels_first = t->flags.channels_first,
-                                    .channels_last = t->flags.channels_last};
+    const DdpDataOptions options = data_options(t);
     DDP_CHECK(ddp_data_load(t->flags.data, 1, &options, &t->train));
     DDP_CHECK(ddp_data_load(t->flags.data, 0, &options, &t->test));
     /* one scaling for both: uint8 images are divided by 255, float ones are not */
@@ -580,6 +586,13 @@ static DdpStatus check_loss(const Trainer *t, double loss_sum, int64_t epoch)
                    (long long)epoch + 1, (long long)t->step);
 }
 
+/* The scores the loss read in the batch just run (the generated code says
+ * where: DdpNet.logits_at), on the device. */
+static const float *device_scores(const Trainer *t)
+{
+    return t->net->logits_at < 0 ? t->ctx.x : t->ctx.arena + t->net->logits_at * t->ctx.max_batch;
+}
+
 /* What --eval-only counts besides the loss: each sample's prediction. */
 typedef struct {
     DdpConfusion matrix;
@@ -593,8 +606,7 @@ typedef struct {
 static DdpStatus tally_batch(Trainer *t, Tally *tally, int64_t start, int n)
 {
     int k = t->net->num_classes;
-    const float *scores = t->net->logits_at < 0 ? t->ctx.x : t->ctx.arena + t->net->logits_at * t->ctx.max_batch;
-    DDP_CHECK(ddp_copy_to_host(tally->scores, scores, (size_t)n * (size_t)k * sizeof(float), t->stream));
+    DDP_CHECK(ddp_copy_to_host(tally->scores, device_scores(t), (size_t)n * (size_t)k * sizeof(float), t->stream));
     for (int i = 0; i < n; i++) {
         int64_t unwrapped = t->dist.rank + (start + i) * t->dist.world;
         if (unwrapped < t->test.n)
@@ -680,6 +692,51 @@ static DdpStatus evaluate_only(Trainer *t)
     }
     ddp_confusion_free(&tally.matrix);
     free(tally.scores);
+    return s;
+}
+
+/* --predict FILE: the likeliest classes of each of its images with the
+ * weights of --init, in the file's order; one rank, as nothing is shared. */
+static DdpStatus predict(Trainer *t)
+{
+    if (t->dist.world > 1)
+        return DDP_ERR(DDP_BAD_INPUT, "--predict runs on one rank: start it without mpirun, srun or --nproc-per-node");
+    const DdpDataOptions options = data_options(t);
+    DDP_CHECK(ddp_data_load_inputs(t->flags.predict, &options, &t->test));
+    DDP_CHECK(check_sample_shape(t->net, &t->test));
+    DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
+    t->device_open = 1;
+    DDP_CHECK(allocate(t));
+    fill_ctx(t);
+    DDP_CHECK(plan_ops(t));
+    DDP_CHECK(init_weights(t));
+
+    int k = t->net->num_classes;
+    int64_t batch = t->cfg.batch;
+    float *scores = malloc((size_t)batch * (size_t)k * sizeof(float));
+    double *work = malloc((size_t)k * sizeof(double));
+    DdpStatus s = scores && work ? DDP_OK : DDP_ERR(DDP_FAIL, "out of memory: a batch of scores");
+    for (int64_t start = 0; s == DDP_OK && start < t->test.n; start += batch) {
+        int n = (int)(t->test.n - start < batch ? t->test.n - start : batch);
+        for (int i = 0; i < n; i++)
+            t->eval_ids[i] = start + i;
+        s = stage_batch(t, &t->test, t->eval_ids, n);
+        if (s == DDP_OK) {
+            t->net->eval_step(&t->ctx, n); /* its loss is against label 0: not used */
+            s = ddp_step_status(&t->ctx);
+        }
+        if (s == DDP_OK)
+            s = ddp_ops_status(t->ops);
+        if (s == DDP_OK)
+            s = ddp_copy_to_host(scores, device_scores(t), (size_t)n * (size_t)k * sizeof(float), t->stream);
+        for (int i = 0; s == DDP_OK && i < n; i++)
+            ddp_top_classes_print(stdout, start + i, scores + (int64_t)i * k, k, (int)t->flags.top, t->flags.json,
+                                  work);
+    }
+    free(scores);
+    free(work);
+    if (s == DDP_OK && fflush(stdout) != 0)
+        s = DDP_ERR(DDP_FAIL, "cannot write the predictions to standard output");
     return s;
 }
 
@@ -1039,6 +1096,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         t->launch_status = ddp_dist_launch(nproc, argc, argv, &t->flags);
         return DDP_OK;
     }
+    if (t->flags.predict)
+        return predict(t);
     int rank = t->dist.rank, world = t->dist.world;
     ddp_signals_install(t->prog, rank, world,
                         t->dist.topo.launch == DDP_LAUNCH_MPIRUN || t->dist.topo.launch == DDP_LAUNCH_SPAWN,

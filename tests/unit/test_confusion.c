@@ -1,8 +1,10 @@
 /*
- * The confusion matrix of --eval-only (runtime/confusion.c), on scores made
- * by hand: the first largest score is the prediction (as the loss kernel
- * counts a correct one), a class's line names what it is taken for, and the
- * log's JSON rows hold the counts.
+ * What --eval-only and --predict make of scores, on scores made by hand: the
+ * confusion matrix (runtime/confusion.c), whose prediction is the first
+ * largest score (as the loss kernel counts a correct one), a class's line
+ * naming what it is taken for, the log's JSON rows holding the counts; and
+ * an input's likeliest classes (runtime/top_classes.c) in the same order,
+ * with the softmax's probabilities.
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "confusion.h"
 #include "testutil.h"
+#include "top_classes.h"
 
 static void test_counts_and_ties(void)
 {
@@ -45,10 +48,39 @@ static void test_counts_and_ties(void)
     ddp_confusion_free(&c);
 }
 
+static char *top_line(const float *scores, int classes, int top, int json)
+{
+    char *text = NULL;
+    size_t len = 0;
+    double work[8];
+    FILE *f = open_memstream(&text, &len);
+    ddp_top_classes_print(f, 3, scores, classes, top, json, work);
+    fclose(f);
+    return text;
+}
+
+static void test_top_classes(void)
+{
+    /* log(0.5), log(0.25), log(0.25): a tie, the lower class first */
+    const float scores[] = {logf(0.25f), logf(0.5f), logf(0.25f)};
+    char *line = top_line(scores, 3, 3, 0);
+    CU_ASSERT_STRING_EQUAL(line, "input 3: 1 0.5000, 0 0.2500, 2 0.2500\n");
+    free(line);
+    line = top_line(scores, 3, 2, 1);
+    CU_ASSERT_STRING_EQUAL(line, "{\"input\": 3, \"classes\": [1, 0], \"probabilities\": [0.5, 0.25]}\n");
+    free(line);
+    /* scores far apart: the softmax from the largest does not overflow */
+    const float wide[] = {-1000.0f, 1000.0f};
+    line = top_line(wide, 2, 5, 0);
+    CU_ASSERT_STRING_EQUAL(line, "input 3: 1 1.0000, 0 0.0000\n");
+    free(line);
+}
+
 void suite_confusion(void)
 {
     static const TestCase cases[] = {
         {"counts, first-largest ties, the per-class lines and the JSON rows", test_counts_and_ties},
+        {"--predict's lines: largest first, the lower of equal scores first, softmax probabilities", test_top_classes},
         {NULL, NULL},
     };
     test_add_suite("confusion", cases);

@@ -562,6 +562,94 @@ static void test_eval_only(void)
     teardown();
 }
 
+/* --predict: each input's likeliest classes, in the file's order. The
+ * first class of each of the test images, against its label, gives the
+ * accuracy --eval-only gives; all ten probabilities sum to 1, largest
+ * first; a NumPy array of the same images predicts the same. */
+static void test_predict(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    const char *w = tmp_path("w.st"), *images = tmp_path("data/t10k-images-idx3-ubyte");
+    CU_ASSERT_EQUAL_FATAL(harness_run(net, NULL, "--data %s --epochs 2 --export %s", data_dir, w), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --eval-only --init %s --log %s", data_dir, w,
+                                tmp_path("eval.jsonl")), 0);
+    char *eval = test_read_file(tmp_path("eval.jsonl"), NULL);
+    CU_ASSERT_FATAL(eval != NULL);
+    double accuracy = json_number(strstr(eval, "\"eval_only\""), "test_acc");
+    free(eval);
+
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --top 10 --json", images, w), 0);
+    size_t len = 0;
+    unsigned char *labels = (unsigned char *)test_read_file(tmp_path("data/t10k-labels-idx1-ubyte"), &len);
+    CU_ASSERT_FATAL(out && labels && len == 8 + N_TEST);
+    int lines = 0, right = 0, ordered = 1, sums_to_one = 1;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        int input, first;
+        if (sscanf(l, "{\"input\": %d, \"classes\": [%d", &input, &first) != 2 || input != lines)
+            continue;
+        right += first == labels[8 + input];
+        const char *q = strstr(l, "\"probabilities\": [");
+        double sum = 0, last = 2;
+        for (char *end; q && (q = strpbrk(q, "[,")) != NULL; q = end) {
+            double v = strtod(q + 1, &end);
+            ordered &= v <= last;
+            last = v;
+            sum += v;
+        }
+        sums_to_one &= fabs(sum - 1.0) < 1e-4;
+        lines++;
+    }
+    CU_ASSERT_EQUAL(lines, N_TEST);
+    CU_ASSERT_EQUAL((double)right / N_TEST, accuracy);
+    CU_ASSERT(ordered && sums_to_one);
+    free(out);
+
+    /* the same images as a NumPy uint8 array (N, 28, 28): the same lines */
+    size_t image_len = 0;
+    char *idx = test_read_file(images, &image_len), header[128];
+    CU_ASSERT_FATAL(idx && image_len == 16 + (size_t)N_TEST * 784);
+    int text = snprintf(header + 10, sizeof header - 10, "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, 28, 28), }",
+                        N_TEST);
+    memcpy(header, "\x93NUMPY\x01\x00", 8);
+    int padded = (10 + text + 1 + 63) / 64 * 64; /* header and newline to a multiple of 64 */
+    memset(header + 10 + text, ' ', (size_t)(padded - 10 - text - 1));
+    header[padded - 1] = '\n';
+    header[8] = (char)((padded - 10) & 0xff);
+    header[9] = (char)((padded - 10) >> 8);
+    FILE *f = fopen(tmp_path("x.npy"), "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fwrite(header, 1, (size_t)padded, f);
+    fwrite(idx + 16, 1, image_len - 16, f);
+    fclose(f);
+    free(idx);
+    char *from_idx = NULL, *from_npy = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, &from_idx, "--predict %s --init %s", images, w), 0);
+    CU_ASSERT_EQUAL(harness_run(net, &from_npy, "--predict %s --init %s", tmp_path("x.npy"), w), 0);
+    CU_ASSERT(harness_has(from_idx, "input 0: "));
+    CU_ASSERT(harness_has(from_idx, "input 49: "));
+    CU_ASSERT_STRING_EQUAL(from_idx, from_npy);
+    free(from_idx);
+    free(from_npy);
+
+    /* refusals, with status 2 */
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s", images), 2);
+    CU_ASSERT(harness_has(out, "--predict classifies with given weights: add --init FILE.safetensors"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s", tmp_path("none"), w), 2);
+    CU_ASSERT(harness_has(out, "no such file"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --top 3", data_dir), 2);
+    CU_ASSERT(harness_has(out, "--top says how --predict prints: add --predict FILE"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s", tmp_path("small/t10k-images-idx3-ubyte"), w), 2);
+    CU_ASSERT(harness_has(out, "the images are 1x14x14"));
+    free(out);
+    free(labels);
+    teardown();
+}
+
 static void test_nan_loss(void)
 {
     setup();
@@ -657,6 +745,8 @@ void suite_trainer(void)
         {"bad data: missing, wrong image shape, too many classes", test_bad_data},
         {"bad flags: status 2 and the message; --help", test_bad_flags},
         {"--eval-only: training's test accuracy again, a line per class, the matrix in the log", test_eval_only},
+        {"--predict: top classes per input, --eval-only's accuracy from them, IDX and NumPy alike; refusals",
+         test_predict},
         {"a NaN loss stops the run with status 1", test_nan_loss},
         {"a 1x28x28 input trains on 28x28 images", test_image_input},
         {"the seeded initialisation is PyTorch's, bit for bit", test_init_matches_torch},
