@@ -51,7 +51,7 @@ DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, 
 {
     memset(out, 0, sizeof *out);
     if (!ddp_data_is_file(path))
-        return DDP_ERR(DDP_BAD_INPUT, "--predict %s: no such file", path);
+        return DDP_ERR(DDP_BAD_INPUT, "--predict %s: not a file", path);
     DdpStatus status;
     if (is_npy(path)) {
         char layout = options->channels_first ? 'f' : options->channels_last ? 'l' : 0;
@@ -65,8 +65,6 @@ DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, 
         free(bytes);
     } else
         status = ddp_idx_images(path, out);
-    if (status == DDP_OK && out->n == 0)
-        status = DDP_ERR(DDP_BAD_INPUT, "--predict %s: the file holds no images", path);
     if (status == DDP_OK && !(out->labels = calloc((size_t)out->n, 1)))
         status = DDP_ERR(DDP_FAIL, "out of memory");
     if (status != DDP_OK)

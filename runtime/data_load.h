@@ -27,8 +27,8 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
 /* The images of the one file PATH, to classify (--predict): a NumPy array
  * (told by its magic bytes; its layout as for ddp_npy_images) or else IDX
  * images, raw or gzipped. Their labels are all 0, for the loss the forward
- * pass ends in. DDP_BAD_INPUT, naming the file and the fault; OUT is then
- * empty. */
+ * pass ends in. DDP_BAD_INPUT, naming the file and the fault (a file of
+ * no images too: both readers refuse it); OUT is then empty. */
 DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, DdpDataSet *out);
 
 #endif

@@ -451,6 +451,21 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     if ((f->given[DDP_FLAG_TOP] || f->json) && !f->predict)
         return DDP_ERR(DDP_BAD_INPUT, "--%s says how --predict prints: add --predict FILE",
                        f->given[DDP_FLAG_TOP] ? "top" : "json");
+    /* what would be accepted and then do nothing */
+    static const DdpFlagId predict_writes_none[] = {DDP_FLAG_SAVE, DDP_FLAG_RESUME, DDP_FLAG_LOG,
+                                                    DDP_FLAG_TENSORBOARD, DDP_FLAG_EXPORT};
+    for (size_t i = 0; f->predict && i < sizeof predict_writes_none / sizeof predict_writes_none[0]; i++)
+        if (f->given[predict_writes_none[i]])
+            return DDP_ERR(DDP_BAD_INPUT, "--predict prints its lines and nothing else: leave out --%s",
+                           specs[predict_writes_none[i]].name);
+    if (f->predict && (f->nproc_per_node > 1 || f->world_size > 1))
+        return DDP_ERR(DDP_BAD_INPUT, "--predict runs on one rank: leave out --%s",
+                       f->nproc_per_node > 1 ? "nproc-per-node" : "world-size");
+    if (f->eval_only && f->save && !f->resume)
+        return DDP_ERR(DDP_BAD_INPUT, "--eval-only --save %s: an evaluation writes no checkpoint; add --resume to "
+                                      "evaluate the newest there", f->save);
+    if (f->eval_only && f->tensorboard)
+        return DDP_ERR(DDP_BAD_INPUT, "--eval-only draws no curves in --tensorboard: its numbers go to --log");
     return DDP_OK;
 }
 

@@ -19,11 +19,6 @@ void ddp_batchnorm_allreduce(DdpCtx *ctx, double *sums, size_t count)
     ctx->status = ddp_pg_allreduce(ctx->pg, sums, count, DDP_F64, DDP_SUM);
 }
 
-/* The message ddp_layer_check made, kept apart from the runtime's last
- * error, which the rest of the step may overwrite (a bucket's all-reduce
- * that fails after it, say). */
-static _Thread_local char layer_failure[1024];
-
 void ddp_layer_check(DdpCtx *ctx, const char *where)
 {
     DdpStatus s = ctx->status; /* a launch that failed (DDP_LAUNCH) or a collective */
@@ -33,14 +28,14 @@ void ddp_layer_check(DdpCtx *ctx, const char *where)
         s = ddp_device_sync(ctx->stream);
     if (s == DDP_OK)
         return;
-    snprintf(layer_failure, sizeof layer_failure, "%s: %s", where, ddp_error_message());
-    ctx->status = DDP_ERR(s, "%s", layer_failure);
+    snprintf(ctx->layer_failure, sizeof ctx->layer_failure, "%s: %s", where, ddp_error_message());
+    ctx->status = DDP_ERR(s, "%s", ctx->layer_failure);
     ctx->debug = 0;
 }
 
 DdpStatus ddp_step_status(const DdpCtx *ctx)
 {
-    if (ctx->status != DDP_OK && layer_failure[0])
-        return DDP_ERR(ctx->status, "%s", layer_failure);
+    if (ctx->status != DDP_OK && ctx->layer_failure[0])
+        return DDP_ERR(ctx->status, "%s", ctx->layer_failure);
     return ctx->status;
 }

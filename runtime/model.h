@@ -119,6 +119,9 @@ struct DdpCtx {
     /* DDP_DEBUG=1 in the environment (device_rules.h): each layer's work is
      * waited for and checked as it ends (DDP_LAYER_DONE, kernel.h) */
     int debug;
+    /* the message ddp_layer_check gave a failure, kept apart from the
+     * runtime's last error, which the rest of the step may overwrite */
+    char layer_failure[1024];
 };
 
 typedef struct {

@@ -498,12 +498,18 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
         }
+        if (!found && t->flags.eval_only) /* seeded weights are nothing to evaluate */
+            return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
+                           t->flags.save, t->net->name);
         if (!found) {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
             return DDP_OK;
         }
     }
-    DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
+    /* an evaluation takes the weights alone: the run's seed, batch and
+     * world need not be the checkpoint's (its net is, by the file's hash) */
+    if (!t->flags.eval_only)
+        DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     if (saved.world != now.world)
@@ -650,7 +656,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
 /* Sums the ranks' confusion matrices, as the statistics are summed. */
 static DdpStatus sum_confusion(Trainer *t, DdpConfusion *c)
 {
-    int64_t count = (int64_t)c->classes * c->classes; /* at most 256 x 256: labels are bytes */
+    int64_t count = (int64_t)c->classes * c->classes; /* below 2^31: evaluate_only checks */
     size_t bytes = (size_t)count * sizeof(double);
     double *summed;
     DDP_CHECK(device_alloc((void **)&summed, count, sizeof(double), "the confusion matrix"));
@@ -668,6 +674,8 @@ static DdpStatus sum_confusion(Trainer *t, DdpConfusion *c)
 static DdpStatus evaluate_only(Trainer *t)
 {
     int k = t->net->num_classes;
+    if ((int64_t)k * k > INT32_MAX)
+        return DDP_ERR(DDP_BAD_INPUT, "--eval-only: a confusion matrix of %d classes is too large to gather", k);
     Tally tally = {.scores = malloc((size_t)t->cfg.batch * (size_t)k * sizeof(float))};
     DdpStatus s = tally.scores ? ddp_confusion_init(&tally.matrix, k)
                                : DDP_ERR(DDP_FAIL, "out of memory: a batch of scores");
@@ -677,8 +685,9 @@ static DdpStatus evaluate_only(Trainer *t)
     if (s == DDP_OK)
         s = sum_confusion(t, &tally.matrix);
     if (s == DDP_OK && t->dist.rank == 0) {
-        /* the loss is the evaluation's own (padding included where the ranks'
-         * shares need it, as in training); the accuracy counts each sample once */
+        /* the loss is the evaluation's own, as in training: it counts the
+         * samples padding the ranks' shares to equal size (when the world size
+         * does not divide the test set) twice; the accuracy counts each once */
         int64_t samples = ddp_confusion_total(&tally.matrix);
         double accuracy = ddp_confusion_accuracy(&tally.matrix);
         ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld samples)", loss, accuracy,
@@ -735,7 +744,7 @@ static DdpStatus predict(Trainer *t)
     }
     free(scores);
     free(work);
-    if (s == DDP_OK && fflush(stdout) != 0)
+    if (s == DDP_OK && (fflush(stdout) != 0 || ferror(stdout)))
         s = DDP_ERR(DDP_FAIL, "cannot write the predictions to standard output");
     return s;
 }
@@ -1172,8 +1181,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (restart)
         DDP_CHECK(ddp_progress_restart(&t->progress, strtoll(restart, NULL, 10), cause ? cause : ""));
 
-    if (t->flags.eval_only)
-        return evaluate_only(t);
+    if (t->flags.eval_only) { /* --export: a checkpoint's weights as a weights file */
+        DDP_CHECK(evaluate_only(t));
+        return t->flags.export_path && rank == 0 ? export_weights(t) : DDP_OK;
+    }
     DDP_CHECK(train(t));
     if (t->stopped)
         return say_stopped(t, argc, argv);

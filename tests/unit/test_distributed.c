@@ -114,7 +114,9 @@ static void test_straggler_named(void)
 
 /* tests/distributed/eval_only.sh: --eval-only on 1, 2 and 3 ranks counts
  * every test sample once (3 does not divide 10,000) and logs one matrix,
- * with the accuracy training gave the same weights. */
+ * with the accuracy training gave the same weights, as does --predict's
+ * first class (a net ending in a linear layer, and one in log_softmax); a
+ * 2-rank checkpoint evaluates on 1 rank; --predict under mpirun is refused. */
 static void test_eval_only_on_ranks(void)
 {
     if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
@@ -304,7 +306,7 @@ void suite_distributed(void)
          test_cifar_files_end_to_end},
         {"NumPy arrays: 1 and 2 ranks the same bytes; uint8 and float32 channels-last arrays of the same images alike",
          test_npy_files_end_to_end},
-        {"--eval-only on 1, 2 and 3 ranks: each test sample once, one matrix, training's accuracy",
+        {"--eval-only on 1, 2 and 3 ranks and --predict: each test sample once, one matrix, training's accuracy",
          test_eval_only_on_ranks},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},

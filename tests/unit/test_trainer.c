@@ -559,7 +559,41 @@ static void test_eval_only(void)
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only", data_dir), 2);
     CU_ASSERT(harness_has(out, "--eval-only evaluates given weights: add --init FILE.safetensors"));
     free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s --save %s", data_dir, tmp_path("w.st"),
+                                tmp_path("ck")), 2);
+    CU_ASSERT(harness_has(out, "an evaluation writes no checkpoint; add --resume"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s --tensorboard %s", data_dir,
+                                tmp_path("w.st"), tmp_path("tb")), 2);
+    CU_ASSERT(harness_has(out, "--eval-only draws no curves in --tensorboard"));
+    free(out);
+    /* a --save directory with no checkpoint: nothing to evaluate (training would start afresh) */
+    mkdir(tmp_path("empty"), 0755);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --resume --save %s", data_dir, tmp_path("empty")), 2);
+    CU_ASSERT(harness_has(out, "holds no checkpoint of net 'tiny' to evaluate"));
+    free(out);
     teardown();
+}
+
+/* PATH: a NumPy file of N uint8 images of 28 x 28, PIXELS, as np.save
+ * writes it (format 1.0: its header padded to a multiple of 64 bytes). */
+static void write_npy_images(const char *path, int n, const char *pixels)
+{
+    char header[128];
+    int text = snprintf(header + 10, sizeof header - 10,
+                        "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, 28, 28), }", n);
+    int padded = (10 + text + 1 + 63) / 64 * 64;
+    memcpy(header, "\x93NUMPY\x01\x00", 8);
+    header[8] = (char)((padded - 10) & 0xff);
+    header[9] = (char)((padded - 10) >> 8);
+    memset(header + 10 + text, ' ', (size_t)(padded - 10 - text - 1));
+    header[padded - 1] = '\n';
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fwrite(header, 1, (size_t)padded, f);
+    if (n)
+        fwrite(pixels, 784, (size_t)n, f);
+    fclose(f);
 }
 
 /* --predict: each input's likeliest classes, in the file's order. The
@@ -608,21 +642,9 @@ static void test_predict(void)
 
     /* the same images as a NumPy uint8 array (N, 28, 28): the same lines */
     size_t image_len = 0;
-    char *idx = test_read_file(images, &image_len), header[128];
+    char *idx = test_read_file(images, &image_len);
     CU_ASSERT_FATAL(idx && image_len == 16 + (size_t)N_TEST * 784);
-    int text = snprintf(header + 10, sizeof header - 10, "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, 28, 28), }",
-                        N_TEST);
-    memcpy(header, "\x93NUMPY\x01\x00", 8);
-    int padded = (10 + text + 1 + 63) / 64 * 64; /* header and newline to a multiple of 64 */
-    memset(header + 10 + text, ' ', (size_t)(padded - 10 - text - 1));
-    header[padded - 1] = '\n';
-    header[8] = (char)((padded - 10) & 0xff);
-    header[9] = (char)((padded - 10) >> 8);
-    FILE *f = fopen(tmp_path("x.npy"), "wb");
-    CU_ASSERT_FATAL(f != NULL);
-    fwrite(header, 1, (size_t)padded, f);
-    fwrite(idx + 16, 1, image_len - 16, f);
-    fclose(f);
+    write_npy_images(tmp_path("x.npy"), N_TEST, idx + 16);
     free(idx);
     char *from_idx = NULL, *from_npy = NULL;
     CU_ASSERT_EQUAL(harness_run(net, &from_idx, "--predict %s --init %s", images, w), 0);
@@ -638,10 +660,26 @@ static void test_predict(void)
     CU_ASSERT(harness_has(out, "--predict classifies with given weights: add --init FILE.safetensors"));
     free(out);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s", tmp_path("none"), w), 2);
-    CU_ASSERT(harness_has(out, "no such file"));
+    CU_ASSERT(harness_has(out, "not a file"));
     free(out);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --top 3", data_dir), 2);
     CU_ASSERT(harness_has(out, "--top says how --predict prints: add --predict FILE"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --json", data_dir), 2);
+    CU_ASSERT(harness_has(out, "--json says how --predict prints: add --predict FILE"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --eval-only", images, w), 2);
+    CU_ASSERT(harness_has(out, "--predict and --eval-only: give one"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --log %s", images, w, tmp_path("p.jsonl")), 2);
+    CU_ASSERT(harness_has(out, "--predict prints its lines and nothing else: leave out --log"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --nproc-per-node 2", images, w), 2);
+    CU_ASSERT(harness_has(out, "--predict runs on one rank: leave out --nproc-per-node"));
+    free(out);
+    write_npy_images(tmp_path("empty.npy"), 0, NULL);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s", tmp_path("empty.npy"), w), 2);
+    CU_ASSERT(harness_has(out, "images of shape (0, 28, 28): no data"));
     free(out);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s", tmp_path("small/t10k-images-idx3-ubyte"), w), 2);
     CU_ASSERT(harness_has(out, "the images are 1x14x14"));
