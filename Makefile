@@ -195,7 +195,7 @@ test: all $(BUILD)/unit_tests
 # cross-check one result with python and device_rules compiles one kernel
 # with gcc and nvcc; the rest run in the runner's own process or run ddpc.
 # make test still runs every suite, these included.
-CHECK_SUITES := front golden sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
+CHECK_SUITES := front golden augment loader sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
                 rendezvous flags checkpoint progress scaling device_rules
 check: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make check needs CUnit: run make deps" && false)

@@ -271,6 +271,27 @@ typedef struct {
     uint64_t seed;
 } TrainConfig;
 
+/* The `data { }` block: what the program does to a sample between the data
+ * set and the net (data.c checks it; runtime/augment.h applies it). */
+typedef enum { PAD_ZERO, PAD_REFLECT } PadMode;
+
+typedef struct {
+    /* normalize: (x - mean[c]) / std[c] on every sample, channel c of
+     * n_channels (the input's channels; 1 for a features input). NULL: none. */
+    const double *mean, *std;
+    int64_t n_channels;
+    Loc normalize_loc;
+    /* random_crop: in training, a crop_h x crop_w window at a random place
+     * of the sample padded by pad on each side. crop_h 0: none. */
+    int64_t crop_h, crop_w, pad;
+    PadMode pad_mode;
+    Loc crop_loc;
+    /* flip: in training, the sample mirrored left-right (flip_h) or upside
+     * down (flip_v) with this probability; 0: never. */
+    double flip_h, flip_v;
+    Loc flip_loc[2];         /* of each: horizontal, vertical */
+} DataConfig;
+
 typedef struct {
     const char *name;       /* `net NAME`, or the file's stem */
     const char *file;
@@ -285,6 +306,7 @@ typedef struct {
     int64_t total_flops;
     int64_t num_classes;    /* features reaching the loss */
     TrainConfig train;
+    DataConfig data;
 } Net;
 
 /* Checks AST and lowers it into NET. Returns false if there were errors. */
@@ -402,6 +424,20 @@ int64_t checked_add(int64_t a, int64_t b);
 
 void train_defaults(TrainConfig *t);
 void train_check(Sema *s, const Stmt *block);
+
+//
+// data.c
+//
+
+/* Reads the `data { }` block into s->net->data. */
+void data_check(Sema *s, const Stmt *block);
+/* D draws something per sample in training (a crop or a flip); D does anything. */
+bool data_has_draws(const DataConfig *d);
+bool data_any(const DataConfig *d);
+/* Checks what was read against the net's INPUT shape (rank 0: unknown,
+ * after an error) once the whole file is read, and gives normalize one
+ * mean and std per channel. */
+void data_check_input(Sema *s, Shape input);
 
 //
 // plan.c: fusion, parameter layout, buckets, memory plan, hash

@@ -1252,6 +1252,17 @@ static void emit_tables(Emit *e, FILE *out)
     const Node *input = &net->nodes[0];
     int64_t c, h, w;
     chw(input->out_shape, &c, &h, &w);
+    const DataConfig *d = &net->data;
+    if (d->mean) {
+        fprintf(out, "// data { }: normalize's mean and std per channel\n");
+        for (int k = 0; k < 2; k++) {
+            fprintf(out, "static const double data_%s[] = {", k ? "std" : "mean");
+            for (int64_t i = 0; i < d->n_channels; i++)
+                fprintf(out, "%s%s", i ? ", " : "", dlit(e->arena, (k ? d->std : d->mean)[i]));
+            fprintf(out, "};\n");
+        }
+        fprintf(out, "static_assert(sizeof data_mean == sizeof data_std, \"a mean and a std per channel\");\n\n");
+    }
     fprintf(out, "static const DdpNet net = {\n");
     fprintf(out, "    \"%s\", \"%s\",  // name, hash\n", net->name, p->hash);
     fprintf(out, "    %d, {%lld, %lld, %lld}, %lld, %lld,  // sample rank, shape, values; classes\n",
@@ -1270,6 +1281,15 @@ static void emit_tables(Emit *e, FILE *out)
             dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
             (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
             t->batch_global);
+    fprintf(out, "    // data { }%s: normalized channels, mean, std; random crop height, width, pad, padding;\n"
+                 "    // probability of a left-right flip, of an upside-down flip\n"
+                 "    {%s, %s, %s, %lld, %lld, %lld, %s, %s, %s},\n",
+            data_any(d) ? "" : " (none in the .net)",
+            d->mean ? "(int)(sizeof data_mean / sizeof data_mean[0])" : "0", d->mean ? "data_mean" : "NULL",
+            d->mean ? "data_std" : "NULL",
+            (long long)d->crop_h, (long long)d->crop_w, (long long)d->pad,
+            d->pad_mode == PAD_REFLECT ? "DDP_PAD_REFLECT" : "DDP_PAD_ZERO", dlit(e->arena, d->flip_h),
+            dlit(e->arena, d->flip_v));
     const Node *loss = loss_node(net);
     if (p->is_data[loss->in])
         fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, -1,  // the activation arena; the loss reads the data itself\n");

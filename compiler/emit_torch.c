@@ -315,6 +315,7 @@ static void emit_header(Emitter *e)
             "#   for epoch in range(TRAIN[\"epochs\"]):\n"
             "#       model.set_dropout_context(TRAIN[\"seed\"], epoch)\n"
             "#       for x, labels, sample_ids in batches:  # sample_ids: indices in the data set\n"
+            "%s"
             "#           loss = loss_fn(model(x, sample_ids), labels)\n"
             "#           optimizer.zero_grad()\n"
             "#           loss.backward()\n"
@@ -323,7 +324,10 @@ static void emit_header(Emitter *e)
             "#               scheduler.step()\n"
             "#       if SCHEDULE_INTERVAL == \"epoch\":\n"
             "#           scheduler.step()\n",
-            file, DDPC_VERSION, file, file);
+            file, DDPC_VERSION, file, file,
+            data_any(&net->data)
+                ? "#           x = transform(x, sample_ids, TRAIN[\"seed\"], epoch)  # data { }; train=False to test\n"
+                : "");
     if (has_op(net, OP_BATCHNORM))
         fprintf(e->out,
                 "#\n"
@@ -350,15 +354,16 @@ static void emit_header(Emitter *e)
             net->train.schedule == SCHED_STEP ? "epoch" : "step");
 }
 
-static void emit_hash_dropout(Emitter *e)
+/* The hash of the dropout masks and the data { } block's draws. */
+static void emit_hash32(Emitter *e)
 {
     fputs("\n"
           "\n"
-          "# ddpc's dropout mask (runtime/dropout_mask.h): whether element e of sample s\n"
-          "# survives depends on nothing but (seed, layer, epoch, s, e), so every rank\n"
-          "# count and batch split drops the same elements. The hash works on 32-bit\n"
-          "# values held in int64 tensors; each multiplication is split in 16-bit halves\n"
-          "# so that no product exceeds 2^49 and the low 32 bits come out exact.\n"
+          "# ddpc's random draws (runtime/dropout_mask.h) are hashes of what they are for\n"
+          "# (seed, layer, epoch, sample index, element), so every rank count and batch\n"
+          "# split draws the same. The hash works on 32-bit values held in int64\n"
+          "# tensors; each multiplication is split in 16-bit halves so that no product\n"
+          "# exceeds 2^49 and the low 32 bits come out exact.\n"
           "_M32 = 0xFFFFFFFF\n"
           "\n"
           "\n"
@@ -375,6 +380,107 @@ static void emit_hash_dropout(Emitter *e)
           "    x = _mul32(x, 0x846CA68B)\n"
           "    return x ^ (x >> 16)\n"
           "\n"
+          "\n"
+          "def _layer_key(seed, layer, epoch):\n"
+          "    \"\"\"ddp_dropout_layer_key: the part of a draw's key shared by a layer and epoch.\"\"\"\n"
+          "    seed &= 0xFFFFFFFFFFFFFFFF\n"
+          "    key = _hash32((seed & _M32) ^ (seed >> 32) ^ _hash32(layer & _M32))\n"
+          "    return _hash32(key ^ (epoch & _M32))\n",
+          e->out);
+}
+
+/* An integer T with draw < T exactly when draw < p * 2^32, as augment.c
+ * compares (in double, where p * 2^32 is exact). */
+static uint64_t flip_threshold(double p)
+{
+    double t = p * 4294967296.0;
+    uint64_t floor_t = (uint64_t)t;
+    return (double)floor_t == t ? floor_t : floor_t + 1;
+}
+
+/* The data { } block as a function of a batch: runtime/augment.c's work. */
+static void emit_transform(Emitter *e)
+{
+    const Net *net = e->net;
+    const DataConfig *d = &net->data;
+    Arena *a = &e->a;
+    const Shape in = net->nodes[0].out_shape;
+    bool images = in.rank == 3;
+    fputs("\n\n# data { }: what the program does to a batch on its way to the net\n", e->out);
+    if (data_has_draws(&net->data))
+        fputs("# (runtime/augment.h). In training, drawn from (seed, epoch, sample index) as\n"
+              "# the program draws them: the crop, then the flips.\n",
+              e->out);
+    else
+        fputs("# (runtime/augment.h).\n", e->out);
+    if (d->mean)
+        fprintf(e->out, "# Then%s normalize: (x - mean) / std per channel in float32,\n"
+                        "# as torchvision's Normalize.\n", data_has_draws(&net->data) ? ", for every sample," : "");
+    if (d->mean)
+        for (int k = 0; k < 2; k++) {
+            fprintf(e->out, "NORMALIZE_%s = (", k ? "STD" : "MEAN");
+            for (int64_t c = 0; c < d->n_channels; c++)
+                fprintf(e->out, "%s%s", c ? ", " : "", py_float(a, (k ? d->std : d->mean)[c]));
+            fprintf(e->out, "%s)  # %s:%d\n", d->n_channels == 1 ? "," : "", e->file, d->normalize_loc.first_line);
+        }
+    fprintf(e->out,
+            "\n\n"
+            "def transform(x, sample_ids, seed, epoch, train=True):\n"
+            "    \"\"\"x: a batch [N, *INPUT_SHAPE] of pixel / 255 in float32; sample_ids: the samples'\n"
+            "    indices in the data set; seed and epoch: the program's --seed and epoch count.\n"
+            "    train=False for test and --predict inputs%s.\"\"\"\n",
+            data_has_draws(&net->data) ? ", which are only normalized" : " (the same here)");
+    if (data_has_draws(&net->data)) {
+        int64_t h = in.d[1], w = in.d[2];
+        fputs("    if train:\n"
+              "        # a sample's draw k is hash(key ^ k): 1 and 2 the crop's row and column, 3 and 4\n"
+              "        # the flips (augment.h's DDP_DRAW_*); its key is dropout's for layer 0, which no dropout has\n"
+              "        ids = torch.as_tensor(sample_ids, dtype=torch.int64, device=x.device).reshape(-1) & _M32\n"
+              "        key = _hash32(ids ^ _layer_key(seed, 0, epoch))\n",
+              e->out);
+        if (d->crop_h) {
+            int64_t p = d->pad;
+            fprintf(e->out,
+                    "        # random_crop %lldx%lld pad=%lld%s (%s:%d)\n"
+                    "        padded = F.pad(x, (%lld, %lld, %lld, %lld)%s)\n"
+                    "        top = (_hash32(key ^ 1) %% %lld).tolist()\n"
+                    "        left = (_hash32(key ^ 2) %% %lld).tolist()\n"
+                    "        x = torch.stack([padded[i, :, t:t + %lld, l:l + %lld] for i, (t, l) in enumerate(zip(top, left))])\n",
+                    (long long)d->crop_h, (long long)d->crop_w, (long long)p,
+                    d->pad_mode == PAD_REFLECT ? " reflect" : "", e->file, d->crop_loc.first_line, (long long)p,
+                    (long long)p, (long long)p, (long long)p, d->pad_mode == PAD_REFLECT ? ", mode=\"reflect\"" : "",
+                    (long long)(h + 2 * p - d->crop_h + 1), (long long)(w + 2 * p - d->crop_w + 1),
+                    (long long)d->crop_h, (long long)d->crop_w);
+        }
+        /* left-right: draw 3, the width's dimension; upside down: draw 4, the height's */
+        static const struct {
+            const char *name, *word;
+            int draw, dim;
+        } flips[] = {{"mirror", "horizontal", 3, 3}, {"upside_down", "vertical", 4, 2}};
+        for (int k = 0; k < 2; k++) {
+            double p = k ? d->flip_v : d->flip_h;
+            if (p > 0)
+                fprintf(e->out,
+                        "        %s = _hash32(key ^ %d) < %llu  # flip %s p=%s of 2^32 (%s:%d)\n"
+                        "        x = torch.where(%s.reshape(-1, 1, 1, 1), x.flip(%d), x)\n",
+                        flips[k].name, flips[k].draw, (unsigned long long)flip_threshold(p), flips[k].word,
+                        py_float(a, p), e->file, d->flip_loc[k].first_line, flips[k].name, flips[k].dim);
+        }
+    }
+    if (d->mean) {
+        const char *shape = images ? "1, -1, 1, 1" : "1, -1";
+        fprintf(e->out,
+                "    mean = torch.tensor(NORMALIZE_MEAN, dtype=torch.float32, device=x.device).reshape(%s)\n"
+                "    std = torch.tensor(NORMALIZE_STD, dtype=torch.float32, device=x.device).reshape(%s)\n"
+                "    return (x - mean) / std\n",
+                shape, shape);
+    } else
+        fputs("    return x\n", e->out);
+}
+
+static void emit_hash_dropout(Emitter *e)
+{
+    fputs("\n"
           "\n"
           "class HashDropout(nn.Module):\n"
           "    \"\"\"Dropout keeping element e of sample s when\n"
@@ -394,9 +500,7 @@ static void emit_hash_dropout(Emitter *e)
           "\n"
           "    def keep_mask(self, sample_ids, numel):\n"
           "        \"\"\"[len(sample_ids), numel] bools: which elements of each sample are kept.\"\"\"\n"
-          "        seed = self.seed & 0xFFFFFFFFFFFFFFFF\n"
-          "        key = _hash32((seed & _M32) ^ (seed >> 32) ^ _hash32(self.layer & _M32))\n"
-          "        key = _hash32(key ^ (self.epoch & _M32))\n"
+          "        key = _layer_key(self.seed, self.layer, self.epoch)\n"
           "        s = torch.as_tensor(sample_ids, dtype=torch.int64).reshape(-1, 1) & _M32\n"
           "        e = torch.arange(numel, dtype=torch.int64, device=s.device).reshape(1, -1)\n"
           "        return _hash32(_hash32(s ^ key) ^ e) >= self.threshold\n"
@@ -614,8 +718,12 @@ void emit_torch(FILE *out, const Net *net)
     const char *cls = class_name(&e.a, net->name);
 
     emit_header(&e);
+    if (has_op(net, OP_DROPOUT) || data_has_draws(&net->data))
+        emit_hash32(&e);
     if (has_op(net, OP_DROPOUT))
         emit_hash_dropout(&e);
+    if (data_any(&net->data))
+        emit_transform(&e);
     emit_class(&e, cls);
     emit_loss(&e);
     emit_optimizer(&e);

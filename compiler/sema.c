@@ -35,7 +35,7 @@ typedef struct {
     NameTable names;
     int kind_counts[OP_COUNT];
     int current;            /* value the next layer consumes; -1 before input */
-    bool seen_input, seen_loss, seen_net, seen_train, seen_layer;
+    bool seen_input, seen_loss, seen_net, seen_train, seen_data, seen_layer;
     const Stmt *last_layer;
     int depth;
 } Walk;
@@ -497,14 +497,15 @@ static void lower_net_name(Walk *w, const Stmt *st)
     sema_report_unused(s, st, NULL, 0);
 }
 
-static const char *const statement_words[] = {"net", "input", "train", "residual"};
+static const char *const statement_words[] = {"net", "input", "train", "data", "residual"};
 
 static void report_unknown_word(Walk *w, const Stmt *st, bool top_level)
 {
     Sema *s = &w->s;
+    enum { STATEMENT_WORDS = sizeof statement_words / sizeof *statement_words };
     const char *candidates[64];
-    int n = layer_words(candidates, 60);
-    for (int i = 0; i < 4; i++)
+    int n = layer_words(candidates, 64 - STATEMENT_WORDS);
+    for (int i = 0; i < STATEMENT_WORDS; i++)
         candidates[n++] = statement_words[i];
     const char *near = ddp_suggest_nearest(st->word, candidates, n);
     const char *what = top_level ? "layer" : "layer in residual";
@@ -550,7 +551,7 @@ static void lower_statements(Walk *w, const Stmt *list, bool top_level)
             continue;
         }
         if (st->label && (strcmp(st->word, "net") == 0 || strcmp(st->word, "train") == 0 ||
-                          strcmp(st->word, "input") == 0))
+                          strcmp(st->word, "data") == 0 || strcmp(st->word, "input") == 0))
             diag_at(s->diag, SEV_ERROR, st->label_loc, "'%s' cannot be named", st->word);
         if (strcmp(st->word, "net") == 0 && top_level)
             lower_net_name(w, st);
@@ -562,6 +563,14 @@ static void lower_statements(Walk *w, const Stmt *list, bool top_level)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "train needs a block: train { batch 64 ... }");
             sema_report_unused(s, st, NULL, 0);
             train_check(s, st->body);
+        } else if (strcmp(st->word, "data") == 0 && top_level) {
+            if (w->seen_data)
+                diag_at(s->diag, SEV_ERROR, st->word_loc, "a second data block; merge it into the first");
+            w->seen_data = true;
+            if (!st->has_block)
+                diag_at(s->diag, SEV_ERROR, st->word_loc, "data needs a block: data { normalize ... }");
+            sema_report_unused(s, st, NULL, 0);
+            data_check(s, st->body);
         } else if (strcmp(st->word, "input") == 0 && top_level)
             lower_input(w, st);
         else if (strcmp(st->word, "residual") == 0) {
@@ -570,7 +579,8 @@ static void lower_statements(Walk *w, const Stmt *list, bool top_level)
             lower_residual(w, st);
             w->last_layer = st;
         } else if (!top_level && (strcmp(st->word, "net") == 0 || strcmp(st->word, "train") == 0 ||
-                                  strcmp(st->word, "input") == 0 || strcmp(st->word, "loss") == 0))
+                                  strcmp(st->word, "data") == 0 || strcmp(st->word, "input") == 0 ||
+                                  strcmp(st->word, "loss") == 0))
             diag_at(s->diag, SEV_ERROR, st->word_loc, "'%s' cannot be inside residual { }", st->word);
         else {
             const LayerKind *kind = layer_kind_find(st->word);
@@ -617,6 +627,7 @@ bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)
     int errors_before = d->errors;
 
     lower_statements(&w, ast->stmts, true);
+    data_check_input(&w.s, net->n_nodes && net->nodes[0].op == OP_INPUT ? net->nodes[0].out_shape : (Shape){0});
 
     if (!w.seen_layer && ast->syntax_errors == 0)
         diag_file(d, SEV_ERROR, "no layers: a net needs at least 'input' and 'loss'");

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fnv1a.h"  // ddp_fnv1a: the data set's digest
+
 DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes)
 {
     if (set->num_classes <= num_classes)
@@ -47,29 +49,21 @@ DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, 
     return DDP_OK;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *b = data;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 uint64_t ddp_data_digest(const DdpDataSet *set)
 {
     enum { SAMPLES = 1024 };
     int64_t sizes[5] = {set->n, set->channels, set->rows, set->cols, set->num_classes};
-    uint64_t h = fnv1a(1469598103934665603ull, sizes, sizeof sizes);
+    uint64_t h = ddp_fnv1a(DDP_FNV1A_START, sizes, sizeof sizes);
     size_t bytes = (size_t)ddp_data_sample_values(set);
     int64_t picks = set->n < SAMPLES ? set->n : SAMPLES;
     for (int64_t k = 0; k < picks; k++) {
         /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
         int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
         if (set->values)
-            h = fnv1a(h, set->values + (size_t)i * bytes, bytes * sizeof *set->values);
+            h = ddp_fnv1a(h, set->values + (size_t)i * bytes, bytes * sizeof *set->values);
         else
-            h = fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
-        h = fnv1a(h, set->labels + i, 1);
+            h = ddp_fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
+        h = ddp_fnv1a(h, set->labels + i, 1);
     }
     return h;
 }

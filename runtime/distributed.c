@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
+#include "fnv1a.h"     // ddp_fnv1a: the weights' digest
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
@@ -495,6 +496,7 @@ typedef struct {
     char flag[DDP_FLAG_COUNT][VALUE_LEN];
     int64_t world, train_n, test_n;
     uint64_t train_digest, test_digest;
+    uint64_t data_table;         /* ddp_augment_digest of the program's data { } block */
     char kernels[2 * VALUE_LEN]; /* ddp_ops_describe_kernels: may differ (ddp_dist_not_bit_invariant) */
 } Settings;
 
@@ -505,6 +507,9 @@ static DdpStatus compare_settings(int r, const Settings *a, const Settings *b)
     if (strcmp(a->hash, b->hash) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "rank %d runs another net than rank 0 (net hash %s, rank 0's %s): "
                                       "every rank must run the same program", r, b->hash, a->hash);
+    if (a->data_table != b->data_table)
+        return DDP_ERR(DDP_BAD_INPUT, "rank %d's program has another data { } table than rank 0's (normalize, crop "
+                                      "or flips): every rank must run the same program", r);
     if (a->world != b->world)
         return DDP_ERR(DDP_BAD_INPUT, "rank %d counts %lld ranks where rank 0 counts %lld: give every rank the same "
                                       "world size", r, (long long)b->world, (long long)a->world);
@@ -571,6 +576,7 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *fla
         if (ddp_flags_agreement((DdpFlagId)i) != DDP_AGREE_LOCAL)
             ddp_flags_agreed_value(flags, (DdpFlagId)i, mine->flag[i], VALUE_LEN);
     mine->world = d->world;
+    mine->data_table = ddp_augment_digest(&net->data);
     mine->train_n = train->n;
     mine->test_n = test->n;
     mine->train_digest = ddp_data_digest(train);
@@ -638,10 +644,7 @@ DdpStatus ddp_dist_check_identical(DdpDist *d, const float *host_params, int64_t
 {
     if (d->world <= 1)
         return DDP_OK;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the bytes */
-    const unsigned char *b = (const unsigned char *)host_params;
-    for (size_t i = 0; i < (size_t)n * sizeof *host_params; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t h = ddp_fnv1a(DDP_FNV1A_START, host_params, (size_t)n * sizeof *host_params);
     uint64_t *all = calloc((size_t)d->world, sizeof *all);
     if (!all)
         return DDP_ERR(DDP_FAIL, "out of memory");

@@ -64,6 +64,13 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_CHANNELS_LAST] = {"channels-last", KIND_SWITCH, NULL, AT(channels_last), .min = 1,
         .agree = DDP_AGREE_VALUE,
         .help = "NumPy: the images are N x H x W x C (needed only where the shape does not tell)"},
+    [DDP_FLAG_WORKERS] = {"workers", KIND_INT, "N", AT(workers), .min = 0, .max = DDP_FLAGS_MAX_WORKERS,
+        .agree = DDP_AGREE_LOCAL,
+        .help = "threads making training batches ahead of the step (default: 1 on CPUs, whose step has the cores; "
+                "on GPUs the cores a rank has, less one, up to a few); 0: each batch made when the step needs it"},
+    [DDP_FLAG_NO_AUGMENT] = {"no-augment", KIND_SWITCH, NULL, AT(augment), .min = 0,
+        .agree = DDP_AGREE_VALUE,
+        .help = "train without the data { } block's random crop and flips (normalize stays)"},
     [DDP_FLAG_EPOCHS] = {"epochs", KIND_INT, "N", AT(epochs), .min = 1, .max = DDP_FLAGS_MAX_EPOCHS,
         .agree = DDP_AGREE_VALUE,
         .help = "passes over the training set"},
@@ -79,7 +86,7 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .help = "peak learning rate of the schedule"},
     [DDP_FLAG_SEED] = {"seed", KIND_SEED, "N", AT(seed),
         .agree = DDP_AGREE_VALUE,
-        .help = "seeds the initial weights, the shuffling and dropout"},
+        .help = "seeds the initial weights, the shuffling, dropout and the data { } block's crops and flips"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
         .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
@@ -179,6 +186,8 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
     f->seed = train->seed;
     f->max_steps = -1;
     f->shuffle = 1;
+    f->workers = -1;
+    f->augment = 1;
     f->rank = -1;
     f->world_size = -1;
     f->bucket_cap_mb = (double)train->bucket_cap_bytes / (1024.0 * 1024.0);

@@ -22,6 +22,8 @@ typedef enum {
     DDP_FLAG_COARSE_LABELS,
     DDP_FLAG_CHANNELS_FIRST,
     DDP_FLAG_CHANNELS_LAST,
+    DDP_FLAG_WORKERS,
+    DDP_FLAG_NO_AUGMENT,
     DDP_FLAG_EPOCHS,
     DDP_FLAG_BATCH_SIZE,
     DDP_FLAG_GLOBAL_BATCH,
@@ -74,6 +76,8 @@ typedef enum {
 /* Range limits, shared with --help and the tests. */
 #define DDP_FLAGS_MAX_EPOCHS 1000000
 #define DDP_FLAGS_MAX_BATCH (1 << 20)
+/* --workers: more threads than this only contend for the cores */
+#define DDP_FLAGS_MAX_WORKERS 64
 /* --top: as many as torchvision's top-5 accuracy looks at. */
 #define DDP_FLAGS_DEFAULT_TOP 5
 /* --timeout: ten minutes, as PyTorch's NCCL process groups wait. */
@@ -83,6 +87,8 @@ typedef struct {
     const char *data;         /* NULL: DDP_DATA_DEFAULT_DIR */
     int coarse_labels;        /* CIFAR-100's 20 superclasses instead of its 100 classes */
     int channels_first, channels_last; /* NumPy images: N x C x H x W or N x H x W x C (neither: the shape tells) */
+    int64_t workers;          /* threads making training batches ahead (loader.h); -1: not given */
+    int augment;              /* 0 with --no-augment: the data { } block's crop and flips left out */
     int64_t epochs;           /* the net's train { epochs } unless given */
     int64_t batch_size;       /* per rank; the net's train { batch } unless given */
     int64_t global_batch;     /* all ranks together, shared evenly; 0 unless given */

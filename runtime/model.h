@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "augment.h" // DdpDataConfig: the data { } block
 #include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
 #include "status.h"  // DdpStatus
 
@@ -139,6 +140,7 @@ typedef struct {
     int grad_bytes;           /* sizeof(DdpGrad) where the net was compiled: 16 on CPUs, 4 on GPUs */
 
     DdpTrainConfig train;
+    DdpDataConfig data;
 
     /* The activation arena for a batch of B samples: B * arena_per_sample +
      * arena_fixed floats (per-channel statistics and the like). */

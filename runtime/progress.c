@@ -215,7 +215,7 @@ static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
     DDP_CHECK(plot(p, r));
     if (!p->log)
         return DDP_OK;
-    DdpLogField f[10];
+    DdpLogField f[12];
     int n = 0;
     f[n++] = DDP_LOG_S("event", is_epoch ? "epoch" : "eval");
     f[n++] = DDP_LOG_I("epoch", r->epoch);
@@ -227,8 +227,10 @@ static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
         f[n++] = DDP_LOG_D("test_loss", r->test_loss);
         f[n++] = DDP_LOG_D("test_acc", r->test_acc);
     }
-    if (is_epoch)
+    if (is_epoch) {
         f[n++] = DDP_LOG_D("time_s", r->seconds);
+        f[n++] = DDP_LOG_D("data_wait_s", r->data_wait_s);
+    }
     return ddp_jsonlog_write(p->log, f, n);
 }
 

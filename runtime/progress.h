@@ -23,6 +23,7 @@ typedef struct {
     double lr;               /* of the last step */
     double samples_per_s;    /* training throughput over the same span, evaluation excluded */
     double seconds;          /* the epoch's wall time (epoch reports only) */
+    double data_wait_s;      /* of that, this rank's steps' time making or waiting for their batches */
     int evaluated;           /* test_loss and test_acc hold an evaluation */
     double test_loss, test_acc;
 } DdpReport;

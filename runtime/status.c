@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char error_message[1024];
+static _Thread_local char error_message[DDP_ERROR_MESSAGE_LEN];
 static _Thread_local char error_origin[256];
 
 DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char *fmt, ...)

@@ -38,6 +38,8 @@ DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char 
 
 /* The message of the last failure ("" if none), and where it was raised. */
 const char *ddp_error_message(void);
+/* Room for a message, its terminating NUL included: longer ones are cut. */
+#define DDP_ERROR_MESSAGE_LEN 1024
 const char *ddp_error_origin(void);
 void ddp_error_clear(void);
 

@@ -17,10 +17,13 @@
  *
  * Shaped so the device never waits for the host and the host waits for the
  * device only when it has something to say:
- *  - a batch is gathered into one of two pinned staging buffers and sent with
- *    one async copy (sample ids, pixels and labels share the buffer), so the
- *    host gathers batch k+1 while the device trains on batch k; an event per
- *    buffer says when its last copy is done and it may be refilled;
+ *  - a training batch is made ahead by the loader's threads (loader.h), each
+ *    into a pinned buffer of its own, and sent with one async copy (sample
+ *    ids, pixels and labels share the buffer), so batches k+1, k+2... are
+ *    made while the device trains on batch k; the buffer goes back to the
+ *    loader once an event says its copy is done. Evaluation batches are
+ *    made by the host itself, into one of two staging buffers, each with
+ *    such an event;
  *  - loss, correct count and samples accumulate on the device (ctx.stats) and
  *    are read, which synchronises, only at a report: the end of an epoch,
  *    --eval-every, and at most twice a second for a terminal's progress line.
@@ -42,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
@@ -50,7 +54,8 @@
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
-#include "data_load.h" // ddp_data_load; dataset.h: DdpDataSet, ddp_data_gather
+#include "data_load.h" // ddp_data_load; dataset.h: DdpDataSet
+#include "loader.h"    // DdpLoader: training batches made ahead, ddp_loader_make
 #include "jsonlog.h"   // DdpJsonLog
 #include "launcher.h"  // ddp_signal_name
 #include "model.h"     // DdpNet, DdpCtx
@@ -76,11 +81,6 @@ enum {
 /* Seconds between progress-line updates: each one reads the stats, a sync. */
 static const double PROGRESS_INTERVAL = 0.5;
 
-/* Where the arrays of one batch lie in a staging buffer and on the device. */
-typedef struct {
-    size_t ids, x, labels, bytes;
-} BatchLayout;
-
 /* Where the current epoch stands, for reports and the progress line. */
 typedef struct {
     int64_t epoch;          /* 0-based */
@@ -91,6 +91,7 @@ typedef struct {
     double span_start;      /* the end of the previous report, or the start */
     int64_t span_samples;   /* trained since then */
     double span_loss, span_count; /* stats read since then */
+    double data_wait;       /* seconds the steps spent making or waiting for their batches */
 } EpochState;
 
 typedef struct {
@@ -118,7 +119,12 @@ typedef struct {
     int64_t *counts;        /* starting step counts, per parameter */
     int64_t *order;         /* this epoch's sample indices */
     int64_t *eval_ids;      /* one evaluation batch's indices */
-    BatchLayout layout;
+    float *augment_scratch; /* one sample, for the data { } block's crop */
+    DdpDataConfig data;     /* the net's data { } block, less crop and flips with --no-augment */
+    DdpLoader *loader;      /* NULL with --workers 0 */
+    int64_t held;           /* the loader's batch whose copy to the device may still run; -1: none */
+    void *held_copied;      /* event: that copy done */
+    DdpBatchLayout layout; /* of a batch in a staging buffer and on the device */
 
     DdpSampler sampler;
     int64_t steps_per_epoch;
@@ -201,19 +207,76 @@ static DdpStatus load_data(Trainer *t)
     return DDP_OK;
 }
 
-/* Gathers samples IDS[0..n) of SET into the next staging buffer and queues
- * its copy to the device batch that ctx.x, ctx.labels and ctx.sample_ids
- * point into. Waits only if that buffer's previous copy is still running. */
-static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *ids, int n)
+/* A sample of the net's input as channels x rows x columns: a features
+ * input is 1 x 1 x features. */
+static void sample_chw(const DdpNet *net, int *c, int *h, int *w)
+{
+    int flat = net->sample_rank != 3;
+    *c = flat ? 1 : (int)net->sample_shape[0];
+    *h = flat ? 1 : (int)net->sample_shape[1];
+    *w = flat ? (int)net->sample_numel : (int)net->sample_shape[2];
+}
+
+/* How batches of SET are made (loader.h). */
+static DdpLoaderSpec loader_spec(const Trainer *t, const DdpDataSet *set)
+{
+    DdpLoaderSpec spec = {.set = set, .data = &t->data, .seed = t->cfg.seed, .batch = t->cfg.batch};
+    sample_chw(t->net, &spec.channels, &spec.rows, &spec.cols);
+    spec.layout = t->layout;
+    return spec;
+}
+
+/* Gathers samples IDS[0..n) of SET into the next staging buffer, applies the
+ * data { } block (its random part for a training batch of EPOCH >= 0; only
+ * normalize for an evaluation one, EPOCH < 0), and queues the copy to the
+ * device batch that ctx.x, ctx.labels and ctx.sample_ids point into. Waits
+ * only if that buffer's previous copy is still running. MAKING (or NULL)
+ * gains the seconds the batch took to make. */
+static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *ids, int n, int64_t epoch,
+                             double *making)
 {
     int s = t->slot;
     t->slot = (t->slot + 1) % SLOTS;
     DDP_CHECK(ddp_event_wait(t->staged[s]));
-    char *buf = t->staging[s];
-    memcpy(buf + t->layout.ids, ids, (size_t)n * sizeof *ids);
-    DDP_CHECK(ddp_data_gather(set, ids, n, (float *)(buf + t->layout.x), (int32_t *)(buf + t->layout.labels)));
-    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.bytes, t->stream));
+    DdpLoaderSpec spec = loader_spec(t, set);
+    double start = ddp_now();
+    DDP_CHECK(ddp_loader_make(&spec, epoch, ids, n, t->staging[s], t->augment_scratch));
+    if (making)
+        *making += ddp_now() - start;
+    DDP_CHECK(ddp_copy_to_device(t->batch, t->staging[s], t->layout.bytes, t->stream));
     return ddp_event_record(t->staged[s], t->stream);
+}
+
+/* The loader's batch held since the last step back to it, once its copy
+ * to the device is done. */
+static DdpStatus release_held(Trainer *t)
+{
+    if (t->held < 0)
+        return DDP_OK;
+    DDP_CHECK(ddp_event_wait(t->held_copied));
+    ddp_loader_release(t->loader, t->held);
+    t->held = -1;
+    return DDP_OK;
+}
+
+/* Training batch B of the epoch (samples ORDER[first..first + n)): from the
+ * loader, which made it ahead, or made now with --workers 0. *WAITED gains
+ * the seconds the step waited for it to be made (not for a buffer, which
+ * on a GPU is waiting for an earlier step). */
+static DdpStatus stage_training_batch(Trainer *t, int64_t epoch, int64_t b, int64_t first, int n, double *waited)
+{
+    if (!t->loader)
+        return stage_batch(t, &t->train, t->order + first, n, epoch, waited);
+    DDP_CHECK(release_held(t));
+    void *buf;
+    int made = 0;
+    DDP_CHECK(ddp_loader_take(t->loader, b, &buf, &made, waited));
+    t->held = b;
+    if (made != n) /* the loader splits the epoch as train_epoch does */
+        return DDP_ERR(DDP_FAIL, "internal error: the loader made batch %lld of %d samples, the step takes %d",
+                       (long long)b, made, n);
+    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.bytes, t->stream));
+    return ddp_event_record(t->held_copied, t->stream);
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
@@ -280,7 +343,7 @@ static DdpStatus allocate(Trainer *t)
     DDP_CHECK(device_alloc((void **)&t->train_stats, NSTATS, sizeof(double), "the statistics"));
     DDP_CHECK(device_alloc((void **)&t->eval_stats, NSTATS, sizeof(double), "the statistics"));
 
-    BatchLayout *l = &t->layout;
+    DdpBatchLayout *l = &t->layout;
     l->ids = 0;
     l->x = align_up((size_t)batch * sizeof(int64_t));
     l->labels = l->x + align_up((size_t)batch * (size_t)net->sample_numel * sizeof(float));
@@ -298,9 +361,28 @@ static DdpStatus allocate(Trainer *t)
     t->counts = calloc((size_t)net->n_params + 1, sizeof(int64_t));
     t->order = calloc((size_t)t->sampler.num_samples + 1, sizeof(int64_t));
     t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
-    if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids)
+    t->augment_scratch = calloc((size_t)net->sample_numel, sizeof(float));
+    if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids ||
+        !t->augment_scratch)
         return DDP_ERR(DDP_FAIL, "out of memory");
     return DDP_OK;
+}
+
+/* The workers that make training batches ahead (--workers, else the
+ * default for this rank), or none with --workers 0. */
+static DdpStatus start_loader(Trainer *t)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = t->flags.workers >= 0 ? (int)t->flags.workers
+                                        : ddp_loader_default_workers(ddp_device_is_gpu(), cores > 0 ? (int)cores : 1,
+                                                                     t->dist.topo.local_world_size);
+    if (workers == 0)
+        return DDP_OK;
+    /* a buffer for each worker to make a batch into, one for the step to
+     * hold, and one made ahead: the step waits only when all fall behind */
+    DdpLoaderSpec spec = loader_spec(t, &t->train);
+    DDP_CHECK(ddp_event_create(&t->held_copied));
+    return ddp_loader_create(&t->loader, workers, workers + 2, &spec);
 }
 
 /* What the generated functions see; the batch pointers never move. */
@@ -637,7 +719,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
         int n = (int)(share - start < batch ? share - start : batch);
         for (int i = 0; i < n; i++)
             t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
-        DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n));
+        DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n, -1, NULL));
         t->net->eval_step(&t->ctx, n);
         DDP_CHECK(ddp_step_status(&t->ctx));
         DDP_CHECK(ddp_ops_status(t->ops));
@@ -729,7 +811,7 @@ static DdpStatus predict(Trainer *t)
         int n = (int)(t->test.n - start < batch ? t->test.n - start : batch);
         for (int i = 0; i < n; i++)
             t->eval_ids[i] = start + i;
-        s = stage_batch(t, &t->test, t->eval_ids, n);
+        s = stage_batch(t, &t->test, t->eval_ids, n, -1, NULL);
         if (s == DDP_OK) {
             t->net->eval_step(&t->ctx, n); /* its loss is against label 0: not used */
             s = ddp_step_status(&t->ctx);
@@ -783,6 +865,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
     DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc, NULL));
     double done = ddp_now();
     r.seconds = done - e->start;
+    r.data_wait_s = e->data_wait;
     DDP_CHECK(at_epoch_end ? ddp_progress_epoch(&t->progress, &r) : ddp_progress_eval(&t->progress, &r));
     e->report_seconds += done - read_at;
     e->span_start = done;
@@ -901,7 +984,13 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
     int64_t batch = t->cfg.batch, n_samples = t->sampler.num_samples;
     int64_t eval_every = t->flags.eval_every, k = t->flags.no_sync_every;
     int64_t batches = (n_samples + batch - 1) / batch;
+    if (t->loader) { /* the workers read the order the sampler rewrites */
+        DDP_CHECK(release_held(t));
+        ddp_loader_stop(t->loader);
+    }
     DDP_CHECK(ddp_sampler_epoch(&t->sampler, epoch, t->order));
+    if (t->loader)
+        ddp_loader_start(t->loader, epoch, t->order, n_samples, first_batch);
     EpochState e = {.epoch = epoch, .start = ddp_now()};
     e.span_start = e.start;
 
@@ -913,7 +1002,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         if (b % k == 0)
             set_step_windows(t, b, batches, batch, n_samples);
         ddp_times_enter(&t->times, DDP_PHASE_DATA);
-        DDP_CHECK(stage_batch(t, &t->train, t->order + first, n));
+        DDP_CHECK(stage_training_batch(t, epoch, b, first, n, &e.data_wait));
         ddp_times_test_delay(t->dist.rank);
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
         if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
@@ -1083,6 +1172,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     }
     t->cfg = net->train;
     ddp_flags_apply(&t->flags, &t->cfg);
+    int c, h, w;
+    sample_chw(net, &c, &h, &w);
+    DDP_CHECK(ddp_augment_check(&net->data, c, h, w));
+    t->data = t->flags.augment ? net->data : ddp_augment_fixed_part(&net->data);
     if (t->cfg.batch < 1 || t->cfg.batch > DDP_FLAGS_MAX_BATCH || t->cfg.epochs < 1)
         return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
                        "give %s (1 to %d) and --epochs", (long long)t->cfg.batch, (long long)t->cfg.epochs,
@@ -1125,6 +1218,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(allocate(t));
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
+    if (!t->flags.eval_only)
+        DDP_CHECK(start_loader(t));
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
     char kernels[96];
     ddp_ops_describe_kernels(t->ops, kernels, sizeof kernels);
@@ -1173,6 +1268,13 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
+    char augment[256];
+    ddp_augment_describe(&t->data, augment, sizeof augment);
+    if (augment[0])
+        ddp_progress_note(&t->progress, "data { }: %s%s%s", augment,
+                          ddp_augment_is_random(&t->data) ? "; the crop and flips in training only" : "",
+                          ddp_augment_is_random(&net->data) && !ddp_augment_is_random(&t->data)
+                              ? " (--no-augment: no crop or flips)" : "");
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
@@ -1206,6 +1308,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
  * last lines is a failure. */
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
+    if (t->loader)
+        (void)release_held(t); /* its copy may still read the buffer; a failure here changes nothing */
+    ddp_loader_destroy(t->loader);
+    ddp_event_destroy(t->held_copied);
     ddp_reducer_destroy(t->reducer);
     /* A collective stuck in MPI may still write into device memory (the
      * gradients, the statistics, batchnorm's sums in the arena): then none
@@ -1234,6 +1340,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     free(t->counts);
     free(t->order);
     free(t->eval_ids);
+    free(t->augment_scratch);
     ddp_data_free(&t->train);
     ddp_data_free(&t->test);
     DdpStatus tb = ddp_tensorboard_close(t->tb);
@@ -1253,6 +1360,7 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     t->prog = prog;
     t->started = ddp_now();
     t->saved_step = -1;
+    t->held = -1;
     ddp_error_clear();
     /* A rank started by a launcher of ours or mpirun takes a stop asked
      * during its start-up (the launcher's SIGUSR1 would kill it) until its

@@ -23,7 +23,8 @@ spelled out by the flags, which mean what the program's flags mean:
                   program. 0 writes the initial weights.
   --epochs E      the run's length for the lr schedule (default: the net's)
   --lr X          the base learning rate (default: the net's)
-  --seed S        sample order and dropout masks (default: the net's seed)
+  --seed S        sample order, dropout masks and the data { } block's crops
+                  and flips (default: the net's seed)
   --no-shuffle    samples in data set order: step i of epoch e takes samples
                   i*B ... i*B+B-1. Without it, the order is DistributedSampler's
                   with one replica, reshuffled by seed + epoch, as the program's.
@@ -31,7 +32,8 @@ spelled out by the flags, which mean what the program's flags mean:
                   after torch.manual_seed(seed))
   --dtype T       float32 (the program's) or float64 (to tell rounding from
                   bugs); the images are pixel / 255 in float32 either way,
-                  then converted, so both runs see the same inputs
+                  through the net's data { } block (the module's transform)
+                  in float32, then converted, so both runs see the same inputs
   --perturb EPS   multiply every float weight of the start by 1 + EPS or
                   1 - EPS (a fixed pseudo-random sign per weight) before
                   training: with EPS = 2^-24 and float64, how far float32's
@@ -321,7 +323,10 @@ def train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks=None):
         if kinks:
             kinks.step = step
         lr = optimizer.param_groups[0]["lr"]
-        loss = mod.loss_fn(model(x_all[ids], ids), y_all[ids])
+        x = x_all[ids]
+        if hasattr(mod, "transform"):  # the net's data { } block, on float32 pixel / 255
+            x = mod.transform(x, ids, seed, epoch)
+        loss = mod.loss_fn(model(x.to(dtype), ids), y_all[ids])
         optimizer.zero_grad()
         loss.backward()
         losses.append(loss.item())
@@ -374,7 +379,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, help="samples per step (default: the net's)")
     ap.add_argument("--epochs", type=int, help="epochs of the run, for the schedule (default: the net's)")
     ap.add_argument("--lr", type=float, help="base learning rate (default: the net's)")
-    ap.add_argument("--seed", type=int, help="sample order and dropout seed (default: the net's)")
+    ap.add_argument("--seed", type=int, help="sample order, dropout and data { } seed (default: the net's)")
     ap.add_argument("--no-shuffle", action="store_true", help="samples in data set order")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--grad-only", action="store_true", help="write one batch's gradients, take no step")
@@ -401,7 +406,7 @@ def main(argv=None):
     if int(labels.max(initial=0)) >= mod.NUM_CLASSES:
         bad = int(np.argmax(labels >= mod.NUM_CLASSES))
         raise Bad(f"{args.data}: sample {bad} has label {labels[bad]}, but the net has {mod.NUM_CLASSES} classes")
-    x_all = torch.from_numpy(np.array(images)).to(torch.float32).div(255).reshape(n, *shape).to(dtype)
+    x_all = torch.from_numpy(np.array(images)).to(torch.float32).div(255).reshape(n, *shape)
     y_all = torch.from_numpy(labels.astype(np.int64))
 
     if args.kinks_envelope < 0:

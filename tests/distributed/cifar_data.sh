@@ -4,8 +4,9 @@
 # Writes small CIFAR-10 and CIFAR-100 sets in their binary form (random
 # pixels, labels drawn per record) and trains a 3x32x32 net on them:
 #  - CIFAR-10 through global_batch.sh: --global-batch 16 on 1 and 2 ranks,
-#    the same bytes; the start-up line and the log's start record name the
-#    samples and their format;
+#    the same bytes, for a small net and for examples/cifar10.net; the
+#    start-up line and the log's start record name the samples and their
+#    format;
 #  - CIFAR-100 on a net of 100 classes (its fine labels), and with
 #    --coarse-labels on a net of 20; the net of 20 without the flag is
 #    refused (fine labels go to 99), with status 2;
@@ -38,6 +39,8 @@ rgb_net 10 > "$d/c10.net"
 rgb_net 20 > "$d/c20.net"
 status=0
 bash "$here/global_batch.sh" "$d/c10.net" 4 16 "1 2" --data "$d/c10" || status=1
+# the example for CIFAR-10 (its data { } block: reflect-padded crops, flips, normalize)
+bash "$here/global_batch.sh" "$here/../../examples/cifar10.net" 2 16 "1 2" --data "$d/c10" || status=1
 
 # the first line and the log's start record say what was read
 "$ddpc" "$d/c10.net" --target cpu -o "$d/prog10" > /dev/null

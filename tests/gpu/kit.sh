@@ -64,10 +64,15 @@ for name, count in (("train-images-idx3-ubyte", 10000), ("train-labels-idx1-ubyt
         f.write(head + body)
 EOF
 
-# The nets: examples and parity nets, and an SGD twin of each Adam/AdamW one.
+# The nets: examples and parity nets, and an SGD twin of each Adam/AdamW one;
+# those for other images than the kit's data (cifar10.net) are left out.
 nets=()
 for net in examples/*.net tests/parity/*.net; do
     name=$(basename "$net" .net)
+    if ! grep -Eq '^input +(1x28x28|784)( |$)' "$net"; then
+        echo "kit.sh: $name: its input is not the kit's 1x28x28 images: left out"
+        continue
+    fi
     cp "$net" "$tmp/$name.net"
     nets+=("$name")
     if grep -Eq 'optimizer +adamw? ' "$net"; then

@@ -21,23 +21,26 @@
 # lets Adam's first step through: its update g / (|g| + eps) turns a float32
 # error in a gradient near eps into a large part of the update (PyTorch's own
 # float32 ends 5e-3 of the update away on mlp.net).
-# Needs DDPC (the ddpc binary) and PYTHON (with torch) in the environment.
+# Needs DDPC (the ddpc binary) and PYTHON (with torch) in the environment;
+# DATA, when set, is the --data directory of IDX files both sides train on.
 set -euo pipefail
 net=$1 steps=${2:-5} batch=${3:-16} seed=${4:-5}
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
+data=()
+[ -n "${DATA:-}" ] && data=(--data "$DATA")
 tools=$(cd "$(dirname "$0")/../../tools" && pwd)
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$ddpc" "$net" --target cpu -o "$d/prog"
-"$d/prog" --max-steps 0 --seed "$seed" --export "$d/w0.safetensors" --quiet
+"$d/prog" --max-steps 0 --seed "$seed" --export "$d/w0.safetensors" --quiet "${data[@]}"
 "$d/prog" --init "$d/w0.safetensors" --max-steps "$steps" --no-shuffle --batch-size "$batch" \
-    --export "$d/ours.safetensors" --quiet
+    --export "$d/ours.safetensors" --quiet "${data[@]}"
 "$ddpc" "$net" --emit torch > "$d/net.py"
 reference() { # reference OUT [FLAGS...]
     local out=$1
     shift
     "$python" "$tools/torch_ref.py" --module "$d/net.py" --init "$d/w0.safetensors" --steps "$steps" \
-        --no-shuffle --batch "$batch" --dtype float64 --out "$out" --quiet "$@"
+        --no-shuffle --batch "$batch" --dtype float64 --out "$out" --quiet "${data[@]}" "$@"
 }
 reference "$d/ref.safetensors"
 reference "$d/perturbed.safetensors" --perturb 5.9604644775390625e-08 # 2^-24

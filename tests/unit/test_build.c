@@ -24,7 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const examples[] = {"examples/mnist.net", "examples/mlp.net", "examples/resnet.net"};
+static const char *const examples[] = {"examples/mnist.net", "examples/mlp.net", "examples/resnet.net",
+                                       "examples/cifar10.net", "examples/fashion_resnet.net"};
 
 static int have_nvcc(void)
 {

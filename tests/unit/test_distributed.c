@@ -84,6 +84,8 @@ static void test_global_batch_any_world_size(void)
     /* dropout (drawn per sample), then batchnorm (statistics of the global batch) */
     global_batch_same("examples/mlp.net", 10, 48, "1 2 4");
     global_batch_same("examples/resnet.net", 4, 24, "1 3");
+    /* data { }: crops and flips drawn per sample */
+    global_batch_same("examples/fashion_resnet.net", 4, 32, "1 2");
     /* the net's own `batch 48 global`, no flag */
     char dir[] = "/tmp/ddp_global_net_XXXXXX", *cmd, net[64];
     CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
@@ -157,6 +159,23 @@ static void test_npy_files_end_to_end(void)
     CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=/usr/bin/python3 bash tests/distributed/npy_data.sh", test_ddpc()) >
                     0);
     script_passes(cmd, "NumPy arrays, end to end");
+    free(cmd);
+}
+
+/* tests/distributed/augment.sh: a data { } block with a reflect-padded crop
+ * and both flips: 2 ranks of 8 take the steps 1 rank of 16 takes, bit for
+ * bit, over 7 epochs; 7 steps over 3 epochs agree with PyTorch's float64 run
+ * through the emitted module's transform; the first line names the block. */
+static void test_augmentation_on_ranks(void)
+{
+    if (!have_mpirun() || !test_python_with_torch()) {
+        fputs("\n  (skipped: no mpirun or no python3 with torch)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s bash tests/distributed/augment.sh", test_ddpc(),
+                             test_python_with_torch()) > 0);
+    script_passes(cmd, "data { } on 1 and 2 ranks, and against PyTorch");
     free(cmd);
 }
 
@@ -308,6 +327,8 @@ void suite_distributed(void)
          test_npy_files_end_to_end},
         {"--eval-only on 1, 2 and 3 ranks and --predict: each test sample once, one matrix, training's accuracy",
          test_eval_only_on_ranks},
+        {"data { }: crops and flips alike on 1 and 2 ranks, any --workers, and as the emitted module's transform",
+         test_augmentation_on_ranks},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "augment.h"       // ddp_augment_batch, ddp_augment_check: the program's data { }
 #include "ddpc.h"          // parse_net, sema_net, emit_torch
 #include "dropout_mask.h"  // ddp_dropout_layer_key, ddp_dropout_keep, ddp_dropout_threshold
 #include "safetensors.h"   // ddp_safetensors_write, _open, _expect
@@ -222,9 +223,11 @@ static const char *known_class(const char *path)
     static const char *const table[][2] = {
         {"mnist.net", "Mnist"}, {"mlp.net", "Mlp"}, {"resnet.net", "Resnet"}, {"everything.net", "Everything"},
         {"minimal.net", "Minimal"}, {"crlf_and_semicolons.net", "Semi"}, {"my-odd.net", "MyOdd"},
+        {"fashion_resnet.net", "FashionResnet"}, {"cifar10.net", "Cifar10"}, {"augment.net", "Augment"},
     };
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (ends_with(path, table[i][0]))
+        if (strcmp(base, table[i][0]) == 0)
             return table[i][1];
     return NULL;
 }
@@ -474,6 +477,146 @@ static void test_dropout_mask(void)
 }
 
 //
+// data { }: the module's transform against runtime/augment.c
+//
+
+static const char *const transform_nets[] = {
+    "net zero\ninput 3x5x7\nflatten\nlinear 4\nloss cross_entropy\n"
+    "data {\n  normalize mean=0.5,0.25,0.125 std=0.3,0.2,0.1\n  random_crop 5x7 pad=2\n"
+    "  flip horizontal p=0.3\n  flip vertical p=0.7\n}\n",
+    "net mirror\ninput 2x5x7\nflatten\nlinear 4\nloss cross_entropy\n"
+    "data { random_crop 5x7 pad=4 reflect; flip horizontal }\n",
+    "net features\ninput 12\nlinear 4\nloss cross_entropy\ndata { normalize mean=0.1 std=0.7 }\n",
+    "net broadcast\ninput 3x5x7\nflatten\nlinear 4\nloss cross_entropy\ndata { normalize mean=0.5 std=0.25 }\n",
+};
+
+static const char transform_py[] =
+    "import importlib.util, sys\n"
+    "import numpy as np\n"
+    "import torch\n"
+    "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(mod)\n"
+    "x = torch.from_numpy(np.fromfile(sys.argv[2], dtype=np.float32).reshape(-1, *mod.INPUT_SHAPE))\n"
+    "ids = [int(v) for v in open(sys.argv[3]).read().split()]\n"
+    "with open(sys.argv[5], 'wb') as out:\n"
+    "    for line in open(sys.argv[4]):\n"
+    "        seed, epoch, train = (int(v) for v in line.split())\n"
+    "        y = mod.transform(x.clone(), ids, seed, epoch, train=bool(train))\n"
+    "        out.write(y.to(torch.float32).contiguous().numpy().tobytes())\n";
+
+/* The program's table for NET's data { } block, as emit_cu.c writes it. */
+static DdpDataConfig program_table(const Net *net)
+{
+    const DataConfig *d = &net->data;
+    return (DdpDataConfig){.channels = d->mean ? (int)d->n_channels : 0,
+                           .mean = d->mean,
+                           .std = d->std,
+                           .crop_h = (int)d->crop_h,
+                           .crop_w = (int)d->crop_w,
+                           .pad = (int)d->pad,
+                           .pad_mode = d->pad_mode == PAD_REFLECT ? DDP_PAD_REFLECT : DDP_PAD_ZERO,
+                           .flip_h = d->flip_h,
+                           .flip_v = d->flip_v};
+}
+
+static void test_transform(void)
+{
+    const char *py = torch_python();
+    if (!py)
+        return;
+    make_tmpdir();
+    write_text(test_tmp_path(tmpdir, "transform.py"), transform_py);
+    static const struct {
+        uint64_t seed;
+        int64_t epoch;
+        int train;
+    } cases[] = {{0, 0, 1}, {5, 1, 1}, {5, 2, 1}, {UINT64_MAX, ((int64_t)1 << 32) + 3, 1}, {5, 1, 0}};
+    static const int64_t ids[] = {0, 1, 2, 3, 17, 63, 59999, ((int64_t)1 << 32) + 17, 9007199254740993LL,
+                                  4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19};
+    enum { N = sizeof ids / sizeof ids[0], CASES = sizeof cases / sizeof cases[0] };
+    for (size_t k = 0; k < sizeof transform_nets / sizeof transform_nets[0]; k++) {
+        Compiled c;
+        CU_ASSERT_FATAL(compile(&c, "t.net", transform_nets[k]));
+        emit_to(&c.net, test_tmp_path(tmpdir, "t.py"));
+        if (k == 0) {
+            /* p=0.3: draw < 0.3 * 2^32 = 1288490188.8 holds for draws up to 1288490188 */
+            char *module = test_read_file(test_tmp_path(tmpdir, "t.py"), NULL);
+            CU_ASSERT_PTR_NOT_NULL(module && strstr(module, "mirror = _hash32(key ^ 3) < 1288490189  #"));
+            free(module);
+        }
+        DdpDataConfig table = program_table(&c.net);
+        const Shape in = c.net.nodes[0].out_shape;
+        int ch = in.rank == 3 ? (int)in.d[0] : 1, h = in.rank == 3 ? (int)in.d[1] : 1;
+        int w = in.rank == 3 ? (int)in.d[2] : (int)in.d[0];
+        size_t numel = (size_t)ch * h * w;
+        CU_ASSERT_EQUAL_FATAL(ddp_augment_check(&table, ch, h, w), DDP_OK);
+
+        float *x = malloc(sizeof(float) * numel * N), *y = malloc(sizeof(float) * numel * N);
+        float *scratch = malloc(sizeof(float) * numel);
+        CU_ASSERT_FATAL(x && y && scratch);
+        uint32_t state = 12345;
+        for (size_t i = 0; i < numel * N; i++) {
+            state = state * 1664525u + 1013904223u;
+            x[i] = (float)(state >> 24) / 255.0f; /* pixel / 255, as the loader gives them */
+        }
+        FILE *f = fopen(test_tmp_path(tmpdir, "x.bin"), "wb");
+        CU_ASSERT_FATAL(f && fwrite(x, sizeof(float), numel * N, f) == numel * N);
+        fclose(f);
+        f = fopen(test_tmp_path(tmpdir, "ids.txt"), "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        for (int i = 0; i < N; i++)
+            fprintf(f, "%lld\n", (long long)ids[i]);
+        fclose(f);
+        char *expected = NULL;
+        size_t expected_len = 0;
+        FILE *want = open_memstream(&expected, &expected_len);
+        FILE *lines = fopen(test_tmp_path(tmpdir, "cases.txt"), "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(lines);
+        int changed = 0, to_change = 0;
+        for (int i = 0; i < CASES; i++) {
+            to_change += cases[i].train || table.channels > 0;
+            memcpy(y, x, sizeof(float) * numel * N);
+            ddp_augment_batch(&table, cases[i].seed, cases[i].train ? cases[i].epoch : -1, ids, N, ch, h, w, y,
+                              scratch);
+            changed += memcmp(x, y, sizeof(float) * numel * N) != 0;
+            fwrite(y, sizeof(float), numel * N, want);
+            fprintf(lines, "%llu %lld %d\n", (unsigned long long)cases[i].seed, (long long)cases[i].epoch,
+                    cases[i].train);
+        }
+        fclose(want);
+        fclose(lines);
+        CU_ASSERT_EQUAL(changed, to_change); /* not a transform that does nothing */
+
+        char *command = NULL;
+        CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s %s %s %s", py, test_tmp_path(tmpdir, "transform.py"),
+                                 test_tmp_path(tmpdir, "t.py"), test_tmp_path(tmpdir, "x.bin"),
+                                 test_tmp_path(tmpdir, "ids.txt"), test_tmp_path(tmpdir, "cases.txt"),
+                                 test_tmp_path(tmpdir, "y.bin")) > 0);
+        if (run_ok(command) == 0) {
+            size_t got_len = 0;
+            char *got = test_read_file(test_tmp_path(tmpdir, "y.bin"), &got_len);
+            CU_ASSERT_EQUAL(got_len, expected_len);
+            size_t first = 0;
+            while (got && first < got_len && first < expected_len && got[first] == expected[first])
+                first++;
+            if (!got || got_len != expected_len || first != expected_len)
+                fprintf(stderr, "\n%s: transform differs from augment.c from float %zu (case %zu, sample %zu)",
+                        c.net.name, first / 4, first / 4 / (numel * N), first / 4 % (numel * N) / numel);
+            CU_ASSERT(got && got_len == expected_len && first == expected_len);
+            free(got);
+        }
+        free(command);
+        free(expected);
+        free(x);
+        free(y);
+        free(scratch);
+        release(&c);
+    }
+    test_remove_tmpdir(tmpdir);
+}
+
+//
 // tools/torch_ref.py
 //
 
@@ -705,6 +848,7 @@ void suite_emit_torch(void)
         {"ddpc --emit torch prints what emit_torch writes", test_command_line},
         {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
+        {"transform (data { }) computes what runtime/augment.c does, bit for bit", test_transform},
         {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only", test_torch_ref},
         {NULL, NULL},
     };

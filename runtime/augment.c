@@ -1,0 +1,144 @@
+/*
+ * augment.c: the data { } block on a batch (augment.h).
+ */
+#include "augment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fnv1a.h"  // ddp_fnv1a: the table's digest
+
+DdpStatus ddp_augment_check(const DdpDataConfig *d, int c, int h, int w)
+{
+    if (d->channels < 0 || (d->channels > 0 && d->channels != c))
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table normalizes %d channels, but a sample has %d",
+                       d->channels, c);
+    if (d->channels > 0 && (!d->mean || !d->std))
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table normalizes %d channels but holds no mean or std",
+                       d->channels);
+    for (int ch = 0; ch < d->channels; ch++)
+        if (!((float)d->std[ch] > 0) || !isfinite((float)d->std[ch]) || !isfinite((float)d->mean[ch]))
+            return DDP_ERR(DDP_BAD_INPUT, "the program's data table normalizes channel %d with mean %g and std %g; "
+                           "each must be finite in float, and std above 0", ch, d->mean[ch], d->std[ch]);
+    if (d->pad_mode != DDP_PAD_ZERO && d->pad_mode != DDP_PAD_REFLECT)
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table pads in mode %d; DDP_PAD_ZERO or DDP_PAD_REFLECT",
+                       (int)d->pad_mode);
+    if (d->crop_h != 0 && (d->crop_h != h || d->crop_w != w || d->pad < 0 || d->pad > DDP_AUGMENT_MOST_PAD ||
+                           (d->pad_mode == DDP_PAD_REFLECT && (d->pad >= h || d->pad >= w))))
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table crops %dx%d padded by %d (%s), but a sample is "
+                       "%dx%d: the crop must be the sample's size, and reflect padding below it", d->crop_h,
+                       d->crop_w, d->pad, d->pad_mode == DDP_PAD_REFLECT ? "reflect" : "zero", h, w);
+    if (!(d->flip_h >= 0 && d->flip_h <= 1 && d->flip_v >= 0 && d->flip_v <= 1))
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table flips with probabilities %g and %g; each must be "
+                       "between 0 and 1", d->flip_h, d->flip_v);
+    return DDP_OK;
+}
+
+uint64_t ddp_augment_digest(const DdpDataConfig *d)
+{
+    int ints[5] = {d->channels, d->crop_h, d->crop_w, d->pad, (int)d->pad_mode};
+    double flips[2] = {d->flip_h, d->flip_v};
+    uint64_t h = ddp_fnv1a(DDP_FNV1A_START, ints, sizeof ints);
+    h = ddp_fnv1a(h, flips, sizeof flips);
+    for (int ch = 0; ch < d->channels && d->mean && d->std; ch++) {
+        h = ddp_fnv1a(h, &d->mean[ch], sizeof d->mean[ch]);
+        h = ddp_fnv1a(h, &d->std[ch], sizeof d->std[ch]);
+    }
+    return h;
+}
+
+DdpDataConfig ddp_augment_fixed_part(const DdpDataConfig *d)
+{
+    DdpDataConfig fixed = {.channels = d->channels, .mean = d->mean, .std = d->std};
+    return fixed;
+}
+
+int ddp_augment_is_random(const DdpDataConfig *d)
+{
+    return d->crop_h > 0 || d->flip_h > 0 || d->flip_v > 0;
+}
+
+int ddp_augment_any(const DdpDataConfig *d)
+{
+    return d->channels > 0 || ddp_augment_is_random(d);
+}
+
+/* Row or column I of an image of N, padded by PAD: the one it reads, or -1
+ * for a zero of the padding. Reflect padding mirrors about the edge without
+ * repeating it (torch's "reflect"); ddpc keeps pad below N. */
+static int source_index(int i, int n, int pad, DdpPadMode mode)
+{
+    i -= pad;
+    if (i >= 0 && i < n)
+        return i;
+    if (mode != DDP_PAD_REFLECT)
+        return -1;
+    return i < 0 ? -i : 2 * (n - 1) - i;
+}
+
+static int flips(uint32_t key, uint32_t k, double p)
+{
+    return p > 0 && (double)ddp_augment_draw(key, k) < p * 4294967296.0;
+}
+
+/* The crop and flips of one sample, from SRC into DST (both C x H x W). */
+static void crop_and_flip(const DdpDataConfig *d, uint32_t key, int c, int h, int w, const float *src, float *dst)
+{
+    int top = 0, left = 0, pad = 0;
+    if (d->crop_h > 0) {
+        pad = d->pad;
+        top = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_ROW) % (uint32_t)(h + 2 * pad - d->crop_h + 1));
+        left = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_COLUMN) % (uint32_t)(w + 2 * pad - d->crop_w + 1));
+    }
+    int mirror = flips(key, DDP_DRAW_FLIP_H, d->flip_h), upside_down = flips(key, DDP_DRAW_FLIP_V, d->flip_v);
+    for (int ch = 0; ch < c; ch++) {
+        const float *plane = src + (size_t)ch * h * w;
+        for (int y = 0; y < h; y++) {
+            int sy = source_index(top + (upside_down ? h - 1 - y : y), h, pad, d->pad_mode);
+            float *row = dst + ((size_t)ch * h + y) * w;
+            for (int x = 0; x < w; x++) {
+                int sx = source_index(left + (mirror ? w - 1 - x : x), w, pad, d->pad_mode);
+                row[x] = sy < 0 || sx < 0 ? 0.0f : plane[(size_t)sy * w + sx];
+            }
+        }
+    }
+}
+
+void ddp_augment_batch(const DdpDataConfig *d, uint64_t seed, int64_t epoch, const int64_t *ids, int n, int c, int h,
+                       int w, float *images, float *scratch)
+{
+    size_t numel = (size_t)c * h * w, plane = (size_t)h * w;
+    int random = epoch >= 0 && ddp_augment_is_random(d);
+    for (int i = 0; i < n; i++) {
+        float *x = images + (size_t)i * numel;
+        if (random) {
+            memcpy(scratch, x, numel * sizeof *x);
+            crop_and_flip(d, ddp_augment_key(seed, epoch, ids[i]), c, h, w, scratch, x);
+        }
+        for (int ch = 0; ch < d->channels && ch < c; ch++) {
+            /* Normalize's sub_ then div_, each rounded to float */
+            float mean = (float)d->mean[ch], std = (float)d->std[ch];
+            for (size_t p = 0; p < plane; p++)
+                x[ch * plane + p] = (x[ch * plane + p] - mean) / std;
+        }
+    }
+}
+
+void ddp_augment_describe(const DdpDataConfig *d, char *out, int size)
+{
+    int used = 0;
+    out[0] = 0;
+#define ADD(...) used += snprintf(out + (used < size ? used : size - 1), used < size ? (size_t)(size - used) : 1, \
+                                 __VA_ARGS__)
+    if (d->crop_h > 0)
+        ADD("random crop %dx%d of the sample padded by %d (%s)", d->crop_h, d->crop_w, d->pad,
+            d->pad_mode == DDP_PAD_REFLECT ? "reflect" : "zero");
+    if (d->flip_h > 0)
+        ADD("%sleft-right flip p=%g", used ? ", " : "", d->flip_h);
+    if (d->flip_v > 0)
+        ADD("%supside-down flip p=%g", used ? ", " : "", d->flip_v);
+    if (d->channels > 0)
+        ADD("%snormalize %d channel%s", used ? ", then " : "", d->channels, d->channels == 1 ? "" : "s");
+#undef ADD
+}
