@@ -186,6 +186,14 @@ static int parse_options(int argc, char **argv, Options *o)
         return usage_error("--arch must look like sm_90, not '%s'", o->arch);
     if (!o->file && !o->rebuild)
         return usage_error("%s", "no input file");
+    /* The names go into the generated program's comments and its build
+     * line, where a newline would end a comment in the middle. */
+    const char *names[] = {o->file, o->out, o->rebuild}, *what[] = {"the input file's", "-o's", "--rebuild's"};
+    for (int k = 0; k < 3; k++)
+        for (const char *c = names[k]; c && *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return usage_error("%s name holds a control character (byte 0x%02x), which the generated program's "
+                                   "comments cannot hold; rename it", what[k], (unsigned char)*c);
     bool scaling_flag = o->link || o->tflops || o->hop_us;
     if ((o->world || scaling_flag) && !(o->emit && strcmp(o->emit, "plan") == 0))
         return usage_error("%s", "--world, --link, --tflops and --hop-us go with --emit plan");

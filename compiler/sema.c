@@ -601,14 +601,20 @@ static void *move_to_arena(Arena *a, void *heap, size_t count, size_t elem)
     return p;
 }
 
-/* The file's name without directories and extension: the net's default name. */
+/* The file's name without directories and extension: the net's default
+ * name. It goes into the program's strings, messages and checkpoint file
+ * names, so a byte other than a letter, digit, '_', '-' or '.' becomes '_'. */
 static const char *file_stem(Arena *a, const char *file)
 {
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     const char *dot = strrchr(base, '.');
     size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    return arena_strndup(a, base, n);
+    char *stem = arena_strndup(a, base, n);
+    for (char *c = stem; *c; c++)
+        if (!strchr("_-.", *c) && !(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') && !(*c >= '0' && *c <= '9'))
+            *c = '_';
+    return stem;
 }
 
 bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)

@@ -1308,17 +1308,20 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
  * last lines is a failure. */
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
-    if (t->loader)
-        (void)release_held(t); /* its copy may still read the buffer; a failure here changes nothing */
-    ddp_loader_destroy(t->loader);
-    ddp_event_destroy(t->held_copied);
     ddp_reducer_destroy(t->reducer);
     /* A collective stuck in MPI may still write into device memory (the
      * gradients, the statistics, batchnorm's sums in the arena): then none
      * of it is freed, and the process's exit, which follows, takes it. */
     int stuck = ddp_dist_close(&t->dist, failed);
     ddp_ops_destroy(t->ops);
+    /* The held batch's copy may still read its buffer; behind a stuck
+     * collective it may never run, and waiting for it would hang: then the
+     * loader is left to the process's exit too. */
     if (!stuck) {
+        if (t->loader)
+            (void)release_held(t); /* a failure here changes nothing */
+        ddp_loader_destroy(t->loader);
+        ddp_event_destroy(t->held_copied);
         ddp_device_free(t->params);
         ddp_device_free(t->grads);
         ddp_device_free(t->opt_state);

@@ -159,6 +159,28 @@ static void test_output_not_an_input(void)
     free(script);
 }
 
+/* A file name with a newline is refused (it would end a comment of the
+ * generated program in the middle); one with a quote and a space builds,
+ * its net (no `net NAME` line: the file's stem) named with '_' for them. */
+static void test_awkward_file_names(void)
+{
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "cp %s/examples/mlp.net \"$(printf 'new\\nline.net')\"; grep -v '^net ' %s/examples/mlp.net > 'say \"hi\".net'; "
+        "$D \"$(printf 'new\\nline.net')\" --target cpu -o p1; echo \"newline=$?\"; test -e p1 || echo NOTHING; "
+        "$D 'say \"hi\".net' --target cpu -o p2 > /dev/null; echo \"quote=$?\"; "
+        "./p2 --help | grep -m1 'Trains the net'",
+        getenv("PWD") ? getenv("PWD") : ".", getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "newline=2", "NOTHING", "quote=0",
+        "ddpc: error: the input file's name holds a control character (byte 0x0a), which the generated program's "
+        "comments cannot hold; rename it",
+        "Trains the net 'say__hi_'",
+        NULL};
+    script_says(script, want);
+    free(script);
+}
+
 /* Several ddpc runs with one -o: every one succeeds (two linkers writing
  * one file in place made some fail), the .cu is byte for byte a single
  * run's, and the program runs: each file is written whole and renamed. */
@@ -452,6 +474,7 @@ void suite_build(void)
         {"the CUDA line links MPI exactly when the CUDA runtime calls it", test_mpi_follows_runtime},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
         {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
+        {"a file name with a newline refused; one with a quote builds, its net named with '_'", test_awkward_file_names},
         {"concurrent runs with one -o leave a whole .cu and a program that runs", test_concurrent_outputs},
         {"nvcc but no GPU visible: builds for the CPU and says so", test_default_target_without_gpu},
         {"--emit cu saved elsewhere rebuilds beside itself", test_emit_then_rebuild},
