@@ -50,8 +50,20 @@ HAVE_ZLIB   := $(wildcard /usr/include/zlib.h)
 HAVE_DNNL   := $(shell echo DNNL_VERSION_MAJOR | $(CC) -E -P -include oneapi/dnnl/dnnl_version.h -x c - 2> /dev/null | \
                  grep -qx 2 && echo 2.x)
 DNNL_LIBS   := $(if $(HAVE_DNNL),-ldnnl)
-# What a CPU program (and the unit tests) link after libddprt.a.
-CPU_LIBS    := -lz -lm $(DNNL_LIBS) $(MPI_LIBS)
+# libpng and libjpeg-turbo (libpng-dev, libjpeg62-turbo-dev): image folders
+# and --predict of image files (runtime/image_decode.h); without them the
+# runtime says so when given one. Linked statically, so that a program
+# built here runs on a GPU node that has neither: copies go beside the
+# runtime's libraries ($(BUILD)/, PREFIX/lib/ddpc), where ddpc names them
+# in a program's build line (compiler/build.c).
+IMAGE_A     := $(abspath $(shell for a in libpng16.a libjpeg.a; do $(CC) -print-file-name=$$a; done | grep /))
+HAVE_IMAGES := $(if $(and $(wildcard /usr/include/png.h),$(wildcard /usr/include/jpeglib.h)),$(word 2,$(IMAGE_A)))
+IMAGE_LIBS  := $(if $(HAVE_IMAGES),$(IMAGE_A))
+IMAGE_COPIES := $(addprefix $(BUILD)/,$(notdir $(IMAGE_LIBS)))
+# What a CPU program links after libddprt.a and the image libraries; the
+# unit tests, linked here, take the system's image libraries.
+PROGRAM_LIBS := -lz -lm $(DNNL_LIBS) $(MPI_LIBS)
+CPU_LIBS     := $(IMAGE_LIBS) $(PROGRAM_LIBS)
 FLEX      := $(shell command -v flex 2>/dev/null)
 BISON     := $(shell command -v bison 2>/dev/null)
 CLANG     := $(shell command -v clang 2>/dev/null)
@@ -75,7 +87,8 @@ TEST_SRC     := $(wildcard tests/unit/*.c)
 TEST_OBJ     := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test check fuzz bench bench-deps memcheck memcheck-asan install uninstall found clean gpu-kit FORCE
-all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a)
+all: found $(BUILD)/ddpc $(BUILD)/libddprt.a $(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),$(BUILD)/libddprt_cuda.a) \
+     $(IMAGE_COPIES)
 
 found:
 	@echo "ddpc build: $(call found,nvcc,$(NVCC),CUDA target disabled)"
@@ -83,6 +96,7 @@ found:
 	@echo "ddpc build: $(call found,cuDNN,$(CUDNN_H),CUDA target disabled)"
 	@echo "ddpc build: $(call found,MPI,$(MPICC),CPU target limited to one rank)"
 	@echo "ddpc build: $(call found,oneDNN,$(HAVE_DNNL),CPU convolutions on the runtime's own kernels only)"
+	@echo "ddpc build: $(call found,libpng+libjpeg,$(IMAGE_LIBS),no image folders or image files; run make deps)"
 	@echo "ddpc build: $(call found,CUnit,$(HAVE_CUNIT),make test disabled; run make deps)"
 	@$(if $(and $(FLEX),$(BISON)),true,echo "ddpc build: flex/bison missing: run make deps" && false)
 
@@ -108,9 +122,10 @@ $(BUILD)/config.h: FORCE
 	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
 	   echo '#define DDPC_CUDA_LIBS "-lgomp -lz -lm"'; \
+	   echo '#define DDPC_IMAGE_LIBS "$(notdir $(IMAGE_LIBS))"'; \
 	   echo '#define DDPC_MPI_LIBS "$(MPI_LIBS)"'; \
 	   echo '#define DDPC_CPU_CXX "$(or $(shell command -v g++ 2>/dev/null),c++)"'; \
-	   echo '#define DDPC_CPU_LIBS "$(CPU_LIBS)"'; } > $@.tmp
+	   echo '#define DDPC_CPU_LIBS "$(PROGRAM_LIBS)"'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 
@@ -150,6 +165,16 @@ NO_LOOP_CALLS := $(shell $(CC) -Werror -fno-tree-loop-distribute-patterns -x c -
 $(BUILD)/runtime/winograd_cpu.o: override CFLAGS += $(NO_LOOP_CALLS)
 
 $(BUILD)/runtime/onednn_cpu.o: override CFLAGS += $(if $(HAVE_DNNL),-DDDP_HAVE_DNNL)
+$(BUILD)/runtime/image_decode.o $(BUILD)/tests/unit/test_image_folder.o: \
+    override CFLAGS += $(if $(IMAGE_LIBS),-DDDP_HAVE_IMAGES)
+# Their flags change with what make finds, and config.h with them: a make
+# after make deps rebuilds them.
+$(BUILD)/runtime/onednn_cpu.o $(BUILD)/runtime/image_decode.o $(BUILD)/tests/unit/test_image_folder.o: \
+    $(BUILD)/config.h
+
+$(IMAGE_COPIES): $(IMAGE_LIBS)
+	@mkdir -p $(BUILD)
+	cp $(filter %/$(notdir $@),$(IMAGE_LIBS)) $@
 
 $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 	@mkdir -p $(BUILD)
@@ -196,7 +221,7 @@ test: all $(BUILD)/unit_tests
 # with gcc and nvcc; the rest run in the runner's own process or run ddpc.
 # make test still runs every suite, these included.
 CHECK_SUITES := front golden augment loader sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
-                rendezvous flags checkpoint progress scaling device_rules
+                rendezvous flags checkpoint progress scaling device_rules image_folder image_resize
 check: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make check needs CUnit: run make deps" && false)
 	DDPC=$(abspath $(BUILD)/ddpc) $(BUILD)/unit_tests $(CHECK_SUITES)
@@ -204,7 +229,8 @@ check: all $(BUILD)/unit_tests
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -Itests/fuzz -I$(BUILD)
-fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy
+fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy \
+      $(if $(IMAGE_LIBS),$(BUILD)/fuzz_image)
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      runtime/dirs.c runtime/status.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c
@@ -221,15 +247,23 @@ $(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c r
 	@mkdir -p $(BUILD)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
 
-$(BUILD)/fuzz_cifar: tests/fuzz/fuzz_cifar.c runtime/cifar.c runtime/dataset.c runtime/status.c
-	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
-	@mkdir -p $(BUILD)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz
-
-$(BUILD)/fuzz_npy: tests/fuzz/fuzz_npy.c runtime/npy.c runtime/dataset.c runtime/status.c
+# dataset.c decodes image files when gathering: these two take the decoder
+# without libpng or libjpeg (it then refuses every image).
+DATASET_SRC := runtime/dataset.c runtime/image_decode.c runtime/image_resize.c runtime/status.c
+$(BUILD)/fuzz_cifar: tests/fuzz/fuzz_cifar.c runtime/cifar.c $(DATASET_SRC)
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
+
+$(BUILD)/fuzz_npy: tests/fuzz/fuzz_npy.c runtime/npy.c $(DATASET_SRC)
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
+
+$(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(DATASET_SRC)
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(FUZZ_FLAGS) -DDDP_HAVE_IMAGES -o $@ $^ $(IMAGE_LIBS) -lz -lm
 
 # ---- benchmarks ------------------------------------------------------------------
 bench: all
@@ -264,7 +298,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/ddpc $(DESTDIR)$(PREFIX)/lib/ddpc
 	install -m 755 $(BUILD)/ddpc $(DESTDIR)$(PREFIX)/bin/ddpc
 	install -m 644 runtime/*.h $(DESTDIR)$(PREFIX)/include/ddpc/
-	install -m 644 $(BUILD)/libddprt.a $(wildcard $(BUILD)/libddprt_cuda.a) $(DESTDIR)$(PREFIX)/lib/ddpc/
+	install -m 644 $(BUILD)/libddprt.a $(wildcard $(BUILD)/libddprt_cuda.a) $(IMAGE_COPIES) $(DESTDIR)$(PREFIX)/lib/ddpc/
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/ddpc
 	rm -rf $(DESTDIR)$(PREFIX)/include/ddpc $(DESTDIR)$(PREFIX)/lib/ddpc
@@ -274,10 +308,13 @@ uninstall:
 # reference, and a benchmark peer) computes on, as its users have it. The
 # package takes any libblas.so.3, and without this one it gets the reference
 # BLAS, on which OPENBLAS_CORETYPE, and CI's second kernel, mean nothing.
-# The CPU build itself links no BLAS.
+# The CPU build itself links no BLAS. python3-pil, python3-torchvision: PIL
+# and torchvision's Resize and CenterCrop, which the tests hold the image
+# decoding, resize and center_crop to.
 DEB_PACKAGES := build-essential flex bison libcunit1-dev zlib1g-dev \
                 libopenmpi-dev openmpi-bin python3-torch python3-numpy libopenblas0-pthread \
-                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv libdnnl-dev
+                dataset-fashion-mnist clang libclang-rt-14-dev valgrind iproute2 python3-venv libdnnl-dev \
+                libpng-dev libjpeg62-turbo-dev python3-pil python3-torchvision
 # TensorBoard itself, to check that it reads what --tensorboard writes
 # (tools/read_tensorboard.py); a venv keeps it away from Debian's python.
 # Without PyPI the tests still run, and say that TensorBoard's reader was not.

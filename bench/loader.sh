@@ -3,19 +3,23 @@
 #   [ROUNDS=N] bash bench/loader.sh
 # For each format --data reads (Fashion-MNIST's IDX, and CIFAR-10's binary
 # files and NumPy uint8 and float32 arrays of 50,000 random 3x32x32 images
-# that the script writes), the files' load time and the loader's samples/s
+# that the script writes; image folders of 10,000 of them as PNG files, and
+# as JPEG files of 40x40 that the block resizes to 36 and center-crops to
+# 32, decoded as batches are made), the files' load time and the loader's samples/s
 # alone (bench/loader_cpu.c: batches made and handed back as fast as they
 # go, --workers 0, 1 and 2, through the data { } block of the example for
 # the format), next to the training step's samples/s and the share of the
 # steps' time spent waiting for batches (the log's data_wait_s, at the
 # default --workers) of the example itself, examples/fashion_resnet.net and
-# examples/cifar10.net, for a few steps. Rounds are interleaved and each is
-# printed. Never fails the build.
+# examples/cifar10.net (on the CIFAR files and on the PNG folder), for a few
+# steps. Rounds are interleaved and each is printed. Never fails the build.
 set -u
 cd "$(dirname "$0")/.." || exit 0
 rounds=${ROUNDS:-2}
 libs=$(sed -n 's/^#define DDPC_CPU_LIBS "\(.*\)"$/\1/p' build/config.h)
-cc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Iruntime bench/loader_cpu.c build/libddprt.a -o build/loader_cpu $libs \
+images=$(sed -n 's/^#define DDPC_IMAGE_LIBS "\(.*\)"$/\1/p' build/config.h)
+cc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Iruntime bench/loader_cpu.c build/libddprt.a -o build/loader_cpu \
+    ${images:+$(printf 'build/%s ' $images)} $libs \
     || { echo "loader: FAILED: build"; exit 0; }
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
@@ -39,11 +43,20 @@ for split, n in (("train", 50000), ("test", 1000)):
     for k, name in enumerate(names):
         rows = np.concatenate([y[k * per:(k + 1) * per, None], x[k * per:(k + 1) * per].reshape(per, -1)], axis=1)
         rows.astype(np.uint8).tofile(f"{d}/cifar/{name}")
+# the image folders: 10 classes of 1,000 PNGs of 32x32, and of JPEGs of 40x40
+from PIL import Image
+for kind, side in (("png", 32), ("jpg", 40)):
+    for split, n in (("train", 10000), ("val", 100)):
+        for k in range(10):
+            os.makedirs(f"{d}/{kind}/{split}/{k}", exist_ok=True)
+        pixels = rng.integers(0, 256, size=(n, side, side, 3), dtype=np.uint8)
+        for i in range(n):
+            Image.fromarray(pixels[i]).save(f"{d}/{kind}/{split}/{i % 10}/{i}.{kind}")
 PY
 fashion=/usr/share/datasets/fashion-mnist
 # DIR, then the data { } block of its example: C H W MEAN STD PAD
 formats=("$fashion 1 28 28 0.286 0.353 2" "$d/cifar 3 32 32 0.48 0.25 2" "$d/u8 3 32 32 0.48 0.25 2"
-         "$d/f32 3 32 32 0.48 0.25 2")
+         "$d/f32 3 32 32 0.48 0.25 2" "$d/png 3 32 32 0.48 0.25 2" "$d/jpg 3 32 32 0.48 0.25 2 36")
 for net in examples/fashion_resnet.net examples/cifar10.net; do
     build/ddpc "$net" --target cpu -o "$d/$(basename "$net" .net)" > /dev/null || echo "loader: FAILED: $net"
 done
@@ -57,12 +70,12 @@ for round in $(seq "$rounds"); do
             build/loader_cpu "$1" "$w" 128 1 "${@:2}" || echo "loader: FAILED: $1 --workers $w"
         done
     done
-    for run in "fashion_resnet $fashion 128" "cifar10 $d/cifar 64"; do
+    for run in "fashion_resnet $fashion 128" "cifar10 $d/cifar 64" "cifar10 $d/png 64"; do
         set -- $run
         [ -e "$2" ] || continue
         "$d/$1" --data "$2" --max-steps 60 --global-batch "$3" --epochs 1 --log "$d/$1.jsonl" --quiet ||
             { echo "loader: FAILED: $1"; continue; }
-        /usr/bin/python3 - "$d/$1.jsonl" "$1" "$3" << 'PY'
+        /usr/bin/python3 - "$d/$1.jsonl" "$1 on $(basename "$2")" "$3" << 'PY'
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '"event": "epoch"' in l][-1]
 trained = r["step"] * int(sys.argv[3]) / r["samples_per_s"]  # the steps' time, evaluation left out

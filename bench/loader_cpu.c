@@ -2,7 +2,7 @@
  * loader_cpu.c: how many samples a second the loader makes (loader.h), for
  * bench/loader.sh.
  *
- *   build/loader_cpu DIR WORKERS BATCH EPOCHS [C H W MEAN STD PAD]
+ *   build/loader_cpu DIR WORKERS BATCH EPOCHS [C H W MEAN STD PAD [RESIZE]]
  *
  * Reads DIR's training set as the program does (ddp_data_load: the files
  * decoded), then makes EPOCHS epochs of batches of BATCH with WORKERS
@@ -10,7 +10,10 @@
  * trainer would and handing it straight back: the loader alone, as fast as
  * it goes. With C H W..., the batches go through a data { } block of
  * normalize (one mean and std for every channel), a random crop padded by
- * PAD (reflect) and a left-right flip; else through none. Prints one line:
+ * PAD (reflect) and a left-right flip; else through none. An image folder's
+ * files are decoded into C x H x W samples (ddp_data_gather on the loader's
+ * threads), after RESIZE (the shorter side) and a center crop of H x W when
+ * given. Prints one line:
  * the load time and the samples per second, with a check that the last
  * batch equals one made on this thread (OK or FAILED).
  */
@@ -24,8 +27,8 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 && argc != 11) {
-        fprintf(stderr, "usage: loader_cpu DIR WORKERS BATCH EPOCHS [C H W MEAN STD PAD]\n");
+    if (argc != 5 && argc != 11 && argc != 12) {
+        fprintf(stderr, "usage: loader_cpu DIR WORKERS BATCH EPOCHS [C H W MEAN STD PAD [RESIZE]]\n");
         return 2;
     }
     int workers = atoi(argv[2]);
@@ -33,6 +36,13 @@ int main(int argc, char **argv)
     double load_start = ddp_now();
     DdpDataSet set;
     DdpDataOptions options = {0};
+    if (argc >= 11)
+        options.fit = (DdpImageFit){.channels = atoi(argv[5]), .rows = atoi(argv[6]), .cols = atoi(argv[7])};
+    if (argc == 12) {
+        options.fit.sizing.resize_shorter = atoi(argv[11]);
+        options.fit.sizing.center_h = options.fit.rows;
+        options.fit.sizing.center_w = options.fit.cols;
+    }
     if (ddp_data_load(argv[1], 1, &options, &set) != DDP_OK) {
         fprintf(stderr, "loader_cpu: %s\n", ddp_error_message());
         return 2;
@@ -40,7 +50,7 @@ int main(int argc, char **argv)
     double load_s = ddp_now() - load_start;
     double mean[64], stdev[64];
     DdpDataConfig data = {0};
-    if (argc == 11) {
+    if (argc >= 11) {
         int c = atoi(argv[5]);
         for (int i = 0; i < c && i < 64; i++) {
             mean[i] = atof(argv[8]);
@@ -99,7 +109,10 @@ int main(int argc, char **argv)
          memcmp((char *)check + spec.layout.labels, (char *)last + spec.layout.labels, (size_t)n * sizeof(int32_t)) == 0;
     printf("%s: %lld samples of %dx%dx%d %s, loaded in %.2f s; --workers %d, batch %lld, %s: %.0f samples/s  %s\n",
            argv[1], (long long)set.n, set.channels, set.rows, set.cols, set.format, load_s, workers, (long long)batch,
-           argc == 11 ? "normalize, crop and flip" : "no data { }", (double)made / seconds, ok ? "OK" : "FAILED");
+           argc == 12   ? "resize, center crop, normalize, crop and flip"
+           : argc == 11 ? "normalize, crop and flip"
+                        : "no data { }",
+           (double)made / seconds, ok ? "OK" : "FAILED");
     ddp_loader_destroy(loader);
     ddp_data_free(&set);
     free(order);

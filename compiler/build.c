@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_MPI_LIBS, DDPC_CPU_CXX, DDPC_CPU_LIBS (written by make)
+#include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_MPI_LIBS, DDPC_CPU_CXX, DDPC_CPU_LIBS, DDPC_IMAGE_LIBS (written by make)
 
 typedef struct {
     char include[PATH_MAX + 16]; /* the runtime's headers */
@@ -138,30 +138,38 @@ static const char *runtime_library(Arena *a, const Runtime *rt, const char *targ
     return NULL;
 }
 
-/* Whether the runtime library LIB calls MPI: it does when make compiled it
- * with DDP_HAVE_MPI, which config.h alone cannot tell (the library may come
- * from another build, or a make run before MPI was installed). Its objects'
- * symbol tables name every function they call, each name after a NUL, and
- * nothing else in the runtime starts a string with "MPI_Init" (MPI_Init_thread,
- * MPI_Initialized). A program links MPI exactly when its runtime needs it, so a
- * GPU node without MPI runs a program built without it. */
-static bool runtime_uses_mpi(const char *lib)
+/* Whether the runtime library LIB calls the function NAME (or one whose
+ * name starts so), UNREADABLE when LIB cannot be read. Its objects' symbol
+ * tables name every function they call, each name after a NUL. */
+static bool runtime_calls(const char *lib, const char *name, bool unreadable)
 {
-    static const char needle[] = "\0MPI_Init";
+    char needle[64];
+    size_t len = (size_t)snprintf(needle, sizeof needle, "%c%s", '\0', name);
     FILE *f = fopen(lib, "rb");
     if (!f)
-        return DDPC_MPI_LIBS[0] != '\0';
+        return unreadable;
     char buf[1 << 16];
     size_t keep = 0, got;
     bool found = false;
     while (!found && (got = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
         size_t n = keep + got;
-        found = memmem(buf, n, needle, sizeof needle - 1) != NULL;
-        keep = sizeof needle - 2; /* a match across two reads */
+        found = memmem(buf, n, needle, len) != NULL;
+        keep = len - 1; /* a match across two reads */
         memmove(buf, buf + n - keep, keep);
     }
     fclose(f);
     return found;
+}
+
+/* Whether the runtime library LIB calls MPI: it does when make compiled it
+ * with DDP_HAVE_MPI, which config.h alone cannot tell (the library may come
+ * from another build, or a make run before MPI was installed). Nothing else
+ * in the runtime starts a name with "MPI_Init" (MPI_Init_thread,
+ * MPI_Initialized). A program links MPI exactly when its runtime needs it, so a
+ * GPU node without MPI runs a program built without it. */
+static bool runtime_uses_mpi(const char *lib)
+{
+    return runtime_calls(lib, "MPI_Init", DDPC_MPI_LIBS[0] != '\0');
 }
 
 void build_doctor(FILE *out)
@@ -178,6 +186,21 @@ void build_doctor(FILE *out)
     arena_free(&a);
 }
 
+/* The static image libraries make put beside RT's libraries (libpng16.a,
+ * libjpeg.a), as " PATH PATH", where the runtime library LIB decodes
+ * images (it calls libpng); else "". A program links its runtime's copies,
+ * so that it runs where they are not installed. */
+static const char *image_libraries(Arena *a, const Runtime *rt, const char *lib)
+{
+    const char *out = "";
+    char names[] = DDPC_IMAGE_LIBS;
+    if (!runtime_calls(lib, "png_create_read_struct", names[0] != '\0'))
+        return out;
+    for (char *save = NULL, *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save))
+        out = arena_printf(a, "%s %s/%s", out, rt->lib, name);
+    return out;
+}
+
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path)
 {
     Runtime rt;
@@ -186,13 +209,15 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
     const char *lib = runtime_library(a, &rt, target);
     if (!lib)
         return NULL;
+    const char *images = image_libraries(a, &rt, lib);
     const char *cu_abs = absolute(a, cu_path), *out_abs = absolute(a, out_path);
     if (strcmp(target, "cuda") == 0) {
         const char *include = "";
         const char *gpu_libs = toolchain_cuda_link(a, &include);
-        return arena_printf(a, "%s -std=c++17 -O3 %s -Xcompiler -Wall,-Wextra -I%s %s%s -o %s %s %s %s%s%s", DDPC_NVCC,
+        return arena_printf(a, "%s -std=c++17 -O3 %s -Xcompiler -Wall,-Wextra -I%s %s%s -o %s %s %s%s %s%s%s", DDPC_NVCC,
                             toolchain_arch_flags(a, arch), rt.include, include, cu_abs, out_abs, lib, gpu_libs,
-                            DDPC_CUDA_LIBS, runtime_uses_mpi(lib) ? " " : "", runtime_uses_mpi(lib) ? DDPC_MPI_LIBS : "");
+                            images, DDPC_CUDA_LIBS, runtime_uses_mpi(lib) ? " " : "",
+                            runtime_uses_mpi(lib) ? DDPC_MPI_LIBS : "");
     }
     /* -fno-trapping-math: a float comparison may then run where its result
      * is not used, so the kernels' selects (relu, the max of a pooling
@@ -204,8 +229,8 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
      * set errno for a negative operand, so loops with it (Adam's) vectorise:
      * mlp.net's optimizer took about half the time. The same values. */
     return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -fopenmp -Wall -Wextra -I%s %s "
-                        "-x none -o %s %s %s",
-                        DDPC_CPU_CXX, rt.include, cu_abs, out_abs, lib, DDPC_CPU_LIBS);
+                        "-x none -o %s %s%s %s",
+                        DDPC_CPU_CXX, rt.include, cu_abs, out_abs, lib, images, DDPC_CPU_LIBS);
 }
 
 /* COMMAND with its source (the last word not an option and ending in .cu)

@@ -6,10 +6,13 @@
  *     normalize mean=0.49,0.48,0.45 std=0.25,0.24,0.26   (one value, or one per channel)
  *     random_crop 32 pad=4            (or 32x28; padding zero, or `reflect`)
  *     flip horizontal                 (or vertical; p=0.5 as torchvision's)
+ *     resize 36                       (image files: the shorter side; or 36x36)
+ *     center_crop 32                  (image files; or 32x28)
  *   }
  *
  * The order is torchvision's usual one whatever order the lines come in:
- * the crop, then the flips, on pixel / 255, then normalize. The crop and
+ * resize and center_crop as an image file is read, then the random crop,
+ * the flips, on pixel / 255, then normalize. The crop and
  * the flips happen in training only, drawn from (seed, epoch, sample index)
  * so that no world size or batch split changes them (runtime/augment.h);
  * normalize happens to every sample, test and --predict inputs included.
@@ -23,7 +26,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "augment.h"  // DDP_AUGMENT_MOST_PAD: the widest crop and padding the runtime takes
+#include "augment.h"       // DDP_AUGMENT_MOST_PAD: the widest crop and padding the runtime takes
+#include "image_resize.h"  // DDP_IMAGE_MOST_SIDE: the largest image side the runtime takes
 
 typedef enum { DATA_NORMALIZE, DATA_RANDOM_CROP, DATA_FLIP, DATA_RESIZE, DATA_CENTER_CROP, DATA_WORDS } DataWord;
 static const char *const data_words[DATA_WORDS] = {"normalize", "random_crop", "flip", "resize", "center_crop"};
@@ -83,6 +87,29 @@ static void check_normalize(Sema *s, const Stmt *st, DataConfig *d)
     d->normalize_loc = st->loc;
 }
 
+/* A size: N or HxW, each from 1 to MOST, of WORD's statement ST (as in
+ * EXAMPLE); *SQUARE says which form it had. False (reported) when missing or bad. */
+static bool size_arg(Sema *s, const Stmt *st, const Arg *size, const char *word, const char *example, int64_t most,
+                     int64_t *h, int64_t *w, bool *square)
+{
+    *h = *w = 0;
+    *square = size && size->val->kind == VAL_INT;
+    if (!size)
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a size, as in '%s'", word, example);
+    else if (*square) {
+        if (sema_value_int(s, size->val, "the size", 1, most, h))
+            *w = *h;
+    } else if (size->val->kind == VAL_DIMS && size->val->ndims == 2 && !size->val->overflow &&
+               size->val->dims[0] >= 1 && size->val->dims[0] <= most && size->val->dims[1] >= 1 &&
+               size->val->dims[1] <= most) {
+        *h = size->val->dims[0];
+        *w = size->val->dims[1];
+    } else
+        diag_at(s->diag, SEV_ERROR, size->loc, "%s's size is a number or height x width (32, or 32x28) between 1 "
+                "and %lld, not '%s'", word, (long long)most, diag_quote(s->arena, size->val->text));
+    return *h > 0;
+}
+
 // random_crop = 'random_crop' (INT | HxW) ('pad=' INT)? ('zero' | 'reflect')?
 static void check_random_crop(Sema *s, const Stmt *st, DataConfig *d)
 {
@@ -91,21 +118,10 @@ static void check_random_crop(Sema *s, const Stmt *st, DataConfig *d)
     Arg *pad = sema_take_key(s, st, "pad");
     static const char *const keys[] = {"pad"};
     sema_report_unused(s, st, keys, COUNT(keys));
-    int64_t h = 0, w = 0, p = 0;
+    int64_t h, w, p = 0;
+    bool square;
     enum { MOST = DDP_AUGMENT_MOST_PAD };
-    if (!size)
-        diag_at(s->diag, SEV_ERROR, st->word_loc, "random_crop needs the crop's size, as in 'random_crop 32 pad=4'");
-    else if (size->val->kind == VAL_INT) {
-        if (sema_value_int(s, size->val, "the crop's size", 1, MOST, &h))
-            w = h;
-    } else if (size->val->kind == VAL_DIMS && size->val->ndims == 2 && !size->val->overflow &&
-               size->val->dims[0] >= 1 && size->val->dims[0] <= MOST && size->val->dims[1] >= 1 &&
-               size->val->dims[1] <= MOST) {
-        h = size->val->dims[0];
-        w = size->val->dims[1];
-    } else
-        diag_at(s->diag, SEV_ERROR, size->loc, "the crop's size is a number or height x width (32, or 32x28) "
-                "between 1 and %d, not '%s'", MOST, diag_quote(s->arena, size->val->text));
+    size_arg(s, st, size, "random_crop", "random_crop 32 pad=4", MOST, &h, &w, &square);
     if (pad && !sema_value_int(s, pad->val, "pad", 0, MOST, &p))
         h = 0;
     PadMode pad_mode = PAD_ZERO;
@@ -153,6 +169,36 @@ static void check_flip(Sema *s, const Stmt *st, DataConfig *d, bool seen[2])
     d->flip_loc[k] = st->loc;
 }
 
+// resize = 'resize' (INT | HxW);  center_crop = 'center_crop' (INT | HxW)
+static void check_fitting(Sema *s, const Stmt *st, DataConfig *d, DataWord word)
+{
+    Arg *size = sema_take_positional(s, st);
+    sema_report_unused(s, st, NULL, 0);
+    int64_t h, w;
+    bool square;
+    if (word == DATA_RESIZE) {
+        if (!size_arg(s, st, size, "resize", "resize 36 (the shorter side) or resize 32x32", DDP_IMAGE_MOST_SIDE, &h,
+                      &w, &square))
+            return;
+        if (square) /* torchvision's Resize(36): the shorter side */
+            d->resize_shorter = h;
+        else {
+            d->resize_h = h;
+            d->resize_w = w;
+        }
+        d->resize_loc = st->loc;
+    } else if (size_arg(s, st, size, "center_crop", "center_crop 32", DDP_IMAGE_MOST_SIDE, &h, &w, &square)) {
+        d->center_h = h;
+        d->center_w = w;
+        d->center_loc = st->loc;
+    }
+}
+
+bool data_has_fitting(const DataConfig *d)
+{
+    return d->resize_h > 0 || d->resize_shorter > 0 || d->center_h > 0;
+}
+
 bool data_has_draws(const DataConfig *d)
 {
     return d->crop_h > 0 || d->flip_h > 0 || d->flip_v > 0;
@@ -160,7 +206,7 @@ bool data_has_draws(const DataConfig *d)
 
 bool data_any(const DataConfig *d)
 {
-    return d->mean || data_has_draws(d);
+    return d->mean || data_has_draws(d) || data_has_fitting(d);
 }
 
 void data_check(Sema *s, const Stmt *block)
@@ -184,7 +230,7 @@ void data_check(Sema *s, const Stmt *block)
                         st->word);
             else
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "unknown data option '%s'; expected normalize, "
-                        "random_crop or flip", diag_quote(s->arena, st->word));
+                        "random_crop, flip, resize or center_crop", diag_quote(s->arena, st->word));
             continue;
         }
         if (st->label)
@@ -199,17 +245,39 @@ void data_check(Sema *s, const Stmt *block)
         case DATA_RANDOM_CROP: check_random_crop(s, st, d); break;
         case DATA_FLIP: check_flip(s, st, d, flips); break;
         case DATA_RESIZE:
-        case DATA_CENTER_CROP:
+        case DATA_CENTER_CROP: check_fitting(s, st, d, (DataWord)k); break;
         case DATA_WORDS:
-            /* torchvision's Resize and CenterCrop fit images of many sizes
-             * to one; every format --data reads has one size already. */
-            for (Arg *a = st->args; a; a = a->next)
-                a->used = true; /* their arguments: nothing more to say */
-            diag_at(s->diag, SEV_ERROR, st->word_loc, "%s is for image folders of many sizes, which --data does "
-                    "not read yet; the formats it reads hold images of one size", st->word);
             break;
         }
     }
+}
+
+/* resize and center_crop against the input: they make images (grey or RGB)
+ * of the input's size. */
+static void check_fitting_input(Sema *s, DataConfig *d, Shape input)
+{
+    if (!data_has_fitting(d))
+        return;
+    Loc where = d->center_h ? d->center_loc : d->resize_loc;
+    const char *word = d->center_h ? "center_crop" : "resize";
+    int64_t h = input.rank == 3 ? input.d[1] : 0, w = input.rank == 3 ? input.d[2] : 0;
+    if (input.rank != 3 || (input.d[0] != 1 && input.d[0] != 3))
+        diag_at(s->diag, SEV_ERROR, where, "%s makes images of 1 channel (grey) or 3 (RGB), but the input is %s",
+                word, shape_str(s->arena, input));
+    else if (d->center_h && (d->center_h != h || d->center_w != w))
+        diag_at(s->diag, SEV_ERROR, where, "center_crop %lldx%lld must be the input's %lldx%lld: the net sees the "
+                "crop", (long long)d->center_h, (long long)d->center_w, (long long)h, (long long)w);
+    else if (!d->center_h && d->resize_shorter)
+        diag_at(s->diag, SEV_ERROR, where, "resize %lld sets the shorter side only, so images of other shapes "
+                "come out of other sizes; add 'center_crop %lldx%lld', or resize to %lldx%lld",
+                (long long)d->resize_shorter, (long long)h, (long long)w, (long long)h, (long long)w);
+    else if (!d->center_h && (d->resize_h != h || d->resize_w != w))
+        diag_at(s->diag, SEV_ERROR, where, "resize %lldx%lld must be the input's %lldx%lld, or be followed by "
+                "center_crop %lldx%lld", (long long)d->resize_h, (long long)d->resize_w, (long long)h, (long long)w,
+                (long long)h, (long long)w);
+    else
+        return;
+    d->resize_h = d->resize_w = d->resize_shorter = d->center_h = d->center_w = 0;
 }
 
 void data_check_input(Sema *s, Shape input)
@@ -234,6 +302,7 @@ void data_check_input(Sema *s, Shape input)
         d->std = std;
         d->n_channels = channels;
     }
+    check_fitting_input(s, d, input);
     if (data_has_draws(d) && input.rank != 3) {
         Loc where = d->crop_h ? d->crop_loc : d->flip_loc[d->flip_h > 0 ? 0 : 1];
         diag_at(s->diag, SEV_ERROR, where, "%s needs images (input CxHxW), but the input is %s features",

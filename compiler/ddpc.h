@@ -290,6 +290,13 @@ typedef struct {
      * down (flip_v) with this probability; 0: never. */
     double flip_h, flip_v;
     Loc flip_loc[2];         /* of each: horizontal, vertical */
+    /* resize and center_crop: how an image file becomes a sample, before
+     * all the above (runtime/image_decode.h). resize HxW sets resize_h and
+     * resize_w; resize N sets resize_shorter (the shorter side to N); 0: none. */
+    int64_t resize_h, resize_w, resize_shorter;
+    Loc resize_loc;
+    int64_t center_h, center_w;
+    Loc center_loc;
 } DataConfig;
 
 typedef struct {
@@ -431,8 +438,10 @@ void train_check(Sema *s, const Stmt *block);
 
 /* Reads the `data { }` block into s->net->data. */
 void data_check(Sema *s, const Stmt *block);
-/* D draws something per sample in training (a crop or a flip); D does anything. */
+/* D draws something per sample in training (a crop or a flip); D fits
+ * image files to the input (resize, center_crop); D does anything. */
 bool data_has_draws(const DataConfig *d);
+bool data_has_fitting(const DataConfig *d);
 bool data_any(const DataConfig *d);
 /* Checks what was read against the net's INPUT shape (rank 0: unknown,
  * after an error) once the whole file is read, and gives normalize one

@@ -1282,14 +1282,16 @@ static void emit_tables(Emit *e, FILE *out)
             (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
             t->batch_global);
     fprintf(out, "    // data { }%s: normalized channels, mean, std; random crop height, width, pad, padding;\n"
-                 "    // probability of a left-right flip, of an upside-down flip\n"
-                 "    {%s, %s, %s, %lld, %lld, %lld, %s, %s, %s},\n",
+                 "    // probability of a left-right flip, of an upside-down flip; for image files: resize to\n"
+                 "    // height, width, or of the shorter side; center crop height, width\n"
+                 "    {%s, %s, %s, %lld, %lld, %lld, %s, %s, %s, {%lld, %lld, %lld, %lld, %lld}},\n",
             data_any(d) ? "" : " (none in the .net)",
             d->mean ? "(int)(sizeof data_mean / sizeof data_mean[0])" : "0", d->mean ? "data_mean" : "NULL",
             d->mean ? "data_std" : "NULL",
             (long long)d->crop_h, (long long)d->crop_w, (long long)d->pad,
             d->pad_mode == PAD_REFLECT ? "DDP_PAD_REFLECT" : "DDP_PAD_ZERO", dlit(e->arena, d->flip_h),
-            dlit(e->arena, d->flip_v));
+            dlit(e->arena, d->flip_v), (long long)d->resize_h, (long long)d->resize_w, (long long)d->resize_shorter,
+            (long long)d->center_h, (long long)d->center_w);
     const Node *loss = loss_node(net);
     if (p->is_data[loss->in])
         fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, -1,  // the activation arena; the loss reads the data itself\n");

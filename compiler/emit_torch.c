@@ -478,6 +478,64 @@ static void emit_transform(Emitter *e)
         fputs("    return x\n", e->out);
 }
 
+/* load_image: an image file as the program reads it (runtime/image_decode.h),
+ * resize and center_crop included; for inputs of 1 or 3 channels. */
+static void emit_load_image(Emitter *e)
+{
+    const Shape in = e->net->nodes[0].out_shape;
+    const DataConfig *d = &e->net->data;
+    if (in.rank != 3 || (in.d[0] != 1 && in.d[0] != 3))
+        return;
+    const char *mode = in.d[0] == 1 ? "L" : "RGB";
+    fprintf(e->out,
+            "\n\n"
+            "def load_image(path):\n"
+            "    \"\"\"An image file (PNG, JPEG) as the program reads it from an image folder or\n"
+            "    --predict: PIL's decoding, convert(\"%s\")%s;\n"
+            "    a uint8 tensor [C, H, W]. transform takes it divided by 255, as ToTensor gives it.\"\"\"\n"
+            "    from PIL import Image\n"
+            "\n"
+            "    img = Image.open(path).convert(\"%s\")\n",
+            mode, data_has_fitting(d) ? ", then data { }'s resize and center_crop" : "", mode);
+    long long n = (long long)d->resize_shorter;
+    if (n)
+        fprintf(e->out,
+                "    # resize %lld (%s:%d): torchvision's Resize(%lld), the shorter side to %lld\n"
+                "    w, h = img.size\n"
+                "    short, long = min(w, h), max(w, h)\n"
+                "    size = (%lld, int(%lld * long / short)) if w <= h else (int(%lld * long / short), %lld)\n"
+                "    if size != img.size:\n"
+                "        img = img.resize(size, Image.BILINEAR)\n",
+                n, e->file, d->resize_loc.first_line, n, n, n, n, n, n);
+    else if (d->resize_h)
+        fprintf(e->out,
+                "    # resize %lldx%lld (%s:%d): torchvision's Resize((%lld, %lld))\n"
+                "    if img.size != (%lld, %lld):\n"
+                "        img = img.resize((%lld, %lld), Image.BILINEAR)\n",
+                (long long)d->resize_h, (long long)d->resize_w, e->file, d->resize_loc.first_line,
+                (long long)d->resize_h, (long long)d->resize_w, (long long)d->resize_w, (long long)d->resize_h,
+                (long long)d->resize_w, (long long)d->resize_h);
+    fprintf(e->out,
+            "    x = torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8)\n"
+            "    x = x.reshape(img.size[1], img.size[0], %lld).permute(2, 0, 1).contiguous()\n",
+            (long long)in.d[0]);
+    if (d->center_h)
+        fprintf(e->out,
+                "    # center_crop %lldx%lld (%s:%d): torchvision's CenterCrop, zero padding first\n"
+                "    # where the image is smaller, then the crop at round((side - crop) / 2)\n"
+                "    ch, cw = %lld, %lld\n"
+                "    h, w = x.shape[1], x.shape[2]\n"
+                "    if ch > h or cw > w:\n"
+                "        pad_w, pad_h = max(cw - w, 0), max(ch - h, 0)\n"
+                "        x = F.pad(x, (pad_w // 2, (pad_w + 1) // 2, pad_h // 2, (pad_h + 1) // 2))\n"
+                "        h, w = x.shape[1], x.shape[2]\n"
+                "    top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))\n"
+                "    x = x[:, top:top + ch, left:left + cw]\n",
+                (long long)d->center_h, (long long)d->center_w, e->file, d->center_loc.first_line,
+                (long long)d->center_h, (long long)d->center_w);
+    fputs("    return x\n", e->out);
+}
+
 static void emit_hash_dropout(Emitter *e)
 {
     fputs("\n"
@@ -724,6 +782,7 @@ void emit_torch(FILE *out, const Net *net)
         emit_hash_dropout(&e);
     if (data_any(&net->data))
         emit_transform(&e);
+    emit_load_image(&e);
     emit_class(&e, cls);
     emit_loss(&e);
     emit_optimizer(&e);

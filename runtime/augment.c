@@ -7,7 +7,33 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fnv1a.h"  // ddp_fnv1a: the table's digest
+#include "fnv1a.h"         // ddp_fnv1a: the table's digest
+#include "image_resize.h"  // DDP_IMAGE_MOST_SIDE
+
+/* The resize and center_crop part of ddp_augment_check: the image files'
+ * sizes are checked as they are read (image_decode.h), the table here. */
+static DdpStatus check_sizing(const DdpImageSizing *z, int c, int h, int w)
+{
+    int resize_exact = z->resize_h != 0 || z->resize_w != 0, center = z->center_h != 0 || z->center_w != 0;
+    if ((resize_exact && !(ddp_image_side_ok(z->resize_h) && ddp_image_side_ok(z->resize_w))) ||
+        (z->resize_shorter != 0 && !ddp_image_side_ok(z->resize_shorter)) ||
+        (center && !(ddp_image_side_ok(z->center_h) && ddp_image_side_ok(z->center_w))) ||
+        (resize_exact && z->resize_shorter != 0))
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table resizes to %dx%d or a shorter side of %d, and "
+                       "center-crops %dx%d: sides from 1 to %d, 0 for none, and one kind of resize at most",
+                       z->resize_h, z->resize_w, z->resize_shorter, z->center_h, z->center_w, DDP_IMAGE_MOST_SIDE);
+    if (!ddp_image_sizing_any(z))
+        return DDP_OK;
+    int end_h = center ? z->center_h : z->resize_h, end_w = center ? z->center_w : z->resize_w;
+    if (c != 1 && c != 3)
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table resizes or crops image files, but a sample has %d "
+                       "channels; images have 1 (grey) or 3 (RGB)", c);
+    if (end_h != h || end_w != w)
+        return DDP_ERR(DDP_BAD_INPUT, "the program's data table makes images of %dx%d from image files (%s), but a "
+                       "sample is %dx%d", end_h, end_w, center ? "center_crop" : z->resize_shorter ?
+                       "resize of the shorter side only" : "resize", h, w);
+    return DDP_OK;
+}
 
 DdpStatus ddp_augment_check(const DdpDataConfig *d, int c, int h, int w)
 {
@@ -32,12 +58,14 @@ DdpStatus ddp_augment_check(const DdpDataConfig *d, int c, int h, int w)
     if (!(d->flip_h >= 0 && d->flip_h <= 1 && d->flip_v >= 0 && d->flip_v <= 1))
         return DDP_ERR(DDP_BAD_INPUT, "the program's data table flips with probabilities %g and %g; each must be "
                        "between 0 and 1", d->flip_h, d->flip_v);
-    return DDP_OK;
+    return check_sizing(&d->sizing, c, h, w);
 }
 
 uint64_t ddp_augment_digest(const DdpDataConfig *d)
 {
-    int ints[5] = {d->channels, d->crop_h, d->crop_w, d->pad, (int)d->pad_mode};
+    const DdpImageSizing *z = &d->sizing;
+    int ints[10] = {d->channels, d->crop_h,   d->crop_w,   d->pad,      (int)d->pad_mode,
+                    z->resize_h, z->resize_w, z->center_h, z->center_w, z->resize_shorter};
     double flips[2] = {d->flip_h, d->flip_v};
     uint64_t h = ddp_fnv1a(DDP_FNV1A_START, ints, sizeof ints);
     h = ddp_fnv1a(h, flips, sizeof flips);
@@ -50,7 +78,7 @@ uint64_t ddp_augment_digest(const DdpDataConfig *d)
 
 DdpDataConfig ddp_augment_fixed_part(const DdpDataConfig *d)
 {
-    DdpDataConfig fixed = {.channels = d->channels, .mean = d->mean, .std = d->std};
+    DdpDataConfig fixed = {.channels = d->channels, .mean = d->mean, .std = d->std, .sizing = d->sizing};
     return fixed;
 }
 
@@ -131,8 +159,14 @@ void ddp_augment_describe(const DdpDataConfig *d, char *out, int size)
     out[0] = 0;
 #define ADD(...) used += snprintf(out + (used < size ? used : size - 1), used < size ? (size_t)(size - used) : 1, \
                                  __VA_ARGS__)
+    if (d->sizing.resize_h > 0)
+        ADD("resize to %dx%d", d->sizing.resize_h, d->sizing.resize_w);
+    if (d->sizing.resize_shorter > 0)
+        ADD("resize the shorter side to %d", d->sizing.resize_shorter);
+    if (d->sizing.center_h > 0)
+        ADD("%scenter crop %dx%d", used ? ", " : "", d->sizing.center_h, d->sizing.center_w);
     if (d->crop_h > 0)
-        ADD("random crop %dx%d of the sample padded by %d (%s)", d->crop_h, d->crop_w, d->pad,
+        ADD("%srandom crop %dx%d of the sample padded by %d (%s)", used ? ", " : "", d->crop_h, d->crop_w, d->pad,
             d->pad_mode == DDP_PAD_REFLECT ? "reflect" : "zero");
     if (d->flip_h > 0)
         ADD("%sleft-right flip p=%g", used ? ", " : "", d->flip_h);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "dropout_mask.h"  // ddp_hash32, ddp_dropout_layer_key
+#include "image_resize.h"  // DdpImageSizing
 #include "status.h"        // DdpStatus
 
 #ifdef __cplusplus
@@ -41,6 +42,7 @@ typedef struct {
     int crop_h, crop_w, pad;   /* random_crop: crop_h 0 for none */
     DdpPadMode pad_mode;
     double flip_h, flip_v;     /* probabilities of a left-right and an upside-down flip */
+    DdpImageSizing sizing;     /* resize, center_crop: an image file into a sample, before all the above */
 } DdpDataConfig;
 
 /* The widest padding a program's table may ask for (ddpc allows no more). */
@@ -61,13 +63,15 @@ static inline uint32_t ddp_augment_draw(uint32_t key, uint32_t k)
 /* DDP_BAD_INPUT when D does not fit samples of C x H x W or asks what
  * cannot be done (a hand-edited program's table): normalize's channels, a
  * mean or std not finite in float or a std of 0, a padding mode unknown or
- * too wide, a crop of another size, a probability outside [0, 1]. */
+ * too wide, a crop of another size, a probability outside [0, 1], a resize
+ * or center_crop of no size, of more than DDP_IMAGE_MOST_SIDE, of both
+ * kinds, or not ending at the sample's size. */
 DdpStatus ddp_augment_check(const DdpDataConfig *d, int c, int h, int w);
 
 /* A digest of D, for ranks to compare (distributed.c). */
 uint64_t ddp_augment_digest(const DdpDataConfig *d);
 
-/* D less its random part (the crop and the flips): --no-augment. */
+/* D less its random part (the random crop and the flips): --no-augment. */
 DdpDataConfig ddp_augment_fixed_part(const DdpDataConfig *d);
 
 /* Nonzero when D changes a sample in training (a crop or a flip). */

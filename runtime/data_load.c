@@ -9,7 +9,28 @@
 
 #include "cifar.h"  // ddp_cifar_find, ddp_cifar_load
 #include "idx.h"    // ddp_idx_load
+#include "image_folder.h"  // ddp_image_folder_find, ddp_image_folder_load, ddp_image_file_load
 #include "npy.h"    // ddp_npy_find, ddp_npy_load
+
+/* DDP_BAD_INPUT when OPTIONS' resize or center_crop would apply to PATH,
+ * which holds FORMAT, not image files: its images have one size already. */
+static DdpStatus no_fitting(const DdpDataOptions *options, const char *path, const char *format)
+{
+    const DdpImageSizing *z = &options->fit.sizing;
+    if (!ddp_image_sizing_any(z))
+        return DDP_OK;
+    int resize = z->resize_h || z->resize_shorter;
+    const char *what = resize && z->center_h ? "resize and center_crop" : resize ? "resize" : "center_crop";
+    return DDP_ERR(DDP_BAD_INPUT, "the .net's data { } has %s, which fit image files of many sizes to the input, "
+                   "but %s holds data of one size (%s); compile the net without %s for this data", what, path, format,
+                   what);
+}
+
+static DdpStatus no_cifar100(const char *dir)
+{
+    return DDP_ERR(DDP_BAD_INPUT, "--coarse-labels picks CIFAR-100's 20 superclasses, but %s holds no CIFAR-100 "
+                   "files (train.bin and test.bin)", dir);
+}
 
 DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out)
 {
@@ -25,14 +46,20 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
         return DDP_ERR(DDP_BAD_INPUT, "--channels-%s says how x_train.npy holds its images, but %s holds no NumPy "
                        "files (x_train.npy)", options->channels_first ? "first" : "last", dir);
     }
-    if (cifar_found)
-        return ddp_cifar_load(&cifar, train, options->coarse_labels, out);
-    if (options->coarse_labels)
-        return DDP_ERR(DDP_BAD_INPUT, "--coarse-labels picks CIFAR-100's 20 superclasses, but %s holds no CIFAR-100 "
-                       "files (train.bin and test.bin)", dir);
-    if (npy_found)
-        return ddp_npy_load(dir, train, options, out);
-    return ddp_idx_load(dir, train, out);
+    if (!cifar_found && !npy_found && ddp_image_folder_find(dir)) {
+        if (options->coarse_labels)
+            return no_cifar100(dir);
+        return ddp_image_folder_load(dir, train, &options->fit, out);
+    }
+    /* the other formats: the files first (so that a message names what is
+     * missing), then whether the block asks what they cannot give */
+    DdpStatus status = cifar_found              ? ddp_cifar_load(&cifar, train, options->coarse_labels, out)
+                       : options->coarse_labels ? no_cifar100(dir)
+                       : npy_found              ? ddp_npy_load(dir, train, options, out)
+                                                : ddp_idx_load(dir, train, out);
+    if (status == DDP_OK && (status = no_fitting(options, dir, out->format)) != DDP_OK)
+        ddp_data_free(out);
+    return status;
 }
 
 /* Nonzero when PATH starts as a .npy file does. */
@@ -52,6 +79,11 @@ DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, 
     memset(out, 0, sizeof *out);
     if (!ddp_data_is_file(path))
         return DDP_ERR(DDP_BAD_INPUT, "--predict %s: not a file", path);
+    if (ddp_image_name(path) == DDP_IMAGE_READ)
+        return ddp_image_file_load(path, &options->fit, out);
+    if (ddp_image_name(path) == DDP_IMAGE_NOT_READ)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: this loader reads PNG and JPEG images (.png, .jpg, .jpeg); convert this "
+                       "one", path);
     DdpStatus status;
     if (is_npy(path)) {
         char layout = options->channels_first ? 'f' : options->channels_last ? 'l' : 0;
@@ -67,6 +99,8 @@ DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, 
         status = ddp_idx_images(path, out);
     if (status == DDP_OK && !(out->labels = calloc((size_t)out->n, 1)))
         status = DDP_ERR(DDP_FAIL, "out of memory");
+    if (status == DDP_OK)
+        status = no_fitting(options, path, out->format);
     if (status != DDP_OK)
         ddp_data_free(out);
     return status;

@@ -1,6 +1,7 @@
 /*
  * dataset.c: the format-free part of dataset.h: what the trainer does with
- * the samples once they are in memory, and the file helpers the readers share.
+ * the samples once they are in memory (or, for an image folder, once their
+ * files are decoded: image_decode.h), and the file helpers the readers share.
  */
 #include "dataset.h"
 
@@ -31,22 +32,33 @@ DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, 
     for (int v = 0; v < 256; v++)
         scale[v] = (float)v / 255.0f;
     size_t bytes = (size_t)ddp_data_sample_values(set);
-    for (int i = 0; i < n; i++) {
+    uint8_t *decoded = set->files ? malloc(bytes) : NULL;
+    if (set->files && !decoded)
+        return DDP_ERR(DDP_FAIL, "out of memory for a sample of %zu bytes", bytes);
+    DdpStatus status = DDP_OK;
+    for (int i = 0; i < n && status == DDP_OK; i++) {
         int64_t k = indices[i];
-        if (k < 0 || k >= set->n)
-            return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
-                           (long long)k, (long long)set->n - 1);
+        if (k < 0 || k >= set->n) {
+            status = DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
+                             (long long)k, (long long)set->n - 1);
+            break;
+        }
         float *dst = images + (size_t)i * bytes;
         if (set->values) {
             memcpy(dst, set->values + (size_t)k * bytes, bytes * sizeof *dst);
         } else {
-            const uint8_t *src = set->pixels + (size_t)k * bytes;
-            for (size_t p = 0; p < bytes; p++)
+            const uint8_t *src = decoded;
+            if (set->files)
+                status = ddp_image_load_sample(set->files[k], &set->fit, decoded);
+            else
+                src = set->pixels + (size_t)k * bytes;
+            for (size_t p = 0; status == DDP_OK && p < bytes; p++)
                 dst[p] = scale[src[p]];
         }
         labels[i] = set->labels[k];
     }
-    return DDP_OK;
+    free(decoded);
+    return status;
 }
 
 uint64_t ddp_data_digest(const DdpDataSet *set)
@@ -59,7 +71,10 @@ uint64_t ddp_data_digest(const DdpDataSet *set)
     for (int64_t k = 0; k < picks; k++) {
         /* k-th of PICKS evenly spread samples: 0 first, n-1 last */
         int64_t i = picks > 1 ? (int64_t)((double)k * (double)(set->n - 1) / (double)(picks - 1)) : 0;
-        if (set->values)
+        if (set->files) /* the name below the set's folder: ranks may mount it at other paths */
+            h = ddp_fnv1a(h, set->files[i] + strlen(set->images_path),
+                          strlen(set->files[i]) - strlen(set->images_path));
+        else if (set->values)
             h = ddp_fnv1a(h, set->values + (size_t)i * bytes, bytes * sizeof *set->values);
         else
             h = ddp_fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
@@ -72,6 +87,9 @@ void ddp_data_free(DdpDataSet *set)
 {
     free(set->pixels);
     free(set->values);
+    for (int64_t i = 0; set->files && i < set->n; i++)
+        free(set->files[i]);
+    free(set->files);
     free(set->labels);
     free(set->images_path);
     free(set->labels_path);

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"  // DdpStatus
+#include "image_decode.h"  // DdpImageFit
+#include "status.h"        // DdpStatus
 
 /* Where the data comes from when the user gives no --data. */
 #define DDP_DATA_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
@@ -19,6 +20,8 @@ typedef struct {
     int num_classes;           /* largest label + 1 */
     uint8_t *pixels;           /* n samples, each channel-major (C x H x W) */
     float *values;             /* or, for float data (NumPy float32), the samples' floats, used as they are */
+    char **files;              /* or, for an image folder, the n files, decoded when gathered (fit says how) */
+    DdpImageFit fit;
     uint8_t *labels;           /* n */
     char *images_path;         /* the files read, for messages */
     char *labels_path;
@@ -30,6 +33,7 @@ typedef struct {
     int coarse_labels;  /* CIFAR-100: the 20 superclasses instead of the 100 classes */
     int channels_first; /* NumPy: images N x C x H x W, */
     int channels_last;  /* or N x H x W x C (neither: as the shape tells) */
+    DdpImageFit fit;    /* image files: how one becomes a sample (the net's input and data { }) */
 } DdpDataOptions;
 
 /* Values of one sample: channels x rows x cols (bytes, or floats for float data). */
@@ -44,13 +48,14 @@ DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes);
 
 /* Copies samples INDICES[0..n) into IMAGES (n samples of channels x rows x
  * cols floats: pixel / 255 as torchvision's ToTensor computes it, or the
- * float data as they are)
- * and LABELS (n). An index out of range is an internal error (DDP_FAIL). */
+ * float data as they are) and LABELS (n), decoding image files on the way
+ * (DDP_BAD_INPUT naming a file that does not decode). An index out of range
+ * is an internal error (DDP_FAIL). */
 DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, float *images, int32_t *labels);
 
 /* A digest of SET for comparing ranks' data: its sizes and up to 1024
- * samples (pixels and label) spread evenly over it, the first and the last
- * among them. Cheap (a few megabytes read from memory at most), and enough to
+ * samples (pixels and label; an image folder's file names below the folder
+ * and labels) spread evenly over it, the first and the last among them. Cheap (a few megabytes read from memory at most), and enough to
  * tell another data set, a shorter cut of the same one or another order
  * apart; two sets differing only in samples it skips are not told apart. */
 uint64_t ddp_data_digest(const DdpDataSet *set);

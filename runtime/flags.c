@@ -53,8 +53,9 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_DATA] = {"data", KIND_PATH, "DIR", AT(data),
         .agree = DDP_AGREE_LOCAL,
         .help = "the data set: MNIST-format IDX files (in DIR, DIR/raw, DIR/MNIST/raw or DIR/FashionMNIST/raw), "
-                "CIFAR-10/100's binary files (in DIR, DIR/cifar-10-batches-bin or DIR/cifar-100-binary) or NumPy "
-                "arrays (DIR/x_train.npy, y_train.npy, x_test.npy, y_test.npy)"},
+                "CIFAR-10/100's binary files (in DIR, DIR/cifar-10-batches-bin or DIR/cifar-100-binary), NumPy "
+                "arrays (DIR/x_train.npy, y_train.npy, x_test.npy, y_test.npy) or PNG and JPEG images in a "
+                "folder per class (DIR/train/CLASS/, DIR/val/CLASS/)"},
     [DDP_FLAG_COARSE_LABELS] = {"coarse-labels", KIND_SWITCH, NULL, AT(coarse_labels), .min = 1,
         .agree = DDP_AGREE_VALUE,
         .help = "CIFAR-100: train on its 20 superclasses (the coarse labels) instead of its 100 classes"},
@@ -118,8 +119,8 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
                 "and each class's accuracy; the confusion matrix into --log"},
     [DDP_FLAG_PREDICT] = {"predict", KIND_PATH, "FILE", AT(predict),
         .agree = DDP_AGREE_LOCAL,
-        .help = "print the likeliest classes of each image of FILE (IDX images, or a NumPy array of them) with the "
-                "weights of --init, instead of training; one rank"},
+        .help = "print the likeliest classes of each image of FILE (a PNG or JPEG image, IDX images, or a NumPy "
+                "array of them) with the weights of --init, instead of training; one rank"},
     [DDP_FLAG_TOP] = {"top", KIND_INT, "K", AT(top), .min = 1, .max = 256,
         .agree = DDP_AGREE_LOCAL,
         .help = "--predict: the K likeliest classes of each input"},
@@ -493,7 +494,7 @@ void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
 
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train)
 {
-    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on IDX, CIFAR or NumPy data, data-parallel.\n\n", prog, name);
+    fprintf(out, "usage: %s [options]\n\nTrains the net '%s' on IDX, CIFAR, NumPy or image-folder data, data-parallel.\n\n", prog, name);
     for (int i = 0; i < DDP_FLAG_COUNT; i++) {
         const FlagSpec *s = &specs[i];
         char left[64], dflt[96] = "";

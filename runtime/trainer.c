@@ -184,11 +184,24 @@ static DdpStatus check_sample_shape(const DdpNet *net, const DdpDataSet *set)
                    set->images_path, set->channels, set->rows, set->cols, want);
 }
 
+/* A sample of the net's input as channels x rows x columns: a features
+ * input is 1 x 1 x features. */
+static void sample_chw(const DdpNet *net, int *c, int *h, int *w)
+{
+    int flat = net->sample_rank != 3;
+    *c = flat ? 1 : (int)net->sample_shape[0];
+    *h = flat ? 1 : (int)net->sample_shape[1];
+    *w = flat ? (int)net->sample_numel : (int)net->sample_shape[2];
+}
+
 static DdpDataOptions data_options(const Trainer *t)
 {
-    return (DdpDataOptions){.coarse_labels = t->flags.coarse_labels,
-                            .channels_first = t->flags.channels_first,
-                            .channels_last = t->flags.channels_last};
+    DdpDataOptions options = {.coarse_labels = t->flags.coarse_labels,
+                              .channels_first = t->flags.channels_first,
+                              .channels_last = t->flags.channels_last,
+                              .fit = {.flat = t->net->sample_rank != 3, .sizing = t->data.sizing}};
+    sample_chw(t->net, &options.fit.channels, &options.fit.rows, &options.fit.cols);
+    return options;
 }
 
 static DdpStatus load_data(Trainer *t)
@@ -205,16 +218,6 @@ static DdpStatus load_data(Trainer *t)
     DDP_CHECK(ddp_data_check_classes(&t->train, t->net->num_classes));
     DDP_CHECK(ddp_data_check_classes(&t->test, t->net->num_classes));
     return DDP_OK;
-}
-
-/* A sample of the net's input as channels x rows x columns: a features
- * input is 1 x 1 x features. */
-static void sample_chw(const DdpNet *net, int *c, int *h, int *w)
-{
-    int flat = net->sample_rank != 3;
-    *c = flat ? 1 : (int)net->sample_shape[0];
-    *h = flat ? 1 : (int)net->sample_shape[1];
-    *w = flat ? (int)net->sample_numel : (int)net->sample_shape[2];
 }
 
 /* How batches of SET are made (loader.h). */

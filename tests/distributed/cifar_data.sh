@@ -14,6 +14,7 @@
 # One line per check; "DIFFERENT" or a non-zero status is a failure.
 set -euo pipefail
 here=$(dirname "$0")
+. "$here/expect_refused.sh"  # expect_refused
 . "$here/rgb_net.sh"  # rgb_net
 ddpc=${DDPC:-build/ddpc}
 d=$(mktemp -d)
@@ -55,19 +56,6 @@ else
     status=1
 fi
 
-# expect_refused WHAT TEXT COMMAND...: status 2 and TEXT in what it printed
-expect_refused() {
-    local what=$1 text=$2 rc=0
-    shift 2
-    "$@" > "$d/refused.out" 2>&1 || rc=$?
-    if [ "$rc" = 2 ] && grep -qF -- "$text" "$d/refused.out"; then
-        echo "$what: refused with status 2"
-    else
-        echo "$what: status $rc, not 2 with '$text': DIFFERENT"
-        cat "$d/refused.out"
-        status=1
-    fi
-}
 
 "$ddpc" "$d/c20.net" --target cpu -o "$d/prog20" > /dev/null
 if "$d/prog20" --data "$d/c100" --coarse-labels --max-steps 3 --log "$d/c20.jsonl" > "$d/c20.out" 2>&1 &&

@@ -91,6 +91,9 @@ for name in "${nets[@]}"; do
     if grep -q warning "$tmp/$name.cuda.log"; then
         cat "$tmp/$name.cuda.log"; echo "kit.sh: $name: warnings building for CUDA"; exit 1
     fi
+    # the runtime's debug information (a third of each program) does not
+    # travel: the kit must fit what a device run carries
+    strip --strip-debug "$kit/gpu/$name"
     "$ddpc" "$tmp/$name.net" --target cpu -o "$tmp/$name.cpu" > /dev/null
     "$tmp/$name.cpu" --data "$kit/data" --max-steps 0 --export "$kit/ref/$name.w0" --quiet
     "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \

@@ -241,7 +241,7 @@ static void test_installed_ddpc(void)
     char *script;
     CU_ASSERT_FATAL(asprintf(&script,
         "R=%s; mkdir -p pre/bin pre/include/ddpc pre/lib/ddpc alone; cp $D pre/bin/ddpc; cp $D alone/ddpc; "
-        "cp $R/runtime/*.h pre/include/ddpc/; cp $R/build/libddprt.a pre/lib/ddpc/; "
+        "cp $R/runtime/*.h pre/include/ddpc/; cp $R/build/*.a pre/lib/ddpc/; "
         "pre/bin/ddpc $R/examples/mnist.net --target cpu -o m; echo \"installed=$?\"; ./m --help | head -1; "
         "grep -c 'pre/include/ddpc' m.cu | sed 's/^/headers=/'; "
         "alone/ddpc $R/examples/mnist.net --target cpu -o m2; echo \"alone=$?\"; "

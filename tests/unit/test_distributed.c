@@ -18,7 +18,8 @@
  * batchnorm, Adam's division by sqrt(v) + eps), as far as PyTorch's own
  * float32 is from float64 there.
  */
-#include "onednn_cpu.h"  // ddp_onednn_built_in: the mixed-kernels test needs oneDNN
+#include "image_decode.h"  // ddp_image_support: the image folder test needs libpng and libjpeg
+#include "onednn_cpu.h"    // ddp_onednn_built_in: the mixed-kernels test needs oneDNN
 #include "testutil.h"
 
 #include <stdio.h>
@@ -159,6 +160,23 @@ static void test_npy_files_end_to_end(void)
     CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=/usr/bin/python3 bash tests/distributed/npy_data.sh", test_ddpc()) >
                     0);
     script_passes(cmd, "NumPy arrays, end to end");
+    free(cmd);
+}
+
+/* tests/distributed/image_folder.sh: PNG and JPEG files of many sizes
+ * written by PIL, resized and center-cropped, trained on at 1 and 2 ranks
+ * and with 0 and 2 workers (the same bytes); --predict of a JPEG; a file cut
+ * short and a .webp refused with status 2. */
+static void test_image_folder_end_to_end(void)
+{
+    const char *py = test_python_with("PYTHON", "/usr/bin/python3", "PIL, numpy");
+    if (!have_mpirun() || !py || !ddp_image_support()) {
+        fputs("\n  (skipped: no mpirun, no python3 with PIL and numpy, or built without libpng and libjpeg)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s PYTHON=%s bash tests/distributed/image_folder.sh", test_ddpc(), py) > 0);
+    script_passes(cmd, "an image folder, end to end");
     free(cmd);
 }
 
@@ -325,6 +343,8 @@ void suite_distributed(void)
          test_cifar_files_end_to_end},
         {"NumPy arrays: 1 and 2 ranks the same bytes; uint8 and float32 channels-last arrays of the same images alike",
          test_npy_files_end_to_end},
+        {"an image folder: resize and center_crop, 1 and 2 ranks and 0 and 2 workers the same bytes, bad files refused",
+         test_image_folder_end_to_end},
         {"--eval-only on 1, 2 and 3 ranks and --predict: each test sample once, one matrix, training's accuracy",
          test_eval_only_on_ranks},
         {"data { }: crops and flips alike on 1 and 2 ranks, any --workers, and as the emitted module's transform",

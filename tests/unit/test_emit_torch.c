@@ -8,7 +8,9 @@
  * and the module's state_dict (names, shapes, order, parameter and buffer
  * totals) must be the IR's params exactly; a training step and an eval pass
  * must run. The dropout mask must equal runtime/dropout_mask.h's, computed
- * here in C, bit for bit. torch_ref.py must read weights the runtime writes,
+ * here in C, bit for bit; the data { } transform runtime/augment.c's, and
+ * load_image (PIL's decoding, resize, center_crop) runtime/image_decode.c's
+ * on eleven kinds of PNG and JPEG that PIL writes (load_image_py lists them). torch_ref.py must read weights the runtime writes,
  * write weights the runtime reads, and its --grad-only must agree with the
  * step it takes.
  *
@@ -24,6 +26,7 @@
 #include "augment.h"       // ddp_augment_batch, ddp_augment_check: the program's data { }
 #include "ddpc.h"          // parse_net, sema_net, emit_torch
 #include "dropout_mask.h"  // ddp_dropout_layer_key, ddp_dropout_keep, ddp_dropout_threshold
+#include "image_decode.h"  // ddp_image_load_sample: the program's image files
 #include "safetensors.h"   // ddp_safetensors_write, _open, _expect
 #include "testutil.h"
 
@@ -505,6 +508,13 @@ static const char transform_py[] =
     "        y = mod.transform(x.clone(), ids, seed, epoch, train=bool(train))\n"
     "        out.write(y.to(torch.float32).contiguous().numpy().tobytes())\n";
 
+/* The resize and center_crop of D, as emit_cu.c writes them. */
+static DdpImageSizing image_sizing(const DataConfig *d)
+{
+    return (DdpImageSizing){(int)d->resize_h, (int)d->resize_w, (int)d->resize_shorter, (int)d->center_h,
+                            (int)d->center_w};
+}
+
 /* The program's table for NET's data { } block, as emit_cu.c writes it. */
 static DdpDataConfig program_table(const Net *net)
 {
@@ -517,7 +527,8 @@ static DdpDataConfig program_table(const Net *net)
                            .pad = (int)d->pad,
                            .pad_mode = d->pad_mode == PAD_REFLECT ? DDP_PAD_REFLECT : DDP_PAD_ZERO,
                            .flip_h = d->flip_h,
-                           .flip_v = d->flip_v};
+                           .flip_v = d->flip_v,
+                           .sizing = image_sizing(d)};
 }
 
 static void test_transform(void)
@@ -613,6 +624,142 @@ static void test_transform(void)
         free(scratch);
         release(&c);
     }
+    test_remove_tmpdir(tmpdir);
+}
+
+static const char *const image_nets[] = {
+    "net rgb\ninput 3x20x20\nflatten\nlinear 4\nloss cross_entropy\ndata { resize 24; center_crop 20 }\n",
+    "net grey\ninput 1x16x12\nflatten\nlinear 4\nloss cross_entropy\ndata { resize 16x12 }\n",
+    "net padded\ninput 3x30x26\nflatten\nlinear 4\nloss cross_entropy\ndata { center_crop 30x26 }\n",
+    "net wide\ninput 1x9x13\nflatten\nlinear 4\nloss cross_entropy\ndata { resize 9; center_crop 9x13 }\n",
+};
+
+/* Writes images of every kind into argv[2] with PIL, and for each the
+ * module's load_image as raw bytes beside it (NAME.want); prints the names.
+ * Where torchvision is installed, load_image must also equal its Resize and
+ * CenterCrop (argv[4..8]: resize HxW, resize N, center_crop HxW; 0: none)
+ * on the image PIL converted, and the last line says how many were compared
+ * ("torchvision N"; N is 0 without torchvision). */
+static const char load_image_py[] =
+    "import importlib.util, io, os, sys\n"
+    "import numpy as np\n"
+    "from PIL import Image\n"
+    "spec = importlib.util.spec_from_file_location('m', sys.argv[1])\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(mod)\n"
+    "out = sys.argv[2]\n"
+    "rng = np.random.default_rng(int(sys.argv[3]))\n"
+    "def rgb(h, w):\n"
+    "    # smooth plus noise: something a JPEG codes with all its stages\n"
+    "    y, x = np.mgrid[0:h, 0:w]\n"
+    "    base = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) * 127 // max(h + w - 2, 1)], -1)\n"
+    "    return np.clip(base + rng.integers(-40, 41, (h, w, 3)), 0, 255).astype(np.uint8)\n"
+    "kinds = [\n"
+    "    ('rgb.png', lambda a: Image.fromarray(a), {}),\n"
+    "    ('rgba.png', lambda a: Image.fromarray(np.dstack([a, a[:, :, :1]])), {}),\n"
+    "    ('grey.png', lambda a: Image.fromarray(a[:, :, 1]), {}),\n"
+    "    ('grey16.png', lambda a: Image.fromarray(a[:, :, 1].astype(np.uint16) * 3), {}),\n"
+    "    ('grey_alpha.png', lambda a: Image.fromarray(np.dstack([a[:, :, 1], a[:, :, 2]]), 'LA'), {}),\n"
+    "    ('palette.png', lambda a: Image.fromarray(a).quantize(37), {}),\n"
+    "    ('bits.png', lambda a: Image.fromarray(a[:, :, 0]).convert('1'), {}),\n"
+    "    ('rgb.jpg', lambda a: Image.fromarray(a), {'quality': 90}),\n"
+    "    ('rgb444.JPEG', lambda a: Image.fromarray(a), {'quality': 75, 'subsampling': 0}),\n"
+    "    ('grey.jpg', lambda a: Image.fromarray(a[:, :, 0]), {}),\n"
+    "    ('progressive.jpg', lambda a: Image.fromarray(a), {'progressive': True}),\n"
+    "]\n"
+    "try:\n"
+    "    import torchvision.transforms as T\n"
+    "except ImportError:\n"
+    "    T = None\n"
+    "rh, rw, shorter, ch, cw = (int(v) for v in sys.argv[4:9])\n"
+    "steps = ([T.Resize(shorter)] if shorter else [T.Resize((rh, rw))] if rh else []) if T else []\n"
+    "steps += [T.CenterCrop((ch, cw))] if T and ch else []\n"
+    "compared = 0\n"
+    "for i, (name, make, options) in enumerate(kinds):\n"
+    "    for size in ((int(rng.integers(5, 45)), int(rng.integers(5, 45))), (33, 41), (8, 8)):\n"
+    "        path = os.path.join(out, f'{i}_{size[0]}x{size[1]}_{name}')\n"
+    "        make(rgb(*size)).save(path, **options)\n"
+    "        x = mod.load_image(path)\n"
+    "        x.numpy().tofile(path + '.want')\n"
+    "        if T:\n"
+    "            img = Image.open(path).convert('L' if x.shape[0] == 1 else 'RGB')\n"
+    "            ref = np.ascontiguousarray(np.array(T.Compose(steps)(img) if steps else img).reshape(x.shape[1], x.shape[2], -1).transpose(2, 0, 1))\n"
+    "            if not np.array_equal(ref, x.numpy()):\n"
+    "                sys.exit(f'{path}: load_image differs from torchvision')\n"
+    "            compared += 1\n"
+    "        print(path)\n"
+    "print('torchvision', compared)\n";
+
+static void test_load_image(void)
+{
+    const char *py = test_python_with("PYTHON", "/usr/bin/python3", "torch, PIL, numpy");
+    if (!py) {
+        fprintf(stderr, "\n(skipped: no python3 with torch, PIL and numpy)");
+        return;
+    }
+    if (!ddp_image_support()) {
+        fprintf(stderr, "\n(skipped: built without libpng and libjpeg)");
+        return;
+    }
+    make_tmpdir();
+    write_text(test_tmp_path(tmpdir, "load_image.py"), load_image_py);
+    int compared = 0, by_torchvision = 0, by_torchvision_total = 0;
+    for (size_t k = 0; k < sizeof image_nets / sizeof image_nets[0]; k++) {
+        Compiled c;
+        CU_ASSERT_FATAL(compile(&c, "t.net", image_nets[k]));
+        emit_to(&c.net, test_tmp_path(tmpdir, "t.py"));
+        const DataConfig *d = &c.net.data;
+        const Shape in = c.net.nodes[0].out_shape;
+        DdpImageFit fit = {(int)in.d[0], (int)in.d[1], (int)in.d[2], 0, image_sizing(d)};
+        size_t bytes = (size_t)in.d[0] * in.d[1] * in.d[2];
+        char *command = NULL, *list = NULL;
+        const DdpImageSizing z = fit.sizing;
+        CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s %zu %d %d %d %d %d", py, test_tmp_path(tmpdir, "load_image.py"),
+                                 test_tmp_path(tmpdir, "t.py"), tmpdir, k, z.resize_h, z.resize_w, z.resize_shorter,
+                                 z.center_h, z.center_w) > 0);
+        int rc = test_run(command, &list);
+        if (rc != 0)
+            fprintf(stderr, "\n$ %s\nexit %d:\n%s", command, rc, list ? list : "");
+        CU_ASSERT_EQUAL(rc, 0);
+        uint8_t *mine = malloc(bytes);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mine);
+        for (char *path = rc == 0 ? strtok(list, "\n") : NULL; path; path = strtok(NULL, "\n")) {
+            if (sscanf(path, "torchvision %d", &by_torchvision) == 1) {
+                by_torchvision_total += by_torchvision;
+                continue;
+            }
+            char want_path[512];
+            snprintf(want_path, sizeof want_path, "%s.want", path);
+            size_t len = 0;
+            char *want = test_read_file(want_path, &len);
+            DdpStatus status = ddp_image_load_sample(path, &fit, mine);
+            size_t first = 0;
+            while (status == DDP_OK && want && first < bytes && first < len && (uint8_t)want[first] == mine[first])
+                first++;
+            int same = status == DDP_OK && want && len == bytes && first == bytes;
+            if (!same)
+                fprintf(stderr, "\n%s (net %s): %s", path, c.net.name,
+                        status != DDP_OK ? ddp_error_message()
+                        : len != bytes   ? "PIL's sample is of another size"
+                                         : "differs from PIL's");
+            if (!same && status == DDP_OK && len == bytes)
+                fprintf(stderr, " from byte %zu (channel %zu, row %zu, column %zu): %d here, %d in PIL", first,
+                        first / (size_t)(in.d[1] * in.d[2]), first / (size_t)in.d[2] % (size_t)in.d[1],
+                        first % (size_t)in.d[2], mine[first], (uint8_t)want[first]);
+            CU_ASSERT(same);
+            compared++;
+            free(want);
+        }
+        free(mine);
+        free(list);
+        free(command);
+        release(&c);
+    }
+    CU_ASSERT_EQUAL(compared, 4 * 11 * 3); /* every net, kind and size */
+    if (by_torchvision_total == 0)
+        fprintf(stderr, "\n(torchvision missing: load_image compared with runtime/image_decode.c only)");
+    else
+        CU_ASSERT_EQUAL(by_torchvision_total, compared);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -849,6 +996,7 @@ void suite_emit_torch(void)
         {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
         {"transform (data { }) computes what runtime/augment.c does, bit for bit", test_transform},
+        {"load_image reads PNG and JPEG files as runtime/image_decode.c does (PIL), bit for bit", test_load_image},
         {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only", test_torch_ref},
         {NULL, NULL},
     };

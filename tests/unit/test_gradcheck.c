@@ -31,7 +31,7 @@ static void test_gradients_match_finite_differences(void)
                                  "g++ -x c++ -std=c++17 -O1 -fopenmp -Wall -Wextra -Werror -Iruntime "
                                  "-DDDP_NET_SOURCE=\\\"$d/net.cu\\\" tests/gradcheck/gradcheck.cpp -x none -o $d/gc "
                                  "build/libddprt.a %s; $d/gc 10",
-                                 test_ddpc(), nets[i], libs ? libs : "-lz -lm") > 0);
+                                 test_ddpc(), nets[i], libs ? libs : "-lpng16 -ljpeg -lz -lm") > 0);
         int rc = test_run(cmd, &out);
         char what[256];
         snprintf(what, sizeof what, "%s: gradcheck exit status %d", nets[i], rc);

@@ -7,7 +7,7 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// augment.net:10: conv 3->8 k3 p1, with augment.net:10: relu
+// augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
 DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 {
     const int64_t C = 8, HW = 256;  // channels, pixels of a plane
@@ -18,7 +18,7 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// augment.net:10: conv 3->8 k3 p1, with augment.net:10: relu
+// augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 256;  // channels, pixels of a plane
@@ -40,7 +40,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
     }
 }
 
-// augment.net:10: maxpool 2
+// augment.net:13: maxpool 2
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
     const int C = 8, W = 16, OH = 8, OW = 8, K = 2;
@@ -60,7 +60,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
     }
 }
 
-// augment.net:10: maxpool 2
+// augment.net:13: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
     const int C = 8, H = 16, W = 16, OH = 8, OW = 8, K = 2;
@@ -88,7 +88,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
     }
 }
 
-// augment.net:12: linear 10
+// augment.net:15: linear 10
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -99,7 +99,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
     }
 }
 
-// augment.net:12: linear 10
+// augment.net:15: linear 10
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -118,7 +118,7 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
     }
 }
 
-// augment.net:13: loss cross_entropy
+// augment.net:16: loss cross_entropy
 // Per sample: its loss and whether the prediction (first largest score) is right;
 // dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:
 // this batch's N on every rank (ctx->world_size), so that the all-reduce's sum
@@ -203,17 +203,17 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_out = A + linear1_out_at * B;
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     (void)train;  // no layer of this net behaves differently in training
-    // augment.net:10: conv 3->8 k3 p1, with augment.net:10: relu
+    // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
     DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 2048, n, relu1_out, conv1_bias);
-    DDP_LAYER_DONE("conv1 forward, augment.net:10");
-    // augment.net:10: maxpool 2
+    DDP_LAYER_DONE("conv1 forward, augment.net:13");
+    // augment.net:13: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 512, n, relu1_out, maxpool1_out, maxpool1_argmax);
-    DDP_LAYER_DONE("maxpool1 forward, augment.net:10");
-    // augment.net:12: linear 10
+    DDP_LAYER_DONE("maxpool1 forward, augment.net:13");
+    // augment.net:15: linear 10
     ddp_gemm(ctx->ops, 0, 1, n, 10, 512, 1.0f, flatten1_out, 512, linear1_weight, 512, 0.0f, linear1_out, 10);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
-    DDP_LAYER_DONE("linear1 forward, augment.net:12");
+    DDP_LAYER_DONE("linear1 forward, augment.net:15");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
@@ -237,31 +237,31 @@ static void train_step(DdpCtx *ctx, int n)
     float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
-    // augment.net:13: loss cross_entropy
+    // augment.net:16: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward and backward, augment.net:13");
+    DDP_LAYER_DONE("loss forward and backward, augment.net:16");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
-    // augment.net:12: linear 10
+    // augment.net:15: linear 10
     DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 512, n, d_linear1_out, 10, flatten1_out, 512, beta, d_linear1_weight, 512);
     ddp_gemm(ctx->ops, 0, 0, n, 512, 10, 1.0f, d_linear1_out, 10, linear1_weight, 512, 0.0f, d_flatten1_out, 512);
-    DDP_LAYER_DONE("linear1 backward, augment.net:12");
+    DDP_LAYER_DONE("linear1 backward, augment.net:15");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // linear1.bias
-    // augment.net:10: maxpool 2
+    // augment.net:13: maxpool 2
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 512, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
-    DDP_LAYER_DONE("maxpool1 backward, augment.net:10");
-    // augment.net:10: conv 3->8 k3 p1, with augment.net:10: relu
+    DDP_LAYER_DONE("maxpool1 backward, augment.net:13");
+    // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
     DDP_LAUNCH(conv1_bias_relu_backward, 8, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
-    DDP_LAYER_DONE("conv1 backward, augment.net:10");
+    DDP_LAYER_DONE("conv1 backward, augment.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -276,10 +276,10 @@ static void eval_step(DdpCtx *ctx, int n)
     float *linear1_out = A + linear1_out_at * B;
     float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
-    // augment.net:13: loss cross_entropy
+    // augment.net:16: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward, augment.net:13");
+    DDP_LAYER_DONE("loss forward, augment.net:16");
 }
 
 // One optimizer update of all 5354 parameters at once.
@@ -291,7 +291,7 @@ static void optimizer_step(DdpCtx *ctx)
 // Registers each convolution with the library ops (cuDNN picks its algorithms now).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    // augment.net:10: conv 3->8 k3 p1
+    // augment.net:13: conv 3->8 k3 p1
     DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 16, 8, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
@@ -322,8 +322,9 @@ static const DdpNet net = {
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
     // data { }: normalized channels, mean, std; random crop height, width, pad, padding;
-    // probability of a left-right flip, of an upside-down flip
-    {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 16, 16, 2, DDP_PAD_REFLECT, 0.5, 0.25},
+    // probability of a left-right flip, of an upside-down flip; for image files: resize to
+    // height, width, or of the shorter side; center crop height, width
+    {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 16, 16, 2, DDP_PAD_REFLECT, 0.5, 0.25, {0, 0, 18, 16, 16}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };

@@ -257,8 +257,9 @@ static const DdpNet net = {
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {8, 1, DDP_OPT_SGD, 0.1, 0.5, 0.1, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 4096, 4096, 0ull, 0},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
-    // probability of a left-right flip, of an upside-down flip
-    {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0},
+    // probability of a left-right flip, of an upside-down flip; for image files: resize to
+    // height, width, or of the shorter side; center crop height, width
+    {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };

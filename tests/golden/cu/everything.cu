@@ -1163,8 +1163,9 @@ static const DdpNet net = {
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {32, 2, DDP_OPT_ADAM, 0.0003, 0.0, 0.0, 0.0, 0, 0.8, 0.99, 1e-06, DDP_SCHED_STEP, 0, 1, 0.9, 524288, 524288, 1234ull, 1},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
-    // probability of a left-right flip, of an upside-down flip
-    {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0},
+    // probability of a left-right flip, of an upside-down flip; for image files: resize to
+    // height, width, or of the shorter side; center crop height, width
+    {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, log_softmax1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
 };

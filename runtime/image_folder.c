@@ -1,0 +1,291 @@
+/*
+ * image_folder.c: folders of images per class as a data set (image_folder.h).
+ */
+#include "image_folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* How deep below a class folder images are looked for: deeper is a link
+ * loop more likely than a data set. */
+#define MOST_DEPTH 32
+
+static const char FORMAT[] = "image folder (PNG, JPEG)";
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int ddp_image_folder_find(const char *dir)
+{
+    char *train = ddp_data_path(dir, "", "train");
+    int found = train && is_dir(train);
+    free(train);
+    return found;
+}
+
+/* A growing array of strings. */
+typedef struct {
+    char **items;
+    int64_t n, cap;
+} Strings;
+
+static int strings_add(Strings *s, char *item)
+{
+    if (!item)
+        return 0;
+    if (s->n == s->cap) {
+        int64_t cap = s->cap ? 2 * s->cap : 64;
+        char **grown = realloc(s->items, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            free(item);
+            return 0;
+        }
+        s->items = grown;
+        s->cap = cap;
+    }
+    s->items[s->n++] = item;
+    return 1;
+}
+
+static void strings_free(Strings *s)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        free(s->items[i]);
+    free(s->items);
+    memset(s, 0, sizeof *s);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The names in DIR (not . and ..), sorted; folders only when DIRS, else
+ * files only (links followed). */
+static DdpStatus list_dir(const char *dir, int dirs, Strings *out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", dir, strerror(errno));
+    DdpStatus status = DDP_OK;
+    struct dirent *e;
+    while (status == DDP_OK && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *path = ddp_data_path(dir, "", e->d_name);
+        if (!path) {
+            status = DDP_ERR(DDP_FAIL, "%s: out of memory listing it", dir);
+            break;
+        }
+        struct stat st;
+        int found = stat(path, &st) == 0;
+        int kind_ok = found && (dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+        /* an image ImageFolder would list but that cannot be read (a
+         * broken link): refused, not left out */
+        if (!found && !dirs && ddp_image_name(e->d_name) != DDP_IMAGE_NONE)
+            status = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        free(path);
+        if (kind_ok && !strings_add(out, strdup(e->d_name)))
+            status = DDP_ERR(DDP_FAIL, "%s: out of memory listing it", dir);
+    }
+    closedir(d);
+    if (status == DDP_OK && out->n > 1)
+        qsort(out->items, (size_t)out->n, sizeof *out->items, by_name);
+    return status;
+}
+
+/* Adds the image files below DIR to FILES, in any order (by_folder_then_name
+ * sorts them). */
+static DdpStatus add_images(const char *dir, int depth, Strings *files)
+{
+    if (depth > MOST_DEPTH)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: folders %d deep; a link loop?", dir, depth);
+    Strings names = {0}, subdirs = {0};
+    DdpStatus status = list_dir(dir, 0, &names);
+    if (status == DDP_OK)
+        status = list_dir(dir, 1, &subdirs);
+    for (int64_t i = 0; status == DDP_OK && i < names.n; i++) {
+        char *path = ddp_data_path(dir, "", names.items[i]);
+        if (!path)
+            status = DDP_ERR(DDP_FAIL, "out of memory");
+        else if (ddp_image_name(names.items[i]) == DDP_IMAGE_NOT_READ)
+            status = DDP_ERR(DDP_BAD_INPUT, "%s: this loader reads PNG and JPEG images (.png, .jpg, .jpeg); "
+                             "convert this one or move it out of the folder", path);
+        else if (ddp_image_name(names.items[i]) == DDP_IMAGE_READ) {
+            if (!strings_add(files, path))
+                status = DDP_ERR(DDP_FAIL, "out of memory");
+            continue;
+        }
+        free(path);
+    }
+    for (int64_t i = 0; status == DDP_OK && i < subdirs.n; i++) {
+        char *path = ddp_data_path(dir, "", subdirs.items[i]);
+        status = path ? add_images(path, depth + 1, files) : DDP_ERR(DDP_FAIL, "out of memory");
+        free(path);
+    }
+    strings_free(&names);
+    strings_free(&subdirs);
+    return status;
+}
+
+/* ImageFolder's order of a class's files: sorted(os.walk(...)) sorts by
+ * folder path (as strings, so "a-b" before "a/x"), then sorted(names). */
+static int by_folder_then_name(const void *a, const void *b)
+{
+    const char *p = *(char *const *)a, *q = *(char *const *)b;
+    size_t dir_p = (size_t)(strrchr(p, '/') - p), dir_q = (size_t)(strrchr(q, '/') - q);
+    int c = memcmp(p, q, dir_p < dir_q ? dir_p : dir_q);
+    if (c == 0 && dir_p != dir_q)
+        return dir_p < dir_q ? -1 : 1;
+    return c ? c : strcmp(p + dir_p + 1, q + dir_q + 1);
+}
+
+/* Checks every file's header against FIT (image_decode.h). */
+static DdpStatus check_headers(const DdpDataSet *set)
+{
+    for (int64_t i = 0; i < set->n; i++) {
+        DdpImageInfo info;
+        DDP_CHECK(ddp_image_info(set->files[i], &info));
+        DDP_CHECK(ddp_image_fits(set->files[i], &info, &set->fit));
+    }
+    return DDP_OK;
+}
+
+/* Fills OUT's files and labels from CLASSES' folders below ROOT. */
+static DdpStatus collect(const char *root, const Strings *classes, const Strings *known, DdpDataSet *out)
+{
+    Strings files = {0};
+    DdpStatus status = DDP_OK;
+    int64_t *ends = calloc((size_t)classes->n, sizeof *ends);
+    int *labels = calloc((size_t)classes->n, sizeof *labels);
+    if (!ends || !labels)
+        status = DDP_ERR(DDP_FAIL, "out of memory");
+    for (int64_t k = 0; status == DDP_OK && k < classes->n; k++) {
+        /* CLASSES' k-th is KNOWN's labels[k]-th: train's classes number val's */
+        char **at = bsearch(&classes->items[k], known->items, (size_t)known->n, sizeof *known->items, by_name);
+        char *dir = ddp_data_path(root, "", classes->items[k]);
+        if (!dir)
+            status = DDP_ERR(DDP_FAIL, "out of memory");
+        else if (!at)
+            status = DDP_ERR(DDP_BAD_INPUT, "%s: no class of the training set (its folder train/%s is missing), "
+                             "so it has no label", dir, classes->items[k]);
+        else {
+            labels[k] = (int)(at - known->items);
+            int64_t first = k ? ends[k - 1] : 0;
+            status = add_images(dir, 0, &files);
+            if (status == DDP_OK && files.n - first > 1)
+                qsort(files.items + first, (size_t)(files.n - first), sizeof *files.items, by_folder_then_name);
+            if (status == DDP_OK && files.n == first)
+                status = DDP_ERR(DDP_BAD_INPUT, "%s: no .png, .jpg or .jpeg images in this class's folder", dir);
+            ends[k] = files.n;
+        }
+        free(dir);
+    }
+    if (status == DDP_OK && !(out->labels = malloc(files.n ? (size_t)files.n : 1)))
+        status = DDP_ERR(DDP_FAIL, "out of memory");
+    for (int64_t k = 0, i = 0; status == DDP_OK && k < classes->n; k++)
+        for (; i < ends[k]; i++) {
+            out->labels[i] = (uint8_t)labels[k];
+            if (labels[k] + 1 > out->num_classes)
+                out->num_classes = labels[k] + 1;
+        }
+    out->files = files.items;
+    out->n = files.n;
+    free(ends);
+    free(labels);
+    if (status != DDP_OK) {
+        for (int64_t i = 0; i < files.n; i++)
+            free(files.items[i]);
+        free(files.items);
+        out->files = NULL;
+        out->n = 0;
+    }
+    return status;
+}
+
+/* DDP_BAD_INPUT unless FIT makes samples an image can be: grey or RGB. */
+static DdpStatus check_channels(const char *path, const DdpImageFit *fit)
+{
+    if (!fit->flat && (fit->channels == 1 || fit->channels == 3))
+        return DDP_OK;
+    char input[64];
+    if (fit->flat)
+        snprintf(input, sizeof input, "is %d features", fit->cols);
+    else
+        snprintf(input, sizeof input, "has %d channels", fit->channels);
+    return DDP_ERR(DDP_BAD_INPUT, "%s: images make samples of 1 channel (grey) or 3 (RGB), but the net's input %s",
+                   path, input);
+}
+
+/* The sizes and format every image-file set has. */
+static void describe(DdpDataSet *out, const DdpImageFit *fit)
+{
+    out->channels = fit->channels;
+    out->rows = fit->rows;
+    out->cols = fit->cols;
+    out->fit = *fit;
+    out->format = FORMAT;
+}
+
+static DdpStatus no_classes(const char *folder, const char *name)
+{
+    return DDP_ERR(DDP_BAD_INPUT, "%s: no class folders in it (images go in %s/CLASS/)", folder, name);
+}
+
+DdpStatus ddp_image_folder_load(const char *dir, int train, const DdpImageFit *fit, DdpDataSet *out)
+{
+    memset(out, 0, sizeof *out);
+    char *train_dir = ddp_data_path(dir, "", "train"), *root = ddp_data_path(dir, "", train ? "train" : "val");
+    Strings known = {0}, classes = {0};
+    DdpStatus status = train_dir && root ? check_channels(dir, fit) : DDP_ERR(DDP_FAIL, "out of memory");
+    if (status == DDP_OK && !train && !is_dir(root))
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: found train/ but no val/ beside it, for the test set", dir);
+    if (status == DDP_OK)
+        status = list_dir(train_dir, 1, &known);
+    if (status == DDP_OK && known.n == 0)
+        status = no_classes(train_dir, "train");
+    if (status == DDP_OK && known.n > DDP_IMAGE_FOLDER_MOST_CLASSES)
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: %lld class folders; this loader takes at most %d", train_dir,
+                         (long long)known.n, DDP_IMAGE_FOLDER_MOST_CLASSES);
+    if (status == DDP_OK)
+        status = train ? DDP_OK : list_dir(root, 1, &classes);
+    if (status == DDP_OK && !train && classes.n == 0)
+        status = no_classes(root, "val");
+    describe(out, fit);
+    if (status == DDP_OK)
+        status = collect(root, train ? &known : &classes, &known, out);
+    if (status == DDP_OK)
+        status = check_headers(out);
+    strings_free(&known);
+    strings_free(&classes);
+    free(train_dir);
+    out->images_path = out->labels_path = NULL;
+    if (status == DDP_OK && (!(out->images_path = root) || !(out->labels_path = strdup(root))))
+        status = DDP_ERR(DDP_FAIL, "out of memory");
+    else if (status != DDP_OK)
+        free(root);
+    if (status != DDP_OK)
+        ddp_data_free(out);
+    return status;
+}
+
+DdpStatus ddp_image_file_load(const char *path, const DdpImageFit *fit, DdpDataSet *out)
+{
+    memset(out, 0, sizeof *out);
+    describe(out, fit);
+    out->n = 1;
+    out->num_classes = 1;
+    DdpStatus status = check_channels(path, fit);
+    if (status == DDP_OK && (!(out->files = calloc(1, sizeof *out->files)) || !(out->files[0] = strdup(path)) ||
+        !(out->labels = calloc(1, 1)) || !(out->images_path = strdup(path)) || !(out->labels_path = strdup(path))))
+        status = DDP_ERR(DDP_FAIL, "out of memory");
+    if (status == DDP_OK)
+        status = check_headers(out);
+    if (status != DDP_OK)
+        ddp_data_free(out);
+    return status;
+}
