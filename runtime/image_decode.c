@@ -137,7 +137,7 @@ static DdpStatus png_read(const uint8_t *bytes, size_t len, const char *path, in
     if ((status = check_size(path, "PNG", width, height)) != DDP_OK)
         goto done;
     if (info)
-        *info = (DdpImageInfo){(int)width, (int)height, "PNG"};
+        *info = (DdpImageInfo){(int)width, (int)height};
     if (header_only)
         goto done;
     int type = png_get_color_type(png, png_info);
@@ -252,7 +252,7 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
         goto done;
     }
     if (info)
-        *info = (DdpImageInfo){(int)cinfo.image_width, (int)cinfo.image_height, "JPEG"};
+        *info = (DdpImageInfo){(int)cinfo.image_width, (int)cinfo.image_height};
     if (header_only)
         goto done;
     int channels = cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
@@ -452,7 +452,7 @@ DdpStatus ddp_image_decode_sample(const uint8_t *bytes, size_t len, const char *
 {
     Decoded img = {0};
     DDP_CHECK(decode(bytes, len, path, &img));
-    DdpImageInfo info = {img.width, img.height, NULL};
+    DdpImageInfo info = {img.width, img.height};
     DdpStatus status = ddp_image_fits(path, &info, fit);
     if (status == DDP_OK)
         status = convert_channels(&img, fit->channels, path);

@@ -42,10 +42,9 @@ typedef struct {
     DdpImageSizing sizing;
 } DdpImageFit;
 
-/* A file's size and kind, from its header alone. */
+/* A file's size, from its header alone. */
 typedef struct {
     int width, height;
-    const char *kind;           /* "PNG" or "JPEG" */
 } DdpImageInfo;
 
 /* What a file's NAME says it holds, by its ending in any case, as
