@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fnv1a.h"         // ddp_fnv1a: the table's digest
@@ -82,51 +83,22 @@ DdpDataConfig ddp_augment_fixed_part(const DdpDataConfig *d)
     return fixed;
 }
 
-int ddp_augment_is_random(const DdpDataConfig *d)
-{
-    return d->crop_h > 0 || d->flip_h > 0 || d->flip_v > 0;
-}
-
 int ddp_augment_any(const DdpDataConfig *d)
 {
     return d->channels > 0 || ddp_augment_is_random(d);
 }
 
-/* Row or column I of an image of N, padded by PAD: the one it reads, or -1
- * for a zero of the padding. Reflect padding mirrors about the edge without
- * repeating it (torch's "reflect"); ddpc keeps pad below N. */
-static int source_index(int i, int n, int pad, DdpPadMode mode)
-{
-    i -= pad;
-    if (i >= 0 && i < n)
-        return i;
-    if (mode != DDP_PAD_REFLECT)
-        return -1;
-    return i < 0 ? -i : 2 * (n - 1) - i;
-}
-
-static int flips(uint32_t key, uint32_t k, double p)
-{
-    return p > 0 && (double)ddp_augment_draw(key, k) < p * 4294967296.0;
-}
-
 /* The crop and flips of one sample, from SRC into DST (both C x H x W). */
 static void crop_and_flip(const DdpDataConfig *d, uint32_t key, int c, int h, int w, const float *src, float *dst)
 {
-    int top = 0, left = 0, pad = 0;
-    if (d->crop_h > 0) {
-        pad = d->pad;
-        top = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_ROW) % (uint32_t)(h + 2 * pad - d->crop_h + 1));
-        left = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_COLUMN) % (uint32_t)(w + 2 * pad - d->crop_w + 1));
-    }
-    int mirror = flips(key, DDP_DRAW_FLIP_H, d->flip_h), upside_down = flips(key, DDP_DRAW_FLIP_V, d->flip_v);
+    DdpAugmentDraws r = ddp_augment_draws(d, key, h, w);
     for (int ch = 0; ch < c; ch++) {
         const float *plane = src + (size_t)ch * h * w;
         for (int y = 0; y < h; y++) {
-            int sy = source_index(top + (upside_down ? h - 1 - y : y), h, pad, d->pad_mode);
+            int sy = ddp_augment_source(y, h, r.upside_down, r.top, r.pad, d->pad_mode);
             float *row = dst + ((size_t)ch * h + y) * w;
             for (int x = 0; x < w; x++) {
-                int sx = source_index(left + (mirror ? w - 1 - x : x), w, pad, d->pad_mode);
+                int sx = ddp_augment_source(x, w, r.mirror, r.left, r.pad, d->pad_mode);
                 row[x] = sy < 0 || sx < 0 ? 0.0f : plane[(size_t)sy * w + sx];
             }
         }
@@ -151,6 +123,20 @@ void ddp_augment_batch(const DdpDataConfig *d, uint64_t seed, int64_t epoch, con
                 x[ch * plane + p] = (x[ch * plane + p] - mean) / std;
         }
     }
+}
+
+DdpStatus ddp_augment_choose_device(int on_gpu, int *on_device)
+{
+    const char *asked = getenv(DDP_AUGMENT_ON_ENV);
+    *on_device = on_gpu;
+    if (!asked || !asked[0])
+        return DDP_OK;
+    if (strcmp(asked, "device") == 0 || strcmp(asked, "host") == 0) {
+        *on_device = asked[0] == 'd';
+        return DDP_OK;
+    }
+    return DDP_ERR(DDP_BAD_INPUT, "%s=%s: say device (the device makes the net's input of the raw samples) or host "
+                   "(the loader makes it)", DDP_AUGMENT_ON_ENV, asked);
 }
 
 void ddp_augment_describe(const DdpDataConfig *d, char *out, int size)

@@ -23,6 +23,7 @@
 #ifndef DDPRT_AUGMENT_H
 #define DDPRT_AUGMENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dropout_mask.h"  // ddp_hash32, ddp_dropout_layer_key
@@ -50,14 +51,93 @@ typedef struct {
 
 enum { DDP_DRAW_CROP_ROW = 1, DDP_DRAW_CROP_COLUMN = 2, DDP_DRAW_FLIP_H = 3, DDP_DRAW_FLIP_V = 4 };
 
-static inline uint32_t ddp_augment_key(uint64_t seed, int64_t epoch, int64_t sample)
+static inline DDP_HOST_DEVICE uint32_t ddp_augment_key(uint64_t seed, int64_t epoch, int64_t sample)
 {
     return ddp_hash32(ddp_dropout_layer_key(seed, 0, epoch) ^ (uint32_t)sample);
 }
 
-static inline uint32_t ddp_augment_draw(uint32_t key, uint32_t k)
+static inline DDP_HOST_DEVICE uint32_t ddp_augment_draw(uint32_t key, uint32_t k)
 {
     return ddp_hash32(key ^ k);
+}
+
+/* A pixel as ToTensor makes it: pixel / 255 in float, correctly rounded as
+ * div(255) is (not pixel * (1 / 255.0f)), the floats PyTorch feeds its first
+ * layer. */
+static inline DDP_HOST_DEVICE float ddp_pixel_to_float(uint8_t pixel)
+{
+    return (float)pixel / 255.0f;
+}
+
+/* Nonzero when D changes a sample in training (a crop or a flip). */
+static inline DDP_HOST_DEVICE int ddp_augment_is_random(const DdpDataConfig *d)
+{
+    return d->crop_h > 0 || d->flip_h > 0 || d->flip_v > 0;
+}
+
+/* One sample's draws: where its crop starts in it padded by PAD (0, 0 and
+ * no padding without a crop), and its flips. */
+typedef struct {
+    int top, left, pad, mirror, upside_down;
+} DdpAugmentDraws;
+
+static inline DDP_HOST_DEVICE int ddp_augment_flips(uint32_t key, uint32_t k, double p)
+{
+    return p > 0 && (double)ddp_augment_draw(key, k) < p * 4294967296.0;
+}
+
+static inline DDP_HOST_DEVICE DdpAugmentDraws ddp_augment_draws(const DdpDataConfig *d, uint32_t key, int h, int w)
+{
+    DdpAugmentDraws r = {0, 0, 0, 0, 0};
+    if (d->crop_h > 0) {
+        r.pad = d->pad;
+        r.top = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_ROW) % (uint32_t)(h + 2 * r.pad - d->crop_h + 1));
+        r.left = (int)(ddp_augment_draw(key, DDP_DRAW_CROP_COLUMN) % (uint32_t)(w + 2 * r.pad - d->crop_w + 1));
+    }
+    r.mirror = ddp_augment_flips(key, DDP_DRAW_FLIP_H, d->flip_h);
+    r.upside_down = ddp_augment_flips(key, DDP_DRAW_FLIP_V, d->flip_v);
+    return r;
+}
+
+/* Row (or column) I of N of a cropped and flipped sample: the one of the
+ * sample it reads, or -1 for a zero of the padding. The crop starts at
+ * OFFSET of the sample padded by PAD; FLIPPED reverses the order. Reflect
+ * padding mirrors about the edge without repeating it (torch's "reflect");
+ * ddpc keeps PAD below N. */
+static inline DDP_HOST_DEVICE int ddp_augment_source(int i, int n, int flipped, int offset, int pad, DdpPadMode mode)
+{
+    i = offset + (flipped ? n - 1 - i : i) - pad;
+    if (i >= 0 && i < n)
+        return i;
+    if (mode != DDP_PAD_REFLECT)
+        return -1;
+    return i < 0 ? -i : 2 * (n - 1) - i;
+}
+
+/* Element E of a batch of n x C x H x W, made from RAW (the batch's samples
+ * as the data set holds them: bytes, or floats when RAW_FLOATS) with D
+ * applied: what ddp_data_gather then ddp_augment_batch compute, one element
+ * at a time, as a GPU thread does (augment_device.h). IDS are the samples'
+ * indices in the data set; MEAN and STD D's, rounded to float. */
+static inline DDP_HOST_DEVICE float ddp_augment_element(const DdpDataConfig *d, const float *mean, const float *std,
+                                                        uint64_t seed, int64_t epoch, const int64_t *ids,
+                                                        const void *raw, int raw_floats, int c, int h, int w,
+                                                        size_t e)
+{
+    size_t plane = (size_t)h * (size_t)w, numel = (size_t)c * plane;
+    size_t sample = e / numel;
+    int ch = (int)(e % numel / plane), y = (int)(e % plane / (size_t)w), x = (int)(e % (size_t)w);
+    if (epoch >= 0 && ddp_augment_is_random(d)) {
+        DdpAugmentDraws r = ddp_augment_draws(d, ddp_augment_key(seed, epoch, ids[sample]), h, w);
+        y = ddp_augment_source(y, h, r.upside_down, r.top, r.pad, d->pad_mode);
+        x = ddp_augment_source(x, w, r.mirror, r.left, r.pad, d->pad_mode);
+    }
+    float v = 0.0f;
+    if (y >= 0 && x >= 0) {
+        size_t at = sample * numel + (size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x;
+        v = raw_floats ? ((const float *)raw)[at] : ddp_pixel_to_float(((const uint8_t *)raw)[at]);
+    }
+    return ch < d->channels ? (v - mean[ch]) / std[ch] : v; /* Normalize's sub_ then div_ */
 }
 
 /* DDP_BAD_INPUT when D does not fit samples of C x H x W or asks what
@@ -74,9 +154,6 @@ uint64_t ddp_augment_digest(const DdpDataConfig *d);
 /* D less its random part (the random crop and the flips): --no-augment. */
 DdpDataConfig ddp_augment_fixed_part(const DdpDataConfig *d);
 
-/* Nonzero when D changes a sample in training (a crop or a flip). */
-int ddp_augment_is_random(const DdpDataConfig *d);
-
 /* Nonzero when D changes anything. */
 int ddp_augment_any(const DdpDataConfig *d);
 
@@ -86,6 +163,13 @@ int ddp_augment_any(const DdpDataConfig *d);
  * normalize; with EPOCH < 0 normalize only. SCRATCH holds C x H x W floats. */
 void ddp_augment_batch(const DdpDataConfig *d, uint64_t seed, int64_t epoch, const int64_t *ids, int n, int c, int h,
                        int w, float *images, float *scratch);
+
+/* Where the net's input is made of a batch's raw samples (*ON_DEVICE 1:
+ * augment_device.h) or on the host, by the loader (0): DDP_AUGMENT_ON=device
+ * or host in the environment, else the device when it is a GPU (ON_GPU).
+ * The same bits either way; DDP_BAD_INPUT for another value. */
+#define DDP_AUGMENT_ON_ENV "DDP_AUGMENT_ON"
+DdpStatus ddp_augment_choose_device(int on_gpu, int *on_device);
 
 /* One line saying what D does ("normalize 3 channels, random crop 32x32
  * padded 4 (zero), flip left-right p=0.5"), or "" when nothing. */

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fnv1a.h"  // ddp_fnv1a: the data set's digest
+#include "augment.h"  // ddp_pixel_to_float
+#include "fnv1a.h"    // ddp_fnv1a: the data set's digest
 
 DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes)
 {
@@ -24,38 +25,62 @@ DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes)
     return DDP_OK;
 }
 
+static DdpStatus check_index(const DdpDataSet *set, int64_t k)
+{
+    if (k < 0 || k >= set->n)
+        return DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
+                       (long long)k, (long long)set->n - 1);
+    return DDP_OK;
+}
+
+/* Sample K of SET into DST as stored: ddp_data_raw_bytes of it (an image
+ * file decoded). */
+static DdpStatus sample_raw(const DdpDataSet *set, int64_t k, void *dst)
+{
+    size_t values = (size_t)ddp_data_sample_values(set);
+    DDP_CHECK(check_index(set, k));
+    if (set->files)
+        return ddp_image_load_sample(set->files[k], &set->fit, dst);
+    if (set->values)
+        memcpy(dst, set->values + (size_t)k * values, values * sizeof *set->values);
+    else
+        memcpy(dst, set->pixels + (size_t)k * values, values);
+    return DDP_OK;
+}
+
+DdpStatus ddp_data_gather_raw(const DdpDataSet *set, const int64_t *indices, int n, void *samples, int32_t *labels)
+{
+    size_t bytes = ddp_data_raw_bytes(set);
+    for (int i = 0; i < n; i++) {
+        DDP_CHECK(sample_raw(set, indices[i], (char *)samples + (size_t)i * bytes));
+        labels[i] = set->labels[indices[i]];
+    }
+    return DDP_OK;
+}
+
 DdpStatus ddp_data_gather(const DdpDataSet *set, const int64_t *indices, int n, float *images, int32_t *labels)
 {
-    /* pixel / 255.0f, correctly rounded as ToTensor's div(255) is: the same
-     * floats PyTorch feeds its first layer, not pixel * (1 / 255.0f). */
-    float scale[256];
+    if (set->values) /* floats are used as they are */
+        return ddp_data_gather_raw(set, indices, n, images, labels);
+    float scale[256]; /* a lookup is faster than a division per pixel */
     for (int v = 0; v < 256; v++)
-        scale[v] = (float)v / 255.0f;
-    size_t bytes = (size_t)ddp_data_sample_values(set);
-    uint8_t *decoded = set->files ? malloc(bytes) : NULL;
+        scale[v] = ddp_pixel_to_float((uint8_t)v);
+    size_t values = (size_t)ddp_data_sample_values(set);
+    uint8_t *decoded = set->files ? malloc(values) : NULL; /* an image file's sample */
     if (set->files && !decoded)
-        return DDP_ERR(DDP_FAIL, "out of memory for a sample of %zu bytes", bytes);
+        return DDP_ERR(DDP_FAIL, "out of memory for a sample of %zu bytes", values);
     DdpStatus status = DDP_OK;
     for (int i = 0; i < n && status == DDP_OK; i++) {
-        int64_t k = indices[i];
-        if (k < 0 || k >= set->n) {
-            status = DDP_ERR(DDP_FAIL, "internal error: sample index %lld is outside the data set (0..%lld)",
-                             (long long)k, (long long)set->n - 1);
-            break;
+        const uint8_t *pixels = decoded;
+        if (set->files)
+            status = ddp_data_gather_raw(set, &indices[i], 1, decoded, &labels[i]);
+        else if ((status = check_index(set, indices[i])) == DDP_OK) { /* read in place */
+            pixels = set->pixels + (size_t)indices[i] * values;
+            labels[i] = set->labels[indices[i]];
         }
-        float *dst = images + (size_t)i * bytes;
-        if (set->values) {
-            memcpy(dst, set->values + (size_t)k * bytes, bytes * sizeof *dst);
-        } else {
-            const uint8_t *src = decoded;
-            if (set->files)
-                status = ddp_image_load_sample(set->files[k], &set->fit, decoded);
-            else
-                src = set->pixels + (size_t)k * bytes;
-            for (size_t p = 0; status == DDP_OK && p < bytes; p++)
-                dst[p] = scale[src[p]];
-        }
-        labels[i] = set->labels[k];
+        float *dst = images + (size_t)i * values;
+        for (size_t p = 0; status == DDP_OK && p < values; p++)
+            dst[p] = scale[pixels[p]];
     }
     free(decoded);
     return status;

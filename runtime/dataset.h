@@ -46,6 +46,19 @@ static inline int64_t ddp_data_sample_values(const DdpDataSet *set)
  * label does not fit a net with NUM_CLASSES outputs. */
 DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes);
 
+/* Bytes of one sample as SET holds it: a byte per value, or a float for
+ * float data. */
+static inline size_t ddp_data_raw_bytes(const DdpDataSet *set)
+{
+    return (size_t)ddp_data_sample_values(set) * (set->values ? sizeof(float) : 1);
+}
+
+/* Copies samples INDICES[0..n) into SAMPLES as the set holds them (bytes,
+ * or floats; ddp_data_raw_bytes each), image files decoded, and their
+ * labels into LABELS: what is copied to the device where the device makes
+ * the net's input of them (augment_device.h: a GPU build's default). */
+DdpStatus ddp_data_gather_raw(const DdpDataSet *set, const int64_t *indices, int n, void *samples, int32_t *labels);
+
 /* Copies samples INDICES[0..n) into IMAGES (n samples of channels x rows x
  * cols floats: pixel / 255 as torchvision's ToTensor computes it, or the
  * float data as they are) and LABELS (n), decoding image files on the way

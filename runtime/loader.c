@@ -44,13 +44,38 @@ struct DdpLoader {
     int quit;
 };
 
+static size_t align_up(size_t n)
+{
+    enum { ALIGN = 256 };
+    return (n + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+DdpBatchLayout ddp_batch_layout(int64_t batch, int64_t numel, size_t raw_sample)
+{
+    size_t n = (size_t)batch;
+    DdpBatchLayout l = {.ids = 0, .raw_sample = raw_sample};
+    l.labels = align_up(n * sizeof(int64_t));
+    l.raw = l.labels + align_up(n * sizeof(int32_t));
+    l.x = l.raw + align_up(n * raw_sample);
+    l.host_bytes = raw_sample ? l.x : l.x + align_up(n * (size_t)numel * sizeof(float));
+    l.bytes = l.x + align_up(n * (size_t)numel * sizeof(float));
+    return l;
+}
+
 DdpStatus ddp_loader_make(const DdpLoaderSpec *spec, int64_t epoch, const int64_t *ids, int n, void *buf,
                           float *scratch)
 {
     char *b = buf;
-    float *x = (float *)(b + spec->layout.x);
+    int32_t *labels = (int32_t *)(b + spec->layout.labels);
     memcpy(b + spec->layout.ids, ids, (size_t)n * sizeof *ids);
-    DDP_CHECK(ddp_data_gather(spec->set, ids, n, x, (int32_t *)(b + spec->layout.labels)));
+    if (spec->layout.raw_sample) {
+        if (spec->layout.raw_sample != ddp_data_raw_bytes(spec->set))
+            return DDP_ERR(DDP_FAIL, "internal error: a batch laid out for raw samples of %zu bytes, of a data set "
+                           "whose samples are %zu", spec->layout.raw_sample, ddp_data_raw_bytes(spec->set));
+        return ddp_data_gather_raw(spec->set, ids, n, b + spec->layout.raw, labels);
+    }
+    float *x = (float *)(b + spec->layout.x);
+    DDP_CHECK(ddp_data_gather(spec->set, ids, n, x, labels));
     if (ddp_augment_any(spec->data))
         ddp_augment_batch(spec->data, spec->seed, epoch, ids, n, spec->channels, spec->rows, spec->cols, x, scratch);
     return DDP_OK;
@@ -106,7 +131,7 @@ DdpStatus ddp_loader_create(DdpLoader **out, int workers, int slots, const DdpLo
     DdpStatus s = l->slots && l->threads ? DDP_OK : DDP_ERR(DDP_FAIL, "out of memory: the loader");
     for (int i = 0; s == DDP_OK && i < slots; i++) {
         l->slots[i].batch = -1;
-        s = ddp_host_alloc(&l->slots[i].buf, spec->layout.bytes);
+        s = ddp_host_alloc(&l->slots[i].buf, spec->layout.host_bytes);
         if (s == DDP_OK && !(l->slots[i].scratch = malloc(sample * sizeof(float))))
             s = DDP_ERR(DDP_FAIL, "out of memory: the loader");
     }

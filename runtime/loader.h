@@ -4,7 +4,9 @@
  * A batch is made on the host: its samples gathered from the data set
  * (pixel / 255), the data { } block applied (augment.h), its labels and
  * sample ids beside them, in one buffer that the trainer copies to the
- * device. Made on the thread that runs the step, that work adds to every
+ * device. Where the device makes the net's input (augment_device.h: a GPU
+ * build's default), the samples are only gathered, as the data set holds
+ * them. Made on the thread that runs the step, that work adds to every
  * step; on a GPU, whose step is short, it can be most of it. Here WORKERS
  * threads make the epoch's batches in order, each into a buffer of its own
  * (a ring of SLOTS), while the trainer takes them one by one: the step
@@ -31,10 +33,21 @@ extern "C" {
 #endif
 
 /* Where a batch's parts lie in its buffer, in bytes: the trainer's layout of
- * the device batch, which the buffer is copied to whole. */
+ * the device batch, whose first HOST_BYTES the buffer holds and is copied
+ * to. The host makes the net's input X, or, where the device makes it
+ * (augment_device.h), the samples as the data set holds them, RAW. */
 typedef struct {
-    size_t ids, x, labels, bytes;
+    size_t ids, labels;
+    size_t raw, raw_sample; /* RAW_SAMPLE: a raw sample's bytes; 0: none, the host makes X */
+    size_t x;
+    size_t host_bytes, bytes;
 } DdpBatchLayout;
+
+/* The layout of a batch of BATCH samples of NUMEL floats: ids, labels, the
+ * raw samples when the device makes the input (RAW_SAMPLE bytes each; 0:
+ * none), then the input; each part at a multiple of 256 bytes, which
+ * cudaMalloc gives a whole allocation. */
+DdpBatchLayout ddp_batch_layout(int64_t batch, int64_t numel, size_t raw_sample);
 
 /* What the batches are made of. The loader keeps the pointers: SET, DATA
  * and each epoch's ORDER must outlive their use. */
@@ -87,8 +100,8 @@ int ddp_loader_default_workers(int on_gpu, int cores, int local_ranks);
 
 /* Makes a batch of samples IDS[0..n) into BUF on the calling thread:
  * gathered, the data { } block applied (its crop and flips drawn for EPOCH;
- * EPOCH < 0, an evaluation batch: normalize only), their ids and labels
- * beside them. What a worker does, and what the trainer does itself for
+ * EPOCH < 0, an evaluation batch: normalize only), or gathered raw for the
+ * device to make the input of, their ids and labels beside them. What a worker does, and what the trainer does itself for
  * evaluation batches and with --workers 0. SCRATCH holds one sample. */
 DdpStatus ddp_loader_make(const DdpLoaderSpec *spec, int64_t epoch, const int64_t *ids, int n, void *buf,
                           float *scratch);

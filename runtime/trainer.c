@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "augment_device.h"  // DdpAugmentDevice: the net's input made on the device
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode: DDP_DEBUG
@@ -74,7 +75,6 @@
 
 enum {
     SLOTS = 2,         /* staging buffers: one being filled, one being copied */
-    ALIGN = 256,       /* of each array in a batch: what cudaMalloc gives a whole allocation */
     NSTATS = 3,        /* ctx.stats: loss sum, correct, samples */
 };
 
@@ -125,6 +125,8 @@ typedef struct {
     int64_t held;           /* the loader's batch whose copy to the device may still run; -1: none */
     void *held_copied;      /* event: that copy done */
     DdpBatchLayout layout; /* of a batch in a staging buffer and on the device */
+    int input_on_device;    /* the device makes the net's input of the raw samples (DDP_AUGMENT_ON) */
+    DdpAugmentDevice *input_maker; /* its table, with input_on_device */
 
     DdpSampler sampler;
     int64_t steps_per_epoch;
@@ -148,8 +150,6 @@ typedef struct {
     int launched;           /* this process only started the ranks */
     int launch_status;      /* their exit status */
 } Trainer;
-
-static size_t align_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* ---- data ----------------------------------------------------------------- */
 
@@ -229,12 +229,25 @@ static DdpLoaderSpec loader_spec(const Trainer *t, const DdpDataSet *set)
     return spec;
 }
 
+/* Where the device makes the net's input of the batch's raw samples, queues
+ * that behind the batch's copy (for a training batch of EPOCH >= 0, or an
+ * evaluation one). Its time is the step's, not the data wait's. */
+static DdpStatus make_input_on_device(Trainer *t, int n, int64_t epoch)
+{
+    if (!t->input_on_device)
+        return DDP_OK;
+    char *batch = t->batch;
+    return ddp_augment_on_device(t->input_maker, t->cfg.seed, epoch, t->ctx.sample_ids, n, batch + t->layout.raw,
+                                 (float *)(batch + t->layout.x), t->stream);
+}
+
 /* Gathers samples IDS[0..n) of SET into the next staging buffer, applies the
  * data { } block (its random part for a training batch of EPOCH >= 0; only
- * normalize for an evaluation one, EPOCH < 0), and queues the copy to the
- * device batch that ctx.x, ctx.labels and ctx.sample_ids point into. Waits
- * only if that buffer's previous copy is still running. MAKING (or NULL)
- * gains the seconds the batch took to make. */
+ * normalize for an evaluation one, EPOCH < 0) there or, with the input made
+ * on the device, after the copy, and queues the copy to the device batch
+ * that ctx.x, ctx.labels and ctx.sample_ids point into. Waits only if that
+ * buffer's previous copy is still running. MAKING (or NULL) gains the
+ * seconds the batch took to make on the host. */
 static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *ids, int n, int64_t epoch,
                              double *making)
 {
@@ -246,8 +259,9 @@ static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *i
     DDP_CHECK(ddp_loader_make(&spec, epoch, ids, n, t->staging[s], t->augment_scratch));
     if (making)
         *making += ddp_now() - start;
-    DDP_CHECK(ddp_copy_to_device(t->batch, t->staging[s], t->layout.bytes, t->stream));
-    return ddp_event_record(t->staged[s], t->stream);
+    DDP_CHECK(ddp_copy_to_device(t->batch, t->staging[s], t->layout.host_bytes, t->stream));
+    DDP_CHECK(ddp_event_record(t->staged[s], t->stream));
+    return make_input_on_device(t, n, epoch);
 }
 
 /* The loader's batch held since the last step back to it, once its copy
@@ -278,8 +292,9 @@ static DdpStatus stage_training_batch(Trainer *t, int64_t epoch, int64_t b, int6
     if (made != n) /* the loader splits the epoch as train_epoch does */
         return DDP_ERR(DDP_FAIL, "internal error: the loader made batch %lld of %d samples, the step takes %d",
                        (long long)b, made, n);
-    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.bytes, t->stream));
-    return ddp_event_record(t->held_copied, t->stream);
+    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.host_bytes, t->stream));
+    DDP_CHECK(ddp_event_record(t->held_copied, t->stream));
+    return make_input_on_device(t, n, epoch);
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
@@ -346,14 +361,18 @@ static DdpStatus allocate(Trainer *t)
     DDP_CHECK(device_alloc((void **)&t->train_stats, NSTATS, sizeof(double), "the statistics"));
     DDP_CHECK(device_alloc((void **)&t->eval_stats, NSTATS, sizeof(double), "the statistics"));
 
-    DdpBatchLayout *l = &t->layout;
-    l->ids = 0;
-    l->x = align_up((size_t)batch * sizeof(int64_t));
-    l->labels = l->x + align_up((size_t)batch * (size_t)net->sample_numel * sizeof(float));
-    l->bytes = l->labels + align_up((size_t)batch * sizeof(int32_t));
-    DDP_CHECK(ddp_device_alloc(&t->batch, l->bytes));
+    /* the raw samples as the test set holds them: it is loaded in every mode
+     * (--predict has no train set), and load_data refuses a train set held
+     * otherwise (the loader checks again) */
+    t->layout = ddp_batch_layout(batch, net->sample_numel, t->input_on_device ? ddp_data_raw_bytes(&t->test) : 0);
+    if (t->input_on_device) {
+        int c, h, w;
+        sample_chw(net, &c, &h, &w);
+        DDP_CHECK(ddp_augment_device_create(&t->input_maker, &t->data, c, h, w, t->test.values != NULL, t->stream));
+    }
+    DDP_CHECK(ddp_device_alloc(&t->batch, t->layout.bytes));
     for (int s = 0; s < SLOTS; s++) {
-        DDP_CHECK(ddp_host_alloc(&t->staging[s], l->bytes));
+        DDP_CHECK(ddp_host_alloc(&t->staging[s], t->layout.host_bytes));
         DDP_CHECK(ddp_event_create(&t->staged[s]));
     }
 
@@ -1179,6 +1198,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     sample_chw(net, &c, &h, &w);
     DDP_CHECK(ddp_augment_check(&net->data, c, h, w));
     t->data = t->flags.augment ? net->data : ddp_augment_fixed_part(&net->data);
+    DDP_CHECK(ddp_augment_choose_device(ddp_device_is_gpu(), &t->input_on_device));
     if (t->cfg.batch < 1 || t->cfg.batch > DDP_FLAGS_MAX_BATCH || t->cfg.epochs < 1)
         return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
                        "give %s (1 to %d) and --epochs", (long long)t->cfg.batch, (long long)t->cfg.epochs,
@@ -1274,10 +1294,11 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     char augment[256];
     ddp_augment_describe(&t->data, augment, sizeof augment);
     if (augment[0])
-        ddp_progress_note(&t->progress, "data { }: %s%s%s", augment,
+        ddp_progress_note(&t->progress, "data { }: %s%s%s, %s", augment,
                           ddp_augment_is_random(&t->data) ? "; the crop and flips in training only" : "",
                           ddp_augment_is_random(&net->data) && !ddp_augment_is_random(&t->data)
-                              ? " (--no-augment: no crop or flips)" : "");
+                              ? " (--no-augment: no crop or flips)" : "",
+                          t->input_on_device ? "on the device" : "on the host");
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
@@ -1333,6 +1354,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
         ddp_device_free(t->train_stats);
         ddp_device_free(t->eval_stats);
         ddp_device_free(t->batch);
+        ddp_augment_device_destroy(t->input_maker);
     }
     for (int s = 0; s < SLOTS; s++) {
         ddp_host_free(t->staging[s]);

@@ -10,6 +10,9 @@
 #  - the first line says what the block does;
 #  - --workers 0 (each batch made when the step needs it), 1 and 3 train to
 #    the same bytes, and each epoch's log record holds data_wait_s;
+#  - DDP_AUGMENT_ON=device (the input made of the raw samples by the
+#    device's code, a GPU build's default) trains to the same bytes, with
+#    --workers 0 and 2, and evaluates alike; a bad value is exit 2;
 #  - --no-augment trains to other weights (no crop or flips) and says so;
 #  - --eval-only of the same weights gives the same test loss as a program
 #    whose block only normalizes: evaluation is not cropped or flipped;
@@ -81,6 +84,29 @@ else
     echo "--workers 0, 1 and 3, 12 steps over 4 epochs: DIFFERENT"
     status=1
 fi
+# the input made of the raw samples by the device's code (augment_device.h:
+# the host's threads here, as on a GPU build one thread per element)
+for w in 0 2; do
+    DDP_AUGMENT_ON=device "$d/prog" --data "$d/idx" --max-steps 12 --workers "$w" \
+        --export "$d/device$w.safetensors" > "$d/device$w" 2>&1
+done
+if cmp -s "$d/w0.safetensors" "$d/device0.safetensors" && cmp -s "$d/w0.safetensors" "$d/device2.safetensors" &&
+    grep -qF "the crop and flips in training only, on the device" "$d/device2" &&
+    grep -qF "the crop and flips in training only, on the host" "$d/first"; then
+    echo "DDP_AUGMENT_ON=device, --workers 0 and 2: the bytes of the host's input, and the first lines say where"
+else
+    echo "DDP_AUGMENT_ON=device: other bytes than the host's input, or not said: DIFFERENT"
+    cat "$d/device2"
+    status=1
+fi
+if DDP_AUGMENT_ON=gpu "$d/prog" --data "$d/idx" --max-steps 1 > "$d/bad_where" 2>&1; then rc=0; else rc=$?; fi
+if [ "$rc" = 2 ] && grep -qF "DDP_AUGMENT_ON=gpu: say device" "$d/bad_where"; then
+    echo "DDP_AUGMENT_ON=gpu: refused, exit 2"
+else
+    echo "DDP_AUGMENT_ON=gpu: exit $rc: DIFFERENT"
+    cat "$d/bad_where"
+    status=1
+fi
 epochs=$(grep -c '"event": "epoch"' "$d/w3.jsonl" || true)
 waits=$(grep '"event": "epoch"' "$d/w3.jsonl" | grep -c '"data_wait_s": [0-9]' || true)
 if [ "$epochs" -ge 4 ] && [ "$waits" = "$epochs" ]; then
@@ -103,10 +129,13 @@ grep -v -e random_crop -e flip "$d/augment.net" > "$d/normalized.net"
 "$d/prog" --data "$d/idx" --eval-only --init "$d/w0.safetensors" --quiet --log "$d/eval_a.jsonl"
 "$d/normalized" --data "$d/idx" --eval-only --init "$d/w0.safetensors" --quiet --log "$d/eval_b.jsonl"
 loss_a=$(grep -o '"test_loss": [^,]*' "$d/eval_a.jsonl") loss_b=$(grep -o '"test_loss": [^,]*' "$d/eval_b.jsonl")
-if [ -n "$loss_a" ] && [ "$loss_a" = "$loss_b" ]; then
-    echo "--eval-only: $loss_a, as with a block that only normalizes"
+DDP_AUGMENT_ON=device "$d/prog" --data "$d/idx" --eval-only --init "$d/w0.safetensors" --quiet \
+    --log "$d/eval_device.jsonl"
+loss_device=$(grep -o '"test_loss": [^,]*' "$d/eval_device.jsonl")
+if [ -n "$loss_a" ] && [ "$loss_a" = "$loss_b" ] && [ "$loss_a" = "$loss_device" ]; then
+    echo "--eval-only: $loss_a, as with a block that only normalizes, and with DDP_AUGMENT_ON=device"
 else
-    echo "--eval-only: $loss_a, but $loss_b with a block that only normalizes: DIFFERENT"
+    echo "--eval-only: $loss_a, but $loss_b with a block that only normalizes, $loss_device on the device: DIFFERENT"
     status=1
 fi
 "$d/prog" --data "$d/idx" --max-steps 5 --save "$d/ck" --save-every 5 --quiet

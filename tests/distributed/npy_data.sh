@@ -7,7 +7,8 @@
 #    --global-batch 16 on 1 and 2 ranks, the same bytes;
 #  - the uint8 and the float32 arrays train to the same bytes (the float
 #    path and the channels-last order give the uint8 path's samples), and
-#    the first line names each;
+#    the first line names each; so do the float32 arrays made into the
+#    input by the device's code (DDP_AUGMENT_ON=device);
 #  - uint8 training and float32 test arrays, and --channels-first where
 #    there are no NumPy files, are refused with status 2.
 # One line per check; "DIFFERENT" or a non-zero status is a failure. Without
@@ -61,6 +62,15 @@ if cmp -s "$d/w_u8.safetensors" "$d/w_f32.safetensors"; then
     echo "NumPy: uint8 N x C x H x W and float32 N x H x W x C (pixel / 255), 4 steps: identical"
 else
     echo "NumPy: uint8 N x C x H x W and float32 N x H x W x C (pixel / 255), 4 steps: DIFFERENT"
+    status=1
+fi
+# the float32 samples copied raw and made into the input by the device's code
+DDP_AUGMENT_ON=device "$d/prog" --data "$d/f32" --init "$d/w0.safetensors" --max-steps 4 --batch-size 16 \
+    --export "$d/w_f32_device.safetensors" --quiet
+if cmp -s "$d/w_u8.safetensors" "$d/w_f32_device.safetensors"; then
+    echo "NumPy: float32 with DDP_AUGMENT_ON=device, 4 steps: the uint8 run's bytes"
+else
+    echo "NumPy: float32 with DDP_AUGMENT_ON=device, 4 steps: DIFFERENT from the uint8 run"
     status=1
 fi
 

@@ -28,7 +28,11 @@
 #      `one`), and the program with --backend nccl through env:// and
 #      --nproc-per-node 1;
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
-#      are byte for byte those of 60 steps at once;
+#      are byte for byte those of 60 steps at once; fashion_resnet.net's
+#      crops, flips and normalize made on the GPU of the raw bytes
+#      (DDP_AUGMENT_ON=device, the default) and by the host's loader
+#      (DDP_AUGMENT_ON=host): 3 steps, the same bytes, and --eval-only's
+#      test loss the same;
 #   5. where python3 has torch with CUDA (and numpy), the same net in PyTorch
 #      on the same GPU, for samples/s beside ddpc's (PYTHON: another python).
 #
@@ -357,6 +361,27 @@ gpu whole 60 mnist --data "$data" --max-steps 60 --export "$work/whole.st" --qui
     gpu resume 60 mnist --data "$data" --max-steps 60 --save "$work/ck" --resume --export "$work/resumed.st" --quiet &&
     cmp "$work/whole.st" "$work/resumed.st" >> "$log" 2>&1
 check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? "$(why resume stop whole)"
+
+# The data { } block made on the GPU of the raw bytes (augment_device_cuda.cu)
+# against the loader's floats made on the host: the same input, so the same
+# bytes; and evaluation (normalize only; the test set's last batch is short).
+three=(--data "$data" --max-steps 3 --batch-size "$batch")
+DDP_AUGMENT_ON=host gpu augment.host 60 fashion_resnet "${three[@]}" --export "$work/augment.host.st" &&
+    DDP_AUGMENT_ON=device gpu augment.device 60 fashion_resnet "${three[@]}" --export "$work/augment.device.st" &&
+    grep -q "training only, on the host" "$work/augment.host" &&
+    grep -q "training only, on the device" "$work/augment.device" &&
+    cmp "$work/augment.host.st" "$work/augment.device.st" >> "$log" 2>&1
+check "fashion_resnet.net: crops, flips, normalize on the GPU = on the host, 3 steps, byte for byte" $? \
+    "$(why augment.device augment.host)"
+for where in host device; do
+    DDP_AUGMENT_ON=$where gpu "eval.$where" 60 fashion_resnet --data "$data" --eval-only \
+        --init "$work/augment.host.st" --log "$work/eval.$where.jsonl" --quiet
+done
+loss_host=$(grep -o '"test_loss": [^,]*' "$work/eval.host.jsonl" 2> /dev/null)
+loss_device=$(grep -o '"test_loss": [^,]*' "$work/eval.device.jsonl" 2> /dev/null)
+[ -n "$loss_host" ] && [ "$loss_host" = "$loss_device" ]
+check "fashion_resnet.net: --eval-only, input made on the GPU = on the host" $? \
+    "host ${loss_host:-?}, device ${loss_device:-?}; $(why eval.device eval.host)"
 
 # PyTorch runs with its own libraries (the path as it was), not the ones found for ours.
 step torch.probe 60 env LD_LIBRARY_PATH="$own_library_path" "$py" -c \

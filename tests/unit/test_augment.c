@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "augment_device.h"  // ddp_augment_on_device: the input made of raw samples
 #include "testutil.h"
 
 enum { H = 3, W = 4, NUMEL = H * W };
@@ -227,6 +228,59 @@ static void test_table_checked_at_start(void)
     CU_ASSERT_NOT_EQUAL(ddp_augment_digest(&bad), digest);
 }
 
+/* The device's input of raw samples, one element at a time
+ * (augment_device.h; this build's device is the host, and the GPU build runs
+ * the same ddp_augment_element), against the host's: the samples as floats
+ * (pixel / 255, or the floats themselves), then ddp_augment_batch. Bytes
+ * and floats; a crop of a non-square sample padded by zeros and by
+ * reflection, flips, normalize of 3 channels, each alone and together;
+ * training batches of two epochs and an evaluation batch. */
+static void test_device_input_is_the_hosts(void)
+{
+    enum { N = 6, C = 3, HH = 7, WW = 9, SAMPLE = C * HH * WW };
+    static const double mean[C] = {0.49, 0.48, 0.45}, stdev[C] = {0.25, 0.24, 0.26};
+    const DdpDataConfig blocks[] = {
+        {.channels = C, .mean = mean, .std = stdev, .crop_h = HH, .crop_w = WW, .pad = 3, .flip_h = 0.5},
+        {.crop_h = HH, .crop_w = WW, .pad = 2, .pad_mode = DDP_PAD_REFLECT, .flip_v = 0.3},
+        {.flip_h = 0.5, .flip_v = 0.5},
+        {.channels = C, .mean = mean, .std = stdev},
+        {0},
+    };
+    const int64_t ids[N] = {0, 1, 17, 40000, 4000000000LL, 3};
+    const int64_t epochs[] = {0, 5, -1};
+    uint8_t bytes[N * SAMPLE];
+    float floats[N * SAMPLE], host[N * SAMPLE], device[N * SAMPLE], scratch[SAMPLE];
+    srand(5);
+    for (int i = 0; i < N * SAMPLE; i++) {
+        bytes[i] = (uint8_t)(rand() & 255);
+        floats[i] = (float)(rand() - RAND_MAX / 2) / 1e6f;
+    }
+    int checked = 0, changed = 0;
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+        for (int raw_floats = 0; raw_floats < 2; raw_floats++)
+            for (size_t e = 0; e < sizeof epochs / sizeof *epochs; e++) {
+                for (int i = 0; i < N * SAMPLE; i++)
+                    host[i] = raw_floats ? floats[i] : (float)bytes[i] / 255.0f;
+                float plain = host[N * SAMPLE - 1];
+                ddp_augment_batch(&blocks[b], 9, epochs[e], ids, N, C, HH, WW, host, scratch);
+                changed += host[N * SAMPLE - 1] != plain;
+                DdpAugmentDevice *a = NULL;
+                CU_ASSERT_EQUAL_FATAL(ddp_augment_device_create(&a, &blocks[b], C, HH, WW, raw_floats, NULL), DDP_OK);
+                memset(device, 0xff, sizeof device);
+                CU_ASSERT_EQUAL(ddp_augment_on_device(a, 9, epochs[e], ids, N, raw_floats ? (void *)floats :
+                                                      (void *)bytes, device, NULL), DDP_OK);
+                ddp_augment_device_destroy(a);
+                checked++;
+                if (memcmp(host, device, sizeof host) != 0) {
+                    CU_FAIL("the device's input differs from the host's");
+                    printf("\n  block %zu, %s, epoch %lld\n", b, raw_floats ? "floats" : "bytes",
+                           (long long)epochs[e]);
+                }
+            }
+    CU_ASSERT_EQUAL(checked, 30);
+    CU_ASSERT(changed > 10); /* the blocks did something to the samples compared */
+}
+
 void suite_augment(void)
 {
     static const TestCase cases[] = {
@@ -235,6 +289,7 @@ void suite_augment(void)
         {"a sample's channels take one crop and flip", test_channels_move_together},
         {"draws follow (seed, epoch, sample), not the batch", test_draws_follow_the_sample},
         {"a program's data table is checked at start-up", test_table_checked_at_start},
+        {"the device's input of raw samples: the host's bits, bytes and floats", test_device_input_is_the_hosts},
         {NULL, NULL},
     };
     test_add_suite("augment", cases);

@@ -40,10 +40,7 @@ static DdpLoaderSpec spec_for(const DdpDataSet *set)
 {
     DdpLoaderSpec spec = {.set = set, .data = &augment, .seed = 11, .channels = C, .rows = H, .cols = W,
                           .batch = BATCH};
-    spec.layout.ids = 0;
-    spec.layout.x = BATCH * sizeof(int64_t);
-    spec.layout.labels = spec.layout.x + BATCH * C * H * W * sizeof(float);
-    spec.layout.bytes = spec.layout.labels + BATCH * sizeof(int32_t);
+    spec.layout = ddp_batch_layout(BATCH, C * H * W, 0);
     return spec;
 }
 
@@ -185,6 +182,37 @@ static void test_failure_reaches_the_trainer(void)
     alarm(0);
 }
 
+/* With the input made on the device, a batch holds the samples as the set
+ * holds them, after the ids and labels, each part 256-byte aligned; only
+ * that much is the host's. A layout for samples of another size is refused,
+ * not overrun. */
+static void test_raw_batches(void)
+{
+    DdpDataSet set = data_set();
+    DdpLoaderSpec spec = spec_for(&set);
+    spec.layout = ddp_batch_layout(BATCH, C * H * W, C * H * W);
+    DdpBatchLayout plain = ddp_batch_layout(BATCH, C * H * W, 0);
+    CU_ASSERT(spec.layout.labels % 256 == 0 && spec.layout.raw % 256 == 0 && spec.layout.x % 256 == 0);
+    CU_ASSERT(spec.layout.raw >= spec.layout.labels + BATCH * sizeof(int32_t));
+    CU_ASSERT(spec.layout.x >= spec.layout.raw + BATCH * C * H * W);
+    CU_ASSERT_EQUAL(spec.layout.host_bytes, spec.layout.x);
+    CU_ASSERT_EQUAL(spec.layout.bytes, spec.layout.x + (plain.bytes - plain.x));
+    CU_ASSERT_EQUAL(plain.host_bytes, plain.bytes);
+
+    char *buf = calloc(1, spec.layout.bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    const int64_t ids[3] = {49, 0, 17};
+    CU_ASSERT_EQUAL(ddp_loader_make(&spec, 2, ids, 3, buf, NULL), DDP_OK);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(memcmp(buf + spec.layout.raw + (size_t)i * C * H * W, pixels + ids[i] * C * H * W, C * H * W) == 0);
+        CU_ASSERT_EQUAL(((int32_t *)(buf + spec.layout.labels))[i], labels[ids[i]]);
+        CU_ASSERT_EQUAL(((int64_t *)(buf + spec.layout.ids))[i], ids[i]);
+    }
+    spec.layout = ddp_batch_layout(BATCH, C * H * W, C * H * W * sizeof(float)); /* floats, but the set holds bytes */
+    CU_ASSERT_EQUAL(ddp_loader_make(&spec, 2, ids, 3, buf, NULL), DDP_FAIL);
+    free(buf);
+}
+
 static void test_default_workers(void)
 {
     CU_ASSERT_EQUAL(ddp_loader_default_workers(0, 64, 1), 1); /* CPUs: the step's threads have the cores */
@@ -201,6 +229,7 @@ void suite_loader(void)
         {"an epoch stopped midway (a batch held), the next started from a later batch", test_epochs_stopped_and_resumed},
         {"a worker's failure reaches the trainer with its message", test_failure_reaches_the_trainer},
         {"--workers' default: 1 on CPUs, the rank's cores less one on GPUs", test_default_workers},
+        {"raw batches for the device: the set's bytes, aligned; another sample size refused", test_raw_batches},
         {NULL, NULL},
     };
     test_add_suite("loader", cases);
