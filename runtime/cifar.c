@@ -70,7 +70,7 @@ DdpStatus ddp_cifar_parse(const uint8_t *bytes, size_t len, int hundred, int coa
     if (!pixels)
         return DDP_ERR(DDP_FAIL, "%s: out of memory for %zu samples", path, total);
     set->pixels = pixels;
-    uint8_t *labels = realloc(set->labels, total);
+    int32_t *labels = realloc(set->labels, total * sizeof *labels);
     if (!labels)
         return DDP_ERR(DDP_FAIL, "%s: out of memory for %zu samples", path, total);
     set->labels = labels;

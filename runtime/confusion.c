@@ -22,7 +22,7 @@ void ddp_confusion_free(DdpConfusion *c)
     c->counts = NULL;
 }
 
-void ddp_confusion_add(DdpConfusion *c, const float *scores, const uint8_t *labels, int64_t n)
+void ddp_confusion_add(DdpConfusion *c, const float *scores, const int32_t *labels, int64_t n)
 {
     int k = c->classes;
     for (int64_t s = 0; s < n; s++) {
@@ -30,7 +30,7 @@ void ddp_confusion_add(DdpConfusion *c, const float *scores, const uint8_t *labe
         int best = 0;
         for (int j = 1; j < k; j++)
             best = row[j] > row[best] ? j : best; /* the first largest, as the loss kernel */
-        if (labels[s] < k)
+        if (labels[s] >= 0 && labels[s] < k)
             c->counts[(int64_t)labels[s] * k + best] += 1.0;
     }
 }

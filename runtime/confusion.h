@@ -27,7 +27,7 @@ void ddp_confusion_free(DdpConfusion *c);
 
 /* Counts N samples: SCORES their rows of c->classes (any scores: logits,
  * log-probabilities), LABELS their classes. */
-void ddp_confusion_add(DdpConfusion *c, const float *scores, const uint8_t *labels, int64_t n);
+void ddp_confusion_add(DdpConfusion *c, const float *scores, const int32_t *labels, int64_t n);
 
 /* Samples counted, and the share predicted right (NaN for none). */
 int64_t ddp_confusion_total(const DdpConfusion *c);

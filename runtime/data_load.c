@@ -97,7 +97,7 @@ DdpStatus ddp_data_load_inputs(const char *path, const DdpDataOptions *options, 
         free(bytes);
     } else
         status = ddp_idx_images(path, out);
-    if (status == DDP_OK && !(out->labels = calloc((size_t)out->n, 1)))
+    if (status == DDP_OK && !(out->labels = calloc((size_t)out->n + 1, sizeof *out->labels)))
         status = DDP_ERR(DDP_FAIL, "out of memory");
     if (status == DDP_OK)
         status = no_fitting(options, path, out->format);

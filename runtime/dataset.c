@@ -103,7 +103,7 @@ uint64_t ddp_data_digest(const DdpDataSet *set)
             h = ddp_fnv1a(h, set->values + (size_t)i * bytes, bytes * sizeof *set->values);
         else
             h = ddp_fnv1a(h, set->pixels + (size_t)i * bytes, bytes);
-        h = ddp_fnv1a(h, set->labels + i, 1);
+        h = ddp_fnv1a(h, set->labels + i, sizeof *set->labels);
     }
     return h;
 }

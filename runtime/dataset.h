@@ -11,6 +11,10 @@
 #include "image_decode.h"  // DdpImageFit
 #include "status.h"        // DdpStatus
 
+/* The largest label a data set may hold (so that its classes, one more,
+ * are an int). */
+#define DDP_DATA_MOST_LABEL (INT32_MAX - 1)
+
 /* Where the data comes from when the user gives no --data. */
 #define DDP_DATA_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
 
@@ -22,7 +26,7 @@ typedef struct {
     float *values;             /* or, for float data (NumPy float32), the samples' floats, used as they are */
     char **files;              /* or, for an image folder, the n files, decoded when gathered (fit says how) */
     DdpImageFit fit;
-    uint8_t *labels;           /* n */
+    int32_t *labels;           /* n, each 0 or more: as the batch holds them */
     char *images_path;         /* the files read, for messages */
     char *labels_path;
     const char *format;        /* "IDX", "CIFAR-10", "CIFAR-100, fine labels": for the first line and the log */

@@ -291,19 +291,25 @@ static DdpStatus load_labels(const char *path, DdpDataSet *set)
     if (st == DDP_OK && n != set->n)
         st = DDP_ERR(DDP_BAD_INPUT, "%s: holds %u labels, but %s holds %lld images",
                      path, n, set->images_path, (long long)set->n);
+    uint8_t *bytes_read = NULL;
     if (st == DDP_OK) {
         char describe[64];
         snprintf(describe, sizeof describe, "%u labels", n);
-        st = idx_payload(&f, 8, bytes, describe, &set->labels);
+        st = idx_payload(&f, 8, bytes, describe, &bytes_read);
     }
     idx_close(&f);
+    if (st == DDP_OK && !(set->labels = malloc(((size_t)n + 1) * sizeof *set->labels)))
+        st = DDP_ERR(DDP_FAIL, "%s: out of memory for %u labels", path, n);
     if (st == DDP_OK) {
         int max = 0;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
+            set->labels[i] = bytes_read[i];
             if (set->labels[i] > max)
                 max = set->labels[i];
+        }
         set->num_classes = max + 1;
     }
+    free(bytes_read);
     return st;
 }
 

@@ -18,7 +18,7 @@
  * them). CMYK JPEGs are refused, and so are JPEGs cut short, which libjpeg
  * would fill with grey and PIL refuses; libjpeg's other warnings (stray
  * bytes, an unknown JFIF revision) PIL passes over, and so does this.
- * ddp_image_info reads a file's first 64 KiB, more only when its header
+ * ddp_image_info reads a file's first 16 KiB, more only when its header
  * goes on further. Images over DDP_IMAGE_MOST_PIXELS are refused, as PIL
  * refuses them.
  *

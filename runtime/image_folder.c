@@ -185,11 +185,11 @@ static DdpStatus collect(const char *root, const Strings *classes, const Strings
         }
         free(dir);
     }
-    if (status == DDP_OK && !(out->labels = malloc(files.n ? (size_t)files.n : 1)))
+    if (status == DDP_OK && !(out->labels = malloc(((size_t)files.n + 1) * sizeof *out->labels)))
         status = DDP_ERR(DDP_FAIL, "out of memory");
     for (int64_t k = 0, i = 0; status == DDP_OK && k < classes->n; k++)
         for (; i < ends[k]; i++) {
-            out->labels[i] = (uint8_t)labels[k];
+            out->labels[i] = labels[k];
             if (labels[k] + 1 > out->num_classes)
                 out->num_classes = labels[k] + 1;
         }
@@ -248,9 +248,9 @@ DdpStatus ddp_image_folder_load(const char *dir, int train, const DdpImageFit *f
         status = list_dir(train_dir, 1, &known);
     if (status == DDP_OK && known.n == 0)
         status = no_classes(train_dir, "train");
-    if (status == DDP_OK && known.n > DDP_IMAGE_FOLDER_MOST_CLASSES)
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: %lld class folders; this loader takes at most %d", train_dir,
-                         (long long)known.n, DDP_IMAGE_FOLDER_MOST_CLASSES);
+    if (status == DDP_OK && known.n > (int64_t)DDP_DATA_MOST_LABEL + 1)
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: %lld class folders; this loader takes at most %lld", train_dir,
+                         (long long)known.n, (long long)DDP_DATA_MOST_LABEL + 1);
     if (status == DDP_OK)
         status = train ? DDP_OK : list_dir(root, 1, &classes);
     if (status == DDP_OK && !train && classes.n == 0)
@@ -281,7 +281,8 @@ DdpStatus ddp_image_file_load(const char *path, const DdpImageFit *fit, DdpDataS
     out->num_classes = 1;
     DdpStatus status = check_channels(path, fit);
     if (status == DDP_OK && (!(out->files = calloc(1, sizeof *out->files)) || !(out->files[0] = strdup(path)) ||
-        !(out->labels = calloc(1, 1)) || !(out->images_path = strdup(path)) || !(out->labels_path = strdup(path))))
+                             !(out->labels = calloc(1, sizeof *out->labels)) || !(out->images_path = strdup(path)) ||
+                             !(out->labels_path = strdup(path))))
         status = DDP_ERR(DDP_FAIL, "out of memory");
     if (status == DDP_OK)
         status = check_headers(out);

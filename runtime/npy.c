@@ -238,7 +238,7 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
     if ((h.dims != 1 && !(h.dims == 2 && h.shape[1] == 1)) || (int64_t)h.shape[0] != set->n)
         return DDP_ERR(DDP_BAD_INPUT, "%s: labels of shape %s, but the images are %lld: one label per image", path,
                        shape, (long long)set->n);
-    uint8_t *labels = malloc((size_t)h.count + 1);
+    int32_t *labels = malloc(((size_t)h.count + 1) * sizeof *labels);
     if (!labels)
         return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
     const uint8_t *data = bytes + h.data_at;
@@ -250,7 +250,7 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
             u = u << 8 | data[i * (size_t)h.item_bytes + (size_t)b];
         const int bits = 8 * h.item_bytes;
         const int negative = h.kind == 'i' && (u >> (bits - 1)) & 1;
-        if (negative || u > 255) {
+        if (negative || u > DDP_DATA_MOST_LABEL) {
             char value[32];
             if (negative) /* two's complement, sign-extended */
                 snprintf(value, sizeof value, "%lld",
@@ -258,9 +258,10 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
             else
                 snprintf(value, sizeof value, "%llu", (unsigned long long)u);
             free(labels);
-            return DDP_ERR(DDP_BAD_INPUT, "%s: label %zu is %s, where labels are 0 to 255", path, i, value);
+            return DDP_ERR(DDP_BAD_INPUT, "%s: label %zu is %s, where labels are 0 to %d", path, i, value,
+                           DDP_DATA_MOST_LABEL);
         }
-        labels[i] = (uint8_t)u;
+        labels[i] = (int32_t)u;
         most = labels[i] > most ? labels[i] : most;
     }
     set->labels = labels;

@@ -5,7 +5,7 @@
  *
  * Images are uint8 (scaled to [0,1] as ToTensor does) or float32 (used as
  * they are), N x H x W (one channel), N x C x H x W or N x H x W x C; labels
- * any integer type, N of them, each 0 to 255.
+ * any integer type, N of them, each 0 to DDP_DATA_MOST_LABEL.
  */
 #ifndef DDPRT_NPY_H
 #define DDPRT_NPY_H

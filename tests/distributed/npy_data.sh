@@ -4,7 +4,8 @@
 # Small data sets of 3x32x32 images as uint8 N x C x H x W, and the same
 # images as float32 N x H x W x C (pixel / 255, channels last):
 #  - a 3x32x32 net through global_batch.sh on the uint8 arrays:
-#    --global-batch 16 on 1 and 2 ranks, the same bytes;
+#    --global-batch 16 on 1 and 2 ranks, the same bytes; so too with 1000
+#    classes, labels past 255 among them;
 #  - the uint8 and the float32 arrays train to the same bytes (the float
 #    path and the channels-last order give the uint8 path's samples), and
 #    the first line names each; so do the float32 arrays made into the
@@ -30,7 +31,7 @@ import os, sys
 import numpy as np
 d = sys.argv[1]
 rng = np.random.default_rng(11)
-for kind in ("u8", "f32"):
+for kind in ("u8", "f32", "wide"):
     os.makedirs(f"{d}/{kind}")
 for split, n in (("train", 64), ("test", 16)):
     x = rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)
@@ -39,10 +40,15 @@ for split, n in (("train", 64), ("test", 16)):
     np.save(f"{d}/f32/x_{split}.npy", (x.astype(np.float32) / np.float32(255)).transpose(0, 2, 3, 1).copy())
     for kind in ("u8", "f32"):
         np.save(f"{d}/{kind}/y_{split}.npy", y)
+    # ImageNet's 1000 classes: labels past a byte's 255, the largest among them
+    np.save(f"{d}/wide/x_{split}.npy", x)
+    np.save(f"{d}/wide/y_{split}.npy", np.concatenate([[999, 256], rng.integers(0, 1000, size=n - 2)]).astype(np.int32))
 PY
 rgb_net 10 > "$d/rgb.net"
 status=0
 bash "$here/global_batch.sh" "$d/rgb.net" 3 16 "1 2" --data "$d/u8" || status=1
+rgb_net 1000 > "$d/rgb1000.net"
+bash "$here/global_batch.sh" "$d/rgb1000.net" 3 16 "1 2" --data "$d/wide" || status=1
 
 "$ddpc" "$d/rgb.net" --target cpu -o "$d/prog" > /dev/null
 "$d/prog" --data "$d/u8" --max-steps 0 --seed 2 --export "$d/w0.safetensors" --quiet

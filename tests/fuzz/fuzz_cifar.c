@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(set.n == before + (int64_t)(len / record));
         CHECK(set.channels == 3 && set.rows == 32 && set.cols == 32);
         for (size_t r = 0; r < len / record; r++) {
-            const uint8_t label = set.labels[before + (int64_t)r];
+            const int32_t label = set.labels[before + (int64_t)r];
             CHECK(label == file[r * record + (size_t)at] && label < set.num_classes && set.num_classes <= classes);
             CHECK(memcmp(set.pixels + ((size_t)before + r) * DDP_CIFAR_PIXELS, file + r * record + record -
                          DDP_CIFAR_PIXELS, DDP_CIFAR_PIXELS) == 0);

@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ddp_npy_labels(file, len, "fuzz", &set) == DDP_OK) {
         CHECK(set.labels != NULL);
         for (int64_t i = 0; i < set.n; i++)
-            CHECK(set.labels[i] < set.num_classes);
+            CHECK(set.labels[i] >= 0 && set.labels[i] < set.num_classes);
     } else {
         CHECK(set.labels == NULL);
     }

@@ -22,7 +22,7 @@ static void test_counts_and_ties(void)
     CU_ASSERT(isnan(ddp_confusion_accuracy(&c)));
     /* four samples: right, right, a tie (the first of 1 and 2 wins: 1), wrong */
     static const float scores[] = {5, 1, 0, 0, 2, 1, -1, 3, 3, 0, 7, -2};
-    static const uint8_t labels[] = {0, 1, 2, 0};
+    static const int32_t labels[] = {0, 1, 2, 0};
     ddp_confusion_add(&c, scores, labels, 4);
     CU_ASSERT_EQUAL(ddp_confusion_total(&c), 4);
     CU_ASSERT_DOUBLE_EQUAL(ddp_confusion_accuracy(&c), 0.5, 1e-12);

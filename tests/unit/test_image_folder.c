@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "data_load.h"     // ddp_data_load, ddp_data_load_inputs; dataset.h: ddp_data_gather, ddp_data_digest
-#include "image_folder.h"  // DDP_IMAGE_FOLDER_MOST_CLASSES
 #include "testutil.h"
 
 #include <zlib.h>  // crc32: a hand-made PNG chunk's
@@ -295,14 +294,22 @@ static void test_refusals(void)
     DdpDataOptions flat = {.fit = {.channels = 1, .rows = 1, .cols = H * W, .flat = 1}};
     expect_refused(&flat, 0, "but the net's input is 12 features");
 
-    /* more classes than labels hold: a and 256 more */
+    /* more classes than a byte holds (train/a and 300 more), each labelled in order */
     fresh_folder();
-    for (int k = 0; k < DDP_IMAGE_FOLDER_MOST_CLASSES; k++) {
+    enum { MANY = 300 };
+    for (int k = 0; k < MANY; k++) {
         char rel[64];
         snprintf(rel, sizeof rel, "d/train/c%03d", k);
         make_dirs(rel);
+        strcat(rel, "/1.png");
+        write_png(rel, H, W, k % 256);
     }
-    expect_refused(&grey, 0, "257 class folders; this loader takes at most 256");
+    DdpDataSet many;
+    CU_ASSERT_EQUAL_FATAL(ddp_data_load(test_tmp_path(tmpdir, "d"), 1, &grey, &many), DDP_OK);
+    /* a, then c000 .. c299: labels 0 .. 300 */
+    CU_ASSERT(many.n == MANY + 1 && many.num_classes == MANY + 1 && many.labels[MANY] == MANY &&
+              many.labels[257] == 257);
+    ddp_data_free(&many);
 
     /* resize and center_crop are for image files only */
     fresh_folder();

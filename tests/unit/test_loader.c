@@ -20,14 +20,15 @@ enum { SAMPLES = 50, C = 2, H = 4, W = 5, BATCH = 8 };
  * instead ("Alarm clock"), long before CI's time runs out. */
 enum { HANG_SECONDS = 60 };
 
-static uint8_t pixels[SAMPLES * C * H * W], labels[SAMPLES];
+static uint8_t pixels[SAMPLES * C * H * W];
+static int32_t labels[SAMPLES];
 
 static DdpDataSet data_set(void)
 {
     for (int i = 0; i < SAMPLES * C * H * W; i++)
         pixels[i] = (uint8_t)(i * 7 + i / 13);
     for (int i = 0; i < SAMPLES; i++)
-        labels[i] = (uint8_t)(i % 10);
+        labels[i] = i % 10;
     return (DdpDataSet){.n = SAMPLES, .channels = C, .rows = H, .cols = W, .num_classes = 10, .pixels = pixels,
                         .labels = labels, .format = "test"};
 }

@@ -242,22 +242,27 @@ static void test_wrong_arrays(void)
     write_npy("x_train.npy", "|u1", "(4, 3, 2, 5)", px, sizeof px);
     write_npy("y_train.npy", "<i8", "(3,)", labels_i8, 3 * sizeof *labels_i8);
     expect_bad(&infer, "y_train.npy: labels of shape (3,), but the images are 4: one label per image");
-    const int32_t negative[N] = {1, 2, -3, 4}, large[N] = {1, 256, 3, 4};
+    const int32_t negative[N] = {1, 2, -3, 4}, many[N] = {1, 999, 3, 4}, too_large[N] = {1, 2, 3, 2147483647};
     write_npy("y_train.npy", "<i4", "(4,)", negative, sizeof negative);
-    expect_bad(&infer, "y_train.npy: label 2 is -3, where labels are 0 to 255");
-    write_npy("y_train.npy", "<i4", "(4,)", large, sizeof large);
-    expect_bad(&infer, "y_train.npy: label 1 is 256, where labels are 0 to 255");
-    write_npy("y_train.npy", "<f4", "(4,)", large, sizeof large);
+    expect_bad(&infer, "y_train.npy: label 2 is -3, where labels are 0 to 2147483646");
+    write_npy("y_train.npy", "<i4", "(4,)", too_large, sizeof too_large);
+    expect_bad(&infer, "y_train.npy: label 3 is 2147483647, where labels are 0 to 2147483646");
+    /* more classes than a byte holds (ImageNet's 1000) */
+    write_npy("y_train.npy", "<i4", "(4,)", many, sizeof many);
+    CU_ASSERT_EQUAL(ddp_data_load(tmpdir, 1, &infer, &set), DDP_OK);
+    CU_ASSERT(set.labels[1] == 999 && set.num_classes == 1000);
+    ddp_data_free(&set);
+    write_npy("y_train.npy", "<f4", "(4,)", many, sizeof many);
     expect_bad(&infer, "labels of type 'f4', where integers are read");
     const int8_t negative_byte[N] = {1, -128, 3, 4};
     write_npy("y_train.npy", "|i1", "(4,)", negative_byte, sizeof negative_byte);
-    expect_bad(&infer, "y_train.npy: label 1 is -128, where labels are 0 to 255");
+    expect_bad(&infer, "y_train.npy: label 1 is -128, where labels are 0 to 2147483646");
     const int64_t negative_wide[N] = {1, 2, 3, -5};
     write_npy("y_train.npy", "<i8", "(4,)", negative_wide, sizeof negative_wide);
-    expect_bad(&infer, "y_train.npy: label 3 is -5, where labels are 0 to 255");
+    expect_bad(&infer, "y_train.npy: label 3 is -5, where labels are 0 to 2147483646");
     const uint64_t huge[N] = {1, 2, 18446744073709551615ull, 4};
     write_npy("y_train.npy", "<u8", "(4,)", huge, sizeof huge);
-    expect_bad(&infer, "y_train.npy: label 2 is 18446744073709551615, where labels are 0 to 255");
+    expect_bad(&infer, "y_train.npy: label 2 is 18446744073709551615, where labels are 0 to 2147483646");
     /* Keras's (N, 1) labels are taken; (N, 2) are not */
     write_npy("y_train.npy", "<i8", "(4, 1)", labels_i8, sizeof labels_i8);
     CU_ASSERT_EQUAL(ddp_data_load(tmpdir, 1, &infer, &set), DDP_OK);
