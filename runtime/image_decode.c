@@ -216,8 +216,24 @@ static void jpeg_warned(j_common_ptr cinfo, int level)
     }
 }
 
+/* A row of libjpeg's CMYK as PIL makes RGB of it: PIL reads every CMYK JPEG
+ * as Adobe's inverted "CMYK;I" (C = 255 - the byte, and so on), then
+ * convert("RGB") gives each of R, G, B as (255 - K) - C (255 - K) / 255,
+ * rounded as its MULDIV255: (t + (t >> 8)) >> 8 of t = C (255 - K) + 128.
+ * With the bytes themselves, 255 - K is the K byte. */
+static void cmyk_row_to_rgb(const uint8_t *cmyk, int width, uint8_t *rgb)
+{
+    for (int x = 0; x < width; x++, cmyk += 4, rgb += 3) {
+        int not_k = cmyk[3];
+        for (int ch = 0; ch < 3; ch++) {
+            int t = (255 - cmyk[ch]) * not_k + 128;
+            rgb[ch] = (uint8_t)(not_k - ((t + (t >> 8)) >> 8));
+        }
+    }
+}
+
 /* BYTES' header into CINFO; HEADER_ONLY stops there, else decodes into OUT
- * (grey or RGB, as the file is). *RAN_OUT as for png_read. */
+ * (grey, or RGB of a colour or a CMYK file). *RAN_OUT as for png_read. */
 static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, int header_only, DdpImageInfo *info,
                            Decoded *out, int *ran_out)
 {
@@ -228,7 +244,7 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
     errors.mgr.emit_message = jpeg_warned;
     errors.cut_short = 0;
     errors.message[0] = 0;
-    uint8_t *volatile pixels = NULL;
+    uint8_t *volatile pixels = NULL, *volatile cmyk_row = NULL;
     DdpStatus status = DDP_OK;
     if (setjmp(errors.jump)) {
         status = DDP_ERR(DDP_BAD_INPUT, UNREADABLE, path, "JPEG", errors.message);
@@ -247,23 +263,20 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
     }
     if ((status = check_size(path, "JPEG", cinfo.image_width, cinfo.image_height)) != DDP_OK)
         goto done;
-    if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: a CMYK JPEG; this loader reads grey and colour (RGB) JPEGs only", path);
-        goto done;
-    }
     if (info)
         *info = (DdpImageInfo){(int)cinfo.image_width, (int)cinfo.image_height};
     if (header_only)
         goto done;
     int channels = cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
-    cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    int cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK; /* YCCK: as CMYK */
+    cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : cmyk ? JCS_CMYK : JCS_RGB;
     jpeg_start_decompress(&cinfo);
     if (errors.cut_short) { /* a progressive file's scans are all read first */
         status = DDP_ERR(DDP_BAD_INPUT, UNREADABLE, path, "JPEG", errors.message);
         goto done;
     }
     size_t row = (size_t)cinfo.output_width * (size_t)channels;
-    if (!(pixels = malloc(row * cinfo.output_height))) {
+    if (!(pixels = malloc(row * cinfo.output_height)) || (cmyk && !(cmyk_row = malloc(4 * (size_t)cinfo.output_width)))) {
         status = DDP_ERR(DDP_FAIL, "%s: out of memory for a %ux%u image", path, cinfo.output_width,
                          cinfo.output_height);
         goto done;
@@ -271,8 +284,10 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
     /* a file cut short stops the decoding at once: a hostile header's
      * size is not worked through in grey */
     while (cinfo.output_scanline < cinfo.output_height && !errors.cut_short) {
-        JSAMPROW at = pixels + row * cinfo.output_scanline;
-        jpeg_read_scanlines(&cinfo, &at, 1);
+        uint8_t *rgb = pixels + row * cinfo.output_scanline;
+        JSAMPROW at = cmyk ? cmyk_row : rgb;
+        if (jpeg_read_scanlines(&cinfo, &at, 1) == 1 && cmyk)
+            cmyk_row_to_rgb(cmyk_row, (int)cinfo.output_width, rgb);
     }
     if (!errors.cut_short)
         jpeg_finish_decompress(&cinfo);
@@ -285,6 +300,7 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
 done:
     jpeg_destroy_decompress(&cinfo);
     free(pixels);
+    free(cmyk_row);
     return status;
 }
 

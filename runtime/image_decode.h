@@ -14,9 +14,11 @@
  *    grey as L = (19595 R + 38470 G + 7471 B + 2^15) >> 16 for a 1-channel one;
  *  - 16-bit colour to its high byte, 16-bit grey clamped at 255 (PIL reads
  *    it as 32-bit integers, which convert clamps).
+ *  - a CMYK (or YCCK) JPEG's inks to RGB as PIL converts them (inverted,
+ *    Adobe's way, then (255 - K)(255 - C) / 255 and so on), then as colour.
  * A PNG's chunks after its data are not read (PIL reads a file without
- * them). CMYK JPEGs are refused, and so are JPEGs cut short, which libjpeg
- * would fill with grey and PIL refuses; libjpeg's other warnings (stray
+ * them). JPEGs cut short are refused, which libjpeg would fill with grey
+ * and PIL refuses; libjpeg's other warnings (stray
  * bytes, an unknown JFIF revision) PIL passes over, and so does this.
  * ddp_image_info reads a file's first 16 KiB, more only when its header
  * goes on further. Images over DDP_IMAGE_MOST_PIXELS are refused, as PIL

@@ -12,8 +12,9 @@
 #  - --predict of one JPEG prints its classes;
 #  - a PNG and a JPEG whose data are cut short (their headers whole) end the
 #    run when their batch is made, with status 2, naming the file;
-#  - a CMYK JPEG and a .webp among the images are refused at start-up with
-#    status 2.
+#  - a CMYK JPEG among the images is taken, and --predict of one prints
+#    what it prints of PIL's RGB of it;
+#  - a .webp among the images is refused at start-up with status 2.
 # One line per check; "DIFFERENT" or a non-zero status is a failure.
 set -euo pipefail
 here=$(dirname "$0")
@@ -102,8 +103,27 @@ head -c $(($(stat -c %s "$cut") / 2)) "$cut" > "$d/cut.jpg" && mv "$d/cut.jpg" "
 expect_refused "a JPEG cut in half, when its batch is made" "dog/00.jpg: not a readable JPEG: Premature end" \
     "$d/prog" --data "$d/photos" --epochs 1
 rm "$cut"
-"$python" -c 'import sys; from PIL import Image; Image.new("CMYK", (30, 30)).save(sys.argv[1])' "$d/photos/val/cat/cmyk.jpg"
-expect_refused "a CMYK JPEG" "cmyk.jpg: a CMYK JPEG" "$d/prog" --data "$d/photos" --max-steps 1
+# a CMYK JPEG (ImageNet holds a few): read as PIL's convert("RGB") reads it
+"$python" - "$d/cmyk.jpg" "$d/cmyk_as_rgb.png" << 'PY'
+import sys
+import numpy as np
+from PIL import Image
+inks = np.random.default_rng(5).integers(0, 256, (40, 44, 4), dtype=np.uint8)
+Image.fromarray(inks, "CMYK").save(sys.argv[1], quality=90)
+Image.open(sys.argv[1]).convert("RGB").save(sys.argv[2])
+PY
+cp "$d/cmyk.jpg" "$d/photos/val/cat/cmyk.jpg"
+for f in cmyk.jpg cmyk_as_rgb.png; do
+    "$d/prog" --init "$d/w2.safetensors" --predict "$d/$f" --top 3 > "$d/$f.predict" 2>&1 || cat "$d/$f.predict"
+done
+if "$d/prog" --data "$d/photos" --max-steps 1 --quiet && grep -q '^input 0: ' "$d/cmyk.jpg.predict" &&
+    cmp -s "$d/cmyk.jpg.predict" "$d/cmyk_as_rgb.png.predict"; then
+    echo "a CMYK JPEG: taken, and predicted as PIL's RGB of it"
+else
+    echo "a CMYK JPEG: refused, or predicted otherwise than PIL's RGB of it: DIFFERENT"
+    cat "$d/cmyk.jpg.predict" "$d/cmyk_as_rgb.png.predict"
+    status=1
+fi
 rm "$d/photos/val/cat/cmyk.jpg"
 echo "RIFF....WEBP" > "$d/photos/train/cat/extra.webp"
 expect_refused "a .webp among the images" "extra.webp: this loader reads PNG and JPEG images" \

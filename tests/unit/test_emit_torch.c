@@ -10,7 +10,7 @@
  * must run. The dropout mask must equal runtime/dropout_mask.h's, computed
  * here in C, bit for bit; the data { } transform runtime/augment.c's, and
  * load_image (PIL's decoding, resize, center_crop) runtime/image_decode.c's
- * on eleven kinds of PNG and JPEG that PIL writes (load_image_py lists them). torch_ref.py must read weights the runtime writes,
+ * on twelve kinds of PNG and JPEG that PIL writes (CMYK among them) (load_image_py lists them). torch_ref.py must read weights the runtime writes,
  * write weights the runtime reads, and its --grad-only must agree with the
  * step it takes.
  *
@@ -666,6 +666,7 @@ static const char load_image_py[] =
     "    ('rgb444.JPEG', lambda a: Image.fromarray(a), {'quality': 75, 'subsampling': 0}),\n"
     "    ('grey.jpg', lambda a: Image.fromarray(a[:, :, 0]), {}),\n"
     "    ('progressive.jpg', lambda a: Image.fromarray(a), {'progressive': True}),\n"
+    "    ('cmyk.jpg', lambda a: Image.fromarray(np.dstack([a, 255 - a[:, :, 1]]), 'CMYK'), {}),\n"
     "]\n"
     "try:\n"
     "    import torchvision.transforms as T\n"
@@ -755,7 +756,7 @@ static void test_load_image(void)
         free(command);
         release(&c);
     }
-    CU_ASSERT_EQUAL(compared, 4 * 11 * 3); /* every net, kind and size */
+    CU_ASSERT_EQUAL(compared, 4 * 12 * 3); /* every net, kind and size */
     if (by_torchvision_total == 0)
         fprintf(stderr, "\n(torchvision missing: load_image compared with runtime/image_decode.c only)");
     else
