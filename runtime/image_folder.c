@@ -5,6 +5,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,14 +147,62 @@ static int by_folder_then_name(const void *a, const void *b)
 }
 
 /* Checks every file's header against FIT (image_decode.h). */
+static DdpStatus check_header(const DdpDataSet *set, int64_t i)
+{
+    DdpImageInfo info;
+    DDP_CHECK(ddp_image_info(set->files[i], &info));
+    return ddp_image_fits(set->files[i], &info, &set->fit);
+}
+
+/* The headers' check is shared by threads, as a folder's files are many
+ * and reading each one's start waits on the disk (or the network) more
+ * than on the CPU: thread t checks files t, t + threads, ..., and all stop
+ * past the first file found failing. */
+typedef struct {
+    const DdpDataSet *set;
+    int64_t first, step;
+    _Atomic int64_t *failed; /* the first file in the set's order seen failing so far; n: none */
+} HeaderShare;
+
+static void *check_share(void *arg)
+{
+    const HeaderShare *s = arg;
+    for (int64_t i = s->first; i < s->set->n && i < atomic_load(s->failed); i += s->step)
+        if (check_header(s->set, i) != DDP_OK) {
+            int64_t seen = atomic_load(s->failed);
+            while (i < seen && !atomic_compare_exchange_weak(s->failed, &seen, i))
+                ;
+        }
+    return NULL;
+}
+
+/* Every file's header checked; the first file in the set's order that
+ * fails is named, however the threads ran: it is checked again here, on
+ * the caller's thread, for its message (the messages are per thread). */
 static DdpStatus check_headers(const DdpDataSet *set)
 {
-    for (int64_t i = 0; i < set->n; i++) {
-        DdpImageInfo info;
-        DDP_CHECK(ddp_image_info(set->files[i], &info));
-        DDP_CHECK(ddp_image_fits(set->files[i], &info, &set->fit));
+    /* more threads than cores, as they wait on reads: 52,000 PNGs not in
+     * the page cache took 14 s on one thread, 5.6 on four and 3.1 on 16
+     * (2 cores, a local disk), and about 1 s either way once cached */
+    enum { MOST_THREADS = 16, FILES_PER_THREAD = 256 };
+    int64_t threads = set->n / FILES_PER_THREAD + 1;
+    threads = threads < MOST_THREADS ? threads : MOST_THREADS;
+    _Atomic int64_t failed = set->n;
+    HeaderShare shares[MOST_THREADS];
+    pthread_t ids[MOST_THREADS];
+    int running[MOST_THREADS] = {0};
+    for (int t = 0; t < threads; t++) {
+        shares[t] = (HeaderShare){set, t, threads, &failed};
+        running[t] = t > 0 && pthread_create(&ids[t], NULL, check_share, &shares[t]) == 0;
     }
-    return DDP_OK;
+    for (int t = 0; t < threads; t++) /* thread 0's share, and any whose thread did not start, here */
+        if (!running[t])
+            check_share(&shares[t]);
+    for (int t = 1; t < threads; t++)
+        if (running[t])
+            pthread_join(ids[t], NULL);
+    int64_t first = atomic_load(&failed);
+    return first < set->n ? check_header(set, first) : DDP_OK;
 }
 
 /* Fills OUT's files and labels from CLASSES' folders below ROOT. */

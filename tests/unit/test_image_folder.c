@@ -272,6 +272,21 @@ static void test_refusals(void)
     write_text_file("d/train/a/2.png", "\xff\xd8\xff\xe0 a JPEG's start and then nothing", 33);
     expect_refused(&grey, 0, "not a readable JPEG");
 
+    /* many files, their headers checked on several threads: the first bad
+     * one in the set's order is named, every time */
+    fresh_folder();
+    enum { FILES = 700 };
+    for (int i = 0; i < FILES; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "d/train/a/%03d.png", i);
+        if (i == 301 || i == 302 || i == 650)
+            write_text_file(rel, "GIF89a, named .png", 18);
+        else
+            write_png(rel, H, W, i % 256);
+    }
+    for (int run = 0; run < 5; run++)
+        expect_refused(&grey, 0, "a/301.png: neither a PNG nor a JPEG");
+
     /* a header claiming 100000 x 3 pixels (its CRC right): refused before any allocation */
     fresh_folder();
     unsigned char huge[8 + 25 + 12] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
