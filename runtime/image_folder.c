@@ -146,7 +146,7 @@ static int by_folder_then_name(const void *a, const void *b)
     return c ? c : strcmp(p + dir_p + 1, q + dir_q + 1);
 }
 
-/* Checks every file's header against FIT (image_decode.h). */
+/* File I's header read and checked against the set's FIT (image_decode.h). */
 static DdpStatus check_header(const DdpDataSet *set, int64_t i)
 {
     DdpImageInfo info;
@@ -156,29 +156,39 @@ static DdpStatus check_header(const DdpDataSet *set, int64_t i)
 
 /* The headers' check is shared by threads, as a folder's files are many
  * and reading each one's start waits on the disk (or the network) more
- * than on the CPU: thread t checks files t, t + threads, ..., and all stop
- * past the first file found failing. */
+ * than on the CPU: thread t checks files t, t + threads, ..., keeps the
+ * first of them that fails with its message (messages are per thread), and
+ * all stop past the first file any has seen failing. */
 typedef struct {
     const DdpDataSet *set;
     int64_t first, step;
-    _Atomic int64_t *failed; /* the first file in the set's order seen failing so far; n: none */
+    _Atomic int64_t *failed;   /* the first file in the set's order seen failing so far; n: none */
+    int64_t failed_here;       /* this share's first failing file; n: none */
+    DdpStatus status;          /* its check's */
+    char message[DDP_ERROR_MESSAGE_LEN];
 } HeaderShare;
 
 static void *check_share(void *arg)
 {
-    const HeaderShare *s = arg;
-    for (int64_t i = s->first; i < s->set->n && i < atomic_load(s->failed); i += s->step)
-        if (check_header(s->set, i) != DDP_OK) {
-            int64_t seen = atomic_load(s->failed);
-            while (i < seen && !atomic_compare_exchange_weak(s->failed, &seen, i))
-                ;
-        }
+    HeaderShare *s = arg;
+    for (int64_t i = s->first; i < s->set->n && i < atomic_load(s->failed); i += s->step) {
+        DdpStatus status = check_header(s->set, i);
+        if (status == DDP_OK)
+            continue;
+        s->failed_here = i;
+        s->status = status;
+        snprintf(s->message, sizeof s->message, "%s", ddp_error_message());
+        int64_t seen = atomic_load(s->failed);
+        while (i < seen && !atomic_compare_exchange_weak(s->failed, &seen, i))
+            ;
+        break;
+    }
     return NULL;
 }
 
 /* Every file's header checked; the first file in the set's order that
- * fails is named, however the threads ran: it is checked again here, on
- * the caller's thread, for its message (the messages are per thread). */
+ * fails is named, however the threads ran: every file before it was
+ * checked, by one share or another. */
 static DdpStatus check_headers(const DdpDataSet *set)
 {
     /* more threads than cores, as they wait on reads: 52,000 PNGs not in
@@ -188,21 +198,27 @@ static DdpStatus check_headers(const DdpDataSet *set)
     int64_t threads = set->n / FILES_PER_THREAD + 1;
     threads = threads < MOST_THREADS ? threads : MOST_THREADS;
     _Atomic int64_t failed = set->n;
-    HeaderShare shares[MOST_THREADS];
+    HeaderShare *shares = calloc((size_t)threads, sizeof *shares);
     pthread_t ids[MOST_THREADS];
     int running[MOST_THREADS] = {0};
+    if (!shares)
+        return DDP_ERR(DDP_FAIL, "out of memory");
     for (int t = 0; t < threads; t++) {
-        shares[t] = (HeaderShare){set, t, threads, &failed};
+        shares[t] = (HeaderShare){.set = set, .first = t, .step = threads, .failed = &failed, .failed_here = set->n};
         running[t] = t > 0 && pthread_create(&ids[t], NULL, check_share, &shares[t]) == 0;
     }
     for (int t = 0; t < threads; t++) /* thread 0's share, and any whose thread did not start, here */
         if (!running[t])
             check_share(&shares[t]);
-    for (int t = 1; t < threads; t++)
+    const HeaderShare *first = &shares[0];
+    for (int t = 0; t < threads; t++) {
         if (running[t])
             pthread_join(ids[t], NULL);
-    int64_t first = atomic_load(&failed);
-    return first < set->n ? check_header(set, first) : DDP_OK;
+        first = shares[t].failed_here < first->failed_here ? &shares[t] : first;
+    }
+    DdpStatus status = first->failed_here < set->n ? DDP_ERR(first->status, "%s", first->message) : DDP_OK;
+    free(shares);
+    return status;
 }
 
 /* Fills OUT's files and labels from CLASSES' folders below ROOT. */

@@ -34,7 +34,7 @@ int ddp_image_folder_find(const char *dir);
 
 /* Loads DIR/train (TRAIN != 0) or DIR/val as samples FIT makes. DDP_BAD_INPUT,
  * naming the folder or file and the fault: no class folders, more than
- * labels hold (DDP_DATA_MOST_LABEL), a class without images, a val class that
+ * DDP_DATA_MOST_LABEL + 1 of them, a class without images, a val class that
  * train lacks, a file of a kind not read, a file that is no image or does not
  * fit. OUT is then empty. */
 DdpStatus ddp_image_folder_load(const char *dir, int train, const DdpImageFit *fit, DdpDataSet *out);

@@ -20,7 +20,8 @@
 #include <zlib.h>  // crc32: a hand-made PNG chunk's
 
 #ifdef DDP_HAVE_IMAGES
-#include <png.h>  // png_image_write_to_file: the fixtures
+#include <jpeglib.h>  // CMYK and YCCK JPEGs, which PIL cannot write
+#include <png.h>      // png_image_write_to_file: the fixtures
 #endif
 
 enum { H = 3, W = 4 };
@@ -272,20 +273,20 @@ static void test_refusals(void)
     write_text_file("d/train/a/2.png", "\xff\xd8\xff\xe0 a JPEG's start and then nothing", 33);
     expect_refused(&grey, 0, "not a readable JPEG");
 
-    /* many files, their headers checked on several threads: the first bad
-     * one in the set's order is named, every time */
+    /* many files, their headers checked on 16 threads: the first bad one
+     * in the set's order is named, every time */
     fresh_folder();
-    enum { FILES = 700 };
+    enum { FILES = 4200 };
     for (int i = 0; i < FILES; i++) {
         char rel[64];
-        snprintf(rel, sizeof rel, "d/train/a/%03d.png", i);
-        if (i == 301 || i == 302 || i == 650)
+        snprintf(rel, sizeof rel, "d/train/a/%04d.png", i);
+        if (i == 3001 || i == 3002 || i == 3003 || i == 4100)
             write_text_file(rel, "GIF89a, named .png", 18);
         else
             write_png(rel, H, W, i % 256);
     }
     for (int run = 0; run < 5; run++)
-        expect_refused(&grey, 0, "a/301.png: neither a PNG nor a JPEG");
+        expect_refused(&grey, 0, "a/3001.png: neither a PNG nor a JPEG");
 
     /* a header claiming 100000 x 3 pixels (its CRC right): refused before any allocation */
     fresh_folder();
@@ -443,6 +444,86 @@ static void test_predict_file(void)
     test_remove_tmpdir(tmpdir);
 }
 
+#ifdef DDP_HAVE_IMAGES
+/* A JPEG at PATH of H x W CMYK INKS, coded as CODED: JCS_CMYK, or JCS_YCCK
+ * (colour as YCC, as Photoshop writes CMYK JPEGs); libjpeg writes Adobe's
+ * marker for both. */
+static void write_cmyk_jpeg(const char *path, int h, int w, const uint8_t *inks, J_COLOR_SPACE coded)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr errors;
+    c.err = jpeg_std_error(&errors);
+    jpeg_create_compress(&c);
+    jpeg_stdio_dest(&c, f);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 4;
+    c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_set_colorspace(&c, coded);
+    jpeg_set_quality(&c, 90, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    for (int y = 0; y < h; y++) {
+        JSAMPROW row = (JSAMPROW)(inks + (size_t)y * (size_t)w * 4);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+}
+#endif
+
+/* CMYK JPEGs, plain and coded as YCCK: the samples PIL's convert("RGB")
+ * makes of them (saved by PIL as PNGs, read back here), colour and grey. */
+static void test_cmyk_as_pil(void)
+{
+#ifdef DDP_HAVE_IMAGES
+    const char *py = test_python_with("PYTHON", "/usr/bin/python3", "PIL");
+    if (skipped() || !py) {
+        fprintf(stderr, "%s", py ? "" : "\n(skipped: no python3 with PIL)");
+        return;
+    }
+    test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_images_XXXXXX");
+    enum { CH = 13, CW = 17 };
+    uint8_t inks[CH * CW * 4];
+    for (int i = 0; i < CH * CW * 4; i++) /* smooth, so that the JPEG keeps much of it, plus noise */
+        inks[i] = (uint8_t)((i % 4) * 50 + (i / 4 % CW) * 7 + (i / 4 / CW) * 3 + (i * 2654435761u >> 28));
+    const struct {
+        const char *name;
+        J_COLOR_SPACE coded;
+        int adobe_transform;
+    } kinds[] = {{"cmyk.jpg", JCS_CMYK, 0}, {"ycck.jpg", JCS_YCCK, 2}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char jpeg[128], png[160], *command = NULL, *said = NULL;
+        snprintf(jpeg, sizeof jpeg, "%s", test_tmp_path(tmpdir, kinds[k].name));
+        snprintf(png, sizeof png, "%s.png", jpeg);
+        write_cmyk_jpeg(jpeg, CH, CW, inks, kinds[k].coded);
+        CU_ASSERT_FATAL(asprintf(&command, "%s -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); "
+                                 "print(im.mode, im.info.get(\"adobe_transform\")); im.convert(\"RGB\").save(sys.argv[2])' "
+                                 "%s %s", py, jpeg, png) > 0);
+        CU_ASSERT_EQUAL(test_run(command, &said), 0);
+        char want[32];
+        snprintf(want, sizeof want, "CMYK %d", kinds[k].adobe_transform);
+        CU_ASSERT_PTR_NOT_NULL(said ? strstr(said, want) : NULL); /* the file is of the kind meant */
+        for (int channels = 1; channels <= 3; channels += 2) {
+            DdpImageFit fit = {.channels = channels, .rows = CH, .cols = CW};
+            uint8_t mine[3 * CH * CW], pil[3 * CH * CW];
+            CU_ASSERT_EQUAL(ddp_image_load_sample(jpeg, &fit, mine), DDP_OK);
+            CU_ASSERT_EQUAL(ddp_image_load_sample(png, &fit, pil), DDP_OK);
+            if (memcmp(mine, pil, (size_t)channels * CH * CW) != 0) {
+                CU_FAIL("a CMYK JPEG read otherwise than PIL reads it");
+                fprintf(stderr, "\n%s, %d channel(s): differs from PIL's", kinds[k].name, channels);
+            }
+        }
+        free(command);
+        free(said);
+    }
+    test_remove_tmpdir(tmpdir);
+#endif
+}
+
 void suite_image_folder(void)
 {
     static const TestCase cases[] = {
@@ -451,6 +532,7 @@ void suite_image_folder(void)
         {"a file whose data is damaged fails its batch, naming it", test_damaged_file_fails_its_batch},
         {"an interlaced PNG reads as a plain one; a header past the first read loads", test_interlaced_and_long_headers},
         {"--predict of an image file: resize applies", test_predict_file},
+        {"CMYK JPEGs, plain and YCCK: PIL's RGB and grey of them", test_cmyk_as_pil},
         {NULL, NULL},
     };
     test_add_suite("image_folder", cases);
