@@ -63,9 +63,7 @@ int main(int argc, char **argv)
     DdpLoaderSpec spec = {.set = &set, .data = &data, .seed = 1, .channels = set.channels, .rows = set.rows,
                           .cols = set.cols, .batch = batch};
     size_t sample = (size_t)set.channels * set.rows * set.cols;
-    spec.layout.x = (size_t)batch * sizeof(int64_t);
-    spec.layout.labels = spec.layout.x + (size_t)batch * sample * sizeof(float);
-    spec.layout.bytes = spec.layout.labels + (size_t)batch * sizeof(int32_t);
+    spec.layout = ddp_batch_layout(batch, (int64_t)sample, 0); /* the floats made on the host, as a CPU build's */
     if (ddp_augment_check(&data, set.channels, set.rows, set.cols) != DDP_OK) {
         fprintf(stderr, "loader_cpu: %s\n", ddp_error_message());
         return 2;

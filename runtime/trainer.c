@@ -12,15 +12,16 @@
  *             lr = schedule(step); loss = model(x, y); loss.backward(); opt.step()
  *         evaluate(test)
  *
- * with the generated DdpNet functions as the model (model.h) and device.h as
- * the only thing that differs between the CPU and GPU builds.
+ * with the generated DdpNet functions as the model (model.h), and device.h
+ * and augment_device.h as what differs between the CPU and GPU builds.
  *
  * Shaped so the device never waits for the host and the host waits for the
  * device only when it has something to say:
  *  - a training batch is made ahead by the loader's threads (loader.h), each
  *    into a pinned buffer of its own, and sent with one async copy (sample
- *    ids, pixels and labels share the buffer), so batches k+1, k+2... are
- *    made while the device trains on batch k; the buffer goes back to the
+ *    ids, labels, and the net's input or, on a GPU, the raw samples it is
+ *    made of there, augment_device.h, share the buffer), so batches k+1,
+ *    k+2... are made while the device trains on batch k; the buffer goes back to the
  *    loader once an event says its copy is done. Evaluation batches are
  *    made by the host itself, into one of two staging buffers, each with
  *    such an event;

@@ -28,12 +28,12 @@
 #      `one`), and the program with --backend nccl through env:// and
 #      --nproc-per-node 1;
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
-#      are byte for byte those of 60 steps at once; fashion_resnet.net's
-#      crops, flips and normalize made on the GPU of the raw bytes
-#      (DDP_AUGMENT_ON=device, the default) and by the host's loader
-#      (DDP_AUGMENT_ON=host): 3 steps, the same bytes, and --eval-only's
-#      test loss the same;
-#   5. where python3 has torch with CUDA (and numpy), the same net in PyTorch
+#      are byte for byte those of 60 steps at once;
+#   5. the data { } block on the GPU: fashion_resnet.net's crops, flips and
+#      normalize made on the GPU of the raw bytes (DDP_AUGMENT_ON=device, the
+#      default) and by the host's loader (DDP_AUGMENT_ON=host): 3 steps, the
+#      same bytes, and --eval-only's test loss the same;
+#   6. where python3 has torch with CUDA (and numpy), the same net in PyTorch
 #      on the same GPU, for samples/s beside ddpc's (PYTHON: another python).
 #
 # --dry-run does all that needs no GPU: the kit is there, built from these

@@ -27,9 +27,9 @@ static DdpDataSet data_set(void)
 {
     for (int i = 0; i < SAMPLES * C * H * W; i++)
         pixels[i] = (uint8_t)(i * 7 + i / 13);
-    for (int i = 0; i < SAMPLES; i++)
-        labels[i] = i % 10;
-    return (DdpDataSet){.n = SAMPLES, .channels = C, .rows = H, .cols = W, .num_classes = 10, .pixels = pixels,
+    for (int i = 0; i < SAMPLES; i++) /* past a byte's 255 too */
+        labels[i] = i * 97 % 1000;
+    return (DdpDataSet){.n = SAMPLES, .channels = C, .rows = H, .cols = W, .num_classes = 1000, .pixels = pixels,
                         .labels = labels, .format = "test"};
 }
 
@@ -207,6 +207,7 @@ static void test_raw_batches(void)
     for (int i = 0; i < 3; i++) {
         CU_ASSERT(memcmp(buf + spec.layout.raw + (size_t)i * C * H * W, pixels + ids[i] * C * H * W, C * H * W) == 0);
         CU_ASSERT_EQUAL(((int32_t *)(buf + spec.layout.labels))[i], labels[ids[i]]);
+        CU_ASSERT_EQUAL(((int32_t *)(buf + spec.layout.labels))[i], (int32_t)ids[i] * 97 % 1000);
         CU_ASSERT_EQUAL(((int64_t *)(buf + spec.layout.ids))[i], ids[i]);
     }
     spec.layout = ddp_batch_layout(BATCH, C * H * W, C * H * W * sizeof(float)); /* floats, but the set holds bytes */

@@ -14,6 +14,7 @@
 #include "tiny_net.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { FEATURES = 784 };
@@ -21,6 +22,7 @@ enum { FEATURES = 784 };
 static DdpParamInfo params[5];
 static DdpNet net;
 static int classes;
+enum { MOST_CLASSES = 256 }; /* eval_step's scratch */
 
 DdpTrainConfig tiny_net_train(void)
 {
@@ -113,7 +115,7 @@ static void train_step(DdpCtx *ctx, int n)
 
 static void eval_step(DdpCtx *ctx, int n)
 {
-    float scratch[256]; /* at most 256 classes: labels are bytes */
+    float scratch[MOST_CLASSES];
     for (int i = 0; i < n; i++) {
         float *z = ctx->arena + (size_t)i * classes;
         forward_one(ctx, ctx->x + (size_t)i * FEATURES, z);
@@ -150,6 +152,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 
 const DdpNet *tiny_net(const DdpTrainConfig *train, int sample_rank, int num_classes)
 {
+    if (num_classes < 1 || num_classes > MOST_CLASSES)
+        abort(); /* a test's mistake */
     classes = num_classes;
     int64_t c = num_classes;
     params[0] = (DdpParamInfo){.name = "fc.weight", .ndim = 2, .shape = {c, FEATURES}, .numel = c * FEATURES,
