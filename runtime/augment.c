@@ -125,6 +125,14 @@ void ddp_augment_batch(const DdpDataConfig *d, uint64_t seed, int64_t epoch, con
     }
 }
 
+void ddp_augment_float_table(const DdpDataConfig *d, float *table)
+{
+    for (int ch = 0; ch < d->channels; ch++) {
+        table[ch] = (float)d->mean[ch];
+        table[d->channels + ch] = (float)d->std[ch];
+    }
+}
+
 DdpStatus ddp_augment_choose_device(int on_gpu, int *on_device)
 {
     const char *asked = getenv(DDP_AUGMENT_ON_ENV);

@@ -164,6 +164,11 @@ int ddp_augment_any(const DdpDataConfig *d);
 void ddp_augment_batch(const DdpDataConfig *d, uint64_t seed, int64_t epoch, const int64_t *ids, int n, int c, int h,
                        int w, float *images, float *scratch);
 
+/* D's mean and std rounded to float, as ddp_augment_batch uses them: TABLE
+ * receives D's channels means, then as many stds (what
+ * ddp_augment_element takes, in both augment_device implementations). */
+void ddp_augment_float_table(const DdpDataConfig *d, float *table);
+
 /* Where the net's input is made of a batch's raw samples (*ON_DEVICE 1:
  * augment_device.h) or on the host, by the loader (0): DDP_AUGMENT_ON=device
  * or host in the environment, else the device when it is a GPU (ON_GPU).

@@ -8,7 +8,7 @@
 
 struct DdpAugmentDevice {
     const DdpDataConfig *d;
-    float *mean, *std; /* the block's, rounded to float */
+    float *mean, *std; /* the block's, rounded to float: one allocation, std after mean */
     int c, h, w, raw_floats;
 };
 
@@ -17,19 +17,15 @@ DdpStatus ddp_augment_device_create(DdpAugmentDevice **out, const DdpDataConfig 
 {
     (void)stream;
     DdpAugmentDevice *a = calloc(1, sizeof *a);
-    if (a) {
-        a->mean = calloc((size_t)d->channels + 1, sizeof *a->mean);
-        a->std = calloc((size_t)d->channels + 1, sizeof *a->std);
-    }
-    if (!a || !a->mean || !a->std) {
+    if (a)
+        a->mean = calloc(2 * (size_t)d->channels + 1, sizeof *a->mean);
+    if (!a || !a->mean) {
         ddp_augment_device_destroy(a);
         *out = NULL;
         return DDP_ERR(DDP_FAIL, "out of memory: the data { } block's table");
     }
-    for (int ch = 0; ch < d->channels; ch++) {
-        a->mean[ch] = (float)d->mean[ch];
-        a->std[ch] = (float)d->std[ch];
-    }
+    ddp_augment_float_table(d, a->mean);
+    a->std = a->mean + d->channels;
     a->d = d;
     a->c = c, a->h = h, a->w = w, a->raw_floats = raw_floats;
     *out = a;
@@ -41,7 +37,6 @@ void ddp_augment_device_destroy(DdpAugmentDevice *a)
     if (!a)
         return;
     free(a->mean);
-    free(a->std);
     free(a);
 }
 

@@ -35,10 +35,7 @@ extern "C" DdpStatus ddp_augment_device_create(DdpAugmentDevice **out, const Ddp
         free(host);
         return DDP_ERR(DDP_FAIL, "out of memory: the data { } block's table");
     }
-    for (int ch = 0; ch < d->channels; ch++) {
-        host[ch] = (float)d->mean[ch];
-        host[d->channels + ch] = (float)d->std[ch];
-    }
+    ddp_augment_float_table(d, host);
     a->d = *d;
     a->c = c, a->h = h, a->w = w, a->raw_floats = raw_floats;
     DdpStatus s = DDP_OK;
