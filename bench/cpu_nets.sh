@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Training speed on the CPU, net by net, against PyTorch in the same run:
 #   [ROUNDS=N] [NETS="a.net b.net"] bash bench/cpu_nets.sh
-# For each net (the examples and bench/wide.net, each at its own batch), two
-# settings:
+# For each net (every example and bench/wide.net, each at its own batch, a
+# global one split between the ranks), two settings:
 #   1 process   ddpc with one OpenMP thread per core; PyTorch with as many
 #               threads (torch.set_num_threads);
 #   2 ranks     ddpc under mpirun, 1 thread each; PyTorch DDP (gloo), 2
@@ -10,7 +10,9 @@
 # The peers: Debian's PyTorch (/usr/bin/python3) and the newest from PyPI,
 # which `make bench-deps` puts in /opt/ddpc-bench (said, and left out, when
 # missing). PyTorch trains the module of `ddpc --emit torch` on the training
-# set preloaded as tensors, 5 warm-up steps untimed; ddpc's figure is its
+# set preloaded as tensors, 5 warm-up steps untimed, and without the net's
+# data { } block, which ddpc applies on its loader thread (this favours
+# PyTorch: bench/torch_train.py); ddpc's figure is its
 # --log samples_per_s, evaluation excluded, the first steps included. Every
 # run of a round follows the others on the same machine, rounds (2) are
 # interleaved, and every round's figures are printed; the table gives the
@@ -19,7 +21,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 0
 rounds=${ROUNDS:-2}
-nets=${NETS:-examples/mnist.net examples/mlp.net examples/resnet.net bench/wide.net}
+nets=${NETS:-$(ls examples/*.net) bench/wide.net}
 cores=$(nproc)
 debian=/usr/bin/python3 newest=/opt/ddpc-bench/bin/python
 peers="debian"
@@ -32,38 +34,56 @@ version() { "$1" -c 'import torch; print(torch.__version__.split("+")[0])' 2> /d
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 # The whole training set, and 64 test images: the evaluation at the end of a
-# run takes no figure, only time.
+# run takes no figure, only time. Nets of 3x32x32 images (cifar10.net) train
+# on 10,000 random images in CIFAR-10's binary format instead: CIFAR-10 is not
+# on our machines, and the pixels' values change no timing.
 mkdir "$d/data" && /usr/bin/python3 tests/fault/small_data.py "$d/data" 60000 64 ||
     { echo "cpu_nets: FAILED: no Fashion-MNIST"; exit 0; }
+data_for() { grep -q '^input[[:space:]]\+3x32x32' "$1" && echo "$d/cifar" || echo "$d/data"; }
+for net in $nets; do
+    [ "$(data_for "$net")" = "$d/cifar" ] && [ ! -d "$d/cifar" ] || continue
+    mkdir -p "$d/cifar/cifar-10-batches-bin" && /usr/bin/python3 - "$d/cifar/cifar-10-batches-bin" << 'EOF' ||
+import random
+import sys
+random.seed(1)
+for name, count in (("data_batch_1.bin", 10000), ("test_batch.bin", 64)):
+    with open(f"{sys.argv[1]}/{name}", "wb") as f:
+        for _ in range(count):  # a record: the label byte, then 3072 pixel bytes
+            f.write(bytes([random.randrange(10)]) + random.randbytes(3072))
+EOF
+        { echo "cpu_nets: FAILED: no CIFAR-like data"; exit 0; }
+done
 
-# steps of each net: about 10 s of training a run on a 2-core machine
+# steps of each net: about 3 to 20 s of training a run on a 2-core machine
+# (ddpc's figure counts its first steps, so not much less: cifar10.net's 5
+# steps of 512 take 15 to 20 s, its first step among them)
 steps_for() {
     case $(basename "$1" .net) in
-    mnist | mlp) echo 200 ;; resnet) echo 60 ;; *) echo 20 ;;
+    mnist) echo 200 ;; mlp) echo 600 ;; resnet | fashion_resnet) echo 60 ;; cifar10) echo 5 ;; *) echo 20 ;;
     esac
 }
 field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 finite() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 1e30) }'; }
 
-ddpc_run() { # ddpc_run NAME SETTING STEPS: prints samples/s, or nothing
-    local prog="$d/$1" log="$d/$1.jsonl" steps=$3
+ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or nothing
+    local prog="$d/$1" log="$d/$1.jsonl" steps=$3 data=$4
     rm -f "$log"
     if [ "$2" = 1p ]; then
-        OMP_NUM_THREADS=$cores "$prog" --data "$d/data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+        OMP_NUM_THREADS=$cores "$prog" --data "$data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
     else
         OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
-            "$prog" --data "$d/data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+            "$prog" --data "$data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
     fi
     finite "$(field "$log" loss)" && field "$log" samples_per_s
 }
 
-torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH: prints samples/s, or nothing
+torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH DATA: prints samples/s, or nothing
     local line
     if [ "$3" = 1p ]; then
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" --data "$d/data" 2>&1 | grep '^torch:')
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" --data "$6" 2>&1 | grep '^torch:')
     else
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" --data "$d/data" 2>&1 |
+        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" --data "$6" 2>&1 |
             grep '^torch:')
     fi
     finite "$(echo "$line" | sed 's/.*final_loss \([-0-9.naif]*\).*/\1/')" &&
@@ -81,17 +101,21 @@ done
 echo "cpu_nets: $cores cores; peers: Debian's PyTorch $(version $debian)$([ "$peers" != debian ] && echo ", PyPI's $(version $newest)")"
 for round in $(seq "$rounds"); do
     for net in $nets; do
-        name=$(basename "$net" .net) steps=$(steps_for "$net")
+        name=$(basename "$net" .net) steps=$(steps_for "$net") data=$(data_for "$net")
         batch=$(sed -n 's/^[[:space:]]*batch[[:space:]]\+\([0-9]\+\).*/\1/p' "$net" | head -1)
         for setting in $settings; do
             line="round $round $name $setting:"
-            ours=$(ddpc_run "$name" "$setting" "$steps")
+            ours=$(ddpc_run "$name" "$setting" "$steps" "$data")
+            # PyTorch's --batch is per rank: ddpc's, as its log says (a global
+            # batch splits between the ranks), else the net's
+            rank_batch=$(field "$d/$name.jsonl" batch_per_rank)
+            [ -n "$ours" ] && [ -n "$rank_batch" ] || rank_batch=$batch
             echo "${ours:-FAILED}" >> "$d/$name.$setting.ddpc"
             line="$line ddpc ${ours:-FAILED}"
             for peer in $peers; do
                 python=$debian
                 [ "$peer" = newest ] && python=$newest
-                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$batch")
+                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$rank_batch" "$data")
                 echo "${theirs:-FAILED}" >> "$d/$name.$setting.$peer"
                 line="$line, $peer ${theirs:-FAILED}"
             done
@@ -101,7 +125,7 @@ for round in $(seq "$rounds"); do
 done
 
 echo
-printf "%-8s %-9s %10s %14s %14s %8s\n" net setting ddpc "torch $(version $debian)" \
+printf "%-15s %-9s %10s %14s %14s %8s\n" net setting ddpc "torch $(version $debian)" \
     "$([ "$peers" != debian ] && echo "torch $(version $newest)" || echo "-")" ratio
 for net in $nets; do
     name=$(basename "$net" .net)
@@ -121,7 +145,7 @@ for net in $nets; do
             ratio="-" verdict="FAILED"
         fi
         set -- $cells
-        printf "%-8s %-9s %10.0f %14s %14s %8s  %s\n" "$name" "$([ $setting = 1p ] && echo 1-process || echo 2-ranks)" \
+        printf "%-15s %-9s %10.0f %14s %14s %8s  %s\n" "$name" "$([ $setting = 1p ] && echo 1-process || echo 2-ranks)" \
             "${ours:-0}" "$1" "$2" "$ratio" "$verdict"
     done
 done

@@ -330,3 +330,72 @@ void data_check_input(Sema *s, Shape input)
         return;
     d->crop_h = d->crop_w = 0;
 }
+
+/* A size as the data { } block takes it: "32", or "32x28". */
+static void print_size(FILE *out, int64_t h, int64_t w)
+{
+    if (h == w)
+        fprintf(out, "%lld", (long long)h);
+    else
+        fprintf(out, "%lldx%lld", (long long)h, (long long)w);
+}
+
+/* Normalize's per-channel values: "0.4914,0.4822,0.4465", or one value where
+ * every channel has it (data_check_input gave one value to every channel). */
+static void print_channels(FILE *out, const double *v, int64_t n)
+{
+    bool same = true;
+    for (int64_t c = 1; c < n; c++)
+        same &= v[c] == v[0];
+    for (int64_t c = 0; c < (same ? 1 : n); c++)
+        fprintf(out, "%s%g", c ? "," : "", v[c]);
+}
+
+/* `ddpc --summary`'s line for the block: its words (numbers to 6 digits), in
+ * the order the program applies them (runtime/augment.h); nothing without
+ * one. */
+void data_summary(FILE *out, const DataConfig *d)
+{
+    if (!data_any(d))
+        return;
+    const char *sep = "";
+    fprintf(out, "data:         ");
+    if (d->resize_shorter > 0 || d->resize_h > 0) {
+        /* resize N is the shorter side's, resize HxW both sides' */
+        fprintf(out, "resize ");
+        if (d->resize_shorter > 0)
+            fprintf(out, "%lld", (long long)d->resize_shorter);
+        else
+            fprintf(out, "%lldx%lld", (long long)d->resize_h, (long long)d->resize_w);
+        sep = ", ";
+    }
+    if (d->center_h > 0) {
+        fprintf(out, "%scenter_crop ", sep);
+        print_size(out, d->center_h, d->center_w);
+        sep = ", ";
+    }
+    if (d->crop_h > 0) {
+        fprintf(out, "%srandom_crop ", sep);
+        print_size(out, d->crop_h, d->crop_w);
+        fprintf(out, " pad=%lld%s", (long long)d->pad, d->pad_mode == PAD_REFLECT ? " reflect" : "");
+        sep = ", ";
+    }
+    const double flips[COUNT(flip_words)] = {d->flip_h, d->flip_v};
+    for (int k = 0; k < COUNT(flip_words); k++)
+        if (flips[k] > 0) {
+            fprintf(out, "%sflip %s p=%g", sep, flip_words[k], flips[k]);
+            sep = ", ";
+        }
+    if (d->mean) {
+        fprintf(out, "%snormalize mean=", sep);
+        print_channels(out, d->mean, d->n_channels);
+        fprintf(out, " std=");
+        print_channels(out, d->std, d->n_channels);
+    }
+    /* the draws apply in training only; resize, center_crop and normalize to every sample */
+    const bool flips_any = d->flip_h > 0 || d->flip_v > 0;
+    if (d->crop_h > 0 || flips_any)
+        fprintf(out, " (%s%s%s in training only)", d->crop_h > 0 ? "random_crop" : "",
+                d->crop_h > 0 && flips_any ? " and " : "", flips_any ? "flip" : "");
+    fprintf(out, "\n");
+}

@@ -443,6 +443,9 @@ void data_check(Sema *s, const Stmt *block);
 bool data_has_draws(const DataConfig *d);
 bool data_has_fitting(const DataConfig *d);
 bool data_any(const DataConfig *d);
+/* --summary's line for D ("data:         random_crop 28 pad=2, ..."); nothing when D
+ * is empty. */
+void data_summary(FILE *out, const DataConfig *d);
 /* Checks what was read against the net's INPUT shape (rank 0: unknown,
  * after an error) once the whole file is read, and gives normalize one
  * mean and std per channel. */

@@ -12,13 +12,14 @@
  */
 #include "ddpc.h"
 #include "exact_sum.h"  // DdpExact: a CPU program's gradient, as its all-reduce sends it
+#include "topology.h"   // DDP_MAX_RANKS: the largest world a program runs, and so plans for
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>  // unlink
 
-enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024, MAX_WORLDS = 16, MAX_WORLD = 1 << 20 };
+enum { EXIT_USAGE = 2, MAX_NET_FILE = 64 * 1024 * 1024, MAX_WORLDS = 16 };
 
 /* Scaling on paper's assumptions where the command line gives none, per
  * target: what one rank achieves in training (a GPU of the H100's class at
@@ -58,7 +59,8 @@ static const char usage[] =
     "  --arch sm_XX      the one GPU architecture to build for (default: the GPUs\n"
     "                    visible here, else sm_80 sm_86 sm_89 sm_90 sm_100 + PTX)\n"
     "  --check           check the file and report errors; write nothing\n"
-    "  --summary         print the layer table: shapes, parameters, MFLOPs\n"
+    "  --summary         print the layer table (shapes, parameters, MFLOPs),\n"
+    "                    the training settings and the data { } block\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
     "                    or the gradient bucket plan (plan)\n"
     "  --world N,...     with --emit plan: predict the step at N ranks (scaling on\n"
@@ -227,9 +229,9 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
         char *end;
         errno = 0;
         long long w = strtoll(p, &end, 10);
-        if (end == p || (*end && *end != ',') || errno || w < 1 || w > MAX_WORLD || n == MAX_WORLDS) {
+        if (end == p || (*end && *end != ',') || errno || w < 1 || w > DDP_MAX_RANKS || n == MAX_WORLDS) {
             usage_error("--world takes up to %d rank counts from 1 to %d, separated by commas, not '%s'", MAX_WORLDS,
-                        MAX_WORLD, o->world);
+                        DDP_MAX_RANKS, o->world);
             return false;
         }
         worlds[n++] = w;

@@ -1,5 +1,6 @@
 /*
- * summary.c: `ddpc --summary`, a layer table and totals, as torchinfo prints.
+ * summary.c: `ddpc --summary`, a layer table and totals, as torchinfo prints,
+ * then the training settings and the data { } block (data.c's words).
  *
  *   layer    op              output     params  MFLOPs
  *   input    input           1x28x28         0    0.00
@@ -133,5 +134,6 @@ void summary_print(FILE *out, const Net *net)
         fprintf(out, ", schedule cosine warmup=%lld", (long long)t->warmup);
     fprintf(out, ", bucket %.6g MB, seed %llu\n", (double)t->bucket_cap_bytes / (1024.0 * 1024.0),
             (unsigned long long)t->seed);
+    data_summary(out, &net->data);
     arena_free(&a);
 }

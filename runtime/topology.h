@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-/* The largest world a run may have (--world-size, WORLD_SIZE, a checkpoint's). */
+/* The largest world a run may have (--world-size, WORLD_SIZE, a checkpoint's),
+ * and so the largest ddpc --emit plan --world predicts. */
 #define DDP_MAX_RANKS 65536
 
 typedef enum {

@@ -5,6 +5,7 @@
  * emitted for the CPU, compiled into tests/gradcheck/gradcheck.cpp (which
  * includes it) and run; see that file for the method and tolerances.
  */
+#include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
 #include "testutil.h"
 
 #include <stdio.h>
@@ -22,6 +23,8 @@ static const char *const nets[] = {
 
 static void test_gradients_match_finite_differences(void)
 {
+    /* make passes its CPU_LIBS; run by hand, the libraries ddpc gives a CPU
+     * program (build/config.h), the image ones from their copies in build/ */
     const char *libs = getenv("CPU_LIBS");
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         char *cmd, *out = NULL;
@@ -31,7 +34,10 @@ static void test_gradients_match_finite_differences(void)
                                  "g++ -x c++ -std=c++17 -O1 -fopenmp -Wall -Wextra -Werror -Iruntime "
                                  "-DDDP_NET_SOURCE=\\\"$d/net.cu\\\" tests/gradcheck/gradcheck.cpp -x none -o $d/gc "
                                  "build/libddprt.a %s; $d/gc 10",
-                                 test_ddpc(), nets[i], libs ? libs : "-lpng16 -ljpeg -lz -lm") > 0);
+                                 test_ddpc(), nets[i],
+                                 libs ? libs
+                                      : "$(for a in " DDPC_IMAGE_LIBS "; do printf 'build/%s ' $a; done) " DDPC_CPU_LIBS)
+                    > 0);
         int rc = test_run(cmd, &out);
         char what[256];
         snprintf(what, sizeof what, "%s: gradcheck exit status %d", nets[i], rc);

@@ -144,6 +144,11 @@ static void test_command_line(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " world     step_ms  allreduce_ms  exposed_ms     samples/s  efficiency\n"));
     free(out);
     free(cmd);
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mlp.net --emit plan --world 65536 --link 400", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nworld 65536, batch"));
+    free(out);
+    free(cmd);
     static const struct {
         const char *args, *says;
     } bad[] = {
@@ -151,6 +156,8 @@ static void test_command_line(void)
         {"--emit plan --world 8,x --link 400", "--world takes up to"},
         {"--emit plan --world 8, --link 400", "--world takes up to"},
         {"--emit plan --world 99999999999999999999 --link 400", "--world takes up to"},
+        /* the largest world a program runs (DDP_MAX_RANKS), the plan's largest too */
+        {"--emit plan --world 8,65537 --link 400", "rank counts from 1 to 65536,"},
         {"--emit plan --world 8", "--world needs --link"},
         {"--emit plan --link 400", "go with --world"},
         {"--emit cu --world 8 --link 400", "go with --emit plan"},
