@@ -86,14 +86,6 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-size_t ddp_gradsum_exact_scratch(int m, int k)
-{
-    const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR);
-    /* the packed panels of A and of one B panel, then a bound per sample of
-     * B and of a block of A, and the samples' order (k ints, in the room of
-     * k doubles: gradsum_exact) */
-    return (rows + GNR_MOST + 3) * (size_t)(k > 0 ? k : 1);
-}
 
 typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
 typedef float Float4Store __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float))));
@@ -205,19 +197,85 @@ static int exact_samples_order(int k, const double *a_most, const double *b_most
 
 /* PANEL[q][col] = X[ORDER[q]][j0 + col] as doubles, for q < K and col <
  * WIDTH, zero from column N - J0 on: a panel of A or of B, its samples in the
- * gradient sums' order, so that the tiles read them in a run. */
+ * gradient sums' order, so that the tiles read them in a run (ORDER NULL:
+ * in their own order). */
 static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int width, const int *order,
                               double *panel)
 {
     const int cols = n - j0 < width ? n - j0 : width;
     for (int q = 0; q < k; q++) {
-        const float *src = x + (size_t)order[q] * ldx + j0;
+        const float *src = x + (size_t)(order ? order[q] : q) * ldx + j0;
         double *dst = panel + (size_t)q * width;
         for (int col = 0; col < cols; col++)
             dst[col] = src[col];
         for (int col = cols; col < width; col++)
             dst[col] = 0.0;
     }
+}
+
+/* ---- the sparse gradient sums' lists ------------------------------------------ */
+
+/* The sparse gradient sums' panels of B are 4 vectors of doubles wide
+ * (gemm_tiles.inc: SNR), at most SPARSE_NR_MOST doubles a sample: 32 KB at
+ * 128 samples, in a core's first cache while A's lists pass. A's columns are
+ * listed in blocks of ddp_gradsum_exact_block_rows, as the dense tiles take
+ * them (their lists, 12 bytes a nonzero, at most 1.5 times the dense
+ * panels' 256 KB), which stay in its second cache while B's panels, packed
+ * one at a time, pass. (B packed whole, once, went through memory: slower
+ * than the dense tiles on mlp.net's first layer split among 2 threads.) */
+enum { SPARSE_NR_MOST = 32 };
+
+/* The parts of a sparse gradient sum's scratch (gradsum_sparse): a panel of
+ * B, each sample's largest |b|, and a block of A's columns as lists (K
+ * values and samples a column; its counts, sparse_row_list's). */
+typedef struct {
+    double *b_panel, *b_most, *vals;
+    int *idx, *small, *large_from;
+} SparseScratch;
+
+static size_t sparse_scratch_doubles(int k)
+{
+    const size_t kk = (size_t)(k > 0 ? k : 1), block = (size_t)ddp_gradsum_exact_block_rows(k), listed = block * kk;
+    /* the ints in half as many doubles' room, rounded up */
+    return (size_t)SPARSE_NR_MOST * kk + kk + listed + (listed + 2 * block + 1) / 2;
+}
+
+static SparseScratch sparse_scratch_parts(double *scratch, int k)
+{
+    const size_t kk = (size_t)(k > 0 ? k : 1), block = (size_t)ddp_gradsum_exact_block_rows(k);
+    SparseScratch s;
+    s.b_panel = scratch;
+    s.b_most = s.b_panel + (size_t)SPARSE_NR_MOST * kk;
+    s.vals = s.b_most + kk;
+    s.idx = (int *)(s.vals + block * kk);
+    s.small = s.idx + block * kk;
+    s.large_from = s.small + block;
+    return s;
+}
+
+/* A column of A (A_COL[p * LDA], p < K) as the list of its nonzero values and
+ * their samples (VALS, IDX): from the front, the first *SMALL, whose products
+ * with their sample's row of B are all below LO_ONLY_BELOW by B_MOST (so LO
+ * alone takes them); from the back, [*LARGE_FROM, K), the others. Without
+ * branches, which the zeros (a ReLU's, dropout's) would make unpredictable:
+ * every value is written to the slot its kind takes next, and counted only
+ * when it is not zero (a slot written and not counted is free: at sample p,
+ * at most p slots are taken, so the two ends never meet). */
+static void sparse_row_list(const float *a_col, int lda, int k, const double *b_most, double lo_only_below,
+                            double *vals, int *idx, int *small_out, int *large_from_out)
+{
+    int small = 0, large_from = k;
+    for (int p = 0; p < k; p++) {
+        const float v = a_col[(size_t)p * lda];
+        const int is_small = fabs((double)v) * b_most[p] < lo_only_below, kept = v != 0.0f;
+        const int slot = is_small ? small : large_from - 1;
+        vals[slot] = v;
+        idx[slot] = p;
+        small += kept & is_small;
+        large_from -= kept & !is_small;
+    }
+    *small_out = small;
+    *large_from_out = large_from;
 }
 
 /* ---- the tiles, once per vector width ---------------------------------------- */
@@ -242,12 +300,16 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 #define WIDTH(name) name##_8
 #define EVERY_LANE_F(x) EIGHT_TIMES(x)
 #define EVERY_LANE_D(x) x, x, x, x
+#define INTERLEAVE_FIRST_D 0, 4, 1, 5
+#define INTERLEAVE_SECOND_D 2, 6, 3, 7
 #include "gemm_tiles.inc"
 #undef VL
 #undef GVL
 #undef WIDTH
 #undef EVERY_LANE_F
 #undef EVERY_LANE_D
+#undef INTERLEAVE_FIRST_D
+#undef INTERLEAVE_SECOND_D
 
 /* 16 floats (AVX-512), on x86-64, used where the CPU has it: twice the
  * multiply-adds per instruction, the same bits. Valgrind's CPU has no
@@ -262,12 +324,16 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 #define WIDTH(name) name##_16
 #define EVERY_LANE_F(x) EIGHT_TIMES(x), EIGHT_TIMES(x)
 #define EVERY_LANE_D(x) EIGHT_TIMES(x)
+#define INTERLEAVE_FIRST_D 0, 8, 1, 9, 2, 10, 3, 11
+#define INTERLEAVE_SECOND_D 4, 12, 5, 13, 6, 14, 7, 15
 #include "gemm_tiles.inc"
 #undef VL
 #undef GVL
 #undef WIDTH
 #undef EVERY_LANE_F
 #undef EVERY_LANE_D
+#undef INTERLEAVE_FIRST_D
+#undef INTERLEAVE_SECOND_D
 #pragma GCC pop_options
 #else
 #define HAVE_WIDE_TILES 0
@@ -347,11 +413,58 @@ void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const
     sgemm_8(trans_a, 0, m, n, k, alpha, a, lda, NULL, 0, packed_b, beta, c, ldc, scratch);
 }
 
+/* ---- the gradient sums: dense or sparse ---------------------------------------- */
+
+size_t ddp_gradsum_exact_scratch(int m, int k)
+{
+    const size_t rows = (size_t)round_up(m > 0 ? m : 1, GMR);
+    /* the dense tiles: the packed panels of A and of one B panel, then a
+     * bound per sample of B and of a block of A, and the samples' order (k
+     * ints, in the room of k doubles: gradsum_exact); or the sparse way's */
+    const size_t dense = (rows + GNR_MOST + 3) * (size_t)(k > 0 ? k : 1);
+    const size_t sparse = sparse_scratch_doubles(k);
+    return dense > sparse ? dense : sparse;
+}
+
+/* The share of nonzero values among X's ROWS x COLS (row stride LDX). */
+static double nonzero_share(const float *x, int ldx, int rows, int cols)
+{
+    long count = 0;
+    for (int p = 0; p < rows; p++)
+        for (int j = 0; j < cols; j++)
+            count += x[(size_t)p * ldx + j] != 0.0f;
+    return rows > 0 && cols > 0 ? (double)count / ((double)rows * cols) : 0.0;
+}
+
+/* Where A has at most this share of nonzeros, its columns are listed (the
+ * sparse way); otherwise the dense tiles run. Which way runs changes no bit,
+ * only the time. Measured (one thread, Zen 4, best of 30 calls, ms, dense
+ * against sparse), 512 x 784 x 128 with random values: all nonzero, 7.9 /
+ * 5.7 (16-float vectors), 10.9 / 5.5 (8); half of A and B zero, 8.0 / 2.7,
+ * 10.1 / 2.8; at 64 x 1024 x 64, 60% nonzero, 0.33 / 0.30, 0.48 / 0.36. In
+ * mlp.net's first layer (a ReLU's and dropout's gradient, half zero; 2
+ * threads, a task 84 x 784 x 128), 0.69-0.79 / 0.41-0.56. Listing B instead,
+ * where B has the zeros, was slower than the dense tiles: C's elements then
+ * come out a column at a time, and B's columns outnumber A's. */
+#define SPARSE_BELOW 0.75
+
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch)
 {
+    const int sixteen = ddp_gemm_cpu_wide();
+    (void)sixteen; /* (unused where there are no 16-float tiles) */
+    if (nonzero_share(a, lda, k, m) <= SPARSE_BELOW) {
 #if HAVE_WIDE_TILES
-    if (ddp_gemm_cpu_wide()) {
+        if (sixteen) {
+            gradsum_sparse_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
+            return;
+        }
+#endif
+        gradsum_sparse_8(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
+        return;
+    }
+#if HAVE_WIDE_TILES
+    if (sixteen) {
         gradsum_exact_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
         return;
     }

@@ -29,6 +29,9 @@
  *  - ddp_gradsum_exact: C += A^T B, where A and B are floats whose rows are
  *    samples: every product of two floats (exact in double) is one part of
  *    an order-free sum (exact_sum.h), for a linear layer's weight gradient.
+ *    Where A (the layer's output gradient) is mostly zeros, a ReLU's or
+ *    dropout's, only its nonzero values' products are summed: a zero part
+ *    changes no order-free sum, so the bits are the same either way.
  *
  * Each call runs on the calling thread, in the caller's SCRATCH (the sizes
  * below), so the callers split big products into tasks themselves.
@@ -74,9 +77,10 @@ size_t ddp_gradsum_exact_scratch(int m, int k);
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch);
 
-/* The rows of A that ddp_gradsum_exact takes as one block at K samples: it
- * orders the samples (small parts first) once per block, by the block's
- * bounds (for the tests that cross blocks). */
+/* The columns of A that ddp_gradsum_exact takes as one block at K samples:
+ * the dense tiles order the samples (small parts first) once per block, by
+ * the block's bounds; the sparse way lists a block's nonzeros at a time (for
+ * the tests that cross blocks). */
 int ddp_gradsum_exact_block_rows(int k);
 
 /* Whether the products run on 16-float vectors (AVX-512, where the CPU has

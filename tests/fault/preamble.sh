@@ -10,11 +10,19 @@ ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 d=$(mktemp -d)
 pid=
+# The script's status is its verdict: the cleanup keeps it (a command that
+# failed here, under set -e, would have become the script's status).
 fault_cleanup() {
+    local status=$?
     { [ -z "$pid" ] || kill -KILL "$pid"; } 2> /dev/null || true  # (set -e: a process gone already is fine)
     pkill -CONT -f "$d/prog" 2> /dev/null || true
     pkill -KILL -f "$d/prog" 2> /dev/null || true
-    rm -rf "$d"
+    for _ in $(seq 50); do  # gone before their directory goes
+        pgrep -f "$d/prog" > /dev/null || break
+        sleep 0.1
+    done
+    rm -rf "$d" || echo "fault cleanup: could not remove $d" >&2
+    exit "$status"
 }
 trap fault_cleanup EXIT
 

@@ -592,10 +592,13 @@ static void test_gemm_rows_independent_of_m(void)
 /* ddp_gemm_grad: dw = (beta ? dw : 0) + dy^T x against the double
  * reference, with padding columns left alone, beta 0 ignoring NaN, beta 1
  * accumulating. */
-static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta)
+static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta, int zeros)
 {
     const int pad = 3, ldy = m + pad, ldx = n + 1, ldw = n + pad;
     float *dy = random_floats((size_t)k * ldy + 1), *x = random_floats((size_t)k * ldx + 1);
+    for (int p = 0; p < k && zeros; p++) /* every other value: the lists of nonzeros (ReLU's gradients) */
+        for (int i = p % 2; i < m; i += 2)
+            dy[(size_t)p * ldy + i] = 0.0f;
     float *old = random_floats((size_t)m * ldw + 1);
     DdpGrad *dw = beta != 0 ? grads_of(old, (size_t)m * ldw) : grads_filled((size_t)m * ldw + 1, NAN);
     DdpGrad *was = grads_of(old, (size_t)m * ldw);
@@ -654,15 +657,19 @@ static void test_gemm_grad_outside_the_window(void)
     free(dy), free(x), free(fast), free(checked);
 }
 
-/* The exact tiles' two loops: a sample whose products are all below the
- * window's lo_only_below deposits them in LO alone (2 operations a product),
- * the others split each product; the samples are reordered, small ones
- * first, once per block of A's rows, by the block's bounds. Samples of both
+/* The gradient sums' two ways, dense tiles and lists of A's nonzeros (for
+ * an A with at most 3 in 4 nonzero: a ReLU's gradient), and each way's two
+ * loops: a product below the window's lo_only_below is deposited in LO
+ * alone (2 operations a product), the others split. The dense tiles reorder
+ * the samples, small ones first, once per block of A's rows, by the block's
+ * bounds; the lists sort each column's values by their own. Samples of both
  * kinds, interleaved, one small in the first block's rows alone and one in
- * the second's alone, through ddp_gradsum_exact itself (ddp_gemm_grad
- * would split the rows among threads), at either vector width: the bits of
- * ddp_exact_add, part by part. */
-static void test_gemm_grad_small_and_large_parts(void)
+ * the second's alone, columns past the last whole panel, through
+ * ddp_gradsum_exact itself (ddp_gemm_grad would split the rows among
+ * threads), at either vector width, fresh and accumulating: the bits of
+ * ddp_exact_add, part by part. ZEROS: every other value of A zero (the
+ * lists), or none (the dense tiles). */
+static void check_gradsum_small_and_large_parts(int zeros)
 {
     set_test_windows();
     const int k = 24, n = 50, block = ddp_gradsum_exact_block_rows(k), m = block + 38, was = ddp_gemm_cpu_wide();
@@ -679,12 +686,18 @@ static void test_gemm_grad_small_and_large_parts(void)
         dy[(size_t)1 * m + i] *= small;
     for (int i = block; i < m; i++) /* sample 4: in the second alone */
         dy[(size_t)4 * m + i] *= small;
-    DdpGrad *want = grads_filled((size_t)m * n, 0.0);
+    for (int p = 0; p < k && zeros; p++)
+        for (int i = (p + 1) % 2; i < m; i += 2)
+            dy[(size_t)p * m + i] = 0.0f;
+    DdpGrad *want = grads_filled((size_t)m * n, 0.0), *twice = grads_filled((size_t)m * n, 0.0);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
-            for (int p = k - 1; p >= 0; p--)
-                ddp_exact_add(&want[(size_t)i * n + j], (double)dy[(size_t)p * m + i] * x[(size_t)p * n + j],
-                              &ddp_grad_window);
+            for (int p = k - 1; p >= 0; p--) {
+                const double part = (double)dy[(size_t)p * m + i] * x[(size_t)p * n + j];
+                ddp_exact_add(&want[(size_t)i * n + j], part, &ddp_grad_window);
+                ddp_exact_add(&twice[(size_t)i * n + j], part, &ddp_grad_window);
+                ddp_exact_add(&twice[(size_t)i * n + j], part, &ddp_grad_window);
+            }
     size_t large_parts = 0;
     for (size_t e = 0; e < (size_t)m * n; e++)
         large_parts += want[e].hi != 0.0;
@@ -697,11 +710,23 @@ static void test_gemm_grad_small_and_large_parts(void)
         DdpGrad *got = grads_filled((size_t)m * n, NAN);
         ddp_gradsum_exact(m, n, k, dy, m, x, n, 0, got, n, &ddp_grad_window, scratch);
         CU_ASSERT_EQUAL(memcmp(got, want, (size_t)m * n * sizeof *got), 0);
+        ddp_gradsum_exact(m, n, k, dy, m, x, n, 1, got, n, &ddp_grad_window, scratch);
+        CU_ASSERT_EQUAL(memcmp(got, twice, (size_t)m * n * sizeof *got), 0);
         free(got);
     }
     ddp_gemm_cpu_set_wide(was);
     free(scratch);
-    free(dy), free(x), free(want);
+    free(dy), free(x), free(want), free(twice);
+}
+
+static void test_gemm_grad_small_and_large_parts(void)
+{
+    check_gradsum_small_and_large_parts(0);
+}
+
+static void test_gemm_grad_sparse_small_and_large_parts(void)
+{
+    check_gradsum_small_and_large_parts(1);
 }
 
 static void test_gemm_grad(void)
@@ -709,16 +734,19 @@ static void test_gemm_grad(void)
     DdpOps *ops = NULL;
     /* no samples, first call on a fresh context: beta 0 still overwrites NaN */
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
-    check_gemm_grad(ops, 4, 6, 0, 0.0f);
+    check_gemm_grad(ops, 4, 6, 0, 0.0f, 0);
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     /* out, in, batch: tiny, odd, MNIST's two linear layers (the first split by
-     * columns), a tall one split by rows, an empty batch */
+     * columns), a tall one split by rows, an empty batch; each with a
+     * gradient of no zeros (the dense tiles) and half zero (the lists) */
     static const int sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {128, 1024, 64}, {10, 128, 64}, {1200, 70, 40}, {4, 6, 0}};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-        check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 0.0f);
-        check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 1.0f);
+        for (int zeros = 0; zeros < 2; zeros++) {
+            check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 0.0f, zeros);
+            check_gemm_grad(ops, sizes[si][0], sizes[si][1], sizes[si][2], 1.0f, zeros);
+        }
     }
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
@@ -1209,6 +1237,8 @@ void suite_ops(void)
         {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant_own},
         {"gemm_grad, samples with and without HI shares: ddp_exact_add's bits, both widths",
          test_gemm_grad_small_and_large_parts},
+        {"gemm_grad over a gradient half zero (its lists of nonzeros): ddp_exact_add's bits, both widths",
+         test_gemm_grad_sparse_small_and_large_parts},
         {"gemm_grad with a part beyond the window, or a NaN: its row NaN, the rest the fast bits",
          test_gemm_grad_outside_the_window},
         {"same results for 1..4 threads", test_deterministic_across_threads_own},
