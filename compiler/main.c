@@ -33,7 +33,9 @@ static const struct {
     double tflops, hop_us;
     double flops_per_exact_part; /* the CPU's order-free gradient sums: a part
                                   * costs 2 to 6 operations (README, "the
-                                  * price"), about 4 FLOPs' time on the whole */
+                                  * price"), about 4 FLOPs' time on the whole;
+                                  * the zeros a ReLU leaves, which cost none,
+                                  * are not counted) */
 } scaling_defaults[] = {{"cuda", 30, 5, 0}, {"cpu", 0.05, 1, 4}};
 
 typedef struct {

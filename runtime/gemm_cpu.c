@@ -86,7 +86,6 @@ size_t ddp_sgemm_fixed_scratch(int m, int k)
     return ((size_t)round_up(m > 0 ? m : 1, MR) + NR_MOST) * (size_t)(k > 0 ? k : 1);
 }
 
-
 typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
 typedef float Float4Store __attribute__((vector_size(4 * sizeof(float)), aligned(sizeof(float))));
 typedef float Float2Store __attribute__((vector_size(2 * sizeof(float)), aligned(sizeof(float))));
@@ -217,40 +216,39 @@ static void pack_double_panel(const float *x, int ldx, int n, int k, int j0, int
 
 /* The sparse gradient sums' panels of B are 4 vectors of doubles wide
  * (gemm_tiles.inc: SNR), at most SPARSE_NR_MOST doubles a sample: 32 KB at
- * 128 samples, in a core's first cache while A's lists pass. A's columns are
- * listed in blocks of ddp_gradsum_exact_block_rows, as the dense tiles take
- * them (their lists, 12 bytes a nonzero, at most 1.5 times the dense
- * panels' 256 KB), which stay in its second cache while B's panels, packed
- * one at a time, pass. (B packed whole, once, went through memory: slower
- * than the dense tiles on mlp.net's first layer split among 2 threads.) */
+ * 128 samples with 16-float vectors, 16 KB with 8. A's columns are listed
+ * in blocks of ddp_gradsum_exact_block_rows, as the dense tiles take them
+ * (their lists take 12 bytes a nonzero, at most 1.5 times the dense panels'
+ * 256 KB); then B's panels, packed one at a time, meet every list of the
+ * block. (B packed whole, once, went through memory: slower than the dense
+ * tiles on mlp.net's first layer split among 2 threads.) */
 enum { SPARSE_NR_MOST = 32 };
 
-/* The parts of a sparse gradient sum's scratch (gradsum_sparse): a panel of
- * B, each sample's largest |b|, and a block of A's columns as lists (K
- * values and samples a column; its counts, sparse_row_list's). */
+/* A sparse gradient sum's scratch (gradsum_sparse): a panel of B, each
+ * sample's largest |b|, and a block of A's columns as lists (K values and
+ * samples a column, and its counts: sparse_row_list's). */
 typedef struct {
     double *b_panel, *b_most, *vals;
     int *idx, *small, *large_from;
+    int block; /* the columns listed at a time */
 } SparseScratch;
 
-static size_t sparse_scratch_doubles(int k)
+/* The parts of SCRATCH (NULL: none) for M columns of A and K samples; returns
+ * the doubles they take. */
+static size_t sparse_scratch(double *scratch, int m, int k, SparseScratch *s)
 {
-    const size_t kk = (size_t)(k > 0 ? k : 1), block = (size_t)ddp_gradsum_exact_block_rows(k), listed = block * kk;
+    const size_t kk = (size_t)(k > 0 ? k : 1);
+    const int most = ddp_gradsum_exact_block_rows(k);
+    s->block = m > 0 && m < most ? m : most;
+    const size_t block = (size_t)s->block, listed = block * kk;
+    s->b_panel = scratch;
+    s->b_most = scratch ? s->b_panel + (size_t)SPARSE_NR_MOST * kk : NULL;
+    s->vals = scratch ? s->b_most + kk : NULL;
+    s->idx = scratch ? (int *)(s->vals + listed) : NULL;
+    s->small = scratch ? s->idx + listed : NULL;
+    s->large_from = scratch ? s->small + block : NULL;
     /* the ints in half as many doubles' room, rounded up */
     return (size_t)SPARSE_NR_MOST * kk + kk + listed + (listed + 2 * block + 1) / 2;
-}
-
-static SparseScratch sparse_scratch_parts(double *scratch, int k)
-{
-    const size_t kk = (size_t)(k > 0 ? k : 1), block = (size_t)ddp_gradsum_exact_block_rows(k);
-    SparseScratch s;
-    s.b_panel = scratch;
-    s.b_most = s.b_panel + (size_t)SPARSE_NR_MOST * kk;
-    s.vals = s.b_most + kk;
-    s.idx = (int *)(s.vals + block * kk);
-    s.small = s.idx + block * kk;
-    s.large_from = s.small + block;
-    return s;
 }
 
 /* A column of A (A_COL[p * LDA], p < K) as the list of its nonzero values and
@@ -422,7 +420,8 @@ size_t ddp_gradsum_exact_scratch(int m, int k)
      * bound per sample of B and of a block of A, and the samples' order (k
      * ints, in the room of k doubles: gradsum_exact); or the sparse way's */
     const size_t dense = (rows + GNR_MOST + 3) * (size_t)(k > 0 ? k : 1);
-    const size_t sparse = sparse_scratch_doubles(k);
+    SparseScratch parts;
+    const size_t sparse = sparse_scratch(NULL, m, k, &parts);
     return dense > sparse ? dense : sparse;
 }
 
@@ -436,24 +435,30 @@ static double nonzero_share(const float *x, int ldx, int rows, int cols)
     return rows > 0 && cols > 0 ? (double)count / ((double)rows * cols) : 0.0;
 }
 
-/* Where A has at most this share of nonzeros, its columns are listed (the
- * sparse way); otherwise the dense tiles run. Which way runs changes no bit,
- * only the time. Measured (one thread, Zen 4, best of 30 calls, ms, dense
- * against sparse), 512 x 784 x 128 with random values: all nonzero, 7.9 /
- * 5.7 (16-float vectors), 10.9 / 5.5 (8); half of A and B zero, 8.0 / 2.7,
- * 10.1 / 2.8; at 64 x 1024 x 64, 60% nonzero, 0.33 / 0.30, 0.48 / 0.36. In
- * mlp.net's first layer (a ReLU's and dropout's gradient, half zero; 2
- * threads, a task 84 x 784 x 128), 0.69-0.79 / 0.41-0.56. Listing B instead,
- * where B has the zeros, was slower than the dense tiles: C's elements then
- * come out a column at a time, and B's columns outnumber A's. */
-#define SPARSE_BELOW 0.75
+/* Where at most this share of A's values are nonzero, A's columns are
+ * listed (the sparse way); otherwise the dense tiles run. Which way runs
+ * changes no bit, only the time. Measured (one thread, Zen 4, best of 30
+ * calls, ms, dense / lists, with 16-float vectors and then 8), on values
+ * whose products are mostly below lo_only_below, as a gradient's are:
+ *  - 84 x 784 x 128 (a thread's share of mlp.net's first layer): A all
+ *    nonzero, 0.49 / 0.73 and 0.47 / 0.93; 3 in 4, 0.54 / 0.56 and 0.71 /
+ *    0.75; 3 in 5, 0.50 / 0.46 and 0.47 / 0.43; half, 0.50 / 0.40 and
+ *    0.78 / 0.57;
+ *  - 64 x 1024 x 64 (a share of mnist.net's first linear layer): all
+ *    nonzero, 0.29 / 0.33 and 0.29 / 0.44; 3 in 5, 0.29 / 0.23 and 0.28 /
+ *    0.24.
+ * mlp.net's first layer has a gradient about half zero (a ReLU's and
+ * dropout's). Listing B instead, where B has the zeros, was slower than the
+ * dense tiles: C's elements then come out a column at a time, and B's
+ * columns outnumber A's. */
+#define SPARSE_AT_MOST (2.0 / 3.0)
 
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch)
 {
     const int sixteen = ddp_gemm_cpu_wide();
     (void)sixteen; /* (unused where there are no 16-float tiles) */
-    if (nonzero_share(a, lda, k, m) <= SPARSE_BELOW) {
+    if (nonzero_share(a, lda, k, m) <= SPARSE_AT_MOST) {
 #if HAVE_WIDE_TILES
         if (sixteen) {
             gradsum_sparse_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);

@@ -28,10 +28,9 @@
  *  - ddp_sgemm_fixed: C = alpha op(A) op(B) + beta C in float, as sgemm;
  *  - ddp_gradsum_exact: C += A^T B, where A and B are floats whose rows are
  *    samples: every product of two floats (exact in double) is one part of
- *    an order-free sum (exact_sum.h), for a linear layer's weight gradient.
- *    Where A (the layer's output gradient) is mostly zeros, a ReLU's or
- *    dropout's, only its nonzero values' products are summed: a zero part
- *    changes no order-free sum, so the bits are the same either way.
+ *    an order-free sum (exact_sum.h), for a linear layer's weight gradient;
+ *    where A (the layer's output gradient) has many zeros, only its nonzero
+ *    values' products (gemm_cpu.c: SPARSE_AT_MOST).
  *
  * Each call runs on the calling thread, in the caller's SCRATCH (the sizes
  * below), so the callers split big products into tasks themselves.

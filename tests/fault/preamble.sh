@@ -5,7 +5,8 @@
 # the script builds its program as $d/prog. On exit it kills what the script
 # left running: the process whose pid the script put in pid (mpirun, or a
 # launcher, started in the background), then every process of $d/prog
-# (woken first, should the script have stopped one), and removes $d.
+# (woken first, should the script have stopped one), waits for them to be
+# gone, and removes $d; the script's exit status stays its own.
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 d=$(mktemp -d)
@@ -13,13 +14,14 @@ pid=
 # The script's status is its verdict: the cleanup keeps it (a command that
 # failed here, under set -e, would have become the script's status).
 fault_cleanup() {
-    local status=$?
+    local status=$? i
     { [ -z "$pid" ] || kill -KILL "$pid"; } 2> /dev/null || true  # (set -e: a process gone already is fine)
     pkill -CONT -f "$d/prog" 2> /dev/null || true
     pkill -KILL -f "$d/prog" 2> /dev/null || true
-    for _ in $(seq 50); do  # gone before their directory goes
+    for i in $(seq 50); do  # gone before their directory goes
         pgrep -f "$d/prog" > /dev/null || break
         sleep 0.1
+        pkill -KILL -f "$d/prog" 2> /dev/null || true  # (one a launcher started meanwhile)
     done
     rm -rf "$d" || echo "fault cleanup: could not remove $d" >&2
     exit "$status"

@@ -596,9 +596,10 @@ static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta, int ze
 {
     const int pad = 3, ldy = m + pad, ldx = n + 1, ldw = n + pad;
     float *dy = random_floats((size_t)k * ldy + 1), *x = random_floats((size_t)k * ldx + 1);
-    for (int p = 0; p < k && zeros; p++) /* every other value: the lists of nonzeros (ReLU's gradients) */
-        for (int i = p % 2; i < m; i += 2)
-            dy[(size_t)p * ldy + i] = 0.0f;
+    for (int p = 0; p < k && zeros; p++) /* 3 in 4 values: the lists of nonzeros (a ReLU's gradient) */
+        for (int i = 0; i < m; i++)
+            if ((p + i) % 4)
+                dy[(size_t)p * ldy + i] = 0.0f;
     float *old = random_floats((size_t)m * ldw + 1);
     DdpGrad *dw = beta != 0 ? grads_of(old, (size_t)m * ldw) : grads_filled((size_t)m * ldw + 1, NAN);
     DdpGrad *was = grads_of(old, (size_t)m * ldw);
@@ -658,16 +659,16 @@ static void test_gemm_grad_outside_the_window(void)
 }
 
 /* The gradient sums' two ways, dense tiles and lists of A's nonzeros (for
- * an A with at most 3 in 4 nonzero: a ReLU's gradient), and each way's two
- * loops: a product below the window's lo_only_below is deposited in LO
- * alone (2 operations a product), the others split. The dense tiles reorder
- * the samples, small ones first, once per block of A's rows, by the block's
+ * an A with many zeros: a ReLU's gradient), and each way's two loops: a
+ * product below the window's lo_only_below is deposited in LO alone (2
+ * operations a product), the others split. The dense tiles reorder the
+ * samples, small ones first, once per block of A's columns, by the block's
  * bounds; the lists sort each column's values by their own. Samples of both
- * kinds, interleaved, one small in the first block's rows alone and one in
- * the second's alone, columns past the last whole panel, through
- * ddp_gradsum_exact itself (ddp_gemm_grad would split the rows among
+ * kinds, interleaved, one small in the first block's columns alone and one
+ * in the second's alone, columns of C past the last whole panel, through
+ * ddp_gradsum_exact itself (ddp_gemm_grad would split A's columns among
  * threads), at either vector width, fresh and accumulating: the bits of
- * ddp_exact_add, part by part. ZEROS: every other value of A zero (the
+ * ddp_exact_add, part by part. ZEROS: 3 in 4 values of A zero, some -0 (the
  * lists), or none (the dense tiles). */
 static void check_gradsum_small_and_large_parts(int zeros)
 {
@@ -687,8 +688,9 @@ static void check_gradsum_small_and_large_parts(int zeros)
     for (int i = block; i < m; i++) /* sample 4: in the second alone */
         dy[(size_t)4 * m + i] *= small;
     for (int p = 0; p < k && zeros; p++)
-        for (int i = (p + 1) % 2; i < m; i += 2)
-            dy[(size_t)p * m + i] = 0.0f;
+        for (int i = 0; i < m; i++)
+            if ((p + i) % 4)
+                dy[(size_t)p * m + i] = (p + i) % 8 == 1 ? -0.0f : 0.0f;
     DdpGrad *want = grads_filled((size_t)m * n, 0.0), *twice = grads_filled((size_t)m * n, 0.0);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
@@ -740,7 +742,7 @@ static void test_gemm_grad(void)
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     /* out, in, batch: tiny, odd, MNIST's two linear layers (the first split by
      * columns), a tall one split by rows, an empty batch; each with a
-     * gradient of no zeros (the dense tiles) and half zero (the lists) */
+     * gradient of no zeros (the dense tiles) and 3 in 4 zero (the lists) */
     static const int sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {128, 1024, 64}, {10, 128, 64}, {1200, 70, 40}, {4, 6, 0}};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         for (int zeros = 0; zeros < 2; zeros++) {
@@ -785,6 +787,16 @@ static void check_gradient_split_invariant(const Conv cv, const char *weight_gra
     if (differ)
         printf("\n    %zu of %zu gradients differ between the batch and its two halves ", differ,
                nw + (size_t)m * k);
+    /* The linear layer again, its first half's output gradients 3 in 4 zero
+     * (some -0, as a ReLU's backward gives): the whole batch and the first
+     * half take the lists of nonzeros, the second half the dense tiles. */
+    for (size_t e = 0; e < (size_t)lin / 2 * m; e++)
+        if (e % 4)
+            dy[e] = e % 8 == 1 ? -0.0f : 0.0f;
+    ddp_gemm_grad(ops, m, k, lin, dy, m, xin, k, 0.0f, whole + nw, k);
+    ddp_gemm_grad(ops, m, k, lin / 2, dy, m, xin, k, 0.0f, halves + nw, k);
+    ddp_gemm_grad(ops, m, k, lin / 2, dy + (size_t)lin / 2 * m, m, xin + (size_t)lin / 2 * k, k, 1.0f, halves + nw, k);
+    CU_ASSERT_EQUAL(memcmp(whole + nw, halves + nw, (size_t)m * k * sizeof *whole), 0);
     CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_ops_destroy(ops);
     free(x), free(g), free(dy), free(xin), free(whole), free(halves);
@@ -808,6 +820,10 @@ static void check_deterministic_across_threads(const Conv cv)
     const int gm = 200, gn = 150, gk = 100; /* large enough to be split */
     float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
     float *ga = random_floats((size_t)gm * gk), *gb = random_floats((size_t)gk * gn);
+    for (int p = 0; p < gk; p++) /* A's first half of columns 3 in 4 zero: whichever thread takes them lists */
+        for (int i = 0; i < gm / 2; i++) /* their nonzeros, the dense tiles take the rest */
+            if ((p + i) % 4)
+                ga[(size_t)p * gm + i] = 0.0f;
     float *first = NULL;
     DdpGrad *first_grads = NULL;
     size_t total = ny + nx + (size_t)gm * gn, total_grads = nw + (size_t)gm * gn;
@@ -1237,7 +1253,7 @@ void suite_ops(void)
         {"gradients of a batch and of its halves: the same bits", test_gradient_split_invariant_own},
         {"gemm_grad, samples with and without HI shares: ddp_exact_add's bits, both widths",
          test_gemm_grad_small_and_large_parts},
-        {"gemm_grad over a gradient half zero (its lists of nonzeros): ddp_exact_add's bits, both widths",
+        {"gemm_grad over a gradient 3 in 4 zero (its lists of nonzeros): ddp_exact_add's bits, both widths",
          test_gemm_grad_sparse_small_and_large_parts},
         {"gemm_grad with a part beyond the window, or a NaN: its row NaN, the rest the fast bits",
          test_gemm_grad_outside_the_window},
