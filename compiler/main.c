@@ -34,8 +34,10 @@ static const struct {
     double flops_per_exact_part; /* the CPU's order-free gradient sums: a part
                                   * costs 2 to 6 operations (README, "the
                                   * price"), about 4 FLOPs' time on the whole;
-                                  * the zeros a ReLU leaves, which cost none,
-                                  * are not counted) */
+                                  * every part is counted, though the zeros a
+                                  * ReLU leaves cost none where they are
+                                  * listed (gemm_cpu.c: SPARSE_AT_MOST): an
+                                  * estimate from above */
 } scaling_defaults[] = {{"cuda", 30, 5, 0}, {"cpu", 0.05, 1, 4}};
 
 typedef struct {

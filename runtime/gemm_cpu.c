@@ -441,24 +441,31 @@ static double nonzero_share(const float *x, int ldx, int rows, int cols)
  * calls, ms, dense / lists, with 16-float vectors and then 8), on values
  * whose products are mostly below lo_only_below, as a gradient's are:
  *  - 84 x 784 x 128 (a thread's share of mlp.net's first layer): A all
- *    nonzero, 0.49 / 0.73 and 0.47 / 0.93; 3 in 4, 0.54 / 0.56 and 0.71 /
- *    0.75; 3 in 5, 0.50 / 0.46 and 0.47 / 0.43; half, 0.50 / 0.40 and
- *    0.78 / 0.57;
+ *    nonzero, 0.49 / 0.73 and 0.47 / 0.93; 3 in 4 nonzero, 0.54 / 0.56 and
+ *    0.71 / 0.75; 3 in 5 nonzero, 0.50 / 0.46 and 0.47 / 0.43; half, 0.50 /
+ *    0.40 and 0.78 / 0.57;
  *  - 64 x 1024 x 64 (a share of mnist.net's first linear layer): all
- *    nonzero, 0.29 / 0.33 and 0.29 / 0.44; 3 in 5, 0.29 / 0.23 and 0.28 /
- *    0.24.
- * mlp.net's first layer has a gradient about half zero (a ReLU's and
- * dropout's). Listing B instead, where B has the zeros, was slower than the
- * dense tiles: C's elements then come out a column at a time, and B's
- * columns outnumber A's. */
+ *    nonzero, 0.29 / 0.33 and 0.29 / 0.44; 3 in 5 nonzero, 0.29 / 0.23 and
+ *    0.28 / 0.24.
+ * The machine was shared: the dense tiles, whose work the zeros do not
+ * change, took 0.47 to 0.78 ms on the first shape. In training, mlp.net's
+ * first layer had 45% to 57% of its gradient nonzero (a ReLU's and
+ * dropout's), mnist.net's first linear layer 55% to 64%. Listing B instead,
+ * where B has the zeros, was slower than the dense tiles: C's elements then
+ * come out a column at a time, and B's columns outnumber A's. */
 #define SPARSE_AT_MOST (2.0 / 3.0)
+
+int ddp_gradsum_exact_lists(int m, int k, const float *a, int lda)
+{
+    return nonzero_share(a, lda, k, m) <= SPARSE_AT_MOST;
+}
 
 void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
                        DdpExact *c, int ldc, const DdpExactWindow *w, double *scratch)
 {
     const int sixteen = ddp_gemm_cpu_wide();
     (void)sixteen; /* (unused where there are no 16-float tiles) */
-    if (nonzero_share(a, lda, k, m) <= SPARSE_AT_MOST) {
+    if (ddp_gradsum_exact_lists(m, k, a, lda)) {
 #if HAVE_WIDE_TILES
         if (sixteen) {
             gradsum_sparse_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);

@@ -66,7 +66,8 @@ void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, 
 void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const float *a, int lda,
                             const float *packed_b, float beta, float *c, int ldc, float *scratch);
 
-/* Doubles of scratch ddp_gradsum_exact needs for M columns of A and K rows. */
+/* Doubles of scratch ddp_gradsum_exact needs for M columns of A and K rows
+ * (enough for any call with fewer columns). */
 size_t ddp_gradsum_exact_scratch(int m, int k);
 
 /* C (m x n, row stride ldc) = (ACCUMULATE ? C : the empty sum) + A^T B as
@@ -81,6 +82,11 @@ void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float
  * the block's bounds; the sparse way lists a block's nonzeros at a time (for
  * the tests that cross blocks). */
 int ddp_gradsum_exact_block_rows(int k);
+
+/* Whether ddp_gradsum_exact takes these M columns of A (K rows, stride LDA)
+ * as lists of their nonzero values rather than in the dense tiles: the same
+ * bits either way, so the tests ask which way their data takes. */
+int ddp_gradsum_exact_lists(int m, int k, const float *a, int lda);
 
 /* Whether the products run on 16-float vectors (AVX-512, where the CPU has
  * it) rather than 8-float ones: the same bits either way, twice the

@@ -596,7 +596,7 @@ static void check_gemm_grad(DdpOps *ops, int m, int n, int k, float beta, int ze
 {
     const int pad = 3, ldy = m + pad, ldx = n + 1, ldw = n + pad;
     float *dy = random_floats((size_t)k * ldy + 1), *x = random_floats((size_t)k * ldx + 1);
-    for (int p = 0; p < k && zeros; p++) /* 3 in 4 values: the lists of nonzeros (a ReLU's gradient) */
+    for (int p = 0; p < k && zeros; p++) /* 3 in 4 values zero: the lists of nonzeros (a ReLU's gradient) */
         for (int i = 0; i < m; i++)
             if ((p + i) % 4)
                 dy[(size_t)p * ldy + i] = 0.0f;
@@ -704,6 +704,7 @@ static void check_gradsum_small_and_large_parts(int zeros)
     for (size_t e = 0; e < (size_t)m * n; e++)
         large_parts += want[e].hi != 0.0;
     CU_ASSERT(small_samples > 0 && large_parts > 0 && m > block); /* both loops, two blocks */
+    CU_ASSERT_EQUAL(ddp_gradsum_exact_lists(m, k, dy, m), zeros); /* the way meant */
     double *scratch = malloc(ddp_gradsum_exact_scratch(m, k) * sizeof *scratch);
     CU_ASSERT_FATAL(scratch != NULL);
     for (int wide = 0; wide < 2; wide++) {
@@ -742,7 +743,8 @@ static void test_gemm_grad(void)
     CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
     /* out, in, batch: tiny, odd, MNIST's two linear layers (the first split by
      * columns), a tall one split by rows, an empty batch; each with a
-     * gradient of no zeros (the dense tiles) and 3 in 4 zero (the lists) */
+     * gradient of no zeros (the dense tiles) and 3 in 4 zero (the lists; the
+     * tiny one keeps its one value, and an empty batch is listed either way) */
     static const int sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {128, 1024, 64}, {10, 128, 64}, {1200, 70, 40}, {4, 6, 0}};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         for (int zeros = 0; zeros < 2; zeros++) {
@@ -788,11 +790,14 @@ static void check_gradient_split_invariant(const Conv cv, const char *weight_gra
         printf("\n    %zu of %zu gradients differ between the batch and its two halves ", differ,
                nw + (size_t)m * k);
     /* The linear layer again, its first half's output gradients 3 in 4 zero
-     * (some -0, as a ReLU's backward gives): the whole batch and the first
-     * half take the lists of nonzeros, the second half the dense tiles. */
+     * (some -0, as a ReLU's backward gives; 3 in 4 of its columns wholly,
+     * empty lists): the whole batch (5 in 8 nonzero) and the first half
+     * take the lists of nonzeros, the second half the dense tiles. */
     for (size_t e = 0; e < (size_t)lin / 2 * m; e++)
         if (e % 4)
             dy[e] = e % 8 == 1 ? -0.0f : 0.0f;
+    CU_ASSERT(ddp_gradsum_exact_lists(m, lin, dy, m) && ddp_gradsum_exact_lists(m, lin / 2, dy, m) &&
+              !ddp_gradsum_exact_lists(m, lin / 2, dy + (size_t)lin / 2 * m, m));
     ddp_gemm_grad(ops, m, k, lin, dy, m, xin, k, 0.0f, whole + nw, k);
     ddp_gemm_grad(ops, m, k, lin / 2, dy, m, xin, k, 0.0f, halves + nw, k);
     ddp_gemm_grad(ops, m, k, lin / 2, dy + (size_t)lin / 2 * m, m, xin + (size_t)lin / 2 * k, k, 1.0f, halves + nw, k);
@@ -820,8 +825,11 @@ static void check_deterministic_across_threads(const Conv cv)
     const int gm = 200, gn = 150, gk = 100; /* large enough to be split */
     float *x = random_floats(nx), *w = random_floats(nw), *g = random_floats(ny);
     float *ga = random_floats((size_t)gm * gk), *gb = random_floats((size_t)gk * gn);
-    for (int p = 0; p < gk; p++) /* A's first half of columns 3 in 4 zero: whichever thread takes them lists */
-        for (int i = 0; i < gm / 2; i++) /* their nonzeros, the dense tiles take the rest */
+    /* A's first half of columns 3 in 4 zero: one thread lists all of A's
+     * nonzeros (5 in 8), 2 threads those of the first half and the dense
+     * tiles take the second, 3 and 4 threads list a block across the two */
+    for (int p = 0; p < gk; p++)
+        for (int i = 0; i < gm / 2; i++)
             if ((p + i) % 4)
                 ga[(size_t)p * gm + i] = 0.0f;
     float *first = NULL;
