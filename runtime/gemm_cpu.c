@@ -175,6 +175,15 @@ static void pack_transposed_b_panel(const float *b, int ldb, int n, int k, int j
     gather_transposed(row, cols, width, k, panel);
 }
 
+/* MOST[p] = the largest |x| of row P of X (COLS values, rows LDX apart), for
+ * the K rows (samples): the bounds of a sample's products in the gradient
+ * sums (NaN where a row has a NaN). */
+static void samples_largest(const float *x, int ldx, int cols, int k, double *most)
+{
+    for (int p = 0; p < k; p++)
+        most[p] = ddp_largest_magnitude(x + (size_t)p * ldx, cols);
+}
+
 /* The gradient sums' order of the K samples (rows of A and B): ORDER[0 ..
  * the count returned) = the samples p whose products are all below
  * LO_ONLY_BELOW by their bounds (A_MOST[p] * B_MOST[p], the largest |a| and
