@@ -295,31 +295,46 @@ static int wgrad_samples(const DdpConvShape *sh)
 }
 
 /* The filter pass's scratch: the order-free sums of dw in R x S x K x C
- * order (HI, then LO), so that a sample's part of 8 neighbouring (k, c)
- * pairs is two vector deposits; one sample's V (K x C per point, float) and
- * each of NTHREADS threads' packed copies for the products into it; the
- * whole batch's input and dy with their channels blocked; then for a block
- * of samples D (rows x C per point) and E (rows x K). */
+ * order (HI, then LO); one sample's part, R x S rows of K x C floats
+ * (pair_stride apart), deposited row by row in vector lanes; one sample's
+ * V (K x C floats per point, pair_stride apart) and each of NTHREADS
+ * threads' packed copies for the products into it; the whole batch's input
+ * and dy with their channels blocked; then for a block of samples D (rows x
+ * C per point) and E (rows x K). Each piece starts on a cache line. */
 typedef struct {
     double *sum_hi, *sum_lo;
+    float *part;
     float *v, *packs;
     size_t packs_each; /* floats per thread */
     float *blocked_x, *blocked_dy, *d, *e;
 } FilterScratch;
 
+/* The floats from one point's K x C pairs of V to the next's, and from one
+ * position's of a sample's part to the next's: K x C rounded up to a cache
+ * line, and one line more. A task reads its pairs at every point and writes
+ * them at every position; at a multiple of 4 KiB apart its 64 reads fall in
+ * one set of the L1 cache (with K x C = 2048, a quarter of the pass waited
+ * on them). */
+static size_t pair_stride(const DdpConvShape *sh)
+{
+    return align_floats((size_t)sh->k * sh->c) + 16;
+}
+
 static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
 {
     const int tiles = sample_tiles(sh);
     const int rows = wgrad_samples(sh) * tiles;
-    const size_t ck = (size_t)sh->k * sh->c, sums = ck * sh->r * sh->s;
-    const size_t v = align_floats((size_t)WINO_POINTS * ck), packs = align_floats(ddp_sgemm_fixed_scratch(sh->k, tiles));
+    const size_t ck = (size_t)sh->k * sh->c, sums = (ck * sh->r * sh->s + 7) / 8 * 8; /* doubles, whole lines */
+    const size_t v = (size_t)WINO_POINTS * pair_stride(sh), packs = align_floats(ddp_sgemm_fixed_scratch(sh->k, tiles));
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
     const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
+    const size_t part = (size_t)sh->r * sh->s * pair_stride(sh);
     if (at) {
         at->sum_hi = base;
         at->sum_lo = at->sum_hi + sums;
-        at->v = (float *)(at->sum_lo + sums);
+        at->part = (float *)(at->sum_lo + sums);
+        at->v = at->part + part;
         at->packs = at->v + v;
         at->packs_each = packs;
         at->blocked_x = at->packs + packs * nthreads;
@@ -327,7 +342,7 @@ static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, F
         at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
     }
-    return 2 * sums * sizeof(double) + (v + packs * nthreads + bx + bdy + d + e) * sizeof(float);
+    return 2 * sums * sizeof(double) + (part + v + packs * nthreads + bx + bdy + d + e) * sizeof(float);
 }
 
 /* The size that ddp_winograd_suits caps: on one thread, for a batch of
@@ -382,15 +397,23 @@ size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh,
     return data > wgrad ? data : wgrad;
 }
 
+/* Whether point XI (row xi / 8, column xi % 8 of the 8 x 8 storage) is one
+ * of PLAN's alpha x alpha points: the products and transforms skip the rest. */
+static int point_used(const WinogradPlan *p, int xi)
+{
+    return xi / WINO_ALPHA < p->alpha && xi % WINO_ALPHA < p->alpha;
+}
+
 /* ---- tile transforms, 8 channels at a time ----------------------------------- */
 
 /* OUT[i][j] = sum over a, b < ALPHA of L[i][a] IN[a][b] R[j][b], per lane,
  * for i < RO and j < CO: L and R are stored 8 x 8 (zero where the transform
  * is smaller), IN and OUT 8 x 8 tiles of which the first ALPHA rows and
- * columns are read. The general form, for matrices known only at run time
- * (the weights' G, non-square kernels, 6 x 6 tiles); zero entries (a third)
- * are skipped. The tile transforms of square kernels on 8 x 8 tiles use
- * transform_fixed instead. */
+ * columns are read. The general form: for the weights' G g G^T, non-square
+ * kernels, and a weight gradient's last block of channels where C is not a
+ * multiple of 8; zero entries (a third) are skipped. Square kernels' tile
+ * transforms use transform_fixed, and their weight gradient's transform
+ * back kernel_gradient_fixed. */
 static void sandwich(int alpha, int ro, const float *restrict l, int co, const float *restrict r,
                      const Lanes *restrict in, Lanes *restrict out)
 {
@@ -469,6 +492,14 @@ static ALWAYS_INLINE float at_entry(int alpha, int m, int i, int a)
     return a < alpha - 1 ? POWER_TABLE[i][a] : i == m - 1 ? 1.0f : 0.0f;
 }
 
+/* Whether G^T's entry (I, A), R x ALPHA, is nonzero: G[a][i] is point a to
+ * the power i over a constant, so point 0's (the first) only for i = 0, and
+ * infinity's (the last) only for the last i; tables_match checks the plan's. */
+static ALWAYS_INLINE int kernel_gradient_nonzero(int alpha, int r, int i, int a)
+{
+    return a == 0 ? i == 0 : a == alpha - 1 ? i == r - 1 : 1;
+}
+
 /* The four tile transforms are T X T^T for one matrix T: B^T (input), B
  * (backward data's inverse), A^T (output, M x ALPHA) and A (output
  * gradient, ALPHA x M). */
@@ -514,7 +545,8 @@ static ALWAYS_INLINE void transform_fixed(int alpha, int kind, int m, int rows, 
 }
 
 /* Whether PLAN's matrices are the tables (square kernels only), entry by
- * entry (the computed ones have some -0). */
+ * entry (the computed ones have some -0), and G^T's zeros where
+ * kernel_gradient_nonzero says. */
 static int tables_match(const WinogradPlan *p)
 {
     int same = (p->alpha == WINO_ALPHA || p->alpha == 6) && p->mh == p->mw;
@@ -523,6 +555,12 @@ static int tables_match(const WinogradPlan *p)
             same &= p->bt[i * WINO_ALPHA + a] == bt_entry(p->alpha, i, a);
             same &= p->at_h[i * WINO_ALPHA + a] == (i < p->mh ? at_entry(p->alpha, p->mh, i, a) : 0.0f);
             same &= p->at_w[i * WINO_ALPHA + a] == p->at_h[i * WINO_ALPHA + a];
+        }
+    const int r = p->alpha + 1 - p->mh; /* the kernel's side */
+    for (int i = 0; i < r && same; i++)
+        for (int a = 0; a < p->alpha; a++) {
+            same &= (p->gt_h[i * WINO_ALPHA + a] != 0.0f) == kernel_gradient_nonzero(p->alpha, r, i, a);
+            same &= p->gt_w[i * WINO_ALPHA + a] == p->gt_h[i * WINO_ALPHA + a];
         }
     return same;
 }
@@ -560,6 +598,68 @@ static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *ou
     if (p->fixed)
         FIXED_TRANSFORM(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
     sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
+}
+
+/* sandwich(ALPHA, R, GT, R, GT, IN, OUT) for a square R x R kernel, IN
+ * read from the points' matrices at V, STRIDE floats apart, the same
+ * operations in the same order (its zero entries skipped, as sandwich skips
+ * them), unrolled: the entries are not constants (G's are fractions such as
+ * 2/9, computed with the plan), but its zeros are, and with the loops
+ * unrolled the half-transformed tile stays in registers. The weight
+ * gradient's transform back runs once per sample and pair; where samples
+ * have few tiles, sandwich took a third of the pass. Whether each `acc +=`
+ * becomes a fused multiply-add is the compiler's choice at each place, as
+ * in sandwich (tests/unit/test_ops.c checks that the two agree); the
+ * promises need only that a pair takes the same code in every batch, which
+ * the shape alone decides. */
+static ALWAYS_INLINE void kernel_gradient_fixed(int alpha, int r, const float *restrict gt, const float *restrict v,
+                                                size_t stride, Lanes *restrict out)
+{
+    /* A column of IN at a time, then a row of HALF, each of which fits the
+     * registers (all of IN at once did not: it went to the stack). */
+    Lanes half[WINO_POINTS]; /* G^T . IN, R x ALPHA */
+    UNROLL for (int b = 0; b < alpha; b++) {
+        Lanes column[WINO_ALPHA];
+        UNROLL for (int a = 0; a < alpha; a++)
+            column[a] = lanes_load(v + (size_t)(a * WINO_ALPHA + b) * stride);
+        UNROLL for (int i = 0; i < r; i++) {
+            Lanes acc = {0};
+            UNROLL for (int a = 0; a < alpha; a++)
+                if (kernel_gradient_nonzero(alpha, r, i, a))
+                    acc += gt[i * WINO_ALPHA + a] * column[a];
+            half[i * WINO_ALPHA + b] = acc;
+        }
+    }
+    UNROLL for (int i = 0; i < r; i++)
+        UNROLL for (int j = 0; j < r; j++) {
+            Lanes acc = {0};
+            UNROLL for (int b = 0; b < alpha; b++)
+                if (kernel_gradient_nonzero(alpha, r, j, b))
+                    acc += gt[j * WINO_ALPHA + b] * half[i * WINO_ALPHA + b];
+            out[i * WINO_ALPHA + j] = acc;
+        }
+}
+
+/* The weight gradient's transform back, OUT = G^T IN G (R x S of the
+ * ALPHA x ALPHA tile), for LANES pairs whose IN lies at V, point xi's at V +
+ * xi * STRIDE: unrolled for the square kernels ddp_winograd_suits admits
+ * with all 8 lanes, or sandwich. */
+static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
+                                      int lanes, Lanes *out)
+{
+    if (p->fixed && lanes == LANES)
+        switch (p->alpha * 10 + sh->r) {
+        case 63: kernel_gradient_fixed(6, 3, p->gt_h, v, stride, out); return;
+        case 85: kernel_gradient_fixed(8, 5, p->gt_h, v, stride, out); return;
+        case 86: kernel_gradient_fixed(8, 6, p->gt_h, v, stride, out); return;
+        case 87: kernel_gradient_fixed(8, 7, p->gt_h, v, stride, out); return;
+        default: break;
+        }
+    Lanes in[WINO_POINTS] = {{0}};
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        if (point_used(p, xi))
+            memcpy(&in[xi], v + xi * stride, (size_t)lanes * sizeof(float));
+    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
 }
 
 /* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
@@ -675,13 +775,6 @@ static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const f
                                         ? lanes_load(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES)
                                         : zero;
     gradient_transform(p, e, out);
-}
-
-/* Whether point XI (row xi / 8, column xi % 8 of the 8 x 8 storage) is one
- * of PLAN's alpha x alpha points: the products and transforms skip the rest. */
-static int point_used(const WinogradPlan *p, int xi)
-{
-    return xi / WINO_ALPHA < p->alpha && xi % WINO_ALPHA < p->alpha;
 }
 
 /* Stores a transformed tile's lanes into the matrices of the points used at
@@ -936,31 +1029,44 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
 }
 
 /* A sample's weight gradient for LANES (k, c) pairs kc0 .. at R x S
- * positions (G, 8 x 8 storage), added to the sums SUM_HI/SUM_LO (R x S x K x
- * C), where each position's pairs lie side by side. */
-static void deposit_lanes(const DdpConvShape *sh, const Lanes *g, size_t ck, size_t kc0, int lanes, double *sum_hi,
-                          double *sum_lo)
+ * positions (G, 8 x 8 storage), into its part PART, whose rows (a
+ * position's K x C pairs, side by side) are STRIDE floats apart. */
+static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, size_t kc0, int lanes, float *part)
 {
     for (int a = 0; a < sh->r; a++)
         for (int b = 0; b < sh->s; b++) {
-            const size_t at = (size_t)(a * sh->s + b) * ck + kc0;
-            ddp_exact_add_floats(sum_hi + at, sum_lo + at, (const float *)&g[a * WINO_ALPHA + b], lanes, 0,
-                                 &ddp_grad_window);
+            float *at = part + (size_t)(a * sh->s + b) * stride + kc0;
+            if (lanes == LANES)
+                lanes_store(at, g[a * WINO_ALPHA + b]);
+            else
+                memcpy(at, &g[a * WINO_ALPHA + b], (size_t)lanes * sizeof(float));
         }
 }
 
+/* A sample's part goes into the sums in pieces of its rows of this many
+ * floats, one thread's each: a multiple of ddp_exact_add_floats's chunks of
+ * 64, so that no piece but a row's last ends in a short chunk, which runs
+ * outside the vector loops. (The deposits once went 8 pairs at a time, from
+ * each task's lanes: each of those was a short chunk.) */
+enum { DEPOSIT_ROW = 1024 };
+
 /* Backward filter: the batch in blocks of whole samples; each block's input
- * and dy tiles transformed (D, E); then per (k, block of 8 c's) and sample,
- * V[xi] = sum over the sample's tiles, in order, of E[xi][k] D[xi][c..], its
- * transform G^T V G (all in float, the same bits in any batch), and that
- * part added to the order-free sums; at the end dw from them (beta 1 adds
- * them to dw's). */
+ * and dy tiles transformed (D, E); then per sample, V[xi] = the sum over
+ * its tiles, in order, of E[xi]^T D[xi], and per (k, block of 8 c's) its
+ * transform G^T V G (all in float, the same bits in any batch) into the
+ * sample's part, which is then added to the order-free sums; at the end dw
+ * from them (beta 1 adds them to dw's). Measured on one thread of an AMD
+ * EPYC (bench/conv_cpu.sh, DDP_CPU_CONV=own), with the transform back
+ * unrolled, V and the part laid out pair_stride apart, the part deposited
+ * in pieces of rows and the merge into dw in blocks: 32 -> 32 at 14x14 went
+ * from 4.35 to 3.2 to 3.5 ms a batch of 64, 64 -> 64 at 28x28 from 36 to 31. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
     filter_scratch(sh, p->nthreads, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
+    const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, per_block = wgrad_samples(sh), cbs = channel_blocks(sh->c);
     OMP(parallel num_threads(nthreads))
     {
@@ -1002,39 +1108,50 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                         ddp_sgemm_fixed(1, 0, sh->k, sh->c, tiles, 1.0f,
                                         at.e + ((size_t)s * tiles * WINO_POINTS + xi) * sh->k, WINO_POINTS * sh->k,
                                         at.d + ((size_t)s * tiles * WINO_POINTS + xi) * sh->c, WINO_POINTS * sh->c,
-                                        0.0f, at.v + (size_t)xi * ck, sh->c,
+                                        0.0f, at.v + (size_t)xi * stride, sh->c,
                                         at.packs + (size_t)omp_get_thread_num() * at.packs_each);
-                /* The sample's G^T V G for 8 (k, c) pairs at a time, in float,
-                 * one part of the sums. Each task owns its pairs' sums. */
+                /* The sample's G^T V G for 8 (k, c) pairs at a time, in
+                 * float: each task writes its pairs' places in the part, at
+                 * every position. */
                 OMP(for schedule(static))
                 for (int task = 0; task < sh->k * cbs; task++) {
                     const int k = task / cbs, cb = task % cbs, lanes = lanes_at(cb * LANES, sh->c);
                     const size_t kc0 = (size_t)k * sh->c + (size_t)cb * LANES;
-                    Lanes vk[WINO_POINTS] = {{0}}, g[WINO_POINTS];
-                    for (int xi = 0; xi < WINO_POINTS; xi++)
-                        if (!point_used(p, xi))
-                            continue;
-                        else if (lanes == LANES)
-                            vk[xi] = lanes_load(at.v + xi * ck + kc0);
-                        else
-                            memcpy(&vk[xi], at.v + xi * ck + kc0, (size_t)lanes * sizeof(float));
-                    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, vk, g);
-                    deposit_lanes(sh, g, ck, kc0, lanes, at.sum_hi, at.sum_lo);
+                    Lanes g[WINO_POINTS];
+                    kernel_gradient_transform(p, sh, at.v + kc0, stride, lanes, g);
+                    store_part(sh, g, stride, kc0, lanes, at.part);
+                }
+                /* The whole part into the sums, once every task's pairs are
+                 * in it: each position's row in pieces of DEPOSIT_ROW. */
+                const int pieces = (int)((ck + DEPOSIT_ROW - 1) / DEPOSIT_ROW);
+                OMP(for schedule(static))
+                for (int task = 0; task < (int)rs * pieces; task++) {
+                    const size_t ab = (size_t)(task / pieces), from = (size_t)(task % pieces) * DEPOSIT_ROW;
+                    const int floats = ck - from < DEPOSIT_ROW ? (int)(ck - from) : DEPOSIT_ROW;
+                    ddp_exact_add_floats(at.sum_hi + ab * ck + from, at.sum_lo + ab * ck + from,
+                                         at.part + ab * stride + from, floats, 0, &ddp_grad_window);
                 }
             }
         }
         /* dw = (beta ? dw : the empty sums) + the batch's sums, from R x S x
          * K x C order back to dw's K x C x R x S. With no samples the batch's
-         * sums are empty. */
+         * sums are empty. In blocks of MERGE_PAIRS pairs, within which
+         * the sums are read along their rows (a pair's own R x S sums lie
+         * K x C apart: read pair by pair, they took 3.5% of the pass with
+         * K x C = 2048). */
+        enum { MERGE_PAIRS = 64 };
         OMP(for schedule(static))
-        for (size_t kc = 0; kc < ck; kc++)
-            for (size_t ab = 0; ab < rs; ab++) {
-                const DdpExact part = {at.sum_hi[ab * ck + kc], at.sum_lo[ab * ck + kc]};
-                DdpGrad *out = dw + kc * rs + ab;
-                if (beta == 0.0f)
-                    *out = part;
-                else
-                    ddp_exact_merge(out, part);
-            }
+        for (size_t kc0 = 0; kc0 < ck; kc0 += MERGE_PAIRS) {
+            const size_t end = ck - kc0 < MERGE_PAIRS ? ck : kc0 + MERGE_PAIRS;
+            for (size_t ab = 0; ab < rs; ab++)
+                for (size_t kc = kc0; kc < end; kc++) {
+                    const DdpExact part = {at.sum_hi[ab * ck + kc], at.sum_lo[ab * ck + kc]};
+                    DdpGrad *out = dw + kc * rs + ab;
+                    if (beta == 0.0f)
+                        *out = part;
+                    else
+                        ddp_exact_merge(out, part);
+                }
+        }
     }
 }

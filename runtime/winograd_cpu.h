@@ -65,7 +65,8 @@ typedef struct {
  * that a rank's batch never changes the algorithm: stride 1, one group, a
  * 3x3 kernel or sides 5..7, at least 8 channels in and out, at most half
  * im2col's multiplies once tiles that hang over the edge are counted, and
- * blocked copies of x and dy within 256 MiB for a batch of 256. */
+ * the weight gradient's scratch (mostly blocked copies of x and dy) within
+ * 256 MiB for a batch of 256. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
 /* Whether PLAN's weight gradient is done this way too, rather than by

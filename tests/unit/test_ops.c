@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
 #include "onednn_cpu.h" // ddp_onednn_choose: each conv test on the own kernels, then with oneDNN
+#include "winograd_cpu.h" // ddp_winograd_plan: its unrolled transforms taken
 #include "testutil.h"
 
 #include <math.h>
@@ -315,6 +316,9 @@ static const Conv SHAPES[] = {
     {8, 40, 40, 8, 3, 3, 1, 1, 1},   /* 3x3, 100 tiles a sample */
     {9, 18, 18, 10, 3, 3, 1, 1, 1},  /* 3x3, edge tiles that read padding, channels not a multiple of 8 */
     {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
+    {8, 14, 14, 9, 6, 6, 1, 2, 1},   /* 6x6: 3x3 output tiles, 25 a sample (weight gradient by Winograd) */
+    {8, 12, 12, 8, 7, 7, 1, 3, 1},   /* 7x7: 2x2 output tiles, 36 a sample (weight gradient by Winograd) */
+    {40, 14, 14, 32, 3, 3, 1, 1, 1}, /* K x C 1280: a part's rows deposited in two pieces (winograd_cpu.c) */
 };
 enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
 
@@ -951,6 +955,51 @@ static void test_winograd_chosen(void)
     ddp_ops_destroy(ops);
 }
 
+/* Every square kernel Winograd takes gets the unrolled transforms (the
+ * plan's matrices are winograd_cpu.c's tables, and G^T's zeros where the
+ * weight gradient's unrolled transform skips them): where the plan's
+ * check of them fails, every transform falls back to the slower general
+ * one, with the same results, which no other test would notice. And the
+ * unrolled ones give the general one's bits, in all three passes (the
+ * weight gradient's in every block of channels, the last one short where
+ * C is not a multiple of 8). */
+static void test_winograd_unrolled(void)
+{
+    const Conv squares[] = {{16, 14, 14, 16, 3, 3, 1, 1, 1}, {8, 12, 12, 8, 5, 5, 1, 0, 1},
+                            {9, 14, 14, 9, 6, 6, 1, 2, 1},   {8, 12, 12, 8, 7, 7, 1, 3, 1},
+                            {40, 14, 14, 32, 3, 3, 1, 1, 1}};
+    set_test_windows();
+    for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+        const int n = 3;
+        DdpConvShape sh = shape_of(&squares[i], n);
+        CU_ASSERT(ddp_winograd_suits(&sh));
+        WinogradPlan plan;
+        ddp_winograd_plan(&plan, &sh, 1);
+        CU_ASSERT(plan.fixed);
+        const size_t nx = (size_t)n * sh.c * sh.h * sh.w, nw = (size_t)sh.k * sh.c * sh.r * sh.s;
+        const size_t ny = (size_t)n * sh.k * sh.out_h * sh.out_w;
+        float *x = random_floats(nx), *w = random_floats(nw), *dy = random_floats(ny);
+        float *y[2], *dx[2];
+        DdpGrad *dw[2];
+        void *scratch = aligned_alloc(64, (ddp_winograd_scratch_bytes(&plan, &sh, 1) + 63) / 64 * 64);
+        for (int unrolled = 1; unrolled >= 0; unrolled--) {
+            plan.fixed = unrolled;
+            y[unrolled] = malloc(ny * sizeof(float));
+            dx[unrolled] = malloc(nx * sizeof(float));
+            dw[unrolled] = malloc(nw * sizeof(DdpGrad));
+            ddp_winograd_forward(&plan, &sh, 1, scratch, n, x, w, y[unrolled]);
+            ddp_winograd_backward_data(&plan, &sh, 1, scratch, n, dy, w, dx[unrolled], 0.0f);
+            ddp_winograd_backward_filter(&plan, &sh, 1, scratch, n, x, dy, dw[unrolled], 0.0f);
+        }
+        CU_ASSERT(memcmp(y[0], y[1], ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[1], nx * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dw[0], dw[1], nw * sizeof(DdpGrad)) == 0);
+        for (int j = 0; j < 2; j++)
+            free(y[j]), free(dx[j]), free(dw[j]);
+        free(x), free(w), free(dy), free(scratch);
+    }
+}
+
 /* A conv's forward and data gradient for a sample are the same bits in any
  * batch: its rows sit at other places in the products when the batch is
  * split as among ranks (ops_cpu.c's promise, which tests/distributed/
@@ -1254,6 +1303,8 @@ void suite_ops(void)
         {"conv backward filter beta and micro-batches", test_backward_filter_beta_own},
         {"conv backward data beta", test_backward_data_beta_own},
         {"Winograd chosen for its shapes", test_winograd_chosen_own},
+        {"Winograd: square kernels take the unrolled transforms, which give the general ones' bits",
+         test_winograd_unrolled},
         {"a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_own},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
