@@ -218,6 +218,15 @@ static void chw(Shape s, int64_t *c, int64_t *h, int64_t *w)
     *w = s.rank == 3 ? s.d[2] : 1;
 }
 
+/* The pixels of a channel's plane in a CxHxW (or F) per-sample shape: what a
+ * per-channel sum runs over in each sample (DDP_LAUNCH_CHANNELS's HW). */
+static int64_t plane_pixels(Shape s)
+{
+    int64_t c, h, w;
+    chw(s, &c, &h, &w);
+    return h * w;
+}
+
 /* A kernel's first line naming the sizes its text uses: C channels of HW
  * pixels (plane_constants), or S values a sample (sample_constant). */
 static void plane_constants(Emit *e, int64_t c, int64_t hw)
@@ -254,15 +263,16 @@ static void kernels_conv_linear(Emit *e, const Node *n)
 
     comment(e, n, "");
     if (n->bias) {
-        /* one thread per channel sums its bias gradient in a fixed order, and
-         * turns dy into the gradient before the activation on the way */
+        /* a channel's bias gradient, summed over its samples in a fixed order
+         * (kernel.h: DDP_FOR_CHANNELS), turning dy into the gradient before
+         * the activation on the way */
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
         plane_constants(e, c, hw);
-        E("    DDP_FOR(c, C) {\n        DdpSum sum = ddp_grad_open(dbias + c, accumulate);\n");
-        E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
+        E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty();\n");
+        E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
         E("            DDP_SIMD_SUM(sample)\n");
-        E("            for (int64_t j = 0; j < HW; j++) {\n");
+        E("            DDP_FOR_PIXELS(j, HW) {\n");
         E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
         if (a) {
             /* both loaded first: a select the compiler can vectorise, not a branch */
@@ -272,7 +282,9 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         } else
             E("                sample += dy[i];\n");
         E("            }\n            ddp_grad_sum_add(&sum, sample);\n        }\n");
-        E("        dbias[c] = ddp_grad_close(sum);\n    }\n}\n\n");
+        E("        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {\n");
+        E("            DdpSum total = ddp_grad_open(dbias + c, accumulate);\n");
+        E("            ddp_sum_merge(&total, sum);\n            dbias[c] = ddp_grad_close(total);\n        }\n    }\n}\n\n");
     } else {
         E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
         sample_constant(e, s);
@@ -533,15 +545,16 @@ static void kernels_batchnorm(Emit *e, const Node *n)
       "// so that ranks can add theirs up.\n", (long long)(2 * c));
     E("DDP_KERNEL %s_sums_forward(int n, const float *x, DdpSum *sums)\n{\n", n->name);
     plane_constants(e, c, hw);
-    E("    DDP_FOR(c, C) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n");
-    E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_sq = 0.0;\n");
+    E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n");
+    E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_sq = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_sq)\n");
-    E("            for (int64_t j = 0; j < HW; j++) {\n");
+    E("            DDP_FOR_PIXELS(j, HW) {\n");
     E("                double v = x[((int64_t)s * C + c) * HW + j];\n");
     E("                sample += v;\n                sample_sq += v * v;\n            }\n");
     E("            ddp_stats_sum_add(&sum, sample);\n            ddp_stats_sum_add(&sumsq, sample_sq);\n        }\n");
-    E("        sums[2 * c] = sum;\n        sums[2 * c + 1] = sumsq;\n");
-    E("        if (c == 0)\n            sums[2 * C] = ddp_sum_count((double)n * HW);\n    }\n}\n\n");
+    E("        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {\n");
+    E("            sums[2 * c] = sum;\n            sums[2 * c + 1] = sumsq;\n");
+    E("            if (c == 0)\n                sums[2 * C] = ddp_sum_count((double)n * HW);\n        }\n    }\n}\n\n");
     comment(e, n, "");
     E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"
       "// PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
@@ -572,17 +585,18 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
       "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
     plane_constants(e, c, hw);
-    E("    DDP_FOR(c, C) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n");
-    E("        for (int s = 0; s < n; s++) {\n            double sample = 0.0, sample_x = 0.0;\n");
+    E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n");
+    E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_x = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_x)\n");
-    E("            for (int64_t j = 0; j < HW; j++) {\n");
+    E("            DDP_FOR_PIXELS(j, HW) {\n");
     E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
     E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
     E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n        }\n");
-    E("        sums[2 * c] = sdy;\n        sums[2 * c + 1] = sdyx;\n");
-    E("        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
-    E("        ddp_sum_merge(&db, sdy);\n        ddp_sum_merge(&dw, sdyx);\n");
-    E("        dbias[c] = ddp_grad_close(db);\n        dweight[c] = ddp_grad_close(dw);\n    }\n}\n\n");
+    E("        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {\n");
+    E("            sums[2 * c] = sdy;\n            sums[2 * c + 1] = sdyx;\n");
+    E("            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
+    E("            ddp_sum_merge(&db, sdy);\n            ddp_sum_merge(&dw, sdyx);\n");
+    E("            dbias[c] = ddp_grad_close(db);\n            dweight[c] = ddp_grad_close(dw);\n        }\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
@@ -851,7 +865,8 @@ static void forward_node(Emit *e, const Node *n)
         const char *w = param(e, node_param(e, n, PARAM_WEIGHT)), *b = param(e, node_param(e, n, PARAM_BIAS));
         const char *rm = param(e, node_param(e, n, PARAM_RUNNING_MEAN)), *rv = param(e, node_param(e, n, PARAM_RUNNING_VAR));
         E("    if (train) {\n");
-        E("        DDP_LAUNCH(%s_sums_forward, %lld, n, %s, %s);\n", n->name, (long long)c, x, scratch(e, n, 0));
+        E("        DDP_LAUNCH_CHANNELS(%s_sums_forward, %lld, %lld, n, %s, %s);\n", n->name, (long long)c,
+          (long long)plane_pixels(n->in_shape), x, scratch(e, n, 0));
         if (n->sync)
             E("        ddp_sync_batchnorm(ctx, %s, %lld);  // statistics of the global batch, as SyncBatchNorm\n",
               scratch(e, n, 0), (long long)(2 * c + 1));
@@ -919,8 +934,8 @@ static void backward_node(Emit *e, const Node *n)
         const Node *a = fused_act(e, n);
         const char *y = a ? act(e, written_value(e, n)) : "";
         if (n->bias)
-            E("    DDP_LAUNCH(%s_backward, %lld, n, %s%s%s, %s, ctx->accumulate);\n", kernel_stem(e, n),
-              (long long)n->out_ch, dy, a ? ", " : "", a ? y : "", dparam(e, node_param(e, n, PARAM_BIAS)));
+            E("    DDP_LAUNCH_CHANNELS(%s_backward, %lld, %lld, n, %s%s%s, %s, ctx->accumulate);\n", kernel_stem(e, n),
+              (long long)n->out_ch, (long long)plane_pixels(n->out_shape), dy, a ? ", " : "", a ? y : "", dparam(e, node_param(e, n, PARAM_BIAS)));
         else if (a)
             E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s);\n", kernel_stem(e, n), (long long)s_out, dy, y);
         const char *dw = dparam(e, node_param(e, n, PARAM_WEIGHT));
@@ -980,8 +995,8 @@ static void backward_node(Emit *e, const Node *n)
     case OP_BATCHNORM: {
         int64_t c = n->out_ch;
         const char *x = act(e, n->in);
-        E("    DDP_LAUNCH(%s_sums_backward, %lld, n, %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", n->name, (long long)c,
-          dy, x, scratch(e, n, 1), scratch(e, n, 0), dparam(e, node_param(e, n, PARAM_WEIGHT)),
+        E("    DDP_LAUNCH_CHANNELS(%s_sums_backward, %lld, %lld, n, %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", n->name,
+          (long long)c, (long long)plane_pixels(n->in_shape), dy, x, scratch(e, n, 1), scratch(e, n, 0), dparam(e, node_param(e, n, PARAM_WEIGHT)),
           dparam(e, node_param(e, n, PARAM_BIAS)));
         if (dx && n->sync)
             E("    ddp_sync_batchnorm(ctx, %s, %lld);  // dx needs the global sums\n", scratch(e, n, 0), (long long)(2 * c));

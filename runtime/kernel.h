@@ -29,6 +29,10 @@
  * the CPU the loop runs in vector lanes, each summed in an order fixed by
  * the build (not by the thread count or the data), instead of one chain of
  * dependent adds; on the GPU nothing, a thread's loop is plain.
+ *
+ * Per-channel sums over a batch (a bias's gradient, batchnorm's sums) have a
+ * form of their own, which spreads a channel over many GPU threads:
+ * channel_sum.h, included at the end.
  */
 #ifndef DDPRT_KERNEL_H
 #define DDPRT_KERNEL_H
@@ -136,6 +140,8 @@ static inline DdpSum ddp_sum_count(double count) { return (DdpSum){count, 0.0}; 
 static inline void ddp_sum_merge(DdpSum *s, DdpSum t) { ddp_exact_merge(s, t); }
 static inline double ddp_grad_value(DdpGrad g) { return ddp_exact_value(g); }
 #endif
+
+#include "channel_sum.h"  // DDP_FOR_CHANNELS, DDP_FOR_SAMPLES, DDP_FOR_PIXELS, DDP_CHANNEL_DONE
 
 /* Adds COUNT DdpSums of per-channel sums over all ranks, in place: the
  * statistics of a synchronised batchnorm are those of the global batch. On

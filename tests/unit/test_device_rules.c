@@ -1,10 +1,12 @@
 /*
  * The GPU side's decisions (runtime/device_rules.c), run here without a GPU:
  * which GPU a rank drives, the math mode, which cuDNN algorithm a conv gets,
- * the start-up memory estimate for the libraries, and whether launches wait.
+ * the start-up memory estimate for the libraries, whether launches wait, and
+ * how a per-channel sum shares a channel among blocks and threads.
  * Plus one look at what DDP_LAUNCH becomes under nvcc: every generated
  * kernel's launch is checked and named (skipped without nvcc).
  */
+#include "channel_split.h" // ddp_plane_lanes, ddp_channel_groups, ddp_group_first
 #include "device_rules.h"  // ddp_gpu_choose_device, ddp_math_settings, ddp_conv_choose, ddp_gpu_memory_estimate
 #include "testutil.h"
 
@@ -159,6 +161,65 @@ static void test_sync_launches(void)
     CU_ASSERT_EQUAL(ddp_debug_mode("1"), 1);
 }
 
+/* ---- per-channel sums (channel_sum.h) ---- */
+
+/* Every block and thread of one channel, walked as the GPU's loops walk them
+ * (DDP_FOR_SAMPLES, DDP_FOR_PIXELS): each (sample, pixel) must be visited
+ * exactly once, or a bias gradient would miss or double a term. */
+static void check_channel_covered(int64_t channels, int64_t pixels, int n, int block)
+{
+    int64_t groups = ddp_channel_groups(channels, pixels, n, block);
+    int lanes = ddp_plane_lanes(pixels, block);
+    CU_ASSERT_TRUE(groups >= 1 && (channels * groups <= DDP_CHANNEL_BLOCKS || groups == 1));
+    CU_ASSERT_TRUE(lanes >= 1 && lanes <= block && block % lanes == 0);
+    CU_ASSERT_TRUE(lanes >= pixels || lanes == block); /* no sample is left a lane short */
+    unsigned char *seen = calloc((size_t)n * (size_t)pixels + 1, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
+    for (int64_t g = 0; g < groups; g++)
+        for (int t = 0; t < block; t++)
+            for (int s = ddp_group_first(g, groups, n) + t / lanes; s < ddp_group_first(g + 1, groups, n);
+                 s += block / lanes)
+                for (int64_t j = t % lanes; j < pixels; j += lanes)
+                    seen[(int64_t)s * pixels + j]++;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < (int64_t)n * pixels; i++)
+        wrong += seen[i] != 1;
+    if (wrong)
+        fprintf(stderr, "\n  %lld channels, %lld pixels, %d samples: %lld of %lld visited other than once",
+                (long long)channels, (long long)pixels, n, (long long)wrong, (long long)n * pixels);
+    CU_ASSERT_EQUAL(wrong, 0);
+    free(seen);
+}
+
+static void test_channel_sum_covers_each_term_once(void)
+{
+    const int64_t channels[] = {1, 10, 16, 32, 64, 128, 1000, 70000};
+    const int64_t pixels[] = {1, 3, 49, 64, 196, 255, 256, 257, 576, 784, 5000};
+    const int batches[] = {1, 7, 16, 64, 128, 513};
+    for (size_t c = 0; c < sizeof channels / sizeof *channels; c++)
+        for (size_t p = 0; p < sizeof pixels / sizeof *pixels; p++)
+            for (size_t b = 0; b < sizeof batches / sizeof *batches; b++)
+                check_channel_covered(channels[c], pixels[p], batches[b], 256);
+    check_channel_covered(32, 576, 64, 1024);
+}
+
+/* The shares the kernels were measured with (mnist.net's first bias, 32
+ * channels of 576 pixels, batch 64: 16 blocks of 4 samples each), and the
+ * bounds: one pass of samples at least, the partials' room at most. */
+static void test_channel_sum_shares(void)
+{
+    CU_ASSERT_EQUAL(ddp_plane_lanes(576, 256), 256);
+    CU_ASSERT_EQUAL(ddp_plane_lanes(64, 256), 64);
+    CU_ASSERT_EQUAL(ddp_plane_lanes(1, 256), 1);
+    CU_ASSERT_EQUAL(ddp_channel_groups(32, 576, 64, 256), 16);
+    CU_ASSERT_EQUAL(ddp_channel_groups(128, 1, 64, 256), 1);        /* 256 samples at once: one pass */
+    CU_ASSERT_EQUAL(ddp_channel_groups(64, 64, 64, 256), 8);        /* 4 at once: 16 passes, 512 / 64 blocks */
+    CU_ASSERT_EQUAL(ddp_channel_groups(1, 784, 4096, 256), DDP_CHANNEL_WANT);
+    CU_ASSERT_EQUAL(ddp_channel_groups(70000, 1, 64, 256), 1);     /* beyond the room: one block a channel */
+    CU_ASSERT_EQUAL(ddp_channel_groups(16, 784, 0, 256), 1);
+    CU_ASSERT_EQUAL(ddp_group_first(3, 16, 64), 12);
+}
+
 /* Under nvcc, DDP_LAUNCH queues the kernel and then checks it by name. */
 static void test_launch_is_checked_under_nvcc(void)
 {
@@ -191,6 +252,8 @@ void suite_device_rules(void)
         {"memory for cuDNN, cuBLAS, NCCL: the documented defaults and NCCL's variables", test_memory_estimate},
         {"DDP_SYNC_LAUNCHES, DDP_DEBUG", test_sync_launches},
         {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
+        {"per-channel sums on a GPU: every (sample, pixel) of a channel summed once", test_channel_sum_covers_each_term_once},
+        {"per-channel sums on a GPU: blocks per channel and threads per sample", test_channel_sum_shares},
         {NULL, NULL},
     };
     test_add_suite("device_rules [gcc, nvcc]", cases);

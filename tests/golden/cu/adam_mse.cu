@@ -22,12 +22,12 @@ DDP_KERNEL linear1_bias_tanh_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
@@ -36,7 +36,11 @@ DDP_KERNEL linear1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad 
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -74,18 +78,22 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -216,7 +224,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // adam_mse.net:8: linear 10
-    DDP_LAUNCH(linear3_bias_backward, 10, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear3_bias_backward, 10, 1, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 32, n, d_linear3_out, 10, leaky_relu1_out, 32, beta, d_linear3_weight, 32);
     ddp_gemm(ctx->ops, 0, 0, n, 32, 10, 1.0f, d_linear3_out, 10, linear3_weight, 32, 0.0f, d_leaky_relu1_out, 32);
     DDP_LAYER_DONE("linear3 backward, adam_mse.net:8");
@@ -232,7 +240,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // linear2.weight
     // adam_mse.net:6: linear 64, with adam_mse.net:6: tanh
-    DDP_LAUNCH(linear1_bias_tanh_backward, 64, n, d_tanh1_out, tanh1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_tanh_backward, 64, 1, n, d_tanh1_out, tanh1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 64, 784, n, d_tanh1_out, 64, ctx->x, 784, beta, d_linear1_weight, 784);
     DDP_LAYER_DONE("linear1 backward, adam_mse.net:6");
     if (ctx->grad_ready)

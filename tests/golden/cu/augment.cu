@@ -22,12 +22,12 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -36,7 +36,11 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -103,18 +107,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -247,7 +255,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // augment.net:15: linear 10
-    DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 10, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 512, n, d_linear1_out, 10, flatten1_out, 512, beta, d_linear1_weight, 512);
     ddp_gemm(ctx->ops, 0, 0, n, 512, 10, 1.0f, d_linear1_out, 10, linear1_weight, 512, 0.0f, d_flatten1_out, 512);
     DDP_LAYER_DONE("linear1 backward, augment.net:15");
@@ -259,7 +267,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 512, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, augment.net:13");
     // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-    DDP_LAUNCH(conv1_bias_relu_backward, 8, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 8, 256, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, augment.net:13");
     if (ctx->grad_ready)

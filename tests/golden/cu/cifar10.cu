@@ -14,12 +14,12 @@
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 32, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -27,10 +27,12 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -80,12 +82,12 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -93,13 +95,15 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -192,12 +196,12 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -205,10 +209,12 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -258,12 +264,12 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -271,13 +277,15 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -322,12 +330,12 @@ DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int
 DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -335,10 +343,12 @@ DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -388,12 +398,12 @@ DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -401,13 +411,15 @@ DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -452,12 +464,12 @@ DDP_KERNEL gelu3_backward(int n, const float *dy, const float *x, float *dx, int
 DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -465,10 +477,12 @@ DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -518,12 +532,12 @@ DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 256;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -531,13 +545,15 @@ DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -646,12 +662,12 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
 DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -659,10 +675,12 @@ DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -712,12 +730,12 @@ DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -725,13 +743,15 @@ DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -776,12 +796,12 @@ DDP_KERNEL gelu5_backward(int n, const float *dy, const float *x, float *dx, int
 DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -789,10 +809,12 @@ DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -842,12 +864,12 @@ DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -855,13 +877,15 @@ DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -906,12 +930,12 @@ DDP_KERNEL gelu6_backward(int n, const float *dy, const float *x, float *dx, int
 DDP_KERNEL bn7_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -919,10 +943,12 @@ DDP_KERNEL bn7_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -972,12 +998,12 @@ DDP_KERNEL bn7_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 128, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -985,13 +1011,15 @@ DDP_KERNEL bn7_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -1100,12 +1128,12 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, floa
 DDP_KERNEL bn8_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 256, HW = 16;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -1113,10 +1141,12 @@ DDP_KERNEL bn8_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -1166,12 +1196,12 @@ DDP_KERNEL bn8_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 256, HW = 16;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -1179,13 +1209,15 @@ DDP_KERNEL bn8_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -1260,18 +1292,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -1520,7 +1556,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("stem forward, cifar10.net:8");
     // cifar10.net:8: batchnorm
     if (train) {
-        DDP_LAUNCH(bn1_sums_forward, 32, n, stem_out, bn1_sums);
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 32, 1024, n, stem_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 65);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn1_stats_forward, 32, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
         DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 32768, n, stem_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
@@ -1539,7 +1575,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("maxpool1 forward, cifar10.net:9");
     // cifar10.net:9: batchnorm
     if (train) {
-        DDP_LAUNCH(bn2_sums_forward, 64, n, maxpool1_out, bn2_sums);
+        DDP_LAUNCH_CHANNELS(bn2_sums_forward, 64, 256, n, maxpool1_out, bn2_sums);
         ddp_sync_batchnorm(ctx, bn2_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn2_stats_forward, 64, bn2_sums, bn2_stats, bn2_running_mean, bn2_running_var);
         DDP_LAUNCH(bn2_normalize_forward, (int64_t)n * 16384, n, maxpool1_out, bn2_out, bn2_stats, bn2_weight, bn2_bias);
@@ -1555,7 +1591,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv3 forward, cifar10.net:11");
     // cifar10.net:11: batchnorm
     if (train) {
-        DDP_LAUNCH(bn3_sums_forward, 64, n, conv3_out, bn3_sums);
+        DDP_LAUNCH_CHANNELS(bn3_sums_forward, 64, 256, n, conv3_out, bn3_sums);
         ddp_sync_batchnorm(ctx, bn3_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn3_stats_forward, 64, bn3_sums, bn3_stats, bn3_running_mean, bn3_running_var);
         DDP_LAUNCH(bn3_normalize_forward, (int64_t)n * 16384, n, conv3_out, bn3_out, bn3_stats, bn3_weight, bn3_bias);
@@ -1571,7 +1607,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv4 forward, cifar10.net:12");
     // cifar10.net:12: batchnorm
     if (train) {
-        DDP_LAUNCH(bn4_sums_forward, 64, n, conv4_out, bn4_sums);
+        DDP_LAUNCH_CHANNELS(bn4_sums_forward, 64, 256, n, conv4_out, bn4_sums);
         ddp_sync_batchnorm(ctx, bn4_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn4_stats_forward, 64, bn4_sums, bn4_stats, bn4_running_mean, bn4_running_var);
         DDP_LAUNCH(bn4_normalize_forward, (int64_t)n * 16384, n, conv4_out, bn4_out, bn4_stats, bn4_weight, bn4_bias);
@@ -1593,7 +1629,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("maxpool2 forward, cifar10.net:15");
     // cifar10.net:15: batchnorm
     if (train) {
-        DDP_LAUNCH(bn5_sums_forward, 128, n, maxpool2_out, bn5_sums);
+        DDP_LAUNCH_CHANNELS(bn5_sums_forward, 128, 64, n, maxpool2_out, bn5_sums);
         ddp_sync_batchnorm(ctx, bn5_sums, 257);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn5_stats_forward, 128, bn5_sums, bn5_stats, bn5_running_mean, bn5_running_var);
         DDP_LAUNCH(bn5_normalize_forward, (int64_t)n * 8192, n, maxpool2_out, bn5_out, bn5_stats, bn5_weight, bn5_bias);
@@ -1609,7 +1645,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv6 forward, cifar10.net:17");
     // cifar10.net:17: batchnorm
     if (train) {
-        DDP_LAUNCH(bn6_sums_forward, 128, n, conv6_out, bn6_sums);
+        DDP_LAUNCH_CHANNELS(bn6_sums_forward, 128, 64, n, conv6_out, bn6_sums);
         ddp_sync_batchnorm(ctx, bn6_sums, 257);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn6_stats_forward, 128, bn6_sums, bn6_stats, bn6_running_mean, bn6_running_var);
         DDP_LAUNCH(bn6_normalize_forward, (int64_t)n * 8192, n, conv6_out, bn6_out, bn6_stats, bn6_weight, bn6_bias);
@@ -1625,7 +1661,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv7 forward, cifar10.net:18");
     // cifar10.net:18: batchnorm
     if (train) {
-        DDP_LAUNCH(bn7_sums_forward, 128, n, conv7_out, bn7_sums);
+        DDP_LAUNCH_CHANNELS(bn7_sums_forward, 128, 64, n, conv7_out, bn7_sums);
         ddp_sync_batchnorm(ctx, bn7_sums, 257);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn7_stats_forward, 128, bn7_sums, bn7_stats, bn7_running_mean, bn7_running_var);
         DDP_LAUNCH(bn7_normalize_forward, (int64_t)n * 8192, n, conv7_out, bn7_out, bn7_stats, bn7_weight, bn7_bias);
@@ -1647,7 +1683,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("maxpool3 forward, cifar10.net:21");
     // cifar10.net:21: batchnorm
     if (train) {
-        DDP_LAUNCH(bn8_sums_forward, 256, n, maxpool3_out, bn8_sums);
+        DDP_LAUNCH_CHANNELS(bn8_sums_forward, 256, 16, n, maxpool3_out, bn8_sums);
         ddp_sync_batchnorm(ctx, bn8_sums, 513);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn8_stats_forward, 256, bn8_sums, bn8_stats, bn8_running_mean, bn8_running_var);
         DDP_LAUNCH(bn8_normalize_forward, (int64_t)n * 4096, n, maxpool3_out, bn8_out, bn8_stats, bn8_weight, bn8_bias);
@@ -1802,7 +1838,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // cifar10.net:23: linear 256->10
-    DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 10, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 256, n, d_linear1_out, 10, global_avgpool1_out, 256, beta, d_linear1_weight, 256);
     ddp_gemm(ctx->ops, 0, 0, n, 256, 10, 1.0f, d_linear1_out, 10, linear1_weight, 256, 0.0f, d_global_avgpool1_out, 256);
     DDP_LAYER_DONE("linear1 backward, cifar10.net:23");
@@ -1817,7 +1853,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu8_backward, (int64_t)n * 4096, n, d_gelu8_out, bn8_out, d_bn8_out, 0);
     DDP_LAYER_DONE("gelu8 backward, cifar10.net:21");
     // cifar10.net:21: batchnorm
-    DDP_LAUNCH(bn8_sums_backward, 256, n, d_bn8_out, maxpool3_out, bn8_stats, bn8_sums, d_bn8_weight, d_bn8_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn8_sums_backward, 256, 16, n, d_bn8_out, maxpool3_out, bn8_stats, bn8_sums, d_bn8_weight, d_bn8_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn8_sums, 512);  // dx needs the global sums
     DDP_LAUNCH(bn8_normalize_backward, (int64_t)n * 4096, n, d_bn8_out, maxpool3_out, bn8_stats, bn8_sums, bn8_weight, d_maxpool3_out, 0);
     DDP_LAYER_DONE("bn8 backward, cifar10.net:21");
@@ -1841,7 +1877,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res2_backward, (int64_t)n * 8192, n, d_res2_out, d_gelu5_out, 0);
     DDP_LAYER_DONE("res2 backward, cifar10.net:16");
     // cifar10.net:18: batchnorm
-    DDP_LAUNCH(bn7_sums_backward, 128, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, d_bn7_weight, d_bn7_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn7_sums_backward, 128, 64, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, d_bn7_weight, d_bn7_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn7_sums, 256);  // dx needs the global sums
     DDP_LAUNCH(bn7_normalize_backward, (int64_t)n * 8192, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, bn7_weight, d_conv7_out, 0);
     DDP_LAYER_DONE("bn7 backward, cifar10.net:18");
@@ -1859,7 +1895,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu6_backward, (int64_t)n * 8192, n, d_gelu6_out, bn6_out, d_bn6_out, 0);
     DDP_LAYER_DONE("gelu6 backward, cifar10.net:17");
     // cifar10.net:17: batchnorm
-    DDP_LAUNCH(bn6_sums_backward, 128, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, d_bn6_weight, d_bn6_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn6_sums_backward, 128, 64, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, d_bn6_weight, d_bn6_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn6_sums, 256);  // dx needs the global sums
     DDP_LAUNCH(bn6_normalize_backward, (int64_t)n * 8192, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, bn6_weight, d_conv6_out, 0);
     DDP_LAYER_DONE("bn6 backward, cifar10.net:17");
@@ -1877,7 +1913,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu5_backward, (int64_t)n * 8192, n, d_gelu5_out, bn5_out, d_bn5_out, 0);
     DDP_LAYER_DONE("gelu5 backward, cifar10.net:15");
     // cifar10.net:15: batchnorm
-    DDP_LAUNCH(bn5_sums_backward, 128, n, d_bn5_out, maxpool2_out, bn5_stats, bn5_sums, d_bn5_weight, d_bn5_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn5_sums_backward, 128, 64, n, d_bn5_out, maxpool2_out, bn5_stats, bn5_sums, d_bn5_weight, d_bn5_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn5_sums, 256);  // dx needs the global sums
     DDP_LAUNCH(bn5_normalize_backward, (int64_t)n * 8192, n, d_bn5_out, maxpool2_out, bn5_stats, bn5_sums, bn5_weight, d_maxpool2_out, 0);
     DDP_LAYER_DONE("bn5 backward, cifar10.net:15");
@@ -1901,7 +1937,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res1_backward, (int64_t)n * 16384, n, d_res1_out, d_gelu2_out, 0);
     DDP_LAYER_DONE("res1 backward, cifar10.net:10");
     // cifar10.net:12: batchnorm
-    DDP_LAUNCH(bn4_sums_backward, 64, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, d_bn4_weight, d_bn4_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn4_sums_backward, 64, 256, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, d_bn4_weight, d_bn4_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn4_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn4_normalize_backward, (int64_t)n * 16384, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, bn4_weight, d_conv4_out, 0);
     DDP_LAYER_DONE("bn4 backward, cifar10.net:12");
@@ -1919,7 +1955,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu3_backward, (int64_t)n * 16384, n, d_gelu3_out, bn3_out, d_bn3_out, 0);
     DDP_LAYER_DONE("gelu3 backward, cifar10.net:11");
     // cifar10.net:11: batchnorm
-    DDP_LAUNCH(bn3_sums_backward, 64, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, d_bn3_weight, d_bn3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn3_sums_backward, 64, 256, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, d_bn3_weight, d_bn3_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn3_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn3_normalize_backward, (int64_t)n * 16384, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, bn3_weight, d_conv3_out, 0);
     DDP_LAYER_DONE("bn3 backward, cifar10.net:11");
@@ -1937,7 +1973,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu2_backward, (int64_t)n * 16384, n, d_gelu2_out, bn2_out, d_bn2_out, 0);
     DDP_LAYER_DONE("gelu2 backward, cifar10.net:9");
     // cifar10.net:9: batchnorm
-    DDP_LAUNCH(bn2_sums_backward, 64, n, d_bn2_out, maxpool1_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn2_sums_backward, 64, 256, n, d_bn2_out, maxpool1_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn2_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 16384, n, d_bn2_out, maxpool1_out, bn2_stats, bn2_sums, bn2_weight, d_maxpool1_out, 0);
     DDP_LAYER_DONE("bn2 backward, cifar10.net:9");
@@ -1958,7 +1994,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 32768, n, d_gelu1_out, bn1_out, d_bn1_out, 0);
     DDP_LAYER_DONE("gelu1 backward, cifar10.net:8");
     // cifar10.net:8: batchnorm
-    DDP_LAUNCH(bn1_sums_backward, 32, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 32, 1024, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 32768, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, bn1_weight, d_stem_out, 0);
     DDP_LAYER_DONE("bn1 backward, cifar10.net:8");

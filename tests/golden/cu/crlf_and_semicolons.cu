@@ -22,12 +22,12 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 36;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -36,7 +36,11 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -55,18 +59,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 3, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -190,7 +198,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // crlf_and_semicolons.net:1: linear 144->3
-    DDP_LAUNCH(linear1_bias_backward, 3, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 3, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 3, 144, n, d_linear1_out, 3, flatten1_out, 144, beta, d_linear1_weight, 144);
     ddp_gemm(ctx->ops, 0, 0, n, 144, 3, 1.0f, d_linear1_out, 3, linear1_weight, 144, 0.0f, d_flatten1_out, 144);
     DDP_LAYER_DONE("linear1 backward, crlf_and_semicolons.net:1");
@@ -199,7 +207,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // linear1.bias
     // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
-    DDP_LAUNCH(conv1_bias_relu_backward, 4, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 4, 36, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, crlf_and_semicolons.net:1");
     if (ctx->grad_ready)

@@ -22,12 +22,12 @@ DDP_KERNEL linear1_bias_sigmoid_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * v * (1.0f - v);
@@ -36,7 +36,11 @@ DDP_KERNEL linear1_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGr
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -78,12 +82,12 @@ DDP_KERNEL linear2_bias_leaky_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear2_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.2f * d;
@@ -92,7 +96,11 @@ DDP_KERNEL linear2_bias_leaky_relu_backward(int n, float *dy, const float *y, Dd
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -161,18 +169,22 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -334,7 +346,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // dropout_residual.net:8: linear 4
-    DDP_LAUNCH(linear3_bias_backward, 4, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear3_bias_backward, 4, 1, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 4, 16, n, d_linear3_out, 4, relu1_out, 16, beta, d_linear3_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 4, 1.0f, d_linear3_out, 4, linear3_weight, 16, 0.0f, d_relu1_out, 16);
     DDP_LAYER_DONE("linear3 backward, dropout_residual.net:8");
@@ -353,7 +365,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res1_backward, (int64_t)n * 16, n, d_res1_out, d_dropout1_out, 0);
     DDP_LAYER_DONE("res1 backward, dropout_residual.net:5");
     // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
-    DDP_LAUNCH(linear2_bias_leaky_relu_backward, 16, n, d_leaky_relu1_out, leaky_relu1_out, d_linear2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear2_bias_leaky_relu_backward, 16, 1, n, d_leaky_relu1_out, leaky_relu1_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 16, 16, n, d_leaky_relu1_out, 16, dropout1_out, 16, beta, d_linear2_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 16, 1.0f, d_leaky_relu1_out, 16, linear2_weight, 16, 1.0f, d_dropout1_out, 16);
     DDP_LAYER_DONE("linear2 backward, dropout_residual.net:5");
@@ -366,7 +378,7 @@ static void train_step(DdpCtx *ctx, int n)
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
     DDP_LAYER_DONE("dropout1 backward, dropout_residual.net:4");
     // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
-    DDP_LAUNCH(linear1_bias_sigmoid_backward, 16, n, d_sigmoid1_out, sigmoid1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_sigmoid_backward, 16, 1, n, d_sigmoid1_out, sigmoid1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 16, 20, n, d_sigmoid1_out, 16, ctx->x, 20, beta, d_linear1_weight, 20);
     DDP_LAYER_DONE("linear1 backward, dropout_residual.net:3");
     if (ctx->grad_ready)

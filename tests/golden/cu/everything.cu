@@ -30,18 +30,22 @@ DDP_KERNEL stem_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL stem_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -52,12 +56,12 @@ DDP_KERNEL stem_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -65,10 +69,12 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -118,12 +124,12 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -131,13 +137,15 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -209,12 +217,12 @@ DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * v * (1.0f - v);
@@ -223,7 +231,11 @@ DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -402,18 +414,22 @@ DDP_KERNEL conv5_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv5_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 16;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -424,12 +440,12 @@ DDP_KERNEL conv5_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 32, HW = 16;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -437,10 +453,12 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -490,12 +508,12 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 16;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -503,13 +521,15 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -584,18 +604,22 @@ DDP_KERNEL head_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL head_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -817,7 +841,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("stem forward, everything.net:4");
     // everything.net:5: batchnorm eps=1e-3 momentum=0.05
     if (train) {
-        DDP_LAUNCH(bn1_sums_forward, 16, n, stem_out, bn1_sums);
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 16, 1024, n, stem_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 33);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn1_stats_forward, 16, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
         DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 16384, n, stem_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
@@ -863,7 +887,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv5 forward, everything.net:15");
     // everything.net:15: batchnorm sync=off
     if (train) {
-        DDP_LAUNCH(bn2_sums_forward, 32, n, conv5_out, bn2_sums);
+        DDP_LAUNCH_CHANNELS(bn2_sums_forward, 32, 16, n, conv5_out, bn2_sums);
         DDP_LAUNCH(bn2_stats_forward, 32, bn2_sums, bn2_stats, bn2_running_mean, bn2_running_var);
         DDP_LAUNCH(bn2_normalize_forward, (int64_t)n * 512, n, conv5_out, bn2_out, bn2_stats, bn2_weight, bn2_bias);
     } else {
@@ -984,7 +1008,7 @@ static void train_step(DdpCtx *ctx, int n)
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
     DDP_LAYER_DONE("dropout1 backward, everything.net:19");
     // everything.net:18: head: linear 32->64
-    DDP_LAUNCH(head_bias_backward, 64, n, d_head_out, d_head_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(head_bias_backward, 64, 1, n, d_head_out, d_head_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 64, 32, n, d_head_out, 64, flatten1_out, 32, beta, d_head_weight, 32);
     ddp_gemm(ctx->ops, 0, 0, n, 32, 64, 1.0f, d_head_out, 64, head_weight, 32, 0.0f, d_flatten1_out, 32);
     DDP_LAYER_DONE("head backward, everything.net:18");
@@ -999,7 +1023,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu2_backward, (int64_t)n * 512, n, d_gelu2_out, bn2_out, d_bn2_out, 0);
     DDP_LAYER_DONE("gelu2 backward, everything.net:15");
     // everything.net:15: batchnorm sync=off
-    DDP_LAUNCH(bn2_sums_backward, 32, n, d_bn2_out, conv5_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn2_sums_backward, 32, 16, n, d_bn2_out, conv5_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 512, n, d_bn2_out, conv5_out, bn2_stats, bn2_sums, bn2_weight, d_conv5_out, 0);
     DDP_LAYER_DONE("bn2 backward, everything.net:15");
     if (ctx->grad_ready)
@@ -1007,7 +1031,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 14);  // bn2.bias
     // everything.net:15: conv 32 k3 s2 p1
-    DDP_LAUNCH(conv5_bias_backward, 32, n, d_conv5_out, d_conv5_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv5_bias_backward, 32, 16, n, d_conv5_out, d_conv5_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 4, n, avgpool1_out, d_conv5_out, d_conv5_weight, beta);
     ddp_conv_backward_data(ctx->ops, 4, n, d_conv5_out, conv5_weight, d_avgpool1_out, 0.0f);
     DDP_LAYER_DONE("conv5 backward, everything.net:15");
@@ -1040,7 +1064,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(tanh1_backward, (int64_t)n * 16384, n, d_tanh1_out, tanh1_out, d_sigmoid1_out, 1);
     DDP_LAYER_DONE("tanh1 backward, everything.net:11");
     // everything.net:9: conv 16->16 k1, with everything.net:10: sigmoid
-    DDP_LAUNCH(conv3_bias_sigmoid_backward, 16, n, d_sigmoid1_out, sigmoid1_out, d_conv3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv3_bias_sigmoid_backward, 16, 1024, n, d_sigmoid1_out, sigmoid1_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, leaky_relu1_out, d_sigmoid1_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_sigmoid1_out, conv3_weight, d_leaky_relu1_out, 1.0f);
     DDP_LAYER_DONE("conv3 backward, everything.net:9");
@@ -1059,7 +1083,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu1_backward, (int64_t)n * 16384, n, d_relu1_out, relu1_out, d_bn1_out, 0);
     DDP_LAYER_DONE("relu1 backward, everything.net:5");
     // everything.net:5: batchnorm eps=1e-3 momentum=0.05
-    DDP_LAUNCH(bn1_sums_backward, 16, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 16, 1024, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 16384, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, bn1_weight, d_stem_out, 0);
     DDP_LAYER_DONE("bn1 backward, everything.net:5");
@@ -1068,7 +1092,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // bn1.bias
     // everything.net:4: stem: conv 3->16 k3 s1 p1
-    DDP_LAUNCH(stem_bias_backward, 16, n, d_stem_out, d_stem_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(stem_bias_backward, 16, 1024, n, d_stem_out, d_stem_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_stem_out, d_stem_weight, beta);
     DDP_LAYER_DONE("stem backward, everything.net:4");
     if (ctx->grad_ready)

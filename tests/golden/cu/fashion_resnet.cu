@@ -14,12 +14,12 @@
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -27,10 +27,12 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -80,12 +82,12 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -93,13 +95,15 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -144,12 +148,12 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -157,10 +161,12 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -210,12 +216,12 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -223,13 +229,15 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -274,12 +282,12 @@ DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -287,10 +295,12 @@ DDP_KERNEL bn3_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -340,12 +350,12 @@ DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 784;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -353,13 +363,15 @@ DDP_KERNEL bn3_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -420,12 +432,12 @@ DDP_KERNEL relu3_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -433,10 +445,12 @@ DDP_KERNEL bn4_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -486,12 +500,12 @@ DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -499,13 +513,15 @@ DDP_KERNEL bn4_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -550,12 +566,12 @@ DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -563,10 +579,12 @@ DDP_KERNEL bn5_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -616,12 +634,12 @@ DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -629,13 +647,15 @@ DDP_KERNEL bn5_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -680,12 +700,12 @@ DDP_KERNEL relu5_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -693,10 +713,12 @@ DDP_KERNEL bn6_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -746,12 +768,12 @@ DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -759,13 +781,15 @@ DDP_KERNEL bn6_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -826,12 +850,12 @@ DDP_KERNEL relu6_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn7_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -839,10 +863,12 @@ DDP_KERNEL bn7_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -892,12 +918,12 @@ DDP_KERNEL bn7_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -905,13 +931,15 @@ DDP_KERNEL bn7_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -956,12 +984,12 @@ DDP_KERNEL relu7_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn8_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -969,10 +997,12 @@ DDP_KERNEL bn8_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -1022,12 +1052,12 @@ DDP_KERNEL bn8_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -1035,13 +1065,15 @@ DDP_KERNEL bn8_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -1086,12 +1118,12 @@ DDP_KERNEL relu8_backward(int n, const float *dy, const float *y, float *dx, int
 DDP_KERNEL bn9_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -1099,10 +1131,12 @@ DDP_KERNEL bn9_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -1152,12 +1186,12 @@ DDP_KERNEL bn9_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -1165,13 +1199,15 @@ DDP_KERNEL bn9_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -1262,18 +1298,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -1528,7 +1568,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("stem forward, fashion_resnet.net:6");
     // fashion_resnet.net:7: batchnorm
     if (train) {
-        DDP_LAUNCH(bn1_sums_forward, 16, n, stem_out, bn1_sums);
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 16, 784, n, stem_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 33);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn1_stats_forward, 16, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
         DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 12544, n, stem_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
@@ -1544,7 +1584,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv2 forward, fashion_resnet.net:9");
     // fashion_resnet.net:9: batchnorm
     if (train) {
-        DDP_LAUNCH(bn2_sums_forward, 16, n, conv2_out, bn2_sums);
+        DDP_LAUNCH_CHANNELS(bn2_sums_forward, 16, 784, n, conv2_out, bn2_sums);
         ddp_sync_batchnorm(ctx, bn2_sums, 33);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn2_stats_forward, 16, bn2_sums, bn2_stats, bn2_running_mean, bn2_running_var);
         DDP_LAUNCH(bn2_normalize_forward, (int64_t)n * 12544, n, conv2_out, bn2_out, bn2_stats, bn2_weight, bn2_bias);
@@ -1560,7 +1600,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv3 forward, fashion_resnet.net:10");
     // fashion_resnet.net:10: batchnorm
     if (train) {
-        DDP_LAUNCH(bn3_sums_forward, 16, n, conv3_out, bn3_sums);
+        DDP_LAUNCH_CHANNELS(bn3_sums_forward, 16, 784, n, conv3_out, bn3_sums);
         ddp_sync_batchnorm(ctx, bn3_sums, 33);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn3_stats_forward, 16, bn3_sums, bn3_stats, bn3_running_mean, bn3_running_var);
         DDP_LAUNCH(bn3_normalize_forward, (int64_t)n * 12544, n, conv3_out, bn3_out, bn3_stats, bn3_weight, bn3_bias);
@@ -1579,7 +1619,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv4 forward, fashion_resnet.net:13");
     // fashion_resnet.net:13: batchnorm
     if (train) {
-        DDP_LAUNCH(bn4_sums_forward, 32, n, conv4_out, bn4_sums);
+        DDP_LAUNCH_CHANNELS(bn4_sums_forward, 32, 196, n, conv4_out, bn4_sums);
         ddp_sync_batchnorm(ctx, bn4_sums, 65);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn4_stats_forward, 32, bn4_sums, bn4_stats, bn4_running_mean, bn4_running_var);
         DDP_LAUNCH(bn4_normalize_forward, (int64_t)n * 6272, n, conv4_out, bn4_out, bn4_stats, bn4_weight, bn4_bias);
@@ -1595,7 +1635,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv5 forward, fashion_resnet.net:15");
     // fashion_resnet.net:15: batchnorm
     if (train) {
-        DDP_LAUNCH(bn5_sums_forward, 32, n, conv5_out, bn5_sums);
+        DDP_LAUNCH_CHANNELS(bn5_sums_forward, 32, 196, n, conv5_out, bn5_sums);
         ddp_sync_batchnorm(ctx, bn5_sums, 65);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn5_stats_forward, 32, bn5_sums, bn5_stats, bn5_running_mean, bn5_running_var);
         DDP_LAUNCH(bn5_normalize_forward, (int64_t)n * 6272, n, conv5_out, bn5_out, bn5_stats, bn5_weight, bn5_bias);
@@ -1611,7 +1651,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv6 forward, fashion_resnet.net:16");
     // fashion_resnet.net:16: batchnorm
     if (train) {
-        DDP_LAUNCH(bn6_sums_forward, 32, n, conv6_out, bn6_sums);
+        DDP_LAUNCH_CHANNELS(bn6_sums_forward, 32, 196, n, conv6_out, bn6_sums);
         ddp_sync_batchnorm(ctx, bn6_sums, 65);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn6_stats_forward, 32, bn6_sums, bn6_stats, bn6_running_mean, bn6_running_var);
         DDP_LAUNCH(bn6_normalize_forward, (int64_t)n * 6272, n, conv6_out, bn6_out, bn6_stats, bn6_weight, bn6_bias);
@@ -1630,7 +1670,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv7 forward, fashion_resnet.net:19");
     // fashion_resnet.net:19: batchnorm
     if (train) {
-        DDP_LAUNCH(bn7_sums_forward, 64, n, conv7_out, bn7_sums);
+        DDP_LAUNCH_CHANNELS(bn7_sums_forward, 64, 49, n, conv7_out, bn7_sums);
         ddp_sync_batchnorm(ctx, bn7_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn7_stats_forward, 64, bn7_sums, bn7_stats, bn7_running_mean, bn7_running_var);
         DDP_LAUNCH(bn7_normalize_forward, (int64_t)n * 3136, n, conv7_out, bn7_out, bn7_stats, bn7_weight, bn7_bias);
@@ -1646,7 +1686,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv8 forward, fashion_resnet.net:21");
     // fashion_resnet.net:21: batchnorm
     if (train) {
-        DDP_LAUNCH(bn8_sums_forward, 64, n, conv8_out, bn8_sums);
+        DDP_LAUNCH_CHANNELS(bn8_sums_forward, 64, 49, n, conv8_out, bn8_sums);
         ddp_sync_batchnorm(ctx, bn8_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn8_stats_forward, 64, bn8_sums, bn8_stats, bn8_running_mean, bn8_running_var);
         DDP_LAUNCH(bn8_normalize_forward, (int64_t)n * 3136, n, conv8_out, bn8_out, bn8_stats, bn8_weight, bn8_bias);
@@ -1662,7 +1702,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv9 forward, fashion_resnet.net:22");
     // fashion_resnet.net:22: batchnorm
     if (train) {
-        DDP_LAUNCH(bn9_sums_forward, 64, n, conv9_out, bn9_sums);
+        DDP_LAUNCH_CHANNELS(bn9_sums_forward, 64, 49, n, conv9_out, bn9_sums);
         ddp_sync_batchnorm(ctx, bn9_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn9_stats_forward, 64, bn9_sums, bn9_stats, bn9_running_mean, bn9_running_var);
         DDP_LAUNCH(bn9_normalize_forward, (int64_t)n * 3136, n, conv9_out, bn9_out, bn9_stats, bn9_weight, bn9_bias);
@@ -1820,7 +1860,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // fashion_resnet.net:26: linear 64->10
-    DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 10, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 64, n, d_linear1_out, 10, global_avgpool1_out, 64, beta, d_linear1_weight, 64);
     ddp_gemm(ctx->ops, 0, 0, n, 64, 10, 1.0f, d_linear1_out, 10, linear1_weight, 64, 0.0f, d_global_avgpool1_out, 64);
     DDP_LAYER_DONE("linear1 backward, fashion_resnet.net:26");
@@ -1838,7 +1878,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res3_backward, (int64_t)n * 3136, n, d_res3_out, d_relu7_out, 0);
     DDP_LAYER_DONE("res3 backward, fashion_resnet.net:20");
     // fashion_resnet.net:22: batchnorm
-    DDP_LAUNCH(bn9_sums_backward, 64, n, d_bn9_out, conv9_out, bn9_stats, bn9_sums, d_bn9_weight, d_bn9_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn9_sums_backward, 64, 49, n, d_bn9_out, conv9_out, bn9_stats, bn9_sums, d_bn9_weight, d_bn9_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn9_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn9_normalize_backward, (int64_t)n * 3136, n, d_bn9_out, conv9_out, bn9_stats, bn9_sums, bn9_weight, d_conv9_out, 0);
     DDP_LAYER_DONE("bn9 backward, fashion_resnet.net:22");
@@ -1856,7 +1896,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu8_backward, (int64_t)n * 3136, n, d_relu8_out, relu8_out, d_bn8_out, 0);
     DDP_LAYER_DONE("relu8 backward, fashion_resnet.net:21");
     // fashion_resnet.net:21: batchnorm
-    DDP_LAUNCH(bn8_sums_backward, 64, n, d_bn8_out, conv8_out, bn8_stats, bn8_sums, d_bn8_weight, d_bn8_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn8_sums_backward, 64, 49, n, d_bn8_out, conv8_out, bn8_stats, bn8_sums, d_bn8_weight, d_bn8_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn8_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn8_normalize_backward, (int64_t)n * 3136, n, d_bn8_out, conv8_out, bn8_stats, bn8_sums, bn8_weight, d_conv8_out, 0);
     DDP_LAYER_DONE("bn8 backward, fashion_resnet.net:21");
@@ -1874,7 +1914,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu7_backward, (int64_t)n * 3136, n, d_relu7_out, relu7_out, d_bn7_out, 0);
     DDP_LAYER_DONE("relu7 backward, fashion_resnet.net:19");
     // fashion_resnet.net:19: batchnorm
-    DDP_LAUNCH(bn7_sums_backward, 64, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, d_bn7_weight, d_bn7_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn7_sums_backward, 64, 49, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, d_bn7_weight, d_bn7_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn7_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn7_normalize_backward, (int64_t)n * 3136, n, d_bn7_out, conv7_out, bn7_stats, bn7_sums, bn7_weight, d_conv7_out, 0);
     DDP_LAYER_DONE("bn7 backward, fashion_resnet.net:19");
@@ -1895,7 +1935,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res2_backward, (int64_t)n * 6272, n, d_res2_out, d_relu4_out, 0);
     DDP_LAYER_DONE("res2 backward, fashion_resnet.net:14");
     // fashion_resnet.net:16: batchnorm
-    DDP_LAUNCH(bn6_sums_backward, 32, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, d_bn6_weight, d_bn6_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn6_sums_backward, 32, 196, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, d_bn6_weight, d_bn6_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn6_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn6_normalize_backward, (int64_t)n * 6272, n, d_bn6_out, conv6_out, bn6_stats, bn6_sums, bn6_weight, d_conv6_out, 0);
     DDP_LAYER_DONE("bn6 backward, fashion_resnet.net:16");
@@ -1913,7 +1953,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu5_backward, (int64_t)n * 6272, n, d_relu5_out, relu5_out, d_bn5_out, 0);
     DDP_LAYER_DONE("relu5 backward, fashion_resnet.net:15");
     // fashion_resnet.net:15: batchnorm
-    DDP_LAUNCH(bn5_sums_backward, 32, n, d_bn5_out, conv5_out, bn5_stats, bn5_sums, d_bn5_weight, d_bn5_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn5_sums_backward, 32, 196, n, d_bn5_out, conv5_out, bn5_stats, bn5_sums, d_bn5_weight, d_bn5_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn5_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn5_normalize_backward, (int64_t)n * 6272, n, d_bn5_out, conv5_out, bn5_stats, bn5_sums, bn5_weight, d_conv5_out, 0);
     DDP_LAYER_DONE("bn5 backward, fashion_resnet.net:15");
@@ -1931,7 +1971,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu4_backward, (int64_t)n * 6272, n, d_relu4_out, relu4_out, d_bn4_out, 0);
     DDP_LAYER_DONE("relu4 backward, fashion_resnet.net:13");
     // fashion_resnet.net:13: batchnorm
-    DDP_LAUNCH(bn4_sums_backward, 32, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, d_bn4_weight, d_bn4_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn4_sums_backward, 32, 196, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, d_bn4_weight, d_bn4_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn4_sums, 64);  // dx needs the global sums
     DDP_LAUNCH(bn4_normalize_backward, (int64_t)n * 6272, n, d_bn4_out, conv4_out, bn4_stats, bn4_sums, bn4_weight, d_conv4_out, 0);
     DDP_LAYER_DONE("bn4 backward, fashion_resnet.net:13");
@@ -1952,7 +1992,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res1_backward, (int64_t)n * 12544, n, d_res1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("res1 backward, fashion_resnet.net:8");
     // fashion_resnet.net:10: batchnorm
-    DDP_LAUNCH(bn3_sums_backward, 16, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, d_bn3_weight, d_bn3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn3_sums_backward, 16, 784, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, d_bn3_weight, d_bn3_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn3_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn3_normalize_backward, (int64_t)n * 12544, n, d_bn3_out, conv3_out, bn3_stats, bn3_sums, bn3_weight, d_conv3_out, 0);
     DDP_LAYER_DONE("bn3 backward, fashion_resnet.net:10");
@@ -1970,7 +2010,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu2_backward, (int64_t)n * 12544, n, d_relu2_out, relu2_out, d_bn2_out, 0);
     DDP_LAYER_DONE("relu2 backward, fashion_resnet.net:9");
     // fashion_resnet.net:9: batchnorm
-    DDP_LAUNCH(bn2_sums_backward, 16, n, d_bn2_out, conv2_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn2_sums_backward, 16, 784, n, d_bn2_out, conv2_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn2_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 12544, n, d_bn2_out, conv2_out, bn2_stats, bn2_sums, bn2_weight, d_conv2_out, 0);
     DDP_LAYER_DONE("bn2 backward, fashion_resnet.net:9");
@@ -1988,7 +2028,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu1_backward, (int64_t)n * 12544, n, d_relu1_out, relu1_out, d_bn1_out, 0);
     DDP_LAYER_DONE("relu1 backward, fashion_resnet.net:7");
     // fashion_resnet.net:7: batchnorm
-    DDP_LAUNCH(bn1_sums_backward, 16, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 16, 784, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 32);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 12544, n, d_bn1_out, stem_out, bn1_stats, bn1_sums, bn1_weight, d_stem_out, 0);
     DDP_LAYER_DONE("bn1 backward, fashion_resnet.net:7");

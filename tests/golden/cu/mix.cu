@@ -30,12 +30,12 @@ DDP_KERNEL conv1_bias_leaky_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv1_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.1f * d;
@@ -44,7 +44,11 @@ DDP_KERNEL conv1_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpG
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -63,18 +67,22 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -85,12 +93,12 @@ DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -98,10 +106,12 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -151,12 +161,12 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -164,13 +174,15 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -223,12 +235,12 @@ DDP_KERNEL conv3_bias_tanh_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv3_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
@@ -237,7 +249,11 @@ DDP_KERNEL conv3_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -390,18 +406,22 @@ DDP_KERNEL conv4_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv4_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -412,12 +432,12 @@ DDP_KERNEL conv4_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 16, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -425,10 +445,12 @@ DDP_KERNEL bn2_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -478,12 +500,12 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 49;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -491,13 +513,15 @@ DDP_KERNEL bn2_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -606,18 +630,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -810,7 +838,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv2 forward, mix.net:5");
     // mix.net:5: batchnorm
     if (train) {
-        DDP_LAUNCH(bn1_sums_forward, 8, n, conv2_out, bn1_sums);
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 8, 196, n, conv2_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 17);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn1_stats_forward, 8, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
         DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 1568, n, conv2_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
@@ -843,7 +871,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv4 forward, mix.net:10");
     // mix.net:10: batchnorm sync=off
     if (train) {
-        DDP_LAUNCH(bn2_sums_forward, 16, n, conv4_out, bn2_sums);
+        DDP_LAUNCH_CHANNELS(bn2_sums_forward, 16, 49, n, conv4_out, bn2_sums);
         DDP_LAUNCH(bn2_stats_forward, 16, bn2_sums, bn2_stats, bn2_running_mean, bn2_running_var);
         DDP_LAUNCH(bn2_normalize_forward, (int64_t)n * 784, n, conv4_out, bn2_out, bn2_stats, bn2_weight, bn2_bias);
     } else {
@@ -951,7 +979,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(log_softmax1_backward, n, n, d_log_softmax1_out, log_softmax1_out, d_linear1_out, 0);
     DDP_LAYER_DONE("log_softmax1 backward, mix.net:14");
     // mix.net:13: linear 10
-    DDP_LAUNCH(linear1_bias_backward, 10, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 10, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 16, n, d_linear1_out, 10, global_avgpool1_out, 16, beta, d_linear1_weight, 16);
     ddp_gemm(ctx->ops, 0, 0, n, 16, 10, 1.0f, d_linear1_out, 10, linear1_weight, 16, 0.0f, d_global_avgpool1_out, 16);
     DDP_LAYER_DONE("linear1 backward, mix.net:13");
@@ -978,7 +1006,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(relu1_backward, (int64_t)n * 784, n, d_relu1_out, relu1_out, d_bn2_out, 0);
     DDP_LAYER_DONE("relu1 backward, mix.net:10");
     // mix.net:10: batchnorm sync=off
-    DDP_LAUNCH(bn2_sums_backward, 16, n, d_bn2_out, conv4_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn2_sums_backward, 16, 49, n, d_bn2_out, conv4_out, bn2_stats, bn2_sums, d_bn2_weight, d_bn2_bias, ctx->accumulate);
     DDP_LAUNCH(bn2_normalize_backward, (int64_t)n * 784, n, d_bn2_out, conv4_out, bn2_stats, bn2_sums, bn2_weight, d_conv4_out, 0);
     DDP_LAYER_DONE("bn2 backward, mix.net:10");
     if (ctx->grad_ready)
@@ -986,7 +1014,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 14);  // bn2.bias
     // mix.net:10: conv 16 k1
-    DDP_LAUNCH(conv4_bias_backward, 16, n, d_conv4_out, d_conv4_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv4_bias_backward, 16, 49, n, d_conv4_out, d_conv4_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 3, n, gelu1_out, d_conv4_out, d_conv4_weight, beta);
     ddp_conv_backward_data(ctx->ops, 3, n, d_conv4_out, conv4_weight, d_gelu1_out, 0.0f);
     DDP_LAYER_DONE("conv4 backward, mix.net:10");
@@ -1007,7 +1035,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(res1_backward, (int64_t)n * 1568, n, d_res1_out, d_sigmoid1_out, 0);
     DDP_LAYER_DONE("res1 backward, mix.net:6");
     // mix.net:6: conv 8 k3 p=same, with mix.net:6: tanh
-    DDP_LAUNCH(conv3_bias_tanh_backward, 8, n, d_tanh1_out, tanh1_out, d_conv3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv3_bias_tanh_backward, 8, 196, n, d_tanh1_out, tanh1_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, sigmoid1_out, d_tanh1_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_tanh1_out, conv3_weight, d_sigmoid1_out, 1.0f);
     DDP_LAYER_DONE("conv3 backward, mix.net:6");
@@ -1019,7 +1047,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(sigmoid1_backward, (int64_t)n * 1568, n, d_sigmoid1_out, sigmoid1_out, d_bn1_out, 0);
     DDP_LAYER_DONE("sigmoid1 backward, mix.net:5");
     // mix.net:5: batchnorm
-    DDP_LAUNCH(bn1_sums_backward, 8, n, d_bn1_out, conv2_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 8, 196, n, d_bn1_out, conv2_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 16);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 1568, n, d_bn1_out, conv2_out, bn1_stats, bn1_sums, bn1_weight, d_conv2_out, 0);
     DDP_LAYER_DONE("bn1 backward, mix.net:5");
@@ -1028,7 +1056,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // bn1.bias
     // mix.net:5: conv 8->8 k3 p1 groups=4
-    DDP_LAUNCH(conv2_bias_backward, 8, n, d_conv2_out, d_conv2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv2_bias_backward, 8, 196, n, d_conv2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, leaky_relu1_out, d_conv2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_conv2_out, conv2_weight, d_leaky_relu1_out, 0.0f);
     DDP_LAYER_DONE("conv2 backward, mix.net:5");
@@ -1037,7 +1065,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // conv2.bias
     // mix.net:4: conv 1->8 k3 s2 p1, with mix.net:4: leaky_relu slope=0.1
-    DDP_LAUNCH(conv1_bias_leaky_relu_backward, 8, n, d_leaky_relu1_out, leaky_relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_leaky_relu_backward, 8, 196, n, d_leaky_relu1_out, leaky_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_leaky_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, mix.net:4");
     if (ctx->grad_ready)

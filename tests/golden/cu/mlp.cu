@@ -22,12 +22,12 @@ DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 512, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -36,7 +36,11 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -78,18 +82,22 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 256, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -126,18 +134,22 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -287,7 +299,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // mlp.net:7: linear 10
-    DDP_LAUNCH(linear3_bias_backward, 10, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear3_bias_backward, 10, 1, n, d_linear3_out, d_linear3_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 256, n, d_linear3_out, 10, gelu1_out, 256, beta, d_linear3_weight, 256);
     ddp_gemm(ctx->ops, 0, 0, n, 256, 10, 1.0f, d_linear3_out, 10, linear3_weight, 256, 0.0f, d_gelu1_out, 256);
     DDP_LAYER_DONE("linear3 backward, mlp.net:7");
@@ -299,7 +311,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 256, n, d_gelu1_out, linear2_out, d_linear2_out, 0);
     DDP_LAYER_DONE("gelu1 backward, mlp.net:6");
     // mlp.net:6: linear 256
-    DDP_LAUNCH(linear2_bias_backward, 256, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear2_bias_backward, 256, 1, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 256, 512, n, d_linear2_out, 256, dropout1_out, 512, beta, d_linear2_weight, 512);
     ddp_gemm(ctx->ops, 0, 0, n, 512, 256, 1.0f, d_linear2_out, 256, linear2_weight, 512, 0.0f, d_dropout1_out, 512);
     DDP_LAYER_DONE("linear2 backward, mlp.net:6");
@@ -312,7 +324,7 @@ static void train_step(DdpCtx *ctx, int n)
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
     DDP_LAYER_DONE("dropout1 backward, mlp.net:5");
     // mlp.net:4: linear 784->512, with mlp.net:4: relu
-    DDP_LAUNCH(linear1_bias_relu_backward, 512, n, d_relu1_out, relu1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_relu_backward, 512, 1, n, d_relu1_out, relu1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 512, 784, n, d_relu1_out, 512, ctx->x, 784, beta, d_linear1_weight, 784);
     DDP_LAYER_DONE("linear1 backward, mlp.net:4");
     if (ctx->grad_ready)

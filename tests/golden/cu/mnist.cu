@@ -22,12 +22,12 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 576;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -36,7 +36,11 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -103,12 +107,12 @@ DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 64;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -117,7 +121,11 @@ DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -184,12 +192,12 @@ DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 128, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = v > 0.0f ? d : 0.0f;
@@ -198,7 +206,11 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -217,18 +229,22 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -401,7 +417,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // mnist.net:10: linear 128->10
-    DDP_LAUNCH(linear2_bias_backward, 10, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear2_bias_backward, 10, 1, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 128, n, d_linear2_out, 10, relu3_out, 128, beta, d_linear2_weight, 128);
     ddp_gemm(ctx->ops, 0, 0, n, 128, 10, 1.0f, d_linear2_out, 10, linear2_weight, 128, 0.0f, d_relu3_out, 128);
     DDP_LAYER_DONE("linear2 backward, mnist.net:10");
@@ -410,7 +426,7 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 7);  // linear2.bias
     // mnist.net:9: linear 1024->128, with mnist.net:9: relu
-    DDP_LAUNCH(linear1_bias_relu_backward, 128, n, d_relu3_out, relu3_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_relu_backward, 128, 1, n, d_relu3_out, relu3_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 128, 1024, n, d_relu3_out, 128, flatten1_out, 1024, beta, d_linear1_weight, 1024);
     ddp_gemm(ctx->ops, 0, 0, n, 1024, 128, 1.0f, d_relu3_out, 128, linear1_weight, 1024, 0.0f, d_flatten1_out, 1024);
     DDP_LAYER_DONE("linear1 backward, mnist.net:9");
@@ -422,7 +438,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 1024, n, d_maxpool2_out, maxpool2_argmax, d_relu2_out, 0);
     DDP_LAYER_DONE("maxpool2 backward, mnist.net:7");
     // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-    DDP_LAUNCH(conv2_bias_relu_backward, 64, n, d_relu2_out, relu2_out, d_conv2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv2_bias_relu_backward, 64, 64, n, d_relu2_out, relu2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_relu2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_relu2_out, conv2_weight, d_maxpool1_out, 0.0f);
     DDP_LAYER_DONE("conv2 backward, mnist.net:7");
@@ -434,7 +450,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 4608, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, mnist.net:6");
     // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-    DDP_LAUNCH(conv1_bias_relu_backward, 32, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 32, 576, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, mnist.net:4");
     if (ctx->grad_ready)

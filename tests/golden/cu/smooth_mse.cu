@@ -22,12 +22,12 @@ DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
 DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 3, HW = 25;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
                 float g = d * (1.0f - v * v);
@@ -36,7 +36,11 @@ DDP_KERNEL conv1_bias_tanh_backward(int n, float *dy, const float *y, DdpGrad *d
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -113,12 +117,12 @@ DDP_KERNEL conv2_sigmoid_backward(int n, float *dy, const float *y)
 DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
 {
     const int64_t C = 64, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_sq = 0.0;
             DDP_SIMD_SUM(sample, sample_sq)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 double v = x[((int64_t)s * C + c) * HW + j];
                 sample += v;
                 sample_sq += v * v;
@@ -126,10 +130,12 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
             ddp_stats_sum_add(&sum, sample);
             ddp_stats_sum_add(&sumsq, sample_sq);
         }
-        sums[2 * c] = sum;
-        sums[2 * c + 1] = sumsq;
-        if (c == 0)
-            sums[2 * C] = ddp_sum_count((double)n * HW);
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
     }
 }
 
@@ -179,12 +185,12 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
+    DDP_FOR_CHANNELS(c, C) {
         DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
-        for (int s = 0; s < n; s++) {
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0, sample_x = 0.0;
             DDP_SIMD_SUM(sample, sample_x)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
                 sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
@@ -192,13 +198,15 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
             ddp_grad_sum_add(&sdy, sample);
             ddp_grad_sum_add(&sdyx, sample_x);
         }
-        sums[2 * c] = sdy;
-        sums[2 * c + 1] = sdyx;
-        DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
-        ddp_sum_merge(&db, sdy);
-        ddp_sum_merge(&dw, sdyx);
-        dbias[c] = ddp_grad_close(db);
-        dweight[c] = ddp_grad_close(dw);
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
     }
 }
 
@@ -251,18 +259,22 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 6, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -299,18 +311,22 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
-    DDP_FOR(c, C) {
-        DdpSum sum = ddp_grad_open(dbias + c, accumulate);
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
             double sample = 0.0;  // this sample's part, the same in any batch
             DDP_SIMD_SUM(sample)
-            for (int64_t j = 0; j < HW; j++) {
+            DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
-        dbias[c] = ddp_grad_close(sum);
+        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
+            DdpSum total = ddp_grad_open(dbias + c, accumulate);
+            ddp_sum_merge(&total, sum);
+            dbias[c] = ddp_grad_close(total);
+        }
     }
 }
 
@@ -434,7 +450,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("conv2 forward, smooth_mse.net:5");
     // smooth_mse.net:7: batchnorm
     if (train) {
-        DDP_LAUNCH(bn1_sums_forward, 64, n, flatten1_out, bn1_sums);
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 64, 1, n, flatten1_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 129);  // statistics of the global batch, as SyncBatchNorm
         DDP_LAUNCH(bn1_stats_forward, 64, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
         DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 64, n, flatten1_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
@@ -509,7 +525,7 @@ static void train_step(DdpCtx *ctx, int n)
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
     // smooth_mse.net:10: linear 5
-    DDP_LAUNCH(linear2_bias_backward, 5, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear2_bias_backward, 5, 1, n, d_linear2_out, d_linear2_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 5, 6, n, d_linear2_out, 5, gelu1_out, 6, beta, d_linear2_weight, 6);
     ddp_gemm(ctx->ops, 0, 0, n, 6, 5, 1.0f, d_linear2_out, 5, linear2_weight, 6, 0.0f, d_gelu1_out, 6);
     DDP_LAYER_DONE("linear2 backward, smooth_mse.net:10");
@@ -521,7 +537,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(gelu1_backward, (int64_t)n * 6, n, d_gelu1_out, linear1_out, d_linear1_out, 0);
     DDP_LAYER_DONE("gelu1 backward, smooth_mse.net:9");
     // smooth_mse.net:9: linear 6
-    DDP_LAUNCH(linear1_bias_backward, 6, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(linear1_bias_backward, 6, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 6, 64, n, d_linear1_out, 6, leaky_relu1_out, 64, beta, d_linear1_weight, 64);
     ddp_gemm(ctx->ops, 0, 0, n, 64, 6, 1.0f, d_linear1_out, 6, linear1_weight, 64, 0.0f, d_leaky_relu1_out, 64);
     DDP_LAYER_DONE("linear1 backward, smooth_mse.net:9");
@@ -533,7 +549,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(leaky_relu1_backward, (int64_t)n * 64, n, d_leaky_relu1_out, bn1_out, d_bn1_out, 0);
     DDP_LAYER_DONE("leaky_relu1 backward, smooth_mse.net:8");
     // smooth_mse.net:7: batchnorm
-    DDP_LAUNCH(bn1_sums_backward, 64, n, d_bn1_out, flatten1_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 64, 1, n, d_bn1_out, flatten1_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 128);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 64, n, d_bn1_out, flatten1_out, bn1_stats, bn1_sums, bn1_weight, d_flatten1_out, 0);
     DDP_LAYER_DONE("bn1 backward, smooth_mse.net:7");
@@ -552,7 +568,7 @@ static void train_step(DdpCtx *ctx, int n)
     DDP_LAUNCH(avgpool1_backward, (int64_t)n * 75, n, d_avgpool1_out, d_tanh1_out, 0);
     DDP_LAYER_DONE("avgpool1 backward, smooth_mse.net:4");
     // smooth_mse.net:3: conv 3 k3 s2 p1, with smooth_mse.net:3: tanh
-    DDP_LAUNCH(conv1_bias_tanh_backward, 3, n, d_tanh1_out, tanh1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_tanh_backward, 3, 25, n, d_tanh1_out, tanh1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_tanh1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, smooth_mse.net:3");
     if (ctx->grad_ready)
