@@ -3,7 +3,7 @@
 the way the DDP tutorial does, and reports samples per second.
 
     torch_train.py --module NET.py [--device cpu|cuda] [--steps N] [--batch B]
-                   [--ranks R] [--threads T] [--data DIR]
+                   [--ranks R] [--threads T] [--data DIR] [--compile] [--no-tf32]
 
 The training set is loaded once into tensors (no DataLoader in the timed loop),
 so what is measured is forward, backward, the all-reduce and the optimizer.
@@ -13,7 +13,14 @@ block (crops, flips, normalisation) is not applied: the program pays for it
 on its loader thread, PyTorch does not, which favours PyTorch.
 With --ranks R > 1, R processes on this machine train under
 DistributedDataParallel (gloo on CPU, nccl on GPU) with R x B samples per step.
-The first 5 steps are warm-up and not timed. Prints one line:
+The first 5 steps are warm-up and not timed. --compile trains the model
+through torch.compile (PyTorch 2.0 or newer; its default mode), and then the
+first 20 steps, which compile the forward and backward passes, are not timed.
+On a GPU PyTorch's defaults let cuDNN's convolutions use TF32 tensor cores
+(torch.backends.cudnn.allow_tf32) while its matrix products stay FP32;
+--no-tf32 turns TF32 off in both, for a comparison in plain FP32.
+Prints one line (with --compile, "compile default" after the device: the mode;
+with --no-tf32, "fp32"):
     torch: samples/s 1234.5 steps 100 batch 64 ranks 2 device cpu final_loss 0.5432
 """
 import argparse
@@ -45,6 +52,7 @@ def load_images(directory):
 
 
 WARMUP = 5
+COMPILE_WARMUP = 20  # with --compile: the first steps compile (forward, backward, and again on a recompile)
 
 
 def load_module(path):
@@ -76,18 +84,21 @@ def run(rank, args):
     if hasattr(net, "set_dropout_context"):
         net.set_dropout_context(0, 0)
     model.train()
+    # the compiled module shares the parameters the optimizer holds
+    train_model = torch.compile(model) if args.compile else model
+    warmup = COMPILE_WARMUP if args.compile else WARMUP
     per_rank = n // args.ranks
     start = None
     loss = torch.zeros(())
-    for step in range(args.steps + WARMUP):
-        if step == WARMUP:
+    for step in range(args.steps + warmup):
+        if step == warmup:
             if args.device == "cuda":
                 torch.cuda.synchronize()
             start = time.perf_counter()
         first = (rank * per_rank + step * args.batch) % (per_rank - args.batch)
         x, y, ids = (t[first:first + args.batch] for t in (x_all, y_all, ids_all))
         optimizer.zero_grad(set_to_none=True)
-        out = model(x, ids) if hasattr(net, "set_dropout_context") else model(x)
+        out = train_model(x, ids) if hasattr(net, "set_dropout_context") else train_model(x)
         loss = mod.loss_fn(out, y)
         loss.backward()
         optimizer.step()
@@ -97,7 +108,9 @@ def run(rank, args):
     if rank == 0:
         rate = args.steps * args.batch * args.ranks / elapsed
         print(f"torch: samples/s {rate:.1f} steps {args.steps} batch {args.batch} ranks {args.ranks} "
-              f"device {args.device} final_loss {float(loss.detach()):.4f}", flush=True)
+              f"device {args.device}{' compile default' if args.compile else ''}{' fp32' if args.no_tf32 else ''} "
+              f"final_loss {float(loss.detach()):.4f}",
+              flush=True)
     if args.ranks > 1:
         dist.destroy_process_group()
 
@@ -112,7 +125,16 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--port", type=int, default=29533)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--compile", action="store_true",
+                   help=f"train through torch.compile (PyTorch 2.0 or newer); the first {COMPILE_WARMUP} steps untimed")
+    p.add_argument("--no-tf32", action="store_true",
+                   help="no TF32 in cuDNN's convolutions (PyTorch's default allows it) or cuBLAS's products")
     args = p.parse_args()
+    if args.no_tf32:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    if args.compile and not hasattr(torch, "compile"):
+        p.error(f"--compile needs torch.compile (PyTorch 2.0 or newer); this is PyTorch {torch.__version__}")
     if args.ranks > 1:
         mp.spawn(run, args=(args,), nprocs=args.ranks, join=True)
     else:

@@ -17,7 +17,11 @@
  *    another order. The heuristics' list is fixed for a GPU model, a cuDNN
  *    version and a shape; the first entry that passes ddp_conv_choose
  *    (device_rules.h: runs, fits DDP_CONV_WORKSPACE_LIMIT, keeps to the math,
- *    deterministic) is taken.
+ *    deterministic) is taken. DDP_CUDNN_BENCHMARK=1 (PyTorch's
+ *    cudnn.benchmark) times them instead (cudnnFind*Ex, once, at the planned
+ *    batch) and takes the fastest that passes: faster steps where the
+ *    heuristics' first is slow, at the price of that promise (a resumed run
+ *    measures again and may sum in another order).
  *  - Each conv keeps its descriptors for the planned (largest) batch. A smaller
  *    batch (the last of an epoch) re-sets n in the two tensor descriptors, a
  *    host-side change that allocates nothing, and checks the chosen algorithm
@@ -93,6 +97,7 @@ struct DdpOps {
     void *cublas_workspace;
     DdpMathSettings math;
     int allow_nondeterministic;
+    int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
 
     ConvPlan *convs;
     int nconvs;
@@ -181,6 +186,7 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
     o->stream = (cudaStream_t)stream;
     o->math = ddp_math_settings(getenv("DDP_ALLOW_TF32"), getenv("NVIDIA_TF32_OVERRIDE"));
     o->allow_nondeterministic = env_flag("DDP_ALLOW_NONDETERMINISTIC");
+    o->benchmark = env_flag("DDP_CUDNN_BENCHMARK");
     DdpStatus st = create_handles(o);
     if (st != DDP_OK) {
         ddp_ops_destroy(o);
@@ -340,7 +346,47 @@ static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConv
     return DDP_OK;
 }
 
-static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
+/* Device buffers for timing one conv's algorithms (DDP_CUDNN_BENCHMARK):
+ * its input, output and filter at the planned batch, filled with a small
+ * value rather than left as whatever memory held (NaNs can time otherwise),
+ * and a workspace of up to DDP_CONV_WORKSPACE_LIMIT. */
+typedef struct {
+    float *x, *y, *w;
+    void *workspace;
+    size_t workspace_bytes;
+} TimingBuffers;
+
+static void timing_buffers_free(TimingBuffers *b)
+{
+    cudaFree(b->x);
+    cudaFree(b->y);
+    cudaFree(b->w);
+    cudaFree(b->workspace);
+    memset(b, 0, sizeof *b);
+}
+
+static DdpStatus timing_buffers_alloc(const DdpConvShape *s, TimingBuffers *b)
+{
+    const size_t xs = (size_t)s->n * s->c * s->h * s->w, ys = (size_t)s->n * s->k * s->out_h * s->out_w,
+                 ws = (size_t)s->k * (s->c / s->groups) * s->r * s->s;
+    size_t free_bytes = 0, total = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+    b->workspace_bytes = free_bytes / 4 < (size_t)DDP_CONV_WORKSPACE_LIMIT ? free_bytes / 4
+                                                                            : (size_t)DDP_CONV_WORKSPACE_LIMIT;
+    CUDA_TRY(cudaMalloc(&b->x, xs * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&b->y, ys * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&b->w, ws * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&b->workspace, b->workspace_bytes));
+    CUDA_TRY(cudaMemset(b->x, 0x3c, xs * sizeof(float))); /* 0x3c3c3c3c: about 0.0115 */
+    CUDA_TRY(cudaMemset(b->y, 0x3c, ys * sizeof(float)));
+    CUDA_TRY(cudaMemset(b->w, 0x3c, ws * sizeof(float)));
+    return DDP_OK;
+}
+
+/* cuDNN's candidates for each direction, in the order ddp_conv_choose reads
+ * them: the heuristics' (cudnnGet*_v7), or with DDP_CUDNN_BENCHMARK the
+ * measured ones, fastest first (cudnnFind*Ex on buffers B). */
+static DdpStatus choose_algorithms_with(DdpOps *ops, ConvPlan *p, int id, const TimingBuffers *b)
 {
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -348,20 +394,51 @@ static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
     DdpConvCandidate c[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int count = 0;
-    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ops->cudnn, p->x, p->w, p->conv[FWD], p->y,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
+    if (b)
+        CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(ops->cudnn, p->x, b->x, p->w, b->w, p->conv[FWD], p->y,
+                                                         b->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd,
+                                                         b->workspace, b->workspace_bytes));
+    else
+        CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ops->cudnn, p->x, p->w, p->conv[FWD], p->y,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
     candidates(fwd, count, c);
     DDP_CHECK(choose(ops, p, id, FWD, c, count, count ? cudnnGetErrorString(fwd[0].status) : ""));
-    CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(ops->cudnn, p->w, p->y, p->conv[DATA], p->x,
-                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
+    if (b)
+        CUDNN_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(ops->cudnn, p->w, b->w, p->y, b->y, p->conv[DATA],
+                                                              p->x, b->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                              &count, data, b->workspace, b->workspace_bytes));
+    else
+        CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(ops->cudnn, p->w, p->y, p->conv[DATA], p->x,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
     candidates(data, count, c);
     DDP_CHECK(choose(ops, p, id, DATA, c, count, count ? cudnnGetErrorString(data[0].status) : ""));
-    CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ops->cudnn, p->x, p->y, p->conv[FILTER], p->w,
-                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-                                                            filter));
+    if (b)
+        CUDNN_TRY(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            ops->cudnn, p->x, b->x, p->y, b->y, p->conv[FILTER], p->w, b->w,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter, b->workspace, b->workspace_bytes));
+    else
+        CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ops->cudnn, p->x, p->y, p->conv[FILTER], p->w,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+                                                                filter));
     candidates(filter, count, c);
     DDP_CHECK(choose(ops, p, id, FILTER, c, count, count ? cudnnGetErrorString(filter[0].status) : ""));
     return DDP_OK;
+}
+
+static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
+{
+    if (!ops->benchmark)
+        return choose_algorithms_with(ops, p, id, NULL);
+    TimingBuffers b;
+    memset(&b, 0, sizeof b);
+    DdpStatus st = timing_buffers_alloc(&p->slot.shape, &b);
+    if (st == DDP_OK)
+        st = choose_algorithms_with(ops, p, id, &b);
+    cudaError_t e = st == DDP_OK ? cudaStreamSynchronize(ops->stream) : cudaSuccess;
+    if (e != cudaSuccess)
+        st = DDP_ERR(DDP_FAIL, "timing conv %d's algorithms failed: %s", id, cudaGetErrorString(e));
+    timing_buffers_free(&b);
+    return st;
 }
 
 DdpStatus ddp_ops_finalize(DdpOps *ops)

@@ -12,8 +12,23 @@
 #                           turns a rounding difference in a gradient near
 #                           zero into a whole step's difference)
 #   ref/NAME.w0, NAME.w1    the CPU build's initial weights and its weights
-#                           after one step on the kit's first batch
+#                           after one step on the kit's first batch (no .w1
+#                           for a net trained with Adam or AdamW: its step
+#                           is compared through NAME_sgd's, and its 2.3 MiB
+#                           would not fit the kit beside the files below)
+#   ref/mnist.w20, resnet.w20  after 20 steps from NAME.w0, shuffled: momentum
+#                           past its first step, the sampler's order
+#   ref/mnist.w160          after 160 steps from mnist.w0: across the end of
+#                           the first epoch (157 steps, the last of 16
+#                           samples) into the second, shuffled anew
+#   ref/mnist.ck150         the checkpoint of that run at step 150 (weights,
+#                           momentum, step), for a GPU run of steps 151-160
+#                           only: the short last batch and epoch 2's order
+#                           with 10 steps of float drift, not 160
 #   ref/mnist.epoch         the CPU build's test_acc after one epoch
+#   ref/mnist.epoch.st      its weights after that epoch
+#   ref/mnist.eval          the CPU build's test_acc of mnist.epoch.st
+#                           (--eval-only)
 #   bin/compare, bin/nccl_helper (and obj/nccl_helper.o to relink it)
 #                           no MPI, no libz at run time
 #   data/                   Fashion-MNIST, the first 10,000 training and
@@ -96,12 +111,34 @@ for name in "${nets[@]}"; do
     strip --strip-debug "$kit/gpu/$name"
     "$ddpc" "$tmp/$name.net" --target cpu -o "$tmp/$name.cpu" > /dev/null
     "$tmp/$name.cpu" --data "$kit/data" --max-steps 0 --export "$kit/ref/$name.w0" --quiet
-    "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
-        --batch-size "$batch" --export "$kit/ref/$name.w1" --quiet
+    if [ ! -e "$tmp/${name}_sgd.net" ]; then # an Adam net's step is compared through its SGD twin's
+        "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
+            --batch-size "$batch" --export "$kit/ref/$name.w1" --quiet
+    fi
 done
-# One epoch of mnist.net on the CPU: the accuracy the GPU's epoch should reach.
-"$tmp/mnist.cpu" --data "$kit/data" --epochs 1 > "$tmp/epoch.txt" 2>&1 || { cat "$tmp/epoch.txt"; exit 1; }
-grep -o 'test_acc [0-9.]*' "$tmp/epoch.txt" | tail -1 > "$kit/ref/mnist.epoch"
+# Several steps, shuffled (tests/gpu/run.sh runs the same on the GPU): 20 of
+# mnist and resnet (plain SGD with momentum, both); 160 of mnist, across the
+# end of the epoch, and its checkpoint at step 150 to resume from.
+for name in mnist resnet; do
+    "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 20 \
+        --batch-size "$batch" --export "$kit/ref/$name.w20" --quiet
+done
+"$tmp/mnist.cpu" --data "$kit/data" --init "$kit/ref/mnist.w0" --max-steps 160 --batch-size "$batch" \
+    --save "$tmp/ck" --save-every 150 --export "$kit/ref/mnist.w160" --quiet
+cp "$tmp/ck/checkpoint-mnist-000000150.safetensors" "$kit/ref/mnist.ck150"
+# One epoch of mnist.net on the CPU: the accuracy the GPU's epoch should reach,
+# and its weights, which the GPU's --eval-only must score as the CPU does.
+"$tmp/mnist.cpu" --data "$kit/data" --epochs 1 --export "$kit/ref/mnist.epoch.st" > "$tmp/epoch.txt" 2>&1 ||
+    { cat "$tmp/epoch.txt"; exit 1; }
+grep -o 'test_acc [0-9.]*' "$tmp/epoch.txt" | tail -1 > "$kit/ref/mnist.epoch" || true # none: said below
+"$tmp/mnist.cpu" --data "$kit/data" --eval-only --init "$kit/ref/mnist.epoch.st" > "$tmp/eval.txt" 2>&1 ||
+    { cat "$tmp/eval.txt"; exit 1; }
+grep -o 'test_acc [0-9.]*' "$tmp/eval.txt" | tail -1 > "$kit/ref/mnist.eval" || true
+if [ ! -s "$kit/ref/mnist.epoch" ] || [ ! -s "$kit/ref/mnist.eval" ]; then
+    echo "kit.sh: no test_acc in mnist's epoch or in its evaluation ($tmp/epoch.txt, eval.txt):"
+    cat "$tmp/epoch.txt" "$tmp/eval.txt"
+    exit 1
+fi
 for net in examples/*.net; do
     "$ddpc" "$net" --emit torch > "$kit/torch/$(basename "$net" .net).py"
 done

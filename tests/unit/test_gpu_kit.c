@@ -9,12 +9,18 @@
  * clean clone tests what it would ship. Skipped, with a note, where nvcc,
  * cuDNN or NCCL are missing (make gpu-kit says so) or Fashion-MNIST is.
  * The broken kits are copies, in a directory of their own.
+ *
+ * The kit's compare tool (tests/gpu/compare.c) is tested on its own, without
+ * the kit: built here as kit.sh builds it, on weights made up to sit on
+ * either side of each of its rules.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"  // test_run, test_make_tmpdir, test_tmp_path
+#include "safetensors.h"  // ddp_safetensors_write: the made-up weights
+#include "testutil.h"     // test_run, test_make_tmpdir, test_tmp_path
 
 static int kit_state; /* 0: not tried; 1: ready; -1: cannot be built here (said why) */
 
@@ -139,11 +145,186 @@ static void test_broken_kits_fail_dry_run(void)
     test_remove_tmpdir(dir);
 }
 
+/* ---- tests/gpu/compare.c ------------------------------------------------------ */
+
+/* The made-up net: an 18,432-element conv weight whose update is up to 2e-5
+ * an element (as fashion_resnet's convs after one step), a batchnorm bias of 64
+ * whose update, 1e-7 to 3e-7, hardly counts in the global norms, a weight
+ * the step left alone, and a batchnorm's step count. */
+enum { CONV = 32 * 64 * 3 * 3, BIAS = 64, FROZEN = 64 };
+typedef struct {
+    float conv[CONV], bias[BIAS], frozen[FROZEN];
+    int64_t count;
+} MadeUp;
+
+static void made_up_initial(MadeUp *w)
+{
+    for (int i = 0; i < CONV; i++) /* |w| in [0.05, 0.1) */
+        w->conv[i] = (i % 2 ? -1.0f : 1.0f) * (0.05f + 0.05f * (float)((i * 7919) % 1000) / 1000.0f);
+    for (int i = 0; i < BIAS; i++)
+        w->bias[i] = 0.01f + 0.002f * (float)(i % 4);
+    for (int i = 0; i < FROZEN; i++) /* in [0.6, 0.9): one ulp (2^-24) is under 2^-23 of each */
+        w->frozen[i] = 0.6f + 0.3f * (float)i / FROZEN;
+    w->count = 0;
+}
+
+/* The CPU's step: W0 plus an update. */
+static void made_up_step(const MadeUp *w0, MadeUp *w)
+{
+    *w = *w0;
+    for (int i = 0; i < CONV; i++)
+        w->conv[i] += 2e-5f * (float)((i * 37) % 21 - 10) / 10.0f;
+    for (int i = 0; i < BIAS; i++)
+        w->bias[i] += 1e-7f * (float)(1 + i % 3);
+    w->count = 1;
+}
+
+static void write_made_up(const char *dir, const char *name, const MadeUp *w)
+{
+    DdpTensor t[4] = {
+        {.name = "conv.weight", .dtype = DDP_DTYPE_F32, .ndim = 4, .shape = {32, 64, 3, 3}, .data = w->conv},
+        {.name = "bn.bias", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {BIAS}, .data = w->bias},
+        {.name = "frozen.weight", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {FROZEN}, .data = w->frozen},
+        {.name = "bn.num_batches_tracked", .dtype = DDP_DTYPE_I64, .ndim = 0, .data = &w->count},
+    };
+    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(test_tmp_path(dir, name), t, 4, NULL, 0), DDP_OK);
+}
+
+/* Runs DIR/compare w0 cpu NAME 1e-3 (the FP32 tolerance); its status, and
+ * its output in *OUT (malloc'd). */
+static int run_compare(const char *dir, const char *name, char **out)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "%s/compare %s/w0 %s/cpu %s/%s 1e-3", dir, dir, dir, dir, name);
+    *out = NULL;
+    int rc = test_run(command, out);
+    if (!*out)
+        *out = strdup("");
+    return rc;
+}
+
+/* Whether OUT's line starting with NAME (a tensor's, or "all float
+ * tensors") is marked over its limit; -1 if there is no such line. */
+static int over(const char *out, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, name, len) != 0 || line[len] != ' ')
+            continue;
+        const char *end = strchr(line, '\n'), *mark = strstr(line, "<-- over");
+        return mark && (!end || mark < end);
+    }
+    return -1;
+}
+
+/* Runs compare on GPU (written to DIR/NAME): EXPECT its exit status, and
+ * each tensor of OVER (NULL-ended; "all float tensors" for the global rule)
+ * marked over its limit and each of UNDER not. */
+static void expect_compare(const char *dir, const char *name, const MadeUp *gpu, int expect, const char *const *over_,
+                           const char *const *under)
+{
+    if (gpu)
+        write_made_up(dir, name, gpu);
+    char *out;
+    int rc = run_compare(dir, name, &out);
+    int good = rc == expect;
+    for (; over_ && *over_; over_++)
+        good &= over(out, *over_) == 1;
+    for (; under && *under; under++)
+        good &= over(out, *under) == 0;
+    if (!good)
+        fprintf(stderr, "\ncompare on %s: exit %d (expected %d):\n%s", name, rc, expect, out);
+    CU_ASSERT(good);
+    free(out);
+}
+
+static void test_compare_rules(void)
+{
+    if (test_run("test -f build/libddprt.a && command -v cc", NULL) != 0) {
+        fputs("\n    (skipped: no build/libddprt.a or cc)", stderr);
+        return;
+    }
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddp_compare_XXXXXX");
+    char build[1024], *out = NULL;
+    snprintf(build, sizeof build,
+             "cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iruntime tests/gpu/compare.c -o %s/compare "
+             "build/libddprt.a -lz -lm -fopenmp",
+             dir);
+    int rc = test_run(build, &out);
+    if (rc != 0)
+        fprintf(stderr, "\n$ %s\nexit %d:\n%s", build, rc, out ? out : "");
+    free(out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+
+    static MadeUp w0, cpu, gpu;
+    made_up_initial(&w0);
+    made_up_step(&w0, &cpu);
+    write_made_up(dir, "w0", &w0);
+    write_made_up(dir, "cpu", &cpu);
+    static const char *const all[] = {"all float tensors", NULL};
+    static const char *const none_over[] = {"conv.weight", "bn.bias", "frozen.weight", "all float tensors", NULL};
+
+    /* the same weights */
+    expect_compare(dir, "cpu", NULL, 0, NULL, none_over);
+    /* a ReLU flip's trace: one element of the conv 3e-7 off, 1.5e-2 of the
+     * largest update (over 1e-3 element by element), ~2e-4 of its norm */
+    gpu = cpu;
+    gpu.conv[1000] += 3e-7f;
+    expect_compare(dir, "flip", &gpu, 0, NULL, none_over);
+    /* one float32 rounding of each weight the step left alone (one ulp,
+     * 2^-24 of [0.6, 0.9)): within the ulp term, though the update is 0 */
+    gpu = cpu;
+    for (int i = 0; i < FROZEN; i++)
+        gpu.frozen[i] = nextafterf(gpu.frozen[i], 1.0f);
+    expect_compare(dir, "ulp", &gpu, 0, NULL, none_over);
+    /* three ulps: over it */
+    for (int i = 0; i < FROZEN; i++)
+        gpu.frozen[i] = nextafterf(nextafterf(gpu.frozen[i], 1.0f), 1.0f);
+    static const char *const frozen[] = {"frozen.weight", NULL};
+    expect_compare(dir, "ulps", &gpu, 1, frozen, NULL);
+    /* a broken kernel in a small tensor: every element of the bias off by
+     * half its update. Its share of the global norm is under the global
+     * limit (~1/3 of it): only the tensor's own limit catches it */
+    gpu = cpu;
+    for (int i = 0; i < BIAS; i++)
+        gpu.bias[i] += 0.5f * (cpu.bias[i] - w0.bias[i]);
+    static const char *const bias[] = {"bn.bias", NULL};
+    expect_compare(dir, "half", &gpu, 1, bias, all);
+    /* the same off by 5e-2 of its update: over the tensor's limit (1e-2,
+     * 1.8e-2 with the ulp term of so small an update), under ten times it */
+    gpu = cpu;
+    for (int i = 0; i < BIAS; i++)
+        gpu.bias[i] += 0.05f * (cpu.bias[i] - w0.bias[i]);
+    expect_compare(dir, "twentieth", &gpu, 1, bias, all);
+    /* every element of the conv off by 6e-3 of its update: under the
+     * tensor's limit (1e-2, a little more with the ulp term), ~3 times over
+     * the global one (1e-3, plus the ulp term's ~0.9e-3 here) */
+    gpu = cpu;
+    for (int i = 0; i < CONV; i++)
+        gpu.conv[i] += 6e-3f * (cpu.conv[i] - w0.conv[i]);
+    static const char *const conv[] = {"conv.weight", NULL};
+    expect_compare(dir, "spread", &gpu, 1, all, conv);
+    /* a step count that differs */
+    gpu = cpu;
+    gpu.count = 2;
+    expect_compare(dir, "count", &gpu, 1, NULL, none_over);
+    CU_ASSERT_EQUAL(run_compare(dir, "count", &out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bn.num_batches_tracked       DIFFERENT"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "compare: FAILED worst-tensor "));
+    free(out);
+    /* a file that is not there */
+    expect_compare(dir, "missing", NULL, 2, NULL, NULL);
+    test_remove_tmpdir(dir);
+}
+
 void suite_gpu_kit(void)
 {
     static const TestCase cases[] = {
         {"make gpu-kit's .gpu/ passes tests/gpu/run.sh --dry-run", test_kit_passes_dry_run},
         {"a kit with a libmpi program, over 48 MiB, incomplete or stale fails the dry run", test_broken_kits_fail_dry_run},
+        {"the kit's compare: a ReLU flip's trace and one ulp pass; a tensor or all tensors over their limit fail",
+         test_compare_rules},
         {NULL, NULL},
     };
     test_add_suite("gpu_kit [bash, nvcc]", cases);
