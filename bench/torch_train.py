@@ -64,6 +64,9 @@ def load_module(path):
 
 def run(rank, args):
     torch.set_num_threads(args.threads)
+    if args.no_tf32:  # here, in each rank's own process (mp.spawn starts fresh ones)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     if args.ranks > 1:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(args.port))
@@ -130,9 +133,6 @@ def main():
     p.add_argument("--no-tf32", action="store_true",
                    help="no TF32 in cuDNN's convolutions (PyTorch's default allows it) or cuBLAS's products")
     args = p.parse_args()
-    if args.no_tf32:
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
     if args.compile and not hasattr(torch, "compile"):
         p.error(f"--compile needs torch.compile (PyTorch 2.0 or newer); this is PyTorch {torch.__version__}")
     if args.ranks > 1:

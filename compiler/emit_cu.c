@@ -264,13 +264,13 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     comment(e, n, "");
     if (n->bias) {
         /* a channel's bias gradient, summed over its samples in a fixed order
-         * (kernel.h: DDP_FOR_CHANNELS), turning dy into the gradient before
-         * the activation on the way */
+         * (channel_sum.h: DDP_FOR_CHANNELS), turning dy into the gradient
+         * before the activation on the way */
         E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
           a ? ", const float *y" : "");
         plane_constants(e, c, hw);
         E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty();\n");
-        E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0;  // this sample's part, the same in any batch\n");
+        E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)\n");
         E("            DDP_SIMD_SUM(sample)\n");
         E("            DDP_FOR_PIXELS(j, HW) {\n");
         E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");

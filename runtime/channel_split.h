@@ -22,10 +22,12 @@
 #define DDP_HOST_DEVICE
 #endif
 
-/* All channels' blocks together, and so the room for their partial sums;
- * and about how many blocks a per-channel kernel should keep busy (a few
- * per multiprocessor of a large GPU: an H200 has 132). */
-enum { DDP_CHANNEL_BLOCKS = 1 << 16, DDP_CHANNEL_WANT = 512 };
+/* About how many blocks a per-channel kernel should keep busy (a few per
+ * multiprocessor of a large GPU: an H200 has 132); and the most blocks of
+ * all channels together, the room for their partial sums. A channel has
+ * more than one block only where C < DDP_CHANNEL_WANT, so C x groups stays
+ * under 2 x DDP_CHANNEL_WANT; beyond the room, one block a channel. */
+enum { DDP_CHANNEL_WANT = 512, DDP_CHANNEL_BLOCKS = 4 * DDP_CHANNEL_WANT };
 
 /* Threads to a sample: the power of two from 1 up to BLOCK (a power of two)
  * that first covers PIXELS, so a divisor of BLOCK. */
@@ -38,8 +40,9 @@ static DDP_HOST_DEVICE inline int ddp_plane_lanes(int64_t pixels, int block)
 }
 
 /* Blocks per channel: enough that all channels together keep about
- * DDP_CHANNEL_WANT busy, but none with less than one pass of samples (BLOCK /
- * LANES of them) where N allows, and all within DDP_CHANNEL_BLOCKS. */
+ * DDP_CHANNEL_WANT busy, but no more than the passes of BLOCK / LANES samples
+ * that N makes (so no block is left without a sample), and all within
+ * DDP_CHANNEL_BLOCKS. */
 static inline int64_t ddp_channel_groups(int64_t channels, int64_t pixels, int n, int block)
 {
     int64_t at_once = block / ddp_plane_lanes(pixels, block);

@@ -44,14 +44,29 @@
 
 #ifdef __CUDACC__
 
+/* Every per-channel kernel of a program shares these. That is safe because
+ * they run one after another on the step's one stream, and each kernel's
+ * last blocks leave the counts at zero; two running at once (another stream,
+ * parallel branches of a graph) would need their own. */
 static __device__ double ddp_channel_partials[2 * DDP_CHANNEL_BLOCKS];
 static __device__ unsigned ddp_channel_arrivals[DDP_CHANNEL_BLOCKS];
+
+/* The groups the grid gives each of CHANNELS channels. A grid that is not a
+ * whole number of groups (a per-channel kernel started with plain
+ * DDP_LAUNCH, say, in an edited OUT.cu) would skip channels silently: it
+ * stops the kernel instead, and the launch check names it. */
+static __device__ inline int64_t ddp_grid_groups(int64_t channels)
+{
+    if (gridDim.x < channels || gridDim.x % channels != 0)
+        __trap();
+    return gridDim.x / channels;
+}
 
 /* Channel c's blocks are blockIdx.x = group * C + c; the grid is exactly
  * C x groups (ddp_channel_groups), so each block has one channel. */
 #define DDP_FOR_CHANNELS(c, count)                                                                        \
     for (int64_t c = blockIdx.x % (int64_t)(count), ddp_group = blockIdx.x / (int64_t)(count),           \
-                 ddp_groups = gridDim.x / (int64_t)(count), ddp_once = 0;                                  \
+                 ddp_groups = ddp_grid_groups(count), ddp_once = 0;                                         \
          !ddp_once; ddp_once = 1)
 #define DDP_FOR_SAMPLES(s, n, pixels)                                                                     \
     for (int s = ddp_group_first(ddp_group, ddp_groups, n) + (int)threadIdx.x / ddp_plane_lanes(pixels, DDP_BLOCK); \

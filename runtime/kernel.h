@@ -103,12 +103,14 @@ static inline unsigned ddp_grid(int64_t items)
             ddp_layer_check(ctx, where); \
     } while (0)
 
-/* Sums over the samples of a batch, written the same for both builds:
+/* Sums over the samples of a batch, written the same for both builds (in
+ * the per-channel form of channel_sum.h):
  *
- *   DdpSum sum = ddp_grad_open(dbias + c, accumulate);
- *   for (int s = 0; s < n; s++)
- *       ddp_grad_sum_add(&sum, this_samples_part);
- *   dbias[c] = ddp_grad_close(sum);
+ *   DdpSum sum = ddp_sum_empty();
+ *   ...  ddp_grad_sum_add(&sum, this_samples_part);  for each sample
+ *   DdpSum total = ddp_grad_open(dbias + c, accumulate);
+ *   ddp_sum_merge(&total, sum);
+ *   dbias[c] = ddp_grad_close(total);
  *
  * On CPUs a DdpSum is an order-free sum (exact_sum.h), so that the result
  * does not depend on how the samples were dealt out to ranks; a gradient is

@@ -113,8 +113,9 @@ void ddp_ops_destroy(DdpOps *ops);
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
  * the im2col, Winograd and oneDNN scratch (CPU). On CUDA the algorithms come from
- * cuDNN's heuristics in their fixed order, never from timing, so that every
- * process (a resumed run too) chooses the same ones (device_rules.h). */
+ * cuDNN's heuristics in their fixed order, not from timing, so that every
+ * process (a resumed run too) chooses the same ones (device_rules.h); only
+ * DDP_CUDNN_BENCHMARK=1 orders them by cuDNN's timings instead. */
 DdpStatus ddp_ops_finalize(DdpOps *ops);
 
 /* The first failure of any call since create (DDP_OK if none). On failure the

@@ -33,7 +33,7 @@ DDP_KERNEL stem_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
@@ -220,7 +220,7 @@ DDP_KERNEL conv3_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGrad
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
@@ -417,7 +417,7 @@ DDP_KERNEL conv5_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
@@ -607,7 +607,7 @@ DDP_KERNEL head_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;

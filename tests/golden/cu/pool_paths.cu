@@ -25,7 +25,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
@@ -145,7 +145,7 @@ DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
@@ -248,7 +248,7 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part, the same in any batch
+            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
