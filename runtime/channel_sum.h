@@ -54,7 +54,8 @@ static __device__ unsigned ddp_channel_arrivals[DDP_CHANNEL_BLOCKS];
 /* The groups the grid gives each of CHANNELS channels. A grid that is not a
  * whole number of groups (a per-channel kernel started with plain
  * DDP_LAUNCH, say, in an edited OUT.cu) would skip channels silently: it
- * stops the kernel instead, and the launch check names it. */
+ * traps instead, which ends the run with a launch failure (reported at the
+ * next synchronisation; DDP_SYNC_LAUNCHES=1 names the kernel). */
 static __device__ inline int64_t ddp_grid_groups(int64_t channels)
 {
     if (gridDim.x < channels || gridDim.x % channels != 0)
