@@ -16,11 +16,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define DDP_HOST_DEVICE __host__ __device__
-#else
-#define DDP_HOST_DEVICE
-#endif
+#include "host_device.h"  // DDP_HOST_DEVICE
 
 /* About how many blocks a per-channel kernel should keep busy (a few per
  * multiprocessor of a large GPU: an H200 has 132); and the most blocks of

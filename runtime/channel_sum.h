@@ -76,14 +76,9 @@ static __device__ inline int64_t ddp_grid_groups(int64_t channels)
     for (int64_t j = (int64_t)threadIdx.x % ddp_plane_lanes(pixels, DDP_BLOCK); j < (int64_t)(pixels);   \
          j += ddp_plane_lanes(pixels, DDP_BLOCK))
 #define DDP_CHANNEL_DONE(c, a, b) ddp_channel_done(c, ddp_group, ddp_groups, a, b)
-#define DDP_LAUNCH_CHANNELS(kernel, channels, pixels, n, ...)                                              \
-    do {                                                                                                   \
-        kernel<<<(unsigned)((channels) * ddp_channel_groups(channels, pixels, n, DDP_BLOCK)), DDP_BLOCK, 0, \
-                 (cudaStream_t)ctx->stream>>>(                                                             \
-            n, __VA_ARGS__);                                                                               \
-        if (ctx->status == DDP_OK)                                                                         \
-            ctx->status = ddp_device_launched(#kernel, ctx->stream);                                       \
-    } while (0)
+#define DDP_LAUNCH_CHANNELS(kernel, channels, pixels, n, ...)                                            \
+    DDP_LAUNCH_GRID(kernel, (unsigned)((channels) * ddp_channel_groups(channels, pixels, n, DDP_BLOCK)), n, \
+                    __VA_ARGS__)
 
 /* The block's threads' sums, added in a fixed order (each warp's by
  * shuffles, then the warps' in turn); every thread gets the total. Every

@@ -23,11 +23,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define DDP_HOST_DEVICE __host__ __device__
-#else
-#define DDP_HOST_DEVICE
-#endif
+#include "host_device.h"  // DDP_HOST_DEVICE
 
 static inline DDP_HOST_DEVICE uint32_t ddp_hash32(uint32_t x)
 {

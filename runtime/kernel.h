@@ -70,9 +70,11 @@ static inline unsigned ddp_grid(int64_t items)
 /* Every launch is checked at once (no wait: device.h's ddp_device_launched),
  * so a bad launch is blamed on its kernel, not on the next cuDNN or cuBLAS
  * call; the first failure stays in ctx->status for the runtime to report. */
-#define DDP_LAUNCH(kernel, items, ...)                                                          \
+#define DDP_LAUNCH(kernel, items, ...) DDP_LAUNCH_GRID(kernel, ddp_grid(items), __VA_ARGS__)
+/* The same on GRID blocks of DDP_BLOCK threads (DDP_LAUNCH_CHANNELS's grid). */
+#define DDP_LAUNCH_GRID(kernel, grid, ...)                                                      \
     do {                                                                                        \
-        kernel<<<ddp_grid(items), DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__);      \
+        kernel<<<grid, DDP_BLOCK, 0, (cudaStream_t)ctx->stream>>>(__VA_ARGS__);                 \
         if (ctx->status == DDP_OK)                                                              \
             ctx->status = ddp_device_launched(#kernel, ctx->stream);                            \
     } while (0)
