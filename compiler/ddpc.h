@@ -541,10 +541,47 @@ bool scaling_predict(Arena *a, const Net *net, const Plan *plan, const ScalingMo
 void scaling_print(Arena *a, FILE *out, const Net *net, const Plan *plan, const ScalingModel *m);
 
 //
+// launch_table.c: each launch's threads and work per thread on a GPU
+//
+
+/* Which steps a launch of forward() is made in: batchnorm's statistics in
+ * training only, its running statistics in evaluation only; eval_step's own
+ * launches in evaluation. */
+typedef enum { LAUNCH_ALWAYS, LAUNCH_TRAINING, LAUNCH_EVALUATION } LaunchWhen;
+
+typedef struct LaunchTable LaunchTable;
+
+/* The most work one thread does, where, and a training step's launches. */
+typedef struct {
+    int64_t work;
+    const char *kernel; /* NULL: no kernel */
+    int kernels, library_calls;
+} LaunchWorst;
+
+LaunchTable *launch_table_new(Arena *a);
+/* A DDP_LAUNCH of KERNEL in FUNCTION over PER_SAMPLE x n + FIXED items, each
+ * making ITEM_WORK trips through its inner loops (0: as many as the batch's
+ * samples, a loop over the batch). */
+void launch_table_items(LaunchTable *t, const char *function, LaunchWhen when, const char *kernel, int64_t per_sample,
+                        int64_t fixed, int64_t item_work);
+/* A DDP_LAUNCH_CHANNELS of KERNEL: sums over CHANNELS planes of PIXELS. */
+void launch_table_channels(LaunchTable *t, const char *function, LaunchWhen when, const char *kernel,
+                           int64_t channels, int64_t pixels);
+/* A library call (ddp_conv_forward, ddp_gemm...), named CALL. */
+void launch_table_library(LaunchTable *t, const char *function, LaunchWhen when, const char *call);
+LaunchWorst launch_table_worst(const LaunchTable *t, int64_t batch);
+/* The table at BATCH samples a rank, each line starting with PREFIX ("// "
+ * in OUT.cu). */
+void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const char *prefix);
+
+//
 // emit_cu.c: the generated program's source, one file for CUDA and CPU
 //
 
+/* OUT.cu, ending with its launch table at the net's batch. */
 void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command);
+/* The launch table alone, at the net's batch (a rank's), as `--emit plan` shows it. */
+void emit_launch_table(FILE *out, const Net *net, const Plan *plan);
 
 //
 // emit_torch.c: the equivalent PyTorch module

@@ -39,6 +39,13 @@ typedef struct {
     unsigned char *any_act, *any_grad, *any_scratch;
     /* looked up once, so that each layer's code is written in constant time */
     int *maker;              /* per value: the node whose output it is */
+    /* the launch table (launch_table.c): each launch noted as it is written */
+    LaunchTable *launches;
+    const char *function;    /* the generated function being written: "forward" */
+    LaunchWhen when;         /* in forward: training only, evaluation only, or both */
+    /* per node: the inner-loop trips of one item of its forward and backward
+     * kernels, set where each kernel's loops are written (1 where none) */
+    int64_t *forward_work, *backward_work;
 } Emit;
 
 #define E(...) fprintf(e->out, __VA_ARGS__)
@@ -366,6 +373,9 @@ static void kernels_pool(Emit *e, const Node *n)
 {
     int64_t k = n->kernel, w = n->in_shape.d[2]; /* the unrolled taps' offsets */
     bool max = n->op == OP_MAXPOOL;
+    int64_t covering = (k - 1) / n->stride + 1; /* the most windows along a side that cover one input */
+    e->forward_work[n - e->net->nodes] = k * k;
+    e->backward_work[n - e->net->nodes] = pool_tiles(n) ? k * k : covering * covering;
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
@@ -469,6 +479,7 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
 {
     int64_t c, h, w;
     chw(n->in_shape, &c, &h, &w);
+    e->forward_work[n - e->net->nodes] = h * w;
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
     plane_constants(e, c, h * w);
@@ -632,6 +643,8 @@ static void kernels_pass_gradient(Emit *e, const Node *n)
 static void kernels_log_softmax(Emit *e, const Node *n)
 {
     int64_t c = n->out_shape.d[0];
+    e->forward_work[n - e->net->nodes] = 3 * c; /* the loops below: max, sum, write */
+    e->backward_work[n - e->net->nodes] = 2 * c;
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
     E("    const int64_t K = %lld;  // classes\n", (long long)c);
@@ -652,10 +665,13 @@ static void kernels_log_softmax(Emit *e, const Node *n)
 
 /* The loss and its gradient in one pass per sample (the classifier fusion:
  * the softmax is never stored), then a one-thread sum over the batch so the
- * total is the same whatever the thread count. */
+ * total is the same whatever the thread count (the launch table shows its
+ * thread working through the batch: 64 trips at batch 64). */
 static void kernels_loss(Emit *e, const Node *n)
 {
     int64_t c = n->in_shape.d[0];
+    /* the loops below: the best score, then cross-entropy's sum, then dx */
+    e->forward_work[n - e->net->nodes] = (n->loss == LOSS_CROSS_ENTROPY ? 3 : 2) * c;
     comment(e, n, "");
     E("// Per sample: its loss and whether the prediction (first largest score) is right;\n"
       "// dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:\n"
@@ -810,6 +826,40 @@ static void layer_done(Emit *e, const Node *n, const char *pass)
     E(":%d\");\n", n->line);
 }
 
+/* Writes INDENT "DDP_LAUNCH(KERNEL, ITEMS", ITEMS being PER_SAMPLE x n (FIXED
+ * alone where PER_SAMPLE is 0), and notes the launch in the launch table,
+ * each item making WORK trips through its loops (0: one a sample of the
+ * batch). The caller writes the kernel's arguments and ");". */
+static void launch(Emit *e, const char *indent, const char *kernel, int64_t per_sample, int64_t fixed, int64_t work)
+{
+    if (per_sample == 0)
+        E("%sDDP_LAUNCH(%s, %lld", indent, kernel, (long long)fixed);
+    else if (per_sample == 1)
+        E("%sDDP_LAUNCH(%s, n", indent, kernel);
+    else
+        E("%sDDP_LAUNCH(%s, (int64_t)n * %lld", indent, kernel, (long long)per_sample);
+    launch_table_items(e->launches, e->function, e->when, kernel, per_sample, fixed, work);
+}
+
+/* The same for a per-channel sum over C planes of HW pixels: DDP_LAUNCH_CHANNELS. */
+static void launch_channels(Emit *e, const char *indent, const char *kernel, int64_t c, int64_t hw)
+{
+    E("%sDDP_LAUNCH_CHANNELS(%s, %lld, %lld, n", indent, kernel, (long long)c, (long long)hw);
+    launch_table_channels(e->launches, e->function, e->when, kernel, c, hw);
+}
+
+/* Notes a library call (cuDNN, cuBLAS, a collective) of N's in the launch table. */
+static void library_call(Emit *e, const char *call, const Node *n)
+{
+    launch_table_library(e->launches, e->function, e->when, arena_printf(e->arena, "%s (%s)", call, n->name));
+}
+
+/* KERNEL named after its stem and direction: conv1_bias_relu_forward. */
+static const char *kernel_name(Emit *e, const char *stem, const char *direction)
+{
+    return arena_printf(e->arena, "%s_%s", stem, direction);
+}
+
 static void forward_node(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
@@ -817,6 +867,7 @@ static void forward_node(Emit *e, const Node *n)
         return;
     comment(e, n, "    ");
     const char *x = act(e, n->in);
+    int64_t work = e->forward_work[n - e->net->nodes]; /* an item's, in N's forward kernel */
     switch (n->op) {
     case OP_CONV:
     case OP_LINEAR: {
@@ -828,16 +879,16 @@ static void forward_node(Emit *e, const Node *n)
             E("    ddp_gemm(ctx->ops, 0, 1, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, 0.0f, %s, %lld);\n",
               (long long)n->out_ch, (long long)n->in_ch, x, (long long)n->in_ch, w, (long long)n->in_ch, y,
               (long long)n->out_ch);
+        library_call(e, n->op == OP_CONV ? "ddp_conv_forward" : "ddp_gemm", n);
         if (n->bias || fused_act(e, n)) {
-            int64_t s = shape_numel(n->out_shape);
-            E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s%s%s);\n", kernel_stem(e, n), (long long)s, y,
-              n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
+            launch(e, "    ", kernel_name(e, kernel_stem(e, n), "forward"), shape_numel(n->out_shape), 0, 1);
+            E(", n, %s%s%s);\n", y, n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
         }
         break;
     }
     case OP_MAXPOOL:
-        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, %s);\n", n->name, (long long)per_sample(e, n->out),
-          x, act(e, n->out), scratch(e, n, 0));
+        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        E(", n, %s, %s, %s);\n", x, act(e, n->out), scratch(e, n, 0));
         break;
     case OP_AVGPOOL:
     case OP_RELU:
@@ -846,18 +897,20 @@ static void forward_node(Emit *e, const Node *n)
     case OP_TANH:
     case OP_GELU:
     case OP_LOG_SOFTMAX:
-        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s);\n", n->name,
-          (long long)(n->op == OP_LOG_SOFTMAX ? 1 : per_sample(e, n->out)), x, act(e, n->out));
+        launch(e, "    ", kernel_name(e, n->name, "forward"), n->op == OP_LOG_SOFTMAX ? 1 : per_sample(e, n->out), 0,
+               work);
+        E(", n, %s, %s);\n", x, act(e, n->out));
         break;
     case OP_GLOBAL_AVGPOOL:
-        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s);\n", n->name, (long long)n->out_shape.d[0], x,
-          act(e, n->out));
+        launch(e, "    ", kernel_name(e, n->name, "forward"), n->out_shape.d[0], 0, work);
+        E(", n, %s, %s);\n", x, act(e, n->out));
         break;
     case OP_DROPOUT: {
         int ordinal = n->dropout_layer;
-        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, ctx->sample_ids,\n"
+        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        E(", n, %s, %s, ctx->sample_ids,\n"
           "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), train);\n",
-          n->name, (long long)per_sample(e, n->out), x, act(e, n->out), ordinal);
+          x, act(e, n->out), ordinal);
         break;
     }
     case OP_BATCHNORM: {
@@ -865,23 +918,28 @@ static void forward_node(Emit *e, const Node *n)
         const char *w = param(e, node_param(e, n, PARAM_WEIGHT)), *b = param(e, node_param(e, n, PARAM_BIAS));
         const char *rm = param(e, node_param(e, n, PARAM_RUNNING_MEAN)), *rv = param(e, node_param(e, n, PARAM_RUNNING_VAR));
         E("    if (train) {\n");
-        E("        DDP_LAUNCH_CHANNELS(%s_sums_forward, %lld, %lld, n, %s, %s);\n", n->name, (long long)c,
-          (long long)plane_pixels(n->in_shape), x, scratch(e, n, 0));
-        if (n->sync)
+        e->when = LAUNCH_TRAINING;
+        launch_channels(e, "        ", kernel_name(e, n->name, "sums_forward"), c, plane_pixels(n->in_shape));
+        E(", %s, %s);\n", x, scratch(e, n, 0));
+        if (n->sync) {
             E("        ddp_sync_batchnorm(ctx, %s, %lld);  // statistics of the global batch, as SyncBatchNorm\n",
               scratch(e, n, 0), (long long)(2 * c + 1));
-        E("        DDP_LAUNCH(%s_stats_forward, %lld, %s, %s, %s, %s);\n", n->name, (long long)c, scratch(e, n, 0),
-          scratch(e, n, 1), rm, rv);
-        E("        DDP_LAUNCH(%s_normalize_forward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s);\n", n->name,
-          (long long)per_sample(e, n->out), x, act(e, n->out), scratch(e, n, 1), w, b);
+            library_call(e, "ddp_sync_batchnorm", n);
+        }
+        launch(e, "        ", kernel_name(e, n->name, "stats_forward"), 0, c, 1);
+        E(", %s, %s, %s, %s);\n", scratch(e, n, 0), scratch(e, n, 1), rm, rv);
+        launch(e, "        ", kernel_name(e, n->name, "normalize_forward"), per_sample(e, n->out), 0, 1);
+        E(", n, %s, %s, %s, %s, %s);\n", x, act(e, n->out), scratch(e, n, 1), w, b);
         E("    } else {\n");
-        E("        DDP_LAUNCH(%s_eval_forward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s);\n    }\n", n->name,
-          (long long)per_sample(e, n->out), x, act(e, n->out), rm, rv, w, b);
+        e->when = LAUNCH_EVALUATION;
+        launch(e, "        ", kernel_name(e, n->name, "eval_forward"), per_sample(e, n->out), 0, 1);
+        E(", n, %s, %s, %s, %s, %s, %s);\n    }\n", x, act(e, n->out), rm, rv, w, b);
+        e->when = LAUNCH_ALWAYS;
         break;
     }
     case OP_RESIDUAL_ADD:
-        E("    DDP_LAUNCH(%s_forward, (int64_t)n * %lld, n, %s, %s, %s);\n", n->name, (long long)per_sample(e, n->out), x,
-          act(e, n->skip), act(e, n->out));
+        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        E(", n, %s, %s, %s);\n", x, act(e, n->skip), act(e, n->out));
         break;
     case OP_INPUT:
     case OP_FLATTEN:
@@ -915,11 +973,13 @@ static void backward_node(Emit *e, const Node *n)
         return;
     bool dx = n->in > 0 && p->grad[n->in] >= 0 && p->grad[n->in] != p->grad[n->out];
     int acc_in = (p->grad_first[idx] & 1) ? 0 : 1;
+    int64_t work = e->backward_work[idx]; /* an item's, in N's backward kernel */
+    const char *backward = kernel_name(e, n->name, "backward");
     if (output == OUT_VIEW) {
         if (dx) {
             comment(e, n, "    ");
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name,
-              (long long)per_sample(e, n->out), grad(e, n->out), grad(e, n->in), acc_in);
+            launch(e, "    ", backward, per_sample(e, n->out), 0, work);
+            E(", n, %s, %s, %d);\n", grad(e, n->out), grad(e, n->in), acc_in);
             layer_done(e, n, "backward");
         }
         return;
@@ -933,86 +993,110 @@ static void backward_node(Emit *e, const Node *n)
     case OP_LINEAR: {
         const Node *a = fused_act(e, n);
         const char *y = a ? act(e, written_value(e, n)) : "";
-        if (n->bias)
-            E("    DDP_LAUNCH_CHANNELS(%s_backward, %lld, %lld, n, %s%s%s, %s, ctx->accumulate);\n", kernel_stem(e, n),
-              (long long)n->out_ch, (long long)plane_pixels(n->out_shape), dy, a ? ", " : "", a ? y : "", dparam(e, node_param(e, n, PARAM_BIAS)));
-        else if (a)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s);\n", kernel_stem(e, n), (long long)s_out, dy, y);
+        const char *stem_backward = kernel_name(e, kernel_stem(e, n), "backward");
+        if (n->bias) {
+            launch_channels(e, "    ", stem_backward, n->out_ch, plane_pixels(n->out_shape));
+            E(", %s%s%s, %s, ctx->accumulate);\n", dy, a ? ", " : "", a ? y : "",
+              dparam(e, node_param(e, n, PARAM_BIAS)));
+        } else if (a) {
+            launch(e, "    ", stem_backward, s_out, 0, 1);
+            E(", n, %s, %s);\n", dy, y);
+        }
         const char *dw = dparam(e, node_param(e, n, PARAM_WEIGHT));
         const char *w = dx ? param(e, node_param(e, n, PARAM_WEIGHT)) : "";
         const char *x = act(e, n->in);
         if (n->op == OP_CONV) {
             E("    ddp_conv_backward_filter(ctx->ops, %d, n, %s, %s, %s, %s);\n", np->conv_id, x, dy, dw, beta(e));
-            if (dx)
+            library_call(e, "ddp_conv_backward_filter", n);
+            if (dx) {
                 E("    ddp_conv_backward_data(ctx->ops, %d, n, %s, %s, %s, %d.0f);\n", np->conv_id, dy, w,
                   grad(e, n->in), acc_in);
+                library_call(e, "ddp_conv_backward_data", n);
+            }
         } else {
             long long in = n->in_ch, out = n->out_ch;
             E("    ddp_gemm_grad(ctx->ops, %lld, %lld, n, %s, %lld, %s, %lld, %s, %s, %lld);\n", out, in, dy, out, x, in,
               beta(e), dw, in);
-            if (dx)
+            library_call(e, "ddp_gemm_grad", n);
+            if (dx) {
                 E("    ddp_gemm(ctx->ops, 0, 0, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, %d.0f, %s, %lld);\n", in, out, dy,
                   out, w, in, acc_in, grad(e, n->in), in);
+                library_call(e, "ddp_gemm", n);
+            }
         }
         break;
     }
     case OP_MAXPOOL:
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name,
-              (long long)(pool_tiles(n) ? s_out : s_in), dy, scratch(e, n, 0), grad(e, n->in), acc_in);
+        if (dx) {
+            launch(e, "    ", backward, pool_tiles(n) ? s_out : s_in, 0, work);
+            E(", n, %s, %s, %s, %d);\n", dy, scratch(e, n, 0), grad(e, n->in), acc_in);
+        }
         break;
     case OP_AVGPOOL:
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name,
-              (long long)(pool_tiles(n) ? s_out : s_in), dy, grad(e, n->in), acc_in);
+        if (dx) {
+            launch(e, "    ", backward, pool_tiles(n) ? s_out : s_in, 0, work);
+            E(", n, %s, %s, %d);\n", dy, grad(e, n->in), acc_in);
+        }
         break;
     case OP_GLOBAL_AVGPOOL:
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_in, dy,
-              grad(e, n->in), acc_in);
+        if (dx) {
+            launch(e, "    ", backward, s_in, 0, work);
+            E(", n, %s, %s, %d);\n", dy, grad(e, n->in), acc_in);
+        }
         break;
     case OP_RELU:
     case OP_LEAKY_RELU:
     case OP_SIGMOID:
     case OP_TANH:
     case OP_GELU:
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %s, %d);\n", n->name, (long long)s_in, dy,
-              op_backward_reads(n) == READS_OUTPUT ? act(e, n->out) : act(e, n->in), grad(e, n->in), acc_in);
+        if (dx) {
+            launch(e, "    ", backward, s_in, 0, work);
+            E(", n, %s, %s, %s, %d);\n", dy, op_backward_reads(n) == READS_OUTPUT ? act(e, n->out) : act(e, n->in),
+              grad(e, n->in), acc_in);
+        }
         break;
     case OP_LOG_SOFTMAX:
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, n, n, %s, %s, %s, %d);\n", n->name, dy, act(e, n->out), grad(e, n->in), acc_in);
+        if (dx) {
+            launch(e, "    ", backward, 1, 0, work);
+            E(", n, %s, %s, %s, %d);\n", dy, act(e, n->out), grad(e, n->in), acc_in);
+        }
         break;
     case OP_DROPOUT: {
         int ordinal = n->dropout_layer;
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, ctx->sample_ids,\n"
+        if (dx) {
+            launch(e, "    ", backward, s_in, 0, work);
+            E(", n, %s, %s, ctx->sample_ids,\n"
               "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), %d);\n",
-              n->name, (long long)s_in, dy, grad(e, n->in), ordinal, acc_in);
+              dy, grad(e, n->in), ordinal, acc_in);
+        }
         break;
     }
     case OP_BATCHNORM: {
         int64_t c = n->out_ch;
         const char *x = act(e, n->in);
-        E("    DDP_LAUNCH_CHANNELS(%s_sums_backward, %lld, %lld, n, %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", n->name,
-          (long long)c, (long long)plane_pixels(n->in_shape), dy, x, scratch(e, n, 1), scratch(e, n, 0), dparam(e, node_param(e, n, PARAM_WEIGHT)),
-          dparam(e, node_param(e, n, PARAM_BIAS)));
-        if (dx && n->sync)
+        launch_channels(e, "    ", kernel_name(e, n->name, "sums_backward"), c, plane_pixels(n->in_shape));
+        E(", %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", dy, x, scratch(e, n, 1), scratch(e, n, 0),
+          dparam(e, node_param(e, n, PARAM_WEIGHT)), dparam(e, node_param(e, n, PARAM_BIAS)));
+        if (dx && n->sync) {
             E("    ddp_sync_batchnorm(ctx, %s, %lld);  // dx needs the global sums\n", scratch(e, n, 0), (long long)(2 * c));
-        if (dx)
-            E("    DDP_LAUNCH(%s_normalize_backward, (int64_t)n * %lld, n, %s, %s, %s, %s, %s, %s, %d);\n", n->name,
-              (long long)s_in, dy, x, scratch(e, n, 1), scratch(e, n, 0), param(e, node_param(e, n, PARAM_WEIGHT)),
-              grad(e, n->in), acc_in);
+            library_call(e, "ddp_sync_batchnorm", n);
+        }
+        if (dx) {
+            launch(e, "    ", kernel_name(e, n->name, "normalize_backward"), s_in, 0, 1);
+            E(", n, %s, %s, %s, %s, %s, %s, %d);\n", dy, x, scratch(e, n, 1), scratch(e, n, 0),
+              param(e, node_param(e, n, PARAM_WEIGHT)), grad(e, n->in), acc_in);
+        }
         break;
     }
     case OP_RESIDUAL_ADD: {
-        if (dx)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_out, dy,
-              grad(e, n->in), acc_in);
-        if (n->skip > 0 && p->grad[n->skip] >= 0)
-            E("    DDP_LAUNCH(%s_backward, (int64_t)n * %lld, n, %s, %s, %d);\n", n->name, (long long)s_out, dy,
-              grad(e, n->skip), (p->grad_first[idx] & 2) ? 0 : 1);
+        if (dx) {
+            launch(e, "    ", backward, s_out, 0, work);
+            E(", n, %s, %s, %d);\n", dy, grad(e, n->in), acc_in);
+        }
+        if (n->skip > 0 && p->grad[n->skip] >= 0) {
+            launch(e, "    ", backward, s_out, 0, work);
+            E(", n, %s, %s, %d);\n", dy, grad(e, n->skip), (p->grad_first[idx] & 2) ? 0 : 1);
+        }
         break;
     }
     case OP_INPUT:
@@ -1155,6 +1239,7 @@ static void emit_functions(Emit *e, FILE *out)
         uses_train = uses_train || op_facts(net->nodes[i].op)->differs_in_training;
 
     /* forward */
+    e->function = "forward";
     FILE *b = begin_body(e, &body, &len);
     if (!uses_train)
         E("    (void)train;  // no layer of this net behaves differently in training\n");
@@ -1164,12 +1249,16 @@ static void emit_functions(Emit *e, FILE *out)
                                    "static void forward(DdpCtx *ctx, int n, int train)\n");
 
     /* train step */
+    int64_t loss_work = e->forward_work[loss - net->nodes]; /* a sample's, in loss_forward_backward */
+    e->function = "train_step";
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 1);\n");
     comment(e, loss, "    ");
-    E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n",
-      act(e, loss->in), scratch(e, loss, 0), grad(e, loss->in));
-    E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
+    E(", n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n", act(e, loss->in), scratch(e, loss, 0),
+      grad(e, loss->in));
+    launch(e, "    ", "loss_reduce", 0, 1, 0);
+    E(", n, %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward and backward");
     E("\n    if (ctx->backward_begins)\n        ctx->backward_begins(ctx);\n");
     E("    // backward, last layer first; each parameter's gradient is announced as soon\n"
@@ -1180,12 +1269,15 @@ static void emit_functions(Emit *e, FILE *out)
                                    "static void train_step(DdpCtx *ctx, int n)\n");
 
     /* eval step */
+    e->function = "eval_step";
+    e->when = LAUNCH_EVALUATION;
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 0);\n");
     comment(e, loss, "    ");
-    E("    DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in),
-      scratch(e, loss, 0));
-    E("    DDP_LAUNCH(loss_reduce, 1, n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
+    E(", n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
+    launch(e, "    ", "loss_reduce", 0, 1, 0);
+    E(", n, %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward");
     end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
                                    "static void eval_step(DdpCtx *ctx, int n)\n");
@@ -1193,20 +1285,23 @@ static void emit_functions(Emit *e, FILE *out)
     /* optimizer */
     const TrainConfig *t = &net->train;
     int64_t count = e->plan->n_param_floats;
-    fprintf(out, "// One optimizer update of all %lld parameters at once.\n"
-                 "static void optimizer_step(DdpCtx *ctx)\n{\n", (long long)count);
-    if (t->optimizer == OPT_SGD)
-        fprintf(out, "    DDP_LAUNCH(optimizer_sgd_step, %lld, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n",
-                (long long)count);
-    else {
-        fprintf(out, "    double t = (double)(ctx->step + 1);\n");
-        fprintf(out, "    float step_size = (float)(ctx->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
-        fprintf(out, "    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
-        fprintf(out, "    DDP_LAUNCH(optimizer_adam_step, %lld, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,\n"
-                     "               ctx->opt_state + %lld, ctx->lr, step_size, bias_correction2_sqrt);\n",
-                (long long)count, (long long)count);
+    e->function = "optimizer_step";
+    e->when = LAUNCH_ALWAYS;
+    e->out = out;
+    E("// One optimizer update of all %lld parameters at once.\n"
+      "static void optimizer_step(DdpCtx *ctx)\n{\n", (long long)count);
+    if (t->optimizer == OPT_SGD) {
+        launch(e, "    ", "optimizer_sgd_step", 0, count, 1);
+        E(", ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n");
+    } else {
+        E("    double t = (double)(ctx->step + 1);\n");
+        E("    float step_size = (float)(ctx->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
+        E("    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
+        launch(e, "    ", "optimizer_adam_step", 0, count, 1);
+        E(", ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,\n"
+          "               ctx->opt_state + %lld, ctx->lr, step_size, bias_correction2_sqrt);\n", (long long)count);
     }
-    fprintf(out, "}\n\n");
+    E("}\n\n");
 
     /* library ops */
     fprintf(out, "// Registers each convolution with the library ops (cuDNN picks its algorithms now).\n"
@@ -1317,22 +1412,28 @@ static void emit_tables(Emit *e, FILE *out)
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
 
-void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command)
+/* OUT.cu, its launches noted in LAUNCHES (allocated in ARENA). */
+static void emit_program(FILE *out, const Net *net, const Plan *plan, const char *build_command, Arena *arena,
+                         LaunchTable **launches)
 {
     Emit e = {0};
-    Arena arena = {0};
     e.net = net;
     e.plan = plan;
-    e.arena = &arena;
+    e.arena = arena;
     e.file = base_name(net->file);
-    e.used_act = arena_alloc(&arena, (size_t)net->n_values + 1);
-    e.used_grad = arena_alloc(&arena, (size_t)net->n_values + 1);
-    e.used_param = arena_alloc(&arena, (size_t)net->n_params + 1);
-    e.used_scratch = arena_alloc(&arena, (size_t)net->n_nodes + 1);
-    e.any_act = arena_alloc(&arena, (size_t)net->n_values + 1);
-    e.any_grad = arena_alloc(&arena, (size_t)net->n_values + 1);
-    e.any_scratch = arena_alloc(&arena, (size_t)net->n_nodes + 1);
-    e.maker = arena_alloc(&arena, sizeof *e.maker * ((size_t)net->n_values + 1));
+    e.used_act = arena_alloc(arena, (size_t)net->n_values + 1);
+    e.used_grad = arena_alloc(arena, (size_t)net->n_values + 1);
+    e.used_param = arena_alloc(arena, (size_t)net->n_params + 1);
+    e.used_scratch = arena_alloc(arena, (size_t)net->n_nodes + 1);
+    e.any_act = arena_alloc(arena, (size_t)net->n_values + 1);
+    e.any_grad = arena_alloc(arena, (size_t)net->n_values + 1);
+    e.any_scratch = arena_alloc(arena, (size_t)net->n_nodes + 1);
+    e.maker = arena_alloc(arena, sizeof *e.maker * ((size_t)net->n_values + 1));
+    e.launches = *launches = launch_table_new(arena);
+    e.forward_work = arena_alloc(arena, sizeof *e.forward_work * ((size_t)net->n_nodes + 1));
+    e.backward_work = arena_alloc(arena, sizeof *e.backward_work * ((size_t)net->n_nodes + 1));
+    for (int i = 0; i < net->n_nodes; i++) /* an elementwise kernel's item: one trip */
+        e.forward_work[i] = e.backward_work[i] = 1;
     for (int i = net->n_nodes - 1; i >= 0; i--) /* downward, so that the first maker of a value wins */
         if (net->nodes[i].out >= 0)
             e.maker[net->nodes[i].out] = i;
@@ -1366,5 +1467,32 @@ void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_comm
     fputs(functions, out);
     free(functions);
     emit_tables(&e, out);
+}
+
+void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command)
+{
+    Arena arena = {0};
+    LaunchTable *launches;
+    emit_program(out, net, plan, build_command, &arena, &launches);
+    fprintf(out, "\n");
+    launch_table_print(out, launches, net->train.batch, "// "); /* a global batch: one rank's */
+    arena_free(&arena);
+}
+
+void emit_launch_table(FILE *out, const Net *net, const Plan *plan)
+{
+    Arena arena = {0};
+    LaunchTable *launches;
+    char *text;
+    size_t len;
+    FILE *discard = open_memstream(&text, &len);
+    if (!discard) {
+        fprintf(stderr, "ddpc: out of memory writing the launch table\n");
+        return;
+    }
+    emit_program(discard, net, plan, "", &arena, &launches);
+    fclose(discard);
+    free(text);
+    launch_table_print(out, launches, net->train.batch, "");
     arena_free(&arena);
 }

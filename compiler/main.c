@@ -66,7 +66,8 @@ static const char usage[] =
     "  --summary         print the layer table (shapes, parameters, MFLOPs),\n"
     "                    the training settings and the data { } block\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
-    "                    or the gradient bucket plan (plan)\n"
+    "                    or the gradient bucket plan and each GPU launch's threads\n"
+    "                    and work per thread (plan)\n"
     "  --world N,...     with --emit plan: predict the step at N ranks (scaling on\n"
     "                    paper): each bucket's ring all-reduce, the exposed\n"
     "                    communication, the scaling efficiency\n"
@@ -297,8 +298,12 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
     plan_net(a, net, &plan);
     if (o->emit && strcmp(o->emit, "plan") == 0) {
         print_plan(stdout, net, &plan);
-        if (o->world)
+        if (o->world) /* the step at scale, in place of one GPU's launches */
             scaling_print(a, stdout, net, &plan, &scaling);
+        else {
+            fputc('\n', stdout);
+            emit_launch_table(stdout, net, &plan);
+        }
     }
     else if (o->emit && strcmp(o->emit, "cu") == 0) {
         /* a copy on stdout: --rebuild builds it beside wherever it is saved */

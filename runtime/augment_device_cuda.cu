@@ -5,7 +5,7 @@
  */
 #include "augment_device.h"
 #include "device.h"  // ddp_device_alloc, ddp_copy_to_device, ddp_device_sync, ddp_device_launched
-#include "kernel.h"  // DDP_BLOCK, ddp_grid: the generated kernels' launch shape
+#include "launch_shape.h"  // DDP_BLOCK, ddp_grid: the generated kernels' launch shape
 
 #include <cuda_runtime.h>
 #include <stdlib.h>

@@ -57,4 +57,16 @@ static DDP_HOST_DEVICE inline int ddp_group_first(int64_t group, int64_t groups,
     return (int)(group * n / groups);
 }
 
+/* The most (sample, pixel) terms one thread adds: the largest group's
+ * samples in passes of BLOCK / LANES, times a sample's pixels over LANES.
+ * (The last block of a channel then adds its GROUPS partials too.) For the
+ * launch table (ddpc's), checked against a walk of the loops in the tests. */
+static inline int64_t ddp_channel_thread_terms(int64_t channels, int64_t pixels, int n, int block)
+{
+    int64_t groups = ddp_channel_groups(channels, pixels, n, block);
+    int64_t lanes = ddp_plane_lanes(pixels, block), at_once = block / lanes;
+    int64_t share = ((int64_t)n + groups - 1) / groups; /* ddp_group_first's shares differ by at most one */
+    return (share + at_once - 1) / at_once * ((pixels + lanes - 1) / lanes);
+}
+
 #endif

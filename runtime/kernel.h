@@ -43,6 +43,7 @@
 
 #include "device.h"        // ddp_device_launched
 #include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
+#include "launch_shape.h"  // DDP_BLOCK, ddp_grid: how many threads a launch runs
 #include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_batchnorm_allreduce; ops.h
 #include "trainer.h"       // ddp_main
 
@@ -54,14 +55,6 @@
 #define DDP_FOR(i, count)                                                                              \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(count);           \
          i += (int64_t)blockDim.x * gridDim.x)
-
-enum { DDP_BLOCK = 256, DDP_MAX_GRID = 1 << 20 };
-
-static inline unsigned ddp_grid(int64_t items)
-{
-    int64_t blocks = (items + DDP_BLOCK - 1) / DDP_BLOCK;
-    return (unsigned)(blocks < 1 ? 1 : blocks > (int64_t)DDP_MAX_GRID ? (int64_t)DDP_MAX_GRID : blocks);
-}
 
 #define DDP_FOR_2D(p, rows, j, cols)                                                                   \
     DDP_FOR(p##_##j, (int64_t)(rows) * (cols))                                                          \

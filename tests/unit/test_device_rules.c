@@ -175,12 +175,17 @@ static void check_channel_covered(int64_t channels, int64_t pixels, int n, int b
     CU_ASSERT_TRUE(lanes >= pixels || lanes == block); /* no sample is left a lane short */
     unsigned char *seen = calloc((size_t)n * (size_t)pixels + 1, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(seen);
+    int64_t most_terms = 0; /* of any one thread: what the launch table reports */
     for (int64_t g = 0; g < groups; g++)
-        for (int t = 0; t < block; t++)
+        for (int t = 0; t < block; t++) {
+            int64_t terms = 0;
             for (int s = ddp_group_first(g, groups, n) + t / lanes; s < ddp_group_first(g + 1, groups, n);
                  s += block / lanes)
-                for (int64_t j = t % lanes; j < pixels; j += lanes)
+                for (int64_t j = t % lanes; j < pixels; j += lanes, terms++)
                     seen[(int64_t)s * pixels + j]++;
+            most_terms = terms > most_terms ? terms : most_terms;
+        }
+    CU_ASSERT_EQUAL(ddp_channel_thread_terms(channels, pixels, n, block), most_terms);
     int64_t wrong = 0;
     for (int64_t i = 0; i < (int64_t)n * pixels; i++)
         wrong += seen[i] != 1;

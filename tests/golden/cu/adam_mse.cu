@@ -311,3 +311,31 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 16: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_tanh_forward                1,024           1
+// forward         ddp_gemm (linear2)                     library           -
+// forward         linear2_leaky_relu_forward                 512           1
+// forward         ddp_gemm (linear3)                     library           -
+// forward         linear3_bias_forward                       256           1
+// train_step      loss_forward_backward                      256          20
+// train_step      loss_reduce                                256          16
+// train_step      linear3_bias_backward                    2,560           1
+// train_step      ddp_gemm_grad (linear3)                library           -
+// train_step      ddp_gemm (linear3)                     library           -
+// train_step      linear2_leaky_relu_backward                512           1
+// train_step      ddp_gemm_grad (linear2)                library           -
+// train_step      ddp_gemm (linear2)                     library           -
+// train_step      linear1_bias_tanh_backward              16,384           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// eval_step       loss_forward_backward (evaluation)         256          20
+// eval_step       loss_reduce (evaluation)                   256          16
+// optimizer_step  optimizer_adam_step                     52,736           1
+//
+// a training step: 9 kernel launches and 8 library calls; the most work of one
+// thread: 20 (loss_forward_backward)

@@ -341,3 +341,28 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 64: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_conv_forward (conv1)               library           -
+// forward         conv1_bias_relu_forward                131,072           1
+// forward         maxpool1_forward                        32,768           4
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_forward                       768           1
+// train_step      loss_forward_backward                      256          30
+// train_step      loss_reduce                                256          64
+// train_step      linear1_bias_backward                    2,560           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// train_step      ddp_gemm (linear1)                     library           -
+// train_step      maxpool1_backward                       32,768           4
+// train_step      conv1_bias_relu_backward               131,072           1
+// train_step      ddp_conv_backward_filter (conv1)       library           -
+// eval_step       loss_forward_backward (evaluation)         256          30
+// eval_step       loss_reduce (evaluation)                   256          64
+// optimizer_step  optimizer_sgd_step                       5,376           1
+//
+// a training step: 9 kernel launches and 5 library calls; the most work of one
+// thread: 64 (loss_reduce)

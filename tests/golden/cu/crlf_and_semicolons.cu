@@ -276,3 +276,26 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 8: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_conv_forward (conv1)               library           -
+// forward         conv1_bias_relu_forward                  1,280           1
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_forward                       256           1
+// train_step      loss_forward_backward                      256           9
+// train_step      loss_reduce                                256           8
+// train_step      linear1_bias_backward                      768           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// train_step      ddp_gemm (linear1)                     library           -
+// train_step      conv1_bias_relu_backward                 2,048           1
+// train_step      ddp_conv_backward_filter (conv1)       library           -
+// eval_step       loss_forward_backward (evaluation)         256           9
+// eval_step       loss_reduce (evaluation)                   256           8
+// optimizer_step  optimizer_sgd_step                         512           1
+//
+// a training step: 7 kernel launches and 5 library calls; the most work of one
+// thread: 9 (loss_forward_backward)

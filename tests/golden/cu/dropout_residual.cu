@@ -446,3 +446,40 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 64: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_sigmoid_forward             1,024           1
+// forward         dropout1_forward                         1,024           1
+// forward         ddp_gemm (linear2)                     library           -
+// forward         linear2_bias_leaky_relu_forward          1,024           1
+// forward         res1_forward                             1,024           1
+// forward         res2_forward                             1,024           1
+// forward         relu1_forward                            1,024           1
+// forward         ddp_gemm (linear3)                     library           -
+// forward         linear3_bias_forward                       256           1
+// train_step      loss_forward_backward                      256          12
+// train_step      loss_reduce                                256          64
+// train_step      linear3_bias_backward                    1,024           1
+// train_step      ddp_gemm_grad (linear3)                library           -
+// train_step      ddp_gemm (linear3)                     library           -
+// train_step      relu1_backward                           1,024           1
+// train_step      res2_backward                            1,024           1
+// train_step      res2_backward                            1,024           1
+// train_step      res1_backward                            1,024           1
+// train_step      linear2_bias_leaky_relu_backward         4,096           1
+// train_step      ddp_gemm_grad (linear2)                library           -
+// train_step      ddp_gemm (linear2)                     library           -
+// train_step      dropout1_backward                        1,024           1
+// train_step      linear1_bias_sigmoid_backward            4,096           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// eval_step       loss_forward_backward (evaluation)         256          12
+// eval_step       loss_reduce (evaluation)                   256          64
+// optimizer_step  optimizer_sgd_step                         768           1
+//
+// a training step: 18 kernel launches and 8 library calls; the most work of one
+// thread: 64 (loss_reduce)

@@ -204,3 +204,21 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 64: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_forward                       256           1
+// train_step      loss_forward_backward                      256           4
+// train_step      loss_reduce                                256          64
+// train_step      linear1_bias_backward                      512           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// eval_step       loss_forward_backward (evaluation)         256           4
+// eval_step       loss_reduce (evaluation)                   256          64
+// optimizer_step  optimizer_sgd_step                         256           1
+//
+// a training step: 5 kernel launches and 2 library calls; the most work of one
+// thread: 64 (loss_reduce)

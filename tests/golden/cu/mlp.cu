@@ -396,3 +396,35 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 128: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_relu_forward               65,536           1
+// forward         dropout1_forward                        65,536           1
+// forward         ddp_gemm (linear2)                     library           -
+// forward         linear2_bias_forward                    32,768           1
+// forward         gelu1_forward                           32,768           1
+// forward         ddp_gemm (linear3)                     library           -
+// forward         linear3_bias_forward                     1,280           1
+// train_step      loss_forward_backward                      256          30
+// train_step      loss_reduce                                256         128
+// train_step      linear3_bias_backward                    2,560           1
+// train_step      ddp_gemm_grad (linear3)                library           -
+// train_step      ddp_gemm (linear3)                     library           -
+// train_step      gelu1_backward                          32,768           1
+// train_step      linear2_bias_backward                   65,536           1
+// train_step      ddp_gemm_grad (linear2)                library           -
+// train_step      ddp_gemm (linear2)                     library           -
+// train_step      dropout1_backward                       65,536           1
+// train_step      linear1_bias_relu_backward             131,072           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// eval_step       loss_forward_backward (evaluation)         256          30
+// eval_step       loss_reduce (evaluation)                   256         128
+// optimizer_step  optimizer_adam_step                    536,064           1
+//
+// a training step: 13 kernel launches and 8 library calls; the most work of one
+// thread: 128 (loss_reduce)

@@ -675,3 +675,48 @@ int main(int argc, char **argv)
 {
     return ddp_main(argc, argv, &net);
 }
+
+// launch table at batch 16: each launch in program order, on a GPU: its threads
+// (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
+// per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
+//
+// function        launch                                 threads work/thread
+// forward         ddp_conv_forward (conv1)               library           -
+// forward         conv1_bias_tanh_forward                 50,176           1
+// forward         maxpool1_forward                        50,176           1
+// forward         ddp_conv_forward (conv2)               library           -
+// forward         conv2_bias_forward                      50,176           1
+// forward         res1_forward                            50,176           1
+// forward         maxpool2_forward                        12,544           4
+// forward         avgpool1_forward                        12,544           1
+// forward         ddp_conv_forward (conv3)               library           -
+// forward         conv3_bias_sigmoid_forward              12,544           1
+// forward         res2_forward                            12,544           1
+// forward         maxpool3_forward                         3,328           4
+// forward         ddp_gemm (linear1)                     library           -
+// forward         linear1_bias_forward                       256           1
+// train_step      loss_forward_backward                      256          30
+// train_step      loss_reduce                                256          16
+// train_step      linear1_bias_backward                    2,560           1
+// train_step      ddp_gemm_grad (linear1)                library           -
+// train_step      ddp_gemm (linear1)                     library           -
+// train_step      maxpool3_backward                        3,328           4
+// train_step      res2_backward                           12,544           1
+// train_step      conv3_bias_sigmoid_backward             16,384           1
+// train_step      ddp_conv_backward_filter (conv3)       library           -
+// train_step      ddp_conv_backward_data (conv3)         library           -
+// train_step      avgpool1_backward                       12,544           1
+// train_step      maxpool2_backward                       12,544           4
+// train_step      res1_backward                           50,176           1
+// train_step      conv2_bias_backward                     16,384           4
+// train_step      ddp_conv_backward_filter (conv2)       library           -
+// train_step      ddp_conv_backward_data (conv2)         library           -
+// train_step      maxpool1_backward                       50,176           1
+// train_step      conv1_bias_tanh_backward                16,384           4
+// train_step      ddp_conv_backward_filter (conv1)       library           -
+// eval_step       loss_forward_backward (evaluation)         256          30
+// eval_step       loss_reduce (evaluation)                   256          16
+// optimizer_step  optimizer_sgd_step                       2,560           1
+//
+// a training step: 23 kernel launches and 11 library calls; the most work of one
+// thread: 30 (loss_forward_backward)
