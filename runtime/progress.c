@@ -12,6 +12,7 @@
  * file only formats, so the format lives in one place.
  */
 #include "progress.h"
+#include "device_calls.h"  // ddp_device_call_name: the log's names of the counts
 
 #include <math.h>
 #include <stdarg.h>
@@ -101,7 +102,7 @@ DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTim
         double seconds = 1e-3 * ddp_times_step_ms(row) * row->steps;
         double samples_per_s = seconds > 0 ? row->samples / seconds : 0;
         char keys[DDP_PHASE_COUNT][24];
-        DdpLogField f[4 + DDP_PHASE_COUNT];
+        DdpLogField f[4 + DDP_PHASE_COUNT + DDP_CALL_KINDS];
         int k = 0;
         f[k++] = DDP_LOG_S("event", "rank_times");
         f[k++] = DDP_LOG_I("step", step);
@@ -111,9 +112,12 @@ DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTim
             f[k++] = DDP_LOG_D(keys[ph], rounded(ddp_times_ms(row, (DdpPhase)ph), 1e-3));
         }
         f[k++] = DDP_LOG_D("samples_per_s", rounded(samples_per_s, 0.1));
+        int plotted = k; /* the times and the rate; the counts below are the log's */
+        for (int c = 0; c < DDP_CALL_KINDS; c++)
+            f[k++] = DDP_LOG_I(ddp_device_call_name((DdpDeviceCall)c), (int64_t)row->calls[c]);
         if (p->log)
             DDP_CHECK(ddp_jsonlog_write(p->log, f, k));
-        for (int i = 3; p->tb && i < k; i++) {
+        for (int i = 3; p->tb && i < plotted; i++) {
             char tag[48];
             snprintf(tag, sizeof tag, "rank%d/%s", r, f[i].key);
             DDP_CHECK(ddp_tensorboard_scalar(p->tb, tag, step, f[i].f));

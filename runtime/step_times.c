@@ -43,6 +43,7 @@ void ddp_times_init(DdpStepTimes *t, DdpWhereabouts *whereabouts, const int64_t 
     memset(t, 0, sizeof *t);
     t->current = DDP_PHASE_OUTSIDE;
     t->since = ddp_now();
+    t->calls_since = ddp_device_calls();
     t->whereabouts = whereabouts;
     t->step = step;
 }
@@ -51,15 +52,21 @@ void ddp_times_reset(DdpStepTimes *t)
 {
     memset(t->seconds, 0, sizeof t->seconds);
     t->steps = t->samples = 0;
+    memset(&t->calls, 0, sizeof t->calls);
 }
 
 void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
 {
     double now = ddp_now();
-    if (t->current < DDP_PHASE_COUNT)
+    DdpDeviceCalls calls = ddp_device_calls();
+    if (t->current < DDP_PHASE_COUNT) {
         t->seconds[t->current] += now - t->since;
+        for (int k = 0; k < DDP_CALL_KINDS; k++)
+            t->calls.count[k] += calls.count[k] - t->calls_since.count[k];
+    }
     t->current = phase;
     t->since = now;
+    t->calls_since = calls;
     if (t->whereabouts)
         ddp_whereabouts_note(t->whereabouts, *t->step, ddp_phase_place(phase));
 }
@@ -69,6 +76,8 @@ void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row)
     memcpy(row->seconds, t->seconds, sizeof row->seconds);
     row->steps = (double)t->steps;
     row->samples = (double)t->samples;
+    for (int k = 0; k < DDP_CALL_KINDS; k++)
+        row->calls[k] = (double)t->calls.count[k];
 }
 
 double ddp_times_ms(const DdpRankTimes *row, DdpPhase phase)

@@ -12,12 +12,17 @@
  * host only queues the forward, backward and optimizer work, so those three
  * say how long queueing took, and the data wait and step time are what they
  * say.
+ *
+ * The clock also counts the device calls made inside steps that wait or
+ * allocate (device_calls.h): a steady step on a GPU should make no sync and
+ * no allocation, and the log shows whether it does.
  */
 #ifndef DDPRT_STEP_TIMES_H
 #define DDPRT_STEP_TIMES_H
 
 #include <stdint.h>
 
+#include "device_calls.h"  // DdpDeviceCalls: the waits and allocations a step makes
 #include "whereabouts.h"  // DdpWhereabouts
 
 #ifdef __cplusplus
@@ -44,8 +49,10 @@ const char *ddp_phase_place(DdpPhase phase);
 typedef struct {
     double seconds[DDP_PHASE_COUNT]; /* since the last ddp_times_reset */
     int64_t steps, samples;          /* this rank's, likewise */
+    DdpDeviceCalls calls;            /* made in the phases above, likewise */
     DdpPhase current;
     double since;                    /* when CURRENT began */
+    DdpDeviceCalls calls_since;      /* the count when CURRENT began */
     DdpWhereabouts *whereabouts;     /* told of each phase, with *STEP; NULL: none */
     const int64_t *step;
 } DdpStepTimes;
@@ -63,6 +70,7 @@ void ddp_times_enter(DdpStepTimes *t, DdpPhase phase);
 typedef struct {
     double seconds[DDP_PHASE_COUNT];
     double steps, samples;
+    double calls[DDP_CALL_KINDS];    /* DdpStepTimes' calls */
 } DdpRankTimes;
 
 void ddp_times_row(const DdpStepTimes *t, DdpRankTimes *row);

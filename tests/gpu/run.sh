@@ -461,6 +461,22 @@ check "NCCL backend, world size 1, env://" $? "$(why nccl.env)"
 gpu nccl.nproc 60 mnist --data "$data" --max-steps 50 --nproc-per-node 1 --backend nccl --quiet
 check "NCCL backend, world size 1, --nproc-per-node 1" $? "$(why nccl.nproc)"
 
+# A steady step queues its work and goes on (device_calls.h): from the third
+# step on no stream synchronisation and no allocation in any step, with the
+# NCCL path's stop vote (tests/distributed/steady_step.sh checks the CPU
+# build's count of the same calls).
+steady_field() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p"; }
+gpu steady 60 mnist --data "$data" --max-steps 40 --log-every 1 --log "$work/steady.jsonl" --nproc-per-node 1 \
+    --backend nccl --quiet &&
+    steady_rows=$(grep -c '"event": "rank_times"' "$work/steady.jsonl") && [ "$steady_rows" -ge 38 ] &&
+    steady_bad=$(grep '"event": "rank_times"' "$work/steady.jsonl" | while read -r row; do
+        st=$(echo "$row" | steady_field step) sy=$(echo "$row" | steady_field device_syncs)
+        al=$(echo "$row" | steady_field device_allocs) wa=$(echo "$row" | steady_field host_waits)
+        [ "$st" -lt 3 ] || [ "$sy$al" = 00 ] || echo "step $st: $sy syncs, $al allocations, $wa waits"
+    done | head -3) && [ -z "$steady_bad" ]
+check "a steady step on the GPU: no sync, no allocation (steps 3-40, NCCL)" $? \
+    "${steady_bad:-$(grep '"event": "rank_times"' "$work/steady.jsonl" 2> /dev/null | tail -1 | grep -o '"device_syncs.*')}"
+
 gpu whole 60 mnist --data "$data" --max-steps 60 --export "$work/whole.st" --quiet &&
     gpu stop 60 mnist --data "$data" --max-steps 30 --save "$work/ck" --quiet &&
     gpu resume 60 mnist --data "$data" --max-steps 60 --save "$work/ck" --resume --export "$work/resumed.st" --quiet &&

@@ -212,6 +212,22 @@ static void test_scaling_on_paper_against_measured_runs(void)
     free(cmd);
 }
 
+/* tests/distributed/steady_step.sh: from a run's third step on, each step
+ * makes no device synchronisation and no allocation, counted as on a GPU
+ * (mnist and resnet on 1 rank, resnet on 2 with --no-sync-every, mlp on 2
+ * with a short last batch). */
+static void test_steady_steps_neither_wait_nor_allocate(void)
+{
+    if (!have_mpirun()) {
+        fputs("\n  (skipped: no mpirun)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/steady_step.sh", test_ddpc()) > 0);
+    script_passes(cmd, "steady steps: no sync, no allocation");
+    free(cmd);
+}
+
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
  * steps an epoch) on one world size and resumed to 25 on another, each pair
  * of PAIRS, the bytes of a run that never stopped. */
@@ -351,6 +367,8 @@ void suite_distributed(void)
          test_augmentation_on_ranks},
         {"scaling on paper: its CPU figures within the stated factor of measured runs at 1 and 2 ranks",
          test_scaling_on_paper_against_measured_runs},
+        {"a steady step makes no device synchronisation and no allocation (counted as a GPU build counts them)",
+         test_steady_steps_neither_wait_nor_allocate},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",

@@ -71,6 +71,7 @@ static DdpRankTimes rank_row(double busy_ms, double wait_ms, double steps)
     DdpRankTimes r = {.steps = steps, .samples = 64 * steps};
     r.seconds[DDP_PHASE_FORWARD] = busy_ms * steps / 1e3;
     r.seconds[DDP_PHASE_ALLREDUCE] = wait_ms * steps / 1e3;
+    r.calls[DDP_CALL_WAIT] = steps; /* a staging buffer's wait a step: the log's host_waits */
     return r;
 }
 
@@ -120,7 +121,8 @@ static void test_rank_times_logged(void)
     char *text = test_read_file(path, NULL);
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"rank_times\", \"step\": 40, \"rank\": 0, \"data_ms\": 0.0, "
                                                "\"forward_ms\": 10.0, \"backward_ms\": 0.0, \"allreduce_ms\": 6.0, "
-                                               "\"optimizer_ms\": 0.0, \"samples_per_s\": 4000.0}"));
+                                               "\"optimizer_ms\": 0.0, \"samples_per_s\": 4000.0, \"device_syncs\": 0, "
+                                               "\"host_waits\": 5, \"device_allocs\": 0}"));
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"ranks\", \"step\": 40, \"median_busy_ms\": 13.0, "
                                                "\"slowest\": 1, \"straggler\": 1}"));
     if (text && !strstr(text, "\"median_busy_ms\": 13.0, \"slowest\": 1, \"straggler\": 1}"))
