@@ -551,13 +551,6 @@ typedef enum { LAUNCH_ALWAYS, LAUNCH_TRAINING, LAUNCH_EVALUATION } LaunchWhen;
 
 typedef struct LaunchTable LaunchTable;
 
-/* The most work one thread does, where, and a training step's launches. */
-typedef struct {
-    int64_t work;
-    const char *kernel; /* NULL: no kernel */
-    int kernels, library_calls;
-} LaunchWorst;
-
 LaunchTable *launch_table_new(Arena *a);
 /* A DDP_LAUNCH of KERNEL in FUNCTION over PER_SAMPLE x n + FIXED items, each
  * making ITEM_WORK trips through its inner loops (0: as many as the batch's
@@ -569,7 +562,6 @@ void launch_table_channels(LaunchTable *t, const char *function, LaunchWhen when
                            int64_t channels, int64_t pixels);
 /* A library call (ddp_conv_forward, ddp_gemm...), named CALL. */
 void launch_table_library(LaunchTable *t, const char *function, LaunchWhen when, const char *call);
-LaunchWorst launch_table_worst(const LaunchTable *t, int64_t batch);
 /* The table at BATCH samples a rank, each line starting with PREFIX ("// "
  * in OUT.cu). */
 void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const char *prefix);
@@ -580,8 +572,9 @@ void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const ch
 
 /* OUT.cu, ending with its launch table at the net's batch. */
 void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_command);
-/* The launch table alone, at the net's batch (a rank's), as `--emit plan` shows it. */
-void emit_launch_table(FILE *out, const Net *net, const Plan *plan);
+/* The launch table alone, at the net's batch (a global batch: one rank's at a
+ * world of one), as `--emit plan` shows it; false (said) when out of memory. */
+bool emit_launch_table(FILE *out, const Net *net, const Plan *plan);
 
 //
 // emit_torch.c: the equivalent PyTorch module

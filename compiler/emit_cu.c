@@ -670,8 +670,7 @@ static void kernels_log_softmax(Emit *e, const Node *n)
 static void kernels_loss(Emit *e, const Node *n)
 {
     int64_t c = n->in_shape.d[0];
-    /* the loops below: the best score, then cross-entropy's sum, then dx */
-    e->forward_work[n - e->net->nodes] = (n->loss == LOSS_CROSS_ENTROPY ? 3 : 2) * c;
+    int64_t *work = &e->forward_work[n - e->net->nodes]; /* a sample's trips: the loops below */
     comment(e, n, "");
     E("// Per sample: its loss and whether the prediction (first largest score) is right;\n"
       "// dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:\n"
@@ -685,6 +684,7 @@ static void kernels_loss(Emit *e, const Node *n)
     E("        rows[2 * s + 1] = best == label ? 1.0f : 0.0f;\n");
     switch (n->loss) {
     case LOSS_CROSS_ENTROPY:
+        *work = 3 * c; /* the best score, the sum, dx */
         E("        float m = xs[best];\n        double sum = 0.0;\n");
         E("        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
         E("        float lse = m + (float)log(sum);\n        rows[2 * s] = lse - xs[label];\n");
@@ -692,11 +692,13 @@ static void kernels_loss(Emit *e, const Node *n)
         E("                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;\n");
         break;
     case LOSS_NLL:
+        *work = 2 * c; /* the best score, dx */
         E("        rows[2 * s] = -xs[label];\n");
         E("        if (dx)\n            for (int j = 0; j < K; j++)\n");
         E("                dx[s * K + j] = j == label ? -1.0f / (float)total : 0.0f;\n");
         break;
     case LOSS_MSE:
+        *work = 2 * c; /* the best score, the sum with dx */
         E("        double sum = 0.0;\n        for (int j = 0; j < K; j++) {\n");
         E("            float d = xs[j] - (j == label ? 1.0f : 0.0f);\n            sum += (double)d * d;\n");
         E("            if (dx)\n                dx[s * K + j] = 2.0f * d / ((float)total * K);\n        }\n");
@@ -832,6 +834,10 @@ static void layer_done(Emit *e, const Node *n, const char *pass)
  * batch). The caller writes the kernel's arguments and ");". */
 static void launch(Emit *e, const char *indent, const char *kernel, int64_t per_sample, int64_t fixed, int64_t work)
 {
+    if (per_sample != 0 && fixed != 0) { /* the launch would drop FIXED that the table counts */
+        fprintf(stderr, "ddpc: internal error: launch of %s: items per sample and fixed items both\n", kernel);
+        abort();
+    }
     if (per_sample == 0)
         E("%sDDP_LAUNCH(%s, %lld", indent, kernel, (long long)fixed);
     else if (per_sample == 1)
@@ -1475,11 +1481,12 @@ void emit_cu(FILE *out, const Net *net, const Plan *plan, const char *build_comm
     LaunchTable *launches;
     emit_program(out, net, plan, build_command, &arena, &launches);
     fprintf(out, "\n");
-    launch_table_print(out, launches, net->train.batch, "// "); /* a global batch: one rank's */
+    /* a global batch (batch 512 global) is one rank's at a world of one */
+    launch_table_print(out, launches, net->train.batch, "// ");
     arena_free(&arena);
 }
 
-void emit_launch_table(FILE *out, const Net *net, const Plan *plan)
+bool emit_launch_table(FILE *out, const Net *net, const Plan *plan)
 {
     Arena arena = {0};
     LaunchTable *launches;
@@ -1488,11 +1495,12 @@ void emit_launch_table(FILE *out, const Net *net, const Plan *plan)
     FILE *discard = open_memstream(&text, &len);
     if (!discard) {
         fprintf(stderr, "ddpc: out of memory writing the launch table\n");
-        return;
+        return false;
     }
     emit_program(discard, net, plan, "", &arena, &launches);
     fclose(discard);
     free(text);
     launch_table_print(out, launches, net->train.batch, "");
     arena_free(&arena);
+    return true;
 }

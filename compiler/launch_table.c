@@ -107,27 +107,39 @@ static void shape_at(const Row *r, int64_t batch, int64_t *threads, int64_t *wor
     }
 }
 
-/* Whether ROW runs in a training step (its forward with train set, the
- * loss and backward, the optimizer). */
-static bool in_training(const Row *r)
+/* ROW's name as the table shows it: forward()'s launches made in one kind
+ * of step only say which, and so do eval_step's. */
+static const char *shown_name(const LaunchTable *t, const Row *r)
 {
-    return r->when != LAUNCH_EVALUATION;
+    switch (r->when) {
+    case LAUNCH_ALWAYS: return r->name;
+    case LAUNCH_TRAINING: return arena_printf(t->arena, "%s (training)", r->name);
+    case LAUNCH_EVALUATION: return arena_printf(t->arena, "%s (evaluation)", r->name);
+    }
+    return r->name;
 }
 
-LaunchWorst launch_table_worst(const LaunchTable *t, int64_t batch)
+/* The most work one thread does, where, and a training step's launches. */
+typedef struct {
+    int64_t work;
+    const char *kernel; /* NULL: no kernel */
+    int kernels, library_calls;
+} Worst;
+
+static Worst worst_at(const LaunchTable *t, int64_t batch)
 {
-    LaunchWorst w = {0};
+    Worst w = {0};
     for (int i = 0; i < t->n; i++) {
         const Row *r = &t->rows[i];
         int64_t threads, work;
         shape_at(r, batch, &threads, &work);
-        if (in_training(r)) {
+        if (r->when != LAUNCH_EVALUATION) { /* a training step's: forward with train set, loss, backward, optimizer */
             w.kernels += r->kind != ROW_LIBRARY;
             w.library_calls += r->kind == ROW_LIBRARY;
         }
         if (work > w.work) {
             w.work = work;
-            w.kernel = r->name;
+            w.kernel = shown_name(t, r);
         }
     }
     return w;
@@ -160,7 +172,7 @@ void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const ch
 {
     int width = 6;
     for (int i = 0; i < t->n; i++) {
-        int len = (int)strlen(t->rows[i].name) + (t->rows[i].when == LAUNCH_EVALUATION ? 13 : 0);
+        int len = (int)strlen(shown_name(t, &t->rows[i]));
         width = len > width ? len : width;
     }
     fprintf(out, "%slaunch table at batch %lld: each launch in program order, on a GPU: its threads\n", prefix,
@@ -175,17 +187,19 @@ void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const ch
         int64_t threads, work;
         shape_at(r, batch, &threads, &work);
         char a[32], b[32];
-        const char *name = r->when == LAUNCH_EVALUATION ? arena_printf(t->arena, "%s (evaluation)", r->name) : r->name;
+        const char *name = shown_name(t, r);
         if (r->kind == ROW_LIBRARY)
             fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, name, "library", "-");
         else
             fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, name, grouped(a, sizeof a, threads),
                     grouped(b, sizeof b, work));
     }
-    LaunchWorst w = launch_table_worst(t, batch);
+    Worst w = worst_at(t, batch);
     char a[32];
     blank_line(out, prefix);
-    fprintf(out, "%sa training step: %d kernel launches and %d library calls; the most work of one\n", prefix,
-            w.kernels, w.library_calls);
-    fprintf(out, "%sthread: %s (%s)\n", prefix, grouped(a, sizeof a, w.work), w.kernel ? w.kernel : "no kernel");
+    fprintf(out, "%sa training step: %d kernel launches and %d library calls from the generated functions\n",
+            prefix, w.kernels, w.library_calls);
+    fprintf(out, "%s(the runtime's own, such as the bucket all-reduces, come on top);\n", prefix);
+    fprintf(out, "%sthe most work of one thread: %s (%s)\n", prefix, grouped(a, sizeof a, w.work),
+            w.kernel ? w.kernel : "no kernel");
 }

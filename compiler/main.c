@@ -302,7 +302,8 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
             scaling_print(a, stdout, net, &plan, &scaling);
         else {
             fputc('\n', stdout);
-            emit_launch_table(stdout, net, &plan);
+            if (!emit_launch_table(stdout, net, &plan))
+                return 1;
         }
     }
     else if (o->emit && strcmp(o->emit, "cu") == 0) {

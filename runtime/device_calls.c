@@ -9,13 +9,13 @@
 
 static _Atomic int64_t counts[DDP_CALL_KINDS];
 
-void ddp_device_call(DdpDeviceCall kind)
+void ddp_device_call_note(DdpDeviceCall kind)
 {
     if (kind >= 0 && kind < DDP_CALL_KINDS)
         atomic_fetch_add_explicit(&counts[kind], 1, memory_order_relaxed);
 }
 
-DdpDeviceCalls ddp_device_calls(void)
+DdpDeviceCalls ddp_device_calls_read(void)
 {
     DdpDeviceCalls c;
     for (int k = 0; k < DDP_CALL_KINDS; k++)

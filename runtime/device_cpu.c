@@ -8,7 +8,7 @@
  * zeroed, as ddp_device_alloc promises on both builds.
  */
 #include "device.h"
-#include "device_calls.h"  // ddp_device_call: counted as on GPUs, so that the CPU build checks the GPU's steps
+#include "device_calls.h"  // ddp_device_call_note: counted as on GPUs, so that the CPU build checks the GPU's steps
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +75,7 @@ static DdpStatus aligned_zeroed(void **p, size_t bytes, const char *what)
     *p = NULL;
     if (bytes == 0)
         return DDP_OK;
-    ddp_device_call(DDP_CALL_ALLOC);
+    ddp_device_call_note(DDP_CALL_ALLOC);
     int err = posix_memalign(p, CPU_ALIGN, bytes);
     if (err != 0) {
         *p = NULL;
@@ -112,7 +112,7 @@ DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *strea
     (void)stream;
     if (bytes)
         memcpy(dst, src, bytes);
-    ddp_device_call(DDP_CALL_SYNC);
+    ddp_device_call_note(DDP_CALL_SYNC); /* one, as device_cuda.cu's through its ddp_device_sync */
     return DDP_OK;
 }
 
@@ -127,7 +127,7 @@ DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream)
 DdpStatus ddp_device_sync(void *stream)
 {
     (void)stream;
-    ddp_device_call(DDP_CALL_SYNC);
+    ddp_device_call_note(DDP_CALL_SYNC);
     return DDP_OK;
 }
 
@@ -149,6 +149,6 @@ DdpStatus ddp_event_record(void *event, void *stream)
 DdpStatus ddp_event_wait(void *event)
 {
     (void)event;
-    ddp_device_call(DDP_CALL_WAIT);
+    ddp_device_call_note(DDP_CALL_WAIT);
     return DDP_OK;
 }

@@ -24,7 +24,7 @@
  */
 #include "device.h"
 #include "cuda_check.h"  // CUDA_TRY
-#include "device_calls.h"  // ddp_device_call: the waits and allocations a step should not make
+#include "device_calls.h"  // ddp_device_call_note: the waits and allocations a step should not make
 #include "device_rules.h"  // ddp_gpu_choose_device, ddp_gpu_memory_estimate, ddp_sync_launches, ddp_debug_mode
 
 #include <cuda_runtime.h>
@@ -89,7 +89,7 @@ DdpStatus ddp_device_launched(const char *kernel, void *stream)
         return DDP_ERR(DDP_FAIL, "kernel %s could not start: %s (%s)", kernel, cudaGetErrorName(e),
                        cudaGetErrorString(e));
     if (sync) {
-        ddp_device_call(DDP_CALL_SYNC);
+        ddp_device_call_note(DDP_CALL_SYNC);
         e = cudaStreamSynchronize((cudaStream_t)stream);
         if (e != cudaSuccess)
             return DDP_ERR(DDP_FAIL, "kernel %s failed: %s (%s)", kernel, cudaGetErrorName(e), cudaGetErrorString(e));
@@ -137,7 +137,7 @@ DdpStatus ddp_device_alloc(void **p, size_t bytes)
     *p = NULL;
     if (bytes == 0)
         return DDP_OK;
-    ddp_device_call(DDP_CALL_ALLOC);
+    ddp_device_call_note(DDP_CALL_ALLOC);
     cudaError_t e = cudaMalloc(p, bytes);
     if (e != cudaSuccess) {
         *p = NULL;
@@ -169,7 +169,7 @@ DdpStatus ddp_host_alloc(void **p, size_t bytes)
     *p = NULL;
     if (bytes == 0)
         return DDP_OK;
-    ddp_device_call(DDP_CALL_ALLOC);
+    ddp_device_call_note(DDP_CALL_ALLOC);
     cudaError_t e = cudaMallocHost(p, bytes);
     if (e != cudaSuccess) {
         *p = NULL;
@@ -216,7 +216,7 @@ DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream)
 
 DdpStatus ddp_device_sync(void *stream)
 {
-    ddp_device_call(DDP_CALL_SYNC);
+    ddp_device_call_note(DDP_CALL_SYNC);
     CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
     /* A kernel that failed to launch leaves its error here, not in the stream. */
     CUDA_TRY(cudaGetLastError());
@@ -246,7 +246,7 @@ DdpStatus ddp_event_record(void *event, void *stream)
 
 DdpStatus ddp_event_wait(void *event)
 {
-    ddp_device_call(DDP_CALL_WAIT);
+    ddp_device_call_note(DDP_CALL_WAIT);
     CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
     return DDP_OK;
 }

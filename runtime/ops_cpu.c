@@ -45,7 +45,7 @@
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "gemm_cpu.h"     // ddp_sgemm_fixed, ddp_gradsum_exact: products in a fixed order
-#include "device_calls.h"  // ddp_device_call: scratch growing is counted as on GPUs
+#include "device_calls.h"  // ddp_device_call_note: scratch growing is counted as on GPUs
 #include "onednn_cpu.h"   // OnednnConv: convs by oneDNN, one sample per call
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 
@@ -682,7 +682,7 @@ static int gemm_args_ok(DdpOps *ops, int trans_a, int trans_b, int m, int n, int
 static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *what)
 {
     if (bytes > buf->bytes) {
-        ddp_device_call(DDP_CALL_ALLOC);
+        ddp_device_call_note(DDP_CALL_ALLOC);
         void *grown = realloc(buf->data, bytes);
         if (!grown) {
             OPS_FAIL(ops, "out of memory: %.1f MiB of scratch for %s", bytes / 1048576.0, what);

@@ -53,7 +53,7 @@
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
-#include "device_calls.h"  // ddp_device_call: the allocations and waits counted as the trainer's steps see them
+#include "device_calls.h"  // ddp_device_call_note: the allocations and waits counted as the trainer's steps see them
 #include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
@@ -171,7 +171,7 @@ static DdpStatus create_handles(DdpOps *o)
     CUBLAS_TRY(cublasCreate(&o->cublas));
     /* SetStream resets cuBLAS to its own workspace pool, so it goes first. */
     CUBLAS_TRY(cublasSetStream(o->cublas, o->stream));
-    ddp_device_call(DDP_CALL_ALLOC);
+    ddp_device_call_note(DDP_CALL_ALLOC);
     CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetMathMode(o->cublas, o->math.cublas_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
@@ -375,7 +375,7 @@ static DdpStatus timing_buffers_alloc(const DdpConvShape *s, cudaStream_t stream
     CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
     b->workspace_bytes = free_bytes / 4 < (size_t)DDP_CONV_WORKSPACE_LIMIT ? free_bytes / 4
                                                                             : (size_t)DDP_CONV_WORKSPACE_LIMIT;
-    ddp_device_call(DDP_CALL_ALLOC); /* the four below: one set of timing buffers */
+    ddp_device_call_note(DDP_CALL_ALLOC); /* the four below, one set of timing buffers, at start-up: noted once */
     CUDA_TRY(cudaMalloc(&b->x, xs * sizeof(float)));
     CUDA_TRY(cudaMalloc(&b->y, ys * sizeof(float)));
     CUDA_TRY(cudaMalloc(&b->w, ws * sizeof(float)));
@@ -446,7 +446,7 @@ static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
     }
     DdpStatus st = choose_algorithms_with(ops, p, id, &b);
     if (st == DDP_OK)
-        ddp_device_call(DDP_CALL_SYNC);
+        ddp_device_call_note(DDP_CALL_SYNC);
     cudaError_t e = st == DDP_OK ? cudaStreamSynchronize(ops->stream) : cudaSuccess;
     if (e != cudaSuccess)
         st = DDP_ERR(DDP_FAIL, "timing conv %d's algorithms failed: %s", id, cudaGetErrorString(e));
@@ -467,7 +467,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
             if (ops->convs[i].best[d].bytes > bytes)
                 bytes = ops->convs[i].best[d].bytes;
     if (bytes) {
-        ddp_device_call(DDP_CALL_ALLOC);
+        ddp_device_call_note(DDP_CALL_ALLOC);
         CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
     }
     ops->workspace_bytes = bytes;

@@ -43,7 +43,7 @@ void ddp_times_init(DdpStepTimes *t, DdpWhereabouts *whereabouts, const int64_t 
     memset(t, 0, sizeof *t);
     t->current = DDP_PHASE_OUTSIDE;
     t->since = ddp_now();
-    t->calls_since = ddp_device_calls();
+    t->calls_since = ddp_device_calls_read();
     t->whereabouts = whereabouts;
     t->step = step;
 }
@@ -58,7 +58,7 @@ void ddp_times_reset(DdpStepTimes *t)
 void ddp_times_enter(DdpStepTimes *t, DdpPhase phase)
 {
     double now = ddp_now();
-    DdpDeviceCalls calls = ddp_device_calls();
+    DdpDeviceCalls calls = ddp_device_calls_read();
     if (t->current < DDP_PHASE_COUNT) {
         t->seconds[t->current] += now - t->since;
         for (int k = 0; k < DDP_CALL_KINDS; k++)

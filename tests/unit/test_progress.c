@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "progress.h"  // DdpProgress, ddp_progress_*
+#include "device_calls.h"  // ddp_device_call_note: calls made inside and outside steps
 #include "testutil.h"
 
 /* Everything written to F since it was opened, NUL-terminated (static). */
@@ -96,6 +97,43 @@ static void test_straggler_rule(void)
     CU_ASSERT_EQUAL(ddp_times_straggler(none, 2, &slowest, &median), -1);
 }
 
+/* The device calls made in a step's phases count; those between steps
+ * (reports, evaluations, checkpoints: OUTSIDE) do not. A reset starts the
+ * sums again, and the calls of the phase under way land in the window that
+ * phase ends in, as its seconds do. */
+static void test_device_calls_in_steps(void)
+{
+    int64_t step = 0;
+    DdpStepTimes t;
+    ddp_times_init(&t, NULL, &step);
+    ddp_device_call_note(DDP_CALL_SYNC); /* before the first step */
+    ddp_times_enter(&t, DDP_PHASE_DATA);
+    ddp_device_call_note(DDP_CALL_WAIT);
+    ddp_times_enter(&t, DDP_PHASE_FORWARD);
+    ddp_device_call_note(DDP_CALL_ALLOC);
+    ddp_device_call_note(DDP_CALL_ALLOC);
+    ddp_times_enter(&t, DDP_PHASE_OUTSIDE);
+    ddp_device_call_note(DDP_CALL_SYNC); /* a report's */
+    ddp_times_enter(&t, DDP_PHASE_OPTIMIZER);
+    ddp_device_call_note(DDP_CALL_SYNC);
+    ddp_times_enter(&t, DDP_PHASE_OUTSIDE);
+    DdpRankTimes row;
+    ddp_times_row(&t, &row);
+    CU_ASSERT_EQUAL(row.calls[DDP_CALL_SYNC], 1);
+    CU_ASSERT_EQUAL(row.calls[DDP_CALL_WAIT], 1);
+    CU_ASSERT_EQUAL(row.calls[DDP_CALL_ALLOC], 2);
+    ddp_times_enter(&t, DDP_PHASE_BACKWARD);
+    ddp_device_call_note(DDP_CALL_WAIT);
+    ddp_times_reset(&t);
+    ddp_times_row(&t, &row);
+    CU_ASSERT_EQUAL(row.calls[DDP_CALL_SYNC] + row.calls[DDP_CALL_WAIT] + row.calls[DDP_CALL_ALLOC], 0);
+    ddp_device_call_note(DDP_CALL_WAIT);
+    ddp_times_enter(&t, DDP_PHASE_OUTSIDE);
+    ddp_times_row(&t, &row);
+    CU_ASSERT_EQUAL(row.calls[DDP_CALL_WAIT], 2);
+    CU_ASSERT_STRING_EQUAL(ddp_device_call_name(DDP_CALL_ALLOC), "device_allocs");
+}
+
 static void test_rank_times_logged(void)
 {
     char path[] = "/tmp/ddp_rank_times_XXXXXX";
@@ -157,6 +195,7 @@ void suite_progress(void)
         {"piped, or under mpirun: whole lines only", test_plain_when_piped},
         {"a straggler: the slowest rank's work 20% over the median's; waiting is not work", test_straggler_rule},
         {"the ranks' times: a record per rank and a summary; a straggler said once", test_rank_times_logged},
+        {"device calls count inside a step's phases, not between steps", test_device_calls_in_steps},
         {NULL, NULL},
     };
     test_add_suite("progress", cases);

@@ -2153,132 +2153,133 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (stem)                library           -
-// forward         bn1_sums_forward                       131,072         128
-// forward         ddp_sync_batchnorm (bn1)               library           -
-// forward         bn1_stats_forward                          256           1
-// forward         bn1_normalize_forward               16,777,216           1
-// forward         bn1_eval_forward (evaluation)       16,777,216           1
-// forward         gelu1_forward                       16,777,216           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         maxpool1_forward                     8,388,608           4
-// forward         bn2_sums_forward                       131,072          64
-// forward         ddp_sync_batchnorm (bn2)               library           -
-// forward         bn2_stats_forward                          256           1
-// forward         bn2_normalize_forward                8,388,608           1
-// forward         bn2_eval_forward (evaluation)        8,388,608           1
-// forward         gelu2_forward                        8,388,608           1
-// forward         ddp_conv_forward (conv3)               library           -
-// forward         bn3_sums_forward                       131,072          64
-// forward         ddp_sync_batchnorm (bn3)               library           -
-// forward         bn3_stats_forward                          256           1
-// forward         bn3_normalize_forward                8,388,608           1
-// forward         bn3_eval_forward (evaluation)        8,388,608           1
-// forward         gelu3_forward                        8,388,608           1
-// forward         ddp_conv_forward (conv4)               library           -
-// forward         bn4_sums_forward                       131,072          64
-// forward         ddp_sync_batchnorm (bn4)               library           -
-// forward         bn4_stats_forward                          256           1
-// forward         bn4_normalize_forward                8,388,608           1
-// forward         bn4_eval_forward (evaluation)        8,388,608           1
-// forward         res1_forward                         8,388,608           1
-// forward         gelu4_forward                        8,388,608           1
-// forward         ddp_conv_forward (conv5)               library           -
-// forward         maxpool2_forward                     4,194,304           4
-// forward         bn5_sums_forward                       131,072          32
-// forward         ddp_sync_batchnorm (bn5)               library           -
-// forward         bn5_stats_forward                          256           1
-// forward         bn5_normalize_forward                4,194,304           1
-// forward         bn5_eval_forward (evaluation)        4,194,304           1
-// forward         gelu5_forward                        4,194,304           1
-// forward         ddp_conv_forward (conv6)               library           -
-// forward         bn6_sums_forward                       131,072          32
-// forward         ddp_sync_batchnorm (bn6)               library           -
-// forward         bn6_stats_forward                          256           1
-// forward         bn6_normalize_forward                4,194,304           1
-// forward         bn6_eval_forward (evaluation)        4,194,304           1
-// forward         gelu6_forward                        4,194,304           1
-// forward         ddp_conv_forward (conv7)               library           -
-// forward         bn7_sums_forward                       131,072          32
-// forward         ddp_sync_batchnorm (bn7)               library           -
-// forward         bn7_stats_forward                          256           1
-// forward         bn7_normalize_forward                4,194,304           1
-// forward         bn7_eval_forward (evaluation)        4,194,304           1
-// forward         res2_forward                         4,194,304           1
-// forward         gelu7_forward                        4,194,304           1
-// forward         ddp_conv_forward (conv8)               library           -
-// forward         maxpool3_forward                     2,097,152           4
-// forward         bn8_sums_forward                       131,072          16
-// forward         ddp_sync_batchnorm (bn8)               library           -
-// forward         bn8_stats_forward                          256           1
-// forward         bn8_normalize_forward                2,097,152           1
-// forward         bn8_eval_forward (evaluation)        2,097,152           1
-// forward         gelu8_forward                        2,097,152           1
-// forward         global_avgpool1_forward                131,072          16
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                     5,120           1
-// train_step      loss_forward_backward                      512          30
-// train_step      loss_reduce                                256         512
-// train_step      linear1_bias_backward                    5,120           1
-// train_step      ddp_gemm_grad (linear1)                library           -
-// train_step      ddp_gemm (linear1)                     library           -
-// train_step      global_avgpool1_backward             2,097,152           1
-// train_step      gelu8_backward                       2,097,152           1
-// train_step      bn8_sums_backward                      131,072          16
-// train_step      ddp_sync_batchnorm (bn8)               library           -
-// train_step      bn8_normalize_backward               2,097,152           1
-// train_step      maxpool3_backward                    2,097,152           4
-// train_step      ddp_conv_backward_filter (conv8)       library           -
-// train_step      ddp_conv_backward_data (conv8)         library           -
-// train_step      gelu7_backward                       4,194,304           1
-// train_step      res2_backward                        4,194,304           1
-// train_step      bn7_sums_backward                      131,072          32
-// train_step      ddp_sync_batchnorm (bn7)               library           -
-// train_step      bn7_normalize_backward               4,194,304           1
-// train_step      ddp_conv_backward_filter (conv7)       library           -
-// train_step      ddp_conv_backward_data (conv7)         library           -
-// train_step      gelu6_backward                       4,194,304           1
-// train_step      bn6_sums_backward                      131,072          32
-// train_step      ddp_sync_batchnorm (bn6)               library           -
-// train_step      bn6_normalize_backward               4,194,304           1
-// train_step      ddp_conv_backward_filter (conv6)       library           -
-// train_step      ddp_conv_backward_data (conv6)         library           -
-// train_step      gelu5_backward                       4,194,304           1
-// train_step      bn5_sums_backward                      131,072          32
-// train_step      ddp_sync_batchnorm (bn5)               library           -
-// train_step      bn5_normalize_backward               4,194,304           1
-// train_step      maxpool2_backward                    4,194,304           4
-// train_step      ddp_conv_backward_filter (conv5)       library           -
-// train_step      ddp_conv_backward_data (conv5)         library           -
-// train_step      gelu4_backward                       8,388,608           1
-// train_step      res1_backward                        8,388,608           1
-// train_step      bn4_sums_backward                      131,072          64
-// train_step      ddp_sync_batchnorm (bn4)               library           -
-// train_step      bn4_normalize_backward               8,388,608           1
-// train_step      ddp_conv_backward_filter (conv4)       library           -
-// train_step      ddp_conv_backward_data (conv4)         library           -
-// train_step      gelu3_backward                       8,388,608           1
-// train_step      bn3_sums_backward                      131,072          64
-// train_step      ddp_sync_batchnorm (bn3)               library           -
-// train_step      bn3_normalize_backward               8,388,608           1
-// train_step      ddp_conv_backward_filter (conv3)       library           -
-// train_step      ddp_conv_backward_data (conv3)         library           -
-// train_step      gelu2_backward                       8,388,608           1
-// train_step      bn2_sums_backward                      131,072          64
-// train_step      ddp_sync_batchnorm (bn2)               library           -
-// train_step      bn2_normalize_backward               8,388,608           1
-// train_step      maxpool1_backward                    8,388,608           4
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      gelu1_backward                      16,777,216           1
-// train_step      bn1_sums_backward                      131,072         128
-// train_step      ddp_sync_batchnorm (bn1)               library           -
-// train_step      bn1_normalize_backward              16,777,216           1
-// train_step      ddp_conv_backward_filter (stem)        library           -
-// eval_step       loss_forward_backward (evaluation)         512          30
-// eval_step       loss_reduce (evaluation)                   256         512
-// optimizer_step  optimizer_sgd_step                     761,088           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (stem)                 library           -
+// forward         bn1_sums_forward (training)             131,072         128
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)     16,777,216           1
+// forward         bn1_eval_forward (evaluation)        16,777,216           1
+// forward         gelu1_forward                        16,777,216           1
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         maxpool1_forward                      8,388,608           4
+// forward         bn2_sums_forward (training)             131,072          64
+// forward         ddp_sync_batchnorm (bn2) (training)     library           -
+// forward         bn2_stats_forward (training)                256           1
+// forward         bn2_normalize_forward (training)      8,388,608           1
+// forward         bn2_eval_forward (evaluation)         8,388,608           1
+// forward         gelu2_forward                         8,388,608           1
+// forward         ddp_conv_forward (conv3)                library           -
+// forward         bn3_sums_forward (training)             131,072          64
+// forward         ddp_sync_batchnorm (bn3) (training)     library           -
+// forward         bn3_stats_forward (training)                256           1
+// forward         bn3_normalize_forward (training)      8,388,608           1
+// forward         bn3_eval_forward (evaluation)         8,388,608           1
+// forward         gelu3_forward                         8,388,608           1
+// forward         ddp_conv_forward (conv4)                library           -
+// forward         bn4_sums_forward (training)             131,072          64
+// forward         ddp_sync_batchnorm (bn4) (training)     library           -
+// forward         bn4_stats_forward (training)                256           1
+// forward         bn4_normalize_forward (training)      8,388,608           1
+// forward         bn4_eval_forward (evaluation)         8,388,608           1
+// forward         res1_forward                          8,388,608           1
+// forward         gelu4_forward                         8,388,608           1
+// forward         ddp_conv_forward (conv5)                library           -
+// forward         maxpool2_forward                      4,194,304           4
+// forward         bn5_sums_forward (training)             131,072          32
+// forward         ddp_sync_batchnorm (bn5) (training)     library           -
+// forward         bn5_stats_forward (training)                256           1
+// forward         bn5_normalize_forward (training)      4,194,304           1
+// forward         bn5_eval_forward (evaluation)         4,194,304           1
+// forward         gelu5_forward                         4,194,304           1
+// forward         ddp_conv_forward (conv6)                library           -
+// forward         bn6_sums_forward (training)             131,072          32
+// forward         ddp_sync_batchnorm (bn6) (training)     library           -
+// forward         bn6_stats_forward (training)                256           1
+// forward         bn6_normalize_forward (training)      4,194,304           1
+// forward         bn6_eval_forward (evaluation)         4,194,304           1
+// forward         gelu6_forward                         4,194,304           1
+// forward         ddp_conv_forward (conv7)                library           -
+// forward         bn7_sums_forward (training)             131,072          32
+// forward         ddp_sync_batchnorm (bn7) (training)     library           -
+// forward         bn7_stats_forward (training)                256           1
+// forward         bn7_normalize_forward (training)      4,194,304           1
+// forward         bn7_eval_forward (evaluation)         4,194,304           1
+// forward         res2_forward                          4,194,304           1
+// forward         gelu7_forward                         4,194,304           1
+// forward         ddp_conv_forward (conv8)                library           -
+// forward         maxpool3_forward                      2,097,152           4
+// forward         bn8_sums_forward (training)             131,072          16
+// forward         ddp_sync_batchnorm (bn8) (training)     library           -
+// forward         bn8_stats_forward (training)                256           1
+// forward         bn8_normalize_forward (training)      2,097,152           1
+// forward         bn8_eval_forward (evaluation)         2,097,152           1
+// forward         gelu8_forward                         2,097,152           1
+// forward         global_avgpool1_forward                 131,072          16
+// forward         ddp_gemm (linear1)                      library           -
+// forward         linear1_bias_forward                      5,120           1
+// train_step      loss_forward_backward                       512          30
+// train_step      loss_reduce                                 256         512
+// train_step      linear1_bias_backward                     5,120           1
+// train_step      ddp_gemm_grad (linear1)                 library           -
+// train_step      ddp_gemm (linear1)                      library           -
+// train_step      global_avgpool1_backward              2,097,152           1
+// train_step      gelu8_backward                        2,097,152           1
+// train_step      bn8_sums_backward                       131,072          16
+// train_step      ddp_sync_batchnorm (bn8)                library           -
+// train_step      bn8_normalize_backward                2,097,152           1
+// train_step      maxpool3_backward                     2,097,152           4
+// train_step      ddp_conv_backward_filter (conv8)        library           -
+// train_step      ddp_conv_backward_data (conv8)          library           -
+// train_step      gelu7_backward                        4,194,304           1
+// train_step      res2_backward                         4,194,304           1
+// train_step      bn7_sums_backward                       131,072          32
+// train_step      ddp_sync_batchnorm (bn7)                library           -
+// train_step      bn7_normalize_backward                4,194,304           1
+// train_step      ddp_conv_backward_filter (conv7)        library           -
+// train_step      ddp_conv_backward_data (conv7)          library           -
+// train_step      gelu6_backward                        4,194,304           1
+// train_step      bn6_sums_backward                       131,072          32
+// train_step      ddp_sync_batchnorm (bn6)                library           -
+// train_step      bn6_normalize_backward                4,194,304           1
+// train_step      ddp_conv_backward_filter (conv6)        library           -
+// train_step      ddp_conv_backward_data (conv6)          library           -
+// train_step      gelu5_backward                        4,194,304           1
+// train_step      bn5_sums_backward                       131,072          32
+// train_step      ddp_sync_batchnorm (bn5)                library           -
+// train_step      bn5_normalize_backward                4,194,304           1
+// train_step      maxpool2_backward                     4,194,304           4
+// train_step      ddp_conv_backward_filter (conv5)        library           -
+// train_step      ddp_conv_backward_data (conv5)          library           -
+// train_step      gelu4_backward                        8,388,608           1
+// train_step      res1_backward                         8,388,608           1
+// train_step      bn4_sums_backward                       131,072          64
+// train_step      ddp_sync_batchnorm (bn4)                library           -
+// train_step      bn4_normalize_backward                8,388,608           1
+// train_step      ddp_conv_backward_filter (conv4)        library           -
+// train_step      ddp_conv_backward_data (conv4)          library           -
+// train_step      gelu3_backward                        8,388,608           1
+// train_step      bn3_sums_backward                       131,072          64
+// train_step      ddp_sync_batchnorm (bn3)                library           -
+// train_step      bn3_normalize_backward                8,388,608           1
+// train_step      ddp_conv_backward_filter (conv3)        library           -
+// train_step      ddp_conv_backward_data (conv3)          library           -
+// train_step      gelu2_backward                        8,388,608           1
+// train_step      bn2_sums_backward                       131,072          64
+// train_step      ddp_sync_batchnorm (bn2)                library           -
+// train_step      bn2_normalize_backward                8,388,608           1
+// train_step      maxpool1_backward                     8,388,608           4
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      gelu1_backward                       16,777,216           1
+// train_step      bn1_sums_backward                       131,072         128
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward               16,777,216           1
+// train_step      ddp_conv_backward_filter (stem)         library           -
+// eval_step       loss_forward_backward (evaluation)          512          30
+// eval_step       loss_reduce (evaluation)                    256         512
+// optimizer_step  optimizer_sgd_step                      761,088           1
 //
-// a training step: 73 kernel launches and 42 library calls; the most work of one
-// thread: 512 (loss_reduce)
+// a training step: 73 kernel launches and 42 library calls from the generated functions
+// (the runtime's own, such as the bucket all-reduces, come on top);
+// the most work of one thread: 512 (loss_reduce)

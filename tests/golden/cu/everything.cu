@@ -1203,78 +1203,79 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (stem)                library           -
-// forward         stem_bias_forward                      524,288           1
-// forward         bn1_sums_forward                       131,072           4
-// forward         ddp_sync_batchnorm (bn1)               library           -
-// forward         bn1_stats_forward                          256           1
-// forward         bn1_normalize_forward                  524,288           1
-// forward         bn1_eval_forward (evaluation)          524,288           1
-// forward         relu1_forward                          524,288           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_leaky_relu_forward               524,288           1
-// forward         ddp_conv_forward (conv3)               library           -
-// forward         conv3_bias_sigmoid_forward             524,288           1
-// forward         tanh1_forward                          524,288           1
-// forward         ddp_conv_forward (conv4)               library           -
-// forward         gelu1_forward                          524,288           1
-// forward         res2_forward                           524,288           1
-// forward         res1_forward                           524,288           1
-// forward         maxpool1_forward                       131,072           9
-// forward         avgpool1_forward                        32,768           4
-// forward         ddp_conv_forward (conv5)               library           -
-// forward         conv5_bias_forward                      16,384           1
-// forward         bn2_sums_forward                        16,384           1
-// forward         bn2_stats_forward                          256           1
-// forward         bn2_normalize_forward                   16,384           1
-// forward         bn2_eval_forward (evaluation)           16,384           1
-// forward         gelu2_forward                           16,384           1
-// forward         global_avgpool1_forward                  1,024          16
-// forward         ddp_gemm (head)                        library           -
-// forward         head_bias_forward                        2,048           1
-// forward         dropout1_forward                         2,048           1
-// forward         ddp_gemm (linear2)                     library           -
-// forward         log_softmax1_forward                       256          30
-// train_step      loss_forward_backward                      256          20
-// train_step      loss_reduce                                256          32
-// train_step      log_softmax1_backward                      256          20
-// train_step      ddp_gemm_grad (linear2)                library           -
-// train_step      ddp_gemm (linear2)                     library           -
-// train_step      dropout1_backward                        2,048           1
-// train_step      head_bias_backward                      16,384           1
-// train_step      ddp_gemm_grad (head)                   library           -
-// train_step      ddp_gemm (head)                        library           -
-// train_step      global_avgpool1_backward                16,384           1
-// train_step      gelu2_backward                          16,384           1
-// train_step      bn2_sums_backward                       16,384           1
-// train_step      bn2_normalize_backward                  16,384           1
-// train_step      conv5_bias_backward                     16,384           1
-// train_step      ddp_conv_backward_filter (conv5)       library           -
-// train_step      ddp_conv_backward_data (conv5)         library           -
-// train_step      avgpool1_backward                       32,768           4
-// train_step      maxpool1_backward                      524,288           4
-// train_step      res1_backward                          524,288           1
-// train_step      res2_backward                          524,288           1
-// train_step      gelu1_backward                         524,288           1
-// train_step      ddp_conv_backward_filter (conv4)       library           -
-// train_step      ddp_conv_backward_data (conv4)         library           -
-// train_step      tanh1_backward                         524,288           1
-// train_step      conv3_bias_sigmoid_backward            131,072           4
-// train_step      ddp_conv_backward_filter (conv3)       library           -
-// train_step      ddp_conv_backward_data (conv3)         library           -
-// train_step      conv2_leaky_relu_backward              524,288           1
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      relu1_backward                         524,288           1
-// train_step      bn1_sums_backward                      131,072           4
-// train_step      ddp_sync_batchnorm (bn1)               library           -
-// train_step      bn1_normalize_backward                 524,288           1
-// train_step      stem_bias_backward                     131,072           4
-// train_step      ddp_conv_backward_filter (stem)        library           -
-// eval_step       loss_forward_backward (evaluation)         256          20
-// eval_step       loss_reduce (evaluation)                   256          32
-// optimizer_step  optimizer_adam_step                     11,264           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (stem)                 library           -
+// forward         stem_bias_forward                       524,288           1
+// forward         bn1_sums_forward (training)             131,072           4
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)        524,288           1
+// forward         bn1_eval_forward (evaluation)           524,288           1
+// forward         relu1_forward                           524,288           1
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         conv2_leaky_relu_forward                524,288           1
+// forward         ddp_conv_forward (conv3)                library           -
+// forward         conv3_bias_sigmoid_forward              524,288           1
+// forward         tanh1_forward                           524,288           1
+// forward         ddp_conv_forward (conv4)                library           -
+// forward         gelu1_forward                           524,288           1
+// forward         res2_forward                            524,288           1
+// forward         res1_forward                            524,288           1
+// forward         maxpool1_forward                        131,072           9
+// forward         avgpool1_forward                         32,768           4
+// forward         ddp_conv_forward (conv5)                library           -
+// forward         conv5_bias_forward                       16,384           1
+// forward         bn2_sums_forward (training)              16,384           1
+// forward         bn2_stats_forward (training)                256           1
+// forward         bn2_normalize_forward (training)         16,384           1
+// forward         bn2_eval_forward (evaluation)            16,384           1
+// forward         gelu2_forward                            16,384           1
+// forward         global_avgpool1_forward                   1,024          16
+// forward         ddp_gemm (head)                         library           -
+// forward         head_bias_forward                         2,048           1
+// forward         dropout1_forward                          2,048           1
+// forward         ddp_gemm (linear2)                      library           -
+// forward         log_softmax1_forward                        256          30
+// train_step      loss_forward_backward                       256          20
+// train_step      loss_reduce                                 256          32
+// train_step      log_softmax1_backward                       256          20
+// train_step      ddp_gemm_grad (linear2)                 library           -
+// train_step      ddp_gemm (linear2)                      library           -
+// train_step      dropout1_backward                         2,048           1
+// train_step      head_bias_backward                       16,384           1
+// train_step      ddp_gemm_grad (head)                    library           -
+// train_step      ddp_gemm (head)                         library           -
+// train_step      global_avgpool1_backward                 16,384           1
+// train_step      gelu2_backward                           16,384           1
+// train_step      bn2_sums_backward                        16,384           1
+// train_step      bn2_normalize_backward                   16,384           1
+// train_step      conv5_bias_backward                      16,384           1
+// train_step      ddp_conv_backward_filter (conv5)        library           -
+// train_step      ddp_conv_backward_data (conv5)          library           -
+// train_step      avgpool1_backward                        32,768           4
+// train_step      maxpool1_backward                       524,288           4
+// train_step      res1_backward                           524,288           1
+// train_step      res2_backward                           524,288           1
+// train_step      gelu1_backward                          524,288           1
+// train_step      ddp_conv_backward_filter (conv4)        library           -
+// train_step      ddp_conv_backward_data (conv4)          library           -
+// train_step      tanh1_backward                          524,288           1
+// train_step      conv3_bias_sigmoid_backward             131,072           4
+// train_step      ddp_conv_backward_filter (conv3)        library           -
+// train_step      ddp_conv_backward_data (conv3)          library           -
+// train_step      conv2_leaky_relu_backward               524,288           1
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      relu1_backward                          524,288           1
+// train_step      bn1_sums_backward                       131,072           4
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward                  524,288           1
+// train_step      stem_bias_backward                      131,072           4
+// train_step      ddp_conv_backward_filter (stem)         library           -
+// eval_step       loss_forward_backward (evaluation)          256          20
+// eval_step       loss_reduce (evaluation)                    256          32
+// optimizer_step  optimizer_adam_step                      11,264           1
 //
-// a training step: 45 kernel launches and 22 library calls; the most work of one
-// thread: 32 (loss_reduce)
+// a training step: 45 kernel launches and 22 library calls from the generated functions
+// (the runtime's own, such as the bucket all-reduces, come on top);
+// the most work of one thread: 32 (loss_reduce)

@@ -2197,141 +2197,142 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (stem)                library           -
-// forward         bn1_sums_forward                       131,072          16
-// forward         ddp_sync_batchnorm (bn1)               library           -
-// forward         bn1_stats_forward                          256           1
-// forward         bn1_normalize_forward                1,605,632           1
-// forward         bn1_eval_forward (evaluation)        1,605,632           1
-// forward         relu1_forward                        1,605,632           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         bn2_sums_forward                       131,072          16
-// forward         ddp_sync_batchnorm (bn2)               library           -
-// forward         bn2_stats_forward                          256           1
-// forward         bn2_normalize_forward                1,605,632           1
-// forward         bn2_eval_forward (evaluation)        1,605,632           1
-// forward         relu2_forward                        1,605,632           1
-// forward         ddp_conv_forward (conv3)               library           -
-// forward         bn3_sums_forward                       131,072          16
-// forward         ddp_sync_batchnorm (bn3)               library           -
-// forward         bn3_stats_forward                          256           1
-// forward         bn3_normalize_forward                1,605,632           1
-// forward         bn3_eval_forward (evaluation)        1,605,632           1
-// forward         res1_forward                         1,605,632           1
-// forward         relu3_forward                        1,605,632           1
-// forward         ddp_conv_forward (conv4)               library           -
-// forward         bn4_sums_forward                       131,072           8
-// forward         ddp_sync_batchnorm (bn4)               library           -
-// forward         bn4_stats_forward                          256           1
-// forward         bn4_normalize_forward                  802,816           1
-// forward         bn4_eval_forward (evaluation)          802,816           1
-// forward         relu4_forward                          802,816           1
-// forward         ddp_conv_forward (conv5)               library           -
-// forward         bn5_sums_forward                       131,072           8
-// forward         ddp_sync_batchnorm (bn5)               library           -
-// forward         bn5_stats_forward                          256           1
-// forward         bn5_normalize_forward                  802,816           1
-// forward         bn5_eval_forward (evaluation)          802,816           1
-// forward         relu5_forward                          802,816           1
-// forward         ddp_conv_forward (conv6)               library           -
-// forward         bn6_sums_forward                       131,072           8
-// forward         ddp_sync_batchnorm (bn6)               library           -
-// forward         bn6_stats_forward                          256           1
-// forward         bn6_normalize_forward                  802,816           1
-// forward         bn6_eval_forward (evaluation)          802,816           1
-// forward         res2_forward                           802,816           1
-// forward         relu6_forward                          802,816           1
-// forward         ddp_conv_forward (conv7)               library           -
-// forward         bn7_sums_forward                       131,072           4
-// forward         ddp_sync_batchnorm (bn7)               library           -
-// forward         bn7_stats_forward                          256           1
-// forward         bn7_normalize_forward                  401,408           1
-// forward         bn7_eval_forward (evaluation)          401,408           1
-// forward         relu7_forward                          401,408           1
-// forward         ddp_conv_forward (conv8)               library           -
-// forward         bn8_sums_forward                       131,072           4
-// forward         ddp_sync_batchnorm (bn8)               library           -
-// forward         bn8_stats_forward                          256           1
-// forward         bn8_normalize_forward                  401,408           1
-// forward         bn8_eval_forward (evaluation)          401,408           1
-// forward         relu8_forward                          401,408           1
-// forward         ddp_conv_forward (conv9)               library           -
-// forward         bn9_sums_forward                       131,072           4
-// forward         ddp_sync_batchnorm (bn9)               library           -
-// forward         bn9_stats_forward                          256           1
-// forward         bn9_normalize_forward                  401,408           1
-// forward         bn9_eval_forward (evaluation)          401,408           1
-// forward         res3_forward                           401,408           1
-// forward         relu9_forward                          401,408           1
-// forward         global_avgpool1_forward                  8,192          49
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                     1,280           1
-// train_step      loss_forward_backward                      256          30
-// train_step      loss_reduce                                256         128
-// train_step      linear1_bias_backward                    2,560           1
-// train_step      ddp_gemm_grad (linear1)                library           -
-// train_step      ddp_gemm (linear1)                     library           -
-// train_step      global_avgpool1_backward               401,408           1
-// train_step      relu9_backward                         401,408           1
-// train_step      res3_backward                          401,408           1
-// train_step      bn9_sums_backward                      131,072           4
-// train_step      ddp_sync_batchnorm (bn9)               library           -
-// train_step      bn9_normalize_backward                 401,408           1
-// train_step      ddp_conv_backward_filter (conv9)       library           -
-// train_step      ddp_conv_backward_data (conv9)         library           -
-// train_step      relu8_backward                         401,408           1
-// train_step      bn8_sums_backward                      131,072           4
-// train_step      ddp_sync_batchnorm (bn8)               library           -
-// train_step      bn8_normalize_backward                 401,408           1
-// train_step      ddp_conv_backward_filter (conv8)       library           -
-// train_step      ddp_conv_backward_data (conv8)         library           -
-// train_step      relu7_backward                         401,408           1
-// train_step      bn7_sums_backward                      131,072           4
-// train_step      ddp_sync_batchnorm (bn7)               library           -
-// train_step      bn7_normalize_backward                 401,408           1
-// train_step      ddp_conv_backward_filter (conv7)       library           -
-// train_step      ddp_conv_backward_data (conv7)         library           -
-// train_step      relu6_backward                         802,816           1
-// train_step      res2_backward                          802,816           1
-// train_step      bn6_sums_backward                      131,072           8
-// train_step      ddp_sync_batchnorm (bn6)               library           -
-// train_step      bn6_normalize_backward                 802,816           1
-// train_step      ddp_conv_backward_filter (conv6)       library           -
-// train_step      ddp_conv_backward_data (conv6)         library           -
-// train_step      relu5_backward                         802,816           1
-// train_step      bn5_sums_backward                      131,072           8
-// train_step      ddp_sync_batchnorm (bn5)               library           -
-// train_step      bn5_normalize_backward                 802,816           1
-// train_step      ddp_conv_backward_filter (conv5)       library           -
-// train_step      ddp_conv_backward_data (conv5)         library           -
-// train_step      relu4_backward                         802,816           1
-// train_step      bn4_sums_backward                      131,072           8
-// train_step      ddp_sync_batchnorm (bn4)               library           -
-// train_step      bn4_normalize_backward                 802,816           1
-// train_step      ddp_conv_backward_filter (conv4)       library           -
-// train_step      ddp_conv_backward_data (conv4)         library           -
-// train_step      relu3_backward                       1,605,632           1
-// train_step      res1_backward                        1,605,632           1
-// train_step      bn3_sums_backward                      131,072          16
-// train_step      ddp_sync_batchnorm (bn3)               library           -
-// train_step      bn3_normalize_backward               1,605,632           1
-// train_step      ddp_conv_backward_filter (conv3)       library           -
-// train_step      ddp_conv_backward_data (conv3)         library           -
-// train_step      relu2_backward                       1,605,632           1
-// train_step      bn2_sums_backward                      131,072          16
-// train_step      ddp_sync_batchnorm (bn2)               library           -
-// train_step      bn2_normalize_backward               1,605,632           1
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      relu1_backward                       1,605,632           1
-// train_step      bn1_sums_backward                      131,072          16
-// train_step      ddp_sync_batchnorm (bn1)               library           -
-// train_step      bn1_normalize_backward               1,605,632           1
-// train_step      ddp_conv_backward_filter (stem)        library           -
-// eval_step       loss_forward_backward (evaluation)         256          30
-// eval_step       loss_reduce (evaluation)                   256         128
-// optimizer_step  optimizer_sgd_step                     121,344           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (stem)                 library           -
+// forward         bn1_sums_forward (training)             131,072          16
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)      1,605,632           1
+// forward         bn1_eval_forward (evaluation)         1,605,632           1
+// forward         relu1_forward                         1,605,632           1
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         bn2_sums_forward (training)             131,072          16
+// forward         ddp_sync_batchnorm (bn2) (training)     library           -
+// forward         bn2_stats_forward (training)                256           1
+// forward         bn2_normalize_forward (training)      1,605,632           1
+// forward         bn2_eval_forward (evaluation)         1,605,632           1
+// forward         relu2_forward                         1,605,632           1
+// forward         ddp_conv_forward (conv3)                library           -
+// forward         bn3_sums_forward (training)             131,072          16
+// forward         ddp_sync_batchnorm (bn3) (training)     library           -
+// forward         bn3_stats_forward (training)                256           1
+// forward         bn3_normalize_forward (training)      1,605,632           1
+// forward         bn3_eval_forward (evaluation)         1,605,632           1
+// forward         res1_forward                          1,605,632           1
+// forward         relu3_forward                         1,605,632           1
+// forward         ddp_conv_forward (conv4)                library           -
+// forward         bn4_sums_forward (training)             131,072           8
+// forward         ddp_sync_batchnorm (bn4) (training)     library           -
+// forward         bn4_stats_forward (training)                256           1
+// forward         bn4_normalize_forward (training)        802,816           1
+// forward         bn4_eval_forward (evaluation)           802,816           1
+// forward         relu4_forward                           802,816           1
+// forward         ddp_conv_forward (conv5)                library           -
+// forward         bn5_sums_forward (training)             131,072           8
+// forward         ddp_sync_batchnorm (bn5) (training)     library           -
+// forward         bn5_stats_forward (training)                256           1
+// forward         bn5_normalize_forward (training)        802,816           1
+// forward         bn5_eval_forward (evaluation)           802,816           1
+// forward         relu5_forward                           802,816           1
+// forward         ddp_conv_forward (conv6)                library           -
+// forward         bn6_sums_forward (training)             131,072           8
+// forward         ddp_sync_batchnorm (bn6) (training)     library           -
+// forward         bn6_stats_forward (training)                256           1
+// forward         bn6_normalize_forward (training)        802,816           1
+// forward         bn6_eval_forward (evaluation)           802,816           1
+// forward         res2_forward                            802,816           1
+// forward         relu6_forward                           802,816           1
+// forward         ddp_conv_forward (conv7)                library           -
+// forward         bn7_sums_forward (training)             131,072           4
+// forward         ddp_sync_batchnorm (bn7) (training)     library           -
+// forward         bn7_stats_forward (training)                256           1
+// forward         bn7_normalize_forward (training)        401,408           1
+// forward         bn7_eval_forward (evaluation)           401,408           1
+// forward         relu7_forward                           401,408           1
+// forward         ddp_conv_forward (conv8)                library           -
+// forward         bn8_sums_forward (training)             131,072           4
+// forward         ddp_sync_batchnorm (bn8) (training)     library           -
+// forward         bn8_stats_forward (training)                256           1
+// forward         bn8_normalize_forward (training)        401,408           1
+// forward         bn8_eval_forward (evaluation)           401,408           1
+// forward         relu8_forward                           401,408           1
+// forward         ddp_conv_forward (conv9)                library           -
+// forward         bn9_sums_forward (training)             131,072           4
+// forward         ddp_sync_batchnorm (bn9) (training)     library           -
+// forward         bn9_stats_forward (training)                256           1
+// forward         bn9_normalize_forward (training)        401,408           1
+// forward         bn9_eval_forward (evaluation)           401,408           1
+// forward         res3_forward                            401,408           1
+// forward         relu9_forward                           401,408           1
+// forward         global_avgpool1_forward                   8,192          49
+// forward         ddp_gemm (linear1)                      library           -
+// forward         linear1_bias_forward                      1,280           1
+// train_step      loss_forward_backward                       256          30
+// train_step      loss_reduce                                 256         128
+// train_step      linear1_bias_backward                     2,560           1
+// train_step      ddp_gemm_grad (linear1)                 library           -
+// train_step      ddp_gemm (linear1)                      library           -
+// train_step      global_avgpool1_backward                401,408           1
+// train_step      relu9_backward                          401,408           1
+// train_step      res3_backward                           401,408           1
+// train_step      bn9_sums_backward                       131,072           4
+// train_step      ddp_sync_batchnorm (bn9)                library           -
+// train_step      bn9_normalize_backward                  401,408           1
+// train_step      ddp_conv_backward_filter (conv9)        library           -
+// train_step      ddp_conv_backward_data (conv9)          library           -
+// train_step      relu8_backward                          401,408           1
+// train_step      bn8_sums_backward                       131,072           4
+// train_step      ddp_sync_batchnorm (bn8)                library           -
+// train_step      bn8_normalize_backward                  401,408           1
+// train_step      ddp_conv_backward_filter (conv8)        library           -
+// train_step      ddp_conv_backward_data (conv8)          library           -
+// train_step      relu7_backward                          401,408           1
+// train_step      bn7_sums_backward                       131,072           4
+// train_step      ddp_sync_batchnorm (bn7)                library           -
+// train_step      bn7_normalize_backward                  401,408           1
+// train_step      ddp_conv_backward_filter (conv7)        library           -
+// train_step      ddp_conv_backward_data (conv7)          library           -
+// train_step      relu6_backward                          802,816           1
+// train_step      res2_backward                           802,816           1
+// train_step      bn6_sums_backward                       131,072           8
+// train_step      ddp_sync_batchnorm (bn6)                library           -
+// train_step      bn6_normalize_backward                  802,816           1
+// train_step      ddp_conv_backward_filter (conv6)        library           -
+// train_step      ddp_conv_backward_data (conv6)          library           -
+// train_step      relu5_backward                          802,816           1
+// train_step      bn5_sums_backward                       131,072           8
+// train_step      ddp_sync_batchnorm (bn5)                library           -
+// train_step      bn5_normalize_backward                  802,816           1
+// train_step      ddp_conv_backward_filter (conv5)        library           -
+// train_step      ddp_conv_backward_data (conv5)          library           -
+// train_step      relu4_backward                          802,816           1
+// train_step      bn4_sums_backward                       131,072           8
+// train_step      ddp_sync_batchnorm (bn4)                library           -
+// train_step      bn4_normalize_backward                  802,816           1
+// train_step      ddp_conv_backward_filter (conv4)        library           -
+// train_step      ddp_conv_backward_data (conv4)          library           -
+// train_step      relu3_backward                        1,605,632           1
+// train_step      res1_backward                         1,605,632           1
+// train_step      bn3_sums_backward                       131,072          16
+// train_step      ddp_sync_batchnorm (bn3)                library           -
+// train_step      bn3_normalize_backward                1,605,632           1
+// train_step      ddp_conv_backward_filter (conv3)        library           -
+// train_step      ddp_conv_backward_data (conv3)          library           -
+// train_step      relu2_backward                        1,605,632           1
+// train_step      bn2_sums_backward                       131,072          16
+// train_step      ddp_sync_batchnorm (bn2)                library           -
+// train_step      bn2_normalize_backward                1,605,632           1
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      relu1_backward                        1,605,632           1
+// train_step      bn1_sums_backward                       131,072          16
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward                1,605,632           1
+// train_step      ddp_conv_backward_filter (stem)         library           -
+// eval_step       loss_forward_backward (evaluation)          256          30
+// eval_step       loss_reduce (evaluation)                    256         128
+// optimizer_step  optimizer_sgd_step                      121,344           1
 //
-// a training step: 76 kernel launches and 47 library calls; the most work of one
-// thread: 128 (loss_reduce)
+// a training step: 76 kernel launches and 47 library calls from the generated functions
+// (the runtime's own, such as the bucket all-reduces, come on top);
+// the most work of one thread: 128 (loss_reduce)

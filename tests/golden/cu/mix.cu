@@ -1172,73 +1172,74 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_leaky_relu_forward           25,088           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_bias_forward                      25,088           1
-// forward         bn1_sums_forward                        32,768           1
-// forward         ddp_sync_batchnorm (bn1)               library           -
-// forward         bn1_stats_forward                          256           1
-// forward         bn1_normalize_forward                   25,088           1
-// forward         bn1_eval_forward (evaluation)           25,088           1
-// forward         sigmoid1_forward                        25,088           1
-// forward         ddp_conv_forward (conv3)               library           -
-// forward         conv3_bias_tanh_forward                 25,088           1
-// forward         res1_forward                            25,088           1
-// forward         maxpool1_forward                         6,400           9
-// forward         avgpool1_forward                         6,400           9
-// forward         gelu1_forward                            6,400           1
-// forward         ddp_conv_forward (conv4)               library           -
-// forward         conv4_bias_forward                      12,544           1
-// forward         bn2_sums_forward                        16,384           1
-// forward         bn2_stats_forward                          256           1
-// forward         bn2_normalize_forward                   12,544           1
-// forward         bn2_eval_forward (evaluation)           12,544           1
-// forward         relu1_forward                           12,544           1
-// forward         ddp_conv_forward (conv5)               library           -
-// forward         gelu2_forward                           12,544           1
-// forward         res2_forward                            12,544           1
-// forward         global_avgpool1_forward                    256          49
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       256           1
-// forward         log_softmax1_forward                       256          30
-// train_step      loss_forward_backward                      256          20
-// train_step      loss_reduce                                256          16
-// train_step      log_softmax1_backward                      256          20
-// train_step      linear1_bias_backward                    2,560           1
-// train_step      ddp_gemm_grad (linear1)                library           -
-// train_step      ddp_gemm (linear1)                     library           -
-// train_step      global_avgpool1_backward                12,544           1
-// train_step      res2_backward                           12,544           1
-// train_step      gelu2_backward                          12,544           1
-// train_step      ddp_conv_backward_filter (conv5)       library           -
-// train_step      ddp_conv_backward_data (conv5)         library           -
-// train_step      relu1_backward                          12,544           1
-// train_step      bn2_sums_backward                       16,384           1
-// train_step      bn2_normalize_backward                  12,544           1
-// train_step      conv4_bias_backward                     16,384           1
-// train_step      ddp_conv_backward_filter (conv4)       library           -
-// train_step      ddp_conv_backward_data (conv4)         library           -
-// train_step      gelu1_backward                           6,400           1
-// train_step      avgpool1_backward                        6,400           9
-// train_step      maxpool1_backward                       25,088           4
-// train_step      res1_backward                           25,088           1
-// train_step      conv3_bias_tanh_backward                32,768           1
-// train_step      ddp_conv_backward_filter (conv3)       library           -
-// train_step      ddp_conv_backward_data (conv3)         library           -
-// train_step      sigmoid1_backward                       25,088           1
-// train_step      bn1_sums_backward                       32,768           1
-// train_step      ddp_sync_batchnorm (bn1)               library           -
-// train_step      bn1_normalize_backward                  25,088           1
-// train_step      conv2_bias_backward                     32,768           1
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      conv1_bias_leaky_relu_backward          32,768           1
-// train_step      ddp_conv_backward_filter (conv1)       library           -
-// eval_step       loss_forward_backward (evaluation)         256          20
-// eval_step       loss_reduce (evaluation)                   256          16
-// optimizer_step  optimizer_sgd_step                       3,584           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (conv1)                library           -
+// forward         conv1_bias_leaky_relu_forward            25,088           1
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         conv2_bias_forward                       25,088           1
+// forward         bn1_sums_forward (training)              32,768           1
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)         25,088           1
+// forward         bn1_eval_forward (evaluation)            25,088           1
+// forward         sigmoid1_forward                         25,088           1
+// forward         ddp_conv_forward (conv3)                library           -
+// forward         conv3_bias_tanh_forward                  25,088           1
+// forward         res1_forward                             25,088           1
+// forward         maxpool1_forward                          6,400           9
+// forward         avgpool1_forward                          6,400           9
+// forward         gelu1_forward                             6,400           1
+// forward         ddp_conv_forward (conv4)                library           -
+// forward         conv4_bias_forward                       12,544           1
+// forward         bn2_sums_forward (training)              16,384           1
+// forward         bn2_stats_forward (training)                256           1
+// forward         bn2_normalize_forward (training)         12,544           1
+// forward         bn2_eval_forward (evaluation)            12,544           1
+// forward         relu1_forward                            12,544           1
+// forward         ddp_conv_forward (conv5)                library           -
+// forward         gelu2_forward                            12,544           1
+// forward         res2_forward                             12,544           1
+// forward         global_avgpool1_forward                     256          49
+// forward         ddp_gemm (linear1)                      library           -
+// forward         linear1_bias_forward                        256           1
+// forward         log_softmax1_forward                        256          30
+// train_step      loss_forward_backward                       256          20
+// train_step      loss_reduce                                 256          16
+// train_step      log_softmax1_backward                       256          20
+// train_step      linear1_bias_backward                     2,560           1
+// train_step      ddp_gemm_grad (linear1)                 library           -
+// train_step      ddp_gemm (linear1)                      library           -
+// train_step      global_avgpool1_backward                 12,544           1
+// train_step      res2_backward                            12,544           1
+// train_step      gelu2_backward                           12,544           1
+// train_step      ddp_conv_backward_filter (conv5)        library           -
+// train_step      ddp_conv_backward_data (conv5)          library           -
+// train_step      relu1_backward                           12,544           1
+// train_step      bn2_sums_backward                        16,384           1
+// train_step      bn2_normalize_backward                   12,544           1
+// train_step      conv4_bias_backward                      16,384           1
+// train_step      ddp_conv_backward_filter (conv4)        library           -
+// train_step      ddp_conv_backward_data (conv4)          library           -
+// train_step      gelu1_backward                            6,400           1
+// train_step      avgpool1_backward                         6,400           9
+// train_step      maxpool1_backward                        25,088           4
+// train_step      res1_backward                            25,088           1
+// train_step      conv3_bias_tanh_backward                 32,768           1
+// train_step      ddp_conv_backward_filter (conv3)        library           -
+// train_step      ddp_conv_backward_data (conv3)          library           -
+// train_step      sigmoid1_backward                        25,088           1
+// train_step      bn1_sums_backward                        32,768           1
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward                   25,088           1
+// train_step      conv2_bias_backward                      32,768           1
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      conv1_bias_leaky_relu_backward           32,768           1
+// train_step      ddp_conv_backward_filter (conv1)        library           -
+// eval_step       loss_forward_backward (evaluation)          256          20
+// eval_step       loss_reduce (evaluation)                    256          16
+// optimizer_step  optimizer_sgd_step                        3,584           1
 //
-// a training step: 43 kernel launches and 19 library calls; the most work of one
-// thread: 49 (global_avgpool1_forward)
+// a training step: 43 kernel launches and 19 library calls from the generated functions
+// (the runtime's own, such as the bucket all-reduces, come on top);
+// the most work of one thread: 49 (global_avgpool1_forward)

@@ -654,45 +654,46 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_tanh_forward                  4,864           1
-// forward         avgpool1_forward                         4,864           9
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_sigmoid_forward                    4,096           1
-// forward         bn1_sums_forward                        16,384           1
-// forward         ddp_sync_batchnorm (bn1)               library           -
-// forward         bn1_stats_forward                          256           1
-// forward         bn1_normalize_forward                    4,096           1
-// forward         bn1_eval_forward (evaluation)            4,096           1
-// forward         leaky_relu1_forward                      4,096           1
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       512           1
-// forward         gelu1_forward                              512           1
-// forward         ddp_gemm (linear2)                     library           -
-// forward         linear2_bias_forward                       512           1
-// train_step      loss_forward_backward                      256          10
-// train_step      loss_reduce                                256          64
-// train_step      linear2_bias_backward                    1,280           1
-// train_step      ddp_gemm_grad (linear2)                library           -
-// train_step      ddp_gemm (linear2)                     library           -
-// train_step      gelu1_backward                             512           1
-// train_step      linear1_bias_backward                    1,536           1
-// train_step      ddp_gemm_grad (linear1)                library           -
-// train_step      ddp_gemm (linear1)                     library           -
-// train_step      leaky_relu1_backward                     4,096           1
-// train_step      bn1_sums_backward                       16,384           1
-// train_step      ddp_sync_batchnorm (bn1)               library           -
-// train_step      bn1_normalize_backward                   4,096           1
-// train_step      conv2_sigmoid_backward                   4,096           1
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      avgpool1_backward                        4,864           9
-// train_step      conv1_bias_tanh_backward                 6,144           1
-// train_step      ddp_conv_backward_filter (conv1)       library           -
-// eval_step       loss_forward_backward (evaluation)         256          10
-// eval_step       loss_reduce (evaluation)                   256          64
-// optimizer_step  optimizer_sgd_step                         768           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (conv1)                library           -
+// forward         conv1_bias_tanh_forward                   4,864           1
+// forward         avgpool1_forward                          4,864           9
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         conv2_sigmoid_forward                     4,096           1
+// forward         bn1_sums_forward (training)              16,384           1
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)          4,096           1
+// forward         bn1_eval_forward (evaluation)             4,096           1
+// forward         leaky_relu1_forward                       4,096           1
+// forward         ddp_gemm (linear1)                      library           -
+// forward         linear1_bias_forward                        512           1
+// forward         gelu1_forward                               512           1
+// forward         ddp_gemm (linear2)                      library           -
+// forward         linear2_bias_forward                        512           1
+// train_step      loss_forward_backward                       256          10
+// train_step      loss_reduce                                 256          64
+// train_step      linear2_bias_backward                     1,280           1
+// train_step      ddp_gemm_grad (linear2)                 library           -
+// train_step      ddp_gemm (linear2)                      library           -
+// train_step      gelu1_backward                              512           1
+// train_step      linear1_bias_backward                     1,536           1
+// train_step      ddp_gemm_grad (linear1)                 library           -
+// train_step      ddp_gemm (linear1)                      library           -
+// train_step      leaky_relu1_backward                      4,096           1
+// train_step      bn1_sums_backward                        16,384           1
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward                    4,096           1
+// train_step      conv2_sigmoid_backward                    4,096           1
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      avgpool1_backward                         4,864           9
+// train_step      conv1_bias_tanh_backward                  6,144           1
+// train_step      ddp_conv_backward_filter (conv1)        library           -
+// eval_step       loss_forward_backward (evaluation)          256          10
+// eval_step       loss_reduce (evaluation)                    256          64
+// optimizer_step  optimizer_sgd_step                          768           1
 //
-// a training step: 22 kernel launches and 13 library calls; the most work of one
-// thread: 64 (loss_reduce)
+// a training step: 22 kernel launches and 13 library calls from the generated functions
+// (the runtime's own, such as the bucket all-reduces, come on top);
+// the most work of one thread: 64 (loss_reduce)
