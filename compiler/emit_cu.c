@@ -664,9 +664,11 @@ static void kernels_log_softmax(Emit *e, const Node *n)
 }
 
 /* The loss and its gradient in one pass per sample (the classifier fusion:
- * the softmax is never stored), then a one-thread sum over the batch so the
- * total is the same whatever the thread count (the launch table shows its
- * thread working through the batch: 64 trips at batch 64). */
+ * the softmax is never stored), then the batch's sums of the losses and of
+ * the right predictions in the per-channel form of channel_sum.h, one
+ * "channel" of one value a sample: on a CPU one thread's loop in sample
+ * order, as before; on a GPU a thread a sample, added in a fixed tree. The
+ * total is the same whatever the thread count or timing either way. */
 static void kernels_loss(Emit *e, const Node *n)
 {
     int64_t c = n->in_shape.d[0];
@@ -706,10 +708,12 @@ static void kernels_loss(Emit *e, const Node *n)
         break;
     }
     E("    }\n}\n\n");
+    E("// The batch's loss and right predictions, added to the running stats (doubles).\n");
     E("DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)\n{\n");
-    E("    DDP_FOR(t, 1) {\n        double loss = 0.0, correct = 0.0;\n");
-    E("        for (int s = 0; s < n; s++) {\n            loss += rows[2 * s];\n            correct += rows[2 * s + 1];\n        }\n");
-    E("        stats[0] += loss;\n        stats[1] += correct;\n        stats[2] += n;\n    }\n}\n\n");
+    E("    DDP_FOR_CHANNELS(c, 1) {\n        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums\n");
+    E("        DDP_FOR_SAMPLES(s, n, 1) {\n            loss += rows[2 * s];\n            correct += rows[2 * s + 1];\n        }\n");
+    E("        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {\n");
+    E("            stats[0] += loss;\n            stats[1] += correct;\n            stats[2] += n;\n        }\n    }\n}\n\n");
 }
 
 /* The optimizer over the one flat parameter buffer, PyTorch's formulas. */
@@ -1263,8 +1267,8 @@ static void emit_functions(Emit *e, FILE *out)
     launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
     E(", n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n", act(e, loss->in), scratch(e, loss, 0),
       grad(e, loss->in));
-    launch(e, "    ", "loss_reduce", 0, 1, 0);
-    E(", n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    launch_channels(e, "    ", "loss_reduce", 1, 1);
+    E(", %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward and backward");
     E("\n    if (ctx->backward_begins)\n        ctx->backward_begins(ctx);\n");
     E("    // backward, last layer first; each parameter's gradient is announced as soon\n"
@@ -1282,8 +1286,8 @@ static void emit_functions(Emit *e, FILE *out)
     comment(e, loss, "    ");
     launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
     E(", n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
-    launch(e, "    ", "loss_reduce", 0, 1, 0);
-    E(", n, %s, ctx->stats);\n", scratch(e, loss, 0));
+    launch_channels(e, "    ", "loss_reduce", 1, 1);
+    E(", %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward");
     end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
                                    "static void eval_step(DdpCtx *ctx, int n)\n");

@@ -1,6 +1,7 @@
 /*
  * channel_sum.h: per-channel sums over a batch (a bias's gradient, batchnorm's
- * statistics and its backward sums), written once for both targets. Included
+ * statistics and its backward sums, and the loss's: one channel of one value
+ * a sample, in plain doubles), written once for both targets. Included
  * by kernel.h, after DdpSum. A generated kernel reads:
  *
  *   DDP_FOR_CHANNELS(c, C) {

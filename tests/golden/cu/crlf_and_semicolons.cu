@@ -106,17 +106,20 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
     }
 }
 
+// The batch's loss and right predictions, added to the running stats (doubles).
 DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 {
-    DDP_FOR(t, 1) {
-        double loss = 0.0, correct = 0.0;
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, 1) {
+        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums
+        DDP_FOR_SAMPLES(s, n, 1) {
             loss += rows[2 * s];
             correct += rows[2 * s + 1];
         }
-        stats[0] += loss;
-        stats[1] += correct;
-        stats[2] += n;
+        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {
+            stats[0] += loss;
+            stats[1] += correct;
+            stats[2] += n;
+        }
     }
 }
 
@@ -190,7 +193,7 @@ static void train_step(DdpCtx *ctx, int n)
     forward(ctx, n, 1);
     // crlf_and_semicolons.net:1: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward and backward, crlf_and_semicolons.net:1");
 
     if (ctx->backward_begins)
@@ -226,7 +229,7 @@ static void eval_step(DdpCtx *ctx, int n)
     forward(ctx, n, 0);
     // crlf_and_semicolons.net:1: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward, crlf_and_semicolons.net:1");
 }
 
@@ -287,14 +290,14 @@ int main(int argc, char **argv)
 // forward         ddp_gemm (linear1)                     library           -
 // forward         linear1_bias_forward                       256           1
 // train_step      loss_forward_backward                      256           9
-// train_step      loss_reduce                                256           8
+// train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                      768           1
 // train_step      ddp_gemm_grad (linear1)                library           -
 // train_step      ddp_gemm (linear1)                     library           -
 // train_step      conv1_bias_relu_backward                 2,048           1
 // train_step      ddp_conv_backward_filter (conv1)       library           -
 // eval_step       loss_forward_backward (evaluation)         256           9
-// eval_step       loss_reduce (evaluation)                   256           8
+// eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                         512           1
 //
 // a training step: 7 kernel launches and 5 library calls from the generated functions

@@ -703,17 +703,20 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
     }
 }
 
+// The batch's loss and right predictions, added to the running stats (doubles).
 DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 {
-    DDP_FOR(t, 1) {
-        double loss = 0.0, correct = 0.0;
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, 1) {
+        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums
+        DDP_FOR_SAMPLES(s, n, 1) {
             loss += rows[2 * s];
             correct += rows[2 * s + 1];
         }
-        stats[0] += loss;
-        stats[1] += correct;
-        stats[2] += n;
+        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {
+            stats[0] += loss;
+            stats[1] += correct;
+            stats[2] += n;
+        }
     }
 }
 
@@ -987,7 +990,7 @@ static void train_step(DdpCtx *ctx, int n)
     forward(ctx, n, 1);
     // everything.net:22: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, log_softmax1_out, ctx->labels, loss_rows, d_log_softmax1_out);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward and backward, everything.net:22");
 
     if (ctx->backward_begins)
@@ -1111,7 +1114,7 @@ static void eval_step(DdpCtx *ctx, int n)
     forward(ctx, n, 0);
     // everything.net:22: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, log_softmax1_out, ctx->labels, loss_rows, NULL);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward, everything.net:22");
 }
 
@@ -1237,7 +1240,7 @@ int main(int argc, char **argv)
 // forward         ddp_gemm (linear2)                      library           -
 // forward         log_softmax1_forward                        256          30
 // train_step      loss_forward_backward                       256          20
-// train_step      loss_reduce                                 256          32
+// train_step      loss_reduce                                 256           1
 // train_step      log_softmax1_backward                       256          20
 // train_step      ddp_gemm_grad (linear2)                 library           -
 // train_step      ddp_gemm (linear2)                      library           -
@@ -1273,9 +1276,9 @@ int main(int argc, char **argv)
 // train_step      stem_bias_backward                      131,072           4
 // train_step      ddp_conv_backward_filter (stem)         library           -
 // eval_step       loss_forward_backward (evaluation)          256          20
-// eval_step       loss_reduce (evaluation)                    256          32
+// eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_adam_step                      11,264           1
 //
 // a training step: 45 kernel launches and 22 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
-// the most work of one thread: 32 (loss_reduce)
+// the most work of one thread: 30 (log_softmax1_forward)

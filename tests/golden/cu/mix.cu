@@ -706,17 +706,20 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
     }
 }
 
+// The batch's loss and right predictions, added to the running stats (doubles).
 DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 {
-    DDP_FOR(t, 1) {
-        double loss = 0.0, correct = 0.0;
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, 1) {
+        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums
+        DDP_FOR_SAMPLES(s, n, 1) {
             loss += rows[2 * s];
             correct += rows[2 * s + 1];
         }
-        stats[0] += loss;
-        stats[1] += correct;
-        stats[2] += n;
+        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {
+            stats[0] += loss;
+            stats[1] += correct;
+            stats[2] += n;
+        }
     }
 }
 
@@ -968,7 +971,7 @@ static void train_step(DdpCtx *ctx, int n)
     forward(ctx, n, 1);
     // mix.net:15: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, log_softmax1_out, ctx->labels, loss_rows, d_log_softmax1_out);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward and backward, mix.net:15");
 
     if (ctx->backward_begins)
@@ -1084,7 +1087,7 @@ static void eval_step(DdpCtx *ctx, int n)
     forward(ctx, n, 0);
     // mix.net:15: loss nll
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, log_softmax1_out, ctx->labels, loss_rows, NULL);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward, mix.net:15");
 }
 
@@ -1204,7 +1207,7 @@ int main(int argc, char **argv)
 // forward         linear1_bias_forward                        256           1
 // forward         log_softmax1_forward                        256          30
 // train_step      loss_forward_backward                       256          20
-// train_step      loss_reduce                                 256          16
+// train_step      loss_reduce                                 256           1
 // train_step      log_softmax1_backward                       256          20
 // train_step      linear1_bias_backward                     2,560           1
 // train_step      ddp_gemm_grad (linear1)                 library           -
@@ -1237,7 +1240,7 @@ int main(int argc, char **argv)
 // train_step      conv1_bias_leaky_relu_backward           32,768           1
 // train_step      ddp_conv_backward_filter (conv1)        library           -
 // eval_step       loss_forward_backward (evaluation)          256          20
-// eval_step       loss_reduce (evaluation)                    256          16
+// eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                        3,584           1
 //
 // a training step: 43 kernel launches and 19 library calls from the generated functions

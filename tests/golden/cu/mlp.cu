@@ -181,17 +181,20 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
     }
 }
 
+// The batch's loss and right predictions, added to the running stats (doubles).
 DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 {
-    DDP_FOR(t, 1) {
-        double loss = 0.0, correct = 0.0;
-        for (int s = 0; s < n; s++) {
+    DDP_FOR_CHANNELS(c, 1) {
+        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums
+        DDP_FOR_SAMPLES(s, n, 1) {
             loss += rows[2 * s];
             correct += rows[2 * s + 1];
         }
-        stats[0] += loss;
-        stats[1] += correct;
-        stats[2] += n;
+        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {
+            stats[0] += loss;
+            stats[1] += correct;
+            stats[2] += n;
+        }
     }
 }
 
@@ -291,7 +294,7 @@ static void train_step(DdpCtx *ctx, int n)
     forward(ctx, n, 1);
     // mlp.net:8: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear3_out, ctx->labels, loss_rows, d_linear3_out);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward and backward, mlp.net:8");
 
     if (ctx->backward_begins)
@@ -343,7 +346,7 @@ static void eval_step(DdpCtx *ctx, int n)
     forward(ctx, n, 0);
     // mlp.net:8: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear3_out, ctx->labels, loss_rows, NULL);
-    DDP_LAUNCH(loss_reduce, 1, n, loss_rows, ctx->stats);
+    DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
     DDP_LAYER_DONE("loss forward, mlp.net:8");
 }
 
@@ -411,7 +414,7 @@ int main(int argc, char **argv)
 // forward         ddp_gemm (linear3)                     library           -
 // forward         linear3_bias_forward                     1,280           1
 // train_step      loss_forward_backward                      256          30
-// train_step      loss_reduce                                256         128
+// train_step      loss_reduce                                256           1
 // train_step      linear3_bias_backward                    2,560           1
 // train_step      ddp_gemm_grad (linear3)                library           -
 // train_step      ddp_gemm (linear3)                     library           -
@@ -423,9 +426,9 @@ int main(int argc, char **argv)
 // train_step      linear1_bias_relu_backward             131,072           1
 // train_step      ddp_gemm_grad (linear1)                library           -
 // eval_step       loss_forward_backward (evaluation)         256          30
-// eval_step       loss_reduce (evaluation)                   256         128
+// eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_adam_step                    536,064           1
 //
 // a training step: 13 kernel launches and 8 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
-// the most work of one thread: 128 (loss_reduce)
+// the most work of one thread: 30 (loss_forward_backward)
