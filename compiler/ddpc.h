@@ -467,6 +467,10 @@ typedef struct {
 typedef struct {
     int fused_act;          /* conv/linear: the activation node applied in its kernels, or -1 */
     int fused_into;         /* activation: the conv/linear that applies it, or -1 */
+    /* A relu fused into a conv/linear whose output only a maxpool reads: the
+     * pool's backward applies the relu's mask (plan_fusion says why it may) */
+    int mask_in_pool;       /* conv/linear: that maxpool, or -1 */
+    int masks_for;          /* maxpool: that conv/linear, or -1 */
     int scratch[OP_MAX_SCRATCH]; /* storages of its scratch (op_facts.c), -1 for none */
     int conv_id;            /* the library op's id */
 } NodePlan;

@@ -246,6 +246,26 @@ static void sample_constant(Emit *e, int64_t s)
     E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
 }
 
+static const Node *fused_act(const Emit *e, const Node *n)
+{
+    int a = e->plan->nodes[n - e->net->nodes].fused_act;
+    return a >= 0 ? &e->net->nodes[a] : NULL;
+}
+
+/* The fused activation whose mask N's backward applies: none where a maxpool
+ * applies it (plan_fusion: mask_in_pool). */
+static const Node *backward_act(const Emit *e, const Node *n)
+{
+    return e->plan->nodes[n - e->net->nodes].mask_in_pool >= 0 ? NULL : fused_act(e, n);
+}
+
+/* A conv/linear's kernels' name: the layer, then what they add or apply
+ * (conv1_bias_relu); A the activation they apply, or NULL. */
+static const char *kernel_stem(Emit *e, const Node *n, const Node *a)
+{
+    return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
+}
+
 static void kernels_conv_linear(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
@@ -253,10 +273,9 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     int64_t c, h, w;
     chw(n->out_shape, &c, &h, &w);
     int64_t hw = h * w, s = c * hw;
-    const char *aname = a ? a->kind_word : "";
     if (!n->bias && !a)
         return;
-    const char *stem = arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", aname);
+    const char *stem = kernel_stem(e, n, a);
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
     plane_constants(e, c, hw);
@@ -268,6 +287,11 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         E("        float v = y[i];\n");
     E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
 
+    /* backward: the activation's mask here, unless a maxpool applies it */
+    a = backward_act(e, n);
+    stem = kernel_stem(e, n, a);
+    if (!n->bias && !a)
+        return;
     comment(e, n, "");
     if (n->bias) {
         /* a channel's bias gradient, summed over its samples in a fixed order
@@ -374,6 +398,11 @@ static void kernels_pool(Emit *e, const Node *n)
     int64_t k = n->kernel, w = n->in_shape.d[2]; /* the unrolled taps' offsets */
     bool max = n->op == OP_MAXPOOL;
     int64_t covering = (k - 1) / n->stride + 1; /* the most windows along a side that cover one input */
+    /* the relu before it, whose mask this backward applies (plan_fusion):
+     * an input's gradient only where its window's max, y, is positive */
+    int masks_for = e->plan->nodes[n - e->net->nodes].masks_for;
+    const char *mask_arg = masks_for >= 0 ? ", const float *y" : "";
+    const char *relu = masks_for >= 0 ? e->net->nodes[e->plan->nodes[masks_for].fused_act].name : "";
     e->forward_work[n - e->net->nodes] = k * k;
     e->backward_work[n - e->net->nodes] = pool_tiles(n) ? k * k : covering * covering;
     comment(e, n, "");
@@ -409,8 +438,8 @@ static void kernels_pool(Emit *e, const Node *n)
         /* Windows tile the input exactly: each output element owns its
          * window's inputs and writes them all, no other thread touches them. */
         comment(e, n, "");
-        E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
-          max ? ", const int32_t *argmax" : "");
+        E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
+          max ? ", const int32_t *argmax" : "", mask_arg);
         pool_constants(e, n, "C H W OH OW K");
         E("    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {\n");
         E("        int64_t o = row * OW + ox;\n");
@@ -419,7 +448,10 @@ static void kernels_pool(Emit *e, const Node *n)
         if (k <= 4) {
             /* the taps written out, no loop inside the item: the CPU compiler
              * then vectorises across ox (DDP_FOR_2D's inner loop) */
-            E("        float g = dy[o]%s;\n", max ? "" : arena_printf(e->arena, " * %s", flit(e, 1.0 / (double)(k * k))));
+            if (masks_for >= 0)
+                E("        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and %s's mask: y, the max, is the winner's\n", relu);
+            else
+                E("        float g = dy[o]%s;\n", max ? "" : arena_printf(e->arena, " * %s", flit(e, 1.0 / (double)(k * k))));
             if (max) {
                 E("        int won = argmax[o];  // the winning tap, ky * K + kx\n");
                 for (long long tap = 0; tap < k * k; tap++)
@@ -442,7 +474,8 @@ static void kernels_pool(Emit *e, const Node *n)
         E("        for (int ky = 0; ky < K; ky++)\n            for (int kx = 0; kx < K; kx++) {\n");
         E("                int64_t at = corner + ky * W + kx;\n");
         if (max)
-            E("                float g = ky * K + kx == argmax[o] ? dy[o] : 0.0f;\n");
+            E("                float g = ky * K + kx == argmax[o]%s ? dy[o] : 0.0f;\n",
+              masks_for >= 0 ? " && y[o] > 0.0f" : "");
         else
             E("                float g = dy[o] * %s;\n", flit(e, 1.0 / (double)(k * k)));
         E("                dxp[at] = accumulate ? dxp[at] + g : g;\n            }\n    }\n}\n\n");
@@ -451,8 +484,8 @@ static void kernels_pool(Emit *e, const Node *n)
     /* Backward gathers, for each input element, from the windows covering it:
      * no atomics, one writer per element, a fixed order. */
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy%s, float *dx, int accumulate)\n{\n", n->name,
-      max ? ", const int32_t *argmax" : "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
+      max ? ", const int32_t *argmax" : "", mask_arg);
     pool_constants(e, n, "C H W OH OW K ST PAD");
     E("    DDP_FOR(i, (int64_t)n * C * H * W) {\n");
     E("        int64_t plane = i / (H * W);\n");
@@ -466,7 +499,8 @@ static void kernels_pool(Emit *e, const Node *n)
     E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
     E("                int64_t o = plane * (OH * OW) + oy * OW + ox;\n");
     if (max)
-        E("                if (argmax[o] == iy * W + ix)\n                    g += dy[o];\n");
+        E("                if (argmax[o] == iy * W + ix%s)\n                    g += dy[o];\n",
+          masks_for >= 0 ? " && y[o] > 0.0f" : "");
     else
         E("                g += dy[o];\n");
     E("            }\n");
@@ -797,11 +831,6 @@ static void emit_kernels(Emit *e)
 // The step: one launch or library call per op
 //
 
-static const Node *fused_act(const Emit *e, const Node *n)
-{
-    int a = e->plan->nodes[n - e->net->nodes].fused_act;
-    return a >= 0 ? &e->net->nodes[a] : NULL;
-}
 
 /* The value a conv/linear writes: its activation's output when fused. */
 static int written_value(const Emit *e, const Node *n)
@@ -810,11 +839,6 @@ static int written_value(const Emit *e, const Node *n)
     return a ? a->out : n->out;
 }
 
-static const char *kernel_stem(Emit *e, const Node *n)
-{
-    const Node *a = fused_act(e, n);
-    return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
-}
 
 /* WHERE of DDP_LAYER_DONE (kernel.h) for N's PASS, as a C string literal:
  * "conv1 forward, mnist.net:4" (the file name escaped: it is the user's). */
@@ -891,7 +915,7 @@ static void forward_node(Emit *e, const Node *n)
               (long long)n->out_ch);
         library_call(e, n->op == OP_CONV ? "ddp_conv_forward" : "ddp_gemm", n);
         if (n->bias || fused_act(e, n)) {
-            launch(e, "    ", kernel_name(e, kernel_stem(e, n), "forward"), shape_numel(n->out_shape), 0, 1);
+            launch(e, "    ", kernel_name(e, kernel_stem(e, n, fused_act(e, n)), "forward"), shape_numel(n->out_shape), 0, 1);
             E(", n, %s%s%s);\n", y, n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
         }
         break;
@@ -1001,9 +1025,9 @@ static void backward_node(Emit *e, const Node *n)
     switch (n->op) {
     case OP_CONV:
     case OP_LINEAR: {
-        const Node *a = fused_act(e, n);
+        const Node *a = backward_act(e, n);
         const char *y = a ? act(e, written_value(e, n)) : "";
-        const char *stem_backward = kernel_name(e, kernel_stem(e, n), "backward");
+        const char *stem_backward = kernel_name(e, kernel_stem(e, n, a), "backward");
         if (n->bias) {
             launch_channels(e, "    ", stem_backward, n->out_ch, plane_pixels(n->out_shape));
             E(", %s%s%s, %s, ctx->accumulate);\n", dy, a ? ", " : "", a ? y : "",
@@ -1039,7 +1063,8 @@ static void backward_node(Emit *e, const Node *n)
     case OP_MAXPOOL:
         if (dx) {
             launch(e, "    ", backward, pool_tiles(n) ? s_out : s_in, 0, work);
-            E(", n, %s, %s, %s, %d);\n", dy, scratch(e, n, 0), grad(e, n->in), acc_in);
+            E(", n, %s, %s%s%s, %s, %d);\n", dy, scratch(e, n, 0), np->masks_for >= 0 ? ", " : "",
+              np->masks_for >= 0 ? act(e, n->out) : "", grad(e, n->in), acc_in);
         }
         break;
     case OP_AVGPOOL:

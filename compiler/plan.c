@@ -83,6 +83,37 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers)
             p->nodes[i + 1].fused_into = i;
         }
     }
+    /* A maxpool that alone reads a fused relu's output applies the relu's
+     * mask in its backward, which then writes the gradient before the relu:
+     * the product's backward neither reads y nor writes dy again (mnist.net's
+     * conv1 and conv2: the bias gradient's kernel reads dy only). The mask
+     * is the sign of the pool's own output: a window's max is its winning
+     * input, which the relu made positive or zero, and only the winner gets
+     * a gradient. The bits are those of the two passes: each input gets the
+     * same sum of the same terms, or the relu's zero. */
+    int *reader = malloc(sizeof *reader * ((size_t)net->n_values + 1)); /* a value's last reader */
+    if (!reader) {
+        fprintf(stderr, "ddpc: out of memory planning %s\n", net->name);
+        exit(1);
+    }
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        if (n->in >= 0)
+            reader[n->in] = i;
+        if (n->skip >= 0)
+            reader[n->skip] = i;
+    }
+    for (int i = 0; i < net->n_nodes; i++) {
+        int f = p->nodes[i].fused_act;
+        if (f < 0 || net->nodes[f].op != OP_RELU || consumers[net->nodes[f].out] != 1)
+            continue;
+        int m = reader[net->nodes[f].out];
+        if (net->nodes[m].op == OP_MAXPOOL && net->nodes[m].in == net->nodes[f].out) {
+            p->nodes[i].mask_in_pool = m;
+            p->nodes[m].masks_for = i;
+        }
+    }
+    free(reader);
 }
 
 /* Reverse order of the state_dict's parameters, as DDP's reducer. */
@@ -398,7 +429,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
     int *consumers = calloc((size_t)nv + 1, sizeof *consumers);
     count_consumers(net, consumers);
     for (int i = 0; i < nn; i++) {
-        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .conv_id = -1};
+        p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .mask_in_pool = -1, .masks_for = -1, .conv_id = -1};
         for (int k = 0; k < OP_MAX_SCRATCH; k++)
             p->nodes[i].scratch[k] = -1;
     }
@@ -467,7 +498,9 @@ void plan_net(Arena *a, const Net *net, Plan *p)
                 abort();
             }
         }
-        if (np->fused_act >= 0) /* the activation's y, which is where its product wrote */
+        if (np->fused_act >= 0 && np->mask_in_pool < 0) /* the activation's y, which is where its product wrote */
+            touch(p, p->act[n->out], t);
+        if (np->masks_for >= 0) /* the pool's own output: its sign is the relu's mask */
             touch(p, p->act[n->out], t);
         for (int k = 0; k < OP_MAX_SCRATCH; k++)
             touch(p, np->scratch[k], t);

@@ -19,6 +19,7 @@ static const char *const nets[] = {
     "tests/golden/good/everything.net",
     "tests/gradcheck/smooth_mse.net",
     "tests/gradcheck/dropout_residual.net",
+    "tests/gradcheck/relu_pools.net",
 };
 
 static void test_gradients_match_finite_differences(void)

@@ -19,7 +19,7 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 }
 
 // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 256;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -29,10 +29,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
-                float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
-                dy[i] = g;
-                sample += g;
+                sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
@@ -65,14 +62,14 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 }
 
 // augment.net:13: maxpool 2
-DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
+DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 8, H = 16, W = 16, OH = 8, OW = 8, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = dy[o];
+        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -187,17 +184,17 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 5654, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 5120, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 8x16x16
-static const int64_t d_relu1_out_at = 3606;  // its gradient, 8x16x16
+static const int64_t d_relu1_out_at = 3072;  // its gradient, 8x16x16
 static const int64_t maxpool1_out_at = 2048;  // 8x8x8
-static const int64_t d_maxpool1_out_at = 3094;  // its gradient, 8x8x8
+static const int64_t d_maxpool1_out_at = 22;  // its gradient, 8x8x8
 static const int64_t flatten1_out_at = 2048;  // 512
-static const int64_t d_flatten1_out_at = 3094;  // its gradient, 512
-static const int64_t linear1_out_at = 3072;  // 10
-static const int64_t d_linear1_out_at = 3084;  // its gradient, 10
+static const int64_t d_flatten1_out_at = 22;  // its gradient, 512
+static const int64_t linear1_out_at = 0;  // 10
+static const int64_t d_linear1_out_at = 12;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 2560;  // int32_t, 512 floats per sample
-static const int64_t loss_rows_at = 3082;  // float, 2 floats per sample
+static const int64_t loss_rows_at = 10;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
@@ -237,8 +234,8 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
     float *d_maxpool1_out = A + d_maxpool1_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
     float *d_flatten1_out = A + d_flatten1_out_at * B;
@@ -267,10 +264,10 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // linear1.bias
     // augment.net:13: maxpool 2
-    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 512, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
+    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 512, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, augment.net:13");
     // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 8, 256, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_backward, 8, 256, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, augment.net:13");
     if (ctx->grad_ready)
@@ -361,7 +358,7 @@ int main(int argc, char **argv)
 // train_step      ddp_gemm_grad (linear1)                library           -
 // train_step      ddp_gemm (linear1)                     library           -
 // train_step      maxpool1_backward                       32,768           4
-// train_step      conv1_bias_relu_backward               131,072           1
+// train_step      conv1_bias_backward                    131,072           1
 // train_step      ddp_conv_backward_filter (conv1)       library           -
 // eval_step       loss_forward_backward (evaluation)         256          30
 // eval_step       loss_reduce (evaluation)                   256           1

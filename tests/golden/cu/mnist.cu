@@ -19,7 +19,7 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 }
 
 // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 576;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -29,10 +29,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
-                float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
-                dy[i] = g;
-                sample += g;
+                sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
@@ -65,14 +62,14 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 }
 
 // mnist.net:6: maxpool 2
-DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
+DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 32, H = 24, W = 24, OH = 12, OW = 12, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = dy[o];
+        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -104,7 +101,7 @@ DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
 }
 
 // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 64;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -114,10 +111,7 @@ DDP_KERNEL conv2_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
-                float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
-                dy[i] = g;
-                sample += g;
+                sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
@@ -150,14 +144,14 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 }
 
 // mnist.net:7: maxpool 2
-DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
+DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 64, H = 8, W = 8, OH = 4, OW = 4, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = dy[o];
+        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu2's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -310,24 +304,24 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 62230, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 46080, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 32x24x24
-static const int64_t d_relu1_out_at = 43798;  // its gradient, 32x24x24
+static const int64_t d_relu1_out_at = 27648;  // its gradient, 32x24x24
 static const int64_t maxpool1_out_at = 18432;  // 32x12x12
-static const int64_t d_maxpool1_out_at = 39190;  // its gradient, 32x12x12
-static const int64_t relu2_out_at = 27648;  // 64x8x8
-static const int64_t d_relu2_out_at = 35094;  // its gradient, 64x8x8
-static const int64_t maxpool2_out_at = 31744;  // 64x4x4
-static const int64_t d_maxpool2_out_at = 34070;  // its gradient, 64x4x4
-static const int64_t flatten1_out_at = 31744;  // 1024
-static const int64_t d_flatten1_out_at = 34070;  // its gradient, 1024
-static const int64_t relu3_out_at = 33792;  // 128
-static const int64_t d_relu3_out_at = 33942;  // its gradient, 128
-static const int64_t linear2_out_at = 33920;  // 10
-static const int64_t d_linear2_out_at = 33932;  // its gradient, 10
+static const int64_t d_maxpool1_out_at = 0;  // its gradient, 32x12x12
+static const int64_t relu2_out_at = 0;  // 64x8x8
+static const int64_t d_relu2_out_at = 6144;  // its gradient, 64x8x8
+static const int64_t maxpool2_out_at = 4096;  // 64x4x4
+static const int64_t d_maxpool2_out_at = 278;  // its gradient, 64x4x4
+static const int64_t flatten1_out_at = 4096;  // 1024
+static const int64_t d_flatten1_out_at = 278;  // its gradient, 1024
+static const int64_t relu3_out_at = 0;  // 128
+static const int64_t d_relu3_out_at = 150;  // its gradient, 128
+static const int64_t linear2_out_at = 128;  // 10
+static const int64_t d_linear2_out_at = 140;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 23040;  // int32_t, 4608 floats per sample
-static const int64_t maxpool2_argmax_at = 32768;  // int32_t, 1024 floats per sample
-static const int64_t loss_rows_at = 33930;  // float, 2 floats per sample
+static const int64_t maxpool2_argmax_at = 5120;  // int32_t, 1024 floats per sample
+static const int64_t loss_rows_at = 138;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
@@ -392,12 +386,11 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear2_weight = ctx->params + 10;
     DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
     float *d_maxpool1_out = A + d_maxpool1_out_at * B;
-    float *relu2_out = A + relu2_out_at * B;
     float *d_relu2_out = A + d_relu2_out_at * B;
+    float *maxpool2_out = A + maxpool2_out_at * B;
     float *d_maxpool2_out = A + d_maxpool2_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
     float *d_flatten1_out = A + d_flatten1_out_at * B;
@@ -438,10 +431,10 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 5);  // linear1.bias
     // mnist.net:7: maxpool 2
-    DDP_LAUNCH(maxpool2_backward, (int64_t)n * 1024, n, d_maxpool2_out, maxpool2_argmax, d_relu2_out, 0);
+    DDP_LAUNCH(maxpool2_backward, (int64_t)n * 1024, n, d_maxpool2_out, maxpool2_argmax, maxpool2_out, d_relu2_out, 0);
     DDP_LAYER_DONE("maxpool2 backward, mnist.net:7");
     // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-    DDP_LAUNCH_CHANNELS(conv2_bias_relu_backward, 64, 64, n, d_relu2_out, relu2_out, d_conv2_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv2_bias_backward, 64, 64, n, d_relu2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_relu2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_relu2_out, conv2_weight, d_maxpool1_out, 0.0f);
     DDP_LAYER_DONE("conv2 backward, mnist.net:7");
@@ -450,10 +443,10 @@ static void train_step(DdpCtx *ctx, int n)
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // conv2.bias
     // mnist.net:6: maxpool 2
-    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 4608, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
+    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 4608, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, mnist.net:6");
     // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 32, 576, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_backward, 32, 576, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, mnist.net:4");
     if (ctx->grad_ready)
@@ -555,11 +548,11 @@ int main(int argc, char **argv)
 // train_step      ddp_gemm_grad (linear1)                library           -
 // train_step      ddp_gemm (linear1)                     library           -
 // train_step      maxpool2_backward                       65,536           4
-// train_step      conv2_bias_relu_backward               131,072           2
+// train_step      conv2_bias_backward                    131,072           2
 // train_step      ddp_conv_backward_filter (conv2)       library           -
 // train_step      ddp_conv_backward_data (conv2)         library           -
 // train_step      maxpool1_backward                      294,912           4
-// train_step      conv1_bias_relu_backward               131,072          12
+// train_step      conv1_bias_backward                    131,072          12
 // train_step      ddp_conv_backward_filter (conv1)       library           -
 // eval_step       loss_forward_backward (evaluation)         256          30
 // eval_step       loss_reduce (evaluation)                   256           1

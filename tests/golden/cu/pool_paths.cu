@@ -19,7 +19,7 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 }
 
 // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
-DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 576;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -29,10 +29,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
-                float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
-                dy[i] = g;
-                sample += g;
+                sample += dy[i];
             }
             ddp_grad_sum_add(&sum, sample);
         }
@@ -65,7 +62,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 }
 
 // pool_paths.net:8: maxpool 6
-DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
+DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 4, H = 24, W = 24, OH = 4, OW = 4, K = 6;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
@@ -75,7 +72,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 int64_t at = corner + ky * W + kx;
-                float g = ky * K + kx == argmax[o] ? dy[o] : 0.0f;
+                float g = ky * K + kx == argmax[o] && y[o] > 0.0f ? dy[o] : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }
     }
@@ -329,24 +326,24 @@ static const int64_t ARENA_PER_SAMPLE = 4736, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 4x24x24
 static const int64_t d_relu1_out_at = 2432;  // its gradient, 4x24x24
 static const int64_t maxpool1_out_at = 2304;  // 4x4x4
-static const int64_t d_maxpool1_out_at = 2304;  // its gradient, 4x4x4
-static const int64_t dropout1_out_at = 2432;  // 4x4x4
-static const int64_t d_dropout1_out_at = 2432;  // its gradient, 4x4x4
-static const int64_t dropout2_out_at = 2304;  // 4x4x4
-static const int64_t d_dropout2_out_at = 2566;  // its gradient, 4x4x4
-static const int64_t conv2_out_at = 2496;  // 4x4x4
-static const int64_t d_conv2_out_at = 2502;  // its gradient, 4x4x4
-static const int64_t res1_out_at = 2560;  // 4x4x4
-static const int64_t d_res1_out_at = 2502;  // its gradient, 4x4x4
-static const int64_t maxpool2_out_at = 2432;  // 4x2x2
-static const int64_t d_maxpool2_out_at = 2486;  // its gradient, 4x2x2
-static const int64_t flatten1_out_at = 2432;  // 16
-static const int64_t d_flatten1_out_at = 2486;  // its gradient, 16
-static const int64_t linear1_out_at = 2464;  // 10
-static const int64_t d_linear1_out_at = 2476;  // its gradient, 10
+static const int64_t d_maxpool1_out_at = 64;  // its gradient, 4x4x4
+static const int64_t dropout1_out_at = 0;  // 4x4x4
+static const int64_t d_dropout1_out_at = 0;  // its gradient, 4x4x4
+static const int64_t dropout2_out_at = 64;  // 4x4x4
+static const int64_t d_dropout2_out_at = 208;  // its gradient, 4x4x4
+static const int64_t conv2_out_at = 128;  // 4x4x4
+static const int64_t d_conv2_out_at = 144;  // its gradient, 4x4x4
+static const int64_t res1_out_at = 192;  // 4x4x4
+static const int64_t d_res1_out_at = 144;  // its gradient, 4x4x4
+static const int64_t maxpool2_out_at = 0;  // 4x2x2
+static const int64_t d_maxpool2_out_at = 128;  // its gradient, 4x2x2
+static const int64_t flatten1_out_at = 0;  // 16
+static const int64_t d_flatten1_out_at = 128;  // its gradient, 16
+static const int64_t linear1_out_at = 32;  // 10
+static const int64_t d_linear1_out_at = 44;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 2368;  // int32_t, 64 floats per sample
-static const int64_t maxpool2_argmax_at = 2448;  // int32_t, 16 floats per sample
-static const int64_t loss_rows_at = 2474;  // float, 2 floats per sample
+static const int64_t maxpool2_argmax_at = 16;  // int32_t, 16 floats per sample
+static const int64_t loss_rows_at = 42;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
@@ -414,8 +411,8 @@ static void train_step(DdpCtx *ctx, int n)
     float *linear1_weight = ctx->params + 10;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
-    float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
+    float *maxpool1_out = A + maxpool1_out_at * B;
     float *d_maxpool1_out = A + d_maxpool1_out_at * B;
     float *d_dropout1_out = A + d_dropout1_out_at * B;
     float *dropout2_out = A + dropout2_out_at * B;
@@ -474,10 +471,10 @@ static void train_step(DdpCtx *ctx, int n)
                ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
     DDP_LAYER_DONE("dropout1 backward, pool_paths.net:9");
     // pool_paths.net:8: maxpool 6
-    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 64, n, d_maxpool1_out, maxpool1_argmax, d_relu1_out, 0);
+    DDP_LAUNCH(maxpool1_backward, (int64_t)n * 64, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, pool_paths.net:8");
     // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
-    DDP_LAUNCH_CHANNELS(conv1_bias_relu_backward, 4, 576, n, d_relu1_out, relu1_out, d_conv1_bias, ctx->accumulate);
+    DDP_LAUNCH_CHANNELS(conv1_bias_backward, 4, 576, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, pool_paths.net:6");
     if (ctx->grad_ready)
@@ -582,7 +579,7 @@ int main(int argc, char **argv)
 // train_step      dropout2_backward                        4,096           1
 // train_step      dropout1_backward                        4,096           1
 // train_step      maxpool1_backward                        4,096          36
-// train_step      conv1_bias_relu_backward                65,536           3
+// train_step      conv1_bias_backward                     65,536           3
 // train_step      ddp_conv_backward_filter (conv1)       library           -
 // eval_step       loss_forward_backward (evaluation)         256          30
 // eval_step       loss_reduce (evaluation)                   256           1
