@@ -136,15 +136,22 @@ static const char *scratch(Emit *e, const Node *n, int which)
 }
 
 /* "// mnist.net:4: conv 1->32 k5" (and the fused activation's line) */
-static void comment(Emit *e, const Node *n, const char *indent)
+static void comment_pass(Emit *e, const Node *n, const char *indent, bool backward)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
     E("%s// %s:%d: %s", indent, e->file, n->line, n->text);
     if (np->fused_act >= 0) {
         const Node *a = &e->net->nodes[np->fused_act];
         E(", with %s:%d: %s", e->file, a->line, a->text);
+        if (backward && np->mask_in_pool >= 0)
+            E(" (its mask in %s's backward)", e->net->nodes[np->mask_in_pool].name);
     }
     E("\n");
+}
+
+static void comment(Emit *e, const Node *n, const char *indent)
+{
+    comment_pass(e, n, indent, false);
 }
 
 //
@@ -268,8 +275,7 @@ static const char *kernel_stem(Emit *e, const Node *n, const Node *a)
 
 static void kernels_conv_linear(Emit *e, const Node *n)
 {
-    const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
-    const Node *a = np->fused_act >= 0 ? &e->net->nodes[np->fused_act] : NULL;
+    const Node *a = fused_act(e, n);
     int64_t c, h, w;
     chw(n->out_shape, &c, &h, &w);
     int64_t hw = h * w, s = c * hw;
@@ -292,13 +298,13 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     stem = kernel_stem(e, n, a);
     if (!n->bias && !a)
         return;
-    comment(e, n, "");
+    comment_pass(e, n, "", true);
     if (n->bias) {
         /* a channel's bias gradient, summed over its samples in a fixed order
-         * (channel_sum.h: DDP_FOR_CHANNELS), turning dy into the gradient
-         * before the activation on the way */
-        E("DDP_KERNEL %s_backward(int n, float *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
-          a ? ", const float *y" : "");
+         * (channel_sum.h: DDP_FOR_CHANNELS); with an activation, turning dy
+         * into the gradient before it on the way */
+        E("DDP_KERNEL %s_backward(int n, %sfloat *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
+          a ? "" : "const ", a ? ", const float *y" : "");
         plane_constants(e, c, hw);
         E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty();\n");
         E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)\n");
@@ -402,7 +408,9 @@ static void kernels_pool(Emit *e, const Node *n)
      * an input's gradient only where its window's max, y, is positive */
     int masks_for = e->plan->nodes[n - e->net->nodes].masks_for;
     const char *mask_arg = masks_for >= 0 ? ", const float *y" : "";
-    const char *relu = masks_for >= 0 ? e->net->nodes[e->plan->nodes[masks_for].fused_act].name : "";
+    const Node *relu = masks_for >= 0 ? &e->net->nodes[e->plan->nodes[masks_for].fused_act] : NULL;
+    /* a window's gradient dy[o], or, masking, the relu's backward of it at y[o] */
+    const char *window_g = relu ? arena_printf(e->arena, "(%s)", act_backward_expr(e, relu, "dy[o]", "y[o]")) : "dy[o]";
     e->forward_work[n - e->net->nodes] = k * k;
     e->backward_work[n - e->net->nodes] = pool_tiles(n) ? k * k : covering * covering;
     comment(e, n, "");
@@ -448,8 +456,8 @@ static void kernels_pool(Emit *e, const Node *n)
         if (k <= 4) {
             /* the taps written out, no loop inside the item: the CPU compiler
              * then vectorises across ox (DDP_FOR_2D's inner loop) */
-            if (masks_for >= 0)
-                E("        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and %s's mask: y, the max, is the winner's\n", relu);
+            if (relu)
+                E("        float g = %s;  // and %s's mask: y, the max, is the winner's\n", window_g, relu->name);
             else
                 E("        float g = dy[o]%s;\n", max ? "" : arena_printf(e->arena, " * %s", flit(e, 1.0 / (double)(k * k))));
             if (max) {
@@ -474,8 +482,7 @@ static void kernels_pool(Emit *e, const Node *n)
         E("        for (int ky = 0; ky < K; ky++)\n            for (int kx = 0; kx < K; kx++) {\n");
         E("                int64_t at = corner + ky * W + kx;\n");
         if (max)
-            E("                float g = ky * K + kx == argmax[o]%s ? dy[o] : 0.0f;\n",
-              masks_for >= 0 ? " && y[o] > 0.0f" : "");
+            E("                float g = ky * K + kx == argmax[o] ? %s : 0.0f;\n", window_g);
         else
             E("                float g = dy[o] * %s;\n", flit(e, 1.0 / (double)(k * k)));
         E("                dxp[at] = accumulate ? dxp[at] + g : g;\n            }\n    }\n}\n\n");
@@ -499,8 +506,7 @@ static void kernels_pool(Emit *e, const Node *n)
     E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
     E("                int64_t o = plane * (OH * OW) + oy * OW + ox;\n");
     if (max)
-        E("                if (argmax[o] == iy * W + ix%s)\n                    g += dy[o];\n",
-          masks_for >= 0 ? " && y[o] > 0.0f" : "");
+        E("                if (argmax[o] == iy * W + ix)\n                    g += %s;\n", window_g);
     else
         E("                g += dy[o];\n");
     E("            }\n");
@@ -831,14 +837,12 @@ static void emit_kernels(Emit *e)
 // The step: one launch or library call per op
 //
 
-
 /* The value a conv/linear writes: its activation's output when fused. */
 static int written_value(const Emit *e, const Node *n)
 {
     const Node *a = fused_act(e, n);
     return a ? a->out : n->out;
 }
-
 
 /* WHERE of DDP_LAYER_DONE (kernel.h) for N's PASS, as a C string literal:
  * "conv1 forward, mnist.net:4" (the file name escaped: it is the user's). */
@@ -1018,7 +1022,7 @@ static void backward_node(Emit *e, const Node *n)
         }
         return;
     }
-    comment(e, n, "    ");
+    comment_pass(e, n, "    ", true);
     bool lib = op_facts(n->op)->library_product;
     const char *dy = grad(e, lib ? written_value(e, n) : n->out);
     int64_t s_out = per_sample(e, n->out), s_in = n->in > 0 ? per_sample(e, n->in) : 0;
@@ -1061,6 +1065,11 @@ static void backward_node(Emit *e, const Node *n)
         break;
     }
     case OP_MAXPOOL:
+        if (np->masks_for >= 0 && acc_in) { /* the mask would reach the pool's share alone */
+            fprintf(stderr, "ddpc: internal error: %s applies a relu's mask but adds to its input's gradient\n",
+                    n->name);
+            abort();
+        }
         if (dx) {
             launch(e, "    ", backward, pool_tiles(n) ? s_out : s_in, 0, work);
             E(", n, %s, %s%s%s, %s, %d);\n", dy, scratch(e, n, 0), np->masks_for >= 0 ? ", " : "",

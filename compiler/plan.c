@@ -4,7 +4,8 @@
  *  - Fusion: an activation right after a conv or linear (and read by nothing
  *    else) is applied by the conv's bias kernel, and its backward likewise,
  *    when its derivative can be had from the output alone (relu, leaky_relu
- *    with a positive slope, sigmoid, tanh).
+ *    with a positive slope, sigmoid, tanh). A fused relu that only a maxpool
+ *    reads has its mask applied by the pool's backward instead.
  *  - Parameters: trainable ones in one flat buffer in reverse order (the last
  *    layer's bias first), the order in which backward produces gradients and
  *    DDP fills buckets, so every bucket is a contiguous slice; running
@@ -71,14 +72,14 @@ static void count_consumers(const Net *net, int *consumers)
     }
 }
 
-static void plan_fusion(const Net *net, Plan *p, const int *consumers)
+static void plan_fusion(Arena *a, const Net *net, Plan *p, const int *consumers)
 {
     for (int i = 0; i + 1 < net->n_nodes; i++) {
-        const Node *n = &net->nodes[i], *a = &net->nodes[i + 1];
+        const Node *n = &net->nodes[i], *act = &net->nodes[i + 1];
         /* the product's kernel overwrites x with y: only an activation
          * whose backward reads y alone may fuse */
-        if (op_facts(n->op)->library_product && a->in == n->out && consumers[n->out] == 1 &&
-            op_facts(a->op)->activation && op_backward_reads(a) == READS_OUTPUT) {
+        if (op_facts(n->op)->library_product && act->in == n->out && consumers[n->out] == 1 &&
+            op_facts(act->op)->activation && op_backward_reads(act) == READS_OUTPUT) {
             p->nodes[i].fused_act = i + 1;
             p->nodes[i + 1].fused_into = i;
         }
@@ -89,13 +90,9 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers)
      * conv1 and conv2: the bias gradient's kernel reads dy only). The mask
      * is the sign of the pool's own output: a window's max is its winning
      * input, which the relu made positive or zero, and only the winner gets
-     * a gradient. The bits are those of the two passes: each input gets the
-     * same sum of the same terms, or the relu's zero. */
-    int *reader = malloc(sizeof *reader * ((size_t)net->n_values + 1)); /* a value's last reader */
-    if (!reader) {
-        fprintf(stderr, "ddpc: out of memory planning %s\n", net->name);
-        exit(1);
-    }
+     * a gradient. Each input gets the same sum of the same terms as from the
+     * two passes, or the relu's zero. */
+    int *reader = arena_alloc(a, sizeof *reader * ((size_t)net->n_values + 1)); /* read where consumers is 1 */
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];
         if (n->in >= 0)
@@ -113,7 +110,6 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers)
             p->nodes[m].masks_for = i;
         }
     }
-    free(reader);
 }
 
 /* Reverse order of the state_dict's parameters, as DDP's reducer. */
@@ -447,7 +443,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         if (op_facts(n->op)->output == OUT_VIEW && n->in >= 0 && p->is_data[n->in])
             p->is_data[n->out] = true;
     }
-    plan_fusion(net, p, consumers);
+    plan_fusion(a, net, p, consumers);
     plan_params(a, net, p);
     plan_bucket_layout(a, net, p);
     plan_hash(a, net, p);

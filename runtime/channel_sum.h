@@ -21,7 +21,9 @@
  * and is started with DDP_LAUNCH_CHANNELS(kernel, C, HW, n, other args...),
  * n being the kernel's first argument. DDP_CHANNEL_DONE takes one or two sums
  * (the second NULL where there is one) and is true where the channel's
- * totals are in them, for the one thread that writes them.
+ * totals are in them, for the one thread that writes them. The sums are
+ * DdpSum *; a GPU's DdpSum is a double, so a kernel of plain doubles (the
+ * loss's) passes its own, which on a CPU are not read.
  *
  * On the CPU that is the loop it reads as: a channel to a thread, its samples
  * in order, each sample's part in vector lanes (DDP_SIMD_SUM), DdpSums that

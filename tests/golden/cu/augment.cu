@@ -18,8 +18,8 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu (its mask in maxpool1's backward)
+DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 256;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -69,7 +69,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu1's mask: y, the max, is the winner's
+        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -101,7 +101,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // augment.net:15: linear 10
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -266,7 +266,7 @@ static void train_step(DdpCtx *ctx, int n)
     // augment.net:13: maxpool 2
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 512, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, augment.net:13");
-    // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
+    // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu (its mask in maxpool1's backward)
     DDP_LAUNCH_CHANNELS(conv1_bias_backward, 8, 256, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, augment.net:13");

@@ -56,7 +56,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // crlf_and_semicolons.net:1: linear 144->3
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 3, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

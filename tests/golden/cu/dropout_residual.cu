@@ -166,7 +166,7 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 }
 
 // dropout_residual.net:8: linear 4
-DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear3_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

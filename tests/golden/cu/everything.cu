@@ -27,7 +27,7 @@ DDP_KERNEL stem_bias_forward(int n, float *y, const float *bias)
 }
 
 // everything.net:4: stem: conv 3->16 k3 s1 p1
-DDP_KERNEL stem_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL stem_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -411,7 +411,7 @@ DDP_KERNEL conv5_bias_forward(int n, float *y, const float *bias)
 }
 
 // everything.net:15: conv 32 k3 s2 p1
-DDP_KERNEL conv5_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv5_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 16;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -601,7 +601,7 @@ DDP_KERNEL head_bias_forward(int n, float *y, const float *bias)
 }
 
 // everything.net:18: head: linear 32->64
-DDP_KERNEL head_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL head_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

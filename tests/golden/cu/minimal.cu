@@ -19,7 +19,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // minimal.net:2: linear 2
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 2, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

@@ -64,7 +64,7 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 }
 
 // mix.net:5: conv 8->8 k3 p1 groups=4
-DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -403,7 +403,7 @@ DDP_KERNEL conv4_bias_forward(int n, float *y, const float *bias)
 }
 
 // mix.net:10: conv 16 k1
-DDP_KERNEL conv4_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv4_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 49;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -627,7 +627,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // mix.net:13: linear 10
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

@@ -79,7 +79,7 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 }
 
 // mlp.net:6: linear 256
-DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 256, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -131,7 +131,7 @@ DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
 }
 
 // mlp.net:7: linear 10
-DDP_KERNEL linear3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear3_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

@@ -18,8 +18,8 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// mnist.net:4: conv 1->32 k5, with mnist.net:5: relu (its mask in maxpool1's backward)
+DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 576;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -69,7 +69,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu1's mask: y, the max, is the winner's
+        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -100,8 +100,8 @@ DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// mnist.net:7: conv 32->64 k5, with mnist.net:7: relu (its mask in maxpool2's backward)
+DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 64, HW = 64;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -151,7 +151,7 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu2's mask: y, the max, is the winner's
+        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu2's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -220,7 +220,7 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 }
 
 // mnist.net:10: linear 128->10
-DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -433,7 +433,7 @@ static void train_step(DdpCtx *ctx, int n)
     // mnist.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 1024, n, d_maxpool2_out, maxpool2_argmax, maxpool2_out, d_relu2_out, 0);
     DDP_LAYER_DONE("maxpool2 backward, mnist.net:7");
-    // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
+    // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu (its mask in maxpool2's backward)
     DDP_LAUNCH_CHANNELS(conv2_bias_backward, 64, 64, n, d_relu2_out, d_conv2_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_relu2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_relu2_out, conv2_weight, d_maxpool1_out, 0.0f);
@@ -445,7 +445,7 @@ static void train_step(DdpCtx *ctx, int n)
     // mnist.net:6: maxpool 2
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 4608, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, mnist.net:6");
-    // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
+    // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu (its mask in maxpool1's backward)
     DDP_LAUNCH_CHANNELS(conv1_bias_backward, 32, 576, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, mnist.net:4");

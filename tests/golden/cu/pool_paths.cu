@@ -18,8 +18,8 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
-DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu (its mask in maxpool1's backward)
+DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 576;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -72,7 +72,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 int64_t at = corner + ky * W + kx;
-                float g = ky * K + kx == argmax[o] && y[o] > 0.0f ? dy[o] : 0.0f;
+                float g = ky * K + kx == argmax[o] ? (y[o] > 0.0f ? dy[o] : 0.0f) : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }
     }
@@ -136,7 +136,7 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 }
 
 // pool_paths.net:10: conv 4->4 k3 p1
-DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 16;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -239,7 +239,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // pool_paths.net:13: linear 16->10
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -473,7 +473,7 @@ static void train_step(DdpCtx *ctx, int n)
     // pool_paths.net:8: maxpool 6
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 64, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
     DDP_LAYER_DONE("maxpool1 backward, pool_paths.net:8");
-    // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
+    // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu (its mask in maxpool1's backward)
     DDP_LAUNCH_CHANNELS(conv1_bias_backward, 4, 576, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
     DDP_LAYER_DONE("conv1 backward, pool_paths.net:6");

@@ -95,7 +95,7 @@ DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
 }
 
 // pool_residual.net:6: conv 4->4 k3 p1
-DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 784;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -327,7 +327,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // pool_residual.net:11: linear 10
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {

@@ -7,7 +7,7 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// relu_pools.net:9: conv 1->3 k3 p1, with relu_pools.net:9: relu
+// relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu
 DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
 {
     const int64_t C = 3, HW = 144;  // channels, pixels of a plane
@@ -18,8 +18,8 @@ DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// relu_pools.net:9: conv 1->3 k3 p1, with relu_pools.net:9: relu
-DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu (its mask in maxpool1's backward)
+DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 3, HW = 144;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -41,7 +41,7 @@ DDP_KERNEL conv1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     }
 }
 
-// relu_pools.net:10: maxpool 2
+// relu_pools.net:11: maxpool 2
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
     const int C = 3, W = 12, OH = 6, OW = 6, K = 2;
@@ -61,7 +61,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
     }
 }
 
-// relu_pools.net:10: maxpool 2
+// relu_pools.net:11: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 3, H = 12, W = 12, OH = 6, OW = 6, K = 2;
@@ -69,7 +69,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
         float *dxp = dx + (row / OH) * (H * W);
-        float g = y[o] > 0.0f ? dy[o] : 0.0f;  // and relu1's mask: y, the max, is the winner's
+        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -89,41 +89,18 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
     }
 }
 
-// relu_pools.net:11: conv 3->4 k3 p1, with relu_pools.net:11: relu
-DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
+// relu_pools.net:12: conv 3->4 k3 p1 nobias, with relu_pools.net:12: relu
+DDP_KERNEL conv2_relu_forward(int n, float *y)
 {
     const int64_t C = 4, HW = 36;  // channels, pixels of a plane
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
+        float v = y[i];
         y[i] = v > 0.0f ? v : 0.0f;
     }
 }
 
-// relu_pools.net:11: conv 3->4 k3 p1, with relu_pools.net:11: relu
-DDP_KERNEL conv2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
-{
-    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
-    DDP_FOR_CHANNELS(c, C) {
-        DdpSum sum = ddp_sum_empty();
-        DDP_FOR_SAMPLES(s, n, HW) {
-            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)
-            DDP_SIMD_SUM(sample)
-            DDP_FOR_PIXELS(j, HW) {
-                int64_t i = ((int64_t)s * C + c) * HW + j;
-                sample += dy[i];
-            }
-            ddp_grad_sum_add(&sum, sample);
-        }
-        if (DDP_CHANNEL_DONE(c, &sum, NULL)) {
-            DdpSum total = ddp_grad_open(dbias + c, accumulate);
-            ddp_sum_merge(&total, sum);
-            dbias[c] = ddp_grad_close(total);
-        }
-    }
-}
-
-// relu_pools.net:12: maxpool k3 s1 p1
+// relu_pools.net:13: maxpool k3 s1 p1
 DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 {
     const int C = 4, H = 6, W = 6, OH = 6, OW = 6, K = 3, ST = 1, PAD = 1;
@@ -153,7 +130,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
     }
 }
 
-// relu_pools.net:12: maxpool k3 s1 p1
+// relu_pools.net:13: maxpool k3 s1 p1
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
     const int C = 4, H = 6, W = 6, OH = 6, OW = 6, K = 3, ST = 1, PAD = 1;
@@ -169,17 +146,17 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
         for (int oy = y0; oy < y1; oy++)
             for (int ox = x0; ox < x1; ox++) {
                 int64_t o = plane * (OH * OW) + oy * OW + ox;
-                if (argmax[o] == iy * W + ix && y[o] > 0.0f)
-                    g += dy[o];
+                if (argmax[o] == iy * W + ix)
+                    g += (y[o] > 0.0f ? dy[o] : 0.0f);
             }
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
 
-// relu_pools.net:13: conv 4->2 k1, with relu_pools.net:13: relu
+// relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
 DDP_KERNEL conv3_bias_relu_forward(int n, float *y, const float *bias)
 {
-    const int64_t C = 2, HW = 36;  // channels, pixels of a plane
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i] + bias[plane % C];
@@ -187,10 +164,10 @@ DDP_KERNEL conv3_bias_relu_forward(int n, float *y, const float *bias)
     }
 }
 
-// relu_pools.net:13: conv 4->2 k1, with relu_pools.net:13: relu
-DDP_KERNEL conv3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
+DDP_KERNEL conv3_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
-    const int64_t C = 2, HW = 36;  // channels, pixels of a plane
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
         DdpSum sum = ddp_sum_empty();
         DDP_FOR_SAMPLES(s, n, HW) {
@@ -198,7 +175,10 @@ DDP_KERNEL conv3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
             DDP_SIMD_SUM(sample)
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
-                sample += dy[i];
+                float d = dy[i], v = y[i];
+                float g = v > 0.0f ? d : 0.0f;
+                dy[i] = g;
+                sample += g;
             }
             ddp_grad_sum_add(&sum, sample);
         }
@@ -210,10 +190,213 @@ DDP_KERNEL conv3_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
     }
 }
 
-// relu_pools.net:14: maxpool 6
+// relu_pools.net:15: maxpool k3 s1 p1
 DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
 {
-    const int C = 2, W = 6, OH = 1, OW = 1, K = 6;
+    const int C = 4, H = 6, W = 6, OH = 6, OW = 6, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * OH * OW) {
+        int64_t plane = i / (OH * OW);
+        int oy = (int)(i / OW % OH), ox = (int)(i % OW);
+        const float *xp = x + plane * (H * W);
+        float best = -INFINITY;
+        int at = -1;
+        for (int ky = 0; ky < K; ky++) {
+            int iy = oy * ST - PAD + ky;
+            if (iy < 0 || iy >= H)
+                continue;
+            for (int kx = 0; kx < K; kx++) {
+                int ix = ox * ST - PAD + kx;
+                if (ix < 0 || ix >= W)
+                    continue;
+                float v = xp[iy * W + ix];
+                if (v > best || at < 0) {
+                    best = v;
+                    at = iy * W + ix;
+                }
+            }
+        }
+        y[i] = best;
+        argmax[i] = at;
+    }
+}
+
+// relu_pools.net:15: maxpool k3 s1 p1
+DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
+{
+    const int C = 4, H = 6, W = 6, OH = 6, OW = 6, K = 3, ST = 1, PAD = 1;
+    DDP_FOR(i, (int64_t)n * C * H * W) {
+        int64_t plane = i / (H * W);
+        int iy = (int)(i / W % H), ix = (int)(i % W);
+        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1
+        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;
+        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;
+        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;
+        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;
+        float g = 0.0f;
+        for (int oy = y0; oy < y1; oy++)
+            for (int ox = x0; ox < x1; ox++) {
+                int64_t o = plane * (OH * OW) + oy * OW + ox;
+                if (argmax[o] == iy * W + ix)
+                    g += dy[o];
+            }
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+// relu_pools.net:15: residual
+DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
+{
+    const int64_t S = 144;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
+        y[i] = body[i] + skip[i];
+}
+
+// relu_pools.net:15: residual
+DDP_KERNEL res1_backward(int n, const float *dy, float *dx, int accumulate)
+{
+    const int64_t S = 144;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
+        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];
+}
+
+// relu_pools.net:16: batchnorm
+// Training statistics: per channel sum and sum of squares over the batch (each
+// sample's part in double), and the count of values they are over (sums[8]),
+// so that ranks can add theirs up.
+DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
+{
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
+            double sample = 0.0, sample_sq = 0.0;
+            DDP_SIMD_SUM(sample, sample_sq)
+            DDP_FOR_PIXELS(j, HW) {
+                double v = x[((int64_t)s * C + c) * HW + j];
+                sample += v;
+                sample_sq += v * v;
+            }
+            ddp_stats_sum_add(&sum, sample);
+            ddp_stats_sum_add(&sumsq, sample_sq);
+        }
+        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {
+            sums[2 * c] = sum;
+            sums[2 * c + 1] = sumsq;
+            if (c == 0)
+                sums[2 * C] = ddp_sum_count((double)n * HW);
+        }
+    }
+}
+
+// relu_pools.net:16: batchnorm
+// Mean and 1/std of the batch from the sums, and the running statistics, as
+// PyTorch: unbiased variance, momentum 0.1.
+DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
+{
+    const int64_t C = 4;  // channels
+    DDP_FOR(c, C) {
+        double count = ddp_sum_value(sums[2 * C]);
+        double mean = ddp_sum_value(sums[2 * c]) / count;
+        double var = ddp_sum_value(sums[2 * c + 1]) / count - mean * mean;
+        var = var > 0.0 ? var : 0.0;
+        stats[2 * c] = (float)mean;
+        stats[2 * c + 1] = (float)(1.0 / sqrt(var + 1e-05));
+        double unbiased = count > 1 ? var * count / (count - 1) : var;
+        running_mean[c] = (float)((1.0 - 0.1) * running_mean[c] + 0.1 * mean);
+        running_var[c] = (float)((1.0 - 0.1) * running_var[c] + 0.1 * unbiased);
+    }
+}
+
+// relu_pools.net:16: batchnorm
+DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
+{
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
+    }
+}
+
+// relu_pools.net:16: batchnorm
+DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
+                          const float *weight, const float *bias)
+{
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + 1e-05f) * weight[c] + bias[c];
+    }
+}
+
+// relu_pools.net:16: batchnorm
+// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.
+DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
+                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)
+{
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_CHANNELS(c, C) {
+        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();
+        DDP_FOR_SAMPLES(s, n, HW) {
+            double sample = 0.0, sample_x = 0.0;
+            DDP_SIMD_SUM(sample, sample_x)
+            DDP_FOR_PIXELS(j, HW) {
+                int64_t i = ((int64_t)s * C + c) * HW + j;
+                sample += dy[i];
+                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);
+            }
+            ddp_grad_sum_add(&sdy, sample);
+            ddp_grad_sum_add(&sdyx, sample_x);
+        }
+        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {
+            sums[2 * c] = sdy;
+            sums[2 * c + 1] = sdyx;
+            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);
+            ddp_sum_merge(&db, sdy);
+            ddp_sum_merge(&dw, sdyx);
+            dbias[c] = ddp_grad_close(db);
+            dweight[c] = ddp_grad_close(dw);
+        }
+    }
+}
+
+// relu_pools.net:16: batchnorm
+DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const float *stats,
+                               const DdpSum *sums, const float *weight, float *dx, int accumulate)
+{
+    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
+    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
+        int64_t i = plane * HW + j, c = plane % C;
+        double count = ddp_sum_value(sums[2 * C]);
+        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];
+        float g = weight[c] * stats[2 * c + 1] *
+                  (dy[i] - (float)(ddp_sum_value(sums[2 * c]) / count) -
+                   xhat * (float)(ddp_sum_value(sums[2 * c + 1]) / count));
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+// relu_pools.net:16: relu
+DDP_KERNEL relu4_forward(int n, const float *x, float *y)
+{
+    const int64_t S = 144;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+// relu_pools.net:16: relu
+DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
+{
+    const int64_t S = 144;  // values of a sample
+    DDP_FOR(i, (int64_t)n * S) {
+        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        dx[i] = accumulate ? dx[i] + g : g;
+    }
+}
+
+// relu_pools.net:17: maxpool 6
+DDP_KERNEL maxpool4_forward(int n, const float *x, float *y, int32_t *argmax)
+{
+    const int C = 4, W = 6, OH = 1, OW = 1, K = 6;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t i = row * OW + ox;
         const float *xp = x + row * (K * W) + ox * K;
@@ -230,10 +413,10 @@ DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
     }
 }
 
-// relu_pools.net:14: maxpool 6
-DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
+// relu_pools.net:17: maxpool 6
+DDP_KERNEL maxpool4_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 2, H = 6, W = 6, OH = 1, OW = 1, K = 6;
+    const int C = 4, H = 6, W = 6, OH = 1, OW = 1, K = 6;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
@@ -241,13 +424,13 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, cons
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 int64_t at = corner + ky * W + kx;
-                float g = ky * K + kx == argmax[o] && y[o] > 0.0f ? dy[o] : 0.0f;
+                float g = ky * K + kx == argmax[o] ? dy[o] : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }
     }
 }
 
-// relu_pools.net:16: linear 5
+// relu_pools.net:19: linear 5
 DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
@@ -258,8 +441,8 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
     }
 }
 
-// relu_pools.net:16: linear 5
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+// relu_pools.net:19: linear 5
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -281,7 +464,7 @@ DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulat
     }
 }
 
-// relu_pools.net:17: loss cross_entropy
+// relu_pools.net:20: loss cross_entropy
 // Per sample: its loss and whether the prediction (first largest score) is right;
 // dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:
 // this batch's N on every rank (ctx->world_size), so that the all-reduce's sum
@@ -329,7 +512,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
 {
-    const int64_t P = 167;  // parameters
+    const int64_t P = 191;  // parameters
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
@@ -342,39 +525,53 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 1080, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 1368, ARENA_FIXED = 44;  // floats
 static const int64_t relu1_out_at = 0;  // 3x12x12
 static const int64_t d_relu1_out_at = 648;  // its gradient, 3x12x12
 static const int64_t maxpool1_out_at = 432;  // 3x6x6
-static const int64_t d_maxpool1_out_at = 0;  // its gradient, 3x6x6
+static const int64_t d_maxpool1_out_at = 144;  // its gradient, 3x6x6
 static const int64_t relu2_out_at = 0;  // 4x6x6
-static const int64_t d_relu2_out_at = 648;  // its gradient, 4x6x6
+static const int64_t d_relu2_out_at = 0;  // its gradient, 4x6x6
 static const int64_t maxpool2_out_at = 144;  // 4x6x6
-static const int64_t d_maxpool2_out_at = 0;  // its gradient, 4x6x6
-static const int64_t relu3_out_at = 0;  // 2x6x6
-static const int64_t d_relu3_out_at = 648;  // its gradient, 2x6x6
-static const int64_t maxpool3_out_at = 72;  // 2x1x1
-static const int64_t d_maxpool3_out_at = 0;  // its gradient, 2x1x1
-static const int64_t flatten1_out_at = 72;  // 2
-static const int64_t d_flatten1_out_at = 0;  // its gradient, 2
-static const int64_t linear1_out_at = 0;  // 5
-static const int64_t d_linear1_out_at = 7;  // its gradient, 5
+static const int64_t d_maxpool2_out_at = 792;  // its gradient, 4x6x6
+static const int64_t relu3_out_at = 0;  // 4x6x6
+static const int64_t d_relu3_out_at = 648;  // its gradient, 4x6x6
+static const int64_t maxpool3_out_at = 648;  // 4x6x6
+static const int64_t d_maxpool3_out_at = 1080;  // its gradient, 4x6x6
+static const int64_t res1_out_at = 936;  // 4x6x6
+static const int64_t d_res1_out_at = 1080;  // its gradient, 4x6x6
+static const int64_t bn1_out_at = 648;  // 4x6x6
+static const int64_t d_bn1_out_at = 648;  // its gradient, 4x6x6
+static const int64_t relu4_out_at = 1080;  // 4x6x6
+static const int64_t d_relu4_out_at = 1224;  // its gradient, 4x6x6
+static const int64_t maxpool4_out_at = 648;  // 4x1x1
+static const int64_t d_maxpool4_out_at = 656;  // its gradient, 4x1x1
+static const int64_t flatten1_out_at = 648;  // 4
+static const int64_t d_flatten1_out_at = 656;  // its gradient, 4
+static const int64_t linear1_out_at = 656;  // 5
+static const int64_t d_linear1_out_at = 663;  // its gradient, 5
 static const int64_t maxpool1_argmax_at = 540;  // int32_t, 108 floats per sample
 static const int64_t maxpool2_argmax_at = 288;  // int32_t, 144 floats per sample
-static const int64_t maxpool3_argmax_at = 74;  // int32_t, 2 floats per sample
-static const int64_t loss_rows_at = 5;  // float, 2 floats per sample
+static const int64_t maxpool3_argmax_at = 792;  // int32_t, 144 floats per sample
+static const int64_t bn1_sums_at = 0;  // DdpSum, 36 floats
+static const int64_t bn1_stats_at = 36;  // float, 8 floats
+static const int64_t maxpool4_argmax_at = 652;  // int32_t, 4 floats per sample
+static const int64_t loss_rows_at = 661;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 140;
-    float *conv1_bias = ctx->params + 137;
-    float *conv2_weight = ctx->params + 29;
-    float *conv2_bias = ctx->params + 25;
-    float *conv3_weight = ctx->params + 17;
-    float *conv3_bias = ctx->params + 15;
+    float *conv1_weight = ctx->params + 164;
+    float *conv1_bias = ctx->params + 161;
+    float *conv2_weight = ctx->params + 53;
+    float *conv3_weight = ctx->params + 37;
+    float *conv3_bias = ctx->params + 33;
+    float *bn1_weight = ctx->params + 29;
+    float *bn1_bias = ctx->params + 25;
+    float *bn1_running_mean = ctx->buffers + 4;
+    float *bn1_running_var = ctx->buffers + 0;
     float *linear1_weight = ctx->params + 5;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
@@ -383,37 +580,62 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *maxpool2_out = A + maxpool2_out_at * B;
     float *relu3_out = A + relu3_out_at * B;
     float *maxpool3_out = A + maxpool3_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *bn1_out = A + bn1_out_at * B;
+    float *relu4_out = A + relu4_out_at * B;
+    float *maxpool4_out = A + maxpool4_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
     float *linear1_out = A + linear1_out_at * B;
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     int32_t *maxpool3_argmax = (int32_t *)(A + maxpool3_argmax_at * B);
-    (void)train;  // no layer of this net behaves differently in training
-    // relu_pools.net:9: conv 1->3 k3 p1, with relu_pools.net:9: relu
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool4_argmax = (int32_t *)(A + maxpool4_argmax_at * B);
+    // relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu
     ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
     DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 432, n, relu1_out, conv1_bias);
-    DDP_LAYER_DONE("conv1 forward, relu_pools.net:9");
-    // relu_pools.net:10: maxpool 2
+    DDP_LAYER_DONE("conv1 forward, relu_pools.net:10");
+    // relu_pools.net:11: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 108, n, relu1_out, maxpool1_out, maxpool1_argmax);
-    DDP_LAYER_DONE("maxpool1 forward, relu_pools.net:10");
-    // relu_pools.net:11: conv 3->4 k3 p1, with relu_pools.net:11: relu
+    DDP_LAYER_DONE("maxpool1 forward, relu_pools.net:11");
+    // relu_pools.net:12: conv 3->4 k3 p1 nobias, with relu_pools.net:12: relu
     ddp_conv_forward(ctx->ops, 1, n, maxpool1_out, conv2_weight, relu2_out);
-    DDP_LAUNCH(conv2_bias_relu_forward, (int64_t)n * 144, n, relu2_out, conv2_bias);
-    DDP_LAYER_DONE("conv2 forward, relu_pools.net:11");
-    // relu_pools.net:12: maxpool k3 s1 p1
+    DDP_LAUNCH(conv2_relu_forward, (int64_t)n * 144, n, relu2_out);
+    DDP_LAYER_DONE("conv2 forward, relu_pools.net:12");
+    // relu_pools.net:13: maxpool k3 s1 p1
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 144, n, relu2_out, maxpool2_out, maxpool2_argmax);
-    DDP_LAYER_DONE("maxpool2 forward, relu_pools.net:12");
-    // relu_pools.net:13: conv 4->2 k1, with relu_pools.net:13: relu
+    DDP_LAYER_DONE("maxpool2 forward, relu_pools.net:13");
+    // relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
     ddp_conv_forward(ctx->ops, 2, n, maxpool2_out, conv3_weight, relu3_out);
-    DDP_LAUNCH(conv3_bias_relu_forward, (int64_t)n * 72, n, relu3_out, conv3_bias);
-    DDP_LAYER_DONE("conv3 forward, relu_pools.net:13");
-    // relu_pools.net:14: maxpool 6
-    DDP_LAUNCH(maxpool3_forward, (int64_t)n * 2, n, relu3_out, maxpool3_out, maxpool3_argmax);
-    DDP_LAYER_DONE("maxpool3 forward, relu_pools.net:14");
-    // relu_pools.net:16: linear 5
-    ddp_gemm(ctx->ops, 0, 1, n, 5, 2, 1.0f, flatten1_out, 2, linear1_weight, 2, 0.0f, linear1_out, 5);
+    DDP_LAUNCH(conv3_bias_relu_forward, (int64_t)n * 144, n, relu3_out, conv3_bias);
+    DDP_LAYER_DONE("conv3 forward, relu_pools.net:14");
+    // relu_pools.net:15: maxpool k3 s1 p1
+    DDP_LAUNCH(maxpool3_forward, (int64_t)n * 144, n, relu3_out, maxpool3_out, maxpool3_argmax);
+    DDP_LAYER_DONE("maxpool3 forward, relu_pools.net:15");
+    // relu_pools.net:15: residual
+    DDP_LAUNCH(res1_forward, (int64_t)n * 144, n, maxpool3_out, relu3_out, res1_out);
+    DDP_LAYER_DONE("res1 forward, relu_pools.net:15");
+    // relu_pools.net:16: batchnorm
+    if (train) {
+        DDP_LAUNCH_CHANNELS(bn1_sums_forward, 4, 36, n, res1_out, bn1_sums);
+        ddp_sync_batchnorm(ctx, bn1_sums, 9);  // statistics of the global batch, as SyncBatchNorm
+        DDP_LAUNCH(bn1_stats_forward, 4, bn1_sums, bn1_stats, bn1_running_mean, bn1_running_var);
+        DDP_LAUNCH(bn1_normalize_forward, (int64_t)n * 144, n, res1_out, bn1_out, bn1_stats, bn1_weight, bn1_bias);
+    } else {
+        DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 144, n, res1_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
+    }
+    DDP_LAYER_DONE("bn1 forward, relu_pools.net:16");
+    // relu_pools.net:16: relu
+    DDP_LAUNCH(relu4_forward, (int64_t)n * 144, n, bn1_out, relu4_out);
+    DDP_LAYER_DONE("relu4 forward, relu_pools.net:16");
+    // relu_pools.net:17: maxpool 6
+    DDP_LAUNCH(maxpool4_forward, (int64_t)n * 4, n, relu4_out, maxpool4_out, maxpool4_argmax);
+    DDP_LAYER_DONE("maxpool4 forward, relu_pools.net:17");
+    // relu_pools.net:19: linear 5
+    ddp_gemm(ctx->ops, 0, 1, n, 5, 4, 1.0f, flatten1_out, 4, linear1_weight, 4, 0.0f, linear1_out, 5);
     DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 5, n, linear1_out, linear1_bias);
-    DDP_LAYER_DONE("linear1 forward, relu_pools.net:16");
+    DDP_LAYER_DONE("linear1 forward, relu_pools.net:19");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
@@ -421,14 +643,16 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 140;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 137;
-    float *conv2_weight = ctx->params + 29;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 29;
-    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 25;
-    float *conv3_weight = ctx->params + 17;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 17;
-    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 15;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 164;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 161;
+    float *conv2_weight = ctx->params + 53;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 53;
+    float *conv3_weight = ctx->params + 37;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 37;
+    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 33;
+    float *bn1_weight = ctx->params + 29;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 29;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 25;
     float *linear1_weight = ctx->params + 5;
     DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 5;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
@@ -438,9 +662,15 @@ static void train_step(DdpCtx *ctx, int n)
     float *d_relu2_out = A + d_relu2_out_at * B;
     float *maxpool2_out = A + maxpool2_out_at * B;
     float *d_maxpool2_out = A + d_maxpool2_out_at * B;
+    float *relu3_out = A + relu3_out_at * B;
     float *d_relu3_out = A + d_relu3_out_at * B;
-    float *maxpool3_out = A + maxpool3_out_at * B;
     float *d_maxpool3_out = A + d_maxpool3_out_at * B;
+    float *res1_out = A + res1_out_at * B;
+    float *d_res1_out = A + d_res1_out_at * B;
+    float *d_bn1_out = A + d_bn1_out_at * B;
+    float *relu4_out = A + relu4_out_at * B;
+    float *d_relu4_out = A + d_relu4_out_at * B;
+    float *d_maxpool4_out = A + d_maxpool4_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
     float *d_flatten1_out = A + d_flatten1_out_at * B;
     float *linear1_out = A + linear1_out_at * B;
@@ -448,58 +678,76 @@ static void train_step(DdpCtx *ctx, int n)
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     int32_t *maxpool3_argmax = (int32_t *)(A + maxpool3_argmax_at * B);
+    DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
+    float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
+    int32_t *maxpool4_argmax = (int32_t *)(A + maxpool4_argmax_at * B);
     float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
-    // relu_pools.net:17: loss cross_entropy
+    // relu_pools.net:20: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward and backward, relu_pools.net:17");
+    DDP_LAYER_DONE("loss forward and backward, relu_pools.net:20");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
-    // relu_pools.net:16: linear 5
+    // relu_pools.net:19: linear 5
     DDP_LAUNCH_CHANNELS(linear1_bias_backward, 5, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
-    ddp_gemm_grad(ctx->ops, 5, 2, n, d_linear1_out, 5, flatten1_out, 2, beta, d_linear1_weight, 2);
-    ddp_gemm(ctx->ops, 0, 0, n, 2, 5, 1.0f, d_linear1_out, 5, linear1_weight, 2, 0.0f, d_flatten1_out, 2);
-    DDP_LAYER_DONE("linear1 backward, relu_pools.net:16");
+    ddp_gemm_grad(ctx->ops, 5, 4, n, d_linear1_out, 5, flatten1_out, 4, beta, d_linear1_weight, 4);
+    ddp_gemm(ctx->ops, 0, 0, n, 4, 5, 1.0f, d_linear1_out, 5, linear1_weight, 4, 0.0f, d_flatten1_out, 4);
+    DDP_LAYER_DONE("linear1 backward, relu_pools.net:19");
     if (ctx->grad_ready)
-        ctx->grad_ready(ctx, 6);  // linear1.weight
+        ctx->grad_ready(ctx, 10);  // linear1.weight
     if (ctx->grad_ready)
-        ctx->grad_ready(ctx, 7);  // linear1.bias
-    // relu_pools.net:14: maxpool 6
-    DDP_LAUNCH(maxpool3_backward, (int64_t)n * 2, n, d_maxpool3_out, maxpool3_argmax, maxpool3_out, d_relu3_out, 0);
-    DDP_LAYER_DONE("maxpool3 backward, relu_pools.net:14");
-    // relu_pools.net:13: conv 4->2 k1, with relu_pools.net:13: relu
-    DDP_LAUNCH_CHANNELS(conv3_bias_backward, 2, 36, n, d_relu3_out, d_conv3_bias, ctx->accumulate);
+        ctx->grad_ready(ctx, 11);  // linear1.bias
+    // relu_pools.net:17: maxpool 6
+    DDP_LAUNCH(maxpool4_backward, (int64_t)n * 4, n, d_maxpool4_out, maxpool4_argmax, d_relu4_out, 0);
+    DDP_LAYER_DONE("maxpool4 backward, relu_pools.net:17");
+    // relu_pools.net:16: relu
+    DDP_LAUNCH(relu4_backward, (int64_t)n * 144, n, d_relu4_out, relu4_out, d_bn1_out, 0);
+    DDP_LAYER_DONE("relu4 backward, relu_pools.net:16");
+    // relu_pools.net:16: batchnorm
+    DDP_LAUNCH_CHANNELS(bn1_sums_backward, 4, 36, n, d_bn1_out, res1_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
+    ddp_sync_batchnorm(ctx, bn1_sums, 8);  // dx needs the global sums
+    DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 144, n, d_bn1_out, res1_out, bn1_stats, bn1_sums, bn1_weight, d_res1_out, 0);
+    DDP_LAYER_DONE("bn1 backward, relu_pools.net:16");
+    if (ctx->grad_ready)
+        ctx->grad_ready(ctx, 5);  // bn1.weight
+    if (ctx->grad_ready)
+        ctx->grad_ready(ctx, 6);  // bn1.bias
+    // relu_pools.net:15: residual
+    DDP_LAUNCH(res1_backward, (int64_t)n * 144, n, d_res1_out, d_relu3_out, 0);
+    DDP_LAYER_DONE("res1 backward, relu_pools.net:15");
+    // relu_pools.net:15: maxpool k3 s1 p1
+    DDP_LAUNCH(maxpool3_backward, (int64_t)n * 144, n, d_maxpool3_out, maxpool3_argmax, d_relu3_out, 1);
+    DDP_LAYER_DONE("maxpool3 backward, relu_pools.net:15");
+    // relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
+    DDP_LAUNCH_CHANNELS(conv3_bias_relu_backward, 4, 36, n, d_relu3_out, relu3_out, d_conv3_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 2, n, maxpool2_out, d_relu3_out, d_conv3_weight, beta);
     ddp_conv_backward_data(ctx->ops, 2, n, d_relu3_out, conv3_weight, d_maxpool2_out, 0.0f);
-    DDP_LAYER_DONE("conv3 backward, relu_pools.net:13");
+    DDP_LAYER_DONE("conv3 backward, relu_pools.net:14");
     if (ctx->grad_ready)
-        ctx->grad_ready(ctx, 4);  // conv3.weight
+        ctx->grad_ready(ctx, 3);  // conv3.weight
     if (ctx->grad_ready)
-        ctx->grad_ready(ctx, 5);  // conv3.bias
-    // relu_pools.net:12: maxpool k3 s1 p1
+        ctx->grad_ready(ctx, 4);  // conv3.bias
+    // relu_pools.net:13: maxpool k3 s1 p1
     DDP_LAUNCH(maxpool2_backward, (int64_t)n * 144, n, d_maxpool2_out, maxpool2_argmax, maxpool2_out, d_relu2_out, 0);
-    DDP_LAYER_DONE("maxpool2 backward, relu_pools.net:12");
-    // relu_pools.net:11: conv 3->4 k3 p1, with relu_pools.net:11: relu
-    DDP_LAUNCH_CHANNELS(conv2_bias_backward, 4, 36, n, d_relu2_out, d_conv2_bias, ctx->accumulate);
+    DDP_LAYER_DONE("maxpool2 backward, relu_pools.net:13");
+    // relu_pools.net:12: conv 3->4 k3 p1 nobias, with relu_pools.net:12: relu (its mask in maxpool2's backward)
     ddp_conv_backward_filter(ctx->ops, 1, n, maxpool1_out, d_relu2_out, d_conv2_weight, beta);
     ddp_conv_backward_data(ctx->ops, 1, n, d_relu2_out, conv2_weight, d_maxpool1_out, 0.0f);
-    DDP_LAYER_DONE("conv2 backward, relu_pools.net:11");
+    DDP_LAYER_DONE("conv2 backward, relu_pools.net:12");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // conv2.weight
-    if (ctx->grad_ready)
-        ctx->grad_ready(ctx, 3);  // conv2.bias
-    // relu_pools.net:10: maxpool 2
+    // relu_pools.net:11: maxpool 2
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 108, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
-    DDP_LAYER_DONE("maxpool1 backward, relu_pools.net:10");
-    // relu_pools.net:9: conv 1->3 k3 p1, with relu_pools.net:9: relu
+    DDP_LAYER_DONE("maxpool1 backward, relu_pools.net:11");
+    // relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu (its mask in maxpool1's backward)
     DDP_LAUNCH_CHANNELS(conv1_bias_backward, 3, 144, n, d_relu1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, ctx->x, d_relu1_out, d_conv1_weight, beta);
-    DDP_LAYER_DONE("conv1 backward, relu_pools.net:9");
+    DDP_LAYER_DONE("conv1 backward, relu_pools.net:10");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -514,31 +762,31 @@ static void eval_step(DdpCtx *ctx, int n)
     float *linear1_out = A + linear1_out_at * B;
     float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
-    // relu_pools.net:17: loss cross_entropy
+    // relu_pools.net:20: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward, relu_pools.net:17");
+    DDP_LAYER_DONE("loss forward, relu_pools.net:20");
 }
 
-// One optimizer update of all 167 parameters at once.
+// One optimizer update of all 191 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 167, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
+    DDP_LAUNCH(optimizer_sgd_step, 191, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
 // Registers each convolution with the library ops (cuDNN picks its algorithms now).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    // relu_pools.net:9: conv 1->3 k3 p1
+    // relu_pools.net:10: conv 1->3 k3 p1
     DdpConvShape conv1_shape = {ctx->max_batch, 1, 12, 12, 3, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
-    // relu_pools.net:11: conv 3->4 k3 p1
+    // relu_pools.net:12: conv 3->4 k3 p1 nobias
     DdpConvShape conv2_shape = {ctx->max_batch, 3, 6, 6, 4, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
-    // relu_pools.net:13: conv 4->2 k1
-    DdpConvShape conv3_shape = {ctx->max_batch, 4, 6, 6, 2, 1, 1, 1, 0, 1, 0, 0};
+    // relu_pools.net:14: conv 4->4 k1
+    DdpConvShape conv3_shape = {ctx->max_batch, 4, 6, 6, 4, 1, 1, 1, 0, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     return DDP_OK;
@@ -548,21 +796,25 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {3, 1, 3, 3}, 27, 1, 140, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 137, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv2.weight", 4, {4, 3, 3, 3}, 108, 1, 29, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"conv2.bias", 1, {4, 0, 0, 0}, 4, 1, 25, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"conv3.weight", 4, {2, 4, 1, 1}, 8, 1, 17, 0, DDP_INIT_KAIMING_UNIFORM, 4},
-    {"conv3.bias", 1, {2, 0, 0, 0}, 2, 1, 15, 0, DDP_INIT_KAIMING_UNIFORM, 4},
-    {"linear1.weight", 2, {5, 2, 0, 0}, 10, 1, 5, 0, DDP_INIT_KAIMING_UNIFORM, 2},
-    {"linear1.bias", 1, {5, 0, 0, 0}, 5, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 2},
+    {"conv1.weight", 4, {3, 1, 3, 3}, 27, 1, 164, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 161, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv2.weight", 4, {4, 3, 3, 3}, 108, 1, 53, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"conv3.weight", 4, {4, 4, 1, 1}, 16, 1, 37, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"conv3.bias", 1, {4, 0, 0, 0}, 4, 1, 33, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"bn1.weight", 1, {4, 0, 0, 0}, 4, 1, 29, 0, DDP_INIT_ONES, 4},
+    {"bn1.bias", 1, {4, 0, 0, 0}, 4, 1, 25, 0, DDP_INIT_ZEROS, 4},
+    {"bn1.running_mean", 1, {4, 0, 0, 0}, 4, 0, 4, 0, DDP_INIT_ZEROS, 4},
+    {"bn1.running_var", 1, {4, 0, 0, 0}, 4, 0, 0, 0, DDP_INIT_ONES, 4},
+    {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 4},
+    {"linear1.weight", 2, {5, 4, 0, 0}, 20, 1, 5, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"linear1.bias", 1, {5, 0, 0, 0}, 5, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 4},
 };
 
 static const DdpNet net = {
-    "relu_pools", "1df3a24475bc1dfc",  // name, hash
+    "relu_pools", "8e64366772afdb76",  // name, hash
     3, {1, 12, 12}, 144, 5,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 167, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 191, 8, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
     {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
@@ -583,38 +835,51 @@ int main(int argc, char **argv)
 // (blocks of 256) and the most work one thread does (loop trips: items x inner loop;
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
-// function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_relu_forward                 27,648           1
-// forward         maxpool1_forward                         6,912           4
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_bias_relu_forward                  9,216           1
-// forward         maxpool2_forward                         9,216           9
-// forward         ddp_conv_forward (conv3)               library           -
-// forward         conv3_bias_relu_forward                  4,608           1
-// forward         maxpool3_forward                           256          36
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       512           1
-// train_step      loss_forward_backward                      256          15
-// train_step      loss_reduce                                256           1
-// train_step      linear1_bias_backward                    1,280           1
-// train_step      ddp_gemm_grad (linear1)                library           -
-// train_step      ddp_gemm (linear1)                     library           -
-// train_step      maxpool3_backward                          256          36
-// train_step      conv3_bias_backward                      8,192           1
-// train_step      ddp_conv_backward_filter (conv3)       library           -
-// train_step      ddp_conv_backward_data (conv3)         library           -
-// train_step      maxpool2_backward                        9,216           9
-// train_step      conv2_bias_backward                     16,384           1
-// train_step      ddp_conv_backward_filter (conv2)       library           -
-// train_step      ddp_conv_backward_data (conv2)         library           -
-// train_step      maxpool1_backward                        6,912           4
-// train_step      conv1_bias_backward                     49,152           1
-// train_step      ddp_conv_backward_filter (conv1)       library           -
-// eval_step       loss_forward_backward (evaluation)         256          15
-// eval_step       loss_reduce (evaluation)                   256           1
-// optimizer_step  optimizer_sgd_step                         256           1
+// function        launch                                  threads work/thread
+// forward         ddp_conv_forward (conv1)                library           -
+// forward         conv1_bias_relu_forward                  27,648           1
+// forward         maxpool1_forward                          6,912           4
+// forward         ddp_conv_forward (conv2)                library           -
+// forward         conv2_relu_forward                        9,216           1
+// forward         maxpool2_forward                          9,216           9
+// forward         ddp_conv_forward (conv3)                library           -
+// forward         conv3_bias_relu_forward                   9,216           1
+// forward         maxpool3_forward                          9,216           9
+// forward         res1_forward                              9,216           1
+// forward         bn1_sums_forward (training)              16,384           1
+// forward         ddp_sync_batchnorm (bn1) (training)     library           -
+// forward         bn1_stats_forward (training)                256           1
+// forward         bn1_normalize_forward (training)          9,216           1
+// forward         bn1_eval_forward (evaluation)             9,216           1
+// forward         relu4_forward                             9,216           1
+// forward         maxpool4_forward                            256          36
+// forward         ddp_gemm (linear1)                      library           -
+// forward         linear1_bias_forward                        512           1
+// train_step      loss_forward_backward                       256          15
+// train_step      loss_reduce                                 256           1
+// train_step      linear1_bias_backward                     1,280           1
+// train_step      ddp_gemm_grad (linear1)                 library           -
+// train_step      ddp_gemm (linear1)                      library           -
+// train_step      maxpool4_backward                           256          36
+// train_step      relu4_backward                            9,216           1
+// train_step      bn1_sums_backward                        16,384           1
+// train_step      ddp_sync_batchnorm (bn1)                library           -
+// train_step      bn1_normalize_backward                    9,216           1
+// train_step      res1_backward                             9,216           1
+// train_step      maxpool3_backward                         9,216           9
+// train_step      conv3_bias_relu_backward                 16,384           1
+// train_step      ddp_conv_backward_filter (conv3)        library           -
+// train_step      ddp_conv_backward_data (conv3)          library           -
+// train_step      maxpool2_backward                         9,216           9
+// train_step      ddp_conv_backward_filter (conv2)        library           -
+// train_step      ddp_conv_backward_data (conv2)          library           -
+// train_step      maxpool1_backward                         6,912           4
+// train_step      conv1_bias_backward                      49,152           1
+// train_step      ddp_conv_backward_filter (conv1)        library           -
+// eval_step       loss_forward_backward (evaluation)          256          15
+// eval_step       loss_reduce (evaluation)                    256           1
+// optimizer_step  optimizer_sgd_step                          256           1
 //
-// a training step: 17 kernel launches and 11 library calls from the generated functions
+// a training step: 27 kernel launches and 13 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
-// the most work of one thread: 36 (maxpool3_forward)
+// the most work of one thread: 36 (maxpool4_forward)

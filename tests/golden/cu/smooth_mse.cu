@@ -256,7 +256,7 @@ DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
 }
 
 // smooth_mse.net:9: linear 6
-DDP_KERNEL linear1_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 6, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
@@ -308,7 +308,7 @@ DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
 }
 
 // smooth_mse.net:10: linear 5
-DDP_KERNEL linear2_bias_backward(int n, float *dy, DdpGrad *dbias, int accumulate)
+DDP_KERNEL linear2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
     DDP_FOR_CHANNELS(c, C) {
