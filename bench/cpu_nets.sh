@@ -12,8 +12,11 @@
 # missing). PyTorch trains the module of `ddpc --emit torch` on the training
 # set preloaded as tensors, 5 warm-up steps untimed, and without the net's
 # data { } block, which ddpc applies on its loader thread (this favours
-# PyTorch: bench/torch_train.py); ddpc's figure is its
-# --log samples_per_s, evaluation excluded, the first steps included. Every
+# PyTorch: bench/torch_train.py); ddpc's figure likewise leaves out its
+# first 5 steps: it runs 5 more, --log-every 5, and takes each rank's
+# samples/s over the windows after the first (the log's rank_times: a step's
+# data, forward, backward, all-reduce and optimizer time, what PyTorch's
+# timed loop holds), the ranks' added up. Every
 # run of a round follows the others on the same machine, rounds (2) are
 # interleaved, and every round's figures are printed; the table gives the
 # medians and the ratio against the faster peer (goal: at least 1.0). Each
@@ -54,9 +57,10 @@ EOF
         { echo "cpu_nets: FAILED: no CIFAR-like data"; exit 0; }
 done
 
-# steps of each net: about 3 to 20 s of training a run on a 2-core machine
-# (ddpc's figure counts its first steps, so not much less: cifar10.net's 5
-# steps of 512 take 15 to 20 s, its first step among them)
+# steps of each net, timed after 5 of warm-up: about 3 to 20 s of training a
+# run on a 2-core machine (cifar10.net's 5 steps of 512 take 10 to 15 s);
+# multiples of WARMUP, so that every timed window of ddpc's log is whole
+WARMUP=5
 steps_for() {
     case $(basename "$1" .net) in
     mnist) echo 200 ;; mlp) echo 600 ;; resnet | fashion_resnet) echo 60 ;; cifar10) echo 5 ;; *) echo 20 ;;
@@ -66,16 +70,28 @@ field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 finite() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 1e30) }'; }
 
+# The job's samples/s in ddpc's LOG past its first WARMUP steps: per rank,
+# the windows' rates combined over their time (equal steps each), then the
+# ranks' added.
+steady_rate() {
+    awk -v warm="$WARMUP" '/"event": "rank_times"/ {
+        match($0, /"step": [0-9]+/); step = substr($0, RSTART + 8, RLENGTH - 8) + 0
+        match($0, /"rank": [0-9]+/); rank = substr($0, RSTART + 8, RLENGTH - 8) + 0
+        match($0, /"samples_per_s": [0-9.e+]+/); rate = substr($0, RSTART + 17, RLENGTH - 17) + 0
+        if (step > warm && rate > 0) { inv[rank] += 1 / rate; n[rank]++ }
+    } END { for (r in n) total += n[r] / inv[r]; if (total > 0) printf "%.1f\n", total }' "$1"
+}
 ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or nothing
-    local prog="$d/$1" log="$d/$1.jsonl" steps=$3 data=$4
+    local prog="$d/$1" log="$d/$1.jsonl" steps=$(($3 + WARMUP)) data=$4
     rm -f "$log"
     if [ "$2" = 1p ]; then
-        OMP_NUM_THREADS=$cores "$prog" --data "$data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+        OMP_NUM_THREADS=$cores "$prog" --data "$data" --max-steps "$steps" --log-every "$WARMUP" --log "$log" \
+            --quiet > "$d/out" 2>&1
     else
         OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
-            "$prog" --data "$data" --max-steps "$steps" --log "$log" --quiet > "$d/out" 2>&1
+            "$prog" --data "$data" --max-steps "$steps" --log-every "$WARMUP" --log "$log" --quiet > "$d/out" 2>&1
     fi
-    finite "$(field "$log" loss)" && field "$log" samples_per_s
+    finite "$(field "$log" loss)" && steady_rate "$log"
 }
 
 torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH DATA: prints samples/s, or nothing
