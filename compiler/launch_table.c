@@ -31,7 +31,7 @@ typedef enum { ROW_ITEMS, ROW_CHANNELS, ROW_LIBRARY } RowKind;
 
 typedef struct {
     RowKind kind;
-    const char *function, *name;
+    const char *function, *name; /* the name as shown: tagged where made in one kind of step only */
     LaunchWhen when;
     int64_t per_sample, fixed; /* ROW_ITEMS: items = per_sample x batch + fixed */
     int64_t item_work;         /* ROW_ITEMS: inner trips of one item; 0: the batch's size */
@@ -51,6 +51,18 @@ LaunchTable *launch_table_new(Arena *a)
     return t;
 }
 
+/* NAME as the table shows it: forward()'s launches made in one kind of step
+ * only say which, and so do eval_step's. */
+static const char *shown_name(Arena *a, const char *name, LaunchWhen when)
+{
+    switch (when) {
+    case LAUNCH_ALWAYS: break;
+    case LAUNCH_TRAINING: return arena_printf(a, "%s (training)", name);
+    case LAUNCH_EVALUATION: return arena_printf(a, "%s (evaluation)", name);
+    }
+    return arena_strndup(a, name, strlen(name));
+}
+
 static Row *add(LaunchTable *t, RowKind kind, const char *function, LaunchWhen when, const char *name)
 {
     if (t->n == t->cap) { /* doubling in the arena: the old rows stay, unused, till it is freed */
@@ -62,7 +74,7 @@ static Row *add(LaunchTable *t, RowKind kind, const char *function, LaunchWhen w
         t->cap = cap;
     }
     Row *r = &t->rows[t->n++];
-    *r = (Row){.kind = kind, .function = function, .name = arena_strndup(t->arena, name, strlen(name)), .when = when};
+    *r = (Row){.kind = kind, .function = function, .name = shown_name(t->arena, name, when), .when = when};
     return r;
 }
 
@@ -107,17 +119,6 @@ static void shape_at(const Row *r, int64_t batch, int64_t *threads, int64_t *wor
     }
 }
 
-/* ROW's name as the table shows it: forward()'s launches made in one kind
- * of step only say which, and so do eval_step's. */
-static const char *shown_name(const LaunchTable *t, const Row *r)
-{
-    switch (r->when) {
-    case LAUNCH_ALWAYS: return r->name;
-    case LAUNCH_TRAINING: return arena_printf(t->arena, "%s (training)", r->name);
-    case LAUNCH_EVALUATION: return arena_printf(t->arena, "%s (evaluation)", r->name);
-    }
-    return r->name;
-}
 
 /* The most work one thread does, where, and a training step's launches. */
 typedef struct {
@@ -139,24 +140,10 @@ static Worst worst_at(const LaunchTable *t, int64_t batch)
         }
         if (work > w.work) {
             w.work = work;
-            w.kernel = shown_name(t, r);
+            w.kernel = r->name;
         }
     }
     return w;
-}
-
-/* 36864 -> "36,864", in BUF. */
-static const char *grouped(char *buf, size_t len, int64_t v)
-{
-    char digits[32];
-    int n = snprintf(digits, sizeof digits, "%lld", (long long)v), k = 0;
-    for (int i = 0; i < n && (size_t)k + 2 < len; i++) {
-        if (i > 0 && (n - i) % 3 == 0)
-            buf[k++] = ',';
-        buf[k++] = digits[i];
-    }
-    buf[k] = '\0';
-    return buf;
 }
 
 /* An empty line of the table: PREFIX without its trailing spaces. */
@@ -172,7 +159,7 @@ void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const ch
 {
     int width = 6;
     for (int i = 0; i < t->n; i++) {
-        int len = (int)strlen(shown_name(t, &t->rows[i]));
+        int len = (int)strlen(t->rows[i].name);
         width = len > width ? len : width;
     }
     fprintf(out, "%slaunch table at batch %lld: each launch in program order, on a GPU: its threads\n", prefix,
@@ -186,20 +173,17 @@ void launch_table_print(FILE *out, const LaunchTable *t, int64_t batch, const ch
         const Row *r = &t->rows[i];
         int64_t threads, work;
         shape_at(r, batch, &threads, &work);
-        char a[32], b[32];
-        const char *name = shown_name(t, r);
         if (r->kind == ROW_LIBRARY)
-            fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, name, "library", "-");
+            fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, r->name, "library", "-");
         else
-            fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, name, grouped(a, sizeof a, threads),
-                    grouped(b, sizeof b, work));
+            fprintf(out, "%s%-15s %-*s %11s %11s\n", prefix, r->function, width, r->name,
+                    summary_grouped(t->arena, threads), summary_grouped(t->arena, work));
     }
     Worst w = worst_at(t, batch);
-    char a[32];
     blank_line(out, prefix);
     fprintf(out, "%sa training step: %d kernel launches and %d library calls from the generated functions\n",
             prefix, w.kernels, w.library_calls);
     fprintf(out, "%s(the runtime's own, such as the bucket all-reduces, come on top);\n", prefix);
-    fprintf(out, "%sthe most work of one thread: %s (%s)\n", prefix, grouped(a, sizeof a, w.work),
+    fprintf(out, "%sthe most work of one thread: %s (%s)\n", prefix, summary_grouped(t->arena, w.work),
             w.kernel ? w.kernel : "no kernel");
 }

@@ -60,19 +60,24 @@ static void touch(Plan *p, int storage, int t)
 }
 
 /* Values read by more than one node (a residual's input) have their gradient
- * summed; the emitter writes the first contribution and adds the others. */
-static void count_consumers(const Net *net, int *consumers)
+ * summed; the emitter writes the first contribution and adds the others.
+ * READER gets each value's last reader (its only one where it has one). */
+static void count_consumers(const Net *net, int *consumers, int *reader)
 {
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];
-        if (n->in >= 0)
+        if (n->in >= 0) {
             consumers[n->in]++;
-        if (n->skip >= 0)
+            reader[n->in] = i;
+        }
+        if (n->skip >= 0) {
             consumers[n->skip]++;
+            reader[n->skip] = i;
+        }
     }
 }
 
-static void plan_fusion(Arena *a, const Net *net, Plan *p, const int *consumers)
+static void plan_fusion(const Net *net, Plan *p, const int *consumers, const int *reader)
 {
     for (int i = 0; i + 1 < net->n_nodes; i++) {
         const Node *n = &net->nodes[i], *act = &net->nodes[i + 1];
@@ -92,14 +97,6 @@ static void plan_fusion(Arena *a, const Net *net, Plan *p, const int *consumers)
      * input, which the relu made positive or zero, and only the winner gets
      * a gradient. Each input gets the same sum of the same terms as from the
      * two passes, or the relu's zero. */
-    int *reader = arena_alloc(a, sizeof *reader * ((size_t)net->n_values + 1)); /* read where consumers is 1 */
-    for (int i = 0; i < net->n_nodes; i++) {
-        const Node *n = &net->nodes[i];
-        if (n->in >= 0)
-            reader[n->in] = i;
-        if (n->skip >= 0)
-            reader[n->skip] = i;
-    }
     for (int i = 0; i < net->n_nodes; i++) {
         int f = p->nodes[i].fused_act;
         if (f < 0 || net->nodes[f].op != OP_RELU || consumers[net->nodes[f].out] != 1)
@@ -423,7 +420,8 @@ void plan_net(Arena *a, const Net *net, Plan *p)
     p->grad = arena_alloc(a, sizeof *p->grad * (size_t)(nv + 1));
     p->grad_first = arena_alloc(a, sizeof *p->grad_first * (size_t)(nn + 1));
     int *consumers = calloc((size_t)nv + 1, sizeof *consumers);
-    count_consumers(net, consumers);
+    int *reader = arena_alloc(a, sizeof *reader * ((size_t)nv + 1));
+    count_consumers(net, consumers, reader);
     for (int i = 0; i < nn; i++) {
         p->nodes[i] = (NodePlan){.fused_act = -1, .fused_into = -1, .mask_in_pool = -1, .masks_for = -1, .conv_id = -1};
         for (int k = 0; k < OP_MAX_SCRATCH; k++)
@@ -443,7 +441,7 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         if (op_facts(n->op)->output == OUT_VIEW && n->in >= 0 && p->is_data[n->in])
             p->is_data[n->out] = true;
     }
-    plan_fusion(a, net, p, consumers);
+    plan_fusion(net, p, consumers, reader);
     plan_params(a, net, p);
     plan_bucket_layout(a, net, p);
     plan_hash(a, net, p);

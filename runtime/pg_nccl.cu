@@ -353,7 +353,7 @@ static DdpStatus nccl_allgather(void *impl, const void *send, void *recv, size_t
  * NCCL's errors still end the wait; WHAT names it in messages. */
 static DdpStatus host_wait(NcclGroup *g, cudaEvent_t event, const char *what)
 {
-    ddp_device_call_note(DDP_CALL_WAIT); /* the stop vote's, once a step: device_calls.h (start-up's allocations are not noted) */
+    ddp_device_call_note(DDP_CALL_WAIT); /* the stop vote's, once a step (device_calls.h) */
     for (;;) {
         cudaError_t q = cudaEventQuery(event);
         if (q == cudaSuccess)
