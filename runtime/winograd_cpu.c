@@ -17,8 +17,8 @@
  *  - The weight gradient (for convs with enough tiles per sample:
  *    ddp_winograd_filter_suits) transforms blocks of whole samples, then per
  *    sample V[xi] = E[xi]^T . D[xi] (K x C) over the sample's tiles and its
- *    transform back: each sample's part of the order-free sums (exact_sum.h)
- *    is computed alone.
+ *    transform back, a block of pairs at a time (block_products): each
+ *    sample's part of the order-free sums (exact_sum.h) is computed alone.
  *
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
@@ -296,53 +296,46 @@ static int wgrad_samples(const DdpConvShape *sh)
 
 /* The filter pass's scratch: the order-free sums of dw in R x S x K x C
  * order (HI, then LO); one sample's part, R x S rows of K x C floats
- * (pair_stride apart), deposited row by row in vector lanes; one sample's
- * V (K x C floats per point, pair_stride apart) and each of NTHREADS
- * threads' packed copies for the products into it; the whole batch's input
- * and dy with their channels blocked; then for a block of samples D (rows x
- * C per point) and E (rows x K). Each piece starts on a cache line. */
+ * (pair_stride apart), deposited row by row in vector lanes; the whole
+ * batch's input and dy with their channels blocked; then for a block of
+ * samples their transformed tiles, D and E (block_products says how they
+ * lie). Each piece starts on a cache line. */
 typedef struct {
     double *sum_hi, *sum_lo;
     float *part;
-    float *v, *packs;
-    size_t packs_each; /* floats per thread */
     float *blocked_x, *blocked_dy, *d, *e;
 } FilterScratch;
 
-/* The floats from one point's K x C pairs of V to the next's, and from one
- * position's of a sample's part to the next's: K x C rounded up to a cache
- * line, and one line more. A task reads its pairs at every point and writes
- * them at every position; at a multiple of 4 KiB apart its 64 reads fall in
- * one set of the L1 cache (with K x C = 2048, a quarter of the pass waited
- * on them). */
+/* The floats from one position's K x C pairs of a sample's part to the
+ * next's: K x C rounded up to a cache line, and one line more. A task
+ * writes its pairs at every position; at a multiple of 4 KiB apart its
+ * writes fall in one set of the L1 cache (with K x C = 2048, reading a
+ * pair's points that far apart once took a quarter of the pass). */
 static size_t pair_stride(const DdpConvShape *sh)
 {
     return align_floats((size_t)sh->k * sh->c) + 16;
 }
 
-static size_t filter_scratch(const DdpConvShape *sh, int nthreads, void *base, FilterScratch *at)
+static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
 {
     const int tiles = sample_tiles(sh);
     const int rows = wgrad_samples(sh) * tiles;
     const size_t ck = (size_t)sh->k * sh->c, sums = (ck * sh->r * sh->s + 7) / 8 * 8; /* doubles, whole lines */
-    const size_t v = (size_t)WINO_POINTS * pair_stride(sh), packs = align_floats(ddp_sgemm_fixed_scratch(sh->k, tiles));
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
-    const size_t d = (size_t)WINO_POINTS * rows * sh->c, e = (size_t)WINO_POINTS * rows * sh->k;
-    const size_t part = (size_t)sh->r * sh->s * pair_stride(sh);
+    const size_t d = align_floats((size_t)WINO_POINTS * rows * channel_blocks(sh->c) * LANES);
+    const size_t e = (size_t)WINO_POINTS * rows * channel_blocks(sh->k) * LANES;
+    const size_t part = align_floats((size_t)sh->r * sh->s * pair_stride(sh));
     if (at) {
         at->sum_hi = base;
         at->sum_lo = at->sum_hi + sums;
         at->part = (float *)(at->sum_lo + sums);
-        at->v = at->part + part;
-        at->packs = at->v + v;
-        at->packs_each = packs;
-        at->blocked_x = at->packs + packs * nthreads;
+        at->blocked_x = at->part + part;
         at->blocked_dy = at->blocked_x + bx;
         at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
     }
-    return 2 * sums * sizeof(double) + (part + v + packs * nthreads + bx + bdy + d + e) * sizeof(float);
+    return 2 * sums * sizeof(double) + (part + bx + bdy + d + e) * sizeof(float);
 }
 
 /* The size that ddp_winograd_suits caps: on one thread, for a batch of
@@ -354,7 +347,7 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh)
 {
     DdpConvShape at = *sh;
     at.n = CAP_BATCH;
-    return filter_scratch(&at, 1, NULL, NULL);
+    return filter_scratch(&at, NULL, NULL);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
@@ -393,7 +386,7 @@ int ddp_winograd_filter_suits(const WinogradPlan *p)
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int filter)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? filter_scratch(sh, p->nthreads, NULL, NULL) : 0;
+    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? filter_scratch(sh, NULL, NULL) : 0;
     return data > wgrad ? data : wgrad;
 }
 
@@ -1028,6 +1021,67 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
+/* The weight gradient's products, V[xi] = E[xi]^T D[xi] per sample (K x C
+ * for each point xi), each the sum over the sample's tiles in order, in
+ * float, are done a block of 8 k's by 8 c's at a time, each pair's points
+ * then transformed back while they are still in the core's own cache.
+ * (Stored as 64 K x C matrices by one product per point, gemm_cpu.c's, then
+ * read back pair by pair, the pass took longer than im2col's on MNIST's
+ * conv2, whose samples have 4 tiles.) A sample's transformed tiles are
+ * stored by channel block, then point, then tile: block cb's point xi of
+ * tile t, 8 lanes, at D + ((cb * 64 + xi) * T + t) * 8 (T tiles), lanes
+ * past the last channel zero (block_channels's); likewise E by blocks of
+ * k. A block's products read each of its tiles' D vector once for its 8
+ * sums, one per k, which are independent, so that they overlap in the
+ * pipeline. */
+
+/* Floats of a sample's transformed tiles for C channels (D, or E for K). */
+static size_t sample_points_floats(const WinogradPlan *p, int c)
+{
+    return (size_t)channel_blocks(c) * WINO_POINTS * p->tiles * LANES;
+}
+
+/* The V of the pairs (KB * 8 + kk, CB's 8 c's) of one sample, into
+ * V[kk]: E and D the sample's transformed tiles. */
+static void block_products(const WinogradPlan *p, const float *e, const float *d, int kb, int cb,
+                           Lanes v[LANES][WINO_POINTS])
+{
+    const int tiles = p->tiles;
+    for (int xi = 0; xi < WINO_POINTS; xi++) {
+        if (!point_used(p, xi))
+            continue;
+        const float *ex = e + ((size_t)kb * WINO_POINTS + xi) * tiles * LANES;
+        const float *dx = d + ((size_t)cb * WINO_POINTS + xi) * tiles * LANES;
+        Lanes acc[LANES] = {{0}};
+        for (int t = 0; t < tiles; t++) {
+            const Lanes dt = lanes_load(dx + (size_t)t * LANES);
+            UNROLL for (int kk = 0; kk < LANES; kk++)
+                acc[kk] += ex[(size_t)t * LANES + kk] * dt;
+        }
+        UNROLL for (int kk = 0; kk < LANES; kk++)
+            v[kk][xi] = acc[kk];
+    }
+}
+
+static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, size_t kc0, int lanes, float *part);
+
+/* Task TASK of a sample's (block of k, block of c) pairs, c-block major so
+ * that consecutive tasks share a block of D: its V, transformed back into
+ * the sample's part PART (rows STRIDE apart). */
+static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const float *e, const float *d, int task,
+                         size_t stride, float *part)
+{
+    const int kbs = channel_blocks(sh->k), kb = task % kbs, cb = task / kbs;
+    const int lanes = lanes_at(cb * LANES, sh->c);
+    Lanes v[LANES][WINO_POINTS];
+    block_products(p, e, d, kb, cb, v);
+    for (int kk = 0; kk < lanes_at(kb * LANES, sh->k); kk++) {
+        Lanes g[WINO_POINTS];
+        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, lanes, g);
+        store_part(sh, g, stride, (size_t)(kb * LANES + kk) * sh->c + (size_t)cb * LANES, lanes, part);
+    }
+}
+
 /* A sample's weight gradient for LANES (k, c) pairs kc0 .. at R x S
  * positions (G, 8 x 8 storage), into its part PART, whose rows (a
  * position's K x C pairs, side by side) are STRIDE floats apart. */
@@ -1064,7 +1118,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     FilterScratch at;
-    filter_scratch(sh, p->nthreads, scratch, &at);
+    filter_scratch(sh, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, per_block = wgrad_samples(sh), cbs = channel_blocks(sh->c);
@@ -1086,41 +1140,27 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 const float *xb = blocked_sample(p, sh, at.blocked_x, row);
                 const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
                 Lanes t[WINO_POINTS];
+                /* By block, point and tile (block_products). */
+                const int sample = r / tiles, tile = r % tiles;
+                float *d = at.d + (size_t)sample * sample_points_floats(p, sh->c) + (size_t)tile * LANES;
+                float *e = at.e + (size_t)sample * sample_points_floats(p, sh->k) + (size_t)tile * LANES;
                 for (int cb = 0; cb < cbs; cb++) {
-                    input_tile(p, sh, xb, row % tiles, cb, t);
-                    store_floats(p, t, lanes_at(cb * LANES, sh->c), at.d + (size_t)r * WINO_POINTS * sh->c + cb * LANES,
-                                 sh->c);
+                    input_tile(p, sh, xb, tile, cb, t);
+                    store_floats(p, t, LANES, d + (size_t)cb * WINO_POINTS * tiles * LANES, (size_t)tiles * LANES);
                 }
                 for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
-                    gradient_tile(p, sh, dyb, row % tiles, kb, t);
-                    store_floats(p, t, lanes_at(kb * LANES, sh->k), at.e + (size_t)r * WINO_POINTS * sh->k + kb * LANES,
-                                 sh->k);
+                    gradient_tile(p, sh, dyb, tile, kb, t);
+                    store_floats(p, t, LANES, e + (size_t)kb * WINO_POINTS * tiles * LANES, (size_t)tiles * LANES);
                 }
             }
-            /* One sample at a time, so that its V stays in the core's cache
-             * between its products and its transforms. */
+            /* One sample at a time: its pairs' V and their transforms
+             * back into its part, then the part into the sums. */
             for (int s = 0; s < samples; s++) {
-                /* V[xi] = E_s[xi]^T D_s[xi], the sum over the sample's tiles
-                 * in order (gemm_cpu.h), in float. */
+                const float *e = at.e + (size_t)s * sample_points_floats(p, sh->k);
+                const float *d = at.d + (size_t)s * sample_points_floats(p, sh->c);
                 OMP(for schedule(static))
-                for (int xi = 0; xi < WINO_POINTS; xi++)
-                    if (point_used(p, xi))
-                        ddp_sgemm_fixed(1, 0, sh->k, sh->c, tiles, 1.0f,
-                                        at.e + ((size_t)s * tiles * WINO_POINTS + xi) * sh->k, WINO_POINTS * sh->k,
-                                        at.d + ((size_t)s * tiles * WINO_POINTS + xi) * sh->c, WINO_POINTS * sh->c,
-                                        0.0f, at.v + (size_t)xi * stride, sh->c,
-                                        at.packs + (size_t)omp_get_thread_num() * at.packs_each);
-                /* The sample's G^T V G for 8 (k, c) pairs at a time, in
-                 * float: each task writes its pairs' places in the part, at
-                 * every position. */
-                OMP(for schedule(static))
-                for (int task = 0; task < sh->k * cbs; task++) {
-                    const int k = task / cbs, cb = task % cbs, lanes = lanes_at(cb * LANES, sh->c);
-                    const size_t kc0 = (size_t)k * sh->c + (size_t)cb * LANES;
-                    Lanes g[WINO_POINTS];
-                    kernel_gradient_transform(p, sh, at.v + kc0, stride, lanes, g);
-                    store_part(sh, g, stride, kc0, lanes, at.part);
-                }
+                for (int task = 0; task < cbs * channel_blocks(sh->k); task++)
+                    sample_block(p, sh, e, d, task, stride, at.part);
                 /* The whole part into the sums, once every task's pairs are
                  * in it: each position's row in pieces of DEPOSIT_ROW. */
                 const int pieces = (int)((ck + DEPOSIT_ROW - 1) / DEPOSIT_ROW);

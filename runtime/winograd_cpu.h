@@ -72,9 +72,10 @@ int ddp_winograd_suits(const DdpConvShape *shape);
 /* Whether PLAN's weight gradient is done this way too, rather than by
  * im2col: each sample's part is computed alone (exact_sum.h), so its tiles'
  * transforms back are per sample, worth it only over enough tiles, at least
- * WINO_FILTER_MIN_TILES (MNIST's conv2 has 4: im2col's products are then
- * cheaper; resnet.net's 3x3 convs have 16 and 49). */
-enum { WINO_FILTER_MIN_TILES = 16 };
+ * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4 (one thread, batch of 64: 5.2
+ * to 5.5 ms against im2col's 6.2 to 6.3, bench/conv_cpu.sh); resnet.net's
+ * 3x3 convs have 16 and 49. */
+enum { WINO_FILTER_MIN_TILES = 4 };
 int ddp_winograd_filter_suits(const WinogradPlan *plan);
 
 /* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for

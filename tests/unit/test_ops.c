@@ -814,7 +814,8 @@ static void check_gradient_split_invariant(const Conv cv, const char *weight_gra
 static void test_gradient_split_invariant(void)
 {
     check_gradient_split_invariant((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 16 tiles */
-    check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by im2col"); /* 9 tiles */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 9 tiles */
+    check_gradient_split_invariant((Conv){16, 8, 8, 24, 5, 5, 1, 0, 1}, "weight gradient by im2col"); /* 1 tile */
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}, "im2col + product"); /* groups 2 */
 }
 
