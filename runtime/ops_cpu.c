@@ -185,7 +185,10 @@ void ddp_ops_destroy(DdpOps *ops)
  *  - so does Winograd for a 3x3 with C x K of 2048 or more, where its 4
  *    times fewer multiplies outweigh its transforms (its weight gradient
  *    went to oneDNN's AVX-512 kernels until it summed each block of pairs
- *    in registers: cifar10.net then trained 1.1 to 1.2 times faster);
+ *    in registers: cifar10.net then trained 1.1 to 1.2 times faster); where
+ *    Winograd does not take the weight gradient (fewer than 4 tiles a
+ *    sample, or too much scratch: ddp_winograd_filter_suits), it goes to
+ *    oneDNN's AVX-512 kernels as before, or im2col;
  *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN's
  *    AVX-512 kernels its weight gradient alone (im2col's forward is about as
  *    fast, its backward data several times faster), and its AVX2 kernels
@@ -202,8 +205,10 @@ static DdpStatus plan_onednn(DdpOps *ops, ConvPlan *p)
     const char *why = NULL;  /* why no pass, where the rule gives none */
     if (ddp_onednn_choice() != DDP_CONV_ONEDNN) {
         const int filter_alone = ddp_onednn_avx512() ? DDP_ONEDNN_FILTER : 0;
-        if (p->winograd && (p->wino.alpha == 8 || (long)sh->c * sh->k >= WINOGRAD_KEEPS_ALL_FROM))
-            passes = 0, why = "Winograd is faster";
+        if (p->winograd && p->wino.alpha == 8)
+            passes = 0, why = "Winograd with 8x8 tiles is faster";
+        else if (p->winograd && (long)sh->c * sh->k >= WINOGRAD_KEEPS_ALL_FROM)
+            passes = p->winograd_filter ? 0 : filter_alone, why = "Winograd is faster";
         else if (sh->c / sh->groups < ONEDNN_DATA_FROM_CHANNELS)
             passes = filter_alone, why = "im2col is faster than oneDNN's kernels without AVX-512";
     }

@@ -10,6 +10,7 @@
  * tile's transform writes one contiguous block and each product reads its
  * matrix with a leading dimension of 64 * C. The products are gemm_cpu.c's,
  * whose every element is the same bits whatever rows it is computed with.
+ * (The weight gradient's tiles lie otherwise: transformed_tiles_floats.)
  *  - Forward and backward data take groups of whole samples (at least
  *    WINO_ROWS tiles), one OpenMP task each, in the thread's own scratch.
  *    Backward data multiplies E[xi] (the transformed dy, rows x K) by
@@ -26,7 +27,7 @@
  */
 #include "winograd_cpu.h"
 
-#include "gemm_cpu.h"  // ddp_sgemm_fixed: products in a fixed order
+#include "gemm_cpu.h"  // ddp_sgemm_fixed_packed: products in a fixed order
 #include "transpose_cpu.h"  // ddp_transpose8: channels to pixels and back
 
 #include <string.h>
@@ -47,7 +48,9 @@ static int omp_get_thread_num(void) { return 0; }
  * is computed with (gemm_cpu.h). Vectors are of LANES channels. */
 enum { LANES = 8 };
 
-/* The most scratch a Winograd conv's weight gradient may take (ddp_winograd_suits). */
+/* The most scratch a Winograd conv's weight gradient may take (filter_suits:
+ * it keeps the whole batch's x and dy with blocked channels; a conv whose
+ * samples are too large for that leaves its weight gradient to im2col). */
 #define WINO_SCRATCH_CAP ((size_t)256 << 20)
 
 /* Rows (tiles) per block of the weight gradient's tile transforms, in whole
@@ -197,22 +200,17 @@ static int tile_alpha(const DdpConvShape *sh)
     return 0;
 }
 
-/* Whether the weight gradient is done here too (ddp_winograd_filter_suits),
- * from the shape (a plan's tiles are these). */
-static int filter_tiles_suit(const DdpConvShape *sh)
+/* Whether the weight gradient is done here too (ddp_winograd_filter_suits):
+ * enough tiles, and its scratch within the cap. */
+static int filter_suits(const DdpConvShape *sh)
 {
-    return sample_tiles(sh) >= WINO_FILTER_MIN_TILES;
+    return sample_tiles(sh) >= WINO_FILTER_MIN_TILES && filter_scratch_bytes(sh) <= WINO_SCRATCH_CAP;
 }
 
 int ddp_winograd_suits(const DdpConvShape *sh)
 {
     const int alpha = tile_alpha(sh);
     if (sh->stride != 1 || sh->groups != 1 || !alpha || sh->c < LANES || sh->k < LANES)
-        return 0;
-    /* The weight gradient (where it is done here: enough tiles) keeps the
-     * whole batch's x and dy with blocked channels: a conv whose samples are
-     * too large for that (at CAP_BATCH of them) is left to im2col. */
-    if (filter_tiles_suit(sh) && filter_scratch_bytes(sh) > WINO_SCRATCH_CAP)
         return 0;
     /* Multiplies per (c, k) pair and sample: alpha^2 per tile against one per
      * tap and output pixel. Half or less, or the transforms eat the gain. */
@@ -243,6 +241,23 @@ static size_t blocked_input_floats(const DdpConvShape *sh)
 static size_t blocked_gradient_floats(const DdpConvShape *sh)
 {
     return (size_t)channel_blocks(sh->k) * LANES * sh->out_h * sh->out_w;
+}
+
+/* The weight gradient's transformed tiles: a sample's, for C channels (D of
+ * its input, or with K, E of its dy), lie by block of LANES channels, then
+ * point, then tile: block cb's point xi of tile t at ((cb * 64 + xi) * T +
+ * t) * LANES (T tiles a sample), lanes past the last channel zero
+ * (block_channels's), so that a block's products (block_products) read
+ * each point's tiles in one run. The floats of a sample's, and where block
+ * CB's point XI starts. */
+static size_t transformed_tiles_floats(int tiles, int c)
+{
+    return (size_t)channel_blocks(c) * WINO_POINTS * tiles * LANES;
+}
+
+static size_t tile_points_at(int tiles, int cb, int xi)
+{
+    return ((size_t)cb * WINO_POINTS + xi) * tiles * LANES;
 }
 
 /* The forward and backward data passes: U (C x K per point, or K x C), shared,
@@ -308,9 +323,10 @@ typedef struct {
 
 /* The floats from one position's K x C pairs of a sample's part to the
  * next's: K x C rounded up to a cache line, and one line more. A task
- * writes its pairs at every position; at a multiple of 4 KiB apart its
- * writes fall in one set of the L1 cache (with K x C = 2048, reading a
- * pair's points that far apart once took a quarter of the pass). */
+ * writes its pairs at every position; at a multiple of 4 KiB apart those
+ * writes would fall in one set of the L1 cache. (Measured when a pair's 64
+ * points were read back from the same layout: with K x C = 2048 they took
+ * a quarter of the pass; the part's writes alone were not measured.) */
 static size_t pair_stride(const DdpConvShape *sh)
 {
     return align_floats((size_t)sh->k * sh->c) + 16;
@@ -319,12 +335,11 @@ static size_t pair_stride(const DdpConvShape *sh)
 static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
 {
     const int tiles = sample_tiles(sh);
-    const int rows = wgrad_samples(sh) * tiles;
     const size_t ck = (size_t)sh->k * sh->c, sums = (ck * sh->r * sh->s + 7) / 8 * 8; /* doubles, whole lines */
     const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
     const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
-    const size_t d = align_floats((size_t)WINO_POINTS * rows * channel_blocks(sh->c) * LANES);
-    const size_t e = (size_t)WINO_POINTS * rows * channel_blocks(sh->k) * LANES;
+    const size_t d = align_floats(wgrad_samples(sh) * transformed_tiles_floats(tiles, sh->c));
+    const size_t e = wgrad_samples(sh) * transformed_tiles_floats(tiles, sh->k);
     const size_t part = align_floats((size_t)sh->r * sh->s * pair_stride(sh));
     if (at) {
         at->sum_hi = base;
@@ -338,7 +353,7 @@ static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *
     return 2 * sums * sizeof(double) + (part + bx + bdy + d + e) * sizeof(float);
 }
 
-/* The size that ddp_winograd_suits caps: on one thread, for a batch of
+/* The size that filter_suits caps: on one thread, for a batch of
  * CAP_BATCH whatever the planned one, so that the choice (and so the bits)
  * never depends on the batch a rank gets. A larger batch gets the scratch it
  * needs. */
@@ -375,11 +390,12 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     kernel_transform(p->alpha, sh->s, m);
     to_floats_and_transposed(m, p->g_w, p->gt_w);
     p->fixed = tables_match(p);
+    p->filter = filter_suits(sh);
 }
 
 int ddp_winograd_filter_suits(const WinogradPlan *p)
 {
-    return p->tiles >= WINO_FILTER_MIN_TILES;
+    return p->filter;
 }
 
 
@@ -594,7 +610,7 @@ static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *ou
 }
 
 /* sandwich(ALPHA, R, GT, R, GT, IN, OUT) for a square R x R kernel, IN
- * read from the points' matrices at V, STRIDE floats apart, the same
+ * one pair block's points at V, STRIDE floats apart, the same
  * operations in the same order (its zero entries skipped, as sandwich skips
  * them), unrolled: the entries are not constants (G's are fractions such as
  * 2/9, computed with the plan), but its zeros are, and with the loops
@@ -1021,67 +1037,6 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* The weight gradient's products, V[xi] = E[xi]^T D[xi] per sample (K x C
- * for each point xi), each the sum over the sample's tiles in order, in
- * float, are done a block of 8 k's by 8 c's at a time, each pair's points
- * then transformed back while they are still in the core's own cache.
- * (Stored as 64 K x C matrices by one product per point, gemm_cpu.c's, then
- * read back pair by pair, the pass took longer than im2col's on MNIST's
- * conv2, whose samples have 4 tiles.) A sample's transformed tiles are
- * stored by channel block, then point, then tile: block cb's point xi of
- * tile t, 8 lanes, at D + ((cb * 64 + xi) * T + t) * 8 (T tiles), lanes
- * past the last channel zero (block_channels's); likewise E by blocks of
- * k. A block's products read each of its tiles' D vector once for its 8
- * sums, one per k, which are independent, so that they overlap in the
- * pipeline. */
-
-/* Floats of a sample's transformed tiles for C channels (D, or E for K). */
-static size_t sample_points_floats(const WinogradPlan *p, int c)
-{
-    return (size_t)channel_blocks(c) * WINO_POINTS * p->tiles * LANES;
-}
-
-/* The V of the pairs (KB * 8 + kk, CB's 8 c's) of one sample, into
- * V[kk]: E and D the sample's transformed tiles. */
-static void block_products(const WinogradPlan *p, const float *e, const float *d, int kb, int cb,
-                           Lanes v[LANES][WINO_POINTS])
-{
-    const int tiles = p->tiles;
-    for (int xi = 0; xi < WINO_POINTS; xi++) {
-        if (!point_used(p, xi))
-            continue;
-        const float *ex = e + ((size_t)kb * WINO_POINTS + xi) * tiles * LANES;
-        const float *dx = d + ((size_t)cb * WINO_POINTS + xi) * tiles * LANES;
-        Lanes acc[LANES] = {{0}};
-        for (int t = 0; t < tiles; t++) {
-            const Lanes dt = lanes_load(dx + (size_t)t * LANES);
-            UNROLL for (int kk = 0; kk < LANES; kk++)
-                acc[kk] += ex[(size_t)t * LANES + kk] * dt;
-        }
-        UNROLL for (int kk = 0; kk < LANES; kk++)
-            v[kk][xi] = acc[kk];
-    }
-}
-
-static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, size_t kc0, int lanes, float *part);
-
-/* Task TASK of a sample's (block of k, block of c) pairs, c-block major so
- * that consecutive tasks share a block of D: its V, transformed back into
- * the sample's part PART (rows STRIDE apart). */
-static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const float *e, const float *d, int task,
-                         size_t stride, float *part)
-{
-    const int kbs = channel_blocks(sh->k), kb = task % kbs, cb = task / kbs;
-    const int lanes = lanes_at(cb * LANES, sh->c);
-    Lanes v[LANES][WINO_POINTS];
-    block_products(p, e, d, kb, cb, v);
-    for (int kk = 0; kk < lanes_at(kb * LANES, sh->k); kk++) {
-        Lanes g[WINO_POINTS];
-        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, lanes, g);
-        store_part(sh, g, stride, (size_t)(kb * LANES + kk) * sh->c + (size_t)cb * LANES, lanes, part);
-    }
-}
-
 /* A sample's weight gradient for LANES (k, c) pairs kc0 .. at R x S
  * positions (G, 8 x 8 storage), into its part PART, whose rows (a
  * position's K x C pairs, side by side) are STRIDE floats apart. */
@@ -1097,6 +1052,50 @@ static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, si
         }
 }
 
+/* The weight gradient's products, V[xi] = E[xi]^T D[xi] per sample (K x C
+ * for each point xi), each the sum over the sample's tiles in order, in
+ * float, go a block of 8 k's by 8 c's at a time, and each pair's points are
+ * transformed back while they are still in the core's own cache. (Stored as
+ * 64 K x C matrices by one product per point, gemm_cpu.c's, then read back
+ * pair by pair, the pass took longer than im2col's on MNIST's conv2, whose
+ * samples have 4 tiles.) Per tile, a block reads its D vector once for its
+ * 8 sums, one per k, which are independent, so that they overlap in the
+ * pipeline. E and D are the sample's transformed tiles (tile_points_at);
+ * V[kk] gets the points used, the others left as they are. */
+static void block_products(const WinogradPlan *p, const float *e, const float *d, int kb, int cb,
+                           Lanes v[LANES][WINO_POINTS])
+{
+    const int tiles = p->tiles;
+    for (int xi = 0; xi < WINO_POINTS; xi++) {
+        if (!point_used(p, xi))
+            continue;
+        const float *ex = e + tile_points_at(tiles, kb, xi), *dx = d + tile_points_at(tiles, cb, xi);
+        Lanes acc[LANES] = {{0}};
+        for (int t = 0; t < tiles; t++) {
+            const Lanes dt = lanes_load(dx + (size_t)t * LANES);
+            UNROLL for (int kk = 0; kk < LANES; kk++)
+                acc[kk] += ex[(size_t)t * LANES + kk] * dt;
+        }
+        UNROLL for (int kk = 0; kk < LANES; kk++)
+            v[kk][xi] = acc[kk];
+    }
+}
+
+/* The pairs (block KB of k's, block CB of c's) of one sample: their V,
+ * transformed back into the sample's part PART (rows STRIDE apart). */
+static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const float *e, const float *d, int kb,
+                         int cb, size_t stride, float *part)
+{
+    const int lanes = lanes_at(cb * LANES, sh->c);
+    Lanes v[LANES][WINO_POINTS];
+    block_products(p, e, d, kb, cb, v);
+    for (int kk = 0; kk < lanes_at(kb * LANES, sh->k); kk++) {
+        Lanes g[WINO_POINTS];
+        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, lanes, g);
+        store_part(sh, g, stride, (size_t)(kb * LANES + kk) * sh->c + (size_t)cb * LANES, lanes, part);
+    }
+}
+
 /* A sample's part goes into the sums in pieces of its rows of this many
  * floats, one thread's each: a multiple of ddp_exact_add_floats's chunks of
  * 64, so that no piece but a row's last ends in a short chunk, which runs
@@ -1105,15 +1104,17 @@ static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, si
 enum { DEPOSIT_ROW = 1024 };
 
 /* Backward filter: the batch in blocks of whole samples; each block's input
- * and dy tiles transformed (D, E); then per sample, V[xi] = the sum over
- * its tiles, in order, of E[xi]^T D[xi], and per (k, block of 8 c's) its
- * transform G^T V G (all in float, the same bits in any batch) into the
- * sample's part, which is then added to the order-free sums; at the end dw
- * from them (beta 1 adds them to dw's). Measured on one thread of an AMD
- * EPYC (bench/conv_cpu.sh, DDP_CPU_CONV=own), with the transform back
- * unrolled, V and the part laid out pair_stride apart, the part deposited
- * in pieces of rows and the merge into dw in blocks: 32 -> 32 at 14x14 went
- * from 4.35 to 3.2 to 3.5 ms a batch of 64, 64 -> 64 at 28x28 from 36 to 31. */
+ * and dy tiles transformed (D, E); then per sample and block of 8 x 8
+ * pairs, V[xi] = the sum over its tiles, in order, of E[xi]^T D[xi], and
+ * each pair's transform G^T V G (all in float, the same bits in any batch)
+ * into the sample's part, which is then added to the order-free sums; at
+ * the end dw from them (beta 1 adds them to dw's). Measured on one thread of
+ * an AMD EPYC (bench/conv_cpu.sh, DDP_CPU_CONV=own), a batch of 64: with
+ * the transform back unrolled, V and the part laid out pair_stride apart,
+ * the part deposited in pieces of rows and the merge into dw in blocks, 32
+ * -> 32 at 14x14 went from 4.35 to 3.2 to 3.5 ms, 64 -> 64 at 28x28 from 36
+ * to 31; with V summed a block at a time in registers (block_products), 2.6
+ * to 3.0 and 27. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
@@ -1121,7 +1122,8 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
     filter_scratch(sh, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
-    const int tiles = p->tiles, per_block = wgrad_samples(sh), cbs = channel_blocks(sh->c);
+    const int tiles = p->tiles, per_block = wgrad_samples(sh);
+    const int cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
     OMP(parallel num_threads(nthreads))
     {
         OMP(for schedule(static))
@@ -1140,27 +1142,29 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 const float *xb = blocked_sample(p, sh, at.blocked_x, row);
                 const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
                 Lanes t[WINO_POINTS];
-                /* By block, point and tile (block_products). */
+                /* By block, point and tile (transformed_tiles_floats). */
                 const int sample = r / tiles, tile = r % tiles;
-                float *d = at.d + (size_t)sample * sample_points_floats(p, sh->c) + (size_t)tile * LANES;
-                float *e = at.e + (size_t)sample * sample_points_floats(p, sh->k) + (size_t)tile * LANES;
+                float *d = at.d + (size_t)sample * transformed_tiles_floats(tiles, sh->c) + (size_t)tile * LANES;
+                float *e = at.e + (size_t)sample * transformed_tiles_floats(tiles, sh->k) + (size_t)tile * LANES;
                 for (int cb = 0; cb < cbs; cb++) {
                     input_tile(p, sh, xb, tile, cb, t);
-                    store_floats(p, t, LANES, d + (size_t)cb * WINO_POINTS * tiles * LANES, (size_t)tiles * LANES);
+                    store_floats(p, t, LANES, d + tile_points_at(tiles, cb, 0), (size_t)tiles * LANES);
                 }
-                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
+                for (int kb = 0; kb < kbs; kb++) {
                     gradient_tile(p, sh, dyb, tile, kb, t);
-                    store_floats(p, t, LANES, e + (size_t)kb * WINO_POINTS * tiles * LANES, (size_t)tiles * LANES);
+                    store_floats(p, t, LANES, e + tile_points_at(tiles, kb, 0), (size_t)tiles * LANES);
                 }
             }
             /* One sample at a time: its pairs' V and their transforms
-             * back into its part, then the part into the sums. */
+             * back into its part, a task per block of pairs, c-block major
+             * so that consecutive tasks share a block of D; then the part
+             * into the sums. */
             for (int s = 0; s < samples; s++) {
-                const float *e = at.e + (size_t)s * sample_points_floats(p, sh->k);
-                const float *d = at.d + (size_t)s * sample_points_floats(p, sh->c);
+                const float *e = at.e + (size_t)s * transformed_tiles_floats(tiles, sh->k);
+                const float *d = at.d + (size_t)s * transformed_tiles_floats(tiles, sh->c);
                 OMP(for schedule(static))
-                for (int task = 0; task < cbs * channel_blocks(sh->k); task++)
-                    sample_block(p, sh, e, d, task, stride, at.part);
+                for (int task = 0; task < cbs * kbs; task++)
+                    sample_block(p, sh, e, d, task % kbs, task / kbs, stride, at.part);
                 /* The whole part into the sums, once every task's pairs are
                  * in it: each position's row in pieces of DEPOSIT_ROW. */
                 const int pieces = (int)((ck + DEPOSIT_ROW - 1) / DEPOSIT_ROW);

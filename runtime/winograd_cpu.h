@@ -8,7 +8,8 @@
  * M*M*R*S: alpha is 8 for kernel sides 5 to 7 (MNIST's 5x5 conv: 64 for 4x4
  * outputs, 6.25 times fewer) and 6 for 3x3 (36 for 4x4 outputs, 4 times
  * fewer). The alpha^2 products of a tile are independent matrix products over
- * the channels (gemm_cpu.c's); what is left are small fixed transforms of tiles
+ * the channels (gemm_cpu.c's, and for the weight gradient winograd_cpu.c's
+ * own, summed in registers); what is left are small fixed transforms of tiles
  * (. is the elementwise product, sums run over the channels not shown):
  *   forward          Y  = A^T [ (G g G^T) . (B^T d B) ] A        per tile
  *   backward data    dd = B [ (G g G^T) . (A dy A^T) ] B^T,      the tiles'
@@ -53,6 +54,7 @@ typedef struct {
     int group;             /* samples per task of the forward and data passes */
     int nthreads;          /* threads the scratch has room for */
     int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
+    int filter;            /* the weight gradient is done here too (ddp_winograd_filter_suits) */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
      * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w. */
@@ -63,10 +65,8 @@ typedef struct {
 
 /* Whether SHAPE is better done this way, whatever its batch (shape->n), so
  * that a rank's batch never changes the algorithm: stride 1, one group, a
- * 3x3 kernel or sides 5..7, at least 8 channels in and out, at most half
- * im2col's multiplies once tiles that hang over the edge are counted, and
- * the weight gradient's scratch (mostly blocked copies of x and dy) within
- * 256 MiB for a batch of 256. */
+ * 3x3 kernel or sides 5..7, at least 8 channels in and out, and at most half
+ * im2col's multiplies once tiles that hang over the edge are counted. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
 /* Whether PLAN's weight gradient is done this way too, rather than by
@@ -74,7 +74,9 @@ int ddp_winograd_suits(const DdpConvShape *shape);
  * transforms back are per sample, worth it only over enough tiles, at least
  * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4 (one thread, batch of 64: 5.2
  * to 5.5 ms against im2col's 6.2 to 6.3, bench/conv_cpu.sh); resnet.net's
- * 3x3 convs have 16 and 49. */
+ * 3x3 convs have 16 and 49. And its scratch (mostly blocked copies of x and
+ * dy) within 256 MiB for a batch of 256, whatever the planned batch, so that
+ * a rank's batch never changes the choice. */
 enum { WINO_FILTER_MIN_TILES = 4 };
 int ddp_winograd_filter_suits(const WinogradPlan *plan);
 

@@ -816,6 +816,8 @@ static void test_gradient_split_invariant(void)
     check_gradient_split_invariant((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 16 tiles */
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 9 tiles */
     check_gradient_split_invariant((Conv){16, 8, 8, 24, 5, 5, 1, 0, 1}, "weight gradient by im2col"); /* 1 tile */
+    /* channels not a multiple of 8 (short blocks), a non-square kernel (the general transform back) */
+    check_gradient_split_invariant((Conv){9, 11, 10, 10, 5, 7, 1, 2, 1}, "weight gradient by Winograd");
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}, "im2col + product"); /* groups 2 */
 }
 
@@ -939,6 +941,7 @@ static void test_deterministic_across_threads(void)
 {
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}); /* im2col (grouped) */
     check_deterministic_across_threads((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}); /* Winograd, its weight gradient too */
+    check_deterministic_across_threads((Conv){9, 11, 10, 10, 5, 7, 1, 2, 1});  /* the same, short blocks, non-square */
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd 3x3, or oneDNN */
 }
 
@@ -1220,6 +1223,7 @@ static void test_onednn_chosen(void)
     const Conv resnet = {16, 28, 28, 16, 3, 3, 1, 1, 1}, strided = {16, 28, 28, 32, 3, 3, 2, 1, 1};
     const Conv first = {1, 28, 28, 32, 5, 5, 1, 0, 1}, mnist2 = {32, 12, 12, 64, 5, 5, 1, 0, 1};
     const Conv wide = {64, 28, 28, 64, 3, 3, 1, 1, 1}, grouped = {16, 12, 10, 24, 3, 3, 1, 1, 2};
+    const Conv one_tile = {64, 4, 4, 64, 3, 3, 1, 1, 1}; /* C x K 4096, 1 tile a sample */
     const char *user = getenv("DDP_CPU_CONV");
     char *was = user ? strdup(user) : NULL;
     ddp_onednn_choose(-1); /* the environment's */
@@ -1253,7 +1257,8 @@ static void test_onednn_chosen(void)
     /* oneDNN's passes are described as "oneDNN <kernel>, one sample per call";
      * a first conv (1 channel in) gives its AVX-512 kernels the weight
      * gradient alone, its AVX2 ones nothing; wide.net's 64 -> 64 stays with
-     * Winograd, all three passes, on either */
+     * Winograd, all three passes, on either; a 64 -> 64 with one tile a
+     * sample keeps forward and backward data */
     const int avx512 = ddp_onednn_avx512();
     /* oneDNN's avx512_core: AVX-512 F, BW, VL and DQ, unless its environment caps the ISA */
     if (!getenv("ONEDNN_MAX_CPU_ISA") && !getenv("DNNL_MAX_CPU_ISA"))
@@ -1269,6 +1274,8 @@ static void test_onednn_chosen(void)
          avx512 ? "Winograd" : "per call"},
         {&mnist2, "Winograd F(4x4,5x5)", "per call"},
         {&wide, "weight gradient by Winograd", "per call"},
+        /* too few tiles for Winograd's weight gradient: oneDNN's AVX-512 kernels, or im2col */
+        {&one_tile, avx512 ? "weight gradient by oneDNN" : "weight gradient by im2col", "weight gradient by Winograd"},
         {&grouped, "im2col", "per call"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
