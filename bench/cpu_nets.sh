@@ -70,17 +70,8 @@ field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 finite() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 1e30) }'; }
 
-# The job's samples/s in ddpc's LOG past its first WARMUP steps: per rank,
-# the windows' rates combined over their time (equal steps each), then the
-# ranks' added.
-steady_rate() {
-    awk -v warm="$WARMUP" '/"event": "rank_times"/ {
-        match($0, /"step": [0-9]+/); step = substr($0, RSTART + 8, RLENGTH - 8) + 0
-        match($0, /"rank": [0-9]+/); rank = substr($0, RSTART + 8, RLENGTH - 8) + 0
-        match($0, /"samples_per_s": [0-9.e+]+/); rate = substr($0, RSTART + 17, RLENGTH - 17) + 0
-        if (step > warm && rate > 0) { inv[rank] += 1 / rate; n[rank]++ }
-    } END { for (r in n) total += n[r] / inv[r]; if (total > 0) printf "%.1f\n", total }' "$1"
-}
+# The job's samples/s in ddpc's LOG past its first WARMUP steps.
+steady_rate() { awk -v warm="$WARMUP" -f bench/steady_rate.awk "$1"; }
 ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or nothing
     local prog="$d/$1" log="$d/$1.jsonl" steps=$(($3 + WARMUP)) data=$4
     rm -f "$log"

@@ -7,14 +7,18 @@
 # or the newest from PyPI (`make bench-deps`; goal: ddpc at least 2.0x), and
 # the all-reduce time left exposed per step (not hidden behind backward), with
 # overlap and without (DDP_OVERLAP=0), at a 0.1 MB bucket cap so that the
-# 0.7 MB of float32 parameters make three buckets (2.8 MB of gradients: two doubles each). Each side checks its own loss is
-# finite. The two programs run in turn ROUNDS times (3) and the ratio is of
+# 0.7 MB of float32 parameters make three buckets (2.8 MB of gradients: two
+# doubles each). Both figures leave out the first 5 steps: PyTorch's timed
+# loop starts after them (bench/torch_train.py), and ddpc runs 5 more steps
+# and takes its rate from the log's rank_times past them
+# (bench/steady_rate.awk). Each side checks its own loss is finite. The two programs run in turn ROUNDS times (3) and the ratio is of
 # the medians: on a shared 2-core machine one run of either varies by 10%.
 # Prints OK/FAILED lines; never fails the build.
 #   [ROUNDS=N] bash bench/ddp_cpu.sh [STEPS]
 set -u
 cd "$(dirname "$0")/.." || exit 0
-steps=${1:-200} rounds=${ROUNDS:-3}
+warmup=5 rounds=${ROUNDS:-3}
+steps=$(((${1:-200} + warmup - 1) / warmup * warmup)) # whole windows of the log (steady_rate.awk)
 python=${PYTHON:-/usr/bin/python3}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
@@ -25,7 +29,8 @@ run_ours() { # run_ours LOG [ENV...]
     local log=$1
     shift
     env "$@" OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
-        "$d/mnist" --max-steps "$steps" --bucket-cap-mb 0.1 --log "$log" > "$log.out" 2>&1
+        "$d/mnist" --max-steps $((steps + warmup)) --log-every "$warmup" --bucket-cap-mb 0.1 --log "$log" \
+        > "$log.out" 2>&1
 }
 field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
 
@@ -45,7 +50,7 @@ peer_python() { [ "$1" = newest ] && echo "$newest" || echo "$python"; }
 all_ours="" all_debian="" all_newest="" torch_loss=""
 for round in $(seq "$rounds"); do
     run_ours "$d/overlap.jsonl" DDP_OVERLAP=1
-    ours=$(field "$d/overlap.jsonl" samples_per_s)
+    ours=$(awk -v warm="$warmup" -f bench/steady_rate.awk "$d/overlap.jsonl")
     loss=$(field "$d/overlap.jsonl" loss)
     [ -n "$ours" ] || break
     all_ours="$all_ours $ours"
