@@ -33,12 +33,13 @@
 #include <string.h>
 
 #ifdef _OPENMP
-#include <omp.h>     // omp_get_thread_num
+#include <omp.h>     // omp_get_thread_num, omp_get_num_threads
 #define WINO_PRAGMA(text) _Pragma(#text)
 #define OMP(directive) WINO_PRAGMA(omp directive)
 #else
 #define OMP(directive)
 static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
 #endif
 
 /* WINO_ROWS (winograd_cpu.h): the fewest rows (tiles) of a group of samples,
@@ -48,14 +49,11 @@ static int omp_get_thread_num(void) { return 0; }
  * is computed with (gemm_cpu.h). Vectors are of LANES channels. */
 enum { LANES = 8 };
 
-/* The most scratch a Winograd conv's weight gradient may take (filter_suits:
- * it keeps the whole batch's x and dy with blocked channels; a conv whose
- * samples are too large for that leaves its weight gradient to im2col). */
-#define WINO_SCRATCH_CAP ((size_t)256 << 20)
-
-/* Rows (tiles) per block of the weight gradient's tile transforms, in whole
- * samples (at least one): the block stays in cache. */
-enum { WGRAD_ROWS = 32 };
+/* The most scratch a Winograd conv's weight gradient may take per thread
+ * (filter_suits: mostly the thread's own order-free sums of the whole
+ * weight gradient, 16 bytes a weight; a conv with more leaves its weight
+ * gradient to im2col: 512 -> 512 3x3 takes 38 MiB, 1024 -> 1024 151). */
+#define WINO_SCRATCH_CAP ((size_t)64 << 20)
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
@@ -300,21 +298,13 @@ static size_t group_scratch(const WinogradPlan *p, const DdpConvShape *sh, float
     return d + m + blocked + align_floats(ddp_sgemm_fixed_scratch((int)rows, sh->c > sh->k ? sh->c : sh->k));
 }
 
-/* The filter pass works on blocks of whole samples, as many as make
- * WGRAD_ROWS rows (tiles), at least one: each sample's weight gradient is
- * one part of the order-free sums (exact_sum.h), so it is computed alone. */
-static int wgrad_samples(const DdpConvShape *sh)
-{
-    const int tiles = sample_tiles(sh);
-    return tiles >= WGRAD_ROWS ? 1 : WGRAD_ROWS / tiles;
-}
-
-/* The filter pass's scratch: the order-free sums of dw in R x S x K x C
- * order (HI, then LO); one sample's part, R x S rows of K x C floats
- * (pair_stride apart), deposited row by row in vector lanes; the whole
- * batch's input and dy with their channels blocked; then for a block of
- * samples their transformed tiles, D and E (block_products says how they
- * lie). Each piece starts on a cache line. */
+/* The filter pass's scratch, each thread's own (each takes whole samples):
+ * its order-free sums of dw in R x S x K x C order (HI, then LO); one
+ * sample's part, R x S rows of K x C floats (pair_stride apart), deposited
+ * row by row in vector lanes; the sample's input and dy with their
+ * channels blocked; then its transformed tiles, D and E
+ * (transformed_tiles_floats says how they lie). Each piece starts on a
+ * cache line. */
 typedef struct {
     double *sum_hi, *sum_lo;
     float *part;
@@ -332,16 +322,18 @@ static size_t pair_stride(const DdpConvShape *sh)
     return align_floats((size_t)sh->k * sh->c) + 16;
 }
 
-static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *at)
+/* One thread's scratch, at BASE + THREAD times its size; its size. */
+static size_t filter_scratch(const DdpConvShape *sh, void *base, int thread, FilterScratch *at)
 {
     const int tiles = sample_tiles(sh);
     const size_t ck = (size_t)sh->k * sh->c, sums = (ck * sh->r * sh->s + 7) / 8 * 8; /* doubles, whole lines */
-    const size_t bx = align_floats(sh->n * blocked_input_floats(sh));
-    const size_t bdy = align_floats(sh->n * blocked_gradient_floats(sh));
-    const size_t d = align_floats(wgrad_samples(sh) * transformed_tiles_floats(tiles, sh->c));
-    const size_t e = wgrad_samples(sh) * transformed_tiles_floats(tiles, sh->k);
+    const size_t bx = align_floats(blocked_input_floats(sh)), bdy = align_floats(blocked_gradient_floats(sh));
+    const size_t d = align_floats(transformed_tiles_floats(tiles, sh->c));
+    const size_t e = align_floats(transformed_tiles_floats(tiles, sh->k));
     const size_t part = align_floats((size_t)sh->r * sh->s * pair_stride(sh));
+    const size_t bytes = 2 * sums * sizeof(double) + (part + bx + bdy + d + e) * sizeof(float);
     if (at) {
+        base = (char *)base + (size_t)thread * bytes;
         at->sum_hi = base;
         at->sum_lo = at->sum_hi + sums;
         at->part = (float *)(at->sum_lo + sums);
@@ -350,19 +342,15 @@ static size_t filter_scratch(const DdpConvShape *sh, void *base, FilterScratch *
         at->d = at->blocked_dy + bdy;
         at->e = at->d + d;
     }
-    return 2 * sums * sizeof(double) + (part + bx + bdy + d + e) * sizeof(float);
+    return bytes;
 }
 
-/* The size that filter_suits caps: on one thread, for a batch of
- * CAP_BATCH whatever the planned one, so that the choice (and so the bits)
- * never depends on the batch a rank gets. A larger batch gets the scratch it
- * needs. */
-enum { CAP_BATCH = 256 };
+/* The size that filter_suits caps: one thread's, which depends on the
+ * shape alone, never on the batch or the thread count, so that neither
+ * changes the choice (and so the bits). */
 static size_t filter_scratch_bytes(const DdpConvShape *sh)
 {
-    DdpConvShape at = *sh;
-    at.n = CAP_BATCH;
-    return filter_scratch(&at, NULL, NULL);
+    return filter_scratch(sh, NULL, 0, NULL);
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
@@ -402,7 +390,7 @@ int ddp_winograd_filter_suits(const WinogradPlan *p)
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int filter)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? filter_scratch(sh, NULL, NULL) : 0;
+    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? p->nthreads * filter_scratch(sh, NULL, 0, NULL) : 0;
     return data > wgrad ? data : wgrad;
 }
 
@@ -1096,105 +1084,88 @@ static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const fl
     }
 }
 
-/* A sample's part goes into the sums in pieces of its rows of this many
- * floats, one thread's each: a multiple of ddp_exact_add_floats's chunks of
- * 64, so that no piece but a row's last ends in a short chunk, which runs
- * outside the vector loops. (The deposits once went 8 pairs at a time, from
- * each task's lanes: each of those was a short chunk.) */
-enum { DEPOSIT_ROW = 1024 };
-
-/* Backward filter: the batch in blocks of whole samples; each block's input
- * and dy tiles transformed (D, E); then per sample and block of 8 x 8
- * pairs, V[xi] = the sum over its tiles, in order, of E[xi]^T D[xi], and
- * each pair's transform G^T V G (all in float, the same bits in any batch)
- * into the sample's part, which is then added to the order-free sums; at
- * the end dw from them (beta 1 adds them to dw's). Measured on one thread of
- * an AMD EPYC (bench/conv_cpu.sh, DDP_CPU_CONV=own), a batch of 64: with
- * the transform back unrolled, V and the part laid out pair_stride apart,
- * the part deposited in pieces of rows and the merge into dw in blocks, 32
- * -> 32 at 14x14 went from 4.35 to 3.2 to 3.5 ms, 64 -> 64 at 28x28 from 36
- * to 31; with V summed a block at a time in registers (block_products), 2.6
- * to 3.0 and 27. */
+/* Backward filter: each thread takes whole samples, in its own scratch:
+ * for a sample, its input and dy tiles transformed (D, E); per block of 8 x
+ * 8 pairs, V[xi] = the sum over its tiles, in order, of E[xi]^T D[xi], and
+ * each pair's transform G^T V G (all in float, the same bits in any batch
+ * and on any thread) into the sample's part, which then goes into the
+ * thread's order-free sums. At the end dw from all the threads' sums,
+ * merged exactly (beta 1 adds them to dw's). No thread waits for another
+ * until then. Measured on one thread of an AMD EPYC (bench/conv_cpu.sh,
+ * DDP_CPU_CONV=own), a batch of 64: with the transform back unrolled, V and
+ * the part laid out pair_stride apart, the part deposited in pieces of rows
+ * and the merge into dw in blocks, 32 -> 32 at 14x14 went from 4.35 to 3.2
+ * to 3.5 ms, 64 -> 64 at 28x28 from 36 to 31; with V summed a block at a
+ * time in registers (block_products), 2.6 to 3.0 and 27; with each thread
+ * taking whole samples (before, the whole batch's x and dy were blocked
+ * first, and the threads split each sample's pairs, then its deposits),
+ * 64 -> 64 at 28x28 19.6, cifar10.net's 32 -> 64 at 32x32 14.1 to 14.3
+ * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
+ * against 3.8 to 4.0. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
-    FilterScratch at;
-    filter_scratch(sh, scratch, &at);
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
-    const int tiles = p->tiles, per_block = wgrad_samples(sh);
-    const int cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
+    const int tiles = p->tiles, cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
+    const size_t hw = (size_t)sh->h * sh->w, pix = (size_t)sh->out_h * sh->out_w;
+    int team = 1; /* the threads that ran, each with its sums */
     OMP(parallel num_threads(nthreads))
     {
-        OMP(for schedule(static))
-        for (size_t i = 0; i < ck * rs; i++)
-            at.sum_hi[i] = at.sum_lo[i] = 0.0;
-        OMP(for schedule(static))
+        FilterScratch at;
+        filter_scratch(sh, scratch, omp_get_thread_num(), &at);
+        OMP(single)
+        team = omp_get_num_threads();
+        memset(at.sum_hi, 0, ck * rs * sizeof(double));
+        memset(at.sum_lo, 0, ck * rs * sizeof(double));
+        OMP(for schedule(static) nowait)
         for (int s = 0; s < n; s++) {
-            block_inputs(sh, s, 1, x, at.blocked_x + s * blocked_input_floats(sh));
-            block_gradients(sh, s, 1, dy, at.blocked_dy + s * blocked_gradient_floats(sh));
-        }
-        for (int first = 0; first < n; first += per_block) {
-            const int samples = n - first < per_block ? n - first : per_block, count = samples * tiles;
-            OMP(for schedule(static))
-            for (int r = 0; r < count; r++) {
-                const int row = first * tiles + r;
-                const float *xb = blocked_sample(p, sh, at.blocked_x, row);
-                const float *dyb = blocked_gradient(p, sh, at.blocked_dy, row);
+            block_channels(x + (size_t)s * sh->c * hw, sh->c, hw, at.blocked_x);
+            block_channels(dy + (size_t)s * sh->k * pix, sh->k, pix, at.blocked_dy);
+            for (int tile = 0; tile < tiles; tile++) { /* by block, point and tile (transformed_tiles_floats) */
                 Lanes t[WINO_POINTS];
-                /* By block, point and tile (transformed_tiles_floats). */
-                const int sample = r / tiles, tile = r % tiles;
-                float *d = at.d + (size_t)sample * transformed_tiles_floats(tiles, sh->c) + (size_t)tile * LANES;
-                float *e = at.e + (size_t)sample * transformed_tiles_floats(tiles, sh->k) + (size_t)tile * LANES;
                 for (int cb = 0; cb < cbs; cb++) {
-                    input_tile(p, sh, xb, tile, cb, t);
-                    store_floats(p, t, LANES, d + tile_points_at(tiles, cb, 0), (size_t)tiles * LANES);
+                    input_tile(p, sh, at.blocked_x, tile, cb, t);
+                    store_floats(p, t, LANES, at.d + tile_points_at(tiles, cb, 0) + (size_t)tile * LANES,
+                                 (size_t)tiles * LANES);
                 }
                 for (int kb = 0; kb < kbs; kb++) {
-                    gradient_tile(p, sh, dyb, tile, kb, t);
-                    store_floats(p, t, LANES, e + tile_points_at(tiles, kb, 0), (size_t)tiles * LANES);
+                    gradient_tile(p, sh, at.blocked_dy, tile, kb, t);
+                    store_floats(p, t, LANES, at.e + tile_points_at(tiles, kb, 0) + (size_t)tile * LANES,
+                                 (size_t)tiles * LANES);
                 }
             }
-            /* One sample at a time: its pairs' V and their transforms
-             * back into its part, a task per block of pairs, c-block major
-             * so that consecutive tasks share a block of D; then the part
-             * into the sums. */
-            for (int s = 0; s < samples; s++) {
-                const float *e = at.e + (size_t)s * transformed_tiles_floats(tiles, sh->k);
-                const float *d = at.d + (size_t)s * transformed_tiles_floats(tiles, sh->c);
-                OMP(for schedule(static))
-                for (int task = 0; task < cbs * kbs; task++)
-                    sample_block(p, sh, e, d, task % kbs, task / kbs, stride, at.part);
-                /* The whole part into the sums, once every task's pairs are
-                 * in it: each position's row in pieces of DEPOSIT_ROW. */
-                const int pieces = (int)((ck + DEPOSIT_ROW - 1) / DEPOSIT_ROW);
-                OMP(for schedule(static))
-                for (int task = 0; task < (int)rs * pieces; task++) {
-                    const size_t ab = (size_t)(task / pieces), from = (size_t)(task % pieces) * DEPOSIT_ROW;
-                    const int floats = ck - from < DEPOSIT_ROW ? (int)(ck - from) : DEPOSIT_ROW;
-                    ddp_exact_add_floats(at.sum_hi + ab * ck + from, at.sum_lo + ab * ck + from,
-                                         at.part + ab * stride + from, floats, 0, &ddp_grad_window);
-                }
-            }
+            /* c-block major, so that consecutive blocks share D's */
+            for (int cb = 0; cb < cbs; cb++)
+                for (int kb = 0; kb < kbs; kb++)
+                    sample_block(p, sh, at.e, at.d, kb, cb, stride, at.part);
+            for (size_t ab = 0; ab < rs; ab++)
+                ddp_exact_add_floats(at.sum_hi + ab * ck, at.sum_lo + ab * ck, at.part + ab * stride, (int)ck, 0,
+                                     &ddp_grad_window);
         }
-        /* dw = (beta ? dw : the empty sums) + the batch's sums, from R x S x
-         * K x C order back to dw's K x C x R x S. With no samples the batch's
-         * sums are empty. In blocks of MERGE_PAIRS pairs, within which
-         * the sums are read along their rows (a pair's own R x S sums lie
-         * K x C apart: read pair by pair, they took 3.5% of the pass with
-         * K x C = 2048). */
+        OMP(barrier)
+        /* dw = (beta ? dw : the empty sums) + every thread's sums, exact in
+         * any order, from R x S x K x C order back to dw's K x C x R x S.
+         * In blocks of MERGE_PAIRS pairs, within which the sums are read
+         * along their rows (a pair's own R x S sums lie K x C apart: read
+         * pair by pair, they took 3.5% of the pass with K x C = 2048). */
         enum { MERGE_PAIRS = 64 };
         OMP(for schedule(static))
         for (size_t kc0 = 0; kc0 < ck; kc0 += MERGE_PAIRS) {
             const size_t end = ck - kc0 < MERGE_PAIRS ? ck : kc0 + MERGE_PAIRS;
             for (size_t ab = 0; ab < rs; ab++)
                 for (size_t kc = kc0; kc < end; kc++) {
-                    const DdpExact part = {at.sum_hi[ab * ck + kc], at.sum_lo[ab * ck + kc]};
+                    DdpExact sum = {0.0, 0.0};
+                    for (int thread = 0; thread < team; thread++) {
+                        FilterScratch its;
+                        filter_scratch(sh, scratch, thread, &its);
+                        ddp_exact_merge(&sum, (DdpExact){its.sum_hi[ab * ck + kc], its.sum_lo[ab * ck + kc]});
+                    }
                     DdpGrad *out = dw + kc * rs + ab;
                     if (beta == 0.0f)
-                        *out = part;
+                        *out = sum;
                     else
-                        ddp_exact_merge(out, part);
+                        ddp_exact_merge(out, sum);
                 }
         }
     }

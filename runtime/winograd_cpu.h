@@ -32,7 +32,8 @@
  *    a fixed order;
  *  - the weight gradient is computed sample by sample (the sample's tiles in
  *    order, its transform back in float), each sample's part added to the
- *    order-free sums of ops.h's DdpGrad, so no grouping of the batch
+ *    order-free sums of ops.h's DdpGrad (each thread's own, for the samples
+ *    it takes, merged exactly at the end), so no grouping of the batch
  *    changes a bit.
  */
 #ifndef DDPRT_WINOGRAD_CPU_H
@@ -74,9 +75,10 @@ int ddp_winograd_suits(const DdpConvShape *shape);
  * transforms back are per sample, worth it only over enough tiles, at least
  * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4 (one thread, batch of 64: 5.2
  * to 5.5 ms against im2col's 6.2 to 6.3, bench/conv_cpu.sh); resnet.net's
- * 3x3 convs have 16 and 49. And its scratch (mostly blocked copies of x and
- * dy) within 256 MiB for a batch of 256, whatever the planned batch, so that
- * a rank's batch never changes the choice. */
+ * 3x3 convs have 16 and 49. And its scratch per thread (mostly the thread's
+ * own order-free sums of the whole weight gradient, 16 bytes a weight)
+ * within 64 MiB: it depends on the shape alone, so that neither a rank's
+ * batch nor the thread count changes the choice. */
 enum { WINO_FILTER_MIN_TILES = 4 };
 int ddp_winograd_filter_suits(const WinogradPlan *plan);
 
