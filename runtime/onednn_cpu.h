@@ -2,8 +2,9 @@
  * onednn_cpu.h: CPU convolutions by oneDNN's direct kernels (Debian's
  * libdnnl, version 2), for ops_cpu.c, one sample per call.
  *
- * Why: oneDNN's just-in-time direct convolutions run resnet.net's 3x3s
- * several times as fast as the runtime's own Winograd and im2col
+ * Why: oneDNN's just-in-time direct convolutions run resnet.net's 3x3s'
+ * forward and backward data several times as fast as the runtime's own
+ * Winograd and im2col (their weight gradients are Winograd's: ops_cpu.c)
  * (bench/conv_cpu.sh times each pass as planned, on the runtime's own and
  * on oneDNN), and the nets where users would pick PyTorch are those whose
  * time goes to convolutions.

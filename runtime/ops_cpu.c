@@ -185,22 +185,23 @@ void ddp_ops_destroy(DdpOps *ops)
  *  - so does Winograd for a 3x3 with C x K of 2048 or more, where its 4
  *    times fewer multiplies outweigh its transforms (its weight gradient
  *    went to oneDNN's AVX-512 kernels until it summed each block of pairs
- *    in registers: cifar10.net and wide.net then trained 1.16 to 1.2 times
- *    faster); where
- *    Winograd does not take the weight gradient (fewer than 4 tiles a
- *    sample, or too much scratch: ddp_winograd_filter_suits), it goes to
- *    oneDNN's AVX-512 kernels as before, or im2col;
+ *    in registers and gave each thread whole samples: cifar10.net and
+ *    wide.net then trained 1.13 to 1.25 times faster); where Winograd does
+ *    not take the weight gradient (fewer than 4 tiles a sample, or too much
+ *    scratch: ddp_winograd_filter_suits), it goes to oneDNN's AVX-512
+ *    kernels as before, or im2col;
  *  - a conv with fewer than 8 channels in (a first conv) gives oneDNN's
  *    AVX-512 kernels its weight gradient alone (im2col's forward is about as
  *    fast, its backward data several times faster), and its AVX2 kernels
  *    nothing (im2col's weight gradient is faster on MNIST's conv1);
  *  - every other conv goes to oneDNN (resnet.net's 3x3s of 16 and 32
  *    channels: forward and backward data faster, on either), but for a
- *    weight gradient that Winograd takes: its sums of each block of pairs
- *    in registers made it faster than oneDNN's AVX-512 kernels there too
- *    (2.2 ms against 2.6 on the 16 -> 16 at 28x28, 2.3 against 3.3 on the
- *    32 -> 32 at 14x14; fashion_resnet.net then trained 1.08 to 1.14 times
- *    faster, resnet.net 0.97 to 1.07 times: within the noise). */
+ *    weight gradient that Winograd takes: it is faster than oneDNN's
+ *    AVX-512 kernels there too (2.2 ms against 2.6 on the 16 -> 16 at
+ *    28x28, 2.3 against 3.3 on the 32 -> 32 at 14x14; fashion_resnet.net
+ *    then trained 1.08 to 1.14 times faster, resnet.net 0.97 to 1.07
+ *    times: within the noise). Not measured against oneDNN's AVX2 kernels,
+ *    whose weight gradients were the slower ones (README.md). */
 enum { WINOGRAD_KEEPS_ALL_FROM = 2048, ONEDNN_DATA_FROM_CHANNELS = 8,
        ONEDNN_ALL = DDP_ONEDNN_DATA | DDP_ONEDNN_FILTER };
 

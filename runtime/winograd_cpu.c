@@ -16,10 +16,11 @@
  *    Backward data multiplies E[xi] (the transformed dy, rows x K) by
  *    U[xi]^T, stored K x C.
  *  - The weight gradient (for convs with enough tiles per sample:
- *    ddp_winograd_filter_suits) transforms blocks of whole samples, then per
- *    sample V[xi] = E[xi]^T . D[xi] (K x C) over the sample's tiles and its
- *    transform back, a block of pairs at a time (block_products): each
- *    sample's part of the order-free sums (exact_sum.h) is computed alone.
+ *    ddp_winograd_filter_suits) gives each thread whole samples: a sample's
+ *    tiles transformed, then V[xi] = E[xi]^T . D[xi] (K x C) over its tiles
+ *    and its transform back, a block of pairs at a time (block_products),
+ *    into the thread's own order-free sums (exact_sum.h): each sample's
+ *    part is computed alone.
  *
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
@@ -50,10 +51,14 @@ static int omp_get_num_threads(void) { return 1; }
 enum { LANES = 8 };
 
 /* The most scratch a Winograd conv's weight gradient may take per thread
- * (filter_suits: mostly the thread's own order-free sums of the whole
- * weight gradient, 16 bytes a weight; a conv with more leaves its weight
- * gradient to im2col: 512 -> 512 3x3 takes 38 MiB, 1024 -> 1024 151). */
+ * (filter_suits: the thread's own order-free sums of the whole weight
+ * gradient, 16 bytes a weight, its part, 4, and one sample's blocked and
+ * transformed tiles; a conv with more leaves its weight gradient to
+ * another pass: a 512 -> 512 3x3 at 14x14 takes 50 MiB, 1024 -> 1024 190),
+ * and the most all the threads' may take together: past it, fewer threads
+ * run the pass (filter_threads; the sums are exact, so no bit changes). */
 #define WINO_SCRATCH_CAP ((size_t)64 << 20)
+#define WINO_FILTER_BUDGET ((size_t)256 << 20)
 
 /* One point of a tile for LANES channels, a vector (GCC's vector extension,
  * so that the transforms' sums stay in registers): tile[point][lane]. */
@@ -312,8 +317,8 @@ typedef struct {
 } FilterScratch;
 
 /* The floats from one position's K x C pairs of a sample's part to the
- * next's: K x C rounded up to a cache line, and one line more. A task
- * writes its pairs at every position; at a multiple of 4 KiB apart those
+ * next's: K x C rounded up to a cache line, and one line more. A block of
+ * pairs is written at every position; at a multiple of 4 KiB apart those
  * writes would fall in one set of the L1 cache. (Measured when a pair's 64
  * points were read back from the same layout: with K x C = 2048 they took
  * a quarter of the pass; the part's writes alone were not measured.) */
@@ -379,6 +384,8 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     to_floats_and_transposed(m, p->g_w, p->gt_w);
     p->fixed = tables_match(p);
     p->filter = filter_suits(sh);
+    const size_t fit = WINO_FILTER_BUDGET / filter_scratch_bytes(sh); /* threads' scratch within the budget */
+    p->filter_threads = fit < 1 ? 1 : fit < (size_t)nthreads ? (int)fit : nthreads;
 }
 
 int ddp_winograd_filter_suits(const WinogradPlan *p)
@@ -390,7 +397,7 @@ int ddp_winograd_filter_suits(const WinogradPlan *p)
 size_t ddp_winograd_scratch_bytes(const WinogradPlan *p, const DdpConvShape *sh, int filter)
 {
     size_t data = (weights_floats(sh) + (size_t)p->nthreads * group_scratch(p, sh, NULL, NULL)) * sizeof(float);
-    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? p->nthreads * filter_scratch(sh, NULL, 0, NULL) : 0;
+    size_t wgrad = filter && ddp_winograd_filter_suits(p) ? p->filter_threads * filter_scratch_bytes(sh) : 0;
     return data > wgrad ? data : wgrad;
 }
 
@@ -1109,8 +1116,12 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
     const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
     const size_t hw = (size_t)sh->h * sh->w, pix = (size_t)sh->out_h * sh->out_w;
+    const size_t slice = filter_scratch_bytes(sh); /* one thread's */
+    /* no more threads than the scratch has room for, nor than samples */
+    int threads = nthreads < p->filter_threads ? nthreads : p->filter_threads;
+    threads = threads < n ? threads : n > 1 ? n : 1;
     int team = 1; /* the threads that ran, each with its sums */
-    OMP(parallel num_threads(nthreads))
+    OMP(parallel num_threads(threads))
     {
         FilterScratch at;
         filter_scratch(sh, scratch, omp_get_thread_num(), &at);
@@ -1144,6 +1155,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                                      &ddp_grad_window);
         }
         OMP(barrier)
+        const size_t lo_offset = (size_t)(at.sum_lo - at.sum_hi);
         /* dw = (beta ? dw : the empty sums) + every thread's sums, exact in
          * any order, from R x S x K x C order back to dw's K x C x R x S.
          * In blocks of MERGE_PAIRS pairs, within which the sums are read
@@ -1156,10 +1168,9 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
             for (size_t ab = 0; ab < rs; ab++)
                 for (size_t kc = kc0; kc < end; kc++) {
                     DdpExact sum = {0.0, 0.0};
-                    for (int thread = 0; thread < team; thread++) {
-                        FilterScratch its;
-                        filter_scratch(sh, scratch, thread, &its);
-                        ddp_exact_merge(&sum, (DdpExact){its.sum_hi[ab * ck + kc], its.sum_lo[ab * ck + kc]});
+                    for (int thread = 0; thread < team; thread++) { /* its sums: at.sum_hi's places in its slice */
+                        const double *hi = (const double *)((const char *)scratch + thread * slice);
+                        ddp_exact_merge(&sum, (DdpExact){hi[ab * ck + kc], hi[lo_offset + ab * ck + kc]});
                     }
                     DdpGrad *out = dw + kc * rs + ab;
                     if (beta == 0.0f)

@@ -56,6 +56,7 @@ typedef struct {
     int nthreads;          /* threads the scratch has room for */
     int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
     int filter;            /* the weight gradient is done here too (ddp_winograd_filter_suits) */
+    int filter_threads;    /* the most threads it runs on: each has scratch of its own */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
      * bt = B^T, b = B (8 x 8); at_h = A^T (mh x 8), a_h = A (8 x mh), and the
      * same for columns; g_h = G (8 x r), gt_h = G^T (r x 8), likewise g_w. */
@@ -70,15 +71,15 @@ typedef struct {
  * im2col's multiplies once tiles that hang over the edge are counted. */
 int ddp_winograd_suits(const DdpConvShape *shape);
 
-/* Whether PLAN's weight gradient is done this way too, rather than by
- * im2col: each sample's part is computed alone (exact_sum.h), so its tiles'
+/* Whether PLAN's weight gradient is done this way too (else ops_cpu.c
+ * gives it to oneDNN or im2col): each sample's part is computed alone (exact_sum.h), so its tiles'
  * transforms back are per sample, worth it only over enough tiles, at least
  * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4 (one thread, batch of 64: 5.2
  * to 5.5 ms against im2col's 6.2 to 6.3, bench/conv_cpu.sh); resnet.net's
- * 3x3 convs have 16 and 49. And its scratch per thread (mostly the thread's
- * own order-free sums of the whole weight gradient, 16 bytes a weight)
- * within 64 MiB: it depends on the shape alone, so that neither a rank's
- * batch nor the thread count changes the choice. */
+ * 3x3 convs have 16 and 49. And its scratch per thread (the thread's own
+ * order-free sums of the whole weight gradient, 16 bytes a weight, and one
+ * sample's tiles) within 64 MiB: it depends on the shape alone, so that
+ * neither a rank's batch nor the thread count changes the choice. */
 enum { WINO_FILTER_MIN_TILES = 4 };
 int ddp_winograd_filter_suits(const WinogradPlan *plan);
 

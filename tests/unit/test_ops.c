@@ -318,7 +318,7 @@ static const Conv SHAPES[] = {
     {32, 12, 12, 64, 5, 5, 1, 0, 1}, /* the second conv of the MNIST net */
     {8, 14, 14, 9, 6, 6, 1, 2, 1},   /* 6x6: 3x3 output tiles, 25 a sample (weight gradient by Winograd) */
     {8, 12, 12, 8, 7, 7, 1, 3, 1},   /* 7x7: 2x2 output tiles, 36 a sample (weight gradient by Winograd) */
-    {40, 14, 14, 32, 3, 3, 1, 1, 1}, /* K x C 1280: a part's rows deposited in two pieces (winograd_cpu.c) */
+    {40, 14, 14, 32, 3, 3, 1, 1, 1}, /* K x C 1280: a part's rows of 20 chunks of deposits (exact_sum.h) */
 };
 enum { NSHAPES = sizeof SHAPES / sizeof SHAPES[0], PLAN_N = 3, FIRST_WINOGRAD = 19 };
 
@@ -816,6 +816,7 @@ static void test_gradient_split_invariant(void)
     check_gradient_split_invariant((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 16 tiles */
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 9 tiles */
     check_gradient_split_invariant((Conv){16, 8, 8, 24, 5, 5, 1, 0, 1}, "weight gradient by im2col"); /* 1 tile */
+    check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}, "weight gradient by Winograd"); /* 3x3 */
     /* channels not a multiple of 8 (short blocks), a non-square kernel (the general transform back) */
     check_gradient_split_invariant((Conv){9, 11, 10, 10, 5, 7, 1, 2, 1}, "weight gradient by Winograd");
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}, "im2col + product"); /* groups 2 */
@@ -826,7 +827,7 @@ static void test_gradient_split_invariant(void)
 static void check_deterministic_across_threads(const Conv cv)
 {
 #ifdef _OPENMP
-    const int n = 5, threads[] = {1, 2, 3, 4};
+    const int n = 5, threads[] = {1, 2, 3, 4, 8}; /* 8: more threads than samples */
     DdpConvShape s = shape_of(&cv, n);
     size_t nx = x_len(&s, n), nw = w_len(&s), ny = y_len(&s, n);
     const int gm = 200, gn = 150, gk = 100; /* large enough to be split */
@@ -943,6 +944,7 @@ static void test_deterministic_across_threads(void)
     check_deterministic_across_threads((Conv){16, 16, 16, 24, 5, 5, 1, 2, 1}); /* Winograd, its weight gradient too */
     check_deterministic_across_threads((Conv){9, 11, 10, 10, 5, 7, 1, 2, 1});  /* the same, short blocks, non-square */
     check_deterministic_across_threads((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}); /* Winograd 3x3, or oneDNN */
+    check_deterministic_across_threads((Conv){8, 13, 11, 16, 3, 3, 2, 1, 1}); /* strided: im2col, or oneDNN */
 }
 
 /* On the runtime's own kernels, the convs at FIRST_WINOGRAD on are done by
