@@ -1115,8 +1115,6 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
-    const size_t hw = (size_t)sh->h * sh->w, pix = (size_t)sh->out_h * sh->out_w;
-    const size_t slice = filter_scratch_bytes(sh); /* one thread's */
     /* no more threads than the scratch has room for, nor than samples */
     int threads = nthreads < p->filter_threads ? nthreads : p->filter_threads;
     threads = threads < n ? threads : n > 1 ? n : 1;
@@ -1131,8 +1129,8 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
         memset(at.sum_lo, 0, ck * rs * sizeof(double));
         OMP(for schedule(static) nowait)
         for (int s = 0; s < n; s++) {
-            block_channels(x + (size_t)s * sh->c * hw, sh->c, hw, at.blocked_x);
-            block_channels(dy + (size_t)s * sh->k * pix, sh->k, pix, at.blocked_dy);
+            block_inputs(sh, s, 1, x, at.blocked_x);
+            block_gradients(sh, s, 1, dy, at.blocked_dy);
             for (int tile = 0; tile < tiles; tile++) { /* by block, point and tile (transformed_tiles_floats) */
                 Lanes t[WINO_POINTS];
                 for (int cb = 0; cb < cbs; cb++) {
@@ -1155,29 +1153,28 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                                      &ddp_grad_window);
         }
         OMP(barrier)
-        const size_t lo_offset = (size_t)(at.sum_lo - at.sum_hi);
-        /* dw = (beta ? dw : the empty sums) + every thread's sums, exact in
-         * any order, from R x S x K x C order back to dw's K x C x R x S.
-         * In blocks of MERGE_PAIRS pairs, within which the sums are read
-         * along their rows (a pair's own R x S sums lie K x C apart: read
-         * pair by pair, they took 3.5% of the pass with K x C = 2048). */
+        /* dw = (beta ? dw : thread 0's sums) + every other thread's sums,
+         * exact in any order, from R x S x K x C order back to dw's K x C x
+         * R x S. In blocks of MERGE_PAIRS pairs, within which the sums are
+         * read along their rows (a pair's own R x S sums lie K x C apart:
+         * read pair by pair, they took 3.5% of the pass with K x C = 2048). */
         enum { MERGE_PAIRS = 64 };
         OMP(for schedule(static))
         for (size_t kc0 = 0; kc0 < ck; kc0 += MERGE_PAIRS) {
             const size_t end = ck - kc0 < MERGE_PAIRS ? ck : kc0 + MERGE_PAIRS;
-            for (size_t ab = 0; ab < rs; ab++)
-                for (size_t kc = kc0; kc < end; kc++) {
-                    DdpExact sum = {0.0, 0.0};
-                    for (int thread = 0; thread < team; thread++) { /* its sums: at.sum_hi's places in its slice */
-                        const double *hi = (const double *)((const char *)scratch + thread * slice);
-                        ddp_exact_merge(&sum, (DdpExact){hi[ab * ck + kc], hi[lo_offset + ab * ck + kc]});
+            for (int thread = 0; thread < team; thread++) {
+                FilterScratch its;
+                filter_scratch(sh, scratch, thread, &its);
+                for (size_t ab = 0; ab < rs; ab++)
+                    for (size_t kc = kc0; kc < end; kc++) {
+                        const DdpExact sum = {its.sum_hi[ab * ck + kc], its.sum_lo[ab * ck + kc]};
+                        DdpGrad *out = dw + kc * rs + ab;
+                        if (thread == 0 && beta == 0.0f)
+                            *out = sum;
+                        else
+                            ddp_exact_merge(out, sum);
                     }
-                    DdpGrad *out = dw + kc * rs + ab;
-                    if (beta == 0.0f)
-                        *out = sum;
-                    else
-                        ddp_exact_merge(out, sum);
-                }
+            }
         }
     }
 }
