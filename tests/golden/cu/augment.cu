@@ -64,11 +64,10 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // augment.net:13: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
-    const int C = 8, H = 16, W = 16, OH = 8, OW = 8, K = 2;
+    const int C = 8, W = 16, OH = 8, OW = 8, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -76,15 +75,15 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 16] += g2;
-            dxp[corner + 17] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[16] += g2;
+            dxp[17] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 16] = g2;
-            dxp[corner + 17] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[16] = g2;
+            dxp[17] = g3;
         }
     }
 }

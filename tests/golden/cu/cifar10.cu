@@ -164,11 +164,10 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // cifar10.net:9: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 64, H = 32, W = 32, OH = 16, OW = 16, K = 2;
+    const int C = 64, W = 32, OH = 16, OW = 16, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -176,15 +175,15 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 32] += g2;
-            dxp[corner + 33] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[32] += g2;
+            dxp[33] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 32] = g2;
-            dxp[corner + 33] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[32] = g2;
+            dxp[33] = g3;
         }
     }
 }
@@ -630,11 +629,10 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 // cifar10.net:15: maxpool 2
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 128, H = 16, W = 16, OH = 8, OW = 8, K = 2;
+    const int C = 128, W = 16, OH = 8, OW = 8, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -642,15 +640,15 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 16] += g2;
-            dxp[corner + 17] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[16] += g2;
+            dxp[17] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 16] = g2;
-            dxp[corner + 17] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[16] = g2;
+            dxp[17] = g3;
         }
     }
 }
@@ -1096,11 +1094,10 @@ DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
 // cifar10.net:21: maxpool 2
 DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 256, H = 8, W = 8, OH = 4, OW = 4, K = 2;
+    const int C = 256, W = 8, OH = 4, OW = 4, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -1108,15 +1105,15 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, floa
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 8] += g2;
-            dxp[corner + 9] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[8] += g2;
+            dxp[9] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 8] = g2;
-            dxp[corner + 9] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[8] = g2;
+            dxp[9] = g3;
         }
     }
 }

@@ -379,22 +379,21 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // everything.net:14: avgpool 2
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    const int C = 16, H = 16, W = 16, OH = 8, OW = 8, K = 2;
+    const int C = 16, W = 16, OH = 8, OW = 8, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o] * 0.25f;
         if (accumulate) {
-            dxp[corner + 0] += g;
-            dxp[corner + 1] += g;
-            dxp[corner + 16] += g;
-            dxp[corner + 17] += g;
+            dxp[0] += g;
+            dxp[1] += g;
+            dxp[16] += g;
+            dxp[17] += g;
         } else {
-            dxp[corner + 0] = g;
-            dxp[corner + 1] = g;
-            dxp[corner + 16] = g;
-            dxp[corner + 17] = g;
+            dxp[0] = g;
+            dxp[1] = g;
+            dxp[16] = g;
+            dxp[17] = g;
         }
     }
 }

@@ -64,11 +64,10 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // mnist.net:6: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
-    const int C = 32, H = 24, W = 24, OH = 12, OW = 12, K = 2;
+    const int C = 32, W = 24, OH = 12, OW = 12, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -76,15 +75,15 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 24] += g2;
-            dxp[corner + 25] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[24] += g2;
+            dxp[25] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 24] = g2;
-            dxp[corner + 25] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[24] = g2;
+            dxp[25] = g3;
         }
     }
 }
@@ -146,11 +145,10 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 // mnist.net:7: maxpool 2
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
-    const int C = 64, H = 8, W = 8, OH = 4, OW = 4, K = 2;
+    const int C = 64, W = 8, OH = 4, OW = 4, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu2's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -158,15 +156,15 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 8] += g2;
-            dxp[corner + 9] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[8] += g2;
+            dxp[9] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 8] = g2;
-            dxp[corner + 9] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[8] = g2;
+            dxp[9] = g3;
         }
     }
 }

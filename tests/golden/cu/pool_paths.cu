@@ -64,14 +64,13 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_paths.net:8: maxpool 6
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
-    const int C = 4, H = 24, W = 24, OH = 4, OW = 4, K = 6;
+    const int C = 4, W = 24, OH = 4, OW = 4, K = 6;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
-                int64_t at = corner + ky * W + kx;
+                int64_t at = ky * W + kx;
                 float g = ky * K + kx == argmax[o] ? (y[o] > 0.0f ? dy[o] : 0.0f) : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }

@@ -67,18 +67,17 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:6: maxpool 1
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 4, H = 28, W = 28, OH = 28, OW = 28, K = 1;
+    const int C = 4, W = 28, OH = 28, OW = 28, K = 1;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
+            dxp[0] += g0;
         } else {
-            dxp[corner + 0] = g0;
+            dxp[0] = g0;
         }
     }
 }
@@ -156,11 +155,10 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:7: maxpool 2
 DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 4, H = 28, W = 28, OH = 14, OW = 14, K = 2;
+    const int C = 4, W = 28, OH = 14, OW = 14, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -168,15 +166,15 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 28] += g2;
-            dxp[corner + 29] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[28] += g2;
+            dxp[29] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 28] = g2;
-            dxp[corner + 29] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[28] = g2;
+            dxp[29] = g3;
         }
     }
 }
@@ -200,16 +198,15 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // pool_residual.net:8: avgpool 1
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    const int C = 4, H = 14, W = 14, OH = 14, OW = 14, K = 1;
+    const int C = 4, W = 14, OH = 14, OW = 14, K = 1;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o] * 1.0f;
         if (accumulate) {
-            dxp[corner + 0] += g;
+            dxp[0] += g;
         } else {
-            dxp[corner + 0] = g;
+            dxp[0] = g;
         }
     }
 }
@@ -290,11 +287,10 @@ DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
 // pool_residual.net:9: maxpool 2
 DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 4, H = 14, W = 14, OH = 7, OW = 7, K = 2;
+    const int C = 4, W = 14, OH = 7, OW = 7, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o];
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -302,15 +298,15 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, floa
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 14] += g2;
-            dxp[corner + 15] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[14] += g2;
+            dxp[15] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 14] = g2;
-            dxp[corner + 15] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[14] = g2;
+            dxp[15] = g3;
         }
     }
 }

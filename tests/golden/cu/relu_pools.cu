@@ -64,11 +64,10 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 // relu_pools.net:11: maxpool 2
 DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, const float *y, float *dx, int accumulate)
 {
-    const int C = 3, H = 12, W = 12, OH = 6, OW = 6, K = 2;
+    const int C = 3, W = 12, OH = 6, OW = 6, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
@@ -76,15 +75,15 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         float g2 = won == 2 ? g : 0.0f;
         float g3 = won == 3 ? g : 0.0f;
         if (accumulate) {
-            dxp[corner + 0] += g0;
-            dxp[corner + 1] += g1;
-            dxp[corner + 12] += g2;
-            dxp[corner + 13] += g3;
+            dxp[0] += g0;
+            dxp[1] += g1;
+            dxp[12] += g2;
+            dxp[13] += g3;
         } else {
-            dxp[corner + 0] = g0;
-            dxp[corner + 1] = g1;
-            dxp[corner + 12] = g2;
-            dxp[corner + 13] = g3;
+            dxp[0] = g0;
+            dxp[1] = g1;
+            dxp[12] = g2;
+            dxp[13] = g3;
         }
     }
 }
@@ -416,14 +415,13 @@ DDP_KERNEL maxpool4_forward(int n, const float *x, float *y, int32_t *argmax)
 // relu_pools.net:17: maxpool 6
 DDP_KERNEL maxpool4_backward(int n, const float *dy, const int32_t *argmax, float *dx, int accumulate)
 {
-    const int C = 4, H = 6, W = 6, OH = 1, OW = 1, K = 6;
+    const int C = 4, W = 6, OH = 1, OW = 1, K = 6;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
-                int64_t at = corner + ky * W + kx;
+                int64_t at = ky * W + kx;
                 float g = ky * K + kx == argmax[o] ? dy[o] : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }

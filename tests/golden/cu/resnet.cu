@@ -862,22 +862,21 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 // resnet.net:17: avgpool 2
 DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 {
-    const int C = 32, H = 14, W = 14, OH = 7, OW = 7, K = 2;
+    const int C = 32, W = 14, OH = 7, OW = 7, K = 2;
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
-        int64_t corner = row % OH * (K * W) + ox * K;  // the window's first tap in its plane
-        float *dxp = dx + (row / OH) * (H * W);
+        float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
         float g = dy[o] * 0.25f;
         if (accumulate) {
-            dxp[corner + 0] += g;
-            dxp[corner + 1] += g;
-            dxp[corner + 14] += g;
-            dxp[corner + 15] += g;
+            dxp[0] += g;
+            dxp[1] += g;
+            dxp[14] += g;
+            dxp[15] += g;
         } else {
-            dxp[corner + 0] = g;
-            dxp[corner + 1] = g;
-            dxp[corner + 14] = g;
-            dxp[corner + 15] = g;
+            dxp[0] = g;
+            dxp[1] = g;
+            dxp[14] = g;
+            dxp[15] = g;
         }
     }
 }
