@@ -359,6 +359,7 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh)
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
+static int gradient_pairs(int alpha, int r, const float *gt);
 
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
@@ -383,6 +384,7 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     kernel_transform(p->alpha, sh->s, m);
     to_floats_and_transposed(m, p->g_w, p->gt_w);
     p->fixed = tables_match(p);
+    p->paired = gradient_pairs(p->alpha, sh->r, p->gt_h) && gradient_pairs(p->alpha, sh->s, p->gt_w);
     p->filter = filter_suits(sh);
     const size_t fit = WINO_FILTER_BUDGET / filter_scratch_bytes(sh); /* threads' scratch within the budget */
     p->filter_threads = fit < 1 ? 1 : fit < (size_t)nthreads ? (int)fit : nthreads;
@@ -498,7 +500,7 @@ static ALWAYS_INLINE float at_entry(int alpha, int m, int i, int a)
 
 /* Whether G^T's entry (I, A), R x ALPHA, is nonzero: G[a][i] is point a to
  * the power i over a constant, so point 0's (the first) only for i = 0, and
- * infinity's (the last) only for the last i; tables_match checks the plan's. */
+ * infinity's (the last) only for the last i; gradient_pairs checks the plan's. */
 static ALWAYS_INLINE int kernel_gradient_nonzero(int alpha, int r, int i, int a)
 {
     return a == 0 ? i == 0 : a == alpha - 1 ? i == r - 1 : 1;
@@ -549,8 +551,7 @@ static ALWAYS_INLINE void transform_fixed(int alpha, int kind, int m, int rows, 
 }
 
 /* Whether PLAN's matrices are the tables (square kernels only), entry by
- * entry (the computed ones have some -0), and G^T's zeros where
- * kernel_gradient_nonzero says. */
+ * entry (the computed ones have some -0). */
 static int tables_match(const WinogradPlan *p)
 {
     int same = (p->alpha == WINO_ALPHA || p->alpha == 6) && p->mh == p->mw;
@@ -560,12 +561,21 @@ static int tables_match(const WinogradPlan *p)
             same &= p->at_h[i * WINO_ALPHA + a] == (i < p->mh ? at_entry(p->alpha, p->mh, i, a) : 0.0f);
             same &= p->at_w[i * WINO_ALPHA + a] == p->at_h[i * WINO_ALPHA + a];
         }
-    const int r = p->alpha + 1 - p->mh; /* the kernel's side */
-    for (int i = 0; i < r && same; i++)
-        for (int a = 0; a < p->alpha; a++) {
-            same &= (p->gt_h[i * WINO_ALPHA + a] != 0.0f) == kernel_gradient_nonzero(p->alpha, r, i, a);
-            same &= p->gt_w[i * WINO_ALPHA + a] == p->gt_h[i * WINO_ALPHA + a];
-        }
+    return same;
+}
+
+/* Whether G^T (R rows, of the plan's G_h^T or G_w^T) has the zeros and the
+ * symmetry that paired_rows takes: point 0's column zero but in row 0,
+ * infinity's but in the last row, and each -p's column p's times (-1)^i. */
+static int gradient_pairs(int alpha, int r, const float *gt)
+{
+    int same = 1;
+    for (int i = 0; i < r; i++) {
+        for (int a = 0; a < alpha; a++)
+            same &= (gt[i * WINO_ALPHA + a] != 0.0f) == kernel_gradient_nonzero(alpha, r, i, a);
+        for (int q = 0; q < (alpha - 2) / 2; q++)
+            same &= gt[i * WINO_ALPHA + 2 + 2 * q] == (i % 2 ? -1.0f : 1.0f) * gt[i * WINO_ALPHA + 1 + 2 * q];
+    }
     return same;
 }
 
@@ -604,65 +614,100 @@ static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *ou
     sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
 }
 
-/* sandwich(ALPHA, R, GT, R, GT, IN, OUT) for a square R x R kernel, IN
- * one pair block's points at V, STRIDE floats apart, the same
- * operations in the same order (its zero entries skipped, as sandwich skips
- * them), unrolled: the entries are not constants (G's are fractions such as
- * 2/9, computed with the plan), but its zeros are, and with the loops
- * unrolled the half-transformed tile stays in registers. The weight
- * gradient's transform back runs once per sample and pair; where samples
- * have few tiles, sandwich took a third of the pass. Whether each `acc +=`
- * becomes a fused multiply-add is the compiler's choice at each place, as
- * in sandwich (tests/unit/test_ops.c checks that the two agree); the
- * promises need only that a pair takes the same code in every batch, which
- * the shape alone decides. */
-static ALWAYS_INLINE void kernel_gradient_fixed(int alpha, int r, const float *restrict gt, const float *restrict v,
-                                                size_t stride, Lanes *restrict out)
+/* The weight gradient's transform back runs once per sample and pair (where
+ * samples have few tiles, it took a third of the pass), so it takes G's
+ * symmetry: G^T's entry for point p at row i is p^i over a constant that -p
+ * shares (the points are symmetric about 0), so -p's column is p's times
+ * (-1)^i. Rows of one parity then need one multiply per pair of points,
+ * of IN[p] + IN[-p] (even rows) or IN[p] - IN[-p] (odd rows): for 8 x 8
+ * tiles and 5 x 5 kernels, 221 multiplies where plain rows took 416. Point
+ * 0 (the first) counts in row 0 alone and infinity (the last) in the last
+ * row alone (kernel_gradient_nonzero). The symmetry is that of the points
+ * (kernel_transform: -p's constant is p's, the same product of the same
+ * magnitudes, exact in double), so it holds for every kernel size, square
+ * or not; the plan checks it on its own G^T (gradient_pairs), and where it
+ * failed, sandwich would do the plain sums.
+ *
+ * OUT[i * OUT_STEP] = sum over a of GT[i][a] IN[a * IN_STEP], for i < ROWS. */
+static ALWAYS_INLINE void paired_rows(int alpha, int rows, const float *restrict gt, const Lanes *restrict in,
+                                      int in_step, Lanes *restrict out, int out_step)
 {
-    /* A column of IN at a time, then a row of HALF, each of which fits the
-     * registers (all of IN at once did not: it went to the stack). */
-    Lanes half[WINO_POINTS]; /* G^T . IN, R x ALPHA */
+    enum { MOST_PAIRS = (WINO_ALPHA - 2) / 2 };
+    const int pairs = (alpha - 2) / 2; /* points 1 + 2q and 2 + 2q are p and -p */
+    Lanes sum[MOST_PAIRS] = {{0}}, difference[MOST_PAIRS] = {{0}}; /* zeros: GCC cannot see pairs fill them */
+    UNROLL for (int q = 0; q < pairs; q++) {
+        sum[q] = in[(1 + 2 * q) * in_step] + in[(2 + 2 * q) * in_step];
+        difference[q] = in[(1 + 2 * q) * in_step] - in[(2 + 2 * q) * in_step];
+    }
+    UNROLL for (int i = 0; i < rows; i++) {
+        Lanes acc = {0};
+        if (i == 0)
+            acc = gt[0] * in[0];
+        UNROLL for (int q = 0; q < pairs; q++)
+            acc += gt[i * WINO_ALPHA + 1 + 2 * q] * (i % 2 ? difference[q] : sum[q]);
+        if (i == rows - 1)
+            acc += gt[i * WINO_ALPHA + alpha - 1] * in[(alpha - 1) * in_step];
+        out[i * out_step] = acc;
+    }
+}
+
+/* OUT = G_h^T IN G_w (R x S of the ALPHA x ALPHA tile), IN point xi's at V
+ * + xi * STRIDE, by paired_rows: a column of IN at a time, then a row of
+ * HALF, each of which fits the registers (all of IN at once did not: it
+ * went to the stack). Unrolled where ALPHA, R and S are constants at the
+ * call; whether each `acc +=` becomes a fused multiply-add is the
+ * compiler's choice at each place (tests/unit/test_ops.c checks that the
+ * unrolled and the general calls agree); the promises need only that a
+ * pair takes the same code in every batch, which the shape alone decides. */
+static ALWAYS_INLINE void kernel_gradient_paired(int alpha, int r, int s, const float *restrict gth,
+                                                 const float *restrict gtw, const float *restrict v, size_t stride,
+                                                 Lanes *restrict out)
+{
+    Lanes half[WINO_POINTS]; /* G_h^T . IN, R x ALPHA */
     UNROLL for (int b = 0; b < alpha; b++) {
         Lanes column[WINO_ALPHA];
         UNROLL for (int a = 0; a < alpha; a++)
             column[a] = lanes_load(v + (size_t)(a * WINO_ALPHA + b) * stride);
-        UNROLL for (int i = 0; i < r; i++) {
-            Lanes acc = {0};
-            UNROLL for (int a = 0; a < alpha; a++)
-                if (kernel_gradient_nonzero(alpha, r, i, a))
-                    acc += gt[i * WINO_ALPHA + a] * column[a];
-            half[i * WINO_ALPHA + b] = acc;
-        }
+        paired_rows(alpha, r, gth, column, 1, half + b, WINO_ALPHA);
     }
     UNROLL for (int i = 0; i < r; i++)
-        UNROLL for (int j = 0; j < r; j++) {
-            Lanes acc = {0};
-            UNROLL for (int b = 0; b < alpha; b++)
-                if (kernel_gradient_nonzero(alpha, r, j, b))
-                    acc += gt[j * WINO_ALPHA + b] * half[i * WINO_ALPHA + b];
-            out[i * WINO_ALPHA + j] = acc;
-        }
+        paired_rows(alpha, s, gtw, half + i * WINO_ALPHA, 1, out + i * WINO_ALPHA, 1);
 }
 
-/* The weight gradient's transform back, OUT = G^T IN G (R x S of the
- * ALPHA x ALPHA tile), for LANES pairs whose IN lies at V, point xi's at V +
- * xi * STRIDE: unrolled for the square kernels ddp_winograd_suits admits
- * with all 8 lanes, or sandwich. */
+/* The weight gradient's transform back, OUT = G_h^T IN G_w (R x S of the
+ * ALPHA x ALPHA tile), for 8 pairs whose IN lies at V, point xi's at V +
+ * xi * STRIDE, LANES of which are pairs (the others are left out, as
+ * zeros): paired and unrolled for every kernel ddp_winograd_suits admits,
+ * square or not (so that one form of the sums, with the multiply-adds the
+ * compiler fuses in it, serves them all). */
 static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
                                       int lanes, Lanes *out)
 {
-    if (p->fixed && lanes == LANES)
-        switch (p->alpha * 10 + sh->r) {
-        case 63: kernel_gradient_fixed(6, 3, p->gt_h, v, stride, out); return;
-        case 85: kernel_gradient_fixed(8, 5, p->gt_h, v, stride, out); return;
-        case 86: kernel_gradient_fixed(8, 6, p->gt_h, v, stride, out); return;
-        case 87: kernel_gradient_fixed(8, 7, p->gt_h, v, stride, out); return;
+    Lanes in[WINO_POINTS];
+    if (lanes < LANES) {
+        memset(in, 0, sizeof in);
+        for (int xi = 0; xi < WINO_POINTS; xi++)
+            if (point_used(p, xi))
+                memcpy(&in[xi], v + xi * stride, (size_t)lanes * sizeof(float));
+        v = (const float *)in;
+        stride = LANES;
+    }
+#define PAIRED(alpha, r, s)                                                                     \
+    case (alpha) * 100 + (r) * 10 + (s):                                                        \
+        kernel_gradient_paired(alpha, r, s, p->gt_h, p->gt_w, v, stride, out);                  \
+        return;
+    if (p->paired)
+        switch (p->alpha * 100 + sh->r * 10 + sh->s) { /* tile_alpha's kernels */
+            PAIRED(6, 3, 3)
+            PAIRED(8, 5, 5) PAIRED(8, 5, 6) PAIRED(8, 5, 7)
+            PAIRED(8, 6, 5) PAIRED(8, 6, 6) PAIRED(8, 6, 7)
+            PAIRED(8, 7, 5) PAIRED(8, 7, 6) PAIRED(8, 7, 7)
         default: break;
         }
-    Lanes in[WINO_POINTS] = {{0}};
-    for (int xi = 0; xi < WINO_POINTS; xi++)
-        if (point_used(p, xi))
-            memcpy(&in[xi], v + xi * stride, (size_t)lanes * sizeof(float));
+#undef PAIRED
+    if (v != (const float *)in) /* IN as sandwich reads it */
+        for (int xi = 0; xi < WINO_POINTS; xi++)
+            in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
     sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
 }
 
@@ -1108,7 +1153,8 @@ static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const fl
  * first, and the threads split each sample's pairs, then its deposits),
  * 64 -> 64 at 28x28 19.6, cifar10.net's 32 -> 64 at 32x32 14.1 to 14.3
  * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
- * against 3.8 to 4.0. */
+ * against 3.8 to 4.0; with the transform back in pairs of points
+ * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {

@@ -55,6 +55,8 @@ typedef struct {
     int group;             /* samples per task of the forward and data passes */
     int nthreads;          /* threads the scratch has room for */
     int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
+    int paired;            /* G^T's columns for p and -p alike but for sign: the weight gradient's
+                            * transform back takes them in pairs (winograd_cpu.c's paired_rows) */
     int filter;            /* the weight gradient is done here too (ddp_winograd_filter_suits) */
     int filter_threads;    /* the most threads it runs on: each has scratch of its own */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):

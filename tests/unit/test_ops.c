@@ -961,48 +961,109 @@ static void test_winograd_chosen(void)
     ddp_ops_destroy(ops);
 }
 
-/* Every square kernel Winograd takes gets the unrolled transforms (the
- * plan's matrices are winograd_cpu.c's tables, and G^T's zeros where the
- * weight gradient's unrolled transform skips them): where the plan's
- * check of them fails, every transform falls back to the slower general
- * one, with the same results, which no other test would notice. And the
- * unrolled ones give the general one's bits, in all three passes (the
- * weight gradient's in every block of channels, the last one short where
- * C is not a multiple of 8). */
+/* A Winograd conv of 3 samples, for the tests that run one pass two ways:
+ * its shape, plan (one thread), sizes, random x, w and dy, and scratch. */
+typedef struct {
+    DdpConvShape sh;
+    WinogradPlan plan;
+    size_t nx, nw, ny;
+    float *x, *w, *dy;
+    void *scratch;
+} WinogradCase;
+
+enum { WINOGRAD_CASE_SAMPLES = 3 };
+
+static void winograd_case(const Conv *cv, WinogradCase *c)
+{
+    c->sh = shape_of(cv, WINOGRAD_CASE_SAMPLES);
+    const DdpConvShape *sh = &c->sh;
+    CU_ASSERT_FATAL(ddp_winograd_suits(sh));
+    ddp_winograd_plan(&c->plan, sh, 1);
+    c->nx = (size_t)WINOGRAD_CASE_SAMPLES * sh->c * sh->h * sh->w;
+    c->nw = (size_t)sh->k * sh->c * sh->r * sh->s;
+    c->ny = (size_t)WINOGRAD_CASE_SAMPLES * sh->k * sh->out_h * sh->out_w;
+    c->x = random_floats(c->nx), c->w = random_floats(c->nw), c->dy = random_floats(c->ny);
+    c->scratch = aligned_alloc(64, (ddp_winograd_scratch_bytes(&c->plan, sh, 1) + 63) / 64 * 64);
+}
+
+static void winograd_case_free(WinogradCase *c)
+{
+    free(c->x), free(c->w), free(c->dy), free(c->scratch);
+}
+
+/* Every square kernel Winograd takes gets the unrolled tile transforms (the
+ * plan's matrices are winograd_cpu.c's tables): where the plan's check of
+ * them fails, every tile transform falls back to the slower general one,
+ * with the same results, which no other test would notice. And the
+ * unrolled ones give the general one's bits, in the forward and data
+ * passes, and the weight gradient, whose transform back takes neither
+ * (test_winograd_paired), is the same either way. */
 static void test_winograd_unrolled(void)
 {
     const Conv squares[] = {{16, 14, 14, 16, 3, 3, 1, 1, 1}, {8, 12, 12, 8, 5, 5, 1, 0, 1},
                             {9, 14, 14, 9, 6, 6, 1, 2, 1},   {8, 12, 12, 8, 7, 7, 1, 3, 1},
                             {40, 14, 14, 32, 3, 3, 1, 1, 1}};
+    const int n = WINOGRAD_CASE_SAMPLES;
     set_test_windows();
     for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
-        const int n = 3;
-        DdpConvShape sh = shape_of(&squares[i], n);
-        CU_ASSERT(ddp_winograd_suits(&sh));
-        WinogradPlan plan;
-        ddp_winograd_plan(&plan, &sh, 1);
-        CU_ASSERT(plan.fixed);
-        const size_t nx = (size_t)n * sh.c * sh.h * sh.w, nw = (size_t)sh.k * sh.c * sh.r * sh.s;
-        const size_t ny = (size_t)n * sh.k * sh.out_h * sh.out_w;
-        float *x = random_floats(nx), *w = random_floats(nw), *dy = random_floats(ny);
+        WinogradCase c;
+        winograd_case(&squares[i], &c);
+        CU_ASSERT(c.plan.fixed);
         float *y[2], *dx[2];
         DdpGrad *dw[2];
-        void *scratch = aligned_alloc(64, (ddp_winograd_scratch_bytes(&plan, &sh, 1) + 63) / 64 * 64);
         for (int unrolled = 1; unrolled >= 0; unrolled--) {
-            plan.fixed = unrolled;
-            y[unrolled] = malloc(ny * sizeof(float));
-            dx[unrolled] = malloc(nx * sizeof(float));
-            dw[unrolled] = malloc(nw * sizeof(DdpGrad));
-            ddp_winograd_forward(&plan, &sh, 1, scratch, n, x, w, y[unrolled]);
-            ddp_winograd_backward_data(&plan, &sh, 1, scratch, n, dy, w, dx[unrolled], 0.0f);
-            ddp_winograd_backward_filter(&plan, &sh, 1, scratch, n, x, dy, dw[unrolled], 0.0f);
+            c.plan.fixed = unrolled;
+            y[unrolled] = malloc(c.ny * sizeof(float));
+            dx[unrolled] = malloc(c.nx * sizeof(float));
+            dw[unrolled] = malloc(c.nw * sizeof(DdpGrad));
+            ddp_winograd_forward(&c.plan, &c.sh, 1, c.scratch, n, c.x, c.w, y[unrolled]);
+            ddp_winograd_backward_data(&c.plan, &c.sh, 1, c.scratch, n, c.dy, c.w, dx[unrolled], 0.0f);
+            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, n, c.x, c.dy, dw[unrolled], 0.0f);
         }
-        CU_ASSERT(memcmp(y[0], y[1], ny * sizeof(float)) == 0);
-        CU_ASSERT(memcmp(dx[0], dx[1], nx * sizeof(float)) == 0);
-        CU_ASSERT(memcmp(dw[0], dw[1], nw * sizeof(DdpGrad)) == 0);
+        CU_ASSERT(memcmp(y[0], y[1], c.ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[1], c.nx * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dw[0], dw[1], c.nw * sizeof(DdpGrad)) == 0);
         for (int j = 0; j < 2; j++)
             free(y[j]), free(dx[j]), free(dw[j]);
-        free(x), free(w), free(dy), free(scratch);
+        winograd_case_free(&c);
+    }
+}
+
+/* The weight gradient's transform back takes G^T's columns for p and -p in
+ * pairs (winograd_cpu.c's paired_rows), on every kernel Winograd takes,
+ * square or not: the plan finds the symmetry in its G^T, and the paired
+ * sums agree with the plain ones (sandwich, which the plan would fall back
+ * to), within float rounding of the largest gradient, in every block of
+ * channels (the last one short where C is not a multiple of 8). */
+static void test_winograd_paired(void)
+{
+    const Conv kernels[] = {{16, 14, 14, 16, 3, 3, 1, 1, 1}, {8, 12, 12, 8, 5, 5, 1, 0, 1},
+                            {9, 14, 14, 9, 6, 6, 1, 2, 1},   {8, 12, 12, 8, 7, 7, 1, 3, 1},
+                            {12, 14, 13, 10, 5, 7, 1, 1, 1}, {8, 13, 14, 9, 7, 6, 1, 2, 1}};
+    set_test_windows();
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        WinogradCase c;
+        winograd_case(&kernels[i], &c);
+        CU_ASSERT(c.plan.paired);
+        DdpGrad *dw[2];
+        for (int paired = 1; paired >= 0; paired--) {
+            c.plan.paired = paired;
+            dw[paired] = malloc(c.nw * sizeof(DdpGrad));
+            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, WINOGRAD_CASE_SAMPLES, c.x, c.dy, dw[paired],
+                                         0.0f);
+        }
+        double *a = grad_values(dw[1], c.nw), *b = grad_values(dw[0], c.nw), largest = 0.0, off = 0.0;
+        for (size_t j = 0; j < c.nw; j++) {
+            largest = fmax(largest, fabs(b[j]));
+            off = fmax(off, fabs(a[j] - b[j]));
+        }
+        CU_ASSERT(largest > 1.0);
+        CU_ASSERT(off <= 1e-5 * largest);
+        if (off > 1e-5 * largest)
+            printf("\n    %dx%d kernel: paired and plain sums %.3g apart (largest %.3g)", c.sh.r, c.sh.s, off,
+                   largest);
+        free(a), free(b), free(dw[0]), free(dw[1]);
+        winograd_case_free(&c);
     }
 }
 
@@ -1318,6 +1379,8 @@ void suite_ops(void)
         {"Winograd chosen for its shapes", test_winograd_chosen_own},
         {"Winograd: square kernels take the unrolled transforms, which give the general ones' bits",
          test_winograd_unrolled},
+        {"Winograd: the weight gradient's transform back, in pairs of points, agrees with the plain sums",
+         test_winograd_paired},
         {"a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_own},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
