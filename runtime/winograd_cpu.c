@@ -656,9 +656,9 @@ static ALWAYS_INLINE void paired_rows(int alpha, int rows, const float *restrict
  * HALF, each of which fits the registers (all of IN at once did not: it
  * went to the stack). Unrolled where ALPHA, R and S are constants at the
  * call; whether each `acc +=` becomes a fused multiply-add is the
- * compiler's choice at each place (tests/unit/test_ops.c checks that the
- * unrolled and the general calls agree); the promises need only that a
- * pair takes the same code in every batch, which the shape alone decides. */
+ * compiler's choice at each place (the same call with sizes known only at
+ * run time fused others: other bits); the promises need only that a pair
+ * takes the same code in every batch, which the shape alone decides. */
 static ALWAYS_INLINE void kernel_gradient_paired(int alpha, int r, int s, const float *restrict gth,
                                                  const float *restrict gtw, const float *restrict v, size_t stride,
                                                  Lanes *restrict out)
