@@ -359,7 +359,7 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh)
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
-static int gradient_pairs(int alpha, int r, const float *gt);
+static int point_pairs_hold(int alpha, int r, const float *gt); /* below, with paired_rows */
 
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
@@ -384,7 +384,7 @@ void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
     kernel_transform(p->alpha, sh->s, m);
     to_floats_and_transposed(m, p->g_w, p->gt_w);
     p->fixed = tables_match(p);
-    p->paired = gradient_pairs(p->alpha, sh->r, p->gt_h) && gradient_pairs(p->alpha, sh->s, p->gt_w);
+    p->paired = point_pairs_hold(p->alpha, sh->r, p->gt_h) && point_pairs_hold(p->alpha, sh->s, p->gt_w);
     p->filter = filter_suits(sh);
     const size_t fit = WINO_FILTER_BUDGET / filter_scratch_bytes(sh); /* threads' scratch within the budget */
     p->filter_threads = fit < 1 ? 1 : fit < (size_t)nthreads ? (int)fit : nthreads;
@@ -415,11 +415,12 @@ static int point_used(const WinogradPlan *p, int xi)
 /* OUT[i][j] = sum over a, b < ALPHA of L[i][a] IN[a][b] R[j][b], per lane,
  * for i < RO and j < CO: L and R are stored 8 x 8 (zero where the transform
  * is smaller), IN and OUT 8 x 8 tiles of which the first ALPHA rows and
- * columns are read. The general form: for the weights' G g G^T, non-square
- * kernels, and a weight gradient's last block of channels where C is not a
- * multiple of 8; zero entries (a third) are skipped. Square kernels' tile
- * transforms use transform_fixed, and their weight gradient's transform
- * back kernel_gradient_fixed. */
+ * columns are read. The general form: for the weights' G g G^T,
+ * non-square kernels' tile transforms, and the weight gradient's transform
+ * back where the plan's G^T lacks the symmetry of its points
+ * (WinogradPlan.paired); zero entries (a third) are skipped. Square
+ * kernels' tile transforms use transform_fixed, and the weight gradient's
+ * transform back kernel_gradient_paired. */
 static void sandwich(int alpha, int ro, const float *restrict l, int co, const float *restrict r,
                      const Lanes *restrict in, Lanes *restrict out)
 {
@@ -500,7 +501,7 @@ static ALWAYS_INLINE float at_entry(int alpha, int m, int i, int a)
 
 /* Whether G^T's entry (I, A), R x ALPHA, is nonzero: G[a][i] is point a to
  * the power i over a constant, so point 0's (the first) only for i = 0, and
- * infinity's (the last) only for the last i; gradient_pairs checks the plan's. */
+ * infinity's (the last) only for the last i; point_pairs_hold checks the plan's. */
 static ALWAYS_INLINE int kernel_gradient_nonzero(int alpha, int r, int i, int a)
 {
     return a == 0 ? i == 0 : a == alpha - 1 ? i == r - 1 : 1;
@@ -550,8 +551,8 @@ static ALWAYS_INLINE void transform_fixed(int alpha, int kind, int m, int rows, 
         }
 }
 
-/* Whether PLAN's matrices are the tables (square kernels only), entry by
- * entry (the computed ones have some -0). */
+/* Whether PLAN's tile transforms' matrices, B^T and A^T, are the tables
+ * (square kernels only), entry by entry (the computed ones have some -0). */
 static int tables_match(const WinogradPlan *p)
 {
     int same = (p->alpha == WINO_ALPHA || p->alpha == 6) && p->mh == p->mw;
@@ -567,7 +568,7 @@ static int tables_match(const WinogradPlan *p)
 /* Whether G^T (R rows, of the plan's G_h^T or G_w^T) has the zeros and the
  * symmetry that paired_rows takes: point 0's column zero but in row 0,
  * infinity's but in the last row, and each -p's column p's times (-1)^i. */
-static int gradient_pairs(int alpha, int r, const float *gt)
+static int point_pairs_hold(int alpha, int r, const float *gt)
 {
     int same = 1;
     for (int i = 0; i < r; i++) {
@@ -623,21 +624,23 @@ static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *ou
  * tiles and 5 x 5 kernels, 221 multiplies where plain rows took 416. Point
  * 0 (the first) counts in row 0 alone and infinity (the last) in the last
  * row alone (kernel_gradient_nonzero). The symmetry is that of the points
- * (kernel_transform: -p's constant is p's, the same product of the same
- * magnitudes, exact in double), so it holds for every kernel size, square
- * or not; the plan checks it on its own G^T (gradient_pairs), and where it
- * failed, sandwich would do the plain sums.
+ * (kernel_transform: -p's constant is the product of -p - q over the other
+ * finite points q, alpha - 2 factors, each p's own factor p - q' negated for
+ * q' = -q: an even number of signs, so the same value, and the same
+ * magnitudes multiplied, exact in double), so it holds for every kernel
+ * size, square or not; the plan checks it on its own G^T
+ * (point_pairs_hold), and where it failed, sandwich would do the plain sums.
  *
- * OUT[i * OUT_STEP] = sum over a of GT[i][a] IN[a * IN_STEP], for i < ROWS. */
+ * OUT[i * OUT_STEP] = sum over a of GT[i][a] IN[a], for i < ROWS. */
 static ALWAYS_INLINE void paired_rows(int alpha, int rows, const float *restrict gt, const Lanes *restrict in,
-                                      int in_step, Lanes *restrict out, int out_step)
+                                      Lanes *restrict out, int out_step)
 {
     enum { MOST_PAIRS = (WINO_ALPHA - 2) / 2 };
     const int pairs = (alpha - 2) / 2; /* points 1 + 2q and 2 + 2q are p and -p */
     Lanes sum[MOST_PAIRS] = {{0}}, difference[MOST_PAIRS] = {{0}}; /* zeros: GCC cannot see pairs fill them */
     UNROLL for (int q = 0; q < pairs; q++) {
-        sum[q] = in[(1 + 2 * q) * in_step] + in[(2 + 2 * q) * in_step];
-        difference[q] = in[(1 + 2 * q) * in_step] - in[(2 + 2 * q) * in_step];
+        sum[q] = in[1 + 2 * q] + in[2 + 2 * q];
+        difference[q] = in[1 + 2 * q] - in[2 + 2 * q];
     }
     UNROLL for (int i = 0; i < rows; i++) {
         Lanes acc = {0};
@@ -646,7 +649,7 @@ static ALWAYS_INLINE void paired_rows(int alpha, int rows, const float *restrict
         UNROLL for (int q = 0; q < pairs; q++)
             acc += gt[i * WINO_ALPHA + 1 + 2 * q] * (i % 2 ? difference[q] : sum[q]);
         if (i == rows - 1)
-            acc += gt[i * WINO_ALPHA + alpha - 1] * in[(alpha - 1) * in_step];
+            acc += gt[i * WINO_ALPHA + alpha - 1] * in[alpha - 1];
         out[i * out_step] = acc;
     }
 }
@@ -668,30 +671,22 @@ static ALWAYS_INLINE void kernel_gradient_paired(int alpha, int r, int s, const 
         Lanes column[WINO_ALPHA];
         UNROLL for (int a = 0; a < alpha; a++)
             column[a] = lanes_load(v + (size_t)(a * WINO_ALPHA + b) * stride);
-        paired_rows(alpha, r, gth, column, 1, half + b, WINO_ALPHA);
+        paired_rows(alpha, r, gth, column, half + b, WINO_ALPHA);
     }
     UNROLL for (int i = 0; i < r; i++)
-        paired_rows(alpha, s, gtw, half + i * WINO_ALPHA, 1, out + i * WINO_ALPHA, 1);
+        paired_rows(alpha, s, gtw, half + i * WINO_ALPHA, out + i * WINO_ALPHA, 1);
 }
 
 /* The weight gradient's transform back, OUT = G_h^T IN G_w (R x S of the
- * ALPHA x ALPHA tile), for 8 pairs whose IN lies at V, point xi's at V +
- * xi * STRIDE, LANES of which are pairs (the others are left out, as
- * zeros): paired and unrolled for every kernel ddp_winograd_suits admits,
- * square or not (so that one form of the sums, with the multiply-adds the
- * compiler fuses in it, serves them all). */
+ * ALPHA x ALPHA tile), for the 8 pairs of a block whose IN lies at V, point
+ * xi's at V + xi * STRIDE: paired and unrolled for every kernel
+ * ddp_winograd_suits admits, square or not (so that one form of the sums,
+ * with the multiply-adds the compiler fuses in it, serves them all). Lanes
+ * are independent: in a block's last, short one, those past the channels
+ * hold zeros (the tiles' padding) and their results are not stored. */
 static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
-                                      int lanes, Lanes *out)
+                                      Lanes *out)
 {
-    Lanes in[WINO_POINTS];
-    if (lanes < LANES) {
-        memset(in, 0, sizeof in);
-        for (int xi = 0; xi < WINO_POINTS; xi++)
-            if (point_used(p, xi))
-                memcpy(&in[xi], v + xi * stride, (size_t)lanes * sizeof(float));
-        v = (const float *)in;
-        stride = LANES;
-    }
 #define PAIRED(alpha, r, s)                                                                     \
     case (alpha) * 100 + (r) * 10 + (s):                                                        \
         kernel_gradient_paired(alpha, r, s, p->gt_h, p->gt_w, v, stride, out);                  \
@@ -705,9 +700,9 @@ static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape 
         default: break;
         }
 #undef PAIRED
-    if (v != (const float *)in) /* IN as sandwich reads it */
-        for (int xi = 0; xi < WINO_POINTS; xi++)
-            in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
+    Lanes in[WINO_POINTS]; /* IN as sandwich reads it */
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
     sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
 }
 
@@ -1131,7 +1126,7 @@ static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const fl
     block_products(p, e, d, kb, cb, v);
     for (int kk = 0; kk < lanes_at(kb * LANES, sh->k); kk++) {
         Lanes g[WINO_POINTS];
-        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, lanes, g);
+        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, g);
         store_part(sh, g, stride, (size_t)(kb * LANES + kk) * sh->c + (size_t)cb * LANES, lanes, part);
     }
 }
@@ -1154,7 +1149,7 @@ static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const fl
  * 64 -> 64 at 28x28 19.6, cifar10.net's 32 -> 64 at 32x32 14.1 to 14.3
  * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
  * against 3.8 to 4.0; with the transform back in pairs of points
- * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5. */
+ * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5 (README). */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {

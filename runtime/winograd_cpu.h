@@ -76,9 +76,9 @@ int ddp_winograd_suits(const DdpConvShape *shape);
 /* Whether PLAN's weight gradient is done this way too (else ops_cpu.c
  * gives it to oneDNN or im2col): each sample's part is computed alone (exact_sum.h), so its tiles'
  * transforms back are per sample, worth it only over enough tiles, at least
- * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4 (one thread, batch of 64: 5.2
- * to 5.5 ms against im2col's 6.2 to 6.3, bench/conv_cpu.sh); resnet.net's
- * 3x3 convs have 16 and 49. And its scratch per thread (the thread's own
+ * WINO_FILTER_MIN_TILES. MNIST's conv2 has 4, and is faster here than on
+ * im2col (README, "Convolutions on CPUs"); resnet.net's 3x3 convs have 16
+ * and 49. And its scratch per thread (the thread's own
  * order-free sums of the whole weight gradient, 16 bytes a weight, and one
  * sample's tiles) within 64 MiB: it depends on the shape alone, so that
  * neither a rank's batch nor the thread count changes the choice. */

@@ -16,7 +16,7 @@
 #include "ops.h"
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
 #include "onednn_cpu.h" // ddp_onednn_choose: each conv test on the own kernels, then with oneDNN
-#include "winograd_cpu.h" // ddp_winograd_plan: its unrolled transforms taken
+#include "winograd_cpu.h" // ddp_winograd_plan: its unrolled tile transforms and paired transform back taken
 #include "testutil.h"
 
 #include <math.h>
@@ -817,7 +817,7 @@ static void test_gradient_split_invariant(void)
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 5, 5, 1, 2, 1}, "weight gradient by Winograd"); /* 9 tiles */
     check_gradient_split_invariant((Conv){16, 8, 8, 24, 5, 5, 1, 0, 1}, "weight gradient by im2col"); /* 1 tile */
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 1}, "weight gradient by Winograd"); /* 3x3 */
-    /* channels not a multiple of 8 (short blocks), a non-square kernel (the general transform back) */
+    /* channels not a multiple of 8 (short blocks), a non-square kernel (its own unrolled transform back) */
     check_gradient_split_invariant((Conv){9, 11, 10, 10, 5, 7, 1, 2, 1}, "weight gradient by Winograd");
     check_gradient_split_invariant((Conv){16, 12, 10, 24, 3, 3, 1, 1, 2}, "im2col + product"); /* groups 2 */
 }
@@ -979,6 +979,7 @@ static void winograd_case(const Conv *cv, WinogradCase *c)
     const DdpConvShape *sh = &c->sh;
     CU_ASSERT_FATAL(ddp_winograd_suits(sh));
     ddp_winograd_plan(&c->plan, sh, 1);
+    CU_ASSERT_FATAL(ddp_winograd_filter_suits(&c->plan)); /* the scratch holds the weight gradient's */
     c->nx = (size_t)WINOGRAD_CASE_SAMPLES * sh->c * sh->h * sh->w;
     c->nw = (size_t)sh->k * sh->c * sh->r * sh->s;
     c->ny = (size_t)WINOGRAD_CASE_SAMPLES * sh->k * sh->out_h * sh->out_w;
@@ -1030,8 +1031,8 @@ static void test_winograd_unrolled(void)
 }
 
 /* The weight gradient's transform back takes G^T's columns for p and -p in
- * pairs (winograd_cpu.c's paired_rows), on every kernel Winograd takes,
- * square or not: the plan finds the symmetry in its G^T, and the paired
+ * pairs (winograd_cpu.c's paired_rows), on every kernel Winograd takes
+ * (each (alpha, r, s) its own unrolled case, all ten here), square or not: the plan finds the symmetry in its G^T, and the paired
  * sums agree with the plain ones (sandwich, which the plan would fall back
  * to), within float rounding of the largest gradient, in every block of
  * channels (the last one short where C is not a multiple of 8). */
@@ -1039,7 +1040,9 @@ static void test_winograd_paired(void)
 {
     const Conv kernels[] = {{16, 14, 14, 16, 3, 3, 1, 1, 1}, {8, 12, 12, 8, 5, 5, 1, 0, 1},
                             {9, 14, 14, 9, 6, 6, 1, 2, 1},   {8, 12, 12, 8, 7, 7, 1, 3, 1},
-                            {12, 14, 13, 10, 5, 7, 1, 1, 1}, {8, 13, 14, 9, 7, 6, 1, 2, 1}};
+                            {12, 14, 13, 10, 5, 7, 1, 1, 1}, {8, 13, 14, 9, 7, 6, 1, 2, 1},
+                            {8, 14, 14, 8, 5, 6, 1, 2, 1},   {8, 14, 14, 8, 6, 5, 1, 2, 1},
+                            {8, 14, 14, 8, 6, 7, 1, 3, 1},   {8, 14, 14, 8, 7, 5, 1, 2, 1}};
     set_test_windows();
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         WinogradCase c;
@@ -1377,7 +1380,7 @@ void suite_ops(void)
         {"conv backward filter beta and micro-batches", test_backward_filter_beta_own},
         {"conv backward data beta", test_backward_data_beta_own},
         {"Winograd chosen for its shapes", test_winograd_chosen_own},
-        {"Winograd: square kernels take the unrolled transforms, which give the general ones' bits",
+        {"Winograd: square kernels take the unrolled tile transforms, which give the general ones' bits",
          test_winograd_unrolled},
         {"Winograd: the weight gradient's transform back, in pairs of points, agrees with the plain sums",
          test_winograd_paired},
