@@ -7,10 +7,8 @@
 # or the newest from PyPI (`make bench-deps`; goal: ddpc at least 2.0x). Both
 # run with their default buckets, which are the same: a 25 MB cap, the first
 # bucket 1 MB, so the 0.7 MB of float32 parameters make one bucket on each
-# side. (Until this was so, ddpc ran at a 0.1 MB cap, three buckets, against
-# DDP's one: on 2 cores, three all-reduces overlapped with backward cost
-# more than one after it, 9,900 to 10,600 samples/s against 10,700 to 10,800
-# in interleaved runs.) Round 1 also measures the all-reduce time left
+# side (ddpc ran at a 0.1 MB cap, three buckets, before: on 2 cores that
+# cost it speed, README says how much). Round 1 also measures the all-reduce time left
 # exposed per step (not hidden behind backward) at that 0.1 MB cap, with
 # overlap and without (DDP_OVERLAP=0): three buckets, 2.8 MB of gradients
 # (two doubles each). Both rates leave out the first 5 steps: PyTorch's timed
@@ -30,7 +28,7 @@ trap 'rm -rf "$d"' EXIT
 build/ddpc examples/mnist.net --target cpu -o "$d/mnist" > /dev/null || { echo "ddp_cpu: FAILED: build"; exit 0; }
 build/ddpc examples/mnist.net --emit torch > "$d/mnist.py"
 
-run_ours() { # run_ours LOG [FLAG...]: the program's flags after its own
+run_ours() { # DDP_OVERLAP=0|1 run_ours LOG [FLAG...]: the program's flags after its own
     local log=$1
     shift
     OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS -x DDP_OVERLAP \
@@ -71,6 +69,11 @@ for round in $(seq "$rounds"); do
         exposed=$(grep -o 'backward: [0-9.]* ms' "$d/overlap.jsonl.out" | grep -o '[0-9.]*' | head -1)
         DDP_OVERLAP=0 run_ours "$d/serial.jsonl" --bucket-cap-mb 0.1
         serial=$(grep -o 'backward: [0-9.]* ms' "$d/serial.jsonl.out" | grep -o '[0-9.]*' | head -1)
+        if [ -z "$exposed" ] || [ -z "$serial" ]; then
+            echo "ddp_cpu: FAILED: a run at a 0.1 MB bucket cap did not report its exposed all-reduce"
+            cat "$d/overlap.jsonl.out" "$d/serial.jsonl.out"
+            exposed=${exposed:-?} serial=${serial:-?}
+        fi
     fi
 done
 
