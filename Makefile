@@ -150,7 +150,7 @@ $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD
 # builds its 16-float tiles for AVX-512 itself and runs them only where the
 # CPU (not valgrind's) has it.
 NO_AVX512 := $(if $(filter x86_64,$(shell uname -m)),-mno-avx512f)
-$(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o: \
+$(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o $(BUILD)/runtime/round_cpu.o: \
     override CFLAGS += -O3 -march=native $(NO_AVX512)
 # Winograd's transforms and the products may fuse multiply-adds: each
 # element goes through one expression (runtime/gemm_cpu.h), so one binary
@@ -221,7 +221,7 @@ test: all $(BUILD)/unit_tests
 # with gcc and nvcc; the rest run in the runner's own process or run ddpc.
 # make test still runs every suite, these included.
 CHECK_SUITES := front golden augment loader sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
-                rendezvous flags checkpoint progress scaling device_rules image_folder image_resize launch_table
+                rendezvous flags checkpoint progress scaling device_rules image_folder image_resize launch_table precision
 check: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make check needs CUnit: run make deps" && false)
 	DDPC=$(abspath $(BUILD)/ddpc) $(BUILD)/unit_tests $(CHECK_SUITES)

@@ -26,6 +26,7 @@
 
 #include "buckets.h"  // DdpBucket, ddp_buckets_plan: the runtime's bucket planner
 #include "suggest.h"  // ddp_suggest_nearest: the runtime's "did you mean", shared with its flags
+#include "precision.h"  // DdpPrecision, ddp_precision_names: the runtime's own, one list of names
 
 #define DDPC_VERSION "0.1.0"
 
@@ -269,6 +270,7 @@ typedef struct {
     double gamma;
     int64_t bucket_cap_bytes, first_bucket_bytes;
     uint64_t seed;
+    DdpPrecision precision; /* of the products' operands: fp32, tf32, bf16 */
 } TrainConfig;
 
 /* The `data { }` block: what the program does to a sample between the data

@@ -23,6 +23,7 @@
  */
 #include "ddpc.h"
 
+#include <ctype.h>   // toupper
 #include <stdlib.h>
 #include <string.h>
 
@@ -1430,14 +1431,18 @@ static void emit_tables(Emit *e, FILE *out)
             (long long)p->n_param_floats,
             (long long)p->n_buffer_floats, t->optimizer == OPT_SGD ? 1 : 2);
     fprintf(out, "    // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,\n"
-                 "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global\n");
+                 "    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,\n"
+                 "    // precision\n");
     Arena *a = e->arena;
-    fprintf(out, "    {%lld, %lld, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lluull, %d},\n",
+    char precision[32] = "DDP_PRECISION_"; /* the enum's name: precision.h's, in capitals */
+    for (const char *ch = ddp_precision_name(t->precision); *ch; ch++)
+        precision[strlen(precision)] = (char)toupper((unsigned char)*ch);
+    fprintf(out, "    {%lld, %lld, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s, %lld, %lld, %s, %lld, %lld, %lluull, %d, %s},\n",
             (long long)t->batch, (long long)t->epochs, opt[t->optimizer], dlit(a, t->lr), dlit(a, t->momentum),
             dlit(a, t->dampening), dlit(a, t->weight_decay), t->nesterov, dlit(a, t->beta1), dlit(a, t->beta2),
             dlit(a, t->eps), sched[t->schedule], (long long)t->warmup, (long long)t->step_every, dlit(a, t->gamma),
             (long long)t->bucket_cap_bytes, (long long)t->first_bucket_bytes, (unsigned long long)t->seed,
-            t->batch_global);
+            t->batch_global, precision);
     fprintf(out, "    // data { }%s: normalized channels, mean, std; random crop height, width, pad, padding;\n"
                  "    // probability of a left-right flip, of an upside-down flip; for image files: resize to\n"
                  "    // height, width, or of the shorter side; center crop height, width\n"

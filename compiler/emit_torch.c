@@ -346,10 +346,12 @@ static void emit_header(Emitter *e)
         fprintf(e->out, "INPUT_SHAPE = (%lld,)  # one sample: features\n", (long long)in->d[0]);
     fprintf(e->out, "NUM_CLASSES = %lld\n", (long long)net->num_classes);
     fprintf(e->out,
-            "TRAIN = {\"batch\": %lld, \"batch_global\": %s, \"epochs\": %lld, \"seed\": %llu}  # the train { } "
-            "block;\n# batch_global: batch is all ranks' together (batch / world size each), else each rank's\n",
+            "TRAIN = {\"batch\": %lld, \"batch_global\": %s, \"epochs\": %lld, \"seed\": %llu, \"precision\": \"%s\"}"
+            "  # the train { } block;\n# batch_global: batch is all ranks' together (batch / world size each), else "
+            "each rank's;\n# precision: the program rounds its convs' and linear layers' operands to it (fp32: none; "
+            "tools/torch_ref.py --precision does too)\n",
             (long long)net->train.batch, net->train.batch_global ? "True" : "False", (long long)net->train.epochs,
-            (unsigned long long)net->train.seed);
+            (unsigned long long)net->train.seed, ddp_precision_name(net->train.precision));
     fprintf(e->out, "SCHEDULE_INTERVAL = \"%s\"  # scheduler.step() after every optimizer step, or every epoch\n",
             net->train.schedule == SCHED_STEP ? "epoch" : "step");
 }

@@ -132,8 +132,8 @@ void summary_print(FILE *out, const Net *net)
         fprintf(out, ", schedule step every=%lld gamma=%g", (long long)t->step_every, t->gamma);
     else if (t->schedule == SCHED_COSINE)
         fprintf(out, ", schedule cosine warmup=%lld", (long long)t->warmup);
-    fprintf(out, ", bucket %.6g MB, seed %llu\n", (double)t->bucket_cap_bytes / (1024.0 * 1024.0),
-            (unsigned long long)t->seed);
+    fprintf(out, ", bucket %.6g MB, seed %llu, precision %s\n", (double)t->bucket_cap_bytes / (1024.0 * 1024.0),
+            (unsigned long long)t->seed, ddp_precision_name(t->precision));
     data_summary(out, &net->data);
     arena_free(&a);
 }

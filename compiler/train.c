@@ -1,5 +1,6 @@
 /*
- * train.c: the `train { }` block: batch, epochs, optimizer, schedule, bucket, seed.
+ * train.c: the `train { }` block: batch, epochs, optimizer, schedule, bucket, seed,
+ * precision.
  *
  *   train {
  *     batch 64                 (per rank; `batch 256 global`: the global batch)
@@ -8,12 +9,13 @@
  *     schedule cosine warmup=200
  *     bucket 25MB
  *     seed 0
+ *     precision bf16           (fp32, tf32 or bf16: runtime/precision.h)
  *   }
  *
  * Defaults are PyTorch's where it has them (Adam's betas 0.9,0.999 and eps
  * 1e-8, AdamW's weight decay 0.01, DDP's 25 MB buckets with a 1 MB first one,
  * or a first one of the cap where the cap is smaller)
- * and the DDP tutorial's otherwise (batch 64, 10 epochs, sgd lr 0.01).
+ * and the DDP tutorial's otherwise (batch 64, 10 epochs, sgd lr 0.01, fp32).
  * A known option that the chosen optimizer or schedule does not use is a
  * warning (it is ignored); an unknown one is an error.
  */
@@ -39,9 +41,10 @@ void train_defaults(TrainConfig *t)
     t->bucket_cap_bytes = 25 * (int64_t)MB;
     t->first_bucket_bytes = 1 * (int64_t)MB;
     t->seed = 0;
+    t->precision = DDP_PRECISION_FP32;
 }
 
-static const char *const train_words[] = {"batch", "epochs", "optimizer", "schedule", "bucket", "seed"};
+static const char *const train_words[] = {"batch", "epochs", "optimizer", "schedule", "bucket", "seed", "precision"};
 static const char *const optimizer_words[] = {"sgd", "adam", "adamw"};
 static const char *const schedule_words[] = {"constant", "step", "cosine"};
 static const char *const sgd_keys[] = {"lr", "momentum", "dampening", "weight_decay", "nesterov"};
@@ -265,6 +268,13 @@ void train_check(Sema *s, const Stmt *block)
         case 2: check_optimizer(s, st, t); break;
         case 3: check_schedule(s, st, t); break;
         case 4: check_bucket(s, st, t); break;
+        case 6: {
+            int p = kind_word(s, st, ddp_precision_names, DDP_PRECISION_COUNT, "precision");
+            sema_report_unused(s, st, NULL, 0);
+            if (p >= 0)
+                t->precision = (DdpPrecision)p;
+            break;
+        }
         }
     }
 }

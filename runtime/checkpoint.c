@@ -107,9 +107,12 @@ static DdpStatus contents_make(const DdpNet *net, const DdpCheckpointState *s, i
 /* The settings as metadata text, in one fixed order (part of the checksum). */
 static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d",
+    /* fp32 unsaid, as in the checkpoints written before there was a precision:
+     * their checksums still hold */
+    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s",
              (long long)r->step, (long long)r->epoch, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
-             (long long)r->no_sync_every, r->shuffle);
+             (long long)r->no_sync_every, r->shuffle, r->precision != DDP_PRECISION_FP32 ? " precision=" : "",
+             r->precision != DDP_PRECISION_FP32 ? ddp_precision_name(r->precision) : "");
 }
 
 static uint32_t checksum(const Contents *c, const char *run)
@@ -367,6 +370,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""},
         {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
+        {"precision", ddp_precision_name(run->precision)},
     };
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
     contents_free(&c);
@@ -441,6 +445,11 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     DDP_CHECK(meta_int(f, "no_sync_every", 1, INT64_MAX, &run->no_sync_every));
     DDP_CHECK(meta_int(f, "shuffle", 0, 1, &shuffle));
     run->shuffle = (int)shuffle;
+    const char *precision = ddp_safetensors_meta(f, "precision");
+    run->precision = DDP_PRECISION_FP32;
+    if (precision && !ddp_precision_parse(precision, &run->precision))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", ddp_safetensors_path(f),
+                       "precision", precision);
     return DDP_OK;
 }
 
@@ -593,5 +602,10 @@ DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *sav
     if (saved->shuffle != now->shuffle)
         return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made %s --no-shuffle; resume it the same way",
                        path, saved->shuffle ? "without" : "with");
+    if (saved->precision != now->precision)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made with %s %s, this run has %s; "
+                       "a run continues bit for bit only with the same settings (%s %s)", path, "--precision",
+                       ddp_precision_name(saved->precision), ddp_precision_name(now->precision), "--precision",
+                       ddp_precision_name(saved->precision));
     return DDP_OK;
 }

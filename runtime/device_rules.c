@@ -44,13 +44,13 @@ int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, cha
 
 static int set_and_not_zero(const char *v) { return v && *v && strcmp(v, "0") != 0; }
 
-DdpMathSettings ddp_math_settings(const char *allow_tf32, const char *tf32_override)
+DdpMathSettings ddp_math_settings(DdpPrecision precision, const char *tf32_override)
 {
     DdpMathSettings m = {.tf32 = 0, .conv = DDP_CONV_MATH_FMA, .cublas_tf32 = 0, .note = NULL};
-    if (!set_and_not_zero(allow_tf32))
+    if (precision == DDP_PRECISION_FP32)
         return m;
     if (tf32_override && strcmp(tf32_override, "0") == 0) {
-        m.note = "DDP_ALLOW_TF32 is set but NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuDNN and cuBLAS: FP32 math";
+        m.note = "NVIDIA_TF32_OVERRIDE=0 turns TF32 tensor cores off in cuDNN and cuBLAS: FP32 math";
         return m;
     }
     /* TENSOR_OP, not DEFAULT (which leaves the choice to cuDNN) and never

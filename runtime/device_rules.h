@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "precision.h"  // DdpPrecision
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,13 +47,15 @@ typedef struct {
     const char *note;     /* NULL, or one line why the asked mode is not the one in force */
 } DdpMathSettings;
 
-/* The math of a run from DDP_ALLOW_TF32's and NVIDIA_TF32_OVERRIDE's values
- * (NULL when unset). FP32 unless DDP_ALLOW_TF32 is set and not "0". NVIDIA's
+/* The libraries' math for a run's PRECISION, given NVIDIA_TF32_OVERRIDE's
+ * value (NULL when unset). FP32 for fp32; TF32 tensor cores for tf32, and
+ * for bf16 too, whose operands ops_cuda.cu rounds to bf16 first (a bf16
+ * value is exact in TF32, so the tensor cores multiply it exactly). NVIDIA's
  * libraries read NVIDIA_TF32_OVERRIDE themselves: "0" turns TF32 off whatever
  * the program asks, any other value changes nothing (it never turns TF32 on);
  * so TF32 asked for under NVIDIA_TF32_OVERRIDE=0 is reported as FP32, with a
  * note. */
-DdpMathSettings ddp_math_settings(const char *allow_tf32, const char *tf32_override);
+DdpMathSettings ddp_math_settings(DdpPrecision precision, const char *tf32_override);
 
 /* ---- cuDNN algorithm choice -------------------------------------------------- */
 

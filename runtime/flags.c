@@ -29,6 +29,7 @@ typedef enum {
     KIND_REAL,     /* double, finite, above lo (or at it unless lo_open), at most hi */
     KIND_SWITCH,   /* no value; sets an int to `min` */
     KIND_BACKEND,  /* nccl | mpi */
+    KIND_PRECISION, /* fp32 | tf32 | bf16 (precision.h) */
     KIND_ADDRESS,  /* env:// | tcp://HOST:PORT */
     KIND_OPTIONAL, /* --resume [PATH]: sets an int to 1, and a string if a value follows */
 } FlagKind;
@@ -88,6 +89,10 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_SEED] = {"seed", KIND_SEED, "N", AT(seed),
         .agree = DDP_AGREE_VALUE,
         .help = "seeds the initial weights, the shuffling, dropout and the data { } block's crops and flips"},
+    [DDP_FLAG_PRECISION] = {"precision", KIND_PRECISION, "fp32|tf32|bf16", AT(precision),
+        .agree = DDP_AGREE_VALUE,
+        .help = "round the operands of every conv and linear layer to this before they are multiplied, as tensor "
+                "cores read them; weights, sums and gradients stay FP32"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
         .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
@@ -185,6 +190,7 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
     f->batch_size = train->batch;
     f->lr = train->lr;
     f->seed = train->seed;
+    f->precision = train->precision;
     f->max_steps = -1;
     f->shuffle = 1;
     f->workers = -1;
@@ -246,6 +252,9 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
         break;
     case KIND_BACKEND:
         snprintf(buf, len, "nccl or mpi");
+        break;
+    case KIND_PRECISION:
+        snprintf(buf, len, "%s, %s or %s", ddp_precision_names[0], ddp_precision_names[1], ddp_precision_names[2]);
         break;
     case KIND_ADDRESS:
         snprintf(buf, len, "env:// or tcp://HOST:PORT");
@@ -340,6 +349,10 @@ static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
         else if (strcmp(value, "mpi") == 0)
             f->backend = DDP_BACKEND_MPI;
         else
+            return bad_value(spec, value);
+        return DDP_OK;
+    case KIND_PRECISION:
+        if (!ddp_precision_parse(value, FIELD(f, spec, DdpPrecision)))
             return bad_value(spec, value);
         return DDP_OK;
     case KIND_ADDRESS:
@@ -488,6 +501,7 @@ void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
         train->batch = f->batch_size, train->batch_global = 0;
     train->lr = f->lr;
     train->seed = f->seed;
+    train->precision = f->precision;
     if (f->given[DDP_FLAG_BUCKET_CAP_MB])
         train->bucket_cap_bytes = (int64_t)(f->bucket_cap_mb * 1024.0 * 1024.0);
 }
@@ -512,6 +526,7 @@ void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTra
             break;
         case DDP_FLAG_LR: snprintf(dflt, sizeof dflt, " (default %g)", train->lr); break;
         case DDP_FLAG_SEED: snprintf(dflt, sizeof dflt, " (default %llu)", (unsigned long long)train->seed); break;
+        case DDP_FLAG_PRECISION: snprintf(dflt, sizeof dflt, " (default %s)", ddp_precision_name(train->precision)); break;
         case DDP_FLAG_BUCKET_CAP_MB:
             snprintf(dflt, sizeof dflt, " (default %g)", (double)train->bucket_cap_bytes / (1024.0 * 1024.0));
             break;
@@ -562,6 +577,7 @@ void ddp_flags_agreed_value(const DdpFlags *f, DdpFlagId id, char *buf, size_t l
         snprintf(buf, len, "%s", f->backend == DDP_BACKEND_NCCL ? "nccl" : f->backend == DDP_BACKEND_MPI ? "mpi"
                                                                                                 : "the build's");
         break;
+    case KIND_PRECISION: snprintf(buf, len, "%s", ddp_precision_name(*FIELD(f, spec, const DdpPrecision))); break;
     case KIND_PATH:
     case KIND_ADDRESS:
     case KIND_OPTIONAL: {

@@ -29,6 +29,7 @@ typedef enum {
     DDP_FLAG_GLOBAL_BATCH,
     DDP_FLAG_LR,
     DDP_FLAG_SEED,
+    DDP_FLAG_PRECISION,
     DDP_FLAG_MAX_STEPS,
     DDP_FLAG_NO_SHUFFLE,
     DDP_FLAG_EVAL_EVERY,
@@ -94,6 +95,7 @@ typedef struct {
     int64_t global_batch;     /* all ranks together, shared evenly; 0 unless given */
     double lr;                /* the net's optimizer lr unless given */
     uint64_t seed;            /* the net's train { seed } unless given */
+    DdpPrecision precision;   /* the net's train { precision } unless given */
     int64_t max_steps;        /* -1: no limit */
     int shuffle;              /* 0 with --no-shuffle */
     int64_t eval_every;       /* steps; 0: at the end of each epoch only */
@@ -137,7 +139,7 @@ void ddp_flags_init(DdpFlags *flags, const DdpTrainConfig *train);
 DdpStatus ddp_flags_parse(DdpFlags *flags, int argc, char **argv);
 
 /* The training configuration the run uses: TRAIN with the flags that override
- * it (epochs, batch, lr, seed, bucket cap) applied. */
+ * it (epochs, batch, lr, seed, precision, bucket cap) applied. */
 void ddp_flags_apply(const DdpFlags *flags, DdpTrainConfig *train);
 
 /* --help: usage and every flag, with the defaults of the net NAME. */

@@ -23,6 +23,7 @@
 
 #include "augment.h" // DdpDataConfig: the data { } block
 #include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
+#include "precision.h"  // DdpPrecision
 #include "status.h"  // DdpStatus
 
 #ifdef __cplusplus
@@ -65,6 +66,7 @@ typedef struct {
     uint64_t seed;
     int batch_global; /* `batch N global` (or --global-batch): BATCH is the global
                        * batch, which the ranks share evenly */
+    DdpPrecision precision; /* of the products' operands (or --precision) */
 } DdpTrainConfig;
 
 /* What the generated functions work on. The runtime fills it; pointers are

@@ -26,9 +26,11 @@
  *    run (and on CPU whatever the thread count), because --resume promises to
  *    continue bit-for-bit and the distributed tests compare runs.
  *  - Math is plain FP32 by default, so the GPU build stays close to the CPU build.
- *    DDP_ALLOW_TF32=1 in the environment (read by ddp_ops_create) lets cuBLAS and
- *    cuDNN use TF32 tensor cores (never fp16); NVIDIA_TF32_OVERRIDE=0 turns
- *    that off again inside NVIDIA's libraries; the CPU build ignores both.
+ *    ddp_ops_set_precision chooses tf32 or bf16 (precision.h): every call then
+ *    rounds the operands of its products to that precision (the CPU build
+ *    rounds copies, the GPU build has the tensor cores read them so), and
+ *    sums in FP32. NVIDIA_TF32_OVERRIDE=0 turns TF32 tensor cores off again
+ *    inside NVIDIA's libraries (the operands are still rounded).
  *
  * Plain C, usable from C and from .cu files.
  */
@@ -44,6 +46,7 @@ extern "C" {
 /* status.h has no C++ guard of its own; this keeps ddp_error_at's C linkage when
  * ops.h is the first to bring it into a .cu file. */
 #include "status.h"  // DdpStatus, ddp_error_at
+#include "precision.h"  // DdpPrecision
 
 /* The type of parameter gradients (DdpCtx.grads): what sums over the batch
  * write, what the all-reduce sums over ranks, what the optimizer reads.
@@ -108,6 +111,10 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream);
 /* Frees everything; NULL is fine. On CUDA, wait for the stream first. */
 void ddp_ops_destroy(DdpOps *ops);
 
+/* The precision of every call's products from now on (precision.h): fp32
+ * unless set. Only before ddp_ops_finalize, which sizes what it needs. */
+DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision);
+
 /* Registers conv number ID (ids run 0..count-1, each once, any order) with a
  * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
@@ -129,6 +136,9 @@ size_t ddp_ops_workspace_bytes(const DdpOps *ops);
 /* Writes one line naming the algorithms chosen for conv ID into BUF (for
  * --verbose), e.g. "fwd IMPLICIT_PRECOMP_GEMM, bwd-data ALGO_1, bwd-filter ALGO_1". */
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len);
+/* One line for the run's start: how the calls meet the precision set, on
+ * this machine ("" in fp32). */
+void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len);
 /* What besides the program decides the bits of this process's steps, for
  * the ranks to compare at start-up (ddp_dist_check_same): on CPUs the
  * kernels oneDNN chose for the convs ("oneDNN jit:avx512_core"), "" where

@@ -40,6 +40,11 @@
  * oneDNN convs share likewise. ddp_gemm's and
  * ddp_gemm_grad's packed copies grow on their first call at a size (the
  * first step); after that the per-step calls never allocate.
+ *
+ * Precision (precision.h): in tf32 and bf16 every call first rounds its two
+ * operands into copies of its own (round_operands; grown on first use like
+ * the gemm packs), then computes on them exactly as in fp32. Rounding is
+ * element by element, so every promise above still holds.
  */
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
@@ -48,6 +53,7 @@
 #include "device_calls.h"  // ddp_device_call_note: scratch growing is counted as on GPUs
 #include "onednn_cpu.h"   // OnednnConv: convs by oneDNN, one sample per call
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
+#include "round_cpu.h"    // ddp_round_operands: tf32 and bf16
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -124,6 +130,8 @@ struct DdpOps {
     size_t onednn_bytes;
     GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
     GrowingBuffer gemm_grad_packs; /* ddp_gemm_grad's, likewise */
+    DdpPrecision precision;    /* of the products' operands */
+    GrowingBuffer operands[2]; /* a call's two operands, rounded to it (not in fp32) */
 
     /* The first failure of a per-step call, reported by ddp_ops_status. */
     DdpOpsFailure failure;
@@ -170,7 +178,18 @@ void ddp_ops_destroy(DdpOps *ops)
     free(ops->onednn_scratch);
     free(ops->gemm_packs.data);
     free(ops->gemm_grad_packs.data);
+    for (int i = 0; i < 2; i++)
+        free(ops->operands[i].data);
     free(ops);
+}
+
+DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
+{
+    if (ops->finalized || (unsigned)precision >= DDP_PRECISION_COUNT)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_set_precision(%d) %s", (int)precision,
+                       ops->finalized ? "after ddp_ops_finalize" : "out of range");
+    ops->precision = precision;
+    return DDP_OK;
 }
 
 /* Which passes oneDNN does (onednn_cpu.h): by the shape and by oneDNN's
@@ -371,6 +390,21 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     snprintf(buf, len, "%s; weight gradient %s%s", data, filter, why);
 }
 
+void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    buf[0] = 0;
+    if (ops->precision == DDP_PRECISION_FP32)
+        return;
+    const char *how = ops->precision != DDP_PRECISION_BF16 ? "by bit arithmetic"
+                      : ddp_round_bf16_has_instruction()
+                          ? "by AVX-512 BF16's instruction"
+                          : "by bit arithmetic (this CPU lacks AVX-512 BF16; the same bits)";
+    snprintf(buf, len, "the convs' and linear layers' operands rounded to %s %s, then multiplied and summed in FP32",
+             ddp_precision_name(ops->precision), how);
+}
+
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
 {
     if (!len)
@@ -393,6 +427,40 @@ void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
                 return;
         }
     }
+}
+
+static void *grow(DdpOps *ops, GrowingBuffer *buf, size_t bytes, const char *what);
+
+/* The call's operands *A (NA floats) and *B (NB floats) rounded to the
+ * run's precision: each pointer replaced by its rounded copy's. Nothing to
+ * do in fp32. 0 (failure recorded) if the copies do not fit in memory. */
+static int round_operands(DdpOps *ops, const float **a, size_t na, const float **b, size_t nb)
+{
+    if (ops->precision == DDP_PRECISION_FP32)
+        return 1;
+    const float **operand[2] = {a, b};
+    const size_t floats[2] = {na, nb};
+    for (int i = 0; i < 2; i++) {
+        if (!floats[i])
+            continue;
+        float *copy = grow(ops, &ops->operands[i], floats[i] * sizeof *copy, "rounded operands");
+        if (!copy)
+            return 0;
+        ddp_round_operands(ops->precision, *operand[i], copy, floats[i]);
+        *operand[i] = copy;
+    }
+    return 1;
+}
+
+/* Floats of a conv's input, output (or their gradients) and weights at batch N. */
+static size_t conv_input_floats(const DdpConvShape *sh, int n) { return (size_t)n * sh->c * sh->h * sh->w; }
+static size_t conv_output_floats(const DdpConvShape *sh, int n) { return (size_t)n * sh->k * sh->out_h * sh->out_w; }
+static size_t conv_weight_floats(const DdpConvShape *sh) { return (size_t)sh->k * (sh->c / sh->groups) * sh->r * sh->s; }
+
+/* Floats a ROWS x COLS matrix with row stride LD spans (0 when empty). */
+static size_t matrix_span(int rows, int cols, int ld)
+{
+    return rows && cols ? (size_t)(rows - 1) * ld + cols : 0;
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
@@ -550,7 +618,7 @@ static void col2im(const DdpConvShape *sh, const float *col, float *dx, float be
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
-    if (!p)
+    if (!p || !round_operands(ops, &x, conv_input_floats(&p->slot.shape, n), &w, conv_weight_floats(&p->slot.shape)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_forward(p->onednn, n, x, w, y);
@@ -585,7 +653,8 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta)
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
-    if (!p)
+    if (!p ||
+        !round_operands(ops, &dy, conv_output_floats(&p->slot.shape, n), &w, conv_weight_floats(&p->slot.shape)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_backward_data(p->onednn, ops->onednn_scratch, n, dy, w, dx, beta);
@@ -619,7 +688,8 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                               DdpGrad *dw, float beta)
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
-    if (!p)
+    if (!p ||
+        !round_operands(ops, &x, conv_input_floats(&p->slot.shape, n), &dy, conv_output_floats(&p->slot.shape, n)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_FILTER) {
         ddp_onednn_conv_backward_filter(p->onednn, ops->onednn_scratch, n, x, dy, dw, beta);
@@ -754,7 +824,9 @@ static void task_block(const TaskGrid *g, int t, int m, int n, int *i0, int *j0,
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    if (!gemm_args_ok(ops, trans_a, trans_b, m, n, k, lda, ldb, ldc) || m == 0 || n == 0)
+    if (!gemm_args_ok(ops, trans_a, trans_b, m, n, k, lda, ldb, ldc) || m == 0 || n == 0 ||
+        !round_operands(ops, &a, trans_a ? matrix_span(k, m, lda) : matrix_span(m, k, lda), &b,
+                        trans_b ? matrix_span(n, k, ldb) : matrix_span(k, n, ldb)))
         return;
     const TaskGrid g = task_grid(ops, m, n, k);
     const size_t each = ddp_sgemm_fixed_scratch(g.rows, k);
@@ -799,7 +871,8 @@ static void gemm_grad_checked(int m, int n, int k, const float *dy, int ldy, con
 void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
                    float beta, DdpGrad *dw, int ldw)
 {
-    if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0)
+    if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0 ||
+        !round_operands(ops, &dy, matrix_span(k, m, ldy), &x, matrix_span(k, n, ldx)))
         return;
     const int accumulate = beta != 0.0f;
     /* NaN compares false: a sample with a NaN goes the checked way too,

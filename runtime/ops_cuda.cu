@@ -33,10 +33,17 @@
  * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
  *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
  *    default math would allow TF32 on Ampere and later) and cuBLAS keeps
- *    CUBLAS_DEFAULT_MATH. DDP_ALLOW_TF32=1 switches both to TF32 tensor cores:
- *    CUDNN_TENSOR_OP_MATH (never ..._ALLOW_CONVERSION, which may compute in
- *    fp16) and CUBLAS_TF32_TENSOR_OP_MATH; NVIDIA_TF32_OVERRIDE=0 overrides
- *    that inside the libraries, and the run then says FP32 (ddp_math_settings).
+ *    CUBLAS_DEFAULT_MATH. Precision tf32 (ddp_ops_set_precision) switches
+ *    both to TF32 tensor cores: CUDNN_TENSOR_OP_MATH (never
+ *    ..._ALLOW_CONVERSION, which may compute in fp16) and
+ *    CUBLAS_TF32_TENSOR_OP_MATH; NVIDIA_TF32_OVERRIDE=0 overrides that inside
+ *    the libraries, and the run then says FP32 (ddp_math_settings).
+ *  - Precision bf16: a conv's operands are rounded to bf16 by this file's
+ *    kernel (precision.h's rule, the CPU build's bits) into two buffers of
+ *    finalize's, then cuDNN multiplies them with TF32 tensor cores, exactly,
+ *    since a bf16 value is a TF32 one; cuBLAS's products take
+ *    CUBLAS_COMPUTE_32F_FAST_16BF, its own conversion of FP32 operands to
+ *    bf16 (products have no plan, so no buffers of their own).
  *  - Only deterministic cuDNN algorithms are chosen (backward ALGO_0 and
  *    filter ALGO_3 sum with atomics), since --resume promises bit-for-bit
  *    continuation; if a shape has none, the first nondeterministic one, and
@@ -55,6 +62,7 @@
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
 #include "device_calls.h"  // ddp_device_call_note: the allocations and waits counted as the trainer's steps see them
 #include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes
+#include "precision.h"     // ddp_round_significand: bf16 operands
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
@@ -97,6 +105,9 @@ struct DdpOps {
     size_t workspace_bytes;
     void *cublas_workspace;
     DdpMathSettings math;
+    DdpPrecision precision;
+    float *rounded[2];      /* bf16: a conv's two operands, rounded; finalize sizes them */
+    size_t rounded_floats;  /* each */
     int allow_nondeterministic;
     int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
 
@@ -174,8 +185,7 @@ static DdpStatus create_handles(DdpOps *o)
     ddp_device_call_note(DDP_CALL_ALLOC);
     CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
-    CUBLAS_TRY(cublasSetMathMode(o->cublas, o->math.cublas_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                : CUBLAS_DEFAULT_MATH));
+    CUBLAS_TRY(cublasSetMathMode(o->cublas, CUBLAS_DEFAULT_MATH));
     return DDP_OK;
 }
 
@@ -186,7 +196,7 @@ DdpStatus ddp_ops_create(DdpOps **ops, void *stream)
     if (!o)
         return DDP_ERR(DDP_FAIL, "out of memory creating the ops context");
     o->stream = (cudaStream_t)stream;
-    o->math = ddp_math_settings(getenv("DDP_ALLOW_TF32"), getenv("NVIDIA_TF32_OVERRIDE"));
+    o->math = ddp_math_settings(DDP_PRECISION_FP32, getenv("NVIDIA_TF32_OVERRIDE"));
     o->allow_nondeterministic = env_flag("DDP_ALLOW_NONDETERMINISTIC");
     o->benchmark = env_flag("DDP_CUDNN_BENCHMARK");
     DdpStatus st = create_handles(o);
@@ -221,6 +231,8 @@ void ddp_ops_destroy(DdpOps *ops)
     /* Teardown: failures here change nothing the caller could act on. */
     cudaFree(ops->workspace);
     cudaFree(ops->cublas_workspace);
+    cudaFree(ops->rounded[0]);
+    cudaFree(ops->rounded[1]);
     if (ops->cublas)
         cublasDestroy(ops->cublas);
     if (ops->cudnn)
@@ -229,6 +241,18 @@ void ddp_ops_destroy(DdpOps *ops)
 }
 
 /* ---- planning -------------------------------------------------------------------- */
+
+DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
+{
+    if (ops->finalized || (unsigned)precision >= DDP_PRECISION_COUNT)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_set_precision(%d) %s", (int)precision,
+                       ops->finalized ? "after ddp_ops_finalize" : "out of range");
+    ops->precision = precision;
+    ops->math = ddp_math_settings(precision, getenv("NVIDIA_TF32_OVERRIDE"));
+    CUBLAS_TRY(cublasSetMathMode(ops->cublas, ops->math.cublas_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                    : CUBLAS_DEFAULT_MATH));
+    return DDP_OK;
+}
 
 static cudnnMathType_t cudnn_math(DdpConvMath m)
 {
@@ -471,6 +495,23 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
     }
     ops->workspace_bytes = bytes;
+    if (ops->precision == DDP_PRECISION_BF16) {
+        /* any conv's input, output or weights at its planned batch */
+        size_t floats = 0;
+        for (int i = 0; i < ops->nconvs; i++) {
+            const DdpConvShape *s = &ops->convs[i].slot.shape;
+            const size_t sizes[] = {(size_t)s->n * s->c * s->h * s->w, (size_t)s->n * s->k * s->out_h * s->out_w,
+                                    (size_t)s->k * (s->c / s->groups) * s->r * s->s};
+            for (int j = 0; j < 3; j++)
+                floats = sizes[j] > floats ? sizes[j] : floats;
+        }
+        if (floats) {
+            ddp_device_call_note(DDP_CALL_ALLOC);
+            for (int i = 0; i < 2; i++)
+                CUDA_TRY(cudaMalloc(&ops->rounded[i], floats * sizeof(float)));
+        }
+        ops->rounded_floats = floats;
+    }
     ops->finalized = 1;
     return DDP_OK;
 }
@@ -494,6 +535,24 @@ static const char *algo_name(int dir, int algo)
     const int counts[NDIRS] = {(int)(sizeof fwd / sizeof *fwd), (int)(sizeof data / sizeof *data),
                                (int)(sizeof filter / sizeof *filter)};
     return algo >= 0 && algo < counts[dir] ? names[dir][algo] : "?";
+}
+
+void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    const char *cores = ops->math.tf32 ? "TF32 tensor cores" : "FP32 math";
+    if (ops->precision == DDP_PRECISION_FP32)
+        buf[0] = 0;
+    else if (ops->precision == DDP_PRECISION_TF32)
+        snprintf(buf, len, "cuDNN and cuBLAS on %s%s%s", cores, ops->math.note ? " (" : "",
+                 ops->math.note ? ops->math.note : "");
+    else
+        snprintf(buf, len, "the convs' operands rounded to bf16, then cuDNN on %s (exact on bf16 values); "
+                           "cuBLAS's products in CUBLAS_COMPUTE_32F_FAST_16BF; sums in FP32%s%s",
+                 cores, ops->math.note ? " (" : "", ops->math.note ? ops->math.note : "");
+    if (ops->math.note && ops->precision != DDP_PRECISION_FP32)
+        snprintf(buf + strlen(buf), len - strlen(buf), ")");
 }
 
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
@@ -588,10 +647,51 @@ static const Choice *choice(const ConvPlan *p, int dir)
     return p->use_fallback[dir] ? &p->fallback[dir] : &p->best[dir];
 }
 
+/* DST[i] = SRC[i] rounded by precision.h's rule, DROP bits dropped. */
+__global__ void round_operand_kernel(const float *src, float *dst, size_t n, int drop)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __uint_as_float(ddp_round_significand(__float_as_uint(src[i]), drop));
+}
+
+/* In bf16, *A (NA floats) and *B (NB floats) replaced by their copies rounded
+ * into ops->rounded; nothing to do otherwise (tf32: the tensor cores round).
+ * 0 (failure recorded) if a launch fails. */
+static int round_operands(DdpOps *ops, const float **a, size_t na, const float **b, size_t nb)
+{
+    if (ops->precision != DDP_PRECISION_BF16)
+        return 1;
+    const float **operand[2] = {a, b};
+    const size_t floats[2] = {na, nb};
+    for (int i = 0; i < 2; i++) {
+        if (floats[i] > ops->rounded_floats) {
+            OPS_FAIL(ops, "internal error: a %zu-float operand, past the %zu planned", floats[i], ops->rounded_floats);
+            return 0;
+        }
+        const unsigned threads = 256;
+        const size_t blocks = (floats[i] + threads - 1) / threads, most = 4096; /* then a stride loop */
+        if (blocks)
+            round_operand_kernel<<<(unsigned)(blocks < most ? blocks : most), threads, 0,
+                                   ops->stream>>>(*operand[i], ops->rounded[i], floats[i],
+                                                  ddp_precision_dropped_bits(ops->precision));
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            OPS_FAIL(ops, "round_operand_kernel: %s", cudaGetErrorString(e));
+            return 0;
+        }
+        *operand[i] = ops->rounded[i];
+    }
+    return 1;
+}
+
+static size_t input_floats(const DdpConvShape *s, int n) { return (size_t)n * s->c * s->h * s->w; }
+static size_t output_floats(const DdpConvShape *s, int n) { return (size_t)n * s->k * s->out_h * s->out_w; }
+static size_t weight_floats(const DdpConvShape *s) { return (size_t)s->k * (s->c / s->groups) * s->r * s->s; }
+
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
-    if (!p)
+    if (!p || !round_operands(ops, &x, input_floats(&p->slot.shape, n), &w, weight_floats(&p->slot.shape)))
         return;
     const Choice *c = choice(p, FWD);
     const float one = 1.0f, zero = 0.0f;
@@ -604,7 +704,7 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
-    if (!p)
+    if (!p || !round_operands(ops, &dy, output_floats(&p->slot.shape, n), &w, weight_floats(&p->slot.shape)))
         return;
     const Choice *c = choice(p, DATA);
     const float one = 1.0f;
@@ -618,7 +718,7 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                               DdpGrad *dw, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
-    if (!p)
+    if (!p || !round_operands(ops, &x, input_floats(&p->slot.shape, n), &dy, output_floats(&p->slot.shape, n)))
         return;
     const Choice *c = choice(p, FILTER);
     const float one = 1.0f;
@@ -646,9 +746,13 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
      * row-major matrix read column-major is its transpose: so swap the operands
      * and keep each one's transpose flag. */
-    CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
-                                   a, lda, &beta, c, ldc));
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (ops->precision == DDP_PRECISION_BF16)
+        CUBLAS_RECORD(ops, cublasGemmEx(ops->cublas, op_b, op_a, n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F,
+                                        lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF,
+                                        CUBLAS_GEMM_DEFAULT));
+    else
+        CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
 /* DdpGrad is float here: cuBLAS's own sum over the batch (ops.h). */

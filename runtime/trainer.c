@@ -442,6 +442,7 @@ static DdpStatus plan_ops(Trainer *t)
 {
     DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
     t->ctx.ops = t->ops;
+    DDP_CHECK(ddp_ops_set_precision(t->ops, t->cfg.precision));
     if (t->net->plan_ops)
         DDP_CHECK(t->net->plan_ops(&t->ctx));
     return ddp_ops_finalize(t->ops);
@@ -498,6 +499,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .world = t->dist.world,
         .no_sync_every = t->flags.no_sync_every,
         .shuffle = t->flags.shuffle,
+        .precision = t->cfg.precision,
     };
 }
 
@@ -1189,6 +1191,12 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     const DdpNet *net = t->net;
     ddp_flags_init(&t->flags, &net->train);
     DDP_CHECK(ddp_flags_parse(&t->flags, argc, argv));
+    /* DDP_ALLOW_TF32=1: the older spelling of --precision tf32, where the
+     * flag is not given and the net's precision is fp32 */
+    const char *allow_tf32 = getenv("DDP_ALLOW_TF32");
+    if (allow_tf32 && *allow_tf32 && strcmp(allow_tf32, "0") != 0 && !t->flags.given[DDP_FLAG_PRECISION] &&
+        t->flags.precision == DDP_PRECISION_FP32)
+        t->flags.precision = DDP_PRECISION_TF32;
     if (t->flags.help) {
         ddp_flags_usage(stdout, t->prog, net->name, &net->train);
         return DDP_OK;
@@ -1300,6 +1308,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                           ddp_augment_is_random(&net->data) && !ddp_augment_is_random(&t->data)
                               ? " (--no-augment: no crop or flips)" : "",
                           t->input_on_device ? "on the device" : "on the host");
+    char precision[256];
+    ddp_ops_describe_precision(t->ops, precision, sizeof precision);
+    if (precision[0])
+        ddp_progress_note(&t->progress, "precision %s: %s", ddp_precision_name(t->cfg.precision), precision);
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,

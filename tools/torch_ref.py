@@ -6,7 +6,7 @@ same net, and saves the weights (or one step's gradients) as safetensors.
     /usr/bin/python3 tools/torch_ref.py --module net.py --out after.safetensors
         [--init weights.safetensors] [--data DIR] [--steps K] [--batch B]
         [--epochs E] [--lr X] [--seed S] [--no-shuffle] [--dtype float32|float64]
-        [--grad-only] [--perturb EPS] [--kinks-envelope REL] [--quiet]
+        [--grad-only] [--perturb EPS] [--kinks-envelope REL] [--precision P] [--quiet]
 
 It is the independent side of the comparison, so it uses PyTorch's own pieces
 wherever PyTorch has them: the nn modules, F.cross_entropy, torch.optim and
@@ -54,6 +54,13 @@ spelled out by the flags, which mean what the program's flags mean:
                   their effects can cancel where a float32 run flips only
                   some); at most KINKS_MOST of them. The inputs found are
                   listed on stderr.
+  --precision P   fp32, tf32 or bf16 (default: the module's TRAIN, else
+                  fp32): as the program's --precision, the operands of every
+                  Conv2d and Linear, forward and backward (input, weight and
+                  output gradient), are rounded to P's significand by
+                  runtime/precision.h's rule (their float32 value rounded,
+                  ties to even, subnormals to zero) before the product; the
+                  product, its sums and everything else keep --dtype
   --grad-only     one forward and backward pass on the first batch, no
                   optimizer step: writes each trainable parameter's gradient
                   of the batch's mean loss, under the parameter's name
@@ -280,6 +287,84 @@ class Kinks:
         return hook
 
 
+#
+# precision: the products' operands rounded as runtime/precision.h rounds them
+#
+
+DROPPED_BITS = {"fp32": 0, "tf32": 13, "bf16": 16}
+
+
+def round_significand(t, drop):
+    """T's values as float32, rounded to a significand DROP bits shorter
+    (precision.h's ddp_round_significand, on int64 copies of the bits),
+    returned in T's dtype."""
+    u = t.detach().to(torch.float32).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    low = (1 << drop) - 1
+    exponent = u & 0x7F800000
+    nearest = (u + (low >> 1) + ((u >> drop) & 1)) & ~low
+    special = torch.where((u & 0x007FFFFF) != 0, (u | 0x00400000) & ~low, u)
+    bits = torch.where(exponent == 0, u & 0x80000000, torch.where(exponent == 0x7F800000, special, nearest))
+    bits = torch.where(bits >= 1 << 31, bits - (1 << 32), bits).to(torch.int32)
+    return bits.view(torch.float32).to(t.dtype)
+
+
+class RoundedConv(torch.autograd.Function):
+    """conv2d (no bias) of rounded x and w; its backward passes take the
+    rounded output gradient, as the program's backward-data and weight calls."""
+
+    @staticmethod
+    def forward(ctx, x, w, conv, drop):
+        xr, wr = round_significand(x, drop), round_significand(w, drop)
+        ctx.save_for_backward(xr, wr)
+        ctx.conv, ctx.drop = conv, drop
+        return torch.nn.functional.conv2d(xr, wr, None, conv.stride, conv.padding, conv.dilation, conv.groups)
+
+    @staticmethod
+    def backward(ctx, gy):
+        xr, wr = ctx.saved_tensors
+        c, g = ctx.conv, round_significand(gy, ctx.drop)
+        gx = torch.nn.grad.conv2d_input(xr.shape, wr, g, c.stride, c.padding, c.dilation, c.groups)
+        gw = torch.nn.grad.conv2d_weight(xr, wr.shape, g, c.stride, c.padding, c.dilation, c.groups)
+        return gx, gw, None, None
+
+
+class RoundedLinear(torch.autograd.Function):
+    """x . w^T of rounded operands, and its backward likewise."""
+
+    @staticmethod
+    def forward(ctx, x, w, drop):
+        xr, wr = round_significand(x, drop), round_significand(w, drop)
+        ctx.save_for_backward(xr, wr)
+        ctx.drop = drop
+        return xr @ wr.t()
+
+    @staticmethod
+    def backward(ctx, gy):
+        xr, wr = ctx.saved_tensors
+        g = round_significand(gy, ctx.drop)
+        return g @ wr, g.t() @ xr, None
+
+
+def round_products(model, precision):
+    """Every Conv2d and Linear of MODEL computing on operands rounded to PRECISION."""
+    drop = DROPPED_BITS[precision]
+    if not drop:
+        return
+    for m in model.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            if m.padding_mode != "zeros":
+                raise Bad(f"--precision: a Conv2d with padding_mode {m.padding_mode!r}")
+            def conv_forward(x, m=m):
+                y = RoundedConv.apply(x, m.weight, m, drop)
+                return y if m.bias is None else y + m.bias.view(1, -1, 1, 1)
+            m.forward = conv_forward
+        elif isinstance(m, torch.nn.Linear):
+            def linear_forward(x, m=m):
+                y = RoundedLinear.apply(x, m.weight, drop)
+                return y if m.bias is None else y + m.bias
+            m.forward = linear_forward
+
+
 def to_numpy(t):
     return t.detach().cpu().contiguous().numpy()
 
@@ -298,6 +383,7 @@ def train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks=None):
                 if t.is_floating_point():
                     flip = torch.randint(0, 2, t.shape, generator=signs).to(t.dtype) * 2 - 1
                     t.mul_(1 + args.perturb * flip)
+    round_products(model, args.precision)
     if kinks:
         kinks.attach(model)
     model.train()
@@ -386,10 +472,14 @@ def main(argv=None):
     ap.add_argument("--perturb", type=float, default=0.0, help="relative change of every starting weight")
     ap.add_argument("--kinks-envelope", type=float, default=0.0,
                     help="write the weights plus what each ReLU/LeakyReLU input this near a kink moves them")
+    ap.add_argument("--precision", choices=tuple(DROPPED_BITS),
+                    help="round every conv's and linear layer's operands to this (default: the module's)")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     args = ap.parse_args(argv)
 
     mod = load_module(args.module)
+    if args.precision is None:
+        args.precision = mod.TRAIN.get("precision", "fp32")
     seed = mod.TRAIN["seed"] if args.seed is None else args.seed
     batch = mod.TRAIN["batch"] if args.batch is None else args.batch
     epochs = mod.TRAIN["epochs"] if args.epochs is None else args.epochs

@@ -50,6 +50,7 @@ data=${DATA:-/usr/share/datasets/fashion-mnist}
 ddpc=$kit/bin/ddpc
 batch=64 # the batch of the one-step comparison (tests/gpu/run.sh uses it too)
 max_bytes=$((48 * 1024 * 1024))
+precision_nets="mnist resnet" # kit.txt names them for run.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$kit"/{gpu,ref,data,torch,obj,fallback}
@@ -106,14 +107,24 @@ for name in "${nets[@]}"; do
     if grep -q warning "$tmp/$name.cuda.log"; then
         cat "$tmp/$name.cuda.log"; echo "kit.sh: $name: warnings building for CUDA"; exit 1
     fi
-    # the runtime's debug information (a third of each program) does not
-    # travel: the kit must fit what a device run carries
-    strip --strip-debug "$kit/gpu/$name"
+    # the runtime's debug information (a third of each program) and the host
+    # symbols no run needs (a fifth of the rest; the kernels' names, which ncu
+    # shows, are in the device code) do not travel: the kit must fit what a
+    # device run carries
+    strip --strip-unneeded "$kit/gpu/$name"
     "$ddpc" "$tmp/$name.net" --target cpu -o "$tmp/$name.cpu" > /dev/null
     "$tmp/$name.cpu" --data "$kit/data" --max-steps 0 --export "$kit/ref/$name.w0" --quiet
     if [ ! -e "$tmp/${name}_sgd.net" ]; then # an Adam net's step is compared through its SGD twin's
         "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
             --batch-size "$batch" --export "$kit/ref/$name.w1" --quiet
+        # the GPU's steps in tf32 and bf16 compared with the CPU's, rounding alike:
+        # for the nets the timings run (every net's would put the kit over its size)
+        if [[ " $precision_nets " == *" $name "* ]]; then
+            for precision in tf32 bf16; do
+                "$tmp/$name.cpu" --data "$kit/data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
+                    --batch-size "$batch" --precision "$precision" --export "$kit/ref/$name.$precision.w1" --quiet
+            done
+        fi
     fi
 done
 # Several steps, shuffled (tests/gpu/run.sh runs the same on the GPU): 20 of
@@ -169,6 +180,7 @@ bytes=$(du -sb "$kit" | cut -f1)
     echo "cuda $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
     echo "batch $batch"
     echo "nets ${nets[*]}"
+    echo "precision_nets $precision_nets"
     echo "bytes $bytes"
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
 } > "$kit/kit.txt"

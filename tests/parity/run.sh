@@ -22,29 +22,35 @@
 # error in a gradient near eps into a large part of the update (PyTorch's own
 # float32 ends 5e-3 of the update away on mlp.net).
 # Needs DDPC (the ddpc binary) and PYTHON (with torch) in the environment;
-# DATA, when set, is the --data directory of IDX files both sides train on.
+# DATA, when set, is the --data directory of IDX files both sides train on;
+# PRECISION, when set (tf32, bf16), is the program's --precision, and the
+# reference rounds its products' operands alike (torch_ref.py --precision),
+# or as REFERENCE_PRECISION says where that is set (fp32: not at all);
+# TOL, when set, replaces the tolerance of the update above.
 set -euo pipefail
 net=$1 steps=${2:-5} batch=${3:-16} seed=${4:-5}
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-data=()
+data=() precision=() ref_precision=()
 [ -n "${DATA:-}" ] && data=(--data "$DATA")
+[ -n "${PRECISION:-}" ] && precision=(--precision "$PRECISION") ref_precision=(--precision "$PRECISION")
+[ -n "${REFERENCE_PRECISION:-}" ] && ref_precision=(--precision "$REFERENCE_PRECISION")
 tools=$(cd "$(dirname "$0")/../../tools" && pwd)
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$ddpc" "$net" --target cpu -o "$d/prog"
 "$d/prog" --max-steps 0 --seed "$seed" --export "$d/w0.safetensors" --quiet "${data[@]}"
 "$d/prog" --init "$d/w0.safetensors" --max-steps "$steps" --no-shuffle --batch-size "$batch" \
-    --export "$d/ours.safetensors" --quiet "${data[@]}"
+    --export "$d/ours.safetensors" --quiet "${data[@]}" "${precision[@]}"
 "$ddpc" "$net" --emit torch > "$d/net.py"
 reference() { # reference OUT [FLAGS...]
     local out=$1
     shift
     "$python" "$tools/torch_ref.py" --module "$d/net.py" --init "$d/w0.safetensors" --steps "$steps" \
-        --no-shuffle --batch "$batch" --dtype float64 --out "$out" --quiet "${data[@]}" "$@"
+        --no-shuffle --batch "$batch" --dtype float64 --out "$out" --quiet "${data[@]}" "${ref_precision[@]}" "$@"
 }
 reference "$d/ref.safetensors"
 reference "$d/perturbed.safetensors" --perturb 5.9604644775390625e-08 # 2^-24
 reference "$d/kinks.safetensors" --kinks-envelope 4.76837158203125e-07  # 2^-21
 "$python" "$tools/compare_weights.py" "$d/w0.safetensors" "$d/ours.safetensors" "$d/ref.safetensors" \
-    --steps "$steps" --tol "$([ "$steps" = 1 ] && echo 1e-3 || echo 1e-4)" --envelope "$d/perturbed.safetensors" \
+    --steps "$steps" --tol "${TOL:-$([ "$steps" = 1 ] && echo 1e-3 || echo 1e-4)}" --envelope "$d/perturbed.safetensors" \
     --kinks "$d/kinks.safetensors"

@@ -355,6 +355,54 @@ static void test_checksum(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* The precision: recorded, checked on resuming, covered by the checksum; a
+ * checkpoint that does not name one (written before there was a choice)
+ * is fp32's, and its checksum still holds. */
+static void edit_header(const char *file, const char *from, const char *to)
+{
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "grep -q '%s' %s && sed -i 's/%s/%s/' %s", from, file, from, to, file) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+}
+
+static void test_precision_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1, .precision = DDP_PRECISION_BF16};
+    DdpCheckpointState state = {params, buffers, opt, counts};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.precision, DDP_PRECISION_BF16);
+    DdpCheckpointRun now = run;
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_OK);
+    now.precision = DDP_PRECISION_FP32;
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "made with --precision bf16, this run has fp32; a run continues bit for bit "
+                                          "only with the same settings (--precision bf16)") != NULL);
+    edit_header(written, "\"bf16\"", "\"tf32\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+
+    run.precision = DDP_PRECISION_FP32;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"precision\"", "\"precisiom\""); /* as an older checkpoint: no precision */
+    got.precision = DDP_PRECISION_TF32;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.precision, DDP_PRECISION_FP32);
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"fp32\"", "\"fp64\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'precision' is 'fp64'") != NULL);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* ---- never worse than what it replaces ----------------------------------------------- */
 
 /* The checkpoint file in DIR whose name ends in STEP (whatever the rest of
@@ -694,6 +742,7 @@ void suite_checkpoint(void)
         {"damaged or truncated newest: skipped, the older one used", test_skips_damaged},
         {"other settings, a weights file, another net: status 2, named", test_refused},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
+        {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
         {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
         {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},

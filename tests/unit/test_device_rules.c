@@ -43,20 +43,21 @@ static void test_too_few_gpus_refused(void)
 
 static void test_math_settings(void)
 {
-    DdpMathSettings m = ddp_math_settings(NULL, NULL);
+    DdpMathSettings m = ddp_math_settings(DDP_PRECISION_FP32, NULL);
     CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32 && !m.note);
-    m = ddp_math_settings("0", NULL);
-    CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32);
     /* NVIDIA_TF32_OVERRIDE=1 never turns TF32 on */
-    m = ddp_math_settings(NULL, "1");
+    m = ddp_math_settings(DDP_PRECISION_FP32, "1");
     CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32 && !m.note);
-    /* TF32 is TENSOR_OP_MATH, never ALLOW_CONVERSION (fp16) nor DEFAULT */
-    m = ddp_math_settings("1", NULL);
-    CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32 && !m.note);
-    m = ddp_math_settings("1", "1");
-    CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32);
+    /* TF32 is TENSOR_OP_MATH, never ALLOW_CONVERSION (fp16) nor DEFAULT; bf16
+     * operands, rounded first, are multiplied exactly by TF32's tensor cores */
+    for (int p = DDP_PRECISION_TF32; p <= DDP_PRECISION_BF16; p++) {
+        m = ddp_math_settings((DdpPrecision)p, NULL);
+        CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32 && !m.note);
+        m = ddp_math_settings((DdpPrecision)p, "1");
+        CU_ASSERT(m.tf32 && m.conv == DDP_CONV_MATH_TENSOR_OP && m.cublas_tf32);
+    }
     /* NVIDIA_TF32_OVERRIDE=0 wins inside the libraries: say FP32 */
-    m = ddp_math_settings("1", "0");
+    m = ddp_math_settings(DDP_PRECISION_TF32, "0");
     CU_ASSERT(!m.tf32 && m.conv == DDP_CONV_MATH_FMA && !m.cublas_tf32);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m.note);
     CU_ASSERT_PTR_NOT_NULL(strstr(m.note, "NVIDIA_TF32_OVERRIDE=0"));

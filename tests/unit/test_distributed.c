@@ -268,6 +268,9 @@ static void test_ranks_equal_one_rank_bit_for_bit(void)
      * AVX-512 (gemm_cpu.h): the same steps on either kind of machine, with
      * the runtime's own convs (oneDNN's follow the instruction set) */
     equivalent("RANKS_VECTOR=8 DDP_CPU_CONV=own", "examples/mnist.net", "16", "2", "");
+    /* bf16: every product's operands rounded, element by element, so the
+     * promise holds as in fp32 (convs on the own kernels and oneDNN's) */
+    equivalent("", "examples/resnet.net", "16", "2 3", "--precision bf16 ");
     /* every epoch ends with a short batch (200 samples in global batches of
      * 48: four of 48, then one of 8), whose parts are 6 times larger and
      * whose step has windows of its own (exact_sum.h); 20 steps, 4 epochs */

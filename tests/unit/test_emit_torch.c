@@ -348,7 +348,7 @@ static void test_module_text(void)
         "SCHEDULE_INTERVAL = \"step\"",
         "INPUT_SHAPE = (1, 28, 28)",
         "NUM_CLASSES = 10",
-        "TRAIN = {\"batch\": 64, \"batch_global\": False, \"epochs\": 10, \"seed\": 0}",
+        "TRAIN = {\"batch\": 64, \"batch_global\": False, \"epochs\": 10, \"seed\": 0, \"precision\": \"fp32\"}",
     };
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         bool found = strstr(text, wanted[i]) != NULL;

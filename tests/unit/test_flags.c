@@ -52,6 +52,7 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(f.batch_size, 64);
     CU_ASSERT_EQUAL(f.lr, 0.01);
     CU_ASSERT_EQUAL(f.seed, 5);
+    CU_ASSERT_EQUAL(f.precision, DDP_PRECISION_FP32); /* the net's, as train() leaves it */
     CU_ASSERT_EQUAL(f.max_steps, -1);
     CU_ASSERT_EQUAL(f.shuffle, 1);
     CU_ASSERT_EQUAL(f.eval_every, 0);
@@ -72,7 +73,7 @@ static void test_every_flag(void)
                                     "--max-steps 0 --no-shuffle --eval-every 100 --log l.jsonl --export=e.st "
                                     "--init i.st --quiet --backend mpi --init-method tcp://10.0.0.1:29500 "
                                     "--rank 1 --world-size 2 --bucket-cap-mb 2.5 --no-sync-every 4 --save ck "
-                                    "--save-every 50 --resume --timeout 60 --tensorboard tb"),
+                                    "--save-every 50 --resume --timeout 60 --tensorboard tb --precision bf16"),
                           DDP_OK);
     CU_ASSERT_STRING_EQUAL(f.data, "/d");
     CU_ASSERT_EQUAL(f.epochs, 3);
@@ -102,6 +103,8 @@ static void test_every_flag(void)
     ddp_flags_apply(&f, &t);
     CU_ASSERT(t.batch == 32 && t.epochs == 3 && t.lr == 0.5 && t.seed == UINT64_MAX);
     CU_ASSERT_EQUAL(t.bucket_cap_bytes, 2621440);
+    CU_ASSERT_EQUAL(f.precision, DDP_PRECISION_BF16);
+    CU_ASSERT_EQUAL(t.precision, DDP_PRECISION_BF16);
     CU_ASSERT(!t.batch_global);
     /* the global batch: the net's batch replaced, and marked as all ranks' */
     CU_ASSERT_EQUAL_FATAL(parse(&f, "--global-batch 256"), DDP_OK);
@@ -170,6 +173,7 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--bucket-cap-mb 0", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '0'"));
     CU_ASSERT(refused("--timeout 0", "--timeout expects a number > 0 and at most 31536000, got '0'"));
     CU_ASSERT(refused("--backend gloo", "--backend expects nccl or mpi, got 'gloo'"));
+    CU_ASSERT(refused("--precision fp16", "--precision expects fp32, tf32 or bf16, got 'fp16'"));
     /* tcp://'s host and port are judged by topology.c (test_rendezvous), which says which is wrong */
     CU_ASSERT(refused("--init-method tcp:/h:80", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp:/h:80'"));
     CU_ASSERT(refused("--nproc-per-node 0", "--nproc-per-node expects a whole number from 1 to 1024, got '0'"));
@@ -233,7 +237,7 @@ static void test_usage(void)
         "--init-method env://|tcp://HOST:PORT", "--rank R", "--world-size W", "--bucket-cap-mb X", "(default 25)",
         "--no-sync-every K", "--save DIR", "--save-every N", "--resume [PATH]", "--eval-every N",
         "--log FILE.jsonl", "--export FILE.safetensors", "--init FILE.safetensors", "--timeout SECONDS",
-        "--quiet", "--help", "/usr/share/datasets/fashion-mnist",
+        "--quiet", "--help", "/usr/share/datasets/fashion-mnist", "--precision fp32|tf32|bf16", "(default fp32)",
     };
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
         if (!strstr(text, shown[i])) {

@@ -300,8 +300,9 @@ static const DdpNet net = {
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
     params, (int)(sizeof params / sizeof params[0]), 52618, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
-    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
-    {16, 1, DDP_OPT_ADAM, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.99, 1e-06, DDP_SCHED_COSINE, 3, 1, 0.1, 26214400, 1048576, 0ull, 0},
+    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
+    // precision
+    {16, 1, DDP_OPT_ADAM, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.99, 1e-06, DDP_SCHED_COSINE, 3, 1, 0.1, 26214400, 1048576, 0ull, 0, DDP_PRECISION_FP32},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
     // probability of a left-right flip, of an upside-down flip; for image files: resize to
     // height, width, or of the shorter side; center crop height, width

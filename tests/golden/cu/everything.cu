@@ -1186,8 +1186,9 @@ static const DdpNet net = {
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
     params, (int)(sizeof params / sizeof params[0]), 11088, 96, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
-    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
-    {32, 2, DDP_OPT_ADAM, 0.0003, 0.0, 0.0, 0.0, 0, 0.8, 0.99, 1e-06, DDP_SCHED_STEP, 0, 1, 0.9, 524288, 524288, 1234ull, 1},
+    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
+    // precision
+    {32, 2, DDP_OPT_ADAM, 0.0003, 0.0, 0.0, 0.0, 0, 0.8, 0.99, 1e-06, DDP_SCHED_STEP, 0, 1, 0.9, 524288, 524288, 1234ull, 1, DDP_PRECISION_BF16},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
     // probability of a left-right flip, of an upside-down flip; for image files: resize to
     // height, width, or of the shorter side; center crop height, width

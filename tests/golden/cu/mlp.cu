@@ -385,8 +385,9 @@ static const DdpNet net = {
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
     params, (int)(sizeof params / sizeof params[0]), 535818, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
-    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
-    {128, 5, DDP_OPT_ADAMW, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.999, 1e-08, DDP_SCHED_STEP, 0, 2, 0.5, 26214400, 1048576, 1ull, 0},
+    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
+    // precision
+    {128, 5, DDP_OPT_ADAMW, 0.001, 0.0, 0.0, 0.01, 0, 0.9, 0.999, 1e-08, DDP_SCHED_STEP, 0, 2, 0.5, 26214400, 1048576, 1ull, 0, DDP_PRECISION_FP32},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
     // probability of a left-right flip, of an upside-down flip; for image files: resize to
     // height, width, or of the shorter side; center crop height, width

@@ -638,8 +638,9 @@ static const DdpNet net = {
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
     params, (int)(sizeof params / sizeof params[0]), 658, 128, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
-    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global
-    {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0},
+    // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
+    // precision
+    {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 0ull, 0, DDP_PRECISION_FP32},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
     // probability of a left-right flip, of an upside-down flip; for image files: resize to
     // height, width, or of the shorter side; center crop height, width
