@@ -1352,15 +1352,24 @@ static void emit_functions(Emit *e, FILE *out)
     E("}\n\n");
 
     /* library ops */
-    fprintf(out, "// Registers each convolution with the library ops (cuDNN picks its algorithms now).\n"
+    fprintf(out, "// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms\n"
+                 "// now; the copies a precision rounds operands into are sized).\n"
                  "static DdpStatus plan_ops(DdpCtx *ctx)\n{\n");
-    if (e->plan->n_convs == 0)
+    int products = 0;
+    for (int i = 0; i < net->n_nodes; i++)
+        products += net->nodes[i].op == OP_CONV || net->nodes[i].op == OP_LINEAR;
+    if (products == 0)
         fprintf(out, "    (void)ctx;\n");
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];
-        if (n->op != OP_CONV)
+        if (n->op != OP_CONV && n->op != OP_LINEAR)
             continue;
         fprintf(out, "    // %s:%d: %s\n", e->file, n->line, n->text);
+        if (n->op == OP_LINEAR) {
+            fprintf(out, "    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, %lld, %lld));\n",
+                    (long long)n->in_ch, (long long)n->out_ch);
+            continue;
+        }
         fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0};\n",
                 n->name, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
                 (long long)n->out_ch, (long long)n->kernel, (long long)n->kernel, (long long)n->stride, (long long)n->pad,

@@ -63,12 +63,16 @@ DdpMathSettings ddp_math_settings(DdpPrecision precision, const char *tf32_overr
 
 /* ---- cuDNN algorithm choice ---- */
 
-static int math_allowed(DdpConvMath math, int tf32)
+/* Tensor cores only where the run's precision rounds the operands (tf32 =
+ * 1) and the algorithm multiplies them as they are: an FFT's or Winograd's
+ * transformed operands would be rounded to TF32 once more, an error the
+ * precision does not promise. */
+static int math_allowed(const DdpConvCandidate *c, int tf32)
 {
-    switch (math) {
+    switch (c->math) {
     case DDP_CONV_MATH_FMA: return 1;
     case DDP_CONV_MATH_DEFAULT:
-    case DDP_CONV_MATH_TENSOR_OP: return tf32;
+    case DDP_CONV_MATH_TENSOR_OP: return tf32 && !c->transforms;
     case DDP_CONV_MATH_TENSOR_OP_CONV: return 0;
     }
     return 0;
@@ -78,7 +82,7 @@ int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rul
 {
     for (int i = 0; i < count; i++) {
         if (!c[i].ok || c[i].workspace > rule->workspace_limit || (rule->zero_workspace && c[i].workspace != 0) ||
-            !math_allowed(c[i].math, rule->tf32) || (!c[i].deterministic && !rule->allow_nondeterministic))
+            !math_allowed(&c[i], rule->tf32) || (!c[i].deterministic && !rule->allow_nondeterministic))
             continue;
         return i;
     }

@@ -48,9 +48,9 @@ typedef struct {
 } DdpMathSettings;
 
 /* The libraries' math for a run's PRECISION, given NVIDIA_TF32_OVERRIDE's
- * value (NULL when unset). FP32 for fp32; TF32 tensor cores for tf32, and
- * for bf16 too, whose operands ops_cuda.cu rounds to bf16 first (a bf16
- * value is exact in TF32, so the tensor cores multiply it exactly). NVIDIA's
+ * value (NULL when unset). FP32 for fp32; TF32 tensor cores for tf32 and
+ * bf16, whose operands ops_cuda.cu rounds first (a tf32 or bf16 value is
+ * exact in TF32, so the tensor cores multiply it exactly). NVIDIA's
  * libraries read NVIDIA_TF32_OVERRIDE themselves: "0" turns TF32 off whatever
  * the program asks, any other value changes nothing (it never turns TF32 on);
  * so TF32 asked for under NVIDIA_TF32_OVERRIDE=0 is reported as FP32, with a
@@ -66,6 +66,7 @@ typedef struct {
     size_t workspace;     /* bytes */
     int deterministic;    /* determinism == CUDNN_DETERMINISTIC */
     DdpConvMath math;
+    int transforms;       /* FFT or Winograd: transforms the operands before multiplying them */
 } DdpConvCandidate;
 
 typedef struct {

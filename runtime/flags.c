@@ -91,8 +91,8 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .help = "seeds the initial weights, the shuffling, dropout and the data { } block's crops and flips"},
     [DDP_FLAG_PRECISION] = {"precision", KIND_PRECISION, "fp32|tf32|bf16", AT(precision),
         .agree = DDP_AGREE_VALUE,
-        .help = "round the operands of every conv and linear layer to this before they are multiplied, as tensor "
-                "cores read them; weights, sums and gradients stay FP32"},
+        .help = "round the operands of every conv and linear layer to this format (to nearest, ties to even) before "
+                "they are multiplied; weights, sums and gradients stay FP32"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
         .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
@@ -504,6 +504,13 @@ void ddp_flags_apply(const DdpFlags *f, DdpTrainConfig *train)
     train->precision = f->precision;
     if (f->given[DDP_FLAG_BUCKET_CAP_MB])
         train->bucket_cap_bytes = (int64_t)(f->bucket_cap_mb * 1024.0 * 1024.0);
+}
+
+void ddp_flags_allow_tf32(DdpFlags *f, const char *allow_tf32, int gpu)
+{
+    if (gpu && allow_tf32 && *allow_tf32 && strcmp(allow_tf32, "0") != 0 && !f->given[DDP_FLAG_PRECISION] &&
+        f->precision == DDP_PRECISION_FP32)
+        f->precision = DDP_PRECISION_TF32;
 }
 
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train)

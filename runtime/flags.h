@@ -142,6 +142,13 @@ DdpStatus ddp_flags_parse(DdpFlags *flags, int argc, char **argv);
  * it (epochs, batch, lr, seed, precision, bucket cap) applied. */
 void ddp_flags_apply(const DdpFlags *flags, DdpTrainConfig *train);
 
+/* DDP_ALLOW_TF32 (its value ALLOW_TF32, NULL when unset): set and not "0",
+ * on a GPU build (GPU 1), the older spelling of --precision tf32, where
+ * --precision is not given and the net's precision is fp32. CPU builds
+ * ignored it before there was a precision and still do: a variable left set
+ * must not change their bits. */
+void ddp_flags_allow_tf32(DdpFlags *flags, const char *allow_tf32, int gpu);
+
 /* --help: usage and every flag, with the defaults of the net NAME. */
 void ddp_flags_usage(FILE *out, const char *prog, const char *name, const DdpTrainConfig *train);
 

@@ -27,10 +27,11 @@
  *    continue bit-for-bit and the distributed tests compare runs.
  *  - Math is plain FP32 by default, so the GPU build stays close to the CPU build.
  *    ddp_ops_set_precision chooses tf32 or bf16 (precision.h): every call then
- *    rounds the operands of its products to that precision (the CPU build
- *    rounds copies, the GPU build has the tensor cores read them so), and
- *    sums in FP32. NVIDIA_TF32_OVERRIDE=0 turns TF32 tensor cores off again
- *    inside NVIDIA's libraries (the operands are still rounded).
+ *    rounds copies of its two operands to that precision by precision.h's
+ *    rule, on either build, and multiplies them exactly (on GPUs with TF32
+ *    tensor cores) and sums in FP32. NVIDIA_TF32_OVERRIDE=0 turns TF32 tensor
+ *    cores off inside NVIDIA's libraries: FP32 math then, on the same
+ *    rounded operands, with the same products.
  *
  * Plain C, usable from C and from .cu files.
  */
@@ -118,6 +119,12 @@ DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision);
 /* Registers conv number ID (ids run 0..count-1, each once, any order) with a
  * shape from ddp_conv_shape_init. Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
+/* Registers a linear layer's products at batches up to N: x (N x IN), its
+ * weights (OUT x IN) and the output's gradient (N x OUT), so that finalize
+ * sizes the GPU build's rounded copies for them (the CPU build's grow).
+ * Only before ddp_ops_finalize. */
+DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out);
+
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
  * the im2col, Winograd and oneDNN scratch (CPU). On CUDA the algorithms come from
  * cuDNN's heuristics in their fixed order, not from timing, so that every

@@ -54,6 +54,7 @@
 #include "onednn_cpu.h"   // OnednnConv: convs by oneDNN, one sample per call
 #include "winograd_cpu.h" // WinogradPlan: stride-1 convs with fewer multiplies
 #include "round_cpu.h"    // ddp_round_operands: tf32 and bf16
+#include "ops_sizes.h"    // ddp_conv_*_floats, ddp_matrix_span: what a call's operands span
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -189,6 +190,15 @@ DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_set_precision(%d) %s", (int)precision,
                        ops->finalized ? "after ddp_ops_finalize" : "out of range");
     ops->precision = precision;
+    return DDP_OK;
+}
+
+/* Nothing to size here: the rounded copies grow on first use. */
+DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out)
+{
+    if (ops->finalized || n < 1 || in < 1 || out < 1)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_plan_linear(n=%d, in=%d, out=%d)%s", n, in, out,
+                       ops->finalized ? " after ddp_ops_finalize" : "");
     return DDP_OK;
 }
 
@@ -446,21 +456,10 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
         float *copy = grow(ops, &ops->operands[i], floats[i] * sizeof *copy, "rounded operands");
         if (!copy)
             return 0;
-        ddp_round_operands(ops->precision, *operand[i], copy, floats[i]);
+        ddp_round_operands(ops->precision, *operand[i], copy, floats[i], ops->nthreads);
         *operand[i] = copy;
     }
     return 1;
-}
-
-/* Floats of a conv's input, output (or their gradients) and weights at batch N. */
-static size_t conv_input_floats(const DdpConvShape *sh, int n) { return (size_t)n * sh->c * sh->h * sh->w; }
-static size_t conv_output_floats(const DdpConvShape *sh, int n) { return (size_t)n * sh->k * sh->out_h * sh->out_w; }
-static size_t conv_weight_floats(const DdpConvShape *sh) { return (size_t)sh->k * (sh->c / sh->groups) * sh->r * sh->s; }
-
-/* Floats a ROWS x COLS matrix with row stride LD spans (0 when empty). */
-static size_t matrix_span(int rows, int cols, int ld)
-{
-    return rows && cols ? (size_t)(rows - 1) * ld + cols : 0;
 }
 
 /* The plan for a per-step call, or NULL (failure recorded) if the call is wrong:
@@ -618,7 +617,8 @@ static void col2im(const DdpConvShape *sh, const float *col, float *dx, float be
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
-    if (!p || !round_operands(ops, &x, conv_input_floats(&p->slot.shape, n), &w, conv_weight_floats(&p->slot.shape)))
+    if (!p ||
+        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_forward(p->onednn, n, x, w, y);
@@ -654,7 +654,8 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
     if (!p ||
-        !round_operands(ops, &dy, conv_output_floats(&p->slot.shape, n), &w, conv_weight_floats(&p->slot.shape)))
+        !round_operands(ops, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w,
+                        ddp_conv_weight_floats(&p->slot.shape)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_backward_data(p->onednn, ops->onednn_scratch, n, dy, w, dx, beta);
@@ -689,7 +690,8 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
 {
     const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
     if (!p ||
-        !round_operands(ops, &x, conv_input_floats(&p->slot.shape, n), &dy, conv_output_floats(&p->slot.shape, n)))
+        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &dy,
+                        ddp_conv_output_floats(&p->slot.shape, n)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_FILTER) {
         ddp_onednn_conv_backward_filter(p->onednn, ops->onednn_scratch, n, x, dy, dw, beta);
@@ -825,8 +827,8 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (!gemm_args_ok(ops, trans_a, trans_b, m, n, k, lda, ldb, ldc) || m == 0 || n == 0 ||
-        !round_operands(ops, &a, trans_a ? matrix_span(k, m, lda) : matrix_span(m, k, lda), &b,
-                        trans_b ? matrix_span(n, k, ldb) : matrix_span(k, n, ldb)))
+        !round_operands(ops, &a, trans_a ? ddp_matrix_span(k, m, lda) : ddp_matrix_span(m, k, lda), &b,
+                        trans_b ? ddp_matrix_span(n, k, ldb) : ddp_matrix_span(k, n, ldb)))
         return;
     const TaskGrid g = task_grid(ops, m, n, k);
     const size_t each = ddp_sgemm_fixed_scratch(g.rows, k);
@@ -872,7 +874,7 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
                    float beta, DdpGrad *dw, int ldw)
 {
     if (!gemm_args_ok(ops, 1, 0, m, n, k, ldy, ldx, ldw) || m == 0 || n == 0 ||
-        !round_operands(ops, &dy, matrix_span(k, m, ldy), &x, matrix_span(k, n, ldx)))
+        !round_operands(ops, &dy, ddp_matrix_span(k, m, ldy), &x, ddp_matrix_span(k, n, ldx)))
         return;
     const int accumulate = beta != 0.0f;
     /* NaN compares false: a sample with a NaN goes the checked way too,

@@ -38,12 +38,14 @@
  *    ..._ALLOW_CONVERSION, which may compute in fp16) and
  *    CUBLAS_TF32_TENSOR_OP_MATH; NVIDIA_TF32_OVERRIDE=0 overrides that inside
  *    the libraries, and the run then says FP32 (ddp_math_settings).
- *  - Precision bf16: a conv's operands are rounded to bf16 by this file's
- *    kernel (precision.h's rule, the CPU build's bits) into two buffers of
- *    finalize's, then cuDNN multiplies them with TF32 tensor cores, exactly,
- *    since a bf16 value is a TF32 one; cuBLAS's products take
- *    CUBLAS_COMPUTE_32F_FAST_16BF, its own conversion of FP32 operands to
- *    bf16 (products have no plan, so no buffers of their own).
+ *  - Precision tf32 and bf16: every call's two operands are rounded by this
+ *    file's kernel (precision.h's rule: the CPU build's bits) into two
+ *    buffers finalize sizes for the planned convs and linear layers, then
+ *    multiplied on TF32 tensor cores, exactly, since a rounded value is a
+ *    TF32 one: the libraries' own conversion (cuBLAS's keeps subnormals,
+ *    TF32's may truncate) never changes it. cuDNN's FFT and Winograd
+ *    algorithms transform the operands first, and the transformed values are
+ *    not TF32 ones: those run on FP32 math (DdpConvCandidate.transforms).
  *  - Only deterministic cuDNN algorithms are chosen (backward ALGO_0 and
  *    filter ALGO_3 sum with atomics), since --resume promises bit-for-bit
  *    continuation; if a shape has none, the first nondeterministic one, and
@@ -62,7 +64,8 @@
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
 #include "device_calls.h"  // ddp_device_call_note: the allocations and waits counted as the trainer's steps see them
 #include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes
-#include "precision.h"     // ddp_round_significand: bf16 operands
+#include "precision.h"     // ddp_round_significand: tf32 and bf16 operands
+#include "ops_sizes.h"     // ddp_conv_*_floats, ddp_matrix_span: what a call's operands span
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
@@ -106,8 +109,9 @@ struct DdpOps {
     void *cublas_workspace;
     DdpMathSettings math;
     DdpPrecision precision;
-    float *rounded[2];      /* bf16: a conv's two operands, rounded; finalize sizes them */
+    float *rounded[2];      /* tf32, bf16: a call's two operands, rounded; finalize sizes them */
     size_t rounded_floats;  /* each */
+    size_t linear_floats;   /* the largest operand of a planned linear layer */
     int allow_nondeterministic;
     int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
 
@@ -242,6 +246,17 @@ void ddp_ops_destroy(DdpOps *ops)
 
 /* ---- planning -------------------------------------------------------------------- */
 
+DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out)
+{
+    if (ops->finalized || n < 1 || in < 1 || out < 1)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_plan_linear(n=%d, in=%d, out=%d)%s", n, in, out,
+                       ops->finalized ? " after ddp_ops_finalize" : "");
+    const size_t sizes[] = {(size_t)n * in, (size_t)out * in, (size_t)n * out};
+    for (int i = 0; i < 3; i++)
+        ops->linear_floats = sizes[i] > ops->linear_floats ? sizes[i] : ops->linear_floats;
+    return DDP_OK;
+}
+
 DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
 {
     if (ops->finalized || (unsigned)precision >= DDP_PRECISION_COUNT)
@@ -249,6 +264,7 @@ DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
                        ops->finalized ? "after ddp_ops_finalize" : "out of range");
     ops->precision = precision;
     ops->math = ddp_math_settings(precision, getenv("NVIDIA_TF32_OVERRIDE"));
+    /* cublasSgemm on rounded operands: TF32 tensor cores multiply them exactly */
     CUBLAS_TRY(cublasSetMathMode(ops->cublas, ops->math.cublas_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                     : CUBLAS_DEFAULT_MATH));
     return DDP_OK;
@@ -325,13 +341,35 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     return build_descriptors(ops, (ConvPlan *)plan);
 }
 
+/* Whether direction DIR's ALGO transforms its operands before multiplying
+ * them (FFT, Winograd): on tensor cores the transformed values would be
+ * rounded to TF32 again. */
+static int transforms_operands(int dir, int algo)
+{
+    switch (dir) {
+    case FWD:
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case DATA:
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    default:
+        return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+    }
+}
+
 /* cuDNN's list for one direction, in its order, as ddp_conv_choose reads it. */
 template <typename Perf>
-static void candidates(const Perf *perf, int count, DdpConvCandidate *out)
+static void candidates(const Perf *perf, int count, int dir, DdpConvCandidate *out)
 {
     for (int i = 0; i < count; i++)
         out[i] = DdpConvCandidate{(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS, perf[i].memory,
-                                  perf[i].determinism == CUDNN_DETERMINISTIC, conv_math(perf[i].mathType)};
+                                  perf[i].determinism == CUDNN_DETERMINISTIC, conv_math(perf[i].mathType),
+                                  transforms_operands(dir, (int)perf[i].algo)};
 }
 
 static int choose_one(const DdpConvCandidate *c, int count, DdpConvRule rule, Choice *out)
@@ -429,7 +467,7 @@ static DdpStatus choose_algorithms_with(DdpOps *ops, ConvPlan *p, int id, const 
     else
         CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ops->cudnn, p->x, p->w, p->conv[FWD], p->y,
                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
-    candidates(fwd, count, c);
+    candidates(fwd, count, FWD, c);
     DDP_CHECK(choose(ops, p, id, FWD, c, count, count ? cudnnGetErrorString(fwd[0].status) : ""));
     if (b)
         CUDNN_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(ops->cudnn, p->w, b->w, p->y, b->y, p->conv[DATA],
@@ -438,7 +476,7 @@ static DdpStatus choose_algorithms_with(DdpOps *ops, ConvPlan *p, int id, const 
     else
         CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(ops->cudnn, p->w, p->y, p->conv[DATA], p->x,
                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
-    candidates(data, count, c);
+    candidates(data, count, DATA, c);
     DDP_CHECK(choose(ops, p, id, DATA, c, count, count ? cudnnGetErrorString(data[0].status) : ""));
     if (b)
         CUDNN_TRY(cudnnFindConvolutionBackwardFilterAlgorithmEx(
@@ -448,7 +486,7 @@ static DdpStatus choose_algorithms_with(DdpOps *ops, ConvPlan *p, int id, const 
         CUDNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ops->cudnn, p->x, p->y, p->conv[FILTER], p->w,
                                                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
                                                                 filter));
-    candidates(filter, count, c);
+    candidates(filter, count, FILTER, c);
     DDP_CHECK(choose(ops, p, id, FILTER, c, count, count ? cudnnGetErrorString(filter[0].status) : ""));
     return DDP_OK;
 }
@@ -495,13 +533,13 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
     }
     ops->workspace_bytes = bytes;
-    if (ops->precision == DDP_PRECISION_BF16) {
-        /* any conv's input, output or weights at its planned batch */
-        size_t floats = 0;
+    if (ops->precision != DDP_PRECISION_FP32) {
+        /* any planned conv's input, output or weights at its planned batch, any linear layer's */
+        size_t floats = ops->linear_floats;
         for (int i = 0; i < ops->nconvs; i++) {
             const DdpConvShape *s = &ops->convs[i].slot.shape;
-            const size_t sizes[] = {(size_t)s->n * s->c * s->h * s->w, (size_t)s->n * s->k * s->out_h * s->out_w,
-                                    (size_t)s->k * (s->c / s->groups) * s->r * s->s};
+            const size_t sizes[] = {ddp_conv_input_floats(s, s->n), ddp_conv_output_floats(s, s->n),
+                                    ddp_conv_weight_floats(s)};
             for (int j = 0; j < 3; j++)
                 floats = sizes[j] > floats ? sizes[j] : floats;
         }
@@ -541,18 +579,14 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
 {
     if (!len)
         return;
-    const char *cores = ops->math.tf32 ? "TF32 tensor cores" : "FP32 math";
+    buf[0] = 0;
     if (ops->precision == DDP_PRECISION_FP32)
-        buf[0] = 0;
-    else if (ops->precision == DDP_PRECISION_TF32)
-        snprintf(buf, len, "cuDNN and cuBLAS on %s%s%s", cores, ops->math.note ? " (" : "",
-                 ops->math.note ? ops->math.note : "");
-    else
-        snprintf(buf, len, "the convs' operands rounded to bf16, then cuDNN on %s (exact on bf16 values); "
-                           "cuBLAS's products in CUBLAS_COMPUTE_32F_FAST_16BF; sums in FP32%s%s",
-                 cores, ops->math.note ? " (" : "", ops->math.note ? ops->math.note : "");
-    if (ops->math.note && ops->precision != DDP_PRECISION_FP32)
-        snprintf(buf + strlen(buf), len - strlen(buf), ")");
+        return;
+    snprintf(buf, len, "the convs' and linear layers' operands rounded to %s on the GPU, then multiplied %s and "
+                       "summed in FP32%s%s%s", ddp_precision_name(ops->precision),
+             ops->math.tf32 ? "on TF32 tensor cores (exactly; cuDNN's FFT and Winograd algorithms on FP32 math)"
+                            : "in FP32 math",
+             ops->math.note ? " (" : "", ops->math.note ? ops->math.note : "", ops->math.note ? ")" : "");
 }
 
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
@@ -654,12 +688,12 @@ __global__ void round_operand_kernel(const float *src, float *dst, size_t n, int
         dst[i] = __uint_as_float(ddp_round_significand(__float_as_uint(src[i]), drop));
 }
 
-/* In bf16, *A (NA floats) and *B (NB floats) replaced by their copies rounded
- * into ops->rounded; nothing to do otherwise (tf32: the tensor cores round).
- * 0 (failure recorded) if a launch fails. */
+/* In tf32 and bf16, *A (NA floats) and *B (NB floats) replaced by their
+ * copies rounded into ops->rounded; nothing to do in fp32. 0 (failure
+ * recorded) if an operand is larger than planned or a launch fails. */
 static int round_operands(DdpOps *ops, const float **a, size_t na, const float **b, size_t nb)
 {
-    if (ops->precision != DDP_PRECISION_BF16)
+    if (ops->precision == DDP_PRECISION_FP32)
         return 1;
     const float **operand[2] = {a, b};
     const size_t floats[2] = {na, nb};
@@ -684,14 +718,11 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
     return 1;
 }
 
-static size_t input_floats(const DdpConvShape *s, int n) { return (size_t)n * s->c * s->h * s->w; }
-static size_t output_floats(const DdpConvShape *s, int n) { return (size_t)n * s->k * s->out_h * s->out_w; }
-static size_t weight_floats(const DdpConvShape *s) { return (size_t)s->k * (s->c / s->groups) * s->r * s->s; }
-
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
-    if (!p || !round_operands(ops, &x, input_floats(&p->slot.shape, n), &w, weight_floats(&p->slot.shape)))
+    if (!p ||
+        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
         return;
     const Choice *c = choice(p, FWD);
     const float one = 1.0f, zero = 0.0f;
@@ -704,7 +735,9 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
                             float *dx, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
-    if (!p || !round_operands(ops, &dy, output_floats(&p->slot.shape, n), &w, weight_floats(&p->slot.shape)))
+    if (!p ||
+        !round_operands(ops, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w,
+                        ddp_conv_weight_floats(&p->slot.shape)))
         return;
     const Choice *c = choice(p, DATA);
     const float one = 1.0f;
@@ -718,7 +751,8 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                               DdpGrad *dw, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
-    if (!p || !round_operands(ops, &x, input_floats(&p->slot.shape, n), &dy, output_floats(&p->slot.shape, n)))
+    if (!p || !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &dy,
+                              ddp_conv_output_floats(&p->slot.shape, n)))
         return;
     const Choice *c = choice(p, FILTER);
     const float one = 1.0f;
@@ -741,18 +775,16 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
                  trans_a, trans_b, m, n, k, lda, ldb, ldc);
         return;
     }
-    if (m == 0 || n == 0)
+    if (m == 0 || n == 0 ||
+        !round_operands(ops, &a, trans_a ? ddp_matrix_span(k, m, lda) : ddp_matrix_span(m, k, lda), &b,
+                        trans_b ? ddp_matrix_span(n, k, ldb) : ddp_matrix_span(k, n, ldb)))
         return;
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
      * row-major matrix read column-major is its transpose: so swap the operands
      * and keep each one's transpose flag. */
-    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (ops->precision == DDP_PRECISION_BF16)
-        CUBLAS_RECORD(ops, cublasGemmEx(ops->cublas, op_b, op_a, n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F,
-                                        lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF,
-                                        CUBLAS_GEMM_DEFAULT));
-    else
-        CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
+                                   a, lda, &beta, c, ldc));
 }
 
 /* DdpGrad is float here: cuBLAS's own sum over the batch (ops.h). */

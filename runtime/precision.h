@@ -5,8 +5,8 @@
  *
  * What a precision changes: the operands of every product the library ops
  * make (ops.h: convolutions and matrix products, forward and backward) are
- * rounded to its significand before they are multiplied, as tensor cores
- * read them: tf32 keeps 10 bits after the point, bf16 7. Everything else
+ * rounded to its significand before they are multiplied, the formats
+ * tensor cores take: tf32 keeps 10 bits after the point, bf16 7. Everything else
  * stays FP32: the products of two rounded operands (exact in FP32, since
  * 11 + 11 and 8 + 8 bits fit its 24), their sums, the weights (the master
  * copy the optimizer updates), the activations, the gradients and the
@@ -18,7 +18,9 @@
  * subnormal inputs become zero of the same sign; infinities stay; a NaN
  * stays a NaN (quiet). It is what AVX-512 BF16's VCVTNEPS2BF16 does, so the
  * CPU build gives the same bits with the instruction and without it
- * (round_cpu.h), and the GPU build rounds by the same function.
+ * (round_cpu.h), and the GPU build rounds by the same function before the
+ * libraries see the operands (whose own conversions differ: cuBLAS keeps
+ * subnormals, TF32 tensor cores may truncate), which then multiply exactly.
  *
  * Plain C, usable from C, from .cu files and from ddpc (which reads the
  * names alone).
@@ -60,8 +62,8 @@ static inline DDP_HOST_DEVICE int ddp_precision_dropped_bits(DdpPrecision p)
     return p == DDP_PRECISION_BF16 ? 16 : p == DDP_PRECISION_TF32 ? 13 : 0;
 }
 
-/* The bits of X rounded to a significand DROP bits shorter (1..22), by the
- * rule above. On bits, so that no compiler or target may change it; in
+/* The bits of X rounded to a significand DROP bits shorter (1..22; 0 would
+ * change odd values: callers skip fp32), by the rule above. On bits, so that no compiler or target may change it; in
  * selects rather than branches, so that loops over it vectorise. */
 static inline DDP_HOST_DEVICE uint32_t ddp_round_significand(uint32_t x, int drop)
 {

@@ -80,12 +80,14 @@ int ddp_round_bf16_instruction(const float *src, float *dst, size_t n)
  * (a linear layer's weights) stay on one thread. */
 enum { CHUNK = 16384 };
 
-void ddp_round_operands(DdpPrecision p, const float *src, float *dst, size_t n)
+void ddp_round_operands(DdpPrecision p, const float *src, float *dst, size_t n, int nthreads)
 {
     const int instruction = p == DDP_PRECISION_BF16 && ddp_round_bf16_has_instruction();
     const long chunks = (long)((n + CHUNK - 1) / CHUNK);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (chunks > 1)
+#pragma omp parallel for schedule(static) num_threads(nthreads) if (chunks > 1)
+#else
+    (void)nthreads;
 #endif
     for (long c = 0; c < chunks; c++) {
         const size_t at = (size_t)c * CHUNK, len = n - at < CHUNK ? n - at : CHUNK;

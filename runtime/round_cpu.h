@@ -14,10 +14,10 @@
 
 #include "precision.h"  // DdpPrecision
 
-/* DST[i] = SRC[i] rounded to P's significand, for I below N, on the calling
- * thread's OpenMP team (big arrays split; each element alone, so no bit
+/* DST[i] = SRC[i] rounded to P's significand, for I below N, on up to
+ * NTHREADS OpenMP threads (big arrays split; each element alone, so no bit
  * depends on the split). P fp32 copies. DST and SRC may be the same. */
-void ddp_round_operands(DdpPrecision p, const float *src, float *dst, size_t n);
+void ddp_round_operands(DdpPrecision p, const float *src, float *dst, size_t n, int nthreads);
 
 /* Whether ddp_round_operands takes bf16 through AVX-512 BF16 here. */
 int ddp_round_bf16_has_instruction(void);

@@ -1191,12 +1191,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     const DdpNet *net = t->net;
     ddp_flags_init(&t->flags, &net->train);
     DDP_CHECK(ddp_flags_parse(&t->flags, argc, argv));
-    /* DDP_ALLOW_TF32=1: the older spelling of --precision tf32, where the
-     * flag is not given and the net's precision is fp32 */
-    const char *allow_tf32 = getenv("DDP_ALLOW_TF32");
-    if (allow_tf32 && *allow_tf32 && strcmp(allow_tf32, "0") != 0 && !t->flags.given[DDP_FLAG_PRECISION] &&
-        t->flags.precision == DDP_PRECISION_FP32)
-        t->flags.precision = DDP_PRECISION_TF32;
+    ddp_flags_allow_tf32(&t->flags, getenv("DDP_ALLOW_TF32"), ddp_device_is_gpu());
     if (t->flags.help) {
         ddp_flags_usage(stdout, t->prog, net->name, &net->train);
         return DDP_OK;

@@ -352,14 +352,16 @@ def round_products(model, precision):
         return
     for m in model.modules():
         if isinstance(m, torch.nn.Conv2d):
-            if m.padding_mode != "zeros":
-                raise Bad(f"--precision: a Conv2d with padding_mode {m.padding_mode!r}")
+            if m.padding_mode != "zeros" or isinstance(m.padding, str):
+                raise Bad(f"--precision: a Conv2d with padding {m.padding!r}, padding_mode {m.padding_mode!r}")
             def conv_forward(x, m=m):
                 y = RoundedConv.apply(x, m.weight, m, drop)
                 return y if m.bias is None else y + m.bias.view(1, -1, 1, 1)
             m.forward = conv_forward
         elif isinstance(m, torch.nn.Linear):
             def linear_forward(x, m=m):
+                if x.dim() != 2:  # what the emitted modules give a Linear: a batch of flat samples
+                    raise Bad(f"--precision: a Linear on a {x.dim()}-d input")
                 y = RoundedLinear.apply(x, m.weight, drop)
                 return y if m.bias is None else y + m.bias
             m.forward = linear_forward

@@ -84,6 +84,15 @@ static void test_conv_choice(void)
     DdpConvRule tf32 = fp32;
     tf32.tf32 = 1;
     CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &tf32)].algo, 2); /* never 7: ALLOW_CONVERSION */
+    /* a Winograd or FFT algorithm on tensor cores would round its transformed
+     * operands again: passed over in tf32, taken on FP32 math */
+    const DdpConvCandidate winograd[] = {
+        {.algo = 6, .ok = 1, .workspace = 0, .deterministic = 1, .math = DDP_CONV_MATH_TENSOR_OP, .transforms = 1},
+        {.algo = 6, .ok = 1, .workspace = 0, .deterministic = 1, .math = DDP_CONV_MATH_FMA, .transforms = 1},
+        {.algo = 1, .ok = 1, .workspace = 0, .deterministic = 1, .math = DDP_CONV_MATH_TENSOR_OP},
+    };
+    CU_ASSERT_EQUAL(ddp_conv_choose(winograd, 3, &tf32), 1);
+    CU_ASSERT_EQUAL(ddp_conv_choose(winograd + 2, 1, &tf32), 0);
     DdpConvRule none = fp32;
     none.zero_workspace = 1;
     CU_ASSERT_EQUAL(LIST[ddp_conv_choose(LIST, NLIST, &none)].algo, 0);

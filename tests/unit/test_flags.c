@@ -174,6 +174,24 @@ static void test_bad_values(void)
     CU_ASSERT(refused("--timeout 0", "--timeout expects a number > 0 and at most 31536000, got '0'"));
     CU_ASSERT(refused("--backend gloo", "--backend expects nccl or mpi, got 'gloo'"));
     CU_ASSERT(refused("--precision fp16", "--precision expects fp32, tf32 or bf16, got 'fp16'"));
+    /* DDP_ALLOW_TF32=1: tf32 on GPU builds where nothing else chose; CPU builds ignore it */
+    DdpFlags g;
+    CU_ASSERT_EQUAL_FATAL(parse(&g, ""), DDP_OK);
+    ddp_flags_allow_tf32(&g, "1", 0);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_FP32);
+    ddp_flags_allow_tf32(&g, "0", 1);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_FP32);
+    ddp_flags_allow_tf32(&g, NULL, 1);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_FP32);
+    ddp_flags_allow_tf32(&g, "1", 1);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_TF32);
+    CU_ASSERT_EQUAL_FATAL(parse(&g, "--precision fp32"), DDP_OK);
+    ddp_flags_allow_tf32(&g, "1", 1);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_FP32);
+    CU_ASSERT_EQUAL_FATAL(parse(&g, ""), DDP_OK);
+    g.precision = DDP_PRECISION_BF16; /* the net's */
+    ddp_flags_allow_tf32(&g, "1", 1);
+    CU_ASSERT_EQUAL(g.precision, DDP_PRECISION_BF16);
     /* tcp://'s host and port are judged by topology.c (test_rendezvous), which says which is wrong */
     CU_ASSERT(refused("--init-method tcp:/h:80", "--init-method expects env:// or tcp://HOST:PORT, got 'tcp:/h:80'"));
     CU_ASSERT(refused("--nproc-per-node 0", "--nproc-per-node expects a whole number from 1 to 1024, got '0'"));

@@ -276,10 +276,16 @@ static void optimizer_step(DdpCtx *ctx)
                ctx->opt_state + 52618, ctx->lr, step_size, bias_correction2_sqrt);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    (void)ctx;
+    // adam_mse.net:6: linear 64
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 784, 64));
+    // adam_mse.net:7: linear 32 nobias
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 64, 32));
+    // adam_mse.net:8: linear 10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 32, 10));
     return DDP_OK;
 }
 

@@ -295,13 +295,16 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 5354, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // augment.net:13: conv 3->8 k3 p1
     DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 16, 8, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
+    // augment.net:15: linear 10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 512, 10));
     return DDP_OK;
 }
 

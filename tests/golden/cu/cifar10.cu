@@ -2029,7 +2029,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 760874, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // cifar10.net:8: stem: conv 3->32 k3 p1 nobias
@@ -2064,6 +2065,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv8_shape = {ctx->max_batch, 128, 8, 8, 256, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv8_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 7, &conv8_shape));
+    // cifar10.net:23: linear 256->10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 256, 10));
     return DDP_OK;
 }
 

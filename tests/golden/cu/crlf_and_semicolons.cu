@@ -239,13 +239,16 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 511, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // crlf_and_semicolons.net:1: conv 2->4 k3
     DdpConvShape conv1_shape = {ctx->max_batch, 2, 8, 8, 4, 3, 3, 1, 0, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
+    // crlf_and_semicolons.net:1: linear 144->3
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 144, 3));
     return DDP_OK;
 }
 

@@ -410,10 +410,16 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 676, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    (void)ctx;
+    // dropout_residual.net:3: linear 16
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 20, 16));
+    // dropout_residual.net:5: linear 16
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 16, 16));
+    // dropout_residual.net:8: linear 4
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 16, 4));
     return DDP_OK;
 }
 

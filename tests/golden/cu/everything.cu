@@ -1127,7 +1127,8 @@ static void optimizer_step(DdpCtx *ctx)
                ctx->opt_state + 11088, ctx->lr, step_size, bias_correction2_sqrt);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // everything.net:4: stem: conv 3->16 k3 s1 p1
@@ -1150,6 +1151,10 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv5_shape = {ctx->max_batch, 16, 8, 8, 32, 3, 3, 2, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
+    // everything.net:18: head: linear 32->64
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 32, 64));
+    // everything.net:20: linear 10 nobias
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 64, 10));
     return DDP_OK;
 }
 

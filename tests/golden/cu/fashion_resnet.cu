@@ -2066,7 +2066,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 121274, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // fashion_resnet.net:6: stem: conv 1->16 k3 p1 nobias
@@ -2105,6 +2106,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv9_shape = {ctx->max_batch, 64, 7, 7, 64, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv9_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 8, &conv9_shape));
+    // fashion_resnet.net:26: linear 64->10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 64, 10));
     return DDP_OK;
 }
 

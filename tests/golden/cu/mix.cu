@@ -1097,7 +1097,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 3482, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // mix.net:4: conv 1->8 k3 s2 p1
@@ -1120,6 +1121,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv5_shape = {ctx->max_batch, 16, 7, 7, 16, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
+    // mix.net:13: linear 10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 16, 10));
     return DDP_OK;
 }
 

@@ -360,10 +360,16 @@ static void optimizer_step(DdpCtx *ctx)
                ctx->opt_state + 535818, ctx->lr, step_size, bias_correction2_sqrt);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    (void)ctx;
+    // mlp.net:4: linear 784->512
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 784, 512));
+    // mlp.net:6: linear 256
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 512, 256));
+    // mlp.net:7: linear 10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 256, 10));
     return DDP_OK;
 }
 

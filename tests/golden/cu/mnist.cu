@@ -473,7 +473,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 184586, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // mnist.net:4: conv 1->32 k5
@@ -484,6 +485,10 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv2_shape = {ctx->max_batch, 32, 12, 12, 64, 5, 5, 1, 0, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
+    // mnist.net:9: linear 1024->128
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 1024, 128));
+    // mnist.net:10: linear 128->10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 128, 10));
     return DDP_OK;
 }
 

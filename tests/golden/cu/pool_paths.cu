@@ -502,7 +502,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 358, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // pool_paths.net:6: conv 1->4 k3 p1
@@ -513,6 +514,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv2_shape = {ctx->max_batch, 4, 4, 4, 4, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
+    // pool_paths.net:13: linear 16->10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 16, 10));
     return DDP_OK;
 }
 

@@ -622,7 +622,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 2306, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // pool_residual.net:5: conv 1->4 k3 p1
@@ -637,6 +638,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv3_shape = {ctx->max_batch, 4, 14, 14, 4, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
+    // pool_residual.net:11: linear 10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 196, 10));
     return DDP_OK;
 }
 

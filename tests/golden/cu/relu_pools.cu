@@ -772,7 +772,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 191, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // relu_pools.net:10: conv 1->3 k3 p1
@@ -787,6 +788,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv3_shape = {ctx->max_batch, 4, 6, 6, 4, 1, 1, 1, 0, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
+    // relu_pools.net:19: linear 5
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 4, 5));
     return DDP_OK;
 }
 

@@ -1494,7 +1494,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 28410, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // resnet.net:4: stem: conv 1->16 k3 p1 nobias
@@ -1521,6 +1522,8 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv6_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv6_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 5, &conv6_shape));
+    // resnet.net:19: linear 32->10
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 32, 10));
     return DDP_OK;
 }
 

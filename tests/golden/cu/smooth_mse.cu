@@ -600,7 +600,8 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 658, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
 }
 
-// Registers each convolution with the library ops (cuDNN picks its algorithms now).
+// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
+// now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // smooth_mse.net:3: conv 3 k3 s2 p1
@@ -611,6 +612,10 @@ static DdpStatus plan_ops(DdpCtx *ctx)
     DdpConvShape conv2_shape = {ctx->max_batch, 3, 5, 5, 4, 2, 2, 1, 0, 1, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
+    // smooth_mse.net:9: linear 6
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 64, 6));
+    // smooth_mse.net:10: linear 5
+    DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 6, 5));
     return DDP_OK;
 }
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ddpc against PyTorch on one GPU: mnist.net at batch 64 and 512 and
+# resnet.net at 64, 2 epochs of 10,000 samples with the data on the GPU;
+# ddpc in FP32, --precision tf32, --precision bf16 and FP32 with
+# DDP_CUDNN_BENCHMARK=1, PyTorch eager (TF32 convolutions, and plain FP32)
+# and torch.compile, from the GPU node's own python.
+#
+# The timings are tests/gpu/run.sh's (its part 7, one TIMING line per net and
+# batch), so that the checks and the figures come from one run on the same
+# programs; this script builds the kit (make gpu-kit), runs run.sh and prints
+# its TIMING lines, and where run.sh found a failure, FAILED with its log.
+# Without a GPU it says so and exits 0. A step is not yet captured in a CUDA
+# graph, so there is no with and without the graph to time.
+cd "$(dirname "$0")/.." || exit 0
+if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L 2> /dev/null | grep -q '^GPU '; then
+    echo "bench/gpu.sh: no GPU here (nvidia-smi lists none): nothing to time"
+    exit 0
+fi
+out=$(mktemp -d /tmp/ddpc-bench-gpu.XXXXXX)
+if ! make gpu-kit > "$out/kit.txt" 2>&1; then
+    echo "bench/gpu.sh: FAILED: make gpu-kit ($out/kit.txt)"
+    exit 0
+fi
+bash tests/gpu/run.sh --out "$out" > "$out/run.txt" 2>&1
+status=$?
+grep '^TIMING' "$out/run.txt"
+if [ "$status" = 0 ]; then
+    echo "bench/gpu.sh: OK ($(tail -1 "$out/run.txt"))"
+else
+    echo "bench/gpu.sh: FAILED: tests/gpu/run.sh exited $status; $(tail -1 "$out/run.txt")"
+fi
+exit 0
