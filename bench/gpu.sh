@@ -21,7 +21,8 @@ if ! make gpu-kit > "$out/kit.txt" 2>&1; then
     echo "bench/gpu.sh: FAILED: make gpu-kit ($out/kit.txt)"
     exit 0
 fi
-bash tests/gpu/run.sh --out "$out" > "$out/run.txt" 2>&1
+# run.sh's 330 s suit a lent node's budget; its timings come last
+GPU_RUN_SECONDS=${GPU_RUN_SECONDS:-900} bash tests/gpu/run.sh --out "$out" > "$out/run.txt" 2>&1
 status=$?
 grep '^TIMING' "$out/run.txt"
 if [ "$status" = 0 ]; then

@@ -85,8 +85,9 @@ enum { DDP_CONV_WORKSPACE_LIMIT = 512 << 20 };
 /* The index of the first of COUNT candidates, in the order given (cuDNN's
  * heuristic order: fixed for a GPU model, a cuDNN version and a shape; or,
  * with DDP_CUDNN_BENCHMARK=1, cuDNN's timings, fastest first), that ran, fits the rule's workspace, keeps to the run's math
- * (FP32: FMA only; TF32: not ALLOW_CONVERSION, which may compute in fp16) and
- * is deterministic unless that is waived. -1 if none. */
+ * (FP32: FMA only; TF32: not ALLOW_CONVERSION, which may compute in fp16, and
+ * tensor-op math only for an algorithm that does not transform its operands)
+ * and is deterministic unless that is waived. -1 if none. */
 int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rule);
 
 /* ---- device memory the libraries take --------------------------------------- */

@@ -152,7 +152,7 @@ typedef struct {
      * when the loss reads the batch itself (ctx->x). */
     int64_t logits_at;
 
-    /* Registers the library ops (convolutions) with ctx->ops for batches of
+    /* Registers the library ops (convolutions, linear layers) with ctx->ops for batches of
      * up to ctx->max_batch; called once before ddp_ops_finalize. */
     DdpStatus (*plan_ops)(DdpCtx *ctx);
     /* Forward in training mode, the loss and its gradient, backward: grads

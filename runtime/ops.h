@@ -14,8 +14,9 @@
  *
  * Shaped for the training loop:
  *  - All choosing and allocating happens once at start-up: ddp_ops_plan_conv for
- *    each conv, then ddp_ops_finalize. After that no call allocates (but for the
- *    CPU products' scratch, grown on the first step), synchronises
+ *    each conv, ddp_ops_plan_linear for each linear layer, then ddp_ops_finalize.
+ *    After that no call allocates (but for the CPU products' scratch and
+ *    rounded copies, grown on the first step), synchronises
  *    or talks to the host, so a whole step can later be captured in a CUDA graph.
  *  - The per-step calls return nothing. The first failure is recorded in the
  *    context (with the runtime file:line that saw it) and ddp_ops_status reports
@@ -173,7 +174,9 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
 /* C = alpha * op(A) * op(B) + beta * C, row-major, as BLAS's sgemm (CblasRowMajor):
  * op(A) is m x k, op(B) is k x n, C is m x n; trans_a/trans_b nonzero transposes;
  * lda, ldb, ldc are row strides in elements. beta 0 ignores C's old contents.
- * Needs no plan: it may be called right after ddp_ops_create. On CPUs every
+ * In fp32 it needs no plan: it may be called right after ddp_ops_create; in
+ * tf32 and bf16 the GPU build rounds A and B into copies that
+ * ddp_ops_plan_linear sized (a larger operand fails the call). On CPUs every
  * element of C is the same bits whatever m and n are (gemm_cpu.h). Like every call here,
  * from one thread at a time per context: the CPU build keeps scratch in it. */
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -183,7 +186,7 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
  * K (0 or more) samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW
  * is m x n (ldw), beta 0 or 1 as above. On CPUs every product of two floats
  * (exact in double) is a sample's part, added to the order-free sums of
- * DdpGrad; on GPUs cublasSgemm. Needs no plan. */
+ * DdpGrad; on GPUs cublasSgemm. Planned as ddp_gemm is. */
 void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, const float *x, int ldx,
                    float beta, DdpGrad *dw, int ldw);
 

@@ -8,7 +8,8 @@
  *    ddp_ops_finalize: the handles, cuBLAS's workspace (handed to it with
  *    cublasSetWorkspace, else cuBLAS would allocate its own during capture), and
  *    one cuDNN workspace shared by every conv, sized for the hungriest algorithm
- *    chosen. The per-step calls only enqueue work on the stream.
+ *    chosen; in tf32 and bf16, the two copies operands are rounded into. The
+ *    per-step calls only enqueue work on the stream.
  *  - ddp_ops_plan_conv only records the shape and builds the descriptors;
  *    ddp_ops_finalize chooses each conv's algorithms from cuDNN's heuristics
  *    (cudnnGetConvolution*Algorithm_v7), never by timing them (cudnnFind*):
@@ -33,8 +34,8 @@
  * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
  *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
  *    default math would allow TF32 on Ampere and later) and cuBLAS keeps
- *    CUBLAS_DEFAULT_MATH. Precision tf32 (ddp_ops_set_precision) switches
- *    both to TF32 tensor cores: CUDNN_TENSOR_OP_MATH (never
+ *    CUBLAS_DEFAULT_MATH. Precisions tf32 and bf16 (ddp_ops_set_precision)
+ *    switch both to TF32 tensor cores: CUDNN_TENSOR_OP_MATH (never
  *    ..._ALLOW_CONVERSION, which may compute in fp16) and
  *    CUBLAS_TF32_TENSOR_OP_MATH; NVIDIA_TF32_OVERRIDE=0 overrides that inside
  *    the libraries, and the run then says FP32 (ddp_math_settings).
@@ -45,7 +46,7 @@
  *    TF32 one: the libraries' own conversion (cuBLAS's keeps subnormals,
  *    TF32's may truncate) never changes it. cuDNN's FFT and Winograd
  *    algorithms transform the operands first, and the transformed values are
- *    not TF32 ones: those run on FP32 math (DdpConvCandidate.transforms).
+ *    not TF32 ones: those are taken on FP32 math only (DdpConvCandidate.transforms).
  *  - Only deterministic cuDNN algorithms are chosen (backward ALGO_0 and
  *    filter ALGO_3 sum with atomics), since --resume promises bit-for-bit
  *    continuation; if a shape has none, the first nondeterministic one, and
@@ -431,8 +432,8 @@ static void timing_buffers_free(TimingBuffers *b)
 
 static DdpStatus timing_buffers_alloc(const DdpConvShape *s, cudaStream_t stream, TimingBuffers *b)
 {
-    const size_t xs = (size_t)s->n * s->c * s->h * s->w, ys = (size_t)s->n * s->k * s->out_h * s->out_w,
-                 ws = (size_t)s->k * (s->c / s->groups) * s->r * s->s;
+    const size_t xs = ddp_conv_input_floats(s, s->n), ys = ddp_conv_output_floats(s, s->n),
+                 ws = ddp_conv_weight_floats(s);
     size_t free_bytes = 0, total = 0;
     CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
     b->workspace_bytes = free_bytes / 4 < (size_t)DDP_CONV_WORKSPACE_LIMIT ? free_bytes / 4
@@ -584,7 +585,8 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
         return;
     snprintf(buf, len, "the convs' and linear layers' operands rounded to %s on the GPU, then multiplied %s and "
                        "summed in FP32%s%s%s", ddp_precision_name(ops->precision),
-             ops->math.tf32 ? "on TF32 tensor cores (exactly; cuDNN's FFT and Winograd algorithms on FP32 math)"
+             ops->math.tf32 ? "on TF32 tensor cores where the GPU has them (exactly; cuDNN's FFT and Winograd "
+                              "algorithms only on FP32 math)"
                             : "in FP32 math",
              ops->math.note ? " (" : "", ops->math.note ? ops->math.note : "", ops->math.note ? ")" : "");
 }
@@ -699,7 +701,10 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
     const size_t floats[2] = {na, nb};
     for (int i = 0; i < 2; i++) {
         if (floats[i] > ops->rounded_floats) {
-            OPS_FAIL(ops, "internal error: a %zu-float operand, past the %zu planned", floats[i], ops->rounded_floats);
+            OPS_FAIL(ops, "an operand of %zu floats to round to %s, past the %zu planned: the program's plan_ops "
+                          "registers fewer or smaller products than its steps make (a .cu from an older ddpc, "
+                          "without ddp_ops_plan_linear, or edited): generate it again with this ddpc",
+                     floats[i], ddp_precision_name(ops->precision), ops->rounded_floats);
             return 0;
         }
         const unsigned threads = 256;

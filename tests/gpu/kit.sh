@@ -16,6 +16,9 @@
 #                           for a net trained with Adam or AdamW: its step
 #                           is compared through NAME_sgd's, and its 2.3 MiB
 #                           would not fit the kit beside the files below)
+#   ref/NAME.tf32.w1, NAME.bf16.w1  that one step in --precision tf32 and
+#                           bf16, for the nets kit.txt's precision_nets names
+#                           (mnist, resnet: every net's would not fit)
 #   ref/mnist.w20, resnet.w20  after 20 steps from NAME.w0, shuffled: momentum
 #                           past its first step, the sampler's order
 #   ref/mnist.w160          after 160 steps from mnist.w0: across the end of
