@@ -186,9 +186,7 @@ void ddp_ops_destroy(DdpOps *ops)
 
 DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
 {
-    if (ops->finalized || (unsigned)precision >= DDP_PRECISION_COUNT)
-        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_set_precision(%d) %s", (int)precision,
-                       ops->finalized ? "after ddp_ops_finalize" : "out of range");
+    DDP_CHECK(ddp_precision_set_check(ops->finalized, precision));
     ops->precision = precision;
     return DDP_OK;
 }
@@ -196,10 +194,7 @@ DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
 /* Nothing to size here: the rounded copies grow on first use. */
 DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out)
 {
-    if (ops->finalized || n < 1 || in < 1 || out < 1)
-        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_plan_linear(n=%d, in=%d, out=%d)%s", n, in, out,
-                       ops->finalized ? " after ddp_ops_finalize" : "");
-    return DDP_OK;
+    return ddp_linear_plan_check(ops->finalized, n, in, out);
 }
 
 /* Which passes oneDNN does (onednn_cpu.h): by the shape and by oneDNN's

@@ -249,20 +249,15 @@ void ddp_ops_destroy(DdpOps *ops)
 
 DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out)
 {
-    if (ops->finalized || n < 1 || in < 1 || out < 1)
-        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_plan_linear(n=%d, in=%d, out=%d)%s", n, in, out,
-                       ops->finalized ? " after ddp_ops_finalize" : "");
-    const size_t sizes[] = {(size_t)n * in, (size_t)out * in, (size_t)n * out};
-    for (int i = 0; i < 3; i++)
-        ops->linear_floats = sizes[i] > ops->linear_floats ? sizes[i] : ops->linear_floats;
+    DDP_CHECK(ddp_linear_plan_check(ops->finalized, n, in, out));
+    const size_t floats = ddp_linear_operand_floats(n, in, out);
+    ops->linear_floats = floats > ops->linear_floats ? floats : ops->linear_floats;
     return DDP_OK;
 }
 
 DdpStatus ddp_ops_set_precision(DdpOps *ops, DdpPrecision precision)
 {
-    if (ops->finalized || (unsigned)precision >= DDP_PRECISION_COUNT)
-        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_set_precision(%d) %s", (int)precision,
-                       ops->finalized ? "after ddp_ops_finalize" : "out of range");
+    DDP_CHECK(ddp_precision_set_check(ops->finalized, precision));
     ops->precision = precision;
     ops->math = ddp_math_settings(precision, getenv("NVIDIA_TF32_OVERRIDE"));
     /* cublasSgemm on rounded operands: TF32 tensor cores multiply them exactly */
