@@ -562,17 +562,20 @@ static void kernels_dropout(Emit *e, const Node *n)
     float scale = (float)(1.0 / (1.0 - n->p));
     comment(e, n, "");
     E("// The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.\n");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)\n{\n",
-      n->name);
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,\n"
+      "%*sconst DdpStepScalars *step, int train)\n{\n", n->name, (int)strlen(n->name) + 20, "");
     sample_constant(e, s);
+    E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // this layer's, this epoch\n",
+      n->dropout_layer);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW);\n");
     E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)\n{\n",
-      n->name);
+    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,\n"
+      "%*sconst DdpStepScalars *step, int accumulate)\n{\n", n->name, (int)strlen(n->name) + 21, "");
     sample_constant(e, s);
+    E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // as forward's\n", n->dropout_layer);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        float g = ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
@@ -768,8 +771,11 @@ static void kernels_optimizer(Emit *e)
     if (t->optimizer == OPT_SGD) {
         E("// SGD as torch.optim.SGD: lr per step, momentum %.9g, dampening %.9g, weight_decay %.9g%s.\n", t->momentum,
           t->dampening, t->weight_decay, t->nesterov ? ", nesterov" : "");
-        E("DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)\n{\n");
+        E("DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)\n{\n");
         E("    const int64_t P = %lld;  // parameters\n", (long long)count);
+        E("    const float lr = s->lr;\n");
+        if (t->momentum)
+            E("    const int first_step = s->step == 0;\n");
         E("    DDP_FOR(i, P) {\n");
         E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
@@ -779,20 +785,22 @@ static void kernels_optimizer(Emit *e)
             E("        momentum_buffer[i] = b;\n");
             E("        d = %s;\n", t->nesterov ? arena_printf(e->arena, "d + %s * b", flit(e, t->momentum)) : "b");
         } else
-            E("        (void)momentum_buffer;\n        (void)first_step;\n");
+            E("        (void)momentum_buffer;\n");
         E("        p[i] -= lr * d;\n    }\n}\n\n");
     } else {
         bool adamw = t->optimizer == OPT_ADAMW;
         E("// %s as torch.optim.%s: betas %.9g, %.9g, eps %.9g, weight_decay %.9g.\n", adamw ? "AdamW" : "Adam",
           adamw ? "AdamW" : "Adam", t->beta1, t->beta2, t->eps, t->weight_decay);
-        E("DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,\n"
-          "                               float bias_correction2_sqrt)\n{\n");
+        E("DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)\n{\n");
         E("    const int64_t P = %lld;  // parameters\n", (long long)count);
+        if (adamw && t->weight_decay)
+            E("    const float lr = s->lr;\n");
+        E("    const double t = (double)(s->step + 1);  // this step's number, from 1\n");
+        E("    const float step_size = (float)(s->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
+        E("    const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
         E("    DDP_FOR(i, P) {\n");
         if (adamw && t->weight_decay)
             E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
-        else
-            E("        (void)lr;\n");
         E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           !adamw && t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         E("        m[i] = %s * m[i] + %s * d;\n", flit(e, t->beta1), flit(e, 1.0 - t->beta1));
@@ -947,14 +955,10 @@ static void forward_node(Emit *e, const Node *n)
         launch(e, "    ", kernel_name(e, n->name, "forward"), n->out_shape.d[0], 0, work);
         E(", n, %s, %s);\n", x, act(e, n->out));
         break;
-    case OP_DROPOUT: {
-        int ordinal = n->dropout_layer;
+    case OP_DROPOUT:
         launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
-        E(", n, %s, %s, ctx->sample_ids,\n"
-          "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), train);\n",
-          x, act(e, n->out), ordinal);
+        E(", n, %s, %s, ctx->sample_ids,\n               ctx->seed, ctx->step_scalars, train);\n", x, act(e, n->out));
         break;
-    }
     case OP_BATCHNORM: {
         int64_t c = n->out_ch;
         const char *w = param(e, node_param(e, n, PARAM_WEIGHT)), *b = param(e, node_param(e, n, PARAM_BIAS));
@@ -1109,16 +1113,13 @@ static void backward_node(Emit *e, const Node *n)
             E(", n, %s, %s, %s, %d);\n", dy, act(e, n->out), grad(e, n->in), acc_in);
         }
         break;
-    case OP_DROPOUT: {
-        int ordinal = n->dropout_layer;
+    case OP_DROPOUT:
         if (dx) {
             launch(e, "    ", backward, s_in, 0, work);
-            E(", n, %s, %s, ctx->sample_ids,\n"
-              "               ddp_dropout_layer_key(ctx->seed, %d, ctx->epoch), %d);\n",
-              dy, grad(e, n->in), ordinal, acc_in);
+            E(", n, %s, %s, ctx->sample_ids,\n               ctx->seed, ctx->step_scalars, %d);\n", dy,
+              grad(e, n->in), acc_in);
         }
         break;
-    }
     case OP_BATCHNORM: {
         int64_t c = n->out_ch;
         const char *x = act(e, n->in);
@@ -1340,14 +1341,11 @@ static void emit_functions(Emit *e, FILE *out)
       "static void optimizer_step(DdpCtx *ctx)\n{\n", (long long)count);
     if (t->optimizer == OPT_SGD) {
         launch(e, "    ", "optimizer_sgd_step", 0, count, 1);
-        E(", ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);\n");
+        E(", ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);\n");
     } else {
-        E("    double t = (double)(ctx->step + 1);\n");
-        E("    float step_size = (float)(ctx->lr / (1.0 - pow(%s, t)));\n", dlit(e->arena, t->beta1));
-        E("    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(%s, t));\n", dlit(e->arena, t->beta2));
         launch(e, "    ", "optimizer_adam_step", 0, count, 1);
         E(", ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,\n"
-          "               ctx->opt_state + %lld, ctx->lr, step_size, bias_correction2_sqrt);\n", (long long)count);
+          "               ctx->opt_state + %lld, ctx->step_scalars);\n", (long long)count);
     }
     E("}\n\n");
 

@@ -81,6 +81,14 @@ DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *strea
 /* Queues a copy of BYTES from device SRC to device DST on STREAM (the two
  * may overlap on CPUs: a world of one's allgather in place). */
 DdpStatus ddp_copy_on_device(void *dst, const void *src, size_t bytes, void *stream);
+/* The most bytes one ddp_device_write carries. */
+#define DDP_DEVICE_WRITE_MAX 64
+/* Queues writing BYTES (at most DDP_DEVICE_WRITE_MAX) of host SRC to device
+ * DST on STREAM, the bytes taken when this is called: SRC may change as soon
+ * as it returns (on CUDA a kernel's argument carries them, so neither pinned
+ * memory nor an event is needed), and a CUDA graph launched after it reads
+ * them. How a step's scalars reach the device (step_scalars.h). */
+DdpStatus ddp_device_write(void *dst, const void *src, size_t bytes, void *stream);
 /* Queues zeroing BYTES of device memory at P. */
 DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream);
 /* Waits for all of the stream's work, and reports any failure of it (a

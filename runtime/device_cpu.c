@@ -116,6 +116,16 @@ DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *strea
     return DDP_OK;
 }
 
+DdpStatus ddp_device_write(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    if (bytes > DDP_DEVICE_WRITE_MAX)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_device_write of %zu bytes, more than %d", bytes,
+                       DDP_DEVICE_WRITE_MAX);
+    memcpy(dst, src, bytes);
+    return DDP_OK;
+}
+
 DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream)
 {
     (void)stream;

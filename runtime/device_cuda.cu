@@ -207,6 +207,32 @@ DdpStatus ddp_copy_to_host(void *dst, const void *src, size_t bytes, void *strea
     return ddp_device_sync(stream);
 }
 
+/* ddp_device_write's bytes, by value: a kernel's arguments are copied when
+ * it is queued. */
+struct DeviceWriteBytes {
+    unsigned char b[DDP_DEVICE_WRITE_MAX];
+};
+
+__global__ static void device_write_kernel(unsigned char *dst, DeviceWriteBytes v, int n)
+{
+    if ((int)threadIdx.x < n)
+        dst[threadIdx.x] = v.b[threadIdx.x];
+}
+
+DdpStatus ddp_device_write(void *dst, const void *src, size_t bytes, void *stream)
+{
+    if (bytes > DDP_DEVICE_WRITE_MAX)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_device_write of %zu bytes, more than %d", bytes,
+                       DDP_DEVICE_WRITE_MAX);
+    if (!bytes)
+        return DDP_OK;
+    DeviceWriteBytes v;
+    memcpy(v.b, src, bytes);
+    device_write_kernel<<<1, DDP_DEVICE_WRITE_MAX, 0, (cudaStream_t)stream>>>((unsigned char *)dst, v, (int)bytes);
+    CUDA_TRY(cudaGetLastError());
+    return DDP_OK;
+}
+
 DdpStatus ddp_device_zero(void *p, size_t bytes, void *stream)
 {
     if (bytes)

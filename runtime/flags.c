@@ -93,6 +93,12 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .agree = DDP_AGREE_VALUE,
         .help = "round the operands of every conv and linear layer to this format (to nearest, ties to even) before "
                 "they are multiplied; weights, sums and gradients stay FP32"},
+    /* LOCAL: a graph replays the very calls, collectives included, that a
+     * step makes without one */
+    [DDP_FLAG_NO_CUDA_GRAPH] = {"no-cuda-graph", KIND_SWITCH, NULL, AT(cuda_graph), .min = 0,
+        .agree = DDP_AGREE_LOCAL,
+        .help = "queue each step's kernels and library calls one by one rather than replay a CUDA graph of the "
+                "step made once per batch shape (a CPU build's steps replay their twin of it)"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
         .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
@@ -193,6 +199,7 @@ void ddp_flags_init(DdpFlags *f, const DdpTrainConfig *train)
     f->precision = train->precision;
     f->max_steps = -1;
     f->shuffle = 1;
+    f->cuda_graph = 1;
     f->workers = -1;
     f->augment = 1;
     f->rank = -1;

@@ -25,6 +25,7 @@
 #include "ops.h"     // DdpOps: convolutions and GEMMs through the vendor libraries
 #include "precision.h"  // DdpPrecision
 #include "status.h"  // DdpStatus
+#include "step_scalars.h"  // DdpStepScalars: lr, step and epoch in device memory
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,10 +95,14 @@ struct DdpCtx {
     double *stats;
 
     uint64_t seed;            /* dropout masks: (seed, epoch, sample id, layer, element) */
-    int64_t epoch;
-    int64_t step;             /* optimizer steps taken before this one */
-    float lr;                 /* of this step */
-    int accumulate;           /* 1: add this step's gradients to grads (no_sync); 0: overwrite */
+    /* Device memory: this step's lr, step count and epoch, which kernels read
+     * there rather than as arguments, so that a CUDA graph of the step
+     * replays with the new ones (step_scalars.h). */
+    const DdpStepScalars *step_scalars;
+    /* 1: add this step's gradients to grads (no_sync); 0: overwrite. An
+     * argument of the step's kernels and library calls (cuBLAS's beta), which
+     * a captured step keeps: the trainer makes a CUDA graph per value. */
+    int accumulate;
     /* Ranks whose gradients the all-reduce sums: at least 1 (1 alone). The loss gradient
      * is of the mean over all their samples, n * world_size, so that the sum
      * is the global batch's gradient with no division after it: the division
@@ -162,7 +167,8 @@ typedef struct {
     void (*train_step)(DdpCtx *ctx, int n);
     /* Forward in evaluation mode and the loss: stats gain loss, correct, N. */
     void (*eval_step)(DdpCtx *ctx, int n);
-    /* One optimizer update of params from grads with ctx->lr, ctx->step. */
+    /* One optimizer update of params from grads with the lr and step count
+     * in ctx->step_scalars. */
     void (*optimizer_step)(DdpCtx *ctx);
 } DdpNet;
 

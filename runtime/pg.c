@@ -252,6 +252,13 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg)
     return pg->ops->status(pg->impl);
 }
 
+DdpStatus ddp_pg_watch(DdpProcessGroup *pg, void *stream, const char *what)
+{
+    if (!pg || !pg->ops || !pg->ops->watch)
+        return DDP_OK;
+    return pg->ops->watch(pg->impl, stream, what);
+}
+
 DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed)
 {
     *agreed = local;

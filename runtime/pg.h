@@ -120,6 +120,14 @@ DdpStatus ddp_pg_wait(DdpProcessGroup *pg, DdpWork *work);
  * device synchronisations of reports. */
 DdpStatus ddp_pg_status(DdpProcessGroup *pg);
 
+/* Collectives queued on STREAM without this group's calls, those of a CUDA
+ * graph launched (graph.h: captured once, their calls made then), are
+ * watched as the group's own are: STREAM's work queued so far must end
+ * within the timeout, or the group fails with WHAT named ("the step's
+ * CUDA graph ... did not finish within 600 s"). Nothing on MPI, whose
+ * collectives end before their calls return, or with one rank. */
+DdpStatus ddp_pg_watch(DdpProcessGroup *pg, void *stream, const char *what);
+
 /* A stop asked for on some rank (rank_signals.h), agreed by all, so that
  * every rank stops after the same step. Every rank calls it after each
  * optimizer step with LOCAL, the signal of the stop asked of it (0 none);
@@ -155,6 +163,8 @@ typedef struct {
     DdpStatus (*stop_vote)(void *impl, int local, int *agreed);
     /* the purpose of the next collective; NULL: the backend does not check them */
     void (*purpose)(void *impl, DdpPgPurpose purpose);
+    /* ddp_pg_watch; NULL: collectives end when their calls return (MPI) */
+    DdpStatus (*watch)(void *impl, void *stream, const char *what);
 } DdpPgBackendOps;
 
 /* pg_mpi.c (fails with a message when built without MPI). */

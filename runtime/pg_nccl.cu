@@ -288,9 +288,17 @@ static DdpStatus after(NcclGroup *g, ncclResult_t r, const char *call, const cha
         recycle(g, w);
         return DDP_ERR(DDP_FAIL, "cudaEventRecord: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
     }
-    w->watched = 1;
-    w->next = g->watched;
-    g->watched = w;
+    /* A collective captured into a CUDA graph (graph.h) runs only when the
+     * graph is launched, and its event, recorded in a capture, may not be
+     * queried: the watchdog leaves it, and watches each launch instead
+     * (nccl_watch, through ddp_pg_watch). */
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CUDA_TRY(cudaStreamIsCapturing(g->stream, &capture));
+    if (capture == cudaStreamCaptureStatusNone) {
+        w->watched = 1;
+        w->next = g->watched;
+        g->watched = w;
+    }
     *out = w;
     return DDP_OK;
 }
@@ -298,7 +306,10 @@ static DdpStatus after(NcclGroup *g, ncclResult_t r, const char *call, const cha
 /* A blocking collective's end: the compute stream waits for it. */
 static DdpStatus join_compute(NcclGroup *g, DdpWork *w)
 {
-    CUDA_TRY(cudaStreamWaitEvent(g->compute, w->done, 0));
+    cudaError_t e = cudaStreamWaitEvent(g->compute, w->done, 0);
+    if (!w->watched) /* captured: nothing will look at it again */
+        recycle(g, w);
+    CUDA_TRY(e);
     return DDP_OK;
 }
 
@@ -437,6 +448,34 @@ static DdpStatus nccl_wait(void *impl, DdpWork *w)
     return st;
 }
 
+/* pg.h's ddp_pg_watch: an event behind STREAM's work so far, watched as a
+ * collective's done-event is, so that a replayed graph's all-reduces have
+ * the timeout every collective has. */
+static DdpStatus nccl_watch(void *impl, void *stream, const char *what)
+{
+    NcclGroup *g = (NcclGroup *)impl;
+    pthread_mutex_lock(&g->lock);
+    DdpStatus st = g->broken ? broken_error(g) : DDP_OK;
+    DdpWork *w = NULL;
+    if (st == DDP_OK)
+        st = new_work(g, &w);
+    if (st == DDP_OK) {
+        snprintf(w->what, sizeof w->what, "%s", what);
+        w->deadline = ddp_now() + g->timeout_s;
+        cudaError_t e = cudaEventRecord(w->done, (cudaStream_t)stream);
+        if (e != cudaSuccess) {
+            recycle(g, w);
+            st = DDP_ERR(DDP_FAIL, "cudaEventRecord: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+        } else {
+            w->watched = 1;
+            w->next = g->watched;
+            g->watched = w;
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
 static DdpStatus nccl_status(void *impl)
 {
     NcclGroup *g = (NcclGroup *)impl;
@@ -571,6 +610,7 @@ static int nccl_destroy(void *impl, int abort)
 static const DdpPgBackendOps nccl_ops = {
     "nccl",         nccl_destroy,         nccl_broadcast, nccl_allreduce, nccl_allgather,
     nccl_barrier,   nccl_allreduce_start, nccl_wait,      nccl_status,    nccl_stop_vote, NULL,
+    nccl_watch,
 };
 
 /* Rank 0's unique id to every rank: through the store, or MPI under mpirun. */

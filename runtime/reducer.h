@@ -12,7 +12,8 @@
  * it, so that all ranks issue the same collectives in the same order. The
  * optimizer waits only for ddp_reducer_finish.
  *
- * Per step (the trainer's loop):
+ * Per step (step_graphs.c's ddp_step_work, which a CUDA graph captures once
+ * per batch shape: on GPUs this host code then runs at capture only):
  *
  *     if (no_sync step) ddp_reducer_skip(r);   // before backward: launch nothing
  *     net->train_step(ctx, n);                // calls ddp_reducer_grad_ready

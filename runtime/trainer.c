@@ -32,7 +32,11 @@
  *    made it, which is what PyTorch users get from printing loss.item() at
  *    intervals;
  *  - evaluation has its own accumulators, so it never disturbs the running
- *    training loss, and its time is left out of the throughput.
+ *    training loss, and its time is left out of the throughput;
+ *  - the step's device work, forward to optimizer, is queued by one launch
+ *    of a CUDA graph captured once per batch shape (step_graphs.h), the
+ *    step's lr, count and epoch written to device memory before it
+ *    (step_scalars.h).
  *
  * Library rules hold here too: nothing exits. Every failure is a DdpStatus
  * with a message; ddp_main prints "PROG: error: MESSAGE", frees everything
@@ -51,7 +55,7 @@
 #include "augment_device.h"  // DdpAugmentDevice: the net's input made on the device
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
-#include "device_rules.h"  // ddp_debug_mode: DDP_DEBUG
+#include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
@@ -66,6 +70,7 @@
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
+#include "step_graphs.h"  // DdpStepGraphs: the step's work as one CUDA graph per batch shape
 #include "step_times.h"  // DdpStepTimes: where each rank's time goes
 #include "tensorboard.h"  // DdpTensorboard: --tensorboard
 #include "trainer.h"   // ddp_main
@@ -111,6 +116,7 @@ typedef struct {
     float *params, *opt_state, *buffers, *arena;
     void *grads;            /* net->grad_bytes each: model.h */
     double *train_stats, *eval_stats;
+    DdpStepScalars *step_scalars; /* ctx.step_scalars: the step's lr, step and epoch */
     void *batch;
     /* host memory */
     void *staging[SLOTS];
@@ -132,6 +138,7 @@ typedef struct {
     DdpSampler sampler;
     int64_t steps_per_epoch;
     int64_t step;           /* global optimizer steps taken */
+    int64_t epoch;          /* of the batch trained last */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
     int stopped;            /* the signal of a stop the ranks agreed on after a step; 0: none */
     DdpStepTimes times;     /* since the ranks' times were last gathered */
@@ -148,6 +155,7 @@ typedef struct {
 
     DdpDist dist;           /* ranks; a world of one when run alone */
     DdpReducer *reducer;    /* NULL with one rank */
+    DdpStepGraphs *graphs;  /* the training step's work, run */
     int launched;           /* this process only started the ranks */
     int launch_status;      /* their exit status */
 } Trainer;
@@ -361,6 +369,7 @@ static DdpStatus allocate(Trainer *t)
                            "the activations"));
     DDP_CHECK(device_alloc((void **)&t->train_stats, NSTATS, sizeof(double), "the statistics"));
     DDP_CHECK(device_alloc((void **)&t->eval_stats, NSTATS, sizeof(double), "the statistics"));
+    DDP_CHECK(device_alloc((void **)&t->step_scalars, 1, sizeof *t->step_scalars, "the step's scalars"));
 
     /* the raw samples as the test set holds them: it is loaded in every mode
      * (--predict has no train set), and load_data refuses a train set held
@@ -431,6 +440,7 @@ static void fill_ctx(Trainer *t)
         .sample_ids = (const int64_t *)(batch + t->layout.ids),
         .stats = t->train_stats,
         .seed = t->cfg.seed,
+        .step_scalars = t->step_scalars,
         .world_size = t->dist.world,
         .backward_begins = enter_backward,
         .debug = ddp_debug_mode(getenv("DDP_DEBUG")),
@@ -544,7 +554,7 @@ static DdpStatus save_checkpoint(Trainer *t)
     if (!t->flags.save || t->saved_step == t->step)
         return DDP_OK;
     t->saved_step = t->step;
-    ddp_signals_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->ctx.epoch, t->step);
+    ddp_signals_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->epoch, t->step);
     ddp_whereabouts_note(t->dist.whereabouts, t->step, "a checkpoint");
     char why[320] = "", failure[1024] = "";
     /* Every rank makes the all-reduce below, whatever it found here: one
@@ -737,7 +747,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
-    ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->ctx.epoch, t->step);
+    ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->epoch, t->step);
     ddp_whereabouts_note(t->dist.whereabouts, t->step, "evaluation");
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
@@ -1036,32 +1046,27 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
         ddp_signals_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
-        t->ctx.lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch);
-        t->ctx.epoch = epoch;
-        t->ctx.step = t->step;
+        DdpStepScalars scalars = {
+            .step = t->step,
+            .epoch = epoch,
+            .lr = (float)ddp_schedule_lr(&t->cfg, t->step, epoch, t->steps_per_epoch),
+        };
+        DDP_CHECK(ddp_device_write(t->step_scalars, &scalars, sizeof scalars, t->stream));
+        t->epoch = epoch;
         t->ctx.accumulate = b % k != 0;
-        if (t->reducer && !sync)
-            ddp_reducer_skip(t->reducer);
-        ddp_times_enter(&t->times, DDP_PHASE_FORWARD); /* train_step enters BACKWARD itself */
-        net->train_step(&t->ctx, n);
-        DDP_CHECK(ddp_step_status(&t->ctx));
+        DdpStepWork work = {.net = net, .ctx = t->ctx, .reducer = t->reducer, .times = &t->times, .n = n,
+                            .sync = sync};
+        DDP_CHECK(ddp_step_graphs_run(t->graphs, &work));
         DDP_CHECK(check_sum_window(t));
-        /* every step: on a no_sync one it only resets the reducer's counts */
-        ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
-        if (t->reducer)
-            DDP_CHECK(ddp_reducer_finish(t->reducer));
         t->times.samples += n;
         if (sync) {
-            ddp_times_enter(&t->times, DDP_PHASE_OPTIMIZER);
-            net->optimizer_step(&t->ctx);
-            DDP_CHECK(ddp_step_status(&t->ctx));
             /* the vote is a collective, which on GPUs may wait for the step before */
             ddp_times_enter(&t->times, DDP_PHASE_ALLREDUCE);
             DDP_CHECK(ddp_pg_stop_vote(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
             ddp_times_enter(&t->times, DDP_PHASE_OUTSIDE);
             t->times.steps++;
             t->step++;
-            t->lr = t->ctx.lr;
+            t->lr = scalars.lr;
             /* a stop agreed on the run's last step: the run ends as it would have */
             if (t->step >= max_steps || (epoch + 1 == t->cfg.epochs && b + 1 == batches))
                 t->stopped = 0;
@@ -1138,7 +1143,7 @@ static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
     else
         snprintf(kept, sizeof kept, "nothing saved (no --save DIR)");
     fprintf(stderr, "%s: stopped after step %lld (epoch %lld of %lld) on %s: %s\n", t->prog, (long long)t->step,
-            (long long)t->ctx.epoch + 1, (long long)t->cfg.epochs, name, kept);
+            (long long)t->epoch + 1, (long long)t->cfg.epochs, name, kept);
     if (t->flags.save && !getenv(DDP_LAUNCHER_ENV)) {
         char command[4096];
         ddp_flags_resume_command(argc, argv, command, sizeof command);
@@ -1151,6 +1156,12 @@ static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
 }
 
 /* ---- ddp_main ------------------------------------------------------------------- */
+
+/* ddp_step_graphs_create's WARN: a line of its own, as the start-up's. */
+static void warn_line(void *progress, const char *line)
+{
+    ddp_progress_note(progress, "warning: %s", line);
+}
 
 /* A global batch (`batch N global`, --global-batch N): each of the WORLD
  * ranks takes N / WORLD samples a step, so that every world size that
@@ -1274,6 +1285,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         t->ctx.reducer = t->reducer;
         t->ctx.pg = t->dist.pg;
     }
+    /* a step that waits inside itself cannot be captured */
+    int graphs = t->flags.cuda_graph && !t->ctx.debug && !ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
+    DDP_CHECK(ddp_step_graphs_create(&t->graphs, graphs, t->dist.pg, t->stream, warn_line, &t->progress));
 
     char device[128];
     ddp_device_describe(device, sizeof device);
@@ -1309,6 +1323,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         ddp_progress_note(&t->progress, "precision %s: %s", ddp_precision_name(t->cfg.precision), precision);
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
+    if (ddp_device_is_gpu())
+        ddp_progress_note(&t->progress, "steps: %s", graphs ? "one CUDA graph per batch shape, captured on first use"
+                                                           : "call by call, without a CUDA graph");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
                                  not_invariant));
     const char *restart = getenv(DDP_RESTART_ENV), *cause = getenv(DDP_RESTART_CAUSE_ENV);
@@ -1322,7 +1339,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(train(t));
     if (t->stopped)
         return say_stopped(t, argc, argv);
-    ddp_signals_note_activity(DDP_ACTIVITY_FINISHING, t->ctx.epoch, t->step);
+    ddp_signals_note_activity(DDP_ACTIVITY_FINISHING, t->epoch, t->step);
     if (world > 1) {
         DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float),
                                    t->stream));
@@ -1341,6 +1358,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 static DdpStatus trainer_free(Trainer *t, int failed)
 {
     ddp_reducer_destroy(t->reducer);
+    ddp_step_graphs_destroy(t->graphs);
     /* A collective stuck in MPI may still write into device memory (the
      * gradients, the statistics, batchnorm's sums in the arena): then none
      * of it is freed, and the process's exit, which follows, takes it. */
@@ -1361,6 +1379,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
         ddp_device_free(t->arena);
         ddp_device_free(t->train_stats);
         ddp_device_free(t->eval_stats);
+        ddp_device_free(t->step_scalars);
         ddp_device_free(t->batch);
         ddp_augment_device_destroy(t->input_maker);
     }

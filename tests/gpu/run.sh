@@ -57,7 +57,9 @@
 #      `one`), and the program with --backend nccl through env:// and
 #      --nproc-per-node 1;
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
-#      are byte for byte those of 60 steps at once;
+#      are byte for byte those of 60 steps at once; the steps replayed from
+#      their CUDA graphs (mnist past a short last batch, resnet with
+#      --no-sync-every 2) byte for byte those made call by call;
 #   5. the data { } block on the GPU: fashion_resnet.net's crops, flips and
 #      normalize made on the GPU of the raw bytes (DDP_AUGMENT_ON=device, the
 #      default) and by the host's loader (DDP_AUGMENT_ON=host): 3 steps, the
@@ -65,7 +67,7 @@
 #   6. where python3 has torch with CUDA (and numpy), the same net in PyTorch
 #      on the same GPU, for samples/s beside ddpc's (PYTHON: another python);
 #   7. (after every other net's step) timing, for information: ddpc (FP32,
-#      TF32, bf16, FP32 with DDP_CUDNN_BENCHMARK=1) against PyTorch eager (its
+#      TF32, bf16, FP32 with DDP_CUDNN_BENCHMARK=1, FP32 with --no-cuda-graph) against PyTorch eager (its
 #      defaults, TF32 convolutions; and plain FP32) and, where torch.compile
 #      works, compiled, for mnist.net
 #      at batch 64 and 512 and resnet.net at 64, a TIMING line each (only a
@@ -519,6 +521,31 @@ gpu whole 60 mnist --data "$data" --max-steps 60 --export "$work/whole.st" --qui
     cmp "$work/whole.st" "$work/resumed.st" >> "$log" 2>&1
 check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? "$(why resume stop whole)"
 
+# The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
+# lr, step and epoch read from device memory) against the same calls made
+# one by one (--no-cuda-graph): the same kernels and algorithms, so the same
+# bytes. mnist.net at batch 96 past the epoch's short last batch (16, its
+# own graph) into epoch 2 (a new lr schedule epoch, a new order); resnet.net
+# (batchnorm) with --no-sync-every 2 (accumulating and syncing steps, a graph
+# each). The graph must have been used: the start-up line says so, and no
+# capture was refused.
+graph_pair() { # graph_pair NAME ARGS...: the two runs, then cmp
+    local name=$1
+    shift
+    gpu "graph.$name" 90 "$name" --data "$data" --export "$work/graph.$name.st" "$@" &&
+        gpu "nograph.$name" 90 "$name" --data "$data" --export "$work/nograph.$name.st" --no-cuda-graph "$@" &&
+        grep -q "steps: one CUDA graph per batch shape" "$work/graph.$name" &&
+        ! grep -q "without a CUDA graph" "$work/graph.$name" &&
+        grep -q "steps: call by call" "$work/nograph.$name" &&
+        cmp "$work/graph.$name.st" "$work/nograph.$name.st" >> "$log" 2>&1
+}
+graph_pair mnist --batch-size 96 --max-steps 120
+check "mnist.net: steps from CUDA graphs = call by call, 120 steps at batch 96 (a short last batch), byte for byte" \
+    $? "$(grep -h "without a CUDA graph" "$work/graph.mnist" 2> /dev/null || why graph.mnist nograph.mnist)"
+graph_pair resnet --max-steps 20 --no-sync-every 2
+check "resnet.net: steps from CUDA graphs = call by call, 20 steps, --no-sync-every 2, byte for byte" \
+    $? "$(grep -h "without a CUDA graph" "$work/graph.resnet" 2> /dev/null || why graph.resnet nograph.resnet)"
+
 # The data { } block made on the GPU of the raw bytes (augment_device_cuda.cu)
 # against the loader's floats made on the host: the same input, so the same
 # bytes; and evaluation (normalize only; the test set's last batch is short).
@@ -583,13 +610,14 @@ torch_run() { # torch_run FILE NAME BATCH [--compile]: bench/torch_train.py, 500
         --module "$kit/torch/$name.py" --device cuda --steps 500 --batch "$b" --data "$data" "$@"
 }
 timings=("mnist 64" "mnist 512" "resnet 64")
-# ddpc four ways: FP32 (its default), TF32 tensor cores (--precision tf32:
-# PyTorch's own default for convolutions), bf16 (--precision bf16), and FP32 with cuDNN's algorithms
-# timed at start-up (DDP_CUDNN_BENCHMARK=1); PyTorch eager as it comes (TF32
+# ddpc five ways: FP32 (its default), TF32 tensor cores (--precision tf32:
+# PyTorch's own default for convolutions), bf16 (--precision bf16), FP32 with cuDNN's algorithms
+# timed at start-up (DDP_CUDNN_BENCHMARK=1), and FP32 without the step's CUDA
+# graph (--no-cuda-graph); PyTorch eager as it comes (TF32
 # convolutions) and in plain FP32 (--no-tf32).
-modes=(fp32 tf32 bf16 bench)
-declare -A mode_env=([fp32]= [tf32]= [bf16]= [bench]=DDP_CUDNN_BENCHMARK=1)
-declare -A mode_flags=([fp32]= [tf32]="--precision tf32" [bf16]="--precision bf16" [bench]=)
+modes=(fp32 tf32 bf16 bench nograph)
+declare -A mode_env=([fp32]= [tf32]= [bf16]= [bench]=DDP_CUDNN_BENCHMARK=1 [nograph]=)
+declare -A mode_flags=([fp32]= [tf32]="--precision tf32" [bf16]="--precision bf16" [bench]= [nograph]=--no-cuda-graph)
 declare -A ddpc_rate=() eager=() eager_fp32=() compiled=()
 for nb in "${timings[@]}"; do
     read -r name b <<< "$nb"
@@ -693,10 +721,10 @@ ratio() { awk -v d="$1" -v e="$2" 'BEGIN { if (d + 0 > 0 && e + 0 > 0) printf "%
 for nb in "${timings[@]}"; do
     read -r name b <<< "$nb"
     f=${ddpc_rate[$name.$b.fp32]:-} t=${ddpc_rate[$name.$b.tf32]:-} h=${ddpc_rate[$name.$b.bf16]:-}
-    k=${ddpc_rate[$name.$b.bench]:-}
+    k=${ddpc_rate[$name.$b.bench]:-} g=${ddpc_rate[$name.$b.nograph]:-}
     e=${eager[$name.$b]:-} e32=${eager_fp32[$name.$b]:-} c=${compiled[$name.$b]:-}
     say "TIMING  $name b$b  samples/s: ddpc fp32 $(number "$f"), tf32 $(number "$t"), bf16 $(number "$h")," \
-        "fp32 benchmark $(number "$k");" \
+        "fp32 benchmark $(number "$k"), fp32 without CUDA graph $(number "$g");" \
         "torch eager $(number "$e") (tf32 convs), fp32 $(number "$e32"), compiled $(number "$c");" \
         "fp32/fp32 $(ratio "$f" "$e32"), tf32/eager $(ratio "$t" "$e")"
 done

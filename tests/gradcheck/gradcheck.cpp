@@ -77,6 +77,8 @@ int main(int argc, char **argv)
     ctx.labels = labels;
     ctx.sample_ids = ids;
     ctx.seed = 7;
+    static const DdpStepScalars step = {.step = 0, .epoch = 0, .lr = 0.0f}; /* dropout's epoch */
+    ctx.step_scalars = &step;
     for (int i = 0; i < net.n_params; i++) {
         const DdpParamInfo *p = &net.params[i];
         if (p->is_step_count)

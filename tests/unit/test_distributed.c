@@ -228,6 +228,23 @@ static void test_steady_steps_neither_wait_nor_allocate(void)
     free(cmd);
 }
 
+/* tests/distributed/step_graphs.sh: steps replayed from their graphs (the
+ * CPU's twin of a CUDA graph, which replays what its capture saw) train to
+ * the bytes of steps run call by call (--no-cuda-graph): mlp.net over 3
+ * epochs with a short last batch, adam_mse.net (a new lr every step), mlp.net
+ * on 2 ranks with --no-sync-every 2. */
+static void test_step_graphs_same_bytes(void)
+{
+    if (test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs("\n  (skipped: no Fashion-MNIST)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/step_graphs.sh", test_ddpc()) > 0);
+    script_passes(cmd, "steps from graphs = call by call");
+    free(cmd);
+}
+
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
  * steps an epoch) on one world size and resumed to 25 on another, each pair
  * of PAIRS, the bytes of a run that never stopped. */
@@ -372,6 +389,8 @@ void suite_distributed(void)
          test_scaling_on_paper_against_measured_runs},
         {"a steady step makes no device synchronisation and no allocation (counted as a GPU build counts them)",
          test_steady_steps_neither_wait_nor_allocate},
+        {"steps replayed from their graphs train to the bytes of steps run call by call",
+         test_step_graphs_same_bytes},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",

@@ -128,7 +128,7 @@ static void eval_step(DdpCtx *ctx, int n)
 static void optimizer_step(DdpCtx *ctx)
 {
     const DdpTrainConfig *c = &net.train;
-    const float lr = ctx->lr, wd = (float)c->weight_decay, momentum = (float)c->momentum;
+    const float lr = ctx->step_scalars->lr, wd = (float)c->weight_decay, momentum = (float)c->momentum;
     const float dampening = (float)c->dampening;
     int64_t count = net.n_param_floats;
     for (int64_t i = 0; i < count; i++) {
@@ -137,7 +137,7 @@ static void optimizer_step(DdpCtx *ctx)
             d += wd * ctx->params[i];
         if (momentum != 0) {
             float *buf = &ctx->opt_state[i];
-            *buf = ctx->step == 0 ? d : momentum * *buf + (1 - dampening) * d;
+            *buf = ctx->step_scalars->step == 0 ? d : momentum * *buf + (1 - dampening) * d;
             d = c->nesterov ? d + momentum * *buf : *buf;
         }
         ctx->params[i] += -lr * d;

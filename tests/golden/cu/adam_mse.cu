@@ -142,12 +142,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // Adam as torch.optim.Adam: betas 0.9, 0.99, eps 1e-06, weight_decay 0.01.
-DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
-                               float bias_correction2_sqrt)
+DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)
 {
     const int64_t P = 52618;  // parameters
+    const double t = (double)(s->step + 1);  // this step's number, from 1
+    const float step_size = (float)(s->lr / (1.0 - pow(0.9, t)));
+    const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
     DDP_FOR(i, P) {
-        (void)lr;
         float d = (float)ddp_grad_value(g[i]) + 0.01f * p[i];  // the gradient's one rounding to float
         m[i] = 0.9f * m[i] + 0.1f * d;
         v[i] = 0.99f * v[i] + 0.01f * d * d;
@@ -269,11 +270,8 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 52618 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    double t = (double)(ctx->step + 1);
-    float step_size = (float)(ctx->lr / (1.0 - pow(0.9, t)));
-    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
     DDP_LAUNCH(optimizer_adam_step, 52618, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
-               ctx->opt_state + 52618, ctx->lr, step_size, bias_correction2_sqrt);
+               ctx->opt_state + 52618, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

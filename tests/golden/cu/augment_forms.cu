@@ -124,13 +124,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
-DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
+DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
     const int64_t P = 12922;  // parameters
+    const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
-        (void)first_step;
         p[i] -= lr * d;
     }
 }
@@ -235,7 +235,7 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 12922 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 12922, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
+    DDP_LAUNCH(optimizer_sgd_step, 12922, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

@@ -46,9 +46,11 @@ DDP_KERNEL linear1_bias_sigmoid_backward(int n, float *dy, const float *y, DdpGr
 
 // dropout_residual.net:4: dropout 0.3
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
-DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
+DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
+                            const DdpStepScalars *step, int train)
 {
     const int64_t S = 16;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // this layer's, this epoch
     const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
@@ -57,9 +59,11 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 }
 
 // dropout_residual.net:4: dropout 0.3
-DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
+DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,
+                             const DdpStepScalars *step, int accumulate)
 {
     const int64_t S = 16;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.42857146f : 0.0f;
@@ -234,13 +238,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
-DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
+DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
     const int64_t P = 676;  // parameters
+    const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
-        (void)first_step;
         p[i] -= lr * d;
     }
 }
@@ -290,7 +294,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("linear1 forward, dropout_residual.net:3");
     // dropout_residual.net:4: dropout 0.3
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 16, n, sigmoid1_out, dropout1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+               ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout1 forward, dropout_residual.net:4");
     // dropout_residual.net:5: linear 16, with dropout_residual.net:5: leaky_relu slope=0.2
     ddp_gemm(ctx->ops, 0, 1, n, 16, 16, 1.0f, dropout1_out, 16, linear2_weight, 16, 0.0f, leaky_relu1_out, 16);
@@ -378,7 +382,7 @@ static void train_step(DdpCtx *ctx, int n)
         ctx->grad_ready(ctx, 3);  // linear2.bias
     // dropout_residual.net:4: dropout 0.3
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 16, n, d_dropout1_out, d_sigmoid1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+               ctx->seed, ctx->step_scalars, 0);
     DDP_LAYER_DONE("dropout1 backward, dropout_residual.net:4");
     // dropout_residual.net:3: linear 16, with dropout_residual.net:3: sigmoid
     DDP_LAUNCH_CHANNELS(linear1_bias_sigmoid_backward, 16, 1, n, d_sigmoid1_out, sigmoid1_out, d_linear1_bias, ctx->accumulate);
@@ -407,7 +411,7 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 676 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 676, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
+    DDP_LAUNCH(optimizer_sgd_step, 676, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

@@ -624,9 +624,11 @@ DDP_KERNEL head_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumu
 
 // everything.net:19: dropout p=0.1
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
-DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
+DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
+                            const DdpStepScalars *step, int train)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // this layer's, this epoch
     const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
@@ -635,9 +637,11 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 }
 
 // everything.net:19: dropout p=0.1
-DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
+DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,
+                             const DdpStepScalars *step, int accumulate)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.11111116f : 0.0f;
@@ -720,12 +724,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // Adam as torch.optim.Adam: betas 0.8, 0.99, eps 1e-06, weight_decay 0.
-DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
-                               float bias_correction2_sqrt)
+DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)
 {
     const int64_t P = 11088;  // parameters
+    const double t = (double)(s->step + 1);  // this step's number, from 1
+    const float step_size = (float)(s->lr / (1.0 - pow(0.8, t)));
+    const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
     DDP_FOR(i, P) {
-        (void)lr;
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         m[i] = 0.8f * m[i] + 0.2f * d;
         v[i] = 0.99f * v[i] + 0.01f * d * d;
@@ -908,7 +913,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("head forward, everything.net:18");
     // everything.net:19: dropout p=0.1
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 64, n, head_out, dropout1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+               ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout1 forward, everything.net:19");
     // everything.net:20: linear 10 nobias
     ddp_gemm(ctx->ops, 0, 1, n, 10, 64, 1.0f, dropout1_out, 64, linear2_weight, 64, 0.0f, linear2_out, 10);
@@ -1007,7 +1012,7 @@ static void train_step(DdpCtx *ctx, int n)
         ctx->grad_ready(ctx, 20);  // linear2.weight
     // everything.net:19: dropout p=0.1
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 64, n, d_dropout1_out, d_head_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+               ctx->seed, ctx->step_scalars, 0);
     DDP_LAYER_DONE("dropout1 backward, everything.net:19");
     // everything.net:18: head: linear 32->64
     DDP_LAUNCH_CHANNELS(head_bias_backward, 64, 1, n, d_head_out, d_head_bias, ctx->accumulate);
@@ -1120,11 +1125,8 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 11088 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    double t = (double)(ctx->step + 1);
-    float step_size = (float)(ctx->lr / (1.0 - pow(0.8, t)));
-    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
     DDP_LAUNCH(optimizer_adam_step, 11088, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
-               ctx->opt_state + 11088, ctx->lr, step_size, bias_correction2_sqrt);
+               ctx->opt_state + 11088, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

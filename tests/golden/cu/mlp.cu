@@ -46,9 +46,11 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
 
 // mlp.net:5: dropout 0.2
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
-DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
+DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
+                            const DdpStepScalars *step, int train)
 {
     const int64_t S = 512;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // this layer's, this epoch
     const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
@@ -57,9 +59,11 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 }
 
 // mlp.net:5: dropout 0.2
-DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
+DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,
+                             const DdpStepScalars *step, int accumulate)
 {
     const int64_t S = 512;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.25f : 0.0f;
@@ -199,10 +203,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // AdamW as torch.optim.AdamW: betas 0.9, 0.999, eps 1e-08, weight_decay 0.01.
-DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, float lr, float step_size,
-                               float bias_correction2_sqrt)
+DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)
 {
     const int64_t P = 535818;  // parameters
+    const float lr = s->lr;
+    const double t = (double)(s->step + 1);  // this step's number, from 1
+    const float step_size = (float)(s->lr / (1.0 - pow(0.9, t)));
+    const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.999, t));
     DDP_FOR(i, P) {
         p[i] *= 1.0f - lr * 0.01f;
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -251,7 +258,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("linear1 forward, mlp.net:4");
     // mlp.net:5: dropout 0.2
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 512, n, relu1_out, dropout1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+               ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout1 forward, mlp.net:5");
     // mlp.net:6: linear 256
     ddp_gemm(ctx->ops, 0, 1, n, 256, 512, 1.0f, dropout1_out, 512, linear2_weight, 512, 0.0f, linear2_out, 256);
@@ -324,7 +331,7 @@ static void train_step(DdpCtx *ctx, int n)
         ctx->grad_ready(ctx, 3);  // linear2.bias
     // mlp.net:5: dropout 0.2
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 512, n, d_dropout1_out, d_relu1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+               ctx->seed, ctx->step_scalars, 0);
     DDP_LAYER_DONE("dropout1 backward, mlp.net:5");
     // mlp.net:4: linear 784->512, with mlp.net:4: relu
     DDP_LAUNCH_CHANNELS(linear1_bias_relu_backward, 512, 1, n, d_relu1_out, relu1_out, d_linear1_bias, ctx->accumulate);
@@ -353,11 +360,8 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 535818 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    double t = (double)(ctx->step + 1);
-    float step_size = (float)(ctx->lr / (1.0 - pow(0.9, t)));
-    float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.999, t));
     DDP_LAUNCH(optimizer_adam_step, 535818, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
-               ctx->opt_state + 535818, ctx->lr, step_size, bias_correction2_sqrt);
+               ctx->opt_state + 535818, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

@@ -286,9 +286,11 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0005.
-DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
+DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
     const int64_t P = 184586;  // parameters
+    const float lr = s->lr;
+    const int first_step = s->step == 0;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]) + 0.0005f * p[i];  // the gradient's one rounding to float
         float b = first_step ? d : 0.9f * momentum_buffer[i] + d;
@@ -470,7 +472,7 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 184586 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 184586, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
+    DDP_LAUNCH(optimizer_sgd_step, 184586, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms

@@ -79,9 +79,11 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
 
 // pool_paths.net:9: dropout 0.25
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
-DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
+DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
+                            const DdpStepScalars *step, int train)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // this layer's, this epoch
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
@@ -90,9 +92,11 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
 }
 
 // pool_paths.net:9: dropout 0.25
-DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
+DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,
+                             const DdpStepScalars *step, int accumulate)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.33333337f : 0.0f;
@@ -102,9 +106,11 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
 
 // pool_paths.net:10: dropout 0.5
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
-DDP_KERNEL dropout2_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint32_t key, int train)
+DDP_KERNEL dropout2_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
+                            const DdpStepScalars *step, int train)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 2, step->epoch);  // this layer's, this epoch
     const uint32_t DROP_BELOW = 2147483648u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
@@ -113,9 +119,11 @@ DDP_KERNEL dropout2_forward(int n, const float *x, float *y, const int64_t *samp
 }
 
 // pool_paths.net:10: dropout 0.5
-DDP_KERNEL dropout2_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint32_t key, int accumulate)
+DDP_KERNEL dropout2_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,
+                             const DdpStepScalars *step, int accumulate)
 {
     const int64_t S = 64;  // values of a sample
+    const uint32_t key = ddp_dropout_layer_key(seed, 2, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 2147483648u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 2.0f : 0.0f;
@@ -306,13 +314,13 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 }
 
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
-DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, float lr, int first_step)
+DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
     const int64_t P = 358;  // parameters
+    const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
         (void)momentum_buffer;
-        (void)first_step;
         p[i] -= lr * d;
     }
 }
@@ -375,11 +383,11 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAYER_DONE("maxpool1 forward, pool_paths.net:8");
     // pool_paths.net:9: dropout 0.25
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 64, n, maxpool1_out, dropout1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), train);
+               ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout1 forward, pool_paths.net:9");
     // pool_paths.net:10: dropout 0.5
     DDP_LAUNCH(dropout2_forward, (int64_t)n * 64, n, dropout1_out, dropout2_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 2, ctx->epoch), train);
+               ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout2 forward, pool_paths.net:10");
     // pool_paths.net:10: conv 4->4 k3 p1
     ddp_conv_forward(ctx->ops, 1, n, dropout2_out, conv2_weight, conv2_out);
@@ -463,11 +471,11 @@ static void train_step(DdpCtx *ctx, int n)
         ctx->grad_ready(ctx, 3);  // conv2.bias
     // pool_paths.net:10: dropout 0.5
     DDP_LAUNCH(dropout2_backward, (int64_t)n * 64, n, d_dropout2_out, d_dropout1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 2, ctx->epoch), 1);
+               ctx->seed, ctx->step_scalars, 1);
     DDP_LAYER_DONE("dropout2 backward, pool_paths.net:10");
     // pool_paths.net:9: dropout 0.25
     DDP_LAUNCH(dropout1_backward, (int64_t)n * 64, n, d_dropout1_out, d_maxpool1_out, ctx->sample_ids,
-               ddp_dropout_layer_key(ctx->seed, 1, ctx->epoch), 0);
+               ctx->seed, ctx->step_scalars, 0);
     DDP_LAYER_DONE("dropout1 backward, pool_paths.net:9");
     // pool_paths.net:8: maxpool 6
     DDP_LAUNCH(maxpool1_backward, (int64_t)n * 64, n, d_maxpool1_out, maxpool1_argmax, maxpool1_out, d_relu1_out, 0);
@@ -499,7 +507,7 @@ static void eval_step(DdpCtx *ctx, int n)
 // One optimizer update of all 358 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 358, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->lr, ctx->step == 0);
+    DDP_LAUNCH(optimizer_sgd_step, 358, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
