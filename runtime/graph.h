@@ -11,9 +11,8 @@
  * What a replay does is what capture recorded: the kernels' arguments, the
  * library calls' host values (cuBLAS's beta), the host code that ran between
  * them (the reducer's counting, which bucket follows which) ran once, at
- * capture. Whatever changes from step to step must therefore be read by the
- * kernels from device memory (step_scalars.h) or make a graph of its own
- * (the trainer's keys: the batch's size, accumulate or not). The CPU twin
+ * capture. So whatever changes from step to step is read from device memory
+ * (step_scalars.h) or makes a graph of its own (step_graphs.h). The CPU twin
  * holds the work's argument as it was at capture and replays the work with
  * that copy, so a per-step value passed by the host instead of read from
  * device memory is as stale on a CPU as on a GPU, and the CPU tests see it.

@@ -5,10 +5,12 @@
  * Capture is thread-local (cudaStreamCaptureModeThreadLocal): the NCCL
  * watchdog and the loader's threads go on with their own CUDA calls while
  * the trainer's thread captures, and only this thread's calls that a graph
- * cannot hold (a synchronisation, an allocation) end the capture. Such a
- * refusal leaves the capture invalidated: cudaStreamEndCapture says so, the
+ * cannot hold (a synchronisation, an allocation, an event queried) end the
+ * capture. Such a refusal leaves the capture invalidated:
+ * cudaStreamEndCapture says so with a capture error (refusal, below), the
  * error the refused call left is cleared, so that the next launch's check
- * does not take it for its own, and the caller is told why.
+ * does not take it for its own, and the caller is told why. Any other error
+ * is returned as the failure it is.
  */
 #include "graph.h"
 #include "cuda_check.h"  // CUDA_TRY
@@ -21,6 +23,27 @@
 struct DdpGraph {
     cudaGraphExec_t exec;
 };
+
+/* An error that says the capture, not the device, failed: the work can run
+ * without a graph. Any other (a fault, no memory) is the run's failure. */
+static int refusal(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureMerge:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureWrongThread:
+    case cudaErrorCapturedEvent:
+    case cudaErrorNotSupported:
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 DdpStatus ddp_graph_capture(DdpGraph **graph, void *stream, DdpGraphWork work, const void *arg, size_t arg_bytes,
                             char *why, size_t why_len)
@@ -64,6 +87,12 @@ DdpStatus ddp_graph_capture(DdpGraph **graph, void *stream, DdpGraphWork work, c
         captured = NULL;
         if (error != cudaSuccess)
             refused = "cudaGraphInstantiate";
+    }
+    if (refused && !refusal(error)) {
+        if (captured)
+            (void)cudaGraphDestroy(captured);
+        free(g);
+        return DDP_ERR(DDP_FAIL, "%s: %s (%s)", refused, cudaGetErrorName(error), cudaGetErrorString(error));
     }
     if (refused) {
         (void)cudaGetLastError();

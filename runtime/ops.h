@@ -138,6 +138,11 @@ DdpStatus ddp_ops_finalize(DdpOps *ops);
  * file:line are recorded again with ddp_error_at, so the caller can print it as
  * any other runtime error. The failure stays: later polls report it too. */
 DdpStatus ddp_ops_status(const DdpOps *ops);
+/* Forgets the failure kept: the calls of a CUDA graph capture the device
+ * refused (step_graphs.h) fail once it is refused, but none of them ran,
+ * and the step is made again without a graph. The trainer has polled
+ * ddp_ops_status after every step before it, so no earlier failure is lost. */
+void ddp_ops_forget_failure(DdpOps *ops);
 
 /* Bytes of workspace (CUDA) or scratch (CPU) finalize allocated. */
 size_t ddp_ops_workspace_bytes(const DdpOps *ops);

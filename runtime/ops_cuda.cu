@@ -555,6 +555,11 @@ DdpStatus ddp_ops_status(const DdpOps *ops)
     return ddp_ops_failure_status(&ops->failure);
 }
 
+void ddp_ops_forget_failure(DdpOps *ops)
+{
+    ddp_ops_failure_clear(&ops->failure);
+}
+
 size_t ddp_ops_workspace_bytes(const DdpOps *ops) { return ops->workspace_bytes; }
 
 static const char *algo_name(int dir, int algo)

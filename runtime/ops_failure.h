@@ -34,6 +34,15 @@ static inline void ddp_ops_failure_record(DdpOpsFailure *f, const char *file, in
     f->line = line;
 }
 
+/* No failure kept, as at the start. */
+static inline void ddp_ops_failure_clear(DdpOpsFailure *f)
+{
+    f->status = DDP_OK;
+    f->file = NULL;
+    f->line = 0;
+    f->message[0] = '\0';
+}
+
 /* DDP_OK, or the failure raised again as the runtime's last error. */
 static inline DdpStatus ddp_ops_failure_status(const DdpOpsFailure *f)
 {

@@ -124,8 +124,9 @@ DdpStatus ddp_pg_status(DdpProcessGroup *pg);
  * graph launched (graph.h: captured once, their calls made then), are
  * watched as the group's own are: STREAM's work queued so far must end
  * within the timeout, or the group fails with WHAT named ("the step's
- * CUDA graph ... did not finish within 600 s"). Nothing on MPI, whose
- * collectives end before their calls return, or with one rank. */
+ * CUDA graph ... did not finish within 600 s"). Nothing on MPI (CPU
+ * builds capture nothing: graph.h's twin makes every call again) or with
+ * one rank. */
 DdpStatus ddp_pg_watch(DdpProcessGroup *pg, void *stream, const char *what);
 
 /* A stop asked for on some rank (rank_signals.h), agreed by all, so that

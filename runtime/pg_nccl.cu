@@ -432,8 +432,13 @@ static DdpStatus nccl_allreduce_start(void *impl, void *buf, size_t count, DdpPg
 static DdpStatus nccl_wait(void *impl, DdpWork *w)
 {
     NcclGroup *g = (NcclGroup *)impl;
+    /* The thread that captures a CUDA graph may not query events, not even
+     * those recorded before (the capture would be refused): the watchdog's
+     * next look finds what inspect would. */
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    (void)cudaStreamIsCapturing(g->compute, &capture);
     pthread_mutex_lock(&g->lock);
-    if (!g->broken)
+    if (!g->broken && capture == cudaStreamCaptureStatusNone)
         inspect(g); /* a timeout or NCCL error now rather than at the watchdog's next look */
     DdpStatus st = g->broken ? broken_error(g) : DDP_OK;
     if (st == DDP_OK) {

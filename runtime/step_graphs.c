@@ -4,11 +4,10 @@
  */
 #include "step_graphs.h"
 #include "graph.h"  // DdpGraph: ddp_graph_capture, _launch
+#include "ops.h"    // ddp_ops_forget_failure: a refused capture's calls
 
 #include <stdio.h>
 #include <stdlib.h>
-
-enum { STEP_GRAPHS_MOST = 8 };
 
 typedef struct {
     int n, accumulate, sync;
@@ -21,7 +20,7 @@ struct DdpStepGraphs {
     void *stream;
     void (*warn)(void *arg, const char *line);
     void *warn_arg;
-    Shape shapes[STEP_GRAPHS_MOST];
+    Shape shapes[DDP_STEP_GRAPHS_MOST];
     int n_shapes;
 };
 
@@ -80,6 +79,8 @@ DdpStatus ddp_step_work(void *work)
 static DdpStatus graph_of(DdpStepGraphs *g, const DdpStepWork *w, DdpGraph **graph)
 {
     *graph = NULL;
+    if (!g->on)
+        return DDP_OK;
     for (int i = 0; i < g->n_shapes; i++) {
         const Shape *s = &g->shapes[i];
         if (s->n == w->n && s->accumulate == w->ctx.accumulate && s->sync == w->sync) {
@@ -87,16 +88,23 @@ static DdpStatus graph_of(DdpStepGraphs *g, const DdpStepWork *w, DdpGraph **gra
             return DDP_OK;
         }
     }
-    if (!g->on || g->n_shapes == STEP_GRAPHS_MOST)
+    if (g->n_shapes == DDP_STEP_GRAPHS_MOST)
         return DDP_OK;
     char why[512];
     DDP_CHECK(ddp_graph_capture(graph, g->stream, ddp_step_work, w, sizeof *w, why, sizeof why));
     if (!*graph) {
+        /* NCCL counts the collectives it was asked for, captured or not: those
+         * of the refused capture cannot be taken back, and the ranks' counts
+         * would part */
+        if (g->pg)
+            return DDP_ERR(DDP_FAIL, "the step's CUDA graph could not be captured (%s), and with a process group "
+                           "its collectives cannot be made again without it: run with --no-cuda-graph", why);
+        ddp_ops_forget_failure(w->ctx.ops); /* the refused calls', which never ran */
         g->on = 0;
         if (g->warn) {
             char line[640];
-            snprintf(line, sizeof line, "the step runs without a CUDA graph, call by call: its capture was refused "
-                     "(%s)", why);
+            snprintf(line, sizeof line, "the steps run without a CUDA graph from here on, call by call: a capture "
+                     "was refused (%s)", why);
             g->warn(g->warn_arg, line);
         }
         return DDP_OK;

@@ -6,16 +6,17 @@
  * A shape is what a captured step keeps: the batch's size (an epoch's last
  * batch may be smaller), whether its gradients add to the ones before
  * (ctx.accumulate, under --no-sync-every) and whether it all-reduces them and
- * steps the optimizer. A run has at most a few; more than STEP_GRAPHS_MOST
- * run plainly. What changes every step, the lr, the step count and the
- * epoch, the kernels read from ctx.step_scalars, which the trainer writes
- * before each step.
+ * steps the optimizer. A run has at most a few; shapes beyond
+ * DDP_STEP_GRAPHS_MOST run plainly. What changes every step is read from
+ * device memory (step_scalars.h).
  *
  * Off (--no-cuda-graph, or where a step waits inside itself: DDP_DEBUG,
  * DDP_SYNC_LAUNCHES), every step's work is queued call by call, as it is
  * while a graph is captured. A capture the device refuses turns graphs off
  * for the rest of the run, with one warning line naming what was refused,
- * and the step runs plainly: a run never fails for want of a graph.
+ * and the step is made again call by call; but with a process group (NCCL)
+ * the run fails, saying to use --no-cuda-graph: collectives captured
+ * before the refusal count on this rank and not on the others.
  */
 #ifndef DDPRT_STEP_GRAPHS_H
 #define DDPRT_STEP_GRAPHS_H
@@ -44,6 +45,10 @@ typedef struct {
 } DdpStepWork;
 
 typedef struct DdpStepGraphs DdpStepGraphs;
+
+/* The most graphs a run makes: the shapes a run has (full and short batch,
+ * times accumulate and sync under --no-sync-every) are fewer. */
+#define DDP_STEP_GRAPHS_MOST 8
 
 /* ON 0: every step plainly. PG (NULL alone) watches each replay's
  * all-reduces; STREAM is the step's. WARN (or NULL) is called once, with the

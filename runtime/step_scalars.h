@@ -10,7 +10,8 @@
  * (ddp_device_write, device.h: a kernel argument carries them, so a graph
  * replayed afterwards reads the new ones) and the kernels read them through
  * ctx->step_scalars, computing what derives from them (Adam's corrections, a
- * dropout layer's key) at the top of the kernel, as the host would have.
+ * dropout layer's key) at the top of the kernel by the formula the host used
+ * before (a GPU's pow may differ from the C library's in the last bit).
  */
 #ifndef DDPRT_STEP_SCALARS_H
 #define DDPRT_STEP_SCALARS_H

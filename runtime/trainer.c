@@ -22,7 +22,9 @@
  *    ids, labels, and the net's input or, on a GPU, the raw samples it is
  *    made of there, augment_device.h, share the buffer), so batches k+1,
  *    k+2... are made while the device trains on batch k; the buffer goes back to the
- *    loader once an event says its copy is done. Evaluation batches are
+ *    loader once an event says its copy is done. Where the training set is
+ *    held on the device (resident.h), there is no loader: one kernel
+ *    gathers the batch there from the epoch's order, copied once an epoch. Evaluation batches are
  *    made by the host itself, into one of two staging buffers, each with
  *    such an event;
  *  - loss, correct count and samples accumulate on the device (ctx.stats) and
@@ -68,6 +70,7 @@
 #include "progress.h"  // DdpProgress, DdpReport
 #include "rank_signals.h"  // ddp_signals_*: stops asked for, and what a stop at once says
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
+#include "resident.h"  // DdpResidentSet: the training set held on the device
 #include "sampler.h"   // DdpSampler
 #include "schedule.h"  // ddp_schedule_lr
 #include "step_graphs.h"  // DdpStepGraphs: the step's work as one CUDA graph per batch shape
@@ -134,6 +137,9 @@ typedef struct {
     DdpBatchLayout layout; /* of a batch in a staging buffer and on the device */
     int input_on_device;    /* the device makes the net's input of the raw samples (DDP_AUGMENT_ON) */
     DdpAugmentDevice *input_maker; /* its table, with input_on_device */
+    DdpResidentSet *resident; /* the training set on the device, batches gathered there; NULL: from the host */
+    int64_t *order_on_device; /* with resident: the epoch's order, copied there once an epoch */
+    void *order_copied;     /* event: that copy done, so that the host may write the next epoch's order */
 
     DdpSampler sampler;
     int64_t steps_per_epoch;
@@ -285,12 +291,17 @@ static DdpStatus release_held(Trainer *t)
     return DDP_OK;
 }
 
-/* Training batch B of the epoch (samples ORDER[first..first + n)): from the
- * loader, which made it ahead, or made now with --workers 0. *WAITED gains
+/* Training batch B of the epoch (samples ORDER[first..first + n)): gathered
+ * on the device from the resident set, or from the loader, which made it
+ * ahead, or made now with --workers 0. *WAITED gains
  * the seconds the step waited for it to be made (not for a buffer, which
  * on a GPU is waiting for an earlier step). */
 static DdpStatus stage_training_batch(Trainer *t, int64_t epoch, int64_t b, int64_t first, int n, double *waited)
 {
+    if (t->resident) {
+        DDP_CHECK(ddp_resident_gather(t->resident, t->order_on_device + first, n, &t->layout, t->batch, t->stream));
+        return make_input_on_device(t, n, epoch);
+    }
     if (!t->loader)
         return stage_batch(t, &t->train, t->order + first, n, epoch, waited);
     DDP_CHECK(release_held(t));
@@ -391,7 +402,8 @@ static DdpStatus allocate(Trainer *t)
     t->host_buffers = calloc((size_t)net->n_buffer_floats + 1, sizeof(float));
     t->host_opt_state = calloc((size_t)(net->n_param_floats * net->opt_slots) + 1, sizeof(float));
     t->counts = calloc((size_t)net->n_params + 1, sizeof(int64_t));
-    t->order = calloc((size_t)t->sampler.num_samples + 1, sizeof(int64_t));
+    /* copied to the device from where it lies, when the set is resident */
+    DDP_CHECK(ddp_host_alloc((void **)&t->order, ((size_t)t->sampler.num_samples + 1) * sizeof(int64_t)));
     t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
     t->augment_scratch = calloc((size_t)net->sample_numel, sizeof(float));
     if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids ||
@@ -400,10 +412,29 @@ static DdpStatus allocate(Trainer *t)
     return DDP_OK;
 }
 
+/* The training set held on the device, where resident.h's rule says so
+ * (WHY, WHY_LEN: what decided, for the start-up line), with room for an
+ * epoch's order beside it. After allocate: the free memory it is measured
+ * against is what the run leaves. */
+static DdpStatus make_resident(Trainer *t, char *why, size_t why_len)
+{
+    int resident = 0;
+    DDP_CHECK(ddp_resident_choose(getenv(DDP_DATA_RESIDENT_ENV), ddp_device_is_gpu(), t->input_on_device, &t->train,
+                                  ddp_device_memory_available(), &resident, why, why_len));
+    if (!resident)
+        return DDP_OK;
+    DDP_CHECK(device_alloc((void **)&t->order_on_device, t->sampler.num_samples + 1, sizeof(int64_t),
+                           "the epoch's order"));
+    DDP_CHECK(ddp_event_create(&t->order_copied));
+    return ddp_resident_create(&t->resident, &t->train, t->stream);
+}
+
 /* The workers that make training batches ahead (--workers, else the
- * default for this rank), or none with --workers 0. */
+ * default for this rank), or none with --workers 0 or a resident set. */
 static DdpStatus start_loader(Trainer *t)
 {
+    if (t->resident)
+        return DDP_OK;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = t->flags.workers >= 0 ? (int)t->flags.workers
                                         : ddp_loader_default_workers(ddp_device_is_gpu(), cores > 0 ? (int)cores : 1,
@@ -1023,7 +1054,13 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         DDP_CHECK(release_held(t));
         ddp_loader_stop(t->loader);
     }
+    if (t->resident) /* the last epoch's copy of the order */
+        DDP_CHECK(ddp_event_wait(t->order_copied));
     DDP_CHECK(ddp_sampler_epoch(&t->sampler, epoch, t->order));
+    if (t->resident) {
+        DDP_CHECK(ddp_copy_to_device(t->order_on_device, t->order, (size_t)n_samples * sizeof *t->order, t->stream));
+        DDP_CHECK(ddp_event_record(t->order_copied, t->stream));
+    }
     if (t->loader)
         ddp_loader_start(t->loader, epoch, t->order, n_samples, first_batch);
     EpochState e = {.epoch = epoch, .start = ddp_now()};
@@ -1256,8 +1293,11 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(allocate(t));
     fill_ctx(t);
     DDP_CHECK(plan_ops(t));
-    if (!t->flags.eval_only)
+    char resident_why[160] = "";
+    if (!t->flags.eval_only) {
+        DDP_CHECK(make_resident(t, resident_why, sizeof resident_why));
         DDP_CHECK(start_loader(t));
+    }
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
     char kernels[96];
     ddp_ops_describe_kernels(t->ops, kernels, sizeof kernels);
@@ -1317,6 +1357,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                           ddp_augment_is_random(&net->data) && !ddp_augment_is_random(&t->data)
                               ? " (--no-augment: no crop or flips)" : "",
                           t->input_on_device ? "on the device" : "on the host");
+    if (!t->flags.eval_only && (t->resident || ddp_device_is_gpu()))
+        ddp_progress_note(&t->progress, "data: %s%s%s%s", t->resident ? "the training set held on the device, each "
+                          "batch gathered there" : "each training batch copied from the host",
+                          resident_why[0] ? " (" : "", resident_why, resident_why[0] ? ")" : "");
     char precision[256];
     ddp_ops_describe_precision(t->ops, precision, sizeof precision);
     if (precision[0])
@@ -1380,6 +1424,8 @@ static DdpStatus trainer_free(Trainer *t, int failed)
         ddp_device_free(t->train_stats);
         ddp_device_free(t->eval_stats);
         ddp_device_free(t->step_scalars);
+        ddp_device_free(t->order_on_device);
+        ddp_resident_destroy(t->resident);
         ddp_device_free(t->batch);
         ddp_augment_device_destroy(t->input_maker);
     }
@@ -1387,13 +1433,14 @@ static DdpStatus trainer_free(Trainer *t, int failed)
         ddp_host_free(t->staging[s]);
         ddp_event_destroy(t->staged[s]);
     }
+    ddp_event_destroy(t->order_copied);
     if (t->device_open)
         ddp_device_close(t->stream);
     free(t->host_params);
     free(t->host_buffers);
     free(t->host_opt_state);
     free(t->counts);
-    free(t->order);
+    ddp_host_free(t->order);
     free(t->eval_ids);
     free(t->augment_scratch);
     ddp_data_free(&t->train);

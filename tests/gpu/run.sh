@@ -59,7 +59,9 @@
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
 #      are byte for byte those of 60 steps at once; the steps replayed from
 #      their CUDA graphs (mnist past a short last batch, resnet with
-#      --no-sync-every 2) byte for byte those made call by call;
+#      --no-sync-every 2) byte for byte those made call by call; the
+#      training set held on the GPU (mnist, fashion_resnet's crops) byte for
+#      byte the batches copied from the host;
 #   5. the data { } block on the GPU: fashion_resnet.net's crops, flips and
 #      normalize made on the GPU of the raw bytes (DDP_AUGMENT_ON=device, the
 #      default) and by the host's loader (DDP_AUGMENT_ON=host): 3 steps, the
@@ -526,9 +528,12 @@ check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? 
 # one by one (--no-cuda-graph): the same kernels and algorithms, so the same
 # bytes. mnist.net at batch 96 past the epoch's short last batch (16, its
 # own graph) into epoch 2 (a new lr schedule epoch, a new order); resnet.net
-# (batchnorm) with --no-sync-every 2 (accumulating and syncing steps, a graph
-# each). The graph must have been used: the start-up line says so, and no
-# capture was refused.
+# (batchnorm, whose running statistics are broadcast before every step) on
+# a real NCCL communicator with --no-sync-every 2 (accumulating and syncing
+# steps, and the short batch, a graph each: captures with the bucket
+# all-reduces, after earlier collectives the watchdog still holds). The
+# graph must have been used: the start-up line says so, and no capture was
+# refused.
 graph_pair() { # graph_pair NAME ARGS...: the two runs, then cmp
     local name=$1
     shift
@@ -542,9 +547,32 @@ graph_pair() { # graph_pair NAME ARGS...: the two runs, then cmp
 graph_pair mnist --batch-size 96 --max-steps 120
 check "mnist.net: steps from CUDA graphs = call by call, 120 steps at batch 96 (a short last batch), byte for byte" \
     $? "$(grep -h "without a CUDA graph" "$work/graph.mnist" 2> /dev/null || why graph.mnist nograph.mnist)"
-graph_pair resnet --max-steps 20 --no-sync-every 2
-check "resnet.net: steps from CUDA graphs = call by call, 20 steps, --no-sync-every 2, byte for byte" \
+graph_pair resnet --batch-size 96 --max-steps 110 --no-sync-every 2 --nproc-per-node 1 --backend nccl
+check "resnet.net on NCCL: steps from CUDA graphs = call by call, 110 steps, --no-sync-every 2, byte for byte" \
     $? "$(grep -h "without a CUDA graph" "$work/graph.resnet" 2> /dev/null || why graph.resnet nograph.resnet)"
+
+# The training set held on the GPU (resident.h: the kit's 10,000 samples fit a
+# quarter of free memory many times, so by default) against each batch
+# gathered by the host's loader and copied (DDP_DATA_RESIDENT=0): the same
+# samples in the same order, so the same bytes; mnist.net past the epoch's
+# short last batch into epoch 2 (the order copied again), and
+# fashion_resnet.net, whose crops and flips are drawn from the indices the
+# gather carries.
+resident_pair() { # resident_pair NAME ARGS...
+    local name=$1
+    shift
+    gpu "resident.$name" 90 "$name" --data "$data" --export "$work/resident.$name.st" "$@" &&
+        DDP_DATA_RESIDENT=0 gpu "copied.$name" 90 "$name" --data "$data" --export "$work/copied.$name.st" "$@" &&
+        grep -q "data: the training set held on the device" "$work/resident.$name" &&
+        grep -q "data: each training batch copied from the host" "$work/copied.$name" &&
+        cmp "$work/resident.$name.st" "$work/copied.$name.st" >> "$log" 2>&1
+}
+resident_pair mnist --batch-size 96 --max-steps 120
+check "mnist.net: the training set held on the GPU = batches copied from the host, 120 steps, byte for byte" $? \
+    "$(grep -h "^data:" "$work/resident.mnist" 2> /dev/null || why resident.mnist copied.mnist)"
+resident_pair fashion_resnet --max-steps 6 --batch-size "$batch"
+check "fashion_resnet.net: the training set held on the GPU = batches copied from the host, 6 steps, byte for byte" \
+    $? "$(why resident.fashion_resnet copied.fashion_resnet)"
 
 # The data { } block made on the GPU of the raw bytes (augment_device_cuda.cu)
 # against the loader's floats made on the host: the same input, so the same

@@ -64,6 +64,21 @@ static void script_passes(const char *cmd, const char *what)
     free(out);
 }
 
+/* Runs `bash tests/distributed/SCRIPT` with DDPC set, as script_passes
+ * checks it, where Debian's Fashion-MNIST is installed (and mpirun, with
+ * NEEDS_MPIRUN); else says it is skipped. */
+static void fashion_script_passes(const char *script, int needs_mpirun, const char *what)
+{
+    if ((needs_mpirun && !have_mpirun()) || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
+        fputs(needs_mpirun ? "\n  (skipped: no mpirun or no Fashion-MNIST)" : "\n  (skipped: no Fashion-MNIST)", stderr);
+        return;
+    }
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/%s", test_ddpc(), script) > 0);
+    script_passes(cmd, what);
+    free(cmd);
+}
+
 /* tests/distributed/global_batch.sh: --global-batch GLOBAL on each of RANKS
  * the same bytes; a rank count that does not divide it refused. */
 static void global_batch_same(const char *net, int steps, int global, const char *ranks)
@@ -105,14 +120,7 @@ static void test_global_batch_any_world_size(void)
  * rank slowed on purpose named as the straggler, whichever it is. */
 static void test_straggler_named(void)
 {
-    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s tests/distributed/straggler.sh", test_ddpc()) > 0);
-    script_passes(cmd, "a rank slowed in its data phase");
-    free(cmd);
+    fashion_script_passes("straggler.sh", 1, "a rank slowed in its data phase");
 }
 
 /* tests/distributed/eval_only.sh: --eval-only on 1, 2 and 3 ranks counts
@@ -122,14 +130,7 @@ static void test_straggler_named(void)
  * 2-rank checkpoint evaluates on 1 rank; --predict under mpirun is refused. */
 static void test_eval_only_on_ranks(void)
 {
-    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/eval_only.sh", test_ddpc()) > 0);
-    script_passes(cmd, "--eval-only on several ranks");
-    free(cmd);
+    fashion_script_passes("eval_only.sh", 1, "--eval-only on several ranks");
 }
 
 /* tests/distributed/cifar_data.sh: CIFAR-10 and CIFAR-100 binary files
@@ -202,14 +203,7 @@ static void test_augmentation_on_ranks(void)
  * 2 ranks (mnist, resnet, mlp). */
 static void test_scaling_on_paper_against_measured_runs(void)
 {
-    if (!have_mpirun() || test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no mpirun or no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/scaling_on_paper.sh", test_ddpc()) > 0);
-    script_passes(cmd, "scaling on paper against measured runs");
-    free(cmd);
+    fashion_script_passes("scaling_on_paper.sh", 1, "scaling on paper against measured runs");
 }
 
 /* tests/distributed/steady_step.sh: from a run's third step on, each step
@@ -218,14 +212,7 @@ static void test_scaling_on_paper_against_measured_runs(void)
  * with a short last batch). */
 static void test_steady_steps_neither_wait_nor_allocate(void)
 {
-    if (test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/steady_step.sh", test_ddpc()) > 0);
-    script_passes(cmd, "steady steps: no sync, no allocation");
-    free(cmd);
+    fashion_script_passes("steady_step.sh", 0, "steady steps: no sync, no allocation");
 }
 
 /* tests/distributed/step_graphs.sh: steps replayed from their graphs (the
@@ -235,14 +222,16 @@ static void test_steady_steps_neither_wait_nor_allocate(void)
  * on 2 ranks with --no-sync-every 2. */
 static void test_step_graphs_same_bytes(void)
 {
-    if (test_run("test -e /usr/share/datasets/fashion-mnist", NULL) != 0) {
-        fputs("\n  (skipped: no Fashion-MNIST)", stderr);
-        return;
-    }
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s bash tests/distributed/step_graphs.sh", test_ddpc()) > 0);
-    script_passes(cmd, "steps from graphs = call by call");
-    free(cmd);
+    fashion_script_passes("step_graphs.sh", 0, "steps from graphs = call by call");
+}
+
+/* tests/distributed/resident.sh: the training set held on the device
+ * (DDP_DATA_RESIDENT=1, the input made there) trains to the bytes of
+ * batches copied from the host: mnist.net over 2 epochs, fashion_resnet.net's
+ * crops and flips, mlp.net on 2 ranks with --no-sync-every 2. */
+static void test_resident_same_bytes(void)
+{
+    fashion_script_passes("resident.sh", 0, "the resident set = the host's batches");
 }
 
 /* tests/distributed/resume_world.sh: NET stopped at step 13 (mid-epoch: 10
@@ -391,6 +380,8 @@ void suite_distributed(void)
          test_steady_steps_neither_wait_nor_allocate},
         {"steps replayed from their graphs train to the bytes of steps run call by call",
          test_step_graphs_same_bytes},
+        {"the training set held on the device trains to the bytes of batches copied from the host",
+         test_resident_same_bytes},
         {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",
