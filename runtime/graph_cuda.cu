@@ -38,7 +38,6 @@ static int refusal(cudaError_t e)
     case cudaErrorStreamCaptureImplicit:
     case cudaErrorStreamCaptureWrongThread:
     case cudaErrorCapturedEvent:
-    case cudaErrorNotSupported:
         return 1;
     default:
         return 0;
@@ -62,51 +61,49 @@ DdpStatus ddp_graph_capture(DdpGraph **graph, void *stream, DdpGraphWork work, c
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     DdpStatus worked = DDP_OK;
+    cudaError_t inside = cudaSuccess; /* what the work's failing call left, before EndCapture replaces it */
     cudaGraph_t captured = NULL;
     cudaError_t ended = cudaSuccess;
     if (began == cudaSuccess) {
         worked = work(copy);
+        inside = worked != DDP_OK ? cudaPeekAtLastError() : cudaSuccess;
         ended = cudaStreamEndCapture(s, &captured);
     }
     free(copy);
-    const char *refused = NULL; /* the call the device refused, for WHY */
+    /* A refusal names the call refused (CALL, or the work's own message);
+     * any other error is the run's failure. */
+    const char *call = NULL;
     cudaError_t error = cudaSuccess;
+    int refused = 0;
     if (began != cudaSuccess) {
-        refused = "cudaStreamBeginCapture";
-        error = began;
-    } else if (ended != cudaSuccess || !captured) {
-        refused = "cudaStreamEndCapture";
-        error = ended;
+        call = "cudaStreamBeginCapture", error = began, refused = refusal(began);
     } else if (worked != DDP_OK) {
-        (void)cudaGraphDestroy(captured);
-        free(g);
-        return worked;
+        refused = refusal(inside); /* a failure with no capture error behind it is the work's own */
+    } else if (ended != cudaSuccess || !captured) {
+        call = "cudaStreamEndCapture", error = ended, refused = refusal(ended);
     } else {
         error = cudaGraphInstantiate(&g->exec, captured, 0);
-        (void)cudaGraphDestroy(captured); /* the instantiated graph keeps what it needs */
-        captured = NULL;
-        if (error != cudaSuccess)
-            refused = "cudaGraphInstantiate";
+        call = "cudaGraphInstantiate";
+        /* a graph it cannot instantiate (cudaErrorNotSupported, say) runs without one; no memory is no memory */
+        refused = error != cudaSuccess && error != cudaErrorMemoryAllocation;
     }
-    if (refused && !refusal(error)) {
-        if (captured)
-            (void)cudaGraphDestroy(captured);
-        free(g);
-        return DDP_ERR(DDP_FAIL, "%s: %s (%s)", refused, cudaGetErrorName(error), cudaGetErrorString(error));
-    }
-    if (refused) {
-        (void)cudaGetLastError();
-        if (captured)
-            (void)cudaGraphDestroy(captured);
-        free(g);
-        /* the work's own message names the call refused inside the capture */
-        if (worked != DDP_OK)
-            snprintf(why, why_len, "%s", ddp_error_message());
-        else
-            snprintf(why, why_len, "%s: %s (%s)", refused, cudaGetErrorName(error), cudaGetErrorString(error));
+    if (captured)
+        (void)cudaGraphDestroy(captured); /* an instantiated graph keeps what it needs */
+    if (error == cudaSuccess && worked == DDP_OK) {
+        *graph = g;
         return DDP_OK;
     }
-    *graph = g;
+    free(g);
+    if (!refused) {
+        if (worked != DDP_OK)
+            return worked;
+        return DDP_ERR(DDP_FAIL, "%s: %s (%s)", call, cudaGetErrorName(error), cudaGetErrorString(error));
+    }
+    (void)cudaGetLastError();
+    if (worked != DDP_OK) /* its message names the call refused inside the capture */
+        snprintf(why, why_len, "%s", ddp_error_message());
+    else
+        snprintf(why, why_len, "%s: %s (%s)", call, cudaGetErrorName(error), cudaGetErrorString(error));
     return DDP_OK;
 }
 

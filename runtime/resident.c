@@ -26,9 +26,11 @@ DdpStatus ddp_resident_choose(const char *asked, int on_gpu, int input_on_device
                        "from the host)", DDP_DATA_RESIDENT_ENV, asked);
     int forced = asked && strcmp(asked, "1") == 0;
     const char *cannot = !bytes             ? "its samples are image files, decoded as each batch is made"
-                         : !input_on_device ? "the net's input is made on the host (DDP_AUGMENT_ON=host)"
-                         : available && bytes > available ? "it is larger than the device's free memory"
-                                                           : NULL;
+                         : !input_on_device ? "the net's input is made on the host (DDP_AUGMENT_ON=device "
+                                              "makes it on the device)"
+                         : available && bytes > available ? "it is larger than the device's free memory (less "
+                                                            "what its libraries may take)"
+                                                          : NULL;
     if (forced && cannot)
         return DDP_ERR(DDP_BAD_INPUT, "%s=1: the training set cannot be held on the device: %s",
                        DDP_DATA_RESIDENT_ENV, cannot);
@@ -40,7 +42,11 @@ DdpStatus ddp_resident_choose(const char *asked, int on_gpu, int input_on_device
     /* unset: a GPU's, when a quarter of its free memory holds it */
     if (!on_gpu || cannot)
         return DDP_OK;
-    *resident = available > 0 && bytes <= available / 4;
+    if (!available) {
+        snprintf(why, why_len, "the device's free memory unknown");
+        return DDP_OK;
+    }
+    *resident = bytes <= available / 4;
     snprintf(why, why_len, "%.1f MiB %s a quarter of the %.1f MiB free", (double)bytes / mib,
              *resident ? "within" : "more than", (double)available / mib);
     return DDP_OK;

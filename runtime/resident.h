@@ -47,10 +47,11 @@ size_t ddp_resident_bytes(const DdpDataSet *set);
 /* Whether SET is made resident (*RESIDENT 1), from ASKED (the environment's
  * DDP_DATA_RESIDENT, or NULL), ON_GPU, INPUT_ON_DEVICE (augment_device.h:
  * resident samples must become the input on the device) and AVAILABLE (the
- * device's free bytes; 0: unknown). WHY (WHY_LEN) says what decided, for the
- * start-up line. DDP_BAD_INPUT for an ASKED other than 0 or 1, and for 1
- * where the set cannot be resident (image files, the input made on the host,
- * more than the free memory). */
+ * device's free bytes this rank may count on: less what its libraries may
+ * still take, shared among the ranks on the device; 0: unknown). WHY
+ * (WHY_LEN) says what decided, for the start-up line. DDP_BAD_INPUT for an
+ * ASKED other than 0 or 1, and for 1 where the set cannot be resident
+ * (image files, the input made on the host, more than AVAILABLE). */
 DdpStatus ddp_resident_choose(const char *asked, int on_gpu, int input_on_device, const DdpDataSet *set,
                               size_t available, int *resident, char *why, size_t why_len);
 
@@ -63,9 +64,9 @@ DdpStatus ddp_resident_create(DdpResidentSet **out, const DdpDataSet *set, void 
 void ddp_resident_destroy(DdpResidentSet *r);
 
 /* Queues on STREAM: the batch of the samples whose indices IDS[0..n) holds
- * (device memory) into BATCH (device memory), laid out as LAYOUT: the
- * indices, the labels and the raw samples, the bytes ddp_loader_make writes
- * for the same samples. */
+ * (device memory, apart from BATCH) into BATCH (device memory), laid out as
+ * LAYOUT: the indices, the labels and the raw samples, the bytes
+ * ddp_loader_make writes for the same samples. */
 DdpStatus ddp_resident_gather(const DdpResidentSet *r, const int64_t *ids, int n, const DdpBatchLayout *layout,
                               void *batch, void *stream);
 

@@ -3,6 +3,7 @@
  * host's: the set copied once, each batch gathered on the step's threads.
  */
 #include "resident.h"
+#include "resident_gather.h"  // ddp_resident_unit, ddp_resident_source: the GPU's items
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ DdpStatus ddp_resident_create(DdpResidentSet **out, const DdpDataSet *set, void 
     if (!ddp_resident_bytes(set))
         return DDP_ERR(DDP_FAIL, "internal error: a data set of image files made resident");
     DdpResidentSet *r = calloc(1, sizeof *r);
-    if (r) {
+    if (r) { /* malloc's alignment holds the 4-byte units */
         r->samples = malloc(n * sample_bytes + 1);
         r->labels = malloc(n * sizeof *r->labels + 1);
     }
@@ -55,13 +56,21 @@ DdpStatus ddp_resident_gather(const DdpResidentSet *r, const int64_t *ids, int n
     char *b = batch;
     int64_t *batch_ids = (int64_t *)(b + layout->ids);
     int32_t *labels = (int32_t *)(b + layout->labels);
-    unsigned char *raw = (unsigned char *)(b + layout->raw);
+    size_t unit = ddp_resident_unit(r->sample_bytes);
+    int64_t units = (int64_t)(r->sample_bytes / unit), total = (int64_t)n * units;
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        int64_t id = ids[i];
-        batch_ids[i] = id;
-        labels[i] = r->labels[id];
-        memcpy(raw + (size_t)i * r->sample_bytes, r->samples + (size_t)id * r->sample_bytes, r->sample_bytes);
+    for (int64_t e = 0; e < total; e++) {
+        int64_t i;
+        int first;
+        int64_t from = ddp_resident_source(ids, units, e, &i, &first);
+        if (unit == 4)
+            ((uint32_t *)(b + layout->raw))[e] = ((const uint32_t *)r->samples)[from];
+        else
+            ((unsigned char *)(b + layout->raw))[e] = r->samples[from];
+        if (first) {
+            batch_ids[i] = ids[i];
+            labels[i] = r->labels[ids[i]];
+        }
     }
     return DDP_OK;
 }

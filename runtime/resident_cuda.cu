@@ -3,15 +3,14 @@
  * (cudaMalloc, copied once), a batch gathered by one kernel on the step's
  * stream.
  *
- * The kernel gives a thread one 4-byte word of a sample where a sample's
- * bytes are a multiple of 4 (28 x 28 bytes, 3 x 32 x 32, any float data),
- * else one byte: consecutive threads read consecutive words of a sample
- * and write consecutive words of the batch. The first n threads also copy
- * a sample's index and label.
+ * A thread a unit of a sample (resident_gather.h: a 4-byte word, or a
+ * byte), the arithmetic the CPU build's loop runs too.
  */
 #include "resident.h"
 #include "cuda_check.h"  // CUDA_TRY
+#include "device.h"      // ddp_device_alloc, ddp_device_free, ddp_device_launched
 #include "launch_shape.h"  // DDP_BLOCK, ddp_grid: a launch's threads
+#include "resident_gather.h"  // ddp_resident_unit, ddp_resident_source: a thread's item
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -34,8 +33,8 @@ DdpStatus ddp_resident_create(DdpResidentSet **out, const DdpDataSet *set, void 
     *out = r; /* freed by the caller's ddp_resident_destroy on failure too */
     r->sample_bytes = sample_bytes;
     cudaStream_t s = (cudaStream_t)stream;
-    CUDA_TRY(cudaMalloc(&r->samples, n * sample_bytes));
-    CUDA_TRY(cudaMalloc(&r->labels, n * sizeof *r->labels));
+    DDP_CHECK(ddp_device_alloc((void **)&r->samples, n * sample_bytes));
+    DDP_CHECK(ddp_device_alloc((void **)&r->labels, n * sizeof *r->labels));
     const void *from = set->values ? (const void *)set->values : (const void *)set->pixels;
     CUDA_TRY(cudaMemcpyAsync(r->samples, from, n * sample_bytes, cudaMemcpyHostToDevice, s));
     CUDA_TRY(cudaMemcpyAsync(r->labels, set->labels, n * sizeof *r->labels, cudaMemcpyHostToDevice, s));
@@ -47,26 +46,24 @@ void ddp_resident_destroy(DdpResidentSet *r)
 {
     if (!r)
         return;
-    if (r->samples)
-        (void)cudaFree(r->samples);
-    if (r->labels)
-        (void)cudaFree(r->labels);
+    ddp_device_free(r->samples);
+    ddp_device_free(r->labels);
     free(r);
 }
 
-/* Item e of n * WORDS: word e % WORDS of the batch's sample e / WORDS. */
-template <typename Word>
-__global__ static void gather_kernel(const Word *samples, const int32_t *labels, const int64_t *ids, int n,
-                                     int64_t words, Word *raw, int64_t *batch_ids, int32_t *batch_labels)
+template <typename Unit>
+__global__ static void gather_resident_batch(const Unit *samples, const int32_t *labels, const int64_t *ids, int n,
+                                             int64_t units, Unit *raw, int64_t *batch_ids, int32_t *batch_labels)
 {
-    int64_t total = (int64_t)n * words;
+    int64_t total = (int64_t)n * units;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (int64_t)blockDim.x * gridDim.x) {
-        int64_t i = e / words, w = e % words, id = ids[i];
-        raw[e] = samples[id * words + w];
-        if (w == 0) {
-            batch_ids[i] = id;
-            batch_labels[i] = labels[id];
+        int64_t i;
+        int first;
+        raw[e] = samples[ddp_resident_source(ids, units, e, &i, &first)];
+        if (first) {
+            batch_ids[i] = ids[i];
+            batch_labels[i] = labels[ids[i]];
         }
     }
 }
@@ -83,15 +80,14 @@ DdpStatus ddp_resident_gather(const DdpResidentSet *r, const int64_t *ids, int n
     int64_t *batch_ids = (int64_t *)(b + layout->ids);
     int32_t *labels = (int32_t *)(b + layout->labels);
     cudaStream_t s = (cudaStream_t)stream;
-    if (r->sample_bytes % 4 == 0) {
-        int64_t words = (int64_t)(r->sample_bytes / 4);
-        gather_kernel<uint32_t><<<ddp_grid((int64_t)n * words), DDP_BLOCK, 0, s>>>(
-            (const uint32_t *)r->samples, r->labels, ids, n, words, (uint32_t *)(b + layout->raw), batch_ids, labels);
-    } else {
-        int64_t words = (int64_t)r->sample_bytes;
-        gather_kernel<unsigned char><<<ddp_grid((int64_t)n * words), DDP_BLOCK, 0, s>>>(
-            r->samples, r->labels, ids, n, words, (unsigned char *)(b + layout->raw), batch_ids, labels);
-    }
-    CUDA_TRY(cudaGetLastError());
-    return DDP_OK;
+    size_t unit = ddp_resident_unit(r->sample_bytes);
+    int64_t units = (int64_t)(r->sample_bytes / unit);
+    if (unit == 4)
+        gather_resident_batch<uint32_t><<<ddp_grid((int64_t)n * units), DDP_BLOCK, 0, s>>>(
+            (const uint32_t *)r->samples, r->labels, ids, n, units, (uint32_t *)(b + layout->raw), batch_ids, labels);
+    else
+        gather_resident_batch<unsigned char><<<ddp_grid((int64_t)n * units), DDP_BLOCK, 0, s>>>(
+            r->samples, r->labels, ids, n, units, (unsigned char *)(b + layout->raw), batch_ids, labels);
+    /* named, and under DDP_SYNC_LAUNCHES waited for, as a generated kernel is */
+    return ddp_device_launched("gather_resident_batch", stream);
 }

@@ -131,7 +131,7 @@ typedef struct {
     int64_t *eval_ids;      /* one evaluation batch's indices */
     float *augment_scratch; /* one sample, for the data { } block's crop */
     DdpDataConfig data;     /* the net's data { } block, less crop and flips with --no-augment */
-    DdpLoader *loader;      /* NULL with --workers 0 */
+    DdpLoader *loader;      /* NULL with --workers 0, or a resident set */
     int64_t held;           /* the loader's batch whose copy to the device may still run; -1: none */
     void *held_copied;      /* event: that copy done */
     DdpBatchLayout layout; /* of a batch in a staging buffer and on the device */
@@ -414,13 +414,22 @@ static DdpStatus allocate(Trainer *t)
 
 /* The training set held on the device, where resident.h's rule says so
  * (WHY, WHY_LEN: what decided, for the start-up line), with room for an
- * epoch's order beside it. After allocate: the free memory it is measured
- * against is what the run leaves. */
+ * epoch's order beside it. After allocate and plan_ops, against what they
+ * leave free, less what NCCL and the libraries may still take (check_memory's
+ * estimate, counted whole though cuDNN's and cuBLAS's workspaces are taken
+ * by now), shared among the ranks this device hosts: each measures the
+ * same free memory. */
 static DdpStatus make_resident(Trainer *t, char *why, size_t why_len)
 {
+    int nccl = ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
+    size_t free_bytes = ddp_device_memory_available(), libraries = ddp_device_library_bytes(t->dist.world, nccl);
+    int devices = ddp_device_count(), local = t->dist.topo.local_world_size;
+    size_t sharing = devices > 0 && local > devices ? (size_t)((local + devices - 1) / devices) : 1;
+    size_t available = !free_bytes ? 0 /* unknown */
+                       : free_bytes > libraries ? (free_bytes - libraries) / sharing : 1 /* none */;
     int resident = 0;
     DDP_CHECK(ddp_resident_choose(getenv(DDP_DATA_RESIDENT_ENV), ddp_device_is_gpu(), t->input_on_device, &t->train,
-                                  ddp_device_memory_available(), &resident, why, why_len));
+                                  available, &resident, why, why_len));
     if (!resident)
         return DDP_OK;
     DDP_CHECK(device_alloc((void **)&t->order_on_device, t->sampler.num_samples + 1, sizeof(int64_t),

@@ -11,6 +11,8 @@
 #   second epoch's order);
 #   fashion_resnet.net, 6 steps: its data { } block's crops and flips are
 #   drawn from each sample's index, which the gather must carry;
+#   mnist.net stopped at step 5 (mid-epoch) and resumed to 12 from the
+#   resident set, against 12 steps at once from the host's batches;
 #   mlp.net on 2 ranks with --no-sync-every 2 (each rank its share of the
 #   order), where mpirun is found (said when not).
 # And refused with status 2 and the reason: DDP_DATA_RESIDENT=yes, and
@@ -49,6 +51,27 @@ same() { # same NAME PROGRAM ARGS...
 }
 same "mnist.net, 2 epochs, a short last batch" mnist --epochs 2 --batch-size 64
 same "fashion_resnet.net, crops and flips, 6 steps" fashion_resnet --max-steps 6 --batch-size 32
+resumed() { # the resident run stopped mid-epoch and resumed = the host's at once
+    local name="mnist.net, stopped at 5 and resumed to 12 from the resident set" rc=0
+    export DDP_AUGMENT_ON=device
+    DDP_DATA_RESIDENT=1 "$d/mnist" --data "$d/data" --max-steps 5 --save "$d/ck" > "$d/out.stop" 2>&1 &&
+        DDP_DATA_RESIDENT=1 "$d/mnist" --data "$d/data" --max-steps 12 --save "$d/ck" --resume \
+            --export "$d/resumed.safetensors" > "$d/out.resume" 2>&1 &&
+        DDP_DATA_RESIDENT=0 "$d/mnist" --data "$d/data" --max-steps 12 --export "$d/whole.safetensors" \
+            > "$d/out.whole" 2>&1 || rc=$?
+    unset DDP_AUGMENT_ON
+    if [ "$rc" != 0 ]; then
+        cat "$d/out.stop" "$d/out.resume" "$d/out.whole" 2> /dev/null
+        echo "$name: a run failed: DIFFERENT"
+        status=1
+    elif cmp -s "$d/resumed.safetensors" "$d/whole.safetensors"; then
+        echo "$name: the bytes of 12 steps at once from the host's batches"
+    else
+        echo "$name: DIFFERENT from 12 steps at once from the host's batches"
+        status=1
+    fi
+}
+resumed
 refused() { # refused NAME EXPECTED-MESSAGE ENV...
     local name=$1 expected=$2 rc=0
     shift 2
