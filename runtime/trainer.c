@@ -24,9 +24,9 @@
  *    k+2... are made while the device trains on batch k; the buffer goes back to the
  *    loader once an event says its copy is done. Where the training set is
  *    held on the device (resident.h), there is no loader: one kernel
- *    gathers the batch there from the epoch's order, copied once an epoch. Evaluation batches are
- *    made by the host itself, into one of two staging buffers, each with
- *    such an event;
+ *    gathers the batch there from the epoch's order, copied once an epoch.
+ *    Evaluation batches are made by the host itself, into one of two
+ *    staging buffers, each with such an event;
  *  - loss, correct count and samples accumulate on the device (ctx.stats) and
  *    are read, which synchronises, only at a report: the end of an epoch,
  *    --eval-every, and at most twice a second for a terminal's progress line.
@@ -161,7 +161,7 @@ typedef struct {
 
     DdpDist dist;           /* ranks; a world of one when run alone */
     DdpReducer *reducer;    /* NULL with one rank */
-    DdpStepGraphs *graphs;  /* the training step's work, run */
+    DdpStepGraphs *graphs;  /* the training step's graphs, one per batch shape */
     int launched;           /* this process only started the ranks */
     int launch_status;      /* their exit status */
 } Trainer;
