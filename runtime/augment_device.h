@@ -4,7 +4,8 @@
  *
  * Where the device is a GPU, the loader's threads only gather a batch's
  * samples as the data set holds them (bytes, for every format but float
- * NumPy files; image files decoded), and the batch crosses to the device so:
+ * NumPy files; image files decoded), or the device gathers them from the
+ * training set it holds (resident.h), and the batch reaches the device so:
  * a quarter of the floats' bytes, and no host thread spends time on the
  * division by 255, the crop, the flips or normalize. There one thread per
  * element computes ddp_augment_element (augment.h), the same bits as

@@ -78,9 +78,13 @@ DdpStatus ddp_graph_capture(DdpGraph **graph, void *stream, DdpGraphWork work, c
     if (began != cudaSuccess) {
         call = "cudaStreamBeginCapture", error = began, refused = refusal(began);
     } else if (worked != DDP_OK) {
-        refused = refusal(inside); /* a failure with no capture error behind it is the work's own */
+        /* a failure with no capture error behind it is the work's own; the
+         * error its call left may have been read (and cleared) by a launch
+         * check since, but EndCapture still says the capture was broken */
+        refused = refusal(inside) || refusal(ended);
     } else if (ended != cudaSuccess || !captured) {
-        call = "cudaStreamEndCapture", error = ended, refused = refusal(ended);
+        call = "cudaStreamEndCapture", error = ended != cudaSuccess ? ended : cudaErrorStreamCaptureInvalidated;
+        refused = refusal(error);
     } else {
         error = cudaGraphInstantiate(&g->exec, captured, 0);
         call = "cudaGraphInstantiate";

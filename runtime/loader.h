@@ -6,7 +6,8 @@
  * sample ids beside them, in one buffer that the trainer copies to the
  * device. Where the device makes the net's input (augment_device.h: a GPU
  * build's default), the samples are only gathered, as the data set holds
- * them. Made on the thread that runs the step, that work adds to every
+ * them; where it holds the training set too (resident.h), no loader makes
+ * training batches at all. Made on the thread that runs the step, that work adds to every
  * step; on a GPU, whose step is short, it can be most of it. Here WORKERS
  * threads make the epoch's batches in order, each into a buffer of its own
  * (a ring of SLOTS), while the trainer takes them one by one: the step

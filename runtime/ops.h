@@ -17,7 +17,8 @@
  *    each conv, ddp_ops_plan_linear for each linear layer, then ddp_ops_finalize.
  *    After that no call allocates (but for the CPU products' scratch and
  *    rounded copies, grown on the first step), synchronises
- *    or talks to the host, so a whole step can later be captured in a CUDA graph.
+ *    or talks to the host, so a whole step can be captured in a CUDA graph
+ *    (step_graphs.h).
  *  - The per-step calls return nothing. The first failure is recorded in the
  *    context (with the runtime file:line that saw it) and ddp_ops_status reports
  *    it; the program polls once per step, as it polls NCCL.

@@ -11,7 +11,8 @@
  * Every rank must call the collectives in the same order with the same
  * sizes, as with NCCL and MPI themselves. A collective that does not finish
  * within the group's timeout fails the run with a message naming the
- * collective, rather than hanging.
+ * collective (or, for those a CUDA graph replays, the graph: ddp_pg_watch),
+ * rather than hanging.
  *
  * One thread (the trainer's) calls into a group; the backends' own threads
  * (MPI's communication thread, NCCL's watchdog) are theirs to manage.

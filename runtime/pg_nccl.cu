@@ -497,7 +497,11 @@ static DdpStatus nccl_status(void *impl)
  * reads, so every rank reads the vote of the same call. The vote needs none
  * of the step's compute, so it does not wait for it; it follows the step's
  * bucket all-reduces on the communication stream, so the next call waits
- * for those at most: the host runs at most a step ahead. The lock held. */
+ * for those at most: the host runs at most a step ahead. (A step replayed
+ * from its CUDA graph runs its all-reduces inside the graph, on the compute
+ * stream: the vote then follows them in NCCL's own order of the
+ * communicator's work, which mixing captured and uncaptured collectives
+ * keeps, NCCL_GRAPH_MIXING_SUPPORT being on by default.) The lock held. */
 static DdpStatus vote_enqueue(NcclGroup *g, int local)
 {
     if (g->broken)

@@ -11,7 +11,7 @@ size_t ddp_resident_bytes(const DdpDataSet *set)
 {
     if (set->files || set->n <= 0)
         return 0;
-    return (size_t)set->n * (ddp_data_raw_bytes(set) + sizeof *set->labels);
+    return (size_t)set->n * (ddp_data_raw_bytes(set) + sizeof *set->labels + sizeof(int64_t));
 }
 
 DdpStatus ddp_resident_choose(const char *asked, int on_gpu, int input_on_device, const DdpDataSet *set,

@@ -41,7 +41,8 @@ extern "C" {
 #define DDP_DATA_RESIDENT_ENV "DDP_DATA_RESIDENT"
 
 /* Device bytes SET takes resident: its samples as it holds them (bytes, or
- * floats) and its labels; 0 for a set of image files. */
+ * floats), its labels, and an epoch's order (at most the whole set's
+ * indices); 0 for a set of image files. */
 size_t ddp_resident_bytes(const DdpDataSet *set);
 
 /* Whether SET is made resident (*RESIDENT 1), from ASKED (the environment's

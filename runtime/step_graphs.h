@@ -1,7 +1,9 @@
 /*
  * step_graphs.h: a training step's device work (forward, loss, backward, the
  * bucket all-reduces, the optimizer) run as one graph per batch shape
- * (graph.h), captured the first time the shape comes and replayed after.
+ * (graph.h): a shape's first step runs call by call (what libraries set up
+ * on first use stays out of the capture), its second is captured, and the
+ * rest replay the graph.
  *
  * A shape is what a captured step keeps: the batch's size (an epoch's last
  * batch may be smaller), whether its gradients add to the ones before
@@ -23,6 +25,7 @@
 
 #include <stddef.h>
 
+#include "graph.h"       // DdpGraph, DdpGraphWork
 #include "model.h"       // DdpNet, DdpCtx
 #include "pg.h"          // DdpProcessGroup: a replay's all-reduces watched
 #include "reducer.h"     // DdpReducer
@@ -51,21 +54,25 @@ typedef struct DdpStepGraphs DdpStepGraphs;
 #define DDP_STEP_GRAPHS_MOST 8
 
 /* ON 0: every step plainly. PG (NULL alone) watches each replay's
- * all-reduces; STREAM is the step's. WARN (or NULL) is called once, with the
- * line, if a capture is refused. */
-DdpStatus ddp_step_graphs_create(DdpStepGraphs **out, int on, DdpProcessGroup *pg, void *stream,
-                                 void (*warn)(void *arg, const char *line), void *warn_arg);
+ * all-reduces; STREAM is the step's. */
+DdpStatus ddp_step_graphs_create(DdpStepGraphs **out, int on, DdpProcessGroup *pg, void *stream);
 void ddp_step_graphs_destroy(DdpStepGraphs *g);
 
-/* Queues W's step: its shape's graph, captured now if it is new, or the
- * calls themselves. */
+/* Queues W's step: its shape's graph (captured now, on its second step), or
+ * the calls themselves. */
 DdpStatus ddp_step_graphs_run(DdpStepGraphs *g, const DdpStepWork *w);
 
 /* The steps' work done call by call, as in a capture: what a graph holds. */
 DdpStatus ddp_step_work(void *work);
 
-/* Graphs made so far (a test's and the log's count). */
+/* Graphs made so far (the run's last lines on a GPU, and the tests). */
 int ddp_step_graphs_count(const DdpStepGraphs *g);
+
+/* How a graph is captured: graph.h's ddp_graph_capture, unless a test
+ * gives another (a capture refused, which a CPU's twin never is). */
+typedef DdpStatus (*DdpGraphCaptureFn)(DdpGraph **graph, void *stream, DdpGraphWork work, const void *arg,
+                                       size_t arg_bytes, char *why, size_t why_len);
+void ddp_step_graphs_capture_with(DdpStepGraphs *g, DdpGraphCaptureFn capture);
 
 #ifdef __cplusplus
 }

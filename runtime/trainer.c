@@ -12,8 +12,9 @@
  *             lr = schedule(step); loss = model(x, y); loss.backward(); opt.step()
  *         evaluate(test)
  *
- * with the generated DdpNet functions as the model (model.h), and device.h
- * and augment_device.h as what differs between the CPU and GPU builds.
+ * with the generated DdpNet functions as the model (model.h), and device.h,
+ * augment_device.h, graph.h and resident.h as what differs between the CPU
+ * and GPU builds.
  *
  * Shaped so the device never waits for the host and the host waits for the
  * device only when it has something to say:
@@ -332,11 +333,17 @@ static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *
  * estimate, device.h's ddp_device_library_bytes) counts with the net's state;
  * the CUDA context is already out of the free memory read here, as the device
  * is open. */
+/* Whether this rank opens NCCL, whose buffers take device memory. */
+static int opens_nccl(const Trainer *t)
+{
+    return ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
+}
+
 static DdpStatus check_memory(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    int nccl = ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
+    int nccl = opens_nccl(t);
     double state = 4.0 * ((double)net->n_param_floats * (1 + net->opt_slots) + (double)net->n_buffer_floats) +
                    (double)net->grad_bytes * (double)net->n_param_floats;
     double libraries = (double)ddp_device_library_bytes(t->dist.world, nccl);
@@ -417,16 +424,14 @@ static DdpStatus allocate(Trainer *t)
  * epoch's order beside it. After allocate and plan_ops, against what they
  * leave free, less what NCCL and the libraries may still take (check_memory's
  * estimate, counted whole though cuDNN's and cuBLAS's workspaces are taken
- * by now), shared among the ranks this device hosts: each measures the
- * same free memory. */
+ * by now). Ranks that share one GPU each measure the same free memory:
+ * README says to set DDP_DATA_RESIDENT=0 there (a rank cannot tell a GPU
+ * it shares from one it was given alone, srun --gpus-per-task=1). */
 static DdpStatus make_resident(Trainer *t, char *why, size_t why_len)
 {
-    int nccl = ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
-    size_t free_bytes = ddp_device_memory_available(), libraries = ddp_device_library_bytes(t->dist.world, nccl);
-    int devices = ddp_device_count(), local = t->dist.topo.local_world_size;
-    size_t sharing = devices > 0 && local > devices ? (size_t)((local + devices - 1) / devices) : 1;
-    size_t available = !free_bytes ? 0 /* unknown */
-                       : free_bytes > libraries ? (free_bytes - libraries) / sharing : 1 /* none */;
+    size_t free_bytes = ddp_device_memory_available(),
+           libraries = ddp_device_library_bytes(t->dist.world, opens_nccl(t));
+    size_t available = !free_bytes ? 0 /* unknown */ : free_bytes > libraries ? free_bytes - libraries : 1 /* none */;
     int resident = 0;
     DDP_CHECK(ddp_resident_choose(getenv(DDP_DATA_RESIDENT_ENV), ddp_device_is_gpu(), t->input_on_device, &t->train,
                                   available, &resident, why, why_len));
@@ -1203,12 +1208,6 @@ static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
 
 /* ---- ddp_main ------------------------------------------------------------------- */
 
-/* ddp_step_graphs_create's WARN: a line of its own, as the start-up's. */
-static void warn_line(void *progress, const char *line)
-{
-    ddp_progress_note(progress, "warning: %s", line);
-}
-
 /* A global batch (`batch N global`, --global-batch N): each of the WORLD
  * ranks takes N / WORLD samples a step, so that every world size that
  * divides N takes the same steps (the world-size invariance of the CPU
@@ -1336,7 +1335,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     }
     /* a step that waits inside itself cannot be captured */
     int graphs = t->flags.cuda_graph && !t->ctx.debug && !ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
-    DDP_CHECK(ddp_step_graphs_create(&t->graphs, graphs, t->dist.pg, t->stream, warn_line, &t->progress));
+    DDP_CHECK(ddp_step_graphs_create(&t->graphs, graphs, t->dist.pg, t->stream));
 
     char device[128];
     ddp_device_describe(device, sizeof device);
@@ -1377,7 +1376,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     if (ddp_device_is_gpu())
-        ddp_progress_note(&t->progress, "steps: %s", graphs ? "one CUDA graph per batch shape, captured on first use"
+        ddp_progress_note(&t->progress, "steps: %s", graphs ? "one CUDA graph per batch shape, captured on its second step"
                                                            : "call by call, without a CUDA graph");
     DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
                                  not_invariant));
@@ -1390,6 +1389,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         return t->flags.export_path && rank == 0 ? export_weights(t) : DDP_OK;
     }
     DDP_CHECK(train(t));
+    if (ddp_device_is_gpu()) {
+        int made = ddp_step_graphs_count(t->graphs);
+        ddp_progress_note(&t->progress, "steps: %d CUDA graph%s made, one per batch shape", made, made == 1 ? "" : "s");
+    }
     if (t->stopped)
         return say_stopped(t, argc, argv);
     ddp_signals_note_activity(DDP_ACTIVITY_FINISHING, t->epoch, t->step);

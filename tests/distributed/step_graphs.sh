@@ -7,6 +7,8 @@
 # than from device memory (step_scalars.h) would be frozen at capture. Each
 # run below exports its weights with and without --no-cuda-graph; the two
 # must be the same bytes:
+#   mnist.net (SGD with momentum: its first step's, from the step count), 2
+#   epochs of 600 samples at batch 64;
 #   mlp.net (dropout, AdamW, lr halved every 2 epochs), 3 epochs of 600
 #   samples at batch 64, the last batch of each epoch 24 (its own graph);
 #   tests/parity/adam_mse.net (Adam's bias corrections, cosine with warmup:
@@ -19,6 +21,7 @@ ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$python" tests/fault/small_data.py "$d/data" 600 64
+"$ddpc" examples/mnist.net --target cpu -o "$d/mnist" > /dev/null
 "$ddpc" examples/mlp.net --target cpu -o "$d/mlp" > /dev/null
 "$ddpc" tests/parity/adam_mse.net --target cpu -o "$d/adam_mse" > /dev/null
 status=0
@@ -42,6 +45,7 @@ same() { # same NAME PROGRAM ARGS...
         status=1
     fi
 }
+same "mnist.net, 2 epochs" mnist --epochs 2 --batch-size 64
 same "mlp.net, 3 epochs, a short last batch" mlp --epochs 3 --batch-size 64
 same "adam_mse.net, 1 epoch" adam_mse --epochs 1
 if command -v mpirun > /dev/null; then

@@ -527,29 +527,33 @@ check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? 
 # The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
 # lr, step and epoch read from device memory) against the same calls made
 # one by one (--no-cuda-graph): the same kernels and algorithms, so the same
-# bytes. mnist.net at batch 96 past the epoch's short last batch (16, its
-# own graph) into epoch 2 (a new lr schedule epoch, a new order); resnet.net
+# bytes. mnist.net at batch 96 through two epochs' short last batches (16:
+# its own graph, captured on the second) into epoch 3 (a new order, a new
+# lr schedule epoch); resnet.net
 # (batchnorm, whose running statistics are broadcast before every step) on
 # a real NCCL communicator with --no-sync-every 2 (accumulating and syncing
 # steps, and the short batch, a graph each: captures with the bucket
 # all-reduces, after earlier collectives the watchdog still holds). The
-# graph must have been used: the start-up line says so, and no capture was
-# refused.
-graph_pair() { # graph_pair NAME ARGS...: the two runs, then cmp
-    local name=$1
-    shift
+# graphs must have been made and used: the start-up line says so, the last
+# lines count them (mnist: full and short batch; resnet: accumulating,
+# syncing and the short last batch, each seen twice by step 110), and no
+# capture was refused.
+graph_pair() { # graph_pair NAME GRAPHS ARGS...: the two runs, the graphs the first made, then cmp
+    local name=$1 graphs=$2
+    shift 2
     gpu "graph.$name" 90 "$name" --data "$data" --export "$work/graph.$name.st" "$@" &&
         gpu "nograph.$name" 90 "$name" --data "$data" --export "$work/nograph.$name.st" --no-cuda-graph "$@" &&
         grep -q "steps: one CUDA graph per batch shape" "$work/graph.$name" &&
+        grep -q "steps: $graphs CUDA graphs made" "$work/graph.$name" &&
         ! grep -q "without a CUDA graph" "$work/graph.$name" &&
         grep -q "steps: call by call" "$work/nograph.$name" &&
         cmp "$work/graph.$name.st" "$work/nograph.$name.st" >> "$log" 2>&1
 }
-graph_pair mnist --batch-size 96 --max-steps 120
-check "mnist.net: steps from CUDA graphs = call by call, 120 steps at batch 96 (a short last batch), byte for byte" \
+graph_pair mnist 2 --batch-size 96 --max-steps 220
+check "mnist.net: steps from 2 CUDA graphs = call by call, 220 steps at batch 96 (a short last batch), byte for byte" \
     $? "$(grep -h "without a CUDA graph" "$work/graph.mnist" 2> /dev/null || why graph.mnist nograph.mnist)"
-graph_pair resnet --batch-size 96 --max-steps 110 --no-sync-every 2 --nproc-per-node 1 --backend nccl
-check "resnet.net on NCCL: steps from CUDA graphs = call by call, 110 steps, --no-sync-every 2, byte for byte" \
+graph_pair resnet 3 --batch-size 96 --max-steps 110 --no-sync-every 2 --nproc-per-node 1 --backend nccl
+check "resnet.net on NCCL: steps from 3 CUDA graphs = call by call, 110 steps, --no-sync-every 2, byte for byte" \
     $? "$(grep -h "without a CUDA graph" "$work/graph.resnet" 2> /dev/null || why graph.resnet nograph.resnet)"
 
 # The training set held on the GPU (resident.h: the kit's 10,000 samples fit a

@@ -39,7 +39,7 @@ static void test_choose(void)
 {
     DdpDataSet s = set_of(0);
     size_t bytes = ddp_resident_bytes(&s);
-    CU_ASSERT_EQUAL(bytes, (size_t)N * (C * H * W + sizeof(int32_t)));
+    CU_ASSERT_EQUAL(bytes, (size_t)N * (C * H * W + sizeof(int32_t) + sizeof(int64_t)));
     int r = -1;
     char why[160];
     /* unset: a GPU's, within a quarter of its free memory */
@@ -70,7 +70,8 @@ static void test_choose(void)
     CU_ASSERT(ddp_resident_choose("1", 1, 1, &images, 1 << 30, &r, why, sizeof why) == DDP_BAD_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "image files"));
     DdpDataSet floats = set_of(1);
-    CU_ASSERT_EQUAL(ddp_resident_bytes(&floats), (size_t)N * (C * H * W * sizeof(float) + sizeof(int32_t)));
+    CU_ASSERT_EQUAL(ddp_resident_bytes(&floats),
+                    (size_t)N * (C * H * W * sizeof(float) + sizeof(int32_t) + sizeof(int64_t)));
 }
 
 /* The loader's batch and the resident gather's, for the same indices, in
