@@ -19,10 +19,12 @@
  * memory (ddp_resident_choose). Evaluation batches still come from the
  * host: they are outside the step's time.
  *
- * Two implementations, as device.h: resident_cpu.c (the host's memory, for
- * a CPU build told DDP_DATA_RESIDENT=1 and DDP_AUGMENT_ON=device, so that
- * the tests run this path) and resident_cuda.cu (one kernel); the choice
- * (resident.c) is the same for both.
+ * resident.c holds what is the same for both builds: the choice, and the
+ * set made, copied and freed through device.h. The gather itself has two
+ * implementations, as device.h: resident_cpu.c (the host's threads, for a
+ * CPU build told DDP_DATA_RESIDENT=1 and DDP_AUGMENT_ON=device, so that the
+ * tests run this path) and resident_cuda.cu (one kernel), over one item
+ * (resident_gather.h).
  */
 #ifndef DDPRT_RESIDENT_H
 #define DDPRT_RESIDENT_H
