@@ -111,6 +111,15 @@ void ddp_event_destroy(void *event);
 DdpStatus ddp_event_record(void *event, void *stream);
 DdpStatus ddp_event_wait(void *event);
 
+/* A stream of its own for copies that overlap the compute stream's work
+ * (batch_upload.h), with the compute stream made to wait for them on the
+ * device, not the host: ddp_stream_wait queues, on STREAM, a wait for
+ * EVENT's work. On CPU, where nothing overlaps, the stream is NULL and the
+ * wait does nothing. */
+DdpStatus ddp_stream_create(void **stream);
+void ddp_stream_destroy(void *stream);
+DdpStatus ddp_stream_wait(void *stream, void *event);
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,3 +162,18 @@ DdpStatus ddp_event_wait(void *event)
     ddp_device_call_note(DDP_CALL_WAIT);
     return DDP_OK;
 }
+
+DdpStatus ddp_stream_create(void **stream)
+{
+    *stream = NULL;
+    return DDP_OK;
+}
+
+void ddp_stream_destroy(void *stream) { (void)stream; }
+
+DdpStatus ddp_stream_wait(void *stream, void *event)
+{
+    (void)stream;
+    (void)event;
+    return DDP_OK;
+}

@@ -276,3 +276,22 @@ DdpStatus ddp_event_wait(void *event)
     CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
     return DDP_OK;
 }
+
+/* Non-blocking, as the compute stream is (ddp_device_open): a stream that
+ * synchronised with the legacy default stream would serialise the copies. */
+DdpStatus ddp_stream_create(void **stream)
+{
+    *stream = NULL;
+    cudaStream_t s = NULL;
+    CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    *stream = s;
+    return DDP_OK;
+}
+
+void ddp_stream_destroy(void *stream) { ddp_device_close(stream); }
+
+DdpStatus ddp_stream_wait(void *stream, void *event)
+{
+    CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
+    return DDP_OK;
+}

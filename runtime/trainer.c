@@ -22,8 +22,9 @@
  *    into a pinned buffer of its own, and sent with one async copy (sample
  *    ids, labels, and the net's input or, on a GPU, the raw samples it is
  *    made of there, augment_device.h, share the buffer), so batches k+1,
- *    k+2... are made while the device trains on batch k; the buffer goes back to the
- *    loader once an event says its copy is done. Where the training set is
+ *    k+2... are made while the device trains on batch k; on a GPU the copy
+ *    runs on a stream of its own during the step before (batch_upload.h);
+ *    the buffer goes back to the loader once an event says its copy is done. Where the training set is
  *    held on the device (resident.h), there is no loader: one kernel
  *    gathers the batch there from the epoch's order, copied once an epoch.
  *    Evaluation batches are made by the host itself, into one of two
@@ -56,6 +57,7 @@
 #include <unistd.h>
 
 #include "augment_device.h"  // DdpAugmentDevice: the net's input made on the device
+#include "batch_upload.h"  // DdpBatchUpload: host batches to the device on a copy stream of their own
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
@@ -122,9 +124,10 @@ typedef struct {
     double *train_stats, *eval_stats;
     DdpStepScalars *step_scalars; /* ctx.step_scalars: the step's lr, step and epoch */
     void *batch;
+    DdpBatchUpload *upload; /* how a host batch reaches batch */
     /* host memory */
     void *staging[SLOTS];
-    void *staged[SLOTS];    /* events: the last copy out of staging[i] */
+    void *staged[SLOTS];    /* events: the last copy out of staging[i] done */
     int slot;
     float *host_params, *host_buffers, *host_opt_state;
     int64_t *counts;        /* starting step counts, per parameter */
@@ -275,8 +278,7 @@ static DdpStatus stage_batch(Trainer *t, const DdpDataSet *set, const int64_t *i
     DDP_CHECK(ddp_loader_make(&spec, epoch, ids, n, t->staging[s], t->augment_scratch));
     if (making)
         *making += ddp_now() - start;
-    DDP_CHECK(ddp_copy_to_device(t->batch, t->staging[s], t->layout.host_bytes, t->stream));
-    DDP_CHECK(ddp_event_record(t->staged[s], t->stream));
+    DDP_CHECK(ddp_batch_upload(t->upload, t->batch, t->staging[s], t->layout.host_bytes, t->staged[s]));
     return make_input_on_device(t, n, epoch);
 }
 
@@ -313,8 +315,7 @@ static DdpStatus stage_training_batch(Trainer *t, int64_t epoch, int64_t b, int6
     if (made != n) /* the loader splits the epoch as train_epoch does */
         return DDP_ERR(DDP_FAIL, "internal error: the loader made batch %lld of %d samples, the step takes %d",
                        (long long)b, made, n);
-    DDP_CHECK(ddp_copy_to_device(t->batch, buf, t->layout.host_bytes, t->stream));
-    DDP_CHECK(ddp_event_record(t->held_copied, t->stream));
+    DDP_CHECK(ddp_batch_upload(t->upload, t->batch, buf, t->layout.host_bytes, t->held_copied));
     return make_input_on_device(t, n, epoch);
 }
 
@@ -399,6 +400,7 @@ static DdpStatus allocate(Trainer *t)
         DDP_CHECK(ddp_augment_device_create(&t->input_maker, &t->data, c, h, w, t->test.values != NULL, t->stream));
     }
     DDP_CHECK(ddp_device_alloc(&t->batch, t->layout.bytes));
+    DDP_CHECK(ddp_batch_upload_create(&t->upload, t->layout.host_bytes, t->stream));
     for (int s = 0; s < SLOTS; s++) {
         DDP_CHECK(ddp_host_alloc(&t->staging[s], t->layout.host_bytes));
         DDP_CHECK(ddp_event_create(&t->staged[s]));
@@ -1367,7 +1369,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                           t->input_on_device ? "on the device" : "on the host");
     if (!t->flags.eval_only && (t->resident || ddp_device_is_gpu()))
         ddp_progress_note(&t->progress, "data: %s%s%s%s", t->resident ? "the training set held on the device, each "
-                          "batch gathered there" : "each training batch copied from the host",
+                          "batch gathered there" : ddp_batch_upload_overlaps(t->upload) ? "each training batch copied from the host on a "
+                          "stream of its own, during the step before" : "each training batch copied from the host",
                           resident_why[0] ? " (" : "", resident_why, resident_why[0] ? ")" : "");
     char precision[256];
     ddp_ops_describe_precision(t->ops, precision, sizeof precision);
@@ -1428,6 +1431,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
             (void)release_held(t); /* a failure here changes nothing */
         ddp_loader_destroy(t->loader);
         ddp_event_destroy(t->held_copied);
+        ddp_batch_upload_destroy(t->upload); /* waits for its copies */
         ddp_device_free(t->params);
         ddp_device_free(t->grads);
         ddp_device_free(t->opt_state);

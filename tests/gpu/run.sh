@@ -558,7 +558,8 @@ check "resnet.net on NCCL: steps from 3 CUDA graphs = call by call, 110 steps, -
 
 # The training set held on the GPU (resident.h: the kit's 10,000 samples fit a
 # quarter of free memory many times, so by default) against each batch
-# gathered by the host's loader and copied (DDP_DATA_RESIDENT=0): the same
+# gathered by the host's loader and copied (DDP_DATA_RESIDENT=0), on a copy
+# stream of its own through two landing buffers (batch_upload.h): the same
 # samples in the same order, so the same bytes; mnist.net past the epoch's
 # short last batch into epoch 2 (the order copied again), and
 # fashion_resnet.net, whose crops and flips are drawn from the indices the
@@ -569,11 +570,11 @@ resident_pair() { # resident_pair NAME ARGS...
     gpu "resident.$name" 90 "$name" --data "$data" --export "$work/resident.$name.st" "$@" &&
         DDP_DATA_RESIDENT=0 gpu "copied.$name" 90 "$name" --data "$data" --export "$work/copied.$name.st" "$@" &&
         grep -q "data: the training set held on the device" "$work/resident.$name" &&
-        grep -q "data: each training batch copied from the host" "$work/copied.$name" &&
+        grep -q "data: each training batch copied from the host on a stream of its own" "$work/copied.$name" &&
         cmp "$work/resident.$name.st" "$work/copied.$name.st" >> "$log" 2>&1
 }
 resident_pair mnist --batch-size 96 --max-steps 120
-check "mnist.net: the training set held on the GPU = batches copied from the host, 120 steps, byte for byte" $? \
+check "mnist.net: the training set held on the GPU = batches copied on a stream of their own, 120 steps, byte for byte" $? \
     "$(grep -h "^data:" "$work/resident.mnist" 2> /dev/null || why resident.mnist copied.mnist)"
 resident_pair fashion_resnet --max-steps 6 --batch-size "$batch"
 check "fashion_resnet.net: the training set held on the GPU = batches copied from the host, 6 steps, byte for byte" \
