@@ -636,10 +636,10 @@ void build_doctor(FILE *out);
 int build_rebuild(const char *cu_path, bool verbose);
 
 //
-// toolchain.c: where cuDNN, cuBLAS and NCCL are, and which GPUs to build for
+// toolchain.c: where cuDNN, cuBLAS, cuBLASLt and NCCL are, and which GPUs to build for
 //
 
-enum { TOOL_LIBS = 3 }; /* cuDNN, cuBLAS, NCCL */
+enum { TOOL_LIBS = 4 }; /* cuDNN, cuBLAS, cuBLASLt, NCCL */
 
 /* One library found (or not): what is linked, from where. */
 typedef struct {

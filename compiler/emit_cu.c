@@ -6,7 +6,7 @@
  *
  *   the build line;
  *   per layer, its kernels (forward, then backward), each named after the
- *   layer and the direction (conv1_bias_relu_forward, maxpool1_backward) and
+ *   layer and the direction (linear1_bias_relu_backward, maxpool1_backward) and
  *   preceded by the .net line it came from, and opening with its sizes as
  *   named constants (C, HW, S, K...) fixed at generation;
  *   the loss and optimizer kernels (K classes, P parameters);
@@ -267,8 +267,18 @@ static const Node *backward_act(const Emit *e, const Node *n)
     return e->plan->nodes[n - e->net->nodes].mask_in_pool >= 0 ? NULL : fused_act(e, n);
 }
 
+/* Whether N's forward adds its bias and applies its fused activation inside
+ * the library's call (ops.h: ddp_conv_forward_bias, ddp_linear_forward_bias,
+ * cuDNN's and cuBLASLt's epilogues): a bias, then a relu or nothing. Other
+ * activations keep a generated kernel after the product. */
+static bool epilogue_in_library(const Emit *e, const Node *n)
+{
+    const Node *a = fused_act(e, n);
+    return n->bias && (!a || a->op == OP_RELU);
+}
+
 /* A conv/linear's kernels' name: the layer, then what they add or apply
- * (conv1_bias_relu); A the activation they apply, or NULL. */
+ * (conv1_bias_tanh); A the activation they apply, or NULL. */
 static const char *kernel_stem(Emit *e, const Node *n, const Node *a)
 {
     return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
@@ -283,16 +293,18 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     if (!n->bias && !a)
         return;
     const char *stem = kernel_stem(e, n, a);
-    comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
-    plane_constants(e, c, hw);
-    E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
-    E("        int64_t i = plane * HW + j;\n");
-    if (n->bias)
-        E("        float v = y[i] + bias[plane %% C];\n");
-    else
-        E("        float v = y[i];\n");
-    E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
+    if (!epilogue_in_library(e, n)) {
+        comment(e, n, "");
+        E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
+        plane_constants(e, c, hw);
+        E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
+        E("        int64_t i = plane * HW + j;\n");
+        if (n->bias)
+            E("        float v = y[i] + bias[plane %% C];\n");
+        else
+            E("        float v = y[i];\n");
+        E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
+    }
 
     /* backward: the activation's mask here, unless a maxpool applies it */
     a = backward_act(e, n);
@@ -904,7 +916,7 @@ static void library_call(Emit *e, const char *call, const Node *n)
     launch_table_library(e->launches, e->function, e->when, arena_printf(e->arena, "%s (%s)", call, n->name));
 }
 
-/* KERNEL named after its stem and direction: conv1_bias_relu_forward. */
+/* KERNEL named after its stem and direction: conv1_bias_tanh_forward. */
 static const char *kernel_name(Emit *e, const char *stem, const char *direction)
 {
     return arena_printf(e->arena, "%s_%s", stem, direction);
@@ -923,14 +935,26 @@ static void forward_node(Emit *e, const Node *n)
     case OP_LINEAR: {
         const char *y = act(e, written_value(e, n));
         const char *w = param(e, node_param(e, n, PARAM_WEIGHT));
-        if (n->op == OP_CONV)
+        if (epilogue_in_library(e, n)) {
+            const char *b = param(e, node_param(e, n, PARAM_BIAS));
+            const char *epilogue = fused_act(e, n) ? "DDP_EPILOGUE_BIAS_RELU" : "DDP_EPILOGUE_BIAS";
+            if (n->op == OP_CONV)
+                E("    ddp_conv_forward_bias(ctx->ops, %d, n, %s, %s, %s, %s, %s);\n", np->conv_id, x, w, b, epilogue,
+                  y);
+            else
+                E("    ddp_linear_forward_bias(ctx->ops, n, %lld, %lld, %s, %s, %s, %s, %s);\n", (long long)n->in_ch,
+                  (long long)n->out_ch, x, w, b, epilogue, y);
+            library_call(e, n->op == OP_CONV ? "ddp_conv_forward_bias" : "ddp_linear_forward_bias", n);
+        } else if (n->op == OP_CONV) {
             E("    ddp_conv_forward(ctx->ops, %d, n, %s, %s, %s);\n", np->conv_id, x, w, y);
-        else
+            library_call(e, "ddp_conv_forward", n);
+        } else {
             E("    ddp_gemm(ctx->ops, 0, 1, n, %lld, %lld, 1.0f, %s, %lld, %s, %lld, 0.0f, %s, %lld);\n",
               (long long)n->out_ch, (long long)n->in_ch, x, (long long)n->in_ch, w, (long long)n->in_ch, y,
               (long long)n->out_ch);
-        library_call(e, n->op == OP_CONV ? "ddp_conv_forward" : "ddp_gemm", n);
-        if (n->bias || fused_act(e, n)) {
+            library_call(e, "ddp_gemm", n);
+        }
+        if (!epilogue_in_library(e, n) && (n->bias || fused_act(e, n))) {
             launch(e, "    ", kernel_name(e, kernel_stem(e, n, fused_act(e, n)), "forward"), shape_numel(n->out_shape), 0, 1);
             E(", n, %s%s%s);\n", y, n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
         }

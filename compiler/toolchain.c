@@ -1,5 +1,5 @@
 /*
- * toolchain.c: where cuDNN, cuBLAS and NCCL are, and which GPUs to build for.
+ * toolchain.c: where cuDNN, cuBLAS, cuBLASLt and NCCL are, and which GPUs to build for.
  *
  * Users build on a login node without a GPU and run on GPU nodes. Their
  * libraries come from a CUDA install, from the system's packages, or from
@@ -68,6 +68,10 @@ static const LibSpec lib_specs[TOOL_LIBS] = {
      "nvidia-cudnn-cu"},
     {"cuBLAS", "cublas", "cublas_v2.h", "cublas_api.h", {"CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH"},
      NULL, "nvidia-cublas-cu"},
+    /* the linear layers' fused bias and relu (runtime/lt_linear.h); shipped
+     * beside cuBLAS, with its version */
+    {"cuBLASLt", "cublasLt", "cublasLt.h", "cublas_api.h",
+     {"CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH"}, NULL, "nvidia-cublas-cu"},
     {"NCCL", "nccl", "nccl.h", "nccl.h", {"NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"}, "NCCL_HOME", "nvidia-nccl-cu"},
 };
 
@@ -415,11 +419,11 @@ static const char *nvcc_version(void)
 /* The pip package that installs SPEC for this CUDA: nvidia-cudnn-cu13. */
 static const char *wheel_name(const LibSpec *spec)
 {
-    static char name[3][64];
+    static char name[TOOL_LIBS][64];
     int major = atoi(nvcc_version());
     int i = (int)(spec - lib_specs);
     fill(name[i], sizeof name[i], "%s%d", spec->wheel, major > 0 ? major : 13);
-    if (major >= 13 && strcmp(spec->lib, "cublas") == 0) /* CUDA 13's toolkit wheels dropped the suffix */
+    if (major >= 13 && strncmp(spec->lib, "cublas", 6) == 0) /* CUDA 13's toolkit wheels dropped the suffix */
         fill(name[i], sizeof name[i], "nvidia-cublas");
     return name[i];
 }

@@ -10,7 +10,9 @@
  *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
  * Both define the same set of symbols, so the build picks one by which object it
  * links; the generated code is the same either way. Everything else a step does
- * (bias, activations, pooling, losses, the optimizer) is generated code.
+ * (activations, pooling, losses, the optimizer) is generated code, but for a
+ * product's bias and relu, which the libraries fuse into their epilogues
+ * (ddp_conv_forward_bias, ddp_linear_forward_bias).
  *
  * Shaped for the training loop:
  *  - All choosing and allocating happens once at start-up: ddp_ops_plan_conv for
@@ -50,6 +52,7 @@ extern "C" {
  * ops.h is the first to bring it into a .cu file. */
 #include "status.h"  // DdpStatus, ddp_error_at
 #include "precision.h"  // DdpPrecision
+#include "ops_epilogue.h"  // DdpEpilogue: a product's bias, and a relu or not
 
 /* The type of parameter gradients (DdpCtx.grads): what sums over the batch
  * write, what the all-reduce sums over ranks, what the optimizer reads.
@@ -161,11 +164,19 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len);
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
 
 /* The per-step calls. N is this call's batch (1..the planned n): the last batch
- * of an epoch may be smaller. Bias and activation are not here; generated kernels
- * fuse them around these calls. */
+ * of an epoch may be smaller. Activations other than a forward relu after a
+ * bias are not here; generated kernels fuse them around these calls. */
 
 /* y = conv(x, w). x: n x c x h x w, w: k x c/groups x r x s, y: n x k x out_h x out_w. */
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y);
+/* y = EPILOGUE(conv(x, w) + bias[k]), as ddp_epilogue_apply (ops_epilogue.h)
+ * computes each element: on GPUs one cudnnConvolutionBiasActivationForward
+ * (conv, bias and relu in one pass over y) where cuDNN takes the shape and
+ * algorithm, else the conv and a kernel of this library; on CPUs each
+ * sample's planes while they are still in cache. The same bits as
+ * ddp_conv_forward and then the epilogue, on CPUs. */
+void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
+                           DdpEpilogue epilogue, float *y);
 /* dx = beta * dx + the gradient of the loss with respect to x, given dy. beta 0
  * overwrites; beta 1 adds, where x also feeds another layer (a residual's input). */
 void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
@@ -187,6 +198,15 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
  * from one thread at a time per context: the CPU build keeps scratch in it. */
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* A linear layer's forward: y = EPILOGUE(x . w^T + bias), row-major: x is
+ * n x in, w out x in (as PyTorch stores it), bias out, y n x out. On GPUs
+ * one cuBLASLt matmul with its BIAS or RELU_BIAS epilogue where cuBLASLt has
+ * an algorithm for the shape, else ddp_gemm's product and a kernel of this
+ * library; on CPUs ddp_gemm's product and then the epilogue, the same bits
+ * as the two apart. Planned as ddp_gemm is. */
+void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x, const float *w, const float *bias,
+                             DdpEpilogue epilogue, float *y);
 
 /* A linear layer's weight gradient: DW = beta * DW + DY^T . X, summed over the
  * K (0 or more) samples of the batch: DY is k x m (row stride ldy), X is k x n (ldx), DW

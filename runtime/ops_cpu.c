@@ -614,24 +614,57 @@ static void col2im(const DdpConvShape *sh, const float *col, float *dx, float be
     }
 }
 
-void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
+/* PLANES planes of PIXELS outputs, plane i of channel i % CHANNELS: the
+ * epilogue of ddp_conv_forward_bias and ddp_linear_forward_bias (a linear
+ * layer's planes are its rows, of one pixel per channel). */
+static void apply_epilogue(float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
+                           DdpEpilogue epilogue)
 {
-    const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
+    for (int64_t plane = 0; plane < planes; plane++) {
+        const float b = bias[plane % channels];
+        float *row = y + plane * pixels;
+        for (int64_t j = 0; j < pixels; j++)
+            row[j] = ddp_epilogue_apply(epilogue, row[j], b);
+    }
+}
+
+/* The same over N samples of K channels, the threads taking samples. */
+static void apply_epilogue_batch(const DdpOps *ops, float *y, int n, int k, int64_t pixels, const float *bias,
+                                 DdpEpilogue epilogue)
+{
+    OMP(parallel for schedule(static) num_threads(ops->nthreads) if(n > 1))
+    for (int b = 0; b < n; b++)
+        apply_epilogue(y + (size_t)b * k * pixels, k, k, pixels, bias, epilogue);
+}
+
+/* ddp_conv_forward, and with BIAS (or NULL) ddp_conv_forward_bias: the
+ * epilogue applied to each sample's planes right after its product where
+ * this file makes them, while they are in cache, else after the library's
+ * call. */
+static void conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
+                         DdpEpilogue epilogue, float *y, const char *what)
+{
+    const ConvPlan *p = conv_for_call(ops, id, n, what);
     if (!p ||
         !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
         return;
+    const DdpConvShape *sh = &p->slot.shape;
+    const int pix = sh->out_h * sh->out_w;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
         ddp_onednn_conv_forward(p->onednn, n, x, w, y);
         onednn_status(ops, p, id);
+        if (bias)
+            apply_epilogue_batch(ops, y, n, sh->k, pix, bias, epilogue);
         return;
     }
     if (p->winograd) {
         ddp_winograd_forward(&p->wino, &p->slot.shape, ops->nthreads, ops->winograd_scratch, n, x, w, y);
+        if (bias)
+            apply_epilogue_batch(ops, y, n, sh->k, pix, bias, epilogue);
         return;
     }
-    const DdpConvShape *sh = &p->slot.shape;
     const int groups = sh->groups, cg = sh->c / groups, kg = sh->k / groups;
-    const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w, pix = sh->out_h * sh->out_w;
+    const int crs = cg * sh->r * sh->s, hw = sh->h * sh->w;
     OMP(parallel for schedule(static) num_threads(ops->nthreads) if(n > 1))
     for (int b = 0; b < n; b++) {
         float *col = thread_scratch(ops);
@@ -646,7 +679,20 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
             ddp_sgemm_fixed(0, 0, kg, pix, crs, 1.0f, w + (size_t)g * kg * crs, crs, m, pix, 0.0f, yg, pix,
                             thread_packs(ops));
         }
+        if (bias)
+            apply_epilogue(y + (size_t)b * sh->k * pix, sh->k, sh->k, pix, bias, epilogue);
     }
+}
+
+void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
+{
+    conv_forward(ops, id, n, x, w, NULL, DDP_EPILOGUE_BIAS, y, "ddp_conv_forward");
+}
+
+void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
+                           DdpEpilogue epilogue, float *y)
+{
+    conv_forward(ops, id, n, x, w, bias, epilogue, y, "ddp_conv_forward_bias");
 }
 
 void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
@@ -844,6 +890,14 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
                         b + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, beta, c + (size_t)i0 * ldc + j0, ldc,
                         packs + (size_t)omp_get_thread_num() * each);
     }
+}
+
+void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x, const float *w, const float *bias,
+                             DdpEpilogue epilogue, float *y)
+{
+    ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    if (n > 0 && out > 0) /* bad sizes: recorded by ddp_gemm, y left as it was */
+        apply_epilogue_batch(ops, y, n, out, 1, bias, epilogue);
 }
 
 /* The largest |a| * |b| of any product of row P of A (M values, stride-1) with

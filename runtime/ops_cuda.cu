@@ -57,7 +57,12 @@
  *
  * The legacy cuDNN convolution API (deprecated in cuDNN 9, still shipped) is
  * used on purpose: one call per op, graph-capturable, and readable next to the
- * generated code. The cuDNN frontend graph API is the path if fusion is wanted.
+ * generated code. Its one fusion, cudnnConvolutionBiasActivationForward, adds
+ * a conv's bias and applies its relu in the conv's own pass over y
+ * (ddp_conv_forward_bias); a linear layer's go into cuBLASLt's epilogue
+ * (lt_linear.h). Where either library refuses a shape, this file's
+ * epilogue_kernel does the same after the plain call. The cuDNN frontend
+ * graph API is the path if more fusion is wanted.
  */
 #include "ops.h"
 #include "ops_conv_table.h"  // DdpConvSlot, ddp_conv_table_*: the planned convs
@@ -67,6 +72,7 @@
 #include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes
 #include "precision.h"     // ddp_round_significand: tf32 and bf16 operands
 #include "ops_sizes.h"     // ddp_conv_*_floats, ddp_matrix_span: what a call's operands span
+#include "lt_linear.h"     // DdpLtLinear: a linear layer's bias and relu in cuBLASLt's epilogue
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
@@ -96,6 +102,8 @@ typedef struct {
     /* One convolution descriptor per direction: each carries the math type of
      * the algorithm chosen for it. */
     cudnnConvolutionDescriptor_t conv[NDIRS];
+    cudnnTensorDescriptor_t bias; /* 1 x k x 1 x 1: ddp_conv_forward_bias's */
+    int unfused;                  /* cuDNN refused the fused call: conv, then epilogue_kernel */
     Choice best[NDIRS];     /* first allowed at the planned batch */
     Choice fallback[NDIRS]; /* first allowed needing no workspace */
     int use_fallback[NDIRS];/* at the current n, best does not fit */
@@ -108,6 +116,8 @@ struct DdpOps {
     void *workspace;        /* cuDNN's, shared by every conv */
     size_t workspace_bytes;
     void *cublas_workspace;
+    DdpLtLinear *lt;        /* cuBLASLt, for the linear layers' fused epilogue */
+    cudnnActivationDescriptor_t activation[2]; /* by DdpEpilogue: identity, relu */
     DdpMathSettings math;
     DdpPrecision precision;
     float *rounded[2];      /* tf32, bf16: a call's two operands, rounded; finalize sizes them */
@@ -191,6 +201,14 @@ static DdpStatus create_handles(DdpOps *o)
     CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetMathMode(o->cublas, CUBLAS_DEFAULT_MATH));
+    const char *lt_failure = ddp_lt_linear_create(&o->lt, o->stream, o->cublas_workspace, cublas_bytes);
+    if (lt_failure)
+        return DDP_ERR(DDP_FAIL, "cublasLtCreate: %s", lt_failure);
+    const cudnnActivationMode_t modes[2] = {CUDNN_ACTIVATION_IDENTITY, CUDNN_ACTIVATION_RELU};
+    for (int i = 0; i < 2; i++) {
+        CUDNN_TRY(cudnnCreateActivationDescriptor(&o->activation[i]));
+        CUDNN_TRY(cudnnSetActivationDescriptor(o->activation[i], modes[i], CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    }
     return DDP_OK;
 }
 
@@ -221,6 +239,8 @@ static void destroy_descriptors(ConvPlan *p)
         cudnnDestroyTensorDescriptor(p->y);
     if (p->w)
         cudnnDestroyFilterDescriptor(p->w);
+    if (p->bias)
+        cudnnDestroyTensorDescriptor(p->bias);
     for (int d = 0; d < NDIRS; d++)
         if (p->conv[d])
             cudnnDestroyConvolutionDescriptor(p->conv[d]);
@@ -238,6 +258,10 @@ void ddp_ops_destroy(DdpOps *ops)
     cudaFree(ops->cublas_workspace);
     cudaFree(ops->rounded[0]);
     cudaFree(ops->rounded[1]);
+    ddp_lt_linear_destroy(ops->lt);
+    for (int i = 0; i < 2; i++)
+        if (ops->activation[i])
+            cudnnDestroyActivationDescriptor(ops->activation[i]);
     if (ops->cublas)
         cublasDestroy(ops->cublas);
     if (ops->cudnn)
@@ -309,6 +333,8 @@ static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->x));
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y));
     CUDNN_TRY(cudnnCreateFilterDescriptor(&p->w));
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&p->bias));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, s->k, 1, 1));
     CUDNN_TRY(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->k,
                                          s->c / s->groups, s->r, s->s));
     for (int d = 0; d < NDIRS; d++) {
@@ -736,6 +762,62 @@ void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w
                                               ops->workspace_bytes, &zero, p->y, y));
 }
 
+/* Y's PLANES planes of PIXELS, plane i of channel i % CHANNELS, through the
+ * epilogue: where a library refused to fuse it. */
+__global__ void epilogue_kernel(float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
+                                DdpEpilogue epilogue)
+{
+    const int64_t total = planes * pixels;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = ddp_epilogue_apply(epilogue, y[i], bias[(i / pixels) % channels]);
+}
+
+static void epilogue_after(DdpOps *ops, float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
+                           DdpEpilogue epilogue)
+{
+    const unsigned threads = 256;
+    const int64_t blocks = (planes * pixels + threads - 1) / threads, most = 4096; /* then a stride loop */
+    if (blocks <= 0)
+        return;
+    epilogue_kernel<<<(unsigned)(blocks < most ? blocks : most), threads, 0, ops->stream>>>(y, planes, channels, pixels,
+                                                                                        bias, epilogue);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        OPS_FAIL(ops, "epilogue_kernel: %s", cudaGetErrorString(e));
+}
+
+void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
+                           DdpEpilogue epilogue, float *y)
+{
+    ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward_bias");
+    if (!p)
+        return;
+    const DdpConvShape *sh = &p->slot.shape;
+    if (!p->unfused) {
+        const float *xr = x, *wr = w;
+        if (!round_operands(ops, &xr, ddp_conv_input_floats(sh, n), &wr, ddp_conv_weight_floats(sh)))
+            return;
+        const Choice *c = choice(p, FWD);
+        const float one = 1.0f, zero = 0.0f;
+        /* alpha2 0: z (here y itself) is not read */
+        cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+            ops->cudnn, &one, p->x, xr, p->w, wr, p->conv[FWD], (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
+            ops->workspace_bytes, &zero, p->y, y, p->bias, bias, ops->activation[epilogue], p->y, y);
+        /* cuDNN checks the combination before it queues anything (the
+         * identity activation, say, only with IMPLICIT_PRECOMP_GEMM, or a
+         * workspace the fused kernel wants more of): a refusal is a
+         * NOT_SUPPORTED or BAD_PARAM code, and the conv goes the plain way */
+        cudnnStatus_t category = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
+        if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM) {
+            CUDNN_RECORD(ops, st);
+            return;
+        }
+        p->unfused = 1;
+    }
+    ddp_conv_forward(ops, id, n, x, w, y);
+    epilogue_after(ops, y, (int64_t)n * sh->k, sh->k, (int64_t)sh->out_h * sh->out_w, bias, epilogue);
+}
+
 void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
                             float *dx, float beta)
 {
@@ -790,6 +872,26 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
                                    a, lda, &beta, c, ldc));
+}
+
+void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x, const float *w, const float *bias,
+                             DdpEpilogue epilogue, float *y)
+{
+    if (n > 0 && in > 0 && out > 0) {
+        const float *xr = x, *wr = w;
+        if (!round_operands(ops, &xr, ddp_matrix_span(n, in, in), &wr, ddp_matrix_span(out, in, in)))
+            return;
+        char why[256];
+        int queued = ddp_lt_linear_forward(ops->lt, ops->math.cublas_tf32, n, in, out, xr, wr, bias, epilogue, y, why,
+                                           sizeof why);
+        if (queued < 0)
+            OPS_FAIL(ops, "%s", why);
+        if (queued)
+            return;
+    }
+    /* cuBLASLt has no algorithm for it (or n is 0): cuBLAS, then the epilogue */
+    ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    epilogue_after(ops, y, (int64_t)n * out, out, 1, bias, epilogue);
 }
 
 /* DdpGrad is float here: cuBLAS's own sum over the batch (ops.h). */

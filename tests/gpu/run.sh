@@ -302,7 +302,7 @@ rebuild() {
     includes=$(cat "$links/includes" 2> /dev/null)
     mkdir -p "$d"
     cp "$kit/gpu/$name.cu" "$d/$name.cu" &&
-        sed -i -E "1,20{/^\/\/ ddpc-build: /{s#$(kv kit | sed 's/[][\\.*^$+?(){}|#]/\\&/g')/#$kit/#g; s#^// ddpc-build: [^ ]*#// ddpc-build: $nvcc$includes#; s#-Xlinker [^ ]*/lib(cudnn|cublas|nccl)\.so[.0-9]*#-Xlinker $links/lib\1.so#g; s# -Xlinker -rpath=[^ ]*##}}" "$d/$name.cu" &&
+        sed -i -E "1,20{/^\/\/ ddpc-build: /{s#$(kv kit | sed 's/[][\\.*^$+?(){}|#]/\\&/g')/#$kit/#g; s#^// ddpc-build: [^ ]*#// ddpc-build: $nvcc$includes#; s#-Xlinker [^ ]*/lib(cudnn|cublasLt|cublas|nccl)\.so[.0-9]*#-Xlinker $links/lib\1.so#g; s# -Xlinker -rpath=[^ ]*##}}" "$d/$name.cu" &&
         "$kit/bin/ddpc" --rebuild "$d/$name.cu" --verbose
 }
 relink_helper() {

@@ -393,6 +393,86 @@ static void test_conv_forward(void)
     ddp_ops_destroy(ops);
 }
 
+/* The epilogue's bits, as the generated kernels it replaced computed them. */
+static float epilogue_of(DdpEpilogue epilogue, float product, float bias)
+{
+    float v = product + bias;
+    return epilogue == DDP_EPILOGUE_BIAS_RELU ? (v > 0.0f ? v : 0.0f) : v;
+}
+
+/* ddp_conv_forward_bias = ddp_conv_forward and then the bias and relu, bit
+ * for bit, on every shape's path (im2col, 1x1, Winograd; oneDNN as
+ * planned), at the planned batch and a smaller one: the CPU build's fused
+ * epilogue changes no result. A bias and a relu that each matter: the
+ * products straddle 0 and the bias moves some across. */
+static void test_conv_forward_bias(void)
+{
+    const uint64_t others = rng; /* the later tests' draws left as they were */
+    DdpConvShape sh[NSHAPES];
+    DdpOps *ops = plan_all(sh);
+    for (int i = 0; i < NSHAPES; i++)
+        for (int bi = 0; bi < 2; bi++)
+            for (int relu = 0; relu < 2; relu++) {
+                const int n = BATCHES[bi];
+                const DdpEpilogue epilogue = relu ? DDP_EPILOGUE_BIAS_RELU : DDP_EPILOGUE_BIAS;
+                const size_t ylen = y_len(&sh[i], n), plane = ylen / ((size_t)n * sh[i].k);
+                float *x = random_floats(x_len(&sh[i], n)), *w = random_floats(w_len(&sh[i]));
+                float *bias = random_floats((size_t)sh[i].k);
+                float *want = filled(ylen, NAN), *got = filled(ylen, NAN);
+                ddp_conv_forward(ops, i, n, x, w, want);
+                size_t changed = 0, zeroed = 0;
+                for (size_t e = 0; e < ylen; e++) {
+                    float v = epilogue_of(epilogue, want[e], bias[(e / plane) % (size_t)sh[i].k]);
+                    changed += v != want[e];
+                    zeroed += v == 0.0f;
+                    want[e] = v;
+                }
+                CU_ASSERT(changed > 0);
+                if (relu && ylen >= 8)
+                    CU_ASSERT(zeroed > 0);
+                ddp_conv_forward_bias(ops, i, n, x, w, bias, epilogue, got);
+                if (memcmp(got, want, ylen * sizeof *got) != 0) {
+                    char what[160];
+                    describe(what, sizeof what, &sh[i], n);
+                    fprintf(stderr, "\n  %s%s: ddp_conv_forward_bias differs from the conv and its epilogue", what,
+                            relu ? ", relu" : "");
+                    CU_FAIL("ddp_conv_forward_bias's bits");
+                }
+                free(x), free(w), free(bias), free(want), free(got);
+            }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+    rng = others;
+}
+
+/* ddp_linear_forward_bias = ddp_gemm's x . w^T and then the epilogue, bit
+ * for bit, for a few shapes (one row; more features than rows). */
+static void test_linear_forward_bias(void)
+{
+    static const int shapes[][3] = {{1, 7, 5}, {3, 16, 10}, {64, 33, 128}}; /* n, in, out */
+    const uint64_t others = rng;
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int relu = 0; relu < 2; relu++) {
+            const int n = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            const DdpEpilogue epilogue = relu ? DDP_EPILOGUE_BIAS_RELU : DDP_EPILOGUE_BIAS;
+            float *x = random_floats((size_t)n * in), *w = random_floats((size_t)out * in);
+            float *bias = random_floats((size_t)out);
+            float *want = filled((size_t)n * out, NAN), *got = filled((size_t)n * out, NAN);
+            ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, want, out);
+            for (int e = 0; e < n * out; e++)
+                want[e] = epilogue_of(epilogue, want[e], bias[e % out]);
+            ddp_linear_forward_bias(ops, n, in, out, x, w, bias, epilogue, got);
+            CU_ASSERT(memcmp(got, want, (size_t)n * out * sizeof *got) == 0);
+            free(x), free(w), free(bias), free(want), free(got);
+        }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+    rng = others;
+}
+
 /* Backward data and filter against the direct adjoints, and, where the shape is
  * small enough for one forward per element, against finite differences. */
 static void test_conv_backward(void)
@@ -1250,6 +1330,7 @@ static void test_backward_data_beta(void)
         ddp_onednn_choose(-1);                                                               \
     }
 OWN_AND_ONEDNN(test_conv_forward)
+OWN_AND_ONEDNN(test_conv_forward_bias)
 OWN_AND_ONEDNN(test_conv_backward)
 OWN_AND_ONEDNN(test_backward_filter_beta)
 OWN_AND_ONEDNN(test_backward_data_beta)
@@ -1376,6 +1457,8 @@ void suite_ops(void)
     static const TestCase cases[] = {
         {"conv shape checks and output size", test_shape_init},
         {"conv forward vs direct convolution", test_conv_forward_own},
+        {"conv forward with bias and relu = the conv, then the epilogue, bit for bit", test_conv_forward_bias_own},
+        {"linear forward with bias and relu = gemm, then the epilogue, bit for bit", test_linear_forward_bias},
         {"conv backward vs direct adjoints and finite differences", test_conv_backward_own},
         {"conv backward filter beta and micro-batches", test_backward_filter_beta_own},
         {"conv backward data beta", test_backward_data_beta_own},
@@ -1401,6 +1484,8 @@ void suite_ops(void)
         {"scratch size and descriptions", test_workspace_own},
         {"oneDNN: the passes it takes by shape; DDP_CPU_CONV=own, onednn and a bad value", test_onednn_chosen},
         {"oneDNN: conv forward vs direct convolution", test_conv_forward_onednn},
+        {"oneDNN: conv forward with bias and relu = the conv, then the epilogue, bit for bit",
+         test_conv_forward_bias_onednn},
         {"oneDNN: conv backward vs direct adjoints and finite differences", test_conv_backward_onednn},
         {"oneDNN: conv backward filter beta and micro-batches", test_backward_filter_beta_onednn},
         {"oneDNN: conv backward data beta", test_backward_data_beta_onednn},

@@ -64,17 +64,6 @@ DDP_KERNEL linear2_leaky_relu_backward(int n, float *dy, const float *y)
 }
 
 // adam_mse.net:8: linear 10
-DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// adam_mse.net:8: linear 10
 DDP_KERNEL linear3_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -192,8 +181,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(linear2_leaky_relu_forward, (int64_t)n * 32, n, leaky_relu1_out);
     DDP_LAYER_DONE("linear2 forward, adam_mse.net:7");
     // adam_mse.net:8: linear 10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 32, 1.0f, leaky_relu1_out, 32, linear3_weight, 32, 0.0f, linear3_out, 10);
-    DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 10, n, linear3_out, linear3_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 32, 10, leaky_relu1_out, linear3_weight, linear3_bias, DDP_EPILOGUE_BIAS, linear3_out);
     DDP_LAYER_DONE("linear3 forward, adam_mse.net:8");
 }
 
@@ -329,8 +317,7 @@ int main(int argc, char **argv)
 // forward         linear1_bias_tanh_forward                1,024           1
 // forward         ddp_gemm (linear2)                     library           -
 // forward         linear2_leaky_relu_forward                 512           1
-// forward         ddp_gemm (linear3)                     library           -
-// forward         linear3_bias_forward                       256           1
+// forward         ddp_linear_forward_bias (linear3)      library           -
 // train_step      loss_forward_backward                      256          20
 // train_step      loss_reduce                                256           1
 // train_step      linear3_bias_backward                    2,560           1
@@ -345,6 +332,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_adam_step                     52,736           1
 //
-// a training step: 9 kernel launches and 8 library calls from the generated functions
+// a training step: 8 kernel launches and 8 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 20 (loss_forward_backward)

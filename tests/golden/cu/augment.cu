@@ -7,17 +7,6 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 8, HW = 256;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
 // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu (its mask in maxpool1's backward)
 DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
@@ -85,17 +74,6 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
             dxp[16] = g2;
             dxp[17] = g3;
         }
-    }
-}
-
-// augment.net:15: linear 10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -211,15 +189,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     (void)train;  // no layer of this net behaves differently in training
     // augment.net:13: conv 3->8 k3 p1, with augment.net:13: relu
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
-    DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 2048, n, relu1_out, conv1_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("conv1 forward, augment.net:13");
     // augment.net:13: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 512, n, relu1_out, maxpool1_out, maxpool1_argmax);
     DDP_LAYER_DONE("maxpool1 forward, augment.net:13");
     // augment.net:15: linear 10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 512, 1.0f, flatten1_out, 512, linear1_weight, 512, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 512, 10, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, augment.net:15");
 }
 
@@ -350,11 +326,9 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_relu_forward                131,072           1
+// forward         ddp_conv_forward_bias (conv1)          library           -
 // forward         maxpool1_forward                        32,768           4
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       768           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // train_step      loss_forward_backward                      256          30
 // train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                    2,560           1
@@ -367,6 +341,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                       5,376           1
 //
-// a training step: 9 kernel launches and 5 library calls from the generated functions
+// a training step: 7 kernel launches and 5 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 30 (loss_forward_backward)

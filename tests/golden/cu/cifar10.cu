@@ -1275,17 +1275,6 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 }
 
 // cifar10.net:23: linear 256->10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// cifar10.net:23: linear 256->10
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -1700,8 +1689,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 256, n, gelu8_out, global_avgpool1_out);
     DDP_LAYER_DONE("global_avgpool1 forward, cifar10.net:22");
     // cifar10.net:23: linear 256->10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 256, 1.0f, global_avgpool1_out, 256, linear1_weight, 256, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 256, 10, global_avgpool1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, cifar10.net:23");
 }
 
@@ -2222,8 +2210,7 @@ int main(int argc, char **argv)
 // forward         bn8_eval_forward (evaluation)         2,097,152           1
 // forward         gelu8_forward                         2,097,152           1
 // forward         global_avgpool1_forward                 131,072          16
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                      5,120           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // train_step      loss_forward_backward                       512          30
 // train_step      loss_reduce                                 512           1
 // train_step      linear1_bias_backward                     5,120           1
@@ -2286,6 +2273,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    512           1
 // optimizer_step  optimizer_sgd_step                      761,088           1
 //
-// a training step: 73 kernel launches and 42 library calls from the generated functions
+// a training step: 72 kernel launches and 42 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 128 (bn1_sums_forward (training))

@@ -8,17 +8,6 @@
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
 // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
-DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
-// crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
 DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 36;  // channels, pixels of a plane
@@ -41,17 +30,6 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             ddp_sum_merge(&total, sum);
             dbias[c] = ddp_grad_close(total);
         }
-    }
-}
-
-// crlf_and_semicolons.net:1: linear 144->3
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 3, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -165,12 +143,10 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
     // crlf_and_semicolons.net:1: conv 2->4 k3, with crlf_and_semicolons.net:1: relu
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
-    DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 144, n, relu1_out, conv1_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("conv1 forward, crlf_and_semicolons.net:1");
     // crlf_and_semicolons.net:1: linear 144->3
-    ddp_gemm(ctx->ops, 0, 1, n, 3, 144, 1.0f, flatten1_out, 144, linear1_weight, 144, 0.0f, linear1_out, 3);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 3, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 144, 3, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, crlf_and_semicolons.net:1");
 }
 
@@ -291,10 +267,8 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_relu_forward                  1,280           1
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       256           1
+// forward         ddp_conv_forward_bias (conv1)          library           -
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // train_step      loss_forward_backward                      256           9
 // train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                      768           1
@@ -306,6 +280,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                         512           1
 //
-// a training step: 7 kernel launches and 5 library calls from the generated functions
+// a training step: 5 kernel launches and 5 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 9 (loss_forward_backward)

@@ -159,17 +159,6 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 }
 
 // dropout_residual.net:8: linear 4
-DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// dropout_residual.net:8: linear 4
 DDP_KERNEL linear3_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 1;  // channels, pixels of a plane
@@ -310,8 +299,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(relu1_forward, (int64_t)n * 16, n, res2_out, relu1_out);
     DDP_LAYER_DONE("relu1 forward, dropout_residual.net:7");
     // dropout_residual.net:8: linear 4
-    ddp_gemm(ctx->ops, 0, 1, n, 4, 16, 1.0f, relu1_out, 16, linear3_weight, 16, 0.0f, linear3_out, 4);
-    DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 4, n, linear3_out, linear3_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 16, 4, relu1_out, linear3_weight, linear3_bias, DDP_EPILOGUE_BIAS, linear3_out);
     DDP_LAYER_DONE("linear3 forward, dropout_residual.net:8");
 }
 
@@ -474,8 +462,7 @@ int main(int argc, char **argv)
 // forward         res1_forward                             1,024           1
 // forward         res2_forward                             1,024           1
 // forward         relu1_forward                            1,024           1
-// forward         ddp_gemm (linear3)                     library           -
-// forward         linear3_bias_forward                       256           1
+// forward         ddp_linear_forward_bias (linear3)      library           -
 // train_step      loss_forward_backward                      256          12
 // train_step      loss_reduce                                256           1
 // train_step      linear3_bias_backward                    1,024           1
@@ -495,6 +482,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                         768           1
 //
-// a training step: 18 kernel launches and 8 library calls from the generated functions
+// a training step: 17 kernel launches and 8 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 12 (loss_forward_backward)

@@ -16,17 +16,6 @@ static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)
 }
 
 // everything.net:4: stem: conv 3->16 k3 s1 p1
-DDP_KERNEL stem_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// everything.net:4: stem: conv 3->16 k3 s1 p1
 DDP_KERNEL stem_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 1024;  // channels, pixels of a plane
@@ -399,17 +388,6 @@ DDP_KERNEL avgpool1_backward(int n, const float *dy, float *dx, int accumulate)
 }
 
 // everything.net:15: conv 32 k3 s2 p1
-DDP_KERNEL conv5_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 32, HW = 16;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// everything.net:15: conv 32 k3 s2 p1
 DDP_KERNEL conv5_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 32, HW = 16;  // channels, pixels of a plane
@@ -585,17 +563,6 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
     DDP_FOR(i, (int64_t)n * C * HW) {
         float g = dy[i / HW] * 0.0625f;
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// everything.net:18: head: linear 32->64
-DDP_KERNEL head_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 64, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -843,8 +810,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DdpSum *bn2_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn2_sums_at);
     float *bn2_stats = A + ARENA_PER_SAMPLE * B + bn2_stats_at;
     // everything.net:4: stem: conv 3->16 k3 s1 p1
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, stem_weight, stem_out);
-    DDP_LAUNCH(stem_bias_forward, (int64_t)n * 16384, n, stem_out, stem_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, stem_weight, stem_bias, DDP_EPILOGUE_BIAS, stem_out);
     DDP_LAYER_DONE("stem forward, everything.net:4");
     // everything.net:5: batchnorm eps=1e-3 momentum=0.05
     if (train) {
@@ -889,8 +855,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 1024, n, maxpool1_out, avgpool1_out);
     DDP_LAYER_DONE("avgpool1 forward, everything.net:14");
     // everything.net:15: conv 32 k3 s2 p1
-    ddp_conv_forward(ctx->ops, 4, n, avgpool1_out, conv5_weight, conv5_out);
-    DDP_LAUNCH(conv5_bias_forward, (int64_t)n * 512, n, conv5_out, conv5_bias);
+    ddp_conv_forward_bias(ctx->ops, 4, n, avgpool1_out, conv5_weight, conv5_bias, DDP_EPILOGUE_BIAS, conv5_out);
     DDP_LAYER_DONE("conv5 forward, everything.net:15");
     // everything.net:15: batchnorm sync=off
     if (train) {
@@ -908,8 +873,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 32, n, gelu2_out, global_avgpool1_out);
     DDP_LAYER_DONE("global_avgpool1 forward, everything.net:16");
     // everything.net:18: head: linear 32->64
-    ddp_gemm(ctx->ops, 0, 1, n, 64, 32, 1.0f, flatten1_out, 32, head_weight, 32, 0.0f, head_out, 64);
-    DDP_LAUNCH(head_bias_forward, (int64_t)n * 64, n, head_out, head_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 32, 64, flatten1_out, head_weight, head_bias, DDP_EPILOGUE_BIAS, head_out);
     DDP_LAYER_DONE("head forward, everything.net:18");
     // everything.net:19: dropout p=0.1
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 64, n, head_out, dropout1_out, ctx->sample_ids,
@@ -1214,8 +1178,7 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                  threads work/thread
-// forward         ddp_conv_forward (stem)                 library           -
-// forward         stem_bias_forward                       524,288           1
+// forward         ddp_conv_forward_bias (stem)            library           -
 // forward         bn1_sums_forward (training)             131,072           4
 // forward         ddp_sync_batchnorm (bn1) (training)     library           -
 // forward         bn1_stats_forward (training)                256           1
@@ -1233,16 +1196,14 @@ int main(int argc, char **argv)
 // forward         res1_forward                            524,288           1
 // forward         maxpool1_forward                        131,072           9
 // forward         avgpool1_forward                         32,768           4
-// forward         ddp_conv_forward (conv5)                library           -
-// forward         conv5_bias_forward                       16,384           1
+// forward         ddp_conv_forward_bias (conv5)           library           -
 // forward         bn2_sums_forward (training)              16,384           1
 // forward         bn2_stats_forward (training)                256           1
 // forward         bn2_normalize_forward (training)         16,384           1
 // forward         bn2_eval_forward (evaluation)            16,384           1
 // forward         gelu2_forward                            16,384           1
 // forward         global_avgpool1_forward                   1,024          16
-// forward         ddp_gemm (head)                         library           -
-// forward         head_bias_forward                         2,048           1
+// forward         ddp_linear_forward_bias (head)          library           -
 // forward         dropout1_forward                          2,048           1
 // forward         ddp_gemm (linear2)                      library           -
 // forward         log_softmax1_forward                        256          30
@@ -1286,6 +1247,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_adam_step                      11,264           1
 //
-// a training step: 45 kernel launches and 22 library calls from the generated functions
+// a training step: 42 kernel launches and 22 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 30 (log_softmax1_forward)

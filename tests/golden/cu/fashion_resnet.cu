@@ -1284,17 +1284,6 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 }
 
 // fashion_resnet.net:26: linear 64->10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// fashion_resnet.net:26: linear 64->10
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -1725,8 +1714,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 64, n, relu9_out, global_avgpool1_out);
     DDP_LAYER_DONE("global_avgpool1 forward, fashion_resnet.net:25");
     // fashion_resnet.net:26: linear 64->10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 64, 1.0f, global_avgpool1_out, 64, linear1_weight, 64, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 64, 10, global_avgpool1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, fashion_resnet.net:26");
 }
 
@@ -2274,8 +2262,7 @@ int main(int argc, char **argv)
 // forward         res3_forward                            401,408           1
 // forward         relu9_forward                           401,408           1
 // forward         global_avgpool1_forward                   8,192          49
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                      1,280           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // train_step      loss_forward_backward                       256          30
 // train_step      loss_reduce                                 256           1
 // train_step      linear1_bias_backward                     2,560           1
@@ -2342,6 +2329,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                      121,344           1
 //
-// a training step: 76 kernel launches and 47 library calls from the generated functions
+// a training step: 75 kernel launches and 47 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 49 (global_avgpool1_forward)

@@ -8,17 +8,6 @@
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
 // minimal.net:2: linear 2
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 2, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// minimal.net:2: linear 2
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 2, HW = 1;  // channels, pixels of a plane
@@ -116,8 +105,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
     // minimal.net:2: linear 2
-    ddp_gemm(ctx->ops, 0, 1, n, 2, 4, 1.0f, ctx->x, 4, linear1_weight, 4, 0.0f, linear1_out, 2);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 2, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 4, 2, ctx->x, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, minimal.net:2");
 }
 
@@ -216,8 +204,7 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       256           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // train_step      loss_forward_backward                      256           4
 // train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                      512           1
@@ -226,6 +213,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                         256           1
 //
-// a training step: 5 kernel launches and 2 library calls from the generated functions
+// a training step: 4 kernel launches and 2 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 4 (loss_forward_backward)

@@ -53,17 +53,6 @@ DDP_KERNEL conv1_bias_leaky_relu_backward(int n, float *dy, const float *y, DdpG
 }
 
 // mix.net:5: conv 8->8 k3 p1 groups=4
-DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 8, HW = 196;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// mix.net:5: conv 8->8 k3 p1 groups=4
 DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 8, HW = 196;  // channels, pixels of a plane
@@ -392,17 +381,6 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 }
 
 // mix.net:10: conv 16 k1
-DDP_KERNEL conv4_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 16, HW = 49;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// mix.net:10: conv 16 k1
 DDP_KERNEL conv4_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 16, HW = 49;  // channels, pixels of a plane
@@ -612,17 +590,6 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
     DDP_FOR(i, (int64_t)n * C * HW) {
         float g = dy[i / HW] * 0.0204081633f;
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// mix.net:13: linear 10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -838,8 +805,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(conv1_bias_leaky_relu_forward, (int64_t)n * 1568, n, leaky_relu1_out, conv1_bias);
     DDP_LAYER_DONE("conv1 forward, mix.net:4");
     // mix.net:5: conv 8->8 k3 p1 groups=4
-    ddp_conv_forward(ctx->ops, 1, n, leaky_relu1_out, conv2_weight, conv2_out);
-    DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 1568, n, conv2_out, conv2_bias);
+    ddp_conv_forward_bias(ctx->ops, 1, n, leaky_relu1_out, conv2_weight, conv2_bias, DDP_EPILOGUE_BIAS, conv2_out);
     DDP_LAYER_DONE("conv2 forward, mix.net:5");
     // mix.net:5: batchnorm
     if (train) {
@@ -871,8 +837,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 392, n, avgpool1_out, gelu1_out);
     DDP_LAYER_DONE("gelu1 forward, mix.net:9");
     // mix.net:10: conv 16 k1
-    ddp_conv_forward(ctx->ops, 3, n, gelu1_out, conv4_weight, conv4_out);
-    DDP_LAUNCH(conv4_bias_forward, (int64_t)n * 784, n, conv4_out, conv4_bias);
+    ddp_conv_forward_bias(ctx->ops, 3, n, gelu1_out, conv4_weight, conv4_bias, DDP_EPILOGUE_BIAS, conv4_out);
     DDP_LAYER_DONE("conv4 forward, mix.net:10");
     // mix.net:10: batchnorm sync=off
     if (train) {
@@ -899,8 +864,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 16, n, res2_out, global_avgpool1_out);
     DDP_LAYER_DONE("global_avgpool1 forward, mix.net:12");
     // mix.net:13: linear 10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 16, 1.0f, global_avgpool1_out, 16, linear1_weight, 16, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 16, 10, global_avgpool1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, mix.net:13");
     // mix.net:14: log_softmax
     DDP_LAUNCH(log_softmax1_forward, n, n, linear1_out, log_softmax1_out);
@@ -1184,8 +1148,7 @@ int main(int argc, char **argv)
 // function        launch                                  threads work/thread
 // forward         ddp_conv_forward (conv1)                library           -
 // forward         conv1_bias_leaky_relu_forward            25,088           1
-// forward         ddp_conv_forward (conv2)                library           -
-// forward         conv2_bias_forward                       25,088           1
+// forward         ddp_conv_forward_bias (conv2)           library           -
 // forward         bn1_sums_forward (training)              32,768           1
 // forward         ddp_sync_batchnorm (bn1) (training)     library           -
 // forward         bn1_stats_forward (training)                256           1
@@ -1198,8 +1161,7 @@ int main(int argc, char **argv)
 // forward         maxpool1_forward                          6,400           9
 // forward         avgpool1_forward                          6,400           9
 // forward         gelu1_forward                             6,400           1
-// forward         ddp_conv_forward (conv4)                library           -
-// forward         conv4_bias_forward                       12,544           1
+// forward         ddp_conv_forward_bias (conv4)           library           -
 // forward         bn2_sums_forward (training)              16,384           1
 // forward         bn2_stats_forward (training)                256           1
 // forward         bn2_normalize_forward (training)         12,544           1
@@ -1209,8 +1171,7 @@ int main(int argc, char **argv)
 // forward         gelu2_forward                            12,544           1
 // forward         res2_forward                             12,544           1
 // forward         global_avgpool1_forward                     256          49
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                        256           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // forward         log_softmax1_forward                        256          30
 // train_step      loss_forward_backward                       256          20
 // train_step      loss_reduce                                 256           1
@@ -1249,6 +1210,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                        3,584           1
 //
-// a training step: 43 kernel launches and 19 library calls from the generated functions
+// a training step: 40 kernel launches and 19 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 49 (global_avgpool1_forward)

@@ -8,17 +8,6 @@
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
 // mlp.net:4: linear 784->512, with mlp.net:4: relu
-DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 512, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
-// mlp.net:4: linear 784->512, with mlp.net:4: relu
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 512, HW = 1;  // channels, pixels of a plane
@@ -72,17 +61,6 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
 }
 
 // mlp.net:6: linear 256
-DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 256, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// mlp.net:6: linear 256
 DDP_KERNEL linear2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 256, HW = 1;  // channels, pixels of a plane
@@ -120,17 +98,6 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
     DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// mlp.net:7: linear 10
-DDP_KERNEL linear3_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -253,23 +220,20 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *gelu1_out = A + gelu1_out_at * B;
     float *linear3_out = A + linear3_out_at * B;
     // mlp.net:4: linear 784->512, with mlp.net:4: relu
-    ddp_gemm(ctx->ops, 0, 1, n, 512, 784, 1.0f, ctx->x, 784, linear1_weight, 784, 0.0f, relu1_out, 512);
-    DDP_LAUNCH(linear1_bias_relu_forward, (int64_t)n * 512, n, relu1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 784, 512, ctx->x, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("linear1 forward, mlp.net:4");
     // mlp.net:5: dropout 0.2
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 512, n, relu1_out, dropout1_out, ctx->sample_ids,
                ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout1 forward, mlp.net:5");
     // mlp.net:6: linear 256
-    ddp_gemm(ctx->ops, 0, 1, n, 256, 512, 1.0f, dropout1_out, 512, linear2_weight, 512, 0.0f, linear2_out, 256);
-    DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 256, n, linear2_out, linear2_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 512, 256, dropout1_out, linear2_weight, linear2_bias, DDP_EPILOGUE_BIAS, linear2_out);
     DDP_LAYER_DONE("linear2 forward, mlp.net:6");
     // mlp.net:6: gelu
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 256, n, linear2_out, gelu1_out);
     DDP_LAYER_DONE("gelu1 forward, mlp.net:6");
     // mlp.net:7: linear 10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 256, 1.0f, gelu1_out, 256, linear3_weight, 256, 0.0f, linear3_out, 10);
-    DDP_LAUNCH(linear3_bias_forward, (int64_t)n * 10, n, linear3_out, linear3_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 256, 10, gelu1_out, linear3_weight, linear3_bias, DDP_EPILOGUE_BIAS, linear3_out);
     DDP_LAYER_DONE("linear3 forward, mlp.net:7");
 }
 
@@ -416,14 +380,11 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_relu_forward               65,536           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // forward         dropout1_forward                        65,536           1
-// forward         ddp_gemm (linear2)                     library           -
-// forward         linear2_bias_forward                    32,768           1
+// forward         ddp_linear_forward_bias (linear2)      library           -
 // forward         gelu1_forward                           32,768           1
-// forward         ddp_gemm (linear3)                     library           -
-// forward         linear3_bias_forward                     1,280           1
+// forward         ddp_linear_forward_bias (linear3)      library           -
 // train_step      loss_forward_backward                      256          30
 // train_step      loss_reduce                                256           1
 // train_step      linear3_bias_backward                    2,560           1
@@ -440,6 +401,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_adam_step                    536,064           1
 //
-// a training step: 13 kernel launches and 8 library calls from the generated functions
+// a training step: 10 kernel launches and 8 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 30 (loss_forward_backward)

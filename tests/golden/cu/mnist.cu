@@ -7,17 +7,6 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 32, HW = 576;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
 // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu (its mask in maxpool1's backward)
 DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
@@ -85,17 +74,6 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
             dxp[24] = g2;
             dxp[25] = g3;
         }
-    }
-}
-
-// mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-DDP_KERNEL conv2_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 64, HW = 64;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
     }
 }
 
@@ -170,17 +148,6 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
 }
 
 // mnist.net:9: linear 1024->128, with mnist.net:9: relu
-DDP_KERNEL linear1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 128, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
-// mnist.net:9: linear 1024->128, with mnist.net:9: relu
 DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 128, HW = 1;  // channels, pixels of a plane
@@ -203,17 +170,6 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
             ddp_sum_merge(&total, sum);
             dbias[c] = ddp_grad_close(total);
         }
-    }
-}
-
-// mnist.net:10: linear 128->10
-DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -347,26 +303,22 @@ static void forward(DdpCtx *ctx, int n, int train)
     int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     (void)train;  // no layer of this net behaves differently in training
     // mnist.net:4: conv 1->32 k5, with mnist.net:5: relu
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
-    DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 18432, n, relu1_out, conv1_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("conv1 forward, mnist.net:4");
     // mnist.net:6: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 4608, n, relu1_out, maxpool1_out, maxpool1_argmax);
     DDP_LAYER_DONE("maxpool1 forward, mnist.net:6");
     // mnist.net:7: conv 32->64 k5, with mnist.net:7: relu
-    ddp_conv_forward(ctx->ops, 1, n, maxpool1_out, conv2_weight, relu2_out);
-    DDP_LAUNCH(conv2_bias_relu_forward, (int64_t)n * 4096, n, relu2_out, conv2_bias);
+    ddp_conv_forward_bias(ctx->ops, 1, n, maxpool1_out, conv2_weight, conv2_bias, DDP_EPILOGUE_BIAS_RELU, relu2_out);
     DDP_LAYER_DONE("conv2 forward, mnist.net:7");
     // mnist.net:7: maxpool 2
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 1024, n, relu2_out, maxpool2_out, maxpool2_argmax);
     DDP_LAYER_DONE("maxpool2 forward, mnist.net:7");
     // mnist.net:9: linear 1024->128, with mnist.net:9: relu
-    ddp_gemm(ctx->ops, 0, 1, n, 128, 1024, 1.0f, flatten1_out, 1024, linear1_weight, 1024, 0.0f, relu3_out, 128);
-    DDP_LAUNCH(linear1_bias_relu_forward, (int64_t)n * 128, n, relu3_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 1024, 128, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS_RELU, relu3_out);
     DDP_LAYER_DONE("linear1 forward, mnist.net:9");
     // mnist.net:10: linear 128->10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 128, 1.0f, relu3_out, 128, linear2_weight, 128, 0.0f, linear2_out, 10);
-    DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 10, n, linear2_out, linear2_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 128, 10, relu3_out, linear2_weight, linear2_bias, DDP_EPILOGUE_BIAS, linear2_out);
     DDP_LAYER_DONE("linear2 forward, mnist.net:10");
 }
 
@@ -535,16 +487,12 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_relu_forward              1,179,648           1
+// forward         ddp_conv_forward_bias (conv1)          library           -
 // forward         maxpool1_forward                       294,912           4
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_bias_relu_forward                262,144           1
+// forward         ddp_conv_forward_bias (conv2)          library           -
 // forward         maxpool2_forward                        65,536           4
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_relu_forward                8,192           1
-// forward         ddp_gemm (linear2)                     library           -
-// forward         linear2_bias_forward                       768           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
+// forward         ddp_linear_forward_bias (linear2)      library           -
 // train_step      loss_forward_backward                      256          30
 // train_step      loss_reduce                                256           1
 // train_step      linear2_bias_backward                    2,560           1
@@ -564,6 +512,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                     184,832           1
 //
-// a training step: 15 kernel launches and 11 library calls from the generated functions
+// a training step: 11 kernel launches and 11 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 30 (loss_forward_backward)

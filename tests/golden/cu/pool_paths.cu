@@ -7,17 +7,6 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
-DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 576;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
 // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu (its mask in maxpool1's backward)
 DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
@@ -132,17 +121,6 @@ DDP_KERNEL dropout2_backward(int n, const float *dy, float *dx, const int64_t *s
 }
 
 // pool_paths.net:10: conv 4->4 k3 p1
-DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 16;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// pool_paths.net:10: conv 4->4 k3 p1
 DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 16;  // channels, pixels of a plane
@@ -231,17 +209,6 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, floa
                     g += dy[o];
             }
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// pool_paths.net:13: linear 16->10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -375,8 +342,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     int32_t *maxpool2_argmax = (int32_t *)(A + maxpool2_argmax_at * B);
     // pool_paths.net:6: conv 1->4 k3 p1, with pool_paths.net:7: relu
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
-    DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 2304, n, relu1_out, conv1_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("conv1 forward, pool_paths.net:6");
     // pool_paths.net:8: maxpool 6
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 64, n, relu1_out, maxpool1_out, maxpool1_argmax);
@@ -390,8 +356,7 @@ static void forward(DdpCtx *ctx, int n, int train)
                ctx->seed, ctx->step_scalars, train);
     DDP_LAYER_DONE("dropout2 forward, pool_paths.net:10");
     // pool_paths.net:10: conv 4->4 k3 p1
-    ddp_conv_forward(ctx->ops, 1, n, dropout2_out, conv2_weight, conv2_out);
-    DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 64, n, conv2_out, conv2_bias);
+    ddp_conv_forward_bias(ctx->ops, 1, n, dropout2_out, conv2_weight, conv2_bias, DDP_EPILOGUE_BIAS, conv2_out);
     DDP_LAYER_DONE("conv2 forward, pool_paths.net:10");
     // pool_paths.net:10: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 64, n, conv2_out, dropout1_out, res1_out);
@@ -400,8 +365,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 16, n, res1_out, maxpool2_out, maxpool2_argmax);
     DDP_LAYER_DONE("maxpool2 forward, pool_paths.net:11");
     // pool_paths.net:13: linear 16->10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 16, 1.0f, flatten1_out, 16, linear1_weight, 16, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 16, 10, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, pool_paths.net:13");
 }
 
@@ -566,17 +530,14 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                 threads work/thread
-// forward         ddp_conv_forward (conv1)               library           -
-// forward         conv1_bias_relu_forward                147,456           1
+// forward         ddp_conv_forward_bias (conv1)          library           -
 // forward         maxpool1_forward                         4,096          36
 // forward         dropout1_forward                         4,096           1
 // forward         dropout2_forward                         4,096           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_bias_forward                       4,096           1
+// forward         ddp_conv_forward_bias (conv2)          library           -
 // forward         res1_forward                             4,096           1
 // forward         maxpool2_forward                         1,024           9
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       768           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // train_step      loss_forward_backward                      256          30
 // train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                    2,560           1
@@ -596,6 +557,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                         512           1
 //
-// a training step: 19 kernel launches and 8 library calls from the generated functions
+// a training step: 16 kernel launches and 8 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 36 (maxpool1_forward)

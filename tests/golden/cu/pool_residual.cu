@@ -83,17 +83,6 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, floa
 }
 
 // pool_residual.net:6: conv 4->4 k3 p1
-DDP_KERNEL conv2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 784;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// pool_residual.net:6: conv 4->4 k3 p1
 DDP_KERNEL conv2_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 4, HW = 784;  // channels, pixels of a plane
@@ -312,17 +301,6 @@ DDP_KERNEL maxpool3_backward(int n, const float *dy, const int32_t *argmax, floa
 }
 
 // pool_residual.net:11: linear 10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// pool_residual.net:11: linear 10
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -473,8 +451,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 3136, n, tanh1_out, maxpool1_out, maxpool1_argmax);
     DDP_LAYER_DONE("maxpool1 forward, pool_residual.net:6");
     // pool_residual.net:6: conv 4->4 k3 p1
-    ddp_conv_forward(ctx->ops, 1, n, maxpool1_out, conv2_weight, conv2_out);
-    DDP_LAUNCH(conv2_bias_forward, (int64_t)n * 3136, n, conv2_out, conv2_bias);
+    ddp_conv_forward_bias(ctx->ops, 1, n, maxpool1_out, conv2_weight, conv2_bias, DDP_EPILOGUE_BIAS, conv2_out);
     DDP_LAYER_DONE("conv2 forward, pool_residual.net:6");
     // pool_residual.net:6: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 3136, n, conv2_out, tanh1_out, res1_out);
@@ -496,8 +473,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(maxpool3_forward, (int64_t)n * 196, n, res2_out, maxpool3_out, maxpool3_argmax);
     DDP_LAYER_DONE("maxpool3 forward, pool_residual.net:9");
     // pool_residual.net:11: linear 10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 196, 1.0f, flatten1_out, 196, linear1_weight, 196, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 196, 10, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, pool_residual.net:11");
 }
 
@@ -689,8 +665,7 @@ int main(int argc, char **argv)
 // forward         ddp_conv_forward (conv1)               library           -
 // forward         conv1_bias_tanh_forward                 50,176           1
 // forward         maxpool1_forward                        50,176           1
-// forward         ddp_conv_forward (conv2)               library           -
-// forward         conv2_bias_forward                      50,176           1
+// forward         ddp_conv_forward_bias (conv2)          library           -
 // forward         res1_forward                            50,176           1
 // forward         maxpool2_forward                        12,544           4
 // forward         avgpool1_forward                        12,544           1
@@ -698,8 +673,7 @@ int main(int argc, char **argv)
 // forward         conv3_bias_sigmoid_forward              12,544           1
 // forward         res2_forward                            12,544           1
 // forward         maxpool3_forward                         3,328           4
-// forward         ddp_gemm (linear1)                     library           -
-// forward         linear1_bias_forward                       256           1
+// forward         ddp_linear_forward_bias (linear1)      library           -
 // train_step      loss_forward_backward                      256          30
 // train_step      loss_reduce                                256           1
 // train_step      linear1_bias_backward                    2,560           1
@@ -723,6 +697,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                   256           1
 // optimizer_step  optimizer_sgd_step                       2,560           1
 //
-// a training step: 23 kernel launches and 11 library calls from the generated functions
+// a training step: 21 kernel launches and 11 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 30 (loss_forward_backward)

@@ -7,17 +7,6 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu
-DDP_KERNEL conv1_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 3, HW = 144;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
 // relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu (its mask in maxpool1's backward)
 DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
@@ -149,17 +138,6 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
                     g += (y[o] > 0.0f ? dy[o] : 0.0f);
             }
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
-DDP_KERNEL conv3_bias_relu_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 4, HW = 36;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v > 0.0f ? v : 0.0f;
     }
 }
 
@@ -429,17 +407,6 @@ DDP_KERNEL maxpool4_backward(int n, const float *dy, const int32_t *argmax, floa
 }
 
 // relu_pools.net:19: linear 5
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 5, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// relu_pools.net:19: linear 5
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
@@ -591,8 +558,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
     int32_t *maxpool4_argmax = (int32_t *)(A + maxpool4_argmax_at * B);
     // relu_pools.net:10: conv 1->3 k3 p1, with relu_pools.net:10: relu
-    ddp_conv_forward(ctx->ops, 0, n, ctx->x, conv1_weight, relu1_out);
-    DDP_LAUNCH(conv1_bias_relu_forward, (int64_t)n * 432, n, relu1_out, conv1_bias);
+    ddp_conv_forward_bias(ctx->ops, 0, n, ctx->x, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS_RELU, relu1_out);
     DDP_LAYER_DONE("conv1 forward, relu_pools.net:10");
     // relu_pools.net:11: maxpool 2
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 108, n, relu1_out, maxpool1_out, maxpool1_argmax);
@@ -605,8 +571,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(maxpool2_forward, (int64_t)n * 144, n, relu2_out, maxpool2_out, maxpool2_argmax);
     DDP_LAYER_DONE("maxpool2 forward, relu_pools.net:13");
     // relu_pools.net:14: conv 4->4 k1, with relu_pools.net:14: relu
-    ddp_conv_forward(ctx->ops, 2, n, maxpool2_out, conv3_weight, relu3_out);
-    DDP_LAUNCH(conv3_bias_relu_forward, (int64_t)n * 144, n, relu3_out, conv3_bias);
+    ddp_conv_forward_bias(ctx->ops, 2, n, maxpool2_out, conv3_weight, conv3_bias, DDP_EPILOGUE_BIAS_RELU, relu3_out);
     DDP_LAYER_DONE("conv3 forward, relu_pools.net:14");
     // relu_pools.net:15: maxpool k3 s1 p1
     DDP_LAUNCH(maxpool3_forward, (int64_t)n * 144, n, relu3_out, maxpool3_out, maxpool3_argmax);
@@ -631,8 +596,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(maxpool4_forward, (int64_t)n * 4, n, relu4_out, maxpool4_out, maxpool4_argmax);
     DDP_LAYER_DONE("maxpool4 forward, relu_pools.net:17");
     // relu_pools.net:19: linear 5
-    ddp_gemm(ctx->ops, 0, 1, n, 5, 4, 1.0f, flatten1_out, 4, linear1_weight, 4, 0.0f, linear1_out, 5);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 5, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 4, 5, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, relu_pools.net:19");
 }
 
@@ -838,14 +802,12 @@ int main(int argc, char **argv)
 // per-channel sums: the (sample, pixel) terms it adds). Library calls choose their own.
 //
 // function        launch                                  threads work/thread
-// forward         ddp_conv_forward (conv1)                library           -
-// forward         conv1_bias_relu_forward                  27,648           1
+// forward         ddp_conv_forward_bias (conv1)           library           -
 // forward         maxpool1_forward                          6,912           4
 // forward         ddp_conv_forward (conv2)                library           -
 // forward         conv2_relu_forward                        9,216           1
 // forward         maxpool2_forward                          9,216           9
-// forward         ddp_conv_forward (conv3)                library           -
-// forward         conv3_bias_relu_forward                   9,216           1
+// forward         ddp_conv_forward_bias (conv3)           library           -
 // forward         maxpool3_forward                          9,216           9
 // forward         res1_forward                              9,216           1
 // forward         bn1_sums_forward (training)              16,384           1
@@ -855,8 +817,7 @@ int main(int argc, char **argv)
 // forward         bn1_eval_forward (evaluation)             9,216           1
 // forward         relu4_forward                             9,216           1
 // forward         maxpool4_forward                            256          36
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                        512           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // train_step      loss_forward_backward                       256          15
 // train_step      loss_reduce                                 256           1
 // train_step      linear1_bias_backward                     1,280           1
@@ -882,6 +843,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                          256           1
 //
-// a training step: 27 kernel launches and 13 library calls from the generated functions
+// a training step: 24 kernel launches and 13 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 36 (maxpool4_forward)

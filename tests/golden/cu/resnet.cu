@@ -904,17 +904,6 @@ DDP_KERNEL global_avgpool1_backward(int n, const float *dy, float *dx, int accum
 }
 
 // resnet.net:19: linear 32->10
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 10, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// resnet.net:19: linear 32->10
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -1243,8 +1232,7 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(global_avgpool1_forward, (int64_t)n * 32, n, avgpool1_out, global_avgpool1_out);
     DDP_LAYER_DONE("global_avgpool1 forward, resnet.net:18");
     // resnet.net:19: linear 32->10
-    ddp_gemm(ctx->ops, 0, 1, n, 10, 32, 1.0f, global_avgpool1_out, 32, linear1_weight, 32, 0.0f, linear1_out, 10);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 10, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 32, 10, global_avgpool1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, resnet.net:19");
 }
 
@@ -1646,8 +1634,7 @@ int main(int argc, char **argv)
 // forward         relu5_forward                           401,408           1
 // forward         avgpool1_forward                        100,352           4
 // forward         global_avgpool1_forward                   2,048          49
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                        768           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // train_step      loss_forward_backward                       256          30
 // train_step      loss_reduce                                 256           1
 // train_step      linear1_bias_backward                     2,560           1
@@ -1696,6 +1683,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                       28,416           1
 //
-// a training step: 55 kernel launches and 32 library calls from the generated functions
+// a training step: 54 kernel launches and 32 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 49 (global_avgpool1_forward)

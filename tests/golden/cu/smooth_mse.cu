@@ -245,17 +245,6 @@ DDP_KERNEL leaky_relu1_backward(int n, const float *dy, const float *x, float *d
 }
 
 // smooth_mse.net:9: linear 6
-DDP_KERNEL linear1_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 6, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
-    }
-}
-
-// smooth_mse.net:9: linear 6
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 6, HW = 1;  // channels, pixels of a plane
@@ -293,17 +282,6 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
     DDP_FOR(i, (int64_t)n * S) {
         float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
-    }
-}
-
-// smooth_mse.net:10: linear 5
-DDP_KERNEL linear2_bias_forward(int n, float *y, const float *bias)
-{
-    const int64_t C = 5, HW = 1;  // channels, pixels of a plane
-    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
-        int64_t i = plane * HW + j;
-        float v = y[i] + bias[plane % C];
-        y[i] = v;
     }
 }
 
@@ -465,15 +443,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     DDP_LAUNCH(leaky_relu1_forward, (int64_t)n * 64, n, bn1_out, leaky_relu1_out);
     DDP_LAYER_DONE("leaky_relu1 forward, smooth_mse.net:8");
     // smooth_mse.net:9: linear 6
-    ddp_gemm(ctx->ops, 0, 1, n, 6, 64, 1.0f, leaky_relu1_out, 64, linear1_weight, 64, 0.0f, linear1_out, 6);
-    DDP_LAUNCH(linear1_bias_forward, (int64_t)n * 6, n, linear1_out, linear1_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 64, 6, leaky_relu1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
     DDP_LAYER_DONE("linear1 forward, smooth_mse.net:9");
     // smooth_mse.net:9: gelu
     DDP_LAUNCH(gelu1_forward, (int64_t)n * 6, n, linear1_out, gelu1_out);
     DDP_LAYER_DONE("gelu1 forward, smooth_mse.net:9");
     // smooth_mse.net:10: linear 5
-    ddp_gemm(ctx->ops, 0, 1, n, 5, 6, 1.0f, gelu1_out, 6, linear2_weight, 6, 0.0f, linear2_out, 5);
-    DDP_LAUNCH(linear2_bias_forward, (int64_t)n * 5, n, linear2_out, linear2_bias);
+    ddp_linear_forward_bias(ctx->ops, n, 6, 5, gelu1_out, linear2_weight, linear2_bias, DDP_EPILOGUE_BIAS, linear2_out);
     DDP_LAYER_DONE("linear2 forward, smooth_mse.net:10");
 }
 
@@ -675,11 +651,9 @@ int main(int argc, char **argv)
 // forward         bn1_normalize_forward (training)          4,096           1
 // forward         bn1_eval_forward (evaluation)             4,096           1
 // forward         leaky_relu1_forward                       4,096           1
-// forward         ddp_gemm (linear1)                      library           -
-// forward         linear1_bias_forward                        512           1
+// forward         ddp_linear_forward_bias (linear1)       library           -
 // forward         gelu1_forward                               512           1
-// forward         ddp_gemm (linear2)                      library           -
-// forward         linear2_bias_forward                        512           1
+// forward         ddp_linear_forward_bias (linear2)       library           -
 // train_step      loss_forward_backward                       256          10
 // train_step      loss_reduce                                 256           1
 // train_step      linear2_bias_backward                     1,280           1
@@ -703,6 +677,6 @@ int main(int argc, char **argv)
 // eval_step       loss_reduce (evaluation)                    256           1
 // optimizer_step  optimizer_sgd_step                          768           1
 //
-// a training step: 22 kernel launches and 13 library calls from the generated functions
+// a training step: 20 kernel launches and 13 library calls from the generated functions
 // (the runtime's own, such as the bucket all-reduces, come on top);
 // the most work of one thread: 10 (loss_forward_backward)

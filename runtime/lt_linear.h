@@ -1,0 +1,41 @@
+/*
+ * lt_linear.h: a linear layer's forward as one cuBLASLt matmul with its bias
+ * (and relu) in the epilogue, for ops_cuda.cu's ddp_linear_forward_bias.
+ *
+ * cublasSgemm writes the product and a kernel then reads it back to add the
+ * bias and apply the relu; cuBLASLt's BIAS and RELU_BIAS epilogues do both
+ * while the tile is still in registers: one launch and one pass over y fewer.
+ *
+ * A plan (the descriptors and the heuristics' first algorithm) is made per
+ * shape, epilogue, math and the operands' alignment on the first call that
+ * needs it: a step's first, which runs outside any CUDA graph capture
+ * (step_graphs.h), and the epoch's short last batch's. Making one allocates
+ * host memory only. Where cuBLASLt has no algorithm for a plan, the call
+ * says so and the caller computes the same thing its own way; a plan that
+ * cuBLASLt refuses at the call is not tried again.
+ *
+ * Only ops_cuda.cu includes this.
+ */
+#ifndef DDPRT_LT_LINEAR_H
+#define DDPRT_LT_LINEAR_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "ops_epilogue.h"  // DdpEpilogue
+
+typedef struct DdpLtLinear DdpLtLinear;
+
+/* Queues on STREAM, sharing cuBLAS's WORKSPACE of BYTES (the calls on one
+ * stream never overlap). Returns 0, or a cuBLAS status name on failure. */
+const char *ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes);
+void ddp_lt_linear_destroy(DdpLtLinear *lt);
+
+/* y = EPILOGUE(x . w^T + bias) as ops.h's ddp_linear_forward_bias, on TF32
+ * tensor cores if TF32. 1: queued; 0: cuBLASLt has no algorithm for it, or
+ * refused it (nothing queued: compute it otherwise); -1: a failure, named in
+ * WHY. */
+int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, const float *x, const float *w,
+                          const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len);
+
+#endif
