@@ -38,4 +38,8 @@ void ddp_lt_linear_destroy(DdpLtLinear *lt);
 int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, const float *x, const float *w,
                           const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len);
 
+/* The plans made so far: *FUSED with an algorithm cuBLASLt ran, *REFUSED
+ * without (none found, or refused at the call). */
+void ddp_lt_linear_counts(const DdpLtLinear *lt, int *fused, int *refused);
+
 #endif

@@ -162,6 +162,13 @@ static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int ali
     return p;
 }
 
+void ddp_lt_linear_counts(const DdpLtLinear *lt, int *fused, int *refused)
+{
+    *fused = *refused = 0;
+    for (int i = 0; lt && i < lt->nplans; i++)
+        ++*(lt->plans[i].usable ? fused : refused);
+}
+
 int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, const float *x, const float *w,
                           const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len)
 {

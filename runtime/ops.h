@@ -163,6 +163,12 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len);
  * CPU); on GPUs "" (their steps are not bit-invariant anyway). */
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
 
+/* After steps have run: where the products' bias and relu went. On GPUs
+ * "bias and relu in cuDNN's epilogue for 2 convs, cuBLASLt's for 4 linear
+ * shapes; refused: none" (a refusal names how many went the plain way, the
+ * epilogue added after the call); on CPUs "" (always the same loop). */
+void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len);
+
 /* The per-step calls. N is this call's batch (1..the planned n): the last batch
  * of an epoch may be smaller. Activations other than a forward relu after a
  * bias are not here; generated kernels fuse them around these calls. */

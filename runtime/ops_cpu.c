@@ -892,6 +892,13 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
     }
 }
 
+void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len)
+{
+    (void)ops;
+    if (len)
+        buf[0] = '\0';
+}
+
 void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x, const float *w, const float *bias,
                              DdpEpilogue epilogue, float *y)
 {

@@ -103,6 +103,7 @@ typedef struct {
      * the algorithm chosen for it. */
     cudnnConvolutionDescriptor_t conv[NDIRS];
     cudnnTensorDescriptor_t bias; /* 1 x k x 1 x 1: ddp_conv_forward_bias's */
+    int fused;                    /* a fused call ran */
     int unfused;                  /* cuDNN refused the fused call: conv, then epilogue_kernel */
     Choice best[NDIRS];     /* first allowed at the planned batch */
     Choice fallback[NDIRS]; /* first allowed needing no workspace */
@@ -624,6 +625,26 @@ void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
         buf[0] = 0; /* GPU steps are not bit-invariant anyway (ddp_device_not_bit_invariant) */
 }
 
+void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len)
+{
+    int convs = 0, convs_refused = 0, linears = 0, linears_refused = 0;
+    for (int i = 0; i < ops->nconvs; i++) {
+        convs += ops->convs[i].fused;
+        convs_refused += ops->convs[i].unfused;
+    }
+    ddp_lt_linear_counts(ops->lt, &linears, &linears_refused);
+    if (!len)
+        return;
+    if (convs_refused + linears_refused == 0)
+        snprintf(buf, len, "bias and relu in cuDNN's epilogue for %d conv%s, cuBLASLt's for %d linear shape%s; "
+                 "refused: none", convs, convs == 1 ? "" : "s", linears, linears == 1 ? "" : "s");
+    else
+        snprintf(buf, len, "bias and relu in cuDNN's epilogue for %d conv%s, cuBLASLt's for %d linear shape%s; "
+                 "refused: %d conv%s, %d linear shape%s (added after the call)", convs, convs == 1 ? "" : "s",
+                 linears, linears == 1 ? "" : "s", convs_refused, convs_refused == 1 ? "" : "s", linears_refused,
+                 linears_refused == 1 ? "" : "s");
+}
+
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
 {
     if (!len)
@@ -809,7 +830,7 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
          * NOT_SUPPORTED or BAD_PARAM code, and the conv goes the plain way */
         cudnnStatus_t category = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
         if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM) {
-            CUDNN_RECORD(ops, st);
+            p->fused |= CUDNN_RECORD(ops, st);
             return;
         }
         p->unfused = 1;

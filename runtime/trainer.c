@@ -1395,6 +1395,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (ddp_device_is_gpu()) {
         int made = ddp_step_graphs_count(t->graphs);
         ddp_progress_note(&t->progress, "steps: %d CUDA graph%s made, one per batch shape", made, made == 1 ? "" : "s");
+        char fusion[256];
+        ddp_ops_describe_fusion(t->ops, fusion, sizeof fusion);
+        if (fusion[0])
+            ddp_progress_note(&t->progress, "products: %s", fusion);
     }
     if (t->stopped)
         return say_stopped(t, argc, argv);
