@@ -541,9 +541,9 @@ void toolchain_doctor(FILE *out, const char *runtime_lib, int runtime_mpi)
     Arena a = {0};
     fprintf(out, "ddpc %s\n", DDPC_VERSION);
     if (DDPC_NVCC[0])
-        fprintf(out, "nvcc:    %s (CUDA %s)\n", DDPC_NVCC, nvcc_version()[0] ? nvcc_version() : "version unknown");
+        fprintf(out, "nvcc:     %s (CUDA %s)\n", DDPC_NVCC, nvcc_version()[0] ? nvcc_version() : "version unknown");
     else
-        fputs("nvcc:    not found when ddpc was built: --target cuda is disabled "
+        fputs("nvcc:     not found when ddpc was built: --target cuda is disabled "
               "(install the CUDA toolkit, then rebuild ddpc)\n", out);
     const Toolchain *tc = toolchain_get();
     for (int i = 0; i < TOOL_LIBS; i++) {
@@ -551,24 +551,24 @@ void toolchain_doctor(FILE *out, const char *runtime_lib, int runtime_mpi)
         char label[16], hint[256];
         fill(label, sizeof label, "%s:", l->name);
         if (l->found)
-            fprintf(out, "%-8s %s, %s (headers %s; from %s)\n", label, l->version, l->lib, l->include, l->where);
+            fprintf(out, "%-9s %s, %s (headers %s; from %s)\n", label, l->version, l->lib, l->include, l->where);
         else
-            fprintf(out, "%-8s not found (%s): --target cuda will fail; looked in: %s\n", label,
+            fprintf(out, "%-9s not found (%s): --target cuda will fail; looked in: %s\n", label,
                     missing_hint(&lib_specs[i], hint, sizeof hint), l->looked);
     }
     if (DDPC_MPI_LIBS[0])
-        fprintf(out, "MPI:     %s\n", DDPC_MPI_LIBS);
+        fprintf(out, "MPI:      %s\n", DDPC_MPI_LIBS);
     else
-        fputs("MPI:     not found when ddpc was built: CPU programs run one rank (install MPI, then rebuild ddpc)\n",
+        fputs("MPI:      not found when ddpc was built: CPU programs run one rank (install MPI, then rebuild ddpc)\n",
               out);
     if (runtime_lib)
-        fprintf(out, "runtime: %s (%s)\n", runtime_lib,
+        fprintf(out, "runtime:  %s (%s)\n", runtime_lib,
                 runtime_mpi ? "uses MPI: CUDA programs link it" : "without MPI: CUDA programs do not link it");
     else if (DDPC_NVCC[0])
-        fputs("runtime: libddprt_cuda.a not found: --target cuda will fail (make builds it)\n", out);
+        fputs("runtime:  libddprt_cuda.a not found: --target cuda will fail (make builds it)\n", out);
     if (DDPC_NVCC[0])
-        fprintf(out, "arch:    %s\n", arch_words(&a));
-    fprintf(out, "GPU:     %s\n", toolchain_gpu_visible() ? "visible here: ddpc builds for cuda by default"
+        fprintf(out, "arch:     %s\n", arch_words(&a));
+    fprintf(out, "GPU:      %s\n", toolchain_gpu_visible() ? "visible here: ddpc builds for cuda by default"
                                                           : "none visible here: ddpc builds for the cpu by default");
     arena_free(&a);
 }

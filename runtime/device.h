@@ -5,15 +5,17 @@
  * One interface, two implementations, and a program links exactly one, as with
  * ops.h: device_cpu.c (host memory, no stream: every call is plain memory work)
  * sits in libddprt.a; device_cuda.cu (cudart: one device per process chosen by
- * its local rank, one non-blocking stream, pinned staging memory, async copies)
- * is linked ahead of the library by a GPU program, so device_cpu.o is never
- * pulled in. Both must define exactly the same symbols.
+ * its local rank, one non-blocking compute stream, pinned staging memory,
+ * async copies, and further streams for copies that overlap it) is linked
+ * ahead of the library by a GPU program, so device_cpu.o is never pulled in.
+ * Both must define exactly the same symbols.
  *
- * Shaped for a training loop that never waits on the device per step: copies
- * towards the device are queued on the stream behind the previous step, and
- * the host reuses a staging buffer only after the event recorded behind its
- * last copy has passed. Only ddp_copy_to_host and ddp_device_sync wait, and
- * the trainer calls them at log points.
+ * Shaped for a training loop that never waits on the device per step: a
+ * batch crosses towards the device on a copy stream of its own while the
+ * previous step runs (batch_upload.h), and the host reuses a staging buffer
+ * only after the event recorded behind its last copy has passed. Only
+ * ddp_copy_to_host, ddp_device_sync and the teardown of a stream wait, and
+ * the trainer calls the first two at log points.
  *
  * Failures are DDP_FAIL with the device library's own words ("cudaMalloc:
  * cudaErrorMemoryAllocation (out of memory)") recorded through status.h.

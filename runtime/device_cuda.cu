@@ -5,8 +5,10 @@
  * rank its own GPU, srun --gpus-per-task=1, shows it as GPU 0), else the one
  * numbered by its local rank (torchrun's LOCAL_RANK, as
  * torch.cuda.set_device(local_rank) in a DDP script); device_rules.c. It does
- * all its work on one stream created non-blocking, so nothing it queues waits
- * on the legacy default stream that libraries or a debugger might use.
+ * its work on one compute stream, and batches' copies on one of their own
+ * (ddp_stream_create, batch_upload.h), all created non-blocking, so nothing
+ * it queues waits on the legacy default stream that libraries or a debugger
+ * might use.
  *
  * The batch goes host -> device through pinned staging memory
  * (cudaMallocHost): only pinned memory lets cudaMemcpyAsync return before the

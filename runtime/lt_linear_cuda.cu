@@ -19,7 +19,8 @@
 enum { MOST_PLANS = 64 };
 
 typedef struct {
-    int n, in, out, tf32, alignment; /* the key; alignment: of the four pointers, in bytes (4..16) */
+    int n, in, out, tf32, alignment; /* the key; alignment: of x, w and y, in bytes (4..16) */
+    int bias_aligned;                /* the key too: the bias on 16 bytes, else never fused */
     DdpEpilogue epilogue;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
@@ -34,6 +35,7 @@ struct DdpLtLinear {
     size_t workspace_bytes;
     Plan plans[MOST_PLANS];
     int nplans;
+    int beyond_plans; /* a call found no room for its plan: computed the caller's way */
 };
 
 const char *ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes)
@@ -138,22 +140,31 @@ static int plan_make(DdpLtLinear *lt, Plan *p, char *why, size_t why_len)
     return 1;
 }
 
-/* The plan for the key, made on first use; NULL with WHY on a failure. */
-static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int alignment, DdpEpilogue epilogue,
-                      char *why, size_t why_len)
+/* The plan for the key, made on first use; NULL with WHY on a failure, or
+ * (WHY empty) past MOST_PLANS, which the caller computes its own way. */
+static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int alignment, int bias_aligned,
+                      DdpEpilogue epilogue, char *why, size_t why_len)
 {
     for (int i = 0; i < lt->nplans; i++) {
         Plan *p = &lt->plans[i];
         if (p->n == n && p->in == in && p->out == out && p->tf32 == tf32 && p->alignment == alignment &&
-            p->epilogue == epilogue)
+            p->bias_aligned == bias_aligned && p->epilogue == epilogue)
             return p;
     }
     if (lt->nplans == MOST_PLANS) {
-        snprintf(why, why_len, "more than %d cuBLASLt plans (linear shapes x batch sizes)", MOST_PLANS);
+        lt->beyond_plans = 1;
+        why[0] = '\0';
         return NULL;
     }
     Plan *p = &lt->plans[lt->nplans++];
-    *p = Plan{n, in, out, tf32, alignment, epilogue, NULL, NULL, NULL, NULL, cublasLtMatmulAlgo_t{}, 0};
+    *p = Plan{n, in, out, tf32, alignment, bias_aligned, epilogue, NULL, NULL, NULL, NULL, cublasLtMatmulAlgo_t{}, 0};
+    /* cuBLASLt's alignment preferences cover A, B, C and D, not the bias: a
+     * kernel it picks may load the bias 16 bytes at a time, and faults
+     * (misaligned address, which ends the CUDA context) on one that is not
+     * so aligned. The parameters lie packed in one buffer, so a bias often
+     * is not: that plan stays unfused. */
+    if (!bias_aligned)
+        return p;
     if (!plan_make(lt, p, why, why_len)) {
         plan_free(p);
         lt->nplans--;
@@ -167,15 +178,18 @@ void ddp_lt_linear_counts(const DdpLtLinear *lt, int *fused, int *refused)
     *fused = *refused = 0;
     for (int i = 0; lt && i < lt->nplans; i++)
         ++*(lt->plans[i].usable ? fused : refused);
+    if (lt)
+        *refused += lt->beyond_plans;
 }
 
 int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, const float *x, const float *w,
                           const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len)
 {
     const void *pointers[] = {x, w, y};
-    Plan *p = plan_for(lt, tf32, n, in, out, alignment_of(pointers, 3), epilogue, why, why_len);
+    Plan *p = plan_for(lt, tf32, n, in, out, alignment_of(pointers, 3), (uintptr_t)bias % 16 == 0, epilogue, why,
+                       why_len);
     if (!p)
-        return -1;
+        return why[0] ? -1 : 0;
     if (!p->usable)
         return 0;
     /* the bias's address is the call's: a host-side attribute, read when the

@@ -7,20 +7,23 @@
  *                around them, or Winograd: winograd_cpu.c), runs anywhere;
  *                most convs' passes on oneDNN, one sample per call
  *                (onednn_cpu.c), where it is built in;
- *   ops_cuda.cu  cuDNN + cuBLAS on one stream.
+ *   ops_cuda.cu  cuDNN + cuBLAS (and cuBLASLt: lt_linear.h) on one stream.
  * Both define the same set of symbols, so the build picks one by which object it
  * links; the generated code is the same either way. Everything else a step does
  * (activations, pooling, losses, the optimizer) is generated code, but for a
- * product's bias and relu, which the libraries fuse into their epilogues
- * (ddp_conv_forward_bias, ddp_linear_forward_bias).
+ * product's bias followed by a relu or by nothing, which the calls
+ * ddp_conv_forward_bias and ddp_linear_forward_bias add (on GPUs in the
+ * libraries' epilogues); a bias before another activation, and every bias
+ * gradient, stay generated kernels.
  *
  * Shaped for the training loop:
- *  - All choosing and allocating happens once at start-up: ddp_ops_plan_conv for
- *    each conv, ddp_ops_plan_linear for each linear layer, then ddp_ops_finalize.
- *    After that no call allocates (but for the CPU products' scratch and
- *    rounded copies, grown on the first step), synchronises
- *    or talks to the host, so a whole step can be captured in a CUDA graph
- *    (step_graphs.h).
+ *  - All choosing and allocating of device memory happens once at start-up:
+ *    ddp_ops_plan_conv for each conv, ddp_ops_plan_linear for each linear
+ *    layer, then ddp_ops_finalize. After that no call allocates (but for the
+ *    CPU products' scratch and rounded copies, grown on the first step, and
+ *    the GPU's cuBLASLt plans, host memory made on a shape's first call:
+ *    lt_linear.h), synchronises or talks to the host, so a whole step can be
+ *    captured in a CUDA graph (step_graphs.h).
  *  - The per-step calls return nothing. The first failure is recorded in the
  *    context (with the runtime file:line that saw it) and ddp_ops_status reports
  *    it; the program polls once per step, as it polls NCCL.
@@ -163,10 +166,11 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len);
  * CPU); on GPUs "" (their steps are not bit-invariant anyway). */
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
 
-/* After steps have run: where the products' bias and relu went. On GPUs
- * "bias and relu in cuDNN's epilogue for 2 convs, cuBLASLt's for 4 linear
- * shapes; refused: none" (a refusal names how many went the plain way, the
- * epilogue added after the call); on CPUs "" (always the same loop). */
+/* After steps have run: where the products' bias and relu went, for the
+ * end of a GPU run (README.md shows the line): how many convs cuDNN fused
+ * and how many linear shapes (a layer at each batch size) cuBLASLt did,
+ * and how many each refused, whose epilogue came after the call. "" where
+ * no product has a bias, and on CPUs (always the same loop). */
 void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len);
 
 /* The per-step calls. N is this call's batch (1..the planned n): the last batch

@@ -903,7 +903,7 @@ void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x
                              DdpEpilogue epilogue, float *y)
 {
     ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-    if (n > 0 && out > 0) /* bad sizes: recorded by ddp_gemm, y left as it was */
+    if (n > 0 && in > 0 && out > 0) /* else nothing to add to, or bad sizes, which ddp_gemm recorded */
         apply_epilogue_batch(ops, y, n, out, 1, bias, epilogue);
 }
 

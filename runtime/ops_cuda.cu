@@ -104,7 +104,7 @@ typedef struct {
     cudnnConvolutionDescriptor_t conv[NDIRS];
     cudnnTensorDescriptor_t bias; /* 1 x k x 1 x 1: ddp_conv_forward_bias's */
     int fused;                    /* a fused call ran */
-    int unfused;                  /* cuDNN refused the fused call: conv, then epilogue_kernel */
+    int refused;                  /* cuDNN refused one: that call went conv, then epilogue_kernel */
     Choice best[NDIRS];     /* first allowed at the planned batch */
     Choice fallback[NDIRS]; /* first allowed needing no workspace */
     int use_fallback[NDIRS];/* at the current n, best does not fit */
@@ -630,19 +630,23 @@ void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len)
     int convs = 0, convs_refused = 0, linears = 0, linears_refused = 0;
     for (int i = 0; i < ops->nconvs; i++) {
         convs += ops->convs[i].fused;
-        convs_refused += ops->convs[i].unfused;
+        convs_refused += ops->convs[i].refused;
     }
     ddp_lt_linear_counts(ops->lt, &linears, &linears_refused);
     if (!len)
         return;
+    buf[0] = '\0';
+    if (convs + convs_refused + linears + linears_refused == 0) /* no product with a bias */
+        return;
+    int used = snprintf(buf, len, "bias (and relu) in cuDNN's epilogue for %d conv%s, cuBLASLt's for %d linear "
+                        "shape%s; ", convs, convs == 1 ? "" : "s", linears, linears == 1 ? "" : "s");
+    if (used < 0 || (size_t)used >= len)
+        return;
     if (convs_refused + linears_refused == 0)
-        snprintf(buf, len, "bias and relu in cuDNN's epilogue for %d conv%s, cuBLASLt's for %d linear shape%s; "
-                 "refused: none", convs, convs == 1 ? "" : "s", linears, linears == 1 ? "" : "s");
+        snprintf(buf + used, len - (size_t)used, "refused: none");
     else
-        snprintf(buf, len, "bias and relu in cuDNN's epilogue for %d conv%s, cuBLASLt's for %d linear shape%s; "
-                 "refused: %d conv%s, %d linear shape%s (added after the call)", convs, convs == 1 ? "" : "s",
-                 linears, linears == 1 ? "" : "s", convs_refused, convs_refused == 1 ? "" : "s", linears_refused,
-                 linears_refused == 1 ? "" : "s");
+        snprintf(buf + used, len - (size_t)used, "refused: %d conv%s, %d linear shape%s (added after the call)",
+                 convs_refused, convs_refused == 1 ? "" : "s", linears_refused, linears_refused == 1 ? "" : "s");
 }
 
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
@@ -814,27 +818,33 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
     if (!p)
         return;
     const DdpConvShape *sh = &p->slot.shape;
-    if (!p->unfused) {
-        const float *xr = x, *wr = w;
-        if (!round_operands(ops, &xr, ddp_conv_input_floats(sh, n), &wr, ddp_conv_weight_floats(sh)))
-            return;
-        const Choice *c = choice(p, FWD);
-        const float one = 1.0f, zero = 0.0f;
-        /* alpha2 0: z (here y itself) is not read */
-        cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-            ops->cudnn, &one, p->x, xr, p->w, wr, p->conv[FWD], (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
-            ops->workspace_bytes, &zero, p->y, y, p->bias, bias, ops->activation[epilogue], p->y, y);
-        /* cuDNN checks the combination before it queues anything (the
-         * identity activation, say, only with IMPLICIT_PRECOMP_GEMM, or a
-         * workspace the fused kernel wants more of): a refusal is a
-         * NOT_SUPPORTED or BAD_PARAM code, and the conv goes the plain way */
-        cudnnStatus_t category = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
-        if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM) {
-            p->fused |= CUDNN_RECORD(ops, st);
-            return;
-        }
-        p->unfused = 1;
+    const float *xr = x, *wr = w;
+    if (!round_operands(ops, &xr, ddp_conv_input_floats(sh, n), &wr, ddp_conv_weight_floats(sh)))
+        return;
+    const Choice *c = choice(p, FWD);
+    const float one = 1.0f, zero = 0.0f;
+    /* alpha2 0: z (here y itself) is not read */
+    cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+        ops->cudnn, &one, p->x, xr, p->w, wr, p->conv[FWD], (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
+        ops->workspace_bytes, &zero, p->y, y, p->bias, bias, ops->activation[epilogue], p->y, y);
+    /* cuDNN checks the combination before it queues anything (the identity
+     * activation, say, only with IMPLICIT_PRECOMP_GEMM, or a workspace the
+     * fused kernel wants more of): a refusal is a NOT_SUPPORTED or
+     * BAD_PARAM code, and this call goes the plain way. It is asked again on
+     * every call, not remembered: whether it refuses depends on the batch's
+     * algorithm (conv_for_call's fallback at a short batch), so a resumed
+     * run takes the same path at each batch as the run it resumes. With a
+     * CUDA graph the question is asked once per capture. */
+#ifdef CUDNN_STATUS_CATEGORY /* cuDNN 9: codes with a category */
+    const cudnnStatus_t category = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
+#else
+    const cudnnStatus_t category = st;
+#endif
+    if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM) {
+        p->fused |= CUDNN_RECORD(ops, st);
+        return;
     }
+    p->refused = 1;
     ddp_conv_forward(ops, id, n, x, w, y);
     epilogue_after(ops, y, (int64_t)n * sh->k, sh->k, (int64_t)sh->out_h * sh->out_w, bias, epilogue);
 }
@@ -905,12 +915,15 @@ void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x
         char why[256];
         int queued = ddp_lt_linear_forward(ops->lt, ops->math.cublas_tf32, n, in, out, xr, wr, bias, epilogue, y, why,
                                            sizeof why);
-        if (queued < 0)
+        if (queued < 0) {
             OPS_FAIL(ops, "%s", why);
+            return;
+        }
         if (queued)
             return;
     }
-    /* cuBLASLt has no algorithm for it (or n is 0): cuBLAS, then the epilogue */
+    /* cuBLASLt has no algorithm for it, or refused it (or n is 0): cuBLAS,
+     * then the epilogue */
     ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
     epilogue_after(ops, y, (int64_t)n * out, out, 1, bias, epilogue);
 }

@@ -298,7 +298,7 @@ static DdpStatus release_held(Trainer *t)
  * on the device from the resident set, or from the loader, which made it
  * ahead, or made now with --workers 0. *WAITED gains
  * the seconds the step waited for it to be made (not for a buffer, which
- * on a GPU is waiting for an earlier step). */
+ * on a GPU is waiting for an earlier batch's copy). */
 static DdpStatus stage_training_batch(Trainer *t, int64_t epoch, int64_t b, int64_t first, int n, double *waited)
 {
     if (t->resident) {

@@ -308,7 +308,7 @@ static void test_wheels_found(void)
         "(RUNPATH)            Library runpath: [/tmp/", "/site/nvidia/cudnn/lib:/tmp/",
         "/site/nvidia/cu13/lib:/tmp/", "/site/nvidia/nccl/lib]",
         "libcudnn.so.9 => /tmp/", /* resolved through the RUNPATH */
-        "from a pip wheel of python3", "cuDNN:   9.", "NCCL:    2.", "cuBLAS:  1",
+        "from a pip wheel of python3", "cuDNN:    9.", "NCCL:     2.", "cuBLAS:   1", "cuBLASLt: 1",
         "\ncuDNN 9.", NULL};
     script_says(script, want);
     free(script);
@@ -354,7 +354,7 @@ static void test_missing_cudnn(void)
         "/empty (no cudnn.h, libcudnn.so*); the system's /usr/include",
         "python3's site-packages (no nvidia/*/ wheel holds it); set CUDNN_HOME to where it is installed, "
         "or pip install nvidia-cudnn-cu", "into the active python3, or use --target cpu",
-        "cuDNN:   not found (set CUDNN_HOME", "): --target cuda will fail; looked in: CUDA_HOME=/tmp/",
+        "cuDNN:    not found (set CUDNN_HOME", "): --target cuda will fail; looked in: CUDA_HOME=/tmp/",
         "cuDNN not found, cuBLAS 1", NULL};
     script_says(script, want);
     free(script);
@@ -454,7 +454,7 @@ static void test_debug_names_the_layer(void)
                 "run() { ./p --max-steps 2 --quiet --export $1.safetensors 2>&1; }; "
                 "run plain >/dev/null; DDP_DEBUG=1 run debug >/dev/null; cmp plain.safetensors debug.safetensors "
                 "&& echo same weights; "
-                "sed -i '0,/ddp_gemm(ctx->ops, 0, 1, n,/s//ddp_gemm(ctx->ops, 0, 1, -n,/' p.cu; "
+                "sed -i '0,/ddp_linear_forward_bias(ctx->ops, n,/s//ddp_linear_forward_bias(ctx->ops, -n,/' p.cu; "
                 "$D --rebuild p.cu >/dev/null 2>&1; "
                 "DDP_DEBUG=1 ./p --max-steps 1 --quiet 2>&1; echo debug=$?; "
                 "./p --max-steps 1 --quiet > plain.txt 2>&1; echo plain=$? naming the layer $(grep -c linear1 plain.txt)",
