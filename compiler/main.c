@@ -264,9 +264,13 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
 static void print_plan(FILE *out, const Net *net, const Plan *plan)
 {
     const TrainConfig *t = &net->train;
+    int64_t trained = 0; /* the parameters' elements, without the floats that align them (buckets.h) */
+    for (int i = 0; i < net->n_params; i++)
+        if (net->params[i].trainable)
+            trained += net->params[i].numel;
     fprintf(out, "bucket plan of net %s: %d bucket%s over %lld parameters (%.2f MB), cap %.6g MB, first bucket %.6g MB\n",
-            net->name, plan->n_buckets, plan->n_buckets == 1 ? "" : "s", (long long)plan->n_param_floats,
-            (double)plan->n_param_floats * 4 / (1 << 20), (double)t->bucket_cap_bytes / (1 << 20),
+            net->name, plan->n_buckets, plan->n_buckets == 1 ? "" : "s", (long long)trained,
+            (double)trained * 4 / (1 << 20), (double)t->bucket_cap_bytes / (1 << 20),
             (double)t->first_bucket_bytes / (1 << 20));
     fprintf(out, "buckets fill in reverse parameter order; each is all-reduced once its last gradient is ready\n\n");
     fprintf(out, "bucket  offset      floats       bytes  parameters\n");

@@ -109,7 +109,8 @@ static void plan_fusion(const Net *net, Plan *p, const int *consumers, const int
     }
 }
 
-/* Reverse order of the state_dict's parameters, as DDP's reducer. */
+/* Reverse order of the state_dict's parameters, as DDP's reducer, each on
+ * 16 bytes (ddp_param_start). */
 static void plan_params(Arena *a, const Net *net, Plan *p)
 {
     p->param_offset = arena_alloc(a, sizeof *p->param_offset * (size_t)(net->n_params + 1));
@@ -118,12 +119,12 @@ static void plan_params(Arena *a, const Net *net, Plan *p)
         const Param *q = &net->params[i];
         if (q->is_int64)
             p->param_offset[i] = -1; /* num_batches_tracked: the runtime's step count */
-        else if (q->trainable) {
-            p->param_offset[i] = trainable;
-            trainable += q->numel;
+        else if (q->trainable) { /* on 16 bytes, as the bucket planner lays them out (buckets.h) */
+            p->param_offset[i] = ddp_param_start(trainable);
+            trainable = p->param_offset[i] + q->numel;
         } else {
-            p->param_offset[i] = buffers;
-            buffers += q->numel;
+            p->param_offset[i] = ddp_param_start(buffers);
+            buffers = p->param_offset[i] + q->numel;
         }
     }
     p->n_param_floats = trainable;

@@ -10,9 +10,11 @@
  *
  * Pure and dependency-free, so that the compiler (plan.c, --emit plan) and
  * the runtime (reducer.c) link the same code and can never disagree. The
- * parameters are laid out back to back in the flat gradient buffer in the
- * order given (reverse parameter order), so every bucket is one contiguous
- * slice [offset, offset + count) of it.
+ * parameters are laid out one after the other in the flat gradient buffer
+ * in the order given (reverse parameter order), each starting on
+ * DDP_PARAM_ALIGN floats, so every bucket is one contiguous slice
+ * [offset, offset + count) of it, the few floats between its parameters
+ * included (zeros: nothing writes them).
  */
 #ifndef DDPRT_BUCKETS_H
 #define DDPRT_BUCKETS_H
@@ -29,6 +31,18 @@ extern "C" {
  * times that. */
 enum { DDP_BUCKET_ELEM_BYTES = 4 };
 
+/* Where each parameter starts in the flat buffers (parameters, gradients,
+ * optimizer state, and the untrained buffers alike): on 16 bytes. cuBLASLt
+ * is given a bias only so aligned (runtime/lt_linear.h), and its and cuDNN's
+ * fastest kernels load operands 16 bytes at a time; packed back to back, a
+ * parameter after one of odd length would not be. */
+enum { DDP_PARAM_ALIGN = 4 };
+
+/* The first float at or after OFFSET where a parameter may start. */
+static inline int64_t ddp_param_start(int64_t offset)
+{
+    return (offset + DDP_PARAM_ALIGN - 1) / DDP_PARAM_ALIGN * DDP_PARAM_ALIGN;
+}
 typedef struct {
     int64_t offset;  /* first float of the bucket in the flat gradient buffer */
     int64_t count;   /* floats in the bucket */
@@ -37,10 +51,12 @@ typedef struct {
 } DdpBucket;
 
 /* SIZES holds the N trainable parameters' element counts in the order
- * buckets fill them (reverse parameter order), laid out back to back from
- * offset 0. Writes the buckets to OUT (room for N; N buckets at most) in
- * launch order and returns how many. A cap of 0 or less closes every bucket
- * after one parameter. N of 0 gives no bucket. */
+ * buckets fill them (reverse parameter order), laid out from offset 0, each
+ * at ddp_param_start of where the one before ended. Writes the buckets to
+ * OUT (room for N; N buckets at most) in launch order and returns how many.
+ * A bucket's size against its cap is its parameters' elements, as DDP
+ * counts them, without the floats between them. A cap of 0 or less closes
+ * every bucket after one parameter. N of 0 gives no bucket. */
 /* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
  * so that the first all-reduce starts early in backward), or CAP if smaller. */
 static inline int64_t ddp_first_bucket_bytes(int64_t cap)

@@ -12,7 +12,7 @@
  * (step_graphs.h), and the epoch's short last batch's. Making one allocates
  * host memory only. Where cuBLASLt has no algorithm for a plan, or the bias
  * is not on 16 bytes (cuBLASLt's kernels may assume it is, and no
- * preference says otherwise), or the plans are many (64: shapes times batch
+ * preference says otherwise; ddpc's layout puts it there), or the plans are many (64: shapes times batch
  * sizes), the call says so and the caller computes the same thing its own
  * way; a plan that cuBLASLt refuses at the call is not tried again (the
  * same key is refused the same way: the path depends on the call alone).
@@ -22,6 +22,7 @@
 #ifndef DDPRT_LT_LINEAR_H
 #define DDPRT_LT_LINEAR_H
 
+#include <cublasLt.h>  // cublasStatus_t
 #include <cuda_runtime.h>
 #include <stddef.h>
 
@@ -30,8 +31,9 @@
 typedef struct DdpLtLinear DdpLtLinear;
 
 /* Queues on STREAM, sharing cuBLAS's WORKSPACE of BYTES (the calls on one
- * stream never overlap). Returns 0, or a cuBLAS status name on failure. */
-const char *ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes);
+ * stream never overlap). CUBLAS_STATUS_SUCCESS, or cublasLtCreate's
+ * failure (ALLOC_FAILED: no memory for the context). */
+cublasStatus_t ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes);
 void ddp_lt_linear_destroy(DdpLtLinear *lt);
 
 /* y = EPILOGUE(x . w^T + bias) as ops.h's ddp_linear_forward_bias, on TF32

@@ -38,22 +38,22 @@ struct DdpLtLinear {
     int beyond_plans; /* a call found no room for its plan: computed the caller's way */
 };
 
-const char *ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes)
+cublasStatus_t ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes)
 {
     *out = NULL;
     DdpLtLinear *lt = (DdpLtLinear *)calloc(1, sizeof *lt);
     if (!lt)
-        return "out of memory";
+        return CUBLAS_STATUS_ALLOC_FAILED;
     cublasStatus_t s = cublasLtCreate(&lt->handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
         free(lt);
-        return cublasGetStatusName(s);
+        return s;
     }
     lt->stream = stream;
     lt->workspace = workspace;
     lt->workspace_bytes = bytes;
     *out = lt;
-    return NULL;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 static void plan_free(Plan *p)
@@ -161,8 +161,8 @@ static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int ali
     /* cuBLASLt's alignment preferences cover A, B, C and D, not the bias: a
      * kernel it picks may load the bias 16 bytes at a time, and faults
      * (misaligned address, which ends the CUDA context) on one that is not
-     * so aligned. The parameters lie packed in one buffer, so a bias often
-     * is not: that plan stays unfused. */
+     * so aligned. ddpc puts every parameter on 16 bytes (buckets.h); a
+     * hand-edited .cu might not, and that plan stays unfused. */
     if (!bias_aligned)
         return p;
     if (!plan_make(lt, p, why, why_len)) {

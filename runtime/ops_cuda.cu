@@ -202,9 +202,7 @@ static DdpStatus create_handles(DdpOps *o)
     CUDA_TRY(cudaMalloc(&o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetWorkspace(o->cublas, o->cublas_workspace, cublas_bytes));
     CUBLAS_TRY(cublasSetMathMode(o->cublas, CUBLAS_DEFAULT_MATH));
-    const char *lt_failure = ddp_lt_linear_create(&o->lt, o->stream, o->cublas_workspace, cublas_bytes);
-    if (lt_failure)
-        return DDP_ERR(DDP_FAIL, "cublasLtCreate: %s", lt_failure);
+    CUBLAS_TRY(ddp_lt_linear_create(&o->lt, o->stream, o->cublas_workspace, cublas_bytes));
     const cudnnActivationMode_t modes[2] = {CUDNN_ACTIVATION_IDENTITY, CUDNN_ACTIVATION_RELU};
     for (int i = 0; i < 2; i++) {
         CUDNN_TRY(cudnnCreateActivationDescriptor(&o->activation[i]));

@@ -116,19 +116,22 @@ DdpStatus ddp_reducer_create(DdpReducer **out, DdpProcessGroup *pg, const DdpNet
         return DDP_ERR(DDP_FAIL, "out of memory");
     }
 
-    /* The trainable parameters in reverse order, which must lie back to back. */
+    /* The trainable parameters in reverse order, which must lie one after the
+     * other, each at ddp_param_start of the one before's end. */
     int64_t offset = 0;
     for (int i = n - 1; i >= 0; i--) {
         const DdpParamInfo *p = &net->params[i];
         r->bucket_of[i] = -1;
         if (!p->trainable)
             continue;
+        offset = ddp_param_start(offset);
         if (p->offset != offset) {
             free(sizes);
             ddp_reducer_destroy(r);
             return DDP_ERR(DDP_FAIL, "internal error: the gradient of %s lies at float %lld, not %lld as the "
-                           "buckets need (trainable parameters back to back, last one first)",
-                           p->name, (long long)p->offset, (long long)offset);
+                           "buckets need (trainable parameters one after the other on %d floats, last one "
+                           "first: a .cu from an older ddpc? generate it again)",
+                           p->name, (long long)p->offset, (long long)offset, DDP_PARAM_ALIGN);
         }
         sizes[r->n_trainable] = p->numel;
         r->order[r->n_trainable++] = i;

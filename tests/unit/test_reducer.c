@@ -18,19 +18,20 @@
 #include "testutil.h"
 #include "whereabouts.h"  // ddp_whereabouts_*
 
-/* mnist.net's parameters as ddpc lays them out: trainable ones last layer first */
+/* mnist.net's parameters as ddpc lays them out: trainable ones last layer first, each on
+ * 4 floats (buckets.h: 2 floats after linear2.bias) */
 static DdpParamInfo params[] = {
-    {.name = "conv1.weight", .ndim = 4, .shape = {32, 1, 5, 5}, .numel = 800, .trainable = 1, .offset = 183786},
-    {.name = "conv1.bias", .ndim = 1, .shape = {32}, .numel = 32, .trainable = 1, .offset = 183754},
-    {.name = "conv2.weight", .ndim = 4, .shape = {64, 32, 5, 5}, .numel = 51200, .trainable = 1, .offset = 132554},
-    {.name = "conv2.bias", .ndim = 1, .shape = {64}, .numel = 64, .trainable = 1, .offset = 132490},
+    {.name = "conv1.weight", .ndim = 4, .shape = {32, 1, 5, 5}, .numel = 800, .trainable = 1, .offset = 183788},
+    {.name = "conv1.bias", .ndim = 1, .shape = {32}, .numel = 32, .trainable = 1, .offset = 183756},
+    {.name = "conv2.weight", .ndim = 4, .shape = {64, 32, 5, 5}, .numel = 51200, .trainable = 1, .offset = 132556},
+    {.name = "conv2.bias", .ndim = 1, .shape = {64}, .numel = 64, .trainable = 1, .offset = 132492},
     {.name = "bn.running_mean", .ndim = 1, .shape = {64}, .numel = 64, .trainable = 0, .offset = 0},
-    {.name = "linear1.weight", .ndim = 2, .shape = {128, 1024}, .numel = 131072, .trainable = 1, .offset = 1418},
-    {.name = "linear1.bias", .ndim = 1, .shape = {128}, .numel = 128, .trainable = 1, .offset = 1290},
-    {.name = "linear2.weight", .ndim = 2, .shape = {10, 128}, .numel = 1280, .trainable = 1, .offset = 10},
+    {.name = "linear1.weight", .ndim = 2, .shape = {128, 1024}, .numel = 131072, .trainable = 1, .offset = 1420},
+    {.name = "linear1.bias", .ndim = 1, .shape = {128}, .numel = 128, .trainable = 1, .offset = 1292},
+    {.name = "linear2.weight", .ndim = 2, .shape = {10, 128}, .numel = 1280, .trainable = 1, .offset = 12},
     {.name = "linear2.bias", .ndim = 1, .shape = {10}, .numel = 10, .trainable = 1, .offset = 0},
 };
-enum { N_PARAMS = 9, N_FLOATS = 184586 };
+enum { N_PARAMS = 9, N_FLOATS = 184588 };
 /* the generated backward's order of announcements (weight, then bias) */
 static const int backward[8] = {7, 8, 5, 6, 2, 3, 0, 1};
 
@@ -68,13 +69,13 @@ static void test_plan_from_net(void)
     CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0.1), DDP_OK);
     b = ddp_reducer_buckets(r, &n);
     CU_ASSERT_EQUAL(n, 3);
-    CU_ASSERT(b[0].count == 132490 && b[1].offset == 132490 && b[1].count == 51264 && b[2].count == 832);
+    CU_ASSERT(b[0].count == 132492 && b[1].offset == 132492 && b[1].count == 51264 && b[2].count == 832);
     ddp_reducer_destroy(r);
     /* --bucket-cap-mb 0: a bucket per parameter */
     CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK);
     b = ddp_reducer_buckets(r, &n);
     CU_ASSERT_EQUAL(n, 8);
-    CU_ASSERT(b[7].offset == 183786 && b[7].count == 800);
+    CU_ASSERT(b[7].offset == 183788 && b[7].count == 800);
     ddp_reducer_destroy(r);
     /* a net that sets no caps (written by hand) gets DDP's */
     net.train.bucket_cap_bytes = net.train.first_bucket_bytes = 0;
@@ -99,6 +100,12 @@ static void test_layout_checked(void)
     CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
     CU_ASSERT_PTR_NOT_NULL(
         strstr(ddp_error_message(), "internal error: the gradient of linear2.weight lies at float 0"));
+    CU_ASSERT_PTR_NULL(r);
+    /* packed back to back, as a .cu from an older ddpc lays them out */
+    bad[7].offset = 10;
+    CU_ASSERT_EQUAL(ddp_reducer_create(&r, pg, &net, grads, -1), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "linear2.weight lies at float 10, not 12"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "generate it again"));
     CU_ASSERT_PTR_NULL(r);
     net.params = params;
     net.n_param_floats = N_FLOATS + 1;

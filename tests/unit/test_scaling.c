@@ -59,7 +59,8 @@ static void test_one_bucket_by_hand(void)
     check_close("forward", p.forward_s, (linear + loss) * batch / rate);
     /* its input is the data: the weight gradient only, and its parts */
     check_close("backward", p.backward_s, (linear + linear / 2 * 4 + loss) * batch / rate);
-    const double bytes = (784.0 * 10 + 10) * 16;
+    /* the bias's 10 floats, 2 more to put the weight on 16 bytes, the weight */
+    const double bytes = (10 + 2 + 784.0 * 10) * 16;
     const double ring = 2 * 3 * 10e-6 + 2.0 * 3 / 4 * bytes / 1e9; /* 6 hops; 3/2 of the bytes */
     CU_ASSERT_EQUAL(c.plan.n_buckets, 1);
     check_close("bucket bytes", p.buckets[0].bytes, bytes);
@@ -91,7 +92,9 @@ static void test_overlap_by_hand(void)
     /* backward in reverse: the loss, the last linear (both gradients), relu, the first (weights only) */
     const double ready0 = (loss + 2 * last + last / 2 * 4) * batch / rate;
     const double backward = ready0 + (relu + first + first / 2 * 4) * batch / rate;
-    const double bytes0 = (256.0 * 10 + 10) * 16, bytes1 = 784.0 * 256 * 16;
+    /* the last layer's bias (10 floats, and 2 to put its weight on 16 bytes)
+     * and weight; the first layer's weight, already on 16 bytes */
+    const double bytes0 = (10 + 2 + 256.0 * 10) * 16, bytes1 = 784.0 * 256 * 16;
     for (int slow = 0; slow < 2; slow++) {
         ScalingModel m = round_model();
         if (slow)

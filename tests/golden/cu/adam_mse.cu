@@ -133,7 +133,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // Adam as torch.optim.Adam: betas 0.9, 0.99, eps 1e-06, weight_decay 0.01.
 DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)
 {
-    const int64_t P = 52618;  // parameters
+    const int64_t P = 52620;  // parameters
     const double t = (double)(s->step + 1);  // this step's number, from 1
     const float step_size = (float)(s->lr / (1.0 - pow(0.9, t)));
     const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
@@ -163,10 +163,10 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_weight = ctx->params + 2442;
-    float *linear1_bias = ctx->params + 2378;
-    float *linear2_weight = ctx->params + 330;
-    float *linear3_weight = ctx->params + 10;
+    float *linear1_weight = ctx->params + 2444;
+    float *linear1_bias = ctx->params + 2380;
+    float *linear2_weight = ctx->params + 332;
+    float *linear3_weight = ctx->params + 12;
     float *linear3_bias = ctx->params + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *leaky_relu1_out = A + leaky_relu1_out_at * B;
@@ -190,12 +190,12 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 2442;
-    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 2378;
-    float *linear2_weight = ctx->params + 330;
-    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 330;
-    float *linear3_weight = ctx->params + 10;
-    DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 2444;
+    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 2380;
+    float *linear2_weight = ctx->params + 332;
+    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 332;
+    float *linear3_weight = ctx->params + 12;
+    DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear3_bias = (DdpGrad *)ctx->grads + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *d_tanh1_out = A + d_tanh1_out_at * B;
@@ -255,11 +255,11 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, adam_mse.net:9");
 }
 
-// One optimizer update of all 52618 parameters at once.
+// One optimizer update of all 52620 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_adam_step, 52618, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
-               ctx->opt_state + 52618, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_adam_step, 52620, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
+               ctx->opt_state + 52620, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -279,10 +279,10 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"linear1.weight", 2, {64, 784, 0, 0}, 50176, 1, 2442, 0, DDP_INIT_KAIMING_UNIFORM, 784},
-    {"linear1.bias", 1, {64, 0, 0, 0}, 64, 1, 2378, 0, DDP_INIT_KAIMING_UNIFORM, 784},
-    {"linear2.weight", 2, {32, 64, 0, 0}, 2048, 1, 330, 0, DDP_INIT_KAIMING_UNIFORM, 64},
-    {"linear3.weight", 2, {10, 32, 0, 0}, 320, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 32},
+    {"linear1.weight", 2, {64, 784, 0, 0}, 50176, 1, 2444, 0, DDP_INIT_KAIMING_UNIFORM, 784},
+    {"linear1.bias", 1, {64, 0, 0, 0}, 64, 1, 2380, 0, DDP_INIT_KAIMING_UNIFORM, 784},
+    {"linear2.weight", 2, {32, 64, 0, 0}, 2048, 1, 332, 0, DDP_INIT_KAIMING_UNIFORM, 64},
+    {"linear3.weight", 2, {10, 32, 0, 0}, 320, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 32},
     {"linear3.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 32},
 };
 
@@ -290,7 +290,7 @@ static const DdpNet net = {
     "adam_mse", "eb0975acb53b7f0d",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 52618, 0, 2, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 52620, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

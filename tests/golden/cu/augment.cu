@@ -148,7 +148,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 5354;  // parameters
+    const int64_t P = 5356;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -178,9 +178,9 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 5138;
-    float *conv1_bias = ctx->params + 5130;
-    float *linear1_weight = ctx->params + 10;
+    float *conv1_weight = ctx->params + 5140;
+    float *conv1_bias = ctx->params + 5132;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -204,10 +204,10 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 5138;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 5130;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 5140;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 5132;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *d_relu1_out = A + d_relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -265,10 +265,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, augment.net:16");
 }
 
-// One optimizer update of all 5354 parameters at once.
+// One optimizer update of all 5356 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 5354, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 5356, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -288,9 +288,9 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {8, 3, 3, 3}, 216, 1, 5138, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"conv1.bias", 1, {8, 0, 0, 0}, 8, 1, 5130, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"linear1.weight", 2, {10, 512, 0, 0}, 5120, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 512},
+    {"conv1.weight", 4, {8, 3, 3, 3}, 216, 1, 5140, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"conv1.bias", 1, {8, 0, 0, 0}, 8, 1, 5132, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"linear1.weight", 2, {10, 512, 0, 0}, 5120, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 512},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 512},
 };
 
@@ -303,7 +303,7 @@ static const DdpNet net = {
     "augment", "582c1360fdfc8501",  // name, hash
     3, {3, 16, 16}, 768, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 5354, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 5356, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

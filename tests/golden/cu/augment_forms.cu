@@ -104,7 +104,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 12922;  // parameters
+    const int64_t P = 12924;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -131,9 +131,9 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 12814;
-    float *conv1_bias = ctx->params + 12810;
-    float *linear1_weight = ctx->params + 10;
+    float *conv1_weight = ctx->params + 12816;
+    float *conv1_bias = ctx->params + 12812;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
@@ -152,10 +152,10 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 12814;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 12810;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 12816;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 12812;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
@@ -208,10 +208,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, augment_forms.net:16");
 }
 
-// One optimizer update of all 12922 parameters at once.
+// One optimizer update of all 12924 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 12922, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 12924, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -231,9 +231,9 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {4, 3, 3, 3}, 108, 1, 12814, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 12810, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"linear1.weight", 2, {10, 1280, 0, 0}, 12800, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 1280},
+    {"conv1.weight", 4, {4, 3, 3, 3}, 108, 1, 12816, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 12812, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"linear1.weight", 2, {10, 1280, 0, 0}, 12800, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 1280},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 1280},
 };
 
@@ -246,7 +246,7 @@ static const DdpNet net = {
     "augment_forms", "2d10a0f066e4ea79",  // name, hash
     3, {3, 16, 20}, 960, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 12922, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 12924, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

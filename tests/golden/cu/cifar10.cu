@@ -1345,7 +1345,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0005, nesterov.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 760874;  // parameters
+    const int64_t P = 760876;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -1450,47 +1450,47 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *stem_weight = ctx->params + 760010;
-    float *bn1_weight = ctx->params + 759978;
-    float *bn1_bias = ctx->params + 759946;
+    float *stem_weight = ctx->params + 760012;
+    float *bn1_weight = ctx->params + 759980;
+    float *bn1_bias = ctx->params + 759948;
     float *bn1_running_mean = ctx->buffers + 1696;
     float *bn1_running_var = ctx->buffers + 1664;
-    float *conv2_weight = ctx->params + 741514;
-    float *bn2_weight = ctx->params + 741450;
-    float *bn2_bias = ctx->params + 741386;
+    float *conv2_weight = ctx->params + 741516;
+    float *bn2_weight = ctx->params + 741452;
+    float *bn2_bias = ctx->params + 741388;
     float *bn2_running_mean = ctx->buffers + 1600;
     float *bn2_running_var = ctx->buffers + 1536;
-    float *conv3_weight = ctx->params + 704522;
-    float *bn3_weight = ctx->params + 704458;
-    float *bn3_bias = ctx->params + 704394;
+    float *conv3_weight = ctx->params + 704524;
+    float *bn3_weight = ctx->params + 704460;
+    float *bn3_bias = ctx->params + 704396;
     float *bn3_running_mean = ctx->buffers + 1472;
     float *bn3_running_var = ctx->buffers + 1408;
-    float *conv4_weight = ctx->params + 667530;
-    float *bn4_weight = ctx->params + 667466;
-    float *bn4_bias = ctx->params + 667402;
+    float *conv4_weight = ctx->params + 667532;
+    float *bn4_weight = ctx->params + 667468;
+    float *bn4_bias = ctx->params + 667404;
     float *bn4_running_mean = ctx->buffers + 1344;
     float *bn4_running_var = ctx->buffers + 1280;
-    float *conv5_weight = ctx->params + 593674;
-    float *bn5_weight = ctx->params + 593546;
-    float *bn5_bias = ctx->params + 593418;
+    float *conv5_weight = ctx->params + 593676;
+    float *bn5_weight = ctx->params + 593548;
+    float *bn5_bias = ctx->params + 593420;
     float *bn5_running_mean = ctx->buffers + 1152;
     float *bn5_running_var = ctx->buffers + 1024;
-    float *conv6_weight = ctx->params + 445962;
-    float *bn6_weight = ctx->params + 445834;
-    float *bn6_bias = ctx->params + 445706;
+    float *conv6_weight = ctx->params + 445964;
+    float *bn6_weight = ctx->params + 445836;
+    float *bn6_bias = ctx->params + 445708;
     float *bn6_running_mean = ctx->buffers + 896;
     float *bn6_running_var = ctx->buffers + 768;
-    float *conv7_weight = ctx->params + 298250;
-    float *bn7_weight = ctx->params + 298122;
-    float *bn7_bias = ctx->params + 297994;
+    float *conv7_weight = ctx->params + 298252;
+    float *bn7_weight = ctx->params + 298124;
+    float *bn7_bias = ctx->params + 297996;
     float *bn7_running_mean = ctx->buffers + 640;
     float *bn7_running_var = ctx->buffers + 512;
-    float *conv8_weight = ctx->params + 3082;
-    float *bn8_weight = ctx->params + 2826;
-    float *bn8_bias = ctx->params + 2570;
+    float *conv8_weight = ctx->params + 3084;
+    float *bn8_weight = ctx->params + 2828;
+    float *bn8_bias = ctx->params + 2572;
     float *bn8_running_mean = ctx->buffers + 256;
     float *bn8_running_var = ctx->buffers + 0;
-    float *linear1_weight = ctx->params + 10;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *stem_out = A + stem_out_at * B;
     float *bn1_out = A + bn1_out_at * B;
@@ -1698,47 +1698,47 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 760010;
-    float *bn1_weight = ctx->params + 759978;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 759978;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 759946;
-    float *conv2_weight = ctx->params + 741514;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 741514;
-    float *bn2_weight = ctx->params + 741450;
-    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 741450;
-    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 741386;
-    float *conv3_weight = ctx->params + 704522;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 704522;
-    float *bn3_weight = ctx->params + 704458;
-    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 704458;
-    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 704394;
-    float *conv4_weight = ctx->params + 667530;
-    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 667530;
-    float *bn4_weight = ctx->params + 667466;
-    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 667466;
-    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 667402;
-    float *conv5_weight = ctx->params + 593674;
-    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 593674;
-    float *bn5_weight = ctx->params + 593546;
-    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 593546;
-    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 593418;
-    float *conv6_weight = ctx->params + 445962;
-    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 445962;
-    float *bn6_weight = ctx->params + 445834;
-    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 445834;
-    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 445706;
-    float *conv7_weight = ctx->params + 298250;
-    DdpGrad *d_conv7_weight = (DdpGrad *)ctx->grads + 298250;
-    float *bn7_weight = ctx->params + 298122;
-    DdpGrad *d_bn7_weight = (DdpGrad *)ctx->grads + 298122;
-    DdpGrad *d_bn7_bias = (DdpGrad *)ctx->grads + 297994;
-    float *conv8_weight = ctx->params + 3082;
-    DdpGrad *d_conv8_weight = (DdpGrad *)ctx->grads + 3082;
-    float *bn8_weight = ctx->params + 2826;
-    DdpGrad *d_bn8_weight = (DdpGrad *)ctx->grads + 2826;
-    DdpGrad *d_bn8_bias = (DdpGrad *)ctx->grads + 2570;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 760012;
+    float *bn1_weight = ctx->params + 759980;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 759980;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 759948;
+    float *conv2_weight = ctx->params + 741516;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 741516;
+    float *bn2_weight = ctx->params + 741452;
+    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 741452;
+    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 741388;
+    float *conv3_weight = ctx->params + 704524;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 704524;
+    float *bn3_weight = ctx->params + 704460;
+    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 704460;
+    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 704396;
+    float *conv4_weight = ctx->params + 667532;
+    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 667532;
+    float *bn4_weight = ctx->params + 667468;
+    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 667468;
+    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 667404;
+    float *conv5_weight = ctx->params + 593676;
+    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 593676;
+    float *bn5_weight = ctx->params + 593548;
+    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 593548;
+    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 593420;
+    float *conv6_weight = ctx->params + 445964;
+    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 445964;
+    float *bn6_weight = ctx->params + 445836;
+    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 445836;
+    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 445708;
+    float *conv7_weight = ctx->params + 298252;
+    DdpGrad *d_conv7_weight = (DdpGrad *)ctx->grads + 298252;
+    float *bn7_weight = ctx->params + 298124;
+    DdpGrad *d_bn7_weight = (DdpGrad *)ctx->grads + 298124;
+    DdpGrad *d_bn7_bias = (DdpGrad *)ctx->grads + 297996;
+    float *conv8_weight = ctx->params + 3084;
+    DdpGrad *d_conv8_weight = (DdpGrad *)ctx->grads + 3084;
+    float *bn8_weight = ctx->params + 2828;
+    DdpGrad *d_bn8_weight = (DdpGrad *)ctx->grads + 2828;
+    DdpGrad *d_bn8_bias = (DdpGrad *)ctx->grads + 2572;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *stem_out = A + stem_out_at * B;
     float *d_stem_out = A + d_stem_out_at * B;
@@ -2013,10 +2013,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, cifar10.net:24");
 }
 
-// One optimizer update of all 760874 parameters at once.
+// One optimizer update of all 760876 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 760874, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 760876, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -2064,55 +2064,55 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"stem.weight", 4, {32, 3, 3, 3}, 864, 1, 760010, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"bn1.weight", 1, {32, 0, 0, 0}, 32, 1, 759978, 0, DDP_INIT_ONES, 32},
-    {"bn1.bias", 1, {32, 0, 0, 0}, 32, 1, 759946, 0, DDP_INIT_ZEROS, 32},
+    {"stem.weight", 4, {32, 3, 3, 3}, 864, 1, 760012, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"bn1.weight", 1, {32, 0, 0, 0}, 32, 1, 759980, 0, DDP_INIT_ONES, 32},
+    {"bn1.bias", 1, {32, 0, 0, 0}, 32, 1, 759948, 0, DDP_INIT_ZEROS, 32},
     {"bn1.running_mean", 1, {32, 0, 0, 0}, 32, 0, 1696, 0, DDP_INIT_ZEROS, 32},
     {"bn1.running_var", 1, {32, 0, 0, 0}, 32, 0, 1664, 0, DDP_INIT_ONES, 32},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv2.weight", 4, {64, 32, 3, 3}, 18432, 1, 741514, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn2.weight", 1, {64, 0, 0, 0}, 64, 1, 741450, 0, DDP_INIT_ONES, 64},
-    {"bn2.bias", 1, {64, 0, 0, 0}, 64, 1, 741386, 0, DDP_INIT_ZEROS, 64},
+    {"conv2.weight", 4, {64, 32, 3, 3}, 18432, 1, 741516, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn2.weight", 1, {64, 0, 0, 0}, 64, 1, 741452, 0, DDP_INIT_ONES, 64},
+    {"bn2.bias", 1, {64, 0, 0, 0}, 64, 1, 741388, 0, DDP_INIT_ZEROS, 64},
     {"bn2.running_mean", 1, {64, 0, 0, 0}, 64, 0, 1600, 0, DDP_INIT_ZEROS, 64},
     {"bn2.running_var", 1, {64, 0, 0, 0}, 64, 0, 1536, 0, DDP_INIT_ONES, 64},
     {"bn2.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"conv3.weight", 4, {64, 64, 3, 3}, 36864, 1, 704522, 0, DDP_INIT_KAIMING_UNIFORM, 576},
-    {"bn3.weight", 1, {64, 0, 0, 0}, 64, 1, 704458, 0, DDP_INIT_ONES, 64},
-    {"bn3.bias", 1, {64, 0, 0, 0}, 64, 1, 704394, 0, DDP_INIT_ZEROS, 64},
+    {"conv3.weight", 4, {64, 64, 3, 3}, 36864, 1, 704524, 0, DDP_INIT_KAIMING_UNIFORM, 576},
+    {"bn3.weight", 1, {64, 0, 0, 0}, 64, 1, 704460, 0, DDP_INIT_ONES, 64},
+    {"bn3.bias", 1, {64, 0, 0, 0}, 64, 1, 704396, 0, DDP_INIT_ZEROS, 64},
     {"bn3.running_mean", 1, {64, 0, 0, 0}, 64, 0, 1472, 0, DDP_INIT_ZEROS, 64},
     {"bn3.running_var", 1, {64, 0, 0, 0}, 64, 0, 1408, 0, DDP_INIT_ONES, 64},
     {"bn3.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"conv4.weight", 4, {64, 64, 3, 3}, 36864, 1, 667530, 0, DDP_INIT_KAIMING_UNIFORM, 576},
-    {"bn4.weight", 1, {64, 0, 0, 0}, 64, 1, 667466, 0, DDP_INIT_ONES, 64},
-    {"bn4.bias", 1, {64, 0, 0, 0}, 64, 1, 667402, 0, DDP_INIT_ZEROS, 64},
+    {"conv4.weight", 4, {64, 64, 3, 3}, 36864, 1, 667532, 0, DDP_INIT_KAIMING_UNIFORM, 576},
+    {"bn4.weight", 1, {64, 0, 0, 0}, 64, 1, 667468, 0, DDP_INIT_ONES, 64},
+    {"bn4.bias", 1, {64, 0, 0, 0}, 64, 1, 667404, 0, DDP_INIT_ZEROS, 64},
     {"bn4.running_mean", 1, {64, 0, 0, 0}, 64, 0, 1344, 0, DDP_INIT_ZEROS, 64},
     {"bn4.running_var", 1, {64, 0, 0, 0}, 64, 0, 1280, 0, DDP_INIT_ONES, 64},
     {"bn4.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"conv5.weight", 4, {128, 64, 3, 3}, 73728, 1, 593674, 0, DDP_INIT_KAIMING_UNIFORM, 576},
-    {"bn5.weight", 1, {128, 0, 0, 0}, 128, 1, 593546, 0, DDP_INIT_ONES, 128},
-    {"bn5.bias", 1, {128, 0, 0, 0}, 128, 1, 593418, 0, DDP_INIT_ZEROS, 128},
+    {"conv5.weight", 4, {128, 64, 3, 3}, 73728, 1, 593676, 0, DDP_INIT_KAIMING_UNIFORM, 576},
+    {"bn5.weight", 1, {128, 0, 0, 0}, 128, 1, 593548, 0, DDP_INIT_ONES, 128},
+    {"bn5.bias", 1, {128, 0, 0, 0}, 128, 1, 593420, 0, DDP_INIT_ZEROS, 128},
     {"bn5.running_mean", 1, {128, 0, 0, 0}, 128, 0, 1152, 0, DDP_INIT_ZEROS, 128},
     {"bn5.running_var", 1, {128, 0, 0, 0}, 128, 0, 1024, 0, DDP_INIT_ONES, 128},
     {"bn5.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 128},
-    {"conv6.weight", 4, {128, 128, 3, 3}, 147456, 1, 445962, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
-    {"bn6.weight", 1, {128, 0, 0, 0}, 128, 1, 445834, 0, DDP_INIT_ONES, 128},
-    {"bn6.bias", 1, {128, 0, 0, 0}, 128, 1, 445706, 0, DDP_INIT_ZEROS, 128},
+    {"conv6.weight", 4, {128, 128, 3, 3}, 147456, 1, 445964, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
+    {"bn6.weight", 1, {128, 0, 0, 0}, 128, 1, 445836, 0, DDP_INIT_ONES, 128},
+    {"bn6.bias", 1, {128, 0, 0, 0}, 128, 1, 445708, 0, DDP_INIT_ZEROS, 128},
     {"bn6.running_mean", 1, {128, 0, 0, 0}, 128, 0, 896, 0, DDP_INIT_ZEROS, 128},
     {"bn6.running_var", 1, {128, 0, 0, 0}, 128, 0, 768, 0, DDP_INIT_ONES, 128},
     {"bn6.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 128},
-    {"conv7.weight", 4, {128, 128, 3, 3}, 147456, 1, 298250, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
-    {"bn7.weight", 1, {128, 0, 0, 0}, 128, 1, 298122, 0, DDP_INIT_ONES, 128},
-    {"bn7.bias", 1, {128, 0, 0, 0}, 128, 1, 297994, 0, DDP_INIT_ZEROS, 128},
+    {"conv7.weight", 4, {128, 128, 3, 3}, 147456, 1, 298252, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
+    {"bn7.weight", 1, {128, 0, 0, 0}, 128, 1, 298124, 0, DDP_INIT_ONES, 128},
+    {"bn7.bias", 1, {128, 0, 0, 0}, 128, 1, 297996, 0, DDP_INIT_ZEROS, 128},
     {"bn7.running_mean", 1, {128, 0, 0, 0}, 128, 0, 640, 0, DDP_INIT_ZEROS, 128},
     {"bn7.running_var", 1, {128, 0, 0, 0}, 128, 0, 512, 0, DDP_INIT_ONES, 128},
     {"bn7.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 128},
-    {"conv8.weight", 4, {256, 128, 3, 3}, 294912, 1, 3082, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
-    {"bn8.weight", 1, {256, 0, 0, 0}, 256, 1, 2826, 0, DDP_INIT_ONES, 256},
-    {"bn8.bias", 1, {256, 0, 0, 0}, 256, 1, 2570, 0, DDP_INIT_ZEROS, 256},
+    {"conv8.weight", 4, {256, 128, 3, 3}, 294912, 1, 3084, 0, DDP_INIT_KAIMING_UNIFORM, 1152},
+    {"bn8.weight", 1, {256, 0, 0, 0}, 256, 1, 2828, 0, DDP_INIT_ONES, 256},
+    {"bn8.bias", 1, {256, 0, 0, 0}, 256, 1, 2572, 0, DDP_INIT_ZEROS, 256},
     {"bn8.running_mean", 1, {256, 0, 0, 0}, 256, 0, 256, 0, DDP_INIT_ZEROS, 256},
     {"bn8.running_var", 1, {256, 0, 0, 0}, 256, 0, 0, 0, DDP_INIT_ONES, 256},
     {"bn8.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 256},
-    {"linear1.weight", 2, {10, 256, 0, 0}, 2560, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 256},
+    {"linear1.weight", 2, {10, 256, 0, 0}, 2560, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 256},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 256},
 };
 
@@ -2125,7 +2125,7 @@ static const DdpNet net = {
     "cifar10", "b69e76c2a5789277",  // name, hash
     3, {3, 32, 32}, 3072, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 760874, 1728, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 760876, 1728, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

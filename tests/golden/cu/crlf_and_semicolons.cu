@@ -104,7 +104,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.5, dampening 0.1, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 511;  // parameters
+    const int64_t P = 512;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -134,9 +134,9 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 439;
-    float *conv1_bias = ctx->params + 435;
-    float *linear1_weight = ctx->params + 3;
+    float *conv1_weight = ctx->params + 440;
+    float *conv1_bias = ctx->params + 436;
+    float *linear1_weight = ctx->params + 4;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *flatten1_out = A + flatten1_out_at * B;
@@ -155,10 +155,10 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 439;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 435;
-    float *linear1_weight = ctx->params + 3;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 3;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 440;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 436;
+    float *linear1_weight = ctx->params + 4;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 4;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
@@ -211,10 +211,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, crlf_and_semicolons.net:1");
 }
 
-// One optimizer update of all 511 parameters at once.
+// One optimizer update of all 512 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 511, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 512, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -234,9 +234,9 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {4, 2, 3, 3}, 72, 1, 439, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 435, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"linear1.weight", 2, {3, 144, 0, 0}, 432, 1, 3, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"conv1.weight", 4, {4, 2, 3, 3}, 72, 1, 440, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 436, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"linear1.weight", 2, {3, 144, 0, 0}, 432, 1, 4, 0, DDP_INIT_KAIMING_UNIFORM, 144},
     {"linear1.bias", 1, {3, 0, 0, 0}, 3, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 144},
 };
 
@@ -244,7 +244,7 @@ static const DdpNet net = {
     "semi", "01f5927b15a4e6a8",  // name, hash
     3, {2, 8, 8}, 128, 3,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 511, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 512, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

@@ -1354,7 +1354,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0005, nesterov.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 121274;  // parameters
+    const int64_t P = 121276;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -1460,52 +1460,52 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *stem_weight = ctx->params + 121130;
-    float *bn1_weight = ctx->params + 121114;
-    float *bn1_bias = ctx->params + 121098;
+    float *stem_weight = ctx->params + 121132;
+    float *bn1_weight = ctx->params + 121116;
+    float *bn1_bias = ctx->params + 121100;
     float *bn1_running_mean = ctx->buffers + 656;
     float *bn1_running_var = ctx->buffers + 640;
-    float *conv2_weight = ctx->params + 118794;
-    float *bn2_weight = ctx->params + 118778;
-    float *bn2_bias = ctx->params + 118762;
+    float *conv2_weight = ctx->params + 118796;
+    float *bn2_weight = ctx->params + 118780;
+    float *bn2_bias = ctx->params + 118764;
     float *bn2_running_mean = ctx->buffers + 624;
     float *bn2_running_var = ctx->buffers + 608;
-    float *conv3_weight = ctx->params + 116458;
-    float *bn3_weight = ctx->params + 116442;
-    float *bn3_bias = ctx->params + 116426;
+    float *conv3_weight = ctx->params + 116460;
+    float *bn3_weight = ctx->params + 116444;
+    float *bn3_bias = ctx->params + 116428;
     float *bn3_running_mean = ctx->buffers + 592;
     float *bn3_running_var = ctx->buffers + 576;
-    float *conv4_weight = ctx->params + 111818;
-    float *bn4_weight = ctx->params + 111786;
-    float *bn4_bias = ctx->params + 111754;
+    float *conv4_weight = ctx->params + 111820;
+    float *bn4_weight = ctx->params + 111788;
+    float *bn4_bias = ctx->params + 111756;
     float *bn4_running_mean = ctx->buffers + 544;
     float *bn4_running_var = ctx->buffers + 512;
-    float *conv5_weight = ctx->params + 102538;
-    float *bn5_weight = ctx->params + 102506;
-    float *bn5_bias = ctx->params + 102474;
+    float *conv5_weight = ctx->params + 102540;
+    float *bn5_weight = ctx->params + 102508;
+    float *bn5_bias = ctx->params + 102476;
     float *bn5_running_mean = ctx->buffers + 480;
     float *bn5_running_var = ctx->buffers + 448;
-    float *conv6_weight = ctx->params + 93258;
-    float *bn6_weight = ctx->params + 93226;
-    float *bn6_bias = ctx->params + 93194;
+    float *conv6_weight = ctx->params + 93260;
+    float *bn6_weight = ctx->params + 93228;
+    float *bn6_bias = ctx->params + 93196;
     float *bn6_running_mean = ctx->buffers + 416;
     float *bn6_running_var = ctx->buffers + 384;
-    float *conv7_weight = ctx->params + 74762;
-    float *bn7_weight = ctx->params + 74698;
-    float *bn7_bias = ctx->params + 74634;
+    float *conv7_weight = ctx->params + 74764;
+    float *bn7_weight = ctx->params + 74700;
+    float *bn7_bias = ctx->params + 74636;
     float *bn7_running_mean = ctx->buffers + 320;
     float *bn7_running_var = ctx->buffers + 256;
-    float *conv8_weight = ctx->params + 37770;
-    float *bn8_weight = ctx->params + 37706;
-    float *bn8_bias = ctx->params + 37642;
+    float *conv8_weight = ctx->params + 37772;
+    float *bn8_weight = ctx->params + 37708;
+    float *bn8_bias = ctx->params + 37644;
     float *bn8_running_mean = ctx->buffers + 192;
     float *bn8_running_var = ctx->buffers + 128;
-    float *conv9_weight = ctx->params + 778;
-    float *bn9_weight = ctx->params + 714;
-    float *bn9_bias = ctx->params + 650;
+    float *conv9_weight = ctx->params + 780;
+    float *bn9_weight = ctx->params + 716;
+    float *bn9_bias = ctx->params + 652;
     float *bn9_running_mean = ctx->buffers + 64;
     float *bn9_running_var = ctx->buffers + 0;
-    float *linear1_weight = ctx->params + 10;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *stem_out = A + stem_out_at * B;
     float *bn1_out = A + bn1_out_at * B;
@@ -1723,52 +1723,52 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 121130;
-    float *bn1_weight = ctx->params + 121114;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 121114;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 121098;
-    float *conv2_weight = ctx->params + 118794;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 118794;
-    float *bn2_weight = ctx->params + 118778;
-    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 118778;
-    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 118762;
-    float *conv3_weight = ctx->params + 116458;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 116458;
-    float *bn3_weight = ctx->params + 116442;
-    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 116442;
-    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 116426;
-    float *conv4_weight = ctx->params + 111818;
-    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 111818;
-    float *bn4_weight = ctx->params + 111786;
-    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 111786;
-    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 111754;
-    float *conv5_weight = ctx->params + 102538;
-    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 102538;
-    float *bn5_weight = ctx->params + 102506;
-    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 102506;
-    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 102474;
-    float *conv6_weight = ctx->params + 93258;
-    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 93258;
-    float *bn6_weight = ctx->params + 93226;
-    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 93226;
-    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 93194;
-    float *conv7_weight = ctx->params + 74762;
-    DdpGrad *d_conv7_weight = (DdpGrad *)ctx->grads + 74762;
-    float *bn7_weight = ctx->params + 74698;
-    DdpGrad *d_bn7_weight = (DdpGrad *)ctx->grads + 74698;
-    DdpGrad *d_bn7_bias = (DdpGrad *)ctx->grads + 74634;
-    float *conv8_weight = ctx->params + 37770;
-    DdpGrad *d_conv8_weight = (DdpGrad *)ctx->grads + 37770;
-    float *bn8_weight = ctx->params + 37706;
-    DdpGrad *d_bn8_weight = (DdpGrad *)ctx->grads + 37706;
-    DdpGrad *d_bn8_bias = (DdpGrad *)ctx->grads + 37642;
-    float *conv9_weight = ctx->params + 778;
-    DdpGrad *d_conv9_weight = (DdpGrad *)ctx->grads + 778;
-    float *bn9_weight = ctx->params + 714;
-    DdpGrad *d_bn9_weight = (DdpGrad *)ctx->grads + 714;
-    DdpGrad *d_bn9_bias = (DdpGrad *)ctx->grads + 650;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 121132;
+    float *bn1_weight = ctx->params + 121116;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 121116;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 121100;
+    float *conv2_weight = ctx->params + 118796;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 118796;
+    float *bn2_weight = ctx->params + 118780;
+    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 118780;
+    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 118764;
+    float *conv3_weight = ctx->params + 116460;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 116460;
+    float *bn3_weight = ctx->params + 116444;
+    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 116444;
+    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 116428;
+    float *conv4_weight = ctx->params + 111820;
+    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 111820;
+    float *bn4_weight = ctx->params + 111788;
+    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 111788;
+    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 111756;
+    float *conv5_weight = ctx->params + 102540;
+    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 102540;
+    float *bn5_weight = ctx->params + 102508;
+    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 102508;
+    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 102476;
+    float *conv6_weight = ctx->params + 93260;
+    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 93260;
+    float *bn6_weight = ctx->params + 93228;
+    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 93228;
+    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 93196;
+    float *conv7_weight = ctx->params + 74764;
+    DdpGrad *d_conv7_weight = (DdpGrad *)ctx->grads + 74764;
+    float *bn7_weight = ctx->params + 74700;
+    DdpGrad *d_bn7_weight = (DdpGrad *)ctx->grads + 74700;
+    DdpGrad *d_bn7_bias = (DdpGrad *)ctx->grads + 74636;
+    float *conv8_weight = ctx->params + 37772;
+    DdpGrad *d_conv8_weight = (DdpGrad *)ctx->grads + 37772;
+    float *bn8_weight = ctx->params + 37708;
+    DdpGrad *d_bn8_weight = (DdpGrad *)ctx->grads + 37708;
+    DdpGrad *d_bn8_bias = (DdpGrad *)ctx->grads + 37644;
+    float *conv9_weight = ctx->params + 780;
+    DdpGrad *d_conv9_weight = (DdpGrad *)ctx->grads + 780;
+    float *bn9_weight = ctx->params + 716;
+    DdpGrad *d_bn9_weight = (DdpGrad *)ctx->grads + 716;
+    DdpGrad *d_bn9_bias = (DdpGrad *)ctx->grads + 652;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *stem_out = A + stem_out_at * B;
     float *d_stem_out = A + d_stem_out_at * B;
@@ -2050,10 +2050,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, fashion_resnet.net:27");
 }
 
-// One optimizer update of all 121274 parameters at once.
+// One optimizer update of all 121276 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 121274, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 121276, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -2105,61 +2105,61 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"stem.weight", 4, {16, 1, 3, 3}, 144, 1, 121130, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"bn1.weight", 1, {16, 0, 0, 0}, 16, 1, 121114, 0, DDP_INIT_ONES, 16},
-    {"bn1.bias", 1, {16, 0, 0, 0}, 16, 1, 121098, 0, DDP_INIT_ZEROS, 16},
+    {"stem.weight", 4, {16, 1, 3, 3}, 144, 1, 121132, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"bn1.weight", 1, {16, 0, 0, 0}, 16, 1, 121116, 0, DDP_INIT_ONES, 16},
+    {"bn1.bias", 1, {16, 0, 0, 0}, 16, 1, 121100, 0, DDP_INIT_ZEROS, 16},
     {"bn1.running_mean", 1, {16, 0, 0, 0}, 16, 0, 656, 0, DDP_INIT_ZEROS, 16},
     {"bn1.running_var", 1, {16, 0, 0, 0}, 16, 0, 640, 0, DDP_INIT_ONES, 16},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv2.weight", 4, {16, 16, 3, 3}, 2304, 1, 118794, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 118778, 0, DDP_INIT_ONES, 16},
-    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 118762, 0, DDP_INIT_ZEROS, 16},
+    {"conv2.weight", 4, {16, 16, 3, 3}, 2304, 1, 118796, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 118780, 0, DDP_INIT_ONES, 16},
+    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 118764, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_mean", 1, {16, 0, 0, 0}, 16, 0, 624, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_var", 1, {16, 0, 0, 0}, 16, 0, 608, 0, DDP_INIT_ONES, 16},
     {"bn2.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv3.weight", 4, {16, 16, 3, 3}, 2304, 1, 116458, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn3.weight", 1, {16, 0, 0, 0}, 16, 1, 116442, 0, DDP_INIT_ONES, 16},
-    {"bn3.bias", 1, {16, 0, 0, 0}, 16, 1, 116426, 0, DDP_INIT_ZEROS, 16},
+    {"conv3.weight", 4, {16, 16, 3, 3}, 2304, 1, 116460, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn3.weight", 1, {16, 0, 0, 0}, 16, 1, 116444, 0, DDP_INIT_ONES, 16},
+    {"bn3.bias", 1, {16, 0, 0, 0}, 16, 1, 116428, 0, DDP_INIT_ZEROS, 16},
     {"bn3.running_mean", 1, {16, 0, 0, 0}, 16, 0, 592, 0, DDP_INIT_ZEROS, 16},
     {"bn3.running_var", 1, {16, 0, 0, 0}, 16, 0, 576, 0, DDP_INIT_ONES, 16},
     {"bn3.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv4.weight", 4, {32, 16, 3, 3}, 4608, 1, 111818, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn4.weight", 1, {32, 0, 0, 0}, 32, 1, 111786, 0, DDP_INIT_ONES, 32},
-    {"bn4.bias", 1, {32, 0, 0, 0}, 32, 1, 111754, 0, DDP_INIT_ZEROS, 32},
+    {"conv4.weight", 4, {32, 16, 3, 3}, 4608, 1, 111820, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn4.weight", 1, {32, 0, 0, 0}, 32, 1, 111788, 0, DDP_INIT_ONES, 32},
+    {"bn4.bias", 1, {32, 0, 0, 0}, 32, 1, 111756, 0, DDP_INIT_ZEROS, 32},
     {"bn4.running_mean", 1, {32, 0, 0, 0}, 32, 0, 544, 0, DDP_INIT_ZEROS, 32},
     {"bn4.running_var", 1, {32, 0, 0, 0}, 32, 0, 512, 0, DDP_INIT_ONES, 32},
     {"bn4.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv5.weight", 4, {32, 32, 3, 3}, 9216, 1, 102538, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn5.weight", 1, {32, 0, 0, 0}, 32, 1, 102506, 0, DDP_INIT_ONES, 32},
-    {"bn5.bias", 1, {32, 0, 0, 0}, 32, 1, 102474, 0, DDP_INIT_ZEROS, 32},
+    {"conv5.weight", 4, {32, 32, 3, 3}, 9216, 1, 102540, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn5.weight", 1, {32, 0, 0, 0}, 32, 1, 102508, 0, DDP_INIT_ONES, 32},
+    {"bn5.bias", 1, {32, 0, 0, 0}, 32, 1, 102476, 0, DDP_INIT_ZEROS, 32},
     {"bn5.running_mean", 1, {32, 0, 0, 0}, 32, 0, 480, 0, DDP_INIT_ZEROS, 32},
     {"bn5.running_var", 1, {32, 0, 0, 0}, 32, 0, 448, 0, DDP_INIT_ONES, 32},
     {"bn5.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv6.weight", 4, {32, 32, 3, 3}, 9216, 1, 93258, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn6.weight", 1, {32, 0, 0, 0}, 32, 1, 93226, 0, DDP_INIT_ONES, 32},
-    {"bn6.bias", 1, {32, 0, 0, 0}, 32, 1, 93194, 0, DDP_INIT_ZEROS, 32},
+    {"conv6.weight", 4, {32, 32, 3, 3}, 9216, 1, 93260, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn6.weight", 1, {32, 0, 0, 0}, 32, 1, 93228, 0, DDP_INIT_ONES, 32},
+    {"bn6.bias", 1, {32, 0, 0, 0}, 32, 1, 93196, 0, DDP_INIT_ZEROS, 32},
     {"bn6.running_mean", 1, {32, 0, 0, 0}, 32, 0, 416, 0, DDP_INIT_ZEROS, 32},
     {"bn6.running_var", 1, {32, 0, 0, 0}, 32, 0, 384, 0, DDP_INIT_ONES, 32},
     {"bn6.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv7.weight", 4, {64, 32, 3, 3}, 18432, 1, 74762, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn7.weight", 1, {64, 0, 0, 0}, 64, 1, 74698, 0, DDP_INIT_ONES, 64},
-    {"bn7.bias", 1, {64, 0, 0, 0}, 64, 1, 74634, 0, DDP_INIT_ZEROS, 64},
+    {"conv7.weight", 4, {64, 32, 3, 3}, 18432, 1, 74764, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn7.weight", 1, {64, 0, 0, 0}, 64, 1, 74700, 0, DDP_INIT_ONES, 64},
+    {"bn7.bias", 1, {64, 0, 0, 0}, 64, 1, 74636, 0, DDP_INIT_ZEROS, 64},
     {"bn7.running_mean", 1, {64, 0, 0, 0}, 64, 0, 320, 0, DDP_INIT_ZEROS, 64},
     {"bn7.running_var", 1, {64, 0, 0, 0}, 64, 0, 256, 0, DDP_INIT_ONES, 64},
     {"bn7.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"conv8.weight", 4, {64, 64, 3, 3}, 36864, 1, 37770, 0, DDP_INIT_KAIMING_UNIFORM, 576},
-    {"bn8.weight", 1, {64, 0, 0, 0}, 64, 1, 37706, 0, DDP_INIT_ONES, 64},
-    {"bn8.bias", 1, {64, 0, 0, 0}, 64, 1, 37642, 0, DDP_INIT_ZEROS, 64},
+    {"conv8.weight", 4, {64, 64, 3, 3}, 36864, 1, 37772, 0, DDP_INIT_KAIMING_UNIFORM, 576},
+    {"bn8.weight", 1, {64, 0, 0, 0}, 64, 1, 37708, 0, DDP_INIT_ONES, 64},
+    {"bn8.bias", 1, {64, 0, 0, 0}, 64, 1, 37644, 0, DDP_INIT_ZEROS, 64},
     {"bn8.running_mean", 1, {64, 0, 0, 0}, 64, 0, 192, 0, DDP_INIT_ZEROS, 64},
     {"bn8.running_var", 1, {64, 0, 0, 0}, 64, 0, 128, 0, DDP_INIT_ONES, 64},
     {"bn8.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"conv9.weight", 4, {64, 64, 3, 3}, 36864, 1, 778, 0, DDP_INIT_KAIMING_UNIFORM, 576},
-    {"bn9.weight", 1, {64, 0, 0, 0}, 64, 1, 714, 0, DDP_INIT_ONES, 64},
-    {"bn9.bias", 1, {64, 0, 0, 0}, 64, 1, 650, 0, DDP_INIT_ZEROS, 64},
+    {"conv9.weight", 4, {64, 64, 3, 3}, 36864, 1, 780, 0, DDP_INIT_KAIMING_UNIFORM, 576},
+    {"bn9.weight", 1, {64, 0, 0, 0}, 64, 1, 716, 0, DDP_INIT_ONES, 64},
+    {"bn9.bias", 1, {64, 0, 0, 0}, 64, 1, 652, 0, DDP_INIT_ZEROS, 64},
     {"bn9.running_mean", 1, {64, 0, 0, 0}, 64, 0, 64, 0, DDP_INIT_ZEROS, 64},
     {"bn9.running_var", 1, {64, 0, 0, 0}, 64, 0, 0, 0, DDP_INIT_ONES, 64},
     {"bn9.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"linear1.weight", 2, {10, 64, 0, 0}, 640, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 64},
+    {"linear1.weight", 2, {10, 64, 0, 0}, 640, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 64},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 64},
 };
 
@@ -2172,7 +2172,7 @@ static const DdpNet net = {
     "fashion_resnet", "bd5dc58aa543f40f",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 121274, 672, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 121276, 672, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

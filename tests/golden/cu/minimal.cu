@@ -77,7 +77,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 10;  // parameters
+    const int64_t P = 12;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -100,7 +100,7 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_weight = ctx->params + 2;
+    float *linear1_weight = ctx->params + 4;
     float *linear1_bias = ctx->params + 0;
     float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
@@ -114,7 +114,7 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 2;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 4;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *linear1_out = A + linear1_out_at * B;
     float *d_linear1_out = A + d_linear1_out_at * B;
@@ -154,10 +154,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, minimal.net:3");
 }
 
-// One optimizer update of all 10 parameters at once.
+// One optimizer update of all 12 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 10, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 12, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -173,7 +173,7 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"linear1.weight", 2, {2, 4, 0, 0}, 8, 1, 2, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"linear1.weight", 2, {2, 4, 0, 0}, 8, 1, 4, 0, DDP_INIT_KAIMING_UNIFORM, 4},
     {"linear1.bias", 1, {2, 0, 0, 0}, 2, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 4},
 };
 
@@ -181,7 +181,7 @@ static const DdpNet net = {
     "minimal", "c74c42b4850bedb6",  // name, hash
     1, {4, 1, 1}, 4, 2,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 10, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 12, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

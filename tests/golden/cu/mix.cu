@@ -693,7 +693,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0.1, weight_decay 0.001.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 3482;  // parameters
+    const int64_t P = 3484;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -758,24 +758,24 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 3410;
-    float *conv1_bias = ctx->params + 3402;
-    float *conv2_weight = ctx->params + 3258;
-    float *conv2_bias = ctx->params + 3250;
-    float *bn1_weight = ctx->params + 3242;
-    float *bn1_bias = ctx->params + 3234;
+    float *conv1_weight = ctx->params + 3412;
+    float *conv1_bias = ctx->params + 3404;
+    float *conv2_weight = ctx->params + 3260;
+    float *conv2_bias = ctx->params + 3252;
+    float *bn1_weight = ctx->params + 3244;
+    float *bn1_bias = ctx->params + 3236;
     float *bn1_running_mean = ctx->buffers + 40;
     float *bn1_running_var = ctx->buffers + 32;
-    float *conv3_weight = ctx->params + 2658;
-    float *conv3_bias = ctx->params + 2650;
-    float *conv4_weight = ctx->params + 2522;
-    float *conv4_bias = ctx->params + 2506;
-    float *bn2_weight = ctx->params + 2490;
-    float *bn2_bias = ctx->params + 2474;
+    float *conv3_weight = ctx->params + 2660;
+    float *conv3_bias = ctx->params + 2652;
+    float *conv4_weight = ctx->params + 2524;
+    float *conv4_bias = ctx->params + 2508;
+    float *bn2_weight = ctx->params + 2492;
+    float *bn2_bias = ctx->params + 2476;
     float *bn2_running_mean = ctx->buffers + 16;
     float *bn2_running_var = ctx->buffers + 0;
-    float *conv5_weight = ctx->params + 170;
-    float *linear1_weight = ctx->params + 10;
+    float *conv5_weight = ctx->params + 172;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *leaky_relu1_out = A + leaky_relu1_out_at * B;
     float *conv2_out = A + conv2_out_at * B;
@@ -876,27 +876,27 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 3410;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 3402;
-    float *conv2_weight = ctx->params + 3258;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 3258;
-    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 3250;
-    float *bn1_weight = ctx->params + 3242;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 3242;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 3234;
-    float *conv3_weight = ctx->params + 2658;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 2658;
-    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 2650;
-    float *conv4_weight = ctx->params + 2522;
-    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 2522;
-    DdpGrad *d_conv4_bias = (DdpGrad *)ctx->grads + 2506;
-    float *bn2_weight = ctx->params + 2490;
-    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 2490;
-    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 2474;
-    float *conv5_weight = ctx->params + 170;
-    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 170;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 3412;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 3404;
+    float *conv2_weight = ctx->params + 3260;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 3260;
+    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 3252;
+    float *bn1_weight = ctx->params + 3244;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 3244;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 3236;
+    float *conv3_weight = ctx->params + 2660;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 2660;
+    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 2652;
+    float *conv4_weight = ctx->params + 2524;
+    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 2524;
+    DdpGrad *d_conv4_bias = (DdpGrad *)ctx->grads + 2508;
+    float *bn2_weight = ctx->params + 2492;
+    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 2492;
+    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 2476;
+    float *conv5_weight = ctx->params + 172;
+    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 172;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *leaky_relu1_out = A + leaky_relu1_out_at * B;
     float *d_leaky_relu1_out = A + d_leaky_relu1_out_at * B;
@@ -1057,10 +1057,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, mix.net:15");
 }
 
-// One optimizer update of all 3482 parameters at once.
+// One optimizer update of all 3484 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 3482, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 3484, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -1096,26 +1096,26 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {8, 1, 3, 3}, 72, 1, 3410, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv1.bias", 1, {8, 0, 0, 0}, 8, 1, 3402, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv2.weight", 4, {8, 2, 3, 3}, 144, 1, 3258, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"conv2.bias", 1, {8, 0, 0, 0}, 8, 1, 3250, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"bn1.weight", 1, {8, 0, 0, 0}, 8, 1, 3242, 0, DDP_INIT_ONES, 8},
-    {"bn1.bias", 1, {8, 0, 0, 0}, 8, 1, 3234, 0, DDP_INIT_ZEROS, 8},
+    {"conv1.weight", 4, {8, 1, 3, 3}, 72, 1, 3412, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv1.bias", 1, {8, 0, 0, 0}, 8, 1, 3404, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv2.weight", 4, {8, 2, 3, 3}, 144, 1, 3260, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"conv2.bias", 1, {8, 0, 0, 0}, 8, 1, 3252, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"bn1.weight", 1, {8, 0, 0, 0}, 8, 1, 3244, 0, DDP_INIT_ONES, 8},
+    {"bn1.bias", 1, {8, 0, 0, 0}, 8, 1, 3236, 0, DDP_INIT_ZEROS, 8},
     {"bn1.running_mean", 1, {8, 0, 0, 0}, 8, 0, 40, 0, DDP_INIT_ZEROS, 8},
     {"bn1.running_var", 1, {8, 0, 0, 0}, 8, 0, 32, 0, DDP_INIT_ONES, 8},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 8},
-    {"conv3.weight", 4, {8, 8, 3, 3}, 576, 1, 2658, 0, DDP_INIT_KAIMING_UNIFORM, 72},
-    {"conv3.bias", 1, {8, 0, 0, 0}, 8, 1, 2650, 0, DDP_INIT_KAIMING_UNIFORM, 72},
-    {"conv4.weight", 4, {16, 8, 1, 1}, 128, 1, 2522, 0, DDP_INIT_KAIMING_UNIFORM, 8},
-    {"conv4.bias", 1, {16, 0, 0, 0}, 16, 1, 2506, 0, DDP_INIT_KAIMING_UNIFORM, 8},
-    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 2490, 0, DDP_INIT_ONES, 16},
-    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 2474, 0, DDP_INIT_ZEROS, 16},
+    {"conv3.weight", 4, {8, 8, 3, 3}, 576, 1, 2660, 0, DDP_INIT_KAIMING_UNIFORM, 72},
+    {"conv3.bias", 1, {8, 0, 0, 0}, 8, 1, 2652, 0, DDP_INIT_KAIMING_UNIFORM, 72},
+    {"conv4.weight", 4, {16, 8, 1, 1}, 128, 1, 2524, 0, DDP_INIT_KAIMING_UNIFORM, 8},
+    {"conv4.bias", 1, {16, 0, 0, 0}, 16, 1, 2508, 0, DDP_INIT_KAIMING_UNIFORM, 8},
+    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 2492, 0, DDP_INIT_ONES, 16},
+    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 2476, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_mean", 1, {16, 0, 0, 0}, 16, 0, 16, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_var", 1, {16, 0, 0, 0}, 16, 0, 0, 0, DDP_INIT_ONES, 16},
     {"bn2.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv5.weight", 4, {16, 16, 3, 3}, 2304, 1, 170, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"linear1.weight", 2, {10, 16, 0, 0}, 160, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 16},
+    {"conv5.weight", 4, {16, 16, 3, 3}, 2304, 1, 172, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"linear1.weight", 2, {10, 16, 0, 0}, 160, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 16},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 16},
 };
 
@@ -1123,7 +1123,7 @@ static const DdpNet net = {
     "mix", "64a0568d36858576",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 3482, 48, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 3484, 48, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

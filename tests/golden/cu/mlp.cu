@@ -172,7 +172,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // AdamW as torch.optim.AdamW: betas 0.9, 0.999, eps 1e-08, weight_decay 0.01.
 DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, const DdpStepScalars *s)
 {
-    const int64_t P = 535818;  // parameters
+    const int64_t P = 535820;  // parameters
     const float lr = s->lr;
     const double t = (double)(s->step + 1);  // this step's number, from 1
     const float step_size = (float)(s->lr / (1.0 - pow(0.9, t)));
@@ -208,11 +208,11 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *linear1_weight = ctx->params + 134410;
-    float *linear1_bias = ctx->params + 133898;
-    float *linear2_weight = ctx->params + 2826;
-    float *linear2_bias = ctx->params + 2570;
-    float *linear3_weight = ctx->params + 10;
+    float *linear1_weight = ctx->params + 134412;
+    float *linear1_bias = ctx->params + 133900;
+    float *linear2_weight = ctx->params + 2828;
+    float *linear2_bias = ctx->params + 2572;
+    float *linear3_weight = ctx->params + 12;
     float *linear3_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *dropout1_out = A + dropout1_out_at * B;
@@ -242,13 +242,13 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 134410;
-    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 133898;
-    float *linear2_weight = ctx->params + 2826;
-    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 2826;
-    DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 2570;
-    float *linear3_weight = ctx->params + 10;
-    DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 134412;
+    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 133900;
+    float *linear2_weight = ctx->params + 2828;
+    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 2828;
+    DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 2572;
+    float *linear3_weight = ctx->params + 12;
+    DdpGrad *d_linear3_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear3_bias = (DdpGrad *)ctx->grads + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *d_relu1_out = A + d_relu1_out_at * B;
@@ -321,11 +321,11 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, mlp.net:8");
 }
 
-// One optimizer update of all 535818 parameters at once.
+// One optimizer update of all 535820 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_adam_step, 535818, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
-               ctx->opt_state + 535818, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_adam_step, 535820, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state,
+               ctx->opt_state + 535820, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -345,11 +345,11 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"linear1.weight", 2, {512, 784, 0, 0}, 401408, 1, 134410, 0, DDP_INIT_KAIMING_UNIFORM, 784},
-    {"linear1.bias", 1, {512, 0, 0, 0}, 512, 1, 133898, 0, DDP_INIT_KAIMING_UNIFORM, 784},
-    {"linear2.weight", 2, {256, 512, 0, 0}, 131072, 1, 2826, 0, DDP_INIT_KAIMING_UNIFORM, 512},
-    {"linear2.bias", 1, {256, 0, 0, 0}, 256, 1, 2570, 0, DDP_INIT_KAIMING_UNIFORM, 512},
-    {"linear3.weight", 2, {10, 256, 0, 0}, 2560, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 256},
+    {"linear1.weight", 2, {512, 784, 0, 0}, 401408, 1, 134412, 0, DDP_INIT_KAIMING_UNIFORM, 784},
+    {"linear1.bias", 1, {512, 0, 0, 0}, 512, 1, 133900, 0, DDP_INIT_KAIMING_UNIFORM, 784},
+    {"linear2.weight", 2, {256, 512, 0, 0}, 131072, 1, 2828, 0, DDP_INIT_KAIMING_UNIFORM, 512},
+    {"linear2.bias", 1, {256, 0, 0, 0}, 256, 1, 2572, 0, DDP_INIT_KAIMING_UNIFORM, 512},
+    {"linear3.weight", 2, {10, 256, 0, 0}, 2560, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 256},
     {"linear3.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 256},
 };
 
@@ -357,7 +357,7 @@ static const DdpNet net = {
     "mlp", "eb22b9abc1f18991",  // name, hash
     1, {784, 1, 1}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 535818, 0, 2, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 535820, 0, 2, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

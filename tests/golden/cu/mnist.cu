@@ -244,7 +244,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0005.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 184586;  // parameters
+    const int64_t P = 184588;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -284,13 +284,13 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 183786;
-    float *conv1_bias = ctx->params + 183754;
-    float *conv2_weight = ctx->params + 132554;
-    float *conv2_bias = ctx->params + 132490;
-    float *linear1_weight = ctx->params + 1418;
-    float *linear1_bias = ctx->params + 1290;
-    float *linear2_weight = ctx->params + 10;
+    float *conv1_weight = ctx->params + 183788;
+    float *conv1_bias = ctx->params + 183756;
+    float *conv2_weight = ctx->params + 132556;
+    float *conv2_bias = ctx->params + 132492;
+    float *linear1_weight = ctx->params + 1420;
+    float *linear1_bias = ctx->params + 1292;
+    float *linear2_weight = ctx->params + 12;
     float *linear2_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -327,16 +327,16 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 183786;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 183754;
-    float *conv2_weight = ctx->params + 132554;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 132554;
-    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 132490;
-    float *linear1_weight = ctx->params + 1418;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 1418;
-    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 1290;
-    float *linear2_weight = ctx->params + 10;
-    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 183788;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 183756;
+    float *conv2_weight = ctx->params + 132556;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 132556;
+    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 132492;
+    float *linear1_weight = ctx->params + 1420;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 1420;
+    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 1292;
+    float *linear2_weight = ctx->params + 12;
+    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 0;
     float *d_relu1_out = A + d_relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -421,10 +421,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, mnist.net:11");
 }
 
-// One optimizer update of all 184586 parameters at once.
+// One optimizer update of all 184588 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 184586, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 184588, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -450,13 +450,13 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {32, 1, 5, 5}, 800, 1, 183786, 0, DDP_INIT_KAIMING_UNIFORM, 25},
-    {"conv1.bias", 1, {32, 0, 0, 0}, 32, 1, 183754, 0, DDP_INIT_KAIMING_UNIFORM, 25},
-    {"conv2.weight", 4, {64, 32, 5, 5}, 51200, 1, 132554, 0, DDP_INIT_KAIMING_UNIFORM, 800},
-    {"conv2.bias", 1, {64, 0, 0, 0}, 64, 1, 132490, 0, DDP_INIT_KAIMING_UNIFORM, 800},
-    {"linear1.weight", 2, {128, 1024, 0, 0}, 131072, 1, 1418, 0, DDP_INIT_KAIMING_UNIFORM, 1024},
-    {"linear1.bias", 1, {128, 0, 0, 0}, 128, 1, 1290, 0, DDP_INIT_KAIMING_UNIFORM, 1024},
-    {"linear2.weight", 2, {10, 128, 0, 0}, 1280, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 128},
+    {"conv1.weight", 4, {32, 1, 5, 5}, 800, 1, 183788, 0, DDP_INIT_KAIMING_UNIFORM, 25},
+    {"conv1.bias", 1, {32, 0, 0, 0}, 32, 1, 183756, 0, DDP_INIT_KAIMING_UNIFORM, 25},
+    {"conv2.weight", 4, {64, 32, 5, 5}, 51200, 1, 132556, 0, DDP_INIT_KAIMING_UNIFORM, 800},
+    {"conv2.bias", 1, {64, 0, 0, 0}, 64, 1, 132492, 0, DDP_INIT_KAIMING_UNIFORM, 800},
+    {"linear1.weight", 2, {128, 1024, 0, 0}, 131072, 1, 1420, 0, DDP_INIT_KAIMING_UNIFORM, 1024},
+    {"linear1.bias", 1, {128, 0, 0, 0}, 128, 1, 1292, 0, DDP_INIT_KAIMING_UNIFORM, 1024},
+    {"linear2.weight", 2, {10, 128, 0, 0}, 1280, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 128},
     {"linear2.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 128},
 };
 
@@ -464,7 +464,7 @@ static const DdpNet net = {
     "mnist", "2f9b82714ba6c405",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 184586, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 184588, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

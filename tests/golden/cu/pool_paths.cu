@@ -283,7 +283,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 358;  // parameters
+    const int64_t P = 360;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -324,11 +324,11 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 322;
-    float *conv1_bias = ctx->params + 318;
-    float *conv2_weight = ctx->params + 174;
-    float *conv2_bias = ctx->params + 170;
-    float *linear1_weight = ctx->params + 10;
+    float *conv1_weight = ctx->params + 324;
+    float *conv1_bias = ctx->params + 320;
+    float *conv2_weight = ctx->params + 176;
+    float *conv2_bias = ctx->params + 172;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -374,13 +374,13 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 322;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 318;
-    float *conv2_weight = ctx->params + 174;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 174;
-    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 170;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 324;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 320;
+    float *conv2_weight = ctx->params + 176;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 176;
+    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 172;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *d_relu1_out = A + d_relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -468,10 +468,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, pool_paths.net:14");
 }
 
-// One optimizer update of all 358 parameters at once.
+// One optimizer update of all 360 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 358, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 360, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -495,11 +495,11 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {4, 1, 3, 3}, 36, 1, 322, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 318, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv2.weight", 4, {4, 4, 3, 3}, 144, 1, 174, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"conv2.bias", 1, {4, 0, 0, 0}, 4, 1, 170, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"linear1.weight", 2, {10, 16, 0, 0}, 160, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 16},
+    {"conv1.weight", 4, {4, 1, 3, 3}, 36, 1, 324, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 320, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv2.weight", 4, {4, 4, 3, 3}, 144, 1, 176, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"conv2.bias", 1, {4, 0, 0, 0}, 4, 1, 172, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"linear1.weight", 2, {10, 16, 0, 0}, 160, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 16},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 16},
 };
 
@@ -507,7 +507,7 @@ static const DdpNet net = {
     "pool_paths", "a1bac567a7967696",  // name, hash
     3, {1, 24, 24}, 576, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 358, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 360, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

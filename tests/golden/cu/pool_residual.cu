@@ -371,7 +371,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 2306;  // parameters
+    const int64_t P = 2308;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -420,13 +420,13 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 2270;
-    float *conv1_bias = ctx->params + 2266;
-    float *conv2_weight = ctx->params + 2122;
-    float *conv2_bias = ctx->params + 2118;
-    float *conv3_weight = ctx->params + 1974;
-    float *conv3_bias = ctx->params + 1970;
-    float *linear1_weight = ctx->params + 10;
+    float *conv1_weight = ctx->params + 2272;
+    float *conv1_bias = ctx->params + 2268;
+    float *conv2_weight = ctx->params + 2124;
+    float *conv2_bias = ctx->params + 2120;
+    float *conv3_weight = ctx->params + 1976;
+    float *conv3_bias = ctx->params + 1972;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -482,16 +482,16 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 2270;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 2266;
-    float *conv2_weight = ctx->params + 2122;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 2122;
-    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 2118;
-    float *conv3_weight = ctx->params + 1974;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 1974;
-    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 1970;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 2272;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 2268;
+    float *conv2_weight = ctx->params + 2124;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 2124;
+    DdpGrad *d_conv2_bias = (DdpGrad *)ctx->grads + 2120;
+    float *conv3_weight = ctx->params + 1976;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 1976;
+    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 1972;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *d_tanh1_out = A + d_tanh1_out_at * B;
@@ -594,10 +594,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, pool_residual.net:12");
 }
 
-// One optimizer update of all 2306 parameters at once.
+// One optimizer update of all 2308 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 2306, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 2308, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -625,13 +625,13 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {4, 1, 3, 3}, 36, 1, 2270, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 2266, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv2.weight", 4, {4, 4, 3, 3}, 144, 1, 2122, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"conv2.bias", 1, {4, 0, 0, 0}, 4, 1, 2118, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"conv3.weight", 4, {4, 4, 3, 3}, 144, 1, 1974, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"conv3.bias", 1, {4, 0, 0, 0}, 4, 1, 1970, 0, DDP_INIT_KAIMING_UNIFORM, 36},
-    {"linear1.weight", 2, {10, 196, 0, 0}, 1960, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 196},
+    {"conv1.weight", 4, {4, 1, 3, 3}, 36, 1, 2272, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv1.bias", 1, {4, 0, 0, 0}, 4, 1, 2268, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv2.weight", 4, {4, 4, 3, 3}, 144, 1, 2124, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"conv2.bias", 1, {4, 0, 0, 0}, 4, 1, 2120, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"conv3.weight", 4, {4, 4, 3, 3}, 144, 1, 1976, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"conv3.bias", 1, {4, 0, 0, 0}, 4, 1, 1972, 0, DDP_INIT_KAIMING_UNIFORM, 36},
+    {"linear1.weight", 2, {10, 196, 0, 0}, 1960, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 196},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 196},
 };
 
@@ -639,7 +639,7 @@ static const DdpNet net = {
     "pool_residual", "53834af0c2b9fa76",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 2306, 0, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 2308, 0, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

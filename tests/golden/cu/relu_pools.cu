@@ -477,7 +477,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 191;  // parameters
+    const int64_t P = 195;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -528,16 +528,16 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 164;
-    float *conv1_bias = ctx->params + 161;
-    float *conv2_weight = ctx->params + 53;
-    float *conv3_weight = ctx->params + 37;
-    float *conv3_bias = ctx->params + 33;
-    float *bn1_weight = ctx->params + 29;
-    float *bn1_bias = ctx->params + 25;
+    float *conv1_weight = ctx->params + 168;
+    float *conv1_bias = ctx->params + 164;
+    float *conv2_weight = ctx->params + 56;
+    float *conv3_weight = ctx->params + 40;
+    float *conv3_bias = ctx->params + 36;
+    float *bn1_weight = ctx->params + 32;
+    float *bn1_bias = ctx->params + 28;
     float *bn1_running_mean = ctx->buffers + 4;
     float *bn1_running_var = ctx->buffers + 0;
-    float *linear1_weight = ctx->params + 5;
+    float *linear1_weight = ctx->params + 8;
     float *linear1_bias = ctx->params + 0;
     float *relu1_out = A + relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -605,18 +605,18 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 164;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 161;
-    float *conv2_weight = ctx->params + 53;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 53;
-    float *conv3_weight = ctx->params + 37;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 37;
-    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 33;
-    float *bn1_weight = ctx->params + 29;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 29;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 25;
-    float *linear1_weight = ctx->params + 5;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 5;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 168;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 164;
+    float *conv2_weight = ctx->params + 56;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 56;
+    float *conv3_weight = ctx->params + 40;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 40;
+    DdpGrad *d_conv3_bias = (DdpGrad *)ctx->grads + 36;
+    float *bn1_weight = ctx->params + 32;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 32;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 28;
+    float *linear1_weight = ctx->params + 8;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 8;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *d_relu1_out = A + d_relu1_out_at * B;
     float *maxpool1_out = A + maxpool1_out_at * B;
@@ -730,10 +730,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, relu_pools.net:20");
 }
 
-// One optimizer update of all 191 parameters at once.
+// One optimizer update of all 195 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 191, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 195, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -761,17 +761,17 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {3, 1, 3, 3}, 27, 1, 164, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 161, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"conv2.weight", 4, {4, 3, 3, 3}, 108, 1, 53, 0, DDP_INIT_KAIMING_UNIFORM, 27},
-    {"conv3.weight", 4, {4, 4, 1, 1}, 16, 1, 37, 0, DDP_INIT_KAIMING_UNIFORM, 4},
-    {"conv3.bias", 1, {4, 0, 0, 0}, 4, 1, 33, 0, DDP_INIT_KAIMING_UNIFORM, 4},
-    {"bn1.weight", 1, {4, 0, 0, 0}, 4, 1, 29, 0, DDP_INIT_ONES, 4},
-    {"bn1.bias", 1, {4, 0, 0, 0}, 4, 1, 25, 0, DDP_INIT_ZEROS, 4},
+    {"conv1.weight", 4, {3, 1, 3, 3}, 27, 1, 168, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 164, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"conv2.weight", 4, {4, 3, 3, 3}, 108, 1, 56, 0, DDP_INIT_KAIMING_UNIFORM, 27},
+    {"conv3.weight", 4, {4, 4, 1, 1}, 16, 1, 40, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"conv3.bias", 1, {4, 0, 0, 0}, 4, 1, 36, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"bn1.weight", 1, {4, 0, 0, 0}, 4, 1, 32, 0, DDP_INIT_ONES, 4},
+    {"bn1.bias", 1, {4, 0, 0, 0}, 4, 1, 28, 0, DDP_INIT_ZEROS, 4},
     {"bn1.running_mean", 1, {4, 0, 0, 0}, 4, 0, 4, 0, DDP_INIT_ZEROS, 4},
     {"bn1.running_var", 1, {4, 0, 0, 0}, 4, 0, 0, 0, DDP_INIT_ONES, 4},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 4},
-    {"linear1.weight", 2, {5, 4, 0, 0}, 20, 1, 5, 0, DDP_INIT_KAIMING_UNIFORM, 4},
+    {"linear1.weight", 2, {5, 4, 0, 0}, 20, 1, 8, 0, DDP_INIT_KAIMING_UNIFORM, 4},
     {"linear1.bias", 1, {5, 0, 0, 0}, 5, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 4},
 };
 
@@ -779,7 +779,7 @@ static const DdpNet net = {
     "relu_pools", "8e64366772afdb76",  // name, hash
     3, {1, 12, 12}, 144, 5,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 191, 8, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 195, 8, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

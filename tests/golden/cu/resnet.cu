@@ -974,7 +974,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0.9, dampening 0, weight_decay 0.0001, nesterov.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 28410;  // parameters
+    const int64_t P = 28412;  // parameters
     const float lr = s->lr;
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
@@ -1056,37 +1056,37 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *stem_weight = ctx->params + 28266;
-    float *bn1_weight = ctx->params + 28250;
-    float *bn1_bias = ctx->params + 28234;
+    float *stem_weight = ctx->params + 28268;
+    float *bn1_weight = ctx->params + 28252;
+    float *bn1_bias = ctx->params + 28236;
     float *bn1_running_mean = ctx->buffers + 272;
     float *bn1_running_var = ctx->buffers + 256;
-    float *conv2_weight = ctx->params + 25930;
-    float *bn2_weight = ctx->params + 25914;
-    float *bn2_bias = ctx->params + 25898;
+    float *conv2_weight = ctx->params + 25932;
+    float *bn2_weight = ctx->params + 25916;
+    float *bn2_bias = ctx->params + 25900;
     float *bn2_running_mean = ctx->buffers + 240;
     float *bn2_running_var = ctx->buffers + 224;
-    float *conv3_weight = ctx->params + 23594;
-    float *bn3_weight = ctx->params + 23578;
-    float *bn3_bias = ctx->params + 23562;
+    float *conv3_weight = ctx->params + 23596;
+    float *bn3_weight = ctx->params + 23580;
+    float *bn3_bias = ctx->params + 23564;
     float *bn3_running_mean = ctx->buffers + 208;
     float *bn3_running_var = ctx->buffers + 192;
-    float *conv4_weight = ctx->params + 18954;
-    float *bn4_weight = ctx->params + 18922;
-    float *bn4_bias = ctx->params + 18890;
+    float *conv4_weight = ctx->params + 18956;
+    float *bn4_weight = ctx->params + 18924;
+    float *bn4_bias = ctx->params + 18892;
     float *bn4_running_mean = ctx->buffers + 160;
     float *bn4_running_var = ctx->buffers + 128;
-    float *conv5_weight = ctx->params + 9674;
-    float *bn5_weight = ctx->params + 9642;
-    float *bn5_bias = ctx->params + 9610;
+    float *conv5_weight = ctx->params + 9676;
+    float *bn5_weight = ctx->params + 9644;
+    float *bn5_bias = ctx->params + 9612;
     float *bn5_running_mean = ctx->buffers + 96;
     float *bn5_running_var = ctx->buffers + 64;
-    float *conv6_weight = ctx->params + 394;
-    float *bn6_weight = ctx->params + 362;
-    float *bn6_bias = ctx->params + 330;
+    float *conv6_weight = ctx->params + 396;
+    float *bn6_weight = ctx->params + 364;
+    float *bn6_bias = ctx->params + 332;
     float *bn6_running_mean = ctx->buffers + 32;
     float *bn6_running_var = ctx->buffers + 0;
-    float *linear1_weight = ctx->params + 10;
+    float *linear1_weight = ctx->params + 12;
     float *linear1_bias = ctx->params + 0;
     float *stem_out = A + stem_out_at * B;
     float *bn1_out = A + bn1_out_at * B;
@@ -1241,37 +1241,37 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 28266;
-    float *bn1_weight = ctx->params + 28250;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 28250;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 28234;
-    float *conv2_weight = ctx->params + 25930;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 25930;
-    float *bn2_weight = ctx->params + 25914;
-    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 25914;
-    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 25898;
-    float *conv3_weight = ctx->params + 23594;
-    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 23594;
-    float *bn3_weight = ctx->params + 23578;
-    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 23578;
-    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 23562;
-    float *conv4_weight = ctx->params + 18954;
-    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 18954;
-    float *bn4_weight = ctx->params + 18922;
-    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 18922;
-    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 18890;
-    float *conv5_weight = ctx->params + 9674;
-    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 9674;
-    float *bn5_weight = ctx->params + 9642;
-    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 9642;
-    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 9610;
-    float *conv6_weight = ctx->params + 394;
-    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 394;
-    float *bn6_weight = ctx->params + 362;
-    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 362;
-    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 330;
-    float *linear1_weight = ctx->params + 10;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 10;
+    DdpGrad *d_stem_weight = (DdpGrad *)ctx->grads + 28268;
+    float *bn1_weight = ctx->params + 28252;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 28252;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 28236;
+    float *conv2_weight = ctx->params + 25932;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 25932;
+    float *bn2_weight = ctx->params + 25916;
+    DdpGrad *d_bn2_weight = (DdpGrad *)ctx->grads + 25916;
+    DdpGrad *d_bn2_bias = (DdpGrad *)ctx->grads + 25900;
+    float *conv3_weight = ctx->params + 23596;
+    DdpGrad *d_conv3_weight = (DdpGrad *)ctx->grads + 23596;
+    float *bn3_weight = ctx->params + 23580;
+    DdpGrad *d_bn3_weight = (DdpGrad *)ctx->grads + 23580;
+    DdpGrad *d_bn3_bias = (DdpGrad *)ctx->grads + 23564;
+    float *conv4_weight = ctx->params + 18956;
+    DdpGrad *d_conv4_weight = (DdpGrad *)ctx->grads + 18956;
+    float *bn4_weight = ctx->params + 18924;
+    DdpGrad *d_bn4_weight = (DdpGrad *)ctx->grads + 18924;
+    DdpGrad *d_bn4_bias = (DdpGrad *)ctx->grads + 18892;
+    float *conv5_weight = ctx->params + 9676;
+    DdpGrad *d_conv5_weight = (DdpGrad *)ctx->grads + 9676;
+    float *bn5_weight = ctx->params + 9644;
+    DdpGrad *d_bn5_weight = (DdpGrad *)ctx->grads + 9644;
+    DdpGrad *d_bn5_bias = (DdpGrad *)ctx->grads + 9612;
+    float *conv6_weight = ctx->params + 396;
+    DdpGrad *d_conv6_weight = (DdpGrad *)ctx->grads + 396;
+    float *bn6_weight = ctx->params + 364;
+    DdpGrad *d_bn6_weight = (DdpGrad *)ctx->grads + 364;
+    DdpGrad *d_bn6_bias = (DdpGrad *)ctx->grads + 332;
+    float *linear1_weight = ctx->params + 12;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 12;
     DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 0;
     float *stem_out = A + stem_out_at * B;
     float *d_stem_out = A + d_stem_out_at * B;
@@ -1478,10 +1478,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, resnet.net:20");
 }
 
-// One optimizer update of all 28410 parameters at once.
+// One optimizer update of all 28412 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 28410, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 28412, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -1521,43 +1521,43 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"stem.weight", 4, {16, 1, 3, 3}, 144, 1, 28266, 0, DDP_INIT_KAIMING_UNIFORM, 9},
-    {"bn1.weight", 1, {16, 0, 0, 0}, 16, 1, 28250, 0, DDP_INIT_ONES, 16},
-    {"bn1.bias", 1, {16, 0, 0, 0}, 16, 1, 28234, 0, DDP_INIT_ZEROS, 16},
+    {"stem.weight", 4, {16, 1, 3, 3}, 144, 1, 28268, 0, DDP_INIT_KAIMING_UNIFORM, 9},
+    {"bn1.weight", 1, {16, 0, 0, 0}, 16, 1, 28252, 0, DDP_INIT_ONES, 16},
+    {"bn1.bias", 1, {16, 0, 0, 0}, 16, 1, 28236, 0, DDP_INIT_ZEROS, 16},
     {"bn1.running_mean", 1, {16, 0, 0, 0}, 16, 0, 272, 0, DDP_INIT_ZEROS, 16},
     {"bn1.running_var", 1, {16, 0, 0, 0}, 16, 0, 256, 0, DDP_INIT_ONES, 16},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv2.weight", 4, {16, 16, 3, 3}, 2304, 1, 25930, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 25914, 0, DDP_INIT_ONES, 16},
-    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 25898, 0, DDP_INIT_ZEROS, 16},
+    {"conv2.weight", 4, {16, 16, 3, 3}, 2304, 1, 25932, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn2.weight", 1, {16, 0, 0, 0}, 16, 1, 25916, 0, DDP_INIT_ONES, 16},
+    {"bn2.bias", 1, {16, 0, 0, 0}, 16, 1, 25900, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_mean", 1, {16, 0, 0, 0}, 16, 0, 240, 0, DDP_INIT_ZEROS, 16},
     {"bn2.running_var", 1, {16, 0, 0, 0}, 16, 0, 224, 0, DDP_INIT_ONES, 16},
     {"bn2.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv3.weight", 4, {16, 16, 3, 3}, 2304, 1, 23594, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn3.weight", 1, {16, 0, 0, 0}, 16, 1, 23578, 0, DDP_INIT_ONES, 16},
-    {"bn3.bias", 1, {16, 0, 0, 0}, 16, 1, 23562, 0, DDP_INIT_ZEROS, 16},
+    {"conv3.weight", 4, {16, 16, 3, 3}, 2304, 1, 23596, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn3.weight", 1, {16, 0, 0, 0}, 16, 1, 23580, 0, DDP_INIT_ONES, 16},
+    {"bn3.bias", 1, {16, 0, 0, 0}, 16, 1, 23564, 0, DDP_INIT_ZEROS, 16},
     {"bn3.running_mean", 1, {16, 0, 0, 0}, 16, 0, 208, 0, DDP_INIT_ZEROS, 16},
     {"bn3.running_var", 1, {16, 0, 0, 0}, 16, 0, 192, 0, DDP_INIT_ONES, 16},
     {"bn3.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 16},
-    {"conv4.weight", 4, {32, 16, 3, 3}, 4608, 1, 18954, 0, DDP_INIT_KAIMING_UNIFORM, 144},
-    {"bn4.weight", 1, {32, 0, 0, 0}, 32, 1, 18922, 0, DDP_INIT_ONES, 32},
-    {"bn4.bias", 1, {32, 0, 0, 0}, 32, 1, 18890, 0, DDP_INIT_ZEROS, 32},
+    {"conv4.weight", 4, {32, 16, 3, 3}, 4608, 1, 18956, 0, DDP_INIT_KAIMING_UNIFORM, 144},
+    {"bn4.weight", 1, {32, 0, 0, 0}, 32, 1, 18924, 0, DDP_INIT_ONES, 32},
+    {"bn4.bias", 1, {32, 0, 0, 0}, 32, 1, 18892, 0, DDP_INIT_ZEROS, 32},
     {"bn4.running_mean", 1, {32, 0, 0, 0}, 32, 0, 160, 0, DDP_INIT_ZEROS, 32},
     {"bn4.running_var", 1, {32, 0, 0, 0}, 32, 0, 128, 0, DDP_INIT_ONES, 32},
     {"bn4.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv5.weight", 4, {32, 32, 3, 3}, 9216, 1, 9674, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn5.weight", 1, {32, 0, 0, 0}, 32, 1, 9642, 0, DDP_INIT_ONES, 32},
-    {"bn5.bias", 1, {32, 0, 0, 0}, 32, 1, 9610, 0, DDP_INIT_ZEROS, 32},
+    {"conv5.weight", 4, {32, 32, 3, 3}, 9216, 1, 9676, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn5.weight", 1, {32, 0, 0, 0}, 32, 1, 9644, 0, DDP_INIT_ONES, 32},
+    {"bn5.bias", 1, {32, 0, 0, 0}, 32, 1, 9612, 0, DDP_INIT_ZEROS, 32},
     {"bn5.running_mean", 1, {32, 0, 0, 0}, 32, 0, 96, 0, DDP_INIT_ZEROS, 32},
     {"bn5.running_var", 1, {32, 0, 0, 0}, 32, 0, 64, 0, DDP_INIT_ONES, 32},
     {"bn5.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"conv6.weight", 4, {32, 32, 3, 3}, 9216, 1, 394, 0, DDP_INIT_KAIMING_UNIFORM, 288},
-    {"bn6.weight", 1, {32, 0, 0, 0}, 32, 1, 362, 0, DDP_INIT_ONES, 32},
-    {"bn6.bias", 1, {32, 0, 0, 0}, 32, 1, 330, 0, DDP_INIT_ZEROS, 32},
+    {"conv6.weight", 4, {32, 32, 3, 3}, 9216, 1, 396, 0, DDP_INIT_KAIMING_UNIFORM, 288},
+    {"bn6.weight", 1, {32, 0, 0, 0}, 32, 1, 364, 0, DDP_INIT_ONES, 32},
+    {"bn6.bias", 1, {32, 0, 0, 0}, 32, 1, 332, 0, DDP_INIT_ZEROS, 32},
     {"bn6.running_mean", 1, {32, 0, 0, 0}, 32, 0, 32, 0, DDP_INIT_ZEROS, 32},
     {"bn6.running_var", 1, {32, 0, 0, 0}, 32, 0, 0, 0, DDP_INIT_ONES, 32},
     {"bn6.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 32},
-    {"linear1.weight", 2, {10, 32, 0, 0}, 320, 1, 10, 0, DDP_INIT_KAIMING_UNIFORM, 32},
+    {"linear1.weight", 2, {10, 32, 0, 0}, 320, 1, 12, 0, DDP_INIT_KAIMING_UNIFORM, 32},
     {"linear1.bias", 1, {10, 0, 0, 0}, 10, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 32},
 };
 
@@ -1565,7 +1565,7 @@ static const DdpNet net = {
     "resnet", "8775f8dc6aae3a1f",  // name, hash
     3, {1, 28, 28}, 784, 10,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 28410, 288, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 28412, 288, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision

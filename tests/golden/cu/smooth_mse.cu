@@ -355,7 +355,7 @@ DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)
 // SGD as torch.optim.SGD: lr per step, momentum 0, dampening 0, weight_decay 0.
 DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer, const DdpStepScalars *s)
 {
-    const int64_t P = 658;  // parameters
+    const int64_t P = 666;  // parameters
     const float lr = s->lr;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
@@ -396,16 +396,16 @@ static void forward(DdpCtx *ctx, int n, int train)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    float *conv1_weight = ctx->params + 604;
-    float *conv1_bias = ctx->params + 601;
-    float *conv2_weight = ctx->params + 553;
-    float *bn1_weight = ctx->params + 489;
-    float *bn1_bias = ctx->params + 425;
+    float *conv1_weight = ctx->params + 612;
+    float *conv1_bias = ctx->params + 608;
+    float *conv2_weight = ctx->params + 560;
+    float *bn1_weight = ctx->params + 496;
+    float *bn1_bias = ctx->params + 432;
     float *bn1_running_mean = ctx->buffers + 64;
     float *bn1_running_var = ctx->buffers + 0;
-    float *linear1_weight = ctx->params + 41;
-    float *linear1_bias = ctx->params + 35;
-    float *linear2_weight = ctx->params + 5;
+    float *linear1_weight = ctx->params + 48;
+    float *linear1_bias = ctx->params + 40;
+    float *linear2_weight = ctx->params + 8;
     float *linear2_bias = ctx->params + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *avgpool1_out = A + avgpool1_out_at * B;
@@ -458,18 +458,18 @@ static void train_step(DdpCtx *ctx, int n)
 {
     float *const A = ctx->arena;          // planned by ddpc: the table above forward
     const int64_t B = ctx->max_batch;     // batch-sized buffers are B x their per-sample size
-    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 604;
-    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 601;
-    float *conv2_weight = ctx->params + 553;
-    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 553;
-    float *bn1_weight = ctx->params + 489;
-    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 489;
-    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 425;
-    float *linear1_weight = ctx->params + 41;
-    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 41;
-    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 35;
-    float *linear2_weight = ctx->params + 5;
-    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 5;
+    DdpGrad *d_conv1_weight = (DdpGrad *)ctx->grads + 612;
+    DdpGrad *d_conv1_bias = (DdpGrad *)ctx->grads + 608;
+    float *conv2_weight = ctx->params + 560;
+    DdpGrad *d_conv2_weight = (DdpGrad *)ctx->grads + 560;
+    float *bn1_weight = ctx->params + 496;
+    DdpGrad *d_bn1_weight = (DdpGrad *)ctx->grads + 496;
+    DdpGrad *d_bn1_bias = (DdpGrad *)ctx->grads + 432;
+    float *linear1_weight = ctx->params + 48;
+    DdpGrad *d_linear1_weight = (DdpGrad *)ctx->grads + 48;
+    DdpGrad *d_linear1_bias = (DdpGrad *)ctx->grads + 40;
+    float *linear2_weight = ctx->params + 8;
+    DdpGrad *d_linear2_weight = (DdpGrad *)ctx->grads + 8;
     DdpGrad *d_linear2_bias = (DdpGrad *)ctx->grads + 0;
     float *tanh1_out = A + tanh1_out_at * B;
     float *d_tanh1_out = A + d_tanh1_out_at * B;
@@ -570,10 +570,10 @@ static void eval_step(DdpCtx *ctx, int n)
     DDP_LAYER_DONE("loss forward, smooth_mse.net:11");
 }
 
-// One optimizer update of all 658 parameters at once.
+// One optimizer update of all 666 parameters at once.
 static void optimizer_step(DdpCtx *ctx)
 {
-    DDP_LAUNCH(optimizer_sgd_step, 658, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
+    DDP_LAUNCH(optimizer_sgd_step, 666, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
@@ -599,17 +599,17 @@ static DdpStatus plan_ops(DdpCtx *ctx)
 // layer first, the order in which backward finishes them and buckets fill.
 static const DdpParamInfo params[] = {
     // name, dims, shape, values, trainable, offset (floats, in params or buffers), step count, init, fan-in
-    {"conv1.weight", 4, {3, 2, 3, 3}, 54, 1, 604, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 601, 0, DDP_INIT_KAIMING_UNIFORM, 18},
-    {"conv2.weight", 4, {4, 3, 2, 2}, 48, 1, 553, 0, DDP_INIT_KAIMING_UNIFORM, 12},
-    {"bn1.weight", 1, {64, 0, 0, 0}, 64, 1, 489, 0, DDP_INIT_ONES, 64},
-    {"bn1.bias", 1, {64, 0, 0, 0}, 64, 1, 425, 0, DDP_INIT_ZEROS, 64},
+    {"conv1.weight", 4, {3, 2, 3, 3}, 54, 1, 612, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"conv1.bias", 1, {3, 0, 0, 0}, 3, 1, 608, 0, DDP_INIT_KAIMING_UNIFORM, 18},
+    {"conv2.weight", 4, {4, 3, 2, 2}, 48, 1, 560, 0, DDP_INIT_KAIMING_UNIFORM, 12},
+    {"bn1.weight", 1, {64, 0, 0, 0}, 64, 1, 496, 0, DDP_INIT_ONES, 64},
+    {"bn1.bias", 1, {64, 0, 0, 0}, 64, 1, 432, 0, DDP_INIT_ZEROS, 64},
     {"bn1.running_mean", 1, {64, 0, 0, 0}, 64, 0, 64, 0, DDP_INIT_ZEROS, 64},
     {"bn1.running_var", 1, {64, 0, 0, 0}, 64, 0, 0, 0, DDP_INIT_ONES, 64},
     {"bn1.num_batches_tracked", 0, {0, 0, 0, 0}, 1, 0, 0, 1, DDP_INIT_ZEROS, 64},
-    {"linear1.weight", 2, {6, 64, 0, 0}, 384, 1, 41, 0, DDP_INIT_KAIMING_UNIFORM, 64},
-    {"linear1.bias", 1, {6, 0, 0, 0}, 6, 1, 35, 0, DDP_INIT_KAIMING_UNIFORM, 64},
-    {"linear2.weight", 2, {5, 6, 0, 0}, 30, 1, 5, 0, DDP_INIT_KAIMING_UNIFORM, 6},
+    {"linear1.weight", 2, {6, 64, 0, 0}, 384, 1, 48, 0, DDP_INIT_KAIMING_UNIFORM, 64},
+    {"linear1.bias", 1, {6, 0, 0, 0}, 6, 1, 40, 0, DDP_INIT_KAIMING_UNIFORM, 64},
+    {"linear2.weight", 2, {5, 6, 0, 0}, 30, 1, 8, 0, DDP_INIT_KAIMING_UNIFORM, 6},
     {"linear2.bias", 1, {5, 0, 0, 0}, 5, 1, 0, 0, DDP_INIT_KAIMING_UNIFORM, 6},
 };
 
@@ -617,7 +617,7 @@ static const DdpNet net = {
     "smooth_mse", "66439471792a051b",  // name, hash
     3, {2, 9, 9}, 162, 5,  // sample rank, shape, values; classes
     // params, their count, parameter floats, buffer floats, optimizer slots, gradient bytes
-    params, (int)(sizeof params / sizeof params[0]), 658, 128, 1, (int)sizeof(DdpGrad),
+    params, (int)(sizeof params / sizeof params[0]), 666, 128, 1, (int)sizeof(DdpGrad),
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision
