@@ -43,12 +43,20 @@ static inline int64_t ddp_param_start(int64_t offset)
 {
     return (offset + DDP_PARAM_ALIGN - 1) / DDP_PARAM_ALIGN * DDP_PARAM_ALIGN;
 }
+
 typedef struct {
     int64_t offset;  /* first float of the bucket in the flat gradient buffer */
     int64_t count;   /* floats in the bucket */
     int first;       /* its parameters: positions FIRST .. FIRST + N_PARAMS - 1 of SIZES */
     int n_params;
 } DdpBucket;
+
+/* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
+ * so that the first all-reduce starts early in backward), or CAP if smaller. */
+static inline int64_t ddp_first_bucket_bytes(int64_t cap)
+{
+    return cap < 1024 * 1024 ? cap : 1024 * 1024;
+}
 
 /* SIZES holds the N trainable parameters' element counts in the order
  * buckets fill them (reverse parameter order), laid out from offset 0, each
@@ -57,13 +65,6 @@ typedef struct {
  * A bucket's size against its cap is its parameters' elements, as DDP
  * counts them, without the floats between them. A cap of 0 or less closes
  * every bucket after one parameter. N of 0 gives no bucket. */
-/* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
- * so that the first all-reduce starts early in backward), or CAP if smaller. */
-static inline int64_t ddp_first_bucket_bytes(int64_t cap)
-{
-    return cap < 1024 * 1024 ? cap : 1024 * 1024;
-}
-
 int ddp_buckets_plan(const int64_t *sizes, int n, int64_t cap_bytes, int64_t first_cap_bytes, DdpBucket *out);
 
 #ifdef __cplusplus

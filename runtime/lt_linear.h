@@ -12,10 +12,10 @@
  * (step_graphs.h), and the epoch's short last batch's. Making one allocates
  * host memory only. Where cuBLASLt has no algorithm for a plan, or the bias
  * is not on 16 bytes (cuBLASLt's kernels may assume it is, and no
- * preference says otherwise; ddpc's layout puts it there), or the plans are many (64: shapes times batch
- * sizes), the call says so and the caller computes the same thing its own
- * way; a plan that cuBLASLt refuses at the call is not tried again (the
- * same key is refused the same way: the path depends on the call alone).
+ * preference says otherwise; ddpc's layout puts it there), the call says so
+ * and the caller computes the same thing its own way; a plan that cuBLASLt
+ * refuses at the call is not tried again (the same key is refused the same
+ * way: the path depends on the call alone).
  *
  * Only ops_cuda.cu includes this.
  */
@@ -44,8 +44,7 @@ int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, con
                           const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len);
 
 /* The plans made so far: *FUSED with an algorithm cuBLASLt ran, *REFUSED
- * without (none found, the bias not on 16 bytes, refused at the call), plus
- * one if a call found no room for a plan. */
+ * without (none found, the bias not on 16 bytes, refused at the call). */
 void ddp_lt_linear_counts(const DdpLtLinear *lt, int *fused, int *refused);
 
 #endif

@@ -14,10 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The plans made so far: a net has a few linear layers, each at its
- * batch and at the epoch's last, so a short list searched in order. */
-enum { MOST_PLANS = 64 };
-
 typedef struct {
     int n, in, out, tf32, alignment; /* the key; alignment: of x, w and y, in bytes (4..16) */
     int bias_aligned;                /* the key too: the bias on 16 bytes, else never fused */
@@ -33,9 +29,13 @@ struct DdpLtLinear {
     cudaStream_t stream;
     void *workspace;
     size_t workspace_bytes;
-    Plan plans[MOST_PLANS];
-    int nplans;
-    int beyond_plans; /* a call found no room for its plan: computed the caller's way */
+    /* The plans made so far: a net has a few linear layers, each at its
+     * batch, the epoch's last and evaluation's, so a short list searched in
+     * order, grown as needed (host memory, on a shape's first call, which
+     * is never inside a capture): never full, so that which calls are
+     * fused depends on the call alone, not on the shapes seen before. */
+    Plan *plans;
+    int nplans, cap;
 };
 
 cublasStatus_t ddp_lt_linear_create(DdpLtLinear **out, cudaStream_t stream, void *workspace, size_t bytes)
@@ -74,6 +74,7 @@ void ddp_lt_linear_destroy(DdpLtLinear *lt)
         return;
     for (int i = 0; i < lt->nplans; i++)
         plan_free(&lt->plans[i]);
+    free(lt->plans);
     cublasLtDestroy(lt->handle);
     free(lt);
 }
@@ -140,8 +141,7 @@ static int plan_make(DdpLtLinear *lt, Plan *p, char *why, size_t why_len)
     return 1;
 }
 
-/* The plan for the key, made on first use; NULL with WHY on a failure, or
- * (WHY empty) past MOST_PLANS, which the caller computes its own way. */
+/* The plan for the key, made on first use; NULL with WHY on a failure. */
 static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int alignment, int bias_aligned,
                       DdpEpilogue epilogue, char *why, size_t why_len)
 {
@@ -151,10 +151,15 @@ static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int ali
             p->bias_aligned == bias_aligned && p->epilogue == epilogue)
             return p;
     }
-    if (lt->nplans == MOST_PLANS) {
-        lt->beyond_plans = 1;
-        why[0] = '\0';
-        return NULL;
+    if (lt->nplans == lt->cap) {
+        int cap = lt->cap ? 2 * lt->cap : 16;
+        Plan *grown = (Plan *)realloc(lt->plans, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            snprintf(why, why_len, "out of memory for cuBLASLt's plans");
+            return NULL;
+        }
+        lt->plans = grown;
+        lt->cap = cap;
     }
     Plan *p = &lt->plans[lt->nplans++];
     *p = Plan{n, in, out, tf32, alignment, bias_aligned, epilogue, NULL, NULL, NULL, NULL, cublasLtMatmulAlgo_t{}, 0};
@@ -178,8 +183,6 @@ void ddp_lt_linear_counts(const DdpLtLinear *lt, int *fused, int *refused)
     *fused = *refused = 0;
     for (int i = 0; lt && i < lt->nplans; i++)
         ++*(lt->plans[i].usable ? fused : refused);
-    if (lt)
-        *refused += lt->beyond_plans;
 }
 
 int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, const float *x, const float *w,
@@ -189,7 +192,7 @@ int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, con
     Plan *p = plan_for(lt, tf32, n, in, out, alignment_of(pointers, 3), (uintptr_t)bias % 16 == 0, epilogue, why,
                        why_len);
     if (!p)
-        return why[0] ? -1 : 0;
+        return -1;
     if (!p->usable)
         return 0;
     /* the bias's address is the call's: a host-side attribute, read when the

@@ -11,8 +11,9 @@
  *
  * Memory is owned by the runtime and handed to the generated functions in a
  * DdpCtx: trainable parameters, their gradients and the optimizer state in
- * one flat buffer each (same order, so a gradient bucket is a contiguous
- * slice), non-trainable buffers (batchnorm running statistics) in another,
+ * one flat buffer each (same order, each parameter starting on 16 bytes:
+ * buckets.h, so a gradient bucket is a contiguous slice, and n_param_floats
+ * counts the floats between parameters too), non-trainable buffers (batchnorm running statistics) in another,
  * and one activation arena whose layout ddpc planned at compile time. No
  * allocation and no host synchronisation happens inside a step.
  */
@@ -43,7 +44,7 @@ typedef struct {
     int64_t shape[4];
     int64_t numel;
     int trainable;        /* 1: in params/grads/opt state; 0: in buffers */
-    int64_t offset;       /* in floats, from the start of its buffer */
+    int64_t offset;       /* in floats, from the start of its buffer: a multiple of DDP_PARAM_ALIGN */
     int is_step_count;    /* batchnorm's num_batches_tracked: int64 in files, the
                            * number of training steps taken, not stored on the device */
     DdpInit init;

@@ -169,7 +169,8 @@ void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
 /* After steps have run: where the products' bias and relu went, for the
  * end of a GPU run (README.md shows the line): how many convs cuDNN fused
  * and how many linear shapes (a layer at each batch size) cuBLASLt did,
- * and how many each refused, whose epilogue came after the call. "" where
+ * and how many each refused, whose epilogue came after the call (a conv
+ * fused at one batch size and refused at another counts in both). "" where
  * no product has a bias, and on CPUs (always the same loop). */
 void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len);
 

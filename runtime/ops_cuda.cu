@@ -772,17 +772,23 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
     return 1;
 }
 
+/* P's forward on operands already rounded (round_operands). */
+static void conv_forward_rounded(DdpOps *ops, const ConvPlan *p, const float *x, const float *w, float *y)
+{
+    const Choice *c = choice(p, FWD);
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_RECORD(ops, cudnnConvolutionForward(ops->cudnn, &one, p->x, x, p->w, w, p->conv[FWD],
+                                              (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
+                                              ops->workspace_bytes, &zero, p->y, y));
+}
+
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
     if (!p ||
         !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
         return;
-    const Choice *c = choice(p, FWD);
-    const float one = 1.0f, zero = 0.0f;
-    CUDNN_RECORD(ops, cudnnConvolutionForward(ops->cudnn, &one, p->x, x, p->w, w, p->conv[FWD],
-                                              (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
-                                              ops->workspace_bytes, &zero, p->y, y));
+    conv_forward_rounded(ops, p, x, w, y);
 }
 
 /* Y's PLANES planes of PIXELS, plane i of channel i % CHANNELS, through the
@@ -843,7 +849,7 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
         return;
     }
     p->refused = 1;
-    ddp_conv_forward(ops, id, n, x, w, y);
+    conv_forward_rounded(ops, p, xr, wr, y);
     epilogue_after(ops, y, (int64_t)n * sh->k, sh->k, (int64_t)sh->out_h * sh->out_w, bias, epilogue);
 }
 
@@ -878,6 +884,18 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                           ops->workspace_bytes, &beta, p->w, dw));
 }
 
+/* ddp_gemm's product, its sizes checked and A and B already rounded. */
+static void gemm_rounded(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                         int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+     * row-major matrix read column-major is its transpose: so swap the operands
+     * and keep each one's transpose flag. */
+    CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
+                                   a, lda, &beta, c, ldc));
+}
+
 void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -895,34 +913,28 @@ void ddp_gemm(DdpOps *ops, int trans_a, int trans_b, int m, int n, int k, float 
         !round_operands(ops, &a, trans_a ? ddp_matrix_span(k, m, lda) : ddp_matrix_span(m, k, lda), &b,
                         trans_b ? ddp_matrix_span(n, k, ldb) : ddp_matrix_span(k, n, ldb)))
         return;
-    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
-     * row-major matrix read column-major is its transpose: so swap the operands
-     * and keep each one's transpose flag. */
-    CUBLAS_RECORD(ops, cublasSgemm(ops->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
-                                   a, lda, &beta, c, ldc));
+    gemm_rounded(ops, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x, const float *w, const float *bias,
                              DdpEpilogue epilogue, float *y)
 {
-    if (n > 0 && in > 0 && out > 0) {
-        const float *xr = x, *wr = w;
-        if (!round_operands(ops, &xr, ddp_matrix_span(n, in, in), &wr, ddp_matrix_span(out, in, in)))
-            return;
-        char why[256];
-        int queued = ddp_lt_linear_forward(ops->lt, ops->math.cublas_tf32, n, in, out, xr, wr, bias, epilogue, y, why,
-                                           sizeof why);
-        if (queued < 0) {
-            OPS_FAIL(ops, "%s", why);
-            return;
-        }
-        if (queued)
-            return;
+    if (n <= 0 || in <= 0 || out <= 0) { /* nothing to compute, or bad sizes: ddp_gemm's check says which */
+        ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+        return;
     }
-    /* cuBLASLt has no algorithm for it, or refused it (or n is 0): cuBLAS,
-     * then the epilogue */
-    ddp_gemm(ops, 0, 1, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    const float *xr = x, *wr = w;
+    if (!round_operands(ops, &xr, ddp_matrix_span(n, in, in), &wr, ddp_matrix_span(out, in, in)))
+        return;
+    char why[256];
+    int queued = ddp_lt_linear_forward(ops->lt, ops->math.cublas_tf32, n, in, out, xr, wr, bias, epilogue, y, why,
+                                       sizeof why);
+    if (queued < 0)
+        OPS_FAIL(ops, "%s", why);
+    if (queued)
+        return;
+    /* cuBLASLt has no algorithm for it, or refused it: cuBLAS, then the epilogue */
+    gemm_rounded(ops, 0, 1, n, out, in, 1.0f, xr, in, wr, in, 0.0f, y, out);
     epilogue_after(ops, y, (int64_t)n * out, out, 1, bias, epilogue);
 }
 

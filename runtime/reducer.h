@@ -38,7 +38,8 @@ extern "C" {
 typedef struct DdpReducer DdpReducer;
 
 /* Plans the buckets of NET's trainable parameters (reverse parameter order,
- * whose gradients lie back to back in GRADS, the flat gradient buffer of
+ * whose gradients lie one after the other, each on 16 bytes (buckets.h's
+ * ddp_param_start), in GRADS, the flat gradient buffer of
  * NET->grad_bytes per element: two doubles on CPUs, floats on GPUs) and
  * prepares to sum them over PG. BUCKET_CAP_MB < 0: the net's caps (its
  * `bucket` line, first bucket 1 MB); else --bucket-cap-mb, which sets every

@@ -120,8 +120,8 @@ static void test_examples_at_64(void)
  * threads, a row each (it was one thread for all, 4096 trips); conv1's bias
  * gradient (32 channels of 24 x 24) splits each channel over 16 blocks of
  * 256 samples, a sample's 576 pixels over 256 threads: 256 x 3 terms a
- * thread; maxpool1's windows, 4 taps an item; the optimizer's 184,586
- * parameters, one each. The products' bias and relu are in the library's
+ * thread; maxpool1's windows, 4 taps an item; the optimizer's 184,588
+ * floats (184,586 parameters, each on 16 bytes), one each. The products' bias and relu are in the library's
  * calls (ddp_conv_forward_bias, ddp_linear_forward_bias): 11 launches. So
  * the 256 limit above can fail. */
 static void test_follows_the_batch(void)
