@@ -277,6 +277,14 @@ static bool epilogue_in_library(const Emit *e, const Node *n)
     return n->bias && (!a || a->op == OP_RELU);
 }
 
+/* Whether a generated kernel adds N's bias or applies its fused activation
+ * after the product, in forward: kernels_conv_linear emits it exactly when
+ * forward_node launches it. */
+static bool forward_kernel_after_product(const Emit *e, const Node *n)
+{
+    return (n->bias || fused_act(e, n)) && !epilogue_in_library(e, n);
+}
+
 /* A conv/linear's kernels' name: the layer, then what they add or apply
  * (conv1_bias_tanh); A the activation they apply, or NULL. */
 static const char *kernel_stem(Emit *e, const Node *n, const Node *a)
@@ -293,7 +301,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     if (!n->bias && !a)
         return;
     const char *stem = kernel_stem(e, n, a);
-    if (!epilogue_in_library(e, n)) {
+    if (forward_kernel_after_product(e, n)) {
         comment(e, n, "");
         E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
         plane_constants(e, c, hw);
@@ -954,7 +962,7 @@ static void forward_node(Emit *e, const Node *n)
               (long long)n->out_ch);
             library_call(e, "ddp_gemm", n);
         }
-        if (!epilogue_in_library(e, n) && (n->bias || fused_act(e, n))) {
+        if (forward_kernel_after_product(e, n)) {
             launch(e, "    ", kernel_name(e, kernel_stem(e, n, fused_act(e, n)), "forward"), shape_numel(n->out_shape), 0, 1);
             E(", n, %s%s%s);\n", y, n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
         }

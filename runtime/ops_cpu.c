@@ -614,17 +614,15 @@ static void col2im(const DdpConvShape *sh, const float *col, float *dx, float be
     }
 }
 
-/* PLANES planes of PIXELS outputs, plane i of channel i % CHANNELS: the
- * epilogue of ddp_conv_forward_bias and ddp_linear_forward_bias (a linear
- * layer's planes are its rows, of one pixel per channel). */
-static void apply_epilogue(float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
-                           DdpEpilogue epilogue)
+/* One sample's CHANNELS planes of PIXELS outputs: the epilogue of
+ * ddp_conv_forward_bias and ddp_linear_forward_bias (a linear layer's
+ * sample is its row, of one pixel per channel). */
+static void apply_epilogue(float *y, int channels, int64_t pixels, const float *bias, DdpEpilogue epilogue)
 {
-    for (int64_t plane = 0; plane < planes; plane++) {
-        const float b = bias[plane % channels];
-        float *row = y + plane * pixels;
+    for (int c = 0; c < channels; c++) {
+        float *plane = y + c * pixels;
         for (int64_t j = 0; j < pixels; j++)
-            row[j] = ddp_epilogue_apply(epilogue, row[j], b);
+            plane[j] = ddp_epilogue_apply(epilogue, plane[j], bias[c]);
     }
 }
 
@@ -634,7 +632,7 @@ static void apply_epilogue_batch(const DdpOps *ops, float *y, int n, int k, int6
 {
     OMP(parallel for schedule(static) num_threads(ops->nthreads) if(n > 1))
     for (int b = 0; b < n; b++)
-        apply_epilogue(y + (size_t)b * k * pixels, k, k, pixels, bias, epilogue);
+        apply_epilogue(y + (size_t)b * k * pixels, k, pixels, bias, epilogue);
 }
 
 /* ddp_conv_forward, and with BIAS (or NULL) ddp_conv_forward_bias: the
@@ -680,7 +678,7 @@ static void conv_forward(DdpOps *ops, int id, int n, const float *x, const float
                             thread_packs(ops));
         }
         if (bias)
-            apply_epilogue(y + (size_t)b * sh->k * pix, sh->k, sh->k, pix, bias, epilogue);
+            apply_epilogue(y + (size_t)b * sh->k * pix, sh->k, pix, bias, epilogue);
     }
 }
 

@@ -24,9 +24,10 @@
  *    made of there, augment_device.h, share the buffer), so batches k+1,
  *    k+2... are made while the device trains on batch k; on a GPU the copy
  *    runs on a stream of its own during the step before (batch_upload.h);
- *    the buffer goes back to the loader once an event says its copy is done. Where the training set is
- *    held on the device (resident.h), there is no loader: one kernel
- *    gathers the batch there from the epoch's order, copied once an epoch.
+ *    the buffer goes back to the loader once an event says its copy is
+ *    done. Where the training set is held on the device (resident.h), there
+ *    is no loader: one kernel gathers the batch there from the epoch's
+ *    order, copied once an epoch.
  *    Evaluation batches are made by the host itself, into one of two
  *    staging buffers, each with such an event;
  *  - loss, correct count and samples accumulate on the device (ctx.stats) and
@@ -328,18 +329,18 @@ static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *
     return ddp_device_alloc(p, (size_t)count * elem);
 }
 
-/* Refuses at start-up what cannot fit, rather than failing (or swapping for
- * hours) in the middle of an allocation or of training. On a GPU the
- * libraries' share (cuDNN's and cuBLAS's workspaces, NCCL's buffers: an
- * estimate, device.h's ddp_device_library_bytes) counts with the net's state;
- * the CUDA context is already out of the free memory read here, as the device
- * is open. */
 /* Whether this rank opens NCCL, whose buffers take device memory. */
 static int opens_nccl(const Trainer *t)
 {
     return ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
 }
 
+/* Refuses at start-up what cannot fit, rather than failing (or swapping for
+ * hours) in the middle of an allocation or of training. On a GPU the
+ * libraries' share (cuDNN's and cuBLAS's workspaces, NCCL's buffers: an
+ * estimate, device.h's ddp_device_library_bytes) counts with the net's state;
+ * the CUDA context is already out of the free memory read here, as the device
+ * is open. */
 static DdpStatus check_memory(const Trainer *t)
 {
     const DdpNet *net = t->net;
@@ -1367,11 +1368,14 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                           ddp_augment_is_random(&net->data) && !ddp_augment_is_random(&t->data)
                               ? " (--no-augment: no crop or flips)" : "",
                           t->input_on_device ? "on the device" : "on the host");
-    if (!t->flags.eval_only && (t->resident || ddp_device_is_gpu()))
-        ddp_progress_note(&t->progress, "data: %s%s%s%s", t->resident ? "the training set held on the device, each "
-                          "batch gathered there" : ddp_batch_upload_overlaps(t->upload) ? "each training batch copied from the host on a "
-                          "stream of its own, during the step before" : "each training batch copied from the host",
-                          resident_why[0] ? " (" : "", resident_why, resident_why[0] ? ")" : "");
+    if (!t->flags.eval_only && (t->resident || ddp_device_is_gpu())) {
+        const char *path = t->resident ? "the training set held on the device, each batch gathered there"
+                           : ddp_batch_upload_overlaps(t->upload)
+                               ? "each training batch copied from the host on a stream of its own, during the step before"
+                               : "each training batch copied from the host";
+        ddp_progress_note(&t->progress, "data: %s%s%s%s", path, resident_why[0] ? " (" : "", resident_why,
+                          resident_why[0] ? ")" : "");
+    }
     char precision[256];
     ddp_ops_describe_precision(t->ops, precision, sizeof precision);
     if (precision[0])
