@@ -27,9 +27,9 @@
  * environment keeps every conv on the runtime's own kernels, whose bits
  * are the same on both.
  *
- * Activations are NCHW as everywhere in the runtime; each call reorders its
- * sample into the layout oneDNN chose (channels in blocks of 8 or 16) and
- * back.
+ * Activations are NCHW (ops_cpu.c hands an NHWC conv's over in NCHW
+ * copies); each call reorders its sample into the layout oneDNN chose
+ * (channels in blocks of 8 or 16) and back.
  */
 #ifndef DDPRT_ONEDNN_CPU_H
 #define DDPRT_ONEDNN_CPU_H

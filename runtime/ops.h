@@ -27,8 +27,11 @@
  *  - The per-step calls return nothing. The first failure is recorded in the
  *    context (with the runtime file:line that saw it) and ddp_ops_status reports
  *    it; the program polls once per step, as it polls NCCL.
- *  - Tensors are float32, NCHW, row-major, in device memory on CUDA and host
- *    memory on CPU. Weights are K x C/groups x R x S, as PyTorch stores them.
+ *  - Tensors are float32, row-major, in device memory on CUDA and host memory
+ *    on CPU. A conv's activations (x, y, dx, dy) are NCHW, or NHWC for a conv
+ *    planned channels_last (DdpConvShape); its weights, and their gradients,
+ *    are K x C/groups x R x S either way, as PyTorch stores them, because
+ *    checkpoints, exports and the all-reduce's buckets read them in that order.
  *  - Results are deterministic: the same inputs give bit-identical outputs run to
  *    run (and on CPU whatever the thread count), because --resume promises to
  *    continue bit-for-bit and the distributed tests compare runs.
@@ -82,18 +85,22 @@ typedef DdpExact DdpGrad;
 #endif
 
 /* One 2-D convolution. The caller sets the inputs (n is the largest batch the
- * program will pass) and ddp_conv_shape_init checks them and fills out_h/out_w. */
+ * program will pass) and ddp_conv_shape_init checks them and fills out_h/out_w.
+ * channels_last comes last so that an initializer without it means NCHW. */
 typedef struct {
     int n, c, h, w;          /* input: batch, channels, height, width */
     int k, r, s;             /* output channels, kernel height, kernel width */
     int stride, pad, groups; /* the same stride and padding on both axes */
     int out_h, out_w;        /* filled by ddp_conv_shape_init */
+    int channels_last;       /* 0: x, y, dx, dy are n x c x h x w; 1: n x h x w x c (NHWC).
+                                Weights and their gradients are k x c/groups x r x s either way */
 } DdpConvShape;
 
 /* Checks SHAPE (positive sizes, channels divisible by groups, a kernel that fits
- * the padded input) and fills out_h, out_w. Inline so that both implementations
- * and the generated code share one definition and the two ops objects keep
- * exactly the same symbols. A bad shape is the compiler's bug, not the user's. */
+ * the padded input, a layout of 0 or 1) and fills out_h, out_w. Inline so that
+ * both implementations and the generated code share one definition and the two
+ * ops objects keep exactly the same symbols. A bad shape is the compiler's bug,
+ * not the user's. */
 static inline DdpStatus ddp_conv_shape_init(DdpConvShape *shape)
 {
     DdpConvShape *s = shape;
@@ -103,6 +110,9 @@ static inline DdpStatus ddp_conv_shape_init(DdpConvShape *shape)
                        "internal error: bad conv shape n=%d c=%d h=%d w=%d k=%d r=%d s=%d "
                        "stride=%d pad=%d groups=%d",
                        s->n, s->c, s->h, s->w, s->k, s->r, s->s, s->stride, s->pad, s->groups);
+    if (s->channels_last != 0 && s->channels_last != 1)
+        return DDP_ERR(DDP_FAIL, "internal error: conv channels_last=%d, not 0 (NCHW) or 1 (NHWC)",
+                       s->channels_last);
     if (s->h + 2 * s->pad < s->r || s->w + 2 * s->pad < s->s)
         return DDP_ERR(DDP_FAIL, "internal error: conv kernel %dx%d larger than padded input %dx%d",
                        s->r, s->s, s->h + 2 * s->pad, s->w + 2 * s->pad);
@@ -134,7 +144,9 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
 DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out);
 
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
- * the im2col, Winograd and oneDNN scratch (CPU). On CUDA the algorithms come from
+ * the im2col, Winograd and oneDNN scratch (CPU), and what the NHWC convs
+ * need: on CUDA their weights' copy in cuDNN's NHWC filter order, on CPU
+ * their operands' NCHW copies. On CUDA the algorithms come from
  * cuDNN's heuristics in their fixed order, not from timing, so that every
  * process (a resumed run too) chooses the same ones (device_rules.h); only
  * DDP_CUDNN_BENCHMARK=1 orders them by cuDNN's timings instead. */
@@ -176,11 +188,15 @@ void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len);
 
 /* The per-step calls. N is this call's batch (1..the planned n): the last batch
  * of an epoch may be smaller. Activations other than a forward relu after a
- * bias are not here; generated kernels fuse them around these calls. */
+ * bias are not here; generated kernels fuse them around these calls. The
+ * layouts below are NCHW's; for a conv planned channels_last, x and dx are
+ * n x h x w x c and y and dy n x out_h x out_w x k, while w and dw keep
+ * k x c/groups x r x s. */
 
 /* y = conv(x, w). x: n x c x h x w, w: k x c/groups x r x s, y: n x k x out_h x out_w. */
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y);
-/* y = EPILOGUE(conv(x, w) + bias[k]), as ddp_epilogue_apply (ops_epilogue.h)
+/* y = EPILOGUE(conv(x, w) + bias[k]), bias[k] added to output channel k in
+ * either layout, as ddp_epilogue_apply (ops_epilogue.h)
  * computes each element: on GPUs one cudnnConvolutionBiasActivationForward
  * (conv, bias and relu in one pass over y) where cuDNN takes the shape and
  * algorithm, else the conv and a kernel of this library; on CPUs each
@@ -192,7 +208,8 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
  * overwrites; beta 1 adds, where x also feeds another layer (a residual's input). */
 void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
                             float *dx, float beta);
-/* dw = beta * dw + the gradient with respect to w, summed over the batch. beta 0
+/* dw = beta * dw + the gradient with respect to w, summed over the batch, in
+ * w's order (k x c/groups x r x s) whatever the conv's layout. beta 0
  * overwrites (dw may hold garbage, even NaN); beta 1 accumulates across
  * micro-batches (no other beta). On CPUs each sample's part, computed alone
  * in float, is added to the order-free sums of DdpGrad. */

@@ -32,12 +32,25 @@
  *    product of two floats (exact in double) is one part of an element's
  *    order-free sum.
  *
+ * Channels last (ops.h: DdpConvShape): an NHWC conv copies its NHWC operands
+ * into NCHW scratch, makes the NCHW call (whichever path above the shape
+ * takes) and copies the result back, so every call gives the very bits of
+ * the NCHW call on the same values transposed. Backward data with a nonzero
+ * beta copies dx in first, so that the NCHW call adds to it in its own order;
+ * the weights and their gradients are K x C/groups x R x S in either layout
+ * and are not copied. The CPU build runs NHWC only when asked (ddpc --layout
+ * nhwc), as a twin of the GPU build's layout for checks, so exactness and
+ * clarity come before speed here: two more passes over the activations per
+ * call. winograd_cpu.c and onednn_cpu.c read a shape's sizes, never its
+ * channels_last: they always see the NCHW conv.
+ *
  * Scratch: per thread, one im2col matrix (one sample, one group), one
  * sample's block of the weight gradient, the products' packed copies and the
  * block's order-free sums,
  * sized in ddp_ops_finalize for the largest conv; one buffer that the
- * Winograd convs share, sized for the largest of them, and one that the
- * oneDNN convs share likewise. ddp_gemm's and
+ * Winograd convs share, sized for the largest of them, one that the
+ * oneDNN convs share likewise, and one that the NHWC convs share for an
+ * input's and an output's NCHW copies at the planned batch. ddp_gemm's and
  * ddp_gemm_grad's packed copies grow on their first call at a size (the
  * first step); after that the per-step calls never allocate.
  *
@@ -129,6 +142,8 @@ struct DdpOps {
     size_t winograd_bytes;
     void *onednn_scratch;      /* shared by the oneDNN convs, one at a time */
     size_t onednn_bytes;
+    float *nchw;               /* an NHWC conv's operands in NCHW: the input's copy, then the output's; */
+    size_t nchw_floats;        /* shared by the NHWC convs, one at a time */
     GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
     GrowingBuffer gemm_grad_packs; /* ddp_gemm_grad's, likewise */
     DdpPrecision precision;    /* of the products' operands */
@@ -177,6 +192,7 @@ void ddp_ops_destroy(DdpOps *ops)
     free(ops->scratch);
     free(ops->winograd_scratch);
     free(ops->onednn_scratch);
+    free(ops->nchw);
     free(ops->gemm_packs.data);
     free(ops->gemm_grad_packs.data);
     for (int i = 0; i < 2; i++)
@@ -299,6 +315,10 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
+        if (sh->channels_last) {
+            size_t floats = ddp_conv_input_floats(sh, sh->n) + ddp_conv_output_floats(sh, sh->n);
+            ops->nchw_floats = floats > ops->nchw_floats ? floats : ops->nchw_floats;
+        }
         /* oneDNN's passes: the scratch the oneDNN convs share */
         if (p->onednn) {
             size_t bytes = ddp_onednn_conv_scratch_bytes(p->onednn);
@@ -349,6 +369,12 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         if (!ops->onednn_scratch)
             return scratch_failure(ops, "oneDNN", ops->onednn_bytes);
     }
+    if (ops->nchw_floats) {
+        size_t bytes = (ops->nchw_floats * sizeof(float) + 63) / 64 * 64;
+        ops->nchw = aligned_alloc(64, bytes);
+        if (!ops->nchw)
+            return scratch_failure(ops, "NHWC convs' NCHW", bytes);
+    }
     ops->finalized = 1;
     return DDP_OK;
 }
@@ -366,7 +392,7 @@ void ddp_ops_forget_failure(DdpOps *ops)
 size_t ddp_ops_workspace_bytes(const DdpOps *ops)
 {
     return (ops->scratch ? ops->scratch_per_thread * sizeof(float) * (size_t)ops->nthreads : 0) +
-           ops->winograd_bytes + ops->onednn_bytes;
+           ops->winograd_bytes + ops->onednn_bytes + ops->nchw_floats * sizeof(float);
 }
 
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
@@ -397,7 +423,9 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
         snprintf(filter, sizeof filter, "in %d-row blocks", p->wgrad_rows);
     if (!p->onednn_passes)
         snprintf(why, sizeof why, " (not oneDNN: %s)", p->onednn_why);
-    snprintf(buf, len, "%s; weight gradient %s%s", data, filter, why);
+    snprintf(buf, len, "%s%s; weight gradient %s%s",
+             p->slot.shape.channels_last ? "NHWC, copied to and from NCHW around each call; " : "", data, filter,
+             why);
 }
 
 void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
@@ -635,16 +663,56 @@ static void apply_epilogue_batch(const DdpOps *ops, float *y, int n, int k, int6
         apply_epilogue(y + (size_t)b * k * pixels, k, pixels, bias, epilogue);
 }
 
-/* ddp_conv_forward, and with BIAS (or NULL) ddp_conv_forward_bias: the
- * epilogue applied to each sample's planes right after its product where
- * this file makes them, while they are in cache, else after the library's
- * call. */
-static void conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
-                         DdpEpilogue epilogue, float *y, const char *what)
+/* OUT (N samples of CHANNELS planes of PIXELS: NCHW) = IN (N samples of
+ * PIXELS pixels of CHANNELS: NHWC), and nhwc_from_nchw the other way:
+ * copies, so no value changes. */
+static void nchw_from_nhwc(const DdpOps *ops, const float *in, int n, int channels, int64_t pixels, float *out)
 {
-    const ConvPlan *p = conv_for_call(ops, id, n, what);
-    if (!p ||
-        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
+    OMP(parallel for collapse(2) schedule(static) num_threads(ops->nthreads) if(n > 1))
+    for (int b = 0; b < n; b++)
+        for (int c = 0; c < channels; c++) {
+            const float *from = in + (size_t)b * channels * pixels + c;
+            float *to = out + ((size_t)b * channels + c) * pixels;
+            for (int64_t i = 0; i < pixels; i++)
+                to[i] = from[i * channels];
+        }
+}
+
+static void nhwc_from_nchw(const DdpOps *ops, const float *in, int n, int channels, int64_t pixels, float *out)
+{
+    OMP(parallel for collapse(2) schedule(static) num_threads(ops->nthreads) if(n > 1))
+    for (int b = 0; b < n; b++)
+        for (int64_t i = 0; i < pixels; i++) {
+            const float *from = in + (size_t)b * channels * pixels + i;
+            float *to = out + ((size_t)b * pixels + i) * channels;
+            for (int c = 0; c < channels; c++)
+                to[c] = from[c * pixels];
+        }
+}
+
+/* An NHWC conv's NCHW copies at batch N (ops->nchw, sized by finalize for
+ * the planned batch): its input's (x or dx), and its output's (y or dy)
+ * right after it. */
+typedef struct {
+    float *input, *output;
+} NchwCopies;
+
+static NchwCopies nchw_copies(const DdpOps *ops, const DdpConvShape *sh, int n)
+{
+    return (NchwCopies){ops->nchw, ops->nchw + ddp_conv_input_floats(sh, n)};
+}
+
+static int64_t input_pixels(const DdpConvShape *sh) { return (int64_t)sh->h * sh->w; }
+static int64_t output_pixels(const DdpConvShape *sh) { return (int64_t)sh->out_h * sh->out_w; }
+
+/* ddp_conv_forward of conv ID (plan P), and with BIAS (or NULL)
+ * ddp_conv_forward_bias, on NCHW operands: the epilogue applied to each
+ * sample's planes right after its product where this file makes them, while
+ * they are in cache, else after the library's call. */
+static void conv_forward_nchw(DdpOps *ops, const ConvPlan *p, int id, int n, const float *x, const float *w,
+                              const float *bias, DdpEpilogue epilogue, float *y)
+{
+    if (!round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
         return;
     const DdpConvShape *sh = &p->slot.shape;
     const int pix = sh->out_h * sh->out_w;
@@ -682,6 +750,25 @@ static void conv_forward(DdpOps *ops, int id, int n, const float *x, const float
     }
 }
 
+/* ddp_conv_forward and ddp_conv_forward_bias (WHAT names the call): an
+ * NHWC conv through its NCHW copies. */
+static void conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
+                         DdpEpilogue epilogue, float *y, const char *what)
+{
+    const ConvPlan *p = conv_for_call(ops, id, n, what);
+    if (!p)
+        return;
+    const DdpConvShape *sh = &p->slot.shape;
+    if (!sh->channels_last) {
+        conv_forward_nchw(ops, p, id, n, x, w, bias, epilogue, y);
+        return;
+    }
+    const NchwCopies nchw = nchw_copies(ops, sh, n);
+    nchw_from_nhwc(ops, x, n, sh->c, input_pixels(sh), nchw.input);
+    conv_forward_nchw(ops, p, id, n, nchw.input, w, bias, epilogue, nchw.output);
+    nhwc_from_nchw(ops, nchw.output, n, sh->k, output_pixels(sh), y);
+}
+
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     conv_forward(ops, id, n, x, w, NULL, DDP_EPILOGUE_BIAS, y, "ddp_conv_forward");
@@ -693,12 +780,11 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
     conv_forward(ops, id, n, x, w, bias, epilogue, y, "ddp_conv_forward_bias");
 }
 
-void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
-                            float *dx, float beta)
+/* ddp_conv_backward_data of conv ID (plan P) on NCHW operands. */
+static void conv_backward_data_nchw(DdpOps *ops, const ConvPlan *p, int id, int n, const float *dy, const float *w,
+                                    float *dx, float beta)
 {
-    const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
-    if (!p ||
-        !round_operands(ops, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w,
+    if (!round_operands(ops, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w,
                         ddp_conv_weight_floats(&p->slot.shape)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_DATA) {
@@ -729,12 +815,30 @@ void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const f
     }
 }
 
-void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
-                              DdpGrad *dw, float beta)
+void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
+                            float *dx, float beta)
 {
-    const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
-    if (!p ||
-        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &dy,
+    const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
+    if (!p)
+        return;
+    const DdpConvShape *sh = &p->slot.shape;
+    if (!sh->channels_last) {
+        conv_backward_data_nchw(ops, p, id, n, dy, w, dx, beta);
+        return;
+    }
+    const NchwCopies nchw = nchw_copies(ops, sh, n);
+    nchw_from_nhwc(ops, dy, n, sh->k, output_pixels(sh), nchw.output);
+    if (beta != 0.0f) /* the NCHW call adds to dx's copy, in its own order */
+        nchw_from_nhwc(ops, dx, n, sh->c, input_pixels(sh), nchw.input);
+    conv_backward_data_nchw(ops, p, id, n, nchw.output, w, nchw.input, beta);
+    nhwc_from_nchw(ops, nchw.input, n, sh->c, input_pixels(sh), dx);
+}
+
+/* ddp_conv_backward_filter of conv ID (plan P) on NCHW operands. */
+static void conv_backward_filter_nchw(DdpOps *ops, const ConvPlan *p, int id, int n, const float *x,
+                                      const float *dy, DdpGrad *dw, float beta)
+{
+    if (!round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &dy,
                         ddp_conv_output_floats(&p->slot.shape, n)))
         return;
     if (p->onednn_passes & DDP_ONEDNN_FILTER) {
@@ -786,6 +890,24 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
                     ddp_exact_merge(out, sum);
             }
     }
+}
+
+void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const float *dy,
+                              DdpGrad *dw, float beta)
+{
+    const ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_filter");
+    if (!p)
+        return;
+    const DdpConvShape *sh = &p->slot.shape;
+    if (!sh->channels_last) {
+        conv_backward_filter_nchw(ops, p, id, n, x, dy, dw, beta);
+        return;
+    }
+    /* dw is k x c/groups x r x s in either layout: only x and dy are copied */
+    const NchwCopies nchw = nchw_copies(ops, sh, n);
+    nchw_from_nhwc(ops, x, n, sh->c, input_pixels(sh), nchw.input);
+    nchw_from_nhwc(ops, dy, n, sh->k, output_pixels(sh), nchw.output);
+    conv_backward_filter_nchw(ops, p, id, n, nchw.input, nchw.output, dw, beta);
 }
 
 /* BLAS's own argument rules, checked here as cuBLAS checks them on GPUs, so

@@ -30,6 +30,18 @@
  *    that needs none.
  *  - The per-step calls return nothing; the first cuDNN or cuBLAS failure is
  *    recorded with its file:line (nccl-tests' CHECK habit) for ddp_ops_status.
+ *  - A conv planned channels_last has NHWC tensor descriptors for x and y,
+ *    and an NHWC filter descriptor too, whose memory is K x R x S x C/groups
+ *    ("KRSC"): cuDNN's NHWC kernels (its tensor-core ones above all) want the
+ *    filter in the activations' layout, as PyTorch gives them by making a
+ *    channels_last model's weights channels_last. The parameters stay
+ *    K x C/groups x R x S (ops.h), so forward and backward data read the
+ *    weights' KRSC copy that weight_krsc_kernel makes (rounding it too in
+ *    tf32 and bf16), and backward filter writes the gradient in KRSC and
+ *    weight_grad_kcrs_kernel adds it to dw in dw's order. Both go through one
+ *    buffer, ops->krsc, that finalize sizes for the largest NHWC conv's
+ *    weights; like the rounded copies it is not in ddp_ops_workspace_bytes
+ *    (cuDNN's workspace alone), nor in trainer.c's check_memory estimate.
  *
  * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
  *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
@@ -123,6 +135,7 @@ struct DdpOps {
     DdpPrecision precision;
     float *rounded[2];      /* tf32, bf16: a call's two operands, rounded; finalize sizes them */
     size_t rounded_floats;  /* each */
+    float *krsc;            /* an NHWC conv's weights, or their gradient, K x R x S x C/groups; finalize sizes it */
     size_t linear_floats;   /* the largest operand of a planned linear layer */
     int allow_nondeterministic;
     int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
@@ -257,6 +270,7 @@ void ddp_ops_destroy(DdpOps *ops)
     cudaFree(ops->cublas_workspace);
     cudaFree(ops->rounded[0]);
     cudaFree(ops->rounded[1]);
+    cudaFree(ops->krsc);
     ddp_lt_linear_destroy(ops->lt);
     for (int i = 0; i < 2; i++)
         if (ops->activation[i])
@@ -311,14 +325,21 @@ static DdpConvMath conv_math(cudnnMathType_t m)
     return DDP_CONV_MATH_TENSOR_OP_CONV; /* unknown to this build: never chosen */
 }
 
+/* The memory order of S's activations, and of the filter cuDNN reads with
+ * them (KRSC for NHWC: see the top of the file). */
+static cudnnTensorFormat_t layout(const DdpConvShape *s)
+{
+    return s->channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 /* The descriptors of P for batch N. Host-side only: no allocation, no sync. */
 static cudnnStatus_t set_batch_descriptors(ConvPlan *p, int n)
 {
     const DdpConvShape *s = &p->slot.shape;
-    cudnnStatus_t st = cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+    cudnnStatus_t st = cudnnSetTensor4dDescriptor(p->x, layout(s), CUDNN_DATA_FLOAT, n,
                                                   s->c, s->h, s->w);
     if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, s->k,
+        st = cudnnSetTensor4dDescriptor(p->y, layout(s), CUDNN_DATA_FLOAT, n, s->k,
                                         s->out_h, s->out_w);
     if (st == CUDNN_STATUS_SUCCESS)
         p->n = n;
@@ -333,8 +354,9 @@ static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->y));
     CUDNN_TRY(cudnnCreateFilterDescriptor(&p->w));
     CUDNN_TRY(cudnnCreateTensorDescriptor(&p->bias));
+    /* 1 x k x 1 x 1 is k floats in a row in either layout: NCHW for both */
     CUDNN_TRY(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, s->k, 1, 1));
-    CUDNN_TRY(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->k,
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, layout(s), s->k,
                                          s->c / s->groups, s->r, s->s));
     for (int d = 0; d < NDIRS; d++) {
         CUDNN_TRY(cudnnCreateConvolutionDescriptor(&p->conv[d]));
@@ -571,6 +593,16 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         }
         ops->rounded_floats = floats;
     }
+    size_t krsc_floats = 0; /* the largest NHWC conv's weights */
+    for (int i = 0; i < ops->nconvs; i++) {
+        const DdpConvShape *s = &ops->convs[i].slot.shape;
+        if (s->channels_last && ddp_conv_weight_floats(s) > krsc_floats)
+            krsc_floats = ddp_conv_weight_floats(s);
+    }
+    if (krsc_floats) {
+        ddp_device_call_note(DDP_CALL_ALLOC);
+        CUDA_TRY(cudaMalloc(&ops->krsc, krsc_floats * sizeof(float)));
+    }
     ops->finalized = 1;
     return DDP_OK;
 }
@@ -662,6 +694,8 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
     }
     size_t used = 0;
     buf[0] = '\0';
+    if (p->slot.shape.channels_last)
+        used = (size_t)snprintf(buf, len, "NHWC, filter KRSC: ");
     for (int d = 0; d < NDIRS && used < len; d++) {
         const Choice *c = &p->best[d];
         int wrote = snprintf(buf + used, len - used, "%s%s %s%s%s (%.1f MiB)", d ? ", " : "",
@@ -732,6 +766,27 @@ static const Choice *choice(const ConvPlan *p, int dir)
     return p->use_fallback[dir] ? &p->fallback[dir] : &p->best[dir];
 }
 
+/* The blocks of a grid-stride kernel's launch over N elements (N > 0: a
+ * launch of no blocks fails), KERNEL_THREADS each: enough to cover them, at
+ * most 4096 (then each thread loops). */
+enum { KERNEL_THREADS = 256 };
+
+static unsigned kernel_blocks(size_t n)
+{
+    const size_t blocks = (n + KERNEL_THREADS - 1) / KERNEL_THREADS, most = 4096;
+    return (unsigned)(blocks < most ? blocks : most);
+}
+
+/* Whether the launch of KERNEL just queued started; the failure recorded if not. */
+static int launched(DdpOps *ops, const char *kernel)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        return 1;
+    OPS_FAIL(ops, "%s: %s", kernel, cudaGetErrorString(e));
+    return 0;
+}
+
 /* DST[i] = SRC[i] rounded by precision.h's rule, DROP bits dropped. */
 __global__ void round_operand_kernel(const float *src, float *dst, size_t n, int drop)
 {
@@ -739,9 +794,10 @@ __global__ void round_operand_kernel(const float *src, float *dst, size_t n, int
         dst[i] = __uint_as_float(ddp_round_significand(__float_as_uint(src[i]), drop));
 }
 
-/* In tf32 and bf16, *A (NA floats) and *B (NB floats) replaced by their
- * copies rounded into ops->rounded; nothing to do in fp32. 0 (failure
- * recorded) if an operand is larger than planned or a launch fails. */
+/* In tf32 and bf16, *A (NA floats) and *B (NB floats; B NULL: no second
+ * operand) replaced by their copies rounded into ops->rounded; nothing to
+ * do in fp32. 0 (failure recorded) if an operand is larger than planned or
+ * a launch fails. */
 static int round_operands(DdpOps *ops, const float **a, size_t na, const float **b, size_t nb)
 {
     if (ops->precision == DDP_PRECISION_FP32)
@@ -749,6 +805,8 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
     const float **operand[2] = {a, b};
     const size_t floats[2] = {na, nb};
     for (int i = 0; i < 2; i++) {
+        if (!operand[i])
+            continue;
         if (floats[i] > ops->rounded_floats) {
             OPS_FAIL(ops, "an operand of %zu floats to round to %s, past the %zu planned: the program's plan_ops "
                           "registers fewer or smaller products than its steps make (a .cu from an older ddpc, "
@@ -756,23 +814,64 @@ static int round_operands(DdpOps *ops, const float **a, size_t na, const float *
                      floats[i], ddp_precision_name(ops->precision), ops->rounded_floats);
             return 0;
         }
-        const unsigned threads = 256;
-        const size_t blocks = (floats[i] + threads - 1) / threads, most = 4096; /* then a stride loop */
-        if (blocks)
-            round_operand_kernel<<<(unsigned)(blocks < most ? blocks : most), threads, 0,
-                                   ops->stream>>>(*operand[i], ops->rounded[i], floats[i],
-                                                  ddp_precision_dropped_bits(ops->precision));
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) {
-            OPS_FAIL(ops, "round_operand_kernel: %s", cudaGetErrorString(e));
+        if (floats[i])
+            round_operand_kernel<<<kernel_blocks(floats[i]), KERNEL_THREADS, 0, ops->stream>>>(
+                *operand[i], ops->rounded[i], floats[i], ddp_precision_dropped_bits(ops->precision));
+        if (!launched(ops, "round_operand_kernel"))
             return 0;
-        }
         *operand[i] = ops->rounded[i];
     }
     return 1;
 }
 
-/* P's forward on operands already rounded (round_operands). */
+/* DST (K x RS x CG: an NHWC conv's filter, KRSC) = SRC (K x CG x RS: the
+ * parameters' order), each value rounded by precision.h's rule with DROP
+ * bits dropped, or with DROP 0 (fp32) copied as it is. */
+__global__ void weight_krsc_kernel(const float *src, float *dst, int k, int cg, int rs, int drop)
+{
+    const size_t total = (size_t)k * rs * cg;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t c = i % cg, tap = i / cg % rs, out = i / cg / rs;
+        const float v = src[(out * cg + c) * rs + tap];
+        dst[i] = drop ? __uint_as_float(ddp_round_significand(__float_as_uint(v), drop)) : v;
+    }
+}
+
+/* DW (K x CG x RS: the parameters' order) = BETA * DW + G (K x RS x CG: the
+ * gradient cuDNN writes for an NHWC filter). BETA 0 writes without reading
+ * DW, which may hold garbage, even NaN (ops.h). */
+__global__ void weight_grad_kcrs_kernel(const float *g, float *dw, int k, int cg, int rs, float beta)
+{
+    const size_t total = (size_t)k * cg * rs;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t tap = i % rs, c = i / rs % cg, out = i / rs / cg;
+        const float v = g[(out * rs + tap) * cg + c];
+        dw[i] = beta == 0.0f ? v : beta * dw[i] + v;
+    }
+}
+
+/* The operands of P's forward or backward-data call: DATA (x or dy, ND
+ * floats) rounded by round_operands, and *W replaced by what P's filter
+ * descriptor reads: for an NHWC conv the weights' KRSC copy in ops->krsc,
+ * rounded in the same pass in tf32 and bf16; else W rounded as DATA is.
+ * 0 (failure recorded) if a launch fails. */
+static int conv_operands(DdpOps *ops, const ConvPlan *p, const float **data, size_t nd, const float **w)
+{
+    const DdpConvShape *s = &p->slot.shape;
+    const size_t nw = ddp_conv_weight_floats(s);
+    if (!s->channels_last)
+        return round_operands(ops, data, nd, w, nw);
+    if (!round_operands(ops, data, nd, NULL, 0))
+        return 0;
+    weight_krsc_kernel<<<kernel_blocks(nw), KERNEL_THREADS, 0, ops->stream>>>(
+        *w, ops->krsc, s->k, s->c / s->groups, s->r * s->s, ddp_precision_dropped_bits(ops->precision));
+    if (!launched(ops, "weight_krsc_kernel"))
+        return 0;
+    *w = ops->krsc;
+    return 1;
+}
+
+/* P's forward on the operands conv_operands made. */
 static void conv_forward_rounded(DdpOps *ops, const ConvPlan *p, const float *x, const float *w, float *y)
 {
     const Choice *c = choice(p, FWD);
@@ -785,34 +884,31 @@ static void conv_forward_rounded(DdpOps *ops, const ConvPlan *p, const float *x,
 void ddp_conv_forward(DdpOps *ops, int id, int n, const float *x, const float *w, float *y)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_forward");
-    if (!p ||
-        !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &w, ddp_conv_weight_floats(&p->slot.shape)))
+    if (!p || !conv_operands(ops, p, &x, ddp_conv_input_floats(&p->slot.shape, n), &w))
         return;
     conv_forward_rounded(ops, p, x, w, y);
 }
 
-/* Y's PLANES planes of PIXELS, plane i of channel i % CHANNELS, through the
- * epilogue: where a library refused to fuse it. */
-__global__ void epilogue_kernel(float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
-                                DdpEpilogue epilogue)
+/* Y's PLANES x PIXELS elements through the epilogue, where a library
+ * refused to fuse it: PLANES planes of PIXELS, plane i of channel
+ * i % CHANNELS; with CHANNELS_LAST (NHWC) pixels of CHANNELS, element i of
+ * channel i % CHANNELS. */
+__global__ void epilogue_kernel(float *y, int64_t planes, int channels, int64_t pixels, int channels_last,
+                                const float *bias, DdpEpilogue epilogue)
 {
     const int64_t total = planes * pixels;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = ddp_epilogue_apply(epilogue, y[i], bias[(i / pixels) % channels]);
+        y[i] = ddp_epilogue_apply(epilogue, y[i], bias[(channels_last ? i : i / pixels) % channels]);
 }
 
-static void epilogue_after(DdpOps *ops, float *y, int64_t planes, int channels, int64_t pixels, const float *bias,
-                           DdpEpilogue epilogue)
+static void epilogue_after(DdpOps *ops, float *y, int64_t planes, int channels, int64_t pixels, int channels_last,
+                           const float *bias, DdpEpilogue epilogue)
 {
-    const unsigned threads = 256;
-    const int64_t blocks = (planes * pixels + threads - 1) / threads, most = 4096; /* then a stride loop */
-    if (blocks <= 0)
+    if (planes * pixels <= 0)
         return;
-    epilogue_kernel<<<(unsigned)(blocks < most ? blocks : most), threads, 0, ops->stream>>>(y, planes, channels, pixels,
-                                                                                        bias, epilogue);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess)
-        OPS_FAIL(ops, "epilogue_kernel: %s", cudaGetErrorString(e));
+    epilogue_kernel<<<kernel_blocks((size_t)(planes * pixels)), KERNEL_THREADS, 0, ops->stream>>>(
+        y, planes, channels, pixels, channels_last, bias, epilogue);
+    launched(ops, "epilogue_kernel");
 }
 
 void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const float *w, const float *bias,
@@ -823,7 +919,7 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
         return;
     const DdpConvShape *sh = &p->slot.shape;
     const float *xr = x, *wr = w;
-    if (!round_operands(ops, &xr, ddp_conv_input_floats(sh, n), &wr, ddp_conv_weight_floats(sh)))
+    if (!conv_operands(ops, p, &xr, ddp_conv_input_floats(sh, n), &wr))
         return;
     const Choice *c = choice(p, FWD);
     const float one = 1.0f, zero = 0.0f;
@@ -850,16 +946,15 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
     }
     p->refused = 1;
     conv_forward_rounded(ops, p, xr, wr, y);
-    epilogue_after(ops, y, (int64_t)n * sh->k, sh->k, (int64_t)sh->out_h * sh->out_w, bias, epilogue);
+    epilogue_after(ops, y, (int64_t)n * sh->k, sh->k, (int64_t)sh->out_h * sh->out_w, sh->channels_last, bias,
+                   epilogue);
 }
 
 void ddp_conv_backward_data(DdpOps *ops, int id, int n, const float *dy, const float *w,
                             float *dx, float beta)
 {
     ConvPlan *p = conv_for_call(ops, id, n, "ddp_conv_backward_data");
-    if (!p ||
-        !round_operands(ops, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w,
-                        ddp_conv_weight_floats(&p->slot.shape)))
+    if (!p || !conv_operands(ops, p, &dy, ddp_conv_output_floats(&p->slot.shape, n), &w))
         return;
     const Choice *c = choice(p, DATA);
     const float one = 1.0f;
@@ -876,12 +971,20 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     if (!p || !round_operands(ops, &x, ddp_conv_input_floats(&p->slot.shape, n), &dy,
                               ddp_conv_output_floats(&p->slot.shape, n)))
         return;
+    const DdpConvShape *s = &p->slot.shape;
     const Choice *c = choice(p, FILTER);
-    const float one = 1.0f;
-    CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(
-                          ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
-                          (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace,
-                          ops->workspace_bytes, &beta, p->w, dw));
+    const float one = 1.0f, zero = 0.0f;
+    /* An NHWC filter's gradient is KRSC: written into ops->krsc, then added
+     * to dw in dw's order. */
+    if (!CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(
+                               ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
+                               (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace, ops->workspace_bytes,
+                               s->channels_last ? &zero : &beta, p->w, s->channels_last ? ops->krsc : dw)) ||
+        !s->channels_last)
+        return;
+    weight_grad_kcrs_kernel<<<kernel_blocks(ddp_conv_weight_floats(s)), KERNEL_THREADS, 0, ops->stream>>>(
+        ops->krsc, dw, s->k, s->c / s->groups, s->r * s->s, beta);
+    launched(ops, "weight_grad_kcrs_kernel");
 }
 
 /* ddp_gemm's product, its sizes checked and A and B already rounded. */
@@ -935,7 +1038,7 @@ void ddp_linear_forward_bias(DdpOps *ops, int n, int in, int out, const float *x
         return;
     /* cuBLASLt has no algorithm for it, or refused it: cuBLAS, then the epilogue */
     gemm_rounded(ops, 0, 1, n, out, in, 1.0f, xr, in, wr, in, 0.0f, y, out);
-    epilogue_after(ops, y, (int64_t)n * out, out, 1, bias, epilogue);
+    epilogue_after(ops, y, (int64_t)n * out, out, 1, 0 /* one pixel: either layout */, bias, epilogue);
 }
 
 /* DdpGrad is float here: cuBLAS's own sum over the batch (ops.h). */

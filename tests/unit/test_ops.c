@@ -361,6 +361,13 @@ static void test_shape_init(void)
     bad = sh;
     bad.stride = 0;
     CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_FAIL);
+    bad = sh;
+    bad.channels_last = 2; /* a layout other than NCHW (0) and NHWC (1) */
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_FAIL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "channels_last=2"));
+    bad.channels_last = 1;
+    CU_ASSERT_EQUAL(ddp_conv_shape_init(&bad), DDP_OK);
+    CU_ASSERT(bad.out_h == 24 && bad.out_w == 24);
     ddp_error_clear();
 }
 
@@ -1311,6 +1318,166 @@ static void test_backward_data_beta(void)
     ddp_ops_destroy(ops);
 }
 
+/* ---- channels last (NHWC) ------------------------------------------------------------
+ * An NHWC conv's every call gives the very bits of the NCHW conv of the same
+ * shape on the same values transposed, whichever path (im2col, 1x1,
+ * Winograd, oneDNN) the shape takes: ops_cpu.c makes the NCHW call between
+ * copies, and the CPU build is the GPU's NHWC layout's twin for checks. */
+
+/* N samples of CHANNELS x PIXELS (NCHW) as N samples of PIXELS x CHANNELS (NHWC). */
+static float *nhwc_of(const float *nchw, int n, int channels, size_t pixels)
+{
+    float *out = malloc((size_t)n * channels * pixels * sizeof *out + 1);
+    for (int b = 0; b < n; b++)
+        for (int c = 0; c < channels; c++)
+            for (size_t p = 0; p < pixels; p++)
+                out[((size_t)b * pixels + p) * channels + c] = nchw[((size_t)b * channels + c) * pixels + p];
+    return out;
+}
+
+/* GOT (NHWC) is WANT (NCHW, N samples of CHANNELS x PIXELS) transposed, bit
+ * for bit; else prints the first element that differs, naming WHAT. */
+static int same_bits_nhwc(const char *what, const float *got, const float *want, int n, int channels, size_t pixels)
+{
+    float *want_nhwc = nhwc_of(want, n, channels, pixels);
+    const size_t count = (size_t)n * channels * pixels;
+    size_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(&got[i], &want_nhwc[i], sizeof *got) != 0 && !bad++)
+            printf("\n    %s: NHWC element %zu is %.9g, NCHW's is %.9g ", what, i, got[i], want_nhwc[i]);
+    if (bad)
+        printf("(%zu of %zu differ) ", bad, count);
+    free(want_nhwc);
+    return bad == 0;
+}
+
+/* The weight gradients GOT and WANT, the same bits (their order-free sums,
+ * not only the values the optimizer reads). */
+static int same_grads(const char *what, const DdpGrad *got, const DdpGrad *want, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got) != 0) {
+            printf("\n    %s: gradient %zu is %.17g, NCHW's is %.17g ", what, i, ddp_exact_value(got[i]),
+                   ddp_exact_value(want[i]));
+            return 0;
+        }
+    return 1;
+}
+
+/* SHAPES' picks, each planned twice in one context in PRECISION (NCHW as
+ * conv 2j, NHWC as 2j + 1), every call at the planned batch and a smaller
+ * one: forward, forward with bias and with bias and relu, backward data
+ * with beta 0 (dx full of NaN) and 1 (dx random), backward filter with
+ * beta 0 (NaN) and 1. */
+static void check_channels_last(DdpPrecision precision)
+{
+    const int picks[] = {
+        0,                  /* 1 channel in, 3x3 */
+        18,                 /* 1 channel in, MNIST's first conv (oneDNN's weight gradient, where AVX-512) */
+        2,                  /* groups 2, kernel 5, stride 2, pad 2 */
+        3,                  /* depthwise, stride 2, pad 1 */
+        11,                 /* stride 2, pad 2 */
+        5,                  /* 1x1: no im2col */
+        6,                  /* 1x1 with groups */
+        7,                  /* 1x1 stride 2 */
+        17,                 /* weight-gradient blocks that split a group */
+        FIRST_WINOGRAD,     /* Winograd 5x5 */
+        FIRST_WINOGRAD + 5, /* Winograd 3x3 on the own kernels */
+    };
+    enum { NPICKS = sizeof picks / sizeof picks[0] };
+    const uint64_t others = rng; /* the later tests' draws left as they were */
+    DdpConvShape sh[2 * NPICKS];
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_set_precision(ops, precision), DDP_OK);
+    for (int j = 0; j < NPICKS; j++) {
+        sh[2 * j] = shape_of(&SHAPES[picks[j]], PLAN_N);
+        sh[2 * j + 1] = sh[2 * j];
+        sh[2 * j + 1].channels_last = 1;
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 2 * j, &sh[2 * j]), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, 2 * j + 1, &sh[2 * j + 1]), DDP_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    int winograd_3x3 = 0;
+    for (int j = 0; j < NPICKS; j++) { /* the same path: the NCHW line, after the layout */
+        char nchw[256], nhwc[320];
+        ddp_ops_describe_conv(ops, 2 * j, nchw, sizeof nchw);
+        ddp_ops_describe_conv(ops, 2 * j + 1, nhwc, sizeof nhwc);
+        CU_ASSERT_PTR_NULL(strstr(nchw, "NHWC"));
+        CU_ASSERT(strncmp(nhwc, "NHWC", 4) == 0 && strstr(nhwc, nchw) != NULL);
+        winograd_3x3 += sh[2 * j].r == 3 && strstr(nchw, "Winograd F(4x4,3x3)") != NULL;
+    }
+    if (ddp_onednn_choice() == DDP_CONV_OWN)
+        CU_ASSERT(winograd_3x3 == 1);
+    for (int j = 0; j < NPICKS; j++)
+        for (int bi = 0; bi < 2; bi++) {
+            const int n = BATCHES[bi], id = 2 * j;
+            const DdpConvShape *s = &sh[id];
+            const size_t nx = x_len(s, n), nw = w_len(s), ny = y_len(s, n);
+            const size_t in_pixels = (size_t)s->h * s->w, out_pixels = (size_t)s->out_h * s->out_w;
+            float *x = random_floats(nx), *w = random_floats(nw), *dy = random_floats(ny);
+            float *bias = random_floats((size_t)s->k), *old_dx = random_floats(nx), *old_dw = random_floats(nw);
+            float *x_nhwc = nhwc_of(x, n, s->c, in_pixels), *dy_nhwc = nhwc_of(dy, n, s->k, out_pixels);
+            float *want = malloc(nx * sizeof *want + ny * sizeof *want), *got = malloc(nx * sizeof *got + ny * sizeof *got);
+            DdpGrad *want_dw = grads_filled(nw, NAN), *got_dw = grads_filled(nw, NAN);
+            char base[160], what[220];
+            describe(base, sizeof base, s, n);
+            snprintf(base + strlen(base), sizeof base - strlen(base), ", %s", ddp_precision_name(precision));
+
+            for (int e = -1; e < 2; e++) { /* plain, then DDP_EPILOGUE_BIAS, DDP_EPILOGUE_BIAS_RELU */
+                for (size_t i = 0; i < ny; i++)
+                    want[i] = got[i] = NAN;
+                if (e < 0) {
+                    ddp_conv_forward(ops, id, n, x, w, want);
+                    ddp_conv_forward(ops, id + 1, n, x_nhwc, w, got);
+                } else {
+                    const DdpEpilogue epilogue = e ? DDP_EPILOGUE_BIAS_RELU : DDP_EPILOGUE_BIAS;
+                    ddp_conv_forward_bias(ops, id, n, x, w, bias, epilogue, want);
+                    ddp_conv_forward_bias(ops, id + 1, n, x_nhwc, w, bias, epilogue, got);
+                }
+                snprintf(what, sizeof what, "y%s, %s", e < 0 ? "" : e ? " with bias and relu" : " with bias", base);
+                CU_ASSERT(same_bits_nhwc(what, got, want, n, s->k, out_pixels));
+            }
+
+            for (int beta = 0; beta < 2; beta++) {
+                float *old_dx_nhwc = nhwc_of(old_dx, n, s->c, in_pixels);
+                for (size_t i = 0; i < nx; i++) {
+                    want[i] = beta ? old_dx[i] : NAN;
+                    got[i] = beta ? old_dx_nhwc[i] : NAN;
+                }
+                ddp_conv_backward_data(ops, id, n, dy, w, want, (float)beta);
+                ddp_conv_backward_data(ops, id + 1, n, dy_nhwc, w, got, (float)beta);
+                snprintf(what, sizeof what, "dx, beta %d, %s", beta, base);
+                CU_ASSERT(same_bits_nhwc(what, got, want, n, s->c, in_pixels));
+                free(old_dx_nhwc);
+            }
+
+            for (int beta = 0; beta < 2; beta++) {
+                if (beta) {
+                    free(want_dw), free(got_dw);
+                    want_dw = grads_of(old_dw, nw), got_dw = grads_of(old_dw, nw);
+                }
+                ddp_conv_backward_filter(ops, id, n, x, dy, want_dw, (float)beta);
+                ddp_conv_backward_filter(ops, id + 1, n, x_nhwc, dy_nhwc, got_dw, (float)beta);
+                snprintf(what, sizeof what, "dw, beta %d, %s", beta, base);
+                CU_ASSERT(same_grads(what, got_dw, want_dw, nw));
+            }
+            free(x), free(w), free(dy), free(bias), free(old_dx), free(old_dw), free(x_nhwc), free(dy_nhwc);
+            free(want), free(got), free(want_dw), free(got_dw);
+        }
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
+    ddp_ops_destroy(ops);
+    rng = others;
+}
+
+/* In fp32, and in bf16, whose rounded copies (ops_cpu.c's round_operands)
+ * are made of the NCHW copies. */
+static void test_channels_last(void)
+{
+    check_channels_last(DDP_PRECISION_FP32);
+    check_channels_last(DDP_PRECISION_BF16);
+}
+
 /* ---- oneDNN -------------------------------------------------------------------------
  * The conv tests above run on the runtime's own kernels (their shapes were
  * chosen to cover im2col's and Winograd's paths), and again as planned
@@ -1334,6 +1501,7 @@ OWN_AND_ONEDNN(test_conv_forward_bias)
 OWN_AND_ONEDNN(test_conv_backward)
 OWN_AND_ONEDNN(test_backward_filter_beta)
 OWN_AND_ONEDNN(test_backward_data_beta)
+OWN_AND_ONEDNN(test_channels_last)
 OWN_AND_ONEDNN(test_sample_independent_of_batch)
 OWN_AND_ONEDNN(test_deterministic_across_threads)
 #define OWN_ONLY(test)                                                                       \
@@ -1462,6 +1630,7 @@ void suite_ops(void)
         {"conv backward vs direct adjoints and finite differences", test_conv_backward_own},
         {"conv backward filter beta and micro-batches", test_backward_filter_beta_own},
         {"conv backward data beta", test_backward_data_beta_own},
+        {"channels last (NHWC): every conv call the NCHW call's bits, transposed", test_channels_last_own},
         {"Winograd chosen for its shapes", test_winograd_chosen_own},
         {"Winograd: square kernels take the unrolled tile transforms, which give the general ones' bits",
          test_winograd_unrolled},
@@ -1489,6 +1658,8 @@ void suite_ops(void)
         {"oneDNN: conv backward vs direct adjoints and finite differences", test_conv_backward_onednn},
         {"oneDNN: conv backward filter beta and micro-batches", test_backward_filter_beta_onednn},
         {"oneDNN: conv backward data beta", test_backward_data_beta_onednn},
+        {"oneDNN: channels last (NHWC): every conv call the NCHW call's bits, transposed",
+         test_channels_last_onednn},
         {"oneDNN: a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_onednn},
         {"oneDNN: gradients of a batch and of its halves: the same bits", test_gradient_split_invariant_onednn},
         {"oneDNN: same results for 1..4 threads", test_deterministic_across_threads_onednn},
