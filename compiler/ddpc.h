@@ -475,12 +475,20 @@ typedef struct {
     int masks_for;          /* maxpool: that conv/linear, or -1 */
     int scratch[OP_MAX_SCRATCH]; /* storages of its scratch (op_facts.c), -1 for none */
     int conv_id;            /* the library op's id */
+    /* flatten of a channels-last value: its output is a copy in C x H x W
+     * order (the linear layer's weights are PyTorch's), not a view */
+    bool flatten_permutes;
 } NodePlan;
 
 typedef struct {
     NodePlan *nodes;
     int *act, *grad;        /* per value: its storage, -1 for none (value 0 is ctx->x) */
     bool *is_data;          /* per value: the data itself, value 0 or a flatten of it (ctx->x, no gradient) */
+    /* Every C x H x W value but the data in ctx->x is stored channels-last,
+     * each sample H x W x C (plan_channels_last); the data is permuted into
+     * act[0] where it has more than one channel and something but a flatten
+     * reads it (a single channel is the same floats either way). */
+    bool channels_last, input_permuted;
     unsigned char *grad_first; /* per node: bit 1 (input), 2 (skip): backward writes, not adds */
     Storage *storages;
     int n_storages, storages_cap;
@@ -495,7 +503,21 @@ typedef struct {
     const char *hash;
 } Plan;
 
-void plan_net(Arena *a, const Net *net, Plan *p);
+/* How --layout asks for the spatial values to be stored. */
+typedef enum { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC } LayoutRequest;
+
+/* Whether NET's C x H x W values are stored channels-last (NHWC) in a
+ * program for a GPU (GPU) or a CPU, as REQUESTED. By default on GPUs, for a
+ * net with a conv whose precision multiplies on tensor cores (tf32, bf16),
+ * where cuDNN's convolutions are made for NHWC; else NCHW. A CPU program
+ * is NHWC only when asked: its convs then transpose around NCHW ones, the
+ * same bits, a twin of the GPU's layout for checks. */
+bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested);
+/* --summary's layout line, which covers both targets (nothing for a net
+ * without a conv). */
+void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested);
+
+void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p);
 /* Places p's storages (their offsets, the arena's sizes), as plan_net does
  * last; tests call it on made-up lifetimes. Each storage's lifetime must have
  * start <= end (an internal error otherwise: its place would be freed before
@@ -680,7 +702,8 @@ void toolchain_doctor(FILE *out, const char *runtime_lib, int runtime_mpi);
 // summary.c
 //
 
-void summary_print(FILE *out, const Net *net);
+/* LAYOUT: what --layout asked, for the layout line (plan_layout_summary). */
+void summary_print(FILE *out, const Net *net, LayoutRequest layout);
 /* 184586 -> "184,586", as the summary (and the PyTorch module's comments) print counts. */
 const char *summary_grouped(Arena *a, int64_t v);
 

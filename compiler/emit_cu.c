@@ -96,7 +96,9 @@ static const char *scratch_name(Emit *e, int i, int k)
 
 static const char *act(Emit *e, int v)
 {
-    if (e->plan->is_data[v]) /* the data, or a flatten of it: the same floats */
+    /* the data, or a flatten of it: the same floats (but for the data's
+     * channels-last copy, input_out) */
+    if (e->plan->is_data[v] && !(v == 0 && e->plan->input_permuted))
         return "ctx->x";
     e->used_act[v] = 1;
     return buffer_name(e, v, false);
@@ -242,6 +244,30 @@ static int64_t plane_pixels(Shape s)
     return h * w;
 }
 
+/* Whether a value of per-sample shape S is stored channels-last: each
+ * sample H x W x C, element i of a batch channel i % C of pixel i / C
+ * (ddpc.h: Plan.channels_last). A rank-1 value is the same floats either
+ * way, and keeps the NCHW kernels. */
+static bool channels_last(const Emit *e, Shape s)
+{
+    return e->plan->channels_last && s.rank == 3;
+}
+
+/* Element j of channel c of sample s, in a per-channel sum's loops
+ * (DDP_FOR_CHANNELS, DDP_FOR_SAMPLES, DDP_FOR_PIXELS): the same terms in the
+ * same order in either layout, so the same sums. */
+static const char *element_of(const Emit *e, Shape s)
+{
+    return channels_last(e, s) ? "((int64_t)s * HW + j) * C + c" : "((int64_t)s * C + c) * HW + j";
+}
+
+/* The end of a line that indexes a value of shape S: a note where it is
+ * channels-last. */
+static const char *layout_note(const Emit *e, Shape s)
+{
+    return channels_last(e, s) ? "  // channels-last" : "";
+}
+
 /* A kernel's first line naming the sizes its text uses: C channels of HW
  * pixels (plane_constants), or S values a sample (sample_constant). */
 static void plane_constants(Emit *e, int64_t c, int64_t hw)
@@ -301,14 +327,24 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     if (!n->bias && !a)
         return;
     const char *stem = kernel_stem(e, n, a);
+    bool last = channels_last(e, n->out_shape);
     if (forward_kernel_after_product(e, n)) {
         comment(e, n, "");
         E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
-        plane_constants(e, c, hw);
-        E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
-        E("        int64_t i = plane * HW + j;\n");
+        if (last) { /* element by element: the bias's channel is the element's place in its pixel */
+            if (n->bias)
+                E("    const int64_t C = %lld, S = %lld;  // channels, values of a sample (channels-last)\n",
+                  (long long)c, (long long)s);
+            else
+                sample_constant(e, s);
+            E("    DDP_FOR(i, (int64_t)n * S) {\n");
+        } else {
+            plane_constants(e, c, hw);
+            E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n");
+            E("        int64_t i = plane * HW + j;\n");
+        }
         if (n->bias)
-            E("        float v = y[i] + bias[plane %% C];\n");
+            E("        float v = y[i] + bias[%s %% C];\n", last ? "i" : "plane");
         else
             E("        float v = y[i];\n");
         E("        y[i] = %s;\n    }\n}\n\n", a ? act_forward_expr(e, a, "v") : "v");
@@ -331,7 +367,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0;  // this sample's part (on a GPU, a thread's share of it)\n");
         E("            DDP_SIMD_SUM(sample)\n");
         E("            DDP_FOR_PIXELS(j, HW) {\n");
-        E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
+        E("                int64_t i = %s;%s\n", element_of(e, n->out_shape), layout_note(e, n->out_shape));
         if (a) {
             /* both loaded first: a select the compiler can vectorise, not a branch */
             E("                float d = dy[i], v = y[i];\n                float g = %s;\n",
@@ -420,6 +456,87 @@ static void pool_forward_general(Emit *e, const Node *n)
         E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(n->kernel * n->kernel)));
 }
 
+/* A pool's kernels on channels-last values: element by element, the
+ * channel the element's place in its pixel. The same taps in the same
+ * order as the NCHW kernels, so the same outputs and gradients; the
+ * argmax is the winner's pixel, iy * W + ix, in every window. Backward
+ * writes each input's gradient once: from the window that owns it where
+ * windows tile, else gathered from the windows that cover it. The
+ * window's gradient WINDOW_G and the relu mask's argument MASK_ARG are
+ * kernels_pool's. */
+static void pool_channels_last(Emit *e, const Node *n, const char *window_g, const char *mask_arg)
+{
+    bool max = n->op == OP_MAXPOOL;
+    const char *scale = flit(e, 1.0 / (double)(n->kernel * n->kernel));
+    comment(e, n, "");
+    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
+    pool_constants(e, n, "C H W OH OW K ST PAD");
+    E("    DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i %% C of pixel i / C, channels-last\n");
+    E("        int64_t pixel = i / C, s = pixel / (OH * OW);\n");
+    E("        int oy = (int)(pixel / OW %% OH), ox = (int)(pixel %% OW);\n");
+    E("        const float *xc = x + s * (H * W * C) + i %% C;  // the sample's channel, a value every C floats\n");
+    if (max)
+        E("        float best = -INFINITY;\n        int at = -1;\n");
+    else
+        E("        float sum = 0.0f;\n");
+    E("        for (int ky = 0; ky < K; ky++) {\n");
+    E("            int iy = oy * ST - PAD + ky;\n");
+    E("            if (iy < 0 || iy >= H)\n                continue;\n");
+    E("            for (int kx = 0; kx < K; kx++) {\n");
+    E("                int ix = ox * ST - PAD + kx;\n");
+    E("                if (ix < 0 || ix >= W)\n                    continue;\n");
+    if (max)
+        E("                float v = xc[(int64_t)(iy * W + ix) * C];\n                if (v > best || at < 0) {\n"
+          "                    best = v;\n                    at = iy * W + ix;\n                }\n");
+    else
+        E("                sum += xc[(int64_t)(iy * W + ix) * C];\n");
+    E("            }\n        }\n");
+    if (max)
+        E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
+    else /* PyTorch's count_include_pad: always the full window */
+        E("        y[i] = sum * %s;\n    }\n}\n\n", scale);
+
+    comment(e, n, "");
+    E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
+      max ? ", const int32_t *argmax" : "", mask_arg);
+    if (pool_tiles(n)) { /* each window owns its inputs: one writer per input */
+        pool_constants(e, n, "C H W OH OW K");
+        E("    DDP_FOR(o, (int64_t)n * OH * OW * C) {  // dy[o]: channel o %% C of pixel o / C, channels-last\n");
+        E("        int64_t pixel = o / C, s = pixel / (OH * OW);\n");
+        E("        int oy = (int)(pixel / OW %% OH), ox = (int)(pixel %% OW);\n");
+        E("        float *dxc = dx + s * (H * W * C) + o %% C;\n");
+        if (max)
+            E("        float g = %s;\n        int won = argmax[o];  // the winner's pixel, iy * W + ix\n", window_g);
+        else
+            E("        float g = dy[o] * %s;\n", scale);
+        E("        for (int ky = 0; ky < K; ky++)\n            for (int kx = 0; kx < K; kx++) {\n");
+        E("                int at = (oy * K + ky) * W + ox * K + kx;\n");
+        E("                float t = %s;\n", max ? "at == won ? g : 0.0f" : "g");
+        E("                dxc[(int64_t)at * C] = accumulate ? dxc[(int64_t)at * C] + t : t;\n            }\n    }\n}\n\n");
+        return;
+    }
+    pool_constants(e, n, "C H W OH OW K ST PAD");
+    E("    DDP_FOR(i, (int64_t)n * H * W * C) {  // dx[i]: channel i %% C of pixel i / C, channels-last\n");
+    E("        int64_t pixel = i / C, s = pixel / (H * W), c = i %% C;\n");
+    E("        int iy = (int)(pixel / W %% H), ix = (int)(pixel %% W);\n");
+    E("        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1\n");
+    E("        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;\n");
+    E("        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;\n");
+    E("        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;\n");
+    E("        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;\n");
+    E("        float g = 0.0f;\n");
+    E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
+    E("                int64_t o = ((s * OH + oy) * OW + ox) * C + c;\n");
+    if (max)
+        E("                if (argmax[o] == iy * W + ix)\n                    g += %s;\n", window_g);
+    else
+        E("                g += dy[o];\n");
+    E("            }\n");
+    if (!max)
+        E("        g *= %s;\n", scale);
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
 static void kernels_pool(Emit *e, const Node *n)
 {
     int64_t k = n->kernel, w = n->in_shape.d[2]; /* the unrolled taps' offsets */
@@ -434,6 +551,10 @@ static void kernels_pool(Emit *e, const Node *n)
     const char *window_g = relu ? arena_printf(e->arena, "(%s)", act_backward_expr(e, relu, "dy[o]", "y[o]")) : "dy[o]";
     e->forward_work[n - e->net->nodes] = k * k;
     e->backward_work[n - e->net->nodes] = pool_tiles(n) ? k * k : covering * covering;
+    if (channels_last(e, n->in_shape)) {
+        pool_channels_last(e, n, window_g, mask_arg);
+        return;
+    }
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
@@ -545,16 +666,21 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     chw(n->in_shape, &c, &h, &w);
     e->forward_work[n - e->net->nodes] = h * w;
     comment(e, n, "");
+    bool last = channels_last(e, n->in_shape);
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
     plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C) {\n        float sum = 0.0f;\n");
-    E("        for (int64_t j = 0; j < HW; j++)\n            sum += x[i * HW + j];\n");
+    if (last) /* the same pixels in the same order: the same sum */
+        E("        const float *xc = x + i / C * (HW * C) + i %% C;  // channel i %% C of its sample, channels-last\n"
+          "        for (int64_t j = 0; j < HW; j++)\n            sum += xc[j * C];\n");
+    else
+        E("        for (int64_t j = 0; j < HW; j++)\n            sum += x[i * HW + j];\n");
     E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(h * w)));
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
     plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C * HW) {\n");
-    E("        float g = dy[i / HW] * %s;\n", flit(e, 1.0 / (double)(h * w)));
+    E("        float g = dy[%s] * %s;\n", last ? "i / (HW * C) * C + i % C" : "i / HW", flit(e, 1.0 / (double)(h * w)));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
@@ -575,6 +701,21 @@ static void kernels_activation(Emit *e, const Node *n)
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
+/* The element of its sample that element i's mask is hashed for: its
+ * place in C x H x W order, so that a channels-last program drops what the
+ * NCHW one drops. dropout_element writes the sizes the expression uses. */
+static void dropout_element(Emit *e, const Node *n)
+{
+    if (channels_last(e, n->out_shape))
+        E("    const int64_t C = %lld, HW = %lld;  // channels-last: element e of a sample is channel e %% C of pixel e / C\n",
+          (long long)n->out_shape.d[0], (long long)plane_pixels(n->out_shape));
+}
+
+static const char *dropout_element_expr(const Emit *e, const Node *n)
+{
+    return channels_last(e, n->out_shape) ? "i % S % C * HW + i % S / C" : "i % S";
+}
+
 static void kernels_dropout(Emit *e, const Node *n)
 {
     int64_t s = shape_numel(n->out_shape);
@@ -588,8 +729,10 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // this layer's, this epoch\n",
       n->dropout_layer);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
+    dropout_element(e, n);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
-    E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW);\n");
+    E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW);\n",
+      dropout_element_expr(e, n));
     E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,\n"
@@ -597,19 +740,24 @@ static void kernels_dropout(Emit *e, const Node *n)
     sample_constant(e, s);
     E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // as forward's\n", n->dropout_layer);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
+    dropout_element(e, n);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
-    E("        float g = ddp_dropout_keep(key, sample_ids[i / S], i %% S, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
-      flit(e, scale));
+    E("        float g = ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
+      dropout_element_expr(e, n), flit(e, scale));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
 
 /* Opens a loop over the elements I of a batch's C planes of HW pixels, each
  * with its channel c: by plane (DDP_FOR_2D), so that no element divides for
- * its channel and the CPU vectorises along the plane. */
-static void channel_planes(Emit *e, int64_t c, int64_t hw)
+ * its channel and the CPU vectorises along the plane; channels-last
+ * (LAST), element by element, the channel the element's place in its pixel. */
+static void channel_planes(Emit *e, int64_t c, int64_t hw, bool last)
 {
     plane_constants(e, c, hw);
-    E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n        int64_t i = plane * HW + j, c = plane %% C;\n");
+    if (last)
+        E("    DDP_FOR(i, (int64_t)n * HW * C) {\n        int64_t c = i %% C;  // channels-last\n");
+    else
+        E("    DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {\n        int64_t i = plane * HW + j, c = plane %% C;\n");
 }
 
 static void kernels_batchnorm(Emit *e, const Node *n)
@@ -627,7 +775,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_sq = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_sq)\n");
     E("            DDP_FOR_PIXELS(j, HW) {\n");
-    E("                double v = x[((int64_t)s * C + c) * HW + j];\n");
+    E("                double v = x[%s];%s\n", element_of(e, n->in_shape), layout_note(e, n->in_shape));
     E("                sample += v;\n                sample_sq += v * v;\n            }\n");
     E("            ddp_stats_sum_add(&sum, sample);\n            ddp_stats_sum_add(&sumsq, sample_sq);\n        }\n");
     E("        if (DDP_CHANNEL_DONE(c, &sum, &sumsq)) {\n");
@@ -650,12 +798,12 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)\n{\n",
       n->name);
-    channel_planes(e, c, hw);
+    channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];\n    }\n}\n\n");
     comment(e, n, "");
     E("DDP_KERNEL %s_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,\n"
       "                          const float *weight, const float *bias)\n{\n", n->name);
-    channel_planes(e, c, hw);
+    channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + %s) * weight[c] + bias[c];\n    }\n}\n\n",
       flit(e, n->eps));
     comment(e, n, "");
@@ -667,7 +815,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_x = 0.0;\n");
     E("            DDP_SIMD_SUM(sample, sample_x)\n");
     E("            DDP_FOR_PIXELS(j, HW) {\n");
-    E("                int64_t i = ((int64_t)s * C + c) * HW + j;\n");
+    E("                int64_t i = %s;%s\n", element_of(e, n->in_shape), layout_note(e, n->in_shape));
     E("                sample += dy[i];\n                sample_x += (double)dy[i] * ((x[i] - stats[2 * c]) * stats[2 * c + 1]);\n");
     E("            }\n            ddp_grad_sum_add(&sdy, sample);\n            ddp_grad_sum_add(&sdyx, sample_x);\n        }\n");
     E("        if (DDP_CHANNEL_DONE(c, &sdy, &sdyx)) {\n");
@@ -678,7 +826,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
-    channel_planes(e, c, hw);
+    channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        double count = ddp_sum_value(sums[2 * C]);\n");
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
     E("        float g = weight[c] * stats[2 * c + 1] *\n"
@@ -705,6 +853,55 @@ static void kernels_pass_gradient(Emit *e, const Node *n)
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];\n}\n\n");
+}
+
+/* A kernel that moves a batch of samples of C channels of HW pixels
+ * between C x H x W order and channels-last: TO_LAST into channels-last
+ * (the data; a flatten's gradient), else out of it (a flatten's output,
+ * in the order the linear layer's weights are, PyTorch's). GRADIENT: the
+ * kernel adds or writes dx as the step's accumulate says. */
+static void permute_kernel(Emit *e, const char *name, int64_t c, int64_t hw, bool to_last, bool gradient)
+{
+    if (gradient)
+        E("DDP_KERNEL %s(int n, const float *dy, float *dx, int accumulate)\n{\n", name);
+    else
+        E("DDP_KERNEL %s(int n, const float *x, float *y)\n{\n", name);
+    plane_constants(e, c, hw);
+    E("    DDP_FOR(i, (int64_t)n * C * HW) {\n");
+    if (to_last)
+        E("        // element i is channel i %% C of pixel i / C; from C x H x W\n"
+          "        int64_t pixel = i / C, from = (pixel / HW * C + i %% C) * HW + pixel %% HW;\n");
+    else
+        E("        // element i is pixel i %% HW of plane i / HW; from channels-last\n"
+          "        int64_t plane = i / HW, from = (plane / C * HW + i %% HW) * C + plane %% C;\n");
+    if (gradient)
+        E("        dx[i] = accumulate ? dx[i] + dy[from] : dy[from];\n    }\n}\n\n");
+    else
+        E("        y[i] = x[from];\n    }\n}\n\n");
+}
+
+/* The data's copy in channels-last order (Plan.input_permuted). */
+static void kernels_input(Emit *e, const Node *n)
+{
+    if (!e->plan->input_permuted)
+        return;
+    comment(e, n, "");
+    E("// The data, from the loader's C x H x W order to channels-last.\n");
+    permute_kernel(e, arena_printf(e->arena, "%s_forward", n->name), n->out_shape.d[0], plane_pixels(n->out_shape),
+                   true, false);
+}
+
+/* A flatten of a channels-last value (NodePlan.flatten_permutes): its
+ * output in C x H x W order, and its gradient back. */
+static void kernels_flatten_permute(Emit *e, const Node *n)
+{
+    Shape in = n->in_shape;
+    comment(e, n, "");
+    permute_kernel(e, arena_printf(e->arena, "%s_forward", n->name), in.d[0], plane_pixels(in), false, false);
+    if (e->plan->grad[n->in] < 0)
+        return;
+    comment(e, n, "");
+    permute_kernel(e, arena_printf(e->arena, "%s_backward", n->name), in.d[0], plane_pixels(in), true, true);
 }
 
 static void kernels_log_softmax(Emit *e, const Node *n)
@@ -853,12 +1050,14 @@ static void emit_kernels(Emit *e)
             kernels_pass_gradient(e, n);
             break;
         case OP_FLATTEN:
-            if (e->plan->grad[n->in] >= 0 && e->plan->grad[n->in] != e->plan->grad[n->out])
+            if (e->plan->nodes[i].flatten_permutes)
+                kernels_flatten_permute(e, n);
+            else if (e->plan->grad[n->in] >= 0 && e->plan->grad[n->in] != e->plan->grad[n->out])
                 kernels_pass_gradient(e, n);
             break;
         case OP_LOG_SOFTMAX: kernels_log_softmax(e, n); break;
         case OP_LOSS: kernels_loss(e, n); break;
-        case OP_INPUT:
+        case OP_INPUT: kernels_input(e, n); break;
         case OP_COUNT: break;
         }
     }
@@ -933,6 +1132,13 @@ static const char *kernel_name(Emit *e, const char *stem, const char *direction)
 static void forward_node(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
+    if ((n->op == OP_INPUT && e->plan->input_permuted) || np->flatten_permutes) { /* into or out of channels-last */
+        comment(e, n, "    ");
+        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, 1);
+        E(", n, %s, %s);\n", n->op == OP_INPUT ? "ctx->x" : act(e, n->in), act(e, n->out));
+        layer_done(e, n, "forward");
+        return;
+    }
     if (np->fused_into >= 0 || op_facts(n->op)->output != OUT_NEW) /* the loss: in train_step, eval_step */
         return;
     comment(e, n, "    ");
@@ -1220,7 +1426,7 @@ static void finish_function(Emit *e, FILE *out, char *body)
             fprintf(out, "    DdpGrad *%s = (DdpGrad *)ctx->grads + %lld;\n", param_name(e, i, true),
                     (long long)p->param_offset[i]);
     }
-    for (int v = 1; v < net->n_values; v++) {
+    for (int v = 0; v < net->n_values; v++) { /* value 0: the data's channels-last copy, if used */
         for (int g = 0; g < 2; g++) {
             if (!(g ? e->used_grad[v] : e->used_act[v]))
                 continue;
@@ -1289,7 +1495,7 @@ static void emit_arena_table(Emit *e, FILE *out)
                  "// them, at ARENA_PER_SAMPLE x B + their offset.\n");
     fprintf(out, "static const int64_t ARENA_PER_SAMPLE = %lld, ARENA_FIXED = %lld;  // floats\n",
             (long long)p->arena_per_sample, (long long)p->arena_fixed);
-    for (int v = 1; v < net->n_values; v++)
+    for (int v = 0; v < net->n_values; v++)
         for (int g = 0; g < 2; g++) {
             int s = g ? p->grad[v] : p->act[v];
             if (!(g ? e->any_grad[v] : e->any_act[v]))
@@ -1400,10 +1606,11 @@ static void emit_functions(Emit *e, FILE *out)
                     (long long)n->in_ch, (long long)n->out_ch);
             continue;
         }
-        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0};\n",
+        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0, %d};%s\n",
                 n->name, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
                 (long long)n->out_ch, (long long)n->kernel, (long long)n->kernel, (long long)n->stride, (long long)n->pad,
-                (long long)n->groups);
+                (long long)n->groups, e->plan->channels_last ? 1 : 0,
+                e->plan->channels_last ? "  // x and y channels-last" : "");
         fprintf(out, "    DDP_CHECK(ddp_conv_shape_init(&%s_shape));\n", n->name);
         fprintf(out, "    DDP_CHECK(ddp_ops_plan_conv(ctx->ops, %d, &%s_shape));\n", e->plan->nodes[i].conv_id, n->name);
     }
@@ -1534,6 +1741,11 @@ static void emit_program(FILE *out, const Net *net, const Plan *plan, const char
     fprintf(out, "// ddpc-build: %s\n//\n", build_command);
     fprintf(out, "// One source for both targets: under nvcc the kernels run on the GPU; under a\n"
                  "// host compiler kernel.h turns each into an OpenMP loop (see DDP_FOR there).\n\n");
+    if (plan->channels_last)
+        fprintf(out, "// Layout: every C x H x W value is stored channels-last (NHWC): a sample is H x W x C,\n"
+                     "// element i of a batch channel i %% C of pixel i / C. The data arrives C x H x W and\n"
+                     "// is permuted on the way in where it has channels; a flatten permutes back, so that\n"
+                     "// the linear layers' weights keep PyTorch's order, as every parameter does.\n\n");
     fprintf(out, "#include \"kernel.h\"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm\n\n");
     bool gelu_tanh = false;
     for (int i = 0; i < net->n_nodes; i++)

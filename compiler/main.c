@@ -1,7 +1,7 @@
 /*
  * main.c: the ddpc command line.
  *
- *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]
+ *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--layout nchw|nhwc] [--check] [--summary]
  *                 [--emit cu|torch|plan [--world N,... --link GBPS [--tflops T] [--hop-us US]]]
  *                 [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]
  *
@@ -48,11 +48,13 @@ typedef struct {
     const char *emit;
     const char *rebuild;
     const char *world, *link, *tflops, *hop_us; /* scaling on paper */
+    const char *layout_word;
+    LayoutRequest layout;
     bool check, summary, verbose;
 } Options;
 
 static const char usage[] =
-    "usage: ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--check] [--summary]\n"
+    "usage: ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--layout L] [--check] [--summary]\n"
     "                     [--emit cu|torch|plan [--world N,... --link GBPS [--tflops T] [--hop-us US]]]\n"
     "                     [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]\n"
     "\n"
@@ -62,6 +64,9 @@ static const char usage[] =
     "  --target T        cuda (GPUs: cuDNN, cuBLAS, NCCL) or cpu (OpenMP, MPI)\n"
     "  --arch sm_XX      the one GPU architecture to build for (default: the GPUs\n"
     "                    visible here, else sm_80 sm_86 sm_89 sm_90 sm_100 + PTX)\n"
+    "  --layout L        how C x H x W values lie in memory: nchw, nhwc (channels-\n"
+    "                    last) or auto (the default: nhwc on GPUs for a net with\n"
+    "                    convs in precision tf32 or bf16, else nchw)\n"
     "  --check           check the file and report errors; write nothing\n"
     "  --summary         print the layer table (shapes, parameters, MFLOPs),\n"
     "                    the training settings and the data { } block\n"
@@ -145,12 +150,13 @@ static int parse_options(int argc, char **argv, Options *o)
 {
     static const char *const known[] = {"-o", "--target", "--arch", "--check", "--summary", "--emit",
                                         "--rebuild", "--verbose", "--version", "--doctor", "--help",
-                                        "--world",   "--link",    "--tflops",  "--hop-us"};
+                                        "--world",   "--link",    "--tflops",  "--hop-us", "--layout"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int rc = 0;
         if (flag_value(argc, argv, &i, "-o", &o->out, &rc) || flag_value(argc, argv, &i, "--target", &o->target, &rc) ||
             flag_value(argc, argv, &i, "--arch", &o->arch, &rc) || flag_value(argc, argv, &i, "--emit", &o->emit, &rc) ||
+            flag_value(argc, argv, &i, "--layout", &o->layout_word, &rc) ||
             flag_value(argc, argv, &i, "--rebuild", &o->rebuild, &rc) ||
             flag_value(argc, argv, &i, "--world", &o->world, &rc) || flag_value(argc, argv, &i, "--link", &o->link, &rc) ||
             flag_value(argc, argv, &i, "--tflops", &o->tflops, &rc) ||
@@ -186,6 +192,15 @@ static int parse_options(int argc, char **argv, Options *o)
     }
     if (o->target && strcmp(o->target, "cuda") != 0 && strcmp(o->target, "cpu") != 0)
         return usage_error("--target must be cuda or cpu, not '%s'", o->target);
+    if (o->layout_word) {
+        static const char *const words[] = {"auto", "nchw", "nhwc"}; /* LayoutRequest's order */
+        int k = 0;
+        while (k < 3 && strcmp(o->layout_word, words[k]) != 0)
+            k++;
+        if (k == 3)
+            return usage_error("--layout must be nchw, nhwc or auto, not '%s'", o->layout_word);
+        o->layout = (LayoutRequest)k;
+    }
     if (o->emit && strcmp(o->emit, "cu") != 0 && strcmp(o->emit, "torch") != 0 && strcmp(o->emit, "plan") != 0)
         return usage_error("--emit must be cu, torch or plan, not '%s'", o->emit);
     if (o->arch && (strncmp(o->arch, "sm_", 3) != 0 || strspn(o->arch + 3, "0123456789") != strlen(o->arch + 3) ||
@@ -299,7 +314,7 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
     if (o->world && !scaling_options(a, o, target, &scaling))
         return EXIT_USAGE;
     Plan plan;
-    plan_net(a, net, &plan);
+    plan_net(a, net, plan_channels_last(net, strcmp(target, "cuda") == 0, o->layout), &plan);
     if (o->emit && strcmp(o->emit, "plan") == 0) {
         print_plan(stdout, net, &plan);
         if (o->world) /* the step at scale, in place of one GPU's launches */
@@ -397,7 +412,7 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     if (o.rebuild) {
-        if (o.file || o.out || o.emit || o.check || o.summary)
+        if (o.file || o.out || o.emit || o.check || o.summary || o.layout_word)
             return usage_error("%s", "--rebuild takes only the .cu file (and --verbose)");
         return build_rebuild(o.rebuild, o.verbose);
     }
@@ -427,7 +442,7 @@ int main(int argc, char **argv)
     diag_flush(&diag);
     int status = ok ? 0 : EXIT_USAGE;
     if (ok && o.summary)
-        summary_print(stdout, &net);
+        summary_print(stdout, &net, o.layout);
     if (ok && !o.check && (o.emit || o.out))
         status = generate(&arena, &net, &o, target, o.arch);
 

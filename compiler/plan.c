@@ -412,7 +412,65 @@ static void plan_hash(Arena *a, const Net *net, Plan *p)
     p->hash = arena_printf(a, "%016llx", (unsigned long long)h);
 }
 
-void plan_net(Arena *a, const Net *net, Plan *p)
+static bool has_conv(const Net *net)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (net->nodes[i].op == OP_CONV)
+            return true;
+    return false;
+}
+
+bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested)
+{
+    switch (requested) {
+    case LAYOUT_NCHW: return false;
+    case LAYOUT_NHWC: return true;
+    case LAYOUT_AUTO: break;
+    }
+    return gpu && has_conv(net) && net->train.precision != DDP_PRECISION_FP32;
+}
+
+void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested)
+{
+    if (!has_conv(net))
+        return;
+    bool gpu = plan_channels_last(net, true, requested), cpu = plan_channels_last(net, false, requested);
+    if (requested != LAYOUT_AUTO)
+        fprintf(out, "layout:       %s, as --layout asks\n", gpu ? "NHWC (channels-last)" : "NCHW");
+    else if (gpu != cpu)
+        fprintf(out, "layout:       NHWC (channels-last) on GPUs, for %s on tensor cores; NCHW on CPUs\n",
+                ddp_precision_name(net->train.precision));
+    else
+        fprintf(out, "layout:       NCHW (NHWC on GPUs only for tf32 and bf16, which use tensor cores)\n");
+}
+
+/* Whether flatten N's input is stored channels-last in a way a flatten's
+ * C x H x W order cannot view: more than one channel and one pixel. */
+static bool flatten_permutes(const Net *net, const Plan *p, const Node *n)
+{
+    if (!p->channels_last || n->op != OP_FLATTEN || p->is_data[n->in])
+        return false;
+    Shape s = net->values[n->in];
+    return s.rank == 3 && s.d[0] > 1 && s.d[1] * s.d[2] > 1;
+}
+
+/* Whether the data must be permuted to channels-last for its readers:
+ * more than one channel, and a reader other than a flatten (which reads
+ * ctx->x in C x H x W order as it is). */
+static bool input_permuted(const Net *net, const Plan *p)
+{
+    Shape s = net->values[0];
+    if (!p->channels_last || s.rank != 3 || s.d[0] == 1)
+        return false;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        if ((n->in == 0 || n->skip == 0) && op_facts(n->op)->output != OUT_VIEW)
+            return true;
+    }
+    return false;
+}
+
+void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p)
 {
     memset(p, 0, sizeof *p);
     int nv = net->n_values, nn = net->n_nodes;
@@ -442,6 +500,10 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         if (op_facts(n->op)->output == OUT_VIEW && n->in >= 0 && p->is_data[n->in])
             p->is_data[n->out] = true;
     }
+    p->channels_last = channels_last;
+    p->input_permuted = input_permuted(net, p);
+    for (int i = 0; i < nn; i++)
+        p->nodes[i].flatten_permutes = flatten_permutes(net, p, &net->nodes[i]);
     plan_fusion(net, p, consumers, reader);
     plan_params(a, net, p);
     plan_bucket_layout(a, net, p);
@@ -452,9 +514,17 @@ void plan_net(Arena *a, const Net *net, Plan *p)
         const Node *n = &net->nodes[i];
         NodePlan *np = &p->nodes[i];
         switch (op_facts(n->op)->output) {
-        case OUT_DATA: break; /* ctx->x */
+        case OUT_DATA: /* ctx->x, or its channels-last copy */
+            if (p->input_permuted)
+                p->act[n->out] = new_storage(a, p, shape_numel(n->out_shape), 0, t_fwd(net, i));
+            break;
         case OUT_LOSS: break; /* its rows are scratch */
-        case OUT_VIEW: p->act[n->out] = p->act[n->in]; break;
+        case OUT_VIEW:
+            if (np->flatten_permutes)
+                p->act[n->out] = new_storage(a, p, shape_numel(n->out_shape), 0, t_fwd(net, i));
+            else if (!p->is_data[n->in]) /* a flatten of the data reads ctx->x */
+                p->act[n->out] = p->act[n->in];
+            break;
         case OUT_NEW:
             if (np->fused_into >= 0) /* the conv or linear wrote it in place */
                 p->act[n->out] = p->act[n->in];
@@ -508,8 +578,8 @@ void plan_net(Arena *a, const Net *net, Plan *p)
             if (v < 0 || p->is_data[v] || op_facts(n->op)->output == OUT_DATA)
                 continue; /* the data: no gradient */
             if (p->grad[v] < 0) {
-                bool alias = consumers[v] == 1 && (op_facts(n->op)->gradient_passes || np->fused_into >= 0) &&
-                             k == 0 && p->grad[n->out] >= 0;
+                bool passes = op_facts(n->op)->gradient_passes && !np->flatten_permutes;
+                bool alias = consumers[v] == 1 && (passes || np->fused_into >= 0) && k == 0 && p->grad[n->out] >= 0;
                 if (alias)
                     p->grad[v] = p->grad[n->out];
                 else

@@ -66,7 +66,7 @@ static const char *describe(Arena *a, const Node *n)
     return n->kind_word;
 }
 
-void summary_print(FILE *out, const Net *net)
+void summary_print(FILE *out, const Net *net, LayoutRequest layout)
 {
     Arena a = {0};
     int wname = 5, wop = 2, wshape = 6, wparams = 6;
@@ -134,6 +134,7 @@ void summary_print(FILE *out, const Net *net)
         fprintf(out, ", schedule cosine warmup=%lld", (long long)t->warmup);
     fprintf(out, ", bucket %.6g MB, seed %llu, precision %s\n", (double)t->bucket_cap_bytes / (1024.0 * 1024.0),
             (unsigned long long)t->seed, ddp_precision_name(t->precision));
+    plan_layout_summary(out, net, layout);
     data_summary(out, &net->data);
     arena_free(&a);
 }

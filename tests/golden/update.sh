@@ -5,6 +5,7 @@
 #   plan/NAME.net -> plan/NAME.plan (ddpc --emit plan)
 #   examples/, tests/parity/, tests/gradcheck/ and good/ NAME.net -> cu/NAME.cu (ddpc --emit cu
 #     --target cpu, less its "// ddpc-build:" line, which names this machine's paths)
+#   tests/layout/NAME.net -> nhwc/NAME.cu (the same, channels-last: --layout nhwc)
 # Review the result with `git diff tests/golden` before committing: these
 # files are the contract the tests hold ddpc to.
 set -euo pipefail
@@ -37,4 +38,10 @@ for dir in "$here/../../examples" "$here/../parity" "$here/../gradcheck" "$here/
         fi
         "$ddpc" --emit cu --target cpu "$f" | grep -v '^// ddpc-build: ' > "$here/cu/${f%.net}.cu"
     done
+done
+mkdir -p "$here/nhwc"
+rm -f "$here"/nhwc/*.cu
+cd "$here/../layout"
+for f in *.net; do
+    "$ddpc" --emit cu --target cpu --layout nhwc "$f" | grep -v '^// ddpc-build: ' > "$here/nhwc/${f%.net}.cu"
 done

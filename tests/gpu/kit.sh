@@ -11,6 +11,10 @@
 #                           gradient itself (Adam's is nearly sign(g), which
 #                           turns a rounding difference in a gradient near
 #                           zero into a whole step's difference)
+#   gpu/mnist_nhwc.cu       mnist.net's CUDA source channels-last (--layout
+#                           nhwc, what a tf32 or bf16 net gets on GPUs), which
+#                           run.sh builds on the node: no room for another
+#                           program in the kit
 #   ref/NAME.w0, NAME.w1    the CPU build's initial weights and its weights
 #                           after one step on the kit's first batch (no .w1
 #                           for a net trained with Adam or AdamW: its step
@@ -156,6 +160,9 @@ fi
 for net in examples/*.net; do
     "$ddpc" "$net" --emit torch > "$kit/torch/$(basename "$net" .net).py"
 done
+
+CUDA_VISIBLE_DEVICES= "$ddpc" "$tmp/mnist.net" --target cuda --arch sm_90 --layout nhwc --emit cu \
+    > "$kit/gpu/mnist_nhwc.cu"
 
 # The tools: compare needs only the safetensors reader; the NCCL helper the
 # CUDA runtime (no MPI there: its `one` mode needs none).

@@ -181,7 +181,7 @@ read -r -a nets <<< "$(kv nets)"
 missing=()
 for f in bin/ddpc bin/compare bin/nccl_helper obj/nccl_helper.o obj/nccl_helper.link lib/ddpc/libddprt_cuda.a \
          include/ddpc/kernel.h ref/mnist.{epoch,epoch.st,eval,w20,w160,ck150} ref/resnet.w20 \
-         torch/{mnist,resnet}.py fallback data/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz; do
+         torch/{mnist,resnet}.py fallback data/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz gpu/mnist_nhwc.cu; do
     [ -e "$kit/$f" ] || missing+=("$f")
 done
 for name in "${nets[@]}"; do
@@ -410,6 +410,32 @@ compare_net() { # one step of NAME on the GPU against the CPU build's
     done
 }
 compare_net mnist
+
+# mnist.net channels-last (ddpc --layout nhwc: what a net in tf32 or bf16
+# gets on GPUs), built here from the kit's source: its tf32 and bf16 steps
+# against the CPU build's, as the NCHW program's above, and against the
+# NCHW program's own on this GPU
+if [ -n "$nvcc" ]; then
+    make_links
+    step rebuild.mnist_nhwc 200 bash -c "$(declare -f rebuild kv); rebuild mnist_nhwc"
+    check "mnist.net channels-last: built here from the kit's source" $? "$(why rebuild.mnist_nhwc)"
+    prog[mnist_nhwc]=$work/rebuild/mnist_nhwc
+    nhwc_one=(--data "$data" --init "$kit/ref/mnist.w0" --max-steps 1 --no-shuffle --batch-size "$batch" --quiet)
+    for p in tf32 bf16; do
+        step "mnist_nhwc.${p}step" 60 "${prog[mnist_nhwc]}" "${nhwc_one[@]}" --precision "$p" \
+            --export "$work/mnist_nhwc.$p.w1" &&
+            step "mnist_nhwc.$p" 20 "$kit/bin/compare" "$kit/ref/mnist.w0" "$kit/ref/mnist.$p.w1" "$work/mnist_nhwc.$p.w1" 3e-2
+        check "mnist.net channels-last: GPU step = CPU step (--precision $p on both, 3e-2 of the update)" $? \
+            "$(why "mnist_nhwc.$p" "mnist_nhwc.${p}step")"
+        [ -s "$work/mnist.$p.w1" ] && [ -s "$work/mnist_nhwc.$p.w1" ] &&
+            step "mnist_nhwc.$p.nchw" 20 "$kit/bin/compare" "$kit/ref/mnist.w0" "$work/mnist.$p.w1" \
+                "$work/mnist_nhwc.$p.w1" 1e-2
+        check "mnist.net: the GPU's $p step channels-last = NCHW (1e-2 of the update)" $? \
+            "$(why "mnist_nhwc.$p.nchw")"
+    done
+else
+    skip "mnist.net channels-last on the GPU" "no nvcc here to build it"
+fi
 
 # One epoch: its test_acc within 0.05 of the CPU build's. One epoch of 157
 # steps early in the warm-up ends a few hundredths apart from float noise

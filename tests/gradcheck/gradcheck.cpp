@@ -22,21 +22,8 @@
 #include DDP_NET_SOURCE
 #undef main
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "device.h"  // ddp_device_alloc
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static double uniform(void)  // splitmix64 -> [0, 1)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
-}
+#include "net_setup.h"  // net_setup, random_batch, random_weights: the seeded set-up
 
 static double mean_loss(DdpCtx *ctx, int n)
 {
@@ -50,49 +37,12 @@ int main(int argc, char **argv)
     int per_tensor = argc > 1 ? atoi(argv[1]) : 12;
     const int n = 3;
     DdpCtx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.max_batch = n;
-    ctx.world_size = 1;
-    if (ddp_ops_create(&ctx.ops, NULL) != DDP_OK || net.plan_ops(&ctx) != DDP_OK || ddp_ops_finalize(ctx.ops) != DDP_OK) {
-        fprintf(stderr, "gradcheck: setup failed: %s\n", ddp_error_message());
-        return 2;
-    }
-    size_t arena = (size_t)(n * net.arena_per_sample + net.arena_fixed);
-    ctx.params = (float *)calloc((size_t)net.n_param_floats + 1, sizeof(float));
-    ctx.grads = calloc((size_t)net.n_param_floats + 1, sizeof(DdpGrad));
-    ctx.opt_state = (float *)calloc((size_t)net.n_param_floats * net.opt_slots + 1, sizeof(float));
-    ctx.buffers = (float *)calloc((size_t)net.n_buffer_floats + 1, sizeof(float));
-    ctx.arena = (float *)calloc(arena + 1, sizeof(float));
-    ctx.stats = (double *)calloc(3, sizeof(double));
-    float *x = (float *)malloc(sizeof(float) * (size_t)(n * net.sample_numel));
-    int32_t labels[n];
-    int64_t ids[n];
-    for (int64_t i = 0; i < n * net.sample_numel; i++)
-        x[i] = (float)uniform();
-    for (int s = 0; s < n; s++) {
-        labels[s] = (int32_t)(uniform() * net.num_classes);
-        ids[s] = 1000 + s;
-    }
-    ctx.x = x;
-    ctx.labels = labels;
-    ctx.sample_ids = ids;
-    ctx.seed = 7;
+    net_setup(&ctx, n);
+    RandomBatch batch = random_batch(n, 1000);
+    use_batch(&ctx, &batch);
     static const DdpStepScalars step = {.step = 0, .epoch = 0, .lr = 0.0f}; /* dropout's epoch */
     ctx.step_scalars = &step;
-    for (int i = 0; i < net.n_params; i++) {
-        const DdpParamInfo *p = &net.params[i];
-        if (p->is_step_count)
-            continue;
-        float *dst = (p->trainable ? ctx.params : ctx.buffers) + p->offset;
-        for (int64_t j = 0; j < p->numel; j++) {
-            if (p->init == DDP_INIT_KAIMING_UNIFORM)
-                dst[j] = (float)((2 * uniform() - 1) * 1.5 / sqrt((double)p->fan_in));
-            else if (p->init == DDP_INIT_ONES)
-                dst[j] = (float)(0.5 + uniform());  // batchnorm weight and running_var, away from 1
-            else
-                dst[j] = (float)(0.2 * (uniform() - 0.5));
-        }
-    }
+    random_weights(&ctx);
 
     ddp_exact_windows_set(n, n); /* as the trainer sets them for a step of one batch of n */
     mean_loss(&ctx, n);

@@ -15,7 +15,7 @@ bool planned_net(PlannedNet *c, const char *src)
     diag_flush(&c->diag);
     fclose(out);
     if (ok)
-        plan_net(&c->arena, &c->net, &c->plan);
+        plan_net(&c->arena, &c->net, false, &c->plan); /* NCHW, as a CPU program's by default */
     else
         fprintf(stderr, "\n%s", c->messages);
     return ok;

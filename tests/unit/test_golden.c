@@ -8,6 +8,8 @@
  *   examples/, tests/parity/, tests/gradcheck/, tests/golden/good/ NAME.net
  *                                -> tests/golden/cu/NAME.cu: `ddpc --emit cu --target cpu`,
  *                                   less its "// ddpc-build:" line (this machine's paths)
+ *   tests/layout/NAME.net        -> tests/golden/nhwc/NAME.cu: the same, channels-last
+ *                                   (`--layout nhwc`)
  *
  * tests/golden/update.sh rewrites the pinned files from the current ddpc;
  * a change to them is a change to what users see, reviewed in the diff.
@@ -156,8 +158,16 @@ static void test_generated_programs(void)
     CU_ASSERT_EQUAL(pinned, n);
 }
 
+/* The channels-last kernels' text, pinned as the NCHW ones are. */
+static void test_channels_last_programs(void)
+{
+    int n = check_dir_as("tests/layout", "--emit cu --target cpu --layout nhwc", "../golden/nhwc", "cu", 0, 1);
+    CU_ASSERT(n >= 1);
+}
+
 /* One source for both targets: the CUDA program's text is the CPU one's but
- * for its build line. */
+ * for its build line (in one layout: --layout auto may choose NHWC for a
+ * GPU, for tf32 and bf16, not for resnet.net's fp32). */
 static void test_one_source_for_both_targets(void)
 {
     if (access("build/libddprt_cuda.a", F_OK) != 0) { /* built without nvcc, cuDNN or NCCL */
@@ -192,6 +202,7 @@ void suite_golden(void)
         {"examples give their pinned summaries", test_example_summaries},
         {"bucket plans for several caps are pinned", test_bucket_plans},
         {"generated programs are pinned (tests/golden/cu)", test_generated_programs},
+        {"channels-last programs are pinned (tests/golden/nhwc)", test_channels_last_programs},
         {"one generated source for the CPU and the GPU", test_one_source_for_both_targets},
         {NULL, NULL},
     };

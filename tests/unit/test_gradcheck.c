@@ -3,7 +3,9 @@
  * every layer type and loss: the examples, tests/golden/good/everything.net
  * and the nets of tests/gradcheck/ together use each of them. Each net is
  * emitted for the CPU, compiled into tests/gradcheck/gradcheck.cpp (which
- * includes it) and run; see that file for the method and tolerances.
+ * includes it) and run; see that file for the method and tolerances. The
+ * spatial nets are checked again channels-last (--layout nhwc), whose
+ * kernels index every C x H x W value otherwise.
  */
 #include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
 #include "testutil.h"
@@ -12,14 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const nets[] = {
-    "examples/mnist.net",
-    "examples/mlp.net",
-    "examples/resnet.net",
-    "tests/golden/good/everything.net",
-    "tests/gradcheck/smooth_mse.net",
-    "tests/gradcheck/dropout_residual.net",
-    "tests/gradcheck/relu_pools.net",
+static const struct {
+    const char *net, *flags;
+} nets[] = {
+    {"examples/mnist.net", ""},
+    {"examples/mlp.net", ""},
+    {"examples/resnet.net", ""},
+    {"tests/golden/good/everything.net", ""},
+    {"tests/gradcheck/smooth_mse.net", ""},
+    {"tests/gradcheck/dropout_residual.net", ""},
+    {"tests/gradcheck/relu_pools.net", ""},
+    {"tests/layout/channels_last.net", ""},
+    {"tests/golden/good/everything.net", "--layout nhwc"},
+    {"tests/gradcheck/smooth_mse.net", "--layout nhwc"},
+    {"tests/gradcheck/relu_pools.net", "--layout nhwc"},
+    {"tests/layout/channels_last.net", "--layout nhwc"},
 };
 
 static void test_gradients_match_finite_differences(void)
@@ -31,17 +40,17 @@ static void test_gradients_match_finite_differences(void)
         char *cmd, *out = NULL;
         CU_ASSERT_FATAL(asprintf(&cmd,
                                  "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
-                                 "%s %s --emit cu --target cpu > $d/net.cu; "
+                                 "%s %s %s --emit cu --target cpu > $d/net.cu; "
                                  "g++ -x c++ -std=c++17 -O1 -fopenmp -Wall -Wextra -Werror -Iruntime "
                                  "-DDDP_NET_SOURCE=\\\"$d/net.cu\\\" tests/gradcheck/gradcheck.cpp -x none -o $d/gc "
                                  "build/libddprt.a %s; $d/gc 10",
-                                 test_ddpc(), nets[i],
+                                 test_ddpc(), nets[i].net, nets[i].flags,
                                  libs ? libs
                                       : "$(for a in " DDPC_IMAGE_LIBS "; do printf 'build/%s ' $a; done) " DDPC_CPU_LIBS)
                     > 0);
         int rc = test_run(cmd, &out);
         char what[256];
-        snprintf(what, sizeof what, "%s: gradcheck exit status %d", nets[i], rc);
+        snprintf(what, sizeof what, "%s %s: gradcheck exit status %d", nets[i].net, nets[i].flags, rc);
         CU_assertImplementation(rc == 0 && out && strstr(out, "gradcheck: OK"), __LINE__, what, __FILE__, "", CU_FALSE);
         if (rc != 0 && out)
             fprintf(stderr, "\n%s\n", out);

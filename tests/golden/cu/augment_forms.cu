@@ -219,7 +219,7 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // augment_forms.net:13: conv 3->4 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 20, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 20, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // augment_forms.net:15: linear 10

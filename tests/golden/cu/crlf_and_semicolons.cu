@@ -222,7 +222,7 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // crlf_and_semicolons.net:1: conv 2->4 k3
-    DdpConvShape conv1_shape = {ctx->max_batch, 2, 8, 8, 4, 3, 3, 1, 0, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 2, 8, 8, 4, 3, 3, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // crlf_and_semicolons.net:1: linear 144->3

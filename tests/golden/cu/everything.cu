@@ -1098,23 +1098,23 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // everything.net:4: stem: conv 3->16 k3 s1 p1
-    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&stem_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &stem_shape));
     // everything.net:6: conv 16 k3 p=same groups=4 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 4, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 4, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // everything.net:9: conv 16->16 k1
-    DdpConvShape conv3_shape = {ctx->max_batch, 16, 32, 32, 16, 1, 1, 1, 0, 1, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 16, 32, 32, 16, 1, 1, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // everything.net:11: conv 16 k3 p1 bias=false
-    DdpConvShape conv4_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // everything.net:15: conv 32 k3 s2 p1
-    DdpConvShape conv5_shape = {ctx->max_batch, 16, 8, 8, 32, 3, 3, 2, 1, 1, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 16, 8, 8, 32, 3, 3, 2, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // everything.net:18: head: linear 32->64

@@ -432,11 +432,11 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // mnist.net:4: conv 1->32 k5
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 32, 5, 5, 1, 0, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 32, 5, 5, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // mnist.net:7: conv 32->64 k5
-    DdpConvShape conv2_shape = {ctx->max_batch, 32, 12, 12, 64, 5, 5, 1, 0, 1, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 32, 12, 12, 64, 5, 5, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // mnist.net:9: linear 1024->128

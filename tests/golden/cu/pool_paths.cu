@@ -479,11 +479,11 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // pool_paths.net:6: conv 1->4 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 24, 24, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 24, 24, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // pool_paths.net:10: conv 4->4 k3 p1
-    DdpConvShape conv2_shape = {ctx->max_batch, 4, 4, 4, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 4, 4, 4, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // pool_paths.net:13: linear 16->10

@@ -605,15 +605,15 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // pool_residual.net:5: conv 1->4 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // pool_residual.net:6: conv 4->4 k3 p1
-    DdpConvShape conv2_shape = {ctx->max_batch, 4, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 4, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // pool_residual.net:8: conv 4->4 k3 p1
-    DdpConvShape conv3_shape = {ctx->max_batch, 4, 14, 14, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 4, 14, 14, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // pool_residual.net:11: linear 10

@@ -741,15 +741,15 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // relu_pools.net:10: conv 1->3 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 12, 12, 3, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 12, 12, 3, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // relu_pools.net:12: conv 3->4 k3 p1 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 3, 6, 6, 4, 3, 3, 1, 1, 1, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 3, 6, 6, 4, 3, 3, 1, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // relu_pools.net:14: conv 4->4 k1
-    DdpConvShape conv3_shape = {ctx->max_batch, 4, 6, 6, 4, 1, 1, 1, 0, 1, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 4, 6, 6, 4, 1, 1, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // relu_pools.net:19: linear 5

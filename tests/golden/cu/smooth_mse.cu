@@ -581,11 +581,11 @@ static void optimizer_step(DdpCtx *ctx)
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // smooth_mse.net:3: conv 3 k3 s2 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 2, 9, 9, 3, 3, 3, 2, 1, 1, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 2, 9, 9, 3, 3, 3, 2, 1, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // smooth_mse.net:5: conv 4 k2 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 3, 5, 5, 4, 2, 2, 1, 0, 1, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 3, 5, 5, 4, 2, 2, 1, 0, 1, 0, 0, 0};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // smooth_mse.net:9: linear 6

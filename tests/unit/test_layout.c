@@ -1,0 +1,102 @@
+/*
+ * Channels-last programs (ddpc --layout nhwc) against NCHW ones: the same
+ * net built both ways takes the same steps to the bit on the CPU, where a
+ * channels-last conv transposes around the NCHW one and every generated
+ * kernel adds the same terms in the same order. Each net is emitted twice
+ * for the CPU, each source compiled into tests/layout/steps_digest.cpp
+ * (which includes it, as gradcheck.cpp does) and run; the two digests of
+ * parameters, running statistics, scores and losses must match. Finite
+ * differences check the channels-last backward on its own
+ * (test_gradcheck.c); this test pins it to the NCHW program.
+ *
+ * Together the nets cover every kernel that reads a value's layout: convs
+ * with and without a bias or a generated activation kernel, pools that
+ * tile, overlap or pad (tests/golden/good/pool_paths.net: K over 4),
+ * batchnorm in 2-D and 1-D, global average pooling, residuals, dropout on
+ * C x H x W values, flattens that permute, and data with one channel
+ * (the same floats in both layouts) and with three (permuted on the way in).
+ */
+#include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const nets[] = {
+    "examples/mnist.net",
+    "examples/cifar10.net",
+    "examples/resnet.net",
+    "tests/golden/good/everything.net",
+    "tests/golden/good/pool_paths.net",
+    "tests/gradcheck/relu_pools.net",
+    "tests/gradcheck/smooth_mse.net",
+    "tests/layout/channels_last.net",
+};
+
+static void test_channels_last_takes_the_same_steps(void)
+{
+    const char *libs = getenv("CPU_LIBS"); /* as test_gradcheck.c: make's, else ddpc's own list */
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        char *cmd, *out = NULL;
+        CU_ASSERT_FATAL(
+            asprintf(&cmd,
+                     "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
+                     "for layout in nchw nhwc; do "
+                     "  %s %s --emit cu --target cpu --layout $layout > $d/$layout.cu; "
+                     "  g++ -x c++ -std=c++17 -O1 -fopenmp -Wall -Wextra -Werror -Iruntime "
+                     "    -DDDP_NET_SOURCE=\\\"$d/$layout.cu\\\" tests/layout/steps_digest.cpp -x none -o $d/$layout "
+                     "    build/libddprt.a %s; "
+                     "  $d/$layout 2 > $d/$layout.digest; "
+                     "done; "
+                     /* the flag took: a channels-last source, not the NCHW one again */
+                     "grep -q 'stored channels-last (NHWC)' $d/nhwc.cu; ! grep -q 'channels-last' $d/nchw.cu; "
+                     "cat $d/nchw.digest; cmp $d/nchw.digest $d/nhwc.digest && echo SAME || cat $d/nhwc.digest",
+                     test_ddpc(), nets[i],
+                     libs ? libs : "$(for a in " DDPC_IMAGE_LIBS "; do printf 'build/%s ' $a; done) " DDPC_CPU_LIBS) > 0);
+        int rc = test_run(cmd, &out);
+        char what[256];
+        snprintf(what, sizeof what, "%s: NCHW and channels-last digests (exit %d)", nets[i], rc);
+        int same = rc == 0 && out && strstr(out, "digest params=") && strstr(out, "SAME");
+        CU_assertImplementation(same, __LINE__, what, __FILE__, "", CU_FALSE);
+        if (!same && out)
+            fprintf(stderr, "\n%s\n", out);
+        free(out);
+        free(cmd);
+    }
+}
+
+/* --layout takes nchw, nhwc or auto; anything else is bad usage, exit 2. */
+static void test_layout_flag(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mnist.net --layout chw --emit cu", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "ddpc: error: --layout must be nchw, nhwc or auto, not 'chw'"));
+    free(out);
+    free(cmd);
+    /* auto: channels-last on GPUs for a net whose convs run on tensor cores
+     * (everything.net: bf16), whose data's three channels are then
+     * permuted on the way in (input_forward in the launch table); NCHW on
+     * CPUs, and for fp32 (mnist.net: its flatten a view, no kernel) */
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "for t in cuda cpu; do %s tests/golden/good/everything.net --emit plan --target $t "
+                             "| grep -c ' input_forward '; done; "
+                             "%s examples/mnist.net --emit plan --target cuda | grep -c ' flatten1_forward '",
+                             test_ddpc(), test_ddpc()) > 0);
+    out = NULL;
+    test_run(cmd, &out);
+    CU_ASSERT_STRING_EQUAL(out ? out : "", "1\n0\n0\n");
+    free(out);
+    free(cmd);
+}
+
+void suite_layout(void)
+{
+    static const TestCase cases[] = {
+        {"channels-last programs take the NCHW programs' steps, bit for bit", test_channels_last_takes_the_same_steps},
+        {"--layout: its words, and auto keeps NCHW on CPUs", test_layout_flag},
+        {NULL, NULL},
+    };
+    test_add_suite("layout [g++]", cases);
+}
