@@ -509,12 +509,13 @@ typedef enum { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC } LayoutRequest;
 /* Whether NET's C x H x W values are stored channels-last (NHWC) in a
  * program for a GPU (GPU) or a CPU, as REQUESTED. By default on GPUs, for a
  * net with a conv whose precision multiplies on tensor cores (tf32, bf16),
- * where cuDNN's convolutions are made for NHWC; else NCHW. A CPU program
+ * where cuDNN's convolutions are made for NHWC; else NCHW. The precision is
+ * the .net's: a program's --precision comes after it is built. A CPU program
  * is NHWC only when asked: its convs then transpose around NCHW ones, the
  * same bits, a twin of the GPU's layout for checks. */
 bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested);
 /* --summary's layout line, which covers both targets (nothing for a net
- * without a conv). */
+ * without a conv, unless --layout asked for one). */
 void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested);
 
 void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p);

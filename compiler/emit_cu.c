@@ -17,8 +17,12 @@
  *   outputs they hold (conv1_out, d_conv1_out, conv1_weight);
  *   plan_ops(), the parameter table, the DdpNet the runtime reads, and main().
  *
- * Every decision (fusion, places in memory, parameter order) was made by
- * plan.c; every shape by sema.c. This file only writes them down. The same
+ * Every decision (fusion, places in memory, parameter order, the layout)
+ * was made by plan.c; every shape by sema.c. This file only writes them
+ * down. A channels-last program (Plan.channels_last) gets a channels-last
+ * twin of every kernel that reads where a value's elements lie (pools,
+ * batchnorm, per-channel sums, dropout's mask), adding the same terms in
+ * the same order, so that on a CPU it takes the NCHW program's steps. The same
  * text compiles under nvcc and, through kernel.h, under a host compiler.
  */
 #include "ddpc.h"
@@ -425,15 +429,24 @@ static void pool_constants(Emit *e, const Node *n, const char *used)
     E(";\n");
 }
 
-/* The forward of any window, stride and padding: bounds checked per tap. */
-static void pool_forward_general(Emit *e, const Node *n)
+/* The forward of any window, stride and padding: bounds checked per tap;
+ * LAST: on channels-last values, where a plane's pixels lie C floats apart. */
+static void pool_forward_general(Emit *e, const Node *n, bool last)
 {
     bool max = n->op == OP_MAXPOOL;
     pool_constants(e, n, "C H W OH OW K ST PAD");
-    E("    DDP_FOR(i, (int64_t)n * C * OH * OW) {\n");
-    E("        int64_t plane = i / (OH * OW);\n");
-    E("        int oy = (int)(i / OW %% OH), ox = (int)(i %% OW);\n");
-    E("        const float *xp = x + plane * (H * W);\n");
+    if (last) {
+        E("    DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i %% C of pixel i / C, channels-last\n");
+        E("        int64_t pixel = i / C, s = pixel / (OH * OW);\n");
+        E("        int oy = (int)(pixel / OW %% OH), ox = (int)(pixel %% OW);\n");
+        E("        const float *xp = x + s * (H * W * C) + i %% C;  // the sample's channel, a value every C floats\n");
+    } else {
+        E("    DDP_FOR(i, (int64_t)n * C * OH * OW) {\n");
+        E("        int64_t plane = i / (OH * OW);\n");
+        E("        int oy = (int)(i / OW %% OH), ox = (int)(i %% OW);\n");
+        E("        const float *xp = x + plane * (H * W);\n");
+    }
+    const char *tap = last ? "xp[(int64_t)(iy * W + ix) * C]" : "xp[iy * W + ix]";
     if (max)
         E("        float best = -INFINITY;\n        int at = -1;\n");
     else
@@ -445,10 +458,10 @@ static void pool_forward_general(Emit *e, const Node *n)
     E("                int ix = ox * ST - PAD + kx;\n");
     E("                if (ix < 0 || ix >= W)\n                    continue;\n");
     if (max)
-        E("                float v = xp[iy * W + ix];\n                if (v > best || at < 0) {\n"
-          "                    best = v;\n                    at = iy * W + ix;\n                }\n");
+        E("                float v = %s;\n                if (v > best || at < 0) {\n"
+          "                    best = v;\n                    at = iy * W + ix;\n                }\n", tap);
     else
-        E("                sum += xp[iy * W + ix];\n");
+        E("                sum += %s;\n", tap);
     E("            }\n        }\n");
     if (max)
         E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
@@ -470,31 +483,7 @@ static void pool_channels_last(Emit *e, const Node *n, const char *window_g, con
     const char *scale = flit(e, 1.0 / (double)(n->kernel * n->kernel));
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
-    pool_constants(e, n, "C H W OH OW K ST PAD");
-    E("    DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i %% C of pixel i / C, channels-last\n");
-    E("        int64_t pixel = i / C, s = pixel / (OH * OW);\n");
-    E("        int oy = (int)(pixel / OW %% OH), ox = (int)(pixel %% OW);\n");
-    E("        const float *xc = x + s * (H * W * C) + i %% C;  // the sample's channel, a value every C floats\n");
-    if (max)
-        E("        float best = -INFINITY;\n        int at = -1;\n");
-    else
-        E("        float sum = 0.0f;\n");
-    E("        for (int ky = 0; ky < K; ky++) {\n");
-    E("            int iy = oy * ST - PAD + ky;\n");
-    E("            if (iy < 0 || iy >= H)\n                continue;\n");
-    E("            for (int kx = 0; kx < K; kx++) {\n");
-    E("                int ix = ox * ST - PAD + kx;\n");
-    E("                if (ix < 0 || ix >= W)\n                    continue;\n");
-    if (max)
-        E("                float v = xc[(int64_t)(iy * W + ix) * C];\n                if (v > best || at < 0) {\n"
-          "                    best = v;\n                    at = iy * W + ix;\n                }\n");
-    else
-        E("                sum += xc[(int64_t)(iy * W + ix) * C];\n");
-    E("            }\n        }\n");
-    if (max)
-        E("        y[i] = best;\n        argmax[i] = at;\n    }\n}\n\n");
-    else /* PyTorch's count_include_pad: always the full window */
-        E("        y[i] = sum * %s;\n    }\n}\n\n", scale);
+    pool_forward_general(e, n, true);
 
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
@@ -583,7 +572,7 @@ static void kernels_pool(Emit *e, const Node *n)
         else
             E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
     } else
-        pool_forward_general(e, n);
+        pool_forward_general(e, n, false);
     if (pool_tiles(n)) {
         /* Windows tile the input exactly: each output element owns its
          * window's inputs and writes them all, no other thread touches them.
@@ -1706,7 +1695,8 @@ static void emit_tables(Emit *e, FILE *out)
     else
         fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
                 buffer_name(e, loss->in, false));
-    fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n};\n\n");
+    fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
+    fprintf(out, "    %d,  // C x H x W values channels-last (ddpc --layout)\n};\n\n", p->channels_last);
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
 

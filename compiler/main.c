@@ -1,7 +1,7 @@
 /*
  * main.c: the ddpc command line.
  *
- *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--layout nchw|nhwc] [--check] [--summary]
+ *   ddpc FILE.net [-o OUT] [--target cuda|cpu] [--arch sm_90] [--layout nchw|nhwc|auto] [--check] [--summary]
  *                 [--emit cu|torch|plan [--world N,... --link GBPS [--tflops T] [--hop-us US]]]
  *                 [--rebuild FILE.cu] [--verbose] [--version] [--doctor] [--help]
  *
@@ -66,7 +66,8 @@ static const char usage[] =
     "                    visible here, else sm_80 sm_86 sm_89 sm_90 sm_100 + PTX)\n"
     "  --layout L        how C x H x W values lie in memory: nchw, nhwc (channels-\n"
     "                    last) or auto (the default: nhwc on GPUs for a net with\n"
-    "                    convs in precision tf32 or bf16, else nchw)\n"
+    "                    convs whose train { } says precision tf32 or bf16, else\n"
+    "                    nchw)\n"
     "  --check           check the file and report errors; write nothing\n"
     "  --summary         print the layer table (shapes, parameters, MFLOPs),\n"
     "                    the training settings and the data { } block\n"
@@ -193,11 +194,12 @@ static int parse_options(int argc, char **argv, Options *o)
     if (o->target && strcmp(o->target, "cuda") != 0 && strcmp(o->target, "cpu") != 0)
         return usage_error("--target must be cuda or cpu, not '%s'", o->target);
     if (o->layout_word) {
-        static const char *const words[] = {"auto", "nchw", "nhwc"}; /* LayoutRequest's order */
+        static const char *const words[] = {[LAYOUT_AUTO] = "auto", [LAYOUT_NCHW] = "nchw", [LAYOUT_NHWC] = "nhwc"};
+        const int n_words = (int)(sizeof words / sizeof words[0]);
         int k = 0;
-        while (k < 3 && strcmp(o->layout_word, words[k]) != 0)
+        while (k < n_words && strcmp(o->layout_word, words[k]) != 0)
             k++;
-        if (k == 3)
+        if (k == n_words)
             return usage_error("--layout must be nchw, nhwc or auto, not '%s'", o->layout_word);
         o->layout = (LayoutRequest)k;
     }

@@ -18,8 +18,11 @@
  *    order of first use). Buffers that grow with the batch are sized per
  *    sample, so one plan serves any batch size; per-channel ones live in a
  *    small fixed region.
+ *  - Layout (plan_channels_last): whether C x H x W values are stored
+ *    channels-last, and so where the data is permuted on the way in and a
+ *    flatten copies back to C x H x W order (their own storages).
  *  - The net's hash: what ranks and checkpoints compare to know they run the
- *    same net.
+ *    same net (not the layout, which checkpoints record apart).
  */
 #include "ddpc.h"
 
@@ -432,7 +435,7 @@ bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested)
 
 void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested)
 {
-    if (!has_conv(net))
+    if (!has_conv(net) && requested == LAYOUT_AUTO) /* no conv: nothing chooses a layout unasked */
         return;
     bool gpu = plan_channels_last(net, true, requested), cpu = plan_channels_last(net, false, requested);
     if (requested != LAYOUT_AUTO)
@@ -444,23 +447,27 @@ void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested)
         fprintf(out, "layout:       NCHW (NHWC on GPUs only for tf32 and bf16, which use tensor cores)\n");
 }
 
-/* Whether flatten N's input is stored channels-last in a way a flatten's
- * C x H x W order cannot view: more than one channel and one pixel. */
-static bool flatten_permutes(const Net *net, const Plan *p, const Node *n)
+/* Whether a value of shape S lies otherwise channels-last than in C x H x W
+ * order: more than one channel and more than one pixel (one channel, or
+ * one pixel, is the same floats in the same order either way). */
+static bool layouts_differ(Shape s)
 {
-    if (!p->channels_last || n->op != OP_FLATTEN || p->is_data[n->in])
-        return false;
-    Shape s = net->values[n->in];
     return s.rank == 3 && s.d[0] > 1 && s.d[1] * s.d[2] > 1;
 }
 
-/* Whether the data must be permuted to channels-last for its readers:
- * more than one channel, and a reader other than a flatten (which reads
- * ctx->x in C x H x W order as it is). */
+/* Whether flatten N's input is stored channels-last in a way a flatten's
+ * C x H x W order cannot view. */
+static bool flatten_permutes(const Net *net, const Plan *p, const Node *n)
+{
+    return p->channels_last && n->op == OP_FLATTEN && !p->is_data[n->in] && layouts_differ(net->values[n->in]);
+}
+
+/* Whether the data must be permuted to channels-last for its readers: a
+ * reader other than a flatten (which reads ctx->x in C x H x W order as it
+ * is). */
 static bool input_permuted(const Net *net, const Plan *p)
 {
-    Shape s = net->values[0];
-    if (!p->channels_last || s.rank != 3 || s.d[0] == 1)
+    if (!p->channels_last || !layouts_differ(net->values[0]))
         return false;
     for (int i = 0; i < net->n_nodes; i++) {
         const Node *n = &net->nodes[i];

@@ -104,15 +104,19 @@ static DdpStatus contents_make(const DdpNet *net, const DdpCheckpointState *s, i
     return DDP_OK;
 }
 
+/* A program's layout as the metadata says it. */
+static const char *layout_name(int channels_last) { return channels_last ? "nhwc" : "nchw"; }
+
 /* The settings as metadata text, in one fixed order (part of the checksum). */
 static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
 {
-    /* fp32 unsaid, as in the checkpoints written before there was a precision:
-     * their checksums still hold */
-    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s",
+    /* fp32 and NCHW unsaid, as in the checkpoints written before there was a
+     * precision or a layout: their checksums still hold */
+    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s%s",
              (long long)r->step, (long long)r->epoch, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
              (long long)r->no_sync_every, r->shuffle, r->precision != DDP_PRECISION_FP32 ? " precision=" : "",
-             r->precision != DDP_PRECISION_FP32 ? ddp_precision_name(r->precision) : "");
+             r->precision != DDP_PRECISION_FP32 ? ddp_precision_name(r->precision) : "",
+             r->channels_last ? " layout=nhwc" : "");
 }
 
 static uint32_t checksum(const Contents *c, const char *run)
@@ -370,7 +374,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""},
         {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
-        {"precision", ddp_precision_name(run->precision)},
+        {"precision", ddp_precision_name(run->precision)}, {"layout", layout_name(run->channels_last)},
     };
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
     contents_free(&c);
@@ -450,6 +454,11 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     if (precision && !ddp_precision_parse(precision, &run->precision))
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", ddp_safetensors_path(f),
                        "precision", precision);
+    const char *layout = ddp_safetensors_meta(f, "layout");
+    run->channels_last = layout && strcmp(layout, layout_name(1)) == 0;
+    if (layout && !run->channels_last && strcmp(layout, layout_name(0)) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", ddp_safetensors_path(f),
+                       "layout", layout);
     return DDP_OK;
 }
 
@@ -607,5 +616,13 @@ DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *sav
                        "a run continues bit for bit only with the same settings (%s %s)", path, "--precision",
                        ddp_precision_name(saved->precision), ddp_precision_name(now->precision), "--precision",
                        ddp_precision_name(saved->precision));
+    /* On GPUs cuDNN runs other kernels on channels-last values; on CPUs the
+     * two layouts take the same steps, but a checkpoint does not say where
+     * it was made */
+    if (saved->channels_last != now->channels_last)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made by a program built with ddpc --layout %s, "
+                       "this one was built with --layout %s; a run continues bit for bit only in the same layout "
+                       "(build it again with --layout %s)", path, layout_name(saved->channels_last),
+                       layout_name(now->channels_last), layout_name(saved->channels_last));
     return DDP_OK;
 }

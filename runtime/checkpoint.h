@@ -17,7 +17,7 @@
  * step count fixes the epoch, the place in it and the learning rate. So a
  * resumed run takes exactly the steps the uninterrupted one would have, as
  * long as it runs with the same seed, global batch, shuffling,
- * --no-sync-every and precision, which loading checks.
+ * --no-sync-every, precision and the program's layout, which loading checks.
  *
  * Writing is crash-safe: the file is written to a temporary name, fsynced and
  * renamed (safetensors.h), so a kill at any moment leaves the previous
@@ -48,6 +48,7 @@ typedef struct {
     int64_t no_sync_every;
     int shuffle;
     DdpPrecision precision; /* of the products (precision.h); fp32 in a file that does not say */
+    int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
 } DdpCheckpointRun;
 
 /* Host copies of everything a checkpoint holds, laid out as on the device. */
@@ -111,7 +112,7 @@ DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *
 
 /* DDP_BAD_INPUT naming the setting when NOW cannot continue SAVED bit for
  * bit: the seed, the global batch (batch x world: the world size itself may
- * change), --no-sync-every, shuffling and the precision. */
+ * change), --no-sync-every, shuffling, the precision and the layout. */
 DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *saved, const DdpCheckpointRun *now);
 
 #endif

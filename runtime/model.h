@@ -171,6 +171,10 @@ typedef struct {
     /* One optimizer update of params from grads with the lr and step count
      * in ctx->step_scalars. */
     void (*optimizer_step)(DdpCtx *ctx);
+    /* 1: the program stores C x H x W values channels-last (ddpc --layout),
+     * which takes other library kernels on a GPU, so other bits: checkpoints
+     * record it (checkpoint.h) */
+    int channels_last;
 } DdpNet;
 
 /* Adds COUNT doubles (a synchronised batchnorm's per-channel sums) over

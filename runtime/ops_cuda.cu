@@ -974,13 +974,17 @@ void ddp_conv_backward_filter(DdpOps *ops, int id, int n, const float *x, const 
     const DdpConvShape *s = &p->slot.shape;
     const Choice *c = choice(p, FILTER);
     const float one = 1.0f, zero = 0.0f;
+    if (!s->channels_last) {
+        CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
+                                                         (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace,
+                                                         ops->workspace_bytes, &beta, p->w, dw));
+        return;
+    }
     /* An NHWC filter's gradient is KRSC: written into ops->krsc, then added
      * to dw in dw's order. */
-    if (!CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(
-                               ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
-                               (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace, ops->workspace_bytes,
-                               s->channels_last ? &zero : &beta, p->w, s->channels_last ? ops->krsc : dw)) ||
-        !s->channels_last)
+    if (!CUDNN_RECORD(ops, cudnnConvolutionBackwardFilter(ops->cudnn, &one, p->x, x, p->y, dy, p->conv[FILTER],
+                                                          (cudnnConvolutionBwdFilterAlgo_t)c->algo, ops->workspace,
+                                                          ops->workspace_bytes, &zero, p->w, ops->krsc)))
         return;
     weight_grad_kcrs_kernel<<<kernel_blocks(ddp_conv_weight_floats(s)), KERNEL_THREADS, 0, ops->stream>>>(
         ops->krsc, dw, s->k, s->c / s->groups, s->r * s->s, beta);

@@ -558,6 +558,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .no_sync_every = t->flags.no_sync_every,
         .shuffle = t->flags.shuffle,
         .precision = t->cfg.precision,
+        .channels_last = t->net->channels_last,
     };
 }
 

@@ -11,10 +11,10 @@
 #                           gradient itself (Adam's is nearly sign(g), which
 #                           turns a rounding difference in a gradient near
 #                           zero into a whole step's difference)
-#   gpu/mnist_nhwc.cu       mnist.net's CUDA source channels-last (--layout
-#                           nhwc, what a tf32 or bf16 net gets on GPUs), which
-#                           run.sh builds on the node: no room for another
-#                           program in the kit
+#   gpu/mnist_nhwc.cu, fashion_resnet_nhwc.cu  those nets' CUDA sources
+#                           channels-last (--layout nhwc, what a tf32 or bf16
+#                           net gets on GPUs), which run.sh builds on the
+#                           node: no room for two more programs in the kit
 #   ref/NAME.w0, NAME.w1    the CPU build's initial weights and its weights
 #                           after one step on the kit's first batch (no .w1
 #                           for a net trained with Adam or AdamW: its step
@@ -161,8 +161,10 @@ for net in examples/*.net; do
     "$ddpc" "$net" --emit torch > "$kit/torch/$(basename "$net" .net).py"
 done
 
-CUDA_VISIBLE_DEVICES= "$ddpc" "$tmp/mnist.net" --target cuda --arch sm_90 --layout nhwc --emit cu \
-    > "$kit/gpu/mnist_nhwc.cu"
+for name in mnist fashion_resnet; do
+    CUDA_VISIBLE_DEVICES= "$ddpc" "$tmp/$name.net" --target cuda --arch sm_90 --layout nhwc --emit cu \
+        > "$kit/gpu/${name}_nhwc.cu"
+done
 
 # The tools: compare needs only the safetensors reader; the NCCL helper the
 # CUDA runtime (no MPI there: its `one` mode needs none).

@@ -44,7 +44,13 @@
 #      (the kit builds NAME_sgd): Adam's first step is nearly lr * sign(g),
 #      so a rounding difference in a gradient near zero becomes a whole
 #      step's difference, while SGD's first step is lr * g, the gradient
-#      itself; the Adam programs themselves must take a step;
+#      itself; the Adam programs themselves must take a step; and
+#      channels-last programs (ddpc --layout nhwc, the default for a tf32 or
+#      bf16 net on GPUs), built here from the kit's sources: mnist.net's tf32
+#      and bf16 steps against the CPU's in the same precision (3e-2) and the
+#      NCHW program's on this GPU (1e-2), fashion_resnet.net's tf32 step
+#      against the CPU's FP32 one (3e-2, as its NCHW program's), and two
+#      runs of mnist.net across a short last batch, byte for byte;
 #   2. mnist.net trains one epoch on the kit's 10,000 samples: samples/s, and
 #      test_acc within 0.05 of the CPU build's; the CPU build's weights after
 #      that epoch, evaluated on the GPU (--eval-only), score the CPU's
@@ -181,7 +187,7 @@ read -r -a nets <<< "$(kv nets)"
 missing=()
 for f in bin/ddpc bin/compare bin/nccl_helper obj/nccl_helper.o obj/nccl_helper.link lib/ddpc/libddprt_cuda.a \
          include/ddpc/kernel.h ref/mnist.{epoch,epoch.st,eval,w20,w160,ck150} ref/resnet.w20 \
-         torch/{mnist,resnet}.py fallback data/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz gpu/mnist_nhwc.cu; do
+         torch/{mnist,resnet}.py fallback data/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz gpu/{mnist,fashion_resnet}_nhwc.cu; do
     [ -e "$kit/$f" ] || missing+=("$f")
 done
 for name in "${nets[@]}"; do
@@ -411,30 +417,48 @@ compare_net() { # one step of NAME on the GPU against the CPU build's
 }
 compare_net mnist
 
-# mnist.net channels-last (ddpc --layout nhwc: what a net in tf32 or bf16
-# gets on GPUs), built here from the kit's source: its tf32 and bf16 steps
-# against the CPU build's, as the NCHW program's above, and against the
-# NCHW program's own on this GPU
+# Channels-last programs (ddpc --layout nhwc: what a net in tf32 or bf16
+# gets on GPUs), built here from the kit's sources (5 s each with nvcc; the
+# kit has no room for two more programs): mnist.net's tf32 and bf16 steps
+# against the CPU build's in the same precision and against the NCHW
+# program's on this GPU; fashion_resnet.net's tf32 step (batchnorm,
+# residuals, global average pooling, strided and 1x1 convs) against the
+# CPU's FP32 one; and two runs of mnist.net across a short last batch
+# (batch 96), which must end byte for byte alike
 if [ -n "$nvcc" ]; then
     make_links
-    step rebuild.mnist_nhwc 200 bash -c "$(declare -f rebuild kv); rebuild mnist_nhwc"
-    check "mnist.net channels-last: built here from the kit's source" $? "$(why rebuild.mnist_nhwc)"
-    prog[mnist_nhwc]=$work/rebuild/mnist_nhwc
+    for name in mnist_nhwc fashion_resnet_nhwc; do
+        step "rebuild.$name" 200 bash -c "$(declare -f rebuild kv); rebuild $name"
+        check "${name%_nhwc}.net channels-last: built here from the kit's source" $? "$(why "rebuild.$name")"
+    done
+    nhwc=$work/rebuild/mnist_nhwc
     nhwc_one=(--data "$data" --init "$kit/ref/mnist.w0" --max-steps 1 --no-shuffle --batch-size "$batch" --quiet)
     for p in tf32 bf16; do
-        step "mnist_nhwc.${p}step" 60 "${prog[mnist_nhwc]}" "${nhwc_one[@]}" --precision "$p" \
-            --export "$work/mnist_nhwc.$p.w1" &&
+        step "mnist_nhwc.${p}step" 60 "$nhwc" "${nhwc_one[@]}" --precision "$p" --export "$work/mnist_nhwc.$p.w1" &&
             step "mnist_nhwc.$p" 20 "$kit/bin/compare" "$kit/ref/mnist.w0" "$kit/ref/mnist.$p.w1" "$work/mnist_nhwc.$p.w1" 3e-2
         check "mnist.net channels-last: GPU step = CPU step (--precision $p on both, 3e-2 of the update)" $? \
             "$(why "mnist_nhwc.$p" "mnist_nhwc.${p}step")"
         [ -s "$work/mnist.$p.w1" ] && [ -s "$work/mnist_nhwc.$p.w1" ] &&
             step "mnist_nhwc.$p.nchw" 20 "$kit/bin/compare" "$kit/ref/mnist.w0" "$work/mnist.$p.w1" \
                 "$work/mnist_nhwc.$p.w1" 1e-2
-        check "mnist.net: the GPU's $p step channels-last = NCHW (1e-2 of the update)" $? \
-            "$(why "mnist_nhwc.$p.nchw")"
+        check "mnist.net: the GPU's $p step channels-last = NCHW (1e-2 of the update)" $? "$(why "mnist_nhwc.$p.nchw")"
     done
+    step fashion_resnet_nhwc.tf32step 60 "$work/rebuild/fashion_resnet_nhwc" --data "$data" \
+        --init "$kit/ref/fashion_resnet.w0" --max-steps 1 --no-shuffle --batch-size "$batch" --quiet --precision tf32 \
+        --export "$work/fashion_resnet_nhwc.tf32.w1" &&
+        step fashion_resnet_nhwc.tf32 20 "$kit/bin/compare" "$kit/ref/fashion_resnet.w0" "$kit/ref/fashion_resnet.w1" \
+            "$work/fashion_resnet_nhwc.tf32.w1" 3e-2
+    check "fashion_resnet.net channels-last: GPU step in tf32 = CPU step in FP32 (3e-2 of the update)" $? \
+        "$(why fashion_resnet_nhwc.tf32 fashion_resnet_nhwc.tf32step)"
+    for run in 1 2; do
+        step "mnist_nhwc.run$run" 90 "$nhwc" --data "$data" --batch-size 96 --max-steps 110 --precision tf32 --quiet \
+            --export "$work/mnist_nhwc.run$run.st" || break
+    done
+    cmp "$work/mnist_nhwc.run1.st" "$work/mnist_nhwc.run2.st" >> "$log" 2>&1
+    check "mnist.net channels-last: two runs of 110 steps at batch 96 (a short last batch), tf32, byte for byte" $? \
+        "$(why mnist_nhwc.run2 mnist_nhwc.run1)"
 else
-    skip "mnist.net channels-last on the GPU" "no nvcc here to build it"
+    skip "channels-last programs on the GPU" "no nvcc here to build them"
 fi
 
 # One epoch: its test_acc within 0.05 of the CPU build's. One epoch of 157

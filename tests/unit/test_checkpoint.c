@@ -403,6 +403,47 @@ static void test_precision_recorded(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* The program's layout (ddpc --layout) is recorded like the precision: a
+ * channels-last program's checkpoint resumes only in a channels-last
+ * program; one that does not say is NCHW's. */
+static void test_layout_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointRun run = {.step = 7, .epoch = 0, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1, .channels_last = 1};
+    DdpCheckpointState state = {params, buffers, opt, counts};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.channels_last, 1);
+    DdpCheckpointRun now = run;
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_OK);
+    now.channels_last = 0;
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "made by a program built with ddpc --layout nhwc, this one was built with "
+                                          "--layout nchw; a run continues bit for bit only in the same layout (build "
+                                          "it again with --layout nhwc)") != NULL);
+    edit_header(written, "\"nhwc\"", "\"nchw\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+
+    run.channels_last = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"layout\"", "\"layouu\""); /* as an older checkpoint: no layout */
+    got.channels_last = 1;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.channels_last, 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"nchw\"", "\"chwn\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'layout' is 'chwn'") != NULL);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* ---- never worse than what it replaces ----------------------------------------------- */
 
 /* The checkpoint file in DIR whose name ends in STEP (whatever the rest of
@@ -743,6 +784,7 @@ void suite_checkpoint(void)
         {"other settings, a weights file, another net: status 2, named", test_refused},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
+        {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
         {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
         {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},

@@ -314,6 +314,7 @@ static const DdpNet net = {
     {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 16, 16, 2, DDP_PAD_REFLECT, 0.5, 0.25, {0, 0, 18, 16, 16}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
+    0,  // C x H x W values channels-last (ddpc --layout)
 };
 
 int main(int argc, char **argv)

@@ -255,6 +255,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
+    0,  // C x H x W values channels-last (ddpc --layout)
 };
 
 int main(int argc, char **argv)

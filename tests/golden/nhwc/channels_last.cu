@@ -96,7 +96,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
     DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i % C of pixel i / C, channels-last
         int64_t pixel = i / C, s = pixel / (OH * OW);
         int oy = (int)(pixel / OW % OH), ox = (int)(pixel % OW);
-        const float *xc = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
+        const float *xp = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
         float best = -INFINITY;
         int at = -1;
         for (int ky = 0; ky < K; ky++) {
@@ -107,7 +107,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
                 int ix = ox * ST - PAD + kx;
                 if (ix < 0 || ix >= W)
                     continue;
-                float v = xc[(int64_t)(iy * W + ix) * C];
+                float v = xp[(int64_t)(iy * W + ix) * C];
                 if (v > best || at < 0) {
                     best = v;
                     at = iy * W + ix;
@@ -167,7 +167,7 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
     DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i % C of pixel i / C, channels-last
         int64_t pixel = i / C, s = pixel / (OH * OW);
         int oy = (int)(pixel / OW % OH), ox = (int)(pixel % OW);
-        const float *xc = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
+        const float *xp = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
         float sum = 0.0f;
         for (int ky = 0; ky < K; ky++) {
             int iy = oy * ST - PAD + ky;
@@ -177,7 +177,7 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
                 int ix = ox * ST - PAD + kx;
                 if (ix < 0 || ix >= W)
                     continue;
-                sum += xc[(int64_t)(iy * W + ix) * C];
+                sum += xp[(int64_t)(iy * W + ix) * C];
             }
         }
         y[i] = sum * 0.25f;
@@ -348,7 +348,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
     DDP_FOR(i, (int64_t)n * OH * OW * C) {  // y[i]: channel i % C of pixel i / C, channels-last
         int64_t pixel = i / C, s = pixel / (OH * OW);
         int oy = (int)(pixel / OW % OH), ox = (int)(pixel % OW);
-        const float *xc = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
+        const float *xp = x + s * (H * W * C) + i % C;  // the sample's channel, a value every C floats
         float best = -INFINITY;
         int at = -1;
         for (int ky = 0; ky < K; ky++) {
@@ -359,7 +359,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
                 int ix = ox * ST - PAD + kx;
                 if (ix < 0 || ix >= W)
                     continue;
-                float v = xc[(int64_t)(iy * W + ix) * C];
+                float v = xp[(int64_t)(iy * W + ix) * C];
                 if (v > best || at < 0) {
                     best = v;
                     at = iy * W + ix;
@@ -769,6 +769,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
+    1,  // C x H x W values channels-last (ddpc --layout)
 };
 
 int main(int argc, char **argv)
