@@ -219,18 +219,8 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
                             images, DDPC_CUDA_LIBS, runtime_uses_mpi(lib) ? " " : "",
                             runtime_uses_mpi(lib) ? DDPC_MPI_LIBS : "");
     }
-    /* -fno-trapping-math: a float comparison may then run where its result
-     * is not used, so the kernels' selects (relu, the max of a pooling
-     * window) vectorise: an MNIST step took 11% less time. It changes no
-     * value, only whether FE_INVALID is raised, which nothing here reads:
-     * nothing is reassociated, and g++ contracts a * b + c into an FMA with
-     * or without it (in the vector loop and its scalar tail alike, so the
-     * thread count still changes nothing). -fno-math-errno: sqrtf need not
-     * set errno for a negative operand, so loops with it (Adam's) vectorise:
-     * mlp.net's optimizer took about half the time. The same values. */
-    return arena_printf(a, "%s -x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -fopenmp -Wall -Wextra -I%s %s "
-                        "-x none -o %s %s%s %s",
-                        DDPC_CPU_CXX, rt.include, cu_abs, out_abs, lib, images, DDPC_CPU_LIBS);
+    return arena_printf(a, "%s " DDPC_CPU_CXXFLAGS " -I%s %s -x none -o %s %s%s %s", DDPC_CPU_CXX, rt.include, cu_abs,
+                        out_abs, lib, images, DDPC_CPU_LIBS);
 }
 
 /* COMMAND with its source (the last word not an option and ending in .cu)

@@ -486,8 +486,9 @@ typedef struct {
     bool *is_data;          /* per value: the data itself, value 0 or a flatten of it (ctx->x, no gradient) */
     /* Every C x H x W value but the data in ctx->x is stored channels-last,
      * each sample H x W x C (plan_channels_last); the data is permuted into
-     * act[0] where it has more than one channel and something but a flatten
-     * reads it (a single channel is the same floats either way). */
+     * act[0] where the two layouts differ for it (more than one channel and
+     * one pixel: plan.c's layouts_differ) and something but a flatten reads
+     * it. */
     bool channels_last, input_permuted;
     unsigned char *grad_first; /* per node: bit 1 (input), 2 (skip): backward writes, not adds */
     Storage *storages;
@@ -507,7 +508,8 @@ typedef struct {
 typedef enum { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC } LayoutRequest;
 
 /* Whether NET's C x H x W values are stored channels-last (NHWC) in a
- * program for a GPU (GPU) or a CPU, as REQUESTED. By default on GPUs, for a
+ * program for a GPU (GPU) or a CPU, as REQUESTED (asked for NHWC, a net
+ * that makes no C x H x W value stays NCHW: nothing would change). By default on GPUs, for a
  * net with a conv whose precision multiplies on tensor cores (tf32, bf16),
  * where cuDNN's convolutions are made for NHWC; else NCHW. The precision is
  * the .net's: a program's --precision comes after it is built. A CPU program
@@ -515,7 +517,8 @@ typedef enum { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC } LayoutRequest;
  * same bits, a twin of the GPU's layout for checks. */
 bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested);
 /* --summary's layout line, which covers both targets (nothing for a net
- * without a conv, unless --layout asked for one). */
+ * without a conv, unless --layout asked for one; nothing, asked, for one
+ * that makes no C x H x W value). */
 void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested);
 
 void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p);
@@ -635,6 +638,20 @@ char *output_temp_name(Arena *a, const char *path);
 //
 // build.c: compiling OUT.cu into OUT
 //
+
+/* What a CPU program is compiled with, after DDPC_CPU_CXX (config.h) and
+ * before its -I: the tests that compile a generated source into a harness
+ * of their own take the same (they decide how DDP_SIMD_SUM splits a sum
+ * into lanes). -fno-trapping-math: a float comparison may then run where
+ * its result is not used, so the kernels' selects (relu, the max of a
+ * pooling window) vectorise: an MNIST step took 11% less time. It changes
+ * no value, only whether FE_INVALID is raised, which nothing here reads:
+ * nothing is reassociated, and g++ contracts a * b + c into an FMA with or
+ * without it (in the vector loop and its scalar tail alike, so the thread
+ * count still changes nothing). -fno-math-errno: sqrtf need not set errno
+ * for a negative operand, so loops with it (Adam's) vectorise: mlp.net's
+ * optimizer took about half the time. The same values. */
+#define DDPC_CPU_CXXFLAGS "-x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -fopenmp -Wall -Wextra"
 
 bool build_target_available(const char *target);
 /* cuda when nvcc was found and the CUDA driver sees a GPU; else cpu, saying

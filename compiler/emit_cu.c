@@ -4,7 +4,7 @@
  * The file is meant to be read and tuned by a CUDA programmer, so it is laid
  * out as one would write it by hand:
  *
- *   the build line;
+ *   the build line; in a channels-last program, a note on the layout;
  *   per layer, its kernels (forward, then backward), each named after the
  *   layer and the direction (linear1_bias_relu_backward, maxpool1_backward) and
  *   preceded by the .net line it came from, and opening with its sizes as
@@ -15,7 +15,8 @@
  *   or library call per op, again under the .net line and ending in
  *   DDP_LAYER_DONE (DDP_DEBUG's check), over pointers named after the layer
  *   outputs they hold (conv1_out, d_conv1_out, conv1_weight);
- *   plan_ops(), the parameter table, the DdpNet the runtime reads, and main().
+ *   CHANNELS_LAST, the layout; plan_ops(), the parameter table, the DdpNet
+ *   the runtime reads, and main().
  *
  * Every decision (fusion, places in memory, parameter order, the layout)
  * was made by plan.c; every shape by sema.c. This file only writes them
@@ -1577,6 +1578,9 @@ static void emit_functions(Emit *e, FILE *out)
     E("}\n\n");
 
     /* library ops */
+    fprintf(out, "// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):\n"
+                 "// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.\n"
+                 "static const int CHANNELS_LAST = %d;\n\n", e->plan->channels_last ? 1 : 0);
     fprintf(out, "// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms\n"
                  "// now; the copies a precision rounds operands into are sized).\n"
                  "static DdpStatus plan_ops(DdpCtx *ctx)\n{\n");
@@ -1595,11 +1599,11 @@ static void emit_functions(Emit *e, FILE *out)
                     (long long)n->in_ch, (long long)n->out_ch);
             continue;
         }
-        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0, %d};%s\n",
+        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0, "
+                     "CHANNELS_LAST};\n",
                 n->name, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
                 (long long)n->out_ch, (long long)n->kernel, (long long)n->kernel, (long long)n->stride, (long long)n->pad,
-                (long long)n->groups, e->plan->channels_last ? 1 : 0,
-                e->plan->channels_last ? "  // x and y channels-last" : "");
+                (long long)n->groups);
         fprintf(out, "    DDP_CHECK(ddp_conv_shape_init(&%s_shape));\n", n->name);
         fprintf(out, "    DDP_CHECK(ddp_ops_plan_conv(ctx->ops, %d, &%s_shape));\n", e->plan->nodes[i].conv_id, n->name);
     }
@@ -1696,7 +1700,7 @@ static void emit_tables(Emit *e, FILE *out)
         fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
                 buffer_name(e, loss->in, false));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
-    fprintf(out, "    %d,  // C x H x W values channels-last (ddpc --layout)\n};\n\n", p->channels_last);
+    fprintf(out, "    CHANNELS_LAST,  // the layout, which checkpoints record\n};\n\n");
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
 
@@ -1734,8 +1738,9 @@ static void emit_program(FILE *out, const Net *net, const Plan *plan, const char
     if (plan->channels_last)
         fprintf(out, "// Layout: every C x H x W value is stored channels-last (NHWC): a sample is H x W x C,\n"
                      "// element i of a batch channel i %% C of pixel i / C. The data arrives C x H x W and\n"
-                     "// is permuted on the way in where it has channels; a flatten permutes back, so that\n"
-                     "// the linear layers' weights keep PyTorch's order, as every parameter does.\n\n");
+                     "// is permuted on the way in (input_forward) where it has channels and pixels; a\n"
+                     "// flatten of channels and pixels permutes back, so that the linear layers' weights\n"
+                     "// keep PyTorch's order, as every parameter does.\n\n");
     fprintf(out, "#include \"kernel.h\"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm\n\n");
     bool gelu_tanh = false;
     for (int i = 0; i < net->n_nodes; i++)

@@ -70,7 +70,7 @@ static const char usage[] =
     "                    nchw)\n"
     "  --check           check the file and report errors; write nothing\n"
     "  --summary         print the layer table (shapes, parameters, MFLOPs),\n"
-    "                    the training settings and the data { } block\n"
+    "                    the training settings, the layout and the data { } block\n"
     "  --emit KIND       print the generated CUDA C (cu), the PyTorch module (torch)\n"
     "                    or the gradient bucket plan and each GPU launch's threads\n"
     "                    and work per thread (plan)\n"

@@ -423,11 +423,21 @@ static bool has_conv(const Net *net)
     return false;
 }
 
+/* Whether a layer makes a C x H x W value: a net without one (the data
+ * flattened at once, or rank 1) has nothing a layout could change. */
+static bool makes_spatial_values(const Net *net)
+{
+    for (int i = 0; i < net->n_nodes; i++)
+        if (net->nodes[i].op != OP_INPUT && net->nodes[i].out_shape.rank == 3)
+            return true;
+    return false;
+}
+
 bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested)
 {
     switch (requested) {
     case LAYOUT_NCHW: return false;
-    case LAYOUT_NHWC: return true;
+    case LAYOUT_NHWC: return makes_spatial_values(net);
     case LAYOUT_AUTO: break;
     }
     return gpu && has_conv(net) && net->train.precision != DDP_PRECISION_FP32;
@@ -435,7 +445,9 @@ bool plan_channels_last(const Net *net, bool gpu, LayoutRequest requested)
 
 void plan_layout_summary(FILE *out, const Net *net, LayoutRequest requested)
 {
-    if (!has_conv(net) && requested == LAYOUT_AUTO) /* no conv: nothing chooses a layout unasked */
+    /* unasked, a net without a conv has nothing to choose for; asked, one
+     * without C x H x W values has nothing to store otherwise */
+    if (requested == LAYOUT_AUTO ? !has_conv(net) : !makes_spatial_values(net))
         return;
     bool gpu = plan_channels_last(net, true, requested), cpu = plan_channels_last(net, false, requested);
     if (requested != LAYOUT_AUTO)

@@ -37,6 +37,10 @@
  * block adds its threads' in a fixed tree (ddp_block_sum), and the last of a
  * channel's blocks to finish adds the blocks' partial sums in group order.
  * The result depends on the block size and the batch alone, never on timing.
+ * In a channels-last program (ddpc --layout) a sample's pixels of one
+ * channel lie C floats apart, so a block's loads are not coalesced there;
+ * lanes across channels would be, at the price of another order of sums.
+ * Not yet measured on a GPU.
  * (Before, one thread summed a channel's whole batch alone, 36,864 loads for
  * mnist.net's first bias: its step on an H200 took 7.9 ms, now 0.6 to 0.9.)
  */

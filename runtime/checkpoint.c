@@ -112,11 +112,11 @@ static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
 {
     /* fp32 and NCHW unsaid, as in the checkpoints written before there was a
      * precision or a layout: their checksums still hold */
-    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s%s",
+    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s%s%s",
              (long long)r->step, (long long)r->epoch, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
              (long long)r->no_sync_every, r->shuffle, r->precision != DDP_PRECISION_FP32 ? " precision=" : "",
              r->precision != DDP_PRECISION_FP32 ? ddp_precision_name(r->precision) : "",
-             r->channels_last ? " layout=nhwc" : "");
+             r->channels_last ? " layout=" : "", r->channels_last ? layout_name(1) : "");
 }
 
 static uint32_t checksum(const Contents *c, const char *run)
@@ -452,13 +452,12 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     const char *precision = ddp_safetensors_meta(f, "precision");
     run->precision = DDP_PRECISION_FP32;
     if (precision && !ddp_precision_parse(precision, &run->precision))
-        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", ddp_safetensors_path(f),
-                       "precision", precision);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, "precision",
+                       precision);
     const char *layout = ddp_safetensors_meta(f, "layout");
     run->channels_last = layout && strcmp(layout, layout_name(1)) == 0;
     if (layout && !run->channels_last && strcmp(layout, layout_name(0)) != 0)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", ddp_safetensors_path(f),
-                       "layout", layout);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, "layout", layout);
     return DDP_OK;
 }
 

@@ -17,7 +17,7 @@
  * under a host compiler it is a function whose loop OpenMP splits across
  * cores. Each item is computed by one thread in a fixed order either way, so
  * results do not depend on the thread count, and the CPU build checks the
- * very code the GPU runs.
+ * very code the GPU runs (the CPU build of the same layout: ddpc --layout).
  *
  * DDP_FOR_2D(p, P, j, J) walks the same P x J items as rows and columns (a
  * channel plane and its pixels, say): on the GPU still one thread per item;

@@ -84,6 +84,7 @@ static void test_kit_passes_dry_run(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(summary, " 0 failed"));
     CU_ASSERT_PTR_NOT_NULL(strstr(summary, "OK       kit binaries need no MPI"));
     CU_ASSERT_PTR_NOT_NULL(strstr(summary, "OK       fallback: mnist rebuilt here"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(summary, "OK       the channels-last sources build here"));
     CU_ASSERT_PTR_NULL(strstr(summary, "FAILED"));
     free(summary);
     test_remove_tmpdir(dir);
@@ -138,6 +139,9 @@ static void test_broken_kits_fail_dry_run(void)
     expect_broken(dir, "truncate -s 40M data/extra && truncate -s 9M gpu/extra", "kit size", NULL);
     /* a program missing */
     expect_broken(dir, "rm gpu/resnet", "kit complete", "missing: gpu/resnet");
+    /* a channels-last source that is not (--layout did not take) */
+    expect_broken(dir, "sed -i '/stored channels-last (NHWC)/d' gpu/mnist_nhwc.cu", "kit complete",
+                  "missing: gpu/mnist_nhwc.cu (channels-last");
     /* built from other sources */
     expect_broken(dir, "sed -i 's/^digest .*/digest 0000000000000000/' kit.txt", "kit built from these sources", NULL);
     /* a program whose recorded build line is gone: the fallback cannot rebuild it */

@@ -16,7 +16,8 @@
  * C x H x W values, flattens that permute, and data with one channel
  * (the same floats in both layouts) and with three (permuted on the way in).
  */
-#include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
+#include "config.h"  // DDPC_CPU_CXX, DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make builds a CPU program with
+#include "ddpc.h"    // DDPC_CPU_CXXFLAGS: and the flags ddpc gives it
 #include "testutil.h"
 
 #include <stdio.h>
@@ -44,11 +45,8 @@ static void test_channels_last_takes_the_same_steps(void)
                      "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
                      "for layout in nchw nhwc; do "
                      "  %s %s --emit cu --target cpu --layout $layout > $d/$layout.cu; "
-                     /* compiled with the flags of the program's own build line,
-                      * which decide how DDP_SIMD_SUM splits a sum into lanes */
-                     "  flags=$(sed -n 's|^// ddpc-build: [^ ]* -x c++ \\(.*\\) -I.*|\\1|p' $d/$layout.cu); "
-                     "  test -n \"$flags\"; "
-                     "  g++ -x c++ $flags -Werror -Iruntime "
+                     /* compiled as ddpc compiles the program (DDPC_CPU_CXXFLAGS) */
+                     "  " DDPC_CPU_CXX " " DDPC_CPU_CXXFLAGS " -Werror -Iruntime "
                      "    -DDDP_NET_SOURCE=\\\"$d/$layout.cu\\\" tests/layout/steps_digest.cpp -x none -o $d/$layout "
                      "    build/libddprt.a %s; "
                      "  $d/$layout 2 > $d/$layout.digest; "
@@ -96,11 +94,60 @@ static void test_layout_flag(void)
     free(cmd);
 }
 
+/* --summary's layout line says what was asked; a net that makes no
+ * C x H x W value has no layout to change, asked or not (mlp.net); auto
+ * takes tf32's tensor cores as it takes bf16's. */
+static void test_layout_said(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "D=%s; $D --summary --layout nhwc examples/mnist.net | grep '^layout:'; "
+                             "$D --summary --layout nhwc examples/mlp.net | grep -c '^layout:'; "
+                             "$D --emit cu --target cpu --layout nhwc examples/mlp.net | grep -c 'CHANNELS_LAST = 1'; "
+                             "sed 's/^  seed 0$/  seed 0; precision tf32/' examples/mnist.net | "
+                             "$D - --emit plan --target cuda | grep -c ' flatten1_forward '",
+                             test_ddpc()) > 0);
+    test_run(cmd, &out);
+    CU_ASSERT_STRING_EQUAL(out ? out : "", "layout:       NHWC (channels-last), as --layout asks\n0\n0\n1\n");
+    free(out);
+    free(cmd);
+}
+
+/* A checkpoint of a channels-last program resumes only in a channels-last
+ * program: the trainer hands the program's layout (DdpNet.channels_last)
+ * to the checkpoint, not the NumPy flag of a like name. */
+static void test_resume_keeps_the_layout(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
+                             "for l in nchw nhwc; do %s examples/mnist.net --target cpu --layout $l -o $d/$l > /dev/null; done; "
+                             "data=/usr/share/datasets/fashion-mnist; "
+                             "$d/nhwc --data $data --max-steps 2 --save $d/ck --save-every 2 --quiet; "
+                             "$d/nhwc --data $data --max-steps 3 --save $d/ck --resume --quiet; echo same=$?; "
+                             "set +e; $d/nchw --data $data --max-steps 4 --save $d/ck --resume --quiet 2>&1; "
+                             "echo other=$?",
+                             test_ddpc()) > 0);
+    int rc = test_run(cmd, &out);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "same=0"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "made by a program built with ddpc --layout nhwc, this one was built "
+                                              "with --layout nchw"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "other=2"));
+    if (!out || !strstr(out, "other=2"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 void suite_layout(void)
 {
     static const TestCase cases[] = {
         {"channels-last programs take the NCHW programs' steps, bit for bit", test_channels_last_takes_the_same_steps},
         {"--layout: its words, and auto keeps NCHW on CPUs", test_layout_flag},
+        {"--summary says the layout asked; nothing to change without C x H x W values; auto in tf32",
+         test_layout_said},
+        {"a channels-last program's checkpoint resumes only channels-last", test_resume_keeps_the_layout},
         {NULL, NULL},
     };
     test_add_suite("layout [g++]", cases);

@@ -214,12 +214,16 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 12924, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // augment_forms.net:13: conv 3->4 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 20, 4, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 3, 16, 20, 4, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // augment_forms.net:15: linear 10
@@ -257,7 +261,7 @@ static const DdpNet net = {
     {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 16, 20, 3, DDP_PAD_ZERO, 0.0, 1.0, {18, 22, 0, 16, 20}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

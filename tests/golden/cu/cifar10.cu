@@ -2019,40 +2019,44 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 760876, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // cifar10.net:8: stem: conv 3->32 k3 p1 nobias
-    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 32, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 32, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&stem_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &stem_shape));
     // cifar10.net:9: conv 32->64 k3 p1 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 32, 32, 32, 64, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 32, 32, 32, 64, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // cifar10.net:11: conv 64 k3 p1 nobias
-    DdpConvShape conv3_shape = {ctx->max_batch, 64, 16, 16, 64, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 64, 16, 16, 64, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // cifar10.net:12: conv 64 k3 p1 nobias
-    DdpConvShape conv4_shape = {ctx->max_batch, 64, 16, 16, 64, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 64, 16, 16, 64, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // cifar10.net:15: conv 64->128 k3 p1 nobias
-    DdpConvShape conv5_shape = {ctx->max_batch, 64, 16, 16, 128, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 64, 16, 16, 128, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // cifar10.net:17: conv 128 k3 p1 nobias
-    DdpConvShape conv6_shape = {ctx->max_batch, 128, 8, 8, 128, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv6_shape = {ctx->max_batch, 128, 8, 8, 128, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv6_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 5, &conv6_shape));
     // cifar10.net:18: conv 128 k3 p1 nobias
-    DdpConvShape conv7_shape = {ctx->max_batch, 128, 8, 8, 128, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv7_shape = {ctx->max_batch, 128, 8, 8, 128, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv7_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 6, &conv7_shape));
     // cifar10.net:21: conv 128->256 k3 p1 nobias
-    DdpConvShape conv8_shape = {ctx->max_batch, 128, 8, 8, 256, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv8_shape = {ctx->max_batch, 128, 8, 8, 256, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv8_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 7, &conv8_shape));
     // cifar10.net:23: linear 256->10
@@ -2136,7 +2140,7 @@ static const DdpNet net = {
     {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 32, 32, 2, DDP_PAD_REFLECT, 0.5, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

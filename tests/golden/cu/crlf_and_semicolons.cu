@@ -217,12 +217,16 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 512, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // crlf_and_semicolons.net:1: conv 2->4 k3
-    DdpConvShape conv1_shape = {ctx->max_batch, 2, 8, 8, 4, 3, 3, 1, 0, 1, 0, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 2, 8, 8, 4, 3, 3, 1, 0, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // crlf_and_semicolons.net:1: linear 144->3
@@ -255,7 +259,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

@@ -1093,28 +1093,32 @@ static void optimizer_step(DdpCtx *ctx)
                ctx->opt_state + 11088, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // everything.net:4: stem: conv 3->16 k3 s1 p1
-    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape stem_shape = {ctx->max_batch, 3, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&stem_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &stem_shape));
     // everything.net:6: conv 16 k3 p=same groups=4 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 4, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 4, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // everything.net:9: conv 16->16 k1
-    DdpConvShape conv3_shape = {ctx->max_batch, 16, 32, 32, 16, 1, 1, 1, 0, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 16, 32, 32, 16, 1, 1, 1, 0, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // everything.net:11: conv 16 k3 p1 bias=false
-    DdpConvShape conv4_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 16, 32, 32, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // everything.net:15: conv 32 k3 s2 p1
-    DdpConvShape conv5_shape = {ctx->max_batch, 16, 8, 8, 32, 3, 3, 2, 1, 1, 0, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 16, 8, 8, 32, 3, 3, 2, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // everything.net:18: head: linear 32->64
@@ -1166,7 +1170,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, log_softmax1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

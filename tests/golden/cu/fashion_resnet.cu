@@ -2056,44 +2056,48 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 121276, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // fashion_resnet.net:6: stem: conv 1->16 k3 p1 nobias
-    DdpConvShape stem_shape = {ctx->max_batch, 1, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape stem_shape = {ctx->max_batch, 1, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&stem_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &stem_shape));
     // fashion_resnet.net:9: conv 16->16 k3 p1 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // fashion_resnet.net:10: conv 16->16 k3 p1 nobias
-    DdpConvShape conv3_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // fashion_resnet.net:13: conv 16->32 k3 s2 p1 nobias
-    DdpConvShape conv4_shape = {ctx->max_batch, 16, 28, 28, 32, 3, 3, 2, 1, 1, 0, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 16, 28, 28, 32, 3, 3, 2, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // fashion_resnet.net:15: conv 32 k3 p1 nobias
-    DdpConvShape conv5_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // fashion_resnet.net:16: conv 32 k3 p1 nobias
-    DdpConvShape conv6_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv6_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv6_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 5, &conv6_shape));
     // fashion_resnet.net:19: conv 32->64 k3 s2 p1 nobias
-    DdpConvShape conv7_shape = {ctx->max_batch, 32, 14, 14, 64, 3, 3, 2, 1, 1, 0, 0, 0};
+    DdpConvShape conv7_shape = {ctx->max_batch, 32, 14, 14, 64, 3, 3, 2, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv7_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 6, &conv7_shape));
     // fashion_resnet.net:21: conv 64 k3 p1 nobias
-    DdpConvShape conv8_shape = {ctx->max_batch, 64, 7, 7, 64, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv8_shape = {ctx->max_batch, 64, 7, 7, 64, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv8_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 7, &conv8_shape));
     // fashion_resnet.net:22: conv 64 k3 p1 nobias
-    DdpConvShape conv9_shape = {ctx->max_batch, 64, 7, 7, 64, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv9_shape = {ctx->max_batch, 64, 7, 7, 64, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv9_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 8, &conv9_shape));
     // fashion_resnet.net:26: linear 64->10
@@ -2183,7 +2187,7 @@ static const DdpNet net = {
     {(int)(sizeof data_mean / sizeof data_mean[0]), data_mean, data_std, 28, 28, 2, DDP_PAD_ZERO, 0.5, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

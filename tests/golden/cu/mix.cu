@@ -1063,28 +1063,32 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 3484, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // mix.net:4: conv 1->8 k3 s2 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 8, 3, 3, 2, 1, 1, 0, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 8, 3, 3, 2, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // mix.net:5: conv 8->8 k3 p1 groups=4
-    DdpConvShape conv2_shape = {ctx->max_batch, 8, 14, 14, 8, 3, 3, 1, 1, 4, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 8, 14, 14, 8, 3, 3, 1, 1, 4, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // mix.net:6: conv 8 k3 p=same
-    DdpConvShape conv3_shape = {ctx->max_batch, 8, 14, 14, 8, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 8, 14, 14, 8, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // mix.net:10: conv 16 k1
-    DdpConvShape conv4_shape = {ctx->max_batch, 8, 7, 7, 16, 1, 1, 1, 0, 1, 0, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 8, 7, 7, 16, 1, 1, 1, 0, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // mix.net:11: conv 16 k3 p1 nobias
-    DdpConvShape conv5_shape = {ctx->max_batch, 16, 7, 7, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 16, 7, 7, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // mix.net:13: linear 10
@@ -1134,7 +1138,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, log_softmax1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

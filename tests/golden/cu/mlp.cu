@@ -328,6 +328,10 @@ static void optimizer_step(DdpCtx *ctx)
                ctx->opt_state + 535820, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
@@ -368,7 +372,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear3_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

@@ -600,20 +600,24 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 2308, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // pool_residual.net:5: conv 1->4 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv1_shape = {ctx->max_batch, 1, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // pool_residual.net:6: conv 4->4 k3 p1
-    DdpConvShape conv2_shape = {ctx->max_batch, 4, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 4, 28, 28, 4, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // pool_residual.net:8: conv 4->4 k3 p1
-    DdpConvShape conv3_shape = {ctx->max_batch, 4, 14, 14, 4, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 4, 14, 14, 4, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // pool_residual.net:11: linear 10
@@ -650,7 +654,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

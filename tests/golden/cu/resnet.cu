@@ -1484,32 +1484,36 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 28412, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 0;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // resnet.net:4: stem: conv 1->16 k3 p1 nobias
-    DdpConvShape stem_shape = {ctx->max_batch, 1, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape stem_shape = {ctx->max_batch, 1, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&stem_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &stem_shape));
     // resnet.net:7: conv 16->16 k3 p1 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv2_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // resnet.net:8: conv 16->16 k3 p1 nobias
-    DdpConvShape conv3_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv3_shape = {ctx->max_batch, 16, 28, 28, 16, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv3_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 2, &conv3_shape));
     // resnet.net:11: conv 16->32 k3 s2 p1 nobias
-    DdpConvShape conv4_shape = {ctx->max_batch, 16, 28, 28, 32, 3, 3, 2, 1, 1, 0, 0, 0};
+    DdpConvShape conv4_shape = {ctx->max_batch, 16, 28, 28, 32, 3, 3, 2, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv4_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 3, &conv4_shape));
     // resnet.net:13: conv 32 k3 p=same nobias
-    DdpConvShape conv5_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv5_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv5_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 4, &conv5_shape));
     // resnet.net:14: conv 32 k3 p=same nobias
-    DdpConvShape conv6_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, 0};
+    DdpConvShape conv6_shape = {ctx->max_batch, 32, 14, 14, 32, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv6_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 5, &conv6_shape));
     // resnet.net:19: linear 32->10
@@ -1576,7 +1580,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    0,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)

@@ -7,8 +7,9 @@
 
 // Layout: every C x H x W value is stored channels-last (NHWC): a sample is H x W x C,
 // element i of a batch channel i % C of pixel i / C. The data arrives C x H x W and
-// is permuted on the way in where it has channels; a flatten permutes back, so that
-// the linear layers' weights keep PyTorch's order, as every parameter does.
+// is permuted on the way in (input_forward) where it has channels and pixels; a
+// flatten of channels and pixels permutes back, so that the linear layers' weights
+// keep PyTorch's order, as every parameter does.
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
@@ -721,16 +722,20 @@ static void optimizer_step(DdpCtx *ctx)
     DDP_LAUNCH(optimizer_sgd_step, 786, ctx->params, (const DdpGrad *)ctx->grads, ctx->opt_state, ctx->step_scalars);
 }
 
+// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):
+// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
+static const int CHANNELS_LAST = 1;
+
 // Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
 // now; the copies a precision rounds operands into are sized).
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // channels_last.net:9: conv 3->6 k3 p1
-    DdpConvShape conv1_shape = {ctx->max_batch, 3, 10, 10, 6, 3, 3, 1, 1, 1, 0, 0, 1};  // x and y channels-last
+    DdpConvShape conv1_shape = {ctx->max_batch, 3, 10, 10, 6, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
     // channels_last.net:12: conv 6->8 k3 p1 nobias
-    DdpConvShape conv2_shape = {ctx->max_batch, 6, 5, 5, 8, 3, 3, 1, 1, 1, 0, 0, 1};  // x and y channels-last
+    DdpConvShape conv2_shape = {ctx->max_batch, 6, 5, 5, 8, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv2_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 1, &conv2_shape));
     // channels_last.net:17: linear 5
@@ -769,7 +774,7 @@ static const DdpNet net = {
     {0, NULL, NULL, 0, 0, 0, DDP_PAD_ZERO, 0.0, 0.0, {0, 0, 0, 0, 0}},
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
-    1,  // C x H x W values channels-last (ddpc --layout)
+    CHANNELS_LAST,  // the layout, which checkpoints record
 };
 
 int main(int argc, char **argv)
