@@ -470,6 +470,41 @@ static void pool_forward_general(Emit *e, const Node *n, bool last)
         E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(n->kernel * n->kernel)));
 }
 
+/* The backward of any window, stride and padding: each input element
+ * gathers from the windows covering it, so no atomics, one writer per
+ * element, a fixed order. WINDOW_G: a window's gradient (kernels_pool's);
+ * LAST: on channels-last values. */
+static void pool_backward_gather(Emit *e, const Node *n, const char *window_g, bool last)
+{
+    bool max = n->op == OP_MAXPOOL;
+    pool_constants(e, n, "C H W OH OW K ST PAD");
+    if (last) {
+        E("    DDP_FOR(i, (int64_t)n * H * W * C) {  // dx[i]: channel i %% C of pixel i / C, channels-last\n");
+        E("        int64_t pixel = i / C, s = pixel / (H * W), c = i %% C;\n");
+        E("        int iy = (int)(pixel / W %% H), ix = (int)(pixel %% W);\n");
+    } else {
+        E("    DDP_FOR(i, (int64_t)n * C * H * W) {\n");
+        E("        int64_t plane = i / (H * W);\n");
+        E("        int iy = (int)(i / W %% H), ix = (int)(i %% W);\n");
+    }
+    E("        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1\n");
+    E("        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;\n");
+    E("        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;\n");
+    E("        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;\n");
+    E("        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;\n");
+    E("        float g = 0.0f;\n");
+    E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
+    E("                int64_t o = %s;\n", last ? "((s * OH + oy) * OW + ox) * C + c" : "plane * (OH * OW) + oy * OW + ox");
+    if (max)
+        E("                if (argmax[o] == iy * W + ix)\n                    g += %s;\n", window_g);
+    else
+        E("                g += dy[o];\n");
+    E("            }\n");
+    if (!max)
+        E("        g *= %s;\n", flit(e, 1.0 / (double)(n->kernel * n->kernel)));
+    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+}
+
 /* A pool's kernels on channels-last values: element by element, the
  * channel the element's place in its pixel. The same taps in the same
  * order as the NCHW kernels, so the same outputs and gradients; the
@@ -505,26 +540,7 @@ static void pool_channels_last(Emit *e, const Node *n, const char *window_g, con
         E("                dxc[(int64_t)at * C] = accumulate ? dxc[(int64_t)at * C] + t : t;\n            }\n    }\n}\n\n");
         return;
     }
-    pool_constants(e, n, "C H W OH OW K ST PAD");
-    E("    DDP_FOR(i, (int64_t)n * H * W * C) {  // dx[i]: channel i %% C of pixel i / C, channels-last\n");
-    E("        int64_t pixel = i / C, s = pixel / (H * W), c = i %% C;\n");
-    E("        int iy = (int)(pixel / W %% H), ix = (int)(pixel %% W);\n");
-    E("        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1\n");
-    E("        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;\n");
-    E("        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;\n");
-    E("        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;\n");
-    E("        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;\n");
-    E("        float g = 0.0f;\n");
-    E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
-    E("                int64_t o = ((s * OH + oy) * OW + ox) * C + c;\n");
-    if (max)
-        E("                if (argmax[o] == iy * W + ix)\n                    g += %s;\n", window_g);
-    else
-        E("                g += dy[o];\n");
-    E("            }\n");
-    if (!max)
-        E("        g *= %s;\n", scale);
-    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+    pool_backward_gather(e, n, window_g, true);
 }
 
 static void kernels_pool(Emit *e, const Node *n)
@@ -623,31 +639,10 @@ static void kernels_pool(Emit *e, const Node *n)
         E("                dxp[at] = accumulate ? dxp[at] + g : g;\n            }\n    }\n}\n\n");
         return;
     }
-    /* Backward gathers, for each input element, from the windows covering it:
-     * no atomics, one writer per element, a fixed order. */
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
       max ? ", const int32_t *argmax" : "", mask_arg);
-    pool_constants(e, n, "C H W OH OW K ST PAD");
-    E("    DDP_FOR(i, (int64_t)n * C * H * W) {\n");
-    E("        int64_t plane = i / (H * W);\n");
-    E("        int iy = (int)(i / W %% H), ix = (int)(i %% W);\n");
-    E("        // the windows that cover (iy, ix): rows y0..y1-1, columns x0..x1-1\n");
-    E("        int y0 = iy + PAD < K ? 0 : (iy + PAD - K) / ST + 1;\n");
-    E("        int y1 = (iy + PAD) / ST + 1 < OH ? (iy + PAD) / ST + 1 : OH;\n");
-    E("        int x0 = ix + PAD < K ? 0 : (ix + PAD - K) / ST + 1;\n");
-    E("        int x1 = (ix + PAD) / ST + 1 < OW ? (ix + PAD) / ST + 1 : OW;\n");
-    E("        float g = 0.0f;\n");
-    E("        for (int oy = y0; oy < y1; oy++)\n            for (int ox = x0; ox < x1; ox++) {\n");
-    E("                int64_t o = plane * (OH * OW) + oy * OW + ox;\n");
-    if (max)
-        E("                if (argmax[o] == iy * W + ix)\n                    g += %s;\n", window_g);
-    else
-        E("                g += dy[o];\n");
-    E("            }\n");
-    if (!max)
-        E("        g *= %s;\n", flit(e, 1.0 / (double)(k * k)));
-    E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
+    pool_backward_gather(e, n, window_g, false);
 }
 
 static void kernels_global_avgpool(Emit *e, const Node *n)
