@@ -105,7 +105,9 @@ static const size_t NCCL_SIMPLE_BYTES = (size_t)4 << 20;
 /* The modules cuDNN and cuBLAS load and their handles' own allocations: NVIDIA
  * publishes no figure. With lazy loading (CUDA_MODULE_LOADING=LAZY, the
  * default since CUDA 12.2) only the kernels used are loaded; this allowance
- * is a margin, to be replaced by a figure measured on a GPU. */
+ * is a margin, to be replaced by a figure measured on a GPU: each run says
+ * what it took of the GPU beside the whole estimate, and tests/gpu/run.sh
+ * checks that the estimate covers it. */
 static const size_t LIBRARY_ALLOWANCE = (size_t)256 << 20;
 
 static long long positive_or(const char *v, long long fallback)

@@ -143,6 +143,15 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape);
  * Only before ddp_ops_finalize. */
 DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out);
 
+/* The bytes ddp_ops_finalize will allocate for the calls planned so far,
+ * for the start-up memory check: on CUDA the rounded copies (tf32, bf16) and
+ * the NHWC convs' weights' copy, but not cuDNN's workspace, which is chosen
+ * there and which ddp_device_library_bytes counts at its limit; on CPU the
+ * im2col, Winograd, oneDNN and NCHW scratch, but not the products' packed
+ * and rounded copies, which grow in the first step (per thread, at most a
+ * product's operands). */
+size_t ddp_ops_planned_bytes(const DdpOps *ops);
+
 /* Chooses the algorithms and allocates the one shared workspace (CUDA) or
  * the im2col, Winograd and oneDNN scratch (CPU), and what the NHWC convs
  * need: on CUDA their weights' copy in cuDNN's NHWC filter order, on CPU

@@ -122,6 +122,18 @@ typedef struct {
     int wgrad_rows; /* backward filter: im2col rows per block */
 } ConvPlan;
 
+/* The scratch ddp_ops_finalize allocates, sized by the planned convs
+ * (scratch_sizes). */
+typedef struct {
+    size_t per_thread;     /* floats of a thread's part: the im2col matrix, */
+    size_t wgrad_offset;   /* then from here a sample's block of the weight gradient, */
+    size_t pack_offset;    /* then from here the products' packed copies, */
+    size_t sums_offset;    /* then from here the block's order-free sums (HI then LO, doubles) */
+    size_t winograd_bytes; /* the Winograd convs' shared scratch, */
+    size_t onednn_bytes;   /* the oneDNN convs' (whole cache lines already), */
+    size_t nchw_floats;    /* and the NHWC convs' NCHW copies */
+} ScratchSizes;
+
 /* Scratch that per-step calls size by their arguments: grown on first use. */
 typedef struct {
     void *data;
@@ -133,17 +145,11 @@ struct DdpOps {
     int nconvs;                /* ids below this have a slot (planned or not) */
     int finalized;
     int nthreads;              /* OpenMP threads the scratch was sized for */
-    float *scratch;
-    size_t scratch_per_thread; /* floats: the im2col matrix, */
-    size_t wgrad_offset;       /* then from here a sample's block of the weight gradient, */
-    size_t pack_offset;        /* then from here the products' packed copies, */
-    size_t sums_offset;        /* then from here the block's order-free sums (HI then LO, doubles) */
+    ScratchSizes sizes;        /* of the four buffers below, set by finalize */
+    float *scratch;            /* per thread, sizes.per_thread floats */
     void *winograd_scratch;    /* shared by the Winograd convs, one at a time */
-    size_t winograd_bytes;
     void *onednn_scratch;      /* shared by the oneDNN convs, one at a time */
-    size_t onednn_bytes;
     float *nchw;               /* an NHWC conv's operands in NCHW: the input's copy, then the output's; */
-    size_t nchw_floats;        /* shared by the NHWC convs, one at a time */
     GrowingBuffer gemm_packs;  /* ddp_gemm's packed copies, one set per thread */
     GrowingBuffer gemm_grad_packs; /* ddp_gemm_grad's, likewise */
     DdpPrecision precision;    /* of the products' operands */
@@ -306,30 +312,33 @@ static DdpStatus scratch_failure(const DdpOps *ops, const char *what, size_t byt
                    bytes / 1048576.0, what, ops->nthreads);
 }
 
-DdpStatus ddp_ops_finalize(DdpOps *ops)
+/* The scratch for the convs planned so far: for each buffer, the most that
+ * any conv needs of it. */
+static ScratchSizes scratch_sizes(const DdpOps *ops)
 {
-    if (ops->finalized)
-        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
-    DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
+    ScratchSizes z;
+    memset(&z, 0, sizeof z);
     size_t col_max = 0, wgrad_max = 0, pack_max = 0;
     for (int id = 0; id < ops->nconvs; id++) {
         const ConvPlan *p = &ops->convs[id];
         const DdpConvShape *sh = &p->slot.shape;
+        if (!p->slot.planned)
+            continue;
         if (sh->channels_last) {
             size_t floats = ddp_conv_input_floats(sh, sh->n) + ddp_conv_output_floats(sh, sh->n);
-            ops->nchw_floats = floats > ops->nchw_floats ? floats : ops->nchw_floats;
+            z.nchw_floats = floats > z.nchw_floats ? floats : z.nchw_floats;
         }
         /* oneDNN's passes: the scratch the oneDNN convs share */
         if (p->onednn) {
             size_t bytes = ddp_onednn_conv_scratch_bytes(p->onednn);
-            ops->onednn_bytes = bytes > ops->onednn_bytes ? bytes : ops->onednn_bytes;
+            z.onednn_bytes = bytes > z.onednn_bytes ? bytes : z.onednn_bytes;
         }
         const int own_filter = !(p->onednn_passes & DDP_ONEDNN_FILTER);
         if (p->onednn_passes & DDP_ONEDNN_DATA && !own_filter)
             continue;
         if (p->winograd) {
             size_t bytes = ddp_winograd_scratch_bytes(&p->wino, sh, p->winograd_filter);
-            ops->winograd_bytes = bytes > ops->winograd_bytes ? bytes : ops->winograd_bytes;
+            z.winograd_bytes = bytes > z.winograd_bytes ? bytes : z.winograd_bytes;
             if (p->winograd_filter || !own_filter)
                 continue;
         }
@@ -348,32 +357,58 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         wgrad_max = wgrad > wgrad_max ? wgrad : wgrad_max;
     }
     /* Each part a cache line apart, so threads never share one. */
-    ops->wgrad_offset = (col_max + 15) / 16 * 16;
-    ops->pack_offset = ops->wgrad_offset + (wgrad_max + 15) / 16 * 16;
-    ops->sums_offset = ops->pack_offset + (pack_max + 15) / 16 * 16;
-    size_t per_thread = ops->sums_offset + 4 * ((wgrad_max + 15) / 16 * 16); /* 2 doubles = 4 floats each */
-    if (per_thread) {
-        size_t bytes = per_thread * sizeof(float) * (size_t)ops->nthreads;
-        ops->scratch = aligned_alloc(64, bytes);
+    z.wgrad_offset = (col_max + 15) / 16 * 16;
+    z.pack_offset = z.wgrad_offset + (wgrad_max + 15) / 16 * 16;
+    z.sums_offset = z.pack_offset + (pack_max + 15) / 16 * 16;
+    z.per_thread = z.sums_offset + 4 * ((wgrad_max + 15) / 16 * 16); /* 2 doubles = 4 floats each */
+    return z;
+}
+
+/* What each of the four buffers takes: whole cache lines. */
+static size_t im2col_bytes(const ScratchSizes *z, int nthreads)
+{
+    return z->per_thread * sizeof(float) * (size_t)nthreads;
+}
+static size_t winograd_bytes(const ScratchSizes *z) { return (z->winograd_bytes + 63) / 64 * 64; }
+static size_t nchw_bytes(const ScratchSizes *z) { return (z->nchw_floats * sizeof(float) + 63) / 64 * 64; }
+
+static size_t scratch_bytes(const ScratchSizes *z, int nthreads)
+{
+    return im2col_bytes(z, nthreads) + winograd_bytes(z) + z->onednn_bytes + nchw_bytes(z);
+}
+
+size_t ddp_ops_planned_bytes(const DdpOps *ops)
+{
+    const ScratchSizes z = scratch_sizes(ops);
+    return scratch_bytes(&z, ops->nthreads);
+}
+
+DdpStatus ddp_ops_finalize(DdpOps *ops)
+{
+    if (ops->finalized)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
+    DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
+    ops->sizes = scratch_sizes(ops);
+    const ScratchSizes *z = &ops->sizes;
+    if (z->per_thread) {
+        ops->scratch = aligned_alloc(64, im2col_bytes(z, ops->nthreads));
         if (!ops->scratch)
-            return scratch_failure(ops, "im2col", bytes);
+            return scratch_failure(ops, "im2col", im2col_bytes(z, ops->nthreads));
     }
-    ops->scratch_per_thread = per_thread;
-    if (ops->winograd_bytes) {
-        ops->winograd_scratch = aligned_alloc(64, (ops->winograd_bytes + 63) / 64 * 64);
+    if (z->winograd_bytes) {
+        ops->winograd_scratch = aligned_alloc(64, winograd_bytes(z));
         if (!ops->winograd_scratch)
-            return scratch_failure(ops, "Winograd", ops->winograd_bytes);
+            return scratch_failure(ops, "Winograd", winograd_bytes(z));
     }
-    if (ops->onednn_bytes) { /* whole cache lines already */
-        ops->onednn_scratch = aligned_alloc(64, ops->onednn_bytes);
+    if (z->onednn_bytes) {
+        ops->onednn_scratch = aligned_alloc(64, z->onednn_bytes);
         if (!ops->onednn_scratch)
-            return scratch_failure(ops, "oneDNN", ops->onednn_bytes);
+            return scratch_failure(ops, "oneDNN", z->onednn_bytes);
     }
-    if (ops->nchw_floats) {
-        size_t bytes = (ops->nchw_floats * sizeof(float) + 63) / 64 * 64;
-        ops->nchw = aligned_alloc(64, bytes);
+    if (z->nchw_floats) {
+        ops->nchw = aligned_alloc(64, nchw_bytes(z));
         if (!ops->nchw)
-            return scratch_failure(ops, "NHWC convs' NCHW", bytes);
+            return scratch_failure(ops, "NHWC convs' NCHW", nchw_bytes(z));
     }
     ops->finalized = 1;
     return DDP_OK;
@@ -391,8 +426,7 @@ void ddp_ops_forget_failure(DdpOps *ops)
 
 size_t ddp_ops_workspace_bytes(const DdpOps *ops)
 {
-    return (ops->scratch ? ops->scratch_per_thread * sizeof(float) * (size_t)ops->nthreads : 0) +
-           ops->winograd_bytes + ops->onednn_bytes + ops->nchw_floats * sizeof(float);
+    return ops->finalized ? scratch_bytes(&ops->sizes, ops->nthreads) : 0;
 }
 
 void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
@@ -510,22 +544,22 @@ static void onednn_status(DdpOps *ops, const ConvPlan *p, int id)
 /* This thread's im2col matrix, and its block of one sample's weight gradient. */
 static float *thread_scratch(DdpOps *ops)
 {
-    return ops->scratch + (size_t)omp_get_thread_num() * ops->scratch_per_thread;
+    return ops->scratch + (size_t)omp_get_thread_num() * ops->sizes.per_thread;
 }
 
 static float *thread_wgrad_block(DdpOps *ops)
 {
-    return thread_scratch(ops) + ops->wgrad_offset;
+    return thread_scratch(ops) + ops->sizes.wgrad_offset;
 }
 
 static float *thread_packs(DdpOps *ops)
 {
-    return thread_scratch(ops) + ops->pack_offset;
+    return thread_scratch(ops) + ops->sizes.pack_offset;
 }
 
 static double *thread_wgrad_sums(DdpOps *ops)
 {
-    return (double *)(thread_scratch(ops) + ops->sums_offset);
+    return (double *)(thread_scratch(ops) + ops->sizes.sums_offset);
 }
 
 /* The output columns ow whose tap (ow*stride - pad + s) lands inside a row of

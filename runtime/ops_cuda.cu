@@ -10,8 +10,8 @@
  *    one cuDNN workspace shared by every conv, sized for the hungriest algorithm
  *    chosen; in tf32 and bf16, the two copies operands are rounded into. The
  *    per-step calls only enqueue work on the stream.
- *  - ddp_ops_plan_conv only records the shape and builds the descriptors;
- *    ddp_ops_finalize chooses each conv's algorithms from cuDNN's heuristics
+ *  - ddp_ops_plan_conv only records the shape; ddp_ops_finalize builds the
+ *    descriptors and chooses each conv's algorithms from cuDNN's heuristics
  *    (cudnnGetConvolution*Algorithm_v7), never by timing them (cudnnFind*):
  *    timings of near-equal algorithms differ from one process to the next, so
  *    a resumed run could choose otherwise than the run it resumes and sum in
@@ -41,7 +41,8 @@
  *    weight_grad_kcrs_kernel adds it to dw in dw's order. Both go through one
  *    buffer, ops->krsc, that finalize sizes for the largest NHWC conv's
  *    weights; like the rounded copies it is not in ddp_ops_workspace_bytes
- *    (cuDNN's workspace alone), nor in trainer.c's check_memory estimate.
+ *    (cuDNN's workspace alone), but in ddp_ops_planned_bytes, which
+ *    trainer.c's start-up memory check counts.
  *
  * Numerics, to keep the GPU build next to the CPU one and runs repeatable:
  *  - FP32 math by default: cuDNN descriptors ask for CUDNN_FMA_MATH (cuDNN's
@@ -380,8 +381,10 @@ DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
     void *plans = ops->convs, *plan = NULL;
     DdpStatus st = ddp_conv_table_add(&plans, &ops->nconvs, sizeof *ops->convs, ops->finalized, id, shape, &plan);
     ops->convs = (ConvPlan *)plans; /* grown or not */
-    DDP_CHECK(st);
-    return build_descriptors(ops, (ConvPlan *)plan);
+    /* the descriptors come in finalize: the trainer's memory check, which
+     * comes between, refuses a batch too large for the GPU before cuDNN
+     * sees it */
+    return st;
 }
 
 /* Whether direction DIR's ALGO transforms its operands before multiplying
@@ -559,11 +562,50 @@ static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
     return st;
 }
 
+/* The floats of each of the two rounded copies (tf32, bf16; none in fp32):
+ * any planned conv's input, output or weights at its planned batch, any
+ * linear layer's operand. */
+static size_t rounded_floats(const DdpOps *ops)
+{
+    if (ops->precision == DDP_PRECISION_FP32)
+        return 0;
+    size_t floats = ops->linear_floats;
+    for (int i = 0; i < ops->nconvs; i++) {
+        const DdpConvShape *s = &ops->convs[i].slot.shape;
+        if (!ops->convs[i].slot.planned)
+            continue;
+        const size_t sizes[] = {ddp_conv_input_floats(s, s->n), ddp_conv_output_floats(s, s->n),
+                                ddp_conv_weight_floats(s)};
+        for (int j = 0; j < 3; j++)
+            floats = sizes[j] > floats ? sizes[j] : floats;
+    }
+    return floats;
+}
+
+/* The floats of the NHWC convs' weight copy: the largest one's weights. */
+static size_t krsc_floats(const DdpOps *ops)
+{
+    size_t floats = 0;
+    for (int i = 0; i < ops->nconvs; i++) {
+        const DdpConvShape *s = &ops->convs[i].slot.shape;
+        if (ops->convs[i].slot.planned && s->channels_last && ddp_conv_weight_floats(s) > floats)
+            floats = ddp_conv_weight_floats(s);
+    }
+    return floats;
+}
+
+size_t ddp_ops_planned_bytes(const DdpOps *ops)
+{
+    return (2 * rounded_floats(ops) + krsc_floats(ops)) * sizeof(float);
+}
+
 DdpStatus ddp_ops_finalize(DdpOps *ops)
 {
     if (ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_finalize called twice");
     DDP_CHECK(ddp_conv_table_complete(ops->convs, ops->nconvs, sizeof *ops->convs));
+    for (int i = 0; i < ops->nconvs; i++)
+        DDP_CHECK(build_descriptors(ops, &ops->convs[i]));
     for (int i = 0; i < ops->nconvs; i++)
         DDP_CHECK(choose_algorithms(ops, &ops->convs[i], i));
     size_t bytes = 0;
@@ -576,32 +618,16 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
     }
     ops->workspace_bytes = bytes;
-    if (ops->precision != DDP_PRECISION_FP32) {
-        /* any planned conv's input, output or weights at its planned batch, any linear layer's */
-        size_t floats = ops->linear_floats;
-        for (int i = 0; i < ops->nconvs; i++) {
-            const DdpConvShape *s = &ops->convs[i].slot.shape;
-            const size_t sizes[] = {ddp_conv_input_floats(s, s->n), ddp_conv_output_floats(s, s->n),
-                                    ddp_conv_weight_floats(s)};
-            for (int j = 0; j < 3; j++)
-                floats = sizes[j] > floats ? sizes[j] : floats;
-        }
-        if (floats) {
-            ddp_device_call_note(DDP_CALL_ALLOC);
-            for (int i = 0; i < 2; i++)
-                CUDA_TRY(cudaMalloc(&ops->rounded[i], floats * sizeof(float)));
-        }
-        ops->rounded_floats = floats;
-    }
-    size_t krsc_floats = 0; /* the largest NHWC conv's weights */
-    for (int i = 0; i < ops->nconvs; i++) {
-        const DdpConvShape *s = &ops->convs[i].slot.shape;
-        if (s->channels_last && ddp_conv_weight_floats(s) > krsc_floats)
-            krsc_floats = ddp_conv_weight_floats(s);
-    }
-    if (krsc_floats) {
+    ops->rounded_floats = rounded_floats(ops);
+    if (ops->rounded_floats) {
         ddp_device_call_note(DDP_CALL_ALLOC);
-        CUDA_TRY(cudaMalloc(&ops->krsc, krsc_floats * sizeof(float)));
+        for (int i = 0; i < 2; i++)
+            CUDA_TRY(cudaMalloc(&ops->rounded[i], ops->rounded_floats * sizeof(float)));
+    }
+    const size_t krsc = krsc_floats(ops);
+    if (krsc) {
+        ddp_device_call_note(DDP_CALL_ALLOC);
+        CUDA_TRY(cudaMalloc(&ops->krsc, krsc * sizeof(float)));
     }
     ops->finalized = 1;
     return DDP_OK;

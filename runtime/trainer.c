@@ -120,6 +120,8 @@ typedef struct {
     DdpCtx ctx;
 
     /* device memory */
+    size_t memory_free;     /* free before the ops' handles and anything of the net's (allocate) */
+    double memory_estimate; /* check_memory's bytes, and the training set when it is held on the device */
     float *params, *opt_state, *buffers, *arena;
     void *grads;            /* net->grad_bytes each: model.h */
     double *train_stats, *eval_stats;
@@ -335,13 +337,28 @@ static int opens_nccl(const Trainer *t)
     return ddp_device_is_gpu() && (t->dist.world > 1 || t->flags.backend == DDP_BACKEND_NCCL);
 }
 
+/* The library ops (ops.h), with the net's convolutions and linear layers
+ * registered for the run's batch; ddp_ops_finalize comes after the memory
+ * check, which counts what it will allocate. */
+static DdpStatus plan_ops(Trainer *t)
+{
+    DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
+    DDP_CHECK(ddp_ops_set_precision(t->ops, t->cfg.precision));
+    /* all that a net's plan_ops reads (model.h) */
+    DdpCtx planning = {.ops = t->ops, .max_batch = (int)t->cfg.batch};
+    return t->net->plan_ops ? t->net->plan_ops(&planning) : DDP_OK;
+}
+
 /* Refuses at start-up what cannot fit, rather than failing (or swapping for
- * hours) in the middle of an allocation or of training. On a GPU the
- * libraries' share (cuDNN's and cuBLAS's workspaces, NCCL's buffers: an
- * estimate, device.h's ddp_device_library_bytes) counts with the net's state;
- * the CUDA context is already out of the free memory read here, as the device
- * is open. */
-static DdpStatus check_memory(const Trainer *t)
+ * hours) in the middle of an allocation or of training. AVAILABLE is the
+ * free memory read before the library ops were created. On a GPU the
+ * libraries' share (cuDNN's and cuBLAS's workspaces and modules, NCCL's
+ * buffers: an estimate, device.h's ddp_device_library_bytes) counts with the
+ * net's state; the CUDA context is already out of AVAILABLE, as the device
+ * is open. The library ops' scratch (ddp_ops_planned_bytes: the operands'
+ * rounded or transposed copies, im2col's matrices) grows with the batch, as
+ * the activations do. */
+static DdpStatus check_memory(const Trainer *t, size_t available_bytes, double *estimate)
 {
     const DdpNet *net = t->net;
     const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -350,8 +367,10 @@ static DdpStatus check_memory(const Trainer *t)
                    (double)net->grad_bytes * (double)net->n_param_floats;
     double libraries = (double)ddp_device_library_bytes(t->dist.world, nccl);
     double activations = 4.0 * ((double)t->cfg.batch * (double)net->arena_per_sample + (double)net->arena_fixed);
-    double available = (double)ddp_device_memory_available();
-    if (available <= 0 || state + libraries + activations <= available)
+    double scratch = (double)ddp_ops_planned_bytes(t->ops);
+    double available = (double)available_bytes;
+    *estimate = state + libraries + activations + scratch;
+    if (available <= 0 || *estimate <= available)
         return DDP_OK;
     char device[128];
     ddp_device_describe(device, sizeof device);
@@ -364,9 +383,10 @@ static DdpStatus check_memory(const Trainer *t)
                        "and NCCL about %.1f GiB more, but the %s has %.1f GiB available: the net is too large for it",
                        net->name, state / gib, libraries / gib, device, available / gib);
     /* a rank's share of a global batch shrinks with more ranks; a batch per rank does not */
-    return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations), but the %s has %.1f "
-                   "GiB available: use a smaller %s", net->name, (state + libraries + activations) / gib,
-                   (long long)t->cfg.batch, activations / gib, device, available / gib,
+    return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations, %.1f GiB the "
+                   "layers' scratch), but the %s has %.1f GiB available: use a smaller %s", net->name,
+                   (state + libraries + activations + scratch) / gib, (long long)t->cfg.batch, activations / gib,
+                   scratch / gib, device, available / gib,
                    t->cfg.batch_global ? "--global-batch, or more ranks" : "--batch-size");
 }
 
@@ -377,7 +397,9 @@ static DdpStatus allocate(Trainer *t)
     if (net->arena_per_sample < 0 || net->arena_fixed < 0 ||
         (net->arena_per_sample && batch > (INT64_MAX / 4 - net->arena_fixed) / net->arena_per_sample))
         return DDP_ERR(DDP_BAD_INPUT, "batch %lld needs more activation memory than can be addressed", (long long)batch);
-    DDP_CHECK(check_memory(t));
+    t->memory_free = ddp_device_memory_available(); /* before the ops' handles, which the estimate counts */
+    DDP_CHECK(plan_ops(t));
+    DDP_CHECK(check_memory(t, t->memory_free, &t->memory_estimate));
     DDP_CHECK(device_alloc((void **)&t->params, net->n_param_floats, sizeof(float), "the parameters"));
     DdpPgType grad_type = DDP_F32; /* unused here: the call checks net->grad_bytes */
     DDP_CHECK(ddp_reducer_grad_type(net, &grad_type));
@@ -419,13 +441,30 @@ static DdpStatus allocate(Trainer *t)
     if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids ||
         !t->augment_scratch)
         return DDP_ERR(DDP_FAIL, "out of memory");
-    return DDP_OK;
+    /* the convs' algorithms, and the scratch check_memory counted */
+    return ddp_ops_finalize(t->ops);
+}
+
+/* On a GPU, after training: how much of its memory the run took (free
+ * memory before anything of the net's and the libraries' was made, less
+ * free memory now: modules loaded lazily, NCCL's buffers and the CUDA graphs
+ * included; this process alone should use the GPU), against the estimate
+ * that check_memory refused by. tests/gpu/run.sh checks that the estimate
+ * covers it. */
+static void say_memory_taken(Trainer *t)
+{
+    size_t now = ddp_device_memory_available();
+    if (!t->memory_free || !now)
+        return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    ddp_progress_note(&t->progress, "memory: the run took %.2f GiB of the GPU; the start-up check estimated %.2f GiB",
+                      ((double)t->memory_free - (double)now) / gib, t->memory_estimate / gib);
 }
 
 /* The training set held on the device, where resident.h's rule says so
  * (WHY, WHY_LEN: what decided, for the start-up line), with room for an
- * epoch's order beside it. After allocate and plan_ops, against what they
- * leave free, less what NCCL and the libraries may still take (check_memory's
+ * epoch's order beside it. After allocate, against what it leaves free,
+ * less what NCCL and the libraries may still take (check_memory's
  * estimate, counted whole though cuDNN's and cuBLAS's workspaces are taken
  * by now). Ranks that share one GPU each measure the same free memory:
  * README says to set DDP_DATA_RESIDENT=0 there (a rank cannot tell a GPU
@@ -442,6 +481,7 @@ static DdpStatus make_resident(Trainer *t, char *why, size_t why_len)
         return DDP_OK;
     DDP_CHECK(device_alloc((void **)&t->order_on_device, t->sampler.num_samples + 1, sizeof(int64_t),
                            "the epoch's order"));
+    t->memory_estimate += (double)ddp_resident_bytes(&t->train);
     DDP_CHECK(ddp_event_create(&t->order_copied));
     return ddp_resident_create(&t->resident, &t->train, t->stream);
 }
@@ -494,16 +534,6 @@ static void fill_ctx(Trainer *t)
         .debug = ddp_debug_mode(getenv("DDP_DEBUG")),
         .times = &t->times,
     };
-}
-
-static DdpStatus plan_ops(Trainer *t)
-{
-    DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
-    t->ctx.ops = t->ops;
-    DDP_CHECK(ddp_ops_set_precision(t->ops, t->cfg.precision));
-    if (t->net->plan_ops)
-        DDP_CHECK(t->net->plan_ops(&t->ctx));
-    return ddp_ops_finalize(t->ops);
 }
 
 /* Seeded or --init weights, on the host, then on the device. */
@@ -883,7 +913,6 @@ static DdpStatus predict(Trainer *t)
     t->device_open = 1;
     DDP_CHECK(allocate(t));
     fill_ctx(t);
-    DDP_CHECK(plan_ops(t));
     DDP_CHECK(init_weights(t));
 
     int k = t->net->num_classes;
@@ -1304,7 +1333,6 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     t->device_open = 1;
     DDP_CHECK(allocate(t));
     fill_ctx(t);
-    DDP_CHECK(plan_ops(t));
     char resident_why[160] = "";
     if (!t->flags.eval_only) {
         DDP_CHECK(make_resident(t, resident_why, sizeof resident_why));
@@ -1400,6 +1428,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (ddp_device_is_gpu()) {
         int made = ddp_step_graphs_count(t->graphs);
         ddp_progress_note(&t->progress, "steps: %d CUDA graph%s made, one per batch shape", made, made == 1 ? "" : "s");
+        say_memory_taken(t);
         char fusion[256];
         ddp_ops_describe_fusion(t->ops, fusion, sizeof fusion);
         if (fusion[0])

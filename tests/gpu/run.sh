@@ -68,7 +68,9 @@
 #   5. the data { } block on the GPU: fashion_resnet.net's crops, flips and
 #      normalize made on the GPU of the raw bytes (DDP_AUGMENT_ON=device, the
 #      default) and by the host's loader (DDP_AUGMENT_ON=host): 3 steps, the
-#      same bytes, and --eval-only's test loss the same;
+#      same bytes, and --eval-only's test loss the same; (after the
+#      channels-last checks) the start-up memory check's estimate covers
+#      what each run that says so took of the GPU;
 #   6. where python3 has torch with CUDA (and numpy), the same net in PyTorch
 #      on the same GPU, for samples/s beside ddpc's (PYTHON: another python);
 #   7. (after every other net's step) timing, for information: ddpc (FP32,
@@ -702,13 +704,29 @@ else
         done
         for run in 1 2; do
             step "mnist_nhwc.run$run" 90 "$work/rebuild/mnist_nhwc" --data "$data" --batch-size 96 --max-steps 110 \
-                --precision tf32 --quiet --export "$work/mnist_nhwc.run$run.st" || break
+                --precision tf32 --export "$work/mnist_nhwc.run$run.st" || break
         done &&
             step mnist_nhwc.cmp 10 cmp "$work/mnist_nhwc.run1.st" "$work/mnist_nhwc.run2.st"
         check "mnist.net channels-last: two runs of 110 steps at batch 96 (a short last batch), tf32, byte for byte" $? \
             "$(why mnist_nhwc.cmp mnist_nhwc.run2 mnist_nhwc.run1)"
     fi
 fi
+
+# The start-up memory check's estimate (trainer.c: check_memory: the net's
+# state, activations and the layers' scratch, the libraries' workspaces and
+# modules, NCCL's buffers, the training set held on the GPU) against what
+# each run that says it took of the GPU: its free memory before start-up
+# less its free memory after training (lazily loaded modules, NCCL's buffers
+# and the CUDA graphs included). A run that took more than the estimate
+# means a batch the check lets through can still fail mid-run. The runs
+# without --quiet say it: mnist's epoch, the CUDA graph checks (NCCL among
+# them) and the channels-last tf32 runs (rounded copies, the KRSC weights).
+# The margin left also measures device_rules.c's LIBRARY_ALLOWANCE.
+memory_runs=$(grep -H "^memory: the run took" "$work"/* 2> /dev/null |
+    sed -n 's|^.*/\([^/:]*\):memory: the run took \([0-9.]*\) GiB of the GPU; the start-up check estimated \([0-9.]*\) GiB$|\1 \2 \3|p')
+[ -n "$memory_runs" ] && echo "$memory_runs" | awk '{ if ($2 > $3) exit 1 }'
+check "the start-up memory estimate covers what each run took of the GPU" $? \
+    "$(echo "$memory_runs" | awk 'NF == 3 { printf "%s%s %s of %s GiB", n++ ? "; " : "", $1, $2, $3 } END { if (!n) printf "no run said" }')"
 
 # ---- timing (issue 15): information only ---------------------------------------------
 # After every check, so that timing never takes their time. ddpc's samples/s

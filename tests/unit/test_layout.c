@@ -140,6 +140,29 @@ static void test_resume_keeps_the_layout(void)
     free(cmd);
 }
 
+/* The start-up memory check counts the library ops' scratch: on a CPU a
+ * channels-last conv copies its input and output to NCHW at the planned
+ * batch, for mnist.net's first conv 1x28x28 + 32x24x24 = 19216 floats a
+ * sample, 75.1 GiB at the largest batch (an NCHW program needs next to no
+ * scratch). */
+static void test_memory_check_counts_scratch(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
+                             "for l in nchw nhwc; do %s examples/mnist.net --target cpu --layout $l -o $d/$l > /dev/null; "
+                             "$d/$l --max-steps 1 --batch-size 1048576 --quiet 2>&1; echo $l=$?; done",
+                             test_ddpc()) > 0);
+    test_run(cmd, &out);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "GiB of it activations, 0.0 GiB the layers' scratch), but the CPU"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "GiB of it activations, 75.1 GiB the layers' scratch), but the CPU"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "nchw=2") && strstr(out, "nhwc=2"));
+    if (!out || !strstr(out, "75.1 GiB the layers' scratch"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 void suite_layout(void)
 {
     static const TestCase cases[] = {
@@ -148,6 +171,7 @@ void suite_layout(void)
         {"--summary says the layout asked; nothing to change without C x H x W values; auto in tf32",
          test_layout_said},
         {"a channels-last program's checkpoint resumes only channels-last", test_resume_keeps_the_layout},
+        {"the start-up memory check counts a channels-last conv's NCHW copies", test_memory_check_counts_scratch},
         {NULL, NULL},
     };
     test_add_suite("layout [g++]", cases);

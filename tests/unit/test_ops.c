@@ -14,11 +14,13 @@
  * run on a machine without a GPU; comparing it with this one belongs in tests/gpu/.
  */
 #include "ops.h"
+#include "ops_sizes.h" // ddp_conv_input_floats, ddp_conv_output_floats: the NCHW copies' size
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
 #include "onednn_cpu.h" // ddp_onednn_choose: each conv test on the own kernels, then with oneDNN
 #include "winograd_cpu.h" // ddp_winograd_plan: its unrolled tile transforms and paired transform back taken
 #include "testutil.h"
 
+#include <malloc.h> // mallinfo2: what finalize allocates, measured
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1281,6 +1283,44 @@ static void test_workspace(void)
     ddp_ops_destroy(ops);
 }
 
+/* The heap's bytes in use: the main arena's chunks and the mmapped ones
+ * (every big aligned_alloc). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+/* ddp_ops_planned_bytes, asked before finalize for the trainer's memory
+ * check, is what finalize then allocates: measured on the heap, which each
+ * of the four buffers (im2col, Winograd, oneDNN, NCHW copies) adds to by
+ * its size plus at most a chunk's header and alignment, or a page when it
+ * is mmapped. Every path (im2col, 1x1, Winograd, oneDNN when planned), and
+ * every third shape channels-last, whose NCHW copies grow with the batch. */
+static void test_planned_bytes(void)
+{
+    DdpOps *ops = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_create(&ops, NULL), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_ops_planned_bytes(ops), 0);
+    size_t nchw_floats = 0;
+    for (int i = 0; i < NSHAPES; i++) {
+        DdpConvShape sh = shape_of(&SHAPES[i], 64);
+        sh.channels_last = i % 3 == 0 ? 1 : 0;
+        if (sh.channels_last && ddp_conv_input_floats(&sh, 64) + ddp_conv_output_floats(&sh, 64) > nchw_floats)
+            nchw_floats = ddp_conv_input_floats(&sh, 64) + ddp_conv_output_floats(&sh, 64);
+        CU_ASSERT_EQUAL_FATAL(ddp_ops_plan_conv(ops, i, &sh), DDP_OK);
+    }
+    size_t planned = ddp_ops_planned_bytes(ops), before = heap_in_use();
+    CU_ASSERT(planned >= nchw_floats * sizeof(float));
+    CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
+    size_t grown = heap_in_use() - before;
+    if (!(grown >= planned && grown <= planned + 4 * 4160))
+        printf("\n    planned %zu bytes, finalize allocated %zu ", planned, grown);
+    CU_ASSERT(grown >= planned && grown <= planned + 4 * 4160);
+    CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), planned);
+    ddp_ops_destroy(ops);
+}
+
 /* dx = beta*dx + grad, for the direct (1x1) path and the col2im path alike:
  * a residual's input adds the gradient of its second consumer. */
 static void test_backward_data_beta(void)
@@ -1504,6 +1544,7 @@ OWN_AND_ONEDNN(test_backward_data_beta)
 OWN_AND_ONEDNN(test_channels_last)
 OWN_AND_ONEDNN(test_sample_independent_of_batch)
 OWN_AND_ONEDNN(test_deterministic_across_threads)
+OWN_AND_ONEDNN(test_planned_bytes)
 #define OWN_ONLY(test)                                                                       \
     static void test##_own(void)                                                             \
     {                                                                                        \
@@ -1651,8 +1692,10 @@ void suite_ops(void)
         {"the products' 8- and 16-float vectors give the same bits", test_vector_widths_same_bits_own},
         {"misuse recorded and reported", test_misuse_is_reported_own},
         {"scratch size and descriptions", test_workspace_own},
+        {"the scratch planned is the scratch finalize allocates", test_planned_bytes_own},
         {"oneDNN: the passes it takes by shape; DDP_CPU_CONV=own, onednn and a bad value", test_onednn_chosen},
         {"oneDNN: conv forward vs direct convolution", test_conv_forward_onednn},
+        {"oneDNN: the scratch planned is the scratch finalize allocates", test_planned_bytes_onednn},
         {"oneDNN: conv forward with bias and relu = the conv, then the epilogue, bit for bit",
          test_conv_forward_bias_onednn},
         {"oneDNN: conv backward vs direct adjoints and finite differences", test_conv_backward_onednn},
