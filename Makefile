@@ -38,6 +38,19 @@ NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cud
 CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 NCCL_H    := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h))
 CUDNN_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/local/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
+comma := ,
+space := $(subst ,, )
+# The GPUs that programs and the GPU runtime are built for when no GPU is
+# visible (ddpc --arch picks one; a visible GPU, its own): the generations in
+# use in clusters today (A100, A10/A40/RTX 30, L4/L40/RTX 40, H100/H200,
+# B200), as machine code, and PTX of the newest, which later GPUs compile at
+# load. Those this nvcc cannot build are left out. ddpc reads the list from
+# config.h; the runtime's kernels are built for the same, so that a program
+# runs wherever its own kernels do.
+CUDA_ARCHS       ?= 80 86 89 90 100
+CUDA_ARCHS_BUILT := $(if $(NVCC),$(filter $(CUDA_ARCHS),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null))))
+CUDA_ARCH_FLAGS  := $(foreach a,$(CUDA_ARCHS_BUILT),-gencode arch=compute_$(a),code=sm_$(a)) \
+                    $(if $(CUDA_ARCHS_BUILT),-gencode arch=compute_$(lastword $(CUDA_ARCHS_BUILT))$(comma)code=compute_$(lastword $(CUDA_ARCHS_BUILT)))
 MPICC     := $(shell command -v mpicc 2>/dev/null)
 MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null) -DDDP_HAVE_MPI)
 MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
@@ -121,6 +134,7 @@ $(BUILD)/config.h: FORCE
 	@mkdir -p $(BUILD)
 	@{ echo '/* written by make: the tools ddpc builds programs with */'; \
 	   echo '#define DDPC_NVCC "$(NVCC)"'; \
+	   echo '#define DDPC_CUDA_ARCHS $(subst $(space),$(comma) ,$(strip $(CUDA_ARCHS)))'; \
 	   echo '#define DDPC_CUDA_LIBS "-lgomp -lz -lm"'; \
 	   echo '#define DDPC_IMAGE_LIBS "$(notdir $(IMAGE_LIBS))"'; \
 	   echo '#define DDPC_MPI_LIBS "$(MPI_LIBS)"'; \
@@ -183,7 +197,10 @@ $(BUILD)/libddprt.a: $(RUNTIME_OBJ)
 # The GPU runtime. nvcc is told nothing about -Wundef: CUDA's own headers trip it.
 $(BUILD)/runtime/%.o: runtime/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -g -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra,-Werror -Iruntime $(MPI_CFLAGS) -MMD -MP -c -o $@ $<
+	$(NVCC) -O2 -g -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra,-Werror -Iruntime $(MPI_CFLAGS) -MMD -MP -c -o $@ $<
+
+# config.h changes with CUDA_ARCHS, and the runtime's kernels with it
+$(RUNTIME_CUDA_OBJ): $(BUILD)/config.h
 
 $(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -281,12 +298,14 @@ memcheck-asan: all
 # built here, into one folder that travels with the repository. ddpc and the
 # runtime are installed there without MPI (MPICC empty), so nothing in the kit
 # needs libmpi; their objects stay in $(BUILD)/gpu-kit, out of the folder.
+# For the H200 the checks run on alone (CUDA_ARCHS=90): the runtime's
+# kernels for five architectures would not fit the kit's 48 MiB.
 # tests/gpu/kit.sh builds the rest; tests/gpu/run.sh runs it on the node.
 GPU_KIT := .gpu
 gpu-kit:
 	@$(if $(and $(NVCC),$(CUDNN_H),$(NCCL_H)),true,echo "make gpu-kit needs nvcc, cuDNN and NCCL" && false)
 	rm -rf $(GPU_KIT)
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/gpu-kit MPICC= PREFIX=$(abspath $(GPU_KIT)) DESTDIR= install
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/gpu-kit MPICC= CUDA_ARCHS=90 PREFIX=$(abspath $(GPU_KIT)) DESTDIR= install
 	NVCC=$(NVCC) bash tests/gpu/kit.sh $(GPU_KIT)
 
 # ---- install -----------------------------------------------------------------

@@ -40,7 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"  // DDPC_NVCC, DDPC_CUDA_LIBS, DDPC_MPI_LIBS (written by make)
+#include "config.h"  // DDPC_NVCC, DDPC_CUDA_ARCHS, DDPC_CUDA_LIBS, DDPC_MPI_LIBS (written by make)
 
 #if defined(__x86_64__)
 #define MULTIARCH "x86_64-linux-gnu"
@@ -477,10 +477,11 @@ static const int *nvcc_archs(void)
     return n > 0 ? archs : NULL;
 }
 
-/* The GPUs a program is built for by default: the generations in use in
- * clusters today (A100, A10/A40/RTX 30, L4/L40/RTX 40, H100/H200, B200), as
- * machine code, plus PTX of the newest so that later GPUs compile it at load. */
-static const int default_archs[] = {80, 86, 89, 90, 100};
+/* The GPUs a program is built for by default, as machine code, plus PTX of
+ * the newest so that later GPUs compile it at load: the Makefile's
+ * CUDA_ARCHS, which the GPU runtime is built for too (a program's kernels
+ * and the runtime's must load on the same GPUs). */
+static const int default_archs[] = {DDPC_CUDA_ARCHS};
 enum { N_DEFAULT_ARCHS = sizeof default_archs / sizeof default_archs[0] };
 
 static bool nvcc_builds(int arch)

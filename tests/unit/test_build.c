@@ -398,6 +398,43 @@ static void test_default_archs(void)
     free(cmd);
 }
 
+/* The GPU runtime's kernels load wherever a program's own do: each object
+ * of build/libddprt_cuda.a with GPU code carries the very codes (machine
+ * code and PTX) of a program's build line with no GPU visible (the
+ * Makefile's CUDA_ARCHS). Read by tests/build/fatbin_archs.py, itself first
+ * checked against a kernel nvcc builds for two known codes. */
+static void test_runtime_archs_are_the_programs(void)
+{
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc or no build/libddprt_cuda.a)", stderr);
+        return;
+    }
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        "W=%s; N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); "
+        "echo '__global__ void k(float *x) { x[0] = 1; }' > k.cu; "
+        "$N -c -o k.o k.cu -gencode arch=compute_86,code=sm_86 -gencode arch=compute_80,code=compute_80 && "
+        "python3 $W/tests/build/fatbin_archs.py k.o",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {"k.o code=sm_86 code=compute_80", NULL};
+    script_says(script, want);
+    free(script);
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "want=$(CUDA_VISIBLE_DEVICES= %s examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:' | "
+        "grep -o 'code=[a-z_0-9]*' | tr '\\n' ' '); "
+        "python3 tests/build/fatbin_archs.py build/libddprt_cuda.a | grep code= | while read -r name codes; do "
+        "echo OBJECT; [ \"$codes \" = \"$want\" ] || echo \"MISMATCH $name: $codes; the program: $want\"; done",
+        test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "OBJECT"));
+    CU_ASSERT_PTR_NULL(out && strstr(out, "MISMATCH"));
+    if (!out || strstr(out, "MISMATCH") || !strstr(out, "OBJECT"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 /* MPI is linked exactly when the CUDA runtime library calls it: a runtime
  * built without MPI (here a stand-in archive) gives a line without it. */
 static void test_mpi_follows_runtime(void)
@@ -468,6 +505,7 @@ void suite_build(void)
         {"every example builds for CUDA without warnings", test_cuda_programs_build},
         {"--arch sm_90: the CUDA build line asks for sm_90 code and PTX, and no other", test_cuda_source_has_ptx_and_sm90},
         {"default architectures: sm_80 sm_86 sm_89 sm_90 sm_100 (those nvcc builds) + PTX", test_default_archs},
+        {"the GPU runtime's kernels are built for a program's architectures", test_runtime_archs_are_the_programs},
         {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
         {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
