@@ -44,11 +44,19 @@ space := $(subst ,, )
 # visible (ddpc --arch picks one; a visible GPU, its own): the generations in
 # use in clusters today (A100, A10/A40/RTX 30, L4/L40/RTX 40, H100/H200,
 # B200), as machine code, and PTX of the newest, which later GPUs compile at
-# load. Those this nvcc cannot build are left out. ddpc reads the list from
-# config.h; the runtime's kernels are built for the same, so that a program
-# runs wherever its own kernels do.
+# load. Those this nvcc cannot build are left out (all are asked for when it
+# cannot say, as ddpc does). ddpc reads the list from config.h; the runtime's
+# kernels are built for the same, so that a program built without --arch
+# runs wherever its own kernels do. Ascending: the last is the newest.
 CUDA_ARCHS       ?= 80 86 89 90 100
-CUDA_ARCHS_BUILT := $(if $(NVCC),$(filter $(CUDA_ARCHS),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null))))
+ifneq ($(strip $(CUDA_ARCHS)),$(strip $(shell printf '%s\n' $(CUDA_ARCHS) | grep -x '[0-9][0-9]*' | sort -nu | tr '\n' ' ')))
+$(error CUDA_ARCHS must be architecture numbers in ascending order, such as 80 86 89 90 100, not '$(CUDA_ARCHS)')
+endif
+ifeq ($(strip $(CUDA_ARCHS)),)
+$(error CUDA_ARCHS must name at least one architecture, such as 90)
+endif
+CUDA_ARCHS_LISTED := $(if $(NVCC),$(patsubst compute_%,%,$(filter compute_%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null))))
+CUDA_ARCHS_BUILT  := $(if $(CUDA_ARCHS_LISTED),$(filter $(CUDA_ARCHS),$(CUDA_ARCHS_LISTED)),$(CUDA_ARCHS))
 CUDA_ARCH_FLAGS  := $(foreach a,$(CUDA_ARCHS_BUILT),-gencode arch=compute_$(a),code=sm_$(a)) \
                     $(if $(CUDA_ARCHS_BUILT),-gencode arch=compute_$(lastword $(CUDA_ARCHS_BUILT))$(comma)code=compute_$(lastword $(CUDA_ARCHS_BUILT)))
 MPICC     := $(shell command -v mpicc 2>/dev/null)
@@ -199,8 +207,13 @@ $(BUILD)/runtime/%.o: runtime/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -g -std=c++17 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra,-Werror -Iruntime $(MPI_CFLAGS) -MMD -MP -c -o $@ $<
 
-# config.h changes with CUDA_ARCHS, and the runtime's kernels with it
-$(RUNTIME_CUDA_OBJ): $(BUILD)/config.h
+# The runtime's kernels are built again when their architectures change
+# (CUDA_ARCHS, or what this nvcc builds).
+$(BUILD)/cuda_arch_flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CUDA_ARCH_FLAGS)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(patsubst runtime/%.cu,$(BUILD)/runtime/%.o,$(wildcard runtime/*.cu)): $(BUILD)/cuda_arch_flags
 
 $(BUILD)/libddprt_cuda.a: $(RUNTIME_CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -705,9 +705,12 @@ bool toolchain_gpu_visible(void);
  * stderr, for each missing one where it was looked for and what to do. */
 bool toolchain_cuda_ready(void);
 /* nvcc's -gencode flags for ARCH ("sm_90"), or for NULL the default: native
- * where a GPU is visible, else sm_80 sm_86 sm_89 sm_90 sm_100 (those this
- * nvcc builds) and PTX of the newest. */
+ * where a GPU is visible, else the Makefile's CUDA_ARCHS (those this nvcc
+ * builds) and PTX of the newest. */
 const char *toolchain_arch_flags(Arena *a, const char *arch);
+/* The oldest of the Makefile's CUDA_ARCHS, which the GPU runtime's kernels
+ * are built for: they would not load on an older GPU. */
+int toolchain_oldest_arch(void);
 /* The libraries to link, by full path, and the RUNPATH naming their
  * directories; *INCLUDE_FLAGS the -I flags for their headers ("" or ending in
  * a space). Call after toolchain_cuda_ready. */

@@ -1576,8 +1576,9 @@ static void emit_functions(Emit *e, FILE *out)
     fprintf(out, "// How every C x H x W value lies, the convs' x and y among them (ddpc --layout):\n"
                  "// 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.\n"
                  "static const int CHANNELS_LAST = %d;\n\n", e->plan->channels_last ? 1 : 0);
-    fprintf(out, "// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms\n"
-                 "// now; the copies a precision rounds operands into are sized).\n"
+    fprintf(out, "// Registers each convolution and linear layer with the library ops, which size their scratch\n"
+                 "// (the copies a precision rounds operands into) and, after the start-up memory check, choose\n"
+                 "// cuDNN's algorithms.\n"
                  "static DdpStatus plan_ops(DdpCtx *ctx)\n{\n");
     int products = 0;
     for (int i = 0; i < net->n_nodes; i++)

@@ -63,7 +63,8 @@ static const char usage[] =
     "  -o OUT            write the program OUT, and its source OUT.cu beside it\n"
     "  --target T        cuda (GPUs: cuDNN, cuBLAS, NCCL) or cpu (OpenMP, MPI)\n"
     "  --arch sm_XX      the one GPU architecture to build for (default: the GPUs\n"
-    "                    visible here, else sm_80 sm_86 sm_89 sm_90 sm_100 + PTX)\n"
+    "                    visible here, else those the runtime is built for, and\n"
+    "                    PTX: --doctor lists them)\n"
     "  --layout L        how C x H x W values lie in memory: nchw, nhwc (channels-\n"
     "                    last) or auto (the default: nhwc on GPUs for a net with\n"
     "                    convs whose train { } says precision tf32 or bf16, else\n"
@@ -208,6 +209,10 @@ static int parse_options(int argc, char **argv, Options *o)
     if (o->arch && (strncmp(o->arch, "sm_", 3) != 0 || strspn(o->arch + 3, "0123456789") != strlen(o->arch + 3) ||
                     !o->arch[3]))
         return usage_error("--arch must look like sm_90, not '%s'", o->arch);
+    if (o->arch && atoi(o->arch + 3) < toolchain_oldest_arch())
+        return usage_error("--arch %s: the GPU runtime's kernels are built for sm_%d and later (make's CUDA_ARCHS), "
+                           "and would not load on an %s GPU: build ddpc with make CUDA_ARCHS=\"%s ...\"", o->arch,
+                           toolchain_oldest_arch(), o->arch, o->arch + 3);
     if (!o->file && !o->rebuild)
         return usage_error("%s", "no input file");
     /* The names go into the generated program's comments and its build

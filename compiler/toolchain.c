@@ -495,6 +495,11 @@ static bool nvcc_builds(int arch)
     return false;
 }
 
+int toolchain_oldest_arch(void)
+{
+    return default_archs[0]; /* the Makefile keeps the list ascending */
+}
+
 const char *toolchain_arch_flags(Arena *a, const char *arch)
 {
     if (arch) {
@@ -532,7 +537,7 @@ static const char *arch_words(Arena *a)
             left = arena_printf(a, "%s%ssm_%d", left, *left ? " " : "", default_archs[i]);
     }
     if (!newest)
-        return "nvcc's own default (it builds none of sm_80 sm_86 sm_89 sm_90 sm_100); --arch sm_XX builds for one";
+        return arena_printf(a, "nvcc's own default (it builds none of %s); --arch sm_XX builds for one", left);
     return arena_printf(a, "%s, and PTX for compute_%d (newer GPUs)%s%s; --arch sm_XX builds for one", built, newest,
                         *left ? "; this nvcc cannot build " : "", left);
 }

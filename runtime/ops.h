@@ -152,7 +152,8 @@ DdpStatus ddp_ops_plan_linear(DdpOps *ops, int n, int in, int out);
  * product's operands). */
 size_t ddp_ops_planned_bytes(const DdpOps *ops);
 
-/* Chooses the algorithms and allocates the one shared workspace (CUDA) or
+/* Builds the cuDNN descriptors (CUDA), chooses the algorithms and
+ * allocates the one shared workspace (CUDA) or
  * the im2col, Winograd and oneDNN scratch (CPU), and what the NHWC convs
  * need: on CUDA their weights' copy in cuDNN's NHWC filter order, on CPU
  * their operands' NCHW copies. On CUDA the algorithms come from

@@ -365,16 +365,16 @@ static ScratchSizes scratch_sizes(const DdpOps *ops)
 }
 
 /* What each of the four buffers takes: whole cache lines. */
-static size_t im2col_bytes(const ScratchSizes *z, int nthreads)
+static size_t im2col_alloc_bytes(const ScratchSizes *z, int nthreads)
 {
     return z->per_thread * sizeof(float) * (size_t)nthreads;
 }
-static size_t winograd_bytes(const ScratchSizes *z) { return (z->winograd_bytes + 63) / 64 * 64; }
-static size_t nchw_bytes(const ScratchSizes *z) { return (z->nchw_floats * sizeof(float) + 63) / 64 * 64; }
+static size_t winograd_alloc_bytes(const ScratchSizes *z) { return (z->winograd_bytes + 63) / 64 * 64; }
+static size_t nchw_alloc_bytes(const ScratchSizes *z) { return (z->nchw_floats * sizeof(float) + 63) / 64 * 64; }
 
 static size_t scratch_bytes(const ScratchSizes *z, int nthreads)
 {
-    return im2col_bytes(z, nthreads) + winograd_bytes(z) + z->onednn_bytes + nchw_bytes(z);
+    return im2col_alloc_bytes(z, nthreads) + winograd_alloc_bytes(z) + z->onednn_bytes + nchw_alloc_bytes(z);
 }
 
 size_t ddp_ops_planned_bytes(const DdpOps *ops)
@@ -391,14 +391,14 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
     ops->sizes = scratch_sizes(ops);
     const ScratchSizes *z = &ops->sizes;
     if (z->per_thread) {
-        ops->scratch = aligned_alloc(64, im2col_bytes(z, ops->nthreads));
+        ops->scratch = aligned_alloc(64, im2col_alloc_bytes(z, ops->nthreads));
         if (!ops->scratch)
-            return scratch_failure(ops, "im2col", im2col_bytes(z, ops->nthreads));
+            return scratch_failure(ops, "im2col", im2col_alloc_bytes(z, ops->nthreads));
     }
     if (z->winograd_bytes) {
-        ops->winograd_scratch = aligned_alloc(64, winograd_bytes(z));
+        ops->winograd_scratch = aligned_alloc(64, winograd_alloc_bytes(z));
         if (!ops->winograd_scratch)
-            return scratch_failure(ops, "Winograd", winograd_bytes(z));
+            return scratch_failure(ops, "Winograd", winograd_alloc_bytes(z));
     }
     if (z->onednn_bytes) {
         ops->onednn_scratch = aligned_alloc(64, z->onednn_bytes);
@@ -406,9 +406,9 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
             return scratch_failure(ops, "oneDNN", z->onednn_bytes);
     }
     if (z->nchw_floats) {
-        ops->nchw = aligned_alloc(64, nchw_bytes(z));
+        ops->nchw = aligned_alloc(64, nchw_alloc_bytes(z));
         if (!ops->nchw)
-            return scratch_failure(ops, "NHWC convs' NCHW", nchw_bytes(z));
+            return scratch_failure(ops, "NHWC convs' NCHW", nchw_alloc_bytes(z));
     }
     ops->finalized = 1;
     return DDP_OK;

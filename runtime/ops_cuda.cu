@@ -565,7 +565,7 @@ static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
 /* The floats of each of the two rounded copies (tf32, bf16; none in fp32):
  * any planned conv's input, output or weights at its planned batch, any
  * linear layer's operand. */
-static size_t rounded_floats(const DdpOps *ops)
+static size_t planned_rounded_floats(const DdpOps *ops)
 {
     if (ops->precision == DDP_PRECISION_FP32)
         return 0;
@@ -583,7 +583,7 @@ static size_t rounded_floats(const DdpOps *ops)
 }
 
 /* The floats of the NHWC convs' weight copy: the largest one's weights. */
-static size_t krsc_floats(const DdpOps *ops)
+static size_t planned_krsc_floats(const DdpOps *ops)
 {
     size_t floats = 0;
     for (int i = 0; i < ops->nconvs; i++) {
@@ -596,7 +596,7 @@ static size_t krsc_floats(const DdpOps *ops)
 
 size_t ddp_ops_planned_bytes(const DdpOps *ops)
 {
-    return (2 * rounded_floats(ops) + krsc_floats(ops)) * sizeof(float);
+    return (2 * planned_rounded_floats(ops) + planned_krsc_floats(ops)) * sizeof(float);
 }
 
 DdpStatus ddp_ops_finalize(DdpOps *ops)
@@ -618,13 +618,13 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         CUDA_TRY(cudaMalloc(&ops->workspace, bytes));
     }
     ops->workspace_bytes = bytes;
-    ops->rounded_floats = rounded_floats(ops);
+    ops->rounded_floats = planned_rounded_floats(ops);
     if (ops->rounded_floats) {
         ddp_device_call_note(DDP_CALL_ALLOC);
         for (int i = 0; i < 2; i++)
             CUDA_TRY(cudaMalloc(&ops->rounded[i], ops->rounded_floats * sizeof(float)));
     }
-    const size_t krsc = krsc_floats(ops);
+    const size_t krsc = planned_krsc_floats(ops);
     if (krsc) {
         ddp_device_call_note(DDP_CALL_ALLOC);
         CUDA_TRY(cudaMalloc(&ops->krsc, krsc * sizeof(float)));

@@ -445,12 +445,14 @@ static DdpStatus allocate(Trainer *t)
     return ddp_ops_finalize(t->ops);
 }
 
-/* On a GPU, after training: how much of its memory the run took (free
- * memory before anything of the net's and the libraries' was made, less
- * free memory now: modules loaded lazily, NCCL's buffers and the CUDA graphs
- * included; this process alone should use the GPU), against the estimate
- * that check_memory refused by. tests/gpu/run.sh checks that the estimate
- * covers it. */
+/* On a GPU, at the end of training: how much of its memory the run took
+ * (free memory before anything of the net's and the libraries' was made,
+ * less free memory now: modules loaded lazily, NCCL's buffers and the CUDA
+ * graphs included, since nothing is freed before the end), against the
+ * estimate that check_memory refused by. Ranks that share one GPU each see
+ * the others' memory taken too (a rank cannot tell a shared GPU: see
+ * make_resident). tests/gpu/run.sh, one rank to a GPU, checks that the
+ * estimate covers it. */
 static void say_memory_taken(Trainer *t)
 {
     size_t now = ddp_device_memory_available();

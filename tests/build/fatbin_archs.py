@@ -31,6 +31,8 @@ def fatbin_codes(data):
             kind, _, entry_header, payload = struct.unpack_from('<HHIQ', data, entry)
             arch = struct.unpack_from('<I', data, entry + 28)[0]
             codes.add(('sm_%d' if kind == 2 else 'compute_%d') % arch)
+            if entry_header + payload == 0:  # not a fat binary as read above: stop rather than loop
+                raise SystemExit('fatbin_archs.py: an empty entry at byte %d: not the layout this reads' % entry)
             entry += entry_header + payload
         pos = data.find(MAGIC, end)
     return codes

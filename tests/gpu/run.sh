@@ -723,7 +723,7 @@ fi
 # them) and the channels-last tf32 runs (rounded copies, the KRSC weights).
 # The margin left also measures device_rules.c's LIBRARY_ALLOWANCE.
 memory_runs=$(grep -H "^memory: the run took" "$work"/* 2> /dev/null |
-    sed -n 's|^.*/\([^/:]*\):memory: the run took \([0-9.]*\) GiB of the GPU; the start-up check estimated \([0-9.]*\) GiB$|\1 \2 \3|p')
+    sed -n 's|^.*/\([^/:]*\):memory: the run took \(-\{0,1\}[0-9.]*\) GiB of the GPU; the start-up check estimated \([0-9.]*\) GiB$|\1 \2 \3|p')
 [ -n "$memory_runs" ] && echo "$memory_runs" | awk '{ if ($2 > $3) exit 1 }'
 check "the start-up memory estimate covers what each run took of the GPU" $? \
     "$(echo "$memory_runs" | awk 'NF == 3 { printf "%s%s %s of %s GiB", n++ ? "; " : "", $1, $2, $3 } END { if (!n) printf "no run said" }')"

@@ -360,8 +360,13 @@ static void test_missing_cudnn(void)
     free(script);
 }
 
-/* With no GPU visible: machine code for each default architecture this nvcc
- * builds, and PTX for the newest; --arch picks one. */
+/* The architectures ddpc was built with (make's CUDA_ARCHS, in config.h), as
+ * words "80 86 ...", for the shell; README's default is the Makefile's. */
+#define ARCHS_OF_BUILD "$(sed -n 's/^#define DDPC_CUDA_ARCHS //p' build/config.h | tr -d ,)"
+
+/* With no GPU visible: machine code for each architecture of make's
+ * CUDA_ARCHS this nvcc builds, and PTX for the newest; --arch picks one.
+ * README's --arch row names the Makefile's default list. */
 static void test_default_archs(void)
 {
     if (!have_nvcc()) {
@@ -370,16 +375,17 @@ static void test_default_archs(void)
     }
     char *script;
     CU_ASSERT_FATAL(asprintf(&script,
-        "N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); A=$($N --list-gpu-arch); newest=; "
-        "line=$(CUDA_VISIBLE_DEVICES= $D %s/examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'); "
-        "for a in 80 86 89 90 100; do case \" $(echo $A) \" in *\" compute_$a \"*) newest=$a; "
+        "W=%s; cd $W; N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); A=$($N --list-gpu-arch); newest=; "
+        "line=$(CUDA_VISIBLE_DEVICES= $D examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'); "
+        "for a in " ARCHS_OF_BUILD "; do case \" $(echo $A) \" in *\" compute_$a \"*) newest=$a; "
         "  case \"$line\" in *\"arch=compute_$a,code=sm_$a \"*) ;; *) echo \"MISSING sm_$a\";; esac;; esac; done; "
         "case \"$line\" in *\"arch=compute_$newest,code=compute_$newest \"*) echo PTX_OF_NEWEST;; esac; "
-        "echo \"$line\" | grep -o 'code=[a-z_0-9]*' | sort | uniq -c | awk '{print \"count\", $2}' | sort -u | tr '\\n' ' '; "
-        "echo; $D %s/examples/mnist.net --target cuda --arch sm_86 --emit cu | grep '^// ddpc-build:' | "
-        "grep -o 'code=[a-z_0-9]*' | tr '\\n' ' '; echo END",
-        getenv("PWD") ? getenv("PWD") : ".", getenv("PWD") ? getenv("PWD") : ".") > 0);
-    static const char *const want[] = {"PTX_OF_NEWEST", "count code=sm_90", "code=sm_86 code=compute_86 END", NULL};
+        "$D examples/mnist.net --target cuda --arch sm_86 --emit cu | grep '^// ddpc-build:' | "
+        "grep -o 'code=[a-z_0-9]*' | tr '\\n' ' '; echo END; "
+        "default=$(sed -n 's/^CUDA_ARCHS *?= *//p' Makefile | sed 's/\\([0-9][0-9]*\\)/sm_\\1/g'); "
+        "grep -q -- \"otherwise machine code for \\`$default\\`\" README.md && echo \"README: $default\"",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {"PTX_OF_NEWEST", "code=sm_86 code=compute_86 END", "README: sm_", NULL};
     script_says(script, want);
     free(script);
     /* and nothing is missing */
@@ -387,13 +393,35 @@ static void test_default_archs(void)
     CU_ASSERT_FATAL(asprintf(&cmd,
         "N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); A=$($N --list-gpu-arch); "
         "line=$(CUDA_VISIBLE_DEVICES= %s examples/mnist.net --target cuda --emit cu | grep '^// ddpc-build:'); "
-        "for a in 80 86 89 90 100; do case \" $(echo $A) \" in *\" compute_$a \"*) "
+        "for a in " ARCHS_OF_BUILD "; do echo ARCH; case \" $(echo $A) \" in *\" compute_$a \"*) "
         "case \"$line\" in *\"arch=compute_$a,code=sm_$a \"*) ;; *) echo \"MISSING sm_$a\";; esac;; esac; done",
         test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "ARCH"));
     CU_ASSERT_PTR_NULL(out && strstr(out, "MISSING"));
     if (out && strstr(out, "MISSING"))
         fprintf(stderr, "\n%s\n", out);
+    free(out);
+    free(cmd);
+}
+
+/* --arch older than the oldest of make's CUDA_ARCHS is refused (exit 2):
+ * the runtime's kernels would not load there; the oldest itself is built. */
+static void test_arch_older_than_the_runtime(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "oldest=$(for a in " ARCHS_OF_BUILD "; do echo $a; break; done); older=$((oldest - 1)); "
+        "%s examples/mnist.net --target cuda --arch sm_$older --emit cu 2>&1 > /dev/null; echo older=$?; "
+        "%s examples/mnist.net --target cuda --arch sm_$oldest --emit cu | grep -c \"code=sm_$oldest\"; "
+        "echo oldest=$oldest",
+        test_ddpc(), test_ddpc()) > 0);
+    test_run(cmd, &out);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "the GPU runtime's kernels are built for sm_"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "and later (make's CUDA_ARCHS), and would not load on an sm_"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "older=2\n1\noldest="));
+    if (!out || !strstr(out, "older=2\n1\noldest="))
+        fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);
     free(cmd);
 }
@@ -504,8 +532,10 @@ void suite_build(void)
         {"every example builds for the CPU without warnings, and links no BLAS", test_cpu_programs_build},
         {"every example builds for CUDA without warnings", test_cuda_programs_build},
         {"--arch sm_90: the CUDA build line asks for sm_90 code and PTX, and no other", test_cuda_source_has_ptx_and_sm90},
-        {"default architectures: sm_80 sm_86 sm_89 sm_90 sm_100 (those nvcc builds) + PTX", test_default_archs},
+        {"default architectures: make's CUDA_ARCHS (those nvcc builds) + PTX; README names the Makefile's",
+         test_default_archs},
         {"the GPU runtime's kernels are built for a program's architectures", test_runtime_archs_are_the_programs},
+        {"--arch older than the runtime's oldest architecture: refused", test_arch_older_than_the_runtime},
         {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
         {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},

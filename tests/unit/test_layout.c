@@ -143,8 +143,8 @@ static void test_resume_keeps_the_layout(void)
 /* The start-up memory check counts the library ops' scratch: on a CPU a
  * channels-last conv copies its input and output to NCHW at the planned
  * batch, for mnist.net's first conv 1x28x28 + 32x24x24 = 19216 floats a
- * sample, 75.1 GiB at the largest batch (an NCHW program needs next to no
- * scratch). */
+ * sample, 75.06 GiB at the largest batch, and a few hundred KiB a thread
+ * for im2col (an NCHW program needs only these). */
 static void test_memory_check_counts_scratch(void)
 {
     char *cmd, *out = NULL;
@@ -155,7 +155,8 @@ static void test_memory_check_counts_scratch(void)
                              test_ddpc()) > 0);
     test_run(cmd, &out);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "GiB of it activations, 0.0 GiB the layers' scratch), but the CPU"));
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "GiB of it activations, 75.1 GiB the layers' scratch), but the CPU"));
+    CU_ASSERT(out && (strstr(out, "GiB of it activations, 75.1 GiB the layers' scratch), but the CPU") ||
+                      strstr(out, "GiB of it activations, 75.2 GiB the layers' scratch), but the CPU")));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "nchw=2") && strstr(out, "nhwc=2"));
     if (!out || !strstr(out, "75.1 GiB the layers' scratch"))
         fprintf(stderr, "\n%s\n", out ? out : "");

@@ -1292,11 +1292,13 @@ static size_t heap_in_use(void)
 }
 
 /* ddp_ops_planned_bytes, asked before finalize for the trainer's memory
- * check, is what finalize then allocates: measured on the heap, which each
- * of the four buffers (im2col, Winograd, oneDNN, NCHW copies) adds to by
- * its size plus at most a chunk's header and alignment, or a page when it
+ * check, is what finalize then allocates: measured on glibc's heap, which
+ * each of the four buffers (im2col, Winograd, oneDNN, NCHW copies) adds to
+ * by its size plus at most a chunk's header and alignment, or a page when it
  * is mmapped. Every path (im2col, 1x1, Winograd, oneDNN when planned), and
- * every third shape channels-last, whose NCHW copies grow with the batch. */
+ * every third shape channels-last, whose NCHW copies grow with the batch.
+ * Under an allocator that glibc's mallinfo2 does not see (a sanitizer's),
+ * the heap does not move, and only the sizes' agreement is checked. */
 static void test_planned_bytes(void)
 {
     DdpOps *ops = NULL;
@@ -1313,10 +1315,10 @@ static void test_planned_bytes(void)
     size_t planned = ddp_ops_planned_bytes(ops), before = heap_in_use();
     CU_ASSERT(planned >= nchw_floats * sizeof(float));
     CU_ASSERT_EQUAL_FATAL(ddp_ops_finalize(ops), DDP_OK);
-    size_t grown = heap_in_use() - before;
-    if (!(grown >= planned && grown <= planned + 4 * 4160))
+    size_t grown = heap_in_use() - before, slack = 4 * (4096 + 128);
+    if (grown && !(grown >= planned && grown <= planned + slack))
         printf("\n    planned %zu bytes, finalize allocated %zu ", planned, grown);
-    CU_ASSERT(grown >= planned && grown <= planned + 4 * 4160);
+    CU_ASSERT(!grown || (grown >= planned && grown <= planned + slack));
     CU_ASSERT_EQUAL(ddp_ops_workspace_bytes(ops), planned);
     ddp_ops_destroy(ops);
 }

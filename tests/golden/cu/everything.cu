@@ -1097,8 +1097,9 @@ static void optimizer_step(DdpCtx *ctx)
 // 1 channels-last (NHWC), 0 NCHW. The kernels above are written for it.
 static const int CHANNELS_LAST = 0;
 
-// Registers each convolution and linear layer with the library ops (cuDNN picks its algorithms
-// now; the copies a precision rounds operands into are sized).
+// Registers each convolution and linear layer with the library ops, which size their scratch
+// (the copies a precision rounds operands into) and, after the start-up memory check, choose
+// cuDNN's algorithms.
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
     // everything.net:4: stem: conv 3->16 k3 s1 p1
