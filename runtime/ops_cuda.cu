@@ -453,6 +453,15 @@ static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConv
     size_t need = workspace_at(ops, p, dir, p->best[dir].algo);
     if (need != SIZE_MAX && need > p->best[dir].bytes)
         p->best[dir].bytes = need;
+    /* Past the limit the start-up memory check counts (device_rules.h): the
+     * fallback, which the heuristics say needs none, with its own query. */
+    if (p->best[dir].bytes > DDP_CONV_WORKSPACE_LIMIT && p->fallback[dir].algo != p->best[dir].algo) {
+        p->best[dir] = p->fallback[dir];
+        CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
+        need = workspace_at(ops, p, dir, p->best[dir].algo);
+        if (need != SIZE_MAX && need > p->best[dir].bytes)
+            p->best[dir].bytes = need;
+    }
     return DDP_OK;
 }
 
