@@ -49,7 +49,7 @@ space := $(subst ,, )
 # kernels are built for the same, so that a program built without --arch
 # runs wherever its own kernels do. Ascending: the last is the newest.
 CUDA_ARCHS       ?= 80 86 89 90 100
-ifneq ($(strip $(CUDA_ARCHS)),$(strip $(shell printf '%s\n' $(CUDA_ARCHS) | grep -x '[0-9][0-9]*' | sort -nu | tr '\n' ' ')))
+ifneq ($(strip $(CUDA_ARCHS)),$(strip $(shell printf '%s\n' $(CUDA_ARCHS) | grep -x '[1-9][0-9]*' | sort -nu | tr '\n' ' ')))
 $(error CUDA_ARCHS must be architecture numbers in ascending order, such as 80 86 89 90 100, not '$(CUDA_ARCHS)')
 endif
 ifeq ($(strip $(CUDA_ARCHS)),)
@@ -57,6 +57,9 @@ $(error CUDA_ARCHS must name at least one architecture, such as 90)
 endif
 CUDA_ARCHS_LISTED := $(if $(NVCC),$(patsubst compute_%,%,$(filter compute_%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null))))
 CUDA_ARCHS_BUILT  := $(if $(CUDA_ARCHS_LISTED),$(filter $(CUDA_ARCHS),$(CUDA_ARCHS_LISTED)),$(CUDA_ARCHS))
+ifeq ($(and $(NVCC),$(CUDA_ARCHS_LISTED),$(if $(CUDA_ARCHS_BUILT),,none)),none)
+$(error $(NVCC) builds none of CUDA_ARCHS ($(CUDA_ARCHS)); it builds $(CUDA_ARCHS_LISTED))
+endif
 CUDA_ARCH_FLAGS  := $(foreach a,$(CUDA_ARCHS_BUILT),-gencode arch=compute_$(a),code=sm_$(a)) \
                     $(if $(CUDA_ARCHS_BUILT),-gencode arch=compute_$(lastword $(CUDA_ARCHS_BUILT))$(comma)code=compute_$(lastword $(CUDA_ARCHS_BUILT)))
 MPICC     := $(shell command -v mpicc 2>/dev/null)
@@ -263,7 +266,7 @@ fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)
       $(if $(IMAGE_LIBS),$(BUILD)/fuzz_image)
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      runtime/dirs.c runtime/status.c \
-                     $(BUILD)/net.tab.c $(BUILD)/net.lex.c
+                     $(BUILD)/net.tab.c $(BUILD)/net.lex.c | $(BUILD)/config.h
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lm
 

@@ -708,9 +708,15 @@ bool toolchain_cuda_ready(void);
  * where a GPU is visible, else the Makefile's CUDA_ARCHS (those this nvcc
  * builds) and PTX of the newest. */
 const char *toolchain_arch_flags(Arena *a, const char *arch);
-/* The oldest of the Makefile's CUDA_ARCHS, which the GPU runtime's kernels
- * are built for: they would not load on an older GPU. */
-int toolchain_oldest_arch(void);
+/* Whether the GPU runtime's kernels, built for the Makefile's CUDA_ARCHS
+ * (those this nvcc builds), load on an sm_ARCH GPU: machine code of its
+ * major version and no newer minor (sm_86's runs on sm_89), or the newest's
+ * PTX for a GPU newer than it. */
+bool toolchain_runtime_loads_on(int arch);
+/* The Makefile's CUDA_ARCHS as words ("80 86 89 90 100"), with WITH put in
+ * its place when not 0: the list to give make for a runtime that loads on
+ * sm_WITH too. */
+const char *toolchain_runtime_archs(Arena *a, int with);
 /* The libraries to link, by full path, and the RUNPATH naming their
  * directories; *INCLUDE_FLAGS the -I flags for their headers ("" or ending in
  * a space). Call after toolchain_cuda_ready. */

@@ -209,10 +209,6 @@ static int parse_options(int argc, char **argv, Options *o)
     if (o->arch && (strncmp(o->arch, "sm_", 3) != 0 || strspn(o->arch + 3, "0123456789") != strlen(o->arch + 3) ||
                     !o->arch[3]))
         return usage_error("--arch must look like sm_90, not '%s'", o->arch);
-    if (o->arch && atoi(o->arch + 3) < toolchain_oldest_arch())
-        return usage_error("--arch %s: the GPU runtime's kernels are built for sm_%d and later (make's CUDA_ARCHS), "
-                           "and would not load on an %s GPU: build ddpc with make CUDA_ARCHS=\"%s ...\"", o->arch,
-                           toolchain_oldest_arch(), o->arch, o->arch + 3);
     if (!o->file && !o->rebuild)
         return usage_error("%s", "no input file");
     /* The names go into the generated program's comments and its build
@@ -428,6 +424,14 @@ int main(int argc, char **argv)
     if (builds && !build_target_available(target)) {
         fprintf(stderr, "ddpc: error: --target cuda needs nvcc, which was not found when ddpc was built; "
                         "use --target cpu\n");
+        return EXIT_USAGE;
+    }
+    if (builds && strcmp(target, "cuda") == 0 && o.arch && !toolchain_runtime_loads_on(atoi(o.arch + 3))) {
+        Arena words = {0};
+        fprintf(stderr, "ddpc: error: --arch %s: the GPU runtime's kernels are built for %s (make's CUDA_ARCHS), "
+                        "none of which loads on an %s GPU: build ddpc with make CUDA_ARCHS=\"%s\"\n",
+                o.arch, toolchain_runtime_archs(&words, 0), o.arch, toolchain_runtime_archs(&words, atoi(o.arch + 3)));
+        arena_free(&words);
         return EXIT_USAGE;
     }
     if (builds && strcmp(target, "cuda") == 0 && !toolchain_cuda_ready())

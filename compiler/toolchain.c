@@ -495,9 +495,34 @@ static bool nvcc_builds(int arch)
     return false;
 }
 
-int toolchain_oldest_arch(void)
+bool toolchain_runtime_loads_on(int arch)
 {
-    return default_archs[0]; /* the Makefile keeps the list ascending */
+    int newest = 0;
+    for (int i = 0; i < N_DEFAULT_ARCHS; i++) {
+        int built = default_archs[i];
+        if (!nvcc_builds(built))
+            continue;
+        if (built / 10 == arch / 10 && built <= arch) /* machine code: same major, no newer minor */
+            return true;
+        newest = built;
+    }
+    return newest && arch >= newest; /* the newest's PTX, which a newer GPU compiles */
+}
+
+const char *toolchain_runtime_archs(Arena *a, int with)
+{
+    const char *words = "";
+    bool placed = false;
+    for (int i = 0; i <= N_DEFAULT_ARCHS; i++) {
+        int next = i < N_DEFAULT_ARCHS ? default_archs[i] : INT_MAX; /* ascending: the Makefile checks */
+        if (with && !placed && with <= next) {
+            words = arena_printf(a, "%s%s%d", words, *words ? " " : "", with);
+            placed = true;
+        }
+        if (i < N_DEFAULT_ARCHS && next != with)
+            words = arena_printf(a, "%s%s%d", words, *words ? " " : "", next);
+    }
+    return words;
 }
 
 const char *toolchain_arch_flags(Arena *a, const char *arch)

@@ -17,7 +17,8 @@
  *    a resumed run could choose otherwise than the run it resumes and sum in
  *    another order. The heuristics' list is fixed for a GPU model, a cuDNN
  *    version and a shape; the first entry that passes ddp_conv_choose
- *    (device_rules.h: runs, fits DDP_CONV_WORKSPACE_LIMIT, keeps to the math,
+ *    (device_rules.h: runs, fits DDP_CONV_WORKSPACE_LIMIT by the larger of
+ *    the list's figure and cuDNN's own query, keeps to the math,
  *    deterministic) is taken. DDP_CUDNN_BENCHMARK=1 (PyTorch's
  *    cudnn.benchmark) times them instead (cudnnFind*Ex, once, at the planned
  *    batch) and takes the fastest that passes: faster steps where the
@@ -429,9 +430,28 @@ static int choose_one(const DdpConvCandidate *c, int count, DdpConvRule rule, Ch
 
 static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo);
 
-static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConvCandidate *c, int count,
+/* Each runnable candidate's workspace made the larger of the heuristics'
+ * figure and cuDNN's own query for its algorithm and math (they can differ),
+ * so that the limit ddp_conv_choose keeps to, which the start-up memory
+ * check counts (device_rules.h), holds for what the calls will need. A
+ * query that fails leaves the heuristics' figure. */
+static DdpStatus query_workspaces(DdpOps *ops, ConvPlan *p, int dir, DdpConvCandidate *c, int count)
+{
+    for (int i = 0; i < count; i++) {
+        if (!c[i].ok)
+            continue;
+        CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], cudnn_math(c[i].math)));
+        size_t need = workspace_at(ops, p, dir, c[i].algo);
+        if (need != SIZE_MAX && need > c[i].workspace)
+            c[i].workspace = need;
+    }
+    return DDP_OK;
+}
+
+static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, DdpConvCandidate *c, int count,
                         const char *first_status)
 {
+    DDP_CHECK(query_workspaces(ops, p, dir, c, count));
     DdpConvRule rule = {DDP_CONV_WORKSPACE_LIMIT, 0, ops->math.tf32, ops->allow_nondeterministic};
     /* Deterministic if any is; else the first that runs rather than none. */
     int found = choose_one(c, count, rule, &p->best[dir]);
@@ -448,20 +468,6 @@ static DdpStatus choose(DdpOps *ops, ConvPlan *p, int id, int dir, const DdpConv
     if (!choose_one(c, count, rule, &p->fallback[dir]))
         p->fallback[dir] = p->best[dir];
     CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
-    /* The heuristics' figure, checked against cuDNN's own query for the math
-     * now set: the larger is what the first call will need. */
-    size_t need = workspace_at(ops, p, dir, p->best[dir].algo);
-    if (need != SIZE_MAX && need > p->best[dir].bytes)
-        p->best[dir].bytes = need;
-    /* Past the limit the start-up memory check counts (device_rules.h): the
-     * fallback, which the heuristics say needs none, with its own query. */
-    if (p->best[dir].bytes > DDP_CONV_WORKSPACE_LIMIT && p->fallback[dir].algo != p->best[dir].algo) {
-        p->best[dir] = p->fallback[dir];
-        CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], p->best[dir].math));
-        need = workspace_at(ops, p, dir, p->best[dir].algo);
-        if (need != SIZE_MAX && need > p->best[dir].bytes)
-            p->best[dir].bytes = need;
-    }
     return DDP_OK;
 }
 

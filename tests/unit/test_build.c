@@ -405,22 +405,35 @@ static void test_default_archs(void)
     free(cmd);
 }
 
-/* --arch older than the oldest of make's CUDA_ARCHS is refused (exit 2):
- * the runtime's kernels would not load there; the oldest itself is built. */
-static void test_arch_older_than_the_runtime(void)
+/* --arch for a GPU the runtime's kernels do not load on (older than the
+ * oldest of make's CUDA_ARCHS) is refused, exit 2, naming the list to build
+ * ddpc with; the oldest is built, and a GPU newer than the newest too (the
+ * newest's PTX). */
+static void test_arch_the_runtime_does_not_load_on(void)
 {
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc or no build/libddprt_cuda.a)", stderr);
+        return;
+    }
     char *cmd, *out = NULL;
     CU_ASSERT_FATAL(asprintf(&cmd,
-        "oldest=$(for a in " ARCHS_OF_BUILD "; do echo $a; break; done); older=$((oldest - 1)); "
+        "archs=\"" ARCHS_OF_BUILD "\"; oldest=${archs%%%% *}; newest=${archs##* }; older=$((oldest - 1)); "
         "%s examples/mnist.net --target cuda --arch sm_$older --emit cu 2>&1 > /dev/null; echo older=$?; "
-        "%s examples/mnist.net --target cuda --arch sm_$oldest --emit cu | grep -c \"code=sm_$oldest\"; "
-        "echo oldest=$oldest",
+        "echo \"want: make CUDA_ARCHS=\\\"$older $archs\\\"\"; "
+        "for a in $oldest $((newest + 20)); do "
+        "%s examples/mnist.net --target cuda --arch sm_$a --emit cu | grep -c \"code=sm_$a\"; done",
         test_ddpc(), test_ddpc()) > 0);
     test_run(cmd, &out);
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "the GPU runtime's kernels are built for sm_"));
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "and later (make's CUDA_ARCHS), and would not load on an sm_"));
-    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "older=2\n1\noldest="));
-    if (!out || !strstr(out, "older=2\n1\noldest="))
+    const char *want = out ? strstr(out, "want: ") : NULL;
+    char line[200] = "";
+    if (want)
+        sscanf(want + 6, "%199[^\n]", line);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "the GPU runtime's kernels are built for "));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "none of which loads on an sm_"));
+    CU_ASSERT(line[0] && out && strstr(out, line) && strstr(out, line) < want); /* the list ddpc names */
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "older=2\n"));
+    CU_ASSERT_PTR_NOT_NULL(want && strstr(want, "\n1\n1\n"));
+    if (!want || !strstr(want, "\n1\n1\n"))
         fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);
     free(cmd);
@@ -535,7 +548,7 @@ void suite_build(void)
         {"default architectures: make's CUDA_ARCHS (those nvcc builds) + PTX; README names the Makefile's",
          test_default_archs},
         {"the GPU runtime's kernels are built for a program's architectures", test_runtime_archs_are_the_programs},
-        {"--arch older than the runtime's oldest architecture: refused", test_arch_older_than_the_runtime},
+        {"--arch for a GPU the runtime's kernels do not load on: refused", test_arch_the_runtime_does_not_load_on},
         {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
         {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
