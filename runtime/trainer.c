@@ -331,6 +331,9 @@ static DdpStatus device_alloc(void **p, int64_t count, size_t elem, const char *
     return ddp_device_alloc(p, (size_t)count * elem);
 }
 
+/* Bytes in a GiB, for the memory figures the run states. */
+static const double GIB = 1024.0 * 1024.0 * 1024.0;
+
 /* Whether this rank opens NCCL, whose buffers take device memory. */
 static int opens_nccl(const Trainer *t)
 {
@@ -361,7 +364,6 @@ static DdpStatus plan_ops(Trainer *t)
 static DdpStatus check_memory(const Trainer *t, size_t available_bytes, double *estimate)
 {
     const DdpNet *net = t->net;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
     int nccl = opens_nccl(t);
     double state = 4.0 * ((double)net->n_param_floats * (1 + net->opt_slots) + (double)net->n_buffer_floats) +
                    (double)net->grad_bytes * (double)net->n_param_floats;
@@ -376,17 +378,17 @@ static DdpStatus check_memory(const Trainer *t, size_t available_bytes, double *
     ddp_device_describe(device, sizeof device);
     if (state > available)
         return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB, but the %s has "
-                       "%.1f GiB available: the net is too large for it", net->name, state / gib, device,
-                       available / gib);
+                       "%.1f GiB available: the net is too large for it", net->name, state / GIB, device,
+                       available / GIB);
     if (state + libraries > available)
         return DDP_ERR(DDP_BAD_INPUT, "%s's parameters, gradients and optimizer state need %.1f GiB and cuDNN, cuBLAS "
                        "and NCCL about %.1f GiB more, but the %s has %.1f GiB available: the net is too large for it",
-                       net->name, state / gib, libraries / gib, device, available / gib);
+                       net->name, state / GIB, libraries / GIB, device, available / GIB);
     /* a rank's share of a global batch shrinks with more ranks; a batch per rank does not */
     return DDP_ERR(DDP_BAD_INPUT, "%s needs %.1f GiB at batch %lld (%.1f GiB of it activations, %.1f GiB the "
                    "layers' scratch), but the %s has %.1f GiB available: use a smaller %s", net->name,
-                   (state + libraries + activations + scratch) / gib, (long long)t->cfg.batch, activations / gib,
-                   scratch / gib, device, available / gib,
+                   *estimate / GIB, (long long)t->cfg.batch, activations / GIB,
+                   scratch / GIB, device, available / GIB,
                    t->cfg.batch_global ? "--global-batch, or more ranks" : "--batch-size");
 }
 
@@ -458,9 +460,8 @@ static void say_memory_taken(Trainer *t)
     size_t now = ddp_device_memory_available();
     if (!t->memory_free || !now)
         return;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
     ddp_progress_note(&t->progress, "memory: the run took %.2f GiB of the GPU; the start-up check estimated %.2f GiB",
-                      ((double)t->memory_free - (double)now) / gib, t->memory_estimate / gib);
+                      ((double)t->memory_free - (double)now) / GIB, t->memory_estimate / GIB);
 }
 
 /* The training set held on the device, where resident.h's rule says so
