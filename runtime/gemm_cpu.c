@@ -318,14 +318,12 @@ static void sparse_row_list(const float *a_col, int lda, int k, const double *b_
 #undef INTERLEAVE_FIRST_D
 #undef INTERLEAVE_SECOND_D
 
-/* 16 floats (AVX-512), on x86-64, used where the CPU has it: twice the
+/* 16 floats (AVX-512), where they are built (gemm_cpu.h:
+ * DDP_CPU_WIDE_VECTORS), used where the CPU has them: twice the
  * multiply-adds per instruction, the same bits. Valgrind's CPU has no
- * AVX-512, so under make memcheck the 8-float tiles run. GCC only: clang
- * knows neither the pragmas nor, without them, the instructions. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HAVE_WIDE_TILES 1
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+ * AVX-512, so under make memcheck the 8-float tiles run. */
+#if DDP_CPU_WIDE_VECTORS
+DDP_CPU_WIDE_BEGIN
 #define VL 16
 #define GVL 8
 #define WIDTH(name) name##_16
@@ -341,9 +339,7 @@ static void sparse_row_list(const float *a_col, int lda, int k, const double *b_
 #undef EVERY_LANE_D
 #undef INTERLEAVE_FIRST_D
 #undef INTERLEAVE_SECOND_D
-#pragma GCC pop_options
-#else
-#define HAVE_WIDE_TILES 0
+DDP_CPU_WIDE_END
 #endif
 
 /* ---- which width -------------------------------------------------------------- */
@@ -354,7 +350,7 @@ static int wide; /* the 16-float tiles; set once, by choose_width */
 /* Whether this CPU can run the 16-float tiles. */
 static int cpu_runs_wide_tiles(void)
 {
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 #else
     return 0;
@@ -383,7 +379,7 @@ int ddp_gemm_cpu_set_wide(int on)
 void ddp_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc, float *scratch)
 {
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
     if (ddp_gemm_cpu_wide()) {
         sgemm_16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, NULL, beta, c, ldc, scratch);
         return;
@@ -399,7 +395,7 @@ size_t ddp_sgemm_fixed_packed_b_floats(int n, int k)
 
 void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, float *packed)
 {
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
     if (ddp_gemm_cpu_wide()) {
         pack_b_16(trans_b, n, k, b, ldb, packed);
         return;
@@ -411,7 +407,7 @@ void ddp_sgemm_fixed_pack_b(int trans_b, int n, int k, const float *b, int ldb, 
 void ddp_sgemm_fixed_packed(int trans_a, int m, int n, int k, float alpha, const float *a, int lda,
                             const float *packed_b, float beta, float *c, int ldc, float *scratch)
 {
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
     if (ddp_gemm_cpu_wide()) {
         sgemm_16(trans_a, 0, m, n, k, alpha, a, lda, NULL, 0, packed_b, beta, c, ldc, scratch);
         return;
@@ -475,7 +471,7 @@ void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float
     const int sixteen = ddp_gemm_cpu_wide();
     (void)sixteen; /* (unused where there are no 16-float tiles) */
     if (ddp_gradsum_exact_lists(m, k, a, lda)) {
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
         if (sixteen) {
             gradsum_sparse_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
             return;
@@ -484,7 +480,7 @@ void ddp_gradsum_exact(int m, int n, int k, const float *a, int lda, const float
         gradsum_sparse_8(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
         return;
     }
-#if HAVE_WIDE_TILES
+#if DDP_CPU_WIDE_VECTORS
     if (sixteen) {
         gradsum_exact_16(m, n, k, a, lda, b, ldb, accumulate, c, ldc, w, scratch);
         return;

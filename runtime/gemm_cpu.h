@@ -88,9 +88,22 @@ int ddp_gradsum_exact_block_rows(int k);
  * bits either way, so the tests ask which way their data takes. */
 int ddp_gradsum_exact_lists(int m, int k, const float *a, int lda);
 
-/* Whether the products run on 16-float vectors (AVX-512, where the CPU has
- * it) rather than 8-float ones: the same bits either way, twice the
- * multiply-adds per instruction. Chosen at the first product. */
+/* Where 16-float vectors (AVX-512) are built besides the 8-float ones: on
+ * x86-64, by GCC (clang knows neither the pragmas nor, without them, the
+ * instructions). Code between DDP_CPU_WIDE_BEGIN and DDP_CPU_WIDE_END is
+ * compiled for AVX-512, and runs only where ddp_gemm_cpu_wide() says so. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DDP_CPU_WIDE_VECTORS 1
+#define DDP_CPU_WIDE_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,fma\")")
+#define DDP_CPU_WIDE_END _Pragma("GCC pop_options")
+#else
+#define DDP_CPU_WIDE_VECTORS 0
+#endif
+
+/* Whether the products, and winograd_cpu.c's weight gradient, run on
+ * 16-float vectors (AVX-512, where the CPU has it) rather than 8-float
+ * ones: the same bits either way, twice the multiply-adds per instruction.
+ * Chosen at the first call. */
 int ddp_gemm_cpu_wide(void);
 /* For the tests that compare the two: asks for the 16-float vectors (ON) or
  * the 8-float ones; returns what the products now use (0 where the CPU has

@@ -25,6 +25,8 @@
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
  * interleaved per pixel (block_channels) so that those vectors are contiguous.
+ * The weight gradient's sums and transforms back take two such blocks a
+ * vector where the CPU has AVX-512 (winograd_filter_lanes.inc).
  */
 #include "winograd_cpu.h"
 
@@ -359,7 +361,7 @@ static size_t filter_scratch_bytes(const DdpConvShape *sh)
 }
 
 static int tables_match(const WinogradPlan *p); /* below, with the tables */
-static int point_pairs_hold(int alpha, int r, const float *gt); /* below, with paired_rows */
+static int point_pairs_hold(int alpha, int r, const float *gt); /* below, with the tables */
 
 void ddp_winograd_plan(WinogradPlan *p, const DdpConvShape *sh, int nthreads)
 {
@@ -613,97 +615,6 @@ static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *ou
     if (p->fixed)
         FIXED_TRANSFORM(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
     sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
-}
-
-/* The weight gradient's transform back runs once per sample and pair (where
- * samples have few tiles, it took a third of the pass), so it takes G's
- * symmetry: G^T's entry for point p at row i is p^i over a constant that -p
- * shares (the points are symmetric about 0), so -p's column is p's times
- * (-1)^i. Rows of one parity then need one multiply per pair of points,
- * of IN[p] + IN[-p] (even rows) or IN[p] - IN[-p] (odd rows): for 8 x 8
- * tiles and 5 x 5 kernels, 221 multiplies where plain rows took 416. Point
- * 0 (the first) counts in row 0 alone and infinity (the last) in the last
- * row alone (kernel_gradient_nonzero). The symmetry is that of the points
- * (kernel_transform: -p's constant is the product of -p - q over the other
- * finite points q, alpha - 2 factors, each p's own factor p - q' negated for
- * q' = -q: an even number of signs, so the same value, and the same
- * magnitudes multiplied, exact in double), so it holds for every kernel
- * size, square or not; the plan checks it on its own G^T
- * (point_pairs_hold), and where it failed, sandwich would do the plain sums.
- *
- * OUT[i * OUT_STEP] = sum over a of GT[i][a] IN[a], for i < ROWS. */
-static ALWAYS_INLINE void paired_rows(int alpha, int rows, const float *restrict gt, const Lanes *restrict in,
-                                      Lanes *restrict out, int out_step)
-{
-    enum { MOST_PAIRS = (WINO_ALPHA - 2) / 2 };
-    const int pairs = (alpha - 2) / 2; /* points 1 + 2q and 2 + 2q are p and -p */
-    Lanes sum[MOST_PAIRS] = {{0}}, difference[MOST_PAIRS] = {{0}}; /* zeros: GCC cannot see pairs fill them */
-    UNROLL for (int q = 0; q < pairs; q++) {
-        sum[q] = in[1 + 2 * q] + in[2 + 2 * q];
-        difference[q] = in[1 + 2 * q] - in[2 + 2 * q];
-    }
-    UNROLL for (int i = 0; i < rows; i++) {
-        Lanes acc = {0};
-        if (i == 0)
-            acc = gt[0] * in[0];
-        UNROLL for (int q = 0; q < pairs; q++)
-            acc += gt[i * WINO_ALPHA + 1 + 2 * q] * (i % 2 ? difference[q] : sum[q]);
-        if (i == rows - 1)
-            acc += gt[i * WINO_ALPHA + alpha - 1] * in[alpha - 1];
-        out[i * out_step] = acc;
-    }
-}
-
-/* OUT = G_h^T IN G_w (R x S of the ALPHA x ALPHA tile), IN point xi's at V
- * + xi * STRIDE, by paired_rows: a column of IN at a time, then a row of
- * HALF, each of which fits the registers (all of IN at once did not: it
- * went to the stack). Unrolled where ALPHA, R and S are constants at the
- * call; whether each `acc +=` becomes a fused multiply-add is the
- * compiler's choice at each place (the same call with sizes known only at
- * run time fused others: other bits); the promises need only that a pair
- * takes the same code in every batch, which the shape alone decides. */
-static ALWAYS_INLINE void kernel_gradient_paired(int alpha, int r, int s, const float *restrict gth,
-                                                 const float *restrict gtw, const float *restrict v, size_t stride,
-                                                 Lanes *restrict out)
-{
-    Lanes half[WINO_POINTS]; /* G_h^T . IN, R x ALPHA */
-    UNROLL for (int b = 0; b < alpha; b++) {
-        Lanes column[WINO_ALPHA];
-        UNROLL for (int a = 0; a < alpha; a++)
-            column[a] = lanes_load(v + (size_t)(a * WINO_ALPHA + b) * stride);
-        paired_rows(alpha, r, gth, column, half + b, WINO_ALPHA);
-    }
-    UNROLL for (int i = 0; i < r; i++)
-        paired_rows(alpha, s, gtw, half + i * WINO_ALPHA, out + i * WINO_ALPHA, 1);
-}
-
-/* The weight gradient's transform back, OUT = G_h^T IN G_w (R x S of the
- * ALPHA x ALPHA tile), for the 8 pairs of a block whose IN lies at V, point
- * xi's at V + xi * STRIDE: paired and unrolled for every kernel
- * ddp_winograd_suits admits, square or not (so that one form of the sums,
- * with the multiply-adds the compiler fuses in it, serves them all). Lanes
- * are independent: in a block's last, short one, those past the channels
- * hold zeros (the tiles' padding) and their results are not stored. */
-static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
-                                      Lanes *out)
-{
-#define PAIRED(alpha, r, s)                                                                     \
-    case (alpha) * 100 + (r) * 10 + (s):                                                        \
-        kernel_gradient_paired(alpha, r, s, p->gt_h, p->gt_w, v, stride, out);                  \
-        return;
-    if (p->paired)
-        switch (p->alpha * 100 + sh->r * 10 + sh->s) { /* tile_alpha's kernels */
-            PAIRED(6, 3, 3)
-            PAIRED(8, 5, 5) PAIRED(8, 5, 6) PAIRED(8, 5, 7)
-            PAIRED(8, 6, 5) PAIRED(8, 6, 6) PAIRED(8, 6, 7)
-            PAIRED(8, 7, 5) PAIRED(8, 7, 6) PAIRED(8, 7, 7)
-        default: break;
-        }
-#undef PAIRED
-    Lanes in[WINO_POINTS]; /* IN as sandwich reads it */
-    for (int xi = 0; xi < WINO_POINTS; xi++)
-        in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
-    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
 }
 
 /* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
@@ -1072,63 +983,86 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     }
 }
 
-/* A sample's weight gradient for LANES (k, c) pairs kc0 .. at R x S
- * positions (G, 8 x 8 storage), into its part PART, whose rows (a
- * position's K x C pairs, side by side) are STRIDE floats apart. */
-static void store_part(const DdpConvShape *sh, const Lanes *g, size_t stride, size_t kc0, int lanes, float *part)
+/* ---- the weight gradient's blocks, at each vector width ------------------------ */
+
+/* The kernels (ALPHA, R, S) whose transform back is paired and unrolled
+ * (winograd_filter_lanes.inc): tile_alpha's, every one ddp_winograd_suits
+ * admits. */
+#define PAIRED_KERNELS(X) \
+    X(6, 3, 3) X(8, 5, 5) X(8, 5, 6) X(8, 5, 7) X(8, 6, 5) X(8, 6, 6) X(8, 6, 7) X(8, 7, 5) X(8, 7, 6) X(8, 7, 7)
+
+/* Whether the weight gradient's transform back takes the pairs, unrolled:
+ * the plan's G^T has their symmetry and the kernel is one of PAIRED_KERNELS. */
+static int paired_kernel(const WinogradPlan *p, const DdpConvShape *sh)
 {
-    for (int a = 0; a < sh->r; a++)
-        for (int b = 0; b < sh->s; b++) {
-            float *at = part + (size_t)(a * sh->s + b) * stride + kc0;
-            if (lanes == LANES)
-                lanes_store(at, g[a * WINO_ALPHA + b]);
-            else
-                memcpy(at, &g[a * WINO_ALPHA + b], (size_t)lanes * sizeof(float));
-        }
+#define PAIRED_SHAPE(a_, r_, s_) || (p->alpha == (a_) && sh->r == (r_) && sh->s == (s_))
+    return p->paired && (0 PAIRED_KERNELS(PAIRED_SHAPE));
+#undef PAIRED_SHAPE
 }
 
-/* The weight gradient's products, V[xi] = E[xi]^T D[xi] per sample (K x C
- * for each point xi), each the sum over the sample's tiles in order, in
- * float, go a block of 8 k's by 8 c's at a time, and each pair's points are
- * transformed back while they are still in the core's own cache. (Stored as
- * 64 K x C matrices by one product per point, gemm_cpu.c's, then read back
- * pair by pair, the pass took longer than im2col's on MNIST's conv2, whose
- * samples have 4 tiles.) Per tile, a block reads its D vector once for its
- * 8 sums, one per k, which are independent, so that they overlap in the
- * pipeline. E and D are the sample's transformed tiles (tile_points_at);
- * V[kk] gets the points used, the others left as they are. */
-static void block_products(const WinogradPlan *p, const float *e, const float *d, int kb, int cb,
-                           Lanes v[LANES][WINO_POINTS])
+static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
+                                      Lanes *out); /* below: paired, or sandwich */
+
+/* 8 floats, everywhere. */
+#define VL 8
+#define WIDTH(name) name##_8
+#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_transform
+#include "winograd_filter_lanes.inc"
+#undef VL
+#undef WIDTH
+#undef KERNEL_GRADIENT_TRANSFORM
+
+/* The weight gradient's transform back for the 8 pairs of a block
+ * (winograd_filter_lanes.inc): paired and unrolled, or, where the plan's
+ * G^T lacks the pairs' symmetry, sandwich's plain sums. */
+static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
+                                      Lanes *out)
 {
-    const int tiles = p->tiles;
-    for (int xi = 0; xi < WINO_POINTS; xi++) {
-        if (!point_used(p, xi))
-            continue;
-        const float *ex = e + tile_points_at(tiles, kb, xi), *dx = d + tile_points_at(tiles, cb, xi);
-        Lanes acc[LANES] = {{0}};
-        for (int t = 0; t < tiles; t++) {
-            const Lanes dt = lanes_load(dx + (size_t)t * LANES);
-            UNROLL for (int kk = 0; kk < LANES; kk++)
-                acc[kk] += ex[(size_t)t * LANES + kk] * dt;
-        }
-        UNROLL for (int kk = 0; kk < LANES; kk++)
-            v[kk][xi] = acc[kk];
-    }
+    if (kernel_gradient_unrolled_8(p, sh, v, stride, out))
+        return;
+    Lanes in[WINO_POINTS]; /* IN as sandwich reads it */
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
+    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
 }
 
-/* The pairs (block KB of k's, block CB of c's) of one sample: their V,
- * transformed back into the sample's part PART (rows STRIDE apart). */
-static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const float *e, const float *d, int kb,
-                         int cb, size_t stride, float *part)
+/* 16 floats, two blocks of channels a vector, where the CPU has AVX-512
+ * (gemm_cpu.h: the products' choice, DDP_CPU_VECTOR) and the kernel is
+ * paired (the caller checks): twice the multiply-adds per instruction, the
+ * same bits. */
+#if DDP_CPU_WIDE_VECTORS
+DDP_CPU_WIDE_BEGIN
+#define VL 16
+#define WIDTH(name) name##_16
+#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_unrolled_16
+#include "winograd_filter_lanes.inc"
+#undef VL
+#undef WIDTH
+#undef KERNEL_GRADIENT_TRANSFORM
+DDP_CPU_WIDE_END
+#endif
+
+/* Whether this pass takes two blocks of channels a vector (sample_block_16). */
+static int filter_wide(const WinogradPlan *p, const DdpConvShape *sh)
 {
-    const int lanes = lanes_at(cb * LANES, sh->c);
-    Lanes v[LANES][WINO_POINTS];
-    block_products(p, e, d, kb, cb, v);
-    for (int kk = 0; kk < lanes_at(kb * LANES, sh->k); kk++) {
-        Lanes g[WINO_POINTS];
-        kernel_gradient_transform(p, sh, (const float *)v[kk], LANES, g);
-        store_part(sh, g, stride, (size_t)(kb * LANES + kk) * sh->c + (size_t)cb * LANES, lanes, part);
+    return DDP_CPU_WIDE_VECTORS && ddp_gemm_cpu_wide() && paired_kernel(p, sh);
+}
+
+/* One sample's pairs of block KB of k's and block CB of c's, and of CB + 1
+ * too where WIDE; the blocks of c's taken. */
+static int sample_blocks(const WinogradPlan *p, const DdpConvShape *sh, int wide, const float *e, const float *d,
+                         int kb, int cb, size_t stride, float *part)
+{
+#if DDP_CPU_WIDE_VECTORS
+    if (wide && cb + 1 < channel_blocks(sh->c)) {
+        sample_block_16(p, sh, e, d, kb, cb, stride, part);
+        return 2;
     }
+#else
+    (void)wide;
+#endif
+    sample_block_8(p, sh, e, d, kb, cb, stride, part);
+    return 1;
 }
 
 /* Backward filter: each thread takes whole samples, in its own scratch:
@@ -1149,13 +1083,17 @@ static void sample_block(const WinogradPlan *p, const DdpConvShape *sh, const fl
  * 64 -> 64 at 28x28 19.6, cifar10.net's 32 -> 64 at 32x32 14.1 to 14.3
  * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
  * against 3.8 to 4.0; with the transform back in pairs of points
- * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5 (README). */
+ * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5 (README); on
+ * 16-float vectors, two blocks of c's at a time (sample_blocks), 3.1 to
+ * 3.3 against 3.7 to 3.8, with V point-major (V[xi][kk]: k-major, a
+ * block's V took 8 rows 4 KiB apart) 0.05 faster at both widths. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
+    const int wide = filter_wide(p, sh);
     /* no more threads than the scratch has room for, nor than samples */
     int threads = nthreads < p->filter_threads ? nthreads : p->filter_threads;
     threads = threads < n ? threads : n > 1 ? n : 1;
@@ -1186,9 +1124,9 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
                 }
             }
             /* c-block major, so that consecutive blocks share D's */
-            for (int cb = 0; cb < cbs; cb++)
+            for (int cb = 0, taken = 1; cb < cbs; cb += taken)
                 for (int kb = 0; kb < kbs; kb++)
-                    sample_block(p, sh, at.e, at.d, kb, cb, stride, at.part);
+                    taken = sample_blocks(p, sh, wide, at.e, at.d, kb, cb, stride, at.part);
             for (size_t ab = 0; ab < rs; ab++)
                 ddp_exact_add_floats(at.sum_hi + ab * ck, at.sum_lo + ab * ck, at.part + ab * stride, (int)ck, 0,
                                      &ddp_grad_window);
