@@ -25,8 +25,9 @@
  * Every tile transform works on 8 channels at once, one 8-float vector per
  * tile point; x, dy, y and dx pass through a layout with 8 channels
  * interleaved per pixel (block_channels) so that those vectors are contiguous.
- * The weight gradient's sums and transforms back take two such blocks a
- * vector where the CPU has AVX-512 (winograd_filter_lanes.inc).
+ * Where the CPU has AVX-512, the unrolled tile transforms (square kernels)
+ * and the weight gradient's sums and transforms back take two such blocks
+ * a vector, with the same bits (winograd_lanes.inc).
  */
 #include "winograd_cpu.h"
 
@@ -528,31 +529,6 @@ static ALWAYS_INLINE float transform_entry(int alpha, int kind, int m, int i, in
     }
 }
 
-/* OUT = T IN T^T, OUT's first ROWS rows and columns, IN zero from column
- * COLUMNS on; ALPHA, KIND and M constants at every call, so that all of it
- * unrolls. */
-static ALWAYS_INLINE void transform_fixed(int alpha, int kind, int m, int rows, int columns,
-                                          const Lanes *restrict in, Lanes *restrict out)
-{
-    Lanes half[WINO_POINTS]; /* T . IN */
-    UNROLL for (int i = 0; i < rows; i++)
-        UNROLL for (int b = 0; b < columns; b++) {
-            Lanes acc = {0};
-            UNROLL for (int a = 0; a < alpha; a++)
-                if (transform_entry(alpha, kind, m, i, a) != 0.0f)
-                    acc += transform_entry(alpha, kind, m, i, a) * in[a * WINO_ALPHA + b];
-            half[i * WINO_ALPHA + b] = acc;
-        }
-    UNROLL for (int i = 0; i < rows; i++)
-        UNROLL for (int j = 0; j < rows; j++) {
-            Lanes acc = {0};
-            UNROLL for (int b = 0; b < columns; b++)
-                if (transform_entry(alpha, kind, m, j, b) != 0.0f)
-                    acc += transform_entry(alpha, kind, m, j, b) * half[i * WINO_ALPHA + b];
-            out[i * WINO_ALPHA + j] = acc;
-        }
-}
-
 /* Whether PLAN's tile transforms' matrices, B^T and A^T, are the tables
  * (square kernels only), entry by entry (the computed ones have some -0). */
 static int tables_match(const WinogradPlan *p)
@@ -582,46 +558,129 @@ static int point_pairs_hold(int alpha, int r, const float *gt)
     return same;
 }
 
-/* The four tile transforms: unrolled for the plan's alpha and M (the kernel
- * sides ddp_winograd_suits admits: 3 on 6 x 6 tiles, 5 to 7 on 8 x 8), or
- * sandwich. */
-#define FIXED_TRANSFORM(kind, rows, columns)                                                                      switch (p->alpha * 10 + p->mh) {                                                                              case 64: transform_fixed(6, kind, 4, rows(6, 4), columns(6, 4), in, out); return;                            case 84: transform_fixed(8, kind, 4, rows(8, 4), columns(8, 4), in, out); return;                            case 83: transform_fixed(8, kind, 3, rows(8, 3), columns(8, 3), in, out); return;                            case 82: transform_fixed(8, kind, 2, rows(8, 2), columns(8, 2), in, out); return;                            default: break;                                                                                               }
+/* The sides of a tile transform's input and output (winograd_lanes.inc's
+ * FIXED_TRANSFORM): the whole alpha x alpha tile, or M x M of it. */
 #define TILE_SIDE(alpha, m) (m)
 #define ALPHA_SIDE(alpha, m) (alpha)
-
-static void input_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
-{
-    if (p->fixed)
-        FIXED_TRANSFORM(INPUT_TILE, ALPHA_SIDE, ALPHA_SIDE)
-    sandwich(p->alpha, p->alpha, p->bt, p->alpha, p->bt, in, out);
-}
-
-static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
-{
-    if (p->fixed)
-        FIXED_TRANSFORM(DATA_GRADIENT_TILE, ALPHA_SIDE, ALPHA_SIDE)
-    sandwich(p->alpha, p->alpha, p->b, p->alpha, p->b, in, out);
-}
-
-static void output_transform_tile(const WinogradPlan *p, const Lanes *in, Lanes *out)
-{
-    if (p->fixed)
-        FIXED_TRANSFORM(OUTPUT_TILE, TILE_SIDE, ALPHA_SIDE)
-    sandwich(p->alpha, p->mh, p->at_h, p->mw, p->at_w, in, out);
-}
-
-static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
-{
-    if (p->fixed)
-        FIXED_TRANSFORM(GRADIENT_TILE, ALPHA_SIDE, TILE_SIDE)
-    sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
-}
 
 /* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
 static int lanes_at(int c0, int count)
 {
     return count - c0 < LANES ? count - c0 : LANES;
 }
+
+/* ---- the parts at each vector width (winograd_lanes.inc) ----------------------- */
+
+/* The kernels (ALPHA, R, S) whose transform back is paired and unrolled
+ * (winograd_lanes.inc): tile_alpha's, every one ddp_winograd_suits admits. */
+#define PAIRED_KERNELS(X) \
+    X(6, 3, 3) X(8, 5, 5) X(8, 5, 6) X(8, 5, 7) X(8, 6, 5) X(8, 6, 6) X(8, 6, 7) X(8, 7, 5) X(8, 7, 6) X(8, 7, 7)
+
+/* Whether the weight gradient's transform back takes the pairs, unrolled:
+ * the plan's G^T has their symmetry and the kernel is one of PAIRED_KERNELS. */
+static int paired_kernel(const WinogradPlan *p, const DdpConvShape *sh)
+{
+#define PAIRED_SHAPE(a_, r_, s_) || (p->alpha == (a_) && sh->r == (r_) && sh->s == (s_))
+    return p->paired && (0 PAIRED_KERNELS(PAIRED_SHAPE));
+#undef PAIRED_SHAPE
+}
+
+/* The transforms at 8 floats, below: unrolled, or sandwich's plain sums. */
+static void input_transform(const WinogradPlan *p, const Lanes *in, Lanes *out);
+static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out);
+static void output_transform_tile(const WinogradPlan *p, const Lanes *in, Lanes *out);
+static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out);
+static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
+                                      Lanes *out);
+
+/* 8 floats, everywhere. */
+#define VL 8
+#define WIDTH(name) name##_8
+#define INPUT_TRANSFORM input_transform
+#define DATA_GRADIENT_TRANSFORM data_gradient_transform
+#define OUTPUT_TRANSFORM output_transform_tile
+#define GRADIENT_TRANSFORM gradient_transform
+#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_transform
+#include "winograd_lanes.inc" /* which undefines its parameters */
+
+static void input_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (!input_transform_fixed_8(p, in, out))
+        sandwich(p->alpha, p->alpha, p->bt, p->alpha, p->bt, in, out);
+}
+
+static void data_gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (!data_gradient_transform_fixed_8(p, in, out))
+        sandwich(p->alpha, p->alpha, p->b, p->alpha, p->b, in, out);
+}
+
+static void output_transform_tile(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (!output_transform_fixed_8(p, in, out))
+        sandwich(p->alpha, p->mh, p->at_h, p->mw, p->at_w, in, out);
+}
+
+static void gradient_transform(const WinogradPlan *p, const Lanes *in, Lanes *out)
+{
+    if (!gradient_transform_fixed_8(p, in, out))
+        sandwich(p->alpha, p->alpha, p->a_h, p->alpha, p->a_w, in, out);
+}
+
+/* The weight gradient's transform back for the 8 pairs of a block:
+ * paired and unrolled, or, where the plan's G^T lacks the pairs' symmetry,
+ * sandwich's plain sums. */
+static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
+                                      Lanes *out)
+{
+    if (kernel_gradient_unrolled_8(p, sh, v, stride, out))
+        return;
+    Lanes in[WINO_POINTS]; /* IN as sandwich reads it */
+    for (int xi = 0; xi < WINO_POINTS; xi++)
+        in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
+    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
+}
+
+/* 16 floats, two blocks of channels a vector, where the CPU has AVX-512
+ * (gemm_cpu.h: the products' choice, DDP_CPU_VECTOR) and the plan has the
+ * unrolled transforms (tiles_wide, filter_wide): twice the multiply-adds
+ * per instruction, the same bits. */
+#if DDP_CPU_WIDE_VECTORS
+DDP_CPU_WIDE_BEGIN
+#define VL 16
+#define WIDTH(name) name##_16
+#define INPUT_TRANSFORM input_transform_fixed_16
+#define DATA_GRADIENT_TRANSFORM data_gradient_transform_fixed_16
+#define OUTPUT_TRANSFORM output_transform_fixed_16
+#define GRADIENT_TRANSFORM gradient_transform_fixed_16
+#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_unrolled_16
+#include "winograd_lanes.inc" /* which undefines its parameters */
+DDP_CPU_WIDE_END
+#endif
+
+/* Whether this plan's tile transforms take two blocks of channels a
+ * vector: where the CPU has AVX-512 and they are the unrolled ones. */
+static int tiles_wide(const WinogradPlan *p)
+{
+    return DDP_CPU_WIDE_VECTORS && ddp_gemm_cpu_wide() && p->fixed;
+}
+
+/* The same for the weight gradient's sums and transforms back, which are
+ * the unrolled pairs (its tiles' transforms go by tiles_wide). */
+static int filter_wide(const WinogradPlan *p, const DdpConvShape *sh)
+{
+    return DDP_CPU_WIDE_VECTORS && ddp_gemm_cpu_wide() && paired_kernel(p, sh);
+}
+
+/* BY_WIDTH(WIDE, B, BLOCKS, NAME, ARGS...): NAME_16(ARGS...) for blocks B
+ * and B + 1 where WIDE and block B + 1 exists (of BLOCKS), else NAME_8(ARGS...)
+ * for block B alone; the blocks taken, 2 or 1. */
+#if DDP_CPU_WIDE_VECTORS
+#define BY_WIDTH(wide, b, blocks, name, ...) \
+    ((wide) && (b) + 1 < (blocks) ? (name##_16(__VA_ARGS__), 2) : (name##_8(__VA_ARGS__), 1))
+#else
+#define BY_WIDTH(wide, b, blocks, name, ...) ((void)(wide), name##_8(__VA_ARGS__), 1)
+#endif
 
 /* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
  * holds x[cb * LANES + lane][h][w] (zero past the last channel), so that one
@@ -682,84 +741,6 @@ static void unblock_channels(const float *xb, int c, size_t hw, float beta, floa
     }
 }
 
-/* Input tile TILE of one sample, channel block CB, from its blocked input XB,
- * transformed: OUT = B^T d B. Pixels outside the input (padding, overhang)
- * are zero. */
-static void input_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *xb, int tile, int cb,
-                       Lanes out[WINO_POINTS])
-{
-    const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
-    const float *plane = xb + (size_t)cb * sh->h * sh->w * LANES;
-    Lanes d[WINO_POINTS];
-    const int alpha = p->alpha;
-    if (y0 >= 0 && y0 + alpha <= sh->h && x0 >= 0 && x0 + alpha <= sh->w) { /* all inside */
-        for (int a = 0; a < alpha; a++)
-            for (int b = 0; b < alpha; b++)
-                d[a * WINO_ALPHA + b] = lanes_load(plane + ((size_t)(y0 + a) * sh->w + x0 + b) * LANES);
-        input_transform(p, d, out);
-        return;
-    }
-    for (int a = 0; a < alpha; a++) {
-        const int iy = y0 + a;
-        for (int b = 0; b < alpha; b++) {
-            const int ix = x0 + b;
-            if (iy >= 0 && iy < sh->h && ix >= 0 && ix < sh->w)
-                d[a * WINO_ALPHA + b] = lanes_load(plane + ((size_t)iy * sh->w + ix) * LANES);
-            else
-                d[a * WINO_ALPHA + b] = (Lanes){0};
-        }
-    }
-    input_transform(p, d, out);
-}
-
-/* Output-gradient tile TILE of one sample, channel block KB, from its
- * blocked dy DYB, transformed: OUT = A dy A^T (alpha x alpha). Beyond the output,
- * zero. */
-static void gradient_tile(const WinogradPlan *p, const DdpConvShape *sh, const float *dyb, int tile, int kb,
-                          Lanes out[WINO_POINTS])
-{
-    const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
-    const int rows = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
-    const int cols = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
-    const float *plane = dyb + (size_t)kb * sh->out_h * sh->out_w * LANES;
-    Lanes e[WINO_POINTS];
-    const Lanes zero = {0};
-    for (int i = 0; i < p->alpha; i++) /* the points used, each loaded or zeroed */
-        for (int j = 0; j < p->alpha; j++)
-            e[i * WINO_ALPHA + j] = i < rows && j < cols
-                                        ? lanes_load(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES)
-                                        : zero;
-    gradient_transform(p, e, out);
-}
-
-/* Stores a transformed tile's lanes into the matrices of the points used at
- * DST (point xi's row at DST + xi * STRIDE). */
-static void store_floats(const WinogradPlan *p, const Lanes t[WINO_POINTS], int lanes, float *dst, size_t stride)
-{
-    for (int xi = 0; xi < WINO_POINTS; xi++)
-        if (!point_used(p, xi))
-            continue;
-        else if (lanes == LANES)
-            lanes_store(dst + xi * stride, t[xi]);
-        else
-            memcpy(dst + xi * stride, &t[xi], (size_t)lanes * sizeof(float));
-}
-
-/* The reverse: a tile's lanes from the points used at SRC, zero past LANES
- * (the other points are left as they are: no transform reads them). */
-static void load_floats(const WinogradPlan *p, const float *src, size_t stride, int lanes, Lanes t[WINO_POINTS])
-{
-    if (lanes < LANES)
-        memset(t, 0, WINO_POINTS * sizeof(Lanes));
-    for (int xi = 0; xi < WINO_POINTS; xi++)
-        if (!point_used(p, xi))
-            continue;
-        else if (lanes == LANES)
-            t[xi] = lanes_load(src + xi * stride);
-        else
-            memcpy(&t[xi], src + xi * stride, (size_t)lanes * sizeof(float));
-}
-
 /* U[xi] = G g G^T for every (c, k): as C x K matrices (forward: D . U), or
  * TRANSPOSED as K x C (backward data: E . U^T, which the product does faster with
  * U^T stored than transposing U). Vectors run along the stored rows. */
@@ -781,7 +762,7 @@ static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, con
                         g[a * WINO_ALPHA + b][v] = wkc[a * sh->s + b];
             }
             sandwich(p->alpha, p->alpha, p->g_h, p->alpha, p->g_w, g, t);
-            store_floats(p, t, lanes, u + (size_t)row * cols + col0, ck);
+            store_floats_8(p, t, lanes, u + (size_t)row * cols + col0, ck, LANES);
         }
 }
 
@@ -857,18 +838,12 @@ static void products(const WinogradPlan *p, const DdpConvShape *sh, const Sample
 static void transform_tiles(const WinogradPlan *p, const DdpConvShape *sh, const Samples *sa, float *blocked,
                             int gradients, float *out)
 {
-    const int channels = gradients ? sh->k : sh->c;
+    const int channels = gradients ? sh->k : sh->c, blocks = channel_blocks(channels), wide = tiles_wide(p);
     for (int row = 0; row < sa->rows; row++) {
         const float *b = gradients ? blocked_gradient(p, sh, blocked, row) : blocked_sample(p, sh, blocked, row);
-        for (int cb = 0; cb < channel_blocks(channels); cb++) {
-            Lanes t[WINO_POINTS];
-            if (gradients)
-                gradient_tile(p, sh, b, row % p->tiles, cb, t);
-            else
-                input_tile(p, sh, b, row % p->tiles, cb, t);
-            store_floats(p, t, lanes_at(cb * LANES, channels), out + (size_t)row * WINO_POINTS * channels + cb * LANES,
-                         channels);
-        }
+        float *row_out = out + (size_t)row * WINO_POINTS * channels;
+        for (int cb = 0; cb < blocks;)
+            cb += BY_WIDTH(wide, cb, blocks, tile_into_row, p, sh, b, row % p->tiles, cb, gradients, row_out);
     }
 }
 
@@ -890,6 +865,7 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
     float *u = scratch, *packed = u + align_floats((size_t)WINO_POINTS * sh->c * sh->k);
     const size_t out_pixels = (size_t)sh->out_h * sh->out_w;
     const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
+    const int kbs = channel_blocks(sh->k), wide = tiles_wide(p);
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 0, u);
@@ -905,20 +881,9 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
              * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
                 float *yb = blocked_gradient(p, sh, at.blocked, row);
-                const int tile = row % tiles;
-                const int y0 = tile / p->tiles_w * p->mh, x0 = tile % p->tiles_w * p->mw;
-                const int rows_in = sh->out_h - y0 < p->mh ? sh->out_h - y0 : p->mh;
-                const int cols_in = sh->out_w - x0 < p->mw ? sh->out_w - x0 : p->mw;
-                for (int kb = 0; kb < channel_blocks(sh->k); kb++) {
-                    Lanes mt[WINO_POINTS], out[WINO_POINTS];
-                    load_floats(p, at.m + (size_t)row * WINO_POINTS * sh->k + kb * LANES, sh->k,
-                                lanes_at(kb * LANES, sh->k), mt);
-                    output_transform_tile(p, mt, out);
-                    float *plane = yb + (size_t)kb * out_pixels * LANES;
-                    for (int i = 0; i < rows_in; i++)
-                        for (int j = 0; j < cols_in; j++)
-                            lanes_store(plane + ((size_t)(y0 + i) * sh->out_w + x0 + j) * LANES, out[i * WINO_ALPHA + j]);
-                }
+                const float *m_row = at.m + (size_t)row * WINO_POINTS * sh->k;
+                for (int kb = 0; kb < kbs;)
+                    kb += BY_WIDTH(wide, kb, kbs, output_block, p, sh, m_row, row % tiles, kb, yb);
             }
             for (int s = 0; s < sa.count; s++)
                 unblock_channels(at.blocked + s * blocked_gradient_floats(sh), sh->k, out_pixels, 0.0f,
@@ -937,6 +902,7 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
     float *u = scratch, *packed = u + align_floats((size_t)WINO_POINTS * sh->c * sh->k);
     const size_t hw = (size_t)sh->h * sh->w, in_sample = (size_t)sh->c * hw;
     const int tiles = p->tiles, groups = (n + p->group - 1) / p->group;
+    const int cbs = channel_blocks(sh->c), wide = tiles_wide(p);
     OMP(parallel num_threads(nthreads))
     {
         transform_weights(p, sh, w, 1, u);
@@ -950,119 +916,16 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
             products(p, sh, &sa, at.m, sh->k, packed, sh->c, at.d, at.packs);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
-                float *acc = blocked_sample(p, sh, at.blocked, row);
-                const int tile = row % tiles;
-                const int y0 = tile / p->tiles_w * p->mh - sh->pad, x0 = tile % p->tiles_w * p->mw - sh->pad;
-                for (int cb = 0; cb < channel_blocks(sh->c); cb++) {
-                    Lanes nt[WINO_POINTS], out[WINO_POINTS];
-                    load_floats(p, at.d + (size_t)row * WINO_POINTS * sh->c + cb * LANES, sh->c,
-                                lanes_at(cb * LANES, sh->c), nt);
-                    data_gradient_transform(p, nt, out);
-                    float *plane = acc + (size_t)cb * hw * LANES;
-                    for (int a = 0; a < p->alpha; a++) {
-                        const int iy = y0 + a;
-                        if (iy < 0 || iy >= sh->h)
-                            continue;
-                        for (int b = 0; b < p->alpha; b++) {
-                            const int ix = x0 + b;
-                            if (ix < 0 || ix >= sh->w)
-                                continue;
-                            Lanes sum;
-                            float *px = plane + ((size_t)iy * sh->w + ix) * LANES;
-                            sum = lanes_load(px);
-                            sum += out[a * WINO_ALPHA + b];
-                            lanes_store(px, sum);
-                        }
-                    }
-                }
+                float *xb = blocked_sample(p, sh, at.blocked, row);
+                const float *n_row = at.d + (size_t)row * WINO_POINTS * sh->c;
+                for (int cb = 0; cb < cbs;)
+                    cb += BY_WIDTH(wide, cb, cbs, data_block, p, sh, n_row, row % tiles, cb, xb);
             }
             for (int s = 0; s < sa.count; s++)
                 unblock_channels(at.blocked + s * blocked_input_floats(sh), sh->c, hw, beta,
                                  dx + (size_t)(sa.first + s) * in_sample);
         }
     }
-}
-
-/* ---- the weight gradient's blocks, at each vector width ------------------------ */
-
-/* The kernels (ALPHA, R, S) whose transform back is paired and unrolled
- * (winograd_filter_lanes.inc): tile_alpha's, every one ddp_winograd_suits
- * admits. */
-#define PAIRED_KERNELS(X) \
-    X(6, 3, 3) X(8, 5, 5) X(8, 5, 6) X(8, 5, 7) X(8, 6, 5) X(8, 6, 6) X(8, 6, 7) X(8, 7, 5) X(8, 7, 6) X(8, 7, 7)
-
-/* Whether the weight gradient's transform back takes the pairs, unrolled:
- * the plan's G^T has their symmetry and the kernel is one of PAIRED_KERNELS. */
-static int paired_kernel(const WinogradPlan *p, const DdpConvShape *sh)
-{
-#define PAIRED_SHAPE(a_, r_, s_) || (p->alpha == (a_) && sh->r == (r_) && sh->s == (s_))
-    return p->paired && (0 PAIRED_KERNELS(PAIRED_SHAPE));
-#undef PAIRED_SHAPE
-}
-
-static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
-                                      Lanes *out); /* below: paired, or sandwich */
-
-/* 8 floats, everywhere. */
-#define VL 8
-#define WIDTH(name) name##_8
-#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_transform
-#include "winograd_filter_lanes.inc"
-#undef VL
-#undef WIDTH
-#undef KERNEL_GRADIENT_TRANSFORM
-
-/* The weight gradient's transform back for the 8 pairs of a block
- * (winograd_filter_lanes.inc): paired and unrolled, or, where the plan's
- * G^T lacks the pairs' symmetry, sandwich's plain sums. */
-static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape *sh, const float *v, size_t stride,
-                                      Lanes *out)
-{
-    if (kernel_gradient_unrolled_8(p, sh, v, stride, out))
-        return;
-    Lanes in[WINO_POINTS]; /* IN as sandwich reads it */
-    for (int xi = 0; xi < WINO_POINTS; xi++)
-        in[xi] = point_used(p, xi) ? lanes_load(v + xi * stride) : (Lanes){0};
-    sandwich(p->alpha, sh->r, p->gt_h, sh->s, p->gt_w, in, out);
-}
-
-/* 16 floats, two blocks of channels a vector, where the CPU has AVX-512
- * (gemm_cpu.h: the products' choice, DDP_CPU_VECTOR) and the kernel is
- * paired (the caller checks): twice the multiply-adds per instruction, the
- * same bits. */
-#if DDP_CPU_WIDE_VECTORS
-DDP_CPU_WIDE_BEGIN
-#define VL 16
-#define WIDTH(name) name##_16
-#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_unrolled_16
-#include "winograd_filter_lanes.inc"
-#undef VL
-#undef WIDTH
-#undef KERNEL_GRADIENT_TRANSFORM
-DDP_CPU_WIDE_END
-#endif
-
-/* Whether this pass takes two blocks of channels a vector (sample_block_16). */
-static int filter_wide(const WinogradPlan *p, const DdpConvShape *sh)
-{
-    return DDP_CPU_WIDE_VECTORS && ddp_gemm_cpu_wide() && paired_kernel(p, sh);
-}
-
-/* One sample's pairs of block KB of k's and block CB of c's, and of CB + 1
- * too where WIDE; the blocks of c's taken. */
-static int sample_blocks(const WinogradPlan *p, const DdpConvShape *sh, int wide, const float *e, const float *d,
-                         int kb, int cb, size_t stride, float *part)
-{
-#if DDP_CPU_WIDE_VECTORS
-    if (wide && cb + 1 < channel_blocks(sh->c)) {
-        sample_block_16(p, sh, e, d, kb, cb, stride, part);
-        return 2;
-    }
-#else
-    (void)wide;
-#endif
-    sample_block_8(p, sh, e, d, kb, cb, stride, part);
-    return 1;
 }
 
 /* Backward filter: each thread takes whole samples, in its own scratch:
@@ -1084,7 +947,7 @@ static int sample_blocks(const WinogradPlan *p, const DdpConvShape *sh, int wide
  * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
  * against 3.8 to 4.0; with the transform back in pairs of points
  * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5 (README); on
- * 16-float vectors, two blocks of c's at a time (sample_blocks), 3.1 to
+ * 16-float vectors, two blocks of c's at a time (sample_block_16), 3.1 to
  * 3.3 against 3.7 to 3.8, with V point-major (V[xi][kk]: k-major, a
  * block's V took 8 rows 4 KiB apart) 0.05 faster at both widths. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
@@ -1093,7 +956,7 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
     const size_t ck = (size_t)sh->c * sh->k, rs = (size_t)sh->r * sh->s;
     const size_t stride = pair_stride(sh);
     const int tiles = p->tiles, cbs = channel_blocks(sh->c), kbs = channel_blocks(sh->k);
-    const int wide = filter_wide(p, sh);
+    const int wide = filter_wide(p, sh), wide_tiles = tiles_wide(p);
     /* no more threads than the scratch has room for, nor than samples */
     int threads = nthreads < p->filter_threads ? nthreads : p->filter_threads;
     threads = threads < n ? threads : n > 1 ? n : 1;
@@ -1111,22 +974,15 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
             block_inputs(sh, s, 1, x, at.blocked_x);
             block_gradients(sh, s, 1, dy, at.blocked_dy);
             for (int tile = 0; tile < tiles; tile++) { /* by block, point and tile (transformed_tiles_floats) */
-                Lanes t[WINO_POINTS];
-                for (int cb = 0; cb < cbs; cb++) {
-                    input_tile(p, sh, at.blocked_x, tile, cb, t);
-                    store_floats(p, t, LANES, at.d + tile_points_at(tiles, cb, 0) + (size_t)tile * LANES,
-                                 (size_t)tiles * LANES);
-                }
-                for (int kb = 0; kb < kbs; kb++) {
-                    gradient_tile(p, sh, at.blocked_dy, tile, kb, t);
-                    store_floats(p, t, LANES, at.e + tile_points_at(tiles, kb, 0) + (size_t)tile * LANES,
-                                 (size_t)tiles * LANES);
-                }
+                for (int cb = 0; cb < cbs;)
+                    cb += BY_WIDTH(wide_tiles, cb, cbs, filter_tile, p, sh, at.blocked_x, tile, cb, 0, at.d);
+                for (int kb = 0; kb < kbs;)
+                    kb += BY_WIDTH(wide_tiles, kb, kbs, filter_tile, p, sh, at.blocked_dy, tile, kb, 1, at.e);
             }
             /* c-block major, so that consecutive blocks share D's */
             for (int cb = 0, taken = 1; cb < cbs; cb += taken)
                 for (int kb = 0; kb < kbs; kb++)
-                    taken = sample_blocks(p, sh, wide, at.e, at.d, kb, cb, stride, at.part);
+                    taken = BY_WIDTH(wide, cb, cbs, sample_block, p, sh, at.e, at.d, kb, cb, stride, at.part);
             for (size_t ab = 0; ab < rs; ab++)
                 ddp_exact_add_floats(at.sum_hi + ab * ck, at.sum_lo + ab * ck, at.part + ab * stride, (int)ck, 0,
                                      &ddp_grad_window);

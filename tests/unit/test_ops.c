@@ -1182,44 +1182,59 @@ static void test_winograd_paired(void)
     }
 }
 
-/* The weight gradient's blocks on 16-float vectors (two blocks of 8
- * channels a vector, where the CPU has AVX-512) give the 8-float ones'
- * bits, fresh and accumulating, on every kernel Winograd takes (winograd_kernels), with C
- * making pairs of whole blocks (16, 24 and 32, an odd block left alone
- * at 24), a pair whose second block is short (12) and a short block left
- * alone (20, 9). */
-static void test_winograd_filter_widths(void)
+/* Winograd on 16-float vectors (two blocks of 8 channels a vector, where
+ * the CPU has AVX-512) gives the 8-float bits: forward, backward data
+ * (fresh and onto dx), and the weight gradient (fresh and accumulating), on
+ * every kernel Winograd takes (winograd_kernels; the square ones take the
+ * wide tile transforms too), with C and K making pairs of whole blocks (16,
+ * 24, 32), an odd block left alone (24), a pair whose second block is short
+ * (9, 10, 12, 17) and a short block left alone (20). */
+static void test_winograd_widths(void)
 {
     const int was = ddp_gemm_cpu_wide();
     if (!ddp_gemm_cpu_set_wide(1)) {
         fputs("\n    (one width only: this CPU has no AVX-512)", stderr);
         return;
     }
-    const int channels[WINOGRAD_KERNELS] = {16, 32, 24, 12, 20, 9, 16, 12, 20, 24};
+    const uint64_t others = rng; /* the later tests' draws left as they were */
+    const int cs[WINOGRAD_KERNELS] = {16, 32, 24, 12, 20, 9, 16, 12, 20, 24};
+    const int ks[WINOGRAD_KERNELS] = {24, 9, 16, 12, 17, 8, 10, 20, 16, 9};
+    const int n = WINOGRAD_CASE_SAMPLES;
     set_test_windows();
     for (size_t i = 0; i < WINOGRAD_KERNELS; i++) {
         Conv cv = winograd_kernels[i];
-        cv.c = channels[i];
+        cv.c = cs[i], cv.k = ks[i];
         WinogradCase c;
         winograd_case(&cv, &c);
+        float *dx0 = random_floats(c.nx), *y[2], *dx[2];
         DdpGrad *dw[2];
         for (int wide = 0; wide < 2; wide++) {
             CU_ASSERT_EQUAL(ddp_gemm_cpu_set_wide(wide), wide);
+            y[wide] = malloc(c.ny * sizeof(float));
+            dx[wide] = malloc(2 * c.nx * sizeof(float));
             dw[wide] = malloc(2 * c.nw * sizeof(DdpGrad));
-            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, WINOGRAD_CASE_SAMPLES, c.x, c.dy, dw[wide],
-                                         0.0f);
+            ddp_winograd_forward(&c.plan, &c.sh, 1, c.scratch, n, c.x, c.w, y[wide]);
+            ddp_winograd_backward_data(&c.plan, &c.sh, 1, c.scratch, n, c.dy, c.w, dx[wide], 0.0f);
+            memcpy(dx[wide] + c.nx, dx0, c.nx * sizeof(float));
+            ddp_winograd_backward_data(&c.plan, &c.sh, 1, c.scratch, n, c.dy, c.w, dx[wide] + c.nx, 0.5f);
+            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, n, c.x, c.dy, dw[wide], 0.0f);
             memcpy(dw[wide] + c.nw, dw[wide], c.nw * sizeof(DdpGrad));
-            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, WINOGRAD_CASE_SAMPLES, c.x, c.dy,
-                                         dw[wide] + c.nw, 1.0f);
+            ddp_winograd_backward_filter(&c.plan, &c.sh, 1, c.scratch, n, c.x, c.dy, dw[wide] + c.nw, 1.0f);
         }
-        const int same = memcmp(dw[0], dw[1], 2 * c.nw * sizeof(DdpGrad)) == 0;
-        CU_ASSERT(same);
-        if (!same)
-            printf("\n    C %d, %dx%d kernel: the widths' weight gradients differ", c.sh.c, c.sh.r, c.sh.s);
-        free(dw[0]), free(dw[1]);
+        const int same_y = memcmp(y[0], y[1], c.ny * sizeof(float)) == 0;
+        const int same_dx = memcmp(dx[0], dx[1], 2 * c.nx * sizeof(float)) == 0;
+        const int same_dw = memcmp(dw[0], dw[1], 2 * c.nw * sizeof(DdpGrad)) == 0;
+        CU_ASSERT(same_y && same_dx && same_dw);
+        if (!same_y || !same_dx || !same_dw)
+            printf("\n    C %d, K %d, %dx%d kernel: the widths differ in%s%s%s", c.sh.c, c.sh.k, c.sh.r, c.sh.s,
+                   same_y ? "" : " y", same_dx ? "" : " dx", same_dw ? "" : " dw");
+        for (int j = 0; j < 2; j++)
+            free(y[j]), free(dx[j]), free(dw[j]);
+        free(dx0);
         winograd_case_free(&c);
     }
     ddp_gemm_cpu_set_wide(was);
+    rng = others;
 }
 
 /* A conv's forward and data gradient for a sample are the same bits in any
@@ -1745,8 +1760,8 @@ void suite_ops(void)
          test_winograd_unrolled},
         {"Winograd: the weight gradient's transform back, in pairs of points, agrees with the plain sums",
          test_winograd_paired},
-        {"Winograd: the weight gradient on 16-float vectors (two blocks of channels) gives the 8-float bits",
-         test_winograd_filter_widths},
+        {"Winograd on 16-float vectors (two blocks of channels): the 8-float bits in every pass",
+         test_winograd_widths},
         {"a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_own},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
