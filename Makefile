@@ -172,8 +172,9 @@ $(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD
 # vectorised for this machine, as ddpc builds the generated programs
 # (-march=native). Elsewhere -std=c11 keeps floating-point contraction off.
 # No AVX-512 on x86-64: valgrind (make memcheck) cannot decode it; gemm_cpu.c
-# builds its 16-float tiles for AVX-512 itself and runs them only where the
-# CPU (not valgrind's) has it.
+# and winograd_cpu.c build their 16-float code for AVX-512 themselves
+# (gemm_cpu.h: DDP_CPU_WIDE_BEGIN) and run it only where the CPU (not
+# valgrind's) has it.
 NO_AVX512 := $(if $(filter x86_64,$(shell uname -m)),-mno-avx512f)
 $(BUILD)/runtime/ops_cpu.o $(BUILD)/runtime/winograd_cpu.o $(BUILD)/runtime/gemm_cpu.o $(BUILD)/runtime/round_cpu.o: \
     override CFLAGS += -O3 -march=native $(NO_AVX512)

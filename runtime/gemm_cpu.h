@@ -100,8 +100,8 @@ int ddp_gradsum_exact_lists(int m, int k, const float *a, int lda);
 #define DDP_CPU_WIDE_VECTORS 0
 #endif
 
-/* Whether the products, and winograd_cpu.c's weight gradient, run on
- * 16-float vectors (AVX-512, where the CPU has it) rather than 8-float
+/* Whether the products, and winograd_cpu.c's tile transforms and weight
+ * gradient sums, run on 16-float vectors (AVX-512, where the CPU has it) rather than 8-float
  * ones: the same bits either way, twice the multiply-adds per instruction.
  * Chosen at the first call. */
 int ddp_gemm_cpu_wide(void);

@@ -50,7 +50,7 @@ static int omp_get_num_threads(void) { return 1; }
  * few, so that a group's matrices stay in the core's own cache between the
  * transforms and the products (for MNIST's conv2, 16 rows make 128 KiB and
  * 256 KiB, and U 512 KiB). A tile's result does not depend on the rows it
- * is computed with (gemm_cpu.h). Vectors are of LANES channels. */
+ * is computed with (gemm_cpu.h). A vector holds blocks of LANES channels. */
 enum { LANES = 8 };
 
 /* The most scratch a Winograd conv's weight gradient may take per thread
@@ -422,8 +422,8 @@ static int point_used(const WinogradPlan *p, int xi)
  * non-square kernels' tile transforms, and the weight gradient's transform
  * back where the plan's G^T lacks the symmetry of its points
  * (WinogradPlan.paired); zero entries (a third) are skipped. Square
- * kernels' tile transforms use transform_fixed, and the weight gradient's
- * transform back kernel_gradient_paired. */
+ * kernels' tile transforms use winograd_lanes.inc's transform_fixed, and
+ * the weight gradient's transform back its kernel_gradient_paired. */
 static void sandwich(int alpha, int ro, const float *restrict l, int co, const float *restrict r,
                      const Lanes *restrict in, Lanes *restrict out)
 {
@@ -544,7 +544,7 @@ static int tables_match(const WinogradPlan *p)
 }
 
 /* Whether G^T (R rows, of the plan's G_h^T or G_w^T) has the zeros and the
- * symmetry that paired_rows takes: point 0's column zero but in row 0,
+ * symmetry that winograd_lanes.inc's paired_rows takes: point 0's column zero but in row 0,
  * infinity's but in the last row, and each -p's column p's times (-1)^i. */
 static int point_pairs_hold(int alpha, int r, const float *gt)
 {
@@ -563,10 +563,11 @@ static int point_pairs_hold(int alpha, int r, const float *gt)
 #define TILE_SIDE(alpha, m) (m)
 #define ALPHA_SIDE(alpha, m) (alpha)
 
-/* The lanes [0, LANES) of channel block C0 that exist: at most COUNT - C0. */
-static int lanes_at(int c0, int count)
+/* The lanes of the blocks from B on that exist, of COUNT channels, at most
+ * VL (a vector's floats): all of them but in a last, short block. */
+static ALWAYS_INLINE int lanes_from(int b, int count, int vl)
 {
-    return count - c0 < LANES ? count - c0 : LANES;
+    return count - b * LANES < vl ? count - b * LANES : vl;
 }
 
 /* ---- the parts at each vector width (winograd_lanes.inc) ----------------------- */
@@ -646,14 +647,24 @@ static void kernel_gradient_transform(const WinogradPlan *p, const DdpConvShape 
  * unrolled transforms (tiles_wide, filter_wide): twice the multiply-adds
  * per instruction, the same bits. */
 #if DDP_CPU_WIDE_VECTORS
+/* A 16-float transform has no plain sums to fall back to: its callers take
+ * that width only where tiles_wide or filter_wide holds, which the unrolled
+ * cases match. Should they ever part, the run stops here rather than go on
+ * with a tile it never wrote. */
+static inline void unrolled_done(int done)
+{
+    if (!done)
+        __builtin_trap();
+}
+
 DDP_CPU_WIDE_BEGIN
 #define VL 16
 #define WIDTH(name) name##_16
-#define INPUT_TRANSFORM input_transform_fixed_16
-#define DATA_GRADIENT_TRANSFORM data_gradient_transform_fixed_16
-#define OUTPUT_TRANSFORM output_transform_fixed_16
-#define GRADIENT_TRANSFORM gradient_transform_fixed_16
-#define KERNEL_GRADIENT_TRANSFORM kernel_gradient_unrolled_16
+#define INPUT_TRANSFORM(...) unrolled_done(input_transform_fixed_16(__VA_ARGS__))
+#define DATA_GRADIENT_TRANSFORM(...) unrolled_done(data_gradient_transform_fixed_16(__VA_ARGS__))
+#define OUTPUT_TRANSFORM(...) unrolled_done(output_transform_fixed_16(__VA_ARGS__))
+#define GRADIENT_TRANSFORM(...) unrolled_done(gradient_transform_fixed_16(__VA_ARGS__))
+#define KERNEL_GRADIENT_TRANSFORM(...) unrolled_done(kernel_gradient_unrolled_16(__VA_ARGS__))
 #include "winograd_lanes.inc" /* which undefines its parameters */
 DDP_CPU_WIDE_END
 #endif
@@ -672,14 +683,24 @@ static int filter_wide(const WinogradPlan *p, const DdpConvShape *sh)
     return DDP_CPU_WIDE_VECTORS && ddp_gemm_cpu_wide() && paired_kernel(p, sh);
 }
 
-/* BY_WIDTH(WIDE, B, BLOCKS, NAME, ARGS...): NAME_16(ARGS...) for blocks B
- * and B + 1 where WIDE and block B + 1 exists (of BLOCKS), else NAME_8(ARGS...)
- * for block B alone; the blocks taken, 2 or 1. */
+int ddp_winograd_wide(const WinogradPlan *p, const DdpConvShape *sh)
+{
+    return (tiles_wide(p) ? DDP_WINOGRAD_WIDE_TILES : 0) | (filter_wide(p, sh) ? DDP_WINOGRAD_WIDE_FILTER : 0);
+}
+
+/* The blocks of channels a pass takes at block B of BLOCKS: two where
+ * WIDE (tiles_wide, filter_wide) and block B + 1 exists, else one. */
+static int blocks_taken(int wide, int b, int blocks)
+{
+    return wide && b + 1 < blocks ? 2 : 1;
+}
+
+/* BY_WIDTH(TAKEN, NAME, ARGS...): NAME_16(ARGS...) for TAKEN (blocks_taken)
+ * 2, else NAME_8(ARGS...). */
 #if DDP_CPU_WIDE_VECTORS
-#define BY_WIDTH(wide, b, blocks, name, ...) \
-    ((wide) && (b) + 1 < (blocks) ? (name##_16(__VA_ARGS__), 2) : (name##_8(__VA_ARGS__), 1))
+#define BY_WIDTH(taken, name, ...) ((taken) == 2 ? name##_16(__VA_ARGS__) : name##_8(__VA_ARGS__))
 #else
-#define BY_WIDTH(wide, b, blocks, name, ...) ((void)(wide), name##_8(__VA_ARGS__), 1)
+#define BY_WIDTH(taken, name, ...) ((void)(taken), name##_8(__VA_ARGS__))
 #endif
 
 /* Channels in blocks of LANES, for the transforms' loads: XB[cb][h][w][lane]
@@ -688,7 +709,7 @@ static int filter_wide(const WinogradPlan *p, const DdpConvShape *sh)
 static void block_channels(const float *x, int c, size_t hw, float *xb)
 {
     for (int cb = 0; cb < channel_blocks(c); cb++) {
-        const int lanes = lanes_at(cb * LANES, c);
+        const int lanes = lanes_from(cb, c, LANES);
         float *out = xb + (size_t)cb * hw * LANES;
         size_t px = 0;
         if (lanes == LANES) /* 8 pixels of 8 channels at a time */
@@ -714,7 +735,7 @@ static void block_channels(const float *x, int c, size_t hw, float *xb)
 static void unblock_channels(const float *xb, int c, size_t hw, float beta, float *x)
 {
     for (int cb = 0; cb < channel_blocks(c); cb++) {
-        const int lanes = lanes_at(cb * LANES, c);
+        const int lanes = lanes_from(cb, c, LANES);
         const float *in = xb + (size_t)cb * hw * LANES;
         size_t px = 0;
         if (lanes == LANES)
@@ -752,7 +773,7 @@ static void transform_weights(const WinogradPlan *p, const DdpConvShape *sh, con
     OMP(for schedule(static))
     for (int row = 0; row < rows; row++)
         for (int col0 = 0; col0 < cols; col0 += LANES) {
-            const int lanes = lanes_at(col0, cols);
+            const int lanes = lanes_from(col0 / LANES, cols, LANES);
             Lanes g[WINO_POINTS] = {0}, t[WINO_POINTS];
             for (int v = 0; v < lanes; v++) {
                 const int k = transposed ? row : col0 + v, c = transposed ? col0 + v : row;
@@ -835,15 +856,17 @@ static void products(const WinogradPlan *p, const DdpConvShape *sh, const Sample
 /* The tiles of SA's samples, transformed from their blocked inputs (or, if
  * GRADIENTS, their blocked dy) into D (or E): row r's point xi at
  * OUT + (r * 64 + xi) * channels. */
-static void transform_tiles(const WinogradPlan *p, const DdpConvShape *sh, const Samples *sa, float *blocked,
-                            int gradients, float *out)
+static void transform_tiles(const WinogradPlan *p, const DdpConvShape *sh, int wide, const Samples *sa,
+                            float *blocked, int gradients, float *out)
 {
-    const int channels = gradients ? sh->k : sh->c, blocks = channel_blocks(channels), wide = tiles_wide(p);
+    const int channels = gradients ? sh->k : sh->c, blocks = channel_blocks(channels);
     for (int row = 0; row < sa->rows; row++) {
         const float *b = gradients ? blocked_gradient(p, sh, blocked, row) : blocked_sample(p, sh, blocked, row);
         float *row_out = out + (size_t)row * WINO_POINTS * channels;
-        for (int cb = 0; cb < blocks;)
-            cb += BY_WIDTH(wide, cb, blocks, tile_into_row, p, sh, b, row % p->tiles, cb, gradients, row_out);
+        for (int cb = 0, taken; cb < blocks; cb += taken) {
+            taken = blocks_taken(wide, cb, blocks);
+            BY_WIDTH(taken, tile_into_row, p, sh, b, row % p->tiles, cb, gradients, row_out);
+        }
     }
 }
 
@@ -875,15 +898,17 @@ void ddp_winograd_forward(const WinogradPlan *p, const DdpConvShape *sh, int nth
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_inputs(sh, sa.first, sa.count, x, at.blocked);
-            transform_tiles(p, sh, &sa, at.blocked, 0, at.d);
+            transform_tiles(p, sh, wide, &sa, at.blocked, 0, at.d);
             products(p, sh, &sa, at.d, sh->c, packed, sh->k, at.m, at.packs);
             /* The output tiles into the blocked y (in the space the blocked
              * input used), then y from it. */
             for (int row = 0; row < sa.rows; row++) {
                 float *yb = blocked_gradient(p, sh, at.blocked, row);
                 const float *m_row = at.m + (size_t)row * WINO_POINTS * sh->k;
-                for (int kb = 0; kb < kbs;)
-                    kb += BY_WIDTH(wide, kb, kbs, output_block, p, sh, m_row, row % tiles, kb, yb);
+                for (int kb = 0, taken; kb < kbs; kb += taken) {
+                    taken = blocks_taken(wide, kb, kbs);
+                    BY_WIDTH(taken, output_block, p, sh, m_row, row % tiles, kb, yb);
+                }
             }
             for (int s = 0; s < sa.count; s++)
                 unblock_channels(at.blocked + s * blocked_gradient_floats(sh), sh->k, out_pixels, 0.0f,
@@ -912,14 +937,16 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
         for (int group = 0; group < groups; group++) {
             const Samples sa = samples_at(p, group * p->group, p->group, n);
             block_gradients(sh, sa.first, sa.count, dy, at.blocked);
-            transform_tiles(p, sh, &sa, at.blocked, 1, at.m);
+            transform_tiles(p, sh, wide, &sa, at.blocked, 1, at.m);
             products(p, sh, &sa, at.m, sh->k, packed, sh->c, at.d, at.packs);
             memset(at.blocked, 0, (size_t)sa.count * channel_blocks(sh->c) * LANES * hw * sizeof *at.blocked);
             for (int row = 0; row < sa.rows; row++) {
                 float *xb = blocked_sample(p, sh, at.blocked, row);
                 const float *n_row = at.d + (size_t)row * WINO_POINTS * sh->c;
-                for (int cb = 0; cb < cbs;)
-                    cb += BY_WIDTH(wide, cb, cbs, data_block, p, sh, n_row, row % tiles, cb, xb);
+                for (int cb = 0, taken; cb < cbs; cb += taken) {
+                    taken = blocks_taken(wide, cb, cbs);
+                    BY_WIDTH(taken, data_block, p, sh, n_row, row % tiles, cb, xb);
+                }
             }
             for (int s = 0; s < sa.count; s++)
                 unblock_channels(at.blocked + s * blocked_input_floats(sh), sh->c, hw, beta,
@@ -946,10 +973,10 @@ void ddp_winograd_backward_data(const WinogradPlan *p, const DdpConvShape *sh, i
  * 64 -> 64 at 28x28 19.6, cifar10.net's 32 -> 64 at 32x32 14.1 to 14.3
  * against 22.9 to 23.1, and on two threads MNIST's conv2 3.2 to 3.7
  * against 3.8 to 4.0; with the transform back in pairs of points
- * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5 (README); on
- * 16-float vectors, two blocks of c's at a time (sample_block_16), 3.1 to
- * 3.3 against 3.7 to 3.8, with V point-major (V[xi][kk]: k-major, a
- * block's V took 8 rows 4 KiB apart) 0.05 faster at both widths. */
+ * (paired_rows), MNIST's conv2 on one thread 3.9 against 4.5; on 16-float
+ * vectors, two blocks of c's at a time (sample_block_16), as README says;
+ * with V point-major (V[xi][kk]: k-major, a block's V took 8 rows 4 KiB
+ * apart) 0.05 ms faster at both widths. */
 void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh, int nthreads, void *scratch,
                                   int n, const float *x, const float *dy, DdpGrad *dw, float beta)
 {
@@ -974,15 +1001,21 @@ void ddp_winograd_backward_filter(const WinogradPlan *p, const DdpConvShape *sh,
             block_inputs(sh, s, 1, x, at.blocked_x);
             block_gradients(sh, s, 1, dy, at.blocked_dy);
             for (int tile = 0; tile < tiles; tile++) { /* by block, point and tile (transformed_tiles_floats) */
-                for (int cb = 0; cb < cbs;)
-                    cb += BY_WIDTH(wide_tiles, cb, cbs, filter_tile, p, sh, at.blocked_x, tile, cb, 0, at.d);
-                for (int kb = 0; kb < kbs;)
-                    kb += BY_WIDTH(wide_tiles, kb, kbs, filter_tile, p, sh, at.blocked_dy, tile, kb, 1, at.e);
+                for (int cb = 0, taken; cb < cbs; cb += taken) {
+                    taken = blocks_taken(wide_tiles, cb, cbs);
+                    BY_WIDTH(taken, filter_tile, p, sh, at.blocked_x, tile, cb, 0, at.d);
+                }
+                for (int kb = 0, taken; kb < kbs; kb += taken) {
+                    taken = blocks_taken(wide_tiles, kb, kbs);
+                    BY_WIDTH(taken, filter_tile, p, sh, at.blocked_dy, tile, kb, 1, at.e);
+                }
             }
             /* c-block major, so that consecutive blocks share D's */
-            for (int cb = 0, taken = 1; cb < cbs; cb += taken)
+            for (int cb = 0, taken; cb < cbs; cb += taken) {
+                taken = blocks_taken(wide, cb, cbs);
                 for (int kb = 0; kb < kbs; kb++)
-                    taken = BY_WIDTH(wide, cb, cbs, sample_block, p, sh, at.e, at.d, kb, cb, stride, at.part);
+                    BY_WIDTH(taken, sample_block, p, sh, at.e, at.d, kb, cb, stride, at.part);
+            }
             for (size_t ab = 0; ab < rs; ab++)
                 ddp_exact_add_floats(at.sum_hi + ab * ck, at.sum_lo + ab * ck, at.part + ab * stride, (int)ck, 0,
                                      &ddp_grad_window);

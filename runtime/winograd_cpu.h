@@ -56,7 +56,7 @@ typedef struct {
     int nthreads;          /* threads the scratch has room for */
     int fixed;             /* square kernel, matrices as winograd_cpu.c's tables: unrolled transforms */
     int paired;            /* G^T's columns for p and -p alike but for sign: the weight gradient's
-                            * transform back takes them in pairs (winograd_cpu.c's paired_rows) */
+                            * transform back takes them in pairs (winograd_lanes.inc's paired_rows) */
     int filter;            /* the weight gradient is done here too (ddp_winograd_filter_suits) */
     int filter_threads;    /* the most threads it runs on: each has scratch of its own */
     /* Transform matrices, row-major in 8 x 8 arrays (unused entries zero):
@@ -84,6 +84,14 @@ int ddp_winograd_suits(const DdpConvShape *shape);
  * neither a rank's batch nor the thread count changes the choice. */
 enum { WINO_FILTER_MIN_TILES = 4 };
 int ddp_winograd_filter_suits(const WinogradPlan *plan);
+
+/* Which of PLAN's passes take two blocks of 8 channels a vector (16 floats)
+ * now, on CPUs with AVX-512 (gemm_cpu.h's choice of width): the tile
+ * transforms of every pass where they are unrolled (square kernels), and
+ * the weight gradient's sums and transforms back where they are paired;
+ * the same bits either way. */
+enum { DDP_WINOGRAD_WIDE_TILES = 1, DDP_WINOGRAD_WIDE_FILTER = 2 };
+int ddp_winograd_wide(const WinogradPlan *plan, const DdpConvShape *shape);
 
 /* Fills PLAN for SHAPE (one that suits; shape->n the largest batch), for
  * calls on at most NTHREADS OpenMP threads. */
