@@ -62,6 +62,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$kit"/{gpu,ref,data,torch,obj,fallback}
 
+# The runtime's archives travel without their debug information (three
+# quarters of libddprt.a's bytes): the node links them only to rebuild a
+# program or the tools, and the kit must fit what a device run carries.
+strip --strip-debug "$kit"/lib/ddpc/libddprt*.a
+
 # The data: a prefix of each file, headers rewritten to the new counts.
 python3 - "$data" "$kit/data" <<'EOF'
 import gzip, os, struct, sys
