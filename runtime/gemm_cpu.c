@@ -351,7 +351,7 @@ static int wide; /* the 16-float tiles; set once, by choose_width */
 static int cpu_runs_wide_tiles(void)
 {
 #if DDP_CPU_WIDE_VECTORS
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return DDP_CPU_RUNS_WIDE();
 #else
     return 0;
 #endif

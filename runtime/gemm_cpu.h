@@ -91,19 +91,22 @@ int ddp_gradsum_exact_lists(int m, int k, const float *a, int lda);
 /* Where 16-float vectors (AVX-512) are built besides the 8-float ones: on
  * x86-64, by GCC (clang knows neither the pragmas nor, without them, the
  * instructions). Code between DDP_CPU_WIDE_BEGIN and DDP_CPU_WIDE_END is
- * compiled for AVX-512, and runs only where ddp_gemm_cpu_wide() says so. */
+ * compiled for AVX-512 and FMA, and runs only where ddp_gemm_cpu_wide()
+ * says so: where the CPU has what it was compiled for,
+ * DDP_CPU_RUNS_WIDE(). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DDP_CPU_WIDE_VECTORS 1
 #define DDP_CPU_WIDE_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,fma\")")
 #define DDP_CPU_WIDE_END _Pragma("GCC pop_options")
+#define DDP_CPU_RUNS_WIDE() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
 #else
 #define DDP_CPU_WIDE_VECTORS 0
 #endif
 
 /* Whether the products, and winograd_cpu.c's tile transforms and weight
- * gradient sums, run on 16-float vectors (AVX-512, where the CPU has it) rather than 8-float
- * ones: the same bits either way, twice the multiply-adds per instruction.
- * Chosen at the first call. */
+ * gradient sums, run on 16-float vectors (AVX-512, where the CPU has it)
+ * rather than 8-float ones: the same bits either way, twice the
+ * multiply-adds per instruction. Chosen at the first call. */
 int ddp_gemm_cpu_wide(void);
 /* For the tests that compare the two: asks for the 16-float vectors (ON) or
  * the 8-float ones; returns what the products now use (0 where the CPU has

@@ -570,6 +570,18 @@ static ALWAYS_INLINE int lanes_from(int b, int count, int vl)
     return count - b * LANES < vl ? count - b * LANES : vl;
 }
 
+/* COUNT lanes of a block and the next, from FROM to TO, whose second
+ * blocks lie FROM_STEP and TO_STEP floats on (LANES for a vector in
+ * memory, another step where a layout keeps the blocks apart): a short
+ * vector's loads and stores, at either width. */
+static void copy_block_lanes(float *to, size_t to_step, const float *from, size_t from_step, int count)
+{
+    const int first = count < LANES ? count : LANES;
+    memcpy(to, from, (size_t)first * sizeof(float));
+    if (count > LANES)
+        memcpy(to + to_step, from + from_step, (size_t)(count - LANES) * sizeof(float));
+}
+
 /* ---- the parts at each vector width (winograd_lanes.inc) ----------------------- */
 
 /* The kernels (ALPHA, R, S) whose transform back is paired and unrolled
