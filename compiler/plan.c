@@ -322,6 +322,8 @@ static int by_start(const void *a, const void *b, void *storages)
     return si != sj ? (si > sj) - (si < sj) : (i > j) - (i < j);
 }
 
+static int64_t aligned_up(int64_t floats) { return (floats + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN; }
+
 static int by_end(const void *a, const void *b, void *storages)
 {
     const Storage *s = storages;
@@ -335,7 +337,8 @@ static int by_end(const void *a, const void *b, void *storages)
  * earlier start no later, so the ones that overlap the new lifetime are
  * exactly those still live at its start: the sweep frees every buffer whose
  * lifetime ended before that start, then takes the lowest free run that
- * fits. Batch-sized and fixed buffers are placed in separate regions. */
+ * fits. Batch-sized and fixed buffers are placed in separate regions, each
+ * buffer taking its size rounded up to PLAN_ARENA_ALIGN floats. */
 void plan_place(Plan *p)
 {
     int n = p->n_storages, n_batch = 0;
@@ -364,20 +367,19 @@ void plan_place(Plan *p)
     int free_runs = gap_new(&g, 0, GAP_UNBOUNDED), n_ended = 0;
     for (int oi = 0; oi < n; oi++) {
         Storage *s = &p->storages[order[oi]];
-        if (s->per_sample <= 0) { /* fixed buffers are small: no reuse, and 2-float aligned for doubles */
-            s->offset = (p->arena_fixed + 1) & ~(int64_t)1;
+        if (s->per_sample <= 0) { /* fixed buffers are small: no reuse */
+            s->offset = aligned_up(p->arena_fixed);
             p->arena_fixed = s->offset + s->fixed;
             continue;
         }
         for (; n_ended < n_batch && p->storages[ending[n_ended]].end < s->start; n_ended++) {
             const Storage *e = &p->storages[ending[n_ended]];
-            gap_give(&g, &free_runs, e->offset, e->per_sample);
+            gap_give(&g, &free_runs, e->offset, aligned_up(e->per_sample));
         }
-        s->offset = gap_take(&g, &free_runs, s->per_sample);
-        if (s->offset + s->per_sample > p->arena_per_sample)
-            p->arena_per_sample = s->offset + s->per_sample;
+        s->offset = gap_take(&g, &free_runs, aligned_up(s->per_sample));
+        if (s->offset + aligned_up(s->per_sample) > p->arena_per_sample)
+            p->arena_per_sample = s->offset + aligned_up(s->per_sample);
     }
-    p->arena_per_sample += p->arena_per_sample & 1; /* keeps the fixed region's doubles aligned */
     free(order);
     free(ending);
     free(g.node);

@@ -23,6 +23,9 @@
 #include "ddpc.h"
 #include "planned_net.h"  // PlannedNet: a source through the front end and planner
 
+/* What a storage of FLOATS takes in the arena: whole units of PLAN_ARENA_ALIGN. */
+static int64_t taken(int64_t floats) { return (floats + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN; }
+
 /* The definition, by brute force: O(n^3), for small n. OFFSET gets each
  * storage's place; *PER_SAMPLE and *FIXED the two regions' sizes. */
 static void reference_place(const Storage *s, int n, int64_t *offset, int64_t *per_sample, int64_t *fixed)
@@ -40,7 +43,7 @@ static void reference_place(const Storage *s, int n, int64_t *offset, int64_t *p
     for (int oi = 0; oi < n; oi++) {
         int i = order[oi];
         if (s[i].per_sample <= 0) {
-            offset[i] = (*fixed + 1) & ~(int64_t)1;
+            offset[i] = taken(*fixed);
             *fixed = offset[i] + s[i].fixed;
             continue;
         }
@@ -50,14 +53,14 @@ static void reference_place(const Storage *s, int n, int64_t *offset, int64_t *p
             int c = ci < 0 ? -1 : order[ci];
             if (c >= 0 && s[c].per_sample <= 0)
                 continue;
-            int64_t at = c < 0 ? 0 : offset[c] + s[c].per_sample;
+            int64_t at = c < 0 ? 0 : offset[c] + taken(s[c].per_sample);
             if (best >= 0 && at >= best)
                 continue;
             bool free_here = true;
             for (int pj = 0; pj < oi && free_here; pj++) {
                 int q = order[pj];
                 bool same_time = s[q].start <= s[i].end && s[i].start <= s[q].end;
-                bool same_place = offset[q] < at + s[i].per_sample && at < offset[q] + s[q].per_sample;
+                bool same_place = offset[q] < at + taken(s[i].per_sample) && at < offset[q] + taken(s[q].per_sample);
                 if (s[q].per_sample > 0 && same_time && same_place)
                     free_here = false;
             }
@@ -65,10 +68,9 @@ static void reference_place(const Storage *s, int n, int64_t *offset, int64_t *p
                 best = at;
         }
         offset[i] = best;
-        if (best + s[i].per_sample > *per_sample)
-            *per_sample = best + s[i].per_sample;
+        if (best + taken(s[i].per_sample) > *per_sample)
+            *per_sample = best + taken(s[i].per_sample);
     }
-    *per_sample += *per_sample & 1;
     free(order);
 }
 
@@ -87,6 +89,13 @@ static void check_against_reference(const Plan *p)
     CU_ASSERT_EQUAL(wrong, 0);
     CU_ASSERT_EQUAL(p->arena_per_sample, per_sample);
     CU_ASSERT_EQUAL(p->arena_fixed, fixed);
+    /* every buffer on 128 bytes at any batch: its place, and the batch
+     * region's size per sample, which the fixed region follows */
+    int unaligned = 0;
+    for (int i = 0; i < n; i++)
+        unaligned += p->storages[i].offset % PLAN_ARENA_ALIGN != 0;
+    CU_ASSERT_EQUAL(unaligned, 0);
+    CU_ASSERT_EQUAL(p->arena_per_sample % PLAN_ARENA_ALIGN, 0);
     free(want);
 }
 

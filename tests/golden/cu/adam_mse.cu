@@ -149,14 +149,14 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, c
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 214, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 192, ARENA_FIXED = 0;  // floats
 static const int64_t tanh1_out_at = 0;  // 64
-static const int64_t d_tanh1_out_at = 150;  // its gradient, 64
+static const int64_t d_tanh1_out_at = 128;  // its gradient, 64
 static const int64_t leaky_relu1_out_at = 64;  // 32
-static const int64_t d_leaky_relu1_out_at = 118;  // its gradient, 32
+static const int64_t d_leaky_relu1_out_at = 96;  // its gradient, 32
 static const int64_t linear3_out_at = 96;  // 10
-static const int64_t d_linear3_out_at = 108;  // its gradient, 10
-static const int64_t loss_rows_at = 106;  // float, 2 floats per sample
+static const int64_t d_linear3_out_at = 160;  // its gradient, 10
+static const int64_t loss_rows_at = 128;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -165,13 +165,13 @@ static const int64_t ARENA_PER_SAMPLE = 5120, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 8x16x16
 static const int64_t d_relu1_out_at = 3072;  // its gradient, 8x16x16
 static const int64_t maxpool1_out_at = 2048;  // 8x8x8
-static const int64_t d_maxpool1_out_at = 22;  // its gradient, 8x8x8
+static const int64_t d_maxpool1_out_at = 96;  // its gradient, 8x8x8
 static const int64_t flatten1_out_at = 2048;  // 512
-static const int64_t d_flatten1_out_at = 22;  // its gradient, 512
+static const int64_t d_flatten1_out_at = 96;  // its gradient, 512
 static const int64_t linear1_out_at = 0;  // 10
-static const int64_t d_linear1_out_at = 12;  // its gradient, 10
+static const int64_t d_linear1_out_at = 64;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 2560;  // int32_t, 512 floats per sample
-static const int64_t loss_rows_at = 10;  // float, 2 floats per sample
+static const int64_t loss_rows_at = 32;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -117,14 +117,14 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 2582, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 2656, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 4x16x20
-static const int64_t d_relu1_out_at = 1302;  // its gradient, 4x16x20
+static const int64_t d_relu1_out_at = 1376;  // its gradient, 4x16x20
 static const int64_t flatten1_out_at = 0;  // 1280
-static const int64_t d_flatten1_out_at = 1302;  // its gradient, 1280
+static const int64_t d_flatten1_out_at = 1376;  // its gradient, 1280
 static const int64_t linear1_out_at = 1280;  // 10
-static const int64_t d_linear1_out_at = 1292;  // its gradient, 10
-static const int64_t loss_rows_at = 1290;  // float, 2 floats per sample
+static const int64_t d_linear1_out_at = 1344;  // its gradient, 10
+static const int64_t loss_rows_at = 1312;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -1361,7 +1361,7 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 372736, ARENA_FIXED = 8672;  // floats
+static const int64_t ARENA_PER_SAMPLE = 372736, ARENA_FIXED = 8896;  // floats
 static const int64_t stem_out_at = 0;  // 32x32x32
 static const int64_t d_stem_out_at = 32768;  // its gradient, 32x32x32
 static const int64_t bn1_out_at = 32768;  // 32x32x32
@@ -1417,33 +1417,33 @@ static const int64_t d_conv8_out_at = 348160;  // its gradient, 256x8x8
 static const int64_t maxpool3_out_at = 360448;  // 256x4x4
 static const int64_t d_maxpool3_out_at = 344064;  // its gradient, 256x4x4
 static const int64_t bn8_out_at = 344064;  // 256x4x4
-static const int64_t d_bn8_out_at = 352534;  // its gradient, 256x4x4
+static const int64_t d_bn8_out_at = 352608;  // its gradient, 256x4x4
 static const int64_t gelu8_out_at = 348160;  // 256x4x4
-static const int64_t d_gelu8_out_at = 348438;  // its gradient, 256x4x4
+static const int64_t d_gelu8_out_at = 348512;  // its gradient, 256x4x4
 static const int64_t global_avgpool1_out_at = 352256;  // 256
-static const int64_t d_global_avgpool1_out_at = 348182;  // its gradient, 256
+static const int64_t d_global_avgpool1_out_at = 348256;  // its gradient, 256
 static const int64_t linear1_out_at = 348160;  // 10
-static const int64_t d_linear1_out_at = 348172;  // its gradient, 10
+static const int64_t d_linear1_out_at = 348224;  // its gradient, 10
 static const int64_t bn1_sums_at = 0;  // DdpSum, 260 floats
-static const int64_t bn1_stats_at = 260;  // float, 64 floats
+static const int64_t bn1_stats_at = 288;  // float, 64 floats
 static const int64_t maxpool1_argmax_at = 180224;  // int32_t, 16384 floats per sample
-static const int64_t bn2_sums_at = 324;  // DdpSum, 516 floats
-static const int64_t bn2_stats_at = 840;  // float, 128 floats
-static const int64_t bn3_sums_at = 968;  // DdpSum, 516 floats
-static const int64_t bn3_stats_at = 1484;  // float, 128 floats
-static const int64_t bn4_sums_at = 1612;  // DdpSum, 516 floats
-static const int64_t bn4_stats_at = 2128;  // float, 128 floats
+static const int64_t bn2_sums_at = 352;  // DdpSum, 516 floats
+static const int64_t bn2_stats_at = 896;  // float, 128 floats
+static const int64_t bn3_sums_at = 1024;  // DdpSum, 516 floats
+static const int64_t bn3_stats_at = 1568;  // float, 128 floats
+static const int64_t bn4_sums_at = 1696;  // DdpSum, 516 floats
+static const int64_t bn4_stats_at = 2240;  // float, 128 floats
 static const int64_t maxpool2_argmax_at = 303104;  // int32_t, 8192 floats per sample
-static const int64_t bn5_sums_at = 2256;  // DdpSum, 1028 floats
-static const int64_t bn5_stats_at = 3284;  // float, 256 floats
-static const int64_t bn6_sums_at = 3540;  // DdpSum, 1028 floats
-static const int64_t bn6_stats_at = 4568;  // float, 256 floats
-static const int64_t bn7_sums_at = 4824;  // DdpSum, 1028 floats
-static const int64_t bn7_stats_at = 5852;  // float, 256 floats
+static const int64_t bn5_sums_at = 2368;  // DdpSum, 1028 floats
+static const int64_t bn5_stats_at = 3424;  // float, 256 floats
+static const int64_t bn6_sums_at = 3680;  // DdpSum, 1028 floats
+static const int64_t bn6_stats_at = 4736;  // float, 256 floats
+static const int64_t bn7_sums_at = 4992;  // DdpSum, 1028 floats
+static const int64_t bn7_stats_at = 6048;  // float, 256 floats
 static const int64_t maxpool3_argmax_at = 364544;  // int32_t, 4096 floats per sample
-static const int64_t bn8_sums_at = 6108;  // DdpSum, 2052 floats
-static const int64_t bn8_stats_at = 8160;  // float, 512 floats
-static const int64_t loss_rows_at = 348170;  // float, 2 floats per sample
+static const int64_t bn8_sums_at = 6304;  // DdpSum, 2052 floats
+static const int64_t bn8_stats_at = 8384;  // float, 512 floats
+static const int64_t loss_rows_at = 348192;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -120,14 +120,14 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 296, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 416, ARENA_FIXED = 0;  // floats
 static const int64_t relu1_out_at = 0;  // 4x6x6
-static const int64_t d_relu1_out_at = 152;  // its gradient, 4x6x6
+static const int64_t d_relu1_out_at = 256;  // its gradient, 4x6x6
 static const int64_t flatten1_out_at = 0;  // 144
-static const int64_t d_flatten1_out_at = 152;  // its gradient, 144
-static const int64_t linear1_out_at = 144;  // 3
-static const int64_t d_linear1_out_at = 149;  // its gradient, 3
-static const int64_t loss_rows_at = 147;  // float, 2 floats per sample
+static const int64_t d_flatten1_out_at = 256;  // its gradient, 144
+static const int64_t linear1_out_at = 160;  // 3
+static const int64_t d_linear1_out_at = 224;  // its gradient, 3
+static const int64_t loss_rows_at = 192;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -242,22 +242,22 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 106, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 224, ARENA_FIXED = 0;  // floats
 static const int64_t sigmoid1_out_at = 0;  // 16
-static const int64_t d_sigmoid1_out_at = 16;  // its gradient, 16
-static const int64_t dropout1_out_at = 16;  // 16
-static const int64_t d_dropout1_out_at = 64;  // its gradient, 16
-static const int64_t leaky_relu1_out_at = 32;  // 16
-static const int64_t d_leaky_relu1_out_at = 48;  // its gradient, 16
-static const int64_t res1_out_at = 48;  // 16
-static const int64_t d_res1_out_at = 48;  // its gradient, 16
-static const int64_t res2_out_at = 64;  // 16
-static const int64_t d_res2_out_at = 90;  // its gradient, 16
-static const int64_t relu1_out_at = 48;  // 16
-static const int64_t d_relu1_out_at = 74;  // its gradient, 16
-static const int64_t linear3_out_at = 64;  // 4
-static const int64_t d_linear3_out_at = 70;  // its gradient, 4
-static const int64_t loss_rows_at = 68;  // float, 2 floats per sample
+static const int64_t d_sigmoid1_out_at = 32;  // its gradient, 16
+static const int64_t dropout1_out_at = 32;  // 16
+static const int64_t d_dropout1_out_at = 128;  // its gradient, 16
+static const int64_t leaky_relu1_out_at = 64;  // 16
+static const int64_t d_leaky_relu1_out_at = 96;  // its gradient, 16
+static const int64_t res1_out_at = 96;  // 16
+static const int64_t d_res1_out_at = 96;  // its gradient, 16
+static const int64_t res2_out_at = 128;  // 16
+static const int64_t d_res2_out_at = 160;  // its gradient, 16
+static const int64_t relu1_out_at = 96;  // 16
+static const int64_t d_relu1_out_at = 128;  // its gradient, 16
+static const int64_t linear3_out_at = 128;  // 4
+static const int64_t d_linear3_out_at = 192;  // its gradient, 4
+static const int64_t loss_rows_at = 160;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -709,7 +709,7 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, c
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 172032, ARENA_FIXED = 488;  // floats
+static const int64_t ARENA_PER_SAMPLE = 172032, ARENA_FIXED = 544;  // floats
 static const int64_t stem_out_at = 0;  // 16x32x32
 static const int64_t d_stem_out_at = 32768;  // its gradient, 16x32x32
 static const int64_t bn1_out_at = 16384;  // 16x32x32
@@ -750,13 +750,13 @@ static const int64_t dropout1_out_at = 100416;  // 64
 static const int64_t d_dropout1_out_at = 100480;  // its gradient, 64
 static const int64_t linear2_out_at = 100352;  // 10
 static const int64_t d_linear2_out_at = 100352;  // its gradient, 10
-static const int64_t log_softmax1_out_at = 100362;  // 10
-static const int64_t d_log_softmax1_out_at = 100372;  // its gradient, 10
+static const int64_t log_softmax1_out_at = 100384;  // 10
+static const int64_t d_log_softmax1_out_at = 100480;  // its gradient, 10
 static const int64_t bn1_sums_at = 0;  // DdpSum, 132 floats
-static const int64_t bn1_stats_at = 132;  // float, 32 floats
+static const int64_t bn1_stats_at = 160;  // float, 32 floats
 static const int64_t maxpool1_argmax_at = 118784;  // int32_t, 4096 floats per sample
-static const int64_t bn2_sums_at = 164;  // DdpSum, 260 floats
-static const int64_t bn2_stats_at = 424;  // float, 64 floats
+static const int64_t bn2_sums_at = 192;  // DdpSum, 260 floats
+static const int64_t bn2_stats_at = 480;  // float, 64 floats
 static const int64_t loss_rows_at = 100352;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.

@@ -1370,7 +1370,7 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 138134, ARENA_FIXED = 3396;  // floats
+static const int64_t ARENA_PER_SAMPLE = 138112, ARENA_FIXED = 3648;  // floats
 static const int64_t stem_out_at = 0;  // 16x28x28
 static const int64_t d_stem_out_at = 25088;  // its gradient, 16x28x28
 static const int64_t bn1_out_at = 12544;  // 16x28x28
@@ -1426,34 +1426,34 @@ static const int64_t d_relu8_out_at = 122304;  // its gradient, 64x7x7
 static const int64_t conv9_out_at = 122304;  // 64x7x7
 static const int64_t d_conv9_out_at = 131712;  // its gradient, 64x7x7
 static const int64_t bn9_out_at = 128576;  // 64x7x7
-static const int64_t d_bn9_out_at = 134998;  // its gradient, 64x7x7
+static const int64_t d_bn9_out_at = 134976;  // its gradient, 64x7x7
 static const int64_t res3_out_at = 131712;  // 64x7x7
-static const int64_t d_res3_out_at = 134998;  // its gradient, 64x7x7
+static const int64_t d_res3_out_at = 134976;  // its gradient, 64x7x7
 static const int64_t relu9_out_at = 128576;  // 64x7x7
-static const int64_t d_relu9_out_at = 131862;  // its gradient, 64x7x7
+static const int64_t d_relu9_out_at = 131840;  // its gradient, 64x7x7
 static const int64_t global_avgpool1_out_at = 131712;  // 64
-static const int64_t d_global_avgpool1_out_at = 131798;  // its gradient, 64
+static const int64_t d_global_avgpool1_out_at = 131776;  // its gradient, 64
 static const int64_t linear1_out_at = 131776;  // 10
-static const int64_t d_linear1_out_at = 131788;  // its gradient, 10
+static const int64_t d_linear1_out_at = 131840;  // its gradient, 10
 static const int64_t bn1_sums_at = 0;  // DdpSum, 132 floats
-static const int64_t bn1_stats_at = 132;  // float, 32 floats
-static const int64_t bn2_sums_at = 164;  // DdpSum, 132 floats
-static const int64_t bn2_stats_at = 296;  // float, 32 floats
-static const int64_t bn3_sums_at = 328;  // DdpSum, 132 floats
-static const int64_t bn3_stats_at = 460;  // float, 32 floats
-static const int64_t bn4_sums_at = 492;  // DdpSum, 260 floats
-static const int64_t bn4_stats_at = 752;  // float, 64 floats
-static const int64_t bn5_sums_at = 816;  // DdpSum, 260 floats
-static const int64_t bn5_stats_at = 1076;  // float, 64 floats
-static const int64_t bn6_sums_at = 1140;  // DdpSum, 260 floats
-static const int64_t bn6_stats_at = 1400;  // float, 64 floats
-static const int64_t bn7_sums_at = 1464;  // DdpSum, 516 floats
-static const int64_t bn7_stats_at = 1980;  // float, 128 floats
-static const int64_t bn8_sums_at = 2108;  // DdpSum, 516 floats
-static const int64_t bn8_stats_at = 2624;  // float, 128 floats
-static const int64_t bn9_sums_at = 2752;  // DdpSum, 516 floats
-static const int64_t bn9_stats_at = 3268;  // float, 128 floats
-static const int64_t loss_rows_at = 131786;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 160;  // float, 32 floats
+static const int64_t bn2_sums_at = 192;  // DdpSum, 132 floats
+static const int64_t bn2_stats_at = 352;  // float, 32 floats
+static const int64_t bn3_sums_at = 384;  // DdpSum, 132 floats
+static const int64_t bn3_stats_at = 544;  // float, 32 floats
+static const int64_t bn4_sums_at = 576;  // DdpSum, 260 floats
+static const int64_t bn4_stats_at = 864;  // float, 64 floats
+static const int64_t bn5_sums_at = 928;  // DdpSum, 260 floats
+static const int64_t bn5_stats_at = 1216;  // float, 64 floats
+static const int64_t bn6_sums_at = 1280;  // DdpSum, 260 floats
+static const int64_t bn6_stats_at = 1568;  // float, 64 floats
+static const int64_t bn7_sums_at = 1632;  // DdpSum, 516 floats
+static const int64_t bn7_stats_at = 2176;  // float, 128 floats
+static const int64_t bn8_sums_at = 2304;  // DdpSum, 516 floats
+static const int64_t bn8_stats_at = 2848;  // float, 128 floats
+static const int64_t bn9_sums_at = 2976;  // DdpSum, 516 floats
+static const int64_t bn9_stats_at = 3520;  // float, 128 floats
+static const int64_t loss_rows_at = 131808;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

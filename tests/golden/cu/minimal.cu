@@ -90,10 +90,10 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 6, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 96, ARENA_FIXED = 0;  // floats
 static const int64_t linear1_out_at = 0;  // 2
-static const int64_t d_linear1_out_at = 4;  // its gradient, 2
-static const int64_t loss_rows_at = 2;  // float, 2 floats per sample
+static const int64_t d_linear1_out_at = 64;  // its gradient, 2
+static const int64_t loss_rows_at = 32;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

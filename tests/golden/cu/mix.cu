@@ -709,7 +709,7 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 12544, ARENA_FIXED = 248;  // floats
+static const int64_t ARENA_PER_SAMPLE = 12672, ARENA_FIXED = 320;  // floats
 static const int64_t leaky_relu1_out_at = 0;  // 8x14x14
 static const int64_t d_leaky_relu1_out_at = 1568;  // its gradient, 8x14x14
 static const int64_t conv2_out_at = 1568;  // 8x14x14
@@ -717,41 +717,41 @@ static const int64_t d_conv2_out_at = 4704;  // its gradient, 8x14x14
 static const int64_t bn1_out_at = 3136;  // 8x14x14
 static const int64_t d_bn1_out_at = 3136;  // its gradient, 8x14x14
 static const int64_t sigmoid1_out_at = 4704;  // 8x14x14
-static const int64_t d_sigmoid1_out_at = 8232;  // its gradient, 8x14x14
+static const int64_t d_sigmoid1_out_at = 8256;  // its gradient, 8x14x14
 static const int64_t tanh1_out_at = 3136;  // 8x14x14
-static const int64_t d_tanh1_out_at = 6664;  // its gradient, 8x14x14
+static const int64_t d_tanh1_out_at = 6688;  // its gradient, 8x14x14
 static const int64_t res1_out_at = 6272;  // 8x14x14
-static const int64_t d_res1_out_at = 6664;  // its gradient, 8x14x14
+static const int64_t d_res1_out_at = 6688;  // its gradient, 8x14x14
 static const int64_t maxpool1_out_at = 7840;  // 8x7x7
 static const int64_t d_maxpool1_out_at = 6272;  // its gradient, 8x7x7
 static const int64_t avgpool1_out_at = 6272;  // 8x7x7
-static const int64_t d_avgpool1_out_at = 6664;  // its gradient, 8x7x7
-static const int64_t gelu1_out_at = 6664;  // 8x7x7
-static const int64_t d_gelu1_out_at = 7056;  // its gradient, 8x7x7
-static const int64_t conv4_out_at = 7056;  // 16x7x7
-static const int64_t d_conv4_out_at = 9408;  // its gradient, 16x7x7
-static const int64_t bn2_out_at = 8624;  // 16x7x7
-static const int64_t d_bn2_out_at = 8624;  // its gradient, 16x7x7
-static const int64_t relu1_out_at = 9408;  // 16x7x7
-static const int64_t d_relu1_out_at = 10976;  // its gradient, 16x7x7
-static const int64_t conv5_out_at = 8624;  // 16x7x7
-static const int64_t d_conv5_out_at = 11760;  // its gradient, 16x7x7
-static const int64_t gelu2_out_at = 10192;  // 16x7x7
-static const int64_t d_gelu2_out_at = 10192;  // its gradient, 16x7x7
-static const int64_t res2_out_at = 10976;  // 16x7x7
-static const int64_t d_res2_out_at = 10192;  // its gradient, 16x7x7
-static const int64_t global_avgpool1_out_at = 7840;  // 16
-static const int64_t d_global_avgpool1_out_at = 7866;  // its gradient, 16
-static const int64_t linear1_out_at = 7856;  // 10
-static const int64_t d_linear1_out_at = 7856;  // its gradient, 10
-static const int64_t log_softmax1_out_at = 7866;  // 10
-static const int64_t d_log_softmax1_out_at = 7876;  // its gradient, 10
+static const int64_t d_avgpool1_out_at = 6688;  // its gradient, 8x7x7
+static const int64_t gelu1_out_at = 6688;  // 8x7x7
+static const int64_t d_gelu1_out_at = 7104;  // its gradient, 8x7x7
+static const int64_t conv4_out_at = 7104;  // 16x7x7
+static const int64_t d_conv4_out_at = 9472;  // its gradient, 16x7x7
+static const int64_t bn2_out_at = 8672;  // 16x7x7
+static const int64_t d_bn2_out_at = 8672;  // its gradient, 16x7x7
+static const int64_t relu1_out_at = 9472;  // 16x7x7
+static const int64_t d_relu1_out_at = 11072;  // its gradient, 16x7x7
+static const int64_t conv5_out_at = 8672;  // 16x7x7
+static const int64_t d_conv5_out_at = 11872;  // its gradient, 16x7x7
+static const int64_t gelu2_out_at = 10272;  // 16x7x7
+static const int64_t d_gelu2_out_at = 10272;  // its gradient, 16x7x7
+static const int64_t res2_out_at = 11072;  // 16x7x7
+static const int64_t d_res2_out_at = 10272;  // its gradient, 16x7x7
+static const int64_t global_avgpool1_out_at = 7904;  // 16
+static const int64_t d_global_avgpool1_out_at = 7968;  // its gradient, 16
+static const int64_t linear1_out_at = 7936;  // 10
+static const int64_t d_linear1_out_at = 7936;  // its gradient, 10
+static const int64_t log_softmax1_out_at = 7968;  // 10
+static const int64_t d_log_softmax1_out_at = 8000;  // its gradient, 10
 static const int64_t bn1_sums_at = 0;  // DdpSum, 68 floats
-static const int64_t bn1_stats_at = 68;  // float, 16 floats
-static const int64_t maxpool1_argmax_at = 8232;  // int32_t, 392 floats per sample
-static const int64_t bn2_sums_at = 84;  // DdpSum, 132 floats
-static const int64_t bn2_stats_at = 216;  // float, 32 floats
-static const int64_t loss_rows_at = 7856;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 96;  // float, 16 floats
+static const int64_t maxpool1_argmax_at = 8256;  // int32_t, 392 floats per sample
+static const int64_t bn2_sums_at = 128;  // DdpSum, 132 floats
+static const int64_t bn2_stats_at = 288;  // float, 32 floats
+static const int64_t loss_rows_at = 7936;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -198,10 +198,10 @@ static const int64_t d_dropout1_out_at = 1536;  // its gradient, 512
 static const int64_t linear2_out_at = 1024;  // 256
 static const int64_t d_linear2_out_at = 1280;  // its gradient, 256
 static const int64_t gelu1_out_at = 1280;  // 256
-static const int64_t d_gelu1_out_at = 1558;  // its gradient, 256
+static const int64_t d_gelu1_out_at = 1632;  // its gradient, 256
 static const int64_t linear3_out_at = 1536;  // 10
-static const int64_t d_linear3_out_at = 1548;  // its gradient, 10
-static const int64_t loss_rows_at = 1546;  // float, 2 floats per sample
+static const int64_t d_linear3_out_at = 1600;  // its gradient, 10
+static const int64_t loss_rows_at = 1568;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

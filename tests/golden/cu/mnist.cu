@@ -268,16 +268,16 @@ static const int64_t d_maxpool1_out_at = 0;  // its gradient, 32x12x12
 static const int64_t relu2_out_at = 0;  // 64x8x8
 static const int64_t d_relu2_out_at = 6144;  // its gradient, 64x8x8
 static const int64_t maxpool2_out_at = 4096;  // 64x4x4
-static const int64_t d_maxpool2_out_at = 278;  // its gradient, 64x4x4
+static const int64_t d_maxpool2_out_at = 352;  // its gradient, 64x4x4
 static const int64_t flatten1_out_at = 4096;  // 1024
-static const int64_t d_flatten1_out_at = 278;  // its gradient, 1024
+static const int64_t d_flatten1_out_at = 352;  // its gradient, 1024
 static const int64_t relu3_out_at = 0;  // 128
-static const int64_t d_relu3_out_at = 150;  // its gradient, 128
+static const int64_t d_relu3_out_at = 224;  // its gradient, 128
 static const int64_t linear2_out_at = 128;  // 10
-static const int64_t d_linear2_out_at = 140;  // its gradient, 10
+static const int64_t d_linear2_out_at = 192;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 23040;  // int32_t, 4608 floats per sample
 static const int64_t maxpool2_argmax_at = 5120;  // int32_t, 1024 floats per sample
-static const int64_t loss_rows_at = 138;  // float, 2 floats per sample
+static const int64_t loss_rows_at = 160;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

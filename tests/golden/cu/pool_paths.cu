@@ -304,20 +304,20 @@ static const int64_t d_maxpool1_out_at = 64;  // its gradient, 4x4x4
 static const int64_t dropout1_out_at = 0;  // 4x4x4
 static const int64_t d_dropout1_out_at = 0;  // its gradient, 4x4x4
 static const int64_t dropout2_out_at = 64;  // 4x4x4
-static const int64_t d_dropout2_out_at = 208;  // its gradient, 4x4x4
+static const int64_t d_dropout2_out_at = 224;  // its gradient, 4x4x4
 static const int64_t conv2_out_at = 128;  // 4x4x4
-static const int64_t d_conv2_out_at = 144;  // its gradient, 4x4x4
+static const int64_t d_conv2_out_at = 160;  // its gradient, 4x4x4
 static const int64_t res1_out_at = 192;  // 4x4x4
-static const int64_t d_res1_out_at = 144;  // its gradient, 4x4x4
+static const int64_t d_res1_out_at = 160;  // its gradient, 4x4x4
 static const int64_t maxpool2_out_at = 0;  // 4x2x2
 static const int64_t d_maxpool2_out_at = 128;  // its gradient, 4x2x2
 static const int64_t flatten1_out_at = 0;  // 16
 static const int64_t d_flatten1_out_at = 128;  // its gradient, 16
-static const int64_t linear1_out_at = 32;  // 10
-static const int64_t d_linear1_out_at = 44;  // its gradient, 10
+static const int64_t linear1_out_at = 128;  // 10
+static const int64_t d_linear1_out_at = 192;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 2368;  // int32_t, 64 floats per sample
-static const int64_t maxpool2_argmax_at = 16;  // int32_t, 16 floats per sample
-static const int64_t loss_rows_at = 42;  // float, 2 floats per sample
+static const int64_t maxpool2_argmax_at = 32;  // int32_t, 16 floats per sample
+static const int64_t loss_rows_at = 160;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -387,33 +387,33 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 20384, ARENA_FIXED = 0;  // floats
+static const int64_t ARENA_PER_SAMPLE = 20416, ARENA_FIXED = 0;  // floats
 static const int64_t tanh1_out_at = 0;  // 4x28x28
-static const int64_t d_tanh1_out_at = 14112;  // its gradient, 4x28x28
+static const int64_t d_tanh1_out_at = 14144;  // its gradient, 4x28x28
 static const int64_t maxpool1_out_at = 3136;  // 4x28x28
-static const int64_t d_maxpool1_out_at = 17248;  // its gradient, 4x28x28
+static const int64_t d_maxpool1_out_at = 17280;  // its gradient, 4x28x28
 static const int64_t conv2_out_at = 9408;  // 4x28x28
-static const int64_t d_conv2_out_at = 10976;  // its gradient, 4x28x28
+static const int64_t d_conv2_out_at = 11008;  // its gradient, 4x28x28
 static const int64_t res1_out_at = 12544;  // 4x28x28
-static const int64_t d_res1_out_at = 10976;  // its gradient, 4x28x28
+static const int64_t d_res1_out_at = 11008;  // its gradient, 4x28x28
 static const int64_t maxpool2_out_at = 9408;  // 4x14x14
 static const int64_t d_maxpool2_out_at = 9408;  // its gradient, 4x14x14
-static const int64_t avgpool1_out_at = 10976;  // 4x14x14
-static const int64_t d_avgpool1_out_at = 13328;  // its gradient, 4x14x14
-static const int64_t sigmoid1_out_at = 11760;  // 4x14x14
-static const int64_t d_sigmoid1_out_at = 12544;  // its gradient, 4x14x14
-static const int64_t res2_out_at = 12544;  // 4x14x14
-static const int64_t d_res2_out_at = 12544;  // its gradient, 4x14x14
+static const int64_t avgpool1_out_at = 11008;  // 4x14x14
+static const int64_t d_avgpool1_out_at = 13408;  // its gradient, 4x14x14
+static const int64_t sigmoid1_out_at = 11808;  // 4x14x14
+static const int64_t d_sigmoid1_out_at = 12608;  // its gradient, 4x14x14
+static const int64_t res2_out_at = 12608;  // 4x14x14
+static const int64_t d_res2_out_at = 12608;  // its gradient, 4x14x14
 static const int64_t maxpool3_out_at = 9408;  // 4x7x7
-static const int64_t d_maxpool3_out_at = 9822;  // its gradient, 4x7x7
+static const int64_t d_maxpool3_out_at = 9952;  // its gradient, 4x7x7
 static const int64_t flatten1_out_at = 9408;  // 196
-static const int64_t d_flatten1_out_at = 9822;  // its gradient, 196
-static const int64_t linear1_out_at = 9800;  // 10
-static const int64_t d_linear1_out_at = 9812;  // its gradient, 10
+static const int64_t d_flatten1_out_at = 9952;  // its gradient, 196
+static const int64_t linear1_out_at = 9856;  // 10
+static const int64_t d_linear1_out_at = 9920;  // its gradient, 10
 static const int64_t maxpool1_argmax_at = 6272;  // int32_t, 3136 floats per sample
-static const int64_t maxpool2_argmax_at = 10192;  // int32_t, 784 floats per sample
-static const int64_t maxpool3_argmax_at = 9604;  // int32_t, 196 floats per sample
-static const int64_t loss_rows_at = 9810;  // float, 2 floats per sample
+static const int64_t maxpool2_argmax_at = 10208;  // int32_t, 784 floats per sample
+static const int64_t maxpool3_argmax_at = 9632;  // int32_t, 196 floats per sample
+static const int64_t loss_rows_at = 9888;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

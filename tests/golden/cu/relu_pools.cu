@@ -490,38 +490,38 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 1368, ARENA_FIXED = 44;  // floats
+static const int64_t ARENA_PER_SAMPLE = 1664, ARENA_FIXED = 72;  // floats
 static const int64_t relu1_out_at = 0;  // 3x12x12
-static const int64_t d_relu1_out_at = 648;  // its gradient, 3x12x12
-static const int64_t maxpool1_out_at = 432;  // 3x6x6
-static const int64_t d_maxpool1_out_at = 144;  // its gradient, 3x6x6
+static const int64_t d_relu1_out_at = 704;  // its gradient, 3x12x12
+static const int64_t maxpool1_out_at = 448;  // 3x6x6
+static const int64_t d_maxpool1_out_at = 160;  // its gradient, 3x6x6
 static const int64_t relu2_out_at = 0;  // 4x6x6
 static const int64_t d_relu2_out_at = 0;  // its gradient, 4x6x6
-static const int64_t maxpool2_out_at = 144;  // 4x6x6
-static const int64_t d_maxpool2_out_at = 792;  // its gradient, 4x6x6
+static const int64_t maxpool2_out_at = 160;  // 4x6x6
+static const int64_t d_maxpool2_out_at = 864;  // its gradient, 4x6x6
 static const int64_t relu3_out_at = 0;  // 4x6x6
-static const int64_t d_relu3_out_at = 648;  // its gradient, 4x6x6
-static const int64_t maxpool3_out_at = 648;  // 4x6x6
-static const int64_t d_maxpool3_out_at = 1080;  // its gradient, 4x6x6
-static const int64_t res1_out_at = 936;  // 4x6x6
-static const int64_t d_res1_out_at = 1080;  // its gradient, 4x6x6
-static const int64_t bn1_out_at = 648;  // 4x6x6
-static const int64_t d_bn1_out_at = 648;  // its gradient, 4x6x6
-static const int64_t relu4_out_at = 1080;  // 4x6x6
-static const int64_t d_relu4_out_at = 1224;  // its gradient, 4x6x6
-static const int64_t maxpool4_out_at = 648;  // 4x1x1
-static const int64_t d_maxpool4_out_at = 656;  // its gradient, 4x1x1
-static const int64_t flatten1_out_at = 648;  // 4
-static const int64_t d_flatten1_out_at = 656;  // its gradient, 4
-static const int64_t linear1_out_at = 656;  // 5
-static const int64_t d_linear1_out_at = 663;  // its gradient, 5
-static const int64_t maxpool1_argmax_at = 540;  // int32_t, 108 floats per sample
-static const int64_t maxpool2_argmax_at = 288;  // int32_t, 144 floats per sample
-static const int64_t maxpool3_argmax_at = 792;  // int32_t, 144 floats per sample
+static const int64_t d_relu3_out_at = 1184;  // its gradient, 4x6x6
+static const int64_t maxpool3_out_at = 864;  // 4x6x6
+static const int64_t d_maxpool3_out_at = 864;  // its gradient, 4x6x6
+static const int64_t res1_out_at = 1184;  // 4x6x6
+static const int64_t d_res1_out_at = 864;  // its gradient, 4x6x6
+static const int64_t bn1_out_at = 864;  // 4x6x6
+static const int64_t d_bn1_out_at = 1504;  // its gradient, 4x6x6
+static const int64_t relu4_out_at = 1344;  // 4x6x6
+static const int64_t d_relu4_out_at = 864;  // its gradient, 4x6x6
+static const int64_t maxpool4_out_at = 320;  // 4x1x1
+static const int64_t d_maxpool4_out_at = 384;  // its gradient, 4x1x1
+static const int64_t flatten1_out_at = 320;  // 4
+static const int64_t d_flatten1_out_at = 384;  // its gradient, 4
+static const int64_t linear1_out_at = 384;  // 5
+static const int64_t d_linear1_out_at = 864;  // its gradient, 5
+static const int64_t maxpool1_argmax_at = 576;  // int32_t, 108 floats per sample
+static const int64_t maxpool2_argmax_at = 704;  // int32_t, 144 floats per sample
+static const int64_t maxpool3_argmax_at = 1024;  // int32_t, 144 floats per sample
 static const int64_t bn1_sums_at = 0;  // DdpSum, 36 floats
-static const int64_t bn1_stats_at = 36;  // float, 8 floats
-static const int64_t maxpool4_argmax_at = 652;  // int32_t, 4 floats per sample
-static const int64_t loss_rows_at = 661;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 64;  // float, 8 floats
+static const int64_t maxpool4_argmax_at = 352;  // int32_t, 4 floats per sample
+static const int64_t loss_rows_at = 416;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

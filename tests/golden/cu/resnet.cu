@@ -990,7 +990,7 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 127062, ARENA_FIXED = 1464;  // floats
+static const int64_t ARENA_PER_SAMPLE = 127040, ARENA_FIXED = 1632;  // floats
 static const int64_t stem_out_at = 0;  // 16x28x28
 static const int64_t d_stem_out_at = 25088;  // its gradient, 16x28x28
 static const int64_t bn1_out_at = 12544;  // 16x28x28
@@ -1026,30 +1026,30 @@ static const int64_t d_leaky_relu1_out_at = 94080;  // its gradient, 32x14x14
 static const int64_t conv6_out_at = 94080;  // 32x14x14
 static const int64_t d_conv6_out_at = 112896;  // its gradient, 32x14x14
 static const int64_t bn6_out_at = 106624;  // 32x14x14
-static const int64_t d_bn6_out_at = 120790;  // its gradient, 32x14x14
+static const int64_t d_bn6_out_at = 120768;  // its gradient, 32x14x14
 static const int64_t res2_out_at = 112896;  // 32x14x14
-static const int64_t d_res2_out_at = 120790;  // its gradient, 32x14x14
+static const int64_t d_res2_out_at = 120768;  // its gradient, 32x14x14
 static const int64_t relu5_out_at = 106624;  // 32x14x14
-static const int64_t d_relu5_out_at = 114518;  // its gradient, 32x14x14
+static const int64_t d_relu5_out_at = 114496;  // its gradient, 32x14x14
 static const int64_t avgpool1_out_at = 112896;  // 32x7x7
-static const int64_t d_avgpool1_out_at = 112950;  // its gradient, 32x7x7
+static const int64_t d_avgpool1_out_at = 112928;  // its gradient, 32x7x7
 static const int64_t global_avgpool1_out_at = 114464;  // 32
-static const int64_t d_global_avgpool1_out_at = 112918;  // its gradient, 32
+static const int64_t d_global_avgpool1_out_at = 112896;  // its gradient, 32
 static const int64_t linear1_out_at = 112896;  // 10
-static const int64_t d_linear1_out_at = 112908;  // its gradient, 10
+static const int64_t d_linear1_out_at = 112960;  // its gradient, 10
 static const int64_t bn1_sums_at = 0;  // DdpSum, 132 floats
-static const int64_t bn1_stats_at = 132;  // float, 32 floats
-static const int64_t bn2_sums_at = 164;  // DdpSum, 132 floats
-static const int64_t bn2_stats_at = 296;  // float, 32 floats
-static const int64_t bn3_sums_at = 328;  // DdpSum, 132 floats
-static const int64_t bn3_stats_at = 460;  // float, 32 floats
-static const int64_t bn4_sums_at = 492;  // DdpSum, 260 floats
-static const int64_t bn4_stats_at = 752;  // float, 64 floats
-static const int64_t bn5_sums_at = 816;  // DdpSum, 260 floats
-static const int64_t bn5_stats_at = 1076;  // float, 64 floats
-static const int64_t bn6_sums_at = 1140;  // DdpSum, 260 floats
-static const int64_t bn6_stats_at = 1400;  // float, 64 floats
-static const int64_t loss_rows_at = 112906;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 160;  // float, 32 floats
+static const int64_t bn2_sums_at = 192;  // DdpSum, 132 floats
+static const int64_t bn2_stats_at = 352;  // float, 32 floats
+static const int64_t bn3_sums_at = 384;  // DdpSum, 132 floats
+static const int64_t bn3_stats_at = 544;  // float, 32 floats
+static const int64_t bn4_sums_at = 576;  // DdpSum, 260 floats
+static const int64_t bn4_stats_at = 864;  // float, 64 floats
+static const int64_t bn5_sums_at = 928;  // DdpSum, 260 floats
+static const int64_t bn5_stats_at = 1216;  // float, 64 floats
+static const int64_t bn6_sums_at = 1280;  // DdpSum, 260 floats
+static const int64_t bn6_stats_at = 1568;  // float, 64 floats
+static const int64_t loss_rows_at = 112928;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

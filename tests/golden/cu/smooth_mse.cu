@@ -368,28 +368,28 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 418, ARENA_FIXED = 644;  // floats
+static const int64_t ARENA_PER_SAMPLE = 544, ARENA_FIXED = 672;  // floats
 static const int64_t tanh1_out_at = 0;  // 3x5x5
-static const int64_t d_tanh1_out_at = 75;  // its gradient, 3x5x5
-static const int64_t avgpool1_out_at = 75;  // 3x5x5
-static const int64_t d_avgpool1_out_at = 278;  // its gradient, 3x5x5
-static const int64_t sigmoid1_out_at = 150;  // 4x4x4
-static const int64_t d_sigmoid1_out_at = 214;  // its gradient, 4x4x4
-static const int64_t flatten1_out_at = 150;  // 64
-static const int64_t d_flatten1_out_at = 214;  // its gradient, 64
-static const int64_t bn1_out_at = 214;  // 64
-static const int64_t d_bn1_out_at = 278;  // its gradient, 64
-static const int64_t leaky_relu1_out_at = 278;  // 64
-static const int64_t d_leaky_relu1_out_at = 354;  // its gradient, 64
-static const int64_t linear1_out_at = 342;  // 6
-static const int64_t d_linear1_out_at = 348;  // its gradient, 6
-static const int64_t gelu1_out_at = 348;  // 6
-static const int64_t d_gelu1_out_at = 354;  // its gradient, 6
-static const int64_t linear2_out_at = 354;  // 5
-static const int64_t d_linear2_out_at = 361;  // its gradient, 5
+static const int64_t d_tanh1_out_at = 96;  // its gradient, 3x5x5
+static const int64_t avgpool1_out_at = 96;  // 3x5x5
+static const int64_t d_avgpool1_out_at = 320;  // its gradient, 3x5x5
+static const int64_t sigmoid1_out_at = 192;  // 4x4x4
+static const int64_t d_sigmoid1_out_at = 256;  // its gradient, 4x4x4
+static const int64_t flatten1_out_at = 192;  // 64
+static const int64_t d_flatten1_out_at = 256;  // its gradient, 64
+static const int64_t bn1_out_at = 256;  // 64
+static const int64_t d_bn1_out_at = 320;  // its gradient, 64
+static const int64_t leaky_relu1_out_at = 320;  // 64
+static const int64_t d_leaky_relu1_out_at = 448;  // its gradient, 64
+static const int64_t linear1_out_at = 384;  // 6
+static const int64_t d_linear1_out_at = 416;  // its gradient, 6
+static const int64_t gelu1_out_at = 416;  // 6
+static const int64_t d_gelu1_out_at = 448;  // its gradient, 6
+static const int64_t linear2_out_at = 448;  // 5
+static const int64_t d_linear2_out_at = 512;  // its gradient, 5
 static const int64_t bn1_sums_at = 0;  // DdpSum, 516 floats
-static const int64_t bn1_stats_at = 516;  // float, 128 floats
-static const int64_t loss_rows_at = 359;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 544;  // float, 128 floats
+static const int64_t loss_rows_at = 480;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)

@@ -497,33 +497,33 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
 // at its offset x B (the batch) and holds B x its size per sample; buffers whose
 // lifetimes do not overlap share floats. Fixed-size buffers lie after all of
 // them, at ARENA_PER_SAMPLE x B + their offset.
-static const int64_t ARENA_PER_SAMPLE = 2400, ARENA_FIXED = 84;  // floats
+static const int64_t ARENA_PER_SAMPLE = 2464, ARENA_FIXED = 112;  // floats
 static const int64_t input_out_at = 0;  // 3x10x10
-static const int64_t tanh1_out_at = 300;  // 6x10x10
-static const int64_t d_tanh1_out_at = 900;  // its gradient, 6x10x10
-static const int64_t dropout1_out_at = 900;  // 6x10x10
-static const int64_t d_dropout1_out_at = 1800;  // its gradient, 6x10x10
-static const int64_t maxpool1_out_at = 1500;  // 6x5x5
-static const int64_t d_maxpool1_out_at = 1300;  // its gradient, 6x5x5
-static const int64_t relu1_out_at = 900;  // 8x5x5
-static const int64_t d_relu1_out_at = 1100;  // its gradient, 8x5x5
-static const int64_t avgpool1_out_at = 1100;  // 8x4x4
-static const int64_t d_avgpool1_out_at = 1356;  // its gradient, 8x4x4
-static const int64_t bn1_out_at = 1228;  // 8x4x4
-static const int64_t d_bn1_out_at = 1228;  // its gradient, 8x4x4
-static const int64_t leaky_relu1_out_at = 1356;  // 8x4x4
-static const int64_t d_leaky_relu1_out_at = 1800;  // its gradient, 8x4x4
-static const int64_t maxpool2_out_at = 1228;  // 8x2x2
-static const int64_t d_maxpool2_out_at = 1228;  // its gradient, 8x2x2
-static const int64_t flatten1_out_at = 1292;  // 32
-static const int64_t d_flatten1_out_at = 1324;  // its gradient, 32
-static const int64_t linear1_out_at = 1228;  // 5
-static const int64_t d_linear1_out_at = 1235;  // its gradient, 5
-static const int64_t maxpool1_argmax_at = 1650;  // int32_t, 150 floats per sample
+static const int64_t tanh1_out_at = 320;  // 6x10x10
+static const int64_t d_tanh1_out_at = 928;  // its gradient, 6x10x10
+static const int64_t dropout1_out_at = 928;  // 6x10x10
+static const int64_t d_dropout1_out_at = 1856;  // its gradient, 6x10x10
+static const int64_t maxpool1_out_at = 1536;  // 6x5x5
+static const int64_t d_maxpool1_out_at = 1376;  // its gradient, 6x5x5
+static const int64_t relu1_out_at = 928;  // 8x5x5
+static const int64_t d_relu1_out_at = 1152;  // its gradient, 8x5x5
+static const int64_t avgpool1_out_at = 1152;  // 8x4x4
+static const int64_t d_avgpool1_out_at = 1408;  // its gradient, 8x4x4
+static const int64_t bn1_out_at = 1280;  // 8x4x4
+static const int64_t d_bn1_out_at = 1280;  // its gradient, 8x4x4
+static const int64_t leaky_relu1_out_at = 1408;  // 8x4x4
+static const int64_t d_leaky_relu1_out_at = 1856;  // its gradient, 8x4x4
+static const int64_t maxpool2_out_at = 1280;  // 8x2x2
+static const int64_t d_maxpool2_out_at = 1344;  // its gradient, 8x2x2
+static const int64_t flatten1_out_at = 1344;  // 32
+static const int64_t d_flatten1_out_at = 1280;  // its gradient, 32
+static const int64_t linear1_out_at = 1280;  // 5
+static const int64_t d_linear1_out_at = 1856;  // its gradient, 5
+static const int64_t maxpool1_argmax_at = 1696;  // int32_t, 150 floats per sample
 static const int64_t bn1_sums_at = 0;  // DdpSum, 68 floats
-static const int64_t bn1_stats_at = 68;  // float, 16 floats
-static const int64_t maxpool2_argmax_at = 1260;  // int32_t, 32 floats per sample
-static const int64_t loss_rows_at = 1233;  // float, 2 floats per sample
+static const int64_t bn1_stats_at = 96;  // float, 16 floats
+static const int64_t maxpool2_argmax_at = 1312;  // int32_t, 32 floats per sample
+static const int64_t loss_rows_at = 1376;  // float, 2 floats per sample
 
 // The forward pass; TRAIN selects batch statistics and dropout.
 static void forward(DdpCtx *ctx, int n, int train)
