@@ -498,6 +498,7 @@ typedef struct {
     uint64_t train_digest, test_digest;
     uint64_t data_table;         /* ddp_augment_digest of the program's data { } block */
     char kernels[2 * VALUE_LEN]; /* ddp_ops_describe_kernels: may differ (ddp_dist_not_bit_invariant) */
+    int cuda_graphs;             /* may differ: then no rank uses them (call_by_call_rank) */
 } Settings;
 
 /* The first difference between rank R's settings B and rank 0's A, as
@@ -556,8 +557,9 @@ const char *ddp_dist_not_bit_invariant(const DdpDist *d)
 }
 
 DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpDataSet *train,
-                              const DdpDataSet *test, const char *kernels)
+                              const DdpDataSet *test, const char *kernels, int cuda_graphs)
 {
+    d->call_by_call_rank = -1;
     for (int i = 0; i < DDP_FLAG_COUNT; i++)
         if (ddp_flags_agreement((DdpFlagId)i) == DDP_AGREE_UNSET)
             return DDP_ERR(DDP_FAIL, "internal error: --%s does not say whether ranks must agree on it (flags.c)",
@@ -582,11 +584,15 @@ DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *fla
     mine->train_digest = ddp_data_digest(train);
     mine->test_digest = ddp_data_digest(test);
     snprintf(mine->kernels, sizeof mine->kernels, "%s", kernels);
+    mine->cuda_graphs = cuda_graphs;
     DdpStatus st = gather_host(d, mine, all, sizeof *mine, DDP_PG_FOR_SETTINGS);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         st = compare_settings(r, &all[0], &all[r]);
     for (int r = 1; st == DDP_OK && r < d->world; r++)
         note_kernels(d, r, all[0].kernels, all[r].kernels);
+    for (int r = 0; st == DDP_OK && r < d->world && d->call_by_call_rank < 0; r++)
+        if (!all[r].cuda_graphs)
+            d->call_by_call_rank = r;
     /* Every rank found the same difference in the same data: they all stop
      * here, so the group may be finished cleanly and each exits 2. */
     if (st == DDP_BAD_INPUT)

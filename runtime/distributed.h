@@ -35,6 +35,7 @@ typedef struct {
     int rank, world;
     int agreed_failure;   /* every rank failed the same check (at start-up, or a checkpoint's): MPI may finish */
     char not_invariant[320]; /* ddp_dist_not_bit_invariant's line, or "" */
+    int call_by_call_rank; /* ddp_dist_check_same: the first rank that runs its steps call by call, or -1 */
 } DdpDist;
 
 /* The topology, from flags and environment. */
@@ -78,9 +79,14 @@ DdpStatus ddp_dist_gather_times(DdpDist *d, const DdpRankTimes *mine, DdpRankTim
  * difference is DDP_BAD_INPUT naming the first differing rank, the flag and
  * both values, the same on every rank. KERNELS (ddp_ops_describe_kernels)
  * may differ: the ranks still take the same steps, but not bit for bit
- * those of one rank, which ddp_dist_not_bit_invariant then says. */
+ * those of one rank, which ddp_dist_not_bit_invariant then says.
+ * CUDA_GRAPHS: whether this rank would replay its steps from CUDA graphs
+ * (step_graphs.h; --no-cuda-graph, DDP_DEBUG and DDP_SYNC_LAUNCHES say not).
+ * Whether a collective is captured must be the same on every rank (NCCL's
+ * rule), so d->call_by_call_rank gets the first rank that would not (-1:
+ * none; always -1 with one rank), and then no rank does. */
 DdpStatus ddp_dist_check_same(DdpDist *d, const DdpNet *net, const DdpFlags *flags, const DdpDataSet *train,
-                              const DdpDataSet *test, const char *kernels);
+                              const DdpDataSet *test, const char *kernels, int cuda_graphs);
 
 /* After ddp_dist_check_same: NULL, or a line saying that the ranks' convs
  * run different kernels, so that N ranks take other steps than one rank. */

@@ -93,8 +93,9 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .agree = DDP_AGREE_VALUE,
         .help = "round the operands of every conv and linear layer to this format (to nearest, ties to even) before "
                 "they are multiplied; weights, sums and gradients stay FP32"},
-    /* LOCAL: a graph replays the very calls, collectives included, that a
-     * step makes without one */
+    /* LOCAL: a rank may ask for it alone, and then every rank runs call by
+     * call (ddp_dist_check_same: NCCL needs a collective captured on every
+     * rank or on none) */
     [DDP_FLAG_NO_CUDA_GRAPH] = {"no-cuda-graph", KIND_SWITCH, NULL, AT(cuda_graph), .min = 0,
         .agree = DDP_AGREE_LOCAL,
         .help = "queue each step's kernels and library calls one by one rather than replay a CUDA graph of the "

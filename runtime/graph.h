@@ -19,8 +19,9 @@
  * (The twin does run the work's host code at each replay: MPI's collectives
  * are host calls.)
  *
- * Two implementations, as device.h: graph_cpu.c in libddprt.a and
- * graph_cuda.cu linked ahead of it by a GPU program.
+ * Two implementations, as device.h: graph_cpu.c in libddprt.a (CPU
+ * programs) and graph_cuda.cu in libddprt_cuda.a (GPU programs), which
+ * leaves out every *_cpu.o.
  */
 #ifndef DDPRT_GRAPH_H
 #define DDPRT_GRAPH_H

@@ -7,7 +7,8 @@
  * while the tile is still in registers: one launch and one pass over y fewer.
  *
  * A plan (the descriptors and the heuristics' first algorithm) is made per
- * shape, epilogue, math and the operands' alignment on the first call that
+ * shape, epilogue, math and the operands' and bias's alignment (the
+ * heuristics judge the bias's from its pointer) on the first call that
  * needs it: a step's first, which runs outside any CUDA graph capture
  * (step_graphs.h), and the epoch's short last batch's. Making one allocates
  * host memory only. Where cuBLASLt has no algorithm for a plan, or the bias

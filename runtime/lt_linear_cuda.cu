@@ -16,7 +16,7 @@
 
 typedef struct {
     int n, in, out, tf32, alignment; /* the key; alignment: of x, w and y, in bytes (4..16) */
-    int bias_aligned;                /* the key too: the bias on 16 bytes, else never fused */
+    int bias_alignment;              /* the key too: of the bias (4..256); under 16, never fused */
     DdpEpilogue epilogue;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
@@ -79,12 +79,12 @@ void ddp_lt_linear_destroy(DdpLtLinear *lt)
     free(lt);
 }
 
-/* The largest power of two up to 16 that every pointer is a multiple of:
+/* The largest power of two up to MOST that every pointer is a multiple of:
  * cuBLASLt's heuristics pick only algorithms that load operands so aligned
  * (the arena places tensors at float boundaries, not 16 bytes). */
-static int alignment_of(const void *const *p, int count)
+static int alignment_of(const void *const *p, int count, int most)
 {
-    int align = 16;
+    int align = most;
     for (int i = 0; i < count; i++)
         while (align > 4 && (uintptr_t)p[i] % (uintptr_t)align)
             align /= 2;
@@ -100,8 +100,9 @@ static int alignment_of(const void *const *p, int count)
         }                                                                                              \
     } while (0)
 
-/* Makes P's descriptors and asks for its algorithm; 0 with WHY on a failure. */
-static int plan_make(DdpLtLinear *lt, Plan *p, char *why, size_t why_len)
+/* Makes P's descriptors and asks for its algorithm for a call with BIAS;
+ * 0 with WHY on a failure. */
+static int plan_make(DdpLtLinear *lt, Plan *p, const float *bias, char *why, size_t why_len)
 {
     const cublasComputeType_t compute = p->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
@@ -111,6 +112,11 @@ static int plan_make(DdpLtLinear *lt, Plan *p, char *why, size_t why_len)
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    /* The heuristics read no bias, but judge its alignment from the pointer
+     * (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER): given none, they may
+     * pick a kernel that assumes more than the call's bias has. So they see
+     * the call's, and the plan's key holds its alignment. */
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, (uint64_t)p->in, (uint64_t)p->out, p->in));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, (uint64_t)p->in, (uint64_t)p->n, p->in));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_32F, (uint64_t)p->out, (uint64_t)p->n, p->out));
@@ -142,13 +148,15 @@ static int plan_make(DdpLtLinear *lt, Plan *p, char *why, size_t why_len)
 }
 
 /* The plan for the key, made on first use; NULL with WHY on a failure. */
-static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int alignment, int bias_aligned,
+static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int alignment, const float *bias,
                       DdpEpilogue epilogue, char *why, size_t why_len)
 {
+    const void *bias_pointer[] = {bias};
+    const int bias_alignment = alignment_of(bias_pointer, 1, 256);
     for (int i = 0; i < lt->nplans; i++) {
         Plan *p = &lt->plans[i];
         if (p->n == n && p->in == in && p->out == out && p->tf32 == tf32 && p->alignment == alignment &&
-            p->bias_aligned == bias_aligned && p->epilogue == epilogue)
+            p->bias_alignment == bias_alignment && p->epilogue == epilogue)
             return p;
     }
     if (lt->nplans == lt->cap) {
@@ -162,15 +170,15 @@ static Plan *plan_for(DdpLtLinear *lt, int tf32, int n, int in, int out, int ali
         lt->cap = cap;
     }
     Plan *p = &lt->plans[lt->nplans++];
-    *p = Plan{n, in, out, tf32, alignment, bias_aligned, epilogue, NULL, NULL, NULL, NULL, cublasLtMatmulAlgo_t{}, 0};
+    *p = Plan{n, in, out, tf32, alignment, bias_alignment, epilogue, NULL, NULL, NULL, NULL, cublasLtMatmulAlgo_t{}, 0};
     /* cuBLASLt's alignment preferences cover A, B, C and D, not the bias: a
      * kernel it picks may load the bias 16 bytes at a time, and faults
      * (misaligned address, which ends the CUDA context) on one that is not
      * so aligned. ddpc puts every parameter on 16 bytes (buckets.h); a
      * hand-edited .cu might not, and that plan stays unfused. */
-    if (!bias_aligned)
+    if (bias_alignment < 16)
         return p;
-    if (!plan_make(lt, p, why, why_len)) {
+    if (!plan_make(lt, p, bias, why, why_len)) {
         plan_free(p);
         lt->nplans--;
         return NULL;
@@ -189,8 +197,7 @@ int ddp_lt_linear_forward(DdpLtLinear *lt, int tf32, int n, int in, int out, con
                           const float *bias, DdpEpilogue epilogue, float *y, char *why, size_t why_len)
 {
     const void *pointers[] = {x, w, y};
-    Plan *p = plan_for(lt, tf32, n, in, out, alignment_of(pointers, 3), (uintptr_t)bias % 16 == 0, epilogue, why,
-                       why_len);
+    Plan *p = plan_for(lt, tf32, n, in, out, alignment_of(pointers, 3, 16), bias, epilogue, why, why_len);
     if (!p)
         return -1;
     if (!p->usable)

@@ -428,7 +428,7 @@ static int choose_one(const DdpConvCandidate *c, int count, DdpConvRule rule, Ch
     return 1;
 }
 
-static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo);
+static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo, cudnnMathType_t math);
 
 /* Each runnable candidate's workspace made the larger of the heuristics'
  * figure and cuDNN's own query for its algorithm and math (they can differ),
@@ -440,8 +440,7 @@ static DdpStatus query_workspaces(DdpOps *ops, ConvPlan *p, int dir, DdpConvCand
     for (int i = 0; i < count; i++) {
         if (!c[i].ok)
             continue;
-        CUDNN_TRY(cudnnSetConvolutionMathType(p->conv[dir], cudnn_math(c[i].math)));
-        size_t need = workspace_at(ops, p, dir, c[i].algo);
+        size_t need = workspace_at(ops, p, dir, c[i].algo, cudnn_math(c[i].math));
         if (need != SIZE_MAX && need > c[i].workspace)
             c[i].workspace = need;
     }
@@ -699,8 +698,10 @@ void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
 void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len)
 {
     int convs = 0, convs_refused = 0, linears = 0, linears_refused = 0;
+    /* a conv refused at any batch (a short one's fallback algorithm, say)
+     * counts as refused, not as both */
     for (int i = 0; i < ops->nconvs; i++) {
-        convs += ops->convs[i].fused;
+        convs += ops->convs[i].fused && !ops->convs[i].refused;
         convs_refused += ops->convs[i].refused;
     }
     ddp_lt_linear_counts(ops->lt, &linears, &linears_refused);
@@ -751,12 +752,16 @@ void ddp_ops_describe_conv(const DdpOps *ops, int id, char *buf, size_t len)
 
 /* ---- the per-step calls -------------------------------------------------------------- */
 
-/* The workspace ALGO needs in direction DIR at the batch P's descriptors hold,
- * or SIZE_MAX if cuDNN cannot run it there. A host-side query. */
-static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo)
+/* The workspace ALGO needs in direction DIR under MATH at the batch P's
+ * descriptors hold, or SIZE_MAX if cuDNN cannot run it there. A host-side
+ * query. cuDNN's figure depends on the descriptor's math, so this sets it:
+ * callers set the math of the choice in use again afterwards. */
+static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int algo, cudnnMathType_t math)
 {
     size_t bytes = 0;
-    cudnnStatus_t st;
+    cudnnStatus_t st = cudnnSetConvolutionMathType(p->conv[dir], math);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return SIZE_MAX;
     if (dir == FWD)
         st = cudnnGetConvolutionForwardWorkspaceSize(ops->cudnn, p->x, p->w, p->conv[dir], p->y,
                                                      (cudnnConvolutionFwdAlgo_t)algo, &bytes);
@@ -768,6 +773,11 @@ static size_t workspace_at(const DdpOps *ops, const ConvPlan *p, int dir, int al
             ops->cudnn, p->x, p->y, p->conv[dir], p->w, (cudnnConvolutionBwdFilterAlgo_t)algo,
             &bytes);
     return st == CUDNN_STATUS_SUCCESS ? bytes : SIZE_MAX;
+}
+
+static const Choice *choice(const ConvPlan *p, int dir)
+{
+    return p->use_fallback[dir] ? &p->fallback[dir] : &p->best[dir];
 }
 
 /* The plan for a call with batch N, its descriptors set for N; NULL (failure
@@ -783,28 +793,22 @@ static ConvPlan *conv_for_call(DdpOps *ops, int id, int n, const char *what)
     if (!CUDNN_RECORD(ops, set_batch_descriptors(p, n)))
         return NULL;
     for (int d = 0; d < NDIRS; d++) {
-        int fallback = workspace_at(ops, p, d, p->best[d].algo) > ops->workspace_bytes;
-        if (fallback && workspace_at(ops, p, d, p->fallback[d].algo) > ops->workspace_bytes) {
+        const Choice *best = &p->best[d], *fallback = &p->fallback[d];
+        int use_fallback = workspace_at(ops, p, d, best->algo, best->math) > ops->workspace_bytes;
+        if (use_fallback && workspace_at(ops, p, d, fallback->algo, fallback->math) > ops->workspace_bytes) {
             OPS_FAIL(ops, "conv %d: no cuDNN %s algorithm fits the %zu-byte workspace at batch %d",
                      id, DIR_NAMES[d], ops->workspace_bytes, n);
             p->n = 0; /* descriptors half-switched: re-check on the next call */
             return NULL;
         }
-        if (fallback != p->use_fallback[d]) {
-            const Choice *c = fallback ? &p->fallback[d] : &p->best[d];
-            if (!CUDNN_RECORD(ops, cudnnSetConvolutionMathType(p->conv[d], c->math))) {
-                p->n = 0;
-                return NULL;
-            }
-            p->use_fallback[d] = fallback;
+        p->use_fallback[d] = use_fallback;
+        /* the queries above left the descriptor at the last one's math */
+        if (!CUDNN_RECORD(ops, cudnnSetConvolutionMathType(p->conv[d], choice(p, d)->math))) {
+            p->n = 0;
+            return NULL;
         }
     }
     return p;
-}
-
-static const Choice *choice(const ConvPlan *p, int dir)
-{
-    return p->use_fallback[dir] ? &p->fallback[dir] : &p->best[dir];
 }
 
 /* The blocks of a grid-stride kernel's launch over N elements (N > 0: a
@@ -964,13 +968,18 @@ void ddp_conv_forward_bias(DdpOps *ops, int id, int n, const float *x, const flo
         return;
     const Choice *c = choice(p, FWD);
     const float one = 1.0f, zero = 0.0f;
-    /* alpha2 0: z (here y itself) is not read */
-    cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-        ops->cudnn, &one, p->x, xr, p->w, wr, p->conv[FWD], (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
-        ops->workspace_bytes, &zero, p->y, y, p->bias, bias, ops->activation[epilogue], p->y, y);
-    /* cuDNN checks the combination before it queues anything (the identity
-     * activation, say, only with IMPLICIT_PRECOMP_GEMM, or a workspace the
-     * fused kernel wants more of): a refusal is a NOT_SUPPORTED or
+    /* cuDNN's API reference allows the identity activation (a bias alone)
+     * only with IMPLICIT_PRECOMP_GEMM: with another algorithm the plain way,
+     * without asking. Else alpha2 0: z (here y itself) is not read. */
+    cudnnStatus_t st =
+        epilogue == DDP_EPILOGUE_BIAS && c->algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+            ? CUDNN_STATUS_NOT_SUPPORTED
+            : cudnnConvolutionBiasActivationForward(ops->cudnn, &one, p->x, xr, p->w, wr, p->conv[FWD],
+                                                    (cudnnConvolutionFwdAlgo_t)c->algo, ops->workspace,
+                                                    ops->workspace_bytes, &zero, p->y, y, p->bias, bias,
+                                                    ops->activation[epilogue], p->y, y);
+    /* cuDNN checks the combination before it queues anything (a workspace
+     * the fused kernel wants more of, say): a refusal is a NOT_SUPPORTED or
      * BAD_PARAM code, and this call goes the plain way. It is asked again on
      * every call, not remembered: whether it refuses depends on the batch's
      * algorithm (conv_for_call's fallback at a short batch), so a resumed

@@ -45,6 +45,7 @@
 #include <errno.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,23 @@ static ncclRedOp_t nccl_op(DdpPgOp op)
 }
 
 /* Waits for a non-blocking communicator's call R to settle (ncclInProgress:
- * poll ncclCommGetAsyncError), until DEADLINE; DDP_OK or a message naming CALL. */
+ * poll ncclCommGetAsyncError), until DEADLINE; DDP_OK or a message naming CALL.
+ * A non-blocking communicator launches each collective on a thread of NCCL's
+ * own and says ncclInProgress meanwhile, which takes microseconds: the first
+ * millisecond of polls only yields the core, so that a step's collectives
+ * (a bucket's all-reduce, the stop vote) do not wait a nap each, and a long
+ * wait (start-up, finalize) naps rather than holds a core. */
 static DdpStatus settle(NcclGroup *g, ncclResult_t r, const char *call, double deadline)
 {
+    const double spin_until = ddp_now() + 1e-3;
     while (r == ncclInProgress) {
-        if (ddp_now() > deadline)
+        const double now = ddp_now();
+        if (now > deadline)
             return DDP_ERR(DDP_FAIL, "%s did not finish within %g s", call, g->timeout_s);
-        nap();
+        if (now < spin_until)
+            sched_yield();
+        else
+            nap();
         if (ncclCommGetAsyncError(g->comm, &r) != ncclSuccess)
             break;
     }

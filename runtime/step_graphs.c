@@ -125,6 +125,15 @@ static DdpStatus graph_of(DdpStepGraphs *g, const DdpStepWork *w, DdpGraph **gra
     if (!s->graph) {
         char why[512];
         DDP_CHECK(g->capture(&s->graph, g->stream, ddp_step_work, w, sizeof *w, why, sizeof why));
+        /* A library call refused inside a capture that still ended well (the
+         * ops keep their failure, ops.h; the step's status does not read
+         * it): the graph lacks that call, so it is refused too (refused()
+         * names the call), and the step is made call by call, where a real
+         * failure fails again. */
+        if (s->graph && w->ctx.ops && ddp_ops_status(w->ctx.ops) != DDP_OK) {
+            ddp_graph_destroy(s->graph);
+            s->graph = NULL;
+        }
         if (!s->graph)
             return refused(g, w, why, sizeof why);
         g->made++;

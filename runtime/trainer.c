@@ -1344,7 +1344,11 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(ddp_dist_join(&t->dist, &t->flags, t->stream));
     char kernels[96];
     ddp_ops_describe_kernels(t->ops, kernels, sizeof kernels);
-    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test, kernels));
+    /* a step that waits inside itself cannot be captured; and every rank
+     * captures its collectives, or none does */
+    const int graphs_here = t->flags.cuda_graph && !t->ctx.debug && !ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
+    DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test, kernels, graphs_here));
+    const int graphs = graphs_here && t->dist.call_by_call_rank < 0;
     /* Rank 0 speaks for the run; the others only say what goes wrong. */
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
@@ -1368,8 +1372,6 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         t->ctx.reducer = t->reducer;
         t->ctx.pg = t->dist.pg;
     }
-    /* a step that waits inside itself cannot be captured */
-    int graphs = t->flags.cuda_graph && !t->ctx.debug && !ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
     DDP_CHECK(ddp_step_graphs_create(&t->graphs, graphs, t->dist.pg, t->stream));
 
     char device[128];
@@ -1412,6 +1414,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_ops_describe_precision(t->ops, precision, sizeof precision);
     if (precision[0])
         ddp_progress_note(&t->progress, "precision %s: %s", ddp_precision_name(t->cfg.precision), precision);
+    if (graphs_here && !graphs)
+        ddp_progress_note(&t->progress, "note: every rank runs its steps call by call, as rank %d does "
+                          "(--no-cuda-graph, DDP_DEBUG or DDP_SYNC_LAUNCHES there): a collective must be in a "
+                          "CUDA graph on every rank or on none", t->dist.call_by_call_rank);
     if (t->ctx.debug)
         ddp_progress_note(&t->progress, "note: DDP_DEBUG=1: each layer's work is waited for and checked (slow)");
     if (ddp_device_is_gpu())
@@ -1444,9 +1450,14 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         DDP_CHECK(ddp_copy_to_host(t->host_params, t->params, (size_t)net->n_param_floats * sizeof(float),
                                    t->stream));
         DDP_CHECK(ddp_dist_check_identical(&t->dist, t->host_params, net->n_param_floats));
-        ddp_progress_note(&t->progress, "weights identical on all %d ranks; all-reduce not hidden by backward: "
-                          "%.2f ms per step", world,
-                          t->step > 0 ? 1e3 * ddp_reducer_exposed_seconds(t->reducer) / (double)t->step : 0.0);
+        /* On a GPU the host queues the all-reduces and never waits for them
+         * (a replayed graph does not even queue them): no figure to give */
+        if (ddp_device_is_gpu())
+            ddp_progress_note(&t->progress, "weights identical on all %d ranks", world);
+        else
+            ddp_progress_note(&t->progress, "weights identical on all %d ranks; all-reduce not hidden by backward: "
+                              "%.2f ms per step", world,
+                              t->step > 0 ? 1e3 * ddp_reducer_exposed_seconds(t->reducer) / (double)t->step : 0.0);
     }
     if (t->flags.export_path && rank == 0)
         DDP_CHECK(export_weights(t));

@@ -170,6 +170,18 @@ static DdpStatus refusing_capture(DdpGraph **graph, void *stream, DdpGraphWork s
     return DDP_OK;
 }
 
+/* A capture that ends well although a library call inside it failed (and
+ * kept its failure): the graph lacks the call. */
+static DdpStatus capture_missing_a_call(DdpGraph **graph, void *stream, DdpGraphWork step, const void *arg,
+                                        size_t arg_bytes, char *why, size_t why_len)
+{
+    const DdpStepWork *w = arg;
+    refusals++;
+    float x = 0;
+    ddp_gemm(w->ctx.ops, 0, 0, -1, 1, 1, 1.0f, &x, 1, &x, 1, 0.0f, &x, 1);
+    return ddp_graph_capture(graph, stream, step, arg, arg_bytes, why, why_len);
+}
+
 static void test_refused(void)
 {
     DdpOps *ops = NULL;
@@ -190,6 +202,20 @@ static void test_refused(void)
     w.ctx.seed = 3;
     CU_ASSERT_EQUAL(ddp_step_graphs_run(g, &w), DDP_OK); /* no capture again */
     CU_ASSERT(calls.trains == 3 && calls.seed_seen == 3 && ddp_step_graphs_count(g) == 0 && refusals == 1);
+    ddp_step_graphs_destroy(g);
+
+    /* a library call failed inside a capture that ended well: refused alike, not replayed without the call */
+    memset(&calls, 0, sizeof calls);
+    refusals = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_step_graphs_create(&g, 1, NULL, NULL), DDP_OK);
+    ddp_step_graphs_capture_with(g, capture_missing_a_call);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        w.ctx.seed = seed;
+        CU_ASSERT_EQUAL(ddp_step_graphs_run(g, &w), DDP_OK);
+    }
+    CU_ASSERT(calls.trains == 3 && calls.seed_seen == 3 && refusals == 1);
+    CU_ASSERT_EQUAL(ddp_step_graphs_count(g), 0);
+    CU_ASSERT_EQUAL(ddp_ops_status(ops), DDP_OK);
     ddp_step_graphs_destroy(g);
 
     /* a process group: the run ends, naming the refused call and --no-cuda-graph */
@@ -213,7 +239,8 @@ void suite_step_graphs(void)
         {"one graph per batch size, accumulate and sync, captured on its second step and replayed after",
          test_one_graph_per_shape},
         {"off: every step plainly; past the cap of shapes: plainly", test_off_and_full},
-        {"a refused capture: one rank goes on call by call, a process group ends the run", test_refused},
+        {"a refused capture, or one a library call failed inside: one rank goes on call by call, a process "
+         "group ends the run", test_refused},
         {NULL, NULL},
     };
     test_add_suite("step_graphs", cases);
