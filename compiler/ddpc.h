@@ -457,16 +457,18 @@ void data_check_input(Sema *s, Shape input);
 // plan.c: fusion, parameter layout, buckets, memory plan, hash
 //
 
+/* Every place in the activation arena, and the batch region's size per
+ * sample, is a multiple of this many floats (128 bytes): a buffer lies at
+ * offset x B (the batch) and the fixed ones after B x the region, so all
+ * start on 128 bytes of the arena's start whatever B is. cuDNN's and
+ * cuBLASLt's vector loads need 16 bytes (an odd batch left buffers on 8),
+ * GPUs read 128-byte lines, CPUs 64-byte ones; the padding costs under 128
+ * bytes a buffer and sample. */
+#define PLAN_ARENA_ALIGN 32
+
 /* One piece of the activation arena: batch-sized (per_sample floats for each
  * sample) or fixed (fixed floats). offset: per-sample units in the batch
  * region, floats in the fixed region. */
-/* Every place, and the batch region's size per sample, is a multiple of
- * this many floats (128 bytes): a buffer lies at offset x B (the batch) and
- * the fixed ones after B x the region, so all start on 128 bytes of the
- * arena's start whatever B is. cuDNN's and cuBLASLt's vector loads need 16
- * bytes (an odd batch left buffers on 8), GPUs read 128-byte lines, CPUs
- * 64-byte ones; the padding costs under 128 bytes a buffer and sample. */
-#define PLAN_ARENA_ALIGN 32
 typedef struct {
     int64_t per_sample, fixed;
     int start, end;         /* lifetime on the step's timeline */

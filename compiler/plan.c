@@ -322,8 +322,6 @@ static int by_start(const void *a, const void *b, void *storages)
     return si != sj ? (si > sj) - (si < sj) : (i > j) - (i < j);
 }
 
-static int64_t aligned_up(int64_t floats) { return (floats + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN; }
-
 static int by_end(const void *a, const void *b, void *storages)
 {
     const Storage *s = storages;
@@ -331,6 +329,9 @@ static int by_end(const void *a, const void *b, void *storages)
     int ei = s[i].end, ej = s[j].end;
     return ei != ej ? (ei > ej) - (ei < ej) : (i > j) - (i < j);
 }
+
+/* What a buffer of FLOATS takes in the arena: whole units of PLAN_ARENA_ALIGN. */
+static int64_t aligned_up(int64_t floats) { return (floats + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN; }
 
 /* Assigns arena places: buffers in order of first use (then of creation),
  * each at the lowest place free for its whole lifetime. Buffers placed

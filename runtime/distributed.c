@@ -26,6 +26,7 @@
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
     memset(d, 0, sizeof *d);
+    d->call_by_call_rank = -1; /* until ddp_dist_check_same */
     /* A backend the build lacks is refused at any world size, before any
      * rank starts: one rank would never use it, but the same command on
      * several would fail later. */

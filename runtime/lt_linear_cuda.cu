@@ -81,7 +81,8 @@ void ddp_lt_linear_destroy(DdpLtLinear *lt)
 
 /* The largest power of two up to MOST that every pointer is a multiple of:
  * cuBLASLt's heuristics pick only algorithms that load operands so aligned
- * (the arena places tensors at float boundaries, not 16 bytes). */
+ * (ddpc's arena places tensors on 128 bytes, but a hand-edited .cu may
+ * place them anywhere). */
 static int alignment_of(const void *const *p, int count, int most)
 {
     int align = most;

@@ -192,7 +192,7 @@ void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len);
  * end of a GPU run (README.md shows the line): how many convs cuDNN fused
  * and how many linear shapes (a layer at each batch size) cuBLASLt did,
  * and how many each refused, whose epilogue came after the call (a conv
- * fused at one batch size and refused at another counts in both). "" where
+ * fused at one batch size and refused at another counts as refused). "" where
  * no product has a bias, and on CPUs (always the same loop). */
 void ddp_ops_describe_fusion(const DdpOps *ops, char *buf, size_t len);
 

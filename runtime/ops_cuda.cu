@@ -118,7 +118,8 @@ typedef struct {
     cudnnConvolutionDescriptor_t conv[NDIRS];
     cudnnTensorDescriptor_t bias; /* 1 x k x 1 x 1: ddp_conv_forward_bias's */
     int fused;                    /* a fused call ran */
-    int refused;                  /* cuDNN refused one: that call went conv, then epilogue_kernel */
+    int refused;                  /* one went conv, then epilogue_kernel: cuDNN refused it, or (a bias alone
+                                   * with another algorithm than IMPLICIT_PRECOMP_GEMM) it was not offered */
     Choice best[NDIRS];     /* first allowed at the planned batch */
     Choice fallback[NDIRS]; /* first allowed needing no workspace */
     int use_fallback[NDIRS];/* at the current n, best does not fit */

@@ -126,11 +126,11 @@ static ncclRedOp_t nccl_op(DdpPgOp op)
 
 /* Waits for a non-blocking communicator's call R to settle (ncclInProgress:
  * poll ncclCommGetAsyncError), until DEADLINE; DDP_OK or a message naming CALL.
- * A non-blocking communicator launches each collective on a thread of NCCL's
- * own and says ncclInProgress meanwhile, which takes microseconds: the first
- * millisecond of polls only yields the core, so that a step's collectives
- * (a bucket's all-reduce, the stop vote) do not wait a nap each, and a long
- * wait (start-up, finalize) naps rather than holds a core. */
+ * A non-blocking communicator may say ncclInProgress for a collective it is
+ * still queueing, which usually settles quickly: the first millisecond of
+ * polls only yields the core, so that a step's collectives (a bucket's
+ * all-reduce, the stop vote) do not wait a nap each, and a long wait
+ * (start-up, finalize) naps rather than holds a core. */
 static DdpStatus settle(NcclGroup *g, ncclResult_t r, const char *call, double deadline)
 {
     const double spin_until = ddp_now() + 1e-3;

@@ -45,16 +45,16 @@ static void clear_line(DdpProgress *p)
 }
 
 DdpStatus ddp_progress_start(DdpProgress *p, const char *net, const char *data, int world, int64_t batch_per_rank,
-                             int batch_global, const char *not_invariant)
+                             int batch_global, int step_graphs, const char *not_invariant)
 {
     if (!p->log)
         return DDP_OK;
     DdpLogField f[] = {DDP_LOG_S("event", "start"), DDP_LOG_S("net", net), DDP_LOG_S("data", data),
                        DDP_LOG_I("world_size", world),
                        DDP_LOG_I("batch_per_rank", batch_per_rank), DDP_LOG_I("global_batch", batch_per_rank * world),
-                       DDP_LOG_B("global_batch_set", batch_global), DDP_LOG_B("bit_invariant", !not_invariant),
-                       DDP_LOG_S("bit_invariant_why", not_invariant)};
-    return ddp_jsonlog_write(p->log, f, not_invariant ? 9 : 8);
+                       DDP_LOG_B("global_batch_set", batch_global), DDP_LOG_B("step_graphs", step_graphs),
+                       DDP_LOG_B("bit_invariant", !not_invariant), DDP_LOG_S("bit_invariant_why", not_invariant)};
+    return ddp_jsonlog_write(p->log, f, not_invariant ? 10 : 9);
 }
 
 DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause)

@@ -52,11 +52,13 @@ void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, Dd
 /* The log's first record of a run, {"event": "start", ...}: the net, the
  * data (DATA: "3x32x32 CIFAR-10", the samples and their format), the world
  * size, the batch per rank and the global batch (BATCH_PER_RANK x WORLD;
- * "global_batch_set" when the run set that one, BATCH_GLOBAL), and
- * "bit_invariant" (false with "bit_invariant_why" when NOT_INVARIANT,
- * ddp_device_not_bit_invariant's line, is not NULL). */
+ * "global_batch_set" when the run set that one, BATCH_GLOBAL),
+ * "step_graphs" (STEP_GRAPHS: whether steps replay a graph per batch shape,
+ * step_graphs.h, on every rank) and "bit_invariant" (false with
+ * "bit_invariant_why" when NOT_INVARIANT, ddp_device_not_bit_invariant's
+ * line, is not NULL). */
 DdpStatus ddp_progress_start(DdpProgress *p, const char *net, const char *data, int world, int64_t batch_per_rank,
-                             int batch_global, const char *not_invariant);
+                             int batch_global, int step_graphs, const char *not_invariant);
 
 /* The log's record of a restart (--max-restarts): {"event": "restart",
  * "restart": RESTART (1 for the first), "cause": CAUSE}, after the start

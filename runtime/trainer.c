@@ -1414,7 +1414,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_ops_describe_precision(t->ops, precision, sizeof precision);
     if (precision[0])
         ddp_progress_note(&t->progress, "precision %s: %s", ddp_precision_name(t->cfg.precision), precision);
-    if (graphs_here && !graphs)
+    if (graphs_here && !graphs && !t->flags.eval_only)
         ddp_progress_note(&t->progress, "note: every rank runs its steps call by call, as rank %d does "
                           "(--no-cuda-graph, DDP_DEBUG or DDP_SYNC_LAUNCHES there): a collective must be in a "
                           "CUDA graph on every rank or on none", t->dist.call_by_call_rank);
@@ -1423,7 +1423,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     if (ddp_device_is_gpu())
         ddp_progress_note(&t->progress, "steps: %s", graphs ? "one CUDA graph per batch shape, captured on its second step"
                                                            : "call by call, without a CUDA graph");
-    DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global,
+    DDP_CHECK(ddp_progress_start(&t->progress, net->name, data, world, t->cfg.batch, t->cfg.batch_global, graphs,
                                  not_invariant));
     const char *restart = getenv(DDP_RESTART_ENV), *cause = getenv(DDP_RESTART_CAUSE_ENV);
     if (restart)

@@ -17,7 +17,7 @@
 #   steps, each its graph), where mpirun is found (said when not).
 # And under mpirun, rank 1 alone given --no-cuda-graph: every rank must run
 # call by call (NCCL needs a collective captured on every rank or on none),
-# which rank 0 says.
+# which rank 0 says, and its log's start record ("step_graphs": false).
 # A failed comparison prints DIFFERENT; exits 1 if any failed.
 set -euo pipefail
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
@@ -53,14 +53,15 @@ same "mlp.net, 3 epochs, a short last batch" mlp --epochs 3 --batch-size 64
 same "adam_mse.net, 1 epoch" adam_mse --epochs 1
 if command -v mpirun > /dev/null; then
     same "mlp.net, 2 ranks, --no-sync-every 2" mlp --epochs 2 --batch-size 32 --nproc-per-node 2 --no-sync-every 2
-    args=(--data "$d/data" --epochs 1 --batch-size 32)
+    args=(--data "$d/data" --epochs 1 --batch-size 32 --log "$d/log.jsonl")
     if OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS \
         -np 1 "$d/mlp" "${args[@]}" : -np 1 "$d/mlp" "${args[@]}" --no-cuda-graph > "$d/out.txt" 2>&1 &&
-        grep -q "every rank runs its steps call by call, as rank 1 does" "$d/out.txt"; then
+        grep -q "every rank runs its steps call by call, as rank 1 does" "$d/out.txt" &&
+        head -1 "$d/log.jsonl" | grep -q '"step_graphs": false'; then
         echo "mlp.net, 2 ranks, --no-cuda-graph on rank 1 alone: every rank call by call"
     else
         cat "$d/out.txt"
-        echo "mlp.net, 2 ranks, --no-cuda-graph on rank 1 alone: rank 0 did not say every rank runs call by call: DIFFERENT"
+        echo "mlp.net, 2 ranks, --no-cuda-graph on rank 1 alone: rank 0 did not say, or log, that every rank runs call by call: DIFFERENT"
         status=1
     fi
 else

@@ -108,7 +108,8 @@ static uint32_t rand_next(uint32_t *x)
 }
 
 /* Random lifetimes, many sharing a start (as a node's output and scratch do),
- * sizes from 1 to 40 (so runs freed side by side must join to fit), some fixed. */
+ * sizes from 1 to 40 (one or two units of PLAN_ARENA_ALIGN) and to 160 (up to
+ * five, so runs freed side by side must join to fit), some fixed. */
 static void test_random_lifetimes(void)
 {
     for (uint32_t seed = 1; seed <= 300; seed++) {
@@ -124,7 +125,7 @@ static void test_random_lifetimes(void)
             if (rand_next(&x) % 8 == 0)
                 s->fixed = 1 + rand_next(&x) % 9;
             else
-                s->per_sample = 1 + rand_next(&x) % (rand_next(&x) % 2 ? 4u : 40u);
+                s->per_sample = 1 + rand_next(&x) % (rand_next(&x) % 2 ? 40u : 5u * PLAN_ARENA_ALIGN);
             s->offset = -1;
         }
         plan_place(&p);

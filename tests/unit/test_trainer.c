@@ -122,11 +122,13 @@ static void test_trains(void)
 
     char *log = test_read_file(tmp_path("log.jsonl"), NULL);
     CU_ASSERT_FATAL(log != NULL);
-    /* first, what the run is, its batch per rank and global, and whether its
-     * steps are the same bits at any world size (a CPU build: yes) */
+    /* first, what the run is, its batch per rank and global, whether its
+     * steps replay a graph (by default), and whether they are the same bits
+     * at any world size (a CPU build: yes) */
     CU_ASSERT(strstr(log, "{\"event\": \"start\", \"net\": \"tiny\", \"data\": \"1x28x28 IDX\", \"world_size\": 1, "
                           "\"batch_per_rank\": 20, "
-                          "\"global_batch\": 20, \"global_batch_set\": false, \"bit_invariant\": true}\n") == log);
+                          "\"global_batch\": 20, \"global_batch_set\": false, \"step_graphs\": true, "
+                          "\"bit_invariant\": true}\n") == log);
     char *lines[16];
     int n = split_reports(log, lines, 16);
     CU_ASSERT_EQUAL(n, 4);
