@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
+#include "conv_choices.h" // DDP_CONV_CHOICES_TEXT: the longest record of cuDNN's choices
 #include "dirs.h"         // ddp_make_dirs
 #include "flags.h"        // DDP_FLAGS_MAX_BATCH: the limits a checkpoint's run had
 #include "topology.h"     // DDP_MAX_RANKS
@@ -119,10 +120,13 @@ static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
              r->channels_last ? " layout=" : "", r->channels_last ? layout_name(1) : "");
 }
 
-static uint32_t checksum(const Contents *c, const char *run)
+/* RUN is run_text's; CHOICES the conv choices, "" when none (as in the
+ * checkpoints written before they were kept: their checksums still hold). */
+static uint32_t checksum(const Contents *c, const char *run, const char *choices)
 {
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, (const Bytef *)run, (uInt)strlen(run));
+    crc = crc32(crc, (const Bytef *)choices, (uInt)strlen(choices));
     for (int i = 0; i < c->n; i++) {
         const DdpTensor *t = &c->tensors[i];
         crc = crc32(crc, (const Bytef *)t->name, (uInt)strlen(t->name) + 1);
@@ -361,7 +365,8 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     }
     char text[256], crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
     run_text(run, text, sizeof text);
-    snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
+    const char *choices = state->conv_choices ? state->conv_choices : "";
+    snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text, choices));
     snprintf(step, sizeof step, "%lld", (long long)run->step);
     snprintf(epoch, sizeof epoch, "%lld", (long long)run->epoch);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)run->seed);
@@ -375,8 +380,10 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
         {"precision", ddp_precision_name(run->precision)}, {"layout", layout_name(run->channels_last)},
+        {"conv_choices", choices}, /* last: left out when "" */
     };
-    DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, (int)(sizeof meta / sizeof meta[0]));
+    const int metas = (int)(sizeof meta / sizeof meta[0]) - !*choices;
+    DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, metas);
     contents_free(&c);
     if (st == DDP_OK)
         prune(net, dir, run->step);
@@ -480,10 +487,14 @@ static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpChe
     }
     if (st == DDP_OK)
         st = ddp_safetensors_check_unused(f);
+    const char *choices = ddp_safetensors_meta(f, "conv_choices");
+    if (st == DDP_OK && choices && strlen(choices) >= DDP_CONV_CHOICES_TEXT)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata 'conv_choices' is longer than %d bytes",
+                     ddp_safetensors_path(f), DDP_CONV_CHOICES_TEXT - 1);
     if (st == DDP_OK) {
         char text[256], crc[16];
         run_text(run, text, sizeof text);
-        snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text));
+        snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text, choices ? choices : ""));
         const char *saved = ddp_safetensors_meta(f, "crc32");
         if (!saved || strcmp(saved, crc) != 0)
             st = DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its checksum is %s but its contents sum to %s",
@@ -493,6 +504,8 @@ static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpChe
     if (bad)
         st = DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' is not finite (nan or inf): training had diverged when it was "
                      "written", ddp_safetensors_path(f), bad);
+    if (st == DDP_OK && state->conv_choices)
+        snprintf(state->conv_choices, DDP_CONV_CHOICES_TEXT, "%s", choices ? choices : "");
     contents_free(&c);
     return st;
 }

@@ -57,6 +57,11 @@ typedef struct {
     float *buffers;         /* n_buffer_floats */
     float *opt_state;       /* n_param_floats * opt_slots, slot by slot */
     int64_t *counts;        /* per parameter: the step count it started from (weights.h) */
+    /* cuDNN's timed algorithms (conv_choices.h's text; "" or NULL: none),
+     * so that a resumed run sums as the run it resumes: written as the
+     * metadata "conv_choices" (in the checksum), read back into a buffer of
+     * DDP_CONV_CHOICES_TEXT bytes ("" from a file without it); NULL: not read. */
+    char *conv_choices;
 } DdpCheckpointState;
 
 /* How many checkpoints a directory keeps: the one just written and the two

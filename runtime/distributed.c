@@ -623,6 +623,33 @@ DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n)
     return st;
 }
 
+DdpStatus ddp_dist_broadcast_text(DdpDist *d, char *text, size_t cap)
+{
+    if (d->world <= 1)
+        return DDP_OK;
+    /* its length first, so that every rank knows how many words follow */
+    int64_t length = d->rank == 0 ? (int64_t)strlen(text) : 0;
+    if (length >= (int64_t)cap)
+        return DDP_ERR(DDP_FAIL, "internal error: a text of %lld bytes broadcast into %zu", (long long)length, cap);
+    DDP_CHECK(ddp_dist_broadcast_host(d, &length, 1));
+    if (length >= (int64_t)cap)
+        return DDP_ERR(DDP_FAIL, "internal error: rank 0 broadcasts a text of %lld bytes into %zu", (long long)length,
+                       cap);
+    const int words = (int)((length + 1 + 7) / 8);
+    int64_t *packed = calloc((size_t)words, sizeof *packed);
+    if (!packed)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    if (d->rank == 0)
+        memcpy(packed, text, (size_t)length + 1);
+    DdpStatus st = ddp_dist_broadcast_host(d, packed, words);
+    if (st == DDP_OK) {
+        memcpy(text, packed, (size_t)length);
+        text[length] = '\0';
+    }
+    free(packed);
+    return st;
+}
+
 DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *params, float *buffers,
                                      float *opt_state, int64_t *counts)
 {

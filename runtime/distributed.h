@@ -100,6 +100,10 @@ DdpStatus ddp_dist_broadcast_weights(DdpDist *d, const DdpNet *net, float *param
 /* Rank 0's N host VALUES to every rank. */
 DdpStatus ddp_dist_broadcast_host(DdpDist *d, int64_t *values, int n);
 
+/* Rank 0's TEXT (a C string) into every rank's TEXT, a buffer of CAP bytes
+ * on every rank: rank 0's must fit it. */
+DdpStatus ddp_dist_broadcast_text(DdpDist *d, char *text, size_t cap);
+
 /* Sums COUNT doubles of device statistics over the ranks, in place;
  * PURPOSE (training or evaluation statistics) names it in messages. */
 DdpStatus ddp_dist_sum_stats(DdpDist *d, double *stats, int count, DdpPgPurpose purpose);

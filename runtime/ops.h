@@ -159,8 +159,27 @@ size_t ddp_ops_planned_bytes(const DdpOps *ops);
  * their operands' NCHW copies. On CUDA the algorithms come from
  * cuDNN's heuristics in their fixed order, not from timing, so that every
  * process (a resumed run too) chooses the same ones (device_rules.h); only
- * DDP_CUDNN_BENCHMARK=1 orders them by cuDNN's timings instead. */
+ * DDP_CUDNN_BENCHMARK=1 orders them by cuDNN's timings instead, which other
+ * processes then take (ddp_ops_conv_choices, ddp_ops_take_conv_choices). */
 DdpStatus ddp_ops_finalize(DdpOps *ops);
+
+/* The convs' algorithms as conv_choices.h's text, where cuDNN's timings
+ * chose them (DDP_CUDNN_BENCHMARK=1) or they were taken from another
+ * process (ddp_ops_take_conv_choices): what a checkpoint keeps and rank 0
+ * gives the other ranks. "" where the heuristics chose them (every process
+ * on the same GPU model and cuDNN chooses alike), and on CPUs. Returns the
+ * length the text needs, as snprintf (BUF "" if it does not fit). */
+size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len);
+
+/* After finalize and before any step: the algorithms of TEXT (another
+ * process's ddp_ops_conv_choices) instead of this process's own, growing the
+ * workspace if they need more. *TAKEN 1 when taken; 0, with WHY, when they
+ * do not apply here (another GPU model or cuDNN version, convs it does not
+ * name, an algorithm that does not run here or breaks device_rules.h's
+ * rules for the run's precision), and always on CPUs: the process keeps
+ * its own. DDP_BAD_INPUT for unreadable text; DDP_FAIL when the workspace
+ * cannot grow. */
+DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len);
 
 /* The first failure of any call since create (DDP_OK if none). On failure the
  * message ("cudnnConvolutionForward: CUDNN_STATUS_BAD_PARAM") and the runtime

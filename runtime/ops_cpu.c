@@ -477,6 +477,25 @@ void ddp_ops_describe_precision(const DdpOps *ops, char *buf, size_t len)
              ddp_precision_name(ops->precision), how);
 }
 
+/* cuDNN's alone: a CPU's convs take their kernels by rule, alike in every
+ * process on the same kind of CPU (ddp_ops_describe_kernels). */
+size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
+{
+    (void)ops;
+    if (len)
+        buf[0] = '\0';
+    return 0;
+}
+
+DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len)
+{
+    (void)ops;
+    (void)text;
+    *taken = 0;
+    snprintf(why, why_len, "a CPU build has no cuDNN algorithms to take");
+    return DDP_OK;
+}
+
 void ddp_ops_describe_kernels(const DdpOps *ops, char *buf, size_t len)
 {
     if (!len)

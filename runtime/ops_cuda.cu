@@ -22,8 +22,10 @@
  *    deterministic) is taken. DDP_CUDNN_BENCHMARK=1 (PyTorch's
  *    cudnn.benchmark) times them instead (cudnnFind*Ex, once, at the planned
  *    batch) and takes the fastest that passes: faster steps where the
- *    heuristics' first is slow, at the price of that promise (a resumed run
- *    measures again and may sum in another order).
+ *    heuristics' first is slow. The promise then rests on a record
+ *    (conv_choices.h): ddp_ops_conv_choices says what was timed, and
+ *    ddp_ops_take_conv_choices makes another process (another rank, a
+ *    resumed run) take it instead of its own timing.
  *  - Each conv keeps its descriptors for the planned (largest) batch. A smaller
  *    batch (the last of an epoch) re-sets n in the two tensor descriptors, a
  *    host-side change that allocates nothing, and checks the chosen algorithm
@@ -87,6 +89,7 @@
 #include "precision.h"     // ddp_round_significand: tf32 and bf16 operands
 #include "ops_sizes.h"     // ddp_conv_*_floats, ddp_matrix_span: what a call's operands span
 #include "lt_linear.h"     // DdpLtLinear: a linear layer's bias and relu in cuBLASLt's epilogue
+#include "conv_choices.h"  // DdpConvChoices: the algorithms as a record
 
 #include <cublas_v2.h>     // cublasSgemm, cublasSetWorkspace
 #include <cuda_runtime.h>
@@ -142,6 +145,7 @@ struct DdpOps {
     size_t linear_floats;   /* the largest operand of a planned linear layer */
     int allow_nondeterministic;
     int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
+    int choices_kept; /* the convs' algorithms were timed or taken: ddp_ops_conv_choices says them */
 
     ConvPlan *convs;
     int nconvs;
@@ -645,6 +649,7 @@ DdpStatus ddp_ops_finalize(DdpOps *ops)
         CUDA_TRY(cudaMalloc(&ops->krsc, krsc * sizeof(float)));
     }
     ops->finalized = 1;
+    ops->choices_kept = ops->benchmark;
     return DDP_OK;
 }
 
@@ -1101,4 +1106,140 @@ void ddp_gemm_grad(DdpOps *ops, int m, int n, int k, const float *dy, int ldy, c
                    float beta, DdpGrad *dw, int ldw)
 {
     ddp_gemm(ops, 1, 0, m, n, k, 1.0f, dy, ldy, x, ldx, beta, dw, ldw);
+}
+
+/* ---- the algorithms as a record (conv_choices.h) ----------------------------------- */
+
+/* The GPU and cuDNN a record is made for. */
+static void choices_origin(DdpConvChoices *c)
+{
+    c->library = (long)cudnnGetVersion();
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+        snprintf(c->device, sizeof c->device, "%s", prop.name);
+    else
+        snprintf(c->device, sizeof c->device, "?");
+    for (char *p = c->device; *p; p++) /* as the text keeps it */
+        if (*p == '|')
+            *p = '/';
+}
+
+size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = '\0';
+    if (!ops->finalized || !ops->choices_kept || !ops->nconvs)
+        return 0;
+    DdpConvChoices c;
+    memset(&c, 0, sizeof c);
+    choices_origin(&c);
+    c.convs = (DdpConvChoice *)calloc((size_t)ops->nconvs, sizeof *c.convs);
+    if (!c.convs)
+        return 0;
+    c.n = ops->nconvs;
+    for (int i = 0; i < ops->nconvs; i++) { /* the table is indexed by id, every id planned */
+        c.convs[i].id = i;
+        for (int d = 0; d < NDIRS; d++) {
+            const Choice *b = &ops->convs[i].best[d];
+            c.convs[i].dir[d] = DdpConvAlgo{b->algo, (int)conv_math(b->math), b->deterministic};
+        }
+    }
+    size_t need = ddp_conv_choices_text(&c, buf, len);
+    ddp_conv_choices_free(&c);
+    return need;
+}
+
+/* Whether direction DIR of plan P may take A at the planned batch, as
+ * ddp_conv_choose would judge it among cuDNN's candidates; its workspace
+ * into *BYTES. Leaves the descriptor's math at A's (workspace_at). */
+static int may_take(const DdpOps *ops, const ConvPlan *p, int dir, const DdpConvAlgo *a, size_t *bytes,
+                    char *why, size_t why_len)
+{
+    static const int counts[NDIRS] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+    const int id = (int)(p - ops->convs);
+    if (a->algo >= counts[dir]) {
+        snprintf(why, why_len, "conv %d's %s algorithm %d is not one of this cuDNN's", id, DIR_NAMES[dir], a->algo);
+        return 0;
+    }
+    *bytes = workspace_at(ops, p, dir, a->algo, cudnn_math((DdpConvMath)a->math));
+    /* the record's determinism stands: its run chose it under its rules */
+    const DdpConvRule rule = {DDP_CONV_WORKSPACE_LIMIT, 0, ops->math.tf32, 1};
+    const DdpConvCandidate c = {a->algo, *bytes != SIZE_MAX, *bytes, a->deterministic, (DdpConvMath)a->math,
+                                transforms_operands(dir, a->algo)};
+    if (ddp_conv_choose(&c, 1, &rule) == 0)
+        return 1;
+    snprintf(why, why_len, "conv %d's %s algorithm %s %s", id, DIR_NAMES[dir], algo_name(dir, a->algo),
+             *bytes == SIZE_MAX ? "does not run here" : "breaks this run's rules (its workspace or math)");
+    return 0;
+}
+
+DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len)
+{
+    *taken = 0;
+    if (why_len)
+        why[0] = '\0';
+    if (!ops->finalized)
+        return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_take_conv_choices before ddp_ops_finalize");
+    DdpConvChoices c, here;
+    DDP_CHECK(ddp_conv_choices_parse(text, &c));
+    memset(&here, 0, sizeof here);
+    choices_origin(&here);
+    Choice *taking = (Choice *)calloc((size_t)ops->nconvs * NDIRS + 1, sizeof *taking);
+    int ok = taking != NULL;
+    if (!ok)
+        snprintf(why, why_len, "out of memory");
+    else if (c.library != here.library || strcmp(c.device, here.device) != 0)
+        ok = 0, snprintf(why, why_len, "they were timed on %s with cuDNN %ld, this is %s with cuDNN %ld", c.device,
+                         c.library, here.device, here.library);
+    else if (c.n != ops->nconvs)
+        ok = 0, snprintf(why, why_len, "they name %d convs, this program has %d", c.n, ops->nconvs);
+    size_t most = 0;
+    for (int i = 0; ok && i < c.n; i++) {
+        const DdpConvChoice *v = &c.convs[i];
+        if (v->id < 0 || v->id >= ops->nconvs) {
+            ok = 0, snprintf(why, why_len, "they name conv %d, this program has %d", v->id, ops->nconvs);
+            break;
+        }
+        for (int d = 0; ok && d < NDIRS; d++) {
+            size_t bytes = 0;
+            ok = may_take(ops, &ops->convs[v->id], d, &v->dir[d], &bytes, why, why_len);
+            taking[v->id * NDIRS + d] = Choice{v->dir[d].algo, cudnn_math((DdpConvMath)v->dir[d].math), bytes,
+                                               v->dir[d].deterministic};
+            most = bytes > most ? bytes : most;
+        }
+    }
+    ddp_conv_choices_free(&c);
+    DdpStatus st = DDP_OK;
+    if (ok && most > ops->workspace_bytes) { /* before any step: nothing queued uses the old one */
+        ddp_device_call_note(DDP_CALL_ALLOC);
+        cudaError_t e = cudaFree(ops->workspace);
+        ops->workspace = NULL;
+        ops->workspace_bytes = 0;
+        if (e == cudaSuccess)
+            e = cudaMalloc(&ops->workspace, most);
+        if (e != cudaSuccess)
+            st = DDP_ERR(DDP_FAIL, "cuDNN's workspace for the algorithms taken (%zu bytes): %s", most,
+                         cudaGetErrorString(e));
+        else
+            ops->workspace_bytes = most;
+    }
+    for (int i = 0; i < ops->nconvs; i++)
+        for (int d = 0; d < NDIRS; d++) {
+            ConvPlan *p = &ops->convs[i];
+            if (ok && st == DDP_OK) {
+                p->best[d] = taking[i * NDIRS + d];
+                p->use_fallback[d] = 0;
+            }
+            /* may_take's queries left other math on the descriptors */
+            if (cudnnSetConvolutionMathType(p->conv[d], choice(p, d)->math) != CUDNN_STATUS_SUCCESS && st == DDP_OK)
+                st = DDP_ERR(DDP_FAIL, "cudnnSetConvolutionMathType failed for conv %d", i);
+        }
+    free(taking);
+    if (ok && st == DDP_OK) {
+        ops->choices_kept = 1;
+        *taken = 1;
+    }
+    return st;
 }

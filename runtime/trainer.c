@@ -60,6 +60,7 @@
 #include "augment_device.h"  // DdpAugmentDevice: the net's input made on the device
 #include "batch_upload.h"  // DdpBatchUpload: host batches to the device on a copy stream of their own
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
+#include "conv_choices.h"  // DDP_CONV_CHOICES_TEXT: cuDNN's timed algorithms, kept and shared
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
@@ -137,6 +138,11 @@ typedef struct {
     int64_t *order;         /* this epoch's sample indices */
     int64_t *eval_ids;      /* one evaluation batch's indices */
     float *augment_scratch; /* one sample, for the data { } block's crop */
+    /* cuDNN's timed algorithms as conv_choices.h's text ("" if none), of
+     * DDP_CONV_CHOICES_TEXT bytes: a resumed checkpoint's on rank 0 until
+     * share_conv_choices, then the ones this process runs, which
+     * checkpoints keep */
+    char *conv_choices;
     DdpDataConfig data;     /* the net's data { } block, less crop and flips with --no-augment */
     DdpLoader *loader;      /* NULL with --workers 0, or a resident set */
     int64_t held;           /* the loader's batch whose copy to the device may still run; -1: none */
@@ -440,8 +446,9 @@ static DdpStatus allocate(Trainer *t)
     DDP_CHECK(ddp_host_alloc((void **)&t->order, ((size_t)t->sampler.num_samples + 1) * sizeof(int64_t)));
     t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
     t->augment_scratch = calloc((size_t)net->sample_numel, sizeof(float));
+    t->conv_choices = calloc(DDP_CONV_CHOICES_TEXT, 1);
     if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids ||
-        !t->augment_scratch)
+        !t->augment_scratch || !t->conv_choices)
         return DDP_ERR(DDP_FAIL, "out of memory");
     /* the convs' algorithms, and the scratch check_memory counted */
     return ddp_ops_finalize(t->ops);
@@ -597,7 +604,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
 
 static DdpCheckpointState host_state(Trainer *t)
 {
-    return (DdpCheckpointState){t->host_params, t->host_buffers, t->host_opt_state, t->counts};
+    return (DdpCheckpointState){t->host_params, t->host_buffers, t->host_opt_state, t->counts, t->conv_choices};
 }
 
 static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int zero);
@@ -765,6 +772,40 @@ static DdpStatus resume(Trainer *t)
     t->step = said[1];
     t->saved_step = t->flags.resume ? t->step : -1;
     return DDP_OK;
+}
+
+/* cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1), the same on every rank
+ * and in every resumed run (conv_choices.h): the checkpoint's that rank 0
+ * resumed from, else rank 0's own; a rank whose own differ takes them where
+ * they apply (the same GPU model and cuDNN). Nothing on CPUs, and nothing
+ * where the heuristics chose, unless a checkpoint says otherwise. */
+static DdpStatus share_conv_choices(Trainer *t)
+{
+    char *own = malloc(DDP_CONV_CHOICES_TEXT);
+    if (!own)
+        return DDP_ERR(DDP_FAIL, "out of memory");
+    /* a record too long to keep: this process times, and says so */
+    if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
+        ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep: a resumed "
+                          "run times them again");
+    const int from_checkpoint = t->dist.rank == 0 && t->conv_choices[0];
+    if (t->dist.rank == 0 && !from_checkpoint)
+        memcpy(t->conv_choices, own, DDP_CONV_CHOICES_TEXT);
+    DdpStatus st = ddp_dist_broadcast_text(&t->dist, t->conv_choices, DDP_CONV_CHOICES_TEXT);
+    if (st == DDP_OK && t->conv_choices[0] && strcmp(t->conv_choices, own) != 0) {
+        int taken = 0;
+        char why[256];
+        st = ddp_ops_take_conv_choices(t->ops, t->conv_choices, &taken, why, sizeof why);
+        if (st == DDP_OK && !taken && ddp_device_is_gpu())
+            ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms %s not taken (%s): this run chose its "
+                              "own, and may sum in another order", from_checkpoint ? "of the checkpoint" :
+                              "of rank 0", why);
+    }
+    /* what this process runs now, for its checkpoints */
+    if (st == DDP_OK && ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
+        t->conv_choices[0] = '\0';
+    free(own);
+    return st;
 }
 
 /* ---- statistics and evaluation ------------------------------------------------ */
@@ -1358,6 +1399,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
+    DDP_CHECK(share_conv_choices(t));
     DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
     /* world > 1, or one rank on a real NCCL communicator (--backend nccl) */
     if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE) {
@@ -1511,6 +1553,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     ddp_host_free(t->order);
     free(t->eval_ids);
     free(t->augment_scratch);
+    free(t->conv_choices);
     ddp_data_free(&t->train);
     ddp_data_free(&t->test);
     DdpStatus tb = ddp_tensorboard_close(t->tb);

@@ -60,7 +60,9 @@
 #      `one`), and the program with --backend nccl through env:// and
 #      --nproc-per-node 1;
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
-#      are byte for byte those of 60 steps at once; the steps replayed from
+#      are byte for byte those of 60 steps at once; so are those of a run
+#      whose algorithms cuDNN's timings chose (DDP_CUDNN_BENCHMARK=1),
+#      resumed from its checkpoint at 30 with them; the steps replayed from
 #      their CUDA graphs (mnist past a short last batch, resnet with
 #      --no-sync-every 2) byte for byte those made call by call; the
 #      training set held on the GPU (mnist, fashion_resnet's crops) byte for
@@ -538,6 +540,20 @@ gpu whole 60 mnist --data "$data" --max-steps 60 --export "$work/whole.st" --qui
     gpu resume 60 mnist --data "$data" --max-steps 60 --save "$work/ck" --resume --export "$work/resumed.st" --quiet &&
     cmp "$work/whole.st" "$work/resumed.st" >> "$log" 2>&1
 check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? "$(why resume stop whole)"
+
+# cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1) kept in the checkpoints
+# and taken again on resuming (conv_choices.h): steps 31-60 resumed from the
+# timed run's checkpoint at 30 are its own steps, byte for byte, where timing
+# again could choose otherwise.
+DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$work/ckt" --save-every 30 \
+    --export "$work/timed.st" --quiet &&
+    grep -q conv_choices "$work/ckt/checkpoint-mnist-000000030.safetensors" &&
+    DDP_CUDNN_BENCHMARK=1 gpu timed.resume 90 mnist --data "$data" --max-steps 60 \
+        --resume "$work/ckt/checkpoint-mnist-000000030.safetensors" --export "$work/timed.resumed.st" &&
+    ! grep -q "not taken" "$work/timed.resume" &&
+    cmp "$work/timed.st" "$work/timed.resumed.st" >> "$log" 2>&1
+check "checkpoint: cuDNN's timed algorithms kept and taken again on resuming, byte for byte" $? \
+    "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1)$(why timed.resume timed)"
 
 # The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
 # lr, step and epoch read from device memory) against the same calls made

@@ -6,7 +6,8 @@
  * results and says "rank R: PASS MODE" or "rank R: FAIL: why". The modes:
  *
  *   collectives   broadcast, all-reduce (SUM/AVG/MAX on F32/F64/I64), all-gather
- *                 (also in place), barrier, many bucket all-reduces in flight
+ *                 (also in place), barrier, many bucket all-reduces in flight,
+ *                 rank 0's texts to every rank (ddp_dist_broadcast_text)
  *   determinism   random floats of mixed magnitudes: every rank gets the same
  *                 bits, run after run (and the exact sum with two ranks)
  *   reducer       buckets launched in order although ranks announce gradients
@@ -33,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "distributed.h"  // ddp_dist_broadcast_text
 #include "pg.h"       // ddp_pg_*
 #include "reducer.h"  // ddp_reducer_*
 
@@ -115,6 +117,25 @@ static float value(int r, size_t i)
 }
 
 /* ---- collectives ---------------------------------------------------------------- */
+
+/* ddp_dist_broadcast_text over PG: rank 0's texts of 0 to 300 bytes, the
+ * word boundaries among them, whole on every rank. */
+static void broadcast_texts(DdpProcessGroup *pg)
+{
+    DdpDist d;
+    memset(&d, 0, sizeof d);
+    d.pg = pg, d.rank = rank_, d.world = size_;
+    static const int lengths[] = {0, 1, 7, 8, 9, 300};
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        char want[301], text[302];
+        for (int j = 0; j < lengths[i]; j++)
+            want[j] = (char)('a' + (j * 7 + (int)i) % 26);
+        want[lengths[i]] = '\0';
+        snprintf(text, sizeof text, "%s", rank_ == 0 ? want : "stale text of another length, longer than some");
+        OK(ddp_dist_broadcast_text(&d, text, sizeof text));
+        CHECK(strcmp(text, want) == 0, "broadcast text of %d bytes: got '%.40s'", lengths[i], text);
+    }
+}
 
 static void mode_collectives(DdpProcessGroup *pg)
 {
@@ -246,6 +267,7 @@ static void mode_collectives(DdpProcessGroup *pg)
         bad += big[i] != (float)((i % 1000) * (size_t)(W * (W + 1) / 2));
     CHECK(!bad, "all-reduce of 12 MB: %d wrong", bad);
     free(big);
+    broadcast_texts(pg);
     OK(ddp_pg_status(pg));
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"       // ddp_checkpoint_save, _load: files made and read directly
+#include "conv_choices.h"     // DDP_CONV_CHOICES_TEXT
 #include "safetensors.h"      // ddp_safetensors_open: what a checkpoint holds
 #include "testutil.h"
 #include "tiny_net.h"         // tiny_net, tiny_net_train
@@ -179,7 +180,7 @@ static void test_optimizer_state_matters(void)
     CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --max-steps 8 --save %s", data_dir, path("ck")), 0);
     static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
     static int64_t counts[8];
-    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
     DdpCheckpointRun run;
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-tiny-000000008.safetensors"), &run, &state), DDP_OK);
     CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s/checkpoint-tiny-000000008.safetensors --export %s",
@@ -282,7 +283,7 @@ static void test_refused(void)
     DdpCheckpointRun run = {.step = 3, .seed = 7, .batch = 20, .world = 1, .no_sync_every = 1, .shuffle = 1};
     static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
     static int64_t counts[8];
-    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
     snprintf(args, sizeof args, "--resume %s", written);
@@ -311,7 +312,7 @@ static void test_checksum(void)
         params[i] = (float)i / 7, opt[i] = (float)-i;
     DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 18446744073709551615ull, .batch = 20, .world = 3,
                             .no_sync_every = 2, .shuffle = 0};
-    DdpCheckpointState state = {params, buffers, opt, counts}, loaded = {back, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL}, loaded = {back, buffers, opt, counts, NULL};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     DdpCheckpointRun got;
@@ -374,7 +375,7 @@ static void test_precision_recorded(void)
     static int64_t counts[8];
     DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
                             .shuffle = 1, .precision = DDP_PRECISION_BF16};
-    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     DdpCheckpointRun got;
@@ -403,6 +404,41 @@ static void test_precision_recorded(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* cuDNN's timed algorithms (conv_choices.h) kept in the metadata, under the
+ * checksum, and read back; a checkpoint without them reads "". */
+static void test_conv_choices_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    static char back[DDP_CONV_CHOICES_TEXT];
+    char kept[] = "cudnn=91900|device=NVIDIA H200|0:1.3.1,1.3.1,0.3.1";
+    DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1};
+    DdpCheckpointState state = {params, buffers, opt, counts, kept}, loaded = {params, buffers, opt, counts, back};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(back, kept);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK); /* the caller's own: not read */
+    edit_header(written, "H200", "H100");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+
+    state.conv_choices = NULL; /* none: no metadata, and "" read back */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    snprintf(back, sizeof back, "left over");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(back, "");
+    size_t bytes = 0;
+    char *file = test_read_file(written, &bytes);
+    CU_ASSERT(file && !memmem(file, bytes, "conv_choices", 12));
+    free(file);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* The program's layout (ddpc --layout) is recorded like the precision: a
  * channels-last program's checkpoint resumes only in a channels-last
  * program; one that does not say is NCHW's. */
@@ -414,7 +450,7 @@ static void test_layout_recorded(void)
     static int64_t counts[8];
     DdpCheckpointRun run = {.step = 7, .epoch = 0, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
                             .shuffle = 1, .channels_last = 1};
-    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
     char written[256];
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     DdpCheckpointRun got;
@@ -550,7 +586,7 @@ static void make_nan_checkpoint(const DdpNet *n, const char *file)
 {
     static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
     static int64_t counts[8];
-    DdpCheckpointState state = {params, buffers, opt, counts};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
     DdpCheckpointRun run;
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, file, &run, &state), DDP_OK);
     const uint32_t bits[3] = {0x3f800000u, 0x40000000u, 0x7fc00000u ^ 0x3f800000u ^ 0x40000000u};
@@ -785,6 +821,7 @@ void suite_checkpoint(void)
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
+        {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
         {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
         {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},

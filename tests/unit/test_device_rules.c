@@ -7,6 +7,7 @@
  * kernel's launch is checked and named (skipped without nvcc).
  */
 #include "channel_split.h" // ddp_plane_lanes, ddp_channel_groups, ddp_group_first
+#include "conv_choices.h"  // ddp_conv_choices_text, _parse
 #include "device_rules.h"  // ddp_gpu_choose_device, ddp_math_settings, ddp_conv_choose, ddp_gpu_memory_estimate
 #include "testutil.h"
 
@@ -255,6 +256,57 @@ static void test_launch_is_checked_under_nvcc(void)
     free(out);
 }
 
+/* cuDNN's timed algorithms as a line of text (conv_choices.h): written and
+ * read back, a '|' in the GPU's name made '/', too small a buffer left "",
+ * and every malformed line refused with status 2. */
+static void test_conv_choices_text(void)
+{
+    DdpConvChoice convs[2] = {{0, {{1, DDP_CONV_MATH_FMA, 1}, {1, DDP_CONV_MATH_FMA, 1}, {0, DDP_CONV_MATH_FMA, 0}}},
+                              {7, {{6, DDP_CONV_MATH_TENSOR_OP, 1}, {5, DDP_CONV_MATH_FMA, 1}, {63, 0, 1}}}};
+    DdpConvChoices c = {.library = 91900, .device = "NVIDIA H200|x", .n = 2, .convs = convs};
+    const char *want = "cudnn=91900|device=NVIDIA H200/x|0:1.3.1,1.3.1,0.3.0|7:6.1.1,5.3.1,63.0.1";
+    char text[128];
+    CU_ASSERT_EQUAL(ddp_conv_choices_text(&c, text, sizeof text), strlen(want));
+    CU_ASSERT_STRING_EQUAL(text, want);
+    char small[20] = "x";
+    CU_ASSERT_EQUAL(ddp_conv_choices_text(&c, small, sizeof small), strlen(want));
+    CU_ASSERT_STRING_EQUAL(small, "");
+
+    DdpConvChoices back;
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse(want, &back), DDP_OK);
+    CU_ASSERT(back.library == 91900 && strcmp(back.device, "NVIDIA H200/x") == 0 && back.n == 2);
+    for (int i = 0; i < 2 && back.n == 2; i++) {
+        CU_ASSERT_EQUAL(back.convs[i].id, convs[i].id);
+        for (int d = 0; d < DDP_CONV_DIRECTIONS; d++)
+            CU_ASSERT(memcmp(&back.convs[i].dir[d], &convs[i].dir[d], sizeof convs[i].dir[d]) == 0);
+    }
+    ddp_conv_choices_free(&back);
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse("cudnn=1|device=", &back), DDP_OK); /* no convs */
+    CU_ASSERT_EQUAL(back.n, 0);
+    ddp_conv_choices_free(&back);
+
+    static const char *const malformed[] = {
+        "",
+        "cudnn=|device=x|0:1.3.1,1.3.1,1.3.1",
+        "cudnn=9|devise=x|0:1.3.1,1.3.1,1.3.1",
+        "cudnn=9|device=x|0:1.3.1,1.3.1",            /* two directions */
+        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1,1.3.1", /* four */
+        "cudnn=9|device=x|0:64.3.1,1.3.1,1.3.1",      /* no such algorithm */
+        "cudnn=9|device=x|0:1.4.1,1.3.1,1.3.1",       /* no such math */
+        "cudnn=9|device=x|0:1.3.2,1.3.1,1.3.1",
+        "cudnn=9|device=x|-1:1.3.1,1.3.1,1.3.1",
+        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1|0:1.3.1,1.3.1,1.3.1", /* conv 0 twice */
+        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1|",
+        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1 ",
+        "cudnn=99999999999|device=x",
+    };
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+        CU_ASSERT_EQUAL(ddp_conv_choices_parse(malformed[i], &back), DDP_BAD_INPUT);
+        CU_ASSERT(back.convs == NULL && back.n == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "recorded cuDNN algorithms are not readable"));
+    }
+}
+
 void suite_device_rules(void)
 {
     static const TestCase cases[] = {
@@ -269,6 +321,7 @@ void suite_device_rules(void)
         {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
         {"per-channel sums on a GPU: every (sample, pixel) of a channel summed once", test_channel_sum_covers_each_term_once},
         {"per-channel sums on a GPU: blocks per channel and threads per sample", test_channel_sum_shares},
+        {"cuDNN's timed algorithms as text: written, read back, malformed lines refused", test_conv_choices_text},
         {NULL, NULL},
     };
     test_add_suite("device_rules [gcc, nvcc]", cases);

@@ -1,5 +1,6 @@
 /* Helpers shared by the unit tests (see testutil.h). */
 #include "testutil.h"
+#include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
 
 #include <dirent.h>
 #include <stdio.h>
@@ -226,8 +227,11 @@ const char *test_mpi_helper(TestMpiHelper *built, const char *dir_template)
     helper_dirs = built;
     char cmd[1024], *out = NULL;
     snprintf(cmd, sizeof cmd,
-             "mpicc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -DDDP_HAVE_MPI -Iruntime "
-             "tests/mpi/pg_helper.c build/libddprt.a -lpthread -lm -o %s/pg_helper",
+             "mpicc -std=c11 -D_GNU_SOURCE -O1 -g -fopenmp -Wall -Wextra -Werror -DDDP_HAVE_MPI -Iruntime "
+             "tests/mpi/pg_helper.c build/libddprt.a "
+             /* distributed.c's, which the helper calls too, as a CPU program links them */
+             "$(for a in " DDPC_IMAGE_LIBS "; do printf 'build/%%s ' $a; done) " DDPC_CPU_LIBS " -lpthread -lm "
+             "-o %s/pg_helper",
              built->dir);
     int rc = test_run(cmd, &out);
     CU_ASSERT_EQUAL(rc, 0);
