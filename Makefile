@@ -275,7 +275,7 @@ $(BUILD)/fuzz_store: tests/fuzz/fuzz_store.c runtime/store_wire.c runtime/status
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^
 
-$(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c runtime/checkpoint.c runtime/weights.c \
+$(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c runtime/checkpoint.c runtime/weights.c runtime/conv_choices.c \
                            runtime/sampler.c runtime/json.c runtime/status.c runtime/dirs.c
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	@mkdir -p $(BUILD)

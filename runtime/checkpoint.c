@@ -491,6 +491,13 @@ static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpChe
     if (st == DDP_OK && choices && strlen(choices) >= DDP_CONV_CHOICES_TEXT)
         st = DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata 'conv_choices' is longer than %d bytes",
                      ddp_safetensors_path(f), DDP_CONV_CHOICES_TEXT - 1);
+    DdpConvChoices read;
+    if (st == DDP_OK && choices && ddp_conv_choices_parse(choices, &read) != DDP_OK) {
+        char message[DDP_ERROR_MESSAGE_LEN];
+        snprintf(message, sizeof message, "%s", ddp_error_message());
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: %s", ddp_safetensors_path(f), message);
+    } else if (st == DDP_OK && choices)
+        ddp_conv_choices_free(&read);
     if (st == DDP_OK) {
         char text[256], crc[16];
         run_text(run, text, sizeof text);

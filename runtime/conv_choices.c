@@ -22,21 +22,25 @@ static void append(char *buf, size_t len, size_t *used, const char *format, ...)
         *used += (size_t)wrote;
 }
 
-size_t ddp_conv_choices_text(const DdpConvChoices *c, char *buf, size_t len)
+void ddp_conv_choices_set_device(DdpConvChoices *c, const char *name)
 {
-    char device[sizeof c->device];
-    snprintf(device, sizeof device, "%s", c->device);
-    for (char *p = device; *p; p++)
+    snprintf(c->device, sizeof c->device, "%s", name);
+    for (char *p = c->device; *p; p++)
         if (*p == '|')
             *p = '/';
+}
+
+size_t ddp_conv_choices_text(const DdpConvChoices *c, char *buf, size_t len)
+{
     size_t used = 0;
-    append(buf, len, &used, "cudnn=%ld|device=%s", c->library, device);
+    append(buf, len, &used, "cudnn=%ld|device=%s|workspace=%lld", c->library, c->device, c->workspace);
     for (int i = 0; i < c->n; i++) {
         const DdpConvChoice *v = &c->convs[i];
         append(buf, len, &used, "|%d:", v->id);
-        for (int d = 0; d < DDP_CONV_DIRECTIONS; d++)
-            append(buf, len, &used, "%s%d.%d.%d", d ? "," : "", v->dir[d].algo, v->dir[d].math,
-                   v->dir[d].deterministic);
+        for (int k = 0; k < 2 * DDP_CONV_DIRECTIONS; k++) {
+            const DdpConvAlgo *a = &v->algo[k];
+            append(buf, len, &used, "%s%d.%d.%d", k ? "," : "", a->algo, a->math, a->deterministic);
+        }
     }
     if (used >= len && len)
         buf[0] = '\0';
@@ -44,19 +48,20 @@ size_t ddp_conv_choices_text(const DdpConvChoices *c, char *buf, size_t len)
 }
 
 /* A whole number in [LO, HI] at *P, which is moved past it; 0 if none. */
-static int number(const char **p, long lo, long hi, long *out)
+static int number(const char **p, long long lo, long long hi, long long *out)
 {
     if (**p < '0' || **p > '9')
         return 0;
-    long x = 0;
+    long long x = 0;
     while (**p >= '0' && **p <= '9') {
-        x = 10 * x + (**p - '0');
-        if (x > hi)
+        const int digit = **p - '0';
+        if (x > (hi - digit) / 10) /* 10 x + digit > hi, without overflowing */
             return 0;
+        x = 10 * x + digit;
         ++*p;
     }
     *out = x;
-    return x >= lo;
+    return x >= lo && x <= hi; /* hi < 10: the test above let a digit past it through */
 }
 
 static DdpStatus bad(const char *text, const char *what)
@@ -65,19 +70,19 @@ static DdpStatus bad(const char *text, const char *what)
                    text, strlen(text) > 80 ? "..." : "");
 }
 
-/* One conv's "ID:A,A,A" at *P. */
+/* One conv's "ID:A,A,A,F,F,F" at *P. */
 static int conv_choice(const char **p, DdpConvChoice *out)
 {
-    long id;
+    long long id;
     if (!number(p, 0, INT_MAX, &id) || *(*p)++ != ':')
         return 0;
     out->id = (int)id;
-    for (int d = 0; d < DDP_CONV_DIRECTIONS; d++) {
-        long algo, math, det;
-        if ((d && *(*p)++ != ',') || !number(p, 0, DDP_CONV_ALGO_MOST, &algo) || *(*p)++ != '.' ||
-            !number(p, 0, DDP_CONV_MATH_FMA /* the last */, &math) || *(*p)++ != '.' || !number(p, 0, 1, &det))
+    for (int k = 0; k < 2 * DDP_CONV_DIRECTIONS; k++) {
+        long long algo, math, det;
+        if ((k && *(*p)++ != ',') || !number(p, 0, DDP_CONV_ALGO_MOST, &algo) || *(*p)++ != '.' ||
+            !number(p, 0, DDP_CONV_MATH_LAST, &math) || *(*p)++ != '.' || !number(p, 0, 1, &det))
             return 0;
-        out->dir[d] = (DdpConvAlgo){(int)algo, (int)math, (int)det};
+        out->algo[k] = (DdpConvAlgo){(int)algo, (int)math, (int)det};
     }
     return 1;
 }
@@ -86,7 +91,7 @@ DdpStatus ddp_conv_choices_parse(const char *text, DdpConvChoices *out)
 {
     memset(out, 0, sizeof *out);
     const char *p = text;
-    long library;
+    long long library, workspace;
     if (strncmp(p, "cudnn=", 6) != 0)
         return bad(text, "no cudnn=");
     p += 6;
@@ -96,14 +101,20 @@ DdpStatus ddp_conv_choices_parse(const char *text, DdpConvChoices *out)
     size_t name = strcspn(p, "|");
     if (name >= sizeof out->device)
         return bad(text, "a device name too long");
-    out->library = library;
     memcpy(out->device, p, name);
     out->device[name] = '\0';
     p += name;
-    int convs = 0;
+    if (strncmp(p, "|workspace=", 11) != 0)
+        return bad(text, "no workspace=");
+    p += 11;
+    if (!number(&p, 0, LLONG_MAX, &workspace))
+        return bad(text, "no workspace size");
+    out->library = (long)library;
+    out->workspace = workspace;
+    size_t convs = 0;
     for (const char *q = p; *q; q++)
         convs += *q == '|';
-    out->convs = calloc((size_t)convs + 1, sizeof *out->convs);
+    out->convs = calloc(convs + 1, sizeof *out->convs);
     if (!out->convs)
         return DDP_ERR(DDP_FAIL, "out of memory");
     for (; *p; out->n++) {

@@ -12,11 +12,14 @@
  * names; ops_cuda.cu checks both, and each algorithm against the rules of
  * device_rules.h, before it takes them.
  *
- * The text: "cudnn=VERSION|device=NAME|ID:A,A,A|ID:A,A,A|...", a conv's
- * three directions (forward, backward data, backward filter) each
- * "ALGO.MATH.DETERMINISTIC": the cuDNN algorithm's number, its math (a
- * DdpConvMath), 1 if deterministic. Plain C for both libraries, so that the
- * CPU tests read and write it.
+ * The text: "cudnn=VERSION|device=NAME|workspace=BYTES|ID:A,A,A,F,F,F|...":
+ * the shared workspace's size, and for each conv its three directions'
+ * algorithms (forward, backward data, backward filter), then the three it
+ * falls back on where a short batch's needs more workspace than there is
+ * (ops_cuda.cu's conv_for_call): with those two the short batches take the
+ * same algorithms too. Each is "ALGO.MATH.DETERMINISTIC": the cuDNN
+ * algorithm's number, its math (a DdpConvMath), 1 if deterministic. Plain C
+ * for both libraries, so that the CPU tests read and write it.
  */
 #ifndef DDPRT_CONV_CHOICES_H
 #define DDPRT_CONV_CHOICES_H
@@ -46,15 +49,21 @@ enum { DDP_CONV_ALGO_MOST = 63 };
 
 typedef struct {
     int id;  /* the conv's id in the program (ddp_ops_plan_conv) */
-    DdpConvAlgo dir[DDP_CONV_DIRECTIONS];
+    /* direction d's algorithm at d, the one it falls back on (needing no
+     * workspace) at DDP_CONV_DIRECTIONS + d */
+    DdpConvAlgo algo[2 * DDP_CONV_DIRECTIONS];
 } DdpConvChoice;
 
 typedef struct {
     long library;      /* cudnnGetVersion() */
-    char device[256];  /* the GPU's name (cudaDeviceProp.name), '|' made '/' */
+    char device[256];  /* the GPU's name (ddp_conv_choices_set_device) */
+    long long workspace; /* bytes */
     int n;
     DdpConvChoice *convs;  /* n, by id as they come; owned */
 } DdpConvChoices;
+
+/* NAME as C's device: '|', which separates the text's fields, made '/'. */
+void ddp_conv_choices_set_device(DdpConvChoices *c, const char *name);
 
 /* C's text into BUF (LEN bytes, "" if it does not fit); the length the text
  * needs, as snprintf. */

@@ -39,6 +39,7 @@ typedef enum {
     DDP_CONV_MATH_TENSOR_OP_CONV, /* CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: may drop float data to fp16 */
     DDP_CONV_MATH_FMA,            /* CUDNN_FMA_MATH: plain FP32 FMA, never tensor cores */
 } DdpConvMath;
+#define DDP_CONV_MATH_LAST DDP_CONV_MATH_FMA /* for readers of a DdpConvMath's number (conv_choices.c) */
 
 typedef struct {
     int tf32;             /* 1: TF32 tensor cores in cuDNN and cuBLAS */

@@ -1116,13 +1116,13 @@ static void choices_origin(DdpConvChoices *c)
     c->library = (long)cudnnGetVersion();
     int dev = 0;
     cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
-        snprintf(c->device, sizeof c->device, "%s", prop.name);
-    else
-        snprintf(c->device, sizeof c->device, "?");
-    for (char *p = c->device; *p; p++) /* as the text keeps it */
-        if (*p == '|')
-            *p = '/';
+    const int named = cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess;
+    ddp_conv_choices_set_device(c, named ? prop.name : "?");
+}
+
+static DdpConvAlgo record_of(const Choice *c)
+{
+    return DdpConvAlgo{c->algo, (int)conv_math(c->math), c->deterministic};
 }
 
 size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
@@ -1134,6 +1134,7 @@ size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
     DdpConvChoices c;
     memset(&c, 0, sizeof c);
     choices_origin(&c);
+    c.workspace = (long long)ops->workspace_bytes;
     c.convs = (DdpConvChoice *)calloc((size_t)ops->nconvs, sizeof *c.convs);
     if (!c.convs)
         return 0;
@@ -1141,8 +1142,8 @@ size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
     for (int i = 0; i < ops->nconvs; i++) { /* the table is indexed by id, every id planned */
         c.convs[i].id = i;
         for (int d = 0; d < NDIRS; d++) {
-            const Choice *b = &ops->convs[i].best[d];
-            c.convs[i].dir[d] = DdpConvAlgo{b->algo, (int)conv_math(b->math), b->deterministic};
+            c.convs[i].algo[d] = record_of(&ops->convs[i].best[d]);
+            c.convs[i].algo[NDIRS + d] = record_of(&ops->convs[i].fallback[d]);
         }
     }
     size_t need = ddp_conv_choices_text(&c, buf, len);
@@ -1151,10 +1152,12 @@ size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
 }
 
 /* Whether direction DIR of plan P may take A at the planned batch, as
- * ddp_conv_choose would judge it among cuDNN's candidates; its workspace
- * into *BYTES. Leaves the descriptor's math at A's (workspace_at). */
-static int may_take(const DdpOps *ops, const ConvPlan *p, int dir, const DdpConvAlgo *a, size_t *bytes,
-                    char *why, size_t why_len)
+ * choose() would judge it among cuDNN's candidates (its rule for the
+ * direction's algorithm, or with FALLBACK for the one needing no workspace;
+ * nondeterministic ones where ALLOW_NONDETERMINISTIC); the Choice into
+ * *OUT. Leaves the descriptor's math at A's (workspace_at). */
+static int may_take(const DdpOps *ops, const ConvPlan *p, int dir, int fallback, int allow_nondeterministic,
+                    const DdpConvAlgo *a, Choice *out, char *why, size_t why_len)
 {
     static const int counts[NDIRS] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
@@ -1163,16 +1166,44 @@ static int may_take(const DdpOps *ops, const ConvPlan *p, int dir, const DdpConv
         snprintf(why, why_len, "conv %d's %s algorithm %d is not one of this cuDNN's", id, DIR_NAMES[dir], a->algo);
         return 0;
     }
-    *bytes = workspace_at(ops, p, dir, a->algo, cudnn_math((DdpConvMath)a->math));
-    /* the record's determinism stands: its run chose it under its rules */
-    const DdpConvRule rule = {DDP_CONV_WORKSPACE_LIMIT, 0, ops->math.tf32, 1};
-    const DdpConvCandidate c = {a->algo, *bytes != SIZE_MAX, *bytes, a->deterministic, (DdpConvMath)a->math,
+    const cudnnMathType_t math = cudnn_math((DdpConvMath)a->math);
+    const size_t bytes = workspace_at(ops, p, dir, a->algo, math);
+    const DdpConvRule rule = {DDP_CONV_WORKSPACE_LIMIT, fallback, ops->math.tf32, allow_nondeterministic};
+    const DdpConvCandidate c = {a->algo, bytes != SIZE_MAX, bytes, a->deterministic, (DdpConvMath)a->math,
                                 transforms_operands(dir, a->algo)};
+    *out = Choice{a->algo, math, bytes, a->deterministic};
     if (ddp_conv_choose(&c, 1, &rule) == 0)
         return 1;
-    snprintf(why, why_len, "conv %d's %s algorithm %s %s", id, DIR_NAMES[dir], algo_name(dir, a->algo),
-             *bytes == SIZE_MAX ? "does not run here" : "breaks this run's rules (its workspace or math)");
+    snprintf(why, why_len, "conv %d's %s algorithm%s %s %s", id, DIR_NAMES[dir], fallback ? " without workspace" : "",
+             algo_name(dir, a->algo), bytes == SIZE_MAX ? "does not run here" : "breaks this run's rules");
     return 0;
+}
+
+/* Whether the record C applies to this process: its GPU, cuDNN and convs. */
+static int record_applies(const DdpOps *ops, const DdpConvChoices *c, char *why, size_t why_len)
+{
+    DdpConvChoices here;
+    memset(&here, 0, sizeof here);
+    choices_origin(&here);
+    if (c->library != here.library || strcmp(c->device, here.device) != 0) {
+        snprintf(why, why_len, "they were timed on %s with cuDNN %ld, this is %s with cuDNN %ld", c->device,
+                 c->library, here.device, here.library);
+        return 0;
+    }
+    if (c->n != ops->nconvs) {
+        snprintf(why, why_len, "they name %d convs, this program has %d", c->n, ops->nconvs);
+        return 0;
+    }
+    if (c->workspace < 0 || c->workspace > (long long)DDP_CONV_WORKSPACE_LIMIT) {
+        snprintf(why, why_len, "their workspace of %lld bytes is past the limit", c->workspace);
+        return 0;
+    }
+    for (int i = 0; i < c->n; i++)
+        if (c->convs[i].id < 0 || c->convs[i].id >= ops->nconvs) {
+            snprintf(why, why_len, "they name conv %d, this program has %d", c->convs[i].id, ops->nconvs);
+            return 0;
+        }
+    return 1;
 }
 
 DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len)
@@ -1182,59 +1213,65 @@ DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, c
         why[0] = '\0';
     if (!ops->finalized)
         return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_take_conv_choices before ddp_ops_finalize");
-    DdpConvChoices c, here;
+    for (int i = 0; i < ops->nconvs; i++) /* the descriptors must be the planned batch's: no step yet */
+        if (ops->convs[i].n != ops->convs[i].slot.shape.n)
+            return DDP_ERR(DDP_FAIL, "internal error: ddp_ops_take_conv_choices after a step");
+    DdpConvChoices c;
     DDP_CHECK(ddp_conv_choices_parse(text, &c));
-    memset(&here, 0, sizeof here);
-    choices_origin(&here);
-    Choice *taking = (Choice *)calloc((size_t)ops->nconvs * NDIRS + 1, sizeof *taking);
+    Choice *taking = (Choice *)calloc((size_t)ops->nconvs * 2 * NDIRS + 1, sizeof *taking);
     int ok = taking != NULL;
     if (!ok)
         snprintf(why, why_len, "out of memory");
-    else if (c.library != here.library || strcmp(c.device, here.device) != 0)
-        ok = 0, snprintf(why, why_len, "they were timed on %s with cuDNN %ld, this is %s with cuDNN %ld", c.device,
-                         c.library, here.device, here.library);
-    else if (c.n != ops->nconvs)
-        ok = 0, snprintf(why, why_len, "they name %d convs, this program has %d", c.n, ops->nconvs);
-    size_t most = 0;
+    ok = ok && record_applies(ops, &c, why, why_len);
+    /* the record's workspace, exactly: a short batch falls back where its
+     * algorithm needs more than that, as in the run that made it */
+    const size_t workspace = ok ? (size_t)c.workspace : 0;
     for (int i = 0; ok && i < c.n; i++) {
         const DdpConvChoice *v = &c.convs[i];
-        if (v->id < 0 || v->id >= ops->nconvs) {
-            ok = 0, snprintf(why, why_len, "they name conv %d, this program has %d", v->id, ops->nconvs);
-            break;
-        }
-        for (int d = 0; ok && d < NDIRS; d++) {
-            size_t bytes = 0;
-            ok = may_take(ops, &ops->convs[v->id], d, &v->dir[d], &bytes, why, why_len);
-            taking[v->id * NDIRS + d] = Choice{v->dir[d].algo, cudnn_math((DdpConvMath)v->dir[d].math), bytes,
-                                               v->dir[d].deterministic};
-            most = bytes > most ? bytes : most;
+        ConvPlan *p = &ops->convs[v->id];
+        for (int k = 0; ok && k < 2 * NDIRS; k++) {
+            Choice *to = &taking[v->id * 2 * NDIRS + k];
+            const int d = k % NDIRS;
+            /* choose()'s rules: nondeterministic only where allowed, or
+             * where no deterministic algorithm was found (this process's
+             * list for the direction's own; the record's for its fallback,
+             * which is the direction's own where none needs no workspace) */
+            const int fallback = k >= NDIRS && memcmp(&v->algo[k], &v->algo[d], sizeof v->algo[d]) != 0;
+            const int allow = ops->allow_nondeterministic ||
+                              !(k < NDIRS ? p->best[d].deterministic : v->algo[d].deterministic);
+            ok = may_take(ops, p, d, fallback, allow, &v->algo[k], to, why, why_len);
+            if (ok && k < NDIRS && to->bytes > workspace)
+                ok = 0, snprintf(why, why_len, "conv %d's %s algorithm needs more than their workspace", v->id,
+                                 DIR_NAMES[k]);
         }
     }
     ddp_conv_choices_free(&c);
-    DdpStatus st = DDP_OK;
-    if (ok && most > ops->workspace_bytes) { /* before any step: nothing queued uses the old one */
+    /* the new workspace before the old goes: without it, nothing changes */
+    void *grown = NULL;
+    if (ok && workspace != ops->workspace_bytes && workspace) {
         ddp_device_call_note(DDP_CALL_ALLOC);
-        cudaError_t e = cudaFree(ops->workspace);
-        ops->workspace = NULL;
-        ops->workspace_bytes = 0;
-        if (e == cudaSuccess)
-            e = cudaMalloc(&ops->workspace, most);
-        if (e != cudaSuccess)
-            st = DDP_ERR(DDP_FAIL, "cuDNN's workspace for the algorithms taken (%zu bytes): %s", most,
-                         cudaGetErrorString(e));
-        else
-            ops->workspace_bytes = most;
+        if (cudaMalloc(&grown, workspace) != cudaSuccess) {
+            (void)cudaGetLastError();
+            ok = 0, snprintf(why, why_len, "no GPU memory for their workspace of %zu bytes", workspace);
+        }
     }
+    if (ok && workspace != ops->workspace_bytes) {
+        (void)cudaFree(ops->workspace); /* before any step: nothing queued uses it */
+        ops->workspace = grown;
+        ops->workspace_bytes = workspace;
+    }
+    DdpStatus st = DDP_OK;
     for (int i = 0; i < ops->nconvs; i++)
         for (int d = 0; d < NDIRS; d++) {
             ConvPlan *p = &ops->convs[i];
-            if (ok && st == DDP_OK) {
-                p->best[d] = taking[i * NDIRS + d];
+            if (ok) {
+                p->best[d] = taking[i * 2 * NDIRS + d];
+                p->fallback[d] = taking[i * 2 * NDIRS + NDIRS + d];
                 p->use_fallback[d] = 0;
             }
             /* may_take's queries left other math on the descriptors */
             if (cudnnSetConvolutionMathType(p->conv[d], choice(p, d)->math) != CUDNN_STATUS_SUCCESS && st == DDP_OK)
-                st = DDP_ERR(DDP_FAIL, "cudnnSetConvolutionMathType failed for conv %d", i);
+                st = DDP_ERR(DDP_FAIL, "internal error: cudnnSetConvolutionMathType failed for conv %d", i);
         }
     free(taking);
     if (ok && st == DDP_OK) {

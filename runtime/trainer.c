@@ -774,34 +774,52 @@ static DdpStatus resume(Trainer *t)
     return DDP_OK;
 }
 
+/* Makes this process run the algorithms of TEXT (conv_choices.h) where its
+ * own differ; WHY, where they do not apply here, and *TAKEN. */
+static DdpStatus take_conv_choices(Trainer *t, const char *text, const char *own, int *taken, char *why, size_t len)
+{
+    *taken = 1;
+    why[0] = '\0';
+    if (!text[0] || strcmp(text, own) == 0)
+        return DDP_OK;
+    return ddp_ops_take_conv_choices(t->ops, text, taken, why, len);
+}
+
 /* cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1), the same on every rank
- * and in every resumed run (conv_choices.h): the checkpoint's that rank 0
- * resumed from, else rank 0's own; a rank whose own differ takes them where
- * they apply (the same GPU model and cuDNN). Nothing on CPUs, and nothing
- * where the heuristics chose, unless a checkpoint says otherwise. */
+ * and in every resumed run (conv_choices.h): rank 0 takes those of the
+ * checkpoint it resumed from where they apply, then every rank takes what
+ * rank 0 runs. Nothing on CPUs, and nothing where the heuristics chose,
+ * unless a checkpoint says otherwise. */
 static DdpStatus share_conv_choices(Trainer *t)
 {
-    char *own = malloc(DDP_CONV_CHOICES_TEXT);
+    char *own = malloc(DDP_CONV_CHOICES_TEXT), why[256];
     if (!own)
         return DDP_ERR(DDP_FAIL, "out of memory");
-    /* a record too long to keep: this process times, and says so */
+    /* a record too long to keep: a resumed run times again, and is told */
     if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
-        ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep: a resumed "
-                          "run times them again");
-    const int from_checkpoint = t->dist.rank == 0 && t->conv_choices[0];
-    if (t->dist.rank == 0 && !from_checkpoint)
-        memcpy(t->conv_choices, own, DDP_CONV_CHOICES_TEXT);
-    DdpStatus st = ddp_dist_broadcast_text(&t->dist, t->conv_choices, DDP_CONV_CHOICES_TEXT);
-    if (st == DDP_OK && t->conv_choices[0] && strcmp(t->conv_choices, own) != 0) {
-        int taken = 0;
-        char why[256];
-        st = ddp_ops_take_conv_choices(t->ops, t->conv_choices, &taken, why, sizeof why);
+        ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep in "
+                          "checkpoints: a resumed run times them again");
+    int taken = 1;
+    DdpStatus st = DDP_OK;
+    if (t->dist.rank == 0) { /* t->conv_choices: the checkpoint's, or "" */
+        st = take_conv_choices(t, t->conv_choices, own, &taken, why, sizeof why);
         if (st == DDP_OK && !taken && ddp_device_is_gpu())
-            ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms %s not taken (%s): this run chose its "
-                              "own, and may sum in another order", from_checkpoint ? "of the checkpoint" :
-                              "of rank 0", why);
+            ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms of the checkpoint not taken (%s): this "
+                              "run chose its own, and may sum in another order than the run it resumes", why);
+        if (st == DDP_OK)
+            (void)ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT);
     }
-    /* what this process runs now, for its checkpoints */
+    if (st == DDP_OK)
+        st = ddp_dist_broadcast_text(&t->dist, t->conv_choices, DDP_CONV_CHOICES_TEXT);
+    if (st == DDP_OK && t->dist.rank != 0) {
+        st = take_conv_choices(t, t->conv_choices, own, &taken, why, sizeof why);
+        /* rank 0 speaks for the run, and cannot know: this rank says it */
+        if (st == DDP_OK && !taken && ddp_device_is_gpu())
+            fprintf(stderr, "%s: rank %d: warning: cuDNN's timed algorithms of rank 0 not taken (%s): this rank "
+                            "chose its own, so the ranks may sum in another order than one rank would\n",
+                    t->prog, t->dist.rank, why);
+    }
+    /* what this process runs, for its checkpoints ("" if too long) */
     if (st == DDP_OK && ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         t->conv_choices[0] = '\0';
     free(own);

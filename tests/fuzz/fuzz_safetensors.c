@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"   // ddp_checkpoint_load, ddp_checkpoint_save, ddp_checkpoint_check_run
+#include "conv_choices.h" // DDP_CONV_CHOICES_TEXT
 #include "model.h"        // DdpNet, DdpParamInfo
 #include "safetensors.h"  // ddp_safetensors_open, _count, _tensor, _find, _meta, _expect, _write
 #include "weights.h"      // ddp_weights_load, ddp_weights_export
@@ -179,11 +180,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ddp_weights_tensors(&net, host_params, host_buffers, counts, 1, out, steps_at);
 
     DdpCheckpointRun run;
+    static char conv_choices[DDP_CONV_CHOICES_TEXT]; /* cuDNN's timed algorithms, read and checked */
     DdpCheckpointState state = {.params = host_params, .buffers = host_buffers, .opt_state = opt_state,
-                                .counts = counts};
+                                .counts = counts, .conv_choices = conv_choices};
     st = ddp_checkpoint_load(&net, path, &run, &state);
     CHECK(st == DDP_OK || st == DDP_BAD_INPUT);
     if (st == DDP_OK) {
+        CHECK(strlen(conv_choices) < DDP_CONV_CHOICES_TEXT);
         CHECK(run.step >= 0 && run.batch >= 1 && run.world >= 1 && run.no_sync_every >= 1);
         CHECK(run.shuffle == 0 || run.shuffle == 1);
         CHECK(ddp_checkpoint_check_run(path, &run, &run) == DDP_OK);

@@ -543,17 +543,20 @@ check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? 
 
 # cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1) kept in the checkpoints
 # and taken again on resuming (conv_choices.h): steps 31-60 resumed from the
-# timed run's checkpoint at 30 are its own steps, byte for byte, where timing
-# again could choose otherwise.
+# timed run's checkpoint at 30, by the heuristics' default (which would
+# choose otherwise unless it takes the record), are the timed run's own,
+# byte for byte, and its checkpoint at 60 keeps the same record.
+conv_choices_of() { grep -ao '"conv_choices": *"[^"]*"' "$1" 2> /dev/null; }
 DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$work/ckt" --save-every 30 \
     --export "$work/timed.st" --quiet &&
-    grep -q conv_choices "$work/ckt/checkpoint-mnist-000000030.safetensors" &&
-    DDP_CUDNN_BENCHMARK=1 gpu timed.resume 90 mnist --data "$data" --max-steps 60 \
+    timed_record=$(conv_choices_of "$work/ckt/checkpoint-mnist-000000030.safetensors") && [ -n "$timed_record" ] &&
+    gpu timed.resume 90 mnist --data "$data" --max-steps 60 --save "$work/ckt2" --save-every 30 \
         --resume "$work/ckt/checkpoint-mnist-000000030.safetensors" --export "$work/timed.resumed.st" &&
     ! grep -q "not taken" "$work/timed.resume" &&
+    [ "$(conv_choices_of "$work/ckt2/checkpoint-mnist-000000060.safetensors")" = "$timed_record" ] &&
     cmp "$work/timed.st" "$work/timed.resumed.st" >> "$log" 2>&1
 check "checkpoint: cuDNN's timed algorithms kept and taken again on resuming, byte for byte" $? \
-    "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1)$(why timed.resume timed)"
+    "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1)${timed_record:0:120} $(why timed.resume timed)"
 
 # The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
 # lr, step and epoch read from device memory) against the same calls made

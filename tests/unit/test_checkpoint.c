@@ -413,7 +413,7 @@ static void test_conv_choices_recorded(void)
     static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
     static int64_t counts[8];
     static char back[DDP_CONV_CHOICES_TEXT];
-    char kept[] = "cudnn=91900|device=NVIDIA H200|0:1.3.1,1.3.1,0.3.1";
+    char kept[] = "cudnn=91900|device=NVIDIA H200|workspace=4096|0:1.3.1,1.3.1,0.3.1,0.3.1,0.3.1,0.3.1";
     DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
                             .shuffle = 1};
     DdpCheckpointState state = {params, buffers, opt, counts, kept}, loaded = {params, buffers, opt, counts, back};
@@ -422,7 +422,6 @@ static void test_conv_choices_recorded(void)
     DdpCheckpointRun got;
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
     CU_ASSERT_STRING_EQUAL(back, kept);
-    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK); /* the caller's own: not read */
     edit_header(written, "H200", "H100");
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
@@ -436,6 +435,42 @@ static void test_conv_choices_recorded(void)
     char *file = test_read_file(written, &bytes);
     CU_ASSERT(file && !memmem(file, bytes, "conv_choices", 12));
     free(file);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* On a CPU build, which runs no cuDNN: a checkpoint holding its timed
+ * algorithms resumes (its weights are weights), and the run's own
+ * checkpoints hold none; one whose record is unreadable is refused at
+ * loading, exit 2, naming the file. */
+static void test_conv_choices_resumed(void)
+{
+    setup();
+    const DdpNet *n = net();
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --max-steps 8 --save %s", data_dir, path("ck")), 0);
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    static char back[DDP_CONV_CHOICES_TEXT];
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL}, loaded = {params, buffers, opt, counts, back};
+    DdpCheckpointRun run;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-tiny-000000008.safetensors"), &run, &state),
+                          DDP_OK);
+    char kept[] = "cudnn=91900|device=NVIDIA H200|workspace=0|0:1.3.1,1.3.1,0.3.1,0.3.1,0.3.1,0.3.1";
+    state.conv_choices = kept;
+    char written[256], args[512];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("kept"), &run, &state, written, sizeof written), DDP_OK);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --resume %s --max-steps 10 --save %s", data_dir, written,
+                                path("after")), 0);
+    snprintf(back, sizeof back, "left over");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, path("after/checkpoint-tiny-000000010.safetensors"), &run, &loaded),
+                    DDP_OK);
+    CU_ASSERT_STRING_EQUAL(back, "");
+
+    char unreadable[] = "cudnn=91900|device=NVIDIA H200|workspace=0|0:1.3.1";
+    state.conv_choices = unreadable;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("bad"), &run, &state, written, sizeof written), DDP_OK);
+    snprintf(args, sizeof args, "--resume %s", written);
+    refused(args, "checkpoint-tiny-000000010.safetensors: not a usable checkpoint: the convs' recorded cuDNN "
+                  "algorithms are not readable (a conv's algorithms)");
     test_remove_tmpdir(tmpdir);
 }
 
@@ -822,6 +857,8 @@ void suite_checkpoint(void)
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
         {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
+        {"a checkpoint with cuDNN's timed algorithms resumes on a CPU; an unreadable record: status 2",
+         test_conv_choices_resumed},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},
         {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
         {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},

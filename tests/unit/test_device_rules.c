@@ -261,11 +261,15 @@ static void test_launch_is_checked_under_nvcc(void)
  * and every malformed line refused with status 2. */
 static void test_conv_choices_text(void)
 {
-    DdpConvChoice convs[2] = {{0, {{1, DDP_CONV_MATH_FMA, 1}, {1, DDP_CONV_MATH_FMA, 1}, {0, DDP_CONV_MATH_FMA, 0}}},
-                              {7, {{6, DDP_CONV_MATH_TENSOR_OP, 1}, {5, DDP_CONV_MATH_FMA, 1}, {63, 0, 1}}}};
-    DdpConvChoices c = {.library = 91900, .device = "NVIDIA H200|x", .n = 2, .convs = convs};
-    const char *want = "cudnn=91900|device=NVIDIA H200/x|0:1.3.1,1.3.1,0.3.0|7:6.1.1,5.3.1,63.0.1";
-    char text[128];
+    const int fma = DDP_CONV_MATH_FMA, tensor = DDP_CONV_MATH_TENSOR_OP;
+    DdpConvChoice convs[2] = {
+        {0, {{1, fma, 1}, {1, fma, 1}, {0, fma, 0}, {0, fma, 1}, {0, fma, 1}, {1, fma, 1}}},
+        {7, {{6, tensor, 1}, {5, fma, 1}, {63, 0, 1}, {1, tensor, 1}, {1, fma, 0}, {0, fma, 1}}}};
+    DdpConvChoices c = {.library = 91900, .workspace = 1048576, .n = 2, .convs = convs};
+    ddp_conv_choices_set_device(&c, "NVIDIA H200|x");
+    const char *want = "cudnn=91900|device=NVIDIA H200/x|workspace=1048576|0:1.3.1,1.3.1,0.3.0,0.3.1,0.3.1,1.3.1|"
+                       "7:6.1.1,5.3.1,63.0.1,1.1.1,1.3.0,0.3.1";
+    char text[160];
     CU_ASSERT_EQUAL(ddp_conv_choices_text(&c, text, sizeof text), strlen(want));
     CU_ASSERT_STRING_EQUAL(text, want);
     char small[20] = "x";
@@ -274,32 +278,37 @@ static void test_conv_choices_text(void)
 
     DdpConvChoices back;
     CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse(want, &back), DDP_OK);
-    CU_ASSERT(back.library == 91900 && strcmp(back.device, "NVIDIA H200/x") == 0 && back.n == 2);
+    CU_ASSERT(back.library == 91900 && strcmp(back.device, "NVIDIA H200/x") == 0 && back.workspace == 1048576 &&
+              back.n == 2);
     for (int i = 0; i < 2 && back.n == 2; i++) {
         CU_ASSERT_EQUAL(back.convs[i].id, convs[i].id);
-        for (int d = 0; d < DDP_CONV_DIRECTIONS; d++)
-            CU_ASSERT(memcmp(&back.convs[i].dir[d], &convs[i].dir[d], sizeof convs[i].dir[d]) == 0);
+        CU_ASSERT(memcmp(back.convs[i].algo, convs[i].algo, sizeof convs[i].algo) == 0);
     }
     ddp_conv_choices_free(&back);
-    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse("cudnn=1|device=", &back), DDP_OK); /* no convs */
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse("cudnn=1|device=|workspace=0", &back), DDP_OK); /* no convs */
     CU_ASSERT_EQUAL(back.n, 0);
     ddp_conv_choices_free(&back);
 
+#define SIX "1.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1"
     static const char *const malformed[] = {
         "",
-        "cudnn=|device=x|0:1.3.1,1.3.1,1.3.1",
-        "cudnn=9|devise=x|0:1.3.1,1.3.1,1.3.1",
-        "cudnn=9|device=x|0:1.3.1,1.3.1",            /* two directions */
-        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1,1.3.1", /* four */
-        "cudnn=9|device=x|0:64.3.1,1.3.1,1.3.1",      /* no such algorithm */
-        "cudnn=9|device=x|0:1.4.1,1.3.1,1.3.1",       /* no such math */
-        "cudnn=9|device=x|0:1.3.2,1.3.1,1.3.1",
-        "cudnn=9|device=x|-1:1.3.1,1.3.1,1.3.1",
-        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1|0:1.3.1,1.3.1,1.3.1", /* conv 0 twice */
-        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1|",
-        "cudnn=9|device=x|0:1.3.1,1.3.1,1.3.1 ",
-        "cudnn=99999999999|device=x",
+        "cudnn=|device=x|workspace=0|0:" SIX,
+        "cudnn=9|devise=x|workspace=0|0:" SIX,
+        "cudnn=9|device=x|0:" SIX,                                    /* no workspace */
+        "cudnn=9|device=x|workspace=-1|0:" SIX,
+        "cudnn=9|device=x|workspace=99999999999999999999|0:" SIX,    /* past 2^63 */
+        "cudnn=9|device=x|workspace=0|0:1.3.1,1.3.1,1.3.1,0.3.1,0.3.1", /* five */
+        "cudnn=9|device=x|workspace=0|0:" SIX ",1.3.1",               /* seven */
+        "cudnn=9|device=x|workspace=0|0:64.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1", /* no such algorithm */
+        "cudnn=9|device=x|workspace=0|0:1.4.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1",  /* no such math */
+        "cudnn=9|device=x|workspace=0|0:1.3.2,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1",
+        "cudnn=9|device=x|workspace=0|-1:" SIX,
+        "cudnn=9|device=x|workspace=0|0:" SIX "|0:" SIX,              /* conv 0 twice */
+        "cudnn=9|device=x|workspace=0|0:" SIX "|",
+        "cudnn=9|device=x|workspace=0|0:" SIX " ",
+        "cudnn=99999999999|device=x|workspace=0",
     };
+#undef SIX
     for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
         CU_ASSERT_EQUAL(ddp_conv_choices_parse(malformed[i], &back), DDP_BAD_INPUT);
         CU_ASSERT(back.convs == NULL && back.n == 0);
