@@ -269,7 +269,9 @@ static void write_seeds(const char *dir)
     char scratch[] = "/tmp/fuzz-safetensors-XXXXXX";
     CHECK(mkdtemp(scratch));
     DdpCheckpointRun run = {.step = 11, .seed = 7, .batch = 2, .world = 2, .no_sync_every = 1, .shuffle = 1};
-    DdpCheckpointState state = {.params = p, .buffers = b, .opt_state = opt, .counts = counts};
+    char record[] = "cudnn=91900|device=NVIDIA H200|workspace=4096|0:1.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1";
+    DdpCheckpointState state = {.params = p, .buffers = b, .opt_state = opt, .counts = counts,
+                                .conv_choices = record}; /* cuDNN's timed algorithms, for the parser */
     char saved[4096];
     CHECK(ddp_checkpoint_save(&net, scratch, &run, &state, saved, sizeof saved) == DDP_OK);
     FILE *in = fopen(saved, "rb");
