@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
-#include "conv_choices.h" // DDP_CONV_CHOICES_TEXT: the longest record of cuDNN's choices
+#include "conv_choices.h" // ddp_conv_choices_parse, DDP_CONV_CHOICES_TEXT: the record of cuDNN's choices
 #include "dirs.h"         // ddp_make_dirs
 #include "flags.h"        // DDP_FLAGS_MAX_BATCH: the limits a checkpoint's run had
 #include "topology.h"     // DDP_MAX_RANKS

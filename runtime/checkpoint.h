@@ -60,7 +60,8 @@ typedef struct {
     /* cuDNN's timed algorithms (conv_choices.h's text; "" or NULL: none),
      * so that a resumed run sums as the run it resumes: written as the
      * metadata "conv_choices" (in the checksum), read back into a buffer of
-     * DDP_CONV_CHOICES_TEXT bytes ("" from a file without it); NULL: not read. */
+     * DDP_CONV_CHOICES_TEXT bytes ("" from a file without it); NULL: checked
+     * on loading (an unreadable record is refused) but not copied. */
     char *conv_choices;
 } DdpCheckpointState;
 

@@ -172,13 +172,13 @@ DdpStatus ddp_ops_finalize(DdpOps *ops);
 size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len);
 
 /* After finalize and before any step: the algorithms of TEXT (another
- * process's ddp_ops_conv_choices) instead of this process's own, growing the
- * workspace if they need more. *TAKEN 1 when taken; 0, with WHY, when they
- * do not apply here (another GPU model or cuDNN version, convs it does not
- * name, an algorithm that does not run here or breaks device_rules.h's
- * rules for the run's precision), and always on CPUs: the process keeps
- * its own. DDP_BAD_INPUT for unreadable text; DDP_FAIL when the workspace
- * cannot grow. */
+ * process's ddp_ops_conv_choices), their fallbacks and their workspace's
+ * size exactly, instead of this process's own. *TAKEN 1 when taken; 0, with
+ * WHY, when they do not apply here (another GPU model or cuDNN version,
+ * convs it does not name, an algorithm that does not run here or breaks
+ * choose()'s rules for this run: its precision, the workspace limit,
+ * determinism), when the GPU has no memory for their workspace, and always
+ * on CPUs: the process keeps its own. DDP_BAD_INPUT for unreadable text. */
 DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len);
 
 /* The first failure of any call since create (DDP_OK if none). On failure the

@@ -29,8 +29,8 @@
  *  - Each conv keeps its descriptors for the planned (largest) batch. A smaller
  *    batch (the last of an epoch) re-sets n in the two tensor descriptors, a
  *    host-side change that allocates nothing, and checks the chosen algorithm
- *    still fits the workspace; if not, it uses the first algorithm of the list
- *    that needs none.
+ *    still fits the workspace; if not, it uses its fallback: the first
+ *    algorithm of the list that needs none (or a taken record's).
  *  - The per-step calls return nothing; the first cuDNN or cuBLAS failure is
  *    recorded with its file:line (nccl-tests' CHECK habit) for ddp_ops_status.
  *  - A conv planned channels_last has NHWC tensor descriptors for x and y,
@@ -102,6 +102,12 @@
 
 enum { FWD, DATA, FILTER, NDIRS };
 static const char *const DIR_NAMES[NDIRS] = {"fwd", "bwd-data", "bwd-filter"};
+/* the record of the algorithms (conv_choices.h) holds these directions and numbers */
+static_assert((int)NDIRS == (int)DDP_CONV_DIRECTIONS, "a record's directions are these");
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT <= DDP_CONV_ALGO_MOST + 1 &&
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= DDP_CONV_ALGO_MOST + 1 &&
+                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= DDP_CONV_ALGO_MOST + 1,
+              "a record's algorithm numbers cover cuDNN's");
 
 /* The algorithm chosen for one direction. */
 typedef struct {
@@ -123,8 +129,8 @@ typedef struct {
     int fused;                    /* a fused call ran */
     int refused;                  /* one went conv, then epilogue_kernel: cuDNN refused it, or (a bias alone
                                    * with another algorithm than IMPLICIT_PRECOMP_GEMM) it was not offered */
-    Choice best[NDIRS];     /* first allowed at the planned batch */
-    Choice fallback[NDIRS]; /* first allowed needing no workspace */
+    Choice best[NDIRS];     /* first allowed at the planned batch (or taken: ddp_ops_take_conv_choices) */
+    Choice fallback[NDIRS]; /* first allowed needing no workspace, else best (or taken) */
     int use_fallback[NDIRS];/* at the current n, best does not fit */
 } ConvPlan;
 

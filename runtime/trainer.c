@@ -798,7 +798,7 @@ static DdpStatus share_conv_choices(Trainer *t)
     /* a record too long to keep: a resumed run times again, and is told */
     if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep in "
-                          "checkpoints: a resumed run times them again");
+                          "checkpoints or to give the other ranks: each rank, and a resumed run, times its own");
     int taken = 1;
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) { /* t->conv_choices: the checkpoint's, or "" */
@@ -806,11 +806,12 @@ static DdpStatus share_conv_choices(Trainer *t)
         if (st == DDP_OK && !taken && ddp_device_is_gpu())
             ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms of the checkpoint not taken (%s): this "
                               "run chose its own, and may sum in another order than the run it resumes", why);
-        if (st == DDP_OK)
-            (void)ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT);
+        /* after a failure too: the other ranks wait in the broadcast */
+        (void)ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT);
     }
+    DdpStatus sent = ddp_dist_broadcast_text(&t->dist, t->conv_choices, DDP_CONV_CHOICES_TEXT);
     if (st == DDP_OK)
-        st = ddp_dist_broadcast_text(&t->dist, t->conv_choices, DDP_CONV_CHOICES_TEXT);
+        st = sent;
     if (st == DDP_OK && t->dist.rank != 0) {
         st = take_conv_choices(t, t->conv_choices, own, &taken, why, sizeof why);
         /* rank 0 speaks for the run, and cannot know: this rank says it */

@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"   // ddp_checkpoint_load, ddp_checkpoint_save, ddp_checkpoint_check_run
-#include "conv_choices.h" // DDP_CONV_CHOICES_TEXT
+#include "conv_choices.h" // DDP_CONV_CHOICES_TEXT, ddp_conv_choices_parse
 #include "model.h"        // DdpNet, DdpParamInfo
 #include "safetensors.h"  // ddp_safetensors_open, _count, _tensor, _find, _meta, _expect, _write
 #include "weights.h"      // ddp_weights_load, ddp_weights_export
@@ -186,7 +186,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = ddp_checkpoint_load(&net, path, &run, &state);
     CHECK(st == DDP_OK || st == DDP_BAD_INPUT);
     if (st == DDP_OK) {
-        CHECK(strlen(conv_choices) < DDP_CONV_CHOICES_TEXT);
+        DdpConvChoices record; /* a record the load let through reads */
+        memset(&record, 0, sizeof record);
+        CHECK(!conv_choices[0] || ddp_conv_choices_parse(conv_choices, &record) == DDP_OK);
+        ddp_conv_choices_free(&record);
         CHECK(run.step >= 0 && run.batch >= 1 && run.world >= 1 && run.no_sync_every >= 1);
         CHECK(run.shuffle == 0 || run.shuffle == 1);
         CHECK(ddp_checkpoint_check_run(path, &run, &run) == DDP_OK);

@@ -543,10 +543,13 @@ check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? 
 
 # cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1) kept in the checkpoints
 # and taken again on resuming (conv_choices.h): steps 31-60 resumed from the
-# timed run's checkpoint at 30, by the heuristics' default (which would
-# choose otherwise unless it takes the record), are the timed run's own,
-# byte for byte, and its checkpoint at 60 keeps the same record.
+# timed run's checkpoint at 30, by the heuristics' default (which may choose
+# otherwise unless it takes the record), are the timed run's own, byte for
+# byte, and its checkpoint at 60 keeps the same record, which says the
+# record was taken.
 conv_choices_of() { grep -ao '"conv_choices": *"[^"]*"' "$1" 2> /dev/null; }
+timed_record=
+unset DDP_CUDNN_BENCHMARK # the resumed run's default: the heuristics
 DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$work/ckt" --save-every 30 \
     --export "$work/timed.st" --quiet &&
     timed_record=$(conv_choices_of "$work/ckt/checkpoint-mnist-000000030.safetensors") && [ -n "$timed_record" ] &&
@@ -556,7 +559,7 @@ DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$
     [ "$(conv_choices_of "$work/ckt2/checkpoint-mnist-000000060.safetensors")" = "$timed_record" ] &&
     cmp "$work/timed.st" "$work/timed.resumed.st" >> "$log" 2>&1
 check "checkpoint: cuDNN's timed algorithms kept and taken again on resuming, byte for byte" $? \
-    "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1)${timed_record:0:120} $(why timed.resume timed)"
+    "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1); record at 30: ${timed_record:0:120}; $(why timed.resume timed)"
 
 # The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
 # lr, step and epoch read from device memory) against the same calls made

@@ -285,8 +285,8 @@ static void test_conv_choices_text(void)
         CU_ASSERT(memcmp(back.convs[i].algo, convs[i].algo, sizeof convs[i].algo) == 0);
     }
     ddp_conv_choices_free(&back);
-    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse("cudnn=1|device=|workspace=0", &back), DDP_OK); /* no convs */
-    CU_ASSERT_EQUAL(back.n, 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_parse("cudnn=1|device=|workspace=9223372036854775807", &back), DDP_OK);
+    CU_ASSERT(back.n == 0 && back.workspace == 9223372036854775807LL); /* no convs; the largest size */
     ddp_conv_choices_free(&back);
 
 #define SIX "1.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1"
@@ -296,7 +296,7 @@ static void test_conv_choices_text(void)
         "cudnn=9|devise=x|workspace=0|0:" SIX,
         "cudnn=9|device=x|0:" SIX,                                    /* no workspace */
         "cudnn=9|device=x|workspace=-1|0:" SIX,
-        "cudnn=9|device=x|workspace=99999999999999999999|0:" SIX,    /* past 2^63 */
+        "cudnn=9|device=x|workspace=9223372036854775808|0:" SIX,     /* 2^63 */
         "cudnn=9|device=x|workspace=0|0:1.3.1,1.3.1,1.3.1,0.3.1,0.3.1", /* five */
         "cudnn=9|device=x|workspace=0|0:" SIX ",1.3.1",               /* seven */
         "cudnn=9|device=x|workspace=0|0:64.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1", /* no such algorithm */
