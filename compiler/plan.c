@@ -377,9 +377,10 @@ void plan_place(Plan *p)
             const Storage *e = &p->storages[ending[n_ended]];
             gap_give(&g, &free_runs, e->offset, aligned_up(e->per_sample));
         }
-        s->offset = gap_take(&g, &free_runs, aligned_up(s->per_sample));
-        if (s->offset + aligned_up(s->per_sample) > p->arena_per_sample)
-            p->arena_per_sample = s->offset + aligned_up(s->per_sample);
+        const int64_t taken = aligned_up(s->per_sample);
+        s->offset = gap_take(&g, &free_runs, taken);
+        if (s->offset + taken > p->arena_per_sample)
+            p->arena_per_sample = s->offset + taken;
     }
     free(order);
     free(ending);

@@ -9,10 +9,8 @@
 #include <string.h>
 
 /* Appends to BUF as snprintf would at BUF + *USED, counting what it needs. */
-static void append(char *buf, size_t len, size_t *used, const char *format, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void append(char *buf, size_t len, size_t *used, const char *format, ...)
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *used, const char *format,
+                                                         ...)
 {
     va_list ap;
     va_start(ap, format);
