@@ -15,6 +15,18 @@
 #                           channels-last (--layout nhwc, what a tf32 or bf16
 #                           net gets on GPUs), which run.sh builds on the
 #                           node: no room for two more programs in the kit
+#   gpu/channels_last_nhwc.cu  tests/layout/channels_last.net's, alike: a
+#                           net of three channels, whose channels-last
+#                           program permutes its data on the way in
+#                           (input_forward), which the one-channel nets'
+#                           never does, and runs what the examples leave
+#                           out of one (dropout, a generated bias and tanh,
+#                           pools that overlap and pad, a permuting flatten)
+#   data_rgb/, ref/channels_last.w0, .w1  its data: 3x10x10 IDX images, each
+#                           channel a 10x10 crop of a Fashion-MNIST image at
+#                           its own place (512 training, 128 test samples,
+#                           labels the class mod 5); the CPU build's (NCHW)
+#                           initial weights and its step on the first batch
 #   ref/NAME.w0, NAME.w1    the CPU build's initial weights and its weights
 #                           after one step on the kit's first batch (no .w1
 #                           for a net trained with Adam or AdamW: its step
@@ -60,7 +72,7 @@ max_bytes=$((48 * 1024 * 1024))
 precision_nets="mnist resnet" # kit.txt names them for run.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$kit"/{gpu,ref,data,torch,obj,fallback}
+mkdir -p "$kit"/{gpu,ref,data,data_rgb,torch,obj,fallback}
 
 # The runtime's archives travel without their debug information (three
 # quarters of libddprt.a's bytes): the node links them only to rebuild a
@@ -166,10 +178,36 @@ for net in examples/*.net; do
     "$ddpc" "$net" --emit torch > "$kit/torch/$(basename "$net" .net).py"
 done
 
-for name in mnist fashion_resnet; do
+cp tests/layout/channels_last.net "$tmp/channels_last.net"
+for name in mnist fashion_resnet channels_last; do
     CUDA_VISIBLE_DEVICES= "$ddpc" "$tmp/$name.net" --target cuda --arch sm_90 --layout nhwc --emit cu \
         > "$kit/gpu/${name}_nhwc.cu"
 done
+# channels_last.net's data (from the kit's own Fashion-MNIST, so nothing new
+# is read) and the CPU's NCHW step, which the GPU's channels-last one must
+# take: the CPU's two layouts take the same steps to the bit (tests/unit/test_layout.c)
+python3 - "$kit/data" "$kit/data_rgb" <<'EOF'
+import gzip, os, struct, sys
+src, dst = sys.argv[1:]
+offsets = ((9, 9), (2, 14), (14, 2))  # each channel's crop: its top row, left column
+for kind, count in (("train", 512), ("t10k", 128)):
+    raw = gzip.open(os.path.join(src, kind + "-images-idx3-ubyte.gz")).read()
+    labels = gzip.open(os.path.join(src, kind + "-labels-idx1-ubyte.gz")).read()[8:8 + count]
+    body = bytearray()
+    for i in range(count):
+        image = raw[16 + 784 * i:16 + 784 * (i + 1)]
+        for top, left in offsets:
+            for row in range(top, top + 10):
+                body += image[28 * row + left:28 * row + left + 10]
+    for name, data in ((kind + "-images-idx3-ubyte", struct.pack(">5I", 0x804, count, 3, 10, 10) + bytes(body)),
+                       (kind + "-labels-idx1-ubyte", struct.pack(">2I", 0x801, count) + bytes(b % 5 for b in labels))):
+        with gzip.GzipFile(os.path.join(dst, name + ".gz"), "wb", compresslevel=9, mtime=0) as f:
+            f.write(data)
+EOF
+"$ddpc" "$tmp/channels_last.net" --target cpu -o "$tmp/channels_last.cpu" > /dev/null
+"$tmp/channels_last.cpu" --data "$kit/data_rgb" --max-steps 0 --export "$kit/ref/channels_last.w0" --quiet
+"$tmp/channels_last.cpu" --data "$kit/data_rgb" --init "$kit/ref/channels_last.w0" --max-steps 1 --no-shuffle \
+    --batch-size "$batch" --export "$kit/ref/channels_last.w1" --quiet
 
 # The tools: compare needs only the safetensors reader; the NCCL helper the
 # CUDA runtime (no MPI there: its `one` mode needs none).

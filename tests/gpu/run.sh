@@ -45,7 +45,8 @@
 #      so a rounding difference in a gradient near zero becomes a whole
 #      step's difference, while SGD's first step is lr * g, the gradient
 #      itself; the Adam programs themselves must take a step; and, after
-#      every other net's step, mnist.net and fashion_resnet.net
+#      every other net's step, mnist.net, fashion_resnet.net and
+#      tests/layout/channels_last.net (three channels, on the kit's data_rgb)
 #      channels-last (ddpc --layout nhwc, the default for a tf32 or bf16 net
 #      on GPUs), built here from the kit's sources (the checks say which);
 #   2. mnist.net trains one epoch on the kit's 10,000 samples: samples/s, and
@@ -201,7 +202,10 @@ for name in "${nets[@]}"; do
     done
     grep -q '^// ddpc-build: ' "$kit/gpu/$name.cu" 2> /dev/null || missing+=("gpu/$name.cu's ddpc-build line")
 done
-for f in gpu/mnist_nhwc.cu gpu/fashion_resnet_nhwc.cu; do # sources only: built on the node
+for f in ref/channels_last.{w0,w1} data_rgb/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz; do
+    [ -e "$kit/$f" ] || missing+=("$f")
+done
+for f in gpu/{mnist,fashion_resnet,channels_last}_nhwc.cu; do # sources only: built on the node
     grep -q '^// ddpc-build: ' "$kit/$f" 2> /dev/null && grep -q 'stored channels-last (NHWC)' "$kit/$f" ||
         missing+=("$f (channels-last, with its ddpc-build line)")
 done
@@ -376,11 +380,11 @@ if [ "$dry" = 1 ]; then
             step rebuild.mnist.help 20 "$work/rebuild/mnist" --help
         check "fallback: mnist rebuilt here from its .cu (ddpc --rebuild, links in work/links)" $?
         status=0
-        for name in mnist_nhwc fashion_resnet_nhwc; do # what the GPU run builds, found wanting here
+        for name in mnist_nhwc fashion_resnet_nhwc channels_last_nhwc; do # what the GPU run builds, found wanting here
             step "rebuild.$name" 200 bash -c "$(declare -f rebuild kv); rebuild $name" || status=1
         done
         check "the channels-last sources build here (ddpc --rebuild)" $status \
-            "$(why rebuild.fashion_resnet_nhwc rebuild.mnist_nhwc)"
+            "$(why rebuild.channels_last_nhwc rebuild.fashion_resnet_nhwc rebuild.mnist_nhwc)"
     else
         skip "fallback: rebuilding a program" "no nvcc here"
     fi
@@ -664,18 +668,20 @@ for name in "${nets[@]}"; do [ "$name" = mnist ] || compare_net "$name"; done
 
 # Channels-last programs (ddpc --layout nhwc: what a net in tf32 or bf16
 # gets on GPUs), built here from the kit's sources (the kit has no room for
-# two more programs), after every NCHW check, so that a short time limit
-# costs these: mnist.net's and fashion_resnet.net's FP32 steps against the
-# CPU's (1e-3), mnist.net's tf32 and bf16 steps against the CPU's in the
-# same precision (3e-2) and the NCHW program's on this GPU (1e-2),
-# fashion_resnet.net's tf32 step against the CPU's FP32 one (3e-2), and two
-# runs of mnist.net across a short last batch (batch 96), byte for byte.
-# The kit's data has one channel: the data's own permute (input_forward)
-# does not run here.
+# more programs), after every NCHW check, so that a short time limit costs
+# these: mnist.net's, fashion_resnet.net's and channels_last.net's FP32
+# steps against the CPU's (1e-3), mnist.net's tf32 and bf16 steps against
+# the CPU's in the same precision (3e-2) and the NCHW program's on this GPU
+# (1e-2), fashion_resnet.net's tf32 step against the CPU's FP32 one (3e-2),
+# and two runs of mnist.net across a short last batch (batch 96), byte for
+# byte. The first two nets' data has one channel, the same floats in either
+# layout; channels_last.net's (data_rgb) has three, which its program
+# permutes on the way in (input_forward).
 nhwc_step() { # nhwc_step NAME FILE ARGS...: one step of NAME_nhwc from the kit's NAME.w0
-    local name=$1 file=$2
+    local name=$1 file=$2 on=$data
+    [ "$name" != channels_last ] || on=$kit/data_rgb
     shift 2
-    step "$file" 60 "$work/rebuild/${name}_nhwc" --data "$data" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
+    step "$file" 60 "$work/rebuild/${name}_nhwc" --data "$on" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
         --batch-size "$batch" --quiet "$@"
 }
 if [ -z "$nvcc" ]; then
@@ -683,15 +689,15 @@ if [ -z "$nvcc" ]; then
 else
     make_links
     pids=()
-    for name in mnist fashion_resnet; do
+    for name in mnist fashion_resnet channels_last; do
         step "rebuild.${name}_nhwc" 200 bash -c "$(declare -f rebuild kv); rebuild ${name}_nhwc" & pids+=($!)
     done
-    for name in mnist fashion_resnet; do
+    for name in mnist fashion_resnet channels_last; do
         wait "${pids[0]}"
         check "$name.net channels-last: built here from the kit's source" $? "$(why "rebuild.${name}_nhwc")"
         pids=("${pids[@]:1}")
     done
-    for name in mnist fashion_resnet; do
+    for name in mnist fashion_resnet channels_last; do
         if [ ! -x "$work/rebuild/${name}_nhwc" ]; then
             skip "$name.net channels-last on the GPU" "not built (above)"
             continue

@@ -5,12 +5,26 @@
  *
  * Tests that run programs (ddpc, the generated trainers, python3-torch) find
  * them through the environment that `make test` sets: DDPC, PYTHON.
+ *
+ * A failed run lists its failed assertions once more just above the summary
+ * line, so that the last lines say what failed.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"  // the suites' declarations
+
+/* Each failed assertion again, after CUnit's summary: CI shows only the last
+ * lines of a run, and CUnit prints a failure where its test ran, often
+ * hundreds of lines earlier. */
+static void list_failures(void)
+{
+    for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext)
+        printf("FAILED  %s: %s\n        %s:%u: %s\n", f->pSuite ? f->pSuite->pName : "?",
+               f->pTest ? f->pTest->pName : "?", f->strFileName ? f->strFileName : "?", f->uiLineNumber,
+               f->strCondition ? f->strCondition : "?");
+}
 
 /* Whether NAME picks SUITE: its function name contains NAME. */
 static int picks(const char *suite, const char *name) { return strstr(suite, name) != NULL; }
@@ -57,6 +71,8 @@ int main(int argc, char **argv)
     unsigned run = CU_get_number_of_tests_run();
     unsigned failed = CU_get_number_of_tests_failed();
     int registry_failed = CU_get_error() != CUE_SUCCESS;
+    if (failed)
+        list_failures();
     CU_cleanup_registry();
     printf("\n%u passed, %u failed\n", run - failed, failed);
     return failed || registry_failed ? 1 : 0;

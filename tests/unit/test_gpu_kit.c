@@ -139,6 +139,9 @@ static void test_broken_kits_fail_dry_run(void)
     expect_broken(dir, "truncate -s 40M data/extra && truncate -s 9M gpu/extra", "kit size", NULL);
     /* a program missing */
     expect_broken(dir, "rm gpu/resnet", "kit complete", "missing: gpu/resnet");
+    /* the three-channel net's data */
+    expect_broken(dir, "rm data_rgb/t10k-labels-idx1-ubyte.gz", "kit complete",
+                  "missing: data_rgb/t10k-labels-idx1-ubyte.gz");
     /* a channels-last source that is not (--layout did not take) */
     expect_broken(dir, "sed -i '/stored channels-last (NHWC)/d' gpu/mnist_nhwc.cu", "kit complete",
                   "missing: gpu/mnist_nhwc.cu (channels-last");
