@@ -14,7 +14,8 @@
 #   gpu/mnist_nhwc.cu, fashion_resnet_nhwc.cu  those nets' CUDA sources
 #                           channels-last (--layout nhwc, what a tf32 or bf16
 #                           net gets on GPUs), which run.sh builds on the
-#                           node: no room for two more programs in the kit
+#                           node: no room for more programs in the kit
+#                           (kit.txt's nhwc_nets names every such source)
 #   gpu/channels_last_nhwc.cu  tests/layout/channels_last.net's, alike: a
 #                           net of three channels, whose channels-last
 #                           program permutes its data on the way in
@@ -22,7 +23,9 @@
 #                           never does, and runs what the examples leave
 #                           out of one (dropout, a generated bias and tanh,
 #                           pools that overlap and pad, a permuting flatten)
-#   data_rgb/, ref/channels_last.w0, .w1  its data: 3x10x10 IDX images, each
+#   data_channels_last/, ref/channels_last.w0, .w1  its data (a net that
+#                           is not one of the kit's nets has its own
+#                           data_NAME/): 3x10x10 IDX images, each
 #                           channel a 10x10 crop of a Fashion-MNIST image at
 #                           its own place (512 training, 128 test samples,
 #                           labels the class mod 5); the CPU build's (NCHW)
@@ -70,9 +73,10 @@ ddpc=$kit/bin/ddpc
 batch=64 # the batch of the one-step comparison (tests/gpu/run.sh uses it too)
 max_bytes=$((48 * 1024 * 1024))
 precision_nets="mnist resnet" # kit.txt names them for run.sh
+nhwc_nets="mnist fashion_resnet channels_last" # channels-last sources, built on the node; kit.txt names them too
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$kit"/{gpu,ref,data,data_rgb,torch,obj,fallback}
+mkdir -p "$kit"/{gpu,ref,data,data_channels_last,torch,obj,fallback}
 
 # The runtime's archives travel without their debug information (three
 # quarters of libddprt.a's bytes): the node links them only to rebuild a
@@ -179,14 +183,14 @@ for net in examples/*.net; do
 done
 
 cp tests/layout/channels_last.net "$tmp/channels_last.net"
-for name in mnist fashion_resnet channels_last; do
+for name in $nhwc_nets; do
     CUDA_VISIBLE_DEVICES= "$ddpc" "$tmp/$name.net" --target cuda --arch sm_90 --layout nhwc --emit cu \
         > "$kit/gpu/${name}_nhwc.cu"
 done
 # channels_last.net's data (from the kit's own Fashion-MNIST, so nothing new
 # is read) and the CPU's NCHW step, which the GPU's channels-last one must
 # take: the CPU's two layouts take the same steps to the bit (tests/unit/test_layout.c)
-python3 - "$kit/data" "$kit/data_rgb" <<'EOF'
+python3 - "$kit/data" "$kit/data_channels_last" <<'EOF'
 import gzip, os, struct, sys
 src, dst = sys.argv[1:]
 offsets = ((9, 9), (2, 14), (14, 2))  # each channel's crop: its top row, left column
@@ -205,8 +209,8 @@ for kind, count in (("train", 512), ("t10k", 128)):
             f.write(data)
 EOF
 "$ddpc" "$tmp/channels_last.net" --target cpu -o "$tmp/channels_last.cpu" > /dev/null
-"$tmp/channels_last.cpu" --data "$kit/data_rgb" --max-steps 0 --export "$kit/ref/channels_last.w0" --quiet
-"$tmp/channels_last.cpu" --data "$kit/data_rgb" --init "$kit/ref/channels_last.w0" --max-steps 1 --no-shuffle \
+"$tmp/channels_last.cpu" --data "$kit/data_channels_last" --max-steps 0 --export "$kit/ref/channels_last.w0" --quiet
+"$tmp/channels_last.cpu" --data "$kit/data_channels_last" --init "$kit/ref/channels_last.w0" --max-steps 1 --no-shuffle \
     --batch-size "$batch" --export "$kit/ref/channels_last.w1" --quiet
 
 # The tools: compare needs only the safetensors reader; the NCCL helper the
@@ -236,6 +240,7 @@ bytes=$(du -sb "$kit" | cut -f1)
     echo "batch $batch"
     echo "nets ${nets[*]}"
     echo "precision_nets $precision_nets"
+    echo "nhwc_nets $nhwc_nets"
     echo "bytes $bytes"
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
 } > "$kit/kit.txt"

@@ -46,9 +46,10 @@
 #      step's difference, while SGD's first step is lr * g, the gradient
 #      itself; the Adam programs themselves must take a step; and, after
 #      every other net's step, mnist.net, fashion_resnet.net and
-#      tests/layout/channels_last.net (three channels, on the kit's data_rgb)
-#      channels-last (ddpc --layout nhwc, the default for a tf32 or bf16 net
-#      on GPUs), built here from the kit's sources (the checks say which);
+#      tests/layout/channels_last.net (three channels, on the kit's
+#      data_channels_last/) channels-last (ddpc --layout nhwc, the default
+#      for a tf32 or bf16 net on GPUs), built here from the kit's sources
+#      (kit.txt's nhwc_nets; the checks say which);
 #   2. mnist.net trains one epoch on the kit's 10,000 samples: samples/s, and
 #      test_acc within 0.05 of the CPU build's; the CPU build's weights after
 #      that epoch, evaluated on the GPU (--eval-only), score the CPU's
@@ -89,8 +90,10 @@
 # sources, at most 48 MiB and complete; no kit binary needs a library a GPU
 # node lacks (readelf: only libc, libstdc++, libgomp, libz.so.1, CUDA's);
 # the libraries are found and `ldd` is satisfied; the programs answer --help;
-# the compare tool reads the references (a checkpoint too); the fallback rebuilds mnist here
-# when nvcc is found; the script parses (bash -n).
+# the compare tool reads the references (a checkpoint too); a net's own data
+# (data_NAME/) is whole, IDX, as many labels as images; where nvcc is found,
+# the fallback rebuilds mnist here and the channels-last sources (kit.txt's
+# nhwc_nets) build and answer --help; the script parses (bash -n).
 #
 # Each step runs under `timeout`, and the whole under 330 s (GPU_RUN_SECONDS).
 # DIR (default: a new /tmp/ddpc-gpu.*) receives summary.txt (one OK, FAILED
@@ -186,6 +189,7 @@ largest=$(find "$kit" -type f -printf '%s %P\n' | sort -n | tail -1)
 check "kit size" $? "$((bytes / 1024)) KiB of at most $((max_bytes / 1024)); largest file: ${largest#* } ($((${largest%% *} / 1024)) KiB)"
 
 read -r -a nets <<< "$(kv nets)"
+read -r -a nhwc_nets <<< "$(kv nhwc_nets)"
 missing=()
 for f in bin/ddpc bin/compare bin/nccl_helper obj/nccl_helper.o obj/nccl_helper.link lib/ddpc/libddprt_cuda.a \
          include/ddpc/kernel.h ref/mnist.{epoch,epoch.st,eval,w20,w160,ck150} ref/resnet.w20 \
@@ -202,15 +206,20 @@ for name in "${nets[@]}"; do
     done
     grep -q '^// ddpc-build: ' "$kit/gpu/$name.cu" 2> /dev/null || missing+=("gpu/$name.cu's ddpc-build line")
 done
-for f in ref/channels_last.{w0,w1} data_rgb/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz; do
-    [ -e "$kit/$f" ] || missing+=("$f")
-done
-for f in gpu/{mnist,fashion_resnet,channels_last}_nhwc.cu; do # sources only: built on the node
+# nets for their own data ("$kit/data_NAME" where there is one, else the kit's)
+own_data() { [ -d "$kit/data_$1" ] && echo "$kit/data_$1" || echo "$kit/data"; }
+for name in "${nhwc_nets[@]}"; do # sources only: built on the node
+    f=gpu/${name}_nhwc.cu
     grep -q '^// ddpc-build: ' "$kit/$f" 2> /dev/null && grep -q 'stored channels-last (NHWC)' "$kit/$f" ||
         missing+=("$f (channels-last, with its ddpc-build line)")
+    if [[ " ${nets[*]} " != *" $name "* ]]; then # not one of the kit's programs: its own references and data
+        for f in "ref/$name".{w0,w1} "data_$name"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz; do
+            [ -e "$kit/$f" ] || missing+=("$f")
+        done
+    fi
 done
-[ "${#nets[@]}" -gt 0 ] && [ "${#missing[@]}" -eq 0 ]
-check "kit complete" $? "${#nets[@]} nets${missing:+; missing: ${missing[*]}}"
+[ "${#nets[@]}" -gt 0 ] && [ "${#nhwc_nets[@]}" -gt 0 ] && [ "${#missing[@]}" -eq 0 ]
+check "kit complete" $? "${#nets[@]} nets, ${#nhwc_nets[@]} channels-last sources${missing:+; missing: ${missing[*]}}"
 
 # What a kit binary may need: the C and C++ runtimes, OpenMP, zlib's runtime
 # (libz.so.1: zlib1g comes with every system, and the kit carries a copy) and
@@ -373,18 +382,36 @@ if [ "$dry" = 1 ]; then
     step compare.self 20 "$kit/bin/compare" "$kit/ref/mnist.w0" "$kit/ref/mnist.w1" "$kit/ref/mnist.w1" 1e-3 &&
         step compare.ck 20 "$kit/bin/compare" "$kit/ref/mnist.ck150" "$kit/ref/mnist.w160" "$kit/ref/mnist.w160" 1e-3
     check "compare reads the references (and the checkpoint)" $? "$(why compare.ck compare.self)"
+    # a net's own data, read on the node only: whole, IDX images and labels, as many of each
+    bad=()
+    for name in "${nhwc_nets[@]}"; do
+        [ -d "$kit/data_$name" ] || continue
+        step "compare.$name" 20 "$kit/bin/compare" "$kit/ref/$name.w0" "$kit/ref/$name.w1" "$kit/ref/$name.w1" 1e-3 ||
+            bad+=("compare.$name: $(why "compare.$name")")
+        for kind in train t10k; do
+            images=$kit/data_$name/$kind-images-idx3-ubyte.gz labels=$kit/data_$name/$kind-labels-idx1-ubyte.gz
+            head=$(gzip -dc "$images" 2> /dev/null | head -c 8 | od -An -tx1 | tr -d ' \n')
+            count=$(gzip -dc "$labels" 2> /dev/null | head -c 8 | od -An -tx1 | tr -d ' \n' | sed -n 's/^00000801//p')
+            gzip -t "$images" "$labels" 2> /dev/null && [[ $head == 0000080[34]* ]] && [ "${head:8}" = "$count" ] ||
+                bad+=("data_$name/$kind: images header ${head:-none}, labels count ${count:-none}")
+        done
+    done
+    check "a net's own data and references read (data_NAME: IDX, as many labels as images)" "${#bad[@]}" \
+        "${bad[*]-}"
     if [ -n "$nvcc" ]; then
         make_links
         step rebuild.mnist 200 bash -c "$(declare -f rebuild kv); rebuild mnist" &&
             ! ldd "$work/rebuild/mnist" | grep -q 'not found' &&
             step rebuild.mnist.help 20 "$work/rebuild/mnist" --help
         check "fallback: mnist rebuilt here from its .cu (ddpc --rebuild, links in work/links)" $?
-        status=0
-        for name in mnist_nhwc fashion_resnet_nhwc channels_last_nhwc; do # what the GPU run builds, found wanting here
-            step "rebuild.$name" 200 bash -c "$(declare -f rebuild kv); rebuild $name" || status=1
+        bad=()
+        for name in "${nhwc_nets[@]}"; do # what the GPU run builds, found wanting here
+            program=$work/rebuild/${name}_nhwc
+            step "rebuild.${name}_nhwc" 200 bash -c "$(declare -f rebuild kv); rebuild ${name}_nhwc" &&
+                ! ldd "$program" | grep -q 'not found' && step "rebuild.${name}_nhwc.help" 20 "$program" --help ||
+                bad+=("${name}_nhwc: $(why "rebuild.${name}_nhwc.help" "rebuild.${name}_nhwc")")
         done
-        check "the channels-last sources build here (ddpc --rebuild)" $status \
-            "$(why rebuild.channels_last_nhwc rebuild.fashion_resnet_nhwc rebuild.mnist_nhwc)"
+        check "the channels-last sources build here (ddpc --rebuild) and answer --help" "${#bad[@]}" "${bad[*]-}"
     else
         skip "fallback: rebuilding a program" "no nvcc here"
     fi
@@ -675,13 +702,12 @@ for name in "${nets[@]}"; do [ "$name" = mnist ] || compare_net "$name"; done
 # (1e-2), fashion_resnet.net's tf32 step against the CPU's FP32 one (3e-2),
 # and two runs of mnist.net across a short last batch (batch 96), byte for
 # byte. The first two nets' data has one channel, the same floats in either
-# layout; channels_last.net's (data_rgb) has three, which its program
+# layout; channels_last.net's (data_channels_last) has three, which its program
 # permutes on the way in (input_forward).
 nhwc_step() { # nhwc_step NAME FILE ARGS...: one step of NAME_nhwc from the kit's NAME.w0
-    local name=$1 file=$2 on=$data
-    [ "$name" != channels_last ] || on=$kit/data_rgb
+    local name=$1 file=$2
     shift 2
-    step "$file" 60 "$work/rebuild/${name}_nhwc" --data "$on" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
+    step "$file" 60 "$work/rebuild/${name}_nhwc" --data "$(own_data "$name")" --init "$kit/ref/$name.w0" --max-steps 1 --no-shuffle \
         --batch-size "$batch" --quiet "$@"
 }
 if [ -z "$nvcc" ]; then
@@ -689,15 +715,15 @@ if [ -z "$nvcc" ]; then
 else
     make_links
     pids=()
-    for name in mnist fashion_resnet channels_last; do
+    for name in "${nhwc_nets[@]}"; do
         step "rebuild.${name}_nhwc" 200 bash -c "$(declare -f rebuild kv); rebuild ${name}_nhwc" & pids+=($!)
     done
-    for name in mnist fashion_resnet channels_last; do
+    for name in "${nhwc_nets[@]}"; do
         wait "${pids[0]}"
         check "$name.net channels-last: built here from the kit's source" $? "$(why "rebuild.${name}_nhwc")"
         pids=("${pids[@]:1}")
     done
-    for name in mnist fashion_resnet channels_last; do
+    for name in "${nhwc_nets[@]}"; do
         if [ ! -x "$work/rebuild/${name}_nhwc" ]; then
             skip "$name.net channels-last on the GPU" "not built (above)"
             continue

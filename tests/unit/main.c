@@ -15,15 +15,21 @@
 
 #include "testutil.h"  // the suites' declarations
 
-/* Each failed assertion again, after CUnit's summary: CI shows only the last
- * lines of a run, and CUnit prints a failure where its test ran, often
- * hundreds of lines earlier. */
+/* Each failure again (a failed assertion, or a suite that could not start:
+ * no test then), after CUnit's summary: CI shows only the last lines of a
+ * run, and CUnit prints a failure where its test ran, often hundreds of
+ * lines earlier. The first LISTED_FAILURES, so that a test failing in a
+ * loop cannot push the others out of those lines. */
+enum { LISTED_FAILURES = 20 };
 static void list_failures(void)
 {
-    for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext)
+    unsigned shown = 0;
+    for (CU_pFailureRecord f = CU_get_failure_list(); f && shown < LISTED_FAILURES; f = f->pNext, shown++)
         printf("FAILED  %s: %s\n        %s:%u: %s\n", f->pSuite ? f->pSuite->pName : "?",
-               f->pTest ? f->pTest->pName : "?", f->strFileName ? f->strFileName : "?", f->uiLineNumber,
-               f->strCondition ? f->strCondition : "?");
+               f->pTest ? f->pTest->pName : "(the suite itself)", f->strFileName ? f->strFileName : "?",
+               f->uiLineNumber, f->strCondition ? f->strCondition : "?");
+    if (CU_get_number_of_failure_records() > shown)
+        printf("... and %u more failures (above, where their tests ran)\n", CU_get_number_of_failure_records() - shown);
 }
 
 /* Whether NAME picks SUITE: its function name contains NAME. */
@@ -71,7 +77,7 @@ int main(int argc, char **argv)
     unsigned run = CU_get_number_of_tests_run();
     unsigned failed = CU_get_number_of_tests_failed();
     int registry_failed = CU_get_error() != CUE_SUCCESS;
-    if (failed)
+    if (CU_get_number_of_failure_records())
         list_failures();
     CU_cleanup_registry();
     printf("\n%u passed, %u failed\n", run - failed, failed);

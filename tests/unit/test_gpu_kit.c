@@ -140,8 +140,12 @@ static void test_broken_kits_fail_dry_run(void)
     /* a program missing */
     expect_broken(dir, "rm gpu/resnet", "kit complete", "missing: gpu/resnet");
     /* the three-channel net's data */
-    expect_broken(dir, "rm data_rgb/t10k-labels-idx1-ubyte.gz", "kit complete",
-                  "missing: data_rgb/t10k-labels-idx1-ubyte.gz");
+    expect_broken(dir, "rm data_channels_last/t10k-labels-idx1-ubyte.gz", "kit complete",
+                  "missing: data_channels_last/t10k-labels-idx1-ubyte.gz");
+    /* its training labels the test set's: 128 labels for 512 images */
+    expect_broken(dir, "cd data_channels_last && cp t10k-labels-idx1-ubyte.gz train-labels-idx1-ubyte.gz",
+                  "a net's own data and references read",
+                  "data_channels_last/train: images header 0000080400000200, labels count 00000080");
     /* a channels-last source that is not (--layout did not take) */
     expect_broken(dir, "sed -i '/stored channels-last (NHWC)/d' gpu/mnist_nhwc.cu", "kit complete",
                   "missing: gpu/mnist_nhwc.cu (channels-last");
