@@ -251,8 +251,9 @@ test: all $(BUILD)/unit_tests
 # store, the topology and the ops; about 20 s on 2 cores. A suite that runs
 # programs other than ddpc says which in its name in the runner's output
 # ("distributed [mpirun, python, bash]"): here, front and safetensors
-# cross-check one result with python and device_rules compiles one kernel
-# with gcc and nvcc; the rest run in the runner's own process or run ddpc.
+# cross-check one result with python, device_rules compiles one kernel
+# with gcc and nvcc, and runner builds a runner of a made-up suite with cc;
+# the rest run in the runner's own process or run ddpc.
 # make test still runs every suite, these included.
 CHECK_SUITES := front golden augment loader sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
                 rendezvous flags checkpoint progress scaling device_rules image_folder image_resize launch_table precision step_graphs resident batch_upload \

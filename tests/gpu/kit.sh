@@ -73,7 +73,10 @@ ddpc=$kit/bin/ddpc
 batch=64 # the batch of the one-step comparison (tests/gpu/run.sh uses it too)
 max_bytes=$((48 * 1024 * 1024))
 precision_nets="mnist resnet" # kit.txt names them for run.sh
-nhwc_nets="mnist fashion_resnet channels_last" # channels-last sources, built on the node; kit.txt names them too
+# Channels-last sources, built on the node (kit.txt names them for run.sh).
+# A net here that is not among the nets above (channels_last) needs its own
+# steps below: its .net copied into $tmp, its data_NAME/ and ref/NAME.w0, .w1.
+nhwc_nets="mnist fashion_resnet channels_last"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$kit"/{gpu,ref,data,data_channels_last,torch,obj,fallback}

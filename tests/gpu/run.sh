@@ -141,6 +141,7 @@ finish() {
     say "$passed passed, $failed failed, $skipped skipped in ${SECONDS}s; log: $log"
     tar czf "$out/work.tgz" -C "$work" --exclude='*.st' --exclude='*.w1' --exclude=ck --exclude=rebuild \
         --exclude=links . 2>> "$log"
+    rm -rf "$work" # its text is in work.tgz; its programs and weights need not outlive the run
     [ "$failed" -eq 0 ]
     exit
 }
@@ -206,13 +207,15 @@ for name in "${nets[@]}"; do
     done
     grep -q '^// ddpc-build: ' "$kit/gpu/$name.cu" 2> /dev/null || missing+=("gpu/$name.cu's ddpc-build line")
 done
-# nets for their own data ("$kit/data_NAME" where there is one, else the kit's)
-own_data() { [ -d "$kit/data_$1" ] && echo "$kit/data_$1" || echo "$kit/data"; }
+# A channels-last net that is not one of the kit's programs has its own data
+# (data_NAME) and references; the others train on the kit's data.
+own_net() { [[ " ${nets[*]} " != *" $1 "* ]]; }
+own_data() { if own_net "$1"; then echo "$kit/data_$1"; else echo "$kit/data"; fi; }
 for name in "${nhwc_nets[@]}"; do # sources only: built on the node
     f=gpu/${name}_nhwc.cu
     grep -q '^// ddpc-build: ' "$kit/$f" 2> /dev/null && grep -q 'stored channels-last (NHWC)' "$kit/$f" ||
         missing+=("$f (channels-last, with its ddpc-build line)")
-    if [[ " ${nets[*]} " != *" $name "* ]]; then # not one of the kit's programs: its own references and data
+    if own_net "$name"; then
         for f in "ref/$name".{w0,w1} "data_$name"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz; do
             [ -e "$kit/$f" ] || missing+=("$f")
         done
@@ -385,7 +388,7 @@ if [ "$dry" = 1 ]; then
     # a net's own data, read on the node only: whole, IDX images and labels, as many of each
     bad=()
     for name in "${nhwc_nets[@]}"; do
-        [ -d "$kit/data_$name" ] || continue
+        own_net "$name" || continue
         step "compare.$name" 20 "$kit/bin/compare" "$kit/ref/$name.w0" "$kit/ref/$name.w1" "$kit/ref/$name.w1" 1e-3 ||
             bad+=("compare.$name: $(why "compare.$name")")
         for kind in train t10k; do
@@ -408,8 +411,9 @@ if [ "$dry" = 1 ]; then
         for name in "${nhwc_nets[@]}"; do # what the GPU run builds, found wanting here
             program=$work/rebuild/${name}_nhwc
             step "rebuild.${name}_nhwc" 200 bash -c "$(declare -f rebuild kv); rebuild ${name}_nhwc" &&
-                ! ldd "$program" | grep -q 'not found' && step "rebuild.${name}_nhwc.help" 20 "$program" --help ||
-                bad+=("${name}_nhwc: $(why "rebuild.${name}_nhwc.help" "rebuild.${name}_nhwc")")
+                { ldd "$program" | grep 'not found' > "$work/rebuild.${name}_nhwc.ldd"; [ ! -s "$work/rebuild.${name}_nhwc.ldd" ]; } &&
+                step "rebuild.${name}_nhwc.help" 20 "$program" --help && grep -q "^usage: " "$work/rebuild.${name}_nhwc.help" ||
+                bad+=("${name}_nhwc: $(why "rebuild.${name}_nhwc.ldd" "rebuild.${name}_nhwc.help" "rebuild.${name}_nhwc")")
         done
         check "the channels-last sources build here (ddpc --rebuild) and answer --help" "${#bad[@]}" "${bad[*]-}"
     else

@@ -15,21 +15,42 @@
 
 #include "testutil.h"  // the suites' declarations
 
-/* Each failure again (a failed assertion, or a suite that could not start:
- * no test then), after CUnit's summary: CI shows only the last lines of a
- * run, and CUnit prints a failure where its test ran, often hundreds of
- * lines earlier. The first LISTED_FAILURES, so that a test failing in a
- * loop cannot push the others out of those lines. */
-enum { LISTED_FAILURES = 20 };
+/* Each failed test again (a suite that could not start too: no test then),
+ * after CUnit's summary: CI shows only the last lines of a run, and CUnit
+ * prints a failure where its test ran, often hundreds of lines earlier.
+ * Each test with its first LISTED_PER_TEST failed assertions and a count of
+ * the rest, at most LISTED_TESTS tests and a count of the rest, so that one
+ * test failing in a loop cannot push the others out of those lines. */
+enum { LISTED_TESTS = 20, LISTED_PER_TEST = 2 };
+
+static void count_rest_of_test(unsigned failures)
+{
+    if (failures > LISTED_PER_TEST)
+        printf("        (and %u more in this test)\n", failures - LISTED_PER_TEST);
+}
+
 static void list_failures(void)
 {
-    unsigned shown = 0;
-    for (CU_pFailureRecord f = CU_get_failure_list(); f && shown < LISTED_FAILURES; f = f->pNext, shown++)
-        printf("FAILED  %s: %s\n        %s:%u: %s\n", f->pSuite ? f->pSuite->pName : "?",
-               f->pTest ? f->pTest->pName : "(the suite itself)", f->strFileName ? f->strFileName : "?",
-               f->uiLineNumber, f->strCondition ? f->strCondition : "?");
-    if (CU_get_number_of_failure_records() > shown)
-        printf("... and %u more failures (above, where their tests ran)\n", CU_get_number_of_failure_records() - shown);
+    unsigned tests = 0, in_test = 0;
+    CU_pFailureRecord prev = NULL;
+    for (CU_pFailureRecord f = CU_get_failure_list(); f; prev = f, f = f->pNext) {
+        if (!prev || prev->pSuite != f->pSuite || prev->pTest != f->pTest) { /* a test's first failure */
+            if (tests <= LISTED_TESTS) /* the test before, if listed */
+                count_rest_of_test(in_test);
+            in_test = 0;
+            if (++tests <= LISTED_TESTS)
+                printf("FAILED  %s: %s\n", f->pSuite ? f->pSuite->pName : "?",
+                       f->pTest ? f->pTest->pName : "(the suite itself)");
+        }
+        if (tests <= LISTED_TESTS && in_test < LISTED_PER_TEST)
+            printf("        %s:%u: %s\n", f->strFileName ? f->strFileName : "?", f->uiLineNumber,
+                   f->strCondition ? f->strCondition : "?");
+        in_test++;
+    }
+    if (tests <= LISTED_TESTS)
+        count_rest_of_test(in_test);
+    else
+        printf("... and %u more failed tests (above, where they ran)\n", tests - LISTED_TESTS);
 }
 
 /* Whether NAME picks SUITE: its function name contains NAME. */

@@ -1,10 +1,11 @@
 /*
  * The test runner's own promise (README, tests/unit/main.c): a failed run
- * lists its failures again after CUnit's summary, just above its last line,
- * "N passed, M failed", at most 20 of them, so that the last lines of a CI
- * log say what failed. Checked on a runner built from tests/unit/main.c as
- * make builds the real one, but over one made-up suite (its own suites.inc)
- * whose tests fail on purpose.
+ * lists its failed tests again after CUnit's summary, just above its last
+ * line, "N passed, M failed": each with its first two failed assertions and
+ * a count of the rest, at most 20 tests and a count of the rest, so that
+ * the last lines of a CI log say what failed. Checked on a runner built
+ * with cc from tests/unit/main.c, as make builds the real one, but over one
+ * made-up suite whose tests fail on purpose.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +13,26 @@
 
 #include "testutil.h"
 
-/* The made-up suite: one test fails two assertions, one passes, one fails
- * 25 times in a loop (past the list's 20). */
+/* The made-up suite: a test that fails two assertions, one that passes, 18
+ * that fail once, one that fails 25 times in a loop (the list's 20th failed
+ * test), and 2 more that fail once (22 failed tests). */
 static const char demo_suite[] =
+    "#include <stdio.h>\n"
     "#include \"testutil.h\"\n"
     "static void fails_twice(void) { CU_ASSERT(1 == 2); CU_ASSERT_EQUAL(3, 4); }\n"
     "static void passes(void) { CU_ASSERT(1); }\n"
     "static void fails_in_a_loop(void) { for (int i = 0; i < 25; i++) CU_ASSERT(i < 0); }\n"
+    "static void fails_once(void) { CU_ASSERT(0 > 1); }\n"
     "void suite_demo(void)\n"
     "{\n"
-    "    static const TestCase cases[] = {{\"fails twice\", fails_twice}, {\"passes\", passes},\n"
-    "                                     {\"fails in a loop\", fails_in_a_loop}, {NULL, NULL}};\n"
+    "    static TestCase cases[24] = {{\"fails twice\", fails_twice}, {\"passes\", passes}};\n"
+    "    static char names[20][16]; /* CUnit refuses two tests of one name */\n"
+    "    for (int i = 0, at = 2; i < 20; i++, at++) {\n"
+    "        if (i == 18)\n"
+    "            cases[at++] = (TestCase){\"fails in a loop\", fails_in_a_loop};\n"
+    "        snprintf(names[i], sizeof names[i], \"fails once %d\", i);\n"
+    "        cases[at] = (TestCase){names[i], fails_once};\n"
+    "    }\n"
     "    test_add_suite(\"demo\", cases);\n"
     "}\n"
     /* testutil.c's, which the real runner links with the rest of the tests */
@@ -33,53 +43,67 @@ static const char demo_suite[] =
     "        CU_add_test(suite, c->name, c->fn);\n"
     "}\n";
 
+/* What the runner must list after CUnit's summary: first, then last (after
+ * 17 more tests that fail once, a line each). */
+static const char listed_first[] = "FAILED  demo: fails twice\n"
+                                   "        demo.c:3: 1 == 2\n"
+                                   "        demo.c:3: CU_ASSERT_EQUAL(3,4)\n"
+                                   "FAILED  demo: fails once 0\n"
+                                   "        demo.c:6: 0 > 1\n";
+static const char listed_last[] = "FAILED  demo: fails once 17\n"
+                                  "        demo.c:6: 0 > 1\n"
+                                  "FAILED  demo: fails in a loop\n"
+                                  "        demo.c:5: i < 0\n"
+                                  "        demo.c:5: i < 0\n"
+                                  "        (and 23 more in this test)\n"
+                                  "... and 2 more failed tests (above, where they ran)\n"
+                                  "\n"
+                                  "1 passed, 22 failed\n";
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
 static void test_failures_listed_last(void)
 {
     char dir[64], cmd[1024];
     test_make_tmpdir(dir, sizeof dir, "/tmp/ddp_runner_XXXXXX");
-    FILE *f = fopen(test_tmp_path(dir, "demo.c"), "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs(demo_suite, f);
-    fclose(f);
-    f = fopen(test_tmp_path(dir, "suites.inc"), "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs("SUITE(suite_demo)\n", f);
-    fclose(f);
-    /* DIR first, so that testutil.h takes the made-up suites.inc */
+    write_file(test_tmp_path(dir, "demo.c"), demo_suite);
+    write_file(test_tmp_path(dir, "suites.inc"), "SUITE(suite_demo)\n");
+    /* built in DIR (the failures' file: demo.c), with -I DIR and not the
+     * build folder: testutil.h takes DIR's suites.inc */
     snprintf(cmd, sizeof cmd,
-             "cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I%s -Itests/unit tests/unit/main.c %s/demo.c -lcunit -o %s/runner",
-             dir, dir, dir);
+             "r=$PWD && cd %s && cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I. -I$r/tests/unit $r/tests/unit/main.c demo.c "
+             "-lcunit -o runner",
+             dir);
     char *out = NULL;
     int built = test_run(cmd, &out);
     CU_ASSERT_EQUAL(built, 0);
     if (built != 0)
-        fprintf(stderr, "\n%s\n", out ? out : "");
+        test_show_lines(out);
     free(out);
     out = NULL;
     snprintf(cmd, sizeof cmd, "%s/runner", dir);
-    CU_ASSERT_EQUAL(test_run(cmd, &out), 1); /* a test failed */
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 1); /* tests failed */
     CU_ASSERT_FATAL(out != NULL);
+
     const char *summary = strstr(out, "Run Summary");
-    const char *listed = summary ? strstr(summary, "FAILED  demo: fails twice\n") : NULL;
+    const char *listed = summary ? strstr(summary, listed_first) : NULL;
     CU_ASSERT_PTR_NOT_NULL(listed); /* after CUnit's summary */
-    if (listed) {
-        /* each of its two assertions, file:line and condition */
-        CU_ASSERT_PTR_NOT_NULL(strstr(listed, "demo.c:2: 1 == 2\n"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(listed, "demo.c:2: CU_ASSERT_EQUAL(3,4)\n"));
-        /* then the loop's first 18, and the rest counted */
-        int loop = 0;
-        for (const char *p = listed; (p = strstr(p, "FAILED  demo: fails in a loop\n")); p++)
-            loop++;
-        CU_ASSERT_EQUAL(loop, 18);
-        CU_ASSERT_PTR_NOT_NULL(strstr(listed, "\n... and 7 more failures (above, where their tests ran)\n"));
-        CU_ASSERT_PTR_NULL(strstr(listed, "FAILED  demo: passes"));
-    }
-    /* and the summary is the last line */
-    size_t len = strlen(out);
-    const char *last = "\n1 passed, 2 failed\n";
-    CU_ASSERT(len >= strlen(last) && strcmp(out + len - strlen(last), last) == 0);
-    if (!listed)
-        fprintf(stderr, "\n%s\n", out);
+    /* the 18 that fail once a line each, and the output's last lines */
+    int once = 0;
+    for (const char *p = listed; p && (p = strstr(p, "FAILED  demo: fails once ")); p++)
+        once++;
+    CU_ASSERT_EQUAL(once, 18);
+    size_t len = strlen(out), last = strlen(listed_last);
+    int ends = len >= last && strcmp(out + len - last, listed_last) == 0;
+    CU_ASSERT(ends);
+    if (!listed || !ends)
+        test_show_lines(out);
     free(out);
     test_remove_tmpdir(dir);
 }
@@ -87,9 +111,9 @@ static void test_failures_listed_last(void)
 void suite_runner(void)
 {
     static const TestCase cases[] = {
-        {"a failed run lists its failures (at most 20) after CUnit's summary, above its last line",
+        {"a failed run lists its failed tests (at most 20) after CUnit's summary, above its last line",
          test_failures_listed_last},
         {NULL, NULL},
     };
-    test_add_suite("runner", cases);
+    test_add_suite("runner [cc]", cases);
 }
