@@ -6,8 +6,8 @@
  * Tests that run programs (ddpc, the generated trainers, python3-torch) find
  * them through the environment that `make test` sets: DDPC, PYTHON.
  *
- * A failed run lists its failed assertions once more just above the summary
- * line, so that the last lines say what failed.
+ * A failed run lists its failed tests once more just above the summary line
+ * (list_failures), so that the last lines say what failed.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
