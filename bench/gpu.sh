@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # ddpc against PyTorch on one GPU: mnist.net at batch 64 and 512 and
 # resnet.net at 64, 2 epochs of 10,000 samples with the data on the GPU;
-# ddpc in FP32, --precision tf32, --precision bf16 and FP32 with
-# DDP_CUDNN_BENCHMARK=1, PyTorch eager (TF32 convolutions, and plain FP32)
-# and torch.compile, from the GPU node's own python.
+# ddpc in FP32, --precision tf32 and bf16, FP32 with cuDNN's algorithms
+# timed, with nondeterministic ones allowed and without the CUDA graph;
+# PyTorch eager (TF32 convolutions, plain FP32, FP32 with cudnn.benchmark)
+# and torch.compile (default and reduce-overhead), from the GPU node's own
+# python. ROUNDS (default 3) interleaved rounds, each printed, then the
+# medians and the ratios against the best PyTorch in each precision.
 #
-# The timings are tests/gpu/run.sh's (its part 7, one TIMING line per net and
-# batch), so that the checks and the figures come from one run on the same
-# programs; this script builds the kit (make gpu-kit), runs run.sh and prints
-# its TIMING lines, and where run.sh found a failure, FAILED with its log.
-# Without a GPU it says so and exits 0. A step is not yet captured in a CUDA
-# graph, so there is no with and without the graph to time.
+# The timings are tests/gpu/run.sh's (its part 7, tests/gpu/timing.sh), so
+# that the checks and the figures come from one run on the same programs;
+# this script builds the kit (make gpu-kit), runs run.sh and prints its
+# TIMING lines, and where run.sh found a failure, FAILED with its log.
+# Without a GPU it says so and exits 0.
 cd "$(dirname "$0")/.." || exit 0
 if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L 2> /dev/null | grep -q '^GPU '; then
     echo "bench/gpu.sh: no GPU here (nvidia-smi lists none): nothing to time"
@@ -22,7 +24,7 @@ if ! make gpu-kit > "$out/kit.txt" 2>&1; then
     exit 0
 fi
 # run.sh's 330 s suit a lent node's budget; its timings come last
-GPU_RUN_SECONDS=${GPU_RUN_SECONDS:-900} bash tests/gpu/run.sh --out "$out" > "$out/run.txt" 2>&1
+GPU_RUN_SECONDS=${GPU_RUN_SECONDS:-900} bash tests/gpu/run.sh --rounds "${ROUNDS:-3}" --out "$out" > "$out/run.txt" 2>&1
 status=$?
 grep '^TIMING' "$out/run.txt"
 if [ "$status" = 0 ]; then

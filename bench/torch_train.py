@@ -3,7 +3,8 @@
 the way the DDP tutorial does, and reports samples per second.
 
     torch_train.py --module NET.py [--device cpu|cuda] [--steps N] [--batch B]
-                   [--ranks R] [--threads T] [--data DIR] [--compile] [--no-tf32]
+                   [--ranks R] [--threads T] [--data DIR] [--compile [MODE]] [--no-tf32]
+                   [--cudnn-benchmark]
 
 The training set is loaded once into tensors (no DataLoader in the timed loop),
 so what is measured is forward, backward, the all-reduce and the optimizer.
@@ -14,13 +15,18 @@ on its loader thread, PyTorch does not, which favours PyTorch.
 With --ranks R > 1, R processes on this machine train under
 DistributedDataParallel (gloo on CPU, nccl on GPU) with R x B samples per step.
 The first 5 steps are warm-up and not timed. --compile trains the model
-through torch.compile (PyTorch 2.0 or newer; its default mode), and then the
-first 20 steps, which compile the forward and backward passes, are not timed.
+through torch.compile (PyTorch 2.0 or newer) in its default mode, or in MODE
+(reduce-overhead: the compiled passes replayed from CUDA graphs, what a net
+this small wants on a GPU), and then the first 20 steps, which compile the
+forward and backward passes, are not timed.
 On a GPU PyTorch's defaults let cuDNN's convolutions use TF32 tensor cores
 (torch.backends.cudnn.allow_tf32) while its matrix products stay FP32;
 --no-tf32 turns TF32 off in both, for a comparison in plain FP32.
-Prints one line (with --compile, "compile default" after the device: the mode;
-with --no-tf32, "fp32"):
+--cudnn-benchmark sets torch.backends.cudnn.benchmark: cuDNN's algorithms
+timed on the first step of each shape (the warm-up) instead of taken from its
+heuristics.
+Prints one line (with --compile, "compile MODE" after the device; with
+--no-tf32, "fp32"; with --cudnn-benchmark, "cudnn.benchmark"):
     torch: samples/s 1234.5 steps 100 batch 64 ranks 2 device cpu final_loss 0.5432
 """
 import argparse
@@ -67,6 +73,8 @@ def run(rank, args):
     if args.no_tf32:  # here, in each rank's own process (mp.spawn starts fresh ones)
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+    if args.cudnn_benchmark:
+        torch.backends.cudnn.benchmark = True
     if args.ranks > 1:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(args.port))
@@ -88,7 +96,7 @@ def run(rank, args):
         net.set_dropout_context(0, 0)
     model.train()
     # the compiled module shares the parameters the optimizer holds
-    train_model = torch.compile(model) if args.compile else model
+    train_model = torch.compile(model, mode=args.compile) if args.compile else model
     warmup = COMPILE_WARMUP if args.compile else WARMUP
     per_rank = n // args.ranks
     start = None
@@ -111,7 +119,8 @@ def run(rank, args):
     if rank == 0:
         rate = args.steps * args.batch * args.ranks / elapsed
         print(f"torch: samples/s {rate:.1f} steps {args.steps} batch {args.batch} ranks {args.ranks} "
-              f"device {args.device}{' compile default' if args.compile else ''}{' fp32' if args.no_tf32 else ''} "
+              f"device {args.device}{f' compile {args.compile}' if args.compile else ''}{' fp32' if args.no_tf32 else ''}"
+              f"{' cudnn.benchmark' if args.cudnn_benchmark else ''} "
               f"final_loss {float(loss.detach()):.4f}",
               flush=True)
     if args.ranks > 1:
@@ -128,10 +137,14 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--port", type=int, default=29533)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    p.add_argument("--compile", action="store_true",
-                   help=f"train through torch.compile (PyTorch 2.0 or newer); the first {COMPILE_WARMUP} steps untimed")
+    p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
+                   choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+                   help=f"train through torch.compile (PyTorch 2.0 or newer) in MODE (default: its default); "
+                        f"the first {COMPILE_WARMUP} steps untimed")
     p.add_argument("--no-tf32", action="store_true",
                    help="no TF32 in cuDNN's convolutions (PyTorch's default allows it) or cuBLAS's products")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark: cuDNN's algorithms timed, not taken from its heuristics")
     args = p.parse_args()
     if args.compile and not hasattr(torch, "compile"):
         p.error(f"--compile needs torch.compile (PyTorch 2.0 or newer); this is PyTorch {torch.__version__}")

@@ -12,7 +12,9 @@
  *
  * The kit's compare tool (tests/gpu/compare.c) is tested on its own, without
  * the kit: built here as kit.sh builds it, on weights made up to sit on
- * either side of each of its rules.
+ * either side of each of its rules. So is run.sh's timing part
+ * (tests/gpu/timing.sh), through tests/gpu/timing_stubs.sh, whose stub
+ * programs print made-up rates.
  */
 #include <math.h>
 #include <stdio.h>
@@ -329,6 +331,72 @@ static void test_compare_rules(void)
     test_remove_tmpdir(dir);
 }
 
+/* Runs tests/gpu/timing_stubs.sh ARGS; its output (malloc'd), or NULL with
+ * the output shown where it failed. */
+static char *timing_stubs(const char *args)
+{
+    char command[256], *out = NULL;
+    snprintf(command, sizeof command, "bash tests/gpu/timing_stubs.sh %s 2>&1", args);
+    int rc = test_run(command, &out);
+    if (rc != 0)
+        fprintf(stderr, "\n$ %s\nexit %d:\n%s", command, rc, out ? out : "");
+    CU_ASSERT_EQUAL(rc, 0);
+    return out;
+}
+
+/* Each LINE must be one of OUT's lines, whole. */
+static void expect_lines(const char *out, const char *const *lines)
+{
+    for (; *lines; lines++) {
+        const char *at = out;
+        size_t n = strlen(*lines);
+        while ((at = strstr(at, *lines)) && ((at != out && at[-1] != '\n') || (at[n] != '\n' && at[n] != '\0')))
+            at++;
+        if (!at) {
+            fprintf(stderr, "\nno line\n  %s\nin:\n%s", *lines, out);
+            CU_FAIL("a line of timing.sh is not as expected");
+        }
+    }
+}
+
+/* timing.sh's arithmetic and bookkeeping: each round's line, the medians of
+ * three rounds (a round's fp32 of 300000 between 100000 and 200000), the best
+ * PyTorch of each precision (eager FP32 with cudnn.benchmark over plain FP32's
+ * median, reduce-overhead over eager and compiled) and the ratios; each
+ * ddpc mode's environment set for its run alone (the stubs fail a run
+ * otherwise); and with reduce-overhead failing, SKIPPED and eager the best. */
+static void test_timing_lines(void)
+{
+    char *out = timing_stubs("3");
+    if (!out)
+        return;
+    static const char *const three_rounds[] = {
+        "TIMING  round 2/3  resnet b64  samples/s: ddpc fp32 300000, tf32 150000, bf16 2000, fp32 timed algorithms "
+        "400000, fp32 nondeterministic 2000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 convs), fp32 60000, "
+        "fp32 cudnn.benchmark 45000",
+        "TIMING  median of 3 rounds  mnist b64: FP32 ddpc 200000 (timed algorithms 400000), best PyTorch 45000 (eager "
+        "FP32 cudnn.benchmark): 4.44 (8.89 timed); PyTorch's precision (TF32 convs) ddpc tf32 150000, best PyTorch "
+        "75000 (compiled reduce-overhead): 2.00, against eager 3.00; compiled 30000, reduce-overhead 75000",
+        NULL,
+    };
+    expect_lines(out, three_rounds);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, ")); /* skipped: ncu's part too, where one is found */
+    free(out);
+    out = timing_stubs("1 fail-reduce-overhead");
+    if (!out)
+        return;
+    static const char *const without_reduce_overhead[] = {
+        "SKIPPED  timing: PyTorch compiled (reduce-overhead)  (torch.compile on mnist.net, batch 64: stub: no CUDA graphs)",
+        "TIMING  median of 1 round  resnet b64: FP32 ddpc 100000 (timed algorithms 400000), best PyTorch 45000 (eager "
+        "FP32 cudnn.benchmark): 2.22 (8.89 timed); PyTorch's precision (TF32 convs) ddpc tf32 150000, best PyTorch "
+        "50000 (eager): 3.00, against eager 3.00; compiled 30000, reduce-overhead ?",
+        NULL,
+    };
+    expect_lines(out, without_reduce_overhead);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, "));
+    free(out);
+}
+
 void suite_gpu_kit(void)
 {
     static const TestCase cases[] = {
@@ -336,6 +404,8 @@ void suite_gpu_kit(void)
         {"a kit with a libmpi program, over 48 MiB, incomplete or stale fails the dry run", test_broken_kits_fail_dry_run},
         {"the kit's compare: a ReLU flip's trace and one ulp pass; a tensor or all tensors over their limit fail",
          test_compare_rules},
+        {"run.sh's timing (timing.sh, stub programs): each round's line, the medians, the best PyTorch, the ratios",
+         test_timing_lines},
         {NULL, NULL},
     };
     test_add_suite("gpu_kit [bash, nvcc]", cases);
