@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ddpc against PyTorch on one GPU: mnist.net at batch 64 and 512 and
-# resnet.net at 64, 2 epochs of 10,000 samples with the data on the GPU;
-# ddpc in FP32, --precision tf32 and bf16, FP32 with cuDNN's algorithms
-# timed, with nondeterministic ones allowed and without the CUDA graph;
-# PyTorch eager (TF32 convolutions, plain FP32, FP32 with cudnn.benchmark)
-# and torch.compile (default and reduce-overhead), from the GPU node's own
-# python. ROUNDS (default 3) interleaved rounds, each printed, then the
-# medians and the ratios against the best PyTorch in each precision.
+# resnet.net at 64, 2 epochs of 10,000 samples with the data on the GPU.
+# ddpc six ways: FP32; --precision tf32; --precision bf16; FP32 with cuDNN's
+# algorithms timed; FP32 with nondeterministic algorithms allowed; FP32
+# without the CUDA graph. PyTorch eager three ways (TF32 convolutions, plain
+# FP32, FP32 with cudnn.benchmark) and torch.compile two (default and
+# reduce-overhead), from the GPU node's own python. ROUNDS (default 3)
+# interleaved rounds, each printed, then the medians and the ratios against
+# the best PyTorch in each precision.
 #
 # The timings are tests/gpu/run.sh's (its part 7, tests/gpu/timing.sh), so
 # that the checks and the figures come from one run on the same programs;

@@ -66,7 +66,7 @@ RULES = [
     (r"bash \.ci/run", "skip: CI itself, which runs make test"),
     (r"tests/golden/update\.sh", "skip: re-pins the golden files"),
     (r"make (bench|bench-deps|fuzz|memcheck|memcheck-asan)", "skip: long runs that report, not tests"),
-    (r"bash tests/gpu/run\.sh (--timing-only --rounds \d+ )?--out DIR", "skip: needs a GPU"),
+    (r"(GPU_RUN_SECONDS=\d+ )?bash tests/gpu/run\.sh (--timing-only --rounds \d+ )?--out DIR", "skip: needs a GPU"),
     (r"make gpu-kit|bash tests/gpu/run\.sh --dry-run", "skip: the gpu_kit suite runs them"),
     (r"\./mnist_train --save ck --resume \.\.\.; \[ \$\? = 75 \] && scontrol requeue .*",
      "skip: a Slurm job script's line (tests/fault/graceful_stop.sh checks the status 75 it tests)"),

@@ -135,9 +135,12 @@ work=$(mktemp -d /tmp/ddpc-gpu-work.XXXXXX) log=$out/log.txt summary=$out/summar
 : > "$log"
 : > "$summary"
 limit=${GPU_RUN_SECONDS:-330}
-# the programs' older spelling of --precision tf32 on GPUs, which would turn
-# every FP32 check here into a tf32 one
-unset DDP_ALLOW_TF32
+# Settings of the caller's that would change what the checks and timings
+# run: the programs' older spelling of --precision tf32 on GPUs (every FP32
+# check a tf32 one), cuDNN's timed and nondeterministic algorithms (the
+# byte-for-byte checks compare separate runs, which need the heuristics'
+# deterministic choice; the runs that time algorithms set it themselves).
+unset DDP_ALLOW_TF32 DDP_CUDNN_BENCHMARK DDP_ALLOW_NONDETERMINISTIC
 max_bytes=$((48 * 1024 * 1024))
 passed=0 failed=0 skipped=0
 
@@ -413,16 +416,22 @@ if [ "$dry" = 1 ]; then
         "${bad[*]-}"
     if [ -n "$nvcc" ]; then
         make_links
-        step rebuild.mnist 200 bash -c "$(declare -f rebuild kv); rebuild mnist" &&
-            ! ldd "$work/rebuild/mnist" | grep -q 'not found' &&
-            step rebuild.mnist.help 20 "$work/rebuild/mnist" --help
-        check "fallback: mnist rebuilt here from its .cu (ddpc --rebuild, links in work/links)" $?
+        # rebuilt_and_answers NAME: the kit's NAME.cu rebuilt here, every
+        # library it needs found (ldd), and its usage line printed; else
+        # returns 1, the reason the last line of work/rebuild.NAME{.ldd,.help,}
+        rebuilt_and_answers() {
+            local name=$1 program=$work/rebuild/$1
+            step "rebuild.$name" 200 bash -c "$(declare -f rebuild kv); rebuild $name" &&
+                { ldd "$program" | grep 'not found' > "$work/rebuild.$name.ldd"; [ ! -s "$work/rebuild.$name.ldd" ]; } &&
+                step "rebuild.$name.help" 20 "$program" --help && grep -q "^usage: " "$work/rebuild.$name.help"
+        }
+        rebuilt_and_answers mnist
+        status=$?
+        check "fallback: mnist rebuilt here from its .cu (ddpc --rebuild, links in work/links)" $status \
+            "$([ "$status" = 0 ] || why rebuild.mnist.ldd rebuild.mnist.help rebuild.mnist)"
         bad=()
         for name in "${nhwc_nets[@]}"; do # what the GPU run builds, found wanting here
-            program=$work/rebuild/${name}_nhwc
-            step "rebuild.${name}_nhwc" 200 bash -c "$(declare -f rebuild kv); rebuild ${name}_nhwc" &&
-                { ldd "$program" | grep 'not found' > "$work/rebuild.${name}_nhwc.ldd"; [ ! -s "$work/rebuild.${name}_nhwc.ldd" ]; } &&
-                step "rebuild.${name}_nhwc.help" 20 "$program" --help && grep -q "^usage: " "$work/rebuild.${name}_nhwc.help" ||
+            rebuilt_and_answers "${name}_nhwc" ||
                 bad+=("${name}_nhwc: $(why "rebuild.${name}_nhwc.ldd" "rebuild.${name}_nhwc.help" "rebuild.${name}_nhwc")")
         done
         check "the channels-last sources build here (ddpc --rebuild) and answer --help" "${#bad[@]}" "${bad[*]-}"
@@ -608,7 +617,6 @@ check "checkpoint: stopped at 30, resumed to 60 = 60 at once, byte for byte" $? 
 # record was taken.
 conv_choices_of() { grep -ao '"conv_choices": *"[^"]*"' "$1" 2> /dev/null; }
 timed_record=
-unset DDP_CUDNN_BENCHMARK # the resumed run's default: the heuristics
 DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$work/ckt" --save-every 30 \
     --export "$work/timed.st" --quiet &&
     timed_record=$(conv_choices_of "$work/ckt/checkpoint-mnist-000000030.safetensors") && [ -n "$timed_record" ] &&
@@ -724,7 +732,7 @@ for name in "${nets[@]}"; do [ "$name" = mnist ] || compare_net "$name"; done
 # more programs), after every NCHW check, so that a short time limit costs
 # these: mnist.net's, fashion_resnet.net's and channels_last.net's FP32
 # steps against the CPU's (1e-3), mnist.net's tf32 and bf16 steps against
-# the CPU's in the same precision ($same_precision) and the NCHW program's on this GPU
+# the CPU's in the same precision (same_precision, 1e-2) and the NCHW program's on this GPU
 # (1e-2), fashion_resnet.net's tf32 step against the CPU's FP32 one (3e-2),
 # and two runs of mnist.net across a short last batch (batch 96), byte for
 # byte. The first two nets' data has one channel, the same floats in either

@@ -1,36 +1,43 @@
 # shellcheck shell=bash disable=SC2154 # run.sh sets work, kit, data, py, ...
 # tests/gpu/timing.sh: run.sh's part 7, timing for information (issue 15).
 # Sourced by run.sh (after its checks, or alone with --timing-only), never
-# run by itself: it uses run.sh's kit, work, data, py, own_library_path,
-# prog, rounds and its helpers (step, gpu, ran, say, skip, why, rate_of,
-# torch_probe). No test asserts a wall-clock time: a program that fails is
-# FAILED, one out of time SKIPPED, a speed never FAILED.
+# run by itself. From run.sh it takes kit, work, out, data, py,
+# own_library_path, nvcc, prog, rounds, limit and the helpers step, gpu,
+# check, say, skip, why, rate_of and torch_probe (tests/gpu/timing_stubs.sh
+# stands in for all of them to test this file without a GPU). No test
+# asserts a wall-clock time: a program that fails is FAILED, one out of time
+# SKIPPED, a speed never FAILED.
 #
-# 1. ROUNDS rounds (run.sh --rounds, default 1), interleaved: in each, for
-#    mnist.net at batch 64 and 512 and resnet.net at 64, ddpc six ways (2
-#    epochs of the kit's 10,000 samples, the second's samples/s: rate_of)
-#    then PyTorch three ways (bench/torch_train.py's 500 steps, data on the
-#    GPU), one TIMING line per net and round. A slower machine in one round
-#    then slows both sides of that round's ratios.
+# 1. ROUNDS rounds (run.sh --rounds, default 1): in each, for mnist.net at
+#    batch 64 and 512 and resnet.net at 64, ddpc six ways (2 epochs of the
+#    kit's 10,000 samples, the second's samples/s: rate_of) then PyTorch
+#    eager three ways (bench/torch_train.py's 500 steps, data on the GPU),
+#    one TIMING line per net and round. Interleaved, so that a machine slower
+#    in one round slows both sides' figures of that round, and the medians
+#    (4.) compare like with like. Once too little time is left for the next
+#    net (GPU_RUN_SECONDS), one SKIPPED line says so and the rounds end.
 #    - ddpc: FP32 (its default: cuDNN's heuristics' first deterministic
 #      algorithm), --precision tf32, --precision bf16, FP32 with cuDNN's
 #      algorithms timed at start-up (DDP_CUDNN_BENCHMARK=1), FP32 with
 #      nondeterministic algorithms allowed (DDP_ALLOW_NONDETERMINISTIC=1: what
-#      determinism costs), FP32 without the step's CUDA graph (--no-cuda-graph).
+#      determinism costs; PyTorch allows them by default), FP32 without the
+#      step's CUDA graph (--no-cuda-graph).
 #    - PyTorch eager: as it comes (TF32 convolutions, FP32 products), plain
 #      FP32 (--no-tf32), and plain FP32 with cudnn.benchmark (its algorithms
 #      timed, as ddpc's DDP_CUDNN_BENCHMARK).
 # 2. torch.compile, once per net after the rounds (compiling takes the
-#    longest): its default mode and reduce-overhead (CUDA graphs, as ddpc's
-#    step); a mode's first failure ends that mode.
-# 3. ncu, where found: the GPU time of 120 kernel launches (301-420 of 30
-#    steps: past start-up) of mnist.net and of resnet.net, each at its
+#    longest), in PyTorch's default precision: its default mode and
+#    reduce-overhead (CUDA graphs, as ddpc's step); a mode's first failure
+#    ends that mode.
+# 3. ncu, where found: the GPU time of a window of kernel launches past
+#    start-up (ncu_window) of mnist.net and of resnet.net, each at its
 #    default, into OUT/ncu.NAME.csv, with a table of the 15 longest in total.
-# 4. One line per net with the rounds' medians and the ratios against the
-#    best PyTorch in the same precision: FP32 (the faster of eager FP32 and
-#    eager FP32 with cudnn.benchmark) and PyTorch's default precision (TF32
-#    convolutions: the fastest of eager and the two compiled modes), against
-#    ddpc's FP32 and tf32.
+# 4. Two lines per net: the medians of every figure over the rounds that
+#    gave one, and the ratios of ddpc against the best PyTorch in each
+#    precision: FP32 (the faster of eager FP32 and eager FP32 with
+#    cudnn.benchmark) against ddpc's FP32, timed and nondeterministic; and
+#    PyTorch's default precision (TF32 convolutions: the fastest of eager and
+#    the two compiled modes) against ddpc's tf32.
 
 torch_rate() { sed -n 's/^torch: samples\/s \([0-9.]*\) .*/\1/p' "$work/$1" 2> /dev/null | tail -1; }
 ran() { # ran LABEL FILE STATUS: 0 if the run ended well; else FAILED (SKIPPED when out of time)
@@ -47,9 +54,9 @@ torch_run() { # torch_run FILE NAME BATCH [FLAGS...]: bench/torch_train.py, 500 
     step "$file" 90 env LD_LIBRARY_PATH="$own_library_path" "$py" bench/torch_train.py \
         --module "$kit/torch/$name.py" --device cuda --steps 500 --batch "$b" --data "$data" "$@"
 }
-number() { if [ -n "$1" ]; then printf '%.0f' "$1"; else printf '?'; fi; }
+number() { if [[ $1 =~ ^[0-9.e+]+$ ]]; then printf '%.0f' "$1"; else printf '?'; fi; }
 ratio() { awk -v d="$1" -v e="$2" 'BEGIN { if (d + 0 > 0 && e + 0 > 0) printf "%.2f", d / e; else printf "?" }'; }
-median() { printf '%s\n' "$@" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { printf '%s\n' "$@" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 best() { # best LABEL=RATE...: the fastest as "RATE LABEL"
     local kv top='' label=''
     for kv; do
@@ -67,11 +74,19 @@ torch_modes=(eager fp32 fp32bench)
 declare -A torch_flags=([eager]='' [fp32]=--no-tf32 [fp32bench]="--no-tf32 --cudnn-benchmark")
 declare -A rates=() # rates[ROUND.NAME.BATCH.MODE], ddpc's modes and torch_MODE
 [ -n "${probe:-}" ] || { torch_probe; probe=$?; }
+[ "$probe" = 0 ] || skip "timing: PyTorch" "no python3 with torch, numpy and CUDA here: $(why torch.probe)"
+# A net's runs in a round take about 30 s (six of ddpc's, three of PyTorch's
+# imports and warm-ups): with less left, the rounds end with one line.
+net_seconds=30
 
 for ((round = 1; round <= rounds; round++)); do
     for nb in "${timings[@]}"; do
         read -r name b <<< "$nb"
         at=$round.$name.$b
+        if [ $((limit - SECONDS)) -lt "$net_seconds" ]; then
+            skip "timing: round $round from $name.net, batch $b on" "out of time (GPU_RUN_SECONDS=$limit)"
+            break 2
+        fi
         for m in "${modes[@]}"; do
             file=time.$name.b$b.$m.r$round
             # not in a subshell: gpu may rebuild the programs, for the runs after this one too
@@ -160,18 +175,25 @@ if [ -z "$ncu_bin" ]; then # the newest of those installed
         [ -x "$c" ] && ncu_bin=$c
     done
 fi
+# Launches to skip and to profile: mnist.net makes about 40 a step and
+# resnet.net over 100 (its batchnorms' kernels and cuDNN's), so each window
+# starts some steps past the start-up (the first steps plan, time and capture)
+# and spans about three steps. mnist's, 301-420, is the first H200 run's.
+declare -A ncu_window=([mnist]="300 120" [resnet]="1000 300")
 for name in mnist resnet; do
     if [ -z "$ncu_bin" ]; then
         skip "ncu: kernel times" "no ncu on PATH, beside nvcc, in /usr/local/cuda/bin or /opt/nvidia/nsight-compute"
         break
     fi
-    step "ncu.$name" 90 "$ncu_bin" --clock-control none --metrics gpu__time_duration.sum --launch-skip 300 \
-        --launch-count 120 --csv "${prog[$name]}" --data "$data" --max-steps 30 --quiet
+    read -r ncu_skip ncu_count <<< "${ncu_window[$name]}"
+    step "ncu.$name" 90 "$ncu_bin" --clock-control none --metrics gpu__time_duration.sum --launch-skip "$ncu_skip" \
+        --launch-count "$ncu_count" --csv "${prog[$name]}" --data "$data" --max-steps 30 --quiet
     status=$?
     grep '^"' "$work/ncu.$name" > "$out/ncu.$name.csv" 2> /dev/null
     table=$(ncu_table "$out/ncu.$name.csv")
     if [ "$status" -eq 0 ] && [ -n "$table" ]; then
-        say "ncu: $name.net, kernel launches 301-420 of 30 steps, gpu__time_duration.sum ($ncu_bin; every row in ncu.$name.csv):"
+        say "ncu: $name.net, kernel launches $((ncu_skip + 1))-$((ncu_skip + ncu_count)) of 30 steps, gpu__time_duration.sum" \
+            "($ncu_bin; every row in ncu.$name.csv):"
         while IFS= read -r line; do say "  $line"; done <<< "$table"
     else
         rm -f "$out/ncu.$name.csv"
@@ -187,15 +209,24 @@ for nb in "${timings[@]}"; do
         for ((round = 1; round <= rounds; round++)); do values+=("${rates[$round.$name.$b.$m]:-}"); done
         med[$m]=$(median "${values[@]}")
     done
+    # the rounds that gave ddpc's FP32 figure: fewer than asked where time ran out
+    counted=0
+    for ((round = 1; round <= rounds; round++)); do [ -z "${rates[$round.$name.$b.fp32]:-}" ] || counted=$((counted + 1)); done
+    c=${compiled[$name.$b.default]:-} r=${compiled[$name.$b.reduce-overhead]:-}
+    say "TIMING  median of $counted round$([ "$counted" = 1 ] || echo s)  $name b$b  samples/s:" \
+        "ddpc fp32 $(number "${med[fp32]}"), tf32 $(number "${med[tf32]}"), bf16 $(number "${med[bf16]}")," \
+        "fp32 timed algorithms $(number "${med[bench]}"), fp32 nondeterministic $(number "${med[nondet]}")," \
+        "fp32 without CUDA graph $(number "${med[nograph]}"); torch eager $(number "${med[torch_eager]}") (tf32 convs)," \
+        "fp32 $(number "${med[torch_fp32]}"), fp32 cudnn.benchmark $(number "${med[torch_fp32bench]}");" \
+        "compiled (one run) $(number "$c"), reduce-overhead $(number "$r")"
     fp32_peer=$(best "eager FP32=${med[torch_fp32]}" "eager FP32 cudnn.benchmark=${med[torch_fp32bench]}") ||
         fp32_peer="? none"
-    tf32_peer=$(best "eager=${med[torch_eager]}" "compiled=${compiled[$name.$b.default]:-}" \
-        "compiled reduce-overhead=${compiled[$name.$b.reduce-overhead]:-}") || tf32_peer="? none"
-    say "TIMING  median of $rounds round$([ "$rounds" = 1 ] || echo s)  $name b$b:" \
-        "FP32 ddpc $(number "${med[fp32]}") (timed algorithms $(number "${med[bench]}")), best PyTorch $(number "${fp32_peer%% *}") (${fp32_peer#* }):" \
-        "$(ratio "${med[fp32]}" "${fp32_peer%% *}") ($(ratio "${med[bench]}" "${fp32_peer%% *}") timed);" \
-        "PyTorch's precision (TF32 convs) ddpc tf32 $(number "${med[tf32]}"), best PyTorch $(number "${tf32_peer%% *}") (${tf32_peer#* }):" \
-        "$(ratio "${med[tf32]}" "${tf32_peer%% *}"), against eager $(ratio "${med[tf32]}" "${med[torch_eager]}");" \
-        "compiled $(number "${compiled[$name.$b.default]:-}"), reduce-overhead $(number "${compiled[$name.$b.reduce-overhead]:-}")"
+    tf32_peer=$(best "eager=${med[torch_eager]}" "compiled=$c" "compiled reduce-overhead=$r") || tf32_peer="? none"
+    say "TIMING  ratios  $name b$b:" \
+        "FP32 against the best PyTorch FP32, $(number "${fp32_peer%% *}") (${fp32_peer#* }):" \
+        "ddpc $(ratio "${med[fp32]}" "${fp32_peer%% *}"), timed algorithms $(ratio "${med[bench]}" "${fp32_peer%% *}")," \
+        "nondeterministic $(ratio "${med[nondet]}" "${fp32_peer%% *}");" \
+        "tf32 against the best PyTorch at its defaults (TF32 convs), $(number "${tf32_peer%% *}") (${tf32_peer#* }):" \
+        "$(ratio "${med[tf32]}" "${tf32_peer%% *}"), against eager $(ratio "${med[tf32]}" "${med[torch_eager]}")"
     unset med
 done

@@ -4,19 +4,34 @@
 # so that tests/unit/test_gpu_kit.c can check its lines (each round's, the
 # medians, the best PyTorch of each precision and the ratios) without a GPU:
 #
-#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-reduce-overhead]
+#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-reduce-overhead] [no-torch] [limit=SECONDS]
 #
-# The made-up rates (per net alike, so every net's median line is the same):
-#   ddpc fp32 100000, 300000, 200000 in rounds 1, 2, 3 (median 200000 of 3);
-#   timed algorithms 400000; tf32 150000; every other ddpc mode 1000 x round;
-#   PyTorch eager 50000, FP32 40000, 60000, 20000 by round, FP32 with
-#   cudnn.benchmark 45000; compiled 30000, reduce-overhead 75000.
-# A ddpc run whose environment does not match its mode (DDP_CUDNN_BENCHMARK
-# set outside "bench", DDP_ALLOW_NONDETERMINISTIC outside "nondet", or
-# either missing in its own) fails, and timing.sh then prints FAILED.
+# The made-up rates, per net alike, so that every net's lines are the same:
+#   ddpc fp32 150000, 300000, 100000 in rounds 1, 2, 3 (median 150000, not
+#   the mean or the last round's); timed algorithms 400000; tf32 150000;
+#   nondeterministic 200000; every other ddpc mode 1000 x round;
+#   PyTorch eager 50000, FP32 40000, 70000, 20000 by round (median 40000),
+#   FP32 with cudnn.benchmark 45000; compiled 30000, reduce-overhead 75000.
+# A run fails, and timing.sh then prints FAILED, where its arguments or
+# environment do not fit its mode: ddpc's --precision and --no-cuda-graph,
+# DDP_CUDNN_BENCHMARK and DDP_ALLOW_NONDETERMINISTIC set for their own mode
+# alone; PyTorch's --no-tf32, --cudnn-benchmark and --compile MODE.
+# fail-reduce-overhead: torch.compile's reduce-overhead fails; no-torch: no
+# PyTorch here (torch_probe fails); limit=SECONDS: run.sh's GPU_RUN_SECONDS,
+# each stubbed run taking 10 s of SECONDS.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
-rounds=${1:?rounds} fail_mode=${2:-}
+rounds=${1:?rounds}
+shift
+fail_reduce_overhead=0 probe_status=0 limit=100000
+for option; do
+    case $option in
+    fail-reduce-overhead) fail_reduce_overhead=1 ;;
+    no-torch) probe_status=1 ;;
+    limit=*) limit=${option#limit=} ;;
+    *) echo "timing_stubs.sh: unknown option '$option'" >&2; exit 2 ;;
+    esac
+done
 work=$(mktemp -d /tmp/ddpc-timing-stubs.XXXXXX) out=$work/out
 mkdir -p "$out"
 trap 'rm -rf "$work"' EXIT
@@ -31,48 +46,73 @@ check() {
 skip() { skipped=$((skipped + 1)); say "SKIPPED  $1  ($2)"; }
 why() { local f; for f; do [ -s "$work/$f" ] && { tail -1 "$work/$f"; return; }; done; }
 rate_of() { grep '^epoch ' "$work/$1" 2> /dev/null | tail -1 | grep -o '[0-9.]* samples/s' | cut -d' ' -f1; }
-torch_probe() { return 0; }
+torch_probe() { echo "stub: no torch" > "$work/torch.probe"; return "$probe_status"; }
 ddpc_rate() { # ddpc_rate MODE ROUND
     case $1 in
-    fp32) echo $((($2 == 1) ? 100000 : ($2 == 2) ? 300000 : 200000)) ;;
+    fp32) echo $((($2 == 1) ? 150000 : ($2 == 2) ? 300000 : 100000)) ;;
     bench) echo 400000 ;;
     tf32) echo 150000 ;;
+    nondet) echo 200000 ;;
     *) echo $((1000 * $2)) ;;
     esac
 }
 torch_rate_of() { # torch_rate_of MODE ROUND
     case $1 in
     eager) echo 50000 ;;
-    fp32) echo $((($2 == 1) ? 40000 : ($2 == 2) ? 60000 : 20000)) ;;
+    fp32) echo $((($2 == 1) ? 40000 : ($2 == 2) ? 70000 : 20000)) ;;
     fp32bench) echo 45000 ;;
     esac
 }
-# step FILE SECONDS CMD...: the stub of run.sh's step, by the file's name
+has() { [[ " $args " == *" $1 "* ]]; } # has WORDS: the run's arguments hold them
+ddpc_fits() { # ddpc_fits MODE: its arguments and environment are MODE's
+    local want_bench='' want_nondet=''
+    [ "$1" != bench ] || want_bench=1
+    [ "$1" != nondet ] || want_nondet=1
+    [ "${DDP_CUDNN_BENCHMARK:-}" = "$want_bench" ] && [ "${DDP_ALLOW_NONDETERMINISTIC:-}" = "$want_nondet" ] &&
+        case $1 in
+        tf32 | bf16) has "--precision $1" && ! has --no-cuda-graph ;;
+        nograph) has --no-cuda-graph && ! has --precision ;;
+        *) ! has --precision && ! has --no-cuda-graph ;;
+        esac
+}
+torch_fits() { # torch_fits MODE
+    case $1 in
+    eager) ! has --no-tf32 && ! has --cudnn-benchmark && ! has --compile ;;
+    fp32) has --no-tf32 && ! has --cudnn-benchmark && ! has --compile ;;
+    fp32bench) has --no-tf32 && has --cudnn-benchmark && ! has --compile ;;
+    compiled.*) has "--compile ${1#compiled.}" && ! has --no-tf32 && ! has --cudnn-benchmark ;;
+    esac
+}
+# step FILE SECONDS CMD...: run.sh's step, its run made up from the file's name
 step() {
-    local file=$1 f=$work/$1 mode round
+    local file=$1 f=$work/$1 mode round args
     shift 2
+    args="$*"
+    if [ $((limit - SECONDS)) -le 5 ]; then echo "run.sh: no time left for this step" > "$f"; return 124; fi
+    SECONDS=$((SECONDS + 10))
+    mode=${file%.r*} mode=${mode##*.} round=${file##*.r}
     case $file in
     time.*)
-        mode=${file%.r*} mode=${mode##*.} round=${file##*.r}
-        if [ "${DDP_CUDNN_BENCHMARK:-}" != "$([ "$mode" = bench ] && echo 1)" ] ||
-            [ "${DDP_ALLOW_NONDETERMINISTIC:-}" != "$([ "$mode" = nondet ] && echo 1)" ]; then
-            echo "stub: $mode run with DDP_CUDNN_BENCHMARK='${DDP_CUDNN_BENCHMARK:-}'" \
-                "DDP_ALLOW_NONDETERMINISTIC='${DDP_ALLOW_NONDETERMINISTIC:-}'" > "$f"
-            return 1
-        fi
+        ddpc_fits "$mode" || { echo "stub: $mode run: '$args' DDP_CUDNN_BENCHMARK='${DDP_CUDNN_BENCHMARK:-}'" \
+            "DDP_ALLOW_NONDETERMINISTIC='${DDP_ALLOW_NONDETERMINISTIC:-}'" > "$f"; return 1; }
         echo "epoch 2/2  step 314  loss 0.5  $(ddpc_rate "$mode" "$round") samples/s  0.1s" > "$f" ;;
-    torch.*.compiled.default) echo "torch: samples/s 30000.0 steps 500" > "$f" ;;
-    torch.*.compiled.reduce-overhead)
-        if [ "$fail_mode" = fail-reduce-overhead ]; then echo "stub: no CUDA graphs" > "$f"; return 1; fi
-        echo "torch: samples/s 75000.0 steps 500" > "$f" ;;
+    torch.*.compiled.*)
+        mode=compiled.${file##*.compiled.}
+        torch_fits "$mode" || { echo "stub: $mode run: '$args'" > "$f"; return 1; }
+        case $mode in
+        compiled.default) echo "torch: samples/s 30000.0 steps 500" > "$f" ;;
+        *) if [ "$fail_reduce_overhead" = 1 ]; then echo "stub: no CUDA graphs" > "$f"; return 1; fi
+           echo "torch: samples/s 75000.0 steps 500" > "$f" ;;
+        esac ;;
     torch.*)
-        mode=${file%.r*} mode=${mode##*.} round=${file##*.r}
+        torch_fits "$mode" || { echo "stub: $mode run: '$args'" > "$f"; return 1; }
         echo "torch: samples/s $(torch_rate_of "$mode" "$round").0 steps 500" > "$f" ;;
-    ncu.*) echo "==ERROR== stub: no ncu here" > "$f"; return 1 ;; # its part skipped, where an ncu is found
+    ncu.*) echo "==ERROR== stub: no ncu here" > "$f"; return 1 ;; # where an ncu is found: its part skipped
     *) echo "stub: no such run" > "$f"; return 1 ;;
     esac
 }
 gpu() { local file=$1 secs=$2 name=$3; shift 3; step "$file" "$secs" "${prog[$name]}" "$@"; }
+SECONDS=0
 # shellcheck source=tests/gpu/timing.sh
 . tests/gpu/timing.sh
 echo "$passed passed, $failed failed, $skipped skipped"

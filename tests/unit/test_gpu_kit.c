@@ -344,10 +344,10 @@ static char *timing_stubs(const char *args)
     return out;
 }
 
-/* Each LINE must be one of OUT's lines, whole. */
-static void expect_lines(const char *out, const char *const *lines)
+/* Each of LINES (up to a NULL or the 4th) must be one of OUT's lines, whole. */
+static void expect_lines(const char *out, const char *const lines[4])
 {
-    for (; *lines; lines++) {
+    for (const char *const *end = lines + 4; lines < end && *lines; lines++) {
         const char *at = out;
         size_t n = strlen(*lines);
         while ((at = strstr(at, *lines)) && ((at != out && at[-1] != '\n') || (at[n] != '\n' && at[n] != '\0')))
@@ -359,42 +359,59 @@ static void expect_lines(const char *out, const char *const *lines)
     }
 }
 
-/* timing.sh's arithmetic and bookkeeping: each round's line, the medians of
- * three rounds (a round's fp32 of 300000 between 100000 and 200000), the best
- * PyTorch of each precision (eager FP32 with cudnn.benchmark over plain FP32's
- * median, reduce-overhead over eager and compiled) and the ratios; each
- * ddpc mode's environment set for its run alone (the stubs fail a run
- * otherwise); and with reduce-overhead failing, SKIPPED and eager the best. */
+/* timing.sh's arithmetic and bookkeeping, on the stubs' made-up rates
+ * (timing_stubs.sh lists them): each round's line; the medians of three
+ * rounds (ddpc's fp32 150000, 300000, 100000: the median, not the mean or the
+ * last); the best PyTorch of each precision (eager FP32 with cudnn.benchmark
+ * over plain FP32's median, reduce-overhead over eager and compiled) and the
+ * ratios; every run's arguments and environment its mode's (the stubs fail
+ * a run otherwise); reduce-overhead failing (SKIPPED, eager the best);
+ * no PyTorch (SKIPPED, no ratio); and time running out (one SKIPPED line,
+ * the medians of the rounds that ran). */
 static void test_timing_lines(void)
 {
-    char *out = timing_stubs("3");
-    if (!out)
-        return;
-    static const char *const three_rounds[] = {
-        "TIMING  round 2/3  resnet b64  samples/s: ddpc fp32 300000, tf32 150000, bf16 2000, fp32 timed algorithms "
-        "400000, fp32 nondeterministic 2000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 convs), fp32 60000, "
-        "fp32 cudnn.benchmark 45000",
-        "TIMING  median of 3 rounds  mnist b64: FP32 ddpc 200000 (timed algorithms 400000), best PyTorch 45000 (eager "
-        "FP32 cudnn.benchmark): 4.44 (8.89 timed); PyTorch's precision (TF32 convs) ddpc tf32 150000, best PyTorch "
-        "75000 (compiled reduce-overhead): 2.00, against eager 3.00; compiled 30000, reduce-overhead 75000",
-        NULL,
+    static const struct {
+        const char *args;
+        const char *const lines[4];
+    } cases[] = {
+        {"3",
+         {"TIMING  round 2/3  resnet b64  samples/s: ddpc fp32 300000, tf32 150000, bf16 2000, fp32 timed algorithms "
+          "400000, fp32 nondeterministic 200000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 convs), fp32 "
+          "70000, fp32 cudnn.benchmark 45000",
+          "TIMING  median of 3 rounds  mnist b64  samples/s: ddpc fp32 150000, tf32 150000, bf16 2000, fp32 timed "
+          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 "
+          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) 30000, reduce-overhead 75000",
+          "TIMING  ratios  mnist b64: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
+          "3.33, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
+          "convs), 75000 (compiled reduce-overhead): 2.00, against eager 3.00"}},
+        {"1 fail-reduce-overhead",
+         {"SKIPPED  timing: PyTorch compiled (reduce-overhead)  (torch.compile on mnist.net, batch 64: stub: no CUDA "
+          "graphs)",
+          "TIMING  ratios  resnet b64: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
+          "3.33, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
+          "convs), 50000 (eager): 3.00, against eager 3.00"}},
+        {"1 no-torch",
+         {"SKIPPED  timing: PyTorch  (no python3 with torch, numpy and CUDA here: stub: no torch)",
+          "TIMING  ratios  mnist b512: FP32 against the best PyTorch FP32, ? (none): ddpc ?, timed algorithms ?, "
+          "nondeterministic ?; tf32 against the best PyTorch at its defaults (TF32 convs), ? (none): ?, against eager ?"}},
+        {"3 limit=200", /* each stubbed run 10 s: two nets' runs of round 1, then too little for the third */
+         {"SKIPPED  timing: round 1 from resnet.net, batch 64 on  (out of time (GPU_RUN_SECONDS=200))",
+          "TIMING  median of 1 round  mnist b512  samples/s: ddpc fp32 150000, tf32 150000, bf16 1000, fp32 timed "
+          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 1000; torch eager 50000 (tf32 "
+          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) 30000, reduce-overhead ?",
+          "TIMING  median of 0 rounds  resnet b64  samples/s: ddpc fp32 ?, tf32 ?, bf16 ?, fp32 timed algorithms ?, "
+          "fp32 nondeterministic ?, fp32 without CUDA graph ?; torch eager ? (tf32 convs), fp32 ?, fp32 cudnn.benchmark "
+          "?; compiled (one run) ?, reduce-overhead ?"}},
     };
-    expect_lines(out, three_rounds);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, ")); /* skipped: ncu's part too, where one is found */
-    free(out);
-    out = timing_stubs("1 fail-reduce-overhead");
-    if (!out)
-        return;
-    static const char *const without_reduce_overhead[] = {
-        "SKIPPED  timing: PyTorch compiled (reduce-overhead)  (torch.compile on mnist.net, batch 64: stub: no CUDA graphs)",
-        "TIMING  median of 1 round  resnet b64: FP32 ddpc 100000 (timed algorithms 400000), best PyTorch 45000 (eager "
-        "FP32 cudnn.benchmark): 2.22 (8.89 timed); PyTorch's precision (TF32 convs) ddpc tf32 150000, best PyTorch "
-        "50000 (eager): 3.00, against eager 3.00; compiled 30000, reduce-overhead ?",
-        NULL,
-    };
-    expect_lines(out, without_reduce_overhead);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, "));
-    free(out);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out = timing_stubs(cases[i].args);
+        if (!out)
+            continue;
+        expect_lines(out, cases[i].lines);
+        /* a run whose arguments or environment are not its mode's is FAILED */
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, ")); /* skipped: ncu's part too */
+        free(out);
+    }
 }
 
 void suite_gpu_kit(void)
