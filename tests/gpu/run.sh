@@ -87,9 +87,10 @@
 #      at batch 64 and 512 and resnet.net at 64, in N interleaved rounds
 #      (--rounds N, default 1), a TIMING line per net and round and one of
 #      the medians and ratios (only a program that fails is FAILED, never a
-#      speed); where ncu is found, the kernel times of 120 of mnist's and of
-#      resnet's launches, into OUT/ncu.NAME.csv. --timing-only times without
-#      the checks 1-6 (the kit's and the libraries' checks still come first).
+#      speed); where ncu is found, the kernel times of a window of mnist's
+#      and of resnet's launches, into OUT/ncu.NAME.csv. --timing-only times
+#      without the checks 1-6 (the kit's and the libraries' checks still
+#      come first).
 #
 # --dry-run does all that needs no GPU: the kit is there, built from these
 # sources, at most 48 MiB and complete; no kit binary needs a library a GPU
@@ -109,7 +110,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
-kit=$root/.gpu out= dry=0 timing_only=0 rounds=1
+kit=$root/.gpu out='' dry=0 timing_only=0 rounds=1 probe='' # probe: torch_probe's status, once run
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
@@ -135,12 +136,17 @@ work=$(mktemp -d /tmp/ddpc-gpu-work.XXXXXX) log=$out/log.txt summary=$out/summar
 : > "$log"
 : > "$summary"
 limit=${GPU_RUN_SECONDS:-330}
-# Settings of the caller's that would change what the checks and timings
-# run: the programs' older spelling of --precision tf32 on GPUs (every FP32
-# check a tf32 one), cuDNN's timed and nondeterministic algorithms (the
-# byte-for-byte checks compare separate runs, which need the heuristics'
-# deterministic choice; the runs that time algorithms set it themselves).
-unset DDP_ALLOW_TF32 DDP_CUDNN_BENCHMARK DDP_ALLOW_NONDETERMINISTIC
+# The programs run at their defaults, and each check sets what it tests: a
+# caller's DDP_* setting would change what they run (DDP_ALLOW_TF32, the
+# older spelling of --precision tf32, would make every FP32 check a tf32
+# one; DDP_CUDNN_BENCHMARK or DDP_ALLOW_NONDETERMINISTIC would let separate
+# runs choose other algorithms, which the byte-for-byte checks compare;
+# DDP_SYNC_LAUNCHES or DDP_DEBUG would turn the CUDA graphs off), and so
+# would NVIDIA_TF32_OVERRIDE=0 (every tf32 step an FP32 one).
+for setting in $(compgen -e | grep -E '^(DDP_|NVIDIA_TF32_OVERRIDE$)'); do
+    echo "run.sh: $setting unset (was '${!setting}')" >> "$log"
+    unset "$setting"
+done
 max_bytes=$((48 * 1024 * 1024))
 passed=0 failed=0 skipped=0
 
@@ -169,9 +175,11 @@ step() {
         return 124
     fi
     [ "$want" -le "$left" ] || want=$left
+    local began=$SECONDS
     timeout -k 5 "$want" "$@" > "$file" 2>&1
     local rc=$?
     cat "$file" >> "$log"
+    echo "+ (status $rc, $((SECONDS - began)) s)" >> "$log" # how long each step takes, for the next time limits
     [ "$rc" -ne 124 ] || echo "run.sh: timed out after ${want}s" | tee -a "$file" >> "$log"
     return "$rc"
 }

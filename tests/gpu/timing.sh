@@ -2,8 +2,9 @@
 # tests/gpu/timing.sh: run.sh's part 7, timing for information (issue 15).
 # Sourced by run.sh (after its checks, or alone with --timing-only), never
 # run by itself. From run.sh it takes kit, work, out, data, py,
-# own_library_path, nvcc, prog, rounds, limit and the helpers step, gpu,
-# check, say, skip, why, rate_of and torch_probe (tests/gpu/timing_stubs.sh
+# own_library_path, nvcc, prog, rounds, limit, probe (torch_probe's status
+# where the checks ran it, else empty) and the helpers step, gpu, check,
+# say, skip, why, rate_of and torch_probe (tests/gpu/timing_stubs.sh
 # stands in for all of them to test this file without a GPU). No test
 # asserts a wall-clock time: a program that fails is FAILED, one out of time
 # SKIPPED, a speed never FAILED.
@@ -14,8 +15,12 @@
 #    eager three ways (bench/torch_train.py's 500 steps, data on the GPU),
 #    one TIMING line per net and round. Interleaved, so that a machine slower
 #    in one round slows both sides' figures of that round, and the medians
-#    (4.) compare like with like. Once too little time is left for the next
-#    net (GPU_RUN_SECONDS), one SKIPPED line says so and the rounds end.
+#    (4.) compare like with like. A net takes about 30 s of a round
+#    (net_seconds: ddpc's six runs a few seconds, PyTorch's three about 7 s
+#    each, its import and warm-up included), so a round about 90 s; torch.compile
+#    and ncu about 150 s more: give GPU_RUN_SECONDS about 100 a round and
+#    180 more. Once too little is left for the next net, one SKIPPED line
+#    says so and the rounds end. (run.sh's log gives each step's seconds.)
 #    - ddpc: FP32 (its default: cuDNN's heuristics' first deterministic
 #      algorithm), --precision tf32, --precision bf16, FP32 with cuDNN's
 #      algorithms timed at start-up (DDP_CUDNN_BENCHMARK=1), FP32 with
@@ -32,6 +37,10 @@
 # 3. ncu, where found: the GPU time of a window of kernel launches past
 #    start-up (ncu_window) of mnist.net and of resnet.net, each at its
 #    default, into OUT/ncu.NAME.csv, with a table of the 15 longest in total.
+#    Caches are left as the step leaves them (--cache-control none): under
+#    ncu's default, which flushes them before each kernel, mnist.net's
+#    kernels summed to 307 us a step in the first H100 run, against the
+#    227 us a step of its samples/s.
 # 4. Two lines per net: the medians of every figure over the rounds that
 #    gave one, and the ratios of ddpc against the best PyTorch in each
 #    precision: FP32 (the faster of eager FP32 and eager FP32 with
@@ -74,10 +83,12 @@ torch_modes=(eager fp32 fp32bench)
 declare -A torch_flags=([eager]='' [fp32]=--no-tf32 [fp32bench]="--no-tf32 --cudnn-benchmark")
 declare -A rates=() # rates[ROUND.NAME.BATCH.MODE], ddpc's modes and torch_MODE
 [ -n "${probe:-}" ] || { torch_probe; probe=$?; }
-[ "$probe" = 0 ] || skip "timing: PyTorch" "no python3 with torch, numpy and CUDA here: $(why torch.probe)"
-# A net's runs in a round take about 30 s (six of ddpc's, three of PyTorch's
-# imports and warm-ups): with less left, the rounds end with one line.
-net_seconds=30
+case $probe in
+0) ;;
+124) skip "timing: PyTorch" "its probe ran out of time: $(why torch.probe)" ;;
+*) skip "timing: PyTorch" "no python3 with torch, numpy and CUDA here: $(why torch.probe)" ;;
+esac
+net_seconds=30 # a net's runs in a round (above): with less left, the rounds end
 
 for ((round = 1; round <= rounds; round++)); do
     for nb in "${timings[@]}"; do
@@ -186,7 +197,8 @@ for name in mnist resnet; do
         break
     fi
     read -r ncu_skip ncu_count <<< "${ncu_window[$name]}"
-    step "ncu.$name" 90 "$ncu_bin" --clock-control none --metrics gpu__time_duration.sum --launch-skip "$ncu_skip" \
+    step "ncu.$name" 90 "$ncu_bin" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --launch-skip "$ncu_skip" \
         --launch-count "$ncu_count" --csv "${prog[$name]}" --data "$data" --max-steps 30 --quiet
     status=$?
     grep '^"' "$work/ncu.$name" > "$out/ncu.$name.csv" 2> /dev/null

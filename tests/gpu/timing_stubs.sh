@@ -4,29 +4,33 @@
 # so that tests/unit/test_gpu_kit.c can check its lines (each round's, the
 # medians, the best PyTorch of each precision and the ratios) without a GPU:
 #
-#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-reduce-overhead] [no-torch] [limit=SECONDS]
+#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-compile=MODE] [no-torch] [limit=SECONDS]
 #
-# The made-up rates, per net alike, so that every net's lines are the same:
-#   ddpc fp32 150000, 300000, 100000 in rounds 1, 2, 3 (median 150000, not
-#   the mean or the last round's); timed algorithms 400000; tf32 150000;
-#   nondeterministic 200000; every other ddpc mode 1000 x round;
-#   PyTorch eager 50000, FP32 40000, 70000, 20000 by round (median 40000),
-#   FP32 with cudnn.benchmark 45000; compiled 30000, reduce-overhead 75000.
+# The made-up rates, per net alike, so that every net's lines are the same,
+# and each mode's its own:
+#   ddpc fp32 120000, 300000, 95000 in rounds 1, 2, 3 (median 120000: not
+#   the mean, the last round's or a median sorted as text; of two rounds
+#   210000); tf32 180000; bf16 160000; timed algorithms 400000;
+#   nondeterministic 200000; without the CUDA graph 110000;
+#   PyTorch eager 50000; FP32 40000, 70000, 20000 by round (median 40000,
+#   under FP32 with cudnn.benchmark's 45000; of two rounds 55000, over it);
+#   compiled 60000, reduce-overhead 75000.
 # A run fails, and timing.sh then prints FAILED, where its arguments or
 # environment do not fit its mode: ddpc's --precision and --no-cuda-graph,
 # DDP_CUDNN_BENCHMARK and DDP_ALLOW_NONDETERMINISTIC set for their own mode
 # alone; PyTorch's --no-tf32, --cudnn-benchmark and --compile MODE.
-# fail-reduce-overhead: torch.compile's reduce-overhead fails; no-torch: no
-# PyTorch here (torch_probe fails); limit=SECONDS: run.sh's GPU_RUN_SECONDS,
-# each stubbed run taking 10 s of SECONDS.
+# fail-compile=MODE: torch.compile in MODE (default, reduce-overhead) fails;
+# no-torch: no PyTorch here (torch_probe fails); limit=SECONDS: run.sh's
+# GPU_RUN_SECONDS, each stubbed run taking 10 s of SECONDS. An ncu is found
+# (a function of that name), and its runs print a CSV of three launches.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 rounds=${1:?rounds}
 shift
-fail_reduce_overhead=0 probe_status=0 limit=100000
+fail_compile='' probe_status=0 limit=100000
 for option; do
     case $option in
-    fail-reduce-overhead) fail_reduce_overhead=1 ;;
+    fail-compile=*) fail_compile=${option#fail-compile=} ;;
     no-torch) probe_status=1 ;;
     limit=*) limit=${option#limit=} ;;
     *) echo "timing_stubs.sh: unknown option '$option'" >&2; exit 2 ;;
@@ -49,11 +53,12 @@ rate_of() { grep '^epoch ' "$work/$1" 2> /dev/null | tail -1 | grep -o '[0-9.]* 
 torch_probe() { echo "stub: no torch" > "$work/torch.probe"; return "$probe_status"; }
 ddpc_rate() { # ddpc_rate MODE ROUND
     case $1 in
-    fp32) echo $((($2 == 1) ? 150000 : ($2 == 2) ? 300000 : 100000)) ;;
+    fp32) echo $((($2 == 1) ? 120000 : ($2 == 2) ? 300000 : 95000)) ;;
+    tf32) echo 180000 ;;
+    bf16) echo 160000 ;;
     bench) echo 400000 ;;
-    tf32) echo 150000 ;;
     nondet) echo 200000 ;;
-    *) echo $((1000 * $2)) ;;
+    nograph) echo 110000 ;;
     esac
 }
 torch_rate_of() { # torch_rate_of MODE ROUND
@@ -99,19 +104,24 @@ step() {
     torch.*.compiled.*)
         mode=compiled.${file##*.compiled.}
         torch_fits "$mode" || { echo "stub: $mode run: '$args'" > "$f"; return 1; }
+        if [ "$mode" = "compiled.$fail_compile" ]; then echo "stub: no $fail_compile here" > "$f"; return 1; fi
         case $mode in
-        compiled.default) echo "torch: samples/s 30000.0 steps 500" > "$f" ;;
-        *) if [ "$fail_reduce_overhead" = 1 ]; then echo "stub: no CUDA graphs" > "$f"; return 1; fi
-           echo "torch: samples/s 75000.0 steps 500" > "$f" ;;
+        compiled.default) echo "torch: samples/s 60000.0 steps 500" > "$f" ;;
+        compiled.reduce-overhead) echo "torch: samples/s 75000.0 steps 500" > "$f" ;;
         esac ;;
     torch.*)
         torch_fits "$mode" || { echo "stub: $mode run: '$args'" > "$f"; return 1; }
         echo "torch: samples/s $(torch_rate_of "$mode" "$round").0 steps 500" > "$f" ;;
-    ncu.*) echo "==ERROR== stub: no ncu here" > "$f"; return 1 ;; # where an ncu is found: its part skipped
+    ncu.*) # as ncu --csv prints: quoted fields, a unit per row, thousands with commas
+        printf '%s\n' '==PROF== the program ran' '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"' \
+            '"0","conv1_forward(int, const float *)","gpu__time_duration.sum","usecond","10.5"' \
+            '"1","sgemm_nn","gpu__time_duration.sum","nsecond","2,500"' \
+            '"2","conv1_forward(int, const float *)","gpu__time_duration.sum","usecond","4.5"' > "$f" ;;
     *) echo "stub: no such run" > "$f"; return 1 ;;
     esac
 }
 gpu() { local file=$1 secs=$2 name=$3; shift 3; step "$file" "$secs" "${prog[$name]}" "$@"; }
+ncu() { :; } # found by timing.sh's `command -v ncu`; step makes up its runs
 SECONDS=0
 # shellcheck source=tests/gpu/timing.sh
 . tests/gpu/timing.sh

@@ -120,7 +120,9 @@ static void test_graceful_stop(void)
 
 /* A hang named (tests/fault/hang_named.sh): one of 2 and of 3 ranks
  * stopped (SIGSTOP) or killed (SIGKILL), under --nproc-per-node and the
- * user's mpirun; the others name it, and where it was. */
+ * user's mpirun; the others name it, and where it was (under mpirun, which
+ * ends the job when the first rank's timeout ends that rank, a rank whose
+ * own timeout had not come yet says the launcher ended it instead). */
 static void test_hang_named(void)
 {
     if (!ready(1))

@@ -360,56 +360,82 @@ static void expect_lines(const char *out, const char *const lines[4])
 }
 
 /* timing.sh's arithmetic and bookkeeping, on the stubs' made-up rates
- * (timing_stubs.sh lists them): each round's line; the medians of three
- * rounds (ddpc's fp32 150000, 300000, 100000: the median, not the mean or the
- * last); the best PyTorch of each precision (eager FP32 with cudnn.benchmark
- * over plain FP32's median, reduce-overhead over eager and compiled) and the
- * ratios; every run's arguments and environment its mode's (the stubs fail
- * a run otherwise); reduce-overhead failing (SKIPPED, eager the best);
- * no PyTorch (SKIPPED, no ratio); and time running out (one SKIPPED line,
- * the medians of the rounds that ran). */
+ * (timing_stubs.sh lists them, each mode's its own): each round's line; the
+ * medians of three rounds (ddpc's fp32 120000, 300000, 95000: not the mean,
+ * the last or a text sort's) and of two (the middle two's mean); the best
+ * PyTorch of each precision, each candidate the best somewhere (eager FP32
+ * with cudnn.benchmark or plain FP32's median; reduce-overhead, compiled
+ * or eager), and the ratios; every run's arguments and environment its
+ * mode's (the stubs fail a run otherwise); a compile mode failing (one
+ * SKIPPED line, the other mode still run); no PyTorch; time running out
+ * (SKIPPED runs, then one line ending the rounds, the medians of the rounds
+ * that ran); ncu's table of a CSV. */
 static void test_timing_lines(void)
 {
     static const struct {
         const char *args;
         const char *const lines[4];
+        const char *counted; /* a line start that must occur exactly once, or NULL */
     } cases[] = {
         {"3",
-         {"TIMING  round 2/3  resnet b64  samples/s: ddpc fp32 300000, tf32 150000, bf16 2000, fp32 timed algorithms "
-          "400000, fp32 nondeterministic 200000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 convs), fp32 "
+         {"TIMING  round 2/3  resnet b64  samples/s: ddpc fp32 300000, tf32 180000, bf16 160000, fp32 timed algorithms "
+          "400000, fp32 nondeterministic 200000, fp32 without CUDA graph 110000; torch eager 50000 (tf32 convs), fp32 "
           "70000, fp32 cudnn.benchmark 45000",
-          "TIMING  median of 3 rounds  mnist b64  samples/s: ddpc fp32 150000, tf32 150000, bf16 2000, fp32 timed "
-          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 2000; torch eager 50000 (tf32 "
-          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) 30000, reduce-overhead 75000",
+          "TIMING  median of 3 rounds  mnist b64  samples/s: ddpc fp32 120000, tf32 180000, bf16 160000, fp32 timed "
+          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 110000; torch eager 50000 (tf32 "
+          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) 60000, reduce-overhead 75000",
           "TIMING  ratios  mnist b64: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
-          "3.33, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
-          "convs), 75000 (compiled reduce-overhead): 2.00, against eager 3.00"}},
-        {"1 fail-reduce-overhead",
-         {"SKIPPED  timing: PyTorch compiled (reduce-overhead)  (torch.compile on mnist.net, batch 64: stub: no CUDA "
-          "graphs)",
-          "TIMING  ratios  resnet b64: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
-          "3.33, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
-          "convs), 50000 (eager): 3.00, against eager 3.00"}},
+          "2.67, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
+          "convs), 75000 (compiled reduce-overhead): 2.40, against eager 3.60",
+          "  conv1_forward(int, const float *)                                          2       15.0      7.50"},
+         "ncu: resnet.net, kernel launches 1001-1300 of 30 steps"},
+        {"2",
+         {"TIMING  ratios  resnet b64: FP32 against the best PyTorch FP32, 55000 (eager FP32): ddpc 3.82, timed "
+          "algorithms 7.27, nondeterministic 3.64; tf32 against the best PyTorch at its defaults (TF32 convs), 75000 "
+          "(compiled reduce-overhead): 2.40, against eager 3.60",
+          "  sgemm_nn                                                                   1        2.5      2.50"},
+         NULL},
+        {"1 fail-compile=reduce-overhead",
+         {"TIMING  ratios  mnist b512: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
+          "2.67, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
+          "convs), 60000 (compiled): 3.00, against eager 3.60"},
+         "SKIPPED  timing: PyTorch compiled (reduce-overhead)  (torch.compile on mnist.net, batch 64: stub: no "
+         "reduce-overhead here)"},
+        {"1 fail-compile=default", /* the one mode's failure ends that mode alone */
+         {"TIMING  median of 1 round  resnet b64  samples/s: ddpc fp32 120000, tf32 180000, bf16 160000, fp32 timed "
+          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 110000; torch eager 50000 (tf32 "
+          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) ?, reduce-overhead 75000"},
+         "SKIPPED  timing: PyTorch compiled (default)"},
         {"1 no-torch",
-         {"SKIPPED  timing: PyTorch  (no python3 with torch, numpy and CUDA here: stub: no torch)",
-          "TIMING  ratios  mnist b512: FP32 against the best PyTorch FP32, ? (none): ddpc ?, timed algorithms ?, "
-          "nondeterministic ?; tf32 against the best PyTorch at its defaults (TF32 convs), ? (none): ?, against eager ?"}},
-        {"3 limit=200", /* each stubbed run 10 s: two nets' runs of round 1, then too little for the third */
-         {"SKIPPED  timing: round 1 from resnet.net, batch 64 on  (out of time (GPU_RUN_SECONDS=200))",
-          "TIMING  median of 1 round  mnist b512  samples/s: ddpc fp32 150000, tf32 150000, bf16 1000, fp32 timed "
-          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 1000; torch eager 50000 (tf32 "
-          "convs), fp32 40000, fp32 cudnn.benchmark 45000; compiled (one run) 30000, reduce-overhead ?",
+         {"TIMING  ratios  mnist b512: FP32 against the best PyTorch FP32, ? (none): ddpc ?, timed algorithms ?, "
+          "nondeterministic ?; tf32 against the best PyTorch at its defaults (TF32 convs), ? (none): ?, against eager ?"},
+         "SKIPPED  timing: PyTorch  (no python3 with torch, numpy and CUDA here: stub: no torch)"},
+        {"3 limit=120", /* each stubbed run 10 s: mnist b64's nine runs, b512's first three, then no time */
+         {"SKIPPED  timing: ddpc mnist.net, batch 512, bench, 2 epochs on the GPU (round 1)  (out of time: run.sh: no "
+          "time left for this step)",
+          "TIMING  ratios  mnist b64: FP32 against the best PyTorch FP32, 45000 (eager FP32 cudnn.benchmark): ddpc "
+          "2.67, timed algorithms 8.89, nondeterministic 4.44; tf32 against the best PyTorch at its defaults (TF32 "
+          "convs), 50000 (eager): 3.60, against eager 3.60",
           "TIMING  median of 0 rounds  resnet b64  samples/s: ddpc fp32 ?, tf32 ?, bf16 ?, fp32 timed algorithms ?, "
           "fp32 nondeterministic ?, fp32 without CUDA graph ?; torch eager ? (tf32 convs), fp32 ?, fp32 cudnn.benchmark "
-          "?; compiled (one run) ?, reduce-overhead ?"}},
+          "?; compiled (one run) ?, reduce-overhead ?"},
+         "SKIPPED  timing: round "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out = timing_stubs(cases[i].args);
         if (!out)
             continue;
         expect_lines(out, cases[i].lines);
+        if (cases[i].counted) {
+            int n = 0;
+            for (const char *at = out; (at = strstr(at, cases[i].counted)); at++)
+                n += at == out || at[-1] == '\n';
+            if (n != 1)
+                fprintf(stderr, "\n%s: %d lines starting '%s', not 1:\n%s", cases[i].args, n, cases[i].counted, out);
+            CU_ASSERT_EQUAL(n, 1);
+        }
         /* a run whose arguments or environment are not its mode's is FAILED */
-        CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, ")); /* skipped: ncu's part too */
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 passed, 0 failed, "));
         free(out);
     }
 }
