@@ -16,8 +16,10 @@
 #   busy machine, where the ranks began their waits tens of milliseconds
 #   apart, another rank then says the launcher ended it ("stopping: the
 #   launcher ended this rank"), or, reading the ranks' whereabouts after the
-#   victim woke and moved on, that every other rank is where it is: reasons
-#   too, naming no rank. There at least one rank must name VICTIM.
+#   victim woke and moved on, that every other rank is where it is (taken
+#   only where the victim itself printed a line: it woke): reasons too,
+#   naming no rank. There at least one rank must name VICTIM, and no error
+#   line of a rank but the victim any other rank.
 # kill: the launcher (ours, or mpirun) ends the run at once, naming VICTIM.
 # Prints the run's output and a verdict line; exits 1 if the verdict fails.
 set -euo pipefail
@@ -66,7 +68,9 @@ else
             if [ -z "$line" ] && grep -q "^prog: rank $r: stopping: the launcher ended this rank" "$d/out.txt"; then
                 continue
             fi
-            echo "$line" | grep -q ": every other rank is in " && continue
+            if echo "$line" | grep -q ": every other rank is in " && grep -q "^prog: rank $victim: " "$d/out.txt"; then
+                continue
+            fi
         fi
         named=$((named + 1))
         if [ "$victim" = 0 ]; then
@@ -84,6 +88,9 @@ else
         [ -z "$(echo "$line" | grep -Eo "rank [0-9]+ (was|is) " | grep -v "rank $victim ")" ] || ok=0
     done
     [ "$named" -ge 1 ] || ok=0
+    # no error line of another rank names a rank but the victim
+    others=$(grep -E "^prog: rank [0-9]+: error:" "$d/out.txt" | grep -v "^prog: rank $victim: " || true)
+    [ -z "$(echo "$others" | grep -Eo "rank [0-9]+ (was|is) " | grep -v "rank $victim ")" ] || ok=0
 fi
 verdict=$([ $ok = 1 ] && echo "named" || echo "NOT NAMED")
 echo "hang_named: $what rank $victim of $ranks under $launch: status $rc after ${took} s: $verdict"

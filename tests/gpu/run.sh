@@ -142,8 +142,10 @@ limit=${GPU_RUN_SECONDS:-330}
 # one; DDP_CUDNN_BENCHMARK or DDP_ALLOW_NONDETERMINISTIC would let separate
 # runs choose other algorithms, which the byte-for-byte checks compare;
 # DDP_SYNC_LAUNCHES or DDP_DEBUG would turn the CUDA graphs off), and so
-# would NVIDIA_TF32_OVERRIDE=0 (every tf32 step an FP32 one).
-for setting in $(compgen -e | grep -E '^(DDP_|NVIDIA_TF32_OVERRIDE$)'); do
+# would NVIDIA_TF32_OVERRIDE=0 (the tf32 and bf16 steps on FP32 math: other
+# algorithms, sums and timings).
+for setting in "${!DDP_@}" NVIDIA_TF32_OVERRIDE; do
+    [ -n "${!setting+set}" ] || continue
     echo "run.sh: $setting unset (was '${!setting}')" >> "$log"
     unset "$setting"
 done

@@ -38,9 +38,9 @@
 #    start-up (ncu_window) of mnist.net and of resnet.net, each at its
 #    default, into OUT/ncu.NAME.csv, with a table of the 15 longest in total.
 #    Caches are left as the step leaves them (--cache-control none): under
-#    ncu's default, which flushes them before each kernel, mnist.net's
-#    kernels summed to 307 us a step in the first H100 run, against the
-#    227 us a step of its samples/s.
+#    ncu's default, which flushes them before each kernel, a step's 36
+#    launches of mnist.net summed to 285 to 287 us in the first H100 run,
+#    against the 227 us a step of its samples/s.
 # 4. Two lines per net: the medians of every figure over the rounds that
 #    gave one, and the ratios of ddpc against the best PyTorch in each
 #    precision: FP32 (the faster of eager FP32 and eager FP32 with
@@ -186,10 +186,11 @@ if [ -z "$ncu_bin" ]; then # the newest of those installed
         [ -x "$c" ] && ncu_bin=$c
     done
 fi
-# Launches to skip and to profile: mnist.net makes about 40 a step and
-# resnet.net over 100 (its batchnorms' kernels and cuDNN's), so each window
-# starts some steps past the start-up (the first steps plan, time and capture)
-# and spans about three steps. mnist's, 301-420, is the first H200 run's.
+# Launches to skip and to profile, past the start-up (the first steps plan,
+# time and capture): mnist.net makes 36 a step (the first H100 run's
+# ncu.csv), so 301-420 is 3 1/3 steps from the ninth on; resnet.net makes
+# more, its batchnorms' kernels and cuDNN's (not yet counted: its first
+# ncu.resnet.csv will say), so its window starts and spans further.
 declare -A ncu_window=([mnist]="300 120" [resnet]="1000 300")
 for name in mnist resnet; do
     if [ -z "$ncu_bin" ]; then

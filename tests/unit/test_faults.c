@@ -120,9 +120,11 @@ static void test_graceful_stop(void)
 
 /* A hang named (tests/fault/hang_named.sh): one of 2 and of 3 ranks
  * stopped (SIGSTOP) or killed (SIGKILL), under --nproc-per-node and the
- * user's mpirun; the others name it, and where it was (under mpirun, which
- * ends the job when the first rank's timeout ends that rank, a rank whose
- * own timeout had not come yet says the launcher ended it instead). */
+ * user's mpirun; the others name it, and where it was. Under mpirun, which
+ * ends the job when the first rank's timeout ends that rank and wakes the
+ * victim to end it, another rank may instead say the launcher ended it, or,
+ * once the victim has spoken, that every other rank is where it is; one
+ * rank at least must name it, and none another rank (the script says why). */
 static void test_hang_named(void)
 {
     if (!ready(1))
