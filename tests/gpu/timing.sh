@@ -66,6 +66,17 @@ torch_run() { # torch_run FILE NAME BATCH [FLAGS...]: bench/torch_train.py, 500 
 number() { if [[ $1 =~ ^[0-9.e+]+$ ]]; then printf '%.0f' "$1"; else printf '?'; fi; }
 ratio() { awk -v d="$1" -v e="$2" 'BEGIN { if (d + 0 > 0 && e + 0 > 0) printf "%.2f", d / e; else printf "?" }'; }
 median() { printf '%s\n' "$@" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# figures ARRAY [PREFIX]: ddpc's six and PyTorch eager's three figures,
+# labelled, from ARRAY[PREFIX MODE] (a round's rates, or the medians)
+figures() {
+    local -n of=$1
+    local p=${2:-}
+    echo "ddpc fp32 $(number "${of[${p}fp32]:-}"), tf32 $(number "${of[${p}tf32]:-}"), bf16 $(number "${of[${p}bf16]:-}")," \
+        "fp32 timed algorithms $(number "${of[${p}bench]:-}"), fp32 nondeterministic $(number "${of[${p}nondet]:-}")," \
+        "fp32 without CUDA graph $(number "${of[${p}nograph]:-}");" \
+        "torch eager $(number "${of[${p}torch_eager]:-}") (tf32 convs), fp32 $(number "${of[${p}torch_fp32]:-}")," \
+        "fp32 cudnn.benchmark $(number "${of[${p}torch_fp32bench]:-}")"
+}
 best() { # best LABEL=RATE...: the fastest as "RATE LABEL"
     local kv top='' label=''
     for kv; do
@@ -118,12 +129,7 @@ for ((round = 1; round <= rounds; round++)); do
                     rates[$at.torch_$t]=$(torch_rate "$file")
             done
         fi
-        say "TIMING  round $round/$rounds  $name b$b  samples/s: ddpc fp32 $(number "${rates[$at.fp32]:-}")," \
-            "tf32 $(number "${rates[$at.tf32]:-}"), bf16 $(number "${rates[$at.bf16]:-}")," \
-            "fp32 timed algorithms $(number "${rates[$at.bench]:-}"), fp32 nondeterministic $(number "${rates[$at.nondet]:-}")," \
-            "fp32 without CUDA graph $(number "${rates[$at.nograph]:-}");" \
-            "torch eager $(number "${rates[$at.torch_eager]:-}") (tf32 convs), fp32 $(number "${rates[$at.torch_fp32]:-}")," \
-            "fp32 cudnn.benchmark $(number "${rates[$at.torch_fp32bench]:-}")"
+        say "TIMING  round $round/$rounds  $name b$b  samples/s: $(figures rates "$at.")"
     done
 done
 
@@ -226,11 +232,7 @@ for nb in "${timings[@]}"; do
     counted=0
     for ((round = 1; round <= rounds; round++)); do [ -z "${rates[$round.$name.$b.fp32]:-}" ] || counted=$((counted + 1)); done
     c=${compiled[$name.$b.default]:-} r=${compiled[$name.$b.reduce-overhead]:-}
-    say "TIMING  median of $counted round$([ "$counted" = 1 ] || echo s)  $name b$b  samples/s:" \
-        "ddpc fp32 $(number "${med[fp32]}"), tf32 $(number "${med[tf32]}"), bf16 $(number "${med[bf16]}")," \
-        "fp32 timed algorithms $(number "${med[bench]}"), fp32 nondeterministic $(number "${med[nondet]}")," \
-        "fp32 without CUDA graph $(number "${med[nograph]}"); torch eager $(number "${med[torch_eager]}") (tf32 convs)," \
-        "fp32 $(number "${med[torch_fp32]}"), fp32 cudnn.benchmark $(number "${med[torch_fp32bench]}");" \
+    say "TIMING  median of $counted round$([ "$counted" = 1 ] || echo s)  $name b$b  samples/s: $(figures med);" \
         "compiled (one run) $(number "$c"), reduce-overhead $(number "$r")"
     fp32_peer=$(best "eager FP32=${med[torch_fp32]}" "eager FP32 cudnn.benchmark=${med[torch_fp32bench]}") ||
         fp32_peer="? none"
