@@ -100,6 +100,13 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .agree = DDP_AGREE_LOCAL,
         .help = "queue each step's kernels and library calls one by one rather than replay a CUDA graph of the "
                 "step made once per batch shape (a CPU build's steps replay their twin of it)"},
+    /* LOCAL: rank 0 alone reads and writes it (trainer.c), the others take
+     * what rank 0 runs; the path may differ from host to host */
+    [DDP_FLAG_CONV_ALGORITHMS] = {"conv-algorithms", KIND_PATH, "FILE", AT(conv_algorithms),
+        .agree = DDP_AGREE_LOCAL,
+        .help = "GPU builds: run the convs' cuDNN algorithms recorded in FILE; where FILE does not exist yet, time "
+                "them at start-up (as DDP_CUDNN_BENCHMARK=1) and record them there, so that every run given FILE "
+                "runs the same fast algorithms and makes the same bytes"},
     [DDP_FLAG_MAX_STEPS] = {"max-steps", KIND_INT, "N", AT(max_steps), .min = 0, .max = INT64_MAX,
         .agree = DDP_AGREE_VALUE,
         .help = "stop at global step N, counted from the start of training"},
@@ -484,7 +491,8 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
                        f->given[DDP_FLAG_TOP] ? "top" : "json");
     /* what would be accepted and then do nothing */
     static const DdpFlagId predict_writes_none[] = {DDP_FLAG_SAVE, DDP_FLAG_RESUME, DDP_FLAG_LOG,
-                                                    DDP_FLAG_TENSORBOARD, DDP_FLAG_EXPORT};
+                                                    DDP_FLAG_TENSORBOARD, DDP_FLAG_EXPORT,
+                                                    DDP_FLAG_CONV_ALGORITHMS};
     for (size_t i = 0; f->predict && i < sizeof predict_writes_none / sizeof predict_writes_none[0]; i++)
         if (f->given[predict_writes_none[i]])
             return DDP_ERR(DDP_BAD_INPUT, "--predict prints its lines and nothing else: leave out --%s",

@@ -31,6 +31,7 @@ typedef enum {
     DDP_FLAG_SEED,
     DDP_FLAG_PRECISION,
     DDP_FLAG_NO_CUDA_GRAPH,
+    DDP_FLAG_CONV_ALGORITHMS,
     DDP_FLAG_MAX_STEPS,
     DDP_FLAG_NO_SHUFFLE,
     DDP_FLAG_EVAL_EVERY,
@@ -98,6 +99,7 @@ typedef struct {
     uint64_t seed;            /* the net's train { seed } unless given */
     DdpPrecision precision;   /* the net's train { precision } unless given */
     int cuda_graph;           /* 0 with --no-cuda-graph: each step's work queued call by call */
+    const char *conv_algorithms; /* --conv-algorithms FILE: cuDNN's, taken or timed and written; or NULL */
     int64_t max_steps;        /* -1: no limit */
     int shuffle;              /* 0 with --no-shuffle */
     int64_t eval_every;       /* steps; 0: at the end of each epoch only */

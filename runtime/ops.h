@@ -163,8 +163,13 @@ size_t ddp_ops_planned_bytes(const DdpOps *ops);
  * processes then take (ddp_ops_conv_choices, ddp_ops_take_conv_choices). */
 DdpStatus ddp_ops_finalize(DdpOps *ops);
 
+/* Before finalize: order cuDNN's algorithms by their timings, as
+ * DDP_CUDNN_BENCHMARK=1 does, for a run that writes them for later runs to
+ * take (conv_choices_file.h). Nothing on CPUs. */
+void ddp_ops_time_algorithms(DdpOps *ops);
+
 /* The convs' algorithms as conv_choices.h's text, where cuDNN's timings
- * chose them (DDP_CUDNN_BENCHMARK=1) or they were taken from another
+ * chose them (DDP_CUDNN_BENCHMARK=1, ddp_ops_time_algorithms) or they were taken from another
  * process (ddp_ops_take_conv_choices): what a checkpoint keeps and rank 0
  * gives the other ranks. "" where the heuristics chose them (every process
  * on the same GPU model and cuDNN chooses alike), and on CPUs. Returns the

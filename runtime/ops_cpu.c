@@ -487,6 +487,11 @@ size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)
     return 0;
 }
 
+void ddp_ops_time_algorithms(DdpOps *ops)
+{
+    (void)ops;
+}
+
 DdpStatus ddp_ops_take_conv_choices(DdpOps *ops, const char *text, int *taken, char *why, size_t why_len)
 {
     (void)ops;

@@ -150,7 +150,7 @@ struct DdpOps {
     float *krsc;            /* an NHWC conv's weights, or their gradient, K x R x S x C/groups; finalize sizes it */
     size_t linear_floats;   /* the largest operand of a planned linear layer */
     int allow_nondeterministic;
-    int benchmark; /* DDP_CUDNN_BENCHMARK: choose by cudnnFind*Ex's timings */
+    int benchmark; /* DDP_CUDNN_BENCHMARK or ddp_ops_time_algorithms: choose by cudnnFind*Ex's timings */
     int choices_kept; /* the convs' algorithms were timed or taken: ddp_ops_conv_choices says them */
 
     ConvPlan *convs;
@@ -573,8 +573,8 @@ static DdpStatus choose_algorithms(DdpOps *ops, ConvPlan *p, int id)
          * room for them costs the timing, not the run */
         timing_buffers_free(&b);
         (void)cudaGetLastError();
-        fprintf(stderr, "warning: DDP_CUDNN_BENCHMARK: no GPU memory to time conv %d's algorithms: "
-                        "cuDNN's heuristics choose them\n", id);
+        fprintf(stderr, "warning: no GPU memory to time conv %d's cuDNN algorithms: cuDNN's heuristics choose "
+                        "them\n", id);
         return choose_algorithms_with(ops, p, id, NULL);
     }
     DdpStatus st = choose_algorithms_with(ops, p, id, &b);
@@ -1129,6 +1129,11 @@ static void choices_origin(DdpConvChoices *c)
 static DdpConvAlgo record_of(const Choice *c)
 {
     return DdpConvAlgo{c->algo, (int)conv_math(c->math), c->deterministic};
+}
+
+void ddp_ops_time_algorithms(DdpOps *ops)
+{
+    ops->benchmark = 1;
 }
 
 size_t ddp_ops_conv_choices(const DdpOps *ops, char *buf, size_t len)

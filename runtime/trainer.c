@@ -61,6 +61,7 @@
 #include "batch_upload.h"  // DdpBatchUpload: host batches to the device on a copy stream of their own
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "conv_choices.h"  // DDP_CONV_CHOICES_TEXT: cuDNN's timed algorithms, kept and shared
+#include "conv_choices_file.h"  // ddp_conv_choices_read_file, _write_file: --conv-algorithms
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
@@ -143,6 +144,11 @@ typedef struct {
      * share_conv_choices, then the ones this process runs, which
      * checkpoints keep */
     char *conv_choices;
+    /* --conv-algorithms FILE's record (DDP_CONV_CHOICES_TEXT bytes), read at
+     * start-up; file_choices_found 0 where FILE holds none yet, which rank 0
+     * then times and writes */
+    char *file_choices;
+    int file_choices_found;
     DdpDataConfig data;     /* the net's data { } block, less crop and flips with --no-augment */
     DdpLoader *loader;      /* NULL with --workers 0, or a resident set */
     int64_t held;           /* the loader's batch whose copy to the device may still run; -1: none */
@@ -353,6 +359,9 @@ static DdpStatus plan_ops(Trainer *t)
 {
     DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
     DDP_CHECK(ddp_ops_set_precision(t->ops, t->cfg.precision));
+    /* the other ranks take what rank 0 times (share_conv_choices) */
+    if (t->flags.conv_algorithms && !t->file_choices_found && t->dist.rank == 0)
+        ddp_ops_time_algorithms(t->ops);
     /* all that a net's plan_ops reads (model.h) */
     DdpCtx planning = {.ops = t->ops, .max_batch = (int)t->cfg.batch};
     return t->net->plan_ops ? t->net->plan_ops(&planning) : DDP_OK;
@@ -785,11 +794,53 @@ static DdpStatus take_conv_choices(Trainer *t, const char *text, const char *own
     return ddp_ops_take_conv_choices(t->ops, text, taken, why, len);
 }
 
-/* cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1), the same on every rank
- * and in every resumed run (conv_choices.h): rank 0 takes those of the
- * checkpoint it resumed from where they apply, then every rank takes what
- * rank 0 runs. Nothing on CPUs, and nothing where the heuristics chose,
- * unless a checkpoint says otherwise. */
+/* --conv-algorithms FILE, on rank 0 once the ranks run the same algorithms:
+ * says whether FILE's were taken (FROM_FILE: they were offered, TAKEN: they
+ * are run, WHY: why not), or writes what this run times where FILE held
+ * none. */
+static DdpStatus keep_conv_algorithms(Trainer *t, int from_file, int taken, const char *why)
+{
+    const char *path = t->flags.conv_algorithms;
+    if (!ddp_device_is_gpu()) {
+        ddp_progress_note(&t->progress, "note: --conv-algorithms: a CPU build runs no cuDNN algorithms; %s is "
+                          "neither taken nor written", path);
+        return DDP_OK;
+    }
+    if (t->file_choices_found) {
+        /* a checkpoint's record offered first: FILE's where they are the same */
+        if (from_file ? taken : strcmp(t->conv_choices, t->file_choices) == 0)
+            ddp_progress_note(&t->progress, "convs: cuDNN's algorithms of --conv-algorithms %s", path);
+        else if (!from_file)
+            ddp_progress_note(&t->progress, "note: --conv-algorithms %s not taken: a resumed run keeps the "
+                              "algorithms of its checkpoint", path);
+        else
+            ddp_progress_note(&t->progress, "note: cuDNN's algorithms of --conv-algorithms %s not taken (%s): this "
+                              "run chose its own, and may sum in another order than the run that wrote them",
+                              path, why);
+        return DDP_OK;
+    }
+    if (!t->conv_choices[0]) {
+        ddp_progress_note(&t->progress, "note: --conv-algorithms %s not written: no record of cuDNN's algorithms to "
+                          "keep (a net without convs, or one with too many)", path);
+        return DDP_OK;
+    }
+    /* the path was checked at start-up; a failure now (a full disk) costs
+     * later runs the record, not this run its training */
+    if (ddp_conv_choices_write_file("conv-algorithms", path, t->conv_choices) != DDP_OK)
+        fprintf(stderr, "%s: warning: %s: the next run given --conv-algorithms %s times its own\n", t->prog,
+                ddp_error_message(), path);
+    else
+        ddp_progress_note(&t->progress, "convs: cuDNN's timed algorithms written to --conv-algorithms %s, for the "
+                          "runs given it to take", path);
+    return DDP_OK;
+}
+
+/* cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1, or --conv-algorithms),
+ * the same on every rank and in every resumed run (conv_choices.h): rank 0
+ * takes those of the checkpoint it resumed from where they apply, else
+ * those of --conv-algorithms FILE, then every rank takes what rank 0 runs.
+ * Nothing on CPUs, and nothing where the heuristics chose, unless a
+ * checkpoint or FILE says otherwise. */
 static DdpStatus share_conv_choices(Trainer *t)
 {
     char *own = malloc(DDP_CONV_CHOICES_TEXT), why[256];
@@ -799,11 +850,12 @@ static DdpStatus share_conv_choices(Trainer *t)
     if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep in "
                           "checkpoints or to give the other ranks: each rank, and a resumed run, times its own");
-    int taken = 1;
+    int taken = 1, from_file = 0;
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) { /* t->conv_choices: the checkpoint's, or "" */
-        st = take_conv_choices(t, t->conv_choices, own, &taken, why, sizeof why);
-        if (st == DDP_OK && !taken && ddp_device_is_gpu())
+        from_file = !t->conv_choices[0] && t->file_choices_found;
+        st = take_conv_choices(t, from_file ? t->file_choices : t->conv_choices, own, &taken, why, sizeof why);
+        if (st == DDP_OK && !taken && !from_file && ddp_device_is_gpu())
             ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms of the checkpoint not taken (%s): this "
                               "run chose its own, and may sum in another order than the run it resumes", why);
         /* after a failure too: the other ranks wait in the broadcast */
@@ -823,6 +875,8 @@ static DdpStatus share_conv_choices(Trainer *t)
     /* what this process runs, for its checkpoints ("" if too long) */
     if (st == DDP_OK && ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         t->conv_choices[0] = '\0';
+    if (st == DDP_OK && t->dist.rank == 0 && t->flags.conv_algorithms)
+        st = keep_conv_algorithms(t, from_file, taken, why);
     free(own);
     return st;
 }
@@ -1368,6 +1422,12 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         DDP_CHECK(ddp_output_in_place_check("log", t->flags.log));
     if (t->flags.save)
         DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
+    if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
+        if (!(t->file_choices = malloc(DDP_CONV_CHOICES_TEXT)))
+            return DDP_ERR(DDP_FAIL, "out of memory");
+        DDP_CHECK(ddp_conv_choices_read_file("conv-algorithms", t->flags.conv_algorithms, t->file_choices,
+                                             DDP_CONV_CHOICES_TEXT, &t->file_choices_found));
+    }
 
     /* Several ranks: started here (the parent only waits for them), or we are one. */
     DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
@@ -1573,6 +1633,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     free(t->eval_ids);
     free(t->augment_scratch);
     free(t->conv_choices);
+    free(t->file_choices);
     ddp_data_free(&t->train);
     ddp_data_free(&t->test);
     DdpStatus tb = ddp_tensorboard_close(t->tb);

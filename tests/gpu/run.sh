@@ -67,7 +67,9 @@
 #   4. checkpoints: stopped at step 30 and resumed to 60, the exported weights
 #      are byte for byte those of 60 steps at once; so are those of a run
 #      whose algorithms cuDNN's timings chose (DDP_CUDNN_BENCHMARK=1),
-#      resumed from its checkpoint at 30 with them; the steps replayed from
+#      resumed from its checkpoint at 30 with them, and so are those of a
+#      run given --conv-algorithms FILE against the run that timed and wrote
+#      FILE; the steps replayed from
 #      their CUDA graphs (mnist past a short last batch, resnet with
 #      --no-sync-every 2) byte for byte those made call by call; the
 #      training set held on the GPU (mnist, fashion_resnet's crops) byte for
@@ -357,8 +359,8 @@ rebuild() {
 }
 relink_helper() {
     local line
+    # shellcheck disable=SC2086 # the recorded words, split as they were written
     line=$(sed "s|@KIT@|$kit|g; s|@OUT@|$work/rebuild/nccl_helper|" "$kit/obj/nccl_helper.link") &&
-        # shellcheck disable=SC2086 # the recorded words
         "$nvcc" $line -L"$links"
 }
 rebuild_all() { # every program and the helper, in parallel; those that build replace the kit's
@@ -637,6 +639,20 @@ DDP_CUDNN_BENCHMARK=1 gpu timed 90 mnist --data "$data" --max-steps 60 --save "$
     cmp "$work/timed.st" "$work/timed.resumed.st" >> "$log" 2>&1
 check "checkpoint: cuDNN's timed algorithms kept and taken again on resuming, byte for byte" $? \
     "$(grep -h "not taken" "$work/timed.resume" 2> /dev/null | head -1); record at 30: ${timed_record:0:120}; $(why timed.resume timed)"
+
+# --conv-algorithms FILE (conv_choices_file.h): a run that finds no FILE
+# times cuDNN's algorithms and writes them there; a later run given FILE,
+# by the heuristics' default otherwise (which may choose other algorithms),
+# takes them, says so, and makes the first run's bytes.
+gpu algos.write 90 mnist --data "$data" --max-steps 60 --conv-algorithms "$work/algos" \
+    --export "$work/algos.written.st" &&
+    grep -q "timed algorithms written to --conv-algorithms" "$work/algos.write" && [ -s "$work/algos" ] &&
+    gpu algos.take 90 mnist --data "$data" --max-steps 60 --conv-algorithms "$work/algos" \
+        --export "$work/algos.taken.st" &&
+    grep -q "convs: cuDNN's algorithms of --conv-algorithms" "$work/algos.take" &&
+    cmp "$work/algos.written.st" "$work/algos.taken.st" >> "$log" 2>&1
+check "--conv-algorithms: timed and written by one run, taken by the next, byte for byte" $? \
+    "$(grep -h "conv-algorithms" "$work/algos.write" "$work/algos.take" 2> /dev/null | head -2 | tr '\n' ' ')$(why algos.take algos.write)"
 
 # The step replayed from its CUDA graph (step_graphs.h: one per batch shape,
 # lr, step and epoch read from device memory) against the same calls made

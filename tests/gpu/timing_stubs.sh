@@ -4,7 +4,7 @@
 # so that tests/unit/test_gpu_kit.c can check its lines (each round's, the
 # medians, the best PyTorch of each precision and the ratios) without a GPU:
 #
-#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-compile=MODE] [no-torch] [limit=SECONDS]
+#   bash tests/gpu/timing_stubs.sh ROUNDS [fail-compile=MODE] [no-torch|torch-timeout] [limit=SECONDS]
 #
 # The made-up rates, per net alike, so that every net's lines are the same,
 # and each mode's its own:
@@ -20,7 +20,8 @@
 # DDP_CUDNN_BENCHMARK and DDP_ALLOW_NONDETERMINISTIC set for their own mode
 # alone; PyTorch's --no-tf32, --cudnn-benchmark and --compile MODE.
 # fail-compile=MODE: torch.compile in MODE (default, reduce-overhead) fails;
-# no-torch: no PyTorch here (torch_probe fails); limit=SECONDS: run.sh's
+# no-torch: no PyTorch here (torch_probe fails); torch-timeout: its probe
+# runs out of time (status 124, as run.sh's step says); limit=SECONDS: run.sh's
 # GPU_RUN_SECONDS, each stubbed run taking 10 s of SECONDS. An ncu is found
 # (a function of that name), and its runs print a CSV of three launches.
 set -u
@@ -32,6 +33,7 @@ for option; do
     case $option in
     fail-compile=*) fail_compile=${option#fail-compile=} ;;
     no-torch) probe_status=1 ;;
+    torch-timeout) probe_status=124 ;;
     limit=*) limit=${option#limit=} ;;
     *) echo "timing_stubs.sh: unknown option '$option'" >&2; exit 2 ;;
     esac

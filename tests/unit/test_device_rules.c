@@ -8,12 +8,14 @@
  */
 #include "channel_split.h" // ddp_plane_lanes, ddp_channel_groups, ddp_group_first
 #include "conv_choices.h"  // ddp_conv_choices_text, _parse
+#include "conv_choices_file.h"  // ddp_conv_choices_read_file, _write_file
 #include "device_rules.h"  // ddp_gpu_choose_device, ddp_math_settings, ddp_conv_choose, ddp_gpu_memory_estimate
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>  // mkdir, mkfifo
 
 /* ---- which GPU ---- */
 
@@ -316,6 +318,98 @@ static void test_conv_choices_text(void)
     }
 }
 
+/* --conv-algorithms FILE (conv_choices_file.h): a record written is read
+ * back as it was, a newline after it or not; nothing there yet, or an empty
+ * file, is "none" where it may be written; what is not a record, not a
+ * regular file, too long or in no directory is refused with status 2,
+ * naming the flag and the path. */
+static void test_conv_choices_file(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-conv-choices-XXXXXX");
+    const char *record = "cudnn=91900|device=NVIDIA H200|workspace=1048576|0:1.3.1,1.3.1,0.3.1,0.3.1,0.3.1,1.3.1";
+    char text[DDP_CONV_CHOICES_TEXT];
+    int found = -1;
+
+    const char *path = test_tmp_path(dir, "algos");
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", path, text, sizeof text, &found), DDP_OK);
+    CU_ASSERT(found == 0 && text[0] == '\0');
+    CU_ASSERT_EQUAL_FATAL(ddp_conv_choices_write_file("conv-algorithms", path, record), DDP_OK);
+    size_t len = 0;
+    char *bytes = test_read_file(path, &len);
+    CU_ASSERT(bytes && len == strlen(record) + 1 && memcmp(bytes, record, len - 1) == 0 && bytes[len - 1] == '\n');
+    free(bytes);
+    CU_ASSERT_EQUAL(test_count_prefixed(dir, "algos.tmp"), 0);
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", path, text, sizeof text, &found), DDP_OK);
+    CU_ASSERT(found == 1);
+    CU_ASSERT_STRING_EQUAL(text, record);
+
+    const char *bare = test_tmp_path(dir, "bare"); /* no newline: as a user may save it */
+    FILE *f = fopen(bare, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(record, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", bare, text, sizeof text, &found), DDP_OK);
+    CU_ASSERT(found == 1);
+    CU_ASSERT_STRING_EQUAL(text, record);
+
+    const char *empty = test_tmp_path(dir, "empty");
+    f = fopen(empty, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fclose(f);
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", empty, text, sizeof text, &found), DDP_OK);
+    CU_ASSERT(found == 0 && text[0] == '\0');
+
+    /* refused: each leaves nothing found and TEXT "" */
+    struct {
+        const char *name, *content, *says;
+    } refused[] = {
+        {"junk", "cudnn=9|device=x\n", "recorded cuDNN algorithms are not readable"},
+        {"two_lines", "cudnn=1|device=x|workspace=0\ncudnn=1|device=x|workspace=0\n", "not readable"},
+        {"nul", NULL, "it holds a NUL byte"},
+        {"long", NULL, "longer than any record"},
+        {"dir", NULL, "not a regular file"},
+        {"fifo", NULL, "not a regular file"},
+        {"none/algos", NULL, "cannot write into"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        const char *p = test_tmp_path(dir, refused[i].name);
+        if (refused[i].content) {
+            f = fopen(p, "w");
+            CU_ASSERT_FATAL(f != NULL);
+            fputs(refused[i].content, f);
+            fclose(f);
+        } else if (strcmp(refused[i].name, "nul") == 0) {
+            f = fopen(p, "w");
+            CU_ASSERT_FATAL(f != NULL);
+            fwrite("cudnn=1|device=x|workspace=0\0|", 1, 31, f);
+            fclose(f);
+        } else if (strcmp(refused[i].name, "long") == 0) {
+            f = fopen(p, "w");
+            CU_ASSERT_FATAL(f != NULL);
+            for (int k = 0; k < DDP_CONV_CHOICES_TEXT; k++)
+                fputc('x', f);
+            fclose(f);
+        } else if (strcmp(refused[i].name, "dir") == 0) {
+            CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+        } else if (strcmp(refused[i].name, "fifo") == 0) {
+            CU_ASSERT_FATAL(mkfifo(p, 0600) == 0); /* refused, not waited on */
+        }
+        strcpy(text, "x");
+        found = -1;
+        CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", p, text, sizeof text, &found), DDP_BAD_INPUT);
+        CU_ASSERT(found == 0 && text[0] == '\0');
+        char start[200];
+        snprintf(start, sizeof start, "--conv-algorithms %s: ", p);
+        if (strncmp(ddp_error_message(), start, strlen(start)) != 0 || !strstr(ddp_error_message(), refused[i].says)) {
+            fprintf(stderr, "\n%s: \"%s\"", refused[i].name, ddp_error_message());
+            CU_FAIL("the message names the flag, the path and what is wrong");
+        }
+    }
+    CU_ASSERT_EQUAL(ddp_conv_choices_write_file("conv-algorithms", test_tmp_path(dir, "dir"), record), DDP_BAD_INPUT);
+    test_remove_tmpdir(dir);
+}
+
 void suite_device_rules(void)
 {
     static const TestCase cases[] = {
@@ -331,6 +425,8 @@ void suite_device_rules(void)
         {"per-channel sums on a GPU: every (sample, pixel) of a channel summed once", test_channel_sum_covers_each_term_once},
         {"per-channel sums on a GPU: blocks per channel and threads per sample", test_channel_sum_shares},
         {"cuDNN's timed algorithms as text: written, read back, malformed lines refused", test_conv_choices_text},
+        {"cuDNN's algorithms in a file (--conv-algorithms): written, read back; none yet; bad files refused",
+         test_conv_choices_file},
         {NULL, NULL},
     };
     test_add_suite("device_rules [gcc, nvcc]", cases);

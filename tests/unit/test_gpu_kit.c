@@ -367,7 +367,8 @@ static void expect_lines(const char *out, const char *const lines[4])
  * with cudnn.benchmark or plain FP32's median; reduce-overhead, compiled
  * or eager), and the ratios; every run's arguments and environment its
  * mode's (the stubs fail a run otherwise); a compile mode failing (one
- * SKIPPED line, the other mode still run); no PyTorch; time running out
+ * SKIPPED line, the other mode still run); no PyTorch, or its probe out of
+ * time (each said as such); time running out
  * (SKIPPED runs, then one line ending the rounds, the medians of the rounds
  * that ran); ncu's table of a CSV. */
 static void test_timing_lines(void)
@@ -410,6 +411,11 @@ static void test_timing_lines(void)
          {"TIMING  ratios  mnist b512: FP32 against the best PyTorch FP32, ? (none): ddpc ?, timed algorithms ?, "
           "nondeterministic ?; tf32 against the best PyTorch at its defaults (TF32 convs), ? (none): ?, against eager ?"},
          "SKIPPED  timing: PyTorch  (no python3 with torch, numpy and CUDA here: stub: no torch)"},
+        {"1 torch-timeout",
+         {"TIMING  median of 1 round  resnet b64  samples/s: ddpc fp32 120000, tf32 180000, bf16 160000, fp32 timed "
+          "algorithms 400000, fp32 nondeterministic 200000, fp32 without CUDA graph 110000; torch eager ? (tf32 "
+          "convs), fp32 ?, fp32 cudnn.benchmark ?; compiled (one run) ?, reduce-overhead ?"},
+         "SKIPPED  timing: PyTorch  (its probe ran out of time: stub: no torch)"},
         {"3 limit=120", /* each stubbed run 10 s: mnist b64's nine runs, b512's first three, then no time */
          {"SKIPPED  timing: ddpc mnist.net, batch 512, bench, 2 epochs on the GPU (round 1)  (out of time: run.sh: no "
           "time left for this step)",

@@ -523,6 +523,48 @@ static void test_bad_flags(void)
     teardown();
 }
 
+/* --conv-algorithms FILE on a CPU build: FILE is checked at start-up like
+ * any input (a bad record, a directory, no such directory: status 2 naming
+ * the flag and the path, before training), then neither taken nor written,
+ * and the run says so; the training is the run's without it. */
+static void test_conv_algorithms_on_cpu(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    const char *bad = tmp_path("bad");
+    harness_write_file(bad, "cudnn=9|device=x\n", 17);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --conv-algorithms %s", data_dir, bad), 2);
+    CU_ASSERT(harness_has(out, "error: --conv-algorithms "));
+    CU_ASSERT(harness_has(out, "bad: the convs' recorded cuDNN algorithms are not readable"));
+    CU_ASSERT(!strstr(out, "epoch 1"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --conv-algorithms %s", data_dir, data_dir), 2);
+    CU_ASSERT(harness_has(out, "data: not a regular file"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --conv-algorithms %s", data_dir,
+                                tmp_path("none/algos")), 2);
+    CU_ASSERT(harness_has(out, "cannot write into"));
+    free(out);
+
+    const char *absent = tmp_path("algos");
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --export %s", data_dir, tmp_path("plain.st")), 0);
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --conv-algorithms %s --export %s", data_dir,
+                                absent, tmp_path("with.st")), 0);
+    CU_ASSERT(harness_has(out, "note: --conv-algorithms: a CPU build runs no cuDNN algorithms; "));
+    CU_ASSERT(harness_has(out, "algos is neither taken nor written"));
+    CU_ASSERT(access(absent, F_OK) != 0);
+    CU_ASSERT(harness_same_tensors(tmp_path("plain.st"), tmp_path("with.st")));
+    free(out);
+    const char *record = "cudnn=91900|device=NVIDIA H200|workspace=0|0:1.3.1,1.3.1,1.3.1,1.3.1,1.3.1,1.3.1\n";
+    harness_write_file(absent, record, strlen(record));
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 2 --conv-algorithms %s", data_dir, absent), 0);
+    CU_ASSERT(harness_has(out, "algos is neither taken nor written"));
+    free(out);
+    teardown();
+}
+
 /* --eval-only with exported weights gives the test accuracy training gave
  * them, a line per class, and the matrix in the log; it needs weights. */
 static void test_eval_only(void)
@@ -676,6 +718,10 @@ static void test_predict(void)
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --log %s", images, w, tmp_path("p.jsonl")), 2);
     CU_ASSERT(harness_has(out, "--predict prints its lines and nothing else: leave out --log"));
     free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --conv-algorithms %s", images, w,
+                                tmp_path("algos")), 2);
+    CU_ASSERT(harness_has(out, "--predict prints its lines and nothing else: leave out --conv-algorithms"));
+    free(out);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --nproc-per-node 2", images, w), 2);
     CU_ASSERT(harness_has(out, "--predict runs on one rank: leave out --nproc-per-node"));
     free(out);
@@ -784,6 +830,7 @@ void suite_trainer(void)
         {"bad --init files and --export paths: status 2, named", test_bad_init},
         {"bad data: missing, wrong image shape, too many classes", test_bad_data},
         {"bad flags: status 2 and the message; --help", test_bad_flags},
+        {"--conv-algorithms on a CPU build: checked at start-up, neither taken nor written", test_conv_algorithms_on_cpu},
         {"--eval-only: training's test accuracy again, a line per class, the matrix in the log", test_eval_only},
         {"--predict: top classes per input, --eval-only's accuracy from them, IDX and NumPy alike; refusals",
          test_predict},
