@@ -1,58 +1,80 @@
 /* conv_choices_file.c: see conv_choices_file.h. */
 #include "conv_choices_file.h"
 #include "conv_choices.h"  // ddp_conv_choices_parse: a record's text checked as it is read
-#include "dirs.h"          // ddp_output_check, ddp_output_open, ddp_output_commit
+#include "dirs.h"          // ddp_output_target, ddp_output_check, ddp_output_open, ddp_output_commit
 
 #include <errno.h>
 #include <fcntl.h>     // open, O_*
 #include <stdio.h>
+#include <stdlib.h>    // free
 #include <string.h>
 #include <sys/stat.h>  // fstat
 #include <unistd.h>    // read, close
 
-DdpStatus ddp_conv_choices_read_file(const char *flag, const char *path, char *text, size_t len, int *found)
+/* Reads the regular file PATH (FLAG's) into TEXT, at most LEN bytes, into *GOT. */
+static DdpStatus read_record(const char *flag, const char *path, char *text, size_t len, size_t *got)
 {
-    *found = 0;
-    if (len)
-        text[0] = '\0';
-    /* O_NONBLOCK: a FIFO must be refused, not waited on for a writer */
+    *got = 0;
+    /* O_NONBLOCK: a FIFO put there since ddp_output_target looked is refused, not waited on */
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return ddp_output_check(flag, path);
     if (fd < 0)
         return DDP_ERR(DDP_BAD_INPUT, "--%s %s: cannot open: %s", flag, path, strerror(errno));
     struct stat sb;
     DdpStatus st = DDP_OK;
-    size_t got = 0;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: not a regular file", flag, path);
-    else if ((size_t)sb.st_size >= len)
+    else if ((size_t)sb.st_size > len)
         st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: %lld bytes, longer than any record of cuDNN's algorithms (at most %zu)",
                      flag, path, (long long)sb.st_size, len - 1);
-    while (st == DDP_OK && got < len - 1) {
-        const ssize_t n = read(fd, text + got, len - 1 - got);
+    while (st == DDP_OK && *got < len) {
+        const ssize_t n = read(fd, text + *got, len - *got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: read error: %s", flag, path, strerror(errno));
         if (n <= 0)
             break;
-        got += (size_t)n;
+        *got += (size_t)n;
     }
     close(fd);
+    return st;
+}
+
+DdpStatus ddp_conv_choices_read_file(const char *flag, const char *path, char *text, size_t len, int *found)
+{
+    *found = 0;
+    text[0] = '\0';
+    /* what it is, links followed, worded as every output's (dirs.h) */
+    char *target = NULL;
+    DDP_CHECK(ddp_output_target(flag, path, &target));
+    struct stat sb;
+    const int exists = stat(target, &sb) == 0;
+    size_t got = 0;
+    DdpStatus st = exists ? read_record(flag, path, text, len, &got) : DDP_OK;
+    free(target);
     if (st != DDP_OK) {
         text[0] = '\0';
         return st;
     }
+    /* a record of LEN - 1 characters is written with its newline: LEN bytes */
+    if (got && text[got - 1] == '\n')
+        got--;
+    if (got == len) {
+        text[0] = '\0';
+        return DDP_ERR(DDP_BAD_INPUT, "--%s %s: %zu bytes, longer than any record of cuDNN's algorithms (at most %zu)",
+                       flag, path, got, len - 1);
+    }
     text[got] = '\0';
-    if (got && text[got - 1] == '\n') /* as written, and as an editor leaves it */
-        text[--got] = '\0';
-    if (got == 0) /* an empty file, made to be filled: as none */
+    if (got == 0) /* nothing there yet, or an empty file made to be filled */
         return ddp_output_check(flag, path);
+    if (strlen(text) != got) {
+        text[0] = '\0';
+        return DDP_ERR(DDP_BAD_INPUT, "--%s %s: not a record of cuDNN's algorithms: it holds a NUL byte", flag, path);
+    }
     DdpConvChoices record;
-    if (strlen(text) != got || ddp_conv_choices_parse(text, &record) != DDP_OK) {
+    if (ddp_conv_choices_parse(text, &record) != DDP_OK) {
         char why[DDP_ERROR_MESSAGE_LEN];
-        snprintf(why, sizeof why, "%s", strlen(text) != got ? "not a record of cuDNN's algorithms: it holds a NUL byte" : ddp_error_message());
+        snprintf(why, sizeof why, "%s", ddp_error_message());
         text[0] = '\0';
         return DDP_ERR(DDP_BAD_INPUT, "--%s %s: %s", flag, path, why);
     }
@@ -71,4 +93,24 @@ DdpStatus ddp_conv_choices_write_file(const char *flag, const char *path, const 
         return DDP_ERR(DDP_FAIL, "--%s %s: cannot write: %s", flag, path, strerror(e));
     }
     return ddp_output_commit(&out);
+}
+
+int ddp_conv_file_times(int found, int eval_only, int rank)
+{
+    return !found && !eval_only && rank == 0;
+}
+
+DdpConvFileAction ddp_conv_file_action(const DdpConvFileRun *run)
+{
+    if (!run->gpu)
+        return DDP_CONV_FILE_CPU;
+    if (run->found) {
+        if (run->offered)
+            return run->taken ? DDP_CONV_FILE_TAKEN : DDP_CONV_FILE_NOT_TAKEN;
+        /* a resumed checkpoint's record ran first: FILE's where they are the same */
+        return run->runs_files ? DDP_CONV_FILE_TAKEN : DDP_CONV_FILE_CHECKPOINT_KEPT;
+    }
+    if (run->eval_only)
+        return DDP_CONV_FILE_EVAL_ONLY;
+    return run->record ? DDP_CONV_FILE_WRITE : DDP_CONV_FILE_NOTHING_TO_WRITE;
 }

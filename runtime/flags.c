@@ -100,8 +100,9 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
         .agree = DDP_AGREE_LOCAL,
         .help = "queue each step's kernels and library calls one by one rather than replay a CUDA graph of the "
                 "step made once per batch shape (a CPU build's steps replay their twin of it)"},
-    /* LOCAL: rank 0 alone reads and writes it (trainer.c), the others take
-     * what rank 0 runs; the path may differ from host to host */
+    /* LOCAL: every rank checks it at start-up, as --log's, but rank 0 alone
+     * takes from it and writes it (trainer.c), the others take what rank 0
+     * runs; the path may differ from host to host */
     [DDP_FLAG_CONV_ALGORITHMS] = {"conv-algorithms", KIND_PATH, "FILE", AT(conv_algorithms),
         .agree = DDP_AGREE_LOCAL,
         .help = "GPU builds: run the convs' cuDNN algorithms recorded in FILE; where FILE does not exist yet, time "

@@ -360,7 +360,7 @@ static DdpStatus plan_ops(Trainer *t)
     DDP_CHECK(ddp_ops_create(&t->ops, t->stream));
     DDP_CHECK(ddp_ops_set_precision(t->ops, t->cfg.precision));
     /* the other ranks take what rank 0 times (share_conv_choices) */
-    if (t->flags.conv_algorithms && !t->file_choices_found && t->dist.rank == 0)
+    if (t->flags.conv_algorithms && ddp_conv_file_times(t->file_choices_found, t->flags.eval_only, t->dist.rank))
         ddp_ops_time_algorithms(t->ops);
     /* all that a net's plan_ops reads (model.h) */
     DdpCtx planning = {.ops = t->ops, .max_batch = (int)t->cfg.batch};
@@ -794,53 +794,61 @@ static DdpStatus take_conv_choices(Trainer *t, const char *text, const char *own
     return ddp_ops_take_conv_choices(t->ops, text, taken, why, len);
 }
 
-/* --conv-algorithms FILE, on rank 0 once the ranks run the same algorithms:
- * says whether FILE's were taken (FROM_FILE: they were offered, TAKEN: they
- * are run, WHY: why not), or writes what this run times where FILE held
- * none. */
-static DdpStatus keep_conv_algorithms(Trainer *t, int from_file, int taken, const char *why)
+/* --conv-algorithms FILE, on rank 0 once the ranks run the same algorithms
+ * (t->conv_choices, "" for the heuristics'): says what became of FILE's
+ * record, or writes this run's where FILE held none (conv_choices_file.h
+ * decides). OFFERED, TAKEN, WHY: whether FILE's record was offered to the
+ * ops, taken, and why not. */
+static void keep_conv_algorithms(Trainer *t, int offered, int taken, const char *why)
 {
     const char *path = t->flags.conv_algorithms;
-    if (!ddp_device_is_gpu()) {
+    const DdpConvFileRun run = {.gpu = ddp_device_is_gpu(), .found = t->file_choices_found,
+                                .eval_only = t->flags.eval_only, .offered = offered, .taken = taken,
+                                .runs_files = strcmp(t->conv_choices, t->file_choices) == 0,
+                                .record = t->conv_choices[0] != '\0'};
+    switch (ddp_conv_file_action(&run)) {
+    case DDP_CONV_FILE_CPU:
         ddp_progress_note(&t->progress, "note: --conv-algorithms: a CPU build runs no cuDNN algorithms; %s is "
                           "neither taken nor written", path);
-        return DDP_OK;
-    }
-    if (t->file_choices_found) {
-        /* a checkpoint's record offered first: FILE's where they are the same */
-        if (from_file ? taken : strcmp(t->conv_choices, t->file_choices) == 0)
-            ddp_progress_note(&t->progress, "convs: cuDNN's algorithms of --conv-algorithms %s", path);
-        else if (!from_file)
-            ddp_progress_note(&t->progress, "note: --conv-algorithms %s not taken: a resumed run keeps the "
-                              "algorithms of its checkpoint", path);
-        else
-            ddp_progress_note(&t->progress, "note: cuDNN's algorithms of --conv-algorithms %s not taken (%s): this "
-                              "run chose its own, and may sum in another order than the run that wrote them",
-                              path, why);
-        return DDP_OK;
-    }
-    if (!t->conv_choices[0]) {
+        return;
+    case DDP_CONV_FILE_TAKEN:
+        ddp_progress_note(&t->progress, "convs: cuDNN's algorithms of --conv-algorithms %s", path);
+        return;
+    case DDP_CONV_FILE_NOT_TAKEN:
+        ddp_progress_note(&t->progress, "note: cuDNN's algorithms of --conv-algorithms %s not taken (%s): this run "
+                          "chose its own, and may sum in another order than the run that wrote them", path, why);
+        return;
+    case DDP_CONV_FILE_CHECKPOINT_KEPT:
+        ddp_progress_note(&t->progress, "note: --conv-algorithms %s not taken: a resumed run keeps the algorithms "
+                          "of its checkpoint", path);
+        return;
+    case DDP_CONV_FILE_NOTHING_TO_WRITE:
         ddp_progress_note(&t->progress, "note: --conv-algorithms %s not written: no record of cuDNN's algorithms to "
                           "keep (a net without convs, or one with too many)", path);
-        return DDP_OK;
+        return;
+    case DDP_CONV_FILE_EVAL_ONLY:
+        ddp_progress_note(&t->progress, "note: --conv-algorithms %s not written: an evaluation times no algorithms "
+                          "(a training run given it times and writes them)", path);
+        return;
+    case DDP_CONV_FILE_WRITE:
+        /* the path was checked at start-up; a failure now (a full disk)
+         * costs later runs the record, not this run its training */
+        if (ddp_conv_choices_write_file("conv-algorithms", path, t->conv_choices) != DDP_OK)
+            fprintf(stderr, "%s: warning: %s: the next run given --conv-algorithms %s times its own\n", t->prog,
+                    ddp_error_message(), path);
+        else
+            ddp_progress_note(&t->progress, "convs: cuDNN's timed algorithms written to --conv-algorithms %s, for "
+                              "the runs given it to take", path);
+        return;
     }
-    /* the path was checked at start-up; a failure now (a full disk) costs
-     * later runs the record, not this run its training */
-    if (ddp_conv_choices_write_file("conv-algorithms", path, t->conv_choices) != DDP_OK)
-        fprintf(stderr, "%s: warning: %s: the next run given --conv-algorithms %s times its own\n", t->prog,
-                ddp_error_message(), path);
-    else
-        ddp_progress_note(&t->progress, "convs: cuDNN's timed algorithms written to --conv-algorithms %s, for the "
-                          "runs given it to take", path);
-    return DDP_OK;
 }
 
 /* cuDNN's timed algorithms (DDP_CUDNN_BENCHMARK=1, or --conv-algorithms),
  * the same on every rank and in every resumed run (conv_choices.h): rank 0
  * takes those of the checkpoint it resumed from where they apply, else
- * those of --conv-algorithms FILE, then every rank takes what rank 0 runs.
- * Nothing on CPUs, and nothing where the heuristics chose, unless a
- * checkpoint or FILE says otherwise. */
+ * those of --conv-algorithms FILE where they apply, then every rank takes
+ * what rank 0 runs. Nothing on CPUs, and nothing where the heuristics
+ * chose, unless a checkpoint or FILE says otherwise. */
 static DdpStatus share_conv_choices(Trainer *t)
 {
     char *own = malloc(DDP_CONV_CHOICES_TEXT), why[256];
@@ -850,14 +858,20 @@ static DdpStatus share_conv_choices(Trainer *t)
     if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep in "
                           "checkpoints or to give the other ranks: each rank, and a resumed run, times its own");
-    int taken = 1, from_file = 0;
+    int taken = 1, offered = 0, resumed_record = 0;
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) { /* t->conv_choices: the checkpoint's, or "" */
-        from_file = !t->conv_choices[0] && t->file_choices_found;
-        st = take_conv_choices(t, from_file ? t->file_choices : t->conv_choices, own, &taken, why, sizeof why);
-        if (st == DDP_OK && !taken && !from_file && ddp_device_is_gpu())
+        resumed_record = t->conv_choices[0] != '\0';
+        st = take_conv_choices(t, t->conv_choices, own, &taken, why, sizeof why);
+        if (st == DDP_OK && !taken && ddp_device_is_gpu())
             ddp_progress_note(&t->progress, "note: cuDNN's timed algorithms of the checkpoint not taken (%s): this "
-                              "run chose its own, and may sum in another order than the run it resumes", why);
+                              "run %s, and may sum in another order than the run it resumes", why,
+                              t->file_choices_found ? "offers those of --conv-algorithms instead" : "chose its own");
+        /* FILE's, where no checkpoint's record runs */
+        if (st == DDP_OK && t->file_choices_found && (!resumed_record || !taken)) {
+            offered = 1;
+            st = take_conv_choices(t, t->file_choices, own, &taken, why, sizeof why);
+        }
         /* after a failure too: the other ranks wait in the broadcast */
         (void)ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT);
     }
@@ -876,7 +890,12 @@ static DdpStatus share_conv_choices(Trainer *t)
     if (st == DDP_OK && ddp_ops_conv_choices(t->ops, t->conv_choices, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         t->conv_choices[0] = '\0';
     if (st == DDP_OK && t->dist.rank == 0 && t->flags.conv_algorithms)
-        st = keep_conv_algorithms(t, from_file, taken, why);
+        keep_conv_algorithms(t, offered, taken, why);
+    /* a checkpoint of the heuristics' algorithms, continued with others */
+    if (st == DDP_OK && t->dist.rank == 0 && t->flags.resume && !resumed_record && t->conv_choices[0] &&
+        ddp_device_is_gpu())
+        ddp_progress_note(&t->progress, "note: the checkpoint's run took cuDNN's heuristics' algorithms and this run "
+                          "runs others (--conv-algorithms, DDP_CUDNN_BENCHMARK): it sums in another order from here");
     free(own);
     return st;
 }

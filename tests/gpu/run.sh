@@ -643,13 +643,18 @@ check "checkpoint: cuDNN's timed algorithms kept and taken again on resuming, by
 # --conv-algorithms FILE (conv_choices_file.h): a run that finds no FILE
 # times cuDNN's algorithms and writes them there; a later run given FILE,
 # by the heuristics' default otherwise (which may choose other algorithms),
-# takes them, says so, and makes the first run's bytes.
+# takes them (its checkpoint keeps FILE's record, word for word), says so,
+# and makes the first run's bytes.
+algos_record=
 gpu algos.write 90 mnist --data "$data" --max-steps 60 --conv-algorithms "$work/algos" \
     --export "$work/algos.written.st" &&
     grep -q "timed algorithms written to --conv-algorithms" "$work/algos.write" && [ -s "$work/algos" ] &&
     gpu algos.take 90 mnist --data "$data" --max-steps 60 --conv-algorithms "$work/algos" \
-        --export "$work/algos.taken.st" &&
+        --save "$work/cka" --save-every 60 --export "$work/algos.taken.st" &&
     grep -q "convs: cuDNN's algorithms of --conv-algorithms" "$work/algos.take" &&
+    algos_record=$(conv_choices_of "$work/cka/checkpoint-mnist-000000060.safetensors" |
+        sed 's/^"conv_choices": *"//; s/"$//') &&
+    [ -n "$algos_record" ] && [ "$algos_record" = "$(cat "$work/algos")" ] &&
     cmp "$work/algos.written.st" "$work/algos.taken.st" >> "$log" 2>&1
 check "--conv-algorithms: timed and written by one run, taken by the next, byte for byte" $? \
     "$(grep -h "conv-algorithms" "$work/algos.write" "$work/algos.take" 2> /dev/null | head -2 | tr '\n' ' ')$(why algos.take algos.write)"

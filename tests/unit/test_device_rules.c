@@ -407,7 +407,79 @@ static void test_conv_choices_file(void)
         }
     }
     CU_ASSERT_EQUAL(ddp_conv_choices_write_file("conv-algorithms", test_tmp_path(dir, "dir"), record), DDP_BAD_INPUT);
+
+    /* the longest record a run keeps (DDP_CONV_CHOICES_TEXT - 1 characters)
+     * is written with its newline, a byte more, and read back; one byte more
+     * is refused */
+    char *longest = malloc(DDP_CONV_CHOICES_TEXT);
+    CU_ASSERT_FATAL(longest != NULL);
+    const size_t most = DDP_CONV_CHOICES_TEXT - 1, frame = strlen("cudnn=1|device=|workspace=0");
+    size_t used = 0;
+    char convs[DDP_CONV_CHOICES_TEXT];
+    for (int id = 0;; id++) {
+        char one[64];
+        const int n = snprintf(one, sizeof one, "|%d:1.3.1,1.3.1,1.3.1,0.3.1,0.3.1,0.3.1", id);
+        if (frame + used + (size_t)n > most)
+            break;
+        memcpy(convs + used, one, (size_t)n);
+        used += (size_t)n;
+    }
+    convs[used] = '\0';
+    const size_t pad = most - frame - used; /* the GPU's name fills the rest */
+    CU_ASSERT_FATAL(pad < 200);
+    size_t at = (size_t)sprintf(longest, "cudnn=1|device=");
+    memset(longest + at, 'x', pad);
+    at += pad;
+    memcpy(longest + at, "|workspace=0", 12);
+    memcpy(longest + at + 12, convs, used + 1);
+    CU_ASSERT_EQUAL_FATAL(strlen(longest), most);
+    const char *big = test_tmp_path(dir, "longest");
+    CU_ASSERT_EQUAL(ddp_conv_choices_write_file("conv-algorithms", big, longest), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", big, text, sizeof text, &found), DDP_OK);
+    CU_ASSERT(found == 1 && strcmp(text, longest) == 0);
+    f = fopen(big, "a");
+    CU_ASSERT_FATAL(f != NULL);
+    fputc('\n', f);
+    fclose(f);
+    CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", big, text, sizeof text, &found), DDP_BAD_INPUT);
+    CU_ASSERT(found == 0 && text[0] == '\0');
+    free(longest);
     test_remove_tmpdir(dir);
+}
+
+/* What a run does about --conv-algorithms FILE (conv_choices_file.h), every
+ * case: who times (a training run's rank 0 where FILE holds no record); what
+ * rank 0 then does and says, FILE's record taken or not, a resumed
+ * checkpoint's kept, a record written, none to write, an evaluation, a CPU. */
+static void test_conv_file_decisions(void)
+{
+    CU_ASSERT(ddp_conv_file_times(0, 0, 0));
+    CU_ASSERT(!ddp_conv_file_times(1, 0, 0)); /* FILE's record is taken instead */
+    CU_ASSERT(!ddp_conv_file_times(0, 1, 0)); /* an evaluation */
+    CU_ASSERT(!ddp_conv_file_times(0, 0, 1)); /* rank 1 takes rank 0's */
+
+    static const struct {
+        DdpConvFileRun run;
+        DdpConvFileAction want;
+    } cases[] = {
+        {{.gpu = 0, .found = 1, .offered = 1, .taken = 0}, DDP_CONV_FILE_CPU},
+        {{.gpu = 0, .found = 0, .record = 0}, DDP_CONV_FILE_CPU},
+        {{.gpu = 1, .found = 1, .offered = 1, .taken = 1, .runs_files = 1}, DDP_CONV_FILE_TAKEN},
+        {{.gpu = 1, .found = 1, .offered = 1, .taken = 0, .record = 1}, DDP_CONV_FILE_NOT_TAKEN},
+        {{.gpu = 1, .found = 1, .offered = 1, .taken = 0, .eval_only = 1}, DDP_CONV_FILE_NOT_TAKEN},
+        {{.gpu = 1, .found = 1, .offered = 0, .taken = 1, .runs_files = 0, .record = 1}, DDP_CONV_FILE_CHECKPOINT_KEPT},
+        {{.gpu = 1, .found = 1, .offered = 0, .taken = 1, .runs_files = 1, .record = 1}, DDP_CONV_FILE_TAKEN},
+        {{.gpu = 1, .found = 0, .record = 1}, DDP_CONV_FILE_WRITE},
+        {{.gpu = 1, .found = 0, .record = 0}, DDP_CONV_FILE_NOTHING_TO_WRITE},
+        {{.gpu = 1, .found = 0, .eval_only = 1, .record = 1}, DDP_CONV_FILE_EVAL_ONLY},
+        {{.gpu = 1, .found = 0, .eval_only = 1, .record = 0}, DDP_CONV_FILE_EVAL_ONLY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const DdpConvFileAction got = ddp_conv_file_action(&cases[i].run);
+        if (got != cases[i].want)
+            fprintf(stderr, "\ncase %zu: action %d, not %d", i, (int)got, (int)cases[i].want);
+        CU_ASSERT_EQUAL(got, cases[i].want);
+    }
 }
 
 void suite_device_rules(void)
@@ -427,6 +499,7 @@ void suite_device_rules(void)
         {"cuDNN's timed algorithms as text: written, read back, malformed lines refused", test_conv_choices_text},
         {"cuDNN's algorithms in a file (--conv-algorithms): written, read back; none yet; bad files refused",
          test_conv_choices_file},
+        {"--conv-algorithms: who times, and what rank 0 does about FILE, in every case", test_conv_file_decisions},
         {NULL, NULL},
     };
     test_add_suite("device_rules [gcc, nvcc]", cases);
