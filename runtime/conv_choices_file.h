@@ -40,7 +40,8 @@ DdpStatus ddp_conv_choices_write_file(const char *flag, const char *path, const 
 /* Whether a run given FILE times cuDNN's algorithms itself: a training run's
  * rank 0 (the other ranks take rank 0's) where FILE holds no record yet. An
  * evaluation neither times nor writes: its batch is not training's, whose
- * workspace the record sizes. */
+ * workspace the record sizes. Asked before a resumed checkpoint is read, so
+ * a resumed run times even where it then takes the checkpoint's record. */
 int ddp_conv_file_times(int found, int eval_only, int rank);
 
 /* Where rank 0 stands once the ranks agree on their algorithms. */

@@ -61,7 +61,7 @@
 #include "batch_upload.h"  // DdpBatchUpload: host batches to the device on a copy stream of their own
 #include "checkpoint.h"  // ddp_checkpoint_save, _load, _latest: --save, --resume
 #include "conv_choices.h"  // DDP_CONV_CHOICES_TEXT: cuDNN's timed algorithms, kept and shared
-#include "conv_choices_file.h"  // ddp_conv_choices_read_file, _write_file: --conv-algorithms
+#include "conv_choices_file.h"  // --conv-algorithms: ddp_conv_choices_read_file, _write_file, ddp_conv_file_*
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
 #include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
@@ -827,8 +827,8 @@ static void keep_conv_algorithms(Trainer *t, int offered, int taken, const char 
                           "keep (a net without convs, or one with too many)", path);
         return;
     case DDP_CONV_FILE_EVAL_ONLY:
-        ddp_progress_note(&t->progress, "note: --conv-algorithms %s not written: an evaluation times no algorithms "
-                          "(a training run given it times and writes them)", path);
+        ddp_progress_note(&t->progress, "note: --conv-algorithms %s not written: an evaluation writes no record "
+                          "(a training run given it times and writes one)", path);
         return;
     case DDP_CONV_FILE_WRITE:
         /* the path was checked at start-up; a failure now (a full disk)
@@ -857,7 +857,7 @@ static DdpStatus share_conv_choices(Trainer *t)
     /* a record too long to keep: a resumed run times again, and is told */
     if (ddp_ops_conv_choices(t->ops, own, DDP_CONV_CHOICES_TEXT) >= DDP_CONV_CHOICES_TEXT)
         ddp_progress_note(&t->progress, "note: the convs' timed cuDNN algorithms are too many to keep in "
-                          "checkpoints or to give the other ranks: each rank, and a resumed run, times its own");
+                          "checkpoints or to give the other ranks: each rank, and a resumed run, chooses its own");
     int taken = 1, offered = 0, resumed_record = 0;
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) { /* t->conv_choices: the checkpoint's, or "" */
@@ -891,11 +891,13 @@ static DdpStatus share_conv_choices(Trainer *t)
         t->conv_choices[0] = '\0';
     if (st == DDP_OK && t->dist.rank == 0 && t->flags.conv_algorithms)
         keep_conv_algorithms(t, offered, taken, why);
-    /* a checkpoint of the heuristics' algorithms, continued with others */
-    if (st == DDP_OK && t->dist.rank == 0 && t->flags.resume && !resumed_record && t->conv_choices[0] &&
+    /* a checkpoint of the heuristics' algorithms, continued with others
+     * (saved_path: a checkpoint was loaded; a bare --resume may find none) */
+    if (st == DDP_OK && t->dist.rank == 0 && t->saved_path[0] && !resumed_record && t->conv_choices[0] &&
         ddp_device_is_gpu())
-        ddp_progress_note(&t->progress, "note: the checkpoint's run took cuDNN's heuristics' algorithms and this run "
-                          "runs others (--conv-algorithms, DDP_CUDNN_BENCHMARK): it sums in another order from here");
+        ddp_progress_note(&t->progress, "note: the checkpoint keeps no record of cuDNN's algorithms (its run took "
+                          "the heuristics') and this run runs others (--conv-algorithms, DDP_CUDNN_BENCHMARK): it "
+                          "sums in another order from here");
     free(own);
     return st;
 }

@@ -69,11 +69,10 @@
 #      whose algorithms cuDNN's timings chose (DDP_CUDNN_BENCHMARK=1),
 #      resumed from its checkpoint at 30 with them, and so are those of a
 #      run given --conv-algorithms FILE against the run that timed and wrote
-#      FILE; the steps replayed from
-#      their CUDA graphs (mnist past a short last batch, resnet with
-#      --no-sync-every 2) byte for byte those made call by call; the
-#      training set held on the GPU (mnist, fashion_resnet's crops) byte for
-#      byte the batches copied from the host;
+#      FILE; the steps replayed from their CUDA graphs (mnist past a short
+#      last batch, resnet with --no-sync-every 2) byte for byte those made
+#      call by call; the training set held on the GPU (mnist,
+#      fashion_resnet's crops) byte for byte the batches copied from the host;
 #   5. the data { } block on the GPU: fashion_resnet.net's crops, flips and
 #      normalize made on the GPU of the raw bytes (DDP_AUGMENT_ON=device, the
 #      default) and by the host's loader (DDP_AUGMENT_ON=host): 3 steps, the
