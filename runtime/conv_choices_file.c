@@ -11,22 +11,25 @@
 #include <sys/stat.h>  // fstat
 #include <unistd.h>    // read, close
 
-/* Reads the regular file PATH (FLAG's) into TEXT, at most LEN bytes, into *GOT. */
-static DdpStatus read_record(const char *flag, const char *path, char *text, size_t len, size_t *got)
+/* Reads FLAG's PATH (TARGET: the file its links lead to) into TEXT (LEN
+ * bytes), NUL-terminated without the newline after the record, and its
+ * length into *GOT: 0 where TARGET does not exist. A record of LEN - 1
+ * characters is written with its newline, LEN bytes; more is too long. */
+static DdpStatus read_record(const char *flag, const char *path, const char *target, char *text, size_t len,
+                             size_t *got)
 {
     *got = 0;
     /* O_NONBLOCK: a FIFO put there since ddp_output_target looked is refused, not waited on */
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int fd = open(target, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return DDP_OK;
     if (fd < 0)
         return DDP_ERR(DDP_BAD_INPUT, "--%s %s: cannot open: %s", flag, path, strerror(errno));
     struct stat sb;
     DdpStatus st = DDP_OK;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: not a regular file", flag, path);
-    else if ((size_t)sb.st_size > len)
-        st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: %lld bytes, longer than any record of cuDNN's algorithms (at most %zu)",
-                     flag, path, (long long)sb.st_size, len - 1);
-    while (st == DDP_OK && *got < len) {
+    while (st == DDP_OK && (size_t)sb.st_size <= len && *got < len) {
         const ssize_t n = read(fd, text + *got, len - *got);
         if (n < 0 && errno == EINTR)
             continue;
@@ -37,6 +40,14 @@ static DdpStatus read_record(const char *flag, const char *path, char *text, siz
         *got += (size_t)n;
     }
     close(fd);
+    if (st == DDP_OK && *got && text[*got - 1] == '\n')
+        --*got;
+    if (st == DDP_OK && ((size_t)sb.st_size > len || *got == len))
+        st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: %lld bytes, longer than any record of cuDNN's algorithms (at most %zu)",
+                     flag, path, (long long)sb.st_size, len - 1);
+    if (st != DDP_OK)
+        *got = 0;
+    text[*got] = '\0';
     return st;
 }
 
@@ -47,24 +58,11 @@ DdpStatus ddp_conv_choices_read_file(const char *flag, const char *path, char *t
     /* what it is, links followed, worded as every output's (dirs.h) */
     char *target = NULL;
     DDP_CHECK(ddp_output_target(flag, path, &target));
-    struct stat sb;
-    const int exists = stat(target, &sb) == 0;
     size_t got = 0;
-    DdpStatus st = exists ? read_record(flag, path, text, len, &got) : DDP_OK;
+    const DdpStatus st = read_record(flag, path, target, text, len, &got);
     free(target);
-    if (st != DDP_OK) {
-        text[0] = '\0';
+    if (st != DDP_OK)
         return st;
-    }
-    /* a record of LEN - 1 characters is written with its newline: LEN bytes */
-    if (got && text[got - 1] == '\n')
-        got--;
-    if (got == len) {
-        text[0] = '\0';
-        return DDP_ERR(DDP_BAD_INPUT, "--%s %s: %zu bytes, longer than any record of cuDNN's algorithms (at most %zu)",
-                       flag, path, got, len - 1);
-    }
-    text[got] = '\0';
     if (got == 0) /* nothing there yet, or an empty file made to be filled */
         return ddp_output_check(flag, path);
     if (strlen(text) != got) {

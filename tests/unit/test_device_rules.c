@@ -11,6 +11,7 @@
 #include "conv_choices_file.h"  // ddp_conv_choices_read_file, _write_file
 #include "device_rules.h"  // ddp_gpu_choose_device, ddp_math_settings, ddp_conv_choose, ddp_gpu_memory_estimate
 #include "testutil.h"
+#include "trainer_harness.h"  // harness_write_file
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,56 +346,38 @@ static void test_conv_choices_file(void)
     CU_ASSERT_STRING_EQUAL(text, record);
 
     const char *bare = test_tmp_path(dir, "bare"); /* no newline: as a user may save it */
-    FILE *f = fopen(bare, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs(record, f);
-    fclose(f);
+    harness_write_file(bare, record, strlen(record));
     CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", bare, text, sizeof text, &found), DDP_OK);
     CU_ASSERT(found == 1);
     CU_ASSERT_STRING_EQUAL(text, record);
 
     const char *empty = test_tmp_path(dir, "empty");
-    f = fopen(empty, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fclose(f);
+    harness_write_file(empty, "", 0);
     CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", empty, text, sizeof text, &found), DDP_OK);
     CU_ASSERT(found == 0 && text[0] == '\0');
 
     /* refused: each leaves nothing found and TEXT "" */
+    static char xs[DDP_CONV_CHOICES_TEXT];
+    memset(xs, 'x', sizeof xs);
     struct {
-        const char *name, *content, *says;
+        const char *name, *content;
+        size_t bytes; /* of content; without content the path is the directory or FIFO made below, or nothing */
+        const char *says;
     } refused[] = {
-        {"junk", "cudnn=9|device=x\n", "recorded cuDNN algorithms are not readable"},
-        {"two_lines", "cudnn=1|device=x|workspace=0\ncudnn=1|device=x|workspace=0\n", "not readable"},
-        {"nul", NULL, "it holds a NUL byte"},
-        {"long", NULL, "longer than any record"},
-        {"dir", NULL, "not a regular file"},
-        {"fifo", NULL, "not a regular file"},
-        {"none/algos", NULL, "cannot write into"},
+        {"junk", "cudnn=9|device=x\n", 17, "recorded cuDNN algorithms are not readable"},
+        {"two_lines", "cudnn=1|device=x|workspace=0\ncudnn=1|device=x|workspace=0\n", 58, "not readable"},
+        {"nul", "cudnn=1|device=x|workspace=0\0|", 31, "it holds a NUL byte"},
+        {"long", xs, sizeof xs, "longer than any record"},
+        {"dir", NULL, 0, "not a regular file"},
+        {"fifo", NULL, 0, "not a regular file"},
+        {"none/algos", NULL, 0, "cannot write into"},
     };
+    CU_ASSERT_FATAL(mkdir(test_tmp_path(dir, "dir"), 0755) == 0);
+    CU_ASSERT_FATAL(mkfifo(test_tmp_path(dir, "fifo"), 0600) == 0); /* refused, not waited on */
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         const char *p = test_tmp_path(dir, refused[i].name);
-        if (refused[i].content) {
-            f = fopen(p, "w");
-            CU_ASSERT_FATAL(f != NULL);
-            fputs(refused[i].content, f);
-            fclose(f);
-        } else if (strcmp(refused[i].name, "nul") == 0) {
-            f = fopen(p, "w");
-            CU_ASSERT_FATAL(f != NULL);
-            fwrite("cudnn=1|device=x|workspace=0\0|", 1, 31, f);
-            fclose(f);
-        } else if (strcmp(refused[i].name, "long") == 0) {
-            f = fopen(p, "w");
-            CU_ASSERT_FATAL(f != NULL);
-            for (int k = 0; k < DDP_CONV_CHOICES_TEXT; k++)
-                fputc('x', f);
-            fclose(f);
-        } else if (strcmp(refused[i].name, "dir") == 0) {
-            CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-        } else if (strcmp(refused[i].name, "fifo") == 0) {
-            CU_ASSERT_FATAL(mkfifo(p, 0600) == 0); /* refused, not waited on */
-        }
+        if (refused[i].content)
+            harness_write_file(p, refused[i].content, refused[i].bytes);
         strcpy(text, "x");
         found = -1;
         CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", p, text, sizeof text, &found), DDP_BAD_INPUT);
@@ -437,7 +420,7 @@ static void test_conv_choices_file(void)
     CU_ASSERT_EQUAL(ddp_conv_choices_write_file("conv-algorithms", big, longest), DDP_OK);
     CU_ASSERT_EQUAL(ddp_conv_choices_read_file("conv-algorithms", big, text, sizeof text, &found), DDP_OK);
     CU_ASSERT(found == 1 && strcmp(text, longest) == 0);
-    f = fopen(big, "a");
+    FILE *f = fopen(big, "a");
     CU_ASSERT_FATAL(f != NULL);
     fputc('\n', f);
     fclose(f);
