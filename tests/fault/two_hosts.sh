@@ -20,12 +20,17 @@
 #                (runtime/store*.c) on tcp://10.231.N.1:PORT in A, rank 1 in B
 #                gets the 128-byte "nccl_id" from it, as a GPU build does.
 #   cut          a long training run, and a store pair waiting on keys nobody
-#                sets; once rank 0 has reported step 20, B's end of the veth
-#                goes down. Rank 0 of the training must exit 1 saying which
-#                collective did not finish, within --timeout (+5 s); rank 1
-#                likewise. The store's rank 1 must fail naming the store,
-#                within its timeout plus the client's 5 s grace (store.c,
-#                REPLY_GRACE_S: the server's own TIMEOUT reply cannot arrive).
+#                sets; once rank 0's progress line (DDP_PROGRESS_TTY=1) shows
+#                step 20, B's end of the veth goes down. Rank 0 of the
+#                training must exit 1 saying which collective did not finish,
+#                within --timeout (+5 s); rank 1 likewise. The run evaluates
+#                only at its epoch's end, 1,875 steps of 16 samples a rank
+#                away, so that the cut finds both ranks stepping: a rank cut
+#                off while it evaluates meets its first collective only after
+#                the evaluation, and its --timeout starts there. The store's
+#                rank 1 must fail naming the store, within its timeout plus
+#                the client's 5 s grace (store.c, REPLY_GRACE_S: the server's
+#                own TIMEOUT reply cannot arrive).
 #                Whether mpirun then ends by itself is reported, not checked:
 #                it cannot reach the daemon in B to stop the job, and with
 #                Open MPI's default OOB keepalive (300 s) it waits; the test
@@ -197,11 +202,11 @@ else
 fi
 
 # ---- the link cut --------------------------------------------------------------------
-mpi_run $((train_timeout + 40)) "$d/rank.sh" "$d" cut.rank "$d/mnist" "${data_flag[@]}" --max-steps 1000000 \
-    --eval-every 20 --timeout "$train_timeout" > "$d/cut.mpirun.txt" 2>&1 &
+mpi_run $((train_timeout + 40)) -x DDP_PROGRESS_TTY=1 "$d/rank.sh" "$d" cut.rank "$d/mnist" "${data_flag[@]}" \
+    --max-steps 1000000 --batch-size 16 --timeout "$train_timeout" > "$d/cut.mpirun.txt" 2>&1 &
 mp=$!
 ready=1
-until_file "$d/cut.rank0.log" "step 20 " 40 || ready=0
+until_file "$d/cut.rank0.log" "\] ([2-9][0-9]|[0-9]{3,})/" 40 || ready=0 # "epoch 1/10 [###...] 20/1875"
 # the store pair once training runs, so that its wait starts just before the cut
 ip netns exec "$A" "$d/rank.sh" "$d" store.rank0 "$d/store_peer" 0 "tcp://$ipA:$((port + 1))" "$store_timeout" cut &
 ip netns exec "$B" "$d/rank.sh" "$d" store.rank1 "$d/store_peer" 1 "tcp://$ipA:$((port + 1))" "$store_timeout" cut &
@@ -216,7 +221,7 @@ else
     sleep 0.3 # rank 1's GET on its way to the server
     t0=$(now)
     ip -n "$B" link set veth1 down
-    info "link cut at step $(said "$d/cut.rank0.log" "step [0-9]+ " | awk '{print $2}') of training: ip -n $B link set veth1 down"
+    info "link cut at step $(said "$d/cut.rank0.log" "\] [0-9]+/" | sed 's|.*\] \([0-9]*\)/.*|\1|') of training (or a little after): ip -n $B link set veth1 down"
     limit=$((train_timeout + 5)) slimit=$((store_timeout + store_grace + 3))
     end=$(($(date +%s) + train_timeout + 15))
     while [ "$(date +%s)" -le $end ]; do
