@@ -79,18 +79,17 @@
 #      same bytes, and --eval-only's test loss the same; (after the
 #      channels-last checks) the start-up memory check's estimate covers
 #      what each run that says so took of the GPU;
-#   6. where python3 has torch with CUDA (and numpy), the same net in PyTorch
-#      on the same GPU, for samples/s beside ddpc's (PYTHON: another python);
-#   7. (after every other net's step) timing, for information
+#   6. (after every other net's step) timing, for information
 #      (tests/gpu/timing.sh says what): ddpc six ways (FP32, tf32, bf16,
 #      timed algorithms, nondeterministic ones allowed, no CUDA graph)
-#      against PyTorch eager three ways and torch.compile two, for mnist.net
-#      at batch 64 and 512 and resnet.net at 64, in N interleaved rounds
-#      (--rounds N, default 1), a TIMING line per net and round and one of
+#      against PyTorch on the same GPU, where python3 has torch with CUDA
+#      and numpy (PYTHON: another python), eager three ways and
+#      torch.compile two, for mnist.net at batch 64 and 512 and resnet.net
+#      at 64, in N interleaved rounds (--rounds N, default 1), a TIMING line per net and round and one of
 #      the medians and ratios (only a program that fails is FAILED, never a
 #      speed); where ncu is found, the kernel times of a window of mnist's
 #      and of resnet's launches, into OUT/ncu.NAME.csv. --timing-only times
-#      without the checks 1-6 (the kit's and the libraries' checks still
+#      without the checks 1-5 (the kit's and the libraries' checks still
 #      come first).
 #
 # --dry-run does all that needs no GPU: the kit is there, built from these
@@ -111,7 +110,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
-kit=$root/.gpu out='' dry=0 timing_only=0 rounds=1 probe='' # probe: torch_probe's status, once run
+kit=$root/.gpu out='' dry=0 timing_only=0 rounds=1
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
@@ -741,18 +740,6 @@ loss_device=$(grep -o '"test_loss": [^,]*' "$work/eval.device.jsonl" 2> /dev/nul
 [ -n "$loss_host" ] && [ "$loss_host" = "$loss_device" ]
 check "fashion_resnet.net: --eval-only, input made on the GPU = on the host" $? \
     "host ${loss_host:-?}, device ${loss_device:-?}; $(why eval.device eval.host)"
-
-torch_probe
-probe=$?
-if [ "$probe" = 0 ]; then
-    step torch 120 env LD_LIBRARY_PATH="$own_library_path" "$py" bench/torch_train.py \
-        --module "$kit/torch/mnist.py" --device cuda --steps 500 --data "$data"
-    check "PyTorch on the same GPU (mnist.net)" $? "$(tail -1 "$work/torch"); ddpc ${rate:-?} samples/s"
-elif [ "$probe" = 124 ]; then
-    check "PyTorch on the same GPU" 1 "out of time"
-else
-    skip "PyTorch on the same GPU" "no python3 with torch, numpy and CUDA here: $(why torch.probe)"
-fi
 
 # The remaining nets' steps last: the issue's other checks come first, should time run out.
 for name in "${nets[@]}"; do [ "$name" = mnist ] || compare_net "$name"; done

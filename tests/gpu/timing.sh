@@ -1,9 +1,8 @@
 # shellcheck shell=bash disable=SC2154 # run.sh sets work, kit, data, py, ...
-# tests/gpu/timing.sh: run.sh's part 7, timing for information (issue 15).
+# tests/gpu/timing.sh: run.sh's part 6, timing for information (issue 15).
 # Sourced by run.sh (after its checks, or alone with --timing-only), never
 # run by itself. From run.sh it takes kit, work, out, data, py,
-# own_library_path, nvcc, prog, rounds, limit, probe (torch_probe's status
-# where the checks ran it, else empty) and the helpers step, gpu, check,
+# own_library_path, nvcc, prog, rounds, limit and the helpers step, gpu, check,
 # say, skip, why, rate_of and torch_probe (tests/gpu/timing_stubs.sh
 # stands in for all of them to test this file without a GPU). No test
 # asserts a wall-clock time: a program that fails is FAILED, one out of time
@@ -93,7 +92,8 @@ declare -A mode_flags=([fp32]='' [tf32]="--precision tf32" [bf16]="--precision b
 torch_modes=(eager fp32 fp32bench)
 declare -A torch_flags=([eager]='' [fp32]=--no-tf32 [fp32bench]="--no-tf32 --cudnn-benchmark")
 declare -A rates=() # rates[ROUND.NAME.BATCH.MODE], ddpc's modes and torch_MODE
-[ -n "${probe:-}" ] || { torch_probe; probe=$?; }
+torch_probe
+probe=$?
 case $probe in
 0) ;;
 124) skip "timing: PyTorch" "its probe ran out of time: $(why torch.probe)" ;;
