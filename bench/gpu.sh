@@ -9,7 +9,7 @@
 # interleaved rounds, each printed, then the medians and the ratios against
 # the best PyTorch in each precision.
 #
-# The timings are tests/gpu/run.sh's (its part 7, tests/gpu/timing.sh), so
+# The timings are tests/gpu/run.sh's (its part 6, tests/gpu/timing.sh), so
 # that the checks and the figures come from one run on the same programs;
 # this script builds the kit (make gpu-kit), runs run.sh and prints its
 # TIMING lines, and where run.sh found a failure, FAILED with its log.

@@ -215,7 +215,7 @@ until_file "$d/store.rank0.log" "ready" 1 || ready=0
 if [ $ready -eq 0 ]; then
     fail cut "never ready to cut: training or the store did not start"
     for f in cut.mpirun.txt cut.rank0.log cut.rank1.log store.rank0.log store.rank1.log; do
-        sed "s/^/  $f: /" "$d/$f" 2> /dev/null | tail -10
+        tr '\r' '\n' < "$d/$f" 2> /dev/null | sed "s/\x1b\[K//g; s/^/  $f: /" | tail -10 # rank 0's progress bars
     done
 else
     sleep 0.3 # rank 1's GET on its way to the server

@@ -85,12 +85,12 @@
 #      against PyTorch on the same GPU, where python3 has torch with CUDA
 #      and numpy (PYTHON: another python), eager three ways and
 #      torch.compile two, for mnist.net at batch 64 and 512 and resnet.net
-#      at 64, in N interleaved rounds (--rounds N, default 1), a TIMING line per net and round and one of
-#      the medians and ratios (only a program that fails is FAILED, never a
-#      speed); where ncu is found, the kernel times of a window of mnist's
-#      and of resnet's launches, into OUT/ncu.NAME.csv. --timing-only times
-#      without the checks 1-5 (the kit's and the libraries' checks still
-#      come first).
+#      at 64, in N interleaved rounds (--rounds N, default 1), a TIMING
+#      line per net and round and one of the medians and ratios (only a
+#      program that fails is FAILED, never a speed); where ncu is found,
+#      the kernel times of a window of mnist's and of resnet's launches,
+#      into OUT/ncu.NAME.csv. --timing-only times without the checks 1-5
+#      (the kit's and the libraries' checks still come first).
 #
 # --dry-run does all that needs no GPU: the kit is there, built from these
 # sources, at most 48 MiB and complete; no kit binary needs a library a GPU
