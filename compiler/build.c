@@ -295,7 +295,7 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
         return false;
     const char *inputs[] = {input, lib};
     const char *what[] = {"the input", "the runtime library"};
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+    for (int i = 0; i < DDPC_COUNT(inputs); i++) {
         if (!inputs[i])
             continue;
         if (output_same_file(out, inputs[i])) {

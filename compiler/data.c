@@ -33,8 +33,6 @@ typedef enum { DATA_NORMALIZE, DATA_RANDOM_CROP, DATA_FLIP, DATA_RESIZE, DATA_CE
 static const char *const data_words[DATA_WORDS] = {"normalize", "random_crop", "flip", "resize", "center_crop"};
 static const char *const flip_words[] = {"horizontal", "vertical"};
 
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 /* mean=0.5 or mean=0.49,0.48,0.45: the values into a new array, *N of them;
  * false (reported) when one is not a number in [LO, HI]. */
 static bool real_list(Sema *s, const Value *v, const char *what, double lo, double hi, double **out, int64_t *n)
@@ -58,7 +56,7 @@ static void check_normalize(Sema *s, const Stmt *st, DataConfig *d)
 {
     Arg *mean = sema_take_key(s, st, "mean"), *std = sema_take_key(s, st, "std");
     static const char *const keys[] = {"mean", "std"};
-    sema_report_unused(s, st, keys, COUNT(keys));
+    sema_report_unused(s, st, keys, DDPC_COUNT(keys));
     if (!mean || !std) {
         diag_at(s->diag, SEV_ERROR, st->word_loc, "normalize needs mean= and std=, one value or one per channel, "
                 "as in 'normalize mean=0.5 std=0.25'");
@@ -117,7 +115,7 @@ static void check_random_crop(Sema *s, const Stmt *st, DataConfig *d)
     Arg *mode = sema_take_positional(s, st);
     Arg *pad = sema_take_key(s, st, "pad");
     static const char *const keys[] = {"pad"};
-    sema_report_unused(s, st, keys, COUNT(keys));
+    sema_report_unused(s, st, keys, DDPC_COUNT(keys));
     int64_t h, w, p = 0;
     bool square;
     enum { MOST = DDP_AUGMENT_MOST_PAD };
@@ -147,9 +145,9 @@ static void check_flip(Sema *s, const Stmt *st, DataConfig *d, bool seen[2])
     Arg *which = sema_take_positional(s, st);
     Arg *p = sema_take_key(s, st, "p");
     static const char *const keys[] = {"p"};
-    sema_report_unused(s, st, keys, COUNT(keys));
+    sema_report_unused(s, st, keys, DDPC_COUNT(keys));
     int k = -1;
-    for (int i = 0; which && which->val->kind == VAL_WORD && i < COUNT(flip_words); i++)
+    for (int i = 0; which && which->val->kind == VAL_WORD && i < DDPC_COUNT(flip_words); i++)
         if (strcmp(which->val->text, flip_words[i]) == 0)
             k = i;
     if (k < 0) {
@@ -221,7 +219,7 @@ void data_check(Sema *s, const Stmt *block)
             if (strcmp(st->word, data_words[i]) == 0)
                 k = i;
         if (k < 0) {
-            const char *near = ddp_suggest_nearest(st->word, data_words, COUNT(data_words));
+            const char *near = ddp_suggest_nearest(st->word, data_words, DDPC_COUNT(data_words));
             if (near)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "unknown data option '%s'; did you mean '%s'?",
                         diag_quote(s->arena, st->word), near);
@@ -380,8 +378,8 @@ void data_summary(FILE *out, const DataConfig *d)
         fprintf(out, " pad=%lld%s", (long long)d->pad, d->pad_mode == PAD_REFLECT ? " reflect" : "");
         sep = ", ";
     }
-    const double flips[COUNT(flip_words)] = {d->flip_h, d->flip_v};
-    for (int k = 0; k < COUNT(flip_words); k++)
+    const double flips[DDPC_COUNT(flip_words)] = {d->flip_h, d->flip_v};
+    for (int k = 0; k < DDPC_COUNT(flip_words); k++)
         if (flips[k] > 0) {
             fprintf(out, "%sflip %s p=%g", sep, flip_words[k], flips[k]);
             sep = ", ";

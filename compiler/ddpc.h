@@ -23,12 +23,26 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "buckets.h"  // DdpBucket, ddp_buckets_plan: the runtime's bucket planner
 #include "suggest.h"  // ddp_suggest_nearest: the runtime's "did you mean", shared with its flags
 #include "precision.h"  // DdpPrecision, ddp_precision_names: the runtime's own, one list of names
 
 #define DDPC_VERSION "0.1.0"
+
+/* The elements of array A (an array, not a pointer), as an int. */
+#define DDPC_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Whether WORD is one of SET[0..n) (a table of words or keys, a list of
+ * directories). */
+static inline bool ddpc_word_in(const char *word, const char *const *set, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(word, set[i]) == 0)
+            return true;
+    return false;
+}
 
 //
 // arena.c
@@ -193,6 +207,10 @@ typedef enum {
 } OpKind;
 
 typedef enum { LOSS_CROSS_ENTROPY, LOSS_NLL, LOSS_MSE } LossKind;
+enum { LOSS_KINDS = LOSS_MSE + 1 };
+
+/* Each LossKind as a net writes it (`loss nll`), in enum order. */
+static const char *const loss_words[LOSS_KINDS] = {"cross_entropy", "nll", "mse"};
 
 /* The shape of one sample (the batch dimension is implicit): rank 1 is
  * features, rank 3 is channels x height x width. Rank 0 means unknown, after

@@ -412,7 +412,7 @@ static void pool_constants(Emit *e, const Node *n, const char *used)
         int64_t value;
     } sizes[] = {{"C", c}, {"H", h}, {"W", w}, {"OH", n->out_shape.d[1]}, {"OW", n->out_shape.d[2]},
                  {"K", n->kernel}, {"ST", n->stride}, {"PAD", n->pad}};
-    const size_t n_sizes = sizeof sizes / sizeof sizes[0];
+    const size_t n_sizes = DDPC_COUNT(sizes);
     const char *sep = "    const int ";
     for (const char *u = used; *u;) {
         size_t len = strcspn(u, " "), i = 0;

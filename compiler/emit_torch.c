@@ -71,24 +71,14 @@ static const char *const module_attributes[] = {
     "set_dropout_context", /* ours */
 };
 
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static bool member(const char *word, const char *const *set, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(word, set[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Names come from the grammar ([A-Za-z_][A-Za-z0-9_]*), so they are Python
  * identifiers; a few are still not usable as `self.NAME`. Such a layer is
  * registered and read through self._modules, which state_dict() walks the
  * same way, so its parameters keep their names. */
 static bool plain_attribute(const char *name)
 {
-    return name[0] != '_' && !member(name, python_keywords, COUNT(python_keywords)) &&
-           !member(name, module_attributes, COUNT(module_attributes));
+    return name[0] != '_' && !ddpc_word_in(name, python_keywords, DDPC_COUNT(python_keywords)) &&
+           !ddpc_word_in(name, module_attributes, DDPC_COUNT(module_attributes));
 }
 
 static const char *attr(Emitter *e, const char *name)

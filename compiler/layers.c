@@ -405,8 +405,6 @@ static void check_log_softmax(Sema *s, const Stmt *st, Node *n)
     n->flops = checked_mul(3, shape_numel(n->in_shape));
 }
 
-static const char *const loss_words[] = {"cross_entropy", "nll", "mse"};
-
 static void check_loss(Sema *s, const Stmt *st, Node *n)
 {
     Arg *a = sema_take_positional(s, st);
@@ -415,10 +413,10 @@ static void check_loss(Sema *s, const Stmt *st, Node *n)
         diag_at(s->diag, SEV_ERROR, st->word_loc, "loss needs a kind: cross_entropy, nll or mse");
     else {
         int k = -1;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < LOSS_KINDS; i++)
             if (a->val->kind == VAL_WORD && strcmp(a->val->text, loss_words[i]) == 0)
                 k = i;
-        const char *near = a->val->kind == VAL_WORD ? ddp_suggest_nearest(a->val->text, loss_words, 3) : NULL;
+        const char *near = a->val->kind == VAL_WORD ? ddp_suggest_nearest(a->val->text, loss_words, LOSS_KINDS) : NULL;
         if (k >= 0)
             n->loss = (LossKind)k;
         else if (near)
@@ -463,7 +461,7 @@ static const LayerKind layer_kinds[] = {
     {"loss", OP_LOSS, "loss", check_loss},
 };
 
-enum { N_LAYER_KINDS = sizeof layer_kinds / sizeof layer_kinds[0] };
+enum { N_LAYER_KINDS = DDPC_COUNT(layer_kinds) };
 
 int layer_words(const char **out, int max)
 {

@@ -181,7 +181,7 @@ static int parse_options(int argc, char **argv, Options *o)
             fputs(usage, stdout);
             exit(0);
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            const char *near = ddp_suggest_nearest(arg, known, sizeof known / sizeof *known);
+            const char *near = ddp_suggest_nearest(arg, known, DDPC_COUNT(known));
             if (near) {
                 fprintf(stderr, "ddpc: error: unknown option '%s'; did you mean '%s'?\n", arg, near);
                 return EXIT_USAGE;
@@ -196,7 +196,7 @@ static int parse_options(int argc, char **argv, Options *o)
         return usage_error("--target must be cuda or cpu, not '%s'", o->target);
     if (o->layout_word) {
         static const char *const words[] = {[LAYOUT_AUTO] = "auto", [LAYOUT_NCHW] = "nchw", [LAYOUT_NHWC] = "nhwc"};
-        const int n_words = (int)(sizeof words / sizeof words[0]);
+        const int n_words = DDPC_COUNT(words);
         int k = 0;
         while (k < n_words && strcmp(o->layout_word, words[k]) != 0)
             k++;
@@ -264,7 +264,7 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
     }
     *m = (ScalingModel){.worlds = worlds, .n_worlds = n, .target = target};
     m->bytes_per_gradient = strcmp(target, "cuda") == 0 ? (int)sizeof(float) : (int)sizeof(DdpExact);
-    for (size_t i = 0; i < sizeof scaling_defaults / sizeof *scaling_defaults; i++)
+    for (int i = 0; i < DDPC_COUNT(scaling_defaults); i++)
         if (strcmp(scaling_defaults[i].target, target) == 0) {
             m->tflops = scaling_defaults[i].tflops;
             m->link.hop_latency_s = scaling_defaults[i].hop_us * 1e-6;

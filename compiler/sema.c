@@ -502,7 +502,7 @@ static const char *const statement_words[] = {"net", "input", "train", "data", "
 static void report_unknown_word(Walk *w, const Stmt *st, bool top_level)
 {
     Sema *s = &w->s;
-    enum { STATEMENT_WORDS = sizeof statement_words / sizeof *statement_words };
+    enum { STATEMENT_WORDS = DDPC_COUNT(statement_words) };
     const char *candidates[64];
     int n = layer_words(candidates, 64 - STATEMENT_WORDS);
     for (int i = 0; i < STATEMENT_WORDS; i++)

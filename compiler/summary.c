@@ -32,7 +32,6 @@ const char *summary_grouped(Arena *a, int64_t v)
 /* The op column: the layer as one would write it, non-default options only. */
 static const char *describe(Arena *a, const Node *n)
 {
-    static const char *const loss_words[] = {"cross_entropy", "nll", "mse"};
     switch (n->op) {
     case OP_CONV:
         return arena_printf(a, "conv %lld->%lld k%lld%s%s%s%s%s", (long long)n->in_ch, (long long)n->out_ch,

@@ -114,14 +114,6 @@ static bool is_dir(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-static bool in_list(const char *dir, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(dir, list[i]) == 0)
-            return true;
-    return false;
-}
-
 /* The first line of COMMAND's output holding NEEDLE, copied into LINE; false if none. */
 static bool command_line_with(const char *command, const char *needle, char *line, size_t size)
 {
@@ -346,7 +338,7 @@ static void find_lib(const LibSpec *spec, ToolLib *l)
             return;
     }
     place.n_include = place.n_lib = 0;
-    for (size_t i = 0; i < sizeof system_include / sizeof *system_include; i++)
+    for (int i = 0; i < DDPC_COUNT(system_include); i++)
         add_dir(place.include, &place.n_include, system_include[i], "");
     for (size_t i = 0; i < 4; i++) /* /usr/lib/MULTIARCH, /lib/MULTIARCH, /usr/lib64, /usr/lib */
         add_dir(place.lib, &place.n_lib, system_lib[i], "");
@@ -482,7 +474,7 @@ static const int *nvcc_archs(void)
  * CUDA_ARCHS, which the GPU runtime is built for too (a program's kernels
  * and the runtime's must load on the same GPUs). */
 static const int default_archs[] = {DDPC_CUDA_ARCHS};
-enum { N_DEFAULT_ARCHS = sizeof default_archs / sizeof default_archs[0] };
+enum { N_DEFAULT_ARCHS = DDPC_COUNT(default_archs) };
 
 static bool nvcc_builds(int arch)
 {
@@ -610,7 +602,7 @@ const char *toolchain_cuda_link(Arena *a, const char **include_flags)
     const char *inc = "", *libs = "", *rpath = "";
     for (int i = 0; i < TOOL_LIBS; i++) {
         const ToolLib *l = &tc->libs[i];
-        if (!in_list(l->include, system_include, sizeof system_include / sizeof *system_include) &&
+        if (!ddpc_word_in(l->include, system_include, DDPC_COUNT(system_include)) &&
             !strstr(inc, arena_printf(a, "-I%s ", l->include)))
             inc = arena_printf(a, "%s-I%s ", inc, l->include);
         /* through -Xlinker: nvcc takes no input file named libX.so.9 */
@@ -619,7 +611,7 @@ const char *toolchain_cuda_link(Arena *a, const char **include_flags)
         for (const char *p = rpath; *p && !listed; p = strchr(p, ':') ? strchr(p, ':') + 1 : "")
             listed = strncmp(p, l->libdir, strlen(l->libdir)) == 0 &&
                      (p[strlen(l->libdir)] == ':' || p[strlen(l->libdir)] == '\0');
-        if (!listed && !in_list(l->libdir, system_lib, sizeof system_lib / sizeof *system_lib))
+        if (!listed && !ddpc_word_in(l->libdir, system_lib, DDPC_COUNT(system_lib)))
             rpath = arena_printf(a, "%s%s%s", rpath, *rpath ? ":" : "", l->libdir);
     }
     *include_flags = inc;

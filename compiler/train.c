@@ -52,16 +52,6 @@ static const char *const adam_keys[] = {"lr", "betas", "eps", "weight_decay"};
 static const char *const optimizer_keys[] = {"lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps"};
 static const char *const schedule_keys[] = {"warmup", "every", "gamma"};
 
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static bool member(const char *word, const char *const *set, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(word, set[i]) == 0)
-            return true;
-    return false;
-}
-
 /* The statement's kind word (`sgd`, `cosine`) as an index into WORDS, or -1. */
 static int kind_word(Sema *s, const Stmt *st, const char *const *words, int n, const char *what)
 {
@@ -88,7 +78,7 @@ static int kind_word(Sema *s, const Stmt *st, const char *const *words, int n, c
 static void warn_unused_known(Sema *s, const Stmt *st, const char *kind, const char *const *known, int n_known)
 {
     for (Arg *a = st->args; a; a = a->next)
-        if (!a->used && a->key && member(a->key, known, n_known)) {
+        if (!a->used && a->key && ddpc_word_in(a->key, known, n_known)) {
             a->used = true;
             diag_at(s->diag, SEV_WARNING, a->key_loc, "%s has no effect with %s; ignored", a->key, kind);
         }
@@ -136,8 +126,8 @@ static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
             sema_value_bool(s, a, &t->nesterov);
         if (a && t->nesterov && (t->momentum <= 0 || t->dampening != 0))
             diag_at(s->diag, SEV_ERROR, a->loc, "nesterov needs momentum > 0 and dampening 0 (as PyTorch's SGD)");
-        warn_unused_known(s, st, "sgd", optimizer_keys, COUNT(optimizer_keys));
-        sema_report_unused(s, st, sgd_keys, COUNT(sgd_keys));
+        warn_unused_known(s, st, "sgd", optimizer_keys, DDPC_COUNT(optimizer_keys));
+        sema_report_unused(s, st, sgd_keys, DDPC_COUNT(sgd_keys));
     } else {
         real_option(s, st, "eps", 0, 1, &t->eps);
         Arg *b = sema_take_key(s, st, "betas");
@@ -148,8 +138,8 @@ static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
             else if (sema_value_real(s, v->items, "beta1", 0, 0.999999999, &t->beta1))
                 sema_value_real(s, v->items->next, "beta2", 0, 0.999999999, &t->beta2);
         }
-        warn_unused_known(s, st, optimizer_words[k], optimizer_keys, COUNT(optimizer_keys));
-        sema_report_unused(s, st, adam_keys, COUNT(adam_keys));
+        warn_unused_known(s, st, optimizer_words[k], optimizer_keys, DDPC_COUNT(optimizer_keys));
+        sema_report_unused(s, st, adam_keys, DDPC_COUNT(adam_keys));
     }
 }
 
@@ -173,8 +163,8 @@ static void check_schedule(Sema *s, const Stmt *st, TrainConfig *t)
         if ((a = sema_take_key(s, st, "warmup")))
             sema_value_int(s, a->val, "warmup", 0, (int64_t)1 << 40, &t->warmup);
     }
-    warn_unused_known(s, st, schedule_words[k], schedule_keys, COUNT(schedule_keys));
-    sema_report_unused(s, st, schedule_keys, COUNT(schedule_keys));
+    warn_unused_known(s, st, schedule_words[k], schedule_keys, DDPC_COUNT(schedule_keys));
+    sema_report_unused(s, st, schedule_keys, DDPC_COUNT(schedule_keys));
 }
 
 /* batch 64 (per rank), or batch 256 global (the global batch, shared evenly
@@ -221,16 +211,16 @@ static void check_bucket(Sema *s, const Stmt *st, TrainConfig *t)
 void train_check(Sema *s, const Stmt *block)
 {
     TrainConfig *t = &s->net->train;
-    bool seen[COUNT(train_words)] = {false};
+    bool seen[DDPC_COUNT(train_words)] = {false};
     for (const Stmt *st = block; st; st = st->next) {
         if (st->is_error)
             continue;
         int k = -1;
-        for (int i = 0; i < COUNT(train_words); i++)
+        for (int i = 0; i < DDPC_COUNT(train_words); i++)
             if (strcmp(st->word, train_words[i]) == 0)
                 k = i;
         if (k < 0) {
-            const char *near = ddp_suggest_nearest(st->word, train_words, COUNT(train_words));
+            const char *near = ddp_suggest_nearest(st->word, train_words, DDPC_COUNT(train_words));
             if (!near && layer_kind_find(st->word))
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "layer '%s' inside train { }; layers go before it",
                         st->word);
