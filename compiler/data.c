@@ -140,7 +140,7 @@ static void check_random_crop(Sema *s, const Stmt *st, DataConfig *d)
 }
 
 // flip = 'flip' ('horizontal' | 'vertical') ('p=' REAL)?
-static void check_flip(Sema *s, const Stmt *st, DataConfig *d, bool seen[2])
+static void check_flip(Sema *s, const Stmt *st, DataConfig *d, bool seen[DDPC_COUNT(flip_words)])
 {
     Arg *which = sema_take_positional(s, st);
     Arg *p = sema_take_key(s, st, "p");
@@ -210,7 +210,7 @@ bool data_any(const DataConfig *d)
 void data_check(Sema *s, const Stmt *block)
 {
     DataConfig *d = &s->net->data;
-    bool seen[DATA_WORDS] = {false}, flips[2] = {false};
+    bool seen[DATA_WORDS] = {false}, flips[DDPC_COUNT(flip_words)] = {false};
     for (const Stmt *st = block; st; st = st->next) {
         if (st->is_error)
             continue;

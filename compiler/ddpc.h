@@ -210,7 +210,7 @@ typedef enum { LOSS_CROSS_ENTROPY, LOSS_NLL, LOSS_MSE } LossKind;
 enum { LOSS_KINDS = LOSS_MSE + 1 };
 
 /* Each LossKind as a net writes it (`loss nll`), in enum order. */
-static const char *const loss_words[LOSS_KINDS] = {"cross_entropy", "nll", "mse"};
+static const char *const loss_words[LOSS_KINDS] = {[LOSS_CROSS_ENTROPY] = "cross_entropy", [LOSS_NLL] = "nll", [LOSS_MSE] = "mse"};
 
 /* The shape of one sample (the batch dimension is implicit): rank 1 is
  * features, rank 3 is channels x height x width. Rank 0 means unknown, after

@@ -62,7 +62,7 @@ static const OpFacts rows[] = {
      .scratch = {{"rows", "float", SCRATCH_TWO_PER_SAMPLE}}},
 };
 
-_Static_assert(sizeof rows / sizeof rows[0] == OP_COUNT, "op_facts.c: one row per OpKind, in its order");
+_Static_assert(DDPC_COUNT(rows) == OP_COUNT, "op_facts.c: one row per OpKind, in its order");
 
 const OpFacts *op_facts(OpKind k)
 {

@@ -169,15 +169,10 @@ bool sema_value_bool(Sema *s, const Arg *a, bool *out)
         return true;
     }
     static const char *const yes[] = {"true", "on", "yes", "1"}, *const no[] = {"false", "off", "no", "0"};
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(a->val->text, yes[i]) == 0) {
-            *out = true;
-            return true;
-        }
-        if (strcmp(a->val->text, no[i]) == 0) {
-            *out = false;
-            return true;
-        }
+    const bool said_yes = ddpc_word_in(a->val->text, yes, DDPC_COUNT(yes));
+    if (said_yes || ddpc_word_in(a->val->text, no, DDPC_COUNT(no))) {
+        *out = said_yes;
+        return true;
     }
     diag_at(s->diag, SEV_ERROR, a->val->loc, "%s must be true or false (on/off), not '%s'", a->key,
             diag_quote(s->arena, a->val->text));

@@ -93,7 +93,7 @@ static void real_option(Sema *s, const Stmt *st, const char *key, double lo, dou
 
 static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
 {
-    int k = kind_word(s, st, optimizer_words, 3, "optimizer");
+    int k = kind_word(s, st, optimizer_words, DDPC_COUNT(optimizer_words), "optimizer");
     if (k < 0) {
         for (Arg *a = st->args; a; a = a->next)
             a->used = true; /* options of an unknown optimizer: nothing more to say */
@@ -145,7 +145,7 @@ static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
 
 static void check_schedule(Sema *s, const Stmt *st, TrainConfig *t)
 {
-    int k = kind_word(s, st, schedule_words, 3, "schedule");
+    int k = kind_word(s, st, schedule_words, DDPC_COUNT(schedule_words), "schedule");
     if (k < 0) {
         for (Arg *a = st->args; a; a = a->next)
             a->used = true;
