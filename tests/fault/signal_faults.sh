@@ -1,59 +1,97 @@
 #!/usr/bin/env bash
 # A run stopped at once, or a rank ended by a signal, must be said in
 # README's words, with status 1:
-#   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|single-int
+#   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|pair-int
 # nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
 #              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
-# nproc-term:  the same launcher gets SIGTERM, then SIGINT: the first asks
-#              the ranks to stop after their step, the second ends them at
-#              once: "stopped by SIGTERM" (or SIGINT);
-# single-term, single-int: one rank, no launcher, gets SIGTERM then SIGINT
-#              (SIGINT then SIGTERM): "stopped at once by a second SIGINT
-#              while ..." (or SIGTERM).
-# The two signals go back to back: two of one kind could merge into one
-# while pending, two kinds cannot, and the kernel may deliver them in either
-# order, hence either name. A step outlasts the gap between them
-# (tests/fault/graceful_stop.sh checks a single signal).
+# nproc-term:  the same launcher gets SIGTERM and SIGINT together: the first
+#              it takes asks the ranks to stop after their step, the second
+#              ends them at once: "stopped by SIGTERM" (or SIGINT);
+# single-term: one rank, no launcher, gets SIGTERM and SIGINT together:
+#              "stopped at once by a second SIGINT while training at epoch"
+#              (or SIGTERM);
+# pair-int:    README's "a second Ctrl-C": rank 0 of two (env://, no
+#              launcher) gets SIGINT, says it stops after its step, and gets
+#              a second SIGINT: "stopped at once by a second SIGINT".
+# "Together": the process is stopped (SIGSTOP) while both are sent, and
+# takes them when continued. Sent back to back to a running process, a step
+# could end between them, and the run with it, when this shell is preempted
+# there. Two of one kind would merge while pending, hence two kinds, taken
+# in an order that is the kernel's, hence either name. pair-int sends one
+# kind twice, the second once rank 0 has said it took the first: rank 1 is
+# stopped meanwhile, so rank 0 cannot end its step (its collectives wait
+# for rank 1) before the second comes, as in a run that hangs, which is
+# where users press Ctrl-C twice. (tests/fault/graceful_stop.sh checks a
+# single signal.)
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
 . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
-# A single rank is to be stopped while training, not evaluating: its epoch
-# (32,768 samples, several seconds on one thread) outlasts the wait before
-# the signal. The launcher's cases say nothing of the phase.
+# single-term's rank is to be stopped while training, not evaluating: its
+# epoch (32,768 samples, several seconds on one thread) outlasts the wait
+# before the signals. The other cases say nothing of the phase; pair-int
+# takes the same data only to spend its time training.
 case $mode in
-single-*) train=32768 ;;
+single-*|pair-*) train=32768 ;;
 *) train=1024 ;;
 esac
 "$python" "$here/small_data.py" "$d/data" "$train" 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
-case $mode in
-nproc-kill|nproc-term) OMP_NUM_THREADS=1 "$d/prog" --nproc-per-node 2 --data "$d/data" --batch-size 512 --epochs 1000 \
-                --timeout 8 > "$d/out.txt" 2>&1 & ;;
 # A background job of a script starts with SIGINT ignored, which the program
-# keeps (as nohup's users expect): these get the default back first.
-single-term|single-int) OMP_NUM_THREADS=1 "$python" -c 'import os, signal, sys
+# keeps (as nohup's users expect): the ranks that take a SIGINT get the
+# default back first, from a python that then becomes the given command
+# (the same pid). The launcher takes a SIGINT whatever it inherits.
+with_sigint=("$python" -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$d/prog" --data "$d/data" --batch-size 512 --epochs 1000 > "$d/out.txt" 2>&1 & ;;
+os.execvp(sys.argv[1], sys.argv[1:])')
+flags=(--data "$d/data" --batch-size 512 --epochs 1000)
+export OMP_NUM_THREADS=1
+case $mode in
+nproc-kill|nproc-term) "$d/prog" "${flags[@]}" --nproc-per-node 2 --timeout 8 > "$d/out.txt" 2>&1 & ;;
+single-term) "${with_sigint[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
+pair-int)
+    # the user's own mpirun (its ranks keep the SIGINT it has); --timeout:
+    # rank 0 waits for the stopped rank 1 no longer than this
+    mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
+    [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+    "${with_sigint[@]}" "${mpirun[@]}" "$d/prog" "${flags[@]}" --timeout 30 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
 esac
 pid=$!
 victim=
 for _ in $(seq 300); do
-    if [ "$mode" != nproc-kill ]; then
-        victim=$pid
-    else
-        victim=$(rank_pid "$d/prog" 1)
-    fi
+    case $mode in
+    nproc-kill) victim=$(rank_pid "$d/prog" 1) ;;
+    pair-int) victim=$(rank_pid "$d/prog" 0) ;;
+    *) victim=$pid ;;
+    esac
     [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
+    kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
 done
 [ -n "$victim" ] || { cat "$d/out.txt"; echo "signal_faults: the rank never started"; exit 1; }
 sleep 1
+# ended: the run is gone before this script's signals reached it
+ended() {
+    cat "$d/out.txt"
+    echo "signal_faults: $mode: the run ended before the signals, $1"
+    exit 1
+}
 case $mode in
-nproc-kill) kill -KILL "$victim" ;;
-nproc-term|single-term) kill -TERM "$victim"; kill -INT "$victim" ;;
-single-int) kill -INT "$victim"; kill -TERM "$victim" ;;
+nproc-kill) kill -KILL "$victim" 2> /dev/null || ended "before SIGKILL" ;;
+nproc-term|single-term)
+    kill -STOP "$victim" 2> /dev/null || ended "before SIGSTOP"
+    kill -TERM "$victim"
+    kill -INT "$victim"
+    kill -CONT "$victim" ;;
+pair-int)
+    kill -STOP "$(rank_pid "$d/prog" 1)" 2> /dev/null || ended "rank 1 before SIGSTOP"
+    kill -INT "$victim" 2> /dev/null || ended "before the first SIGINT"
+    for _ in $(seq 300); do
+        grep -q "SIGINT: stopping after this step" "$d/out.txt" && break
+        sleep 0.1
+    done
+    kill -INT "$victim" 2> /dev/null || ended "before the second SIGINT" ;;
 esac
 status=0
 wait "$pid" || status=$?
