@@ -10,9 +10,10 @@
 # single-term: one rank, no launcher, gets SIGTERM and SIGINT together:
 #              "stopped at once by a second SIGINT while training at epoch"
 #              (or SIGTERM);
-# pair-int:    README's "a second Ctrl-C": rank 0 of two (env://, no
-#              launcher) gets SIGINT, says it stops after its step, and gets
-#              a second SIGINT: "stopped at once by a second SIGINT".
+# pair-int:    README's "a second Ctrl-C", to one rank: rank 0 of two,
+#              under the user's mpirun, gets SIGINT, says it stops after its
+#              step, and gets a second SIGINT: "stopped at once by a second
+#              SIGINT" (with "rank 0:" before "error:").
 # "Together": the process is stopped (SIGSTOP) while both are sent, and
 # takes them when continued. Sent back to back to a running process, a step
 # could end between them, and the run with it, when this shell is preempted
@@ -20,8 +21,8 @@
 # in an order that is the kernel's, hence either name. pair-int sends one
 # kind twice, the second once rank 0 has said it took the first: rank 1 is
 # stopped meanwhile, so rank 0 cannot end its step (its collectives wait
-# for rank 1) before the second comes, as in a run that hangs, which is
-# where users press Ctrl-C twice. (tests/fault/graceful_stop.sh checks a
+# for rank 1) before the second comes; that is a hung run, where a second
+# Ctrl-C is what a user reaches for. (tests/fault/graceful_stop.sh checks a
 # single signal.)
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
@@ -38,9 +39,10 @@ esac
 "$python" "$here/small_data.py" "$d/data" "$train" 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
 # A background job of a script starts with SIGINT ignored, which the program
-# keeps (as nohup's users expect): the ranks that take a SIGINT get the
-# default back first, from a python that then becomes the given command
-# (the same pid). The launcher takes a SIGINT whatever it inherits.
+# keeps (as nohup's users expect): the single rank gets the default back
+# first, from a python that then becomes the program (the same pid). Our
+# launcher takes a SIGINT whatever it inherits, and Open MPI starts its
+# ranks with SIGINT's default.
 with_sigint=("$python" -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])')
@@ -50,14 +52,19 @@ case $mode in
 nproc-kill|nproc-term) "$d/prog" "${flags[@]}" --nproc-per-node 2 --timeout 8 > "$d/out.txt" 2>&1 & ;;
 single-term) "${with_sigint[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
 pair-int)
-    # the user's own mpirun (its ranks keep the SIGINT it has); --timeout:
-    # rank 0 waits for the stopped rank 1 no longer than this
+    # --timeout: rank 0 waits for the stopped rank 1 no longer than this
     mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
     [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-    "${with_sigint[@]}" "${mpirun[@]}" "$d/prog" "${flags[@]}" --timeout 30 > "$d/out.txt" 2>&1 & ;;
+    "${mpirun[@]}" "$d/prog" "${flags[@]}" --timeout 30 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
 esac
 pid=$!
+# failed WHY: the signals could not be given as this script means to
+failed() {
+    cat "$d/out.txt"
+    echo "signal_faults: $mode: $1"
+    exit 1
+}
 victim=
 for _ in $(seq 300); do
     case $mode in
@@ -69,29 +76,28 @@ for _ in $(seq 300); do
     kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
 done
-[ -n "$victim" ] || { cat "$d/out.txt"; echo "signal_faults: the rank never started"; exit 1; }
+[ -n "$victim" ] || failed "the rank never started"
 sleep 1
-# ended: the run is gone before this script's signals reached it
-ended() {
-    cat "$d/out.txt"
-    echo "signal_faults: $mode: the run ended before the signals, $1"
-    exit 1
-}
 case $mode in
-nproc-kill) kill -KILL "$victim" 2> /dev/null || ended "before SIGKILL" ;;
+nproc-kill) kill -KILL "$victim" 2> /dev/null || failed "rank 1 ended before its SIGKILL" ;;
 nproc-term|single-term)
-    kill -STOP "$victim" 2> /dev/null || ended "before SIGSTOP"
+    kill -STOP "$victim" 2> /dev/null || failed "the run ended before its signals"
     kill -TERM "$victim"
     kill -INT "$victim"
     kill -CONT "$victim" ;;
 pair-int)
-    kill -STOP "$(rank_pid "$d/prog" 1)" 2> /dev/null || ended "rank 1 before SIGSTOP"
-    kill -INT "$victim" 2> /dev/null || ended "before the first SIGINT"
-    for _ in $(seq 300); do
-        grep -q "SIGINT: stopping after this step" "$d/out.txt" && break
+    peer=$(rank_pid "$d/prog" 1)
+    [ -n "$peer" ] && kill -STOP "$peer" 2> /dev/null || failed "rank 1 ended before its SIGSTOP"
+    kill -INT "$victim" 2> /dev/null || failed "rank 0 ended before its first SIGINT"
+    # (well within --timeout, which would end rank 0 otherwise)
+    for _ in $(seq 150); do
+        grep -q "rank 0: SIGINT: stopping after this step" "$d/out.txt" && break
+        kill -0 "$victim" 2> /dev/null || failed "rank 0 ended after its first SIGINT, before the second"
         sleep 0.1
     done
-    kill -INT "$victim" 2> /dev/null || ended "before the second SIGINT" ;;
+    grep -q "rank 0: SIGINT: stopping after this step" "$d/out.txt" ||
+        failed "rank 0 never said that it took the first SIGINT"
+    kill -INT "$victim" 2> /dev/null || failed "rank 0 ended before its second SIGINT" ;;
 esac
 status=0
 wait "$pid" || status=$?

@@ -302,7 +302,8 @@ static void test_mpmd_mismatches(void)
 }
 
 /* tests/fault/signal_faults.sh MODE: status 1 with WHY in the output, or
- * OR_WHY (NULL: none): two signals sent back to back arrive in either order. */
+ * OR_WHY (NULL: none): two signals of two kinds, pending together, are taken
+ * in the kernel's order. */
 static void signal_fault(const char *mode, const char *why, const char *or_why)
 {
     char cmd[128], *out = NULL;
@@ -384,7 +385,7 @@ void suite_faults(void)
         {"a rank stopped or killed (1 of 2, 1 of 3; --nproc-per-node, mpirun): the others name it and where it was",
          test_hang_named},
         {"a rank killed under --nproc-per-node; SIGTERM and SIGINT together to it and to one rank; "
-         "two SIGINTs to a hung rank: said, status 1",
+         "two SIGINTs to a rank whose peer hangs: said, status 1",
          test_signals},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},
