@@ -12,7 +12,9 @@
 #         script, as from Slurm's time limit: not from its launcher (its
 #         parent), so it asks, and does not stop the rank at once.
 # The signal comes once a first checkpoint exists (--save-every 20), well
-# inside the run. The run must exit 75, say after which step it stopped and
+# inside the run: seconds of steps remain (10 epochs of 64 or 128), so a
+# script preempted on a busy machine still signals a run that trains. The
+# run must exit 75, say after which step it stopped and
 # what it saved, log {"event": "stop"}, and print how to resume; that
 # command (run under the same mpirun for mpirun) must finish with status 0
 # and export the very bytes of the reference run (cmp).
@@ -27,7 +29,8 @@ mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
 # Run from $d, so that the printed command's relative paths hold.
 cd "$d"
 # --timeout: ranks that failed to agree would wait for each other; not long
-flags=(--data data --batch-size 16 --epochs 3 --seed 3 --timeout 30 --export out.safetensors)
+epochs=10
+flags=(--data data --batch-size 16 --epochs $epochs --seed 3 --timeout 30 --export out.safetensors)
 case $mode in
 single) launch=() ;;
 nproc|term1) launch=(); flags+=(--nproc-per-node 2) ;;
@@ -50,12 +53,14 @@ while ! ls ck/*.safetensors > /dev/null 2>&1 && [ $SECONDS -lt $until ] && kill 
     sleep 0.05
 done
 case $mode in
-single) kill -TERM $run ;;
-nproc) kill -INT $run ;;
-mpirun) kill -USR1 $run ;;
-rank1) kill -USR1 "$(rank_pid "$d/prog" 1)" ;;
-term1) kill -TERM "$(rank_pid "$d/prog" 1)" ;;
+single) signal=TERM target=$run ;;
+nproc) signal=INT target=$run ;;
+mpirun) signal=USR1 target=$run ;;
+rank1) signal=USR1 target=$(rank_pid "$d/prog" 1) ;;
+term1) signal=TERM target=$(rank_pid "$d/prog" 1) ;;
 esac
+[ -n "$target" ] && kill -$signal "$target" 2> /dev/null ||
+    { cat stop.txt; echo "graceful_stop: $mode: the run ended before its SIG$signal: FAILED"; exit 1; }
 rc=0
 wait $run || rc=$?
 status=0
@@ -66,7 +71,7 @@ check() { # check WHAT COND...: a verdict line
 }
 check "exit status 75 (got $rc)" [ "$rc" = 75 ]
 check "says after which step it stopped, and the checkpoint" \
-    grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of 3\) on SIG[A-Z0-9]+: saved ck/checkpoint-" stop.txt
+    grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of $epochs\) on SIG[A-Z0-9]+: saved ck/checkpoint-" stop.txt
 check "logs the stop" grep -q '"event": "stop", "signal": "SIG' log.jsonl
 check "stopped before the end (no export yet)" test ! -e out.safetensors
 resume=$(sed -n 's/^prog: to resume.*: //p' stop.txt)

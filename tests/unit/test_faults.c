@@ -15,8 +15,8 @@
  *    form): every rank stops at start-up with status 2, naming the flag and
  *    both values, instead of a crash or a timeout;
  *  - a rank killed under --nproc-per-node, a launcher and a single rank
- *    given two signals together, and a second Ctrl-C on a hung rank:
- *    README's words and status 1 (tests/fault/signal_faults.sh);
+ *    given two signals together, and a second Ctrl-C to a rank whose peer
+ *    hangs: README's words and status 1 (tests/fault/signal_faults.sh);
  *  - --backend nccl on a CPU build with one rank, --lr 1e39, and
  *    OMP_NUM_THREADS=100000: status 2 with the cause named.
  * The kill -9 during checkpointing and damaged checkpoints are in
