@@ -21,11 +21,9 @@
 # Prints a verdict line per check; exits 1 if any failed.
 set -euo pipefail
 mode=$1
-. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid, mpirun2, with_sigint; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 2048 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
-mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
-[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 # Run from $d, so that the printed command's relative paths hold.
 cd "$d"
 # --timeout: ranks that failed to agree would wait for each other; not long
@@ -34,18 +32,15 @@ flags=(--data data --batch-size 16 --epochs $epochs --seed 3 --timeout 30 --expo
 case $mode in
 single) launch=() ;;
 nproc|term1) launch=(); flags+=(--nproc-per-node 2) ;;
-mpirun|rank1) launch=("${mpirun[@]}") ;;
+mpirun|rank1) launch=("${mpirun2[@]}") ;;
 *) echo "graceful_stop: unknown mode $mode"; exit 2 ;;
 esac
 export OMP_NUM_THREADS=1
 "${launch[@]}" "$d/prog" "${flags[@]}" > ref.txt 2>&1 || { cat ref.txt; echo "graceful_stop: $mode: the reference failed"; exit 1; }
 mv out.safetensors ref.safetensors
 
-# The stopped run. A background job of a script starts with SIGINT ignored,
-# which the program keeps (as nohup's users expect): python restores it.
-"$python" -c 'import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[1], sys.argv[1:])' "${launch[@]}" "$d/prog" "${flags[@]}" --save ck --save-every 20 --log log.jsonl \
+# The stopped run, which takes a SIGINT in mode nproc.
+"${with_sigint[@]}" "${launch[@]}" "$d/prog" "${flags[@]}" --save ck --save-every 20 --log log.jsonl \
     > stop.txt 2>&1 &
 run=$!
 until=$((SECONDS + 120))

@@ -1,8 +1,9 @@
 # Sourced by the fault scripts, after `set -euo pipefail`, as
 #   . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"
 # It sets ddpc and python (DDPC and PYTHON, else build/ddpc and Debian's
-# python3), here (the scripts' directory) and d, a fresh directory where
-# the script builds its program as $d/prog. On exit it kills what the script
+# python3), here (the scripts' directory), d, a fresh directory where the
+# script builds its program as $d/prog, and two command prefixes:
+# mpirun2, the user's own mpirun of 2 ranks, and with_sigint (below). On exit it kills what the script
 # left running: the process whose pid the script put in pid (mpirun, or a
 # launcher, started in the background), then every process of $d/prog
 # (woken first, should the script have stopped one), waits for them to be
@@ -10,6 +11,16 @@
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 d=$(mktemp -d)
+mpirun2=(mpirun -np 2 --oversubscribe --bind-to none)
+[ "$(id -u)" != 0 ] || mpirun2+=(--allow-run-as-root)
+# A background job of a script starts with SIGINT ignored, which the program
+# keeps (as nohup's users expect). with_sigint COMMAND... runs COMMAND with
+# SIGINT's default restored, from a python that becomes COMMAND (the same
+# pid, for the script's kill and wait). Open MPI starts its ranks with the
+# default anyway; our launcher takes a SIGINT whatever it inherits.
+with_sigint=("$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])')
 pid=
 # The script's status is its verdict: the cleanup keeps it (a command that
 # failed here, under set -e, would have become the script's status).

@@ -27,7 +27,7 @@
 # Prints the run's output and a verdict line with the exit status.
 set -euo pipefail
 mode=$1
-. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid, mpirun2, with_sigint; cleans up on exit
 # single-term's rank is to be stopped while training, not evaluating: its
 # epoch (32,768 samples, several seconds on one thread) outlasts the wait
 # before the signals. The other cases say nothing of the phase; pair-int
@@ -38,14 +38,6 @@ single-*|pair-*) train=32768 ;;
 esac
 "$python" "$here/small_data.py" "$d/data" "$train" 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" >/dev/null
-# A background job of a script starts with SIGINT ignored, which the program
-# keeps (as nohup's users expect): the single rank gets the default back
-# first, from a python that then becomes the program (the same pid). Our
-# launcher takes a SIGINT whatever it inherits, and Open MPI starts its
-# ranks with SIGINT's default.
-with_sigint=("$python" -c 'import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[1], sys.argv[1:])')
 flags=(--data "$d/data" --batch-size 512 --epochs 1000)
 export OMP_NUM_THREADS=1
 case $mode in
@@ -53,9 +45,7 @@ nproc-kill|nproc-term) "$d/prog" "${flags[@]}" --nproc-per-node 2 --timeout 8 > 
 single-term) "${with_sigint[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
 pair-int)
     # --timeout: rank 0 waits for the stopped rank 1 no longer than this
-    mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
-    [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-    "${mpirun[@]}" "$d/prog" "${flags[@]}" --timeout 30 > "$d/out.txt" 2>&1 & ;;
+    "${mpirun2[@]}" "$d/prog" "${flags[@]}" --timeout 30 > "$d/out.txt" 2>&1 & ;;
 *) echo "signal_faults: unknown mode $mode"; exit 2 ;;
 esac
 pid=$!
@@ -89,13 +79,14 @@ pair-int)
     peer=$(rank_pid "$d/prog" 1)
     [ -n "$peer" ] && kill -STOP "$peer" 2> /dev/null || failed "rank 1 ended before its SIGSTOP"
     kill -INT "$victim" 2> /dev/null || failed "rank 0 ended before its first SIGINT"
+    took_first="rank 0: SIGINT: stopping after this step"
     # (well within --timeout, which would end rank 0 otherwise)
     for _ in $(seq 150); do
-        grep -q "rank 0: SIGINT: stopping after this step" "$d/out.txt" && break
+        grep -q "$took_first" "$d/out.txt" && break
         kill -0 "$victim" 2> /dev/null || failed "rank 0 ended after its first SIGINT, before the second"
         sleep 0.1
     done
-    grep -q "rank 0: SIGINT: stopping after this step" "$d/out.txt" ||
+    grep -q "$took_first" "$d/out.txt" ||
         failed "rank 0 never said that it took the first SIGINT"
     kill -INT "$victim" 2> /dev/null || failed "rank 0 ended before its second SIGINT" ;;
 esac
