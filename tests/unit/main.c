@@ -7,13 +7,16 @@
  * them through the environment that `make test` sets: DDPC, PYTHON.
  *
  * A failed run lists its failed tests once more just above the summary line
- * (list_failures), so that the last lines say what failed.
+ * (list_failures), so that the last lines say what failed. A test that runs
+ * past its limit is stopped and failed by name (watchdog.c), so that a hang
+ * cannot hold the run.
  */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"  // the suites' declarations
+#include "watchdog.h"  // watchdog_start, watchdog_arm, watchdog_disarm
 
 /* Each failed test again (a suite that could not start too: no test then),
  * after CUnit's summary: CI shows only the last lines of a run, and CUnit
@@ -79,6 +82,38 @@ static int picks_a_suite(const char *name)
     return 0;
 }
 
+/* The run's last lines: its failed tests again, then the summary line. A
+ * test still running is one the watchdog ends the run in, stuck: it is
+ * listed last, and counted as failed. */
+static void print_ending(void)
+{
+    CU_pTest stuck = CU_get_current_test();
+    CU_pSuite suite = CU_get_current_suite();
+    unsigned run = CU_get_number_of_tests_run(), failed = CU_get_number_of_tests_failed();
+    if (CU_get_number_of_failure_records())
+        list_failures();
+    if (stuck)
+        printf("FAILED  %s: %s\n        stuck: the watchdog ended the run in it\n", suite ? suite->pName : "?",
+               stuck->pName);
+    printf("\n%u passed, %u failed\n", run - failed, failed + (stuck != NULL));
+}
+
+/* Every test runs between the watchdog's arm and disarm: its suite's
+ * per-test setup and teardown, which no suite sets for itself. */
+static int watch_every_test(void)
+{
+    for (CU_pSuite s = CU_get_registry()->pSuite; s; s = s->pNext) {
+        if (s->pSetUpFunc || s->pTearDownFunc) {
+            fprintf(stderr, "unit_tests: suite '%s' has a per-test setup or teardown of its own, which the "
+                            "watchdog's would replace\n", s->pName);
+            return -1;
+        }
+        s->pSetUpFunc = watchdog_arm;
+        s->pTearDownFunc = watchdog_disarm;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -93,14 +128,13 @@ int main(int argc, char **argv)
         name();
 #include "suites.inc"
 #undef SUITE
+    if (watch_every_test() != 0 || watchdog_start(print_ending) != 0)
+        return 2;
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
-    unsigned run = CU_get_number_of_tests_run();
     unsigned failed = CU_get_number_of_tests_failed();
     int registry_failed = CU_get_error() != CUE_SUCCESS;
-    if (CU_get_number_of_failure_records())
-        list_failures();
+    print_ending();
     CU_cleanup_registry();
-    printf("\n%u passed, %u failed\n", run - failed, failed);
     return failed || registry_failed ? 1 : 0;
 }

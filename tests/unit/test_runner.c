@@ -1,15 +1,20 @@
 /*
- * The test runner's own promise (README, tests/unit/main.c): a failed run
- * lists its failed tests again after CUnit's summary, just above its last
- * line, "N passed, M failed": each with its first two failed assertions and
- * a count of the rest, at most 20 tests and a count of the rest, so that
- * the last lines of a CI log say what failed. Checked on a runner built
- * with cc from tests/unit/main.c, as make builds the real one, but over one
- * made-up suite whose tests fail on purpose.
+ * The test runner's own promises (README, tests/unit/main.c), checked on
+ * runners built with cc from tests/unit/main.c and watchdog.c, as make
+ * builds the real one, each over one made-up suite whose tests fail on
+ * purpose:
+ *  - a failed run lists its failed tests again after CUnit's summary, just
+ *    above its last line, "N passed, M failed": each with its first two
+ *    failed assertions and a count of the rest, at most 20 tests and a count
+ *    of the rest, so that the last lines of a CI log say what failed;
+ *  - a test that runs past UNIT_TEST_LIMIT_S fails, named, and the run goes
+ *    on: the processes it started get SIGTERM, then SIGKILL; one stuck in the
+ *    runner itself ends the run with its summary line (watchdog.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>  // access
 
 #include "testutil.h"
 
@@ -34,14 +39,15 @@ static const char demo_suite[] =
     "        cases[at] = (TestCase){names[i], fails_once};\n"
     "    }\n"
     "    test_add_suite(\"demo\", cases);\n"
-    "}\n"
-    /* testutil.c's, which the real runner links with the rest of the tests */
-    "void test_add_suite(const char *name, const TestCase *cases)\n"
-    "{\n"
-    "    CU_pSuite suite = CU_add_suite(name, NULL, NULL);\n"
-    "    for (const TestCase *c = cases; suite && c->name; c++)\n"
-    "        CU_add_test(suite, c->name, c->fn);\n"
     "}\n";
+
+/* testutil.c's, which the real runner links with the rest of the tests */
+static const char made_up_add_suite[] = "void test_add_suite(const char *name, const TestCase *cases)\n"
+                                        "{\n"
+                                        "    CU_pSuite suite = CU_add_suite(name, NULL, NULL);\n"
+                                        "    for (const TestCase *c = cases; suite && c->name; c++)\n"
+                                        "        CU_add_test(suite, c->name, c->fn);\n"
+                                        "}\n";
 
 /* What the runner must list after CUnit's summary: first, then last (after
  * 17 more tests that fail once, a line each). */
@@ -68,17 +74,20 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-static void test_failures_listed_last(void)
+/* Builds DIR/runner over the made-up suite SUITE (C source, whose
+ * registration function is suite_demo). */
+static void build_runner(const char *dir, const char *suite)
 {
-    char dir[64], cmd[1024];
-    test_make_tmpdir(dir, sizeof dir, "/tmp/ddp_runner_XXXXXX");
-    write_file(test_tmp_path(dir, "demo.c"), demo_suite);
+    char cmd[1024], *source = NULL;
+    CU_ASSERT_FATAL(asprintf(&source, "%s%s", suite, made_up_add_suite) > 0);
+    write_file(test_tmp_path(dir, "demo.c"), source);
+    free(source);
     write_file(test_tmp_path(dir, "suites.inc"), "SUITE(suite_demo)\n");
     /* built in DIR (the failures' file: demo.c), with -I DIR and not the
      * build folder: testutil.h takes DIR's suites.inc */
     snprintf(cmd, sizeof cmd,
-             "r=$PWD && cd %s && cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I. -I$r/tests/unit $r/tests/unit/main.c demo.c "
-             "-lcunit -o runner",
+             "r=$PWD && cd %s && cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I. -I$r/tests/unit $r/tests/unit/main.c "
+             "$r/tests/unit/watchdog.c demo.c -lcunit -pthread -o runner",
              dir);
     char *out = NULL;
     int built = test_run(cmd, &out);
@@ -86,7 +95,14 @@ static void test_failures_listed_last(void)
     if (built != 0)
         test_show_lines(out);
     free(out);
-    out = NULL;
+}
+
+static void test_failures_listed_last(void)
+{
+    char dir[64], cmd[1024];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddp_runner_XXXXXX");
+    build_runner(dir, demo_suite);
+    char *out = NULL;
     snprintf(cmd, sizeof cmd, "%s/runner", dir);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 1); /* tests failed */
     CU_ASSERT_FATAL(out != NULL);
@@ -108,11 +124,83 @@ static void test_failures_listed_last(void)
     test_remove_tmpdir(dir);
 }
 
+/* The watchdog's made-up suite: a test that passes; one whose program, a
+ * shell script, never ends, and cleans up when it gets SIGTERM (it writes
+ * the file "cleaned"); one whose program ignores SIGTERM; and one stuck
+ * in the runner itself. */
+static const char hanging_suite[] =
+    "#include <stdlib.h>\n"
+    "#include <unistd.h>\n"
+    "#include \"testutil.h\"\n"
+    "static void passes(void) { CU_ASSERT(1); }\n"
+    "static void cleans_up(void) { CU_ASSERT(system(\"trap 'echo > cleaned; exit 3' TERM; sleep 1000 & wait\") == 0); }\n"
+    "static void ignores_sigterm(void) { CU_ASSERT(system(\"trap '' TERM; sleep 1000\") == 0); }\n"
+    "static void stuck(void) { for (;;) pause(); }\n"
+    "void suite_demo(void)\n"
+    "{\n"
+    "    static const TestCase cases[] = {{\"passes\", passes}, {\"cleans up\", cleans_up},\n"
+    "        {\"ignores SIGTERM\", ignores_sigterm}, {\"stuck\", stuck}, {\"never runs\", passes}, {NULL, NULL}};\n"
+    "    test_add_suite(\"hangs\", cases);\n"
+    "}\n";
+
+/* What it must print, in this order: each stopped test named on stderr and
+ * failed in its teardown, and the last lines, the stuck test listed and
+ * counted. */
+static const char *const watchdog_lines[] = {
+    "unit_tests: watchdog: hangs: cleans up ran past 2 s: stopping the processes it started\n",
+    "ran past its limit, 2 s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
+    "unit_tests: watchdog: hangs: ignores SIGTERM ran past 2 s: stopping the processes it started\n",
+    "ran past its limit, 2 s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
+    "unit_tests: watchdog: hangs: stuck ran past 2 s: stopping the processes it started\n",
+    "unit_tests: watchdog: hangs: stuck still runs 2 s later, inside the runner, where nothing can be stopped: "
+    "the run ends here\n",
+    "FAILED  hangs: cleans up\n",
+    "FAILED  hangs: ignores SIGTERM\n",
+    "FAILED  hangs: stuck\n        stuck: the watchdog ended the run in it\n\n1 passed, 3 failed\n",
+};
+
+static void test_watchdog(void)
+{
+    char dir[64], cmd[1024];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddp_runner_XXXXXX");
+    build_runner(dir, hanging_suite);
+    char *out = NULL;
+    /* timeout: should the made-up runner's watchdog fail, this test fails
+     * in 2 minutes, not at the real runner's limit */
+    snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=2 timeout -k 5 120 ./runner", dir);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 1);
+    CU_ASSERT_FATAL(out != NULL);
+    const char *at = out;
+    for (size_t i = 0; i < sizeof watchdog_lines / sizeof watchdog_lines[0] && at; i++) {
+        const char *found = strstr(at, watchdog_lines[i]);
+        if (!found)
+            fprintf(stderr, "\n    missing, in this order: %s", watchdog_lines[i]);
+        CU_ASSERT_PTR_NOT_NULL(found);
+        at = found ? found + strlen(watchdog_lines[i]) : NULL;
+    }
+    CU_ASSERT(at && *at == '\0'); /* the summary line is the last */
+    CU_ASSERT_PTR_NULL(strstr(out, "never runs")); /* the run ended in "stuck" */
+    CU_ASSERT(access(test_tmp_path(dir, "cleaned"), F_OK) == 0); /* SIGTERM came first */
+    if (!at || *at)
+        test_show_lines(out);
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=soon ./runner", dir);
+    out = NULL;
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "unit_tests: UNIT_TEST_LIMIT_S=soon: expected seconds, 0 to 1e7 "
+                                              "(0: no limit on a test's time)\n"));
+    free(out);
+    test_remove_tmpdir(dir);
+}
+
 void suite_runner(void)
 {
     static const TestCase cases[] = {
         {"a failed run lists its failed tests (at most 20) after CUnit's summary, above its last line",
          test_failures_listed_last},
+        {"a test past UNIT_TEST_LIMIT_S: failed by name, its processes stopped, the run goes on, or ends where stuck",
+         test_watchdog},
         {NULL, NULL},
     };
     test_add_suite("runner [cc]", cases);
