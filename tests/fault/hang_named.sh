@@ -24,7 +24,7 @@
 # Prints the run's output and a verdict line; exits 1 if the verdict fails.
 set -euo pipefail
 what=$1 launch=$2 ranks=$3 victim=$4
-. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid, mpirun_user; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 4096 64
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
 flags=(--data "$d/data" --batch-size 16 --epochs 100 --timeout 4)
@@ -32,10 +32,8 @@ case $launch in
 nproc) OMP_NUM_THREADS=1 "$d/prog" "${flags[@]}" --nproc-per-node "$ranks" > "$d/out.txt" 2>&1 & ;;
 mpirun)
     port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    as_root=()
-    [ "$(id -u)" = 0 ] && as_root=(--allow-run-as-root)
-    OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port mpirun -np "$ranks" --oversubscribe --bind-to none \
-        "${as_root[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
+    OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "${mpirun_user[@]}" -np "$ranks" "$d/prog" "${flags[@]}" \
+        > "$d/out.txt" 2>&1 & ;;
 *) echo "hang_named: unknown launch $launch"; exit 2 ;;
 esac
 pid=$!

@@ -2,8 +2,9 @@
 #   . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"
 # It sets ddpc and python (DDPC and PYTHON, else build/ddpc and Debian's
 # python3), here (the scripts' directory), d, a fresh directory where the
-# script builds its program as $d/prog, and two command prefixes:
-# mpirun2, the user's own mpirun of 2 ranks, and with_sigint (below). On exit it kills what the script
+# script builds its program as $d/prog, and three command prefixes:
+# mpirun_user, the user's own mpirun (the script adds -np N), mpirun2, the
+# same for 2 ranks, and with_sigint (below). On exit it kills what the script
 # left running: the process whose pid the script put in pid (mpirun, or a
 # launcher, started in the background), then every process of $d/prog
 # (woken first, should the script have stopped one), waits for them to be
@@ -11,8 +12,9 @@
 ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 d=$(mktemp -d)
-mpirun2=(mpirun -np 2 --oversubscribe --bind-to none)
-[ "$(id -u)" != 0 ] || mpirun2+=(--allow-run-as-root)
+mpirun_user=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" != 0 ] || mpirun_user+=(--allow-run-as-root)
+mpirun2=("${mpirun_user[@]}" -np 2)
 # A background job of a script starts with SIGINT ignored, which the program
 # keeps (as nohup's users expect). with_sigint COMMAND... runs COMMAND with
 # SIGINT's default restored, from a python that becomes COMMAND (the same

@@ -8,15 +8,15 @@
 # Prints the run's output, the seconds it took, and a verdict line.
 set -euo pipefail
 fault=$1
-. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid, mpirun2; cleans up on exit
 timeout_s=8
 # The survivor is to be stopped while training, not evaluating: an epoch
 # (32,768 samples, several seconds) outlasts the wait before the fault.
 "$python" "$here/small_data.py" "$d/data" 32768 128
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog"
 start=$(date +%s.%N)
-OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$d/prog" --data "$d/data" --batch-size 16 \
-    --epochs 1000 --timeout "$timeout_s" > "$d/out.txt" 2>&1 &
+OMP_NUM_THREADS=1 "${mpirun2[@]}" "$d/prog" --data "$d/data" --batch-size 16 --epochs 1000 --timeout "$timeout_s" \
+    > "$d/out.txt" 2>&1 &
 pid=$!
 # rank 1: the child of mpirun whose environment says so, once training runs
 victim=

@@ -35,9 +35,14 @@ run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twi
     local ck="$d/ck_$1"
     "$d/prog" "${common[@]}" --save "$ck" --save-every 10 --max-restarts "$1" --log "$d/log_$1.jsonl" \
         --export "$d/out_$1.safetensors" > "$2" 2>&1 &
-    local run=$!
+    local run=$! until=$((SECONDS + 120))
     kill_rank1_after "$ck" 10
-    # then after a checkpoint of the restarted ranks: newer than any now
+    # then after a checkpoint of the restarted ranks, newer than any of the
+    # killed ones': rank 0 may still write one as rank 1 dies, and the
+    # launcher says it restarts once every rank it started has ended
+    while ! grep -q "restarting all 2 ranks" "$2" && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do
+        sleep 0.02
+    done
     kill_rank1_after "$ck" $(($(newest_step "$ck") + 10))
     local rc=0
     wait $run || rc=$?

@@ -9,15 +9,12 @@
 # short and the runs cross an epoch boundary (a reshuffle) after STOP.
 set -euo pipefail
 net=$1 steps=$2 stop=$3 ranks=$4
-ddpc=${DDPC:-build/ddpc} python=${PYTHON:-/usr/bin/python3}
-here=$(cd "$(dirname "$0")" && pwd)
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, mpirun_user; cleans up on exit
 "$python" "$here/small_data.py" "$d/data" 1024 128
 "$ddpc" "$net" --target cpu -o "$d/prog"
 run() {
     if [ "$ranks" -gt 1 ]; then
-        mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$d/prog" --data "$d/data" --batch-size 16 "$@"
+        "${mpirun_user[@]}" -np "$ranks" "$d/prog" --data "$d/data" --batch-size 16 "$@"
     else
         "$d/prog" --data "$d/data" --batch-size 16 "$@"
     fi
