@@ -40,7 +40,7 @@ run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twi
     # then after a checkpoint of the restarted ranks, newer than any of the
     # killed ones': rank 0 may still write one as rank 1 dies, and the
     # launcher says it restarts once every rank it started has ended
-    while ! grep -q "restarting all 2 ranks" "$2" && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do
+    while ! grep -q "restarting all " "$2" && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do
         sleep 0.02
     done
     kill_rank1_after "$ck" $(($(newest_step "$ck") + 10))

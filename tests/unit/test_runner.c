@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>  // kill
 #include <unistd.h>  // access
 
 #include "testutil.h"
@@ -126,38 +127,71 @@ static void test_failures_listed_last(void)
 
 /* The watchdog's made-up suite: a test that passes; one whose program, a
  * shell script, never ends, and cleans up when it gets SIGTERM (it writes
- * the file "cleaned"); one whose program ignores SIGTERM; and one stuck
- * in the runner itself. */
+ * the file "cleaned"); one whose program dies of SIGTERM, leaving a child
+ * that ignores it (re-parented: it writes its pid to the file "escaper",
+ * and holds no pipe of the runner's, so that it cannot hold this test);
+ * and one stuck in the runner itself. */
 static const char hanging_suite[] =
     "#include <stdlib.h>\n"
     "#include <unistd.h>\n"
     "#include \"testutil.h\"\n"
     "static void passes(void) { CU_ASSERT(1); }\n"
     "static void cleans_up(void) { CU_ASSERT(system(\"trap 'echo > cleaned; exit 3' TERM; sleep 1000 & wait\") == 0); }\n"
-    "static void ignores_sigterm(void) { CU_ASSERT(system(\"trap '' TERM; sleep 1000\") == 0); }\n"
+    "static void escapes(void)\n"
+    "{\n"
+    "    CU_ASSERT(system(\"sh -c 'trap \\\"\\\" TERM; echo $$ > escaper; exec sleep 1000 > /dev/null 2>&1' & wait\") == 0);\n"
+    "}\n"
     "static void stuck(void) { for (;;) pause(); }\n"
     "void suite_demo(void)\n"
     "{\n"
     "    static const TestCase cases[] = {{\"passes\", passes}, {\"cleans up\", cleans_up},\n"
-    "        {\"ignores SIGTERM\", ignores_sigterm}, {\"stuck\", stuck}, {\"never runs\", passes}, {NULL, NULL}};\n"
+    "        {\"escapes\", escapes}, {\"stuck\", stuck}, {\"never runs\", passes}, {NULL, NULL}};\n"
     "    test_add_suite(\"hangs\", cases);\n"
     "}\n";
+
+/* The made-up runner's limit, in seconds: each test's, and each of its
+ * graces (watchdog.c); long enough for a shell to set its trap. */
+#define LIMIT "1"
 
 /* What it must print, in this order: each stopped test named on stderr and
  * failed in its teardown, and the last lines, the stuck test listed and
  * counted. */
 static const char *const watchdog_lines[] = {
-    "unit_tests: watchdog: hangs: cleans up ran past 2 s: stopping the processes it started\n",
-    "ran past its limit, 2 s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
-    "unit_tests: watchdog: hangs: ignores SIGTERM ran past 2 s: stopping the processes it started\n",
-    "ran past its limit, 2 s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
-    "unit_tests: watchdog: hangs: stuck ran past 2 s: stopping the processes it started\n",
-    "unit_tests: watchdog: hangs: stuck still runs 2 s later, inside the runner, where nothing can be stopped: "
+    "unit_tests: watchdog: hangs: cleans up ran past " LIMIT " s: stopping the processes it started\n",
+    "ran past its limit, " LIMIT " s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
+    "unit_tests: watchdog: hangs: escapes ran past " LIMIT " s: stopping the processes it started\n",
+    "ran past its limit, " LIMIT " s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
+    "unit_tests: watchdog: hangs: stuck ran past " LIMIT " s: stopping the processes it started\n",
+    "unit_tests: watchdog: hangs: stuck still runs " LIMIT " s later, inside the runner, where nothing can be stopped: "
     "the run ends here\n",
     "FAILED  hangs: cleans up\n",
-    "FAILED  hangs: ignores SIGTERM\n",
+    "FAILED  hangs: escapes\n",
     "FAILED  hangs: stuck\n        stuck: the watchdog ended the run in it\n\n1 passed, 3 failed\n",
 };
+
+/* Whether the process whose pid is in the file PID_FILE still runs sleep
+ * (neither gone, nor a zombie, nor its pid another's); if so, it is killed. */
+static int still_sleeping(const char *pid_file)
+{
+    FILE *f = fopen(pid_file, "r");
+    int pid = 0;
+    if (!f || fscanf(f, "%d", &pid) != 1)
+        pid = 0;
+    if (f)
+        fclose(f);
+    CU_ASSERT(pid > 0);
+    char path[64], command[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    f = pid > 0 ? fopen(path, "r") : NULL;
+    size_t len = f ? fread(command, 1, sizeof command - 1, f) : 0;
+    if (f)
+        fclose(f);
+    command[len] = '\0';
+    int sleeping = strcmp(command, "sleep") == 0; /* cmdline's arguments end in NULs: the first is the command */
+    if (sleeping)
+        kill(pid, SIGKILL);
+    return sleeping;
+}
 
 static void test_watchdog(void)
 {
@@ -167,7 +201,7 @@ static void test_watchdog(void)
     char *out = NULL;
     /* timeout: should the made-up runner's watchdog fail, this test fails
      * in 2 minutes, not at the real runner's limit */
-    snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=2 timeout -k 5 120 ./runner", dir);
+    snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=" LIMIT " timeout -k 5 120 ./runner", dir);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 1);
     CU_ASSERT_FATAL(out != NULL);
     const char *at = out;
@@ -181,8 +215,17 @@ static void test_watchdog(void)
     CU_ASSERT(at && *at == '\0'); /* the summary line is the last */
     CU_ASSERT_PTR_NULL(strstr(out, "never runs")); /* the run ended in "stuck" */
     CU_ASSERT(access(test_tmp_path(dir, "cleaned"), F_OK) == 0); /* SIGTERM came first */
+    CU_ASSERT(!still_sleeping(test_tmp_path(dir, "escaper")));    /* then SIGKILL, wherever it went */
     if (!at || *at)
         test_show_lines(out);
+    free(out);
+
+    /* 0: no limit, a debugger's setting: the first hang holds the run (here
+     * until timeout ends it, 2 s on) */
+    snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=0 timeout -k 5 2 ./runner", dir);
+    out = NULL;
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 124);
+    CU_ASSERT_PTR_NULL(out ? strstr(out, "watchdog") : "no output");
     free(out);
 
     snprintf(cmd, sizeof cmd, "cd %s && UNIT_TEST_LIMIT_S=soon ./runner", dir);

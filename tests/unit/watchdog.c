@@ -11,20 +11,24 @@
  *  - stops every process the runner started, and theirs (read from /proc):
  *    SIGTERM first, so that scripts clean up after themselves (the fault
  *    scripts' EXIT traps stop their ranks and remove their files), then,
- *    STOP_GRACE_S later, SIGKILL for what is left. The test's wait ends, it
- *    fails on its own checks (a program killed), and its teardown fails it
- *    once more, by name; the run goes on with the next test;
+ *    once those are gone or STOP_GRACE_S later, SIGKILL for what is left:
+ *    the processes sent SIGTERM that still run, wherever their parent's
+ *    death re-parented them, what they started, and what the test started
+ *    since. The test's wait ends, it fails on its own checks (a program
+ *    killed), and its teardown fails it once more, by name; the run goes on
+ *    with the next test;
  *  - if the test still runs IN_RUNNER_GRACE_S after that, it is stuck in the
  *    runner itself (a deadlock, a loop), where nothing can be stopped: the
  *    run ends there, with the last lines of any run (its failed tests, and
  *    the summary line), the stuck test listed and counted as failed.
  * Each grace is the shorter of its own and the limit (tests/unit/test_runner.c
- * checks the watchdog at a limit of 2 s).
+ * checks the watchdog at a short limit).
  *
  * The limit: UNIT_TEST_LIMIT_S seconds (0 turns the watchdog off, for a
- * debugger), by default DEFAULT_LIMIT_S: 20 minutes, more than ten times the
- * slowest test on 2 cores (about 90 s), and a fraction of CI's 90 minutes,
- * which then still ends with the summary line.
+ * debugger), by default DEFAULT_LIMIT_S: 10 minutes, more than six times the
+ * slowest test on 2 cores (about 90 s); CI, whose tests take about 25 of its
+ * 90 minutes (the distributed suite twice), then still ends with its summary
+ * line after a few hangs.
  */
 #include "watchdog.h"
 
@@ -41,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { DEFAULT_LIMIT_S = 1200, STOP_GRACE_S = 10, IN_RUNNER_GRACE_S = 60 };
+enum { DEFAULT_LIMIT_S = 600, STOP_GRACE_S = 10, IN_RUNNER_GRACE_S = 60 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed; /* on CLOCK_MONOTONIC: set up by watchdog_start */
@@ -74,79 +78,119 @@ static int over_by(unsigned long test, double when)
     return 1;
 }
 
-/* The parent of process PID, from /proc/PID/stat ("pid (comm) state ppid
- * ...", where comm may hold spaces and parentheses); -1 if it is gone. */
-static pid_t parent_of(pid_t pid)
+/* A process as /proc/PID/stat shows it ("pid (comm) state ppid ... starttime
+ * ...", where comm may hold spaces and parentheses). A pid and its start
+ * time name one process: a pid alone may have been reused. */
+typedef struct {
+    pid_t pid, parent;
+    unsigned long long start; /* field 22, in clock ticks since boot */
+    char state;               /* 'Z': a zombie, dead and not yet reaped */
+} Proc;
+
+/* Reads process PID into *P; 0 if it is gone. */
+static int read_proc(pid_t pid, Proc *p)
 {
-    char path[64], stat[512];
+    char path[64], stat[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return 0;
     size_t len = fread(stat, 1, sizeof stat - 1, f);
     fclose(f);
     stat[len] = '\0';
     const char *end_of_comm = strrchr(stat, ')');
-    int ppid;
-    return end_of_comm && sscanf(end_of_comm + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
+    int parent;
+    /* fields 3 and 4, then 17 skipped, then 22 */
+    if (!end_of_comm || sscanf(end_of_comm + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                                                "%*s %*s %*s %llu", &p->state, &parent, &p->start) != 3)
+        return 0;
+    p->pid = pid;
+    p->parent = (pid_t)parent;
+    return 1;
 }
 
-/* Sends SIG to every descendant of this process: its children, theirs, and
- * so on. Returns how many it signalled. */
-static int signal_descendants(int sig)
+/* The processes sent SIGTERM by the last stop (a SIGKILL follows for those
+ * that outlive their grace), and the last reading of /proc: the watchdog's
+ * thread alone uses them. MAX_PROCS bounds both; a machine running more
+ * processes than that has some left unread. */
+enum { MAX_PROCS = 32768 };
+static Proc stopping[MAX_PROCS], procs[MAX_PROCS];
+static char ours[MAX_PROCS];
+static int n_stopping, n_procs;
+
+static int was_stopping(const Proc *p)
 {
-    enum { MAX_PROCS = 32768 };
-    static pid_t pid[MAX_PROCS], parent[MAX_PROCS]; /* the watchdog's thread alone uses them */
-    static char ours[MAX_PROCS];
-    int n = 0;
+    for (int i = 0; i < n_stopping; i++)
+        if (stopping[i].pid == p->pid && stopping[i].start == p->start)
+            return 1;
+    return 0;
+}
+
+/* Reads /proc into procs, and marks as ours each process sent SIGTERM by
+ * the stop (still running: when its parent died of that SIGTERM, a shell
+ * that test_run's popen started say, it was re-parented and is no longer
+ * this process's descendant), and each descendant of those and, where
+ * WITH_RUNNER, of this process. */
+static void find_ours(int with_runner)
+{
+    n_procs = 0;
     DIR *proc = opendir("/proc");
-    for (struct dirent *e; proc && n < MAX_PROCS && (e = readdir(proc));)
-        if (isdigit((unsigned char)e->d_name[0])) {
-            pid[n] = (pid_t)atoi(e->d_name);
-            parent[n] = parent_of(pid[n]);
-            ours[n] = 0;
-            n++;
+    for (struct dirent *e; proc && n_procs < MAX_PROCS && (e = readdir(proc));)
+        if (isdigit((unsigned char)e->d_name[0]) && read_proc((pid_t)atoi(e->d_name), &procs[n_procs])) {
+            ours[n_procs] = (char)was_stopping(&procs[n_procs]);
+            n_procs++;
         }
     if (proc)
         closedir(proc);
-    /* A process is ours when its parent is this one or ours; /proc lists a
-     * child before its parent where pids wrapped, so passes go on until one
-     * finds no more. */
-    const pid_t self = getpid();
-    int signalled = 0;
+    /* /proc lists a child before its parent where pids wrapped: passes go on
+     * until one finds no more (a few hundred processes: quadratic is fine) */
+    const pid_t runner = getpid();
     for (int grew = 1; grew;) {
         grew = 0;
-        for (int i = 0; i < n; i++) {
-            if (ours[i] || parent[i] <= 0)
-                continue;
-            int parent_ours = parent[i] == self;
-            for (int j = 0; j < n && !parent_ours; j++)
-                parent_ours = ours[j] && pid[j] == parent[i];
-            if (parent_ours) {
-                ours[i] = 1;
-                grew = 1;
-                signalled += kill(pid[i], sig) == 0;
-            }
+        for (int i = 0; i < n_procs; i++) {
+            int parent_ours = with_runner && procs[i].parent == runner;
+            for (int j = 0; j < n_procs && !ours[i] && !parent_ours; j++)
+                parent_ours = ours[j] && procs[j].pid == procs[i].parent;
+            if (!ours[i] && parent_ours)
+                ours[i] = grew = 1;
         }
     }
-    return signalled;
 }
 
-/* Past the limit of test TEST (lock held on entry and on return). */
+/* Whether a process sent SIGTERM by the stop still runs. */
+static int any_stopping_left(void)
+{
+    Proc now_p;
+    for (int i = 0; i < n_stopping; i++)
+        if (read_proc(stopping[i].pid, &now_p) && now_p.start == stopping[i].start && now_p.state != 'Z')
+            return 1;
+    return 0;
+}
+
+/* Past the limit of test TEST (lock held on entry and on return). The
+ * signals go out with the lock held, so that the test cannot end and the
+ * next one start children meanwhile. */
 static void stop_test(unsigned long test)
 {
     char name[sizeof running_name];
     snprintf(name, sizeof name, "%s", running_name);
     stopped = 1;
-    pthread_mutex_unlock(&lock);
     fprintf(stderr, "\nunit_tests: watchdog: %s ran past %g s: stopping the processes it started\n", name, limit_s);
-    int signalled = signal_descendants(SIGTERM);
+    n_stopping = 0;
+    find_ours(1);
+    for (int i = 0; i < n_procs; i++)
+        if (ours[i] && procs[i].state != 'Z' && kill(procs[i].pid, SIGTERM) == 0)
+            stopping[n_stopping++] = procs[i];
+    pthread_mutex_unlock(&lock);
+    /* their grace, to clean up: until they are gone, the test over or not */
+    for (double until = now() + shorter(STOP_GRACE_S, limit_s); any_stopping_left() && now() < until;)
+        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
     pthread_mutex_lock(&lock);
-    if (signalled && !over_by(test, now() + shorter(STOP_GRACE_S, limit_s))) {
-        pthread_mutex_unlock(&lock);
-        signal_descendants(SIGKILL);
-        pthread_mutex_lock(&lock);
-    }
+    find_ours(running == test); /* a test over has its next one's children to keep */
+    for (int i = 0; i < n_procs; i++)
+        if (ours[i] && procs[i].state != 'Z')
+            kill(procs[i].pid, SIGKILL);
+    n_stopping = 0;
     double grace = shorter(IN_RUNNER_GRACE_S, limit_s);
     if (over_by(test, now() + grace))
         return;
