@@ -129,8 +129,10 @@ static void test_failures_listed_last(void)
  * shell script, never ends, and cleans up when it gets SIGTERM (it writes
  * the file "cleaned"); one whose program dies of SIGTERM, leaving a child
  * that ignores it (re-parented: it writes its pid to the file "escaper",
- * and holds no pipe of the runner's, so that it cannot hold this test);
- * and one stuck in the runner itself. */
+ * and holds no pipe of the runner's, so that it cannot hold this test); one
+ * that goes on to a second program a second after its first is stopped (its
+ * pid in the file "second", no pipe held either); and one stuck in the
+ * runner itself. */
 static const char hanging_suite[] =
     "#include <stdlib.h>\n"
     "#include <unistd.h>\n"
@@ -141,17 +143,24 @@ static const char hanging_suite[] =
     "{\n"
     "    CU_ASSERT(system(\"sh -c 'trap \\\"\\\" TERM; echo $$ > escaper; exec sleep 1000 > /dev/null 2>&1' & wait\") == 0);\n"
     "}\n"
+    "static void runs_on(void)\n"
+    "{\n"
+    "    CU_ASSERT(system(\"sleep 1000\") == 0);\n"
+    "    sleep(1); /* past the watchdog's first SIGKILL */\n"
+    "    CU_ASSERT(system(\"echo $$ > second; exec sleep 1001 > /dev/null 2>&1\") == 0);\n"
+    "}\n"
     "static void stuck(void) { for (;;) pause(); }\n"
     "void suite_demo(void)\n"
     "{\n"
     "    static const TestCase cases[] = {{\"passes\", passes}, {\"cleans up\", cleans_up},\n"
-    "        {\"escapes\", escapes}, {\"stuck\", stuck}, {\"never runs\", passes}, {NULL, NULL}};\n"
+    "        {\"escapes\", escapes}, {\"runs on\", runs_on}, {\"stuck\", stuck}, {\"never runs\", passes}, {NULL, NULL}};\n"
     "    test_add_suite(\"hangs\", cases);\n"
     "}\n";
 
 /* The made-up runner's limit, in seconds: each test's, and each of its
- * graces (watchdog.c); long enough for a shell to set its trap. */
-#define LIMIT "1"
+ * graces (watchdog.c); long enough for a shell to set its trap and write a
+ * file on a busy machine. */
+#define LIMIT "2"
 
 /* What it must print, in this order: each stopped test named on stderr and
  * failed in its teardown, and the last lines, the stuck test listed and
@@ -161,12 +170,16 @@ static const char *const watchdog_lines[] = {
     "ran past its limit, " LIMIT " s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
     "unit_tests: watchdog: hangs: escapes ran past " LIMIT " s: stopping the processes it started\n",
     "ran past its limit, " LIMIT " s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
+    "unit_tests: watchdog: hangs: runs on ran past " LIMIT " s: stopping the processes it started\n",
+    "- system(\"echo $$ > second; exec sleep 1001 > /dev/null 2>&1\") == 0\n", /* killed at once */
+    "ran past its limit, " LIMIT " s (UNIT_TEST_LIMIT_S): the watchdog stopped it\n",
     "unit_tests: watchdog: hangs: stuck ran past " LIMIT " s: stopping the processes it started\n",
     "unit_tests: watchdog: hangs: stuck still runs " LIMIT " s later, inside the runner, where nothing can be stopped: "
     "the run ends here\n",
     "FAILED  hangs: cleans up\n",
     "FAILED  hangs: escapes\n",
-    "FAILED  hangs: stuck\n        stuck: the watchdog ended the run in it\n\n1 passed, 3 failed\n",
+    "FAILED  hangs: runs on\n",
+    "FAILED  hangs: stuck\n        stuck: the watchdog ended the run in it\n\n1 passed, 4 failed\n",
 };
 
 /* Whether the process whose pid is in the file PID_FILE still runs sleep
@@ -216,6 +229,7 @@ static void test_watchdog(void)
     CU_ASSERT_PTR_NULL(strstr(out, "never runs")); /* the run ended in "stuck" */
     CU_ASSERT(access(test_tmp_path(dir, "cleaned"), F_OK) == 0); /* SIGTERM came first */
     CU_ASSERT(!still_sleeping(test_tmp_path(dir, "escaper")));    /* then SIGKILL, wherever it went */
+    CU_ASSERT(!still_sleeping(test_tmp_path(dir, "second")));
     if (!at || *at)
         test_show_lines(out);
     free(out);
@@ -242,9 +256,19 @@ void suite_runner(void)
     static const TestCase cases[] = {
         {"a failed run lists its failed tests (at most 20) after CUnit's summary, above its last line",
          test_failures_listed_last},
+        {NULL, NULL},
+    };
+    test_add_suite("runner [cc]", cases);
+}
+
+/* A suite of its own, out of make check's (whose "runner" does not pick it):
+ * its made-up tests wait out their limits, about 12 s. */
+void suite_watchdog(void)
+{
+    static const TestCase cases[] = {
         {"a test past UNIT_TEST_LIMIT_S: failed by name, its processes stopped, the run goes on, or ends where stuck",
          test_watchdog},
         {NULL, NULL},
     };
-    test_add_suite("runner [cc]", cases);
+    test_add_suite("watchdog [cc]", cases);
 }
