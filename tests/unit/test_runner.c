@@ -87,7 +87,7 @@ static void build_runner(const char *dir, const char *suite)
     /* built in DIR (the failures' file: demo.c), with -I DIR and not the
      * build folder: testutil.h takes DIR's suites.inc */
     snprintf(cmd, sizeof cmd,
-             "r=$PWD && cd %s && cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I. -I$r/tests/unit $r/tests/unit/main.c "
+             "r=$PWD && cd %s && cc -std=c11 -D_GNU_SOURCE -Wall -Werror -I. -I$r/tests/unit -I$r/runtime $r/tests/unit/main.c "
              "$r/tests/unit/watchdog.c demo.c -lcunit -pthread -o runner",
              dir);
     char *out = NULL;
@@ -186,21 +186,15 @@ static const char *const watchdog_lines[] = {
  * (neither gone, nor a zombie, nor its pid another's); if so, it is killed. */
 static int still_sleeping(const char *pid_file)
 {
-    FILE *f = fopen(pid_file, "r");
-    int pid = 0;
-    if (!f || fscanf(f, "%d", &pid) != 1)
-        pid = 0;
-    if (f)
-        fclose(f);
+    char *text = test_read_file(pid_file, NULL);
+    int pid = text ? atoi(text) : 0;
+    free(text);
     CU_ASSERT(pid > 0);
-    char path[64], command[64] = "";
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-    f = pid > 0 ? fopen(path, "r") : NULL;
-    size_t len = f ? fread(command, 1, sizeof command - 1, f) : 0;
-    if (f)
-        fclose(f);
-    command[len] = '\0';
-    int sleeping = strcmp(command, "sleep") == 0; /* cmdline's arguments end in NULs: the first is the command */
+    char *command = pid > 0 ? test_read_file(path, NULL) : NULL;
+    int sleeping = command && strcmp(command, "sleep") == 0; /* cmdline's arguments end in NULs: the first is the command */
+    free(command);
     if (sleeping)
         kill(pid, SIGKILL);
     return sleeping;

@@ -35,6 +35,7 @@
  * line after a few hangs.
  */
 #include "watchdog.h"
+#include "clock.h"  // ddp_now, ddp_abs_time (runtime/: header-only)
 
 #include <CUnit/CUnit.h>
 #include <CUnit/TestRun.h>  // CU_get_current_suite, CU_get_current_test
@@ -62,20 +63,13 @@ static double started;         /* when the running test started (monotonic secon
 static char running_name[512]; /* "suite: test" */
 static int stopped;            /* the watchdog stopped the running test's processes */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double shorter(double a, double b) { return a < b ? a : b; }
 
 /* Waits, lock held, until test TEST is over or the clock reaches WHEN;
  * returns whether it is over. */
 static int over_by(unsigned long test, double when)
 {
-    struct timespec until = {(time_t)when, (long)((when - (time_t)when) * 1e9)};
+    struct timespec until = ddp_abs_time(when);
     while (running == test)
         if (pthread_cond_timedwait(&changed, &lock, &until) == ETIMEDOUT)
             return running != test;
@@ -187,18 +181,18 @@ static void stop_test(unsigned long test)
             stopping[n_stopping++] = procs[i];
     pthread_mutex_unlock(&lock);
     /* their grace, to clean up: until they are gone, the test over or not */
-    for (double until = now() + shorter(STOP_GRACE_S, limit_s); any_stopping_left() && now() < until;)
+    for (double until = ddp_now() + shorter(STOP_GRACE_S, limit_s); any_stopping_left() && ddp_now() < until;)
         nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
     pthread_mutex_lock(&lock);
-    double grace = shorter(IN_RUNNER_GRACE_S, limit_s), end = now() + grace;
+    double grace = shorter(IN_RUNNER_GRACE_S, limit_s), end = ddp_now() + grace;
     do {
         find_ours(running == test); /* a test over has its next one's children to keep */
         for (int i = 0; i < n_procs; i++)
             if (ours[i] && procs[i].state != 'Z')
                 kill(procs[i].pid, SIGKILL);
-        if (over_by(test, shorter(now() + 0.5, end)))
+        if (over_by(test, shorter(ddp_now() + 0.5, end)))
             return;
-    } while (now() < end);
+    } while (ddp_now() < end);
     fprintf(stderr, "unit_tests: watchdog: %s still runs %g s later, inside the runner, where nothing can be "
                     "stopped: the run ends here\n", name, grace);
     /* The stuck thread may hold stdout's lock (a write to a full pipe):
@@ -269,7 +263,7 @@ void watchdog_arm(void)
     CU_pTest test = CU_get_current_test();
     pthread_mutex_lock(&lock);
     snprintf(running_name, sizeof running_name, "%s: %s", suite ? suite->pName : "?", test ? test->pName : "?");
-    started = now();
+    started = ddp_now();
     stopped = 0;
     running = ++serial;
     pthread_cond_broadcast(&changed);
