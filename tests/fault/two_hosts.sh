@@ -130,7 +130,9 @@ said() { tr '\r' '\n' < "$1" 2> /dev/null | sed 's/\x1b\[K//g' | grep -E "$2" | 
 [ "$data" = /usr/share/datasets/fashion-mnist ] && data_flag=() || data_flag=(--data "$data")
 
 # A rank on its host: output into a file of its own; then its exit status and
-# the time. NAME gets the MPI rank appended when mpirun started it.
+# the time, in a file that appears whole (renamed into place: the test reads
+# it as soon as it exists). NAME gets the MPI rank appended when mpirun
+# started it.
 cat > "$d/rank.sh" << 'EOF'
 #!/bin/sh
 d=$1 name=$2$OMPI_COMM_WORLD_RANK
@@ -138,7 +140,7 @@ shift 2
 readlink /proc/self/ns/net > "$d/$name.netns"
 "$@" > "$d/$name.log" 2>&1
 rc=$?
-echo "$rc $(date +%s.%N)" > "$d/$name.end"
+echo "$rc $(date +%s.%N)" > "$d/$name.end.part" && mv "$d/$name.end.part" "$d/$name.end"
 exit $rc
 EOF
 # Open MPI's rsh agent: "HOST COMMAND..." runs COMMAND on that host's namespace.

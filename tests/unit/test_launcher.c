@@ -23,8 +23,11 @@
 #include "testutil.h"
 
 static char tmpdir[64];
-/* launch(): then send SECOND_SIGNAL (0: none) SECOND_GAP_MS later */
-static int second_signal, second_gap_ms;
+/* launch(): then send SECOND_SIGNAL (0: none), right behind the first, or
+ * where SECOND_ONCE_ASKED, once the launcher has asked every rank to stop
+ * (the file tmpdir/usr1.N for every rank N: two signals of one kind merge
+ * while the first is pending) */
+static int second_signal, second_once_asked;
 
 static double now_s(void)
 {
@@ -66,6 +69,25 @@ static const char *script(const char *name, const char *fmt, ...)
     return p;
 }
 
+/* Whether the file tmpdir/NAME.N exists for every rank N < NPROC, within
+ * 30 s. */
+static int all_ranks_wrote(const char *name, int nproc)
+{
+    for (int tries = 0; tries < 3000; tries++) {
+        int written = 0;
+        for (int r = 0; r < nproc; r++) {
+            char path[160];
+            snprintf(path, sizeof path, "%s/%s.%d", tmpdir, name, r);
+            written += access(path, F_OK) == 0;
+        }
+        if (written == nproc)
+            return 1;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 /* Runs ddp_launch_exec(EXE, NPROC, ARGS split at spaces, GRACE) in a child;
  * returns its exit status (-1 if it died), its output in *OUT, and how long
  * until the launcher and all ranks were gone in *ELAPSED. With KILL_WITH, that
@@ -88,22 +110,11 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
         _exit(ddp_launch_exec(exe, nproc, argc, argv, grace));
     }
     if (kill_with) {
-        for (int tries = 0; tries < 500; tries++) {
-            int ready = 0;
-            for (int r = 0; r < nproc; r++) {
-                char path[160];
-                snprintf(path, sizeof path, "%s/ready.%d", tmpdir, r);
-                ready += access(path, F_OK) == 0;
-            }
-            if (ready == nproc)
-                break;
-            struct timespec ts = {0, 10000000};
-            nanosleep(&ts, NULL);
-        }
+        CU_ASSERT(all_ranks_wrote("ready", nproc)); /* else the signal goes anyway, to end the run */
         kill(pid, kill_with);
         if (second_signal) {
-            struct timespec ts = {0, second_gap_ms * 1000000L};
-            nanosleep(&ts, NULL);
+            if (second_once_asked)
+                CU_ASSERT(all_ranks_wrote("usr1", nproc));
             kill(pid, second_signal);
         }
     }
@@ -229,23 +240,25 @@ static void test_ranks_without_stop_handler(void)
 
 static void test_second_signal(void)
 {
-    /* Ranks that ignore the stop asked for (SIGUSR1) and SIGTERM, a grace
-     * period of 10 s: a second signal to the launcher kills them at once,
-     * 0.2 s after the first, or right behind it (of another kind, which
-     * cannot merge with the first while pending). */
-    const char *exe = script("deaf.sh", "trap '' TERM USR1\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
+    /* Ranks that ignore SIGTERM and the stop asked for (SIGUSR1: they note
+     * it, and go on), a grace period of 10 s: a second signal to the launcher
+     * kills them at once, sent once the ranks were asked to stop, or right
+     * behind the first (of another kind, which cannot merge with the first
+     * while pending). */
+    const char *exe = script("deaf.sh", "trap '' TERM\ntrap 'touch $DIR/usr1.$RANK' USR1\ntouch $DIR/ready.$RANK\n"
+                                        "while :; do sleep 0.05; done\n");
     /* right behind: the kernel may deliver the SIGINT first, so either is the first */
     static const struct {
-        int second, gap_ms;
+        int second, once_asked;
         const char *killing, *stopped;
-    } cases[] = {{SIGTERM, 200, "prog: killing rank 0 (a second SIGTERM)", "prog: error: stopped by SIGTERM"},
+    } cases[] = {{SIGTERM, 1, "prog: killing rank 0 (a second SIGTERM)", "prog: error: stopped by SIGTERM"},
                  {SIGINT, 0, "prog: killing rank 0 (a second SIG", "prog: error: stopped by SIG"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         clean();
         char *out;
         double elapsed;
         second_signal = cases[i].second;
-        second_gap_ms = cases[i].gap_ms;
+        second_once_asked = cases[i].once_asked;
         int rc = launch(exe, 2, "/x/prog", 10, &out, &elapsed, SIGTERM);
         second_signal = 0;
         CU_ASSERT(rc == 1);

@@ -132,9 +132,9 @@ static void test_failures_listed_last(void)
  * the file "cleaned"); one whose program dies of SIGTERM, leaving a child
  * that ignores it (re-parented: it writes the file "escaper", and holds no
  * pipe of the runner's, so that it cannot hold this test); one that goes on
- * to a second program a second after its first is stopped (no pipe held
- * either); and one stuck in the runner itself. All run in the runner's
- * folder, where none may be left (left_running). */
+ * to a second program once its first is stopped (no pipe held either); and
+ * one stuck in the runner itself. All run in the runner's folder, where
+ * none may be left (left_running). */
 static const char hanging_suite[] =
     "#include <stdlib.h>\n"
     "#include <unistd.h>\n"
@@ -148,7 +148,7 @@ static const char hanging_suite[] =
     "static void runs_on(void)\n"
     "{\n"
     "    CU_ASSERT(system(\"sleep 1000\") == 0);\n"
-    "    sleep(1); /* past the watchdog's first SIGKILL */\n"
+    "    usleep(300000); /* well within the watchdog's kills (a scan each 0.5 s for LIMIT s after its SIGTERM) */\n"
     "    CU_ASSERT(system(\"exec sleep 1001 > /dev/null 2>&1\") == 0);\n"
     "}\n"
     "static void stuck(void) { for (;;) pause(); }\n"
