@@ -92,7 +92,7 @@ static int all_ranks_wrote(const char *name, int nproc)
  * returns its exit status (-1 if it died), its output in *OUT, and how long
  * until the launcher and all ranks were gone in *ELAPSED. With KILL_WITH, that
  * signal is sent to the launcher once the file tmpdir/ready.N exists for
- * every rank N. */
+ * every rank N (a failure, past 30 s), then SECOND_SIGNAL if set. */
 static int launch(const char *exe, int nproc, const char *args, double grace, char **out, double *elapsed,
                   int kill_with)
 {
@@ -188,10 +188,13 @@ static void test_one_killed(void)
 static void test_grace_period(void)
 {
     /* Ranks 0 and 2 ignore SIGTERM (sleep inherits it): SIGKILL after 0.5 s.
-     * Rank 1 fails after 1 s, long after the others have set their trap,
-     * even on a busy machine. */
-    const char *exe = script("stubborn.sh", "[ \"$RANK\" = 1 ] && { sleep 1; exit 5; }\ntrap '' TERM\n"
-                                            "exec sleep 30\n");
+     * Rank 1 fails after 1 s, once the others have set their trap (their
+     * files ready.N; or 10 s on, for the test to fail rather than hang). */
+    const char *exe = script("stubborn.sh",
+                             "[ \"$RANK\" = 1 ] && { sleep 1; i=0; until [ -e $DIR/ready.0 ] && [ -e $DIR/ready.2 ] || "
+                             "[ $((i += 1)) -gt 200 ]; do sleep 0.05; done; exit 5; }\n"
+                             "trap '' TERM\ntouch $DIR/ready.$RANK\nexec sleep 30\n");
+    clean();
     char *out;
     double elapsed;
     int rc = launch(exe, 3, "/x/prog", 0.5, &out, &elapsed, 0);

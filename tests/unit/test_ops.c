@@ -1380,7 +1380,9 @@ static size_t heap_in_use(void)
  * whose only thread is the one that forked. In the runner, other threads
  * (OpenMP's workers, threads of earlier tests as they end) may return memory
  * between the two readings: once in 30 runs of make check, the growth fell
- * 448 bytes short of its usual. OPS is left as it was. */
+ * 448 bytes short of its usual. OPS is left as it was. The child may
+ * allocate, not run OpenMP, which a forked child of a process that has
+ * used it cannot: finalize only allocates. */
 static size_t finalize_heap_growth(DdpOps *ops)
 {
     int fd;
