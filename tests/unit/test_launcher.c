@@ -69,18 +69,24 @@ static const char *script(const char *name, const char *fmt, ...)
     return p;
 }
 
+/* How many of the files tmpdir/NAME.N, for ranks N < NPROC, exist. */
+static int ranks_wrote(const char *name, int nproc)
+{
+    int written = 0;
+    for (int r = 0; r < nproc; r++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s.%d", tmpdir, name, r);
+        written += access(path, F_OK) == 0;
+    }
+    return written;
+}
+
 /* Whether the file tmpdir/NAME.N exists for every rank N < NPROC, within
  * 30 s. */
 static int all_ranks_wrote(const char *name, int nproc)
 {
     for (int tries = 0; tries < 3000; tries++) {
-        int written = 0;
-        for (int r = 0; r < nproc; r++) {
-            char path[160];
-            snprintf(path, sizeof path, "%s/%s.%d", tmpdir, name, r);
-            written += access(path, F_OK) == 0;
-        }
-        if (written == nproc)
+        if (ranks_wrote(name, nproc) == nproc)
             return 1;
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL);
@@ -219,11 +225,7 @@ static void test_sigterm_forwarded(void)
     CU_ASSERT(rc == DDP_EXIT_STOPPED);
     CU_ASSERT(out && !strstr(out, "error"));
     CU_ASSERT(elapsed < 3);
-    for (int r = 0; r < 3; r++) {
-        char path[160];
-        snprintf(path, sizeof path, "%s/usr1.%d", tmpdir, r);
-        CU_ASSERT(access(path, F_OK) == 0);
-    }
+    CU_ASSERT_EQUAL(ranks_wrote("usr1", 3), 3); /* every rank was asked to stop */
     free(out);
 }
 
