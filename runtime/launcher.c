@@ -49,6 +49,7 @@
 #include "topology.h"  // DDP_MAX_RANKS
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 #include "clock.h"     // ddp_now, ddp_abs_time: monotonic seconds
+#include "store_server.h"  // DDP_STORE_LISTEN_FD_ENV
 
 extern char **environ;
 
@@ -119,20 +120,39 @@ const char *ddp_signal_name(int sig, char *buf, size_t len)
     return buf;
 }
 
-/* A port free on 127.0.0.1 now: the kernel's pick for port 0. Another
- * program could take it before rank 0 binds it; rank 0 then says the port is
- * in use, and a rerun picks another. */
-int ddp_launch_free_port(void)
+/* A close-on-exec socket bound to 127.0.0.1 on the kernel's pick of a free
+ * port (*PORT), and listening where LISTENING; -1 if none. Its descriptor
+ * is 3 or more, never a standard stream's (a launcher started with one
+ * closed would otherwise hand rank 0 a socket as its stdin, say). */
+static int loopback_socket(int *port, int listening)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && fd < 3) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = high;
+    }
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0 ||
+        (listening && listen(fd, SOMAXCONN) != 0)) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* mpirun's ranks are not our children and inherit no socket from us: they
+ * get a port picked and let go (see DDP_STORE_LISTEN_FD_ENV). */
+int ddp_launch_free_port(void)
+{
+    int port = -1, fd = loopback_socket(&port, 0);
+    if (fd < 0)
+        return -1;
     close(fd);
     return port;
 }
@@ -142,7 +162,7 @@ static int ours(const char *entry)
 {
     static const char *const names[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
                                         "MASTER_PORT", "DDP_SPAWNED", "GROUP_RANK",
-                                        "TORCHELASTIC_USE_AGENT_STORE"};
+                                        "TORCHELASTIC_USE_AGENT_STORE", DDP_STORE_LISTEN_FD_ENV};
     size_t n = strcspn(entry, "=");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i]) == n && strncmp(entry, names[i], n) == 0)
@@ -189,23 +209,27 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
 
     /* The children's command line: ours less the launcher's flags (ddp_launch_rank_argv). */
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
-    int port = ddp_launch_free_port();
+    /* MASTER_PORT, held by this socket until rank 0 is forked; rank 0 keeps
+     * it, for its store, where there are several ranks (DDP_STORE_LISTEN_FD_ENV). */
+    int port = -1, listen_fd = loopback_socket(&port, 1), hand_over = nproc > 1;
     size_t base_n = 0;
     while (environ && environ[base_n])
         base_n++;
     Child *children = calloc((size_t)nproc, sizeof *children);
-    if (!child_argv || !children || port < 0) {
+    if (!child_argv || !children || listen_fd < 0) {
         fprintf(stderr, "%s: error: cannot start %d ranks: %s\n", prog, nproc,
-                port < 0 ? "no free port on 127.0.0.1" : "out of memory");
+                listen_fd < 0 ? "no free port on 127.0.0.1" : "out of memory");
         free(child_argv);
         free(children);
+        if (listen_fd >= 0)
+            close(listen_fd);
         return 1;
     }
     ddp_launch_rank_argv(argc, argv, child_argv);
 
     /* Every child's environment, built before the first fork: between fork
      * and exec a child may call only async-signal-safe functions. */
-    enum { NVARS = 7, VAR_LEN = 48 };
+    enum { NVARS = 8, VAR_LEN = 48 };
     for (int r = 0; r < nproc; r++) {
         Child *c = &children[r];
         c->envp = calloc(base_n + NVARS + 1, sizeof *c->envp);
@@ -216,16 +240,18 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
             fprintf(stderr, "%s: error: cannot start %d ranks: out of memory\n", prog, nproc);
             free_children(children, nproc);
             free(child_argv);
+            close(listen_fd);
             return 1;
         }
         size_t k = 0;
         for (size_t i = 0; i < base_n; i++)
             if (!ours(environ[i]))
                 c->envp[k++] = environ[i];
+        /* the socket's variable last: rank 0's alone */
         const char *name[NVARS] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                                   "MASTER_PORT", "DDP_SPAWNED"};
-        int val[NVARS] = {r, r, nproc, nproc, -1, port, 1};
-        for (int v = 0; v < NVARS; v++) {
+                                   "MASTER_PORT", "DDP_SPAWNED", DDP_STORE_LISTEN_FD_ENV};
+        int val[NVARS] = {r, r, nproc, nproc, -1, port, 1, listen_fd};
+        for (int v = 0; v < (r == 0 && hand_over ? NVARS : NVARS - 1); v++) {
             char *s = c->vars + v * VAR_LEN;
             if (val[v] < 0)
                 snprintf(s, VAR_LEN, "%s=127.0.0.1", name[v]);
@@ -276,6 +302,8 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                     sigaction(forwarded[i], &old[i], NULL);
             sigaction(SIGCHLD, &old_chld, NULL);
             sigprocmask(SIG_SETMASK, &unblocked, NULL);
+            if (started == 0 && hand_over)
+                fcntl(listen_fd, F_SETFD, 0); /* kept across exec */
             execve(exe, child_argv, children[started].envp);
             const char *why = strerror(errno);
             if (write(STDERR_FILENO, children[started].failed, strlen(children[started].failed)) >= 0 &&
@@ -293,7 +321,13 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
             break;
         }
         children[started].pid = pid;
+        if (started == 0) {
+            close(listen_fd); /* rank 0 holds it now, or needs none */
+            listen_fd = -1;
+        }
     }
+    if (listen_fd >= 0)
+        close(listen_fd); /* rank 0 never started */
 
     /* Wait. The first failure stops the others: SIGTERM now, SIGKILL after
      * the grace period. */

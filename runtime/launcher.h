@@ -17,7 +17,9 @@ extern "C" {
  * --nproc-per-node N / --nproc-per-node=N, and the environment torchrun sets
  * (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1,
  * MASTER_PORT a free loopback port) plus DDP_SPAWNED=1, so that each child's
- * ddp_topology_read says DDP_LAUNCH_SPAWN and none launches again.
+ * ddp_topology_read says DDP_LAUNCH_SPAWN and none launches again. Of
+ * several ranks, rank 0 also inherits a socket listening on MASTER_PORT,
+ * for its store (DDP_STORE_LISTEN_FD_ENV, store_server.h).
  *
  * Returns the exit status for the parent's main: 0 when every child exited 0;
  * else the first failing child's status (1 if a signal killed it), after
@@ -58,7 +60,8 @@ int ddp_launch_rank_argv(int argc, char **argv, char **out);
 const char *ddp_launch_failure(void);
 
 /* A TCP port free on 127.0.0.1 now (the kernel's pick), or -1: another
- * program may take it before it is bound, and the binder then says so. */
+ * program may take it before it is bound, and the binder then says so. For
+ * mpirun's ranks, which inherit no socket from us. */
 int ddp_launch_free_port(void);
 
 /* A signal's name for messages, into BUF (LEN bytes): "SIGKILL" for SIGKILL,

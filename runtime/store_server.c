@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -459,6 +460,65 @@ static void allow_descriptors(int world_size)
     }
 }
 
+/* Starts SV, listening already, serving on its own thread: *OUT is it;
+ * SV is freed if it cannot start. */
+static DdpStatus start_serving(DdpStoreServer *sv, DdpStoreServer **out, int world_size)
+{
+    char why[128];
+    if (pipe2(sv->wake, O_CLOEXEC) != 0) {
+        int err = errno;
+        server_free(sv);
+        return DDP_ERR(DDP_FAIL, "cannot start the store: %s", ddp_strerror_lower(err, why, sizeof why));
+    }
+    allow_descriptors(world_size);
+
+    /* The server thread takes no signals: they are the main thread's to handle. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&sv->thread, NULL, server_main, sv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        server_free(sv);
+        return DDP_ERR(DDP_FAIL, "cannot start the store's thread: %s", ddp_strerror_lower(rc, why, sizeof why));
+    }
+    *out = sv;
+    return DDP_OK;
+}
+
+/* The socket the local launcher listened on for this process
+ * (DDP_STORE_LISTEN_FD_ENV), where the variable names one listening on
+ * PORT; made non-blocking and close-on-exec like one bound here. -1
+ * otherwise, and for every later server of the process: bind as usual. */
+static int launcher_listener(int port)
+{
+    static int taken;
+    const char *text = getenv(DDP_STORE_LISTEN_FD_ENV);
+    if (!text || taken)
+        return -1;
+    char *end;
+    errno = 0;
+    long fd = strtol(text, &end, 10);
+    if (end == text || *end || errno || fd < 0 || fd > INT_MAX)
+        return -1;
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    struct sockaddr_storage a;
+    socklen_t a_len = sizeof a;
+    if (getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+        getsockname((int)fd, (struct sockaddr *)&a, &a_len) != 0)
+        return -1;
+    int bound = a.ss_family == AF_INET    ? ntohs(((struct sockaddr_in *)&a)->sin_port)
+                : a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
+                                          : -1;
+    int flags = fcntl((int)fd, F_GETFL);
+    if (bound != port || flags < 0 || fcntl((int)fd, F_SETFL, flags | O_NONBLOCK) != 0 ||
+        fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0)
+        return -1;
+    taken = 1;
+    return (int)fd;
+}
+
 DdpStatus ddp_store_server_start(DdpStoreServer **out, const char *host, int port, int world_size)
 {
     char where[300], why[128];
@@ -470,6 +530,9 @@ DdpStatus ddp_store_server_start(DdpStoreServer **out, const char *host, int por
     atomic_init(&sv->dropped, 0);
     atomic_init(&sv->drain_s, 0.0);
 
+    sv->listen_fd = launcher_listener(port);
+    if (sv->listen_fd >= 0)
+        return start_serving(sv, out, world_size);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
     char port_text[16];
     snprintf(port_text, sizeof port_text, "%d", port);
@@ -507,25 +570,7 @@ DdpStatus ddp_store_server_start(DdpStoreServer **out, const char *host, int por
                            "rank 0 runs", where, host);
         return DDP_ERR(DDP_FAIL, "cannot serve the store on %s: %s", where, ddp_strerror_lower(err, why, sizeof why));
     }
-    if (pipe2(sv->wake, O_CLOEXEC) != 0) {
-        err = errno;
-        server_free(sv);
-        return DDP_ERR(DDP_FAIL, "cannot start the store: %s", ddp_strerror_lower(err, why, sizeof why));
-    }
-    allow_descriptors(world_size);
-
-    /* The server thread takes no signals: they are the main thread's to handle. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&sv->thread, NULL, server_main, sv);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        server_free(sv);
-        return DDP_ERR(DDP_FAIL, "cannot start the store's thread: %s", ddp_strerror_lower(rc, why, sizeof why));
-    }
-    *out = sv;
-    return DDP_OK;
+    return start_serving(sv, out, world_size);
 }
 
 void ddp_store_server_stop(DdpStoreServer *sv, double drain_s)

@@ -13,9 +13,17 @@ extern "C" {
 
 typedef struct DdpStoreServer DdpStoreServer;
 
-/* Binds HOST:PORT (the first of its addresses that binds; room for a
- * descriptor per rank of WORLD_SIZE) and starts the serving thread, which
- * takes no signals. DDP_FAIL naming the address: in use, not this machine's,
+/* The local launcher (launcher.h) picks rank 0's port by listening on it,
+ * and hands rank 0 that socket, its descriptor's number in this variable,
+ * so that no other program can take the port between the pick and rank 0's
+ * store: a port picked and let go could be. */
+#define DDP_STORE_LISTEN_FD_ENV "DDP_STORE_LISTEN_FD"
+
+/* Serves on the socket DDP_STORE_LISTEN_FD_ENV names where it is one
+ * listening on PORT (HOST unread; once a process: the first server takes
+ * it); else binds HOST:PORT (the first of its addresses that binds). Room
+ * for a descriptor per rank of WORLD_SIZE; the serving thread takes no
+ * signals. DDP_FAIL naming the address: in use, not this machine's,
  * unresolvable. */
 DdpStatus ddp_store_server_start(DdpStoreServer **server, const char *host, int port, int world_size);
 

@@ -20,6 +20,7 @@
 
 #include "launcher.h"  // ddp_launch_exec, ddp_launch_local
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
+#include "store_server.h"  // DDP_STORE_LISTEN_FD_ENV
 #include "testutil.h"
 
 static char tmpdir[64];
@@ -28,6 +29,8 @@ static char tmpdir[64];
  * (the file tmpdir/usr1.N for every rank N: two signals of one kind merge
  * while the first is pending) */
 static int second_signal, second_once_asked;
+/* launch(): the launcher starts with its stdin closed */
+static int without_stdin;
 
 static double now_s(void)
 {
@@ -113,6 +116,9 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
         /* Stale variables of an outer launcher must not reach the ranks. */
         setenv("RANK", "7", 1);
         setenv("MASTER_PORT", "1", 1);
+        setenv(DDP_STORE_LISTEN_FD_ENV, "1", 1);
+        if (without_stdin)
+            close(STDIN_FILENO);
         _exit(ddp_launch_exec(exe, nproc, argc, argv, grace));
     }
     if (kill_with) {
@@ -132,7 +138,8 @@ static int launch(const char *exe, int nproc, const char *args, double grace, ch
 static void clean(void)
 {
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -f %s/ready.[0-9]* %s/env.[0-9]* %s/usr1.[0-9]*", tmpdir, tmpdir, tmpdir);
+    snprintf(cmd, sizeof cmd, "cd %s && rm -f ready.[0-9]* env.[0-9]* usr1.[0-9]* named.[0-9]* held.[0-9]* "
+             "free.[0-9]* looked.[0-9]*", tmpdir);
     test_run(cmd, NULL);
 }
 
@@ -164,6 +171,49 @@ static void test_all_succeed(void)
         CU_ASSERT(strcmp(args, "--epochs 3 --data=d --quiet") == 0);
         free(text);
     }
+    free(out);
+}
+
+/* Rank 0's store serves on a socket the launcher listened on from the
+ * port's pick (store_server.h). The ranks find that socket (the listener on
+ * MASTER_PORT) in /proc/net/tcp and look for it among their descriptors:
+ * rank 0 holds it, under the variable's number (past the standard streams,
+ * even where the launcher had one closed); rank 1 and the launcher (rank
+ * 1's parent, once it has forked rank 0) do not. Of one rank, none. */
+static void test_port_held(void)
+{
+    const char *exe = script("held.sh",
+                             "inode=$(awk -v p=\":$(printf %%04X $MASTER_PORT)\" '$2 ~ p\"$\" && $4 == \"0A\" "
+                             "{print $10}' /proc/net/tcp)\n"
+                             "holds() { ls -l /proc/$1/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; }\n"
+                             "[ -n \"$%s\" ] && touch $DIR/named.$RANK\n"
+                             "if [ \"$RANK\" = 0 ]; then\n"
+                             "  [ -n \"$inode\" ] && [ \"$(readlink /proc/$$/fd/$%s)\" = \"socket:[$inode]\" ] && "
+                             "[ $%s -ge 3 ] && touch $DIR/held.0\n"
+                             "  i=0; while [ \"$WORLD_SIZE\" = 2 ] && [ ! -e $DIR/looked.1 ] && [ $i -lt 200 ]; do "
+                             "sleep 0.05; i=$((i+1)); done\n"
+                             "else\n"
+                             "  [ -n \"$inode\" ] && ! holds $$ && ! holds $PPID && touch $DIR/free.1\n"
+                             "  touch $DIR/looked.1\n"
+                             "fi\n",
+                             DDP_STORE_LISTEN_FD_ENV, DDP_STORE_LISTEN_FD_ENV, DDP_STORE_LISTEN_FD_ENV);
+    char *out;
+    double elapsed;
+    clean();
+    CU_ASSERT(launch(exe, 2, "/x/prog --nproc-per-node 2", 5, &out, &elapsed, 0) == 0);
+    CU_ASSERT(ranks_wrote("named", 2) == 1 && ranks_wrote("named", 1) == 1); /* rank 0's variable alone */
+    CU_ASSERT(ranks_wrote("held", 1) == 1);
+    CU_ASSERT(ranks_wrote("free", 2) == 1); /* rank 1's: the socket listens, neither it nor the launcher has it */
+    free(out);
+    clean();
+    CU_ASSERT(launch(exe, 1, "/x/prog --nproc-per-node 1", 5, &out, &elapsed, 0) == 0);
+    CU_ASSERT(ranks_wrote("named", 1) == 0 && ranks_wrote("held", 1) == 0);
+    free(out);
+    clean();
+    without_stdin = 1;
+    CU_ASSERT(launch(exe, 2, "/x/prog --nproc-per-node 2", 5, &out, &elapsed, 0) == 0);
+    without_stdin = 0;
+    CU_ASSERT(ranks_wrote("held", 1) == 1);
     free(out);
 }
 
@@ -335,6 +385,7 @@ void suite_launcher(void)
 {
     static const TestCase cases[] = {
         {"all ranks exit 0: 0; each rank's environment and command line", test_all_succeed},
+        {"rank 0 of several inherits the socket listening on MASTER_PORT; no other process does", test_port_held},
         {"one rank exits 3: the others stopped, status 3, rank named", test_one_fails},
         {"one rank killed by SIGKILL: named, status 1", test_one_killed},
         {"ranks ignoring SIGTERM are killed after the grace period", test_grace_period},

@@ -9,13 +9,15 @@
  * and eight ranks; a GET that waits for a later SET; barriers, reused; each
  * failure a user can meet (a key that never comes, a barrier or a world that
  * never fills, a port in use, nobody listening), each within its timeout and
- * with a message naming the address; hostile peers (random bytes, wrong
+ * with a message naming the address; rank 0 serving on the socket the local
+ * launcher hands it; hostile peers (random bytes, wrong
  * magic or version, huge lengths, half messages, idle connections by the
  * hundred) while honest ranks keep working; and the parser on a corpus of
  * malformed messages. Every timeout is short (1 s) so the suite stays fast.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "store.h"       // the store
+#include "store_server.h"  // DDP_STORE_LISTEN_FD_ENV
 #include "store_wire.h"  // its wire format
 #include "testutil.h"
 
@@ -100,10 +103,10 @@ static int run_rank(int rank, int world, int port, double timeout, RankFn fn)
     return rc;
 }
 
-/* Ranks 1.. in children, rank 0 here; returns how many failed. */
-static int run_world(int world, double timeout, RankFn fn)
+/* Ranks 1.. in children, rank 0 here, the store on PORT; returns how many
+ * failed. */
+static int run_world_on(int port, int world, double timeout, RankFn fn)
 {
-    int port = free_port();
     pid_t pids[16];
     fflush(NULL);
     for (int r = 1; r < world; r++) {
@@ -120,6 +123,8 @@ static int run_world(int world, double timeout, RankFn fn)
     }
     return failed;
 }
+
+static int run_world(int world, double timeout, RankFn fn) { return run_world_on(free_port(), world, timeout, fn); }
 
 /* ---- ranks working together ------------------------------------------------------ */
 
@@ -272,6 +277,65 @@ static void test_port_in_use(void)
     snprintf(what, sizeof what, "cannot serve the store on 127.0.0.1:%d: port %d is in use", port, port);
     CU_ASSERT(has(ddp_error_message(), what));
     close(fd);
+}
+
+/* A socket listening on 127.0.0.1, on the kernel's pick of a port (*PORT),
+ * as the local launcher makes rank 0's. */
+static int listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
+                    getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void name_socket(int fd)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%d", fd);
+    setenv(DDP_STORE_LISTEN_FD_ENV, text, 1);
+}
+
+/* The launcher's socket (DDP_STORE_LISTEN_FD): rank 0 serves on it while
+ * this process holds the port too, where a bind would find it in use; what
+ * is not a listener on MASTER_PORT is left alone, the port bound as usual;
+ * and only the first store of a process takes one. */
+static void test_launcher_socket(void)
+{
+    int pipe_fd[2], other_port;
+    CU_ASSERT_FATAL(pipe(pipe_fd) == 0);
+    int other = listener(&other_port);
+    const int not_ours[] = {pipe_fd[0], other};
+    for (int i = 0; i < 2; i++) {
+        name_socket(not_ours[i]);
+        CU_ASSERT(run_world(2, 5, exchange) == 0);
+        CU_ASSERT(fcntl(not_ours[i], F_GETFD) == 0 && !(fcntl(not_ours[i], F_GETFL) & O_NONBLOCK)); /* untouched */
+    }
+    setenv(DDP_STORE_LISTEN_FD_ENV, "7x", 1);
+    CU_ASSERT(run_world(2, 5, exchange) == 0);
+
+    int port, fd = listener(&port);
+    name_socket(fd);
+    CU_ASSERT(run_world_on(port, 2, 5, exchange) == 0);
+    CU_ASSERT(fcntl(fd, F_GETFD) == -1 && errno == EBADF); /* the server took it, and closed it at the end */
+
+    int again_port, again = listener(&again_port);
+    name_socket(again);
+    DdpTopology t = topology(0, 2, again_port);
+    DdpStore *s = NULL;
+    CU_ASSERT(ddp_store_open(&s, &t, 1) == DDP_FAIL);
+    char what[128];
+    snprintf(what, sizeof what, "port %d is in use", again_port);
+    CU_ASSERT(has(ddp_error_message(), what));
+    unsetenv(DDP_STORE_LISTEN_FD_ENV);
+    close(again);
+    close(other);
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
 }
 
 static void test_unreachable(void)
@@ -620,6 +684,7 @@ void suite_store(void)
         {"a barrier a rank never reaches: timeout, count", test_barrier_timeout},
         {"a world that never fills: open fails, count", test_world_never_fills},
         {"port in use: named with the address", test_port_in_use},
+        {"rank 0 serves on the launcher's socket, where it is one on its port", test_launcher_socket},
         {"nobody listening: refused within the timeout", test_unreachable},
         {"1 MiB values, 256-byte keys, counters; past the limits", test_limits},
         {"hostile peers dropped, honest ranks served", test_hostile_peers},
