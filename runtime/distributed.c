@@ -412,21 +412,98 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
     }
 }
 
-/* The ranks' whereabouts, through the run's store: NCCL's, or one opened
- * for them under mpirun, where MPI needs none and MASTER_ADDR may be set for
- * other reasons. They only make a hang's message better, so a store that
- * cannot be had costs a note and a bounded wait, not the run. */
-static void open_whereabouts(DdpDist *d, double timeout_s)
+/* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
+static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes, DdpPgPurpose purpose)
 {
-    const double most_s = 30; /* for mpirun's store, which only they need */
-    DdpStatus st = DDP_OK;
-    if (!d->store)
-        st = ddp_store_open(&d->store, &d->topo, timeout_s < most_s ? timeout_s : most_s);
+    void *dev = NULL;
+    size_t total = bytes * (size_t)d->world;
+    DdpStatus st = ddp_device_alloc(&dev, total);
     if (st == DDP_OK)
-        st = ddp_whereabouts_open(&d->whereabouts, &d->topo);
-    if (st != DDP_OK) {
-        fprintf(stderr, "%s: rank %d: note: a hang will not name the rank at fault: %s\n",
-                program_invocation_short_name, d->rank, ddp_error_message());
+        st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
+    if (st == DDP_OK)
+        ddp_pg_purpose(d->pg, purpose);
+    if (st == DDP_OK && (st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes,
+                                                DDP_U8)) != DDP_OK)
+        return st; /* DEV stays: the abandoned collective may still write into it */
+    if (st == DDP_OK)
+        st = ddp_copy_to_host(all, dev, total, d->stream);
+    ddp_device_free(dev);
+    return st;
+}
+
+/* The note of a run whose hangs will not be named, with the last error's why. */
+static void note_hangs_unnamed(const DdpDist *d)
+{
+    fprintf(stderr, "%s: rank %d: note: a hang will not name the rank at fault: %s\n", program_invocation_short_name,
+            d->rank, ddp_error_message());
+}
+
+/* Under mpirun, where MPI needs no store, the whereabouts get one where
+ * every rank was given MASTER_ADDR and MASTER_PORT (MASTER_ADDR may be set
+ * for other reasons; the user's mpirun passes them on with -x). Rank 0
+ * serves first, and the ranks gather their ports and whether rank 0 serves
+ * before any connects, so that all decide alike: a rank waiting on a store
+ * that is not rank 0's (another program on the port) would keep rank 0
+ * waiting in its next collective, past a short --timeout. (Addresses are
+ * not compared, a name and a number being one host: a rank whose
+ * MASTER_ADDR leads to another program still waits its open out.) One
+ * small all-gather at start-up, on every run under mpirun. A store not had
+ * costs a note on the ranks given an address, not the run; a failed
+ * collective fails it. */
+static DdpStatus open_store_under_mpirun(DdpDist *d, double timeout_s)
+{
+    const double most_s = 30; /* only the whereabouts need it */
+    int given = d->topo.master_addr[0] && d->topo.master_port;
+    DdpStoreServer *server = NULL;
+    char why[1024] = "";
+    int64_t mine[2] = {given ? d->topo.master_port : 0, 0}; /* the port given; rank 0: serving */
+    if (d->rank == 0 && given) {
+        mine[1] = ddp_store_serve(&server, &d->topo) == DDP_OK;
+        if (!mine[1])
+            snprintf(why, sizeof why, "%s", ddp_error_message());
+    }
+    int64_t *all = calloc((size_t)d->world, sizeof mine);
+    DdpStatus st = all ? gather_host(d, mine, all, sizeof mine, DDP_PG_FOR_STORE)
+                       : DDP_ERR(DDP_FAIL, "out of memory");
+    int ranks_given = 0, same_port = 1;
+    for (int r = 0; st == DDP_OK && r < d->world; r++) {
+        ranks_given += all[2 * r] != 0;
+        same_port &= all[2 * r] == all[0];
+    }
+    DdpStatus opened = DDP_OK;
+    if (st != DDP_OK)
+        opened = st;
+    else if (ranks_given == 0)
+        opened = DDP_OK; /* nobody asked for one */
+    else if (ranks_given < d->world)
+        opened = DDP_ERR(DDP_FAIL, "%d of %d ranks were given MASTER_ADDR and MASTER_PORT (mpirun -x passes them "
+                         "to every rank)", ranks_given, d->world);
+    else if (!same_port)
+        opened = DDP_ERR(DDP_FAIL, "the ranks were given different MASTER_PORTs");
+    else if (!all[1])
+        opened = d->rank == 0 ? DDP_ERR(DDP_FAIL, "%s", why)
+                              : DDP_ERR(DDP_FAIL, "rank 0 cannot serve the store on port %d (it says why)",
+                                        d->topo.master_port);
+    else {
+        opened = ddp_store_open_served(&d->store, &d->topo, timeout_s < most_s ? timeout_s : most_s, server);
+        server = NULL; /* the store's now, opened or not */
+    }
+    ddp_store_server_stop(server, 0);
+    free(all);
+    if (st != DDP_OK)
+        return st;
+    if (opened != DDP_OK && given)
+        note_hangs_unnamed(d);
+    return DDP_OK;
+}
+
+/* The ranks' whereabouts, through the run's store: NCCL's, or mpirun's
+ * (open_store_under_mpirun). They only make a hang's message better, so a
+ * whereabouts that cannot start costs a note, not the run. */
+static void open_whereabouts(DdpDist *d)
+{
+    if (ddp_whereabouts_open(&d->whereabouts, &d->topo) != DDP_OK) {
+        note_hangs_unnamed(d);
         return;
     }
     ddp_pg_set_whereabouts(d->whereabouts);
@@ -453,28 +530,11 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
     if (backend == DDP_PG_NCCL && d->world > 1 && d->topo.launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
     DDP_CHECK(ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout));
-    if (d->world > 1 && d->topo.master_addr[0] && d->topo.master_port)
-        open_whereabouts(d, flags->timeout);
+    if (d->world > 1 && d->topo.launch == DDP_LAUNCH_MPIRUN)
+        DDP_CHECK(open_store_under_mpirun(d, flags->timeout));
+    if (d->store)
+        open_whereabouts(d);
     return DDP_OK;
-}
-
-/* Gathers BYTES of host data from every rank into ALL (world x BYTES). */
-static DdpStatus gather_host(DdpDist *d, const void *mine, void *all, size_t bytes, DdpPgPurpose purpose)
-{
-    void *dev = NULL;
-    size_t total = bytes * (size_t)d->world;
-    DdpStatus st = ddp_device_alloc(&dev, total);
-    if (st == DDP_OK)
-        st = ddp_copy_to_device((char *)dev + bytes * (size_t)d->rank, mine, bytes, d->stream);
-    if (st == DDP_OK)
-        ddp_pg_purpose(d->pg, purpose);
-    if (st == DDP_OK && (st = ddp_pg_allgather(d->pg, (char *)dev + bytes * (size_t)d->rank, dev, bytes,
-                                                DDP_U8)) != DDP_OK)
-        return st; /* DEV stays: the abandoned collective may still write into it */
-    if (st == DDP_OK)
-        st = ddp_copy_to_host(all, dev, total, d->stream);
-    ddp_device_free(dev);
-    return st;
 }
 
 DdpStatus ddp_dist_gather_times(DdpDist *d, const DdpRankTimes *mine, DdpRankTimes *all)

@@ -171,6 +171,7 @@ const char *ddp_pg_purpose_name(DdpPgPurpose purpose)
     case DDP_PG_FOR_CHECKSUM: return "the all-gather of the weights' checksums";
     case DDP_PG_FOR_SAVE_CHECK: return "the all-reduce that checks a checkpoint may be saved";
     case DDP_PG_FOR_TIMES: return "the all-gather of the ranks' step times";
+    case DDP_PG_FOR_STORE: return "the all-gather that agrees on the whereabouts' store";
     case DDP_PG_PURPOSE_COUNT: break;
     }
     return "a collective of unknown purpose";

@@ -54,6 +54,7 @@ typedef enum {
     DDP_PG_FOR_CHECKSUM,    /* the closing check of the weights */
     DDP_PG_FOR_SAVE_CHECK,  /* whether every rank may save a checkpoint (all finite) */
     DDP_PG_FOR_TIMES,       /* every rank's time per phase, at log time (step_times.h) */
+    DDP_PG_FOR_STORE,       /* under mpirun, the start-up agreement on the whereabouts' store */
     DDP_PG_PURPOSE_COUNT
 } DdpPgPurpose;
 

@@ -358,23 +358,55 @@ static DdpStore *new_client(const DdpTopology *t, double timeout_s)
     return s;
 }
 
+static DdpStatus check_address(const DdpTopology *t)
+{
+    if (!t->master_addr[0] || t->master_port < 1 || t->master_port > 65535)
+        return DDP_ERR(DDP_FAIL, "internal error: the store needs MASTER_ADDR and MASTER_PORT");
+    return DDP_OK;
+}
+
+static DdpStatus check_timeout(double timeout_s)
+{
+    if (!(timeout_s > 0))
+        return DDP_ERR(DDP_FAIL, "internal error: store timeout %g s", timeout_s);
+    return DDP_OK;
+}
+
+DdpStatus ddp_store_serve(DdpStoreServer **server, const DdpTopology *t)
+{
+    *server = NULL;
+    DDP_CHECK(check_address(t));
+    return ddp_store_server_start(server, t->master_addr, t->master_port, t->world_size);
+}
+
 DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_s)
 {
     *store = NULL;
-    if (!t->master_addr[0] || t->master_port < 1 || t->master_port > 65535)
-        return DDP_ERR(DDP_FAIL, "internal error: the store needs MASTER_ADDR and MASTER_PORT");
-    if (!(timeout_s > 0))
-        return DDP_ERR(DDP_FAIL, "internal error: store timeout %g s", timeout_s);
-    double deadline = ddp_now() + timeout_s;
-    DdpStore *s = new_client(t, timeout_s);
-    if (!s)
-        return DDP_ERR(DDP_FAIL, "out of memory opening the store");
-
-    DdpStatus st = DDP_OK;
+    DdpStoreServer *server = NULL;
     if (t->rank == 0)
-        st = ddp_store_server_start(&s->server, t->master_addr, t->master_port, t->world_size);
+        DDP_CHECK(ddp_store_serve(&server, t));
+    return ddp_store_open_served(store, t, timeout_s, server);
+}
+
+DdpStatus ddp_store_open_served(DdpStore **store, const DdpTopology *t, double timeout_s, DdpStoreServer *server)
+{
+    *store = NULL;
+    DdpStatus st = check_address(t);
     if (st == DDP_OK)
-        st = client_connect(s, t->master_addr, t->master_port, deadline);
+        st = check_timeout(timeout_s);
+    if (st == DDP_OK && (t->rank == 0) != (server != NULL)) /* rank 0 would reach whoever holds the port */
+        st = DDP_ERR(DDP_FAIL, "internal error: rank %d opens the store %s a server", t->rank,
+                     server ? "with" : "without");
+    DdpStore *s = st == DDP_OK ? new_client(t, timeout_s) : NULL;
+    if (st == DDP_OK && !s)
+        st = DDP_ERR(DDP_FAIL, "out of memory opening the store");
+    if (st != DDP_OK) {
+        ddp_store_server_stop(server, 0);
+        return st;
+    }
+    double deadline = ddp_now() + timeout_s;
+    s->server = server;
+    st = client_connect(s, t->master_addr, t->master_port, deadline);
     if (st == DDP_OK) {
         /* Everyone in: a barrier whose key names the world size, so that ranks
          * of another run that found this port by mistake wait apart. */
@@ -402,8 +434,8 @@ DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_
 DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeout_s)
 {
     *store = NULL;
-    if (!t->master_addr[0] || t->master_port < 1 || t->master_port > 65535 || !(timeout_s > 0))
-        return DDP_ERR(DDP_FAIL, "internal error: a store connection needs MASTER_ADDR, MASTER_PORT and a timeout");
+    DDP_CHECK(check_address(t));
+    DDP_CHECK(check_timeout(timeout_s));
     DdpStore *s = new_client(t, timeout_s);
     if (!s)
         return DDP_ERR(DDP_FAIL, "out of memory opening the store");
@@ -424,8 +456,7 @@ void ddp_store_close(DdpStore *s)
         return;
     if (s->fd >= 0)
         close(s->fd);
-    if (s->server)
-        ddp_store_server_stop(s->server, s->timeout_s < DRAIN_MAX_S ? s->timeout_s : DRAIN_MAX_S);
+    ddp_store_server_stop(s->server, s->timeout_s < DRAIN_MAX_S ? s->timeout_s : DRAIN_MAX_S);
     free(s->buf);
     free(s);
 }

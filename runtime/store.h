@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "status.h"    // DdpStatus
+#include "store_server.h"  // DdpStoreServer
 #include "topology.h"  // DdpTopology: where rank 0 serves, and the world
 
 #ifdef __cplusplus
@@ -31,6 +32,15 @@ typedef struct DdpStore DdpStore;
  * port in use, world never filled). TIMEOUT_S is also the store's timeout:
  * how long each later get or barrier may wait. */
 DdpStatus ddp_store_open(DdpStore **store, const DdpTopology *t, double timeout_s);
+
+/* ddp_store_open in two halves, for ranks that can tell each other through
+ * other means whether rank 0 serves (mpirun's), so that none waits on a
+ * store rank 0 could not serve (its port another program's, say): rank 0
+ * serves (*SERVER; DDP_FAIL as ddp_store_open's), then every rank opens,
+ * rank 0 with its SERVER, which the store then owns (NULL on the others),
+ * whether or not the open succeeds. */
+DdpStatus ddp_store_serve(DdpStoreServer **server, const DdpTopology *t);
+DdpStatus ddp_store_open_served(DdpStore **store, const DdpTopology *t, double timeout_s, DdpStoreServer *server);
 DdpStatus ddp_store_set(DdpStore *s, const char *key, const void *value, size_t len);
 /* Waits (up to the store's timeout) until KEY is set; *len in: capacity, out:
  * length. A timeout fails with a message naming the key, and leaves the store

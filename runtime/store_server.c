@@ -575,6 +575,8 @@ DdpStatus ddp_store_server_start(DdpStoreServer **out, const char *host, int por
 
 void ddp_store_server_stop(DdpStoreServer *sv, double drain_s)
 {
+    if (!sv)
+        return;
     atomic_store(&sv->drain_s, drain_s);
     char byte = 0;
     ssize_t n;

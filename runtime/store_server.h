@@ -28,7 +28,7 @@ typedef struct DdpStoreServer DdpStoreServer;
 DdpStatus ddp_store_server_start(DdpStoreServer **server, const char *host, int port, int world_size);
 
 /* Lets the server serve the ranks still connected for at most DRAIN_S, then
- * joins its thread and frees it. */
+ * joins its thread and frees it. NULL is fine. */
 void ddp_store_server_stop(DdpStoreServer *server, double drain_s);
 
 /* How many peers the server has dropped for sending something malformed. */

@@ -145,6 +145,30 @@ static void test_hang_named(void)
     }
 }
 
+/* The ranks' whereabouts store unusable under the user's mpirun
+ * (tests/fault/store_unusable.sh says how): the run trains to its end
+ * with --timeout 4, the ranks given an address noting what they lack. */
+static void test_store_unusable(void)
+{
+    if (!ready(1))
+        return;
+    static const char *const modes[] = {"taken", "rank0", "rank1", "ports"};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        char cmd[96], verdict[128], *out = NULL;
+        snprintf(cmd, sizeof cmd, "tests/fault/store_unusable.sh %s", modes[i]);
+        int rc = run_script(cmd, &out);
+        CU_ASSERT_EQUAL(rc, 0);
+        snprintf(verdict, sizeof verdict, "store_unusable: %s: trained to the end, status 0, the note said: ok",
+                 modes[i]);
+        CU_ASSERT_PTR_NOT_NULL(out && strstr(out, verdict));
+        if (rc != 0 && out)
+            fprintf(stderr, "\n%s\n", out);
+        else
+            test_show_lines(out ? strstr(out, "store_unusable: ") : NULL);
+        free(out);
+    }
+}
+
 /* The surviving rank's run: non-zero, within the timeout plus a few
  * seconds, with WHY and WHY_TOO in its output. */
 static void rank_fault(const char *fault, const char *why, const char *why_too)
@@ -384,6 +408,8 @@ void suite_faults(void)
          test_graceful_stop},
         {"a rank stopped or killed (1 of 2, 1 of 3; --nproc-per-node, mpirun): the others name it and where it was",
          test_hang_named},
+        {"the whereabouts' store unusable under the user's mpirun (its port another program's; the variables given "
+         "to one rank; different ports): trained to the end, noted", test_store_unusable},
         {"a rank killed under --nproc-per-node; SIGTERM and SIGINT together to it and to one rank; "
          "two SIGINTs to a rank whose peer hangs: said, status 1",
          test_signals},

@@ -10,7 +10,8 @@
  * failure a user can meet (a key that never comes, a barrier or a world that
  * never fills, a port in use, nobody listening), each within its timeout and
  * with a message naming the address; rank 0 serving on the socket the local
- * launcher hands it; hostile peers (random bytes, wrong
+ * launcher hands it; the open in two halves (serve, then open) owning its
+ * server; hostile peers (random bytes, wrong
  * magic or version, huge lengths, half messages, idle connections by the
  * hundred) while honest ranks keep working; and the parser on a corpus of
  * malformed messages. Every timeout is short (1 s) so the suite stays fast.
@@ -336,6 +337,33 @@ static void test_launcher_socket(void)
     close(other);
     close(pipe_fd[0]);
     close(pipe_fd[1]);
+}
+
+/* ddp_store_serve, then ddp_store_open_served: the store owns the server
+ * whether or not the open succeeds (a failed open lets the port go, so it
+ * can be served again), and only rank 0 opens with one. */
+static void test_served_halves(void)
+{
+    int port = free_port();
+    DdpTopology t = topology(0, 1, port), other = topology(1, 2, port);
+    DdpStoreServer *server;
+    DdpStore *s = NULL;
+    CU_ASSERT_FATAL(ddp_store_serve(&server, &t) == DDP_OK);
+    CU_ASSERT(ddp_store_open_served(&s, &t, 0, server) == DDP_FAIL && s == NULL);
+    CU_ASSERT(has(ddp_error_message(), "store timeout 0 s"));
+    CU_ASSERT_FATAL(ddp_store_serve(&server, &t) == DDP_OK);
+    CU_ASSERT(ddp_store_open_served(&s, &other, 1, server) == DDP_FAIL && s == NULL);
+    CU_ASSERT(has(ddp_error_message(), "rank 1 opens the store with a server"));
+    CU_ASSERT(ddp_store_open_served(&s, &t, 1, NULL) == DDP_FAIL && s == NULL);
+    CU_ASSERT(has(ddp_error_message(), "rank 0 opens the store without a server"));
+    DdpTopology two = topology(0, 2, port); /* a world that never fills: the barrier fails */
+    CU_ASSERT_FATAL(ddp_store_serve(&server, &two) == DDP_OK);
+    CU_ASSERT(ddp_store_open_served(&s, &two, 0.2, server) == DDP_FAIL && s == NULL);
+    CU_ASSERT(has(ddp_error_message(), "only 1 of 2 ranks reached the store"));
+    CU_ASSERT_FATAL(ddp_store_serve(&server, &t) == DDP_OK);
+    CU_ASSERT(ddp_store_open_served(&s, &t, 1, server) == DDP_OK && s != NULL);
+    CU_ASSERT(ddp_store_set(s, "k", "v", 1) == DDP_OK);
+    ddp_store_close(s);
 }
 
 static void test_unreachable(void)
@@ -685,6 +713,7 @@ void suite_store(void)
         {"a world that never fills: open fails, count", test_world_never_fills},
         {"port in use: named with the address", test_port_in_use},
         {"rank 0 serves on the launcher's socket, where it is one on its port", test_launcher_socket},
+        {"serve, then open: the store owns the server, opened or not; only rank 0 has one", test_served_halves},
         {"nobody listening: refused within the timeout", test_unreachable},
         {"1 MiB values, 256-byte keys, counters; past the limits", test_limits},
         {"hostile peers dropped, honest ranks served", test_hostile_peers},
