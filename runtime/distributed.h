@@ -63,10 +63,12 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags);
 
 /* Joins the process group (world > 1): the backend from --backend or the
  * build (nccl on GPUs, mpi on CPUs); STREAM is the compute stream. Where the
- * run has a store (NCCL's rendezvous; under mpirun, when MASTER_ADDR and
- * MASTER_PORT are set, as --nproc-per-node sets them) every rank publishes
- * its place through it (whereabouts.h), so that a timeout names the ranks
- * that were elsewhere. */
+ * run has a store (NCCL's rendezvous; under mpirun, when every rank was
+ * given MASTER_ADDR and one MASTER_PORT, as --nproc-per-node gives them,
+ * and rank 0 serves there: the ranks agree on that in one all-gather, made
+ * on every run under mpirun, whose failure fails the join) every rank
+ * publishes its place through it (whereabouts.h), so that a timeout names
+ * the ranks that were elsewhere. */
 DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream);
 
 /* Every rank's MINE into ALL (a row per rank, in rank order): the times of

@@ -27,7 +27,9 @@ extern "C" {
 typedef struct DdpStore DdpStore;
 
 /* Connects (rank 0 also listens first), then waits until every rank of the
- * world has connected, all within TIMEOUT_S seconds, or fails (DDP_FAIL) with
+ * world has connected, all within TIMEOUT_S seconds (5 s more where nothing
+ * answers on the port: a rank 0 stuck before its store, say, while the
+ * local launcher's socket takes the connection), or fails (DDP_FAIL) with
  * a message naming the address and what went wrong (refused, unreachable,
  * port in use, world never filled). TIMEOUT_S is also the store's timeout:
  * how long each later get or barrier may wait. */
@@ -51,7 +53,8 @@ DdpStatus ddp_store_get(DdpStore *s, const char *key, void *value, size_t *len);
  * value as ddp_store_get; else *found 0, and no error. */
 DdpStatus ddp_store_try_get(DdpStore *s, const char *key, double wait_s, void *value, size_t *len, int *found);
 /* Another connection to the store that rank 0 serves (once every rank has
- * opened it with ddp_store_open), for a thread of its own: no barrier, and
+ * opened it with ddp_store_open or ddp_store_open_served), for a thread of
+ * its own: no barrier, and
  * TIMEOUT_S bounds each of its requests. */
 DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeout_s);
 /* Adds DELTA to the counter KEY (a missing key counts as 0) and returns its

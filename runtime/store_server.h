@@ -1,6 +1,7 @@
 /*
  * store_server.h: rank 0 serves the start-up store (store.h) on a thread of
- * its own; the client side (store.c) starts and stops it.
+ * its own; the client side (store.c, ddp_store_serve) starts it, and the
+ * store that owns it, or the caller it was never handed to, stops it.
  */
 #ifndef DDPRT_STORE_SERVER_H
 #define DDPRT_STORE_SERVER_H

@@ -33,7 +33,7 @@ typedef struct DdpWhereabouts DdpWhereabouts;
 enum { DDP_PLACE_LEN = 64 };
 
 /* Starts publishing this rank's place through the store rank 0 serves for T
- * (every rank must have opened it: ddp_store_open). */
+ * (every rank must have opened it: ddp_store_open or ddp_store_open_served). */
 DdpStatus ddp_whereabouts_open(DdpWhereabouts **w, const DdpTopology *t);
 
 /* This rank is now at PLACE ("backward", "evaluation"...) of STEP, with no
