@@ -455,7 +455,7 @@ static DdpStatus open_store_under_mpirun(DdpDist *d, double timeout_s)
     const double most_s = 30; /* only the whereabouts need it */
     int given = d->topo.master_addr[0] && d->topo.master_port;
     DdpStoreServer *server = NULL;
-    char why[1024] = "";
+    char why[DDP_ERROR_MESSAGE_LEN] = "";
     int64_t mine[2] = {given ? d->topo.master_port : 0, 0}; /* the port given; rank 0: serving */
     if (d->rank == 0 && given) {
         mine[1] = ddp_store_serve(&server, &d->topo) == DDP_OK;

@@ -421,7 +421,7 @@ DdpStatus ddp_store_open_served(DdpStore **store, const DdpTopology *t, double t
     }
     if (st != DDP_OK) {
         /* Keep the message: closing must not overwrite it. */
-        char message[1024];
+        char message[DDP_ERROR_MESSAGE_LEN];
         snprintf(message, sizeof message, "%s", ddp_error_message());
         s->timeout_s = 0; /* no drain on a failed open */
         ddp_store_close(s);
@@ -441,7 +441,7 @@ DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeo
         return DDP_ERR(DDP_FAIL, "out of memory opening the store");
     DdpStatus st = client_connect(s, t->master_addr, t->master_port, ddp_now() + timeout_s);
     if (st != DDP_OK) {
-        char message[1024];
+        char message[DDP_ERROR_MESSAGE_LEN];
         snprintf(message, sizeof message, "%s", ddp_error_message());
         ddp_store_close(s);
         return DDP_ERR(st, "%s", message);

@@ -47,17 +47,28 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* A loopback port nobody listens on (now). */
-static int free_port(void)
+/* A socket bound to 127.0.0.1 on the kernel's pick of a port (*PORT), or
+ * -1. */
+static int loopback_bound(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    int port = -1;
     if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        *port = ntohs(a.sin_port);
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* A loopback port nobody listens on (now). */
+static int free_port(void)
+{
+    int port = -1, fd = loopback_bound(&port);
     if (fd >= 0)
         close(fd);
     return port;
@@ -284,13 +295,8 @@ static void test_port_in_use(void)
  * as the local launcher makes rank 0's. */
 static int listener(int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
-                    getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-    *port = ntohs(a.sin_port);
+    int fd = loopback_bound(port);
+    CU_ASSERT_FATAL(fd >= 0 && listen(fd, 4) == 0);
     return fd;
 }
 
