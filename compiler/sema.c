@@ -174,7 +174,7 @@ bool sema_value_bool(Sema *s, const Arg *a, bool *out)
         *out = said_yes;
         return true;
     }
-    diag_at(s->diag, SEV_ERROR, a->val->loc, "%s must be true or false (on/off), not '%s'", a->key,
+    diag_at(s->diag, SEV_ERROR, a->val->loc, "%s must be true or false (on/off, yes/no, 1/0), not '%s'", a->key,
             diag_quote(s->arena, a->val->text));
     return false;
 }

@@ -443,8 +443,8 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     }
     if (!hash || strcmp(hash, my_hash) != 0) {
         *foreign = FOREIGN_VERSION;
-        return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of another version of net '%s' (its layers or "
-                       "training settings differ from this program's)", path, my_name);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of another version of net '%s' (its layers differ "
+                       "from this program's)", path, my_name);
     }
     int64_t shuffle;
     DDP_CHECK(meta_int(f, "step", 0, DDP_STEP_COUNT_MAX, &run->step));
@@ -574,7 +574,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
 static int is_checkpoint(const char *path, const DdpNet *net)
 {
     DdpSafetensors *f;
-    if (ddp_safetensors_open(path, &f) != DDP_OK) {
+    if (ddp_safetensors_open_header(path, &f) != DDP_OK) {
         ddp_error_clear();
         return 0;
     }
@@ -587,13 +587,14 @@ static int is_checkpoint(const char *path, const DdpNet *net)
 
 int ddp_checkpoint_file_is_one(const char *path) { return is_checkpoint(path, NULL); }
 
-DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, char *path, size_t len, int *found)
+DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, int64_t after, char *path, size_t len,
+                              int *found)
 {
     *found = 0;
     Candidate *c;
     int n;
     DDP_CHECK(list_dir(net, dir, 0, 1, &c, &n));
-    for (int i = 0; i < n && !*found; i++) {
+    for (int i = 0; i < n && !*found && c[i].step > after; i++) {
         snprintf(path, len, "%s/%s", dir, c[i].name);
         *found = !c[i].legacy || is_checkpoint(path, net);
     }

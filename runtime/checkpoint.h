@@ -105,9 +105,11 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
                                 char *skipped, size_t skipped_len);
 
 /* The newest file in DIR named as one of NET's checkpoints (or named the
- * older way and saying it is NET's), whether or not it loads: *FOUND 0 when
- * none. For refusing a --save DIR in use by a run that does not --resume. */
-DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, char *path, size_t len, int *found);
+ * older way and saying it is NET's) of a step past AFTER (-1: any), whether
+ * or not it loads: *FOUND 0 when none. For refusing a --save DIR in use by
+ * a run that does not --resume, or holding newer ones than it resumed. */
+DdpStatus ddp_checkpoint_find(const DdpNet *net, const char *dir, int64_t after, char *path, size_t len,
+                              int *found);
 
 /* 1 when PATH is a checkpoint (of any net), for --init's message. */
 int ddp_checkpoint_file_is_one(const char *path);

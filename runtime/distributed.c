@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
+#include "device_rules.h"  // ddp_local_ranks_to_start
 #include "fnv1a.h"     // ddp_fnv1a: the weights' digest
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
@@ -42,15 +43,32 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
     return DDP_OK;
 }
 
-int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags)
+DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc)
 {
-    if (d->topo.launch != DDP_LAUNCH_NONE)
-        return 0; /* a launcher started us: we are a rank */
-    if (flags->given[DDP_FLAG_NPROC_PER_NODE])
-        return (int)flags->nproc_per_node;
-    if (ddp_device_is_gpu() && ddp_device_count() > 1)
-        return ddp_device_count();
-    return 0;
+    *nproc = 0;
+    if (d->topo.launch != DDP_LAUNCH_NONE) { /* a launcher started us: we are a rank */
+        /* Our own launcher's ranks never see these flags (ddp_launch_rank_argv).
+         * Any other's would ignore them, and run what was not asked: so
+         * --max-restarts, which nothing would do here, and --nproc-per-node
+         * unless it restates the ranks this node has. */
+        const char *by = ddp_topology_started_by(d->topo.launch);
+        if (flags->given[DDP_FLAG_MAX_RESTARTS])
+            return DDP_ERR(DDP_BAD_INPUT, "--max-restarts restarts the ranks that --nproc-per-node starts, but %s: "
+                           "leave both out (torchrun has its own --max-restarts)", by);
+        if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != d->topo.local_world_size)
+            return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
+                           "this node: leave it out", (long long)flags->nproc_per_node, by,
+                           d->topo.local_world_size);
+        return DDP_OK;
+    }
+    char why[192];
+    int n = ddp_local_ranks_to_start(ddp_device_is_gpu() ? ddp_device_count() : 0,
+                                     flags->given[DDP_FLAG_NPROC_PER_NODE] ? flags->nproc_per_node : 0,
+                                     flags->predict != NULL, why, sizeof why);
+    if (n < 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s", why);
+    *nproc = n;
+    return DDP_OK;
 }
 
 /* mpirun's pid while it runs; the first stop asked of us (SIGINT, SIGTERM,

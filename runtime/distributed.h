@@ -41,10 +41,14 @@ typedef struct {
 /* The topology, from flags and environment. */
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 
-/* How many local ranks this process should start rather than train itself:
- * --nproc-per-node N when no launcher started us, or on a GPU build with no
- * topology at all, every local GPU when there are several; 0: train here. */
-int ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags);
+/* How many local ranks this process should start rather than train itself,
+ * into *NPROC: --nproc-per-node N when no launcher started us, or on a GPU
+ * build with no topology at all, every local GPU when there are several
+ * (ddp_local_ranks_to_start); 0: train here. Where a launcher (or
+ * --rank/--world-size) already made this process a rank, --max-restarts,
+ * and --nproc-per-node other than the node's ranks, are refused: they
+ * would be ignored, and the run would not be the one asked for. */
+DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc);
 
 /* Starts NPROC local ranks and waits for them; returns the exit status. GPU
  * builds fork them with torchrun's environment (launcher.h); CPU builds,

@@ -353,7 +353,9 @@ static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
         char *end;
         errno = 0;
         double v = strtod(value, &end);
-        if (!*value || *end || end == value || !isfinite(v) || v < spec->lo || (spec->lo_open && v == spec->lo) ||
+        /* ERANGE: beyond a double (inf) or below its least (1e-400 would be 0) */
+        if (!*value || *end || end == value || errno == ERANGE || !isfinite(v) || v < spec->lo ||
+            (spec->lo_open && v == spec->lo) ||
             v > spec->hi || (spec->single && v != 0 && (float)v == 0))
             return bad_value(spec, value);
         *FIELD(f, spec, double) = v;
@@ -476,6 +478,12 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
                        f->save, f->resume_path, f->save);
     if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");
+    /* a checkpoint named holds the weights: --init's would be loaded, then
+     * replaced without a word (bare --resume may well find nothing: then
+     * --init's weights are the start, as a restarted run's first try) */
+    if (f->given[DDP_FLAG_INIT] && f->resume_path)
+        return DDP_ERR(DDP_BAD_INPUT, "--init %s and --resume %s both give the weights: give one", f->init,
+                       f->resume_path);
     if (f->resume && !f->resume_path && !f->save)
         return DDP_ERR(DDP_BAD_INPUT, "--resume without a PATH takes the newest checkpoint in --save DIR: "
                                       "give one or the other");

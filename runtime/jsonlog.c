@@ -24,14 +24,56 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>  // stat: only a regular file is read
 
-#include "dirs.h"  // ddp_output_in_place_check: which paths a log may be
+#include "dirs.h"  // ddp_output_in_place_check: which paths a log may be written in
 #include "json.h"  // ddp_json_put_string
 
 struct DdpJsonLog {
     FILE *f;
     char *path;
 };
+
+/* How every log line begins: its record's event first (progress.c). */
+static const char LINE_START[] = "{\"event\": ";
+
+/* 1 when PATH is this process's own standard output or error (--log
+ * /dev/stderr, with the job's output in a file): appended to, as the
+ * stream itself is, never emptied or read. */
+static int is_own_stream(const char *path)
+{
+    struct stat p, s;
+    if (stat(path, &p) != 0)
+        return 0;
+    for (int fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino)
+            return 1;
+    return 0;
+}
+
+DdpStatus ddp_jsonlog_check(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return DDP_OK;
+    DDP_CHECK(ddp_output_in_place_check("log", path));
+    if (is_own_stream(path))
+        return DDP_OK;
+    /* a pipe or terminal is not read (opening a pipe would wait for its
+     * writer, reading would take its bytes); nothing there yet, or a file
+     * we may write but not read, is not either */
+    struct stat sb;
+    FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
+    if (!f)
+        return DDP_OK;
+    char start[sizeof LINE_START - 1];
+    size_t got = fread(start, 1, sizeof start, f);
+    fclose(f);
+    /* an empty file and an earlier log are what --log is for */
+    if (got == 0 || (got == sizeof start && memcmp(start, LINE_START, sizeof start) == 0))
+        return DDP_OK;
+    return DDP_ERR(DDP_BAD_INPUT, "--log %s: the file there is not a log of this program's, which --log would write "
+                   "into: name another file (or remove this one first)", path);
+}
 
 DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
 {
@@ -46,13 +88,13 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
     } else {
         /* the log is read while it grows and --resume appends to it, so it is
          * written in place, not renamed (dirs.h) */
-        DdpStatus st = ddp_output_in_place_check("log", path);
+        DdpStatus st = ddp_jsonlog_check(path);
         if (st != DDP_OK) {
             free(log->path);
             free(log);
             return st;
         }
-        log->f = fopen(path, append ? "a" : "w");
+        log->f = fopen(path, append || is_own_stream(path) ? "a" : "w");
         if (!log->f) {
             st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(errno));
             free(log->path);

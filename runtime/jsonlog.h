@@ -38,9 +38,17 @@ typedef struct {
 
 typedef struct DdpJsonLog DdpJsonLog;
 
+/* Whether PATH may be the log: "-", nothing yet, this process's own
+ * standard output or error (appended to), or a file written in place
+ * (dirs.h: not a directory) that is empty or begins as a log's lines do,
+ * with {"event": . Anything else there, the weights of --init, a
+ * checkpoint, the .net, is what a mistyped --log would empty (or append
+ * lines to): DDP_BAD_INPUT naming --log, and the file left as it is. */
+DdpStatus ddp_jsonlog_check(const char *path);
+
 /* Opens PATH for writing ("-" is stdout), truncating it, or appending to it
- * when APPEND (a resumed run continues its log). PATH must be a regular file
- * or nothing, links followed (dirs.h); else DDP_BAD_INPUT naming --log. */
+ * when APPEND (a resumed run continues its log), once ddp_jsonlog_check
+ * allows it; else DDP_BAD_INPUT naming --log. */
 DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out);
 
 /* Writes FIELDS[0..n) as one line {"key": value, ...} and flushes it, so a

@@ -499,7 +499,7 @@ static DdpStatus check_layout(DdpSafetensors *f)
                            (long long)(e->end - e->begin));
         at = e->end;
         e->t.nbytes = (size_t)bytes;
-        e->t.data = f->data + e->begin;
+        e->t.data = f->data ? f->data + e->begin : NULL; /* NULL: the header alone was read */
     }
     if (at != f->data_len)
         return DDP_ERR(DDP_BAD_INPUT, "%s: the tensors end at byte %lld of the data, but the file holds %lld: "
@@ -543,7 +543,8 @@ static int read_all(FILE *in, void *buf, size_t len)
     return len == 0 || fread(buf, 1, len, in) == len;
 }
 
-static DdpStatus load(DdpSafetensors *f, FILE *in)
+/* WITH_DATA 0: the header alone, checked against the file's size. */
+static DdpStatus load(DdpSafetensors *f, FILE *in, int with_data)
 {
     struct stat st;
     if (fstat(fileno(in), &st) != 0 || !S_ISREG(st.st_mode))
@@ -568,13 +569,13 @@ static DdpStatus load(DdpSafetensors *f, FILE *in)
     unsigned char *header = malloc((size_t)header_len);
     f->arena = malloc((size_t)header_len + 1);
     f->data_len = (int64_t)(size - 8 - header_len);
-    f->data = malloc(f->data_len ? (size_t)f->data_len : 1);
-    if (!header || !f->arena || !f->data) {
+    f->data = with_data ? malloc(f->data_len ? (size_t)f->data_len : 1) : NULL;
+    if (!header || !f->arena || (with_data && !f->data)) {
         free(header);
         return DDP_ERR(DDP_FAIL, "%s: out of memory for %llu bytes", f->path, (unsigned long long)size);
     }
     DdpStatus status;
-    if (!read_all(in, header, (size_t)header_len) || !read_all(in, f->data, (size_t)f->data_len)) {
+    if (!read_all(in, header, (size_t)header_len) || (with_data && !read_all(in, f->data, (size_t)f->data_len))) {
         status = DDP_ERR(DDP_BAD_INPUT, "%s: read error: %s", f->path,
                          ferror(in) ? strerror(errno) : "the file shrank while being read");
     } else if (header[0] != '{') {
@@ -594,7 +595,7 @@ static DdpStatus load(DdpSafetensors *f, FILE *in)
     return check_layout(f);
 }
 
-DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out)
+static DdpStatus open_file(const char *path, int with_data, DdpSafetensors **out)
 {
     *out = NULL;
     DdpSafetensors *f = calloc(1, sizeof *f);
@@ -608,7 +609,7 @@ DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out)
         ddp_safetensors_close(f);
         return st;
     }
-    DdpStatus st = load(f, in);
+    DdpStatus st = load(f, in, with_data);
     fclose(in);
     if (st != DDP_OK) {
         ddp_safetensors_close(f);
@@ -617,6 +618,10 @@ DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out)
     *out = f;
     return DDP_OK;
 }
+
+DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out) { return open_file(path, 1, out); }
+
+DdpStatus ddp_safetensors_open_header(const char *path, DdpSafetensors **out) { return open_file(path, 0, out); }
 
 void ddp_safetensors_close(DdpSafetensors *f)
 {

@@ -66,6 +66,12 @@ typedef struct DdpSafetensors DdpSafetensors;
  * (truncated, malformed header, offsets that overlap, leave gaps, or leave the
  * file, sizes that disagree with dtype and shape, duplicate names). */
 DdpStatus ddp_safetensors_open(const char *path, DdpSafetensors **out);
+
+/* The same checks of PATH's header (against the file's size), without
+ * reading the data: for asking what a file is (its metadata, its tensors'
+ * names, dtypes and shapes) without reading gigabytes. Its tensors' data
+ * pointers are NULL, so ddp_safetensors_expect has nothing to give. */
+DdpStatus ddp_safetensors_open_header(const char *path, DdpSafetensors **out);
 void ddp_safetensors_close(DdpSafetensors *file);
 
 const char *ddp_safetensors_path(const DdpSafetensors *file);

@@ -361,6 +361,18 @@ static DdpStatus parse_init_method(const char *s, char *host, size_t host_len, M
     return DDP_OK;
 }
 
+const char *ddp_topology_started_by(DdpLaunch launch)
+{
+    static const char *const started_by[] = {
+        [DDP_LAUNCH_FLAGS] = "--rank/--world-size (or --init-method) made this process one rank",
+        [DDP_LAUNCH_TORCHRUN] = "torchrun (RANK and WORLD_SIZE are set) started this rank",
+        [DDP_LAUNCH_MPIRUN] = "mpirun (OMPI_COMM_WORLD_RANK is set) started this rank",
+        /* read_srun cannot tell srun's task from a batch script's own shell */
+        [DDP_LAUNCH_SRUN] = "srun (SLURM_PROCID is set, as a Slurm batch script's is too) started this rank",
+        [DDP_LAUNCH_SPAWN] = "a launcher (DDP_SPAWNED=1) started this rank"};
+    return (unsigned)launch < sizeof started_by / sizeof started_by[0] ? started_by[launch] : NULL;
+}
+
 DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_world_size, const char *init_method)
 {
     memset(t, 0, sizeof *t);
@@ -415,11 +427,15 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
                                  flag_world_size >= 0 ? "--world-size" : world_names[under], t->world_size));
             /* Flags that restate the launcher change nothing; flags that
              * differ make a topology of their own, on one node unless
-             * told otherwise. */
+             * told otherwise: by torchrun's local names where no launcher
+             * set the rest, as with --init-method tcp:// (a launcher's own
+             * local ranks no longer fit flags that overrule it). */
             if (t->rank != rank || t->world_size != world || under == DDP_LAUNCH_NONE) {
                 t->local_rank = t->rank;
                 t->local_world_size = t->world_size;
                 t->launch = DDP_LAUNCH_FLAGS;
+                if (under == DDP_LAUNCH_NONE)
+                    DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
             }
             if (under == DDP_LAUNCH_NONE)
                 DDP_CHECK(read_master(&m));

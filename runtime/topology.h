@@ -60,6 +60,11 @@ typedef struct {
  * a PyTorch store on MASTER_PORT, so master_port is MASTER_PORT + 1. */
 DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_world_size, const char *init_method);
 
+/* What made this process a rank under LAUNCH, in words for messages, with
+ * what told it so ("torchrun (RANK and WORLD_SIZE are set) started this
+ * rank"); NULL for DDP_LAUNCH_NONE. */
+const char *ddp_topology_started_by(DdpLaunch launch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,13 +64,12 @@
 #include "conv_choices_file.h"  // --conv-algorithms: ddp_conv_choices_read_file, _write_file, ddp_conv_file_*
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
-#include "dirs.h"      // ddp_output_in_place_check: --log checked at start-up
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
 #include "data_load.h" // ddp_data_load; dataset.h: DdpDataSet
 #include "loader.h"    // DdpLoader: training batches made ahead, ddp_loader_make
-#include "jsonlog.h"   // DdpJsonLog
+#include "jsonlog.h"   // DdpJsonLog; ddp_jsonlog_check: --log checked at start-up
 #include "launcher.h"  // ddp_signal_name
 #include "model.h"     // DdpNet, DdpCtx
 #include "progress.h"  // DdpProgress, DdpReport
@@ -742,15 +741,27 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
     return ddp_device_sync(t->stream);
 }
 
-/* Rank 0's check of a --save DIR without --resume: it must hold none of this
- * net's checkpoints, which the run would overwrite and prune. */
-static DdpStatus check_save_dir_unused(Trainer *t)
+/* Rank 0's check of --save DIR, where the run will write and prune. Without
+ * --resume it must hold none of this net's checkpoints, which the run would
+ * overwrite and prune. After --resume PATH at step RESUMED (a roll-back to
+ * an older one, say), none past RESUMED: a later bare --resume (the command
+ * a stop prints, a restart) would take those and not this run's, and once
+ * this run passed their steps they would count among the ones kept, its own
+ * pruned instead. Damaged ones count too (bare --resume would skip them,
+ * the pruning would not). */
+static DdpStatus check_save_dir(Trainer *t, int64_t resumed)
 {
     char path[4096];
     int found;
-    DDP_CHECK(ddp_checkpoint_find(t->net, t->flags.save, path, sizeof path, &found));
+    DDP_CHECK(ddp_checkpoint_find(t->net, t->flags.save, t->flags.resume ? resumed : -1, path, sizeof path, &found));
     if (!found)
         return DDP_OK;
+    if (t->flags.resume)
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s holds checkpoints of net '%s' past step %lld of --resume %s (the "
+                       "newest: %s), which a later --resume would take instead of this run's: move them away, "
+                       "give --save another directory, or give --resume without PATH to go on from the newest",
+                       t->flags.save, t->net->name, (long long)resumed,
+                       t->flags.resume_path, path);
     return DDP_ERR(DDP_BAD_INPUT, "--save %s already holds checkpoints of net '%s' (the newest: %s): add --resume to "
                    "continue from them, or give --save a new directory to start afresh", t->flags.save,
                    t->net->name, path);
@@ -769,7 +780,10 @@ static DdpStatus resume(Trainer *t)
     if (t->dist.rank == 0) {
         st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
         if (st == DDP_OK)
-            st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir_unused(t);
+            st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir(t, -1);
+        /* an evaluation writes none; bare --resume took the newest there */
+        if (st == DDP_OK && t->flags.resume_path && t->flags.save && !t->flags.eval_only)
+            st = check_save_dir(t, said[1]);
         said[0] = st;
     }
     DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
@@ -1434,13 +1448,22 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         return DDP_ERR(DDP_BAD_INPUT, "the net's train block asks for batch %lld and %lld epochs; "
                        "give %s (1 to %d) and --epochs", (long long)t->cfg.batch, (long long)t->cfg.epochs,
                        t->cfg.batch_global ? "--global-batch" : "--batch-size", DDP_FLAGS_MAX_BATCH);
+    /* Who this process is, and whether it starts ranks of its own: decided
+     * first, so that a launch refused leaves nothing behind (--save DIR). */
+    DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
+    int nproc;
+    DDP_CHECK(ddp_dist_ranks_to_launch(&t->dist, &t->flags, &nproc));
     /* Outputs are checked here, on every rank and before the ranks meet, so
      * that a bad path stops the run before any rank waits in a collective
      * for one that has failed (a launcher ends the others). */
-    if (t->flags.export_path)
+    if (t->flags.export_path) {
         DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
-    if (t->flags.log && strcmp(t->flags.log, "-") != 0)
-        DDP_CHECK(ddp_output_in_place_check("log", t->flags.log));
+        if (ddp_checkpoint_file_is_one(t->flags.export_path))
+            return DDP_ERR(DDP_BAD_INPUT, "--export %s: a checkpoint (--save writes those), whose optimizer state and "
+                           "step the weights alone would replace: name another file", t->flags.export_path);
+    }
+    if (t->flags.log)
+        DDP_CHECK(ddp_jsonlog_check(t->flags.log));
     if (t->flags.save)
         DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
     if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
@@ -1451,8 +1474,6 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     }
 
     /* Several ranks: started here (the parent only waits for them), or we are one. */
-    DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
-    int nproc = ddp_dist_ranks_to_launch(&t->dist, &t->flags);
     if (nproc > 0) {
         t->launched = 1;
         t->launch_status = ddp_dist_launch(nproc, argc, argv, &t->flags);

@@ -190,5 +190,24 @@ DdpStatus ddp_weights_export(const DdpNet *net, const char *path, const float *p
 
 DdpStatus ddp_weights_check_writable(const char *flag, const char *path)
 {
-    return ddp_output_check(flag, path);
+    DDP_CHECK(ddp_output_check(flag, path));
+    /* What is there is replaced: weights already (an earlier export, the
+     * --init file trained on), or else what a mistyped name would lose (the
+     * .net, a log, the data). An empty file holds nothing to lose. */
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return DDP_OK;
+    DdpSafetensors *f;
+    if (ddp_safetensors_open_header(path, &f) == DDP_OK) {
+        ddp_safetensors_close(f);
+        return DDP_OK;
+    }
+    /* the reader's reason, less its "PATH: " */
+    char why[DDP_ERROR_MESSAGE_LEN];
+    const char *said = ddp_error_message();
+    size_t len = strlen(path);
+    snprintf(why, sizeof why, "%s", strncmp(said, path, len) == 0 && said[len] == ':' && said[len + 1] == ' ' ? said + len + 2 : said);
+    ddp_error_clear();
+    return DDP_ERR(DDP_BAD_INPUT, "--%s %s: the file there is not safetensors weights (%s), and --%s would replace "
+                   "it: name another file (or remove this one first)", flag, path, why, flag);
 }

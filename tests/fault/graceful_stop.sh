@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A stop asked for, then the command the run prints, end bit for bit as a run
 # never stopped:
-#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1|term1
+#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1|term1|nosave
 # single: one process gets SIGTERM (Slurm's time limit, Kubernetes);
 # nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C);
 # mpirun: the user's own mpirun -np 2 gets SIGUSR1 (Slurm's --signal=USR1@90),
@@ -10,7 +10,10 @@
 #         (through their collectives) to stop after the same step;
 # term1:  under --nproc-per-node 2, rank 1 alone gets SIGTERM from this
 #         script, as from Slurm's time limit: not from its launcher (its
-#         parent), so it asks, and does not stop the rank at once.
+#         parent), so it asks, and does not stop the rank at once;
+# nosave: one process gets SIGTERM with no --save: it keeps nothing, says
+#         so, and still exits 75 (what a job script's requeue tests); no
+#         reference, nothing to resume.
 # The signal comes once a first checkpoint exists (--save-every 20), well
 # inside the run: seconds of steps remain (10 epochs of 64 or 128), so a
 # script preempted on a busy machine still signals a run that trains. The
@@ -30,12 +33,49 @@ cd "$d"
 epochs=10
 flags=(--data data --batch-size 16 --epochs $epochs --seed 3 --timeout 30 --export out.safetensors)
 case $mode in
-single) launch=() ;;
+single|nosave) launch=() ;;
 nproc|term1) launch=(); flags+=(--nproc-per-node 2) ;;
 mpirun|rank1) launch=("${mpirun2[@]}") ;;
 *) echo "graceful_stop: unknown mode $mode"; exit 2 ;;
 esac
 export OMP_NUM_THREADS=1
+status=0
+check() { # check WHAT COND...: a verdict line
+    local what=$1
+    shift
+    if "$@"; then echo "graceful_stop: $mode: $what: ok"; else echo "graceful_stop: $mode: $what: FAILED"; status=1; fi
+}
+wait_until() { # wait_until PID COMMAND...: until COMMAND succeeds, PID has ended, or 120 s have passed
+    local pid=$1 until=$((SECONDS + 120))
+    shift
+    while ! "$@" > /dev/null 2>&1 && [ $SECONDS -lt $until ] && kill -0 "$pid" 2> /dev/null; do
+        sleep 0.05
+    done
+}
+has_checkpoint() { ls ck/*.safetensors; }
+stop_run() { # stop_run SIGNAL PID: sends SIGNAL to PID, waits for the run ($run), which must end with status 75
+    kill -"$1" "$2" 2> /dev/null || { cat stop.txt; echo "graceful_stop: $mode: the run ended before its SIG$1: FAILED"; exit 1; }
+    local rc=0
+    wait "$run" || rc=$?
+    check "exit status 75 (got $rc)" [ "$rc" = 75 ]
+}
+
+if [ "$mode" = nosave ]; then
+    # Signalled once the log shows a step-20 evaluation: inside training,
+    # with no checkpoint to wait for.
+    "$d/prog" "${flags[@]}" --eval-every 20 --log log.jsonl > stop.txt 2>&1 &
+    run=$!
+    wait_until $run grep -q '"event": "eval"' log.jsonl
+    stop_run TERM $run
+    check "says it kept nothing" \
+        grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of $epochs\) on SIGTERM: nothing saved \(no --save DIR\)$" stop.txt
+    check "logs the stop, with no checkpoint" grep -Eq '^\{"event": "stop", "signal": "SIGTERM", "step": [0-9]+\}$' log.jsonl
+    check "prints no command to resume" test -z "$(sed -n '/to resume/p' stop.txt)"
+    check "stopped before the end (no export)" test ! -e out.safetensors
+    [ $status = 0 ] || { echo "--- the stopped run:"; cat stop.txt; }
+    exit $status
+fi
+
 "${launch[@]}" "$d/prog" "${flags[@]}" > ref.txt 2>&1 || { cat ref.txt; echo "graceful_stop: $mode: the reference failed"; exit 1; }
 mv out.safetensors ref.safetensors
 
@@ -43,10 +83,7 @@ mv out.safetensors ref.safetensors
 "${with_sigint[@]}" "${launch[@]}" "$d/prog" "${flags[@]}" --save ck --save-every 20 --log log.jsonl \
     > stop.txt 2>&1 &
 run=$!
-until=$((SECONDS + 120))
-while ! ls ck/*.safetensors > /dev/null 2>&1 && [ $SECONDS -lt $until ] && kill -0 $run 2> /dev/null; do
-    sleep 0.05
-done
+wait_until $run has_checkpoint
 case $mode in
 single) signal=TERM target=$run ;;
 nproc) signal=INT target=$run ;;
@@ -54,17 +91,7 @@ mpirun) signal=USR1 target=$run ;;
 rank1) signal=USR1 target=$(rank_pid "$d/prog" 1) ;;
 term1) signal=TERM target=$(rank_pid "$d/prog" 1) ;;
 esac
-[ -n "$target" ] && kill -$signal "$target" 2> /dev/null ||
-    { cat stop.txt; echo "graceful_stop: $mode: the run ended before its SIG$signal: FAILED"; exit 1; }
-rc=0
-wait $run || rc=$?
-status=0
-check() { # check WHAT COND...: a verdict line
-    local what=$1
-    shift
-    if "$@"; then echo "graceful_stop: $mode: $what: ok"; else echo "graceful_stop: $mode: $what: FAILED"; status=1; fi
-}
-check "exit status 75 (got $rc)" [ "$rc" = 75 ]
+stop_run $signal "$target"
 check "says after which step it stopped, and the checkpoint" \
     grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of $epochs\) on SIG[A-Z0-9]+: saved ck/checkpoint-" stop.txt
 check "logs the stop" grep -q '"event": "stop", "signal": "SIG' log.jsonl

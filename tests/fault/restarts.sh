@@ -8,8 +8,9 @@
 # of the restarted ranks. The run must finish (status 0) with the very
 # bytes of the reference (cmp), having said and logged each restart with
 # its cause, and resumed each time from a checkpoint past step 0. Last, with --max-restarts 1 and the same two kills, the run
-# must give up after one restart (status 1), saying so; and a rank's bad
-# input (status 2) must not be restarted.
+# must give up after one restart (status 1), saying so; a rank's bad
+# input (status 2) must not be restarted; nor a stop asked for (SIGTERM to
+# the launcher, once a checkpoint exists to restart from): status 75.
 set -euo pipefail
 net=$1 steps=$2
 . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
@@ -80,6 +81,26 @@ if [ "$rc" = 2 ] && ! grep -q "restarting" "$d/bad.out"; then
 else
     echo "$(basename "$net"): bad --data under --max-restarts 2: status $rc: DIFFERENT"
     cat "$d/bad.out"
+    status=1
+fi
+# a stop asked for is not restarted: no rank failed, the user wants the run
+# to end. --max-steps far past the stop, so that the stop lands before the
+# end even on a loaded machine, and a restart would show (it would train on,
+# and end with status 0, in seconds).
+rc=0
+"$d/prog" --data "$d/data" --init "$d/w0.safetensors" --epochs 1000 --max-steps $((steps * 50)) --nproc-per-node 2 \
+    --save "$d/ck_stop" --save-every 10 --max-restarts 2 > "$d/stop.out" 2>&1 &
+run=$!
+until=$((SECONDS + 120))
+while [ "$(newest_step "$d/ck_stop")" -lt 10 ] && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do sleep 0.02; done
+kill -TERM $run 2> /dev/null || true
+wait $run || rc=$?
+if [ "$rc" = 75 ] && grep -q "stopped after step [0-9]* (epoch .*) on SIG[A-Z0-9]*: saved " "$d/stop.out" &&
+    ! grep -q "restarting" "$d/stop.out"; then
+    echo "$(basename "$net"): SIGTERM under --max-restarts 2: status 75, not restarted"
+else
+    echo "$(basename "$net"): SIGTERM under --max-restarts 2: status $rc: DIFFERENT"
+    cat "$d/stop.out"
     status=1
 fi
 exit $status

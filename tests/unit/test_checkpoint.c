@@ -292,7 +292,7 @@ static void test_refused(void)
     other.name = "tiny";
     other.hash = "fedcba9876543210";
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(&other, path("other"), &run, &state, written, sizeof written), DDP_OK);
-    refused(args, "a checkpoint of another version of net 'tiny' (its layers or training settings differ");
+    refused(args, "a checkpoint of another version of net 'tiny' (its layers differ from this program's)");
 
     /* --save where no directory can be */
     snprintf(args, sizeof args, "--max-steps 1 --save %s/sub", path("w.st"));
@@ -702,6 +702,47 @@ static void test_forgotten_resume(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A roll-back, --resume PATH to an older checkpoint with --save DIR holding
+ * newer ones: refused, since a later bare --resume (the command a stop
+ * prints) would take the newer ones, and this run's saves would be pruned
+ * in their place. Into another directory, or from the newest, it runs.
+ * --export onto a checkpoint is refused too, the file kept: weights alone
+ * would replace its optimizer state and step. */
+static void test_rollback_and_export_keep_checkpoints(void)
+{
+    setup();
+    char *out = NULL, two[512], six[512];
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 6 --save %s --save-every 2", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_FATAL(find_step(path("ck"), 2, two, sizeof two) && find_step(path("ck"), 6, six, sizeof six));
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 8", data_dir, two,
+                                path("ck")), 2);
+    CU_ASSERT(harness_has(out, "ck holds checkpoints of net 'tiny' past step 2 of --resume "));
+    CU_ASSERT(harness_has(out, "000000006.safetensors), which a later --resume would take instead of this run's: "
+                               "move them away, give --save another directory, or give --resume without PATH to go "
+                               "on from the newest"));
+    free(out);
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), 3);
+    CU_ASSERT(find_step(path("ck"), 2, two, sizeof two) && find_step(path("ck"), 6, six, sizeof six));
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s --save %s --max-steps 8", data_dir, two,
+                                path("ck2")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s --save %s --max-steps 8", data_dir, six,
+                                path("ck")), 0);
+
+    size_t len = 0, after_len = 0;
+    char *bytes = test_read_file(six, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 1 --export %s", data_dir, six), 2);
+    CU_ASSERT(harness_has(out, "000000006.safetensors: a checkpoint (--save writes those), whose optimizer state "
+                               "and step the weights alone would replace: name another file"));
+    free(out);
+    char *after = test_read_file(six, &after_len);
+    CU_ASSERT(after && after_len == len && memcmp(after, bytes, len) == 0);
+    free(after);
+    free(bytes);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* Two nets in one --save directory: each writes, prunes and resumes its own
  * checkpoints only. A file named the older way (checkpoint-STEP) is resumed
  * from if it is this net's, passed over if not, and never pruned. */
@@ -863,6 +904,8 @@ void suite_checkpoint(void)
         {"a run that diverges writes no NaN checkpoint and keeps the good ones", test_diverged_run_keeps_good_checkpoints},
         {"a NaN checkpoint: --resume FILE refuses it, --resume skips it", test_resume_skips_nonfinite},
         {"--save DIR of this net's checkpoints without --resume: status 2", test_forgotten_resume},
+        {"--resume PATH with newer checkpoints in --save DIR, and --export onto a checkpoint: status 2, files kept",
+         test_rollback_and_export_keep_checkpoints},
         {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
         {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
         {"one run of a net per --save directory: a second is refused while the first holds it",

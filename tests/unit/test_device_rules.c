@@ -43,6 +43,28 @@ static void test_too_few_gpus_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "internal error"));
 }
 
+/* What a program no launcher started does: its own ranks or one. */
+static void test_local_ranks_to_start(void)
+{
+    char why[192];
+    /* the bare ./OUT: every GPU of several, else one rank here */
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 0, 0, why, sizeof why), 8);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 0, why, sizeof why), 0);
+    /* --predict classifies on one rank, GPUs or not */
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 0, 1, why, sizeof why), 0);
+    /* --nproc-per-node N: N, up to the GPUs where there are several; one
+     * GPU is every rank's, and a CPU build's ranks need none */
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 2, 0, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(2, 2, 0, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 4, 0, why, sizeof why), 4);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 4, 0, why, sizeof why), 4);
+    CU_ASSERT_STRING_EQUAL(why, "");
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(2, 4, 0, why, sizeof why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: local rank 3 has no GPU: this machine shows 2 "
+                                "(CUDA_VISIBLE_DEVICES decides which)");
+}
+
 /* ---- math ---- */
 
 static void test_math_settings(void)
@@ -470,6 +492,8 @@ void suite_device_rules(void)
     static const TestCase cases[] = {
         {"one visible GPU is the rank's (srun --gpus-per-task=1); else GPU LOCAL_RANK", test_one_visible_gpu_is_the_ranks},
         {"a local rank beyond the visible GPUs is refused, with the reason", test_too_few_gpus_refused},
+        {"ranks started without a launcher: every GPU of several; one for --predict; --nproc-per-node up to the GPUs",
+         test_local_ranks_to_start},
         {"FP32 is FMA and CUBLAS_DEFAULT_MATH; TF32 is TENSOR_OP; NVIDIA_TF32_OVERRIDE=0 wins", test_math_settings},
         {"cuDNN algorithm: first in the list that runs, fits, keeps the math, is deterministic", test_conv_choice},
         {"cuDNN algorithm: chosen by the list's order and a constant limit, never by timing",

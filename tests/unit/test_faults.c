@@ -82,7 +82,7 @@ static void test_resume_real_nets(void)
 
 /* --max-restarts (tests/fault/restarts.sh): rank 1 of two killed twice; with
  * 2 restarts the run ends as one never killed, with 1 it gives up; bad
- * input is not restarted. */
+ * input and a stop asked for (SIGTERM: status 75) are not restarted. */
 static void test_restarts(void)
 {
     if (!ready(1))
@@ -93,6 +93,7 @@ static void test_restarts(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 2: finished, identical to the reference"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 1: gave up after one restart"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "bad --data under --max-restarts 2: status 2, not restarted"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "SIGTERM under --max-restarts 2: status 75, not restarted"));
     test_show_lines(out);
     free(out);
 }
@@ -101,7 +102,8 @@ static void test_restarts(void)
  * --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, rank 1 of two
  * alone by SIGUSR1, and by a SIGTERM not from its launcher; each exits 75
  * with a checkpoint and the command that resumes it, which ends bit for bit
- * as the run never stopped. */
+ * as the run never stopped. Without --save, one process by SIGTERM: still
+ * 75, saying nothing was kept. */
 static void test_graceful_stop(void)
 {
     if (!ready(1))
@@ -117,6 +119,12 @@ static void test_graceful_stop(void)
         test_show_lines(out);
         free(out);
     }
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_script("tests/fault/graceful_stop.sh nosave", &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "graceful_stop: nosave: exit status 75 (got 75): ok"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "graceful_stop: nosave: says it kept nothing: ok"));
+    test_show_lines(out);
+    free(out);
 }
 
 /* A hang named (tests/fault/hang_named.sh): one of 2 and of 3 ranks
@@ -402,10 +410,10 @@ void suite_faults(void)
         {"NaN keeps the good checkpoints; nets share a --save dir; a forgotten --resume: refused",
          test_checkpoint_guard},
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
-        {"--max-restarts 2: rank 1 killed twice, the run ends as one never killed; --max-restarts 1 gives up",
-         test_restarts},
-        {"Ctrl-C, SIGTERM, SIGUSR1 (to one process, the launcher, mpirun, one rank): status 75, resumed bit for bit",
-         test_graceful_stop},
+        {"--max-restarts 2: rank 1 killed twice, the run ends as one never killed; --max-restarts 1 gives up; "
+         "a SIGTERM is not restarted", test_restarts},
+        {"Ctrl-C, SIGTERM, SIGUSR1 (to one process, the launcher, mpirun, one rank): status 75, resumed bit for bit; "
+         "without --save: nothing kept, status 75", test_graceful_stop},
         {"a rank stopped or killed (1 of 2, 1 of 3; --nproc-per-node, mpirun): the others name it and where it was",
          test_hang_named},
         {"the whereabouts' store unusable under the user's mpirun (its port another program's; the variables given "

@@ -230,6 +230,13 @@ static void test_checkpoint_flags(void)
     CU_ASSERT(f.resume && !f.resume_path && strcmp(f.save, "ck") == 0 && f.save_every == 9);
     CU_ASSERT_EQUAL(parse(&f, "--resume ck/checkpoint-000000009.safetensors"), DDP_OK);
     CU_ASSERT(f.resume && f.resume_path && strcmp(f.resume_path, "ck/checkpoint-000000009.safetensors") == 0);
+    /* a checkpoint named and --init: two sources of the weights, one of them
+     * silently lost; bare --resume with --init is a restartable first run */
+    CU_ASSERT(refused("--init w.safetensors --resume ck/x.safetensors",
+                      "--init w.safetensors and --resume ck/x.safetensors both give the weights: give one"));
+    CU_ASSERT(refused("--eval-only --init w.safetensors --resume ck/x.safetensors",
+                      "--init w.safetensors and --resume ck/x.safetensors both give the weights: give one"));
+    CU_ASSERT_EQUAL(parse(&f, "--init w.safetensors --save ck --resume"), DDP_OK);
     CU_ASSERT_EQUAL(parse(&f, "--nproc-per-node 4 --world-size 4 --rank 3 --no-sync-every 2 --timeout 30 "
                               "--bucket-cap-mb 100 --backend nccl --init-method tcp://127.0.0.1:29500"), DDP_OK);
     CU_ASSERT_EQUAL(f.nproc_per_node, 4);
@@ -314,6 +321,11 @@ static void test_float_flags(void)
                       "got '1e39'"));
     CU_ASSERT(refused("--lr 1e-50", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '1e-50'"));
+    /* below a double's least: strtod gives 0, which would train at lr 0 */
+    CU_ASSERT(refused("--lr 1e-400", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
+                      "got '1e-400'"));
+    CU_ASSERT(refused("--bucket-cap-mb 1e-400", "--bucket-cap-mb expects a number > 0 and at most 1048576, "
+                      "got '1e-400'"));
     DdpFlags f;
     CU_ASSERT_EQUAL(parse(&f, "--lr 3e38"), DDP_OK);
     CU_ASSERT_EQUAL(parse(&f, "--lr 0"), DDP_OK);

@@ -1,8 +1,9 @@
 /*
  * Unit tests of the front end: scanner, parser, sema (shapes, names, counts),
  * messages and suggestions, and hostile input that must neither crash nor hang.
- * They call the compiler's functions directly; test_golden.c checks the
- * ddpc command as users run it.
+ * They call the compiler's functions directly, but for a few runs of the ddpc
+ * command (hostile files, --flag=value); test_golden.c checks the ddpc
+ * command's output as users see it.
  */
 #include "testutil.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "ddpc.h"
+#include "planned_net.h"  // planned_net: a source planned, for its hash
 #include "net.tab.h"  // token kinds
 #include "net.lex.h"  // net_lex, net__scan_bytes
 
@@ -306,6 +308,24 @@ static void test_units_and_defaults(void)
     release(&c);
 }
 
+/* Booleans are true/false, on/off, yes/no or 1/0 (README's rules): each
+ * spelling sets the option as its pair does; another word is an error. */
+static void test_boolean_spellings(void)
+{
+    Compiled c;
+    compile_str(&c, "input 4\nbatchnorm sync=yes\nbatchnorm sync=no\nbatchnorm sync=1\nbatchnorm sync=0\n"
+                    "batchnorm sync=true\nbatchnorm sync=false\nlinear 2\nloss mse\n");
+    CU_ASSERT_TRUE_FATAL(c.ok);
+    static const char *const bn[] = {"bn1", "bn2", "bn3", "bn4", "bn5", "bn6"};
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(find_node(&c.net, bn[i])->sync, i % 2 == 0);
+    release(&c);
+    compile_str(&c, "input 4\nbatchnorm sync=maybe\nlinear 2\nloss mse\n");
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "sync must be true or false (on/off, yes/no, 1/0), not 'maybe'"));
+    release(&c);
+}
+
 static void test_names_numbered_by_kind(void)
 {
     Compiled c;
@@ -537,6 +557,72 @@ static void test_ddpc_binary_survives_hostile_files(void)
     free(cmd);
 }
 
+/* Every ddpc flag taking a value also takes --flag=value (README): the
+ * same output as --flag value. */
+static void test_ddpc_flag_equals_value(void)
+{
+    char *cmd, *joined = NULL, *spaced = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mnist.net --target=cpu --emit=plan", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &joined), 0);
+    free(cmd);
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mnist.net --target cpu --emit plan", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &spaced), 0);
+    free(cmd);
+    CU_ASSERT_FATAL(joined && spaced);
+    CU_ASSERT_PTR_NOT_NULL(strstr(spaced, "bucket plan of net mnist: "));
+    CU_ASSERT_STRING_EQUAL(joined, spaced);
+    free(joined);
+    free(spaced);
+}
+
+/* The hash of SRC's net (planned_net), what a checkpoint is compared by;
+ * NULL when SRC does not compile. */
+static char *net_hash(const char *src)
+{
+    PlannedNet c;
+    char *hash = planned_net(&c, src) && c.plan.hash ? strdup(c.plan.hash) : NULL;
+    planned_net_release(&c);
+    return hash;
+}
+
+/* What a checkpoint holds to is the net's layers: their ops, attributes,
+ * shapes and parameter names. The train block (lr, momentum, schedule) and
+ * the data block may change between a save and a resume, as --lr may, and
+ * take effect; a layer's change makes another net, whose checkpoints are
+ * refused ("a checkpoint of another version of net"). */
+static void test_hash_is_the_layers(void)
+{
+    const char *layers = "net t\ninput 1x8x8\nconv 1->4 k3\nrelu\nflatten\ndropout 0.5\nlinear 10\n"
+                         "loss cross_entropy\n";
+    char src[1024];
+    snprintf(src, sizeof src, "%strain {\n batch 8\n optimizer sgd lr=0.1 momentum=0.9\n}\n", layers);
+    char *base = net_hash(src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    const char *same[] = {
+        "train {\n batch 16\n epochs 3\n optimizer adamw lr=0.001\n schedule cosine warmup=5\n seed 4\n}\n",
+        "train {\n batch 8\n optimizer sgd lr=0.1 momentum=0.9\n}\ndata {\n normalize mean=0.5 std=0.2\n}\n",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        snprintf(src, sizeof src, "%s%s", layers, same[i]);
+        char *h = net_hash(src);
+        CU_ASSERT(h && strcmp(h, base) == 0);
+        free(h);
+    }
+    const char *other[] = {"dropout 0.5", "dropout 0.4", "conv 1->4 k3", "conv 1->4 k3 p1", "relu\n", "gelu\n"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i += 2) {
+        char changed[512];
+        const char *at = strstr(layers, other[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+        snprintf(changed, sizeof changed, "%.*s%s%s", (int)(at - layers), layers, other[i + 1],
+                 at + strlen(other[i]));
+        snprintf(src, sizeof src, "%strain {\n batch 8\n optimizer sgd lr=0.1 momentum=0.9\n}\n", changed);
+        char *h = net_hash(src);
+        CU_ASSERT(h && strcmp(h, base) != 0);
+        free(h);
+    }
+    free(base);
+}
+
 void suite_front(void)
 {
     static const TestCase cases[] = {
@@ -548,6 +634,7 @@ void suite_front(void)
         {"sema: batchnorm buffers, residual joins", test_resnet_batchnorm_and_residual},
         {"sema: stride, padding, pools, groups", test_shape_rules},
         {"sema: size units and optimizer defaults", test_units_and_defaults},
+        {"sema: booleans spelt true/false, on/off, yes/no, 1/0", test_boolean_spellings},
         {"sema: unnamed layers numbered per kind", test_names_numbered_by_kind},
         {"sema: PyTorch counts the same parameters", test_torch_counts_the_same},
         {"op facts: everything.net has every kind, each row whole", test_op_facts_cover_every_kind},
@@ -558,6 +645,8 @@ void suite_front(void)
         {"hostile: 500-deep nesting works, deeper is refused", test_deep_nesting},
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
+        {"ddpc command: --flag=value as --flag value", test_ddpc_flag_equals_value},
+        {"the net's hash, which checkpoints hold to: its layers, not train { } or data { }", test_hash_is_the_layers},
         {NULL, NULL},
     };
     test_add_suite("front [python]", cases);

@@ -9,6 +9,7 @@
  * right to make one, that case is skipped and says so.
  */
 #include <errno.h>
+#include <fcntl.h>  // open: stderr sent to a file
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 
 #include "dirs.h"         // ddp_output_check, ddp_output_target, ddp_output_in_place_check
-#include "jsonlog.h"      // ddp_jsonlog_open
+#include "jsonlog.h"      // ddp_jsonlog_open, ddp_jsonlog_check
 #include "safetensors.h"  // ddp_safetensors_write
 #include "testutil.h"
 #include "weights.h"      // ddp_weights_check_writable
@@ -160,6 +161,111 @@ static void test_log_written_in_place(void)
     test_remove_tmpdir(dir);
 }
 
+/* Writes TEXT to DIR/NAME; returns the path, which a later test_tmp_path
+ * call may reuse (copy it to keep it). */
+static const char *file_with(const char *dir, const char *name, const char *text)
+{
+    const char *path = test_tmp_path(dir, name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* 1 when PATH holds the LEN bytes at BYTES (a file refused is left as it was). */
+static int holds(const char *path, const void *bytes, size_t len)
+{
+    size_t got_len = 0;
+    char *got = test_read_file(path, &got_len);
+    int same = got && got_len == len && memcmp(got, bytes, len) == 0;
+    free(got);
+    return same;
+}
+
+/* What a mistyped --log or --export would destroy is refused at start-up,
+ * and left as it was: --log empties (or appends to) what it names, so it
+ * takes only an empty file or an earlier log; --export replaces what it
+ * names, so it takes only weights (an earlier export, the --init file). */
+static void test_outputs_keep_what_is_not_theirs(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-outputs-XXXXXX");
+    /* copies: test_tmp_path's buffers are reused */
+    char net[256], old_log[256], empty[256], weights[256], job[256], config[256];
+    const char *net_text = "net mnist\ninput 784\nlinear 10\n";
+    snprintf(net, sizeof net, "%s", file_with(dir, "mnist.net", net_text));
+    const char *log_text = "{\"event\": \"start\"}\n";
+    snprintf(old_log, sizeof old_log, "%s", file_with(dir, "old.jsonl", log_text));
+    snprintf(empty, sizeof empty, "%s", file_with(dir, "empty", ""));
+    snprintf(weights, sizeof weights, "%s", test_tmp_path(dir, "w.safetensors"));
+    CU_ASSERT_EQUAL_FATAL(ddp_safetensors_write(weights, &tensor, 1, NULL, 0), DDP_OK);
+    size_t weights_len = 0;
+    char *weights_bytes = test_read_file(weights, &weights_len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(weights_bytes);
+
+    DdpJsonLog *log = NULL;
+    for (int append = 0; append <= 1; append++) { /* a fresh run, and a resumed one */
+        CU_ASSERT_EQUAL(ddp_jsonlog_open(net, append, &log), DDP_BAD_INPUT);
+        CU_ASSERT(message_has("mnist.net: the file there is not a log of this program's, which --log would write "
+                              "into: name another file (or remove this one first)"));
+        CU_ASSERT_EQUAL(ddp_jsonlog_open(weights, append, &log), DDP_BAD_INPUT);
+        CU_ASSERT(message_has("w.safetensors: the file there is not a log of this program's"));
+        CU_ASSERT_PTR_NULL(log);
+    }
+    CU_ASSERT(holds(net, net_text, strlen(net_text)));
+    CU_ASSERT(holds(weights, weights_bytes, weights_len));
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(net), DDP_BAD_INPUT); /* start-up's check, on every rank */
+    const char *config_text = "{\"lr\": 0.1}\n"; /* JSON, but not a log's lines */
+    snprintf(config, sizeof config, "%s", file_with(dir, "config.json", config_text));
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(config), DDP_BAD_INPUT);
+    CU_ASSERT(holds(config, config_text, strlen(config_text)));
+    CU_ASSERT_EQUAL(ddp_jsonlog_check("-"), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(test_tmp_path(dir, "new.jsonl")), DDP_OK);
+    const char *fifo = test_tmp_path(dir, "fifo");
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(fifo), DDP_OK); /* not opened: that would wait for a writer */
+    for (int i = 0; i < 2; i++) {
+        const char *ok = i ? empty : old_log;
+        CU_ASSERT_EQUAL(ddp_jsonlog_open(ok, 0, &log), DDP_OK);
+        if (log)
+            CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+        log = NULL;
+    }
+
+    /* --log /dev/stderr where stderr is the job's output file: that file is
+     * this process's own stream, appended to, never emptied */
+    const char *job_text = "job output so far\n";
+    snprintf(job, sizeof job, "%s", file_with(dir, "job.err", job_text));
+    int saved = dup(2), to_job = open(job, O_WRONLY | O_APPEND);
+    CU_ASSERT_FATAL(saved >= 0 && to_job >= 0);
+    fflush(stderr);
+    dup2(to_job, 2);
+    close(to_job);
+    DdpStatus checked = ddp_jsonlog_check("/dev/stderr");
+    DdpStatus opened = ddp_jsonlog_open("/dev/stderr", 0, &log);
+    if (log)
+        ddp_jsonlog_close(log);
+    log = NULL;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CU_ASSERT_EQUAL(checked, DDP_OK);
+    CU_ASSERT_EQUAL(opened, DDP_OK);
+    CU_ASSERT(holds(job, job_text, strlen(job_text)));
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(job), DDP_BAD_INPUT); /* named as a file, not our stream: refused */
+
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", net), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("mnist.net: the file there is not safetensors weights (not a safetensors file: header length "));
+    CU_ASSERT(message_has("), and --export would replace it: name another file (or remove this one first)"));
+    CU_ASSERT(holds(net, net_text, strlen(net_text)));
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", file_with(dir, "old2.jsonl", log_text)), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", weights), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_weights_check_writable("export", empty), DDP_OK);
+    free(weights_bytes);
+    test_remove_tmpdir(dir);
+}
+
 /* Two processes writing one path over and over, at once: every write
  * succeeds (each has its own temporary name), the file is always a whole
  * one of the two, and no temporary file is left. */
@@ -204,6 +310,8 @@ void suite_outputs(void)
         {"--log is written in place: a pipe or a character device stays one, a directory is refused",
          test_log_written_in_place},
         {"two writers of one path at once: each renames a whole file of its own", test_concurrent_writers},
+        {"--log takes an empty file or a log, --export weights: anything else there is refused and kept",
+         test_outputs_keep_what_is_not_theirs},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);

@@ -209,6 +209,14 @@ static void test_flags(void)
     CU_ASSERT(expect(&t, 1, 2, 1, 2, "h", 7, DDP_LAUNCH_FLAGS));
     CU_ASSERT(topo(&t, "MASTER_ADDR=h MASTER_PORT=7", 1, 2, "env://") == DDP_OK);
     CU_ASSERT(expect(&t, 1, 2, 1, 2, "h", 7, DDP_LAUNCH_FLAGS));
+    /* ...local ranks from torchrun's names there too (rank 5 of 8, the
+     * second of its node's 4: GPU 1, not a GPU 5 that is not there) */
+    CU_ASSERT(topo(&t, "LOCAL_RANK=1 LOCAL_WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=7", 5, 8, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 5, 8, 1, 4, "h", 7, DDP_LAUNCH_FLAGS));
+    CU_ASSERT(topo(&t, "LOCAL_RANK=1 LOCAL_WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=7", 5, 8, "env://") == DDP_OK);
+    CU_ASSERT(expect(&t, 5, 8, 1, 4, "h", 7, DDP_LAUNCH_FLAGS));
+    CU_ASSERT(fails("LOCAL_RANK=4 LOCAL_WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=7", 5, 8, NULL,
+                    "LOCAL_RANK=4 but LOCAL_WORLD_SIZE=4 (ranks are 0 to 3)"));
     CU_ASSERT(topo(&t, "", -1, 1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_FLAGS));
     /* Flags that restate the launcher leave it in charge... */

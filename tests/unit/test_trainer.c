@@ -8,6 +8,7 @@
  * and a message naming it, a NaN loss with status 1; and the seeded
  * initialisation against PyTorch's own.
  */
+#include <fcntl.h>  // open: a child's stderr to /dev/null
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "trainer.h"      // ddp_main, DdpNet
+#include "json.h"         // ddp_json_skip_value: each line of --log - one JSON value
 #include "safetensors.h"  // reading what --export wrote, writing bad --init files
 #include "testutil.h"
 #include "tiny_net.h"     // tiny_net, tiny_net_train
@@ -149,6 +151,68 @@ static void test_trains(void)
     teardown();
 }
 
+/* harness_run with the child's stderr dropped: in *OUT what it wrote to
+ * stdout alone, so that a test can tell the two apart. It runs in tmpdir,
+ * where teardown removes whatever it makes. ARGS is split in place. */
+static int run_stdout_only(const DdpNet *net, char **out, char *args)
+{
+    char *argv[64] = {"/some/dir/tiny_train"};
+    int argc = test_split_args(args, argv, 1, 64);
+    int fd;
+    pid_t pid = test_fork_capturing(&fd);
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_WRONLY);
+        if (null_fd < 0 || dup2(null_fd, STDERR_FILENO) < 0 || chdir(tmpdir) != 0)
+            _exit(99);
+        int rc = ddp_main(argc, argv, net);
+        fflush(NULL);
+        _exit(rc);
+    }
+    return test_child_output(pid, fd, out);
+}
+
+/* Whether LINE (LEN bytes) is one whole JSON value and nothing more. */
+static int one_json_value(const char *line, size_t len)
+{
+    char *arena = malloc(len + 1);
+    DdpJson j = {.path = "stdout", .text = (const unsigned char *)line, .p = (const unsigned char *)line,
+                 .end = (const unsigned char *)line + len, .arena = arena};
+    int ok = arena && ddp_json_skip_value(&j, 0) == DDP_OK;
+    ddp_json_skip_ws(&j);
+    free(arena);
+    return ok && j.p == j.end;
+}
+
+/* --log -: the log's lines on standard output, the start record first; with
+ * --quiet (the progress lines are stdout's too) nothing else is there, so a
+ * pipe into jq reads it. Not a file named '-'. */
+static void test_log_to_stdout(void)
+{
+    setup();
+    char args[256], *out = NULL;
+    snprintf(args, sizeof args, "--data %s --epochs 2 --quiet --log -", data_dir);
+    CU_ASSERT_EQUAL(run_stdout_only(default_net(), &out, args), 0);
+    CU_ASSERT_FATAL(out != NULL);
+    static const char start[] = "{\"event\": \"start\", \"net\": \"tiny\", ", epoch[] = "{\"event\": \"epoch\", ";
+    CU_ASSERT(strncmp(out, start, strlen(start)) == 0);
+    int lines = 0, json = 0, epochs = 0;
+    for (const char *l = out; *l;) {
+        size_t len = strcspn(l, "\n");
+        lines++;
+        json += one_json_value(l, len);
+        epochs += strncmp(l, epoch, strlen(epoch)) == 0;
+        l += len + (l[len] == '\n');
+    }
+    CU_ASSERT(lines > 2);
+    CU_ASSERT_EQUAL(json, lines);
+    CU_ASSERT_EQUAL(epochs, 2);
+    if (json != lines || epochs != 2)
+        fprintf(stderr, "\nstdout:\n%s\n", out);
+    CU_ASSERT(access(tmp_path("-"), F_OK) != 0);
+    free(out);
+    teardown();
+}
+
 static void test_max_steps(void)
 {
     setup();
@@ -268,6 +332,26 @@ static void test_tensorboard(void)
     CU_ASSERT(plotted(points, "rank0/samples_per_s", 20) > 0);
     free(log);
     free(points);
+    teardown();
+}
+
+/* --epochs may grow on resume: one epoch with --save, then --resume with
+ * --epochs 2 goes on from step 10 through epoch 2, and (the tiny net's
+ * learning rate is constant) ends with the weights of two epochs in one go. */
+static void test_resume_more_epochs(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --export %s", data_dir, tmp_path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 1 --save %s", data_dir, tmp_path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --save %s --resume --export %s", data_dir,
+                                tmp_path("ck"), tmp_path("resumed.st")), 0);
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: step 10\n"));
+    CU_ASSERT(harness_has(out, "epoch 2/2  step 20  loss "));
+    CU_ASSERT(harness_has(out, "done  20 steps"));
+    CU_ASSERT(harness_same_tensors(tmp_path("whole.st"), tmp_path("resumed.st")));
+    free(out);
     teardown();
 }
 
@@ -515,6 +599,27 @@ static void test_bad_flags(void)
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --nproc-per-node 1 --world-size 1 --timeout 5 "
                                 "--bucket-cap-mb 4 --no-sync-every 1", data_dir), 0);
     free(out);
+    /* A rank already, by flags or a launcher: --nproc-per-node asking for
+     * other than this node's ranks, and --max-restarts, would be ignored. */
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --nproc-per-node 2 --world-size 1", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: --nproc-per-node 2 starts that many ranks itself, but "
+                               "--rank/--world-size (or --init-method) made this process one rank, one of 1 on this "
+                               "node: leave it out\n"));
+    free(out);
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --nproc-per-node 4", data_dir), 2);
+    CU_ASSERT(harness_has(out, "--nproc-per-node 4 starts that many ranks itself, but torchrun (RANK and WORLD_SIZE "
+                               "are set) started this rank, one of 1 on this node: leave it out"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --nproc-per-node 1 --max-restarts 1 --save %s",
+                                data_dir, tmp_path("refused")), 2);
+    CU_ASSERT(harness_has(out, "--max-restarts restarts the ranks that --nproc-per-node starts, but torchrun (RANK "
+                               "and WORLD_SIZE are set) started this rank: leave both out"));
+    free(out);
+    CU_ASSERT(access(tmp_path("refused"), F_OK) != 0); /* refused before --save's directory was made */
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
     CU_ASSERT_EQUAL(harness_run(net, &out, "--help"), 0);
     CU_ASSERT(harness_has(out, "usage: tiny_train [options]"));
     CU_ASSERT(harness_has(out, "--epochs N"));
@@ -643,7 +748,8 @@ static void write_npy_images(const char *path, int n, const char *pixels)
 /* --predict: each input's likeliest classes, in the file's order. The
  * first class of each of the test images, against its label, gives the
  * accuracy --eval-only gives; all ten probabilities sum to 1, largest
- * first; a NumPy array of the same images predicts the same. */
+ * first; a NumPy array of the same images predicts the same; without --top,
+ * 5 classes a line. */
 static void test_predict(void)
 {
     setup();
@@ -696,6 +802,18 @@ static void test_predict(void)
     CU_ASSERT(harness_has(from_idx, "input 0: "));
     CU_ASSERT(harness_has(from_idx, "input 49: "));
     CU_ASSERT_STRING_EQUAL(from_idx, from_npy);
+    /* without --top, 5 classes a line (of the tiny net's 10) */
+    int five = 0;
+    for (char *save = NULL, *l = strtok_r(from_idx, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        int input, used, pairs = 0, cls;
+        double p;
+        if (sscanf(l, "input %d: %n", &input, &used) != 1)
+            continue;
+        for (const char *q = l + used; sscanf(q, "%d %lf%n", &cls, &p, &used) == 2; q += used + (q[used] == ','))
+            pairs++;
+        five += pairs == 5;
+    }
+    CU_ASSERT_EQUAL(five, N_TEST);
     free(from_idx);
     free(from_npy);
 
@@ -820,9 +938,11 @@ void suite_trainer(void)
 {
     static const TestCase cases[] = {
         {"trains: loss falls, accuracy above chance; lines and log", test_trains},
+        {"--log -: the JSON lines on stdout, the start record first", test_log_to_stdout},
         {"--max-steps stops at a global step; flags override the net", test_max_steps},
         {"--eval-every adds evaluations between epochs", test_eval_every},
         {"--tensorboard: TensorBoard reads what --log holds; a resumed run continues", test_tensorboard},
+        {"--epochs may grow on resume: trains on into the new epochs, as one run would", test_resume_more_epochs},
         {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
         {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
         {"--init from an exported epoch continues bit for bit", test_init_continues},
