@@ -40,20 +40,20 @@ int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, cha
     return -1;
 }
 
-int ddp_local_ranks_to_start(int gpus, int64_t asked, int predict, char *why, size_t len)
+int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, char *why, size_t len)
 {
     if (why && len)
         why[0] = '\0';
-    /* the last local rank finds its GPU, or none does (a CPU build's ranks need none) */
+    /* the last local rank finds its GPU, or one does not (a CPU build's ranks need none) */
     char no_gpu[160];
-    if (asked > 0 && gpus > 0 && ddp_gpu_choose_device(gpus, (int)asked - 1, (int)asked, no_gpu, sizeof no_gpu) < 0) {
+    if (asked > 0 && is_gpu && ddp_gpu_choose_device(gpus, (int)asked - 1, (int)asked, no_gpu, sizeof no_gpu) < 0) {
         if (why && len)
             snprintf(why, len, "--nproc-per-node %lld: %s", (long long)asked, no_gpu);
         return -1;
     }
     if (asked > 0)
         return (int)asked;
-    return !predict && gpus > 1 ? gpus : 0;
+    return is_gpu && !predict && gpus > 1 ? gpus : 0;
 }
 
 /* ---- math mode ---- */

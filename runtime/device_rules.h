@@ -30,16 +30,16 @@ extern "C" {
 int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, char *why, size_t len);
 
 /* How many local ranks a program that no launcher started starts itself
- * (0: it trains as the one rank), on a build that sees GPUS GPUs (0 for a
- * CPU build). ASKED is --nproc-per-node (0: not given); PREDICT, whether
+ * (0: it trains as the one rank): a GPU build (IS_GPU) that sees GPUS GPUs,
+ * or a CPU build. ASKED is --nproc-per-node (0: not given); PREDICT, whether
  * the run is --predict, which classifies on one rank. Not asked, a GPU
  * build with several GPUs starts one rank on each, as the contract's bare
- * ./OUT does. Asked for ranks of which some would find no GPU
- * (ddp_gpu_choose_device: more than several GPUs; one GPU shown is every
- * rank's), that rank would fail once every rank had started, as a failure
- * (status 1) that --max-restarts would restart in vain: -1 instead, with the
- * reason in WHY. */
-int ddp_local_ranks_to_start(int gpus, int64_t asked, int predict, char *why, size_t len);
+ * ./OUT does. Asked for ranks of which the last would find no GPU
+ * (ddp_gpu_choose_device: none visible, or fewer than the ranks where
+ * several are; one GPU shown is every rank's), that rank would fail once
+ * every rank had started, as a failure (status 1) that --max-restarts would
+ * restart in vain: -1 instead, with the reason in WHY. */
+int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, char *why, size_t len);
 
 /* ---- math mode -------------------------------------------------------------- */
 

@@ -50,19 +50,30 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
         /* Our own launcher's ranks never see these flags (ddp_launch_rank_argv).
          * Any other's would ignore them, and run what was not asked: so
          * --max-restarts, which nothing would do here, and --nproc-per-node
-         * unless it restates the ranks this node has. */
+         * unless it restates the ranks this node has (a launcher's count;
+         * under --rank/--world-size, where each command is one rank, 1). */
         const char *by = ddp_topology_started_by(d->topo.launch);
         if (flags->given[DDP_FLAG_MAX_RESTARTS])
             return DDP_ERR(DDP_BAD_INPUT, "--max-restarts restarts the ranks that --nproc-per-node starts, but %s: "
                            "leave both out (torchrun has its own --max-restarts)", by);
-        if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != d->topo.local_world_size)
+        int node_ranks = d->topo.launch == DDP_LAUNCH_FLAGS ? 1 : d->topo.local_world_size;
+        if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != node_ranks)
             return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
-                           "this node: leave it out", (long long)flags->nproc_per_node, by,
-                           d->topo.local_world_size);
+                           "this node: leave it out", (long long)flags->nproc_per_node, by, node_ranks);
+        /* torchrun's restarts run this command again: from PATH each time,
+         * into a --save DIR that by then holds newer checkpoints, which the
+         * run refuses (trainer.c, check_save_dir); as --max-restarts here */
+        const char *restarts = getenv("TORCHELASTIC_MAX_RESTARTS");
+        if (d->topo.launch == DDP_LAUNCH_TORCHRUN && restarts && atoi(restarts) > 0 && flags->resume_path &&
+            flags->save)
+            return DDP_ERR(DDP_BAD_INPUT, "torchrun restarts this rank with the same flags "
+                           "(TORCHELASTIC_MAX_RESTARTS=%s), each time from --resume %s: give --resume alone, which "
+                           "takes the newest in --save %s (copy the file there)", restarts, flags->resume_path,
+                           flags->save);
         return DDP_OK;
     }
     char why[192];
-    int n = ddp_local_ranks_to_start(ddp_device_is_gpu() ? ddp_device_count() : 0,
+    int n = ddp_local_ranks_to_start(ddp_device_is_gpu(), ddp_device_is_gpu() ? ddp_device_count() : 0,
                                      flags->given[DDP_FLAG_NPROC_PER_NODE] ? flags->nproc_per_node : 0,
                                      flags->predict != NULL, why, sizeof why);
     if (n < 0)

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // stat: only a regular file is read
+#include <unistd.h>    // dup: the log on our own stdout or stderr
 
 #include "dirs.h"  // ddp_output_in_place_check: which paths a log may be written in
 #include "json.h"  // ddp_json_put_string
@@ -37,18 +38,20 @@ struct DdpJsonLog {
 /* How every log line begins: its record's event first (progress.c). */
 static const char LINE_START[] = "{\"event\": ";
 
-/* 1 when PATH is this process's own standard output or error (--log
- * /dev/stderr, with the job's output in a file): appended to, as the
- * stream itself is, never emptied or read. */
-static int is_own_stream(const char *path)
+/* The descriptor, 1 or 2, when PATH is this process's own standard output
+ * or error (--log /dev/stderr, with the job's output in a file); else -1.
+ * That stream is never emptied or read: the log writes through a copy of
+ * its descriptor, at its place in the file (opening PATH again would start
+ * a place of its own, which the stream's writes would then overwrite). */
+static int own_stream(const char *path)
 {
     struct stat p, s;
     if (stat(path, &p) != 0)
-        return 0;
+        return -1;
     for (int fd = 1; fd <= 2; fd++)
         if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino)
-            return 1;
-    return 0;
+            return fd;
+    return -1;
 }
 
 DdpStatus ddp_jsonlog_check(const char *path)
@@ -56,20 +59,22 @@ DdpStatus ddp_jsonlog_check(const char *path)
     if (strcmp(path, "-") == 0)
         return DDP_OK;
     DDP_CHECK(ddp_output_in_place_check("log", path));
-    if (is_own_stream(path))
+    if (own_stream(path) >= 0)
         return DDP_OK;
     /* a pipe or terminal is not read (opening a pipe would wait for its
-     * writer, reading would take its bytes); nothing there yet, or a file
-     * we may write but not read, is not either */
+     * writer, reading would take its bytes), nor is nothing there yet */
     struct stat sb;
-    FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
-    if (!f)
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
         return DDP_OK;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return DDP_ERR(DDP_BAD_INPUT, "--log %s: cannot read the file there to tell whether it is a log (%s): name "
+                       "another file (or remove this one first)", path, strerror(errno));
     char start[sizeof LINE_START - 1];
     size_t got = fread(start, 1, sizeof start, f);
     fclose(f);
-    /* an empty file and an earlier log are what --log is for */
-    if (got == 0 || (got == sizeof start && memcmp(start, LINE_START, sizeof start) == 0))
+    /* an earlier log is what --log is for, even one cut short (a full disk) */
+    if (got > 0 && memcmp(start, LINE_START, got) == 0)
         return DDP_OK;
     return DDP_ERR(DDP_BAD_INPUT, "--log %s: the file there is not a log of this program's, which --log would write "
                    "into: name another file (or remove this one first)", path);
@@ -94,9 +99,14 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
-        log->f = fopen(path, append || is_own_stream(path) ? "a" : "w");
+        int fd = own_stream(path), copy = fd >= 0 ? dup(fd) : -1;
+        /* fdopen neither empties nor moves the stream's file */
+        log->f = fd < 0 ? fopen(path, append ? "a" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
         if (!log->f) {
-            st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(errno));
+            int err = errno;
+            if (copy >= 0)
+                close(copy);
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(err));
             free(log->path);
             free(log);
             return st;

@@ -505,8 +505,9 @@ static DdpStatus check_layout(DdpSafetensors *f)
         return DDP_ERR(DDP_BAD_INPUT, "%s: the tensors end at byte %lld of the data, but the file holds %lld: "
                        "trailing data", f->path, (long long)at, (long long)f->data_len);
     /* A writer other than the reference one may leave a tensor off its
-     * element alignment; give such a tensor an aligned copy. */
-    for (int i = 0; i < f->n; i++) {
+     * element alignment; give such a tensor an aligned copy (of data read:
+     * the header alone has none to copy). */
+    for (int i = 0; f->data && i < f->n; i++) {
         Entry *e = &f->entries[i];
         if (e->begin % (int64_t)dtypes[e->t.dtype].size == 0 || e->t.nbytes == 0)
             continue;

@@ -48,21 +48,24 @@ static void test_local_ranks_to_start(void)
 {
     char why[192];
     /* the bare ./OUT: every GPU of several, else one rank here */
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 0, 0, why, sizeof why), 8);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 0, why, sizeof why), 0);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 8, 0, 0, why, sizeof why), 8);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 1, 0, 0, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 0, 0, why, sizeof why), 0);
     /* --predict classifies on one rank, GPUs or not */
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 0, 1, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 8, 0, 1, why, sizeof why), 0);
     /* --nproc-per-node N: N, up to the GPUs where there are several; one
      * GPU is every rank's, and a CPU build's ranks need none */
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(8, 2, 0, why, sizeof why), 2);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(2, 2, 0, why, sizeof why), 2);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 4, 0, why, sizeof why), 4);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 4, 0, why, sizeof why), 4);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 8, 2, 0, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 2, 2, 0, why, sizeof why), 2);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 1, 4, 0, why, sizeof why), 4);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 4, 0, why, sizeof why), 4);
     CU_ASSERT_STRING_EQUAL(why, "");
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(2, 4, 0, why, sizeof why), -1);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 2, 4, 0, why, sizeof why), -1);
     CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: local rank 3 has no GPU: this machine shows 2 "
                                 "(CUDA_VISIBLE_DEVICES decides which)");
+    /* a GPU build that sees none: its ranks would each fail */
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 2, 0, why, sizeof why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 2: no GPU is visible here");
 }
 
 /* ---- math ---- */

@@ -233,27 +233,57 @@ static void test_outputs_keep_what_is_not_theirs(void)
         log = NULL;
     }
 
-    /* --log /dev/stderr where stderr is the job's output file: that file is
-     * this process's own stream, appended to, never emptied */
-    const char *job_text = "job output so far\n";
-    snprintf(job, sizeof job, "%s", file_with(dir, "job.err", job_text));
-    int saved = dup(2), to_job = open(job, O_WRONLY | O_APPEND);
+    /* --log /dev/stderr where stderr is the job's output file, opened as
+     * `2>job.err` opens it (emptied, not appended to): the log is written at
+     * the stream's place, between what the job wrote before and after it,
+     * never emptying it or being written over; named by its file name too */
+    snprintf(job, sizeof job, "%s", test_tmp_path(dir, "job.err"));
+    int saved = dup(2), to_job = open(job, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     CU_ASSERT_FATAL(saved >= 0 && to_job >= 0);
     fflush(stderr);
     dup2(to_job, 2);
     close(to_job);
-    DdpStatus checked = ddp_jsonlog_check("/dev/stderr");
-    DdpStatus opened = ddp_jsonlog_open("/dev/stderr", 0, &log);
+    DdpStatus st[5];
+    st[0] = write(2, "before\n", 7) == 7 ? DDP_OK : DDP_FAIL;
+    st[1] = ddp_jsonlog_check("/dev/stderr");
+    st[2] = ddp_jsonlog_check(job);
+    st[3] = ddp_jsonlog_open("/dev/stderr", 0, &log);
+    DdpLogField record[] = {DDP_LOG_S("event", "start")};
+    st[4] = log ? ddp_jsonlog_write(log, record, 1) : DDP_FAIL;
     if (log)
         ddp_jsonlog_close(log);
     log = NULL;
-    fflush(stderr);
+    ssize_t after = write(2, "after\n", 6);
     dup2(saved, 2);
     close(saved);
-    CU_ASSERT_EQUAL(checked, DDP_OK);
-    CU_ASSERT_EQUAL(opened, DDP_OK);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(st[i], DDP_OK);
+    CU_ASSERT_EQUAL(after, 6);
+    const char *job_text = "before\n{\"event\": \"start\"}\nafter\n";
     CU_ASSERT(holds(job, job_text, strlen(job_text)));
-    CU_ASSERT_EQUAL(ddp_jsonlog_check(job), DDP_BAD_INPUT); /* named as a file, not our stream: refused */
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(job), DDP_BAD_INPUT); /* stderr is elsewhere again: a file, not a log */
+
+    /* a log cut short (a full disk) is still a log; a file that cannot be
+     * read cannot be told from one: checked in a child that is not root
+     * (root reads any file), where it gives that up */
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(file_with(dir, "short.jsonl", "{\"ev")), DDP_OK);
+    const char *locked = file_with(dir, "locked.jsonl", log_text);
+    CU_ASSERT_EQUAL_FATAL(chmod(locked, 0200), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0); /* another user may look inside */
+    pid_t child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        if (geteuid() == 0 && setuid(65534) != 0) /* nobody */
+            _exit(3);
+        _exit(ddp_jsonlog_check(locked) == DDP_BAD_INPUT &&
+                      strstr(ddp_error_message(), "locked.jsonl: cannot read the file there to tell whether it is "
+                                                  "a log (Permission denied)")
+                  ? 0
+                  : 1);
+    }
+    int ws = 0;
+    waitpid(child, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 
     CU_ASSERT_EQUAL(ddp_weights_check_writable("export", net), DDP_BAD_INPUT);
     CU_ASSERT(message_has("mnist.net: the file there is not safetensors weights (not a safetensors file: header length "));

@@ -366,6 +366,11 @@ static void test_python_interop(void)
         CU_ASSERT_EQUAL(ddp_safetensors_check_unused(f), DDP_OK);
         CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "format"), "pt");
         ddp_safetensors_close(f);
+        /* the header alone, misaligned or not: what it says, no data */
+        CU_ASSERT_EQUAL_FATAL(ddp_safetensors_open_header(test_tmp_path(tmpdir, "py.safetensors"), &f), DDP_OK);
+        CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(f, "format"), "pt");
+        CU_ASSERT_PTR_NULL(ddp_safetensors_find(f, "conv1.weight")->data);
+        ddp_safetensors_close(f);
     }
     test_remove_tmpdir(tmpdir);
 }

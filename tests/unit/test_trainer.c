@@ -618,8 +618,30 @@ static void test_bad_flags(void)
                                "and WORLD_SIZE are set) started this rank: leave both out"));
     free(out);
     CU_ASSERT(access(tmp_path("refused"), F_OK) != 0); /* refused before --save's directory was made */
+    /* torchrun's restarts run the same flags: --resume PATH would start
+     * each from PATH, into a --save DIR then holding newer checkpoints */
+    setenv("TORCHELASTIC_MAX_RESTARTS", "3", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --resume %s --save %s", data_dir,
+                                tmp_path("first.safetensors"), tmp_path("ck")), 2);
+    CU_ASSERT(harness_has(out, "torchrun restarts this rank with the same flags (TORCHELASTIC_MAX_RESTARTS=3), each "
+                               "time from --resume "));
+    CU_ASSERT(harness_has(out, "first.safetensors: give --resume alone, which takes the newest in --save "));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --resume --save %s", data_dir, tmp_path("ck")), 0);
+    free(out);
+    unsetenv("TORCHELASTIC_MAX_RESTARTS");
     unsetenv("RANK");
     unsetenv("WORLD_SIZE");
+    /* --rank/--world-size: each command is one rank, so only 1 restates it */
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "1", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --rank 0 --world-size 4 --nproc-per-node 4",
+                                data_dir), 2);
+    CU_ASSERT(harness_has(out, "--nproc-per-node 4 starts that many ranks itself, but --rank/--world-size (or "
+                               "--init-method) made this process one rank, one of 1 on this node: leave it out"));
+    free(out);
+    unsetenv("MASTER_ADDR");
+    unsetenv("MASTER_PORT");
     CU_ASSERT_EQUAL(harness_run(net, &out, "--help"), 0);
     CU_ASSERT(harness_has(out, "usage: tiny_train [options]"));
     CU_ASSERT(harness_has(out, "--epochs N"));
