@@ -60,16 +60,6 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
         if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != node_ranks)
             return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
                            "this node: leave it out", (long long)flags->nproc_per_node, by, node_ranks);
-        /* torchrun's restarts run this command again: from PATH each time,
-         * into a --save DIR that by then holds newer checkpoints, which the
-         * run refuses (trainer.c, check_save_dir); as --max-restarts here */
-        const char *restarts = getenv("TORCHELASTIC_MAX_RESTARTS");
-        if (d->topo.launch == DDP_LAUNCH_TORCHRUN && restarts && atoi(restarts) > 0 && flags->resume_path &&
-            flags->save)
-            return DDP_ERR(DDP_BAD_INPUT, "torchrun restarts this rank with the same flags "
-                           "(TORCHELASTIC_MAX_RESTARTS=%s), each time from --resume %s: give --resume alone, which "
-                           "takes the newest in --save %s (copy the file there)", restarts, flags->resume_path,
-                           flags->save);
         return DDP_OK;
     }
     char why[192];

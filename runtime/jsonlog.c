@@ -20,12 +20,13 @@
 #include "jsonlog.h"
 
 #include <errno.h>
+#include <fcntl.h>  // F_DUPFD_CLOEXEC: the log on our own stdout or stderr
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // stat: only a regular file is read
-#include <unistd.h>    // dup: the log on our own stdout or stderr
+#include <unistd.h>    // close
 
 #include "dirs.h"  // ddp_output_in_place_check: which paths a log may be written in
 #include "json.h"  // ddp_json_put_string
@@ -48,9 +49,13 @@ static int own_stream(const char *path)
     struct stat p, s;
     if (stat(path, &p) != 0)
         return -1;
-    for (int fd = 1; fd <= 2; fd++)
+    /* stderr first where named so (`>f 2>f` opens f twice, at two places) */
+    int err_first = strcmp(path, "/dev/stderr") == 0 || strcmp(path, "/proc/self/fd/2") == 0;
+    for (int i = 0; i < 2; i++) {
+        int fd = err_first ? 2 - i : 1 + i;
         if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino)
             return fd;
+    }
     return -1;
 }
 
@@ -99,7 +104,7 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
-        int fd = own_stream(path), copy = fd >= 0 ? dup(fd) : -1;
+        int fd = own_stream(path), copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
         /* fdopen neither empties nor moves the stream's file */
         log->f = fd < 0 ? fopen(path, append ? "a" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
         if (!log->f) {

@@ -22,6 +22,7 @@
  * is the only thread back to which one.
  */
 #include <errno.h>
+#include <limits.h>  // INT_MAX
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +199,14 @@ static DdpStatus read_torchrun(DdpTopology *t, Master *m)
         m->port = m->port < 65535 ? m->port + 1 : m->port - 1;
     const char *spawned = getenv("DDP_SPAWNED");
     t->launch = spawned && strcmp(spawned, "1") == 0 ? DDP_LAUNCH_SPAWN : DDP_LAUNCH_TORCHRUN;
+    if (t->launch == DDP_LAUNCH_TORCHRUN) { /* our own launcher restarts with bare --resume instead */
+        int64_t restart = 0;
+        int has_restart;
+        DDP_CHECK(env_int("TORCHELASTIC_RESTART_COUNT", &restart, &has_restart));
+        if (restart < 0)
+            return DDP_ERR(DDP_BAD_INPUT, "TORCHELASTIC_RESTART_COUNT=%lld: a count is 0 or more", (long long)restart);
+        t->restart = restart > INT_MAX ? INT_MAX : (int)restart;
+    }
     return DDP_OK;
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     char master_addr[256]; /* where rank 0 serves the store; "" when not needed (MPI) */
     int master_port;
     DdpLaunch launch;
+    int restart; /* torchrun's TORCHELASTIC_RESTART_COUNT: its restarts of the ranks so far (0: the first start) */
 } DdpTopology;
 
 /* Reads the topology from the flags given (rank/world_size -1 when absent,

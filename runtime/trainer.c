@@ -692,16 +692,18 @@ static DdpStatus save_checkpoint(Trainer *t)
 /* Rank 0's part of --resume: the checkpoint named, or the newest valid one
  * in --save DIR, into the host copies and the device, and its step into
  * *STEP; nothing when DIR has none yet (a first run started with the command
- * that will restart it). */
+ * that will restart it). After torchrun has restarted the ranks, which run
+ * the same flags again, --resume PATH only began the run: it goes on from
+ * DIR's newest, as our own launcher's restarts (bare --resume) do, and from
+ * PATH while DIR has none yet. */
 static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
 {
     DdpCheckpointRun saved, now = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
     char path[4096];
-    if (t->flags.resume_path) {
-        snprintf(path, sizeof path, "%s", t->flags.resume_path);
-        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
-    } else {
+    const int restarted = t->flags.resume_path && t->flags.save && t->dist.topo.restart > 0;
+    int from_path = t->flags.resume_path && !restarted;
+    if (!from_path) {
         char skipped[4096];
         int found;
         DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &saved, &state, path, sizeof path, &found, skipped,
@@ -712,13 +714,22 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
         }
-        if (!found && t->flags.eval_only) /* seeded weights are nothing to evaluate */
+        if (restarted)
+            ddp_progress_note(&t->progress, "torchrun's restart %d: %s", t->dist.topo.restart,
+                              found ? "going on from --save's newest, not --resume's file, which began the run"
+                                    : "no checkpoint in --save yet: from --resume's file again");
+        from_path = restarted && !found;
+        if (!found && !from_path && t->flags.eval_only) /* seeded weights are nothing to evaluate */
             return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
                            t->flags.save, t->net->name);
-        if (!found) {
+        if (!found && !from_path) {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
             return DDP_OK;
         }
+    }
+    if (from_path) {
+        snprintf(path, sizeof path, "%s", t->flags.resume_path);
+        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
     }
     /* an evaluation takes the weights alone: the run's seed, batch and
      * world need not be the checkpoint's (its net is, by the file's hash) */

@@ -728,6 +728,25 @@ static void test_rollback_and_export_keep_checkpoints(void)
                                 path("ck2")), 0);
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s --save %s --max-steps 8", data_dir, six,
                                 path("ck")), 0);
+    /* torchrun's restarts run the same flags again: --resume PATH began the
+     * run, which goes on from --save's newest (PATH while it has none) */
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 9", data_dir, two,
+                                path("ck")), 0);
+    CU_ASSERT(harness_has(out, "torchrun's restart 1: going on from --save's newest, not --resume's file, which "
+                               "began the run"));
+    CU_ASSERT(harness_has(out, "000000008.safetensors: step 8"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 7", data_dir, six,
+                                path("ck3")), 0); /* (two is pruned by now: 9, 8 and 6 are kept) */
+    CU_ASSERT(harness_has(out, "torchrun's restart 1: no checkpoint in --save yet: from --resume's file again"));
+    CU_ASSERT(harness_has(out, "000000006.safetensors: step 6"));
+    free(out);
+    unsetenv("TORCHELASTIC_RESTART_COUNT");
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
 
     size_t len = 0, after_len = 0;
     char *bytes = test_read_file(six, &len);

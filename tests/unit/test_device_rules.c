@@ -63,6 +63,7 @@ static void test_local_ranks_to_start(void)
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 2, 4, 0, why, sizeof why), -1);
     CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: local rank 3 has no GPU: this machine shows 2 "
                                 "(CUDA_VISIBLE_DEVICES decides which)");
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 0, 0, why, sizeof why), 0); /* it says so itself, as one rank */
     /* a GPU build that sees none: its ranks would each fail */
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 2, 0, why, sizeof why), -1);
     CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 2: no GPU is visible here");

@@ -238,30 +238,35 @@ static void test_outputs_keep_what_is_not_theirs(void)
      * the stream's place, between what the job wrote before and after it,
      * never emptying it or being written over; named by its file name too */
     snprintf(job, sizeof job, "%s", test_tmp_path(dir, "job.err"));
-    int saved = dup(2), to_job = open(job, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    CU_ASSERT_FATAL(saved >= 0 && to_job >= 0);
-    fflush(stderr);
-    dup2(to_job, 2);
-    close(to_job);
-    DdpStatus st[5];
-    st[0] = write(2, "before\n", 7) == 7 ? DDP_OK : DDP_FAIL;
-    st[1] = ddp_jsonlog_check("/dev/stderr");
-    st[2] = ddp_jsonlog_check(job);
-    st[3] = ddp_jsonlog_open("/dev/stderr", 0, &log);
-    DdpLogField record[] = {DDP_LOG_S("event", "start")};
-    st[4] = log ? ddp_jsonlog_write(log, record, 1) : DDP_FAIL;
-    if (log)
-        ddp_jsonlog_close(log);
-    log = NULL;
-    ssize_t after = write(2, "after\n", 6);
-    dup2(saved, 2);
-    close(saved);
-    for (int i = 0; i < 5; i++)
-        CU_ASSERT_EQUAL(st[i], DDP_OK);
-    CU_ASSERT_EQUAL(after, 6);
-    const char *job_text = "before\n{\"event\": \"start\"}\nafter\n";
-    CU_ASSERT(holds(job, job_text, strlen(job_text)));
-    CU_ASSERT_EQUAL(ddp_jsonlog_check(job), DDP_BAD_INPUT); /* stderr is elsewhere again: a file, not a log */
+    for (int appended = 0; appended <= 1; appended++) { /* 2>job.err, then 2>>job.err */
+        int saved = dup(2), to_job = open(job, O_WRONLY | O_CREAT | (appended ? O_APPEND : O_TRUNC), 0600);
+        CU_ASSERT_FATAL(saved >= 0 && to_job >= 0);
+        fflush(stderr);
+        dup2(to_job, 2);
+        close(to_job);
+        DdpStatus st[5];
+        st[0] = write(2, "before\n", 7) == 7 ? DDP_OK : DDP_FAIL;
+        st[1] = ddp_jsonlog_check("/dev/stderr");
+        st[2] = ddp_jsonlog_check(job);
+        st[3] = ddp_jsonlog_open("/dev/stderr", 0, &log);
+        DdpLogField record[] = {DDP_LOG_S("event", "start")};
+        st[4] = log ? ddp_jsonlog_write(log, record, 1) : DDP_FAIL;
+        if (log)
+            ddp_jsonlog_close(log);
+        log = NULL;
+        ssize_t after = write(2, "after\n", 6);
+        dup2(saved, 2);
+        close(saved);
+        for (int i = 0; i < 5; i++)
+            CU_ASSERT_EQUAL(st[i], DDP_OK);
+        CU_ASSERT_EQUAL(after, 6);
+        const char *once = "before\n{\"event\": \"start\"}\nafter\n";
+        char twice[128];
+        snprintf(twice, sizeof twice, "%s%s", once, once);
+        CU_ASSERT(appended ? holds(job, twice, strlen(twice)) : holds(job, once, strlen(once)));
+    }
+    /* stderr is elsewhere again: the file is a file, and no log (it begins "before") */
+    CU_ASSERT_EQUAL(ddp_jsonlog_check(job), DDP_BAD_INPUT);
 
     /* a log cut short (a full disk) is still a log; a file that cannot be
      * read cannot be told from one: checked in a child that is not root
@@ -281,9 +286,9 @@ static void test_outputs_keep_what_is_not_theirs(void)
                   ? 0
                   : 1);
     }
-    int ws = 0;
-    waitpid(child, &ws, 0);
-    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    int ws = -1;
+    CU_ASSERT_EQUAL_FATAL(waitpid(child, &ws, 0), child);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0); /* 3: setuid failed (no CAP_SETUID) */
 
     CU_ASSERT_EQUAL(ddp_weights_check_writable("export", net), DDP_BAD_INPUT);
     CU_ASSERT(message_has("mnist.net: the file there is not safetensors weights (not a safetensors file: header length "));
@@ -320,8 +325,8 @@ static void test_concurrent_writers(void)
         }
     }
     for (int w = 0; w < 2; w++) {
-        int ws = 0;
-        waitpid(pids[w], &ws, 0);
+        int ws = -1;
+        CU_ASSERT_EQUAL_FATAL(waitpid(pids[w], &ws, 0), pids[w]);
         CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
     }
     DdpSafetensors *f = NULL;

@@ -18,7 +18,7 @@
 
 static const char *const launcher_vars[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
-    "DDP_SPAWNED", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "DDP_SPAWNED", "TORCHELASTIC_RESTART_COUNT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
     "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID",
     "SLURM_LAUNCH_NODE_IPADDR", "SLURM_JOB_ID", "TORCHELASTIC_USE_AGENT_STORE",
@@ -111,6 +111,15 @@ static void test_torchrun(void)
     CU_ASSERT(topo(&t, "RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 "
                        "MASTER_ADDR=node-a.cluster MASTER_PORT=29500", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 3, 4, 1, 2, "node-a.cluster", 29500, DDP_LAUNCH_TORCHRUN));
+    CU_ASSERT_EQUAL(t.restart, 0);
+    /* torchrun's count of its restarts, for --resume PATH (trainer.c) */
+    CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=2", -1, -1,
+                   NULL) == DDP_OK);
+    CU_ASSERT_EQUAL(t.restart, 2);
+    CU_ASSERT(fails("RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=-1", -1, -1, NULL,
+                    "TORCHELASTIC_RESTART_COUNT=-1: a count is 0 or more"));
+    CU_ASSERT(fails("RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=x", -1, -1, NULL,
+                    "TORCHELASTIC_RESTART_COUNT='x' is not a whole number"));
     /* env:// says the same. */
     CU_ASSERT(topo(&t, "RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 "
                        "MASTER_PORT=29500", -1, -1, "env://") == DDP_OK);
