@@ -50,7 +50,8 @@ static int own_stream(const char *path)
     if (stat(path, &p) != 0)
         return -1;
     /* stderr first where named so (`>f 2>f` opens f twice, at two places) */
-    int err_first = strcmp(path, "/dev/stderr") == 0 || strcmp(path, "/proc/self/fd/2") == 0;
+    int err_first = strcmp(path, "/dev/stderr") == 0 || strcmp(path, "/dev/fd/2") == 0 ||
+                    strcmp(path, "/proc/self/fd/2") == 0;
     for (int i = 0; i < 2; i++) {
         int fd = err_first ? 2 - i : 1 + i;
         if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino)

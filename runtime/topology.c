@@ -205,7 +205,7 @@ static DdpStatus read_torchrun(DdpTopology *t, Master *m)
         DDP_CHECK(env_int("TORCHELASTIC_RESTART_COUNT", &restart, &has_restart));
         if (restart < 0)
             return DDP_ERR(DDP_BAD_INPUT, "TORCHELASTIC_RESTART_COUNT=%lld: a count is 0 or more", (long long)restart);
-        t->restart = restart > INT_MAX ? INT_MAX : (int)restart;
+        t->restart = !has_restart ? -1 : restart > INT_MAX ? INT_MAX : (int)restart;
     }
     return DDP_OK;
 }
@@ -385,6 +385,7 @@ const char *ddp_topology_started_by(DdpLaunch launch)
 DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_world_size, const char *init_method)
 {
     memset(t, 0, sizeof *t);
+    t->restart = -1;
     t->world_size = t->local_world_size = 1;
     t->launch = DDP_LAUNCH_NONE;
 
@@ -443,6 +444,7 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
                 t->local_rank = t->rank;
                 t->local_world_size = t->world_size;
                 t->launch = DDP_LAUNCH_FLAGS;
+                t->restart = -1; /* torchrun's, no longer ours */
                 if (under == DDP_LAUNCH_NONE)
                     DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
             }

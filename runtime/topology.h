@@ -39,7 +39,9 @@ typedef struct {
     char master_addr[256]; /* where rank 0 serves the store; "" when not needed (MPI) */
     int master_port;
     DdpLaunch launch;
-    int restart; /* torchrun's TORCHELASTIC_RESTART_COUNT: its restarts of the ranks so far (0: the first start) */
+    /* torchrun's TORCHELASTIC_RESTART_COUNT (its agent's restarts of this
+     * node's ranks so far), or -1 when no torchrun agent started us */
+    int restart;
 } DdpTopology;
 
 /* Reads the topology from the flags given (rank/world_size -1 when absent,

@@ -692,21 +692,31 @@ static DdpStatus save_checkpoint(Trainer *t)
 /* Rank 0's part of --resume: the checkpoint named, or the newest valid one
  * in --save DIR, into the host copies and the device, and its step into
  * *STEP; nothing when DIR has none yet (a first run started with the command
- * that will restart it). After torchrun has restarted the ranks, which run
- * the same flags again, --resume PATH only began the run: it goes on from
- * DIR's newest, as our own launcher's restarts (bare --resume) do, and from
- * PATH while DIR has none yet. */
-static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
+ * that will restart it). *FROM_PATH: whether that was --resume PATH's file.
+ *
+ * Under torchrun's agent, which restarts the ranks with the same flags
+ * again, --resume PATH may only have begun the run: where DIR's newest
+ * valid checkpoint is past PATH's step, only this run can have written it,
+ * and the run goes on from there (torchrun's count of restarts is per node,
+ * so the steps decide, not the count). Elsewhere such newer checkpoints are
+ * a roll-back's, which resume() refuses (check_save_dir). */
+static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
 {
     DdpCheckpointRun saved, now = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
     char path[4096];
-    const int restarted = t->flags.resume_path && t->flags.save && t->dist.topo.restart > 0;
-    int from_path = t->flags.resume_path && !restarted;
-    if (!from_path) {
-        char skipped[4096];
+    *from_path = t->flags.resume_path != NULL;
+    if (t->flags.resume_path) {
+        snprintf(path, sizeof path, "%s", t->flags.resume_path);
+        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
+    }
+    const int restartable = t->flags.resume_path && t->flags.save && !t->flags.eval_only && t->dist.topo.restart >= 0;
+    if (!t->flags.resume_path || restartable) {
+        char skipped[4096], newest[4096];
         int found;
-        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &saved, &state, path, sizeof path, &found, skipped,
+        DdpCheckpointRun in_dir;
+        const int64_t path_step = t->flags.resume_path ? saved.step : -1;
+        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &in_dir, &state, newest, sizeof newest, &found, skipped,
                                         sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
         for (char *line = skipped; *line;) {
@@ -714,22 +724,23 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step)
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
         }
-        if (restarted)
-            ddp_progress_note(&t->progress, "torchrun's restart %d: %s", t->dist.topo.restart,
-                              found ? "going on from --save's newest, not --resume's file, which began the run"
-                                    : "no checkpoint in --save yet: from --resume's file again");
-        from_path = restarted && !found;
-        if (!found && !from_path && t->flags.eval_only) /* seeded weights are nothing to evaluate */
+        if (found && in_dir.step > path_step) {
+            if (restartable)
+                ddp_progress_note(&t->progress, "torchrun (restart %d of this node): going on from --save's newest, "
+                                  "past step %lld of --resume's file, which began the run", t->dist.topo.restart,
+                                  (long long)path_step);
+            saved = in_dir;
+            snprintf(path, sizeof path, "%s", newest);
+            *from_path = 0;
+        } else if (restartable) { /* PATH's again, over what the search read */
+            DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
+        } else if (t->flags.eval_only) { /* seeded weights are nothing to evaluate */
             return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
                            t->flags.save, t->net->name);
-        if (!found && !from_path) {
+        } else {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
             return DDP_OK;
         }
-    }
-    if (from_path) {
-        snprintf(path, sizeof path, "%s", t->flags.resume_path);
-        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
     }
     /* an evaluation takes the weights alone: the run's seed, batch and
      * world need not be the checkpoint's (its net is, by the file's hash) */
@@ -790,10 +801,13 @@ static DdpStatus resume(Trainer *t)
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
         st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
+        int from_path = 0;
         if (st == DDP_OK)
-            st = t->flags.resume ? load_checkpoint(t, &said[1]) : check_save_dir(t, -1);
-        /* an evaluation writes none; bare --resume took the newest there */
-        if (st == DDP_OK && t->flags.resume_path && t->flags.save && !t->flags.eval_only)
+            st = t->flags.resume ? load_checkpoint(t, &said[1], &from_path) : check_save_dir(t, -1);
+        /* a roll-back's newer checkpoints; not for an evaluation, which
+         * writes none, nor under torchrun's agent, where the newest valid
+         * past PATH would have been taken (load_checkpoint) */
+        if (st == DDP_OK && from_path && t->flags.save && !t->flags.eval_only && t->dist.topo.restart < 0)
             st = check_save_dir(t, said[1]);
         said[0] = st;
     }

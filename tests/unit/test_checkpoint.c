@@ -715,6 +715,13 @@ static void test_rollback_and_export_keep_checkpoints(void)
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 6 --save %s --save-every 2", data_dir,
                                 path("ck")), 0);
     CU_ASSERT_FATAL(find_step(path("ck"), 2, two, sizeof two) && find_step(path("ck"), 6, six, sizeof six));
+    /* step 2's file kept apart, as a run's beginning (ck's will be pruned) */
+    size_t begin_len = 0;
+    char *begin_bytes = test_read_file(two, &begin_len), begin[512];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(begin_bytes);
+    snprintf(begin, sizeof begin, "%s", path("begin.safetensors"));
+    harness_write_file(begin, begin_bytes, begin_len);
+    free(begin_bytes);
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 8", data_dir, two,
                                 path("ck")), 2);
     CU_ASSERT(harness_has(out, "ck holds checkpoints of net 'tiny' past step 2 of --resume "));
@@ -728,34 +735,49 @@ static void test_rollback_and_export_keep_checkpoints(void)
                                 path("ck2")), 0);
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s --save %s --max-steps 8", data_dir, six,
                                 path("ck")), 0);
-    /* torchrun's restarts run the same flags again: --resume PATH began the
-     * run, which goes on from --save's newest (PATH while it has none) */
+    /* Under torchrun's agent, which restarts the ranks with the same flags,
+     * --resume PATH may only have begun the run: --save's newest valid one
+     * past PATH's step is this run's, and it goes on from there, whatever
+     * the per-node count says; an older one there is not gone back to, and
+     * an evaluation takes PATH. */
     setenv("RANK", "0", 1);
     setenv("WORLD_SIZE", "1", 1);
-    setenv("TORCHELASTIC_RESTART_COUNT", "1", 1);
-    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 9", data_dir, two,
-                                path("ck")), 0);
-    CU_ASSERT(harness_has(out, "torchrun's restart 1: going on from --save's newest, not --resume's file, which "
-                               "began the run"));
-    CU_ASSERT(harness_has(out, "000000008.safetensors: step 8"));
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 1 --save %s", data_dir, path("older")), 0);
+    for (int count = 1; count >= 0; count--) {
+        setenv("TORCHELASTIC_RESTART_COUNT", count ? "1" : "0", 1);
+        CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps %d", data_dir, begin,
+                                    path("ck"), 10 - count), 0);
+        char said[160];
+        snprintf(said, sizeof said, "torchrun (restart %d of this node): going on from --save's newest, past step 2 of "
+                 "--resume's file, which began the run", count);
+        CU_ASSERT(harness_has(out, said));
+        CU_ASSERT(harness_has(out, count ? "000000008.safetensors: step 8" : "000000009.safetensors: step 9"));
+        free(out);
+    }
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 3", data_dir, begin,
+                                path("older")), 0); /* older holds step 1 */
+    CU_ASSERT(harness_has(out, "begin.safetensors: step 2"));
+    CU_ASSERT(!strstr(out ? out : "", "going on from"));
     free(out);
-    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 7", data_dir, six,
-                                path("ck3")), 0); /* (two is pruned by now: 9, 8 and 6 are kept) */
-    CU_ASSERT(harness_has(out, "torchrun's restart 1: no checkpoint in --save yet: from --resume's file again"));
-    CU_ASSERT(harness_has(out, "000000006.safetensors: step 6"));
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --eval-only --resume %s --save %s", data_dir, begin,
+                                path("ck")), 0);
+    CU_ASSERT(harness_has(out, "begin.safetensors"));
+    CU_ASSERT(!strstr(out ? out : "", "going on from"));
     free(out);
     unsetenv("TORCHELASTIC_RESTART_COUNT");
     unsetenv("RANK");
     unsetenv("WORLD_SIZE");
 
+    char ten[512];
+    CU_ASSERT_FATAL(find_step(path("ck"), 10, ten, sizeof ten));
     size_t len = 0, after_len = 0;
-    char *bytes = test_read_file(six, &len);
+    char *bytes = test_read_file(ten, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
-    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 1 --export %s", data_dir, six), 2);
-    CU_ASSERT(harness_has(out, "000000006.safetensors: a checkpoint (--save writes those), whose optimizer state "
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 1 --export %s", data_dir, ten), 2);
+    CU_ASSERT(harness_has(out, "000000010.safetensors: a checkpoint (--save writes those), whose optimizer state "
                                "and step the weights alone would replace: name another file"));
     free(out);
-    char *after = test_read_file(six, &after_len);
+    char *after = test_read_file(ten, &after_len);
     CU_ASSERT(after && after_len == len && memcmp(after, bytes, len) == 0);
     free(after);
     free(bytes);

@@ -111,11 +111,15 @@ static void test_torchrun(void)
     CU_ASSERT(topo(&t, "RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 "
                        "MASTER_ADDR=node-a.cluster MASTER_PORT=29500", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 3, 4, 1, 2, "node-a.cluster", 29500, DDP_LAUNCH_TORCHRUN));
-    CU_ASSERT_EQUAL(t.restart, 0);
+    CU_ASSERT_EQUAL(t.restart, -1); /* no torchrun agent */
     /* torchrun's count of its restarts, for --resume PATH (trainer.c) */
     CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=2", -1, -1,
                    NULL) == DDP_OK);
     CU_ASSERT_EQUAL(t.restart, 2);
+    /* ...not ours once flags overrule torchrun's world */
+    CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=2", -1, 4,
+                   NULL) == DDP_OK);
+    CU_ASSERT_EQUAL(t.restart, -1);
     CU_ASSERT(fails("RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=-1", -1, -1, NULL,
                     "TORCHELASTIC_RESTART_COUNT=-1: a count is 0 or more"));
     CU_ASSERT(fails("RANK=1 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=7 TORCHELASTIC_RESTART_COUNT=x", -1, -1, NULL,
