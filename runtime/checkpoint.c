@@ -404,6 +404,18 @@ static DdpStatus meta_int(const DdpSafetensors *f, const char *key, int64_t lo, 
     return DDP_OK;
 }
 
+DdpStatus ddp_checkpoint_step(const char *path, int64_t *step)
+{
+    DdpSafetensors *f;
+    DDP_CHECK(ddp_safetensors_open_header(path, &f));
+    const char *format = ddp_safetensors_meta(f, "format");
+    DdpStatus st = format && strcmp(format, FORMAT) == 0
+                       ? meta_int(f, "step", 0, DDP_STEP_COUNT_MAX, step)
+                       : DDP_ERR(DDP_BAD_INPUT, "%s: not a ddpc checkpoint", path);
+    ddp_safetensors_close(f);
+    return st;
+}
+
 /* The seed: any 64-bit unsigned number, in decimal. */
 static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
 {

@@ -93,6 +93,11 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
 DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpointRun *run,
                               DdpCheckpointState *state);
 
+/* The step in PATH's metadata, read from its header alone (no weights, no
+ * checksum): for comparing checkpoints before loading one. DDP_BAD_INPUT
+ * when PATH cannot be read or is not a checkpoint. */
+DdpStatus ddp_checkpoint_step(const char *path, int64_t *step);
+
 /* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load):
  * *FOUND 0 when DIR is missing or holds none. Each newer one that failed to
  * load is described in SKIPPED (LEN bytes, "" if none), one line each, for

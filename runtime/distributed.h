@@ -44,7 +44,8 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 /* How many local ranks this process should start rather than train itself,
  * into *NPROC: --nproc-per-node N when no launcher started us, or on a GPU
  * build with no topology at all, every local GPU when there are several
- * (ddp_local_ranks_to_start); 0: train here. Where a launcher (or
+ * (ddp_local_ranks_to_start: none for --predict; ranks that would find no
+ * GPU refused); 0: train here. Where a launcher (or
  * --rank/--world-size) already made this process a rank, --max-restarts,
  * and --nproc-per-node other than the node's ranks, are refused: they
  * would be ignored, and the run would not be the one asked for. */

@@ -474,7 +474,8 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
      * began from DIR's newest too (bare --resume) or from an unused DIR */
     if (f->given[DDP_FLAG_MAX_RESTARTS] && f->resume_path)
         return DDP_ERR(DDP_BAD_INPUT, "--max-restarts restarts from the newest checkpoint in --save %s, not from "
-                                      "--resume %s: give --resume alone, with %s's newest (copy the file there)",
+                                      "--resume %s: give --resume alone, with %s's newest (copy the file there under its "
+                                      "checkpoint-NET-STEP.safetensors name, which --resume looks for)",
                        f->save, f->resume_path, f->save);
     if (f->given[DDP_FLAG_SAVE_EVERY] && !f->given[DDP_FLAG_SAVE])
         return DDP_ERR(DDP_BAD_INPUT, "--save-every needs --save DIR");

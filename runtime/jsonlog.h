@@ -39,7 +39,8 @@ typedef struct {
 typedef struct DdpJsonLog DdpJsonLog;
 
 /* Whether PATH may be the log: "-", nothing yet, this process's own
- * standard output or error (appended to), or a file written in place
+ * standard output or error (written into at that stream's place), or a
+ * file written in place
  * (dirs.h: not a directory) that is empty or begins as a log's lines do,
  * with {"event": . Anything else there, the weights of --init, a
  * checkpoint, the .net, is what a mistyped --log would empty (or append

@@ -40,7 +40,8 @@ typedef struct {
     int master_port;
     DdpLaunch launch;
     /* torchrun's TORCHELASTIC_RESTART_COUNT (its agent's restarts of this
-     * node's ranks so far), or -1 when no torchrun agent started us */
+     * node's ranks so far), or -1 when no torchrun agent started us, or
+     * --rank/--world-size overrule its world */
     int restart;
 } DdpTopology;
 

@@ -696,26 +696,30 @@ static DdpStatus save_checkpoint(Trainer *t)
  *
  * Under torchrun's agent, which restarts the ranks with the same flags
  * again, --resume PATH may only have begun the run: where DIR's newest
- * valid checkpoint is past PATH's step, only this run can have written it,
- * and the run goes on from there (torchrun's count of restarts is per node,
- * so the steps decide, not the count). Elsewhere such newer checkpoints are
- * a roll-back's, which resume() refuses (check_save_dir). */
+ * valid checkpoint is past PATH's step (or PATH is gone: pruned, as one of
+ * DIR's own), it is taken as this run's, a restart's, and the run goes on
+ * from there, saying so (torchrun's count of restarts is per node, so the
+ * steps decide, not the count). Elsewhere such newer checkpoints are a
+ * roll-back's, which resume() refuses (check_save_dir); under torchrun a
+ * roll-back needs a --save DIR of its own. */
 static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
 {
     DdpCheckpointRun saved, now = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
     char path[4096];
     *from_path = t->flags.resume_path != NULL;
-    if (t->flags.resume_path) {
+    if (t->flags.resume_path)
         snprintf(path, sizeof path, "%s", t->flags.resume_path);
-        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
-    }
     const int restartable = t->flags.resume_path && t->flags.save && !t->flags.eval_only && t->dist.topo.restart >= 0;
+    if (t->flags.resume_path && !restartable)
+        DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
     if (!t->flags.resume_path || restartable) {
         char skipped[4096], newest[4096];
         int found;
         DdpCheckpointRun in_dir;
-        const int64_t path_step = t->flags.resume_path ? saved.step : -1;
+        int64_t path_step = -1; /* none given, or gone */
+        if (restartable && access(path, F_OK) == 0)
+            DDP_CHECK(ddp_checkpoint_step(path, &path_step));
         DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &in_dir, &state, newest, sizeof newest, &found, skipped,
                                         sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
@@ -725,14 +729,17 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
             line += len + (line[len] == '\n');
         }
         if (found && in_dir.step > path_step) {
-            if (restartable)
+            if (restartable && path_step >= 0)
                 ddp_progress_note(&t->progress, "torchrun (restart %d of this node): going on from --save's newest, "
-                                  "past step %lld of --resume's file, which began the run", t->dist.topo.restart,
-                                  (long long)path_step);
+                                  "past step %lld of --resume's file, as this run's (a roll-back under torchrun "
+                                  "needs a --save of its own)", t->dist.topo.restart, (long long)path_step);
+            else if (restartable)
+                ddp_progress_note(&t->progress, "torchrun (restart %d of this node): --resume's file is gone "
+                                  "(pruned?): going on from --save's newest", t->dist.topo.restart);
             saved = in_dir;
             snprintf(path, sizeof path, "%s", newest);
             *from_path = 0;
-        } else if (restartable) { /* PATH's again, over what the search read */
+        } else if (restartable) { /* PATH's, over what the search read */
             DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
         } else if (t->flags.eval_only) { /* seeded weights are nothing to evaluate */
             return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
@@ -791,7 +798,8 @@ static DdpStatus check_save_dir(Trainer *t, int64_t resumed)
 
 /* --resume: rank 0 loads, then tells every rank whether it could and from
  * which step; the state itself follows in the start-up broadcast. Without
- * --resume, rank 0 checks that --save DIR is not another run's and tells
+ * --resume, rank 0 checks that --save DIR is not another run's, and after
+ * --resume PATH that DIR holds no newer ones (check_save_dir); it tells
  * every rank the same way, so all of them stop, or none. */
 static DdpStatus resume(Trainer *t)
 {

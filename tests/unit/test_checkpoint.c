@@ -747,18 +747,32 @@ static void test_rollback_and_export_keep_checkpoints(void)
         setenv("TORCHELASTIC_RESTART_COUNT", count ? "1" : "0", 1);
         CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps %d", data_dir, begin,
                                     path("ck"), 10 - count), 0);
-        char said[160];
+        char said[256];
         snprintf(said, sizeof said, "torchrun (restart %d of this node): going on from --save's newest, past step 2 of "
-                 "--resume's file, which began the run", count);
+                 "--resume's file, as this run's (a roll-back under torchrun needs a --save of its own)", count);
         CU_ASSERT(harness_has(out, said));
         CU_ASSERT(harness_has(out, count ? "000000008.safetensors: step 8" : "000000009.safetensors: step 9"));
         free(out);
     }
-    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 3", data_dir, begin,
-                                path("older")), 0); /* older holds step 1 */
+    /* PATH one of DIR's own, pruned by the saves since: DIR's newest */
+    CU_ASSERT_EQUAL(access(two, F_OK), -1);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 11", data_dir, two,
+                                path("ck")), 0);
+    CU_ASSERT(harness_has(out, "torchrun (restart 0 of this node): --resume's file is gone (pruned?): going on from "
+                               "--save's newest"));
+    CU_ASSERT(harness_has(out, "000000010.safetensors: step 10"));
+    free(out);
+    /* DIR older than PATH: PATH's weights, as outside torchrun */
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 3 --export %s", data_dir,
+                                begin, path("older"), path("agent.st")), 0); /* older holds step 1 */
     CU_ASSERT(harness_has(out, "begin.safetensors: step 2"));
     CU_ASSERT(!strstr(out ? out : "", "going on from"));
     free(out);
+    unsetenv("TORCHELASTIC_RESTART_COUNT");
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --resume %s --save %s --max-steps 3 --export %s", data_dir,
+                                begin, path("plain"), path("plain.st")), 0);
+    CU_ASSERT(harness_same_tensors(path("agent.st"), path("plain.st")));
+    setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --eval-only --resume %s --save %s", data_dir, begin,
                                 path("ck")), 0);
     CU_ASSERT(harness_has(out, "begin.safetensors"));

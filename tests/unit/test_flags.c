@@ -155,7 +155,8 @@ static void test_bad_values(void)
                       "--max-restarts needs --save DIR: the ranks restart from its newest checkpoint"));
     CU_ASSERT(refused("--max-restarts 2 --nproc-per-node 2 --save ck --resume ck/x.safetensors",
                       "--max-restarts restarts from the newest checkpoint in --save ck, not from --resume "
-                      "ck/x.safetensors: give --resume alone, with ck's newest (copy the file there)"));
+                      "ck/x.safetensors: give --resume alone, with ck's newest (copy the file there under its "
+                      "checkpoint-NET-STEP.safetensors name, which --resume looks for)"));
     CU_ASSERT(refused("--batch-size 8 --global-batch 16",
                       "--batch-size (each rank's) and --global-batch (all ranks') both set the batch: give one"));
     CU_ASSERT(refused("--max-steps -1", "--max-steps expects a whole number >= 0, got '-1'"));
