@@ -404,18 +404,6 @@ static DdpStatus meta_int(const DdpSafetensors *f, const char *key, int64_t lo, 
     return DDP_OK;
 }
 
-DdpStatus ddp_checkpoint_step(const char *path, int64_t *step)
-{
-    DdpSafetensors *f;
-    DDP_CHECK(ddp_safetensors_open_header(path, &f));
-    const char *format = ddp_safetensors_meta(f, "format");
-    DdpStatus st = format && strcmp(format, FORMAT) == 0
-                       ? meta_int(f, "step", 0, DDP_STEP_COUNT_MAX, step)
-                       : DDP_ERR(DDP_BAD_INPUT, "%s: not a ddpc checkpoint", path);
-    ddp_safetensors_close(f);
-    return st;
-}
-
 /* The seed: any 64-bit unsigned number, in decimal. */
 static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
 {
@@ -549,7 +537,7 @@ DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpoint
     return load(net, path, run, state, &foreign);
 }
 
-DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
+DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len)
 {
@@ -560,7 +548,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
     int n;
     DDP_CHECK(list_dir(net, dir, 0, 1, &c, &n));
     DdpStatus st = DDP_OK;
-    for (int i = 0; i < n && !*found && st == DDP_OK; i++) {
+    for (int i = 0; i < n && !*found && st == DDP_OK && c[i].step > after; i++) {
         snprintf(path, len, "%s/%s", dir, c[i].name);
         int foreign;
         DdpStatus one = load(net, path, run, state, &foreign);
@@ -578,6 +566,19 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpoin
         }
     }
     list_free(c, n);
+    return st;
+}
+
+DdpStatus ddp_checkpoint_step(const DdpNet *net, const char *path, int64_t *step)
+{
+    DdpSafetensors *f;
+    DDP_CHECK(ddp_safetensors_open_header(path, &f));
+    DdpCheckpointRun run;
+    int foreign;
+    DdpStatus st = read_header(net, f, &run, &foreign);
+    ddp_safetensors_close(f);
+    if (st == DDP_OK)
+        *step = run.step;
     return st;
 }
 

@@ -93,19 +93,20 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
 DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpointRun *run,
                               DdpCheckpointState *state);
 
-/* The step in PATH's metadata, read from its header alone (no weights, no
- * checksum): for comparing checkpoints before loading one. DDP_BAD_INPUT
- * when PATH cannot be read or is not a checkpoint. */
-DdpStatus ddp_checkpoint_step(const char *path, int64_t *step);
+/* The step of PATH, a checkpoint of NET, from its header alone, checked as
+ * ddp_checkpoint_load checks it but for the weights and the checksum: for
+ * comparing checkpoints before loading one. */
+DdpStatus ddp_checkpoint_step(const DdpNet *net, const char *path, int64_t *step);
 
-/* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load):
- * *FOUND 0 when DIR is missing or holds none. Each newer one that failed to
+/* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load), of a
+ * step past AFTER (-1: any; those at or before it are not read): *FOUND 0
+ * when DIR is missing or holds none. Each newer one that failed to
  * load is described in SKIPPED (LEN bytes, "" if none), one line each, for
  * the caller to print. A file named as NET's that is another net's (or
  * another version's) is an error, not skipped: the directory is most likely
  * the wrong one; one named the older way that is another net's is passed
  * over quietly. */
-DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, DdpCheckpointRun *run,
+DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len);
 

@@ -716,19 +716,18 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     if (!t->flags.resume_path || restartable) {
         char skipped[4096], newest[4096];
         int found;
-        DdpCheckpointRun in_dir;
-        int64_t path_step = -1; /* none given, or gone */
+        int64_t path_step = -1; /* none given, or gone: any of DIR's */
         if (restartable && access(path, F_OK) == 0)
-            DDP_CHECK(ddp_checkpoint_step(path, &path_step));
-        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, &in_dir, &state, newest, sizeof newest, &found, skipped,
-                                        sizeof skipped));
+            DDP_CHECK(ddp_checkpoint_step(t->net, path, &path_step));
+        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, path_step, &saved, &state, newest, sizeof newest, &found,
+                                        skipped, sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
         for (char *line = skipped; *line;) {
             size_t len = strcspn(line, "\n");
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
         }
-        if (found && in_dir.step > path_step) {
+        if (found) {
             if (restartable && path_step >= 0)
                 ddp_progress_note(&t->progress, "torchrun (restart %d of this node): going on from --save's newest, "
                                   "past step %lld of --resume's file, as this run's (a roll-back under torchrun "
@@ -736,7 +735,6 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
             else if (restartable)
                 ddp_progress_note(&t->progress, "torchrun (restart %d of this node): --resume's file is gone "
                                   "(pruned?): going on from --save's newest", t->dist.topo.restart);
-            saved = in_dir;
             snprintf(path, sizeof path, "%s", newest);
             *from_path = 0;
         } else if (restartable) { /* PATH's, over what the search read */

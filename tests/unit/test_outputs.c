@@ -22,6 +22,7 @@
 #include "jsonlog.h"      // ddp_jsonlog_open, ddp_jsonlog_check
 #include "safetensors.h"  // ddp_safetensors_write
 #include "testutil.h"
+#include "trainer_harness.h"  // harness_write_file
 #include "weights.h"      // ddp_weights_check_writable
 
 static float one[1] = {1.0f};
@@ -166,10 +167,7 @@ static void test_log_written_in_place(void)
 static const char *file_with(const char *dir, const char *name, const char *text)
 {
     const char *path = test_tmp_path(dir, name);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
+    harness_write_file(path, text, strlen(text));
     return path;
 }
 
