@@ -5,7 +5,8 @@
  * Each launcher announces the topology its own way: torchrun with RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and our
  * own --nproc-per-node, launcher.c, with the same plus DDP_SPAWNED=1); mpirun
- * with OMPI_COMM_WORLD_*; srun with SLURM_*. The file is a chain of small
+ * with OMPI_COMM_WORLD_*; srun with SLURM_* (a Slurm batch script's own shell
+ * has some of them too, but is no rank: read_srun). The file is a chain of small
  * readers, one per source, each filling a DdpTopology and checking only what
  * its own variables say; the flags then override what they name, and one
  * final check holds the result to the rules every source shares (a rank
@@ -266,20 +267,32 @@ static int64_t tasks_on_node(const char *list, int64_t node)
     return node < 0 && uniform > 0 ? uniform : 0;
 }
 
-/* srun: SLURM_PROCID and the step's task count. */
-static DdpStatus read_srun(DdpTopology *t, Master *m)
+/* srun: SLURM_PROCID and the step's task count, SLURM_STEP_NUM_TASKS.
+ *
+ * A Slurm batch script's own shell has SLURM_PROCID (0) and the job's
+ * SLURM_NTASKS too, but it is no task of a step: only srun sets the step's
+ * variables (Slurm's env_array_for_step; a batch job's environment has no
+ * SLURM_STEP_*). A program started there directly is one process of its own,
+ * which starts its node's ranks itself, as without a launcher; *BATCH_NODES
+ * is then the job's node count, so that ddp_topology_read can refuse a run
+ * that would use one node of several. */
+static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes)
 {
     int64_t rank = 0, world = 0;
     int has_rank, has_world;
-    const char *world_name = getenv("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
-                             : getenv("SLURM_NTASKS")       ? "SLURM_NTASKS"
-                                                            : "SLURM_NPROCS";
+    const char *world_name = "SLURM_STEP_NUM_TASKS";
     DDP_CHECK(env_int("SLURM_PROCID", &rank, &has_rank));
     if (!has_rank)
         return DDP_OK;
     DDP_CHECK(env_int(world_name, &world, &has_world));
-    if (!has_world)
-        return DDP_ERR(DDP_BAD_INPUT, "SLURM_PROCID=%lld is set but SLURM_NTASKS is not", (long long)rank);
+    if (!has_world) {
+        const char *nodes_name = getenv("SLURM_JOB_NUM_NODES") ? "SLURM_JOB_NUM_NODES" : "SLURM_NNODES";
+        int has_nodes;
+        DDP_CHECK(env_int(nodes_name, batch_nodes, &has_nodes));
+        if (!has_nodes)
+            *batch_nodes = 1;
+        return DDP_OK;
+    }
     DDP_CHECK(check_world(world_name, world));
     DDP_CHECK(check_rank("SLURM_PROCID", rank, world_name, world));
     t->rank = (int)rank;
@@ -325,14 +338,15 @@ static DdpStatus read_srun(DdpTopology *t, Master *m)
     return DDP_OK;
 }
 
-/* The first launcher whose variables are present, or t->launch NONE. */
-static DdpStatus read_env(DdpTopology *t, Master *m)
+/* The first launcher whose variables are present, or t->launch NONE (and
+ * *BATCH_NODES, read_srun's, above 0 in a Slurm batch script's own shell). */
+static DdpStatus read_env(DdpTopology *t, Master *m, int64_t *batch_nodes)
 {
     DDP_CHECK(read_torchrun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
         DDP_CHECK(read_mpirun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
-        DDP_CHECK(read_srun(t, m));
+        DDP_CHECK(read_srun(t, m, batch_nodes));
     return DDP_OK;
 }
 
@@ -376,8 +390,7 @@ const char *ddp_topology_started_by(DdpLaunch launch)
         [DDP_LAUNCH_FLAGS] = "--rank/--world-size (or --init-method) made this process one rank",
         [DDP_LAUNCH_TORCHRUN] = "torchrun (RANK and WORLD_SIZE are set) started this rank",
         [DDP_LAUNCH_MPIRUN] = "mpirun (OMPI_COMM_WORLD_RANK is set) started this rank",
-        /* read_srun cannot tell srun's task from a batch script's own shell */
-        [DDP_LAUNCH_SRUN] = "srun (SLURM_PROCID is set, as a Slurm batch script's is too) started this rank",
+        [DDP_LAUNCH_SRUN] = "srun (SLURM_PROCID and SLURM_STEP_NUM_TASKS are set) started this rank",
         [DDP_LAUNCH_SPAWN] = "a launcher (DDP_SPAWNED=1) started this rank"};
     return (unsigned)launch < sizeof started_by / sizeof started_by[0] ? started_by[launch] : NULL;
 }
@@ -412,10 +425,17 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
         DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
         t->launch = DDP_LAUNCH_FLAGS;
     } else {
-        DDP_CHECK(read_env(t, &m));
+        int64_t batch_nodes = 0;
+        DDP_CHECK(read_env(t, &m, &batch_nodes));
         if (env_method && t->launch == DDP_LAUNCH_NONE && flag_rank < 0 && flag_world_size < 0)
             return DDP_ERR(DDP_BAD_INPUT, "--init-method env:// but no launcher's variables are set: RANK and "
-                           "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun)");
+                           "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID and "
+                           "SLURM_STEP_NUM_TASKS (srun)");
+        if (batch_nodes > 1 && flag_rank < 0 && flag_world_size < 0)
+            return DDP_ERR(DDP_BAD_INPUT, "SLURM_PROCID is set but SLURM_STEP_NUM_TASKS is not: this is a Slurm "
+                           "batch script's own shell, not a task srun started, and the job holds %lld nodes, of "
+                           "which this run would use one: start the ranks with srun (GPU build) or mpirun (CPU "
+                           "build)", (long long)batch_nodes);
         if (flag_rank >= 0 || flag_world_size >= 0) {
             /* The flags override what they name; the launcher (if any) fills in the rest. */
             DdpLaunch under = t->launch;
@@ -432,7 +452,7 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
                 [DDP_LAUNCH_MPIRUN] = "OMPI_COMM_WORLD_RANK", [DDP_LAUNCH_SRUN] = "SLURM_PROCID"};
             static const char *const world_names[] = {
                 [DDP_LAUNCH_TORCHRUN] = "WORLD_SIZE", [DDP_LAUNCH_SPAWN] = "WORLD_SIZE",
-                [DDP_LAUNCH_MPIRUN] = "OMPI_COMM_WORLD_SIZE", [DDP_LAUNCH_SRUN] = "SLURM_NTASKS"};
+                [DDP_LAUNCH_MPIRUN] = "OMPI_COMM_WORLD_SIZE", [DDP_LAUNCH_SRUN] = "SLURM_STEP_NUM_TASKS"};
             DDP_CHECK(check_rank(flag_rank >= 0 ? "--rank" : rank_names[under], t->rank,
                                  flag_world_size >= 0 ? "--world-size" : world_names[under], t->world_size));
             /* Flags that restate the launcher change nothing; flags that

@@ -5,8 +5,8 @@
  * --world-size, --init-method tcp://HOST:PORT), torchrun's environment
  * (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
  * mpirun's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE), srun's
- * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE). With
- * none of them the run is one rank. How the ranks then find each other is
+ * (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE).
+ * With none of them the run is one rank. How the ranks then find each other is
  * store.h's.
  */
 #ifndef DDPRT_TOPOLOGY_H
@@ -54,7 +54,10 @@ typedef struct {
  * requires --rank and --world-size; a flag missing beside env:// or alone is
  * taken from the launcher's environment), then torchrun's variables (with
  * DDP_SPAWNED=1 a child of ddp_launch_local), then mpirun's, then srun's, then
- * one rank. --init-method env:// with no launcher's variables is an error.
+ * one rank. --init-method env:// with no launcher's variables is an error. A
+ * Slurm batch script's own shell is no srun task (it lacks
+ * SLURM_STEP_NUM_TASKS): one rank, or, with no flags in a job of several
+ * nodes, an error, since the run would use one of them.
  * Where the source says nothing of local ranks, local_rank = rank and
  * local_world_size = world_size (one node). master_addr is required for
  * several ranks except under mpirun (MPI carries the start-up there); under

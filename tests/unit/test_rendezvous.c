@@ -21,7 +21,7 @@ static const char *const launcher_vars[] = {
     "DDP_SPAWNED", "TORCHELASTIC_RESTART_COUNT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
     "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID",
-    "SLURM_LAUNCH_NODE_IPADDR", "SLURM_JOB_ID", "TORCHELASTIC_USE_AGENT_STORE",
+    "SLURM_LAUNCH_NODE_IPADDR", "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "TORCHELASTIC_USE_AGENT_STORE",
 };
 enum { NVARS = sizeof launcher_vars / sizeof launcher_vars[0] };
 static char *saved[NVARS];
@@ -174,32 +174,60 @@ static void test_mpirun(void)
 static void test_srun(void)
 {
     DdpTopology t;
-    CU_ASSERT(topo(&t, "SLURM_PROCID=5 SLURM_NTASKS=8 SLURM_LOCALID=1 SLURM_TASKS_PER_NODE=4(x2) SLURM_NODEID=1 "
+    CU_ASSERT(topo(&t, "SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=1 SLURM_TASKS_PER_NODE=4(x2) SLURM_NODEID=1 "
                        "SLURM_LAUNCH_NODE_IPADDR=10.0.0.7 SLURM_JOB_ID=1234567", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 5, 8, 1, 4, "10.0.0.7", 29500 + 4567, DDP_LAUNCH_SRUN));
     /* Uneven nodes: the last has one task; MASTER_* win over srun's own. */
-    CU_ASSERT(topo(&t, "SLURM_PROCID=6 SLURM_NTASKS=7 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=2(x3),1 SLURM_NODEID=3 "
+    CU_ASSERT(topo(&t, "SLURM_PROCID=6 SLURM_STEP_NUM_TASKS=7 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=2(x3),1 SLURM_NODEID=3 "
                        "SLURM_LAUNCH_NODE_IPADDR=10.0.0.7 MASTER_ADDR=n0 MASTER_PORT=5000", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 6, 7, 0, 1, "n0", 5000, DDP_LAUNCH_SRUN));
-    /* SLURM_NTASKS_PER_NODE first; the step's task count over the job's. */
+    /* SLURM_NTASKS_PER_NODE first; the step's task count, not the job's SLURM_NTASKS. */
     CU_ASSERT(topo(&t, "SLURM_PROCID=2 SLURM_NTASKS=16 SLURM_STEP_NUM_TASKS=4 SLURM_LOCALID=0 "
                        "SLURM_NTASKS_PER_NODE=2 SLURM_TASKS_PER_NODE=garbage MASTER_ADDR=n0", -1, -1,
                    NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 2, 4, 0, 2, "n0", 29500, DDP_LAUNCH_SRUN));
     /* Uniform nodes need no SLURM_NODEID. */
-    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=1", -1, -1, NULL) ==
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=1", -1, -1, NULL) ==
               DDP_OK);
     CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_SRUN));
+}
+
+/* A Slurm batch script's own shell (sbatch sets SLURM_PROCID=0 and the job's
+ * SLURM_NTASKS there, but none of a step's SLURM_STEP_* variables) is no
+ * srun task: a program started there directly is one process, which starts
+ * its node's ranks itself, as in a job of one task and 4 GPUs. */
+static void test_slurm_batch_shell(void)
+{
+    DdpTopology t;
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=4 "
+                       "SLURM_JOB_NUM_NODES=1 SLURM_NNODES=1 SLURM_JOB_ID=77", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=1", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
+    /* In a job of several nodes such a run would use one: refused, unless
+     * the flags make it a rank by hand. */
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=16 SLURM_JOB_NUM_NODES=2 MASTER_ADDR=n0 MASTER_PORT=1", -1, -1,
+                    NULL, "SLURM_PROCID is set but SLURM_STEP_NUM_TASKS is not: this is a Slurm batch script's "
+                          "own shell, not a task srun started, and the job holds 2 nodes"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NNODES=3", -1, -1, NULL, "the job holds 3 nodes"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_JOB_NUM_NODES=two", -1, -1, NULL,
+                    "SLURM_JOB_NUM_NODES='two' is not a whole number"));
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=16 SLURM_JOB_NUM_NODES=2 MASTER_ADDR=n0 MASTER_PORT=7", 1, 2,
+                   NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "n0", 7, DDP_LAUNCH_FLAGS));
+    /* env:// asks for a launcher, which a batch script's shell is not. */
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=1", -1, -1, "env://",
+                    "--init-method env:// but no launcher's variables are set"));
 }
 
 static void test_precedence(void)
 {
     DdpTopology t;
     const char *all = "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 OMPI_COMM_WORLD_RANK=3 "
-                      "OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_NTASKS=6";
+                      "OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=6";
     CU_ASSERT(topo(&t, all, -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_TORCHRUN));
-    CU_ASSERT(topo(&t, "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_NTASKS=6", -1, -1,
+    CU_ASSERT(topo(&t, "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=6", -1, -1,
                    NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 3, 4, 3, 4, "", 0, DDP_LAUNCH_MPIRUN));
     /* Flags over everything. */
@@ -299,19 +327,19 @@ static void test_env_errors(void)
     CU_ASSERT(fails("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 MASTER_ADDR=h", -1, -1, NULL,
                     "MASTER_ADDR=h is set but MASTER_PORT is not"));
 
-    CU_ASSERT(fails("SLURM_PROCID=0", -1, -1, NULL, "SLURM_PROCID=0 is set but SLURM_NTASKS is not"));
-    CU_ASSERT(fails("SLURM_PROCID=2 SLURM_NTASKS=2", -1, -1, NULL, "SLURM_PROCID=2 but SLURM_NTASKS=2"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_TASKS_PER_NODE=4(y2)", -1, -1, NULL,
+    CU_ASSERT(fails("SLURM_PROCID=2 SLURM_STEP_NUM_TASKS=2", -1, -1, NULL, "SLURM_PROCID=2 but SLURM_STEP_NUM_TASKS=2"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=2 SLURM_TASKS_PER_NODE=4(y2)", -1, -1, NULL,
                     "SLURM_TASKS_PER_NODE='4(y2)' does not say how many tasks each node runs"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=3 SLURM_TASKS_PER_NODE=2,1", -1, -1, NULL,
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=3 SLURM_TASKS_PER_NODE=2,1", -1, -1, NULL,
                     "SLURM_TASKS_PER_NODE='2,1' does not say"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_TASKS_PER_NODE=2(x2) SLURM_NODEID=2", -1, -1, NULL,
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=4 SLURM_TASKS_PER_NODE=2(x2) SLURM_NODEID=2", -1, -1, NULL,
                     "SLURM_TASKS_PER_NODE='2(x2)' does not say how many tasks this node runs"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=8 SLURM_LOCALID=4 SLURM_NTASKS_PER_NODE=4 MASTER_ADDR=h "
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=4 SLURM_NTASKS_PER_NODE=4 MASTER_ADDR=h "
                     "MASTER_PORT=1", -1, -1, NULL, "SLURM_LOCALID=4 but SLURM_NTASKS_PER_NODE=4"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=8 SLURM_LOCALID=2 SLURM_TASKS_PER_NODE=2(x4) MASTER_ADDR=h", -1,
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=2 SLURM_TASKS_PER_NODE=2(x4) MASTER_ADDR=h", -1,
                     -1, NULL, "SLURM_LOCALID=2 but SLURM_TASKS_PER_NODE=2"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=2", -1, -1, NULL,
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=x", -1, -1, NULL, "SLURM_STEP_NUM_TASKS='x' is not a whole number"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=2", -1, -1, NULL,
                     "srun runs 2 tasks but neither MASTER_ADDR nor SLURM_LAUNCH_NODE_IPADDR is set"));
 #undef WITH_M
 }
@@ -339,6 +367,8 @@ static void test_flag_errors(void)
     CU_ASSERT(fails("RANK=1 WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=1", -1, 1, NULL, "RANK=1 but --world-size 1"));
     CU_ASSERT(fails("OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4", -1, 2, NULL,
                     "OMPI_COMM_WORLD_RANK=3 but --world-size 2"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=4 SLURM_NTASKS=8 MASTER_ADDR=h MASTER_PORT=1", 5, -1, NULL,
+                    "--rank 5 but SLURM_STEP_NUM_TASKS=4"));
     CU_ASSERT(fails("LOCAL_RANK=2 LOCAL_WORLD_SIZE=2", 0, 4, "tcp://h:1", "LOCAL_RANK=2 but LOCAL_WORLD_SIZE=2"));
     CU_ASSERT(fails("", -1, -1, "env://", "--init-method env:// but no launcher's variables are set"));
 }
@@ -351,6 +381,7 @@ void suite_rendezvous(void)
         {"a child of --nproc-per-node (DDP_SPAWNED=1)", test_spawned},
         {"mpirun's variables", test_mpirun},
         {"srun's variables, SLURM_TASKS_PER_NODE lists", test_srun},
+        {"a Slurm batch script's own shell is no srun task", test_slurm_batch_shell},
         {"flags > torchrun > mpirun > srun", test_precedence},
         {"--init-method, --rank, --world-size", test_flags},
         {"every wrong variable named with its value", test_env_errors},

@@ -630,6 +630,23 @@ static void test_bad_flags(void)
     free(out);
     unsetenv("MASTER_ADDR");
     unsetenv("MASTER_PORT");
+    /* A Slurm batch script's own shell (SLURM_PROCID and the job's
+     * SLURM_NTASKS, no SLURM_STEP_NUM_TASKS) is no srun task, not rank 0 of 4
+     * waiting for 3 others: one process, as with no launcher. */
+    setenv("SLURM_PROCID", "0", 1);
+    setenv("SLURM_NTASKS", "4", 1);
+    setenv("SLURM_JOB_NUM_NODES", "1", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1", data_dir), 0);
+    free(out);
+    setenv("SLURM_JOB_NUM_NODES", "2", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --max-steps 1 --save %s", data_dir, tmp_path("batch")), 2);
+    CU_ASSERT(harness_has(out, "this is a Slurm batch script's own shell, not a task srun started, and the job holds "
+                               "2 nodes, of which this run would use one"));
+    free(out);
+    CU_ASSERT(access(tmp_path("batch"), F_OK) != 0);
+    unsetenv("SLURM_PROCID");
+    unsetenv("SLURM_NTASKS");
+    unsetenv("SLURM_JOB_NUM_NODES");
     CU_ASSERT_EQUAL(harness_run(net, &out, "--help"), 0);
     CU_ASSERT(harness_has(out, "usage: tiny_train [options]"));
     CU_ASSERT(harness_has(out, "--epochs N"));
