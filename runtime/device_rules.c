@@ -44,11 +44,18 @@ int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, c
 {
     if (why && len)
         why[0] = '\0';
-    /* the last local rank finds its GPU, or one does not (a CPU build's ranks need none) */
-    char no_gpu[160];
-    if (asked > 0 && is_gpu && ddp_gpu_choose_device(gpus, (int)asked - 1, (int)asked, no_gpu, sizeof no_gpu) < 0) {
+    /* a GPU each (a CPU build's ranks need none): the ranks started here all
+     * see the same GPUs, and NCCL refuses two ranks of a host on one GPU
+     * ("Duplicate GPU detected") once every rank has started */
+    if (asked > 0 && is_gpu && gpus == 0) {
         if (why && len)
-            snprintf(why, len, "--nproc-per-node %lld: %s", (long long)asked, no_gpu);
+            snprintf(why, len, "--nproc-per-node %lld: no GPU is visible here", (long long)asked);
+        return -1;
+    }
+    if (asked > gpus && is_gpu) {
+        if (why && len)
+            snprintf(why, len, "--nproc-per-node %lld: NCCL runs one rank per GPU, and this machine shows %d "
+                     "(CUDA_VISIBLE_DEVICES decides which)", (long long)asked, gpus);
         return -1;
     }
     if (asked > 0)

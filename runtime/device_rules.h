@@ -34,10 +34,9 @@ int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, cha
  * or a CPU build. ASKED is --nproc-per-node (0: not given); PREDICT, whether
  * the run is --predict, which classifies on one rank. Not asked, a GPU
  * build with several GPUs starts one rank on each, as the contract's bare
- * ./OUT does. Asked for ranks of which the last would find no GPU
- * (ddp_gpu_choose_device: none visible, or fewer than the ranks where
- * several are; one GPU shown is every rank's), that rank would fail once
- * every rank had started, as a failure (status 1) that --max-restarts would
+ * ./OUT does. Asked for more ranks than GPUs (they all see the same GPUs,
+ * and NCCL runs one rank per GPU of a host), the ranks would fail once every
+ * rank had started, as a failure (status 1) that --max-restarts would
  * restart in vain: -1 instead, with the reason in WHY. */
 int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, char *why, size_t len);
 

@@ -275,8 +275,13 @@ static int64_t tasks_on_node(const char *list, int64_t node)
  * SLURM_STEP_*). A program started there directly is one process of its own,
  * which starts its node's ranks itself, as without a launcher; *BATCH_NODES
  * is then the job's node count, so that ddp_topology_read can refuse a run
- * that would use one node of several. */
-static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes)
+ * that would use one node of several.
+ *
+ * A step of one task (srun --gpus 4 --pty bash, then ./OUT; or srun -n 1
+ * ./OUT) is the same: srun put the process on a node with the step's GPUs
+ * and has no ranks to join, so it starts its own, unless --init-method
+ * env:// (ENV_METHOD) asks for a launcher's rank: then it is rank 0 of 1. */
+static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes, int env_method)
 {
     int64_t rank = 0, world = 0;
     int has_rank, has_world;
@@ -295,6 +300,8 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes)
     }
     DDP_CHECK(check_world(world_name, world));
     DDP_CHECK(check_rank("SLURM_PROCID", rank, world_name, world));
+    if (world == 1 && !env_method)
+        return DDP_OK;
     t->rank = (int)rank;
     t->world_size = (int)world;
 
@@ -340,13 +347,13 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes)
 
 /* The first launcher whose variables are present, or t->launch NONE (and
  * *BATCH_NODES, read_srun's, above 0 in a Slurm batch script's own shell). */
-static DdpStatus read_env(DdpTopology *t, Master *m, int64_t *batch_nodes)
+static DdpStatus read_env(DdpTopology *t, Master *m, int64_t *batch_nodes, int env_method)
 {
     DDP_CHECK(read_torchrun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
         DDP_CHECK(read_mpirun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
-        DDP_CHECK(read_srun(t, m, batch_nodes));
+        DDP_CHECK(read_srun(t, m, batch_nodes, env_method));
     return DDP_OK;
 }
 
@@ -426,7 +433,7 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
         t->launch = DDP_LAUNCH_FLAGS;
     } else {
         int64_t batch_nodes = 0;
-        DDP_CHECK(read_env(t, &m, &batch_nodes));
+        DDP_CHECK(read_env(t, &m, &batch_nodes, env_method));
         if (env_method && t->launch == DDP_LAUNCH_NONE && flag_rank < 0 && flag_world_size < 0)
             return DDP_ERR(DDP_BAD_INPUT, "--init-method env:// but no launcher's variables are set: RANK and "
                            "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID and "

@@ -57,7 +57,9 @@ typedef struct {
  * one rank. --init-method env:// with no launcher's variables is an error. A
  * Slurm batch script's own shell is no srun task (it lacks
  * SLURM_STEP_NUM_TASKS): one rank, or, with no flags in a job of several
- * nodes, an error, since the run would use one of them.
+ * nodes, an error, since the run would use one of them. srun's step of one
+ * task is one rank as with no launcher (DDP_LAUNCH_NONE), which may start
+ * its own, except under --init-method env://.
  * Where the source says nothing of local ranks, local_rank = rank and
  * local_world_size = world_size (one node). master_addr is required for
  * several ranks except under mpirun (MPI carries the start-up there); under

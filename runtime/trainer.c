@@ -466,9 +466,9 @@ static DdpStatus allocate(Trainer *t)
  * (free memory before anything of the net's and the libraries' was made,
  * less free memory now: modules loaded lazily, NCCL's buffers and the CUDA
  * graphs included, since nothing is freed before the end), against the
- * estimate that check_memory refused by. Ranks that share one GPU each see
- * the others' memory taken too (a rank cannot tell a shared GPU: see
- * make_resident). tests/gpu/run.sh, one rank to a GPU, checks that the
+ * estimate that check_memory refused by. Another program on the same GPU
+ * counts in it too (ranks never share one: NCCL refuses two ranks of a
+ * host on one GPU). tests/gpu/run.sh, alone on its GPU, checks that the
  * estimate covers it. */
 static void say_memory_taken(Trainer *t)
 {
@@ -484,9 +484,8 @@ static void say_memory_taken(Trainer *t)
  * epoch's order beside it. After allocate, against what it leaves free,
  * less what NCCL and the libraries may still take (check_memory's
  * estimate, counted whole though cuDNN's and cuBLAS's workspaces are taken
- * by now). Ranks that share one GPU each measure the same free memory:
- * README says to set DDP_DATA_RESIDENT=0 there (a rank cannot tell a GPU
- * it shares from one it was given alone, srun --gpus-per-task=1). */
+ * by now). Another program sharing the GPU may want what this run counts
+ * as free: README says to set DDP_DATA_RESIDENT=0 there. */
 static DdpStatus make_resident(Trainer *t, char *why, size_t why_len)
 {
     size_t free_bytes = ddp_device_memory_available(),

@@ -53,15 +53,19 @@ static void test_local_ranks_to_start(void)
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 0, 0, why, sizeof why), 0);
     /* --predict classifies on one rank, GPUs or not */
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 8, 0, 1, why, sizeof why), 0);
-    /* --nproc-per-node N: N, up to the GPUs where there are several; one
-     * GPU is every rank's, and a CPU build's ranks need none */
+    /* --nproc-per-node N: N, up to the GPUs (NCCL runs one rank per GPU of
+     * a host, and these ranks all see the same ones); a CPU build's ranks
+     * need none */
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 8, 2, 0, why, sizeof why), 2);
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 2, 2, 0, why, sizeof why), 2);
-    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 1, 4, 0, why, sizeof why), 4);
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 1, 1, 0, why, sizeof why), 1);
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(0, 0, 4, 0, why, sizeof why), 4);
     CU_ASSERT_STRING_EQUAL(why, "");
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 2, 4, 0, why, sizeof why), -1);
-    CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: local rank 3 has no GPU: this machine shows 2 "
+    CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: NCCL runs one rank per GPU, and this machine shows 2 "
+                                "(CUDA_VISIBLE_DEVICES decides which)");
+    CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 1, 4, 0, why, sizeof why), -1);
+    CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 4: NCCL runs one rank per GPU, and this machine shows 1 "
                                 "(CUDA_VISIBLE_DEVICES decides which)");
     CU_ASSERT_EQUAL(ddp_local_ranks_to_start(1, 0, 0, 0, why, sizeof why), 0); /* it says so itself, as one rank */
     /* a GPU build that sees none: its ranks would each fail */

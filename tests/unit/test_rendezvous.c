@@ -187,8 +187,17 @@ static void test_srun(void)
                    NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 2, 4, 0, 2, "n0", 29500, DDP_LAUNCH_SRUN));
     /* Uniform nodes need no SLURM_NODEID. */
+    CU_ASSERT(topo(&t, "SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=4 SLURM_LOCALID=1 SLURM_TASKS_PER_NODE=2(x2) "
+                       "MASTER_ADDR=n0", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 4, 1, 2, "n0", 29500, DDP_LAUNCH_SRUN));
+    /* A step of one task (srun --gpus 4 --pty bash, then ./OUT) has no ranks
+     * to join: the process starts its own, as with no launcher; env:// asks
+     * for a launcher's rank, rank 0 of 1. */
     CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=1", -1, -1, NULL) ==
               DDP_OK);
+    CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=1", -1, -1,
+                   "env://") == DDP_OK);
     CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_SRUN));
 }
 
