@@ -721,7 +721,8 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
         DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, path_step, &saved, &state, newest, sizeof newest, &found,
                                         skipped, sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
-        for (char *line = skipped; *line;) {
+        int damaged = 0;
+        for (char *line = skipped; *line; damaged++) {
             size_t len = strcspn(line, "\n");
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
@@ -741,6 +742,10 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
         } else if (t->flags.eval_only) { /* seeded weights are nothing to evaluate */
             return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
                            t->flags.save, t->net->name);
+        } else if (damaged) {
+            ddp_progress_note(&t->progress, "no usable checkpoint in %s (the %d above are damaged): starting from "
+                              "step 0", t->flags.save, damaged);
+            return DDP_OK;
         } else {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
             return DDP_OK;
