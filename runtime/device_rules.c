@@ -63,6 +63,12 @@ int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, c
     return is_gpu && !predict && gpus > 1 ? gpus : 0;
 }
 
+int ddp_gpus_left_idle(int by_launcher, int visible, int local_world_size)
+{
+    return by_launcher && visible > 1 && local_world_size >= 1 && visible > local_world_size
+               ? visible - local_world_size : 0;
+}
+
 /* ---- math mode ---- */
 
 static int set_and_not_zero(const char *v) { return v && *v && strcmp(v, "0") != 0; }

@@ -40,6 +40,13 @@ int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, cha
  * restart in vain: -1 instead, with the reason in WHY. */
 int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, char *why, size_t len);
 
+/* How many of the VISIBLE GPUs a node's LOCAL_WORLD_SIZE ranks leave idle,
+ * where a launcher other than the program's own started them
+ * (BY_LAUNCHER): srun --ntasks-per-node 1 on a node of 4 GPUs runs one rank
+ * on GPU 0, where a bare ./OUT would have started four. 0 where each rank
+ * sees one GPU (srun --gpus-per-task=1) or the ranks use them all. */
+int ddp_gpus_left_idle(int by_launcher, int visible, int local_world_size);
+
 /* ---- math mode -------------------------------------------------------------- */
 
 /* The math a cuDNN convolution may use, as cuDNN's cudnnMathType_t names it;

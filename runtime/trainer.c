@@ -63,7 +63,7 @@
 #include "conv_choices.h"  // DDP_CONV_CHOICES_TEXT: cuDNN's timed algorithms, kept and shared
 #include "conv_choices_file.h"  // --conv-algorithms: ddp_conv_choices_read_file, _write_file, ddp_conv_file_*
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
-#include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches: DDP_DEBUG, DDP_SYNC_LAUNCHES
+#include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches (DDP_DEBUG, DDP_SYNC_LAUNCHES), ddp_gpus_left_idle
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
@@ -1592,6 +1592,15 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
+    const DdpLaunch launch = t->dist.topo.launch;
+    const int local_ranks = t->dist.topo.local_world_size,
+              idle = ddp_gpus_left_idle(launch == DDP_LAUNCH_TORCHRUN || launch == DDP_LAUNCH_MPIRUN ||
+                                            launch == DDP_LAUNCH_SRUN,
+                                        ddp_device_is_gpu() ? ddp_device_count() : 0, local_ranks);
+    if (idle)
+        ddp_progress_note(&t->progress, "note: %d rank%s on this node, which shows %d GPUs: %d stay idle (start "
+                          "one rank per GPU to use them all)", local_ranks, local_ranks == 1 ? "" : "s",
+                          local_ranks + idle, idle);
     char augment[256];
     ddp_augment_describe(&t->data, augment, sizeof augment);
     if (augment[0])

@@ -73,6 +73,21 @@ static void test_local_ranks_to_start(void)
     CU_ASSERT_STRING_EQUAL(why, "--nproc-per-node 2: no GPU is visible here");
 }
 
+/* A launcher's ranks on a node of more GPUs than ranks leave some idle. */
+static void test_gpus_left_idle(void)
+{
+    /* srun --ntasks-per-node 1 --gpus-per-node 4: one rank, GPU 0 */
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 4, 1), 3);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 8, 2), 6);
+    /* one rank per GPU, or one GPU shown to each rank (--gpus-per-task=1) */
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 4, 4), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 1, 4), 0);
+    /* the program's own ranks: their count was asked for, or is every GPU */
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(0, 8, 2), 0);
+    /* a CPU build: no GPUs */
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 0, 2), 0);
+}
+
 /* ---- math ---- */
 
 static void test_math_settings(void)
@@ -502,6 +517,7 @@ void suite_device_rules(void)
         {"a local rank beyond the visible GPUs is refused, with the reason", test_too_few_gpus_refused},
         {"ranks started without a launcher: every GPU of several; one for --predict; --nproc-per-node up to the GPUs",
          test_local_ranks_to_start},
+        {"a launcher's ranks fewer than their node's GPUs leave the rest idle, said", test_gpus_left_idle},
         {"FP32 is FMA and CUBLAS_DEFAULT_MATH; TF32 is TENSOR_OP; NVIDIA_TF32_OVERRIDE=0 wins", test_math_settings},
         {"cuDNN algorithm: first in the list that runs, fits, keeps the math, is deterministic", test_conv_choice},
         {"cuDNN algorithm: chosen by the list's order and a constant limit, never by timing",
