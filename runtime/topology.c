@@ -273,15 +273,16 @@ static int64_t tasks_on_node(const char *list, int64_t node)
  * SLURM_NTASKS too, but it is no task of a step: only srun sets the step's
  * variables (Slurm's env_array_for_step; a batch job's environment has no
  * SLURM_STEP_*). A program started there directly is one process of its own,
- * which starts its node's ranks itself, as without a launcher; *BATCH_NODES
- * is then the job's node count, so that ddp_topology_read can refuse a run
- * that would use one node of several.
+ * which starts its node's ranks itself, as without a launcher;
+ * t->slurm_batch_nodes is then the job's node count, so that a run that
+ * would use one node of several can be refused (ddp_dist_ranks_to_launch,
+ * which knows whether the run is one that uses one node: --predict).
  *
  * A step of one task (srun --gpus 4 --pty bash, then ./OUT; or srun -n 1
  * ./OUT) is the same: srun put the process on a node with the step's GPUs
  * and has no ranks to join, so it starts its own, unless --init-method
  * env:// (ENV_METHOD) asks for a launcher's rank: then it is rank 0 of 1. */
-static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes, int env_method)
+static DdpStatus read_srun(DdpTopology *t, Master *m, int env_method)
 {
     int64_t rank = 0, world = 0;
     int has_rank, has_world;
@@ -292,10 +293,10 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes, int 
     DDP_CHECK(env_int(world_name, &world, &has_world));
     if (!has_world) {
         const char *nodes_name = getenv("SLURM_JOB_NUM_NODES") ? "SLURM_JOB_NUM_NODES" : "SLURM_NNODES";
+        int64_t nodes = 1;
         int has_nodes;
-        DDP_CHECK(env_int(nodes_name, batch_nodes, &has_nodes));
-        if (!has_nodes)
-            *batch_nodes = 1;
+        DDP_CHECK(env_int(nodes_name, &nodes, &has_nodes));
+        t->slurm_batch_nodes = nodes < 1 ? 1 : nodes > INT_MAX ? INT_MAX : (int)nodes;
         return DDP_OK;
     }
     DDP_CHECK(check_world(world_name, world));
@@ -345,15 +346,14 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int64_t *batch_nodes, int 
     return DDP_OK;
 }
 
-/* The first launcher whose variables are present, or t->launch NONE (and
- * *BATCH_NODES, read_srun's, above 0 in a Slurm batch script's own shell). */
-static DdpStatus read_env(DdpTopology *t, Master *m, int64_t *batch_nodes, int env_method)
+/* The first launcher whose variables are present, or t->launch NONE. */
+static DdpStatus read_env(DdpTopology *t, Master *m, int env_method)
 {
     DDP_CHECK(read_torchrun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
         DDP_CHECK(read_mpirun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)
-        DDP_CHECK(read_srun(t, m, batch_nodes, env_method));
+        DDP_CHECK(read_srun(t, m, env_method));
     return DDP_OK;
 }
 
@@ -432,17 +432,11 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
         DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
         t->launch = DDP_LAUNCH_FLAGS;
     } else {
-        int64_t batch_nodes = 0;
-        DDP_CHECK(read_env(t, &m, &batch_nodes, env_method));
+        DDP_CHECK(read_env(t, &m, env_method));
         if (env_method && t->launch == DDP_LAUNCH_NONE && flag_rank < 0 && flag_world_size < 0)
             return DDP_ERR(DDP_BAD_INPUT, "--init-method env:// but no launcher's variables are set: RANK and "
                            "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID and "
                            "SLURM_STEP_NUM_TASKS (srun)");
-        if (batch_nodes > 1 && flag_rank < 0 && flag_world_size < 0)
-            return DDP_ERR(DDP_BAD_INPUT, "SLURM_PROCID is set but SLURM_STEP_NUM_TASKS is not: this is a Slurm "
-                           "batch script's own shell, not a task srun started, and the job holds %lld nodes, of "
-                           "which this run would use one: start the ranks with srun (GPU build) or mpirun (CPU "
-                           "build)", (long long)batch_nodes);
         if (flag_rank >= 0 || flag_world_size >= 0) {
             /* The flags override what they name; the launcher (if any) fills in the rest. */
             DdpLaunch under = t->launch;
@@ -471,7 +465,8 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
                 t->local_rank = t->rank;
                 t->local_world_size = t->world_size;
                 t->launch = DDP_LAUNCH_FLAGS;
-                t->restart = -1; /* torchrun's, no longer ours */
+                t->restart = -1;           /* torchrun's, no longer ours */
+                t->slurm_batch_nodes = 0; /* a rank by hand, not the batch script's one process */
                 if (under == DDP_LAUNCH_NONE)
                     DDP_CHECK(read_local(t, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "--world-size"));
             }

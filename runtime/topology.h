@@ -43,6 +43,10 @@ typedef struct {
      * node's ranks so far), or -1 when no torchrun agent started us, or
      * --rank/--world-size overrule its world */
     int restart;
+    /* A Slurm batch script's own shell (SLURM_PROCID without
+     * SLURM_STEP_NUM_TASKS: no srun task, so launch NONE): its job's nodes
+     * (SLURM_JOB_NUM_NODES, else SLURM_NNODES, else 1); 0 elsewhere */
+    int slurm_batch_nodes;
 } DdpTopology;
 
 /* Reads the topology from the flags given (rank/world_size -1 when absent,
@@ -56,8 +60,8 @@ typedef struct {
  * DDP_SPAWNED=1 a child of ddp_launch_local), then mpirun's, then srun's, then
  * one rank. --init-method env:// with no launcher's variables is an error. A
  * Slurm batch script's own shell is no srun task (it lacks
- * SLURM_STEP_NUM_TASKS): one rank, or, with no flags in a job of several
- * nodes, an error, since the run would use one of them. srun's step of one
+ * SLURM_STEP_NUM_TASKS): one rank, its job's nodes in slurm_batch_nodes (a
+ * run there would use one of them). srun's step of one
  * task is one rank as with no launcher (DDP_LAUNCH_NONE), which may start
  * its own, except under --init-method env://.
  * Where the source says nothing of local ranks, local_rank = rank and

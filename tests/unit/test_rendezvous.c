@@ -211,19 +211,42 @@ static void test_slurm_batch_shell(void)
     CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=4 "
                        "SLURM_JOB_NUM_NODES=1 SLURM_NNODES=1 SLURM_JOB_ID=77", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 1);
     CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=1", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
-    /* In a job of several nodes such a run would use one: refused, unless
-     * the flags make it a rank by hand. */
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=16 SLURM_JOB_NUM_NODES=2 MASTER_ADDR=n0 MASTER_PORT=1", -1, -1,
-                    NULL, "SLURM_PROCID is set but SLURM_STEP_NUM_TASKS is not: this is a Slurm batch script's "
-                          "own shell, not a task srun started, and the job holds 2 nodes"));
-    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NNODES=3", -1, -1, NULL, "the job holds 3 nodes"));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 1);
+    /* The job's nodes, which ddp_dist_ranks_to_launch refuses a training
+     * for where they are several: SLURM_JOB_NUM_NODES, else SLURM_NNODES. */
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=16 SLURM_JOB_NUM_NODES=2 MASTER_ADDR=n0 MASTER_PORT=1", -1, -1,
+                   NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_NONE));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 2);
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NNODES=3", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 3);
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_JOB_NUM_NODES=1 SLURM_NNODES=2", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 1);
     CU_ASSERT(fails("SLURM_PROCID=0 SLURM_JOB_NUM_NODES=two", -1, -1, NULL,
                     "SLURM_JOB_NUM_NODES='two' is not a whole number"));
+    /* the flags make it a rank by hand, of any world */
     CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_NTASKS=16 SLURM_JOB_NUM_NODES=2 MASTER_ADDR=n0 MASTER_PORT=7", 1, 2,
                    NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 1, 2, 1, 2, "n0", 7, DDP_LAUNCH_FLAGS));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 0);
+    CU_ASSERT(topo(&t, "SLURM_PROCID=0 SLURM_JOB_NUM_NODES=2", -1, 1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 0, 1, 0, 1, "", 0, DDP_LAUNCH_FLAGS));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 0);
+    /* a launcher run inside the batch job, the program's own ranks
+     * included, reads its own variables first */
+    CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 SLURM_PROCID=0 SLURM_NTASKS=8 "
+                       "SLURM_JOB_NUM_NODES=2", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_TORCHRUN));
+    CU_ASSERT(topo(&t, "DDP_SPAWNED=1 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=a "
+                       "MASTER_PORT=1 SLURM_PROCID=0 SLURM_NTASKS=8 SLURM_JOB_NUM_NODES=2", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_SPAWN));
+    CU_ASSERT(topo(&t, "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 SLURM_PROCID=0 SLURM_NTASKS=8 "
+                       "SLURM_JOB_NUM_NODES=2", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "", 0, DDP_LAUNCH_MPIRUN));
+    CU_ASSERT_EQUAL(t.slurm_batch_nodes, 0);
     /* env:// asks for a launcher, which a batch script's shell is not. */
     CU_ASSERT(fails("SLURM_PROCID=0 SLURM_NTASKS=1", -1, -1, "env://",
                     "--init-method env:// but no launcher's variables are set"));

@@ -633,6 +633,8 @@ static void test_bad_flags(void)
     /* A Slurm batch script's own shell (SLURM_PROCID and the job's
      * SLURM_NTASKS, no SLURM_STEP_NUM_TASKS) is no srun task, not rank 0 of 4
      * waiting for 3 others: one process, as with no launcher. */
+    unsetenv("SLURM_STEP_NUM_TASKS"); /* a step's, where the tests run in one (srun --pty bash) */
+    unsetenv("SLURM_NNODES");
     setenv("SLURM_PROCID", "0", 1);
     setenv("SLURM_NTASKS", "4", 1);
     setenv("SLURM_JOB_NUM_NODES", "1", 1);
@@ -829,6 +831,15 @@ static void test_predict(void)
     CU_ASSERT(harness_has(from_idx, "input 0: "));
     CU_ASSERT(harness_has(from_idx, "input 49: "));
     CU_ASSERT_STRING_EQUAL(from_idx, from_npy);
+    /* one rank wherever it runs: a Slurm batch script of several nodes too */
+    char *from_batch = NULL;
+    setenv("SLURM_PROCID", "0", 1);
+    setenv("SLURM_JOB_NUM_NODES", "2", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &from_batch, "--predict %s --init %s", images, w), 0);
+    unsetenv("SLURM_PROCID");
+    unsetenv("SLURM_JOB_NUM_NODES");
+    CU_ASSERT(from_batch && strcmp(from_idx, from_batch) == 0);
+    free(from_batch);
     /* without --top, 5 classes a line (of the tiny net's 10) */
     int five = 0;
     for (char *save = NULL, *l = strtok_r(from_idx, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
