@@ -721,8 +721,8 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
         DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, path_step, &saved, &state, newest, sizeof newest, &found,
                                         skipped, sizeof skipped));
         /* each line a reason a newer checkpoint could not be used */
-        int damaged = 0;
-        for (char *line = skipped; *line; damaged++) {
+        int unusable = 0;
+        for (char *line = skipped; *line; unusable++) {
             size_t len = strcspn(line, "\n");
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
@@ -742,9 +742,9 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
         } else if (t->flags.eval_only) { /* seeded weights are nothing to evaluate */
             return DDP_ERR(DDP_BAD_INPUT, "--eval-only --resume: %s holds no checkpoint of net '%s' to evaluate",
                            t->flags.save, t->net->name);
-        } else if (damaged) {
-            ddp_progress_note(&t->progress, "no usable checkpoint in %s (the %d above are damaged): starting from "
-                              "step 0", t->flags.save, damaged);
+        } else if (unusable) {
+            ddp_progress_note(&t->progress, "no usable checkpoint in %s (%d skipped, above): starting from step 0",
+                              t->flags.save, unusable);
             return DDP_OK;
         } else {
             ddp_progress_note(&t->progress, "no checkpoint in %s yet: starting from step 0", t->flags.save);
