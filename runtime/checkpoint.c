@@ -539,9 +539,10 @@ DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpoint
 
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
-                                char *skipped, size_t skipped_len)
+                                char *skipped, size_t skipped_len, int *unusable)
 {
     *found = 0;
+    *unusable = 0;
     if (skipped_len)
         skipped[0] = '\0';
     Candidate *c;
@@ -563,6 +564,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t afte
             if (used < skipped_len)
                 snprintf(skipped + used, skipped_len - used, "%s\n", ddp_error_message());
             ddp_error_clear();
+            ++*unusable;
         }
     }
     list_free(c, n);

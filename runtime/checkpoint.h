@@ -100,15 +100,17 @@ DdpStatus ddp_checkpoint_step(const DdpNet *net, const char *path, int64_t *step
 
 /* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load), of a
  * step past AFTER (-1: any; those at or before it are not read): *FOUND 0
- * when DIR is missing or holds none. Each newer one that failed to
- * load is described in SKIPPED (LEN bytes, "" if none), one line each, for
- * the caller to print. A file named as NET's that is another net's (or
- * another version's) is an error, not skipped: the directory is most likely
- * the wrong one; one named the older way that is another net's is passed
- * over quietly. */
+ * when DIR is missing or holds none. Each newer one that failed to load
+ * is described in SKIPPED (LEN bytes, "" if none; cut short where they do
+ * not fit), one line each, for the caller to print, and counted in
+ * *UNUSABLE. A failed load leaves in STATE what it read before it failed:
+ * when none loads, STATE is the caller's to restore. A file named as NET's
+ * that is another net's (or another version's) is an error, not skipped:
+ * the directory is most likely the wrong one; one named the older way that
+ * is another net's is passed over quietly. */
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
-                                char *skipped, size_t skipped_len);
+                                char *skipped, size_t skipped_len, int *unusable);
 
 /* The newest file in DIR named as one of NET's checkpoints (or named the
  * older way and saying it is NET's) of a step past AFTER (-1: any), whether

@@ -63,8 +63,9 @@ int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, c
     return is_gpu && !predict && gpus > 1 ? gpus : 0;
 }
 
-int ddp_gpus_left_idle(int by_launcher, int visible, int local_world_size)
+int ddp_gpus_left_idle(DdpLaunch launch, int visible, int local_world_size)
 {
+    const int by_launcher = launch == DDP_LAUNCH_TORCHRUN || launch == DDP_LAUNCH_MPIRUN || launch == DDP_LAUNCH_SRUN;
     return by_launcher && visible > 1 && local_world_size >= 1 && visible > local_world_size
                ? visible - local_world_size : 0;
 }

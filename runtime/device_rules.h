@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "precision.h"  // DdpPrecision
+#include "topology.h"   // DdpLaunch
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,11 +42,12 @@ int ddp_gpu_choose_device(int visible, int local_rank, int local_world_size, cha
 int ddp_local_ranks_to_start(int is_gpu, int gpus, int64_t asked, int predict, char *why, size_t len);
 
 /* How many of the VISIBLE GPUs a node's LOCAL_WORLD_SIZE ranks leave idle,
- * where a launcher other than the program's own started them
- * (BY_LAUNCHER): srun --ntasks-per-node 1 on a node of 4 GPUs runs one rank
- * on GPU 0, where a bare ./OUT would have started four. 0 where each rank
- * sees one GPU (srun --gpus-per-task=1) or the ranks use them all. */
-int ddp_gpus_left_idle(int by_launcher, int visible, int local_world_size);
+ * where torchrun, mpirun or srun started them (LAUNCH): srun
+ * --ntasks-per-node 1 on a node of 4 GPUs runs one rank on GPU 0, where a
+ * bare ./OUT would have started four. 0 where each rank sees one GPU (srun
+ * --gpus-per-task=1) or the ranks use them all, and for the program's own
+ * ranks, whose count was asked for or is every GPU. */
+int ddp_gpus_left_idle(DdpLaunch launch, int visible, int local_world_size);
 
 /* ---- math mode -------------------------------------------------------------- */
 

@@ -68,8 +68,8 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
     if (d->topo.slurm_batch_nodes > 1 && !flags->predict)
         return DDP_ERR(DDP_BAD_INPUT, "SLURM_PROCID is set but SLURM_STEP_NUM_TASKS is not: this is a Slurm batch "
                        "script's own shell, not a task srun started, and the job holds %d nodes, of which this run "
-                       "would use one: start the ranks with srun (GPU build) or mpirun (CPU build)",
-                       d->topo.slurm_batch_nodes);
+                       "would use one: start the ranks with %s", d->topo.slurm_batch_nodes,
+                       ddp_device_is_gpu() ? "srun" : "mpirun (this CPU build's ranks talk through MPI)");
     char why[192];
     int n = ddp_local_ranks_to_start(ddp_device_is_gpu(), ddp_device_is_gpu() ? ddp_device_count() : 0,
                                      flags->given[DDP_FLAG_NPROC_PER_NODE] ? flags->nproc_per_node : 0,

@@ -44,11 +44,13 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
 /* How many local ranks this process should start rather than train itself,
  * into *NPROC: --nproc-per-node N when no launcher started us, or on a GPU
  * build with no topology at all, every local GPU when there are several
- * (ddp_local_ranks_to_start: none for --predict; ranks that would find no
- * GPU refused); 0: train here. Where a launcher (or
+ * (ddp_local_ranks_to_start: none for --predict; on a GPU build, more
+ * ranks than visible GPUs refused); 0: train here. Where a launcher (or
  * --rank/--world-size) already made this process a rank, --max-restarts,
  * and --nproc-per-node other than the node's ranks, are refused: they
- * would be ignored, and the run would not be the one asked for. */
+ * would be ignored, and the run would not be the one asked for. A Slurm
+ * batch script's own shell in a job of several nodes is refused too, but
+ * for --predict: the run would use one node of them (topology.h). */
 DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc);
 
 /* Starts NPROC local ranks and waits for them; returns the exit status. GPU

@@ -267,6 +267,22 @@ static int64_t tasks_on_node(const char *list, int64_t node)
     return node < 0 && uniform > 0 ? uniform : 0;
 }
 
+/* This node's entry (SLURM_NODEID's, or every node's where all are alike)
+ * of NAME, a list of tasks per node like "4(x2),3", into *TASKS. */
+static DdpStatus tasks_here(const char *name, int64_t *tasks, int *present)
+{
+    const char *list = getenv(name);
+    int64_t node = -1;
+    int has_node;
+    DDP_CHECK(env_int("SLURM_NODEID", &node, &has_node));
+    *tasks = tasks_on_node(list, has_node ? node : -1);
+    if (*tasks == 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s' does not say how many tasks %s runs (expected a list like "
+                       "4(x2),3)", name, SHOWN, list, has_node ? "this node" : "each node");
+    *present = 1;
+    return DDP_OK;
+}
+
 /* srun: SLURM_PROCID and the step's task count, SLURM_STEP_NUM_TASKS.
  *
  * A Slurm batch script's own shell has SLURM_PROCID (0) and the job's
@@ -306,23 +322,23 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int env_method)
     t->rank = (int)rank;
     t->world_size = (int)world;
 
-    /* The node's task count: SLURM_NTASKS_PER_NODE when the job asked for
-     * one, else this node's entry of SLURM_TASKS_PER_NODE. */
+    /* The node's task count: this node's entry of the step's own layout,
+     * SLURM_STEP_TASKS_PER_NODE, which srun sets; else SLURM_NTASKS_PER_NODE
+     * (the job's, which srun passes on: sbatch --ntasks-per-node 4, then
+     * srun -n 2, runs 2 on the node, not 4); else SLURM_TASKS_PER_NODE's. */
     int64_t lr = 0, ls = 0;
-    int has_lr, has_ls;
-    const char *ls_name = "SLURM_NTASKS_PER_NODE", *list = getenv("SLURM_TASKS_PER_NODE");
+    int has_lr, has_ls = 0;
+    const char *ls_name = "SLURM_STEP_TASKS_PER_NODE";
     DDP_CHECK(env_int("SLURM_LOCALID", &lr, &has_lr));
-    DDP_CHECK(env_int(ls_name, &ls, &has_ls));
-    if (!has_ls && list) {
-        int64_t node = -1;
-        int has_node;
-        DDP_CHECK(env_int("SLURM_NODEID", &node, &has_node));
-        ls = tasks_on_node(list, has_node ? node : -1);
-        if (ls == 0)
-            return DDP_ERR(DDP_BAD_INPUT, "SLURM_TASKS_PER_NODE='%.*s' does not say how many tasks %s runs "
-                           "(expected a list like 4(x2),3)", SHOWN, list, has_node ? "this node" : "each node");
-        has_ls = 1;
+    if (getenv(ls_name))
+        DDP_CHECK(tasks_here(ls_name, &ls, &has_ls));
+    if (!has_ls) {
+        ls_name = "SLURM_NTASKS_PER_NODE";
+        DDP_CHECK(env_int(ls_name, &ls, &has_ls));
+    }
+    if (!has_ls && getenv("SLURM_TASKS_PER_NODE")) {
         ls_name = "SLURM_TASKS_PER_NODE";
+        DDP_CHECK(tasks_here(ls_name, &ls, &has_ls));
     }
     DDP_CHECK(set_local(t, "SLURM_LOCALID", has_lr, lr, ls_name, has_ls, ls, world_name));
 
@@ -436,7 +452,7 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
         if (env_method && t->launch == DDP_LAUNCH_NONE && flag_rank < 0 && flag_world_size < 0)
             return DDP_ERR(DDP_BAD_INPUT, "--init-method env:// but no launcher's variables are set: RANK and "
                            "WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID and "
-                           "SLURM_STEP_NUM_TASKS (srun)");
+                           "SLURM_STEP_NUM_TASKS (srun; SLURM_PROCID alone is a Slurm batch script's own shell)");
         if (flag_rank >= 0 || flag_world_size >= 0) {
             /* The flags override what they name; the launcher (if any) fills in the rest. */
             DdpLaunch under = t->launch;

@@ -688,6 +688,19 @@ static DdpStatus save_checkpoint(Trainer *t)
     return DDP_OK;
 }
 
+/* At start-up, where a launcher's ranks leave GPUs of their node idle
+ * (ddp_gpus_left_idle), how many. */
+static void say_gpus_left_idle(Trainer *t)
+{
+    const int local_ranks = t->dist.topo.local_world_size,
+              idle = ddp_gpus_left_idle(t->dist.topo.launch, ddp_device_is_gpu() ? ddp_device_count() : 0,
+                                        local_ranks);
+    if (idle)
+        ddp_progress_note(&t->progress, "note: %d rank%s on this node, which shows %d GPUs: %d stay idle (start "
+                          "one rank per GPU to use them all)", local_ranks, local_ranks == 1 ? "" : "s",
+                          local_ranks + idle, idle);
+}
+
 /* Rank 0's part of --resume: the checkpoint named, or the newest valid one
  * in --save DIR, into the host copies and the device, and its step into
  * *STEP; nothing when DIR has none yet (a first run started with the command
@@ -714,15 +727,27 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
         DDP_CHECK(ddp_checkpoint_load(t->net, path, &saved, &state));
     if (!t->flags.resume_path || restartable) {
         char skipped[4096], newest[4096];
-        int found;
+        int found, unusable;
         int64_t path_step = -1; /* none given, or gone: any of DIR's */
         if (restartable && access(path, F_OK) == 0)
             DDP_CHECK(ddp_checkpoint_step(t->net, path, &path_step));
-        DDP_CHECK(ddp_checkpoint_latest(t->net, t->flags.save, path_step, &saved, &state, newest, sizeof newest, &found,
-                                        skipped, sizeof skipped));
+        /* What a failed load leaves in the host copies must not reach a run
+         * that then starts from step 0: the weights and optimizer state are
+         * the device's, where init_weights put them, and read back before
+         * any use; the step counts are the host's alone, kept here. */
+        const size_t counts_bytes = (size_t)t->net->n_params * sizeof *t->counts;
+        int64_t *counts_at_start = malloc(counts_bytes + 1);
+        if (!counts_at_start)
+            return DDP_ERR(DDP_FAIL, "out of memory");
+        memcpy(counts_at_start, t->counts, counts_bytes);
+        DdpStatus st = ddp_checkpoint_latest(t->net, t->flags.save, path_step, &saved, &state, newest, sizeof newest,
+                                             &found, skipped, sizeof skipped, &unusable);
+        if (st == DDP_OK && !found)
+            memcpy(t->counts, counts_at_start, counts_bytes);
+        free(counts_at_start);
+        DDP_CHECK(st);
         /* each line a reason a newer checkpoint could not be used */
-        int unusable = 0;
-        for (char *line = skipped; *line; unusable++) {
+        for (char *line = skipped; *line;) {
             size_t len = strcspn(line, "\n");
             fprintf(stderr, "%s: warning: skipping %.*s\n", t->prog, (int)len, line);
             line += len + (line[len] == '\n');
@@ -1592,15 +1617,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         not_invariant = ddp_dist_not_bit_invariant(&t->dist);
     if (not_invariant && world > 1)
         ddp_progress_note(&t->progress, "note: %s", not_invariant);
-    const DdpLaunch launch = t->dist.topo.launch;
-    const int local_ranks = t->dist.topo.local_world_size,
-              idle = ddp_gpus_left_idle(launch == DDP_LAUNCH_TORCHRUN || launch == DDP_LAUNCH_MPIRUN ||
-                                            launch == DDP_LAUNCH_SRUN,
-                                        ddp_device_is_gpu() ? ddp_device_count() : 0, local_ranks);
-    if (idle)
-        ddp_progress_note(&t->progress, "note: %d rank%s on this node, which shows %d GPUs: %d stay idle (start "
-                          "one rank per GPU to use them all)", local_ranks, local_ranks == 1 ? "" : "s",
-                          local_ranks + idle, idle);
+    say_gpus_left_idle(t);
     char augment[256];
     ddp_augment_describe(&t->data, augment, sizeof augment);
     if (augment[0])

@@ -243,15 +243,19 @@ static void test_skips_damaged(void)
     CU_ASSERT(harness_has(out, "checkpoint-tiny-000000005.safetensors: step 5"));
     free(out);
     CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
-    /* every one damaged: said, and a run from step 0 that nothing of theirs
-     * reached, bit for bit a first run's */
+    /* every one unusable: said, and a run from step 0 that nothing of theirs
+     * reached, bit for bit a first run's. The first run starts from weights
+     * of 2 steps (--init), so that the step counts the damaged ones hold
+     * (a run from step 0's, weights.h) are not a first run's too. */
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 3 --max-steps 6", data_dir,
                                 path("bad")), 0);
     cut_short(path("bad/checkpoint-tiny-000000003.safetensors"), 3);
     flip_bit(path("bad/checkpoint-tiny-000000006.safetensors"), 100);
-    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 4 --export %s", data_dir, path("first.st")), 0);
-    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --max-steps 4 --export %s", data_dir,
-                                path("bad"), path("over.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 2 --export %s", data_dir, path("two.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --init %s --max-steps 4 --export %s", data_dir,
+                                path("two.st"), path("first.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --init %s --save %s --resume --max-steps 4 --export %s",
+                                data_dir, path("two.st"), path("bad"), path("over.st")), 0);
     CU_ASSERT(harness_has(out, "no usable checkpoint in "));
     CU_ASSERT(harness_has(out, "bad (2 skipped, above): starting from step 0"));
     free(out);

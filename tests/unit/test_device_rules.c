@@ -77,15 +77,19 @@ static void test_local_ranks_to_start(void)
 static void test_gpus_left_idle(void)
 {
     /* srun --ntasks-per-node 1 --gpus-per-node 4: one rank, GPU 0 */
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 4, 1), 3);
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 8, 2), 6);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_SRUN, 4, 1), 3);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_TORCHRUN, 8, 2), 6);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_MPIRUN, 2, 1), 1);
     /* one rank per GPU, or one GPU shown to each rank (--gpus-per-task=1) */
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 4, 4), 0);
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 1, 4), 0);
-    /* the program's own ranks: their count was asked for, or is every GPU */
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(0, 8, 2), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_SRUN, 4, 4), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_SRUN, 1, 4), 0);
+    /* the program's own ranks: their count was asked for, or is every GPU;
+     * and a rank by hand, or one alone */
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_SPAWN, 8, 2), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_FLAGS, 8, 2), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_NONE, 8, 1), 0);
     /* a CPU build: no GPUs */
-    CU_ASSERT_EQUAL(ddp_gpus_left_idle(1, 0, 2), 0);
+    CU_ASSERT_EQUAL(ddp_gpus_left_idle(DDP_LAUNCH_MPIRUN, 0, 2), 0);
 }
 
 /* ---- math ---- */

@@ -20,7 +20,7 @@ static const char *const launcher_vars[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
     "DDP_SPAWNED", "TORCHELASTIC_RESTART_COUNT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
-    "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID",
+    "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID",
     "SLURM_LAUNCH_NODE_IPADDR", "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "TORCHELASTIC_USE_AGENT_STORE",
 };
 enum { NVARS = sizeof launcher_vars / sizeof launcher_vars[0] };
@@ -181,7 +181,15 @@ static void test_srun(void)
     CU_ASSERT(topo(&t, "SLURM_PROCID=6 SLURM_STEP_NUM_TASKS=7 SLURM_LOCALID=0 SLURM_TASKS_PER_NODE=2(x3),1 SLURM_NODEID=3 "
                        "SLURM_LAUNCH_NODE_IPADDR=10.0.0.7 MASTER_ADDR=n0 MASTER_PORT=5000", -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 6, 7, 0, 1, "n0", 5000, DDP_LAUNCH_SRUN));
-    /* SLURM_NTASKS_PER_NODE first; the step's task count, not the job's SLURM_NTASKS. */
+    /* The step's layout first: sbatch --ntasks-per-node 4, then srun -n 2,
+     * puts 2 on the node, whatever the job's SLURM_NTASKS_PER_NODE says. */
+    CU_ASSERT(topo(&t, "SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=4 "
+                       "SLURM_STEP_TASKS_PER_NODE=2 SLURM_TASKS_PER_NODE=4 MASTER_ADDR=n0", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "n0", 29500, DDP_LAUNCH_SRUN));
+    CU_ASSERT(topo(&t, "SLURM_PROCID=3 SLURM_STEP_NUM_TASKS=4 SLURM_LOCALID=0 SLURM_NODEID=1 "
+                       "SLURM_STEP_TASKS_PER_NODE=3,1 SLURM_NTASKS_PER_NODE=4 MASTER_ADDR=n0", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 3, 4, 0, 1, "n0", 29500, DDP_LAUNCH_SRUN));
+    /* Else SLURM_NTASKS_PER_NODE; the step's task count, not the job's SLURM_NTASKS. */
     CU_ASSERT(topo(&t, "SLURM_PROCID=2 SLURM_NTASKS=16 SLURM_STEP_NUM_TASKS=4 SLURM_LOCALID=0 "
                        "SLURM_NTASKS_PER_NODE=2 SLURM_TASKS_PER_NODE=garbage MASTER_ADDR=n0", -1, -1,
                    NULL) == DDP_OK);
@@ -371,6 +379,8 @@ static void test_env_errors(void)
     CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=2 SLURM_TASKS_PER_NODE=2(x4) MASTER_ADDR=h", -1,
                     -1, NULL, "SLURM_LOCALID=2 but SLURM_TASKS_PER_NODE=2"));
     CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=x", -1, -1, NULL, "SLURM_STEP_NUM_TASKS='x' is not a whole number"));
+    CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=4 SLURM_STEP_TASKS_PER_NODE=2(x2) SLURM_NODEID=5", -1, -1,
+                    NULL, "SLURM_STEP_TASKS_PER_NODE='2(x2)' does not say how many tasks this node runs"));
     CU_ASSERT(fails("SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=2", -1, -1, NULL,
                     "srun runs 2 tasks but neither MASTER_ADDR nor SLURM_LAUNCH_NODE_IPADDR is set"));
 #undef WITH_M

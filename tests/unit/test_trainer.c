@@ -833,6 +833,7 @@ static void test_predict(void)
     CU_ASSERT_STRING_EQUAL(from_idx, from_npy);
     /* one rank wherever it runs: a Slurm batch script of several nodes too */
     char *from_batch = NULL;
+    unsetenv("SLURM_STEP_NUM_TASKS"); /* a step's, where the tests run in one (srun --pty bash) */
     setenv("SLURM_PROCID", "0", 1);
     setenv("SLURM_JOB_NUM_NODES", "2", 1);
     CU_ASSERT_EQUAL(harness_run(net, &from_batch, "--predict %s --init %s", images, w), 0);
