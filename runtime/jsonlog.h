@@ -40,11 +40,11 @@ typedef struct DdpJsonLog DdpJsonLog;
 
 /* Whether PATH may be the log: "-", nothing yet, this process's own
  * standard output or error (written into at that stream's place), or a
- * file written in place
- * (dirs.h: not a directory) that is empty or begins as a log's lines do,
- * with {"event": . Anything else there, the weights of --init, a
- * checkpoint, the .net, is what a mistyped --log would empty (or append
- * lines to): DDP_BAD_INPUT naming --log, and the file left as it is. */
+ * file written in place (dirs.h: not a directory) that is empty or begins
+ * as a log's lines do, with {"event": . Anything else there, the weights
+ * of --init, a checkpoint, the .net, is what a mistyped --log would empty
+ * (or append lines to): DDP_BAD_INPUT naming --log, and the file left as it
+ * is. */
 DdpStatus ddp_jsonlog_check(const char *path);
 
 /* Opens PATH for writing ("-" is stdout), truncating it, or appending to it
