@@ -180,18 +180,26 @@ DdpStatus ddp_checkpoint_make_dir(const char *dir)
     return DDP_OK;
 }
 
-/* The net's part of its checkpoints' names: its name, with anything but
- * letters, digits and '_' made '_' (a .net name is already only those). A
- * name longer than STEM_KEPT keeps its first STEM_KEPT characters and adds a
- * hash of the whole (FNV-1a), so that two long names alike at the start do
- * not share files, and prune each other's. */
-static void file_stem(const DdpNet *net, char stem[MAX_STEM])
+/* The name a net's checkpoints are filed under (file_stem). */
+static const char *net_name(const DdpNet *net) { return net->name && *net->name ? net->name : "net"; }
+
+/* The net NAME's part of its checkpoints' names: the name itself, whose
+ * bytes are letters, digits, '_', '-' and '.' (ddpc's sema.c makes any other
+ * '_'), so that nets of different names never share files (any other byte,
+ * which no net's name has, is made '_'). EARLIER gives the part as versions
+ * before this one wrote it, with '-' and '.' made '_' too, so that "a-b"
+ * and "a_b" shared one: those files are still resumed from, each checked
+ * for the net it holds (list_dir), and never pruned. A name longer than
+ * STEM_KEPT keeps its first STEM_KEPT characters and adds a hash of the
+ * whole (FNV-1a), so that two long names alike at the start do not share
+ * files, and prune each other's. */
+static void file_stem(const char *name, int earlier, char stem[MAX_STEM])
 {
-    const char *name = net->name && *net->name ? net->name : "net";
     size_t i = 0, len = strlen(name);
     for (; i < len && i < STEM_KEPT; i++) {
         char ch = name[i];
-        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    (!earlier && (ch == '-' || ch == '.'));
         stem[i] = plain ? ch : '_';
     }
     stem[i] = '\0';
@@ -234,7 +242,7 @@ static int64_t name_step(const char *name, const char *stem, int tmp)
 
 typedef struct {
     int64_t step;
-    int legacy;             /* an older name, without the net's */
+    int legacy;             /* an earlier version's name, which may be another net's (file_stem) */
     char *name;
 } Candidate;
 
@@ -245,14 +253,17 @@ static int newest_first(const void *a, const void *b)
 }
 
 /* NET's checkpoints in DIR, newest first (TMP: the temporary files
- * instead); with LEGACY also those named the older way (PREFIX digits
- * SUFFIX), whoever's they are. */
+ * instead); with LEGACY also those named as earlier versions named them,
+ * whoever's they are: PREFIX digits SUFFIX, or PREFIX the earlier stem
+ * (file_stem) "-" digits SUFFIX. */
 static DdpStatus list_dir(const DdpNet *net, const char *dir, int tmp, int legacy, Candidate **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    char stem[MAX_STEM];
-    file_stem(net, stem);
+    char stem[MAX_STEM], earlier[MAX_STEM];
+    file_stem(net_name(net), 0, stem);
+    file_stem(net_name(net), 1, earlier);
+    const int renamed = strcmp(stem, earlier) != 0;
     DIR *d = opendir(dir);
     if (!d)
         return errno == ENOENT ? DDP_OK : DDP_ERR(DDP_BAD_INPUT, "%s: cannot read the directory: %s", dir,
@@ -267,7 +278,8 @@ static DdpStatus list_dir(const DdpNet *net, const char *dir, int tmp, int legac
         int64_t step = name_step(e->d_name, stem, tmp);
         int old = 0;
         if (step < 0 && legacy && !tmp)
-            old = (step = name_step(e->d_name, NULL, 0)) >= 0;
+            old = (step = name_step(e->d_name, NULL, 0)) >= 0 ||
+                  (renamed && (step = name_step(e->d_name, earlier, 0)) >= 0);
         if (step < 0 || !(c[*n].name = strdup(e->d_name)))
             continue;
         c[*n].legacy = old;
@@ -293,7 +305,7 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     if (held >= 0)
         return DDP_OK;
     char stem[MAX_STEM], *path = NULL;
-    file_stem(net, stem);
+    file_stem(net_name(net), 0, stem);
     if (asprintf(&path, "%s/" PREFIX "%s.lock", dir, stem) < 0)
         return DDP_ERR(DDP_FAIL, "out of memory");
     DdpStatus st = DDP_OK;
@@ -349,7 +361,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
 {
     DDP_CHECK(ddp_checkpoint_make_dir(dir));
     char stem[MAX_STEM];
-    file_stem(net, stem);
+    file_stem(net_name(net), 0, stem);
     int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);
     if (written < 0 || (size_t)written >= len)
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
@@ -556,7 +568,7 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t afte
         if (one == DDP_OK)
             *found = 1;
         else if (foreign == FOREIGN_NET && c[i].legacy)
-            ddp_error_clear(); /* an older name says nothing of the net: another's may share the directory */
+            ddp_error_clear(); /* an earlier version's name may be another net's, which shares the directory */
         else if (foreign)
             st = one;
         else {

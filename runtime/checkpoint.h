@@ -4,8 +4,9 @@
  *
  * A checkpoint is a safetensors file, DIR/checkpoint-NET-STEP.safetensors
  * (NET the net's name, so nets may share a directory: each lists, prunes and
- * resumes only its own; files named checkpoint-STEP.safetensors, as earlier
- * versions wrote them, are still resumed from but never pruned): the
+ * resumes only its own; files named as earlier versions named them,
+ * checkpoint-STEP.safetensors, or with '-' and '.' in NET made '_', are
+ * still resumed from, when they hold this net, but never pruned): the
  * weights under their PyTorch names (so any safetensors reader can take the
  * weights out of one), the optimizer state under PyTorch's names for it
  * (optim.conv1.weight.momentum_buffer, .exp_avg, .exp_avg_sq), and in the

@@ -85,11 +85,13 @@ DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, co
     return ddp_jsonlog_write(p->log, f, checkpoint ? 4 : 3);
 }
 
-/* X to the microsecond (X in ms) or to the sample per second: what the log's
- * reader can use, without a double's noise digits. */
-static double rounded(double x, double unit)
+/* X to the nearest 1/PER_UNIT (1000: to the microsecond, X in ms): what the
+ * log's reader can use, without a double's noise digits (dividing, the
+ * result is the double nearest the decimal, which prints as it; multiplying
+ * by 1e-3 would not be: 36 * 1e-3 prints 0.036000000000000004). */
+static double rounded(double x, double per_unit)
 {
-    return round(x / unit) * unit;
+    return round(x * per_unit) / per_unit;
 }
 
 DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTimes *rows, int n, int *straggler)
@@ -109,9 +111,9 @@ DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTim
         f[k++] = DDP_LOG_I("rank", r);
         for (int ph = 0; ph < DDP_PHASE_COUNT; ph++) {
             snprintf(keys[ph], sizeof keys[ph], "%s_ms", ddp_phase_name((DdpPhase)ph));
-            f[k++] = DDP_LOG_D(keys[ph], rounded(ddp_times_ms(row, (DdpPhase)ph), 1e-3));
+            f[k++] = DDP_LOG_D(keys[ph], rounded(ddp_times_ms(row, (DdpPhase)ph), 1000));
         }
-        f[k++] = DDP_LOG_D("samples_per_s", rounded(samples_per_s, 0.1));
+        f[k++] = DDP_LOG_D("samples_per_s", rounded(samples_per_s, 10));
         int plotted = k; /* the times and the rate; the counts below are the log's */
         for (int c = 0; c < DDP_CALL_KINDS; c++)
             f[k++] = DDP_LOG_I(ddp_device_call_name((DdpDeviceCall)c), (int64_t)row->calls[c]);
@@ -123,7 +125,7 @@ DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTim
             DDP_CHECK(ddp_tensorboard_scalar(p->tb, tag, step, f[i].f));
         }
     }
-    DdpLogField s[] = {DDP_LOG_S("event", "ranks"), DDP_LOG_I("step", step), DDP_LOG_D("median_busy_ms", rounded(median, 1e-3)),
+    DdpLogField s[] = {DDP_LOG_S("event", "ranks"), DDP_LOG_I("step", step), DDP_LOG_D("median_busy_ms", rounded(median, 1000)),
                        DDP_LOG_I("slowest", slowest), DDP_LOG_I("straggler", *straggler)};
     if (p->log)
         DDP_CHECK(ddp_jsonlog_write(p->log, s, *straggler >= 0 ? 5 : 4));

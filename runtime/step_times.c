@@ -111,7 +111,7 @@ int ddp_times_straggler(const DdpRankTimes *rows, int n, int *slowest, double *m
     for (int r = 1; r < n; r++)
         if (ddp_times_busy_ms(&rows[r]) > ddp_times_busy_ms(&rows[*slowest]))
             *slowest = r;
-    double *busy = n >= 2 ? malloc((size_t)n * sizeof *busy) : NULL;
+    double *busy = n >= 1 ? malloc((size_t)n * sizeof *busy) : NULL;
     if (!busy)
         return -1;
     for (int r = 0; r < n; r++)

@@ -85,7 +85,7 @@ double ddp_times_busy_ms(const DdpRankTimes *row);
 /* The rank, of the N in ROWS, whose busy time per step is more than
  * DDP_STRAGGLER_PERCENT over the median of all ranks', or -1 if none (fewer
  * than two ranks, or no step). *SLOWEST gets the rank with the most busy
- * time, *MEDIAN_MS the median. */
+ * time, *MEDIAN_MS the median (one rank's own; 0 for none). */
 int ddp_times_straggler(const DdpRankTimes *rows, int n, int *slowest, double *median_ms);
 
 /* For tests only: a rank slowed on purpose. DDP_TEST_DATA_DELAY="R:MS"

@@ -857,6 +857,53 @@ static void test_two_nets_share_a_directory(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* Nets whose names differ only in '-' and '.' against '_' share a --save
+ * directory, each with files of its own (earlier versions filed both under
+ * one name, so the second was refused as a run over the first's
+ * checkpoints). A file an earlier version named so is still resumed from,
+ * counts for the refusal of a run without --resume, and is never pruned. */
+static void test_names_alike_share_a_directory(void)
+{
+    setup();
+    DdpNet dashed = *net(), plain = *net();
+    dashed.name = "tiny-net.v2";
+    plain.name = "tiny_net_v2";
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(&dashed, NULL, "--data %s --max-steps 3 --save %s --save-every 1", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(&plain, NULL, "--data %s --max-steps 2 --save %s --save-every 1", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL(access(path("ck/checkpoint-tiny-net.v2-000000003.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/checkpoint-tiny_net_v2-000000002.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(harness_run(&dashed, &out, "--data %s --max-steps 4 --save %s --resume", data_dir, path("ck")),
+                    0);
+    CU_ASSERT(harness_has(out, "tiny-net.v2-000000003.safetensors: step 3"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(&plain, &out, "--data %s --max-steps 3 --save %s --resume", data_dir, path("ck")),
+                    0);
+    CU_ASSERT(harness_has(out, "tiny_net_v2-000000002.safetensors: step 2"));
+    free(out);
+
+    /* dashed's step 4 as an earlier version named it, alone in ck2 */
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "mkdir %s && cp %s/checkpoint-tiny-net.v2-000000004.safetensors "
+                                   "%s/checkpoint-tiny_net_v2-000000004.safetensors", path("ck2"), path("ck"),
+                             path("ck2")) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    CU_ASSERT_EQUAL(harness_run(&dashed, &out, "--data %s --max-steps 5 --save %s", data_dir, path("ck2")), 2);
+    CU_ASSERT(harness_has(out, "already holds checkpoints of net 'tiny-net.v2'"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(&dashed, &out, "--data %s --max-steps 8 --save %s --save-every 1 --resume", data_dir,
+                                path("ck2")), 0);
+    CU_ASSERT(harness_has(out, "checkpoint-tiny_net_v2-000000004.safetensors: step 4"));
+    free(out);
+    CU_ASSERT_EQUAL(access(path("ck2/checkpoint-tiny-net.v2-000000008.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck2/checkpoint-tiny-net.v2-000000005.safetensors"), F_OK), -1);
+    CU_ASSERT_EQUAL(access(path("ck2/checkpoint-tiny_net_v2-000000004.safetensors"), F_OK), 0);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* --init given a checkpoint: refused, pointing at --resume. */
 static void test_init_of_a_checkpoint(void)
 {
@@ -979,6 +1026,7 @@ void suite_checkpoint(void)
         {"--resume PATH with newer checkpoints in --save DIR, and --export onto a checkpoint: status 2, files kept",
          test_rollback_and_export_keep_checkpoints},
         {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
+        {"nets named alike but for '-' and '.' share a --save directory", test_names_alike_share_a_directory},
         {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
         {"one run of a net per --save directory: a second is refused while the first holds it",
          test_one_run_per_directory},

@@ -93,6 +93,7 @@ static void test_straggler_rule(void)
     CU_ASSERT_DOUBLE_EQUAL(median, 10, 1e-9);
     DdpRankTimes one[] = {rank_row(50, 0, 4)};
     CU_ASSERT_EQUAL(ddp_times_straggler(one, 1, &slowest, &median), -1);
+    CU_ASSERT_DOUBLE_EQUAL(median, 50, 1e-9); /* the log's median_busy_ms: the one rank's, not 0 */
     DdpRankTimes none[] = {rank_row(0, 0, 0), rank_row(0, 0, 0)};
     CU_ASSERT_EQUAL(ddp_times_straggler(none, 2, &slowest, &median), -1);
 }
@@ -150,6 +151,11 @@ static void test_rank_times_logged(void)
     CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 40, rows, 2, &straggler), DDP_OK);
     CU_ASSERT_EQUAL(straggler, 1);
     CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 80, rows, 2, &straggler), DDP_OK);
+    /* one rank, 36 us of data a step: logged as written, its own time the median */
+    DdpRankTimes alone = rank_row(10, 0, 5);
+    alone.seconds[DDP_PHASE_DATA] = 0.036e-3 * alone.steps;
+    CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 120, &alone, 1, &straggler), DDP_OK);
+    CU_ASSERT_EQUAL(straggler, -1);
     /* said once while it stays the same */
     const char *said = contents(f), *first = strstr(said, "rank 1 is behind: 16.0 ms of work per step where the "
                                                           "ranks' median is 13.0");
@@ -163,6 +169,10 @@ static void test_rank_times_logged(void)
                                                "\"host_waits\": 5, \"device_allocs\": 0}"));
     CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"ranks\", \"step\": 40, \"median_busy_ms\": 13.0, "
                                                "\"slowest\": 1, \"straggler\": 1}"));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"rank_times\", \"step\": 120, \"rank\": 0, \"data_ms\": 0.036, "
+                                               "\"forward_ms\": 10.0, "));
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"ranks\", \"step\": 120, \"median_busy_ms\": 10.036, "
+                                               "\"slowest\": 0}"));
     if (text && !strstr(text, "\"median_busy_ms\": 13.0, \"slowest\": 1, \"straggler\": 1}"))
         fprintf(stderr, "\n%s\n", text);
     free(text);

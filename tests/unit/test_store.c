@@ -41,6 +41,12 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Whether a wait of WAITED seconds was ended by a timeout of 1 s, the one
+ * these tests give the store: not before it, and before the client's own
+ * fallback (timeout + 5 s, store.h) or any default would have ended it, with
+ * seconds to spare for a loaded machine. */
+static int ended_by_one_second_timeout(double waited) { return waited > 0.9 && waited < 5.0; }
+
 static void sleep_s(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -225,7 +231,7 @@ static void test_key_never_set(void)
     double t0 = now_s();
     CU_ASSERT(ddp_store_get(s, "never", got, &len) == DDP_FAIL);
     double waited = now_s() - t0;
-    CU_ASSERT(waited > 0.9 && waited < 2.5);
+    CU_ASSERT(ended_by_one_second_timeout(waited));
     CU_ASSERT(has(ddp_error_message(), "waited 1 s for 'never' in the store at 127.0.0.1:"));
     /* The connection is still in step: the store goes on working. */
     CU_ASSERT(ddp_store_set(s, "after", "ok", 2) == DDP_OK);
@@ -251,7 +257,7 @@ static int lonely_barrier(DdpStore *s, int rank, int world)
     RANK_CHECK(ddp_store_barrier(s, "lonely") == DDP_FAIL);
     double waited = now_s() - t0;
     RANK_CHECK(has(ddp_error_message(), "barrier 'lonely' timed out after 1 s: 1 of 2 ranks arrived"));
-    RANK_CHECK(waited > 0.9 && waited < 2.5);
+    RANK_CHECK(ended_by_one_second_timeout(waited));
     RANK_CHECK(ddp_store_set(s, "rank 0 is done", "", 0) == DDP_OK);
     return 0;
 }
@@ -267,7 +273,7 @@ static void test_world_never_fills(void)
     CU_ASSERT(ddp_store_open(&s, &t, 1) == DDP_FAIL);
     double waited = now_s() - t0;
     CU_ASSERT(s == NULL);
-    CU_ASSERT(waited > 0.9 && waited < 2.5);
+    CU_ASSERT(ended_by_one_second_timeout(waited));
     char what[96];
     snprintf(what, sizeof what, "only 1 of 3 ranks reached the store at 127.0.0.1:%d within 1 s", port);
     CU_ASSERT(has(ddp_error_message(), what));
@@ -380,7 +386,7 @@ static void test_unreachable(void)
     double t0 = now_s();
     CU_ASSERT(ddp_store_open(&s, &t, 1) == DDP_FAIL);
     double waited = now_s() - t0;
-    CU_ASSERT(waited > 0.9 && waited < 2.5);
+    CU_ASSERT(ended_by_one_second_timeout(waited));
     char what[96];
     snprintf(what, sizeof what, "cannot reach 127.0.0.1:%d within 1 s: connection refused", port);
     CU_ASSERT(has(ddp_error_message(), what));
