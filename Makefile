@@ -125,13 +125,18 @@ found:
 	@$(if $(and $(FLEX),$(BISON)),true,echo "ddpc build: flex/bison missing: run make deps" && false)
 
 # ---- grammar: bison and flex output are build products ----------------------
-$(BUILD)/net.tab.c $(BUILD)/net.tab.h: grammar/net.y
+# Each tool writes its .c and .h in one run: the .h is made by the .c's rule
+# (a rule naming both would be two rules to make -j, running the tool twice
+# at once over the same files).
+$(BUILD)/net.tab.c: grammar/net.y
 	@mkdir -p $(BUILD)
 	$(BISON) -Wall -Werror --defines=$(BUILD)/net.tab.h -o $(BUILD)/net.tab.c $<
+$(BUILD)/net.tab.h: $(BUILD)/net.tab.c ;
 
-$(BUILD)/net.lex.c $(BUILD)/net.lex.h: grammar/net.l $(BUILD)/net.tab.h
+$(BUILD)/net.lex.c: grammar/net.l $(BUILD)/net.tab.h
 	@mkdir -p $(BUILD)
 	$(FLEX) --header-file=$(BUILD)/net.lex.h -o $(BUILD)/net.lex.c $<
+$(BUILD)/net.lex.h: $(BUILD)/net.lex.c ;
 
 $(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.lex.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<

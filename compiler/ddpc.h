@@ -511,6 +511,11 @@ typedef struct {
     NodePlan *nodes;
     int *act, *grad;        /* per value: its storage, -1 for none (value 0 is ctx->x) */
     bool *is_data;          /* per value: the data itself, value 0 or a flatten of it (ctx->x, no gradient) */
+    /* per value: whether a gradient reaches it, a node with trainable
+     * parameters at or before its producer; none before the first such
+     * node, whose backward then computes no dx, and whose layers before it
+     * have no backward at all (plan_build) */
+    bool *carries_grad;
     /* Every C x H x W value but the data in ctx->x is stored channels-last,
      * each sample H x W x C (plan_channels_last); the data is permuted into
      * act[0] where the two layouts differ for it (more than one channel and

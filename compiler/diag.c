@@ -35,8 +35,11 @@ void diag_init(Diag *d, const char *file, const char *src, size_t len, FILE *out
 {
     memset(d, 0, sizeof *d);
     d->file = file;
-    d->src = src;
-    d->len = len;
+    /* a UTF-8 byte-order mark first is not shown: the scanner counts line
+     * 1's columns from after it (net.l) */
+    const bool bom = src && len >= 3 && memcmp(src, "\xEF\xBB\xBF", 3) == 0;
+    d->src = bom ? src + 3 : src;
+    d->len = bom ? len - 3 : len;
     d->out = out;
 }
 

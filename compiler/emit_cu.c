@@ -285,6 +285,23 @@ static void sample_constant(Emit *e, int64_t s)
     E("    const int64_t S = %lld;  // values of a sample\n", (long long)s);
 }
 
+/* Whether N's backward computes its input's gradient (dx): the input
+ * carries one (plan.c: not the data, nor a value before the first trainable
+ * parameter), in storage of its own rather than its output's. A layer's
+ * backward kernel is emitted only where it is launched. */
+static bool computes_dx(const Emit *e, const Node *n)
+{
+    const Plan *p = e->plan;
+    return n->in > 0 && p->grad[n->in] >= 0 && p->grad[n->in] != p->grad[n->out];
+}
+
+/* Whether a residual join's backward runs: for its body's gradient or its
+ * skip's. */
+static bool residual_backward_runs(const Emit *e, const Node *n)
+{
+    return computes_dx(e, n) || (n->skip > 0 && e->plan->grad[n->skip] >= 0);
+}
+
 static const Node *fused_act(const Emit *e, const Node *n)
 {
     int a = e->plan->nodes[n - e->net->nodes].fused_act;
@@ -520,7 +537,8 @@ static void pool_channels_last(Emit *e, const Node *n, const char *window_g, con
     comment(e, n, "");
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
     pool_forward_general(e, n, true);
-
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
       max ? ", const int32_t *argmax" : "", mask_arg);
@@ -590,6 +608,8 @@ static void kernels_pool(Emit *e, const Node *n)
             E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(k * k)));
     } else
         pool_forward_general(e, n, false);
+    if (!computes_dx(e, n))
+        return;
     if (pool_tiles(n)) {
         /* Windows tile the input exactly: each output element owns its
          * window's inputs and writes them all, no other thread touches them.
@@ -661,6 +681,8 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     else
         E("        for (int64_t j = 0; j < HW; j++)\n            sum += x[i * HW + j];\n");
     E("        y[i] = sum * %s;\n    }\n}\n\n", flit(e, 1.0 / (double)(h * w)));
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
     plane_constants(e, c, h * w);
@@ -676,6 +698,8 @@ static void kernels_activation(Emit *e, const Node *n)
     E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     bool from_y = op_backward_reads(n) == READS_OUTPUT;
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name,
@@ -719,6 +743,8 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW);\n",
       dropout_element_expr(e, n));
     E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,\n"
       "%*sconst DdpStepScalars *step, int accumulate)\n{\n", n->name, (int)strlen(n->name) + 21, "");
@@ -808,6 +834,8 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("            DdpSum db = ddp_grad_open(dbias + c, accumulate), dw = ddp_grad_open(dweight + c, accumulate);\n");
     E("            ddp_sum_merge(&db, sdy);\n            ddp_sum_merge(&dw, sdyx);\n");
     E("            dbias[c] = ddp_grad_close(db);\n            dweight[c] = ddp_grad_close(dw);\n        }\n    }\n}\n\n");
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
       "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
@@ -883,7 +911,7 @@ static void kernels_flatten_permute(Emit *e, const Node *n)
     Shape in = n->in_shape;
     comment(e, n, "");
     permute_kernel(e, arena_printf(e->arena, "%s_forward", n->name), in.d[0], plane_pixels(in), false, false);
-    if (e->plan->grad[n->in] < 0)
+    if (!computes_dx(e, n))
         return;
     comment(e, n, "");
     permute_kernel(e, arena_printf(e->arena, "%s_backward", n->name), in.d[0], plane_pixels(in), true, true);
@@ -902,6 +930,8 @@ static void kernels_log_softmax(Emit *e, const Node *n)
     E("        double sum = 0.0;\n        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
     E("        float lse = m + (float)log(sum);\n");
     E("        for (int j = 0; j < K; j++)\n            y[s * K + j] = xs[j] - lse;\n    }\n}\n\n");
+    if (!computes_dx(e, n))
+        return;
     comment(e, n, "");
     E("DDP_KERNEL %s_backward(int n, const float *dy, const float *y, float *dx, int accumulate)\n{\n", n->name);
     E("    const int64_t K = %lld;  // classes\n", (long long)c);
@@ -1032,12 +1062,13 @@ static void emit_kernels(Emit *e)
         case OP_BATCHNORM: kernels_batchnorm(e, n); break;
         case OP_RESIDUAL_ADD:
             kernels_residual(e, n);
-            kernels_pass_gradient(e, n);
+            if (residual_backward_runs(e, n))
+                kernels_pass_gradient(e, n);
             break;
         case OP_FLATTEN:
             if (e->plan->nodes[i].flatten_permutes)
                 kernels_flatten_permute(e, n);
-            else if (e->plan->grad[n->in] >= 0 && e->plan->grad[n->in] != e->plan->grad[n->out])
+            else if (computes_dx(e, n))
                 kernels_pass_gradient(e, n);
             break;
         case OP_LOG_SOFTMAX: kernels_log_softmax(e, n); break;
@@ -1240,7 +1271,7 @@ static void backward_node(Emit *e, const Node *n)
     OpOutput output = op_facts(n->op)->output;
     if (np->fused_into >= 0 || output == OUT_DATA || output == OUT_LOSS) /* the loss: at its forward */
         return;
-    bool dx = n->in > 0 && p->grad[n->in] >= 0 && p->grad[n->in] != p->grad[n->out];
+    bool dx = computes_dx(e, n);
     int acc_in = (p->grad_first[idx] & 1) ? 0 : 1;
     int64_t work = e->backward_work[idx]; /* an item's, in N's backward kernel */
     const char *backward = kernel_name(e, n->name, "backward");
@@ -1253,6 +1284,8 @@ static void backward_node(Emit *e, const Node *n)
         }
         return;
     }
+    if (n->params == 0 && !(n->op == OP_RESIDUAL_ADD ? residual_backward_runs(e, n) : dx))
+        return; /* before the first trainable parameter: no backward at all (plan.c) */
     comment_pass(e, n, "    ", true);
     bool lib = op_facts(n->op)->library_product;
     const char *dy = grad(e, lib ? written_value(e, n) : n->out);

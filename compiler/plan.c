@@ -523,6 +523,17 @@ void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p)
         if (op_facts(n->op)->output == OUT_VIEW && n->in >= 0 && p->is_data[n->in])
             p->is_data[n->out] = true;
     }
+    /* The backward pass carries a gradient only as far back as the first
+     * trainable parameter: nothing before it would use one. */
+    p->carries_grad = arena_alloc(a, sizeof *p->carries_grad * (size_t)(nv + 1));
+    for (int v = 0; v <= nv; v++)
+        p->carries_grad[v] = false;
+    for (int i = 0; i < nn; i++) {
+        const Node *n = &net->nodes[i];
+        if (n->out >= 0)
+            p->carries_grad[n->out] = n->params > 0 || (n->in >= 0 && p->carries_grad[n->in]) ||
+                                      (n->skip >= 0 && p->carries_grad[n->skip]);
+    }
     p->channels_last = channels_last;
     p->input_permuted = input_permuted(net, p);
     for (int i = 0; i < nn; i++)
@@ -598,8 +609,8 @@ void plan_net(Arena *a, const Net *net, bool channels_last, Plan *p)
         int inputs[2] = {n->in, n->skip};
         for (int k = 0; k < 2; k++) {
             int v = inputs[k];
-            if (v < 0 || p->is_data[v] || op_facts(n->op)->output == OUT_DATA)
-                continue; /* the data: no gradient */
+            if (v < 0 || !p->carries_grad[v] || op_facts(n->op)->output == OUT_DATA)
+                continue; /* the data, or a value before any parameter: no gradient */
             if (p->grad[v] < 0) {
                 bool passes = op_facts(n->op)->gradient_passes && !np->flatten_permutes;
                 bool alias = consumers[v] == 1 && (passes || np->fused_into >= 0) && k == 0 && p->grad[n->out] >= 0;

@@ -121,7 +121,10 @@ void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_
                         diag_quote(s->arena, a->key));
         } else {
             const char *near = a->val->kind == VAL_WORD ? ddp_suggest_nearest(a->val->text, keys, n_keys) : NULL;
-            if (near)
+            if (near && strcmp(near, a->val->text) == 0) /* an option's name, without its value */
+                diag_at(s->diag, SEV_ERROR, a->loc, "%s's option '%s' needs a value: %s=VALUE", st->word,
+                        diag_quote(s->arena, a->val->text), diag_quote(s->arena, a->val->text));
+            else if (near)
                 diag_at(s->diag, SEV_ERROR, a->loc, "unexpected '%s' after %s; did you mean '%s'?",
                         diag_quote(s->arena, a->val->text), st->word, near);
             else
@@ -634,6 +637,12 @@ bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)
         diag_file(d, SEV_ERROR, "no layers: a net needs at least 'input' and 'loss'");
     else if (!w.seen_loss && ast->syntax_errors == 0 && w.last_layer)
         diag_at(d, SEV_ERROR, w.last_layer->loc, "the net has no loss; end it with one, e.g. 'loss cross_entropy'");
+    else if (w.seen_loss && ast->syntax_errors == 0 && d->errors == errors_before && net->total_params == 0)
+        /* as PyTorch's optimizers refuse an empty parameter list: nothing
+         * to train, and no gradient for the loss to start (said only of a
+         * net otherwise sound: a layer in error counts no weights) */
+        diag_at(d, SEV_ERROR, w.last_layer->word_loc, "the net has nothing to train: no layer before the loss has "
+                "weights; add one, e.g. 'linear 10'");
 
     /* Nodes, params and values were grown with realloc; move them into the
      * arena so the Net is freed with everything else. */

@@ -23,6 +23,8 @@
 
 #include <string.h>
 
+#include "flags.h"  // DDP_FLAGS_MAX_BATCH, _EPOCHS: the program's limits, which --batch-size and --epochs share
+
 enum { MB = 1024 * 1024 };
 
 void train_defaults(TrainConfig *t)
@@ -177,7 +179,7 @@ static void check_batch(Sema *s, const Stmt *st, TrainConfig *t)
         diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
         return;
     }
-    sema_value_int(s, a->val, "batch", 1, 1 << 24, &t->batch);
+    sema_value_int(s, a->val, "batch", 1, DDP_FLAGS_MAX_BATCH, &t->batch);
     Arg *scope = sema_take_positional(s, st);
     if (scope && (scope->val->kind != VAL_WORD || strcmp(scope->val->text, "global") != 0))
         diag_at(s->diag, SEV_ERROR, scope->loc, "batch takes a number and optionally 'global', not '%s'",
@@ -248,7 +250,7 @@ void train_check(Sema *s, const Stmt *block)
             if (!a)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
             else if (k == 1)
-                sema_value_int(s, a->val, "epochs", 1, 1 << 24, &t->epochs);
+                sema_value_int(s, a->val, "epochs", 1, DDP_FLAGS_MAX_EPOCHS, &t->epochs);
             else {
                 int64_t seed = 0;
                 if (sema_value_int(s, a->val, "seed", 0, INT64_MAX, &seed))

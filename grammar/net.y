@@ -41,7 +41,8 @@
 static Stmt *new_stmt(ParseState *st, const char *label, Loc label_loc, const char *word, Loc word_loc);
 static Stmt *new_error_stmt(ParseState *st, Loc loc);
 static Arg *new_arg(ParseState *st, const char *key, Loc key_loc, Value *val, Loc loc);
-static Arg *append_arg(Arg *list, Arg *a);
+static Arg *reverse_args(Arg *a);
+static Value *items_in_order(Value *v);
 static Stmt *reverse_stmts(Stmt *s);
 static Value *new_arrow(ParseState *st, Value *in, Value *out, Loc loc);
 static Value *new_word(ParseState *st, const char *text, Loc loc);
@@ -92,9 +93,9 @@ end : NEWLINE | ';' ;
 
 // statement = head argument* ('{' statements '}')?
 statement
-    : head arguments                  { $$ = $1; $$->args = $2; $$->loc = @$; }
+    : head arguments                  { $$ = $1; $$->args = reverse_args($2); $$->loc = @$; }
     | head arguments LBRACE statements RBRACE
-                                      { $$ = $1; $$->args = $2; $$->loc = @1;
+                                      { $$ = $1; $$->args = reverse_args($2); $$->loc = @1;
                                         $$->loc.last_line = @2.last_line; $$->loc.last_column = @2.last_column;
                                         $$->has_block = true; $$->open_loc = @3; $$->body = reverse_stmts($4);
                                         $$->unclosed = st->closed_at_eof; }
@@ -107,21 +108,23 @@ head
     ;
 
 // argument = value | NAME '=' values
+// Arguments, and the values of a list, are built newest first and put in
+// order once complete, as statements are: a line of 100,000 stays linear.
 arguments
     : %empty                          { $$ = NULL; }
-    | arguments argument              { $$ = append_arg($1, $2); }
+    | arguments argument              { $$ = $2; $$->next = $1; }
     ;
 
 argument
     : value                           { $$ = new_arg(st, NULL, @1, $1, @1); }
-    | NAME EQUALS values              { $$ = new_arg(st, $1, @1, $3, @$); }
+    | NAME EQUALS values              { $$ = new_arg(st, $1, @1, items_in_order($3), @$); }
     ;
 
 // values = value (',' value)*
 values
     : value                           { $$ = $1; }
     | values ',' value                { $$ = $1->kind == VAL_LIST ? $1 : new_list(st, $1, @1);
-                                        Value *t = $$->items; while (t->next) t = t->next; t->next = $3;
+                                        $3->next = $$->items; $$->items = $3;
                                         $$->loc.last_line = @3.last_line; $$->loc.last_column = @3.last_column; }
     ;
 
@@ -165,16 +168,32 @@ static Arg *new_arg(ParseState *st, const char *key, Loc key_loc, Value *val, Lo
     return a;
 }
 
-/* A statement has a handful of arguments: appending by walking is fine. */
-static Arg *append_arg(Arg *list, Arg *a)
+static Arg *reverse_args(Arg *a)
 {
-    if (!list)
-        return a;
-    Arg *t = list;
-    while (t->next)
-        t = t->next;
-    t->next = a;
-    return list;
+    Arg *done = NULL;
+    while (a) {
+        Arg *next = a->next;
+        a->next = done;
+        done = a;
+        a = next;
+    }
+    return done;
+}
+
+/* V with a list's items put in order (values builds them newest first). */
+static Value *items_in_order(Value *v)
+{
+    if (v->kind != VAL_LIST)
+        return v;
+    Value *done = NULL, *item = v->items;
+    while (item) {
+        Value *next = item->next;
+        item->next = done;
+        done = item;
+        item = next;
+    }
+    v->items = done;
+    return v;
 }
 
 static Stmt *reverse_stmts(Stmt *s)

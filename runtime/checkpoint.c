@@ -31,7 +31,7 @@
 
 #define FORMAT "ddpc-checkpoint"
 #define VERSION "1"
-#define PREFIX "checkpoint-"
+#define PREFIX DDP_CHECKPOINT_PREFIX
 #define SUFFIX ".safetensors"
 #define MAX_CANDIDATES 4096 /* checkpoint files looked at in one directory */
 #define MAX_STEM 64         /* of the net's name in a file name */

@@ -66,6 +66,11 @@ typedef struct {
     char *conv_choices;
 } DdpCheckpointState;
 
+/* How every name a --save directory's checkpoints take begins: its
+ * checkpoints, their temporary files and the lock (no other output may
+ * take one, ddp_outputs_apart). */
+#define DDP_CHECKPOINT_PREFIX "checkpoint-"
+
 /* How many checkpoints a directory keeps: the one just written and the two
  * before it, so a checkpoint that turns out bad leaves good ones behind. */
 #define DDP_CHECKPOINT_KEEP 3

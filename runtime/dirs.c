@@ -218,6 +218,57 @@ mode_t ddp_umask(void)
     return 022; /* a kernel too old to say: the usual mask */
 }
 
+/* Where output PATH would be written: its directory's device and inode,
+ * and its file name (malloc'd); 0 for "-", for what is there but no regular
+ * file (nothing replaced), and for a path ddp_output_target refuses. */
+static int output_place(const char *path, struct stat *dir, char **name)
+{
+    struct stat sb;
+    char *target = NULL;
+    if (strcmp(path, "-") == 0 || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)))
+        return 0;
+    if (ddp_output_target(NULL, path, &target) != DDP_OK) {
+        ddp_error_clear();
+        return 0;
+    }
+    char *parent = dir_of(target);
+    const char *slash = strrchr(target, '/');
+    int found = parent && stat(parent, dir) == 0 && (*name = strdup(slash ? slash + 1 : target));
+    free(parent);
+    free(target);
+    return found;
+}
+
+DdpStatus ddp_outputs_apart(const char *const *flags, const char *const *paths, int n, const char *save_dir,
+                            const char *reserved)
+{
+    struct stat save;
+    int have_save = save_dir && stat(save_dir, &save) == 0;
+    DdpStatus st = DDP_OK;
+    for (int i = 0; i < n && st == DDP_OK; i++) {
+        struct stat dir;
+        char *name = NULL;
+        if (!paths[i] || !output_place(paths[i], &dir, &name))
+            continue;
+        if (have_save && dir.st_dev == save.st_dev && dir.st_ino == save.st_ino &&
+            strncmp(name, reserved, strlen(reserved)) == 0)
+            st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: a name of --save %s's own (%s...), which its checkpoints replace "
+                         "and prune: name another file", flags[i], paths[i], save_dir, reserved);
+        for (int j = i + 1; j < n && st == DDP_OK; j++) {
+            struct stat other;
+            char *other_name = NULL;
+            if (!paths[j] || !output_place(paths[j], &other, &other_name))
+                continue;
+            if (other.st_dev == dir.st_dev && other.st_ino == dir.st_ino && strcmp(name, other_name) == 0)
+                st = DDP_ERR(DDP_BAD_INPUT, "--%s %s and --%s %s name one file, which each would write over the "
+                             "other's: give each its own", flags[i], paths[i], flags[j], paths[j]);
+            free(other_name);
+        }
+        free(name);
+    }
+    return st;
+}
+
 DdpStatus ddp_output_in_place_check(const char *flag, const char *path)
 {
     char who[PATH_MAX + 64];

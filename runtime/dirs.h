@@ -40,6 +40,18 @@ DdpStatus ddp_output_check(const char *flag, const char *path);
  * another thread's new files get mode 0666. */
 mode_t ddp_umask(void);
 
+/* Refuses (DDP_BAD_INPUT) two of the N outputs PATHS[i], given as
+ * --FLAGS[i] (NULL paths skipped), that would write one file, so that
+ * neither is lost to the other (--log and --export alike), and any whose
+ * file would lie in SAVE_DIR (NULL: none) under a name starting RESERVED,
+ * the names that directory's writer replaces and prunes (checkpoints).
+ * Files are compared where they would be written (links followed, as
+ * ddp_output_target does), by directory and name. What replaces no file, "-"
+ * or a pipe or terminal there, is not compared; a path the outputs' own
+ * checks refuse is left to them. */
+DdpStatus ddp_outputs_apart(const char *const *flags, const char *const *paths, int n, const char *save_dir,
+                            const char *reserved);
+
 /* Whether PATH may take an output written in place, as a log is (appended
  * to, read while it grows): anything that is not a directory or a block
  * device, so also a pipe or a terminal (--log /dev/stderr), since nothing is

@@ -633,10 +633,12 @@ static void note_kernels(DdpDist *d, int r, const char *a, const char *b)
 {
     if (d->not_invariant[0] || strcmp(a, b) == 0)
         return;
-    snprintf(d->not_invariant, sizeof d->not_invariant,
-             "rank %d's convs run %s where rank 0's run %s: the ranks take the same steps, but not bit for bit "
-             "those of one rank (DDP_CPU_CONV=own on every rank keeps that)",
-             r, *b ? b : "the runtime's own kernels", *a ? a : "the runtime's own kernels");
+    int len = snprintf(d->not_invariant, sizeof d->not_invariant,
+                       "rank %d's convs run %s where rank 0's run %s: the ranks take the same steps, but not bit "
+                       "for bit those of one rank (DDP_CPU_CONV=own on every rank keeps that)",
+                       r, *b ? b : "the runtime's own kernels", *a ? a : "the runtime's own kernels");
+    if (len >= (int)sizeof d->not_invariant) /* two long descriptions: the start says what matters */
+        memcpy(d->not_invariant + sizeof d->not_invariant - 4, "...", 4);
 }
 
 const char *ddp_dist_not_bit_invariant(const DdpDist *d)

@@ -350,6 +350,10 @@ static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
         return DDP_OK;
     }
     case KIND_REAL: {
+        /* a decimal number, as the whole numbers are (parse_int): no leading
+         * space or sign but '-', and no hexadecimal, which strtod takes */
+        if (!(*value == '-' || *value == '.' || (*value >= '0' && *value <= '9')) || strpbrk(value, "xX"))
+            return bad_value(spec, value);
         char *end;
         errno = 0;
         double v = strtod(value, &end);
@@ -422,6 +426,16 @@ static const FlagSpec *lookup(const char *arg, const char **inline_value)
     return NULL;
 }
 
+/* How a flag's value reads in a message: quoted, or said to be absent (a
+ * bare --resume). */
+static const char *as_given(const char *value, char *buf, size_t len)
+{
+    if (!*value)
+        return "without a value";
+    snprintf(buf, len, "as '%s'", value);
+    return buf;
+}
+
 DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -430,6 +444,12 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
             f->given[DDP_FLAG_HELP] = 1;
             return DDP_OK;
         }
+    /* A flag given again replaces its value, as argparse's do (a script's
+     * defaults, then the user's), but for --resume: its bare form and
+     * --resume PATH name different checkpoints, and the one that came last
+     * (say the bare one, the newest) is not surely the one meant. Each
+     * flag's value as first given, "" for none. */
+    const char *first[DDP_FLAG_COUNT] = {0};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value;
         const FlagSpec *spec = lookup(arg, &value);
@@ -452,8 +472,15 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
                                accepted(spec, what, sizeof what));
             value = argv[++i];
         }
+        const int which = (int)(spec - specs);
+        if (spec->kind == KIND_OPTIONAL && f->given[which] && strcmp(first[which], value ? value : "") != 0) {
+            char was[96], now[96];
+            return DDP_ERR(DDP_BAD_INPUT, "--%s given twice, %s and %s: give it once", spec->name,
+                           as_given(first[which], was, sizeof was), as_given(value ? value : "", now, sizeof now));
+        }
         DDP_CHECK(store(f, spec, value));
-        f->given[spec - specs] = 1;
+        f->given[which] = 1;
+        first[which] = value ? value : "";
     }
 
     /* What single flags cannot check. */

@@ -35,6 +35,12 @@ void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, Dd
     p->tty = !quiet && tty;
 }
 
+void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb)
+{
+    p->log = log;
+    p->tb = tb;
+}
+
 /* Erases the progress line, if one is showing, before a plain line. */
 static void clear_line(DdpProgress *p)
 {

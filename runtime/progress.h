@@ -48,6 +48,9 @@ typedef struct {
 
 /* Reports on OUT (a terminal gets the progress line), to LOG and to TB (either may be NULL). */
 void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb);
+/* Sends the records to LOG and TB from now on (either may be NULL): the
+ * trainer opens them once its start-up checks have passed, after notes. */
+void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb);
 
 /* The log's first record of a run, {"event": "start", ...}: the net, the
  * data (DATA: "3x32x32 CIFAR-10", the samples and their format), the world

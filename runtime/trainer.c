@@ -64,6 +64,7 @@
 #include "conv_choices_file.h"  // --conv-algorithms: ddp_conv_choices_read_file, _write_file, ddp_conv_file_*
 #include "device.h"    // ddp_device_*, ddp_host_*, ddp_copy_*, ddp_event_*
 #include "device_rules.h"  // ddp_debug_mode, ddp_sync_launches (DDP_DEBUG, DDP_SYNC_LAUNCHES), ddp_gpus_left_idle
+#include "dirs.h"      // ddp_outputs_apart: no two outputs, or an output and a checkpoint, share a file
 #include "exact_sum.h" // ddp_exact_windows_set, ddp_exact_overflowed: the order-free sums
 #include "distributed.h"  // DdpDist: topology, launch, process group, checks
 #include "flags.h"     // DdpFlags, ddp_flags_*
@@ -1526,6 +1527,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         DDP_CHECK(ddp_jsonlog_check(t->flags.log));
     if (t->flags.save)
         DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
+    const char *const output_flags[] = {"log", "export", "conv-algorithms"};
+    const char *const outputs[] = {t->flags.log, t->flags.export_path, t->flags.conv_algorithms};
+    DDP_CHECK(ddp_outputs_apart(output_flags, outputs, 3, t->flags.save, DDP_CHECKPOINT_PREFIX));
     if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
         if (!(t->file_choices = malloc(DDP_CONV_CHOICES_TEXT)))
             return DDP_ERR(DDP_FAIL, "out of memory");
@@ -1571,16 +1575,20 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     const int graphs_here = t->flags.cuda_graph && !t->ctx.debug && !ddp_sync_launches(getenv("DDP_SYNC_LAUNCHES"));
     DDP_CHECK(ddp_dist_check_same(&t->dist, net, &t->flags, &t->train, &t->test, kernels, graphs_here));
     const int graphs = graphs_here && t->dist.call_by_call_rank < 0;
-    /* Rank 0 speaks for the run; the others only say what goes wrong. */
-    if (t->flags.log && rank == 0)
-        DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
-    if (t->flags.tensorboard && rank == 0)
-        DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));
-    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, t->log, t->tb);
-
+    /* Rank 0 speaks for the run; the others only say what goes wrong. The
+     * log (emptied unless resuming) and TensorBoard's directory are opened
+     * once the checks of --init and --save (its lock, the checkpoints it
+     * holds) have passed: a run refused there leaves an earlier log as it
+     * was, even one that another run is still writing. */
+    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, NULL, NULL);
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     DDP_CHECK(share_conv_choices(t));
+    if (t->flags.tensorboard && rank == 0)
+        DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));
+    if (t->flags.log && rank == 0)
+        DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
+    ddp_progress_attach(&t->progress, t->log, t->tb);
     DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
     /* world > 1, or one rank on a real NCCL communicator (--backend nccl) */
     if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE) {

@@ -293,6 +293,10 @@ static void test_refused(void)
     refused(args, "w.st: not a ddpc checkpoint but a weights file (--export writes those; --init loads them)");
     snprintf(args, sizeof args, "--resume %s", path("absent.safetensors"));
     refused(args, "absent.safetensors");
+    /* an export the step-9 checkpoint would replace, then take for its own */
+    snprintf(args, sizeof args, "--save %s --resume --max-steps 9 --export %s/checkpoint-tiny-000000009.safetensors",
+             path("ck"), path("ck"));
+    refused(args, "checkpoint-tiny-000000009.safetensors: a name of --save ");
 
     /* another net's checkpoint, and this net's of another version */
     DdpNet other = *net();
@@ -904,6 +908,40 @@ static void test_names_alike_share_a_directory(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A run refused by the checks of --save or --init leaves --log as it was:
+ * the log is opened (and emptied) only once they have passed, so a
+ * mistyped command does not wipe the log of the run it meant to continue,
+ * or of one still writing it. */
+static void test_refused_run_keeps_the_log(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 3 --save %s --log %s --quiet", data_dir,
+                                path("ck"), path("run.jsonl")), 0);
+    size_t len = 0;
+    char *before = test_read_file(path("run.jsonl"), &len);
+    CU_ASSERT_FATAL(before && len > 0);
+    static const struct {
+        const char *flag, *in_ck, *says; /* FLAG ck/IN_CK */
+    } cases[] = {
+        {"--save", "", "already holds checkpoints of net 'tiny'"}, /* --resume forgotten */
+        {"--init", "/checkpoint-tiny-000000003.safetensors", "a checkpoint (--save writes those), not a weights file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[600], *out = NULL;
+        snprintf(args, sizeof args, "%s %s%s", cases[i].flag, path("ck"), cases[i].in_ck);
+        CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 6 %s --log %s", data_dir, args,
+                                    path("run.jsonl")), 2);
+        CU_ASSERT(harness_has(out, cases[i].says));
+        free(out);
+        size_t after_len = 0;
+        char *after = test_read_file(path("run.jsonl"), &after_len);
+        CU_ASSERT(after && after_len == len && memcmp(after, before, len) == 0);
+        free(after);
+    }
+    free(before);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* --init given a checkpoint: refused, pointing at --resume. */
 static void test_init_of_a_checkpoint(void)
 {
@@ -1027,6 +1065,7 @@ void suite_checkpoint(void)
          test_rollback_and_export_keep_checkpoints},
         {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
         {"nets named alike but for '-' and '.' share a --save directory", test_names_alike_share_a_directory},
+        {"a run refused by --save's or --init's checks leaves --log as it was", test_refused_run_keeps_the_log},
         {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
         {"one run of a net per --save directory: a second is refused while the first holds it",
          test_one_run_per_directory},

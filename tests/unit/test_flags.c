@@ -127,6 +127,14 @@ static void test_every_flag(void)
     CU_ASSERT_STRING_EQUAL(f.resume_path, "x.st");
     CU_ASSERT_EQUAL(parse(&f, "--resume --quiet --save ck"), DDP_OK);
     CU_ASSERT(f.resume && f.resume_path == NULL && f.quiet);
+    /* but --resume's two forms name different checkpoints: not both */
+    CU_ASSERT_EQUAL(parse(&f, "--resume ck/a.st --save ck --resume"), DDP_BAD_INPUT);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(),
+                           "--resume given twice, as 'ck/a.st' and without a value: give it once");
+    CU_ASSERT_EQUAL(parse(&f, "--resume --resume=ck/b.st"), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(parse(&f, "--resume ck/a.st --resume=ck/b.st"), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(parse(&f, "--resume ck/a.st --resume=ck/a.st"), DDP_OK);
+    CU_ASSERT_EQUAL(parse(&f, "--resume --save ck --resume"), DDP_OK);
     CU_ASSERT_EQUAL(parse(&f, "--backend=nccl --init-method env:// --init-method=tcp://[::1]:1"), DDP_OK);
     CU_ASSERT_EQUAL(f.backend, DDP_BACKEND_NCCL);
     CU_ASSERT_EQUAL(parse(&f, "--lr 0 --lr=1e-3 --seed 0"), DDP_OK);
@@ -168,6 +176,13 @@ static void test_bad_values(void)
                       "got 'inf'"));
     CU_ASSERT(refused("--lr=", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got ''"));
+    /* decimal only, as the whole numbers: strtod's hexadecimal, a leading
+     * space or plus are not what was meant */
+    CU_ASSERT(refused("--lr 0x1p-3", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
+                      "got '0x1p-3'"));
+    CU_ASSERT(refused("--lr \t0.1", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
+                      "got '\t0.1'"));
+    CU_ASSERT(refused("--bucket-cap-mb +1", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '+1'"));
     CU_ASSERT(refused("--seed -1", "--seed expects a whole number from 0 to 18446744073709551615, got '-1'"));
     CU_ASSERT(refused("--seed 18446744073709551616",
                       "--seed expects a whole number from 0 to 18446744073709551615, got '18446744073709551616'"));

@@ -134,6 +134,11 @@ static void test_scanner_crlf_and_comments(void)
     CU_ASSERT_EQUAL(t[3].kind, NAME);
     CU_ASSERT_EQUAL(t[3].line, 3);
     CU_ASSERT_EQUAL(t[3].col, 1);
+    /* a UTF-8 byte-order mark first is not text; anywhere else it is */
+    n = scan_all("\xEF\xBB\xBFrelu \xEF\xBB\xBF", t, 16);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(t[0].kind == NAME && t[0].line == 1 && t[0].col == 1);
+    CU_ASSERT(t[1].kind == BAD_CHAR && t[1].col == 6);
 }
 
 //
@@ -505,6 +510,35 @@ static void test_deep_nesting(void)
     }
 }
 
+/* A statement of 200,000 arguments, and an option of 200,000 values: read
+ * in time linear in their count, then refused, the first written first (the
+ * goldens pin the order of a list's values: betas=, mean=). Lists walked at
+ * each append took minutes for such a line; the watchdog would stop it. */
+static void test_many_arguments(void)
+{
+    const int n = 200000;
+    char *src = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&src, &len);
+    fputs("input 4\nlinear 2", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, " x%d=1", i);
+    fputs(" mean=0", f);
+    for (int i = 1; i < n; i++)
+        fprintf(f, ",%d", i);
+    fputs("\nloss mse\n", f);
+    fclose(f);
+    Compiled c;
+    compile(&c, src, len);
+    CU_ASSERT_FALSE(c.ok);
+    /* the first unknown option is the first written */
+    const char *first = strstr(c.messages, "has no option");
+    CU_ASSERT_PTR_NOT_NULL(first);
+    CU_ASSERT(first && strncmp(first, "has no option 'x0'", 18) == 0);
+    release(&c);
+    free(src);
+}
+
 static void test_garbage_and_overflow(void)
 {
     /* random bytes, NULs included, from a fixed seed */
@@ -643,6 +677,7 @@ void suite_front(void)
         {"diag: 200,000-character line quoted in a window", test_long_line_is_windowed},
         {"diag: error limit", test_error_limit},
         {"hostile: 500-deep nesting works, deeper is refused", test_deep_nesting},
+        {"hostile: 200,000 arguments on a line are read in linear time", test_many_arguments},
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
         {"ddpc command: --flag=value as --flag value", test_ddpc_flag_equals_value},

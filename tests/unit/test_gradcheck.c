@@ -24,10 +24,12 @@ static const struct {
     {"tests/gradcheck/smooth_mse.net", ""},
     {"tests/gradcheck/dropout_residual.net", ""},
     {"tests/gradcheck/relu_pools.net", ""},
+    {"tests/gradcheck/late_params.net", ""},
     {"tests/layout/channels_last.net", ""},
     {"tests/golden/good/everything.net", "--layout nhwc"},
     {"tests/gradcheck/smooth_mse.net", "--layout nhwc"},
     {"tests/gradcheck/relu_pools.net", "--layout nhwc"},
+    {"tests/gradcheck/late_params.net", "--layout nhwc"},
     {"tests/layout/channels_last.net", "--layout nhwc"},
 };
 

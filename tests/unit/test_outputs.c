@@ -335,6 +335,54 @@ static void test_concurrent_writers(void)
     test_remove_tmpdir(dir);
 }
 
+/* No two outputs share a file, nor take a name of --save DIR's own: each is
+ * compared where it would be written (links followed, the directory by
+ * inode, so "d/../d/x" is "d/x"); "-", a pipe and a terminal replace
+ * nothing and are passed over. */
+static void test_outputs_apart(void)
+{
+    char dir[64], save[128], sub_dir[128], log[256], link[256], fifo[256];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-apart-XXXXXX");
+    snprintf(save, sizeof save, "%s/ck", dir);
+    snprintf(sub_dir, sizeof sub_dir, "%s/sub", dir);
+    CU_ASSERT_FATAL(mkdir(save, 0700) == 0 && mkdir(sub_dir, 0700) == 0);
+    snprintf(log, sizeof log, "%s/run.x", dir);
+    snprintf(link, sizeof link, "%s/sub/../link.x", dir);
+    CU_ASSERT_FATAL(symlink("run.x", test_tmp_path(dir, "link.x")) == 0);
+    snprintf(fifo, sizeof fifo, "%s", test_tmp_path(dir, "fifo"));
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    const char *const flags[] = {"log", "export", "conv-algorithms"};
+    static const char *const reserved = "checkpoint-";
+
+    const char *apart[] = {log, test_tmp_path(dir, "w.safetensors"), NULL};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, apart, 3, save, reserved), DDP_OK);
+    const char *through_link[] = {log, link, NULL}; /* not there yet: the link's target, by name */
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, through_link, 3, NULL, reserved), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("--log ") && message_has(" and --export ") &&
+              message_has("link.x name one file, which each would write over the other's: give each its own"));
+    const char *last_two[] = {NULL, log, test_tmp_path(dir, "sub/../run.x")};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, last_two, 3, NULL, reserved), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("--export ") && message_has(" and --conv-algorithms "));
+    const char *nothing_replaced[] = {"-", "-", NULL};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, nothing_replaced, 3, NULL, reserved), DDP_OK);
+    const char *pipes[] = {fifo, fifo, NULL};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, pipes, 3, NULL, reserved), DDP_OK);
+
+    /* --save DIR's names: refused however DIR is spelt; others there are fine */
+    char in_save[256], beside[256];
+    snprintf(in_save, sizeof in_save, "%s/sub/../ck/checkpoint-mnist-000000008.safetensors", dir);
+    snprintf(beside, sizeof beside, "%s/ck/weights.safetensors", dir);
+    const char *checkpoint_name[] = {NULL, in_save, NULL};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, checkpoint_name, 3, save, reserved), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("--export ") && message_has(": a name of --save ") &&
+              message_has("'s own (checkpoint-...), which its checkpoints replace and prune: name another file"));
+    const char *other_name[] = {NULL, beside, NULL};
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, other_name, 3, save, reserved), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_outputs_apart(flags, checkpoint_name, 3, NULL, reserved), DDP_OK); /* no --save */
+    CU_ASSERT_EQUAL(kind_of(log), 0); /* nothing was written */
+    test_remove_tmpdir(dir);
+}
+
 void suite_outputs(void)
 {
     static const TestCase cases[] = {
@@ -345,6 +393,7 @@ void suite_outputs(void)
         {"two writers of one path at once: each renames a whole file of its own", test_concurrent_writers},
         {"--log takes an empty file or a log, --export weights: anything else there is refused and kept",
          test_outputs_keep_what_is_not_theirs},
+        {"no two outputs write one file, and none takes a name of --save DIR's checkpoints", test_outputs_apart},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);
