@@ -127,16 +127,18 @@ found:
 # ---- grammar: bison and flex output are build products ----------------------
 # Each tool writes its .c and .h in one run: the .h is made by the .c's rule
 # (a rule naming both would be two rules to make -j, running the tool twice
-# at once over the same files).
+# at once over the same files); a .h removed alone makes the .c again.
 $(BUILD)/net.tab.c: grammar/net.y
 	@mkdir -p $(BUILD)
 	$(BISON) -Wall -Werror --defines=$(BUILD)/net.tab.h -o $(BUILD)/net.tab.c $<
-$(BUILD)/net.tab.h: $(BUILD)/net.tab.c ;
+$(BUILD)/net.tab.h: $(BUILD)/net.tab.c
+	@test -f $@ || { rm -f $<; $(MAKE) --no-print-directory $<; }
 
 $(BUILD)/net.lex.c: grammar/net.l $(BUILD)/net.tab.h
 	@mkdir -p $(BUILD)
 	$(FLEX) --header-file=$(BUILD)/net.lex.h -o $(BUILD)/net.lex.c $<
-$(BUILD)/net.lex.h: $(BUILD)/net.lex.c ;
+$(BUILD)/net.lex.h: $(BUILD)/net.lex.c
+	@test -f $@ || { rm -f $<; $(MAKE) --no-print-directory $<; }
 
 $(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.lex.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<

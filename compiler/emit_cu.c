@@ -1723,11 +1723,10 @@ static void emit_tables(Emit *e, FILE *out)
             dlit(e->arena, d->flip_v), (long long)d->resize_h, (long long)d->resize_w, (long long)d->resize_shorter,
             (long long)d->center_h, (long long)d->center_w);
     const Node *loss = loss_node(net);
-    if (p->is_data[loss->in])
-        fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, -1,  // the activation arena; the loss reads the data itself\n");
-    else
-        fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
-                buffer_name(e, loss->in, false));
+    /* the loss reads a layer's output: a net without one, with nothing to
+     * train, is refused (sema.c) */
+    fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
+            buffer_name(e, loss->in, false));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
     fprintf(out, "    CHANNELS_LAST,  // the layout, which checkpoints record\n};\n\n");
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");

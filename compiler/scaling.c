@@ -33,15 +33,18 @@
 enum { MS_PER_S = 1000 };
 
 /* The backward FLOPs of node N, per sample, with the cost of its order-free
- * weight-gradient parts where the target has them (ScalingModel). */
+ * weight-gradient parts where the target has them (ScalingModel). A layer
+ * computes its input's gradient only where one is carried (plan.c), and a
+ * layer without parameters before the first that has some has no backward. */
 static double backward_flops(const Plan *plan, const ScalingModel *m, const Node *n)
 {
-    if (!op_facts(n->op)->library_product) /* backward: one op of forward's cost */
-        return (double)n->flops;
+    bool dx = n->in >= 0 && plan->carries_grad[n->in];
+    if (!op_facts(n->op)->library_product) /* backward: one op of forward's cost, where it runs */
+        return n->params > 0 || dx || (n->skip >= 0 && plan->carries_grad[n->skip]) ? (double)n->flops : 0;
     /* a linear layer's parts are its products; a conv's, each sample's
      * product (summed over the image) per weight */
     double parts = n->op == OP_LINEAR ? (double)n->flops / 2 : (double)n->params;
-    return (double)n->flops * (plan->is_data[n->in] ? 1 : 2) + parts * m->flops_per_exact_part;
+    return (double)n->flops * (dx ? 2 : 1) + parts * m->flops_per_exact_part;
 }
 
 /* Forward and backward of a rank's batch, and when each bucket is ready. */

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "net_name.h"  // ddp_net_name_byte: the bytes a net's name holds, as checkpoints' file names take it
+
 enum { NAME_TABLE_MIN = 64 };
 
 typedef struct {
@@ -601,7 +603,7 @@ static void *move_to_arena(Arena *a, void *heap, size_t count, size_t elem)
 
 /* The file's name without directories and extension: the net's default
  * name. It goes into the program's strings, messages and checkpoint file
- * names, so a byte other than a letter, digit, '_', '-' or '.' becomes '_'. */
+ * names, so a byte other than those ddp_net_name_byte allows becomes '_'. */
 static const char *file_stem(Arena *a, const char *file)
 {
     const char *base = strrchr(file, '/');
@@ -610,7 +612,7 @@ static const char *file_stem(Arena *a, const char *file)
     size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
     char *stem = arena_strndup(a, base, n);
     for (char *c = stem; *c; c++)
-        if (!strchr("_-.", *c) && !(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') && !(*c >= '0' && *c <= '9'))
+        if (!ddp_net_name_byte(*c))
             *c = '_';
     return stem;
 }

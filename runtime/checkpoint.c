@@ -25,6 +25,7 @@
 #include "conv_choices.h" // ddp_conv_choices_parse, DDP_CONV_CHOICES_TEXT: the record of cuDNN's choices
 #include "dirs.h"         // ddp_make_dirs
 #include "flags.h"        // DDP_FLAGS_MAX_BATCH: the limits a checkpoint's run had
+#include "net_name.h"     // ddp_net_name_byte: what a net's name, and so a file name here, holds
 #include "topology.h"     // DDP_MAX_RANKS
 #include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
 #include "weights.h"      // ddp_weights_tensors, ddp_weights_read
@@ -184,23 +185,21 @@ DdpStatus ddp_checkpoint_make_dir(const char *dir)
 static const char *net_name(const DdpNet *net) { return net->name && *net->name ? net->name : "net"; }
 
 /* The net NAME's part of its checkpoints' names: the name itself, whose
- * bytes are letters, digits, '_', '-' and '.' (ddpc's sema.c makes any other
- * '_'), so that nets of different names never share files (any other byte,
- * which no net's name has, is made '_'). EARLIER gives the part as versions
- * before this one wrote it, with '-' and '.' made '_' too, so that "a-b"
- * and "a_b" shared one: those files are still resumed from, each checked
- * for the net it holds (list_dir), and never pruned. A name longer than
- * STEM_KEPT keeps its first STEM_KEPT characters and adds a hash of the
- * whole (FNV-1a), so that two long names alike at the start do not share
- * files, and prune each other's. */
+ * bytes are those ddp_net_name_byte allows, so that nets of different names
+ * never share files (any other byte, which no net's name has, is made '_').
+ * EARLIER gives the part as versions before this one wrote it, with '-' and
+ * '.' made '_' too, so that "a-b" and "a_b" shared one: those files are
+ * still resumed from, each checked for the net it holds (list_dir), and
+ * never pruned. A name longer than STEM_KEPT keeps its first STEM_KEPT
+ * characters and adds a hash of the whole (FNV-1a), so that two long names
+ * alike at the start do not share files, and prune each other's. */
 static void file_stem(const char *name, int earlier, char stem[MAX_STEM])
 {
     size_t i = 0, len = strlen(name);
     for (; i < len && i < STEM_KEPT; i++) {
         char ch = name[i];
-        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-                    (!earlier && (ch == '-' || ch == '.'));
-        stem[i] = plain ? ch : '_';
+        int kept = ddp_net_name_byte(ch) && !(earlier && (ch == '-' || ch == '.'));
+        stem[i] = kept ? ch : '_';
     }
     stem[i] = '\0';
     if (len > STEM_KEPT) {

@@ -183,6 +183,18 @@ DdpStatus ddp_output_resolve(const char *who, const char *path, char **target)
                 next = NULL;
             free(dir);
         }
+        /* The kernel's own links lead where no path does: /proc/self/fd/1,
+         * where /dev/stdout leads, to "pipe:[N]". The next hop is then
+         * missing, yet the link leads to what it is; a pipe would fail only
+         * once written, after the run. */
+        struct stat hop, end;
+        if (next && lstat(next, &hop) != 0 && errno == ENOENT && stat(cur, &end) == 0 && !S_ISREG(end.st_mode)) {
+            DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: links to %s, which is %s, not a regular file; name a file", who,
+                                   cur, file_kind(end.st_mode));
+            free(next);
+            free(cur);
+            return st;
+        }
         free(cur);
         if (!next)
             return DDP_ERR(DDP_FAIL, "%s: out of memory", who);
@@ -252,8 +264,9 @@ DdpStatus ddp_outputs_apart(const char *const *flags, const char *const *paths, 
             continue;
         if (have_save && dir.st_dev == save.st_dev && dir.st_ino == save.st_ino &&
             strncmp(name, reserved, strlen(reserved)) == 0)
-            st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: a name of --save %s's own (%s...), which its checkpoints replace "
-                         "and prune: name another file", flags[i], paths[i], save_dir, reserved);
+            st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: names beginning %s in --save %s are kept for its checkpoints "
+                         "(written, replaced and pruned there): name another file", flags[i], paths[i], reserved,
+                         save_dir);
         for (int j = i + 1; j < n && st == DDP_OK; j++) {
             struct stat other;
             char *other_name = NULL;

@@ -44,7 +44,8 @@ mode_t ddp_umask(void);
  * --FLAGS[i] (NULL paths skipped), that would write one file, so that
  * neither is lost to the other (--log and --export alike), and any whose
  * file would lie in SAVE_DIR (NULL: none) under a name starting RESERVED,
- * the names that directory's writer replaces and prunes (checkpoints).
+ * the names kept for that directory's writer (checkpoints, which it
+ * writes, replaces and prunes, their temporary files and its lock).
  * Files are compared where they would be written (links followed, as
  * ddp_output_target does), by directory and name. What replaces no file, "-"
  * or a pipe or terminal there, is not compared; a path the outputs' own

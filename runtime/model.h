@@ -154,8 +154,8 @@ typedef struct {
      * arena_fixed floats (per-channel statistics and the like). */
     int64_t arena_per_sample, arena_fixed;
     /* Where the scores the loss reads (num_classes per sample) lie after
-     * eval_step, for --eval-only: ctx->arena + logits_at * ctx->max_batch; -1
-     * when the loss reads the batch itself (ctx->x). */
+     * eval_step, for --eval-only: ctx->arena + logits_at * ctx->max_batch
+     * (always a layer's output: ddpc refuses a net with nothing to train). */
     int64_t logits_at;
 
     /* Registers the library ops (convolutions, linear layers) with ctx->ops for batches of

@@ -555,6 +555,48 @@ static void fill_ctx(Trainer *t)
 }
 
 /* Seeded or --init weights, on the host, then on the device. */
+/* The output files' checks: each a file its flag may write, and no two, or
+ * one and --save's checkpoints, sharing one. */
+static DdpStatus check_output_files(Trainer *t)
+{
+    if (t->flags.export_path) {
+        DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
+        if (ddp_checkpoint_file_is_one(t->flags.export_path))
+            return DDP_ERR(DDP_BAD_INPUT, "--export %s: a checkpoint (--save writes those), whose optimizer state and "
+                           "step the weights alone would replace: name another file", t->flags.export_path);
+    }
+    if (t->flags.log)
+        DDP_CHECK(ddp_jsonlog_check(t->flags.log));
+    const char *const output_flags[] = {"log", "export", "conv-algorithms"};
+    const char *const outputs[] = {t->flags.log, t->flags.export_path, t->flags.conv_algorithms};
+    DDP_CHECK(ddp_outputs_apart(output_flags, outputs, 3, t->flags.save, DDP_CHECKPOINT_PREFIX));
+    if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
+        if (!(t->file_choices = malloc(DDP_CONV_CHOICES_TEXT)))
+            return DDP_ERR(DDP_FAIL, "out of memory");
+        DDP_CHECK(ddp_conv_choices_read_file("conv-algorithms", t->flags.conv_algorithms, t->file_choices,
+                                             DDP_CONV_CHOICES_TEXT, &t->file_choices_found));
+    }
+    return DDP_OK;
+}
+
+/* Outputs are checked at start-up, on every rank and before the ranks meet,
+ * so that a bad path stops the run before any rank waits in a collective
+ * for one that has failed (a launcher ends the others). --save DIR is made
+ * first, so that the other outputs may lie in it on a first run (--log
+ * DIR/log.jsonl); a check that then refuses the run removes the DIR it made
+ * (the directory itself: parents mkdir -p made stay). */
+static DdpStatus check_outputs(Trainer *t)
+{
+    const char *save = t->flags.save;
+    const int save_made = save && access(save, F_OK) != 0;
+    if (save)
+        DDP_CHECK(ddp_checkpoint_make_dir(save));
+    DdpStatus st = check_output_files(t);
+    if (st != DDP_OK && save_made)
+        (void)rmdir(save); /* empty: nothing is written into it before the checks pass */
+    return st;
+}
+
 static DdpStatus init_weights(Trainer *t)
 {
     const DdpNet *net = t->net;
@@ -1005,7 +1047,7 @@ static DdpStatus check_loss(const Trainer *t, double loss_sum, int64_t epoch)
  * where: DdpNet.logits_at), on the device. */
 static const float *device_scores(const Trainer *t)
 {
-    return t->net->logits_at < 0 ? t->ctx.x : t->ctx.arena + t->net->logits_at * t->ctx.max_batch;
+    return t->ctx.arena + t->net->logits_at * t->ctx.max_batch;
 }
 
 /* What --eval-only counts besides the loss: each sample's prediction. */
@@ -1514,28 +1556,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(ddp_dist_topology(&t->dist, &t->flags));
     int nproc;
     DDP_CHECK(ddp_dist_ranks_to_launch(&t->dist, &t->flags, &nproc));
-    /* Outputs are checked here, on every rank and before the ranks meet, so
-     * that a bad path stops the run before any rank waits in a collective
-     * for one that has failed (a launcher ends the others). */
-    if (t->flags.export_path) {
-        DDP_CHECK(ddp_weights_check_writable("export", t->flags.export_path));
-        if (ddp_checkpoint_file_is_one(t->flags.export_path))
-            return DDP_ERR(DDP_BAD_INPUT, "--export %s: a checkpoint (--save writes those), whose optimizer state and "
-                           "step the weights alone would replace: name another file", t->flags.export_path);
-    }
-    if (t->flags.log)
-        DDP_CHECK(ddp_jsonlog_check(t->flags.log));
-    if (t->flags.save)
-        DDP_CHECK(ddp_checkpoint_make_dir(t->flags.save));
-    const char *const output_flags[] = {"log", "export", "conv-algorithms"};
-    const char *const outputs[] = {t->flags.log, t->flags.export_path, t->flags.conv_algorithms};
-    DDP_CHECK(ddp_outputs_apart(output_flags, outputs, 3, t->flags.save, DDP_CHECKPOINT_PREFIX));
-    if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
-        if (!(t->file_choices = malloc(DDP_CONV_CHOICES_TEXT)))
-            return DDP_ERR(DDP_FAIL, "out of memory");
-        DDP_CHECK(ddp_conv_choices_read_file("conv-algorithms", t->flags.conv_algorithms, t->file_choices,
-                                             DDP_CONV_CHOICES_TEXT, &t->file_choices_found));
-    }
+    DDP_CHECK(check_outputs(t));
 
     /* Several ranks: started here (the parent only waits for them), or we are one. */
     if (nproc > 0) {

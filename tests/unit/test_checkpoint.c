@@ -296,7 +296,7 @@ static void test_refused(void)
     /* an export the step-9 checkpoint would replace, then take for its own */
     snprintf(args, sizeof args, "--save %s --resume --max-steps 9 --export %s/checkpoint-tiny-000000009.safetensors",
              path("ck"), path("ck"));
-    refused(args, "checkpoint-tiny-000000009.safetensors: a name of --save ");
+    refused(args, "checkpoint-tiny-000000009.safetensors: names beginning checkpoint- in --save ");
 
     /* another net's checkpoint, and this net's of another version */
     DdpNet other = *net();
@@ -942,6 +942,24 @@ static void test_refused_run_keeps_the_log(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* --save DIR is made before the other outputs are checked, so that they may
+ * lie in it on a first run; a run those checks refuse leaves no DIR. */
+static void test_outputs_in_a_new_save_dir(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --max-steps 2 --save %s --log %s --export %s --quiet", data_dir,
+                                path("run"), path("run/log.jsonl"), path("run/w.safetensors")), 0);
+    CU_ASSERT_EQUAL(access(path("run/log.jsonl"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("run/w.safetensors"), F_OK), 0);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --max-steps 2 --save %s --log %s --export %s", data_dir,
+                                path("run2"), path("same.x"), path("same.x")), 2);
+    CU_ASSERT(harness_has(out, "name one file, which each would write over the other's"));
+    free(out);
+    CU_ASSERT_EQUAL(access(path("run2"), F_OK), -1);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* --init given a checkpoint: refused, pointing at --resume. */
 static void test_init_of_a_checkpoint(void)
 {
@@ -1066,6 +1084,7 @@ void suite_checkpoint(void)
         {"two nets share a --save directory; older names resumed, never pruned", test_two_nets_share_a_directory},
         {"nets named alike but for '-' and '.' share a --save directory", test_names_alike_share_a_directory},
         {"a run refused by --save's or --init's checks leaves --log as it was", test_refused_run_keeps_the_log},
+        {"outputs may lie in a new --save DIR; a run refused at start-up leaves no DIR", test_outputs_in_a_new_save_dir},
         {"--init of a checkpoint: status 2, suggesting --resume", test_init_of_a_checkpoint},
         {"one run of a net per --save directory: a second is refused while the first holds it",
          test_one_run_per_directory},

@@ -71,6 +71,16 @@ static void test_export_refuses_what_is_not_a_file(void)
     refused(to_fifo, S_IFLNK, "to-fifo: links to");
     CU_ASSERT_EQUAL(kind_of(fifo), S_IFIFO);
 
+    /* a link of the kernel's own, which leads where no path does: where
+     * /dev/stdout leads when piped, /proc/self/fd/1 to "pipe:[N]" */
+    int ends[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(ends), 0);
+    char fd_path[64];
+    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", ends[1]);
+    refused(fd_path, S_IFLNK, ", which is a FIFO, not a regular file; name a file");
+    close(ends[0]);
+    close(ends[1]);
+
     /* a character device like /dev/null, but our own */
     const char *null = test_tmp_path(dir, "null");
     if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0)
@@ -374,8 +384,8 @@ static void test_outputs_apart(void)
     snprintf(beside, sizeof beside, "%s/ck/weights.safetensors", dir);
     const char *checkpoint_name[] = {NULL, in_save, NULL};
     CU_ASSERT_EQUAL(ddp_outputs_apart(flags, checkpoint_name, 3, save, reserved), DDP_BAD_INPUT);
-    CU_ASSERT(message_has("--export ") && message_has(": a name of --save ") &&
-              message_has("'s own (checkpoint-...), which its checkpoints replace and prune: name another file"));
+    CU_ASSERT(message_has("--export ") && message_has(": names beginning checkpoint- in --save ") &&
+              message_has(" are kept for its checkpoints (written, replaced and pruned there): name another file"));
     const char *other_name[] = {NULL, beside, NULL};
     CU_ASSERT_EQUAL(ddp_outputs_apart(flags, other_name, 3, save, reserved), DDP_OK);
     CU_ASSERT_EQUAL(ddp_outputs_apart(flags, checkpoint_name, 3, NULL, reserved), DDP_OK); /* no --save */

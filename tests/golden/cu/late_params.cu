@@ -7,7 +7,7 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// late_params.net:8: dropout 0.25
+// late_params.net:9: dropout 0.25
 // The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.
 DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,
                             const DdpStepScalars *step, int train)
@@ -21,7 +21,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     }
 }
 
-// late_params.net:9: relu
+// late_params.net:10: relu
 DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 128;  // values of a sample
@@ -29,7 +29,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-// late_params.net:10: maxpool k3 s1 p1
+// late_params.net:11: maxpool k3 s1 p1
 DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
 {
     const int C = 2, H = 8, W = 8, OH = 8, OW = 8, K = 3, ST = 1, PAD = 1;
@@ -59,7 +59,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
     }
 }
 
-// late_params.net:10: residual
+// late_params.net:11: residual
 DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
 {
     const int64_t S = 128;  // values of a sample
@@ -67,7 +67,7 @@ DDP_KERNEL res1_forward(int n, const float *body, const float *skip, float *y)
         y[i] = body[i] + skip[i];
 }
 
-// late_params.net:11: avgpool 2
+// late_params.net:12: avgpool 2
 DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
 {
     const int C = 2, W = 8, OH = 4, OW = 4, K = 2;
@@ -83,7 +83,7 @@ DDP_KERNEL avgpool1_forward(int n, const float *x, float *y)
     }
 }
 
-// late_params.net:12: conv 2->3 k3 p1
+// late_params.net:13: conv 2->3 k3 p1
 DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 3, HW = 16;  // channels, pixels of a plane
@@ -106,7 +106,7 @@ DDP_KERNEL conv1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accum
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 // Training statistics: per channel sum and sum of squares over the batch (each
 // sample's part in double), and the count of values they are over (sums[6]),
 // so that ranks can add theirs up.
@@ -135,7 +135,7 @@ DDP_KERNEL bn1_sums_forward(int n, const float *x, DdpSum *sums)
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 // Mean and 1/std of the batch from the sums, and the running statistics, as
 // PyTorch: unbiased variance, momentum 0.1.
 DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)
@@ -154,7 +154,7 @@ DDP_KERNEL bn1_stats_forward(const DdpSum *sums, float *stats, float *running_me
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)
 {
     const int64_t C = 3, HW = 16;  // channels, pixels of a plane
@@ -164,7 +164,7 @@ DDP_KERNEL bn1_normalize_forward(int n, const float *x, float *y, const float *s
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,
                           const float *weight, const float *bias)
 {
@@ -175,7 +175,7 @@ DDP_KERNEL bn1_eval_forward(int n, const float *x, float *y, const float *runnin
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 // Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.
 DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,
                           DdpGrad *dweight, DdpGrad *dbias, int accumulate)
@@ -206,7 +206,7 @@ DDP_KERNEL bn1_sums_backward(int n, const float *dy, const float *x, const float
     }
 }
 
-// late_params.net:13: batchnorm
+// late_params.net:14: batchnorm
 DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const float *stats,
                                const DdpSum *sums, const float *weight, float *dx, int accumulate)
 {
@@ -222,7 +222,7 @@ DDP_KERNEL bn1_normalize_backward(int n, const float *dy, const float *x, const 
     }
 }
 
-// late_params.net:13: relu
+// late_params.net:14: relu
 DDP_KERNEL relu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 48;  // values of a sample
@@ -230,7 +230,7 @@ DDP_KERNEL relu2_forward(int n, const float *x, float *y)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-// late_params.net:13: relu
+// late_params.net:14: relu
 DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int accumulate)
 {
     const int64_t S = 48;  // values of a sample
@@ -240,7 +240,7 @@ DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int
     }
 }
 
-// late_params.net:15: linear 5
+// late_params.net:16: linear 5
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 5, HW = 1;  // channels, pixels of a plane
@@ -263,7 +263,7 @@ DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int acc
     }
 }
 
-// late_params.net:16: loss cross_entropy
+// late_params.net:17: loss cross_entropy
 // Per sample: its loss and whether the prediction (first largest score) is right;
 // dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:
 // this batch's N on every rank (ctx->world_size), so that the all-reduce's sum
@@ -371,26 +371,26 @@ static void forward(DdpCtx *ctx, int n, int train)
     int32_t *maxpool1_argmax = (int32_t *)(A + maxpool1_argmax_at * B);
     DdpSum *bn1_sums = (DdpSum *)(A + ARENA_PER_SAMPLE * B + bn1_sums_at);
     float *bn1_stats = A + ARENA_PER_SAMPLE * B + bn1_stats_at;
-    // late_params.net:8: dropout 0.25
+    // late_params.net:9: dropout 0.25
     DDP_LAUNCH(dropout1_forward, (int64_t)n * 128, n, ctx->x, dropout1_out, ctx->sample_ids,
                ctx->seed, ctx->step_scalars, train);
-    DDP_LAYER_DONE("dropout1 forward, late_params.net:8");
-    // late_params.net:9: relu
+    DDP_LAYER_DONE("dropout1 forward, late_params.net:9");
+    // late_params.net:10: relu
     DDP_LAUNCH(relu1_forward, (int64_t)n * 128, n, dropout1_out, relu1_out);
-    DDP_LAYER_DONE("relu1 forward, late_params.net:9");
-    // late_params.net:10: maxpool k3 s1 p1
+    DDP_LAYER_DONE("relu1 forward, late_params.net:10");
+    // late_params.net:11: maxpool k3 s1 p1
     DDP_LAUNCH(maxpool1_forward, (int64_t)n * 128, n, relu1_out, maxpool1_out, maxpool1_argmax);
-    DDP_LAYER_DONE("maxpool1 forward, late_params.net:10");
-    // late_params.net:10: residual
+    DDP_LAYER_DONE("maxpool1 forward, late_params.net:11");
+    // late_params.net:11: residual
     DDP_LAUNCH(res1_forward, (int64_t)n * 128, n, maxpool1_out, relu1_out, res1_out);
-    DDP_LAYER_DONE("res1 forward, late_params.net:10");
-    // late_params.net:11: avgpool 2
+    DDP_LAYER_DONE("res1 forward, late_params.net:11");
+    // late_params.net:12: avgpool 2
     DDP_LAUNCH(avgpool1_forward, (int64_t)n * 32, n, res1_out, avgpool1_out);
-    DDP_LAYER_DONE("avgpool1 forward, late_params.net:11");
-    // late_params.net:12: conv 2->3 k3 p1
+    DDP_LAYER_DONE("avgpool1 forward, late_params.net:12");
+    // late_params.net:13: conv 2->3 k3 p1
     ddp_conv_forward_bias(ctx->ops, 0, n, avgpool1_out, conv1_weight, conv1_bias, DDP_EPILOGUE_BIAS, conv1_out);
-    DDP_LAYER_DONE("conv1 forward, late_params.net:12");
-    // late_params.net:13: batchnorm
+    DDP_LAYER_DONE("conv1 forward, late_params.net:13");
+    // late_params.net:14: batchnorm
     if (train) {
         DDP_LAUNCH_CHANNELS(bn1_sums_forward, 3, 16, n, conv1_out, bn1_sums);
         ddp_sync_batchnorm(ctx, bn1_sums, 7);  // statistics of the global batch, as SyncBatchNorm
@@ -399,13 +399,13 @@ static void forward(DdpCtx *ctx, int n, int train)
     } else {
         DDP_LAUNCH(bn1_eval_forward, (int64_t)n * 48, n, conv1_out, bn1_out, bn1_running_mean, bn1_running_var, bn1_weight, bn1_bias);
     }
-    DDP_LAYER_DONE("bn1 forward, late_params.net:13");
-    // late_params.net:13: relu
+    DDP_LAYER_DONE("bn1 forward, late_params.net:14");
+    // late_params.net:14: relu
     DDP_LAUNCH(relu2_forward, (int64_t)n * 48, n, bn1_out, relu2_out);
-    DDP_LAYER_DONE("relu2 forward, late_params.net:13");
-    // late_params.net:15: linear 5
+    DDP_LAYER_DONE("relu2 forward, late_params.net:14");
+    // late_params.net:16: linear 5
     ddp_linear_forward_bias(ctx->ops, n, 48, 5, flatten1_out, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
-    DDP_LAYER_DONE("linear1 forward, late_params.net:15");
+    DDP_LAYER_DONE("linear1 forward, late_params.net:16");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
@@ -436,40 +436,40 @@ static void train_step(DdpCtx *ctx, int n)
     float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
-    // late_params.net:16: loss cross_entropy
+    // late_params.net:17: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward and backward, late_params.net:16");
+    DDP_LAYER_DONE("loss forward and backward, late_params.net:17");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
-    // late_params.net:15: linear 5
+    // late_params.net:16: linear 5
     DDP_LAUNCH_CHANNELS(linear1_bias_backward, 5, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 5, 48, n, d_linear1_out, 5, flatten1_out, 48, beta, d_linear1_weight, 48);
     ddp_gemm(ctx->ops, 0, 0, n, 48, 5, 1.0f, d_linear1_out, 5, linear1_weight, 48, 0.0f, d_flatten1_out, 48);
-    DDP_LAYER_DONE("linear1 backward, late_params.net:15");
+    DDP_LAYER_DONE("linear1 backward, late_params.net:16");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 7);  // linear1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 8);  // linear1.bias
-    // late_params.net:13: relu
+    // late_params.net:14: relu
     DDP_LAUNCH(relu2_backward, (int64_t)n * 48, n, d_relu2_out, relu2_out, d_bn1_out, 0);
-    DDP_LAYER_DONE("relu2 backward, late_params.net:13");
-    // late_params.net:13: batchnorm
+    DDP_LAYER_DONE("relu2 backward, late_params.net:14");
+    // late_params.net:14: batchnorm
     DDP_LAUNCH_CHANNELS(bn1_sums_backward, 3, 16, n, d_bn1_out, conv1_out, bn1_stats, bn1_sums, d_bn1_weight, d_bn1_bias, ctx->accumulate);
     ddp_sync_batchnorm(ctx, bn1_sums, 6);  // dx needs the global sums
     DDP_LAUNCH(bn1_normalize_backward, (int64_t)n * 48, n, d_bn1_out, conv1_out, bn1_stats, bn1_sums, bn1_weight, d_conv1_out, 0);
-    DDP_LAYER_DONE("bn1 backward, late_params.net:13");
+    DDP_LAYER_DONE("bn1 backward, late_params.net:14");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 2);  // bn1.weight
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 3);  // bn1.bias
-    // late_params.net:12: conv 2->3 k3 p1
+    // late_params.net:13: conv 2->3 k3 p1
     DDP_LAUNCH_CHANNELS(conv1_bias_backward, 3, 16, n, d_conv1_out, d_conv1_bias, ctx->accumulate);
     ddp_conv_backward_filter(ctx->ops, 0, n, avgpool1_out, d_conv1_out, d_conv1_weight, beta);
-    DDP_LAYER_DONE("conv1 backward, late_params.net:12");
+    DDP_LAYER_DONE("conv1 backward, late_params.net:13");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // conv1.weight
     if (ctx->grad_ready)
@@ -484,10 +484,10 @@ static void eval_step(DdpCtx *ctx, int n)
     float *linear1_out = A + linear1_out_at * B;
     float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
-    // late_params.net:16: loss cross_entropy
+    // late_params.net:17: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward, late_params.net:16");
+    DDP_LAYER_DONE("loss forward, late_params.net:17");
 }
 
 // One optimizer update of all 314 parameters at once.
@@ -505,11 +505,11 @@ static const int CHANNELS_LAST = 0;
 // cuDNN's algorithms.
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    // late_params.net:12: conv 2->3 k3 p1
+    // late_params.net:13: conv 2->3 k3 p1
     DdpConvShape conv1_shape = {ctx->max_batch, 2, 4, 4, 3, 3, 3, 1, 1, 1, 0, 0, CHANNELS_LAST};
     DDP_CHECK(ddp_conv_shape_init(&conv1_shape));
     DDP_CHECK(ddp_ops_plan_conv(ctx->ops, 0, &conv1_shape));
-    // late_params.net:15: linear 5
+    // late_params.net:16: linear 5
     DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 48, 5));
     return DDP_OK;
 }
