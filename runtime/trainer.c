@@ -554,7 +554,6 @@ static void fill_ctx(Trainer *t)
     };
 }
 
-/* Seeded or --init weights, on the host, then on the device. */
 /* The output files' checks: each a file its flag may write, and no two, or
  * one and --save's checkpoints, sharing one. */
 static DdpStatus check_output_files(Trainer *t)
@@ -597,6 +596,7 @@ static DdpStatus check_outputs(Trainer *t)
     return st;
 }
 
+/* Seeded or --init weights, on the host, then on the device. */
 static DdpStatus init_weights(Trainer *t)
 {
     const DdpNet *net = t->net;
