@@ -127,22 +127,25 @@ found:
 # ---- grammar: bison and flex output are build products ----------------------
 # Each tool writes its .c and .h in one run: the .h is made by the .c's rule
 # (a rule naming both would be two rules to make -j, running the tool twice
-# at once over the same files); a .h removed alone makes the .c again.
+# at once over the same files), or, removed alone, by the tool again. The
+# objects wait for both files, so that none compiles a .c being rewritten.
+BISON_RUN = $(BISON) -Wall -Werror --defines=$(BUILD)/net.tab.h -o $(BUILD)/net.tab.c grammar/net.y
+FLEX_RUN = $(FLEX) --header-file=$(BUILD)/net.lex.h -o $(BUILD)/net.lex.c grammar/net.l
 $(BUILD)/net.tab.c: grammar/net.y
 	@mkdir -p $(BUILD)
-	$(BISON) -Wall -Werror --defines=$(BUILD)/net.tab.h -o $(BUILD)/net.tab.c $<
+	$(BISON_RUN)
 $(BUILD)/net.tab.h: $(BUILD)/net.tab.c
-	@test -f $@ || { rm -f $<; $(MAKE) --no-print-directory $<; }
+	@test -f $@ || $(BISON_RUN)
 
 $(BUILD)/net.lex.c: grammar/net.l $(BUILD)/net.tab.h
 	@mkdir -p $(BUILD)
-	$(FLEX) --header-file=$(BUILD)/net.lex.h -o $(BUILD)/net.lex.c $<
+	$(FLEX_RUN)
 $(BUILD)/net.lex.h: $(BUILD)/net.lex.c
-	@test -f $@ || { rm -f $<; $(MAKE) --no-print-directory $<; }
+	@test -f $@ || $(FLEX_RUN)
 
-$(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.lex.h
+$(BUILD)/net.tab.o: $(BUILD)/net.tab.c $(BUILD)/net.tab.h $(BUILD)/net.lex.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
-$(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.tab.h
+$(BUILD)/net.lex.o: $(BUILD)/net.lex.c $(BUILD)/net.lex.h $(BUILD)/net.tab.h
 	$(CC) $(CFLAGS) $(GENFLAGS) -c -o $@ $<
 
 # What ddpc needs to build programs: the tools found here, written down once.

@@ -168,10 +168,13 @@ DdpStatus ddp_checkpoint_nonfinite(const DdpNet *net, const DdpCheckpointState *
     return DDP_OK;
 }
 
-DdpStatus ddp_checkpoint_make_dir(const char *dir)
+DdpStatus ddp_checkpoint_make_dir(const char *dir, int *made)
 {
     char part[4096];
-    if (ddp_make_dirs(dir, part, sizeof part) != 0) {
+    int result = ddp_make_dirs(dir, part, sizeof part);
+    if (made)
+        *made = result == 1;
+    if (result < 0) {
         if (errno == ENOTDIR)
             return DDP_ERR(DDP_BAD_INPUT, "--save %s: %s is not a directory", dir, part);
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, part, strerror(errno));
@@ -358,7 +361,7 @@ static void prune(const DdpNet *net, const char *dir, int64_t step)
 DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
                               const DdpCheckpointState *state, char *path, size_t len)
 {
-    DDP_CHECK(ddp_checkpoint_make_dir(dir));
+    DDP_CHECK(ddp_checkpoint_make_dir(dir, NULL));
     char stem[MAX_STEM];
     file_stem(net_name(net), 0, stem);
     int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);

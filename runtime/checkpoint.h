@@ -76,8 +76,9 @@ typedef struct {
 #define DDP_CHECKPOINT_KEEP 3
 
 /* mkdir -p DIR, checking it can take files: at start-up, so that a bad
- * --save fails before training rather than at the first checkpoint. */
-DdpStatus ddp_checkpoint_make_dir(const char *dir);
+ * --save fails before training rather than at the first checkpoint. *MADE
+ * (MADE may be NULL) is 1 when this call made DIR itself (ddp_make_dirs). */
+DdpStatus ddp_checkpoint_make_dir(const char *dir, int *made);
 
 /* Takes, for the rest of the process, NET's lock in DIR (DIR/checkpoint-NET.lock,
  * flock): two runs of one net saving into one directory would prune each

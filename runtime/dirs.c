@@ -35,7 +35,7 @@ int ddp_make_dirs(const char *dir, char *failed, size_t len)
         errno = ENOMEM;
         return -1;
     }
-    int result = 0;
+    int result = 0, made = 0;
     size_t n = strlen(path);
     for (size_t i = 1; i <= n && result == 0; i++) {
         if ((path[i] != '/' && path[i] != '\0') || path[i - 1] == '/')
@@ -43,7 +43,8 @@ int ddp_make_dirs(const char *dir, char *failed, size_t len)
         char saved = path[i];
         path[i] = '\0';
         struct stat sb;
-        if (mkdir(path, 0777) != 0) {
+        made = mkdir(path, 0777) == 0; /* the last part's says whether DIR is ours */
+        if (!made) {
             int err = errno;
             if (err != EEXIST || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
                 snprintf(failed, len, "%s", path);
@@ -54,7 +55,7 @@ int ddp_make_dirs(const char *dir, char *failed, size_t len)
         path[i] = saved;
     }
     free(path);
-    return result;
+    return result < 0 ? -1 : made;
 }
 
 /* What a file that is not a regular file is, for messages. */

@@ -14,9 +14,11 @@
 #include "status.h"  // DdpStatus
 
 /* Makes DIR and every missing directory above it. 0 when DIR is then a
- * directory; else -1 with errno set (ENOTDIR when a part exists but is not a
- * directory) and FAILED (LEN bytes) holding the part that could not be made.
- * The callers word the message, since each knows what the directory is for. */
+ * directory, 1 when this call made DIR itself (its last part: mkdir
+ * succeeded, so no other process did); else -1 with errno set (ENOTDIR when
+ * a part exists but is not a directory) and FAILED (LEN bytes) holding the
+ * part that could not be made. The callers word the message, since each
+ * knows what the directory is for. */
 int ddp_make_dirs(const char *dir, char *failed, size_t len);
 
 /* Whether PATH may be written as an output file, and where: PATH names a

@@ -170,7 +170,7 @@ static DdpStatus write_record(DdpTensorboard *tb, size_t len)
 static DdpStatus make_dirs(const char *dir)
 {
     char part[4096];
-    if (ddp_make_dirs(dir, part, sizeof part) == 0)
+    if (ddp_make_dirs(dir, part, sizeof part) >= 0)
         return DDP_OK;
     int err = errno;
     if (err == ENOTDIR)

@@ -582,14 +582,15 @@ static DdpStatus check_output_files(Trainer *t)
  * so that a bad path stops the run before any rank waits in a collective
  * for one that has failed (a launcher ends the others). --save DIR is made
  * first, so that the other outputs may lie in it on a first run (--log
- * DIR/log.jsonl); a check that then refuses the run removes the DIR it made
- * (the directory itself: parents mkdir -p made stay). */
+ * DIR/log.jsonl); a check that then refuses the run removes DIR if this
+ * process made it (the directory itself: parents mkdir -p made stay; one
+ * that another run made meanwhile is that run's). */
 static DdpStatus check_outputs(Trainer *t)
 {
     const char *save = t->flags.save;
-    const int save_made = save && access(save, F_OK) != 0;
+    int save_made = 0;
     if (save)
-        DDP_CHECK(ddp_checkpoint_make_dir(save));
+        DDP_CHECK(ddp_checkpoint_make_dir(save, &save_made));
     DdpStatus st = check_output_files(t);
     if (st != DDP_OK && save_made)
         (void)rmdir(save); /* empty: nothing is written into it before the checks pass */

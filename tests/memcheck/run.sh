@@ -30,7 +30,8 @@
 # Exits 77 (the automake "skipped") when valgrind is not installed.
 #
 # Environment: DDPC (build/ddpc), MEMCHECK_DATA (a directory of MNIST-format
-# files to use instead of the cut), FASHION_MNIST (where the cut is taken from,
+# files to use instead of the cut; nets of 3x32x32 images always get the
+# generated CIFAR-format records), FASHION_MNIST (where the cut is taken from,
 # /usr/share/datasets/fashion-mnist), MEMCHECK_THREADS (1: OpenMP
 # threads; more runs the per-thread splits of the parallel loops too, and
 # starts libgomp's worker pool, whose noise libgomp.supp names), MEMCHECK_KEEP=1

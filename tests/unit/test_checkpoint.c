@@ -1025,7 +1025,7 @@ static void test_one_run_per_directory(void)
 {
     setup();
     const DdpNet *n = net();
-    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_make_dir(path("ck")), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_make_dir(path("ck"), NULL), DDP_OK);
     int ready[2], go[2];
     CU_ASSERT_EQUAL_FATAL(pipe(ready), 0);
     CU_ASSERT_EQUAL_FATAL(pipe(go), 0);

@@ -393,6 +393,27 @@ static void test_outputs_apart(void)
     test_remove_tmpdir(dir);
 }
 
+/* mkdir -p, saying whether it made the directory itself: --save's start-up
+ * removes a DIR only on that word (trainer.c), never one that was there or
+ * that another process made meanwhile. */
+static void test_make_dirs(void)
+{
+    char dir[64], nested[128], failed[256];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-dirs-XXXXXX");
+    snprintf(nested, sizeof nested, "%s/a//b/", dir);
+    CU_ASSERT_EQUAL(ddp_make_dirs(nested, failed, sizeof failed), 1);
+    CU_ASSERT_EQUAL(kind_of(test_tmp_path(dir, "a/b")), S_IFDIR);
+    CU_ASSERT_EQUAL(ddp_make_dirs(nested, failed, sizeof failed), 0); /* there already */
+    CU_ASSERT_EQUAL(ddp_make_dirs(test_tmp_path(dir, "a"), failed, sizeof failed), 0);
+    CU_ASSERT_EQUAL(ddp_make_dirs(test_tmp_path(dir, "a/b/c"), failed, sizeof failed), 1);
+    const char *file = file_with(dir, "file", "x");
+    CU_ASSERT_EQUAL(ddp_make_dirs(test_tmp_path(dir, "file/d"), failed, sizeof failed), -1);
+    CU_ASSERT_EQUAL(errno, ENOTDIR);
+    CU_ASSERT_STRING_EQUAL(failed, file); /* the part in the way */
+    CU_ASSERT_EQUAL(kind_of(file), S_IFREG);
+    test_remove_tmpdir(dir);
+}
+
 void suite_outputs(void)
 {
     static const TestCase cases[] = {
@@ -404,6 +425,7 @@ void suite_outputs(void)
         {"--log takes an empty file or a log, --export weights: anything else there is refused and kept",
          test_outputs_keep_what_is_not_theirs},
         {"no two outputs write one file, and none takes a name of --save DIR's checkpoints", test_outputs_apart},
+        {"mkdir -p says whether it made the directory itself", test_make_dirs},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);

@@ -76,6 +76,24 @@ static void test_one_bucket_by_hand(void)
     planned_net_release(&c);
 }
 
+/* Layers before the first trainable parameter have no backward, and that
+ * layer computes no input gradient (plan.c's carries_grad), as the program
+ * runs them: a relu on the data adds to forward, not to backward. */
+static void test_no_backward_before_the_first_parameter(void)
+{
+    PlannedNet bare, relu_first;
+    plan_source(&bare, "input 784\nlinear 784->10\nloss cross_entropy\ntrain { batch 100 }\n");
+    plan_source(&relu_first, "input 784\nrelu\nlinear 784->10\nloss cross_entropy\ntrain { batch 100 }\n");
+    ScalingModel m = round_model();
+    ScalingStep a, b;
+    CU_ASSERT_FATAL(scaling_predict(&bare.arena, &bare.net, &bare.plan, &m, 1, &a));
+    CU_ASSERT_FATAL(scaling_predict(&relu_first.arena, &relu_first.net, &relu_first.plan, &m, 1, &b));
+    check_close("backward", b.backward_s, a.backward_s);
+    CU_ASSERT(b.forward_s > a.forward_s);
+    planned_net_release(&bare);
+    planned_net_release(&relu_first);
+}
+
 /* Two buckets: the last layer's, ready early, is all-reduced while the first
  * layer's backward runs, and only the second bucket's time is exposed; on a
  * link slow enough that the first is still going when backward ends, the
@@ -186,6 +204,7 @@ void suite_scaling(void)
 {
     static const TestCase cases[] = {
         {"one bucket: forward, backward, ring all-reduce and step as worked out by hand", test_one_bucket_by_hand},
+        {"no backward before the first trainable parameter, as the program runs", test_no_backward_before_the_first_parameter},
         {"two buckets: the first hidden behind backward, or, on a slow link, delaying the second", test_overlap_by_hand},
         {"a global batch: each rank's share, and a world that does not divide it refused", test_global_batch_shares},
         {"--world, --link, --tflops, --hop-us: the table printed; each bad value refused with status 2",
