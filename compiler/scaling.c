@@ -38,9 +38,9 @@ enum { MS_PER_S = 1000 };
  * layer without parameters before the first that has some has no backward. */
 static double backward_flops(const Plan *plan, const ScalingModel *m, const Node *n)
 {
-    bool dx = n->in >= 0 && plan->carries_grad[n->in];
-    if (!op_facts(n->op)->library_product) /* backward: one op of forward's cost, where it runs */
-        return n->params > 0 || dx || (n->skip >= 0 && plan->carries_grad[n->skip]) ? (double)n->flops : 0;
+    if (!op_facts(n->op)->library_product) /* backward: one op of forward's cost, where a gradient reaches it */
+        return n->out < 0 || plan->carries_grad[n->out] ? (double)n->flops : 0; /* the loss (no value) starts it */
+    bool dx = plan->carries_grad[n->in];
     /* a linear layer's parts are its products; a conv's, each sample's
      * product (summed over the image) per weight */
     double parts = n->op == OP_LINEAR ? (double)n->flops / 2 : (double)n->params;

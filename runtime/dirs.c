@@ -255,31 +255,32 @@ static int output_place(const char *path, struct stat *dir, char **name)
 DdpStatus ddp_outputs_apart(const char *const *flags, const char *const *paths, int n, const char *save_dir,
                             const char *reserved)
 {
-    struct stat save;
+    enum { MOST = 8 }; /* more outputs than any program has */
+    if (n > MOST)
+        return DDP_ERR(DDP_FAIL, "internal error: %d outputs to compare, at most %d", n, MOST);
+    struct stat dir[MOST], save;
+    char *name[MOST] = {0}; /* NULL: an output not compared */
+    for (int i = 0; i < n; i++)
+        if (paths[i] && !output_place(paths[i], &dir[i], &name[i]))
+            name[i] = NULL;
     int have_save = save_dir && stat(save_dir, &save) == 0;
     DdpStatus st = DDP_OK;
     for (int i = 0; i < n && st == DDP_OK; i++) {
-        struct stat dir;
-        char *name = NULL;
-        if (!paths[i] || !output_place(paths[i], &dir, &name))
+        if (!name[i])
             continue;
-        if (have_save && dir.st_dev == save.st_dev && dir.st_ino == save.st_ino &&
-            strncmp(name, reserved, strlen(reserved)) == 0)
+        if (have_save && dir[i].st_dev == save.st_dev && dir[i].st_ino == save.st_ino &&
+            strncmp(name[i], reserved, strlen(reserved)) == 0)
             st = DDP_ERR(DDP_BAD_INPUT, "--%s %s: names beginning %s in --save %s are kept for its checkpoints "
                          "(written, replaced and pruned there): name another file", flags[i], paths[i], reserved,
                          save_dir);
-        for (int j = i + 1; j < n && st == DDP_OK; j++) {
-            struct stat other;
-            char *other_name = NULL;
-            if (!paths[j] || !output_place(paths[j], &other, &other_name))
-                continue;
-            if (other.st_dev == dir.st_dev && other.st_ino == dir.st_ino && strcmp(name, other_name) == 0)
+        for (int j = i + 1; j < n && st == DDP_OK; j++)
+            if (name[j] && dir[j].st_dev == dir[i].st_dev && dir[j].st_ino == dir[i].st_ino &&
+                strcmp(name[i], name[j]) == 0)
                 st = DDP_ERR(DDP_BAD_INPUT, "--%s %s and --%s %s name one file, which each would write over the "
                              "other's: give each its own", flags[i], paths[i], flags[j], paths[j]);
-            free(other_name);
-        }
-        free(name);
     }
+    for (int i = 0; i < n; i++)
+        free(name[i]);
     return st;
 }
 

@@ -51,7 +51,7 @@ mode_t ddp_umask(void);
  * Files are compared where they would be written (links followed, as
  * ddp_output_target does), by directory and name. What replaces no file, "-"
  * or a pipe or terminal there, is not compared; a path the outputs' own
- * checks refuse is left to them. */
+ * checks refuse is left to them. N is at most 8. */
 DdpStatus ddp_outputs_apart(const char *const *flags, const char *const *paths, int n, const char *save_dir,
                             const char *reserved);
 

@@ -22,9 +22,9 @@
 
 enum { BAR_WIDTH = 24 }; /* characters of the progress bar */
 
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb)
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet)
 {
-    *p = (DdpProgress){.out = out, .quiet = quiet, .log = log, .tb = tb, .straggler_said = -1};
+    *p = (DdpProgress){.out = out, .quiet = quiet, .straggler_said = -1};
     /* mpirun gives its ranks a pseudo-terminal even when its own output goes
      * to a file; unless told otherwise (our --nproc-per-node says), a rank
      * under mpirun writes plain lines, which read well in both places. */

@@ -46,8 +46,9 @@ typedef struct {
  * as piped. */
 #define DDP_PROGRESS_TTY_ENV "DDP_PROGRESS_TTY"
 
-/* Reports on OUT (a terminal gets the progress line), to LOG and to TB (either may be NULL). */
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet, DdpJsonLog *log, DdpTensorboard *tb);
+/* Reports on OUT (a terminal gets the progress line); records go nowhere
+ * else until ddp_progress_attach. */
+void ddp_progress_init(DdpProgress *p, FILE *out, int quiet);
 /* Sends the records to LOG and TB from now on (either may be NULL): the
  * trainer opens them once its start-up checks have passed, after notes. */
 void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb);

@@ -1602,7 +1602,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
      * once the checks of --init and --save (its lock, the checkpoints it
      * holds) have passed: a run refused there leaves an earlier log as it
      * was, even one that another run is still writing. */
-    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0, NULL, NULL);
+    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0);
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     DDP_CHECK(share_conv_choices(t));

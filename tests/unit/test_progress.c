@@ -37,7 +37,7 @@ static FILE *open_progress(DdpProgress *p, const char *tty, int mpirun)
         unsetenv(DDP_PROGRESS_TTY_ENV);
     if (mpirun)
         setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-    ddp_progress_init(p, f, 0, NULL, NULL);
+    ddp_progress_init(p, f, 0);
     unsetenv(DDP_PROGRESS_TTY_ENV);
     unsetenv("OMPI_COMM_WORLD_SIZE");
     return f;
@@ -145,7 +145,7 @@ static void test_rank_times_logged(void)
     CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
     DdpProgress p;
     FILE *f = open_progress(&p, "0", 0);
-    p.log = log;
+    ddp_progress_attach(&p, log, NULL);
     DdpRankTimes rows[] = {rank_row(10, 6, 5), rank_row(16, 0, 5)};
     int straggler = -2;
     CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 40, rows, 2, &straggler), DDP_OK);
