@@ -166,11 +166,13 @@ static void comment(Emit *e, const Node *n, const char *indent)
 // Activation formulas, shared by fused and standalone kernels
 //
 
-/* y = f(v) */
+/* y = f(v). A NaN passes each, as in PyTorch: relu keeps what is not below
+ * 0 (v > 0 ? v : 0 would make a NaN 0, and hide a diverged run behind a
+ * finite loss) */
 static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
 {
     switch (a->op) {
-    case OP_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : 0.0f", v, v);
+    case OP_RELU: return arena_printf(e->arena, "%s < 0.0f ? 0.0f : %s", v, v);
     case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", v, v, flit(e, a->slope), v);
     case OP_SIGMOID: return arena_printf(e->arena, "1.0f / (1.0f + expf(-%s))", v);
     case OP_TANH: return arena_printf(e->arena, "tanhf(%s)", v);
@@ -201,7 +203,7 @@ static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
 static const char *act_backward_expr(Emit *e, const Node *a, const char *g, const char *s)
 {
     switch (a->op) {
-    case OP_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : 0.0f", s, g);
+    case OP_RELU: return arena_printf(e->arena, "%s <= 0.0f ? 0.0f : %s", s, g); /* NaN: passed on, as PyTorch's */
     case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", s, g, flit(e, a->slope), g);
     case OP_SIGMOID: return arena_printf(e->arena, "%s * %s * (1.0f - %s)", g, s, s);
     case OP_TANH: return arena_printf(e->arena, "%s * (1.0f - %s * %s)", g, s, s);
@@ -476,7 +478,7 @@ static void pool_forward_general(Emit *e, const Node *n, bool last)
     E("                int ix = ox * ST - PAD + kx;\n");
     E("                if (ix < 0 || ix >= W)\n                    continue;\n");
     if (max)
-        E("                float v = %s;\n                if (v > best || at < 0) {\n"
+        E("                float v = %s;\n                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch\n"
           "                    best = v;\n                    at = iy * W + ix;\n                }\n", tap);
     else
         E("                sum += %s;\n", tap);
@@ -598,7 +600,8 @@ static void kernels_pool(Emit *e, const Node *n)
              * tiling window is its tap number, ky * K + kx: small and the same
              * in every window, so backward compares it with constants. */
             E("                float v = xp[ky * W + kx];\n"
-              "                at = v > best ? ky * K + kx : at;\n                best = v > best ? v : best;\n");
+              "                int wins = v > best || v != v;  // a NaN wins, as in PyTorch\n"
+              "                at = wins ? ky * K + kx : at;\n                best = wins ? v : best;\n");
         else
             E("                sum += xp[ky * W + kx];\n");
         E("            }\n");
@@ -742,7 +745,8 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW);\n",
       dropout_element_expr(e, n));
-    E("        y[i] = keep ? (train ? x[i] * %s : x[i]) : 0.0f;\n    }\n}\n\n", flit(e, scale));
+    /* times 0 where dropped, not a plain 0, so that a NaN passes, as in PyTorch */
+    E("        y[i] = train ? x[i] * (keep ? %s : 0.0f) : x[i];\n    }\n}\n\n", flit(e, scale));
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
@@ -753,7 +757,7 @@ static void kernels_dropout(Emit *e, const Node *n)
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
     dropout_element(e, n);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
-    E("        float g = ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW) ? dy[i] * %s : 0.0f;\n",
+    E("        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], %s, DROP_BELOW) ? %s : 0.0f);\n",
       dropout_element_expr(e, n), flit(e, scale));
     E("        dx[i] = accumulate ? dx[i] + g : g;\n    }\n}\n\n");
 }
@@ -928,8 +932,10 @@ static void kernels_log_softmax(Emit *e, const Node *n)
     E("    DDP_FOR(s, n) {\n        const float *xs = x + s * K;\n        float m = xs[0];\n");
     E("        for (int j = 1; j < K; j++)\n            m = xs[j] > m ? xs[j] : m;\n");
     E("        double sum = 0.0;\n        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
-    E("        float lse = m + (float)log(sum);\n");
-    E("        for (int j = 0; j < K; j++)\n            y[s * K + j] = xs[j] - lse;\n    }\n}\n\n");
+    /* (x - m) - log(sum), as PyTorch: log(sum) added to m first would be
+     * rounded at m's size, and lost where m is large (1e4 and up) */
+    E("        float log_sum = (float)log(sum);\n");
+    E("        for (int j = 0; j < K; j++)\n            y[s * K + j] = (xs[j] - m) - log_sum;\n    }\n}\n\n");
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
@@ -968,9 +974,10 @@ static void kernels_loss(Emit *e, const Node *n)
         *work = 3 * c; /* the best score, the sum, dx */
         E("        float m = xs[best];\n        double sum = 0.0;\n");
         E("        for (int j = 0; j < K; j++)\n            sum += expf(xs[j] - m);\n");
-        E("        float lse = m + (float)log(sum);\n        rows[2 * s] = lse - xs[label];\n");
+        /* each log-probability (x - m) - log(sum), as log_softmax's */
+        E("        float log_sum = (float)log(sum);\n        rows[2 * s] = log_sum - (xs[label] - m);\n");
         E("        if (dx)\n            for (int j = 0; j < K; j++)\n");
-        E("                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;\n");
+        E("                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;\n");
         break;
     case LOSS_NLL:
         *work = 2 * c; /* the best score, dx */

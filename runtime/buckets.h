@@ -52,7 +52,12 @@ typedef struct {
 } DdpBucket;
 
 /* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
- * so that the first all-reduce starts early in backward), or CAP if smaller. */
+ * so that the first all-reduce starts early in backward), or CAP if smaller.
+ * PyTorch's own rules differ in two corners, where only the buckets' bounds
+ * (and so the overlap) differ, never a result: 1.13 keeps the first bucket
+ * at 1 MB under a smaller cap; 2.x, given bucket_cap_mb=X, caps every
+ * bucket, the first too, at X, also above 1 MB (its default, 25 MB, keeps
+ * the first at 1 MB, as here). */
 static inline int64_t ddp_first_bucket_bytes(int64_t cap)
 {
     return cap < 1024 * 1024 ? cap : 1024 * 1024;

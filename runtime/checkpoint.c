@@ -140,6 +140,18 @@ static uint32_t checksum(const Contents *c, const char *run, const char *choices
     return (uint32_t)crc;
 }
 
+/* The checksum of a checkpoint's net name and hash, kept apart from the
+ * contents' (which checkpoints written before it cover without them, and
+ * still hold): it tells a damaged name or hash, skipped as any damage is,
+ * from a checkpoint of another net or version, which --resume refuses. */
+static void net_checksum(const char *name, const char *hash, char crc[16])
+{
+    uLong sum = crc32(0L, Z_NULL, 0);
+    sum = crc32(sum, (const Bytef *)name, (uInt)strlen(name) + 1);
+    sum = crc32(sum, (const Bytef *)hash, (uInt)strlen(hash) + 1);
+    snprintf(crc, 16, "%08" PRIx32, (uint32_t)sum);
+}
+
 /* The first float tensor of C holding a NaN or an infinity; NULL if none. */
 static const char *first_nonfinite(const Contents *c)
 {
@@ -377,8 +389,9 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         contents_free(&c);
         return st;
     }
-    char text[256], crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
+    char text[256], crc[16], net_crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
     run_text(run, text, sizeof text);
+    net_checksum(net->name ? net->name : "", net->hash ? net->hash : "", net_crc);
     const char *choices = state->conv_choices ? state->conv_choices : "";
     snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text, choices));
     snprintf(step, sizeof step, "%lld", (long long)run->step);
@@ -390,7 +403,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     snprintf(shuffle, sizeof shuffle, "%d", run->shuffle);
     const DdpMeta meta[] = {
         {"format", FORMAT}, {"version", VERSION},
-        {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""},
+        {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""}, {"net_crc32", net_crc},
         {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
         {"precision", ddp_precision_name(run->precision)}, {"layout", layout_name(run->channels_last)},
@@ -450,6 +463,12 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
                        path, version ? version : "(none)", VERSION);
     const char *name = ddp_safetensors_meta(f, "net"), *hash = ddp_safetensors_meta(f, "hash");
     const char *my_name = net->name ? net->name : "", *my_hash = net->hash ? net->hash : "";
+    const char *saved_net_crc = ddp_safetensors_meta(f, "net_crc32");
+    char net_crc[16];
+    net_checksum(name ? name : "", hash ? hash : "", net_crc);
+    if (saved_net_crc && (!name || !hash || strcmp(saved_net_crc, net_crc) != 0))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its net's name and version is %s but they sum "
+                       "to %s", path, saved_net_crc, net_crc);
     if (!name || strcmp(name, my_name) != 0) {
         *foreign = FOREIGN_NET;
         return DDP_ERR(DDP_BAD_INPUT, "%s: a checkpoint of net '%s', not of '%s'", path, name ? name : "?",

@@ -340,38 +340,54 @@ DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out)
     return DDP_OK;
 }
 
-/* Makes the rename itself durable: sync the directory holding PATH. */
-static void sync_parent(const char *path)
+/* Makes the rename itself durable: syncs the directory holding PATH. 0, or
+ * the errno of a failed sync. A directory that cannot be opened to be
+ * synced, or whose file system does not sync directories (EINVAL), is not
+ * a failure: there is nothing more to be done for it. */
+static int sync_parent(const char *path)
 {
     char *dir = dir_of(path);
     int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int failed = 0;
     if (fd >= 0) {
-        fsync(fd);
+        if (fsync(fd) != 0 && errno != EINVAL)
+            failed = errno;
         close(fd);
     }
     free(dir);
+    return failed;
+}
+
+int ddp_output_write(DdpOutput *out, const void *data, size_t len)
+{
+    if (out->write_errno) /* the file is lost already */
+        return 0;
+    if (len == 0 || fwrite(data, 1, len, out->f) == len)
+        return 1;
+    if (!out->write_errno)
+        out->write_errno = errno ? errno : EIO;
+    return 0;
 }
 
 DdpStatus ddp_output_commit(DdpOutput *out)
 {
     errno = 0;
     int ok = !ferror(out->f) && fflush(out->f) == 0 && fsync(fileno(out->f)) == 0;
-    int saved = errno;
+    int saved = out->write_errno ? out->write_errno : errno;
     if (fclose(out->f) != 0 && ok) {
         ok = 0;
         saved = errno;
     }
     out->f = NULL;
     DdpStatus st = DDP_OK;
-    if (!ok)
-        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->tmp, saved ? strerror(saved) : "write error");
+    int unsynced = 0;
+    if (!ok) /* the target, not the temporary file, which abort removes */
+        st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->target, saved ? strerror(saved) : "write error");
     else if (rename(out->tmp, out->target) != 0)
         st = DDP_ERR(DDP_FAIL, "%s: cannot rename %s over it: %s", out->target, out->tmp, strerror(errno));
-    else {
-        sync_parent(out->target);
-        free(out->tmp); /* renamed: nothing to remove */
-        out->tmp = NULL;
-    }
+    else if (free(out->tmp), out->tmp = NULL, (unsynced = sync_parent(out->target)) != 0) /* renamed: nothing to remove */
+        st = DDP_ERR(DDP_FAIL, "%s: written, but its directory could not be synced: %s; a crash could still lose "
+                     "it", out->target, strerror(unsynced));
     ddp_output_abort(out);
     return st;
 }

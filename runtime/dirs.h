@@ -73,6 +73,7 @@ typedef struct {
     FILE *f;
     char *target;
     char *tmp;
+    int write_errno; /* the first failed ddp_output_write's errno, which commit names (the stream keeps none) */
 } DdpOutput;
 
 /* Checks PATH as ddp_output_target does and creates its temporary file, of a
@@ -80,9 +81,16 @@ typedef struct {
  * checkpoint.c). */
 DdpStatus ddp_output_open(const char *flag, const char *path, DdpOutput *out);
 
+/* Writes LEN bytes of DATA to OUT's temporary file; 0 on failure, this
+ * write's or an earlier one's, whose reason (a full disk, say)
+ * ddp_output_commit then reports. */
+int ddp_output_write(DdpOutput *out, const void *data, size_t len);
+
 /* Flushes and syncs the temporary file, renames it over the target and syncs
  * the directory, so a crash leaves the old file or the new, never a torn one.
- * On failure the temporary file is removed. Frees OUT's resources either way. */
+ * On failure the temporary file is removed; a failed sync of the directory
+ * fails too, the file then in place but not yet sure to outlive a crash.
+ * Frees OUT's resources either way. */
 DdpStatus ddp_output_commit(DdpOutput *out);
 
 /* Gives up: closes and removes the temporary file; the target is untouched. */

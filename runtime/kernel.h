@@ -6,7 +6,7 @@
  *   DDP_KERNEL relu1_forward(int n, const float *x, float *y)
  *   {
  *       DDP_FOR(i, (int64_t)n * 4608)
- *           y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+ *           y[i] = x[i] < 0.0f ? 0.0f : x[i];
  *   }
  *
  * and started with DDP_LAUNCH(relu1_forward, work_items, args...). Under nvcc

@@ -232,7 +232,7 @@ static DdpStatus create_handles(DdpOps *o)
     const cudnnActivationMode_t modes[2] = {CUDNN_ACTIVATION_IDENTITY, CUDNN_ACTIVATION_RELU};
     for (int i = 0; i < 2; i++) {
         CUDNN_TRY(cudnnCreateActivationDescriptor(&o->activation[i]));
-        CUDNN_TRY(cudnnSetActivationDescriptor(o->activation[i], modes[i], CUDNN_NOT_PROPAGATE_NAN, 0.0));
+        CUDNN_TRY(cudnnSetActivationDescriptor(o->activation[i], modes[i], CUDNN_PROPAGATE_NAN, 0.0)); /* as PyTorch's relu */
     }
     return DDP_OK;
 }

@@ -3,10 +3,11 @@
  * ddp_conv_forward_bias, ddp_linear_forward_bias), written once for the CPU
  * build's loops and the GPU build's fallback kernel.
  *
- * The bias is added in float and a relu keeps the sum or 0: the bits of the
- * generated kernels this replaced (conv1_bias_relu_forward), so a CPU run is
- * the same bits as before the fusion. cuDNN's and cuBLASLt's epilogues
- * compute the same expression; on GPUs the sums before it are theirs anyway.
+ * The bias is added in float and a relu keeps the sum or 0: the generated
+ * kernels' relu (emit_cu.c), so a CPU run is the same bits fused or not. A
+ * NaN passes, as PyTorch's relu passes it. cuDNN's epilogue computes the
+ * same expression (CUDNN_PROPAGATE_NAN); cuBLASLt's documents no NaN rule;
+ * on GPUs the sums before it are theirs anyway.
  */
 #ifndef DDPRT_OPS_EPILOGUE_H
 #define DDPRT_OPS_EPILOGUE_H
@@ -23,7 +24,7 @@ typedef enum { DDP_EPILOGUE_BIAS, DDP_EPILOGUE_BIAS_RELU } DdpEpilogue;
 static inline DDP_HOST_DEVICE float ddp_epilogue_apply(DdpEpilogue epilogue, float product, float bias)
 {
     float v = product + bias;
-    return epilogue == DDP_EPILOGUE_BIAS_RELU ? (v > 0.0f ? v : 0.0f) : v;
+    return epilogue == DDP_EPILOGUE_BIAS_RELU ? (v < 0.0f ? 0.0f : v) : v;
 }
 
 #ifdef __cplusplus

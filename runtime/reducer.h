@@ -42,8 +42,9 @@ typedef struct DdpReducer DdpReducer;
  * ddp_param_start), in GRADS, the flat gradient buffer of
  * NET->grad_bytes per element: two doubles on CPUs, floats on GPUs) and
  * prepares to sum them over PG. BUCKET_CAP_MB < 0: the net's caps (its
- * `bucket` line, first bucket 1 MB); else --bucket-cap-mb, which sets every
- * bucket's cap, the first one's too, as DDP(bucket_cap_mb=X) does. Fails
+ * `bucket` line); else --bucket-cap-mb's. Either way the first bucket's
+ * cap is buckets.h's ddp_first_bucket_bytes of it (1 MB, or the cap where
+ * smaller; that function says where PyTorch's rules differ). Fails
  * (internal error) if the net's layout is not the one buckets need. */
 DdpStatus ddp_reducer_create(DdpReducer **r, DdpProcessGroup *pg, const DdpNet *net, void *grads,
                              double bucket_cap_mb);

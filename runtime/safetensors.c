@@ -228,11 +228,10 @@ DdpStatus ddp_safetensors_write(const char *path, const DdpTensor *tensors, int 
     unsigned char len8[8];
     for (int b = 0; b < 8; b++)
         len8[b] = (unsigned char)((uint64_t)header_len >> (8 * b));
-    int ok = fwrite(len8, 1, 8, out.f) == 8 && fwrite(header, 1, header_len, out.f) == header_len;
-    for (int k = 0; ok && k < n; k++)  /* an empty tensor may have no data pointer */
-        ok = bytes[order[k]] == 0 ||
-             fwrite(tensors[order[k]].data, 1, (size_t)bytes[order[k]], out.f) == (size_t)bytes[order[k]];
-    st = ddp_output_commit(&out); /* a failed fwrite leaves the stream's error set: commit reports it */
+    int ok = ddp_output_write(&out, len8, 8) && ddp_output_write(&out, header, header_len);
+    for (int k = 0; ok && k < n; k++)  /* an empty tensor may have no data pointer (ddp_output_write writes nothing) */
+        ok = ddp_output_write(&out, tensors[order[k]].data, (size_t)bytes[order[k]]);
+    st = ddp_output_commit(&out); /* reports a failed write, with its reason */
 done:
     free(bytes);
     free(order);

@@ -633,7 +633,14 @@ static DdpStatus weights_to_host(Trainer *t, int opt_state)
 static DdpStatus export_weights(Trainer *t)
 {
     DDP_CHECK(weights_to_host(t, 0));
-    return ddp_weights_export(t->net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step);
+    if (ddp_weights_export(t->net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step) ==
+        DDP_OK)
+        return DDP_OK;
+    /* a failure while running (exit 1), whatever it says of the path: it
+     * passed its checks at start-up, so it was changed since, or the disk filled */
+    char failure[DDP_ERROR_MESSAGE_LEN];
+    snprintf(failure, sizeof failure, "%s", ddp_error_message());
+    return DDP_ERR(DDP_FAIL, "%s", failure);
 }
 
 /* ---- checkpoints ------------------------------------------------------------------ */
@@ -727,7 +734,18 @@ static DdpStatus save_checkpoint(Trainer *t)
         return DDP_OK;
     DdpCheckpointRun run = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
-    DDP_CHECK(ddp_checkpoint_save(t->net, t->flags.save, &run, &state, t->saved_path, sizeof t->saved_path));
+    char path[sizeof t->saved_path];
+    if (ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path) != DDP_OK) {
+        /* a failure while running (exit 1, which --max-restarts retries),
+         * whatever it says of the directory: --save passed its checks at
+         * start-up, so it was changed since, or the disk filled */
+        snprintf(failure, sizeof failure, "%s", ddp_error_message());
+        char kept[sizeof t->saved_path + 32] = "";
+        if (t->saved_path[0])
+            snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);
+        return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: %s%s", (long long)t->step, failure, kept);
+    }
+    snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     ddp_progress_note(&t->progress, "saved %s", t->saved_path);
     return DDP_OK;
 }

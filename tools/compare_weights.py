@@ -11,6 +11,7 @@ For every tensor: update = REFERENCE - INITIAL (PyTorch in float64); error =
     error <= tol * max |update|  +  K * 2^-24 * max |weight|
              [+ K * (spread + max spread / 10)]
              [+ kink]
+             [+ 2 * float32's error]
 
 The second term is the rounding of float32 weights, half an ulp per step: with
 a warm-up learning rate an update can be a few thousand ulps, and no float32
@@ -33,8 +34,15 @@ kink lands on either side by float32's rounding, the side decides a
 sample's gradient through it, and no perturbation of the weights computes
 that (resnet.net's parity run has one). Where the reference meets no such
 input, KINKS is zero.
---float32-reference REF32 (the same run by PyTorch in float32) only prints
-how far PyTorch's own float32 ends, for comparison.
+--float32-reference REF32 (the same run by PyTorch in float32) adds twice
+how far PyTorch's own float32 ends from REFERENCE at that element: the
+float32 error of a gradient that is a small difference of large sums, which
+no perturbation of the weights computes, and which Adam's first step, g /
+(|g| + eps), turns into a large part of the update where |g| is near eps
+(an element of mlp.net's first step: a gradient of 2e-9 against eps 1e-8,
+where PyTorch's float32 ends 2e-3 of the tensor's update away and a float32
+program that rounds its loss otherwise, 5e-3). A program as accurate as
+PyTorch's float32 passes; a fault, which moves every element, still fails.
 Integer tensors (num_batches_tracked) must be equal. Prints one line per
 tensor and "compare: OK" or "compare: FAILED"; exit 0 or 1 (2: unreadable input).
 """
@@ -57,7 +65,7 @@ def main():
     p.add_argument("--steps", type=int, default=1, help="optimizer steps taken (float32 rounding allowance)")
     p.add_argument("--envelope", help="the float64 run from weights perturbed by 2^-24 (allowed spread)")
     p.add_argument("--kinks", help="torch_ref.py --kinks-envelope's output (the allowed kink difference)")
-    p.add_argument("--float32-reference", help="the same run by PyTorch in float32 (printed, for comparison)")
+    p.add_argument("--float32-reference", help="the same run by PyTorch in float32 (twice its error allowed)")
     a = p.parse_args()
     try:
         w0, _ = read_safetensors(a.initial)
@@ -101,8 +109,9 @@ def main():
             if np.max(kink) > 0:
                 notes += f"  kinks {float(np.max(kink)) / update if update else 0:8.2e}"
         if ref32 is not None and r.size:
-            f32 = float(np.max(np.abs(ref32[name].astype(np.float64) - r)))
-            notes += f"  torch32 {f32 / update if update else 0:8.2e}"
+            f32_error = np.abs(ref32[name].astype(np.float64) - r)
+            allowed = allowed + 2 * f32_error
+            notes += f"  torch32 {float(np.max(f32_error)) / update if update else 0:8.2e}"
         over = bool(np.any(np.abs(o - r) > allowed)) if r.size else False
         ratio = error / update if update > 0 else 0.0
         worst = max(worst, ratio)
@@ -113,7 +122,8 @@ def main():
     verdict = "OK" if not failed else "FAILED"
     print(f"compare: {verdict} worst {worst:.2e} of the update (tolerance {a.tol:g} of the update, "
           f"plus float32 rounding{' and the computed envelope' if perturbed is not None else ''}"
-          f"{' and kinks' if kinks is not None else ''})")
+          f"{' and kinks' if kinks is not None else ''}"
+          f"{' and twice PyTorch float32' + chr(39) + 's error' if ref32 is not None else ''})")
     return 0 if not failed else 1
 
 

@@ -17,10 +17,14 @@
  * step of h crosses a kink (a relu turning on, a max changing hands) the
  * difference quotient means nothing: a coordinate whose quotients for h and
  * h/4 disagree is skipped, and more than a quarter skipped is a failure.
+ *
+ * Last, a NaN put in the batch must make the loss NaN, as in PyTorch.
  */
 #define main ddp_generated_main
 #include DDP_NET_SOURCE
 #undef main
+
+#include <cmath>     // std::isnan
 
 #include "device.h"  // ddp_device_alloc
 #include "net_setup.h"  // net_setup, random_batch, random_weights: the seeded set-up
@@ -92,7 +96,14 @@ int main(int argc, char **argv)
         printf("gradcheck: FAILED: %s\n", ddp_error_message());
         return 1;
     }
-    bool ok = bad == 0 && skipped * 4 <= checked + skipped;
+    /* A NaN in one input value, sample 1's last (a corner: a pool's window
+     * holds it at a tap other than its first), reaches the loss, as in
+     * PyTorch: no relu, maxpool or dropout turns it into a number, which
+     * would hide a diverged run behind a finite loss. */
+    batch.x[2 * net.sample_numel - 1] = NAN;
+    bool nan_reaches_loss = std::isnan(mean_loss(&ctx, n));
+    printf("a NaN in the input %s\n", nan_reaches_loss ? "reaches the loss" : "DOES NOT reach the loss");
+    bool ok = bad == 0 && skipped * 4 <= checked + skipped && nan_reaches_loss;
     printf("gradcheck: %s worst=%.3f of tolerance, %d coordinates, %d outside, %d skipped at kinks\n",
            ok ? "OK" : "FAILED", worst, checked, bad, skipped);
     return ok ? 0 : 1;

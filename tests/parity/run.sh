@@ -14,7 +14,9 @@
 # input the float64 run puts within 2^-21 of its tensor's largest |x| (a
 # few float32 roundings from the kink, so float32 may land on either side),
 # how far taking the other branch alone moves each weight, summed (a third
-# float64 run per such input, torch_ref.py --kinks-envelope). resnet.net's
+# float64 run per such input, torch_ref.py --kinks-envelope); plus twice
+# how far PyTorch's own float32 run ends from float64 at that element (a
+# fourth run, compare_weights.py --float32-reference says why). resnet.net's
 # 5 steps meet eight; one of them, at step 3, is 2.6e-7 against a largest of
 # 9.1, and a float32 run that rounds it below zero ends 3.9e-3 of the update
 # away from float64, as the flipped float64 run does. The envelope is what
@@ -51,6 +53,8 @@ reference() { # reference OUT [FLAGS...]
 reference "$d/ref.safetensors"
 reference "$d/perturbed.safetensors" --perturb 5.9604644775390625e-08 # 2^-24
 reference "$d/kinks.safetensors" --kinks-envelope 4.76837158203125e-07  # 2^-21
+"$python" "$tools/torch_ref.py" --module "$d/net.py" --init "$d/w0.safetensors" --steps "$steps" --no-shuffle \
+    --batch "$batch" --dtype float32 --out "$d/torch32.safetensors" --quiet "${data[@]}" "${ref_precision[@]}"
 "$python" "$tools/compare_weights.py" "$d/w0.safetensors" "$d/ours.safetensors" "$d/ref.safetensors" \
     --steps "$steps" --tol "${TOL:-$([ "$steps" = 1 ] && echo 1e-3 || echo 1e-4)}" --envelope "$d/perturbed.safetensors" \
-    --kinks "$d/kinks.safetensors"
+    --kinks "$d/kinks.safetensors" --float32-reference "$d/torch32.safetensors"

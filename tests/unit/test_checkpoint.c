@@ -100,6 +100,16 @@ static void flip_bit(const char *file, long from_end)
     fclose(f);
 }
 
+/* Edits FILE's header in place: sed's FROM (a basic regular expression,
+ * which must match) made TO, of the same length, so the file stays well formed. */
+static void edit_header(const char *file, const char *from, const char *to)
+{
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "grep -q '%s' %s && sed -i 's/%s/%s/' %s", from, file, from, to, file) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+}
+
 static void cut_short(const char *file, long bytes)
 {
     struct stat st;
@@ -263,6 +273,55 @@ static void test_skips_damaged(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A flipped bit in the net's name or hash is damage like any other, not a
+ * checkpoint of another net or version (which --resume refuses): skipped,
+ * the older one used. A checkpoint without that checksum (written before
+ * there was one) still reads. */
+static void test_damaged_name_or_hash_skipped(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --export %s", data_dir, path("whole.st")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 5 --max-steps 15", data_dir,
+                                path("ck")), 0);
+    edit_header(path("ck/checkpoint-tiny-000000015.safetensors"), "\"net\":\"tiny\"", "\"net\":\"tinz\"");
+    edit_header(path("ck/checkpoint-tiny-000000010.safetensors"), "\"hash\":\"[0-9a-f]", "\"hash\":\"g");
+    edit_header(path("ck/checkpoint-tiny-000000005.safetensors"), "\"net_crc32\"", "\"net_crc3x\"");
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --export %s", data_dir, path("ck"),
+                                path("resumed.st")), 0);
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000015.safetensors: damaged: the checksum of its net's name and "
+                               "version is "));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: damaged: the checksum of its net's name and "
+                               "version is "));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000005.safetensors: step 5"));
+    free(out);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("resumed.st")));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* A checkpoint that cannot be written once training runs (the directory
+ * changed since start-up: here a directory in the way of the step-10 file)
+ * is a failure while running, exit 1, which --max-restarts retries, not bad
+ * input; it names the newest good checkpoint, which stays. */
+static void test_failed_save_is_a_failure(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --save-every 5 --max-steps 5", data_dir,
+                                path("ck")), 0);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path("ck/checkpoint-tiny-000000010.safetensors"), 0755), 0);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --save-every 5 --max-steps 15 --resume", data_dir,
+                                path("ck")), 1);
+    CU_ASSERT(harness_has(out, "not saving the checkpoint of step 10: "));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: is a directory, not a regular file; name a "
+                               "file; the newest good one is "));
+    free(out);
+    struct stat st;
+    CU_ASSERT(stat(path("ck/checkpoint-tiny-000000005.safetensors"), &st) == 0 && S_ISREG(st.st_mode));
+    CU_ASSERT_EQUAL(count_files(path("ck"), 1), 0); /* no temporary file left */
+    test_remove_tmpdir(tmpdir);
+}
+
 /* ---- refused ------------------------------------------------------------------------ */
 
 static void refused(const char *args, const char *message)
@@ -380,14 +439,6 @@ static void test_checksum(void)
 /* The precision: recorded, checked on resuming, covered by the checksum; a
  * checkpoint that does not name one (written before there was a choice)
  * is fp32's, and its checksum still holds. */
-static void edit_header(const char *file, const char *from, const char *to)
-{
-    char *cmd;
-    CU_ASSERT_FATAL(asprintf(&cmd, "grep -q '%s' %s && sed -i 's/%s/%s/' %s", from, file, from, to, file) > 0);
-    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
-    free(cmd);
-}
-
 static void test_precision_recorded(void)
 {
     setup();
@@ -1068,6 +1119,9 @@ void suite_checkpoint(void)
         {"the optimizer state is carried: zeroed momentum gives other weights", test_optimizer_state_matters},
         {"three kept, none torn; past --max-steps ends at once; empty dir starts", test_keeps_three_and_resumes_past_the_end},
         {"damaged or truncated newest: skipped, the older one used", test_skips_damaged},
+        {"a damaged net name or hash: skipped as damage, not refused as another net's", test_damaged_name_or_hash_skipped},
+        {"a checkpoint that cannot be written mid-run: exit 1, the newest good one named and kept",
+         test_failed_save_is_a_failure},
         {"other settings, a weights file, another net: status 2, named", test_refused},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>    // SYS_fsync: the system's, under this file's fsync
 #include <sys/sysmacros.h>  // makedev
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,20 @@
 
 static float one[1] = {1.0f};
 static const DdpTensor tensor = {.name = "x", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {1}, .data = one};
+
+/* The unit tests' fsync, which the runtime's objects link to in this
+ * program: the system's, or, while fail_directory_sync is set, EIO for a
+ * directory, as a failing disk gives when a rename is made durable. */
+static int fail_directory_sync;
+int fsync(int fd)
+{
+    struct stat st;
+    if (fail_directory_sync && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
 
 static int message_has(const char *what)
 {
@@ -414,6 +429,41 @@ static void test_make_dirs(void)
     test_remove_tmpdir(dir);
 }
 
+/* A write that fails (the disk full: /dev/full stands in for the temporary
+ * file's stream) is reported with its reason, under the target's name, and
+ * leaves neither the target nor the temporary file; a failed sync of the
+ * directory after the rename fails the output too: the file is in place,
+ * but a crash could still lose it. */
+static void test_output_failures_say_why(void)
+{
+    char dir[64];
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc-fails-XXXXXX");
+    const char *target = test_tmp_path(dir, "w.st");
+    DdpOutput out;
+    CU_ASSERT_EQUAL_FATAL(ddp_output_open("export", target, &out), DDP_OK);
+    fclose(out.f);
+    out.f = fopen("/dev/full", "wb");
+    CU_ASSERT_FATAL(out.f != NULL);
+    static char block[1 << 20]; /* past the stream's buffer, so that fwrite itself fails */
+    CU_ASSERT_EQUAL(ddp_output_write(&out, block, sizeof block), 0);
+    CU_ASSERT_EQUAL(ddp_output_write(&out, block, 1), 0); /* the file is lost: no write succeeds after */
+    char *tmp = strdup(out.tmp);
+    CU_ASSERT_EQUAL(ddp_output_commit(&out), DDP_FAIL);
+    CU_ASSERT(message_has("w.st: cannot write: No space left on device"));
+    CU_ASSERT(strstr(ddp_error_message(), ".tmp-") == NULL);
+    CU_ASSERT_EQUAL(kind_of(tmp), 0);
+    CU_ASSERT_EQUAL(kind_of(target), 0);
+    free(tmp);
+
+    fail_directory_sync = 1;
+    CU_ASSERT_EQUAL(ddp_safetensors_write(target, &tensor, 1, NULL, 0), DDP_FAIL);
+    fail_directory_sync = 0;
+    CU_ASSERT(message_has("w.st: written, but its directory could not be synced: Input/output error"));
+    CU_ASSERT_EQUAL(kind_of(target), S_IFREG);
+    CU_ASSERT_EQUAL(ddp_safetensors_write(target, &tensor, 1, NULL, 0), DDP_OK);
+    test_remove_tmpdir(dir);
+}
+
 void suite_outputs(void)
 {
     static const TestCase cases[] = {
@@ -426,6 +476,7 @@ void suite_outputs(void)
          test_outputs_keep_what_is_not_theirs},
         {"no two outputs write one file, and none takes a name of --save DIR's checkpoints", test_outputs_apart},
         {"mkdir -p says whether it made the directory itself", test_make_dirs},
+        {"a full disk and a failed directory sync are reported, with their reasons", test_output_failures_say_why},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);

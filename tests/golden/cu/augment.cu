@@ -42,8 +42,9 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 float v = xp[ky * W + kx];
-                at = v > best ? ky * K + kx : at;
-                best = v > best ? v : best;
+                int wins = v > best || v != v;  // a NaN wins, as in PyTorch
+                at = wins ? ky * K + kx : at;
+                best = wins ? v : best;
             }
         y[i] = best;
         argmax[i] = at;
@@ -57,7 +58,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
-        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
+        float g = (y[o] <= 0.0f ? 0.0f : dy[o]);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -120,11 +121,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

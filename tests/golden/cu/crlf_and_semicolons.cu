@@ -19,7 +19,7 @@ DDP_KERNEL conv1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
+                float g = v <= 0.0f ? 0.0f : d;
                 dy[i] = g;
                 sample += g;
             }
@@ -76,11 +76,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

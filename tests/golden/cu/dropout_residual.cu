@@ -54,7 +54,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.42857146f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.42857146f : 0.0f) : x[i];
     }
 }
 
@@ -66,7 +66,7 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 1288490188u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.42857146f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? 1.42857146f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -145,7 +145,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // dropout_residual.net:7: relu
@@ -153,7 +153,7 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 16;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -201,11 +201,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

@@ -159,7 +159,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // everything.net:5: relu
@@ -167,7 +167,7 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -315,7 +315,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -599,7 +599,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.11111116f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.11111116f : 0.0f) : x[i];
     }
 }
 
@@ -611,7 +611,7 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 429496729u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.11111116f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? 1.11111116f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -628,9 +628,9 @@ DDP_KERNEL log_softmax1_forward(int n, const float *x, float *y)
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
+        float log_sum = (float)log(sum);
         for (int j = 0; j < K; j++)
-            y[s * K + j] = xs[j] - lse;
+            y[s * K + j] = (xs[j] - m) - log_sum;
     }
 }
 

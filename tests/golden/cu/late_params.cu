@@ -17,7 +17,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.33333337f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.33333337f : 0.0f) : x[i];
     }
 }
 
@@ -26,7 +26,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 128;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // late_params.net:11: maxpool k3 s1 p1
@@ -48,7 +48,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -227,7 +227,7 @@ DDP_KERNEL relu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 48;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // late_params.net:14: relu
@@ -235,7 +235,7 @@ DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 48;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -283,11 +283,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

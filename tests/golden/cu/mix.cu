@@ -281,7 +281,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -524,7 +524,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 784;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // mix.net:10: relu
@@ -532,7 +532,7 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 784;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -628,9 +628,9 @@ DDP_KERNEL log_softmax1_forward(int n, const float *x, float *y)
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
+        float log_sum = (float)log(sum);
         for (int j = 0; j < K; j++)
-            y[s * K + j] = xs[j] - lse;
+            y[s * K + j] = (xs[j] - m) - log_sum;
     }
 }
 

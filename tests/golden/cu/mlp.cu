@@ -19,7 +19,7 @@ DDP_KERNEL linear1_bias_relu_backward(int n, float *dy, const float *y, DdpGrad 
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
+                float g = v <= 0.0f ? 0.0f : d;
                 dy[i] = g;
                 sample += g;
             }
@@ -43,7 +43,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.25f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.25f : 0.0f) : x[i];
     }
 }
 
@@ -55,7 +55,7 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 858993459u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.25f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? 1.25f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -144,11 +144,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

@@ -42,8 +42,9 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 float v = xp[ky * W + kx];
-                at = v > best ? ky * K + kx : at;
-                best = v > best ? v : best;
+                int wins = v > best || v != v;  // a NaN wins, as in PyTorch
+                at = wins ? ky * K + kx : at;
+                best = wins ? v : best;
             }
         y[i] = best;
         argmax[i] = at;
@@ -60,7 +61,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 int64_t at = ky * W + kx;
-                float g = ky * K + kx == argmax[o] ? (y[o] > 0.0f ? dy[o] : 0.0f) : 0.0f;
+                float g = ky * K + kx == argmax[o] ? (y[o] <= 0.0f ? 0.0f : dy[o]) : 0.0f;
                 dxp[at] = accumulate ? dxp[at] + g : g;
             }
     }
@@ -76,7 +77,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.33333337f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.33333337f : 0.0f) : x[i];
     }
 }
 
@@ -88,7 +89,7 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t key = ddp_dropout_layer_key(seed, 1, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 1.33333337f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? 1.33333337f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -103,7 +104,7 @@ DDP_KERNEL dropout2_forward(int n, const float *x, float *y, const int64_t *samp
     const uint32_t DROP_BELOW = 2147483648u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 2.0f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 2.0f : 0.0f) : x[i];
     }
 }
 
@@ -115,7 +116,7 @@ DDP_KERNEL dropout2_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t key = ddp_dropout_layer_key(seed, 2, step->epoch);  // as forward's
     const uint32_t DROP_BELOW = 2147483648u;  // p of 2^32
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? dy[i] * 2.0f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S, DROP_BELOW) ? 2.0f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -178,7 +179,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -255,11 +256,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

@@ -42,8 +42,9 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 float v = xp[ky * W + kx];
-                at = v > best ? ky * K + kx : at;
-                best = v > best ? v : best;
+                int wins = v > best || v != v;  // a NaN wins, as in PyTorch
+                at = wins ? ky * K + kx : at;
+                best = wins ? v : best;
             }
         y[i] = best;
         argmax[i] = at;
@@ -57,7 +58,7 @@ DDP_KERNEL maxpool1_backward(int n, const float *dy, const int32_t *argmax, cons
     DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {
         int64_t o = row * OW + ox;
         float *dxp = dx + row * (K * W) + ox * K;  // the window's first tap
-        float g = (y[o] > 0.0f ? dy[o] : 0.0f);  // and relu1's mask: y, the max, is the winner's
+        float g = (y[o] <= 0.0f ? 0.0f : dy[o]);  // and relu1's mask: y, the max, is the winner's
         int won = argmax[o];  // the winning tap, ky * K + kx
         float g0 = won == 0 ? g : 0.0f;
         float g1 = won == 1 ? g : 0.0f;
@@ -84,7 +85,7 @@ DDP_KERNEL conv2_relu_forward(int n, float *y)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i];
-        y[i] = v > 0.0f ? v : 0.0f;
+        y[i] = v < 0.0f ? 0.0f : v;
     }
 }
 
@@ -107,7 +108,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -135,7 +136,7 @@ DDP_KERNEL maxpool2_backward(int n, const float *dy, const int32_t *argmax, cons
             for (int ox = x0; ox < x1; ox++) {
                 int64_t o = plane * (OH * OW) + oy * OW + ox;
                 if (argmax[o] == iy * W + ix)
-                    g += (y[o] > 0.0f ? dy[o] : 0.0f);
+                    g += (y[o] <= 0.0f ? 0.0f : dy[o]);
             }
         dx[i] = accumulate ? dx[i] + g : g;
     }
@@ -153,7 +154,7 @@ DDP_KERNEL conv3_bias_relu_backward(int n, float *dy, const float *y, DdpGrad *d
             DDP_FOR_PIXELS(j, HW) {
                 int64_t i = ((int64_t)s * C + c) * HW + j;
                 float d = dy[i], v = y[i];
-                float g = v > 0.0f ? d : 0.0f;
+                float g = v <= 0.0f ? 0.0f : d;
                 dy[i] = g;
                 sample += g;
             }
@@ -186,7 +187,7 @@ DDP_KERNEL maxpool3_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[iy * W + ix];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -357,7 +358,7 @@ DDP_KERNEL relu4_forward(int n, const float *x, float *y)
 {
     const int64_t S = 144;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // relu_pools.net:16: relu
@@ -365,7 +366,7 @@ DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 144;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -382,8 +383,9 @@ DDP_KERNEL maxpool4_forward(int n, const float *x, float *y, int32_t *argmax)
         for (int ky = 0; ky < K; ky++)
             for (int kx = 0; kx < K; kx++) {
                 float v = xp[ky * W + kx];
-                at = v > best ? ky * K + kx : at;
-                best = v > best ? v : best;
+                int wins = v > best || v != v;  // a NaN wins, as in PyTorch
+                at = wins ? ky * K + kx : at;
+                best = wins ? v : best;
             }
         y[i] = best;
         argmax[i] = at;
@@ -449,11 +451,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

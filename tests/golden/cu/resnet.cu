@@ -128,7 +128,7 @@ DDP_KERNEL relu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // resnet.net:5: relu
@@ -136,7 +136,7 @@ DDP_KERNEL relu1_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -262,7 +262,7 @@ DDP_KERNEL relu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // resnet.net:7: relu
@@ -270,7 +270,7 @@ DDP_KERNEL relu2_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -412,7 +412,7 @@ DDP_KERNEL relu3_forward(int n, const float *x, float *y)
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // resnet.net:10: relu
@@ -420,7 +420,7 @@ DDP_KERNEL relu3_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 12544;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -546,7 +546,7 @@ DDP_KERNEL relu4_forward(int n, const float *x, float *y)
 {
     const int64_t S = 6272;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // resnet.net:11: relu
@@ -554,7 +554,7 @@ DDP_KERNEL relu4_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 6272;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -830,7 +830,7 @@ DDP_KERNEL relu5_forward(int n, const float *x, float *y)
 {
     const int64_t S = 6272;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 // resnet.net:16: relu
@@ -838,7 +838,7 @@ DDP_KERNEL relu5_backward(int n, const float *dy, const float *y, float *dx, int
 {
     const int64_t S = 6272;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        float g = y[i] <= 0.0f ? 0.0f : dy[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -946,11 +946,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 

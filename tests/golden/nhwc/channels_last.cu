@@ -72,7 +72,7 @@ DDP_KERNEL dropout1_forward(int n, const float *x, float *y, const int64_t *samp
     const int64_t C = 6, HW = 100;  // channels-last: element e of a sample is channel e % C of pixel e / C
     DDP_FOR(i, (int64_t)n * S) {
         bool keep = !train || ddp_dropout_keep(key, sample_ids[i / S], i % S % C * HW + i % S / C, DROP_BELOW);
-        y[i] = keep ? (train ? x[i] * 1.33333337f : x[i]) : 0.0f;
+        y[i] = train ? x[i] * (keep ? 1.33333337f : 0.0f) : x[i];
     }
 }
 
@@ -85,7 +85,7 @@ DDP_KERNEL dropout1_backward(int n, const float *dy, float *dx, const int64_t *s
     const uint32_t DROP_BELOW = 1073741824u;  // p of 2^32
     const int64_t C = 6, HW = 100;  // channels-last: element e of a sample is channel e % C of pixel e / C
     DDP_FOR(i, (int64_t)n * S) {
-        float g = ddp_dropout_keep(key, sample_ids[i / S], i % S % C * HW + i % S / C, DROP_BELOW) ? dy[i] * 1.33333337f : 0.0f;
+        float g = dy[i] * (ddp_dropout_keep(key, sample_ids[i / S], i % S % C * HW + i % S / C, DROP_BELOW) ? 1.33333337f : 0.0f);
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -109,7 +109,7 @@ DDP_KERNEL maxpool1_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[(int64_t)(iy * W + ix) * C];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -149,7 +149,7 @@ DDP_KERNEL conv2_relu_forward(int n, float *y)
     const int64_t S = 200;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
         float v = y[i];
-        y[i] = v > 0.0f ? v : 0.0f;
+        y[i] = v < 0.0f ? 0.0f : v;
     }
 }
 
@@ -158,7 +158,7 @@ DDP_KERNEL conv2_relu_backward(int n, float *dy, const float *y)
 {
     const int64_t S = 200;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        dy[i] = y[i] <= 0.0f ? 0.0f : dy[i];
 }
 
 // channels_last.net:13: avgpool k2 s1
@@ -361,7 +361,7 @@ DDP_KERNEL maxpool2_forward(int n, const float *x, float *y, int32_t *argmax)
                 if (ix < 0 || ix >= W)
                     continue;
                 float v = xp[(int64_t)(iy * W + ix) * C];
-                if (v > best || at < 0) {
+                if (v > best || v != v || at < 0) {  // a NaN wins, as in PyTorch
                     best = v;
                     at = iy * W + ix;
                 }
@@ -456,11 +456,11 @@ DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int
         double sum = 0.0;
         for (int j = 0; j < K; j++)
             sum += expf(xs[j] - m);
-        float lse = m + (float)log(sum);
-        rows[2 * s] = lse - xs[label];
+        float log_sum = (float)log(sum);
+        rows[2 * s] = log_sum - (xs[label] - m);
         if (dx)
             for (int j = 0; j < K; j++)
-                dx[s * K + j] = (expf(xs[j] - lse) - (j == label ? 1.0f : 0.0f)) / (float)total;
+                dx[s * K + j] = (expf((xs[j] - m) - log_sum) - (j == label ? 1.0f : 0.0f)) / (float)total;
     }
 }
 
