@@ -40,13 +40,25 @@ void ddp_top_classes_print(FILE *out, int64_t input, const float *scores, int cl
         for (int r = 0; r < n; r++)
             fprintf(out, r ? ", %d" : "%d", order[r]);
         fputs("], \"probabilities\": [", out);
-        for (int r = 0; r < n; r++)
-            fprintf(out, r ? ", %.6g" : "%.6g", p[order[r]] / sum);
+        for (int r = 0; r < n; r++) {
+            /* a score that overflowed float (inf - inf in the softmax) gives
+             * NaN, as PyTorch's softmax does; JSON spells it null, as --log */
+            const double prob = p[order[r]] / sum;
+            if (isfinite(prob))
+                fprintf(out, r ? ", %.6g" : "%.6g", prob);
+            else
+                fputs(r ? ", null" : "null", out);
+        }
         fputs("]}\n", out);
     } else {
         fprintf(out, "input %lld:", (long long)input);
-        for (int r = 0; r < n; r++)
-            fprintf(out, "%s %d %.4f", r ? "," : "", order[r], p[order[r]] / sum);
+        for (int r = 0; r < n; r++) {
+            const double prob = p[order[r]] / sum;
+            if (isfinite(prob))
+                fprintf(out, "%s %d %.4f", r ? "," : "", order[r], prob);
+            else
+                fprintf(out, "%s %d nan", r ? "," : "", order[r]);
+        }
         fputc('\n', out);
     }
 }

@@ -1339,8 +1339,10 @@ static DdpStatus check_sum_window(const Trainer *t)
         return DDP_OK;
     return DDP_ERR(DDP_FAIL,
                    "at step %lld a sample's part of a %s was %g, beyond the exact sums' limit of 2^%d "
-                   "(about %g): training is diverging; a lower --lr may help",
-                   (long long)t->step + 1, w->what, part, w->top, w->limit);
+                   "(about %g): training is diverging; a lower --lr may help%s",
+                   (long long)t->step + 1, w->what, part, w->top, w->limit,
+                   /* before any update has had time to grow, the scale is the data's */
+                   t->step < 10 ? " (this early, the data's scale is the likelier cause: normalize it)" : "");
 }
 
 /* Every rank's times since the last call, gathered; rank 0 logs them and

@@ -130,6 +130,22 @@ DdpStatus ddp_weights_read(const DdpNet *net, DdpSafetensors *f, float *params, 
     return DDP_OK;
 }
 
+/* The first of NET's float tensors (in PARAMS and BUFFERS) holding a NaN or
+ * an infinity; NULL if none. */
+static const char *first_nonfinite(const DdpNet *net, float *params, float *buffers)
+{
+    for (int i = 0; i < net->n_params; i++) {
+        const DdpParamInfo *p = &net->params[i];
+        if (p->is_step_count)
+            continue;
+        const float *x = storage(p, params, buffers);
+        for (int64_t k = 0; k < p->numel; k++)
+            if (!isfinite(x[k]))
+                return p->name;
+    }
+    return NULL;
+}
+
 DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, float *buffers, int64_t *counts)
 {
     DdpSafetensors *f;
@@ -137,6 +153,12 @@ DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, f
     DdpStatus st = ddp_weights_read(net, f, params, buffers, counts);
     if (st == DDP_OK)
         st = ddp_safetensors_check_unused(f);
+    /* as --resume refuses such a checkpoint: a NaN weight trains (or
+     * predicts) nothing, and an F64 value beyond float's range is one too */
+    const char *bad = st == DDP_OK ? first_nonfinite(net, params, buffers) : NULL;
+    if (bad)
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: tensor '%s' is not finite (nan or inf, or a double beyond float's range): "
+                     "weights of a diverged run", path, bad);
     ddp_safetensors_close(f);
     return st;
 }

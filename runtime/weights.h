@@ -31,8 +31,8 @@ DdpStatus ddp_weights_init(const DdpNet *net, uint64_t seed, float *params, floa
 
 /* Loads PATH, written by --export or by safetensors.torch.save_file(
  * model.state_dict()): every DdpParamInfo by name, F32 (or F64, converted) of
- * exactly its shape, step counts as I64 scalars; nothing else. DDP_BAD_INPUT
- * naming PATH and the tensor otherwise. */
+ * exactly its shape, step counts as I64 scalars; nothing else; every value
+ * finite in float. DDP_BAD_INPUT naming PATH and the tensor otherwise. */
 DdpStatus ddp_weights_load(const DdpNet *net, const char *path, float *params, float *buffers, int64_t *counts);
 
 /* The loading part of ddp_weights_load, from a file already open (a

@@ -74,6 +74,15 @@ static void test_top_classes(void)
     line = top_line(wide, 2, 5, 0);
     CU_ASSERT_STRING_EQUAL(line, "input 3: 1 1.0000, 0 0.0000\n");
     free(line);
+    /* a score that overflowed float: NaN probabilities, as PyTorch's softmax
+     * gives, spelt null in JSON so that every line still parses */
+    const float overflowed[] = {INFINITY, 1.0f};
+    line = top_line(overflowed, 2, 2, 1);
+    CU_ASSERT_STRING_EQUAL(line, "{\"input\": 3, \"classes\": [0, 1], \"probabilities\": [null, null]}\n");
+    free(line);
+    line = top_line(overflowed, 2, 2, 0);
+    CU_ASSERT_STRING_EQUAL(line, "input 3: 0 nan, 1 nan\n");
+    free(line);
 }
 
 void suite_confusion(void)

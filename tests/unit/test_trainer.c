@@ -470,12 +470,15 @@ static void test_deterministic(void)
     teardown();
 }
 
-/* Writes tensors named NAMES (fc.weight with COLS columns) as a --init file. */
-static void write_weights(const char *path, int cols, int with_bias, int extra, DdpDtype dtype)
+/* Writes tensors named NAMES (fc.weight with COLS columns) as a --init file;
+ * fc.weight[3] is AT_3, where that is not 0. */
+static void write_weights(const char *path, int cols, int with_bias, int extra, DdpDtype dtype, double at_3)
 {
     static double w[10 * 785];
     for (int i = 0; i < 10 * 785; i++)
         w[i] = 0.001 * (i % 7);
+    if (at_3 != 0.0)
+        w[3] = at_3;
     float wf[10 * 785];
     for (int i = 0; i < 10 * 785; i++)
         wf[i] = (float)w[i];
@@ -501,23 +504,23 @@ static void test_bad_init(void)
     const char *w = tmp_path("w.safetensors");
     char *out = NULL;
 
-    write_weights(w, 783, 1, 0, DDP_DTYPE_F32);
+    write_weights(w, 783, 1, 0, DDP_DTYPE_F32, 0.0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
     CU_ASSERT(harness_has(out, "tiny_train: error: "));
     CU_ASSERT(harness_has(out, "w.safetensors: tensor 'fc.weight' has shape [10,783], the net expects [10,784]"));
     free(out);
 
-    write_weights(w, 784, 0, 0, DDP_DTYPE_F32);
+    write_weights(w, 784, 0, 0, DDP_DTYPE_F32, 0.0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
     CU_ASSERT(harness_has(out, "w.safetensors: has no tensor 'fc.bias'"));
     free(out);
 
-    write_weights(w, 784, 1, 1, DDP_DTYPE_F32);
+    write_weights(w, 784, 1, 1, DDP_DTYPE_F32, 0.0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
     CU_ASSERT(harness_has(out, "'fc2.weight'"));
     free(out);
 
-    write_weights(w, 784, 1, 0, DDP_DTYPE_BF16);
+    write_weights(w, 784, 1, 0, DDP_DTYPE_BF16, 0.0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
     CU_ASSERT(harness_has(out, "tensor 'fc.weight' has dtype BF16, the net expects F32"));
     free(out);
@@ -527,14 +530,25 @@ static void test_bad_init(void)
     free(out);
 
     /* A file cut short. */
-    write_weights(w, 784, 1, 0, DDP_DTYPE_F32);
+    write_weights(w, 784, 1, 0, DDP_DTYPE_F32, 0.0);
     CU_ASSERT_FATAL(truncate(w, 1000) == 0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
     CU_ASSERT(harness_has(out, "w.safetensors"));
     free(out);
 
+    /* A NaN, an infinity, or a double beyond float's range: as --resume
+     * refuses such a checkpoint. */
+    const double not_finite[] = {NAN, -INFINITY, 1e39};
+    for (int k = 0; k < 3; k++) {
+        write_weights(w, 784, 1, 0, k < 2 ? DDP_DTYPE_F32 : DDP_DTYPE_F64, not_finite[k]);
+        CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s", data_dir, w), 2);
+        CU_ASSERT(harness_has(out, "w.safetensors: tensor 'fc.weight' is not finite (nan or inf, or a double beyond "
+                                   "float's range): weights of a diverged run"));
+        free(out);
+    }
+
     /* F64 is converted. */
-    write_weights(w, 784, 1, 0, DDP_DTYPE_F64);
+    write_weights(w, 784, 1, 0, DDP_DTYPE_F64, 0.0);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --init %s --max-steps 0 --export %s", data_dir, w,
                                 tmp_path("back.st")), 0);
     free(out);
