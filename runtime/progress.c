@@ -279,7 +279,7 @@ void ddp_progress_summary(DdpProgress *p, int64_t steps, double seconds, double 
     if (p->best_epoch)
         fprintf(p->out, "  best test_acc %.4f (epoch %lld)", p->best_acc, (long long)p->best_epoch);
     fprintf(p->out, "  %.1fs", seconds);
-    if (steps)
+    if (samples_per_s > 0) /* none where this run trained no step (resumed past --max-steps) */
         fprintf(p->out, "  %.0f samples/s", samples_per_s);
     fputc('\n', p->out);
     fflush(p->out);

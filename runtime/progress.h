@@ -109,7 +109,7 @@ DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r);
 DdpStatus ddp_progress_eval(DdpProgress *p, const DdpReport *r);
 
 /* The closing line: steps, best test accuracy and its epoch, wall time and
- * mean training throughput. */
+ * mean training throughput (left out where it is 0: this run trained no step). */
 void ddp_progress_summary(DdpProgress *p, int64_t steps, double seconds, double samples_per_s);
 
 /* Ends a progress line left on screen, so an error message starts a line. */

@@ -136,6 +136,7 @@ typedef struct {
     int slot;
     float *host_params, *host_buffers, *host_opt_state;
     int64_t *counts;        /* starting step counts, per parameter */
+    int64_t *counts_written; /* what checkpoints and --export take for counts (counted_state) */
     int64_t *order;         /* this epoch's sample indices */
     int64_t *eval_ids;      /* one evaluation batch's indices */
     float *augment_scratch; /* one sample, for the data { } block's crop */
@@ -161,6 +162,7 @@ typedef struct {
     void *order_copied;     /* event: that copy done, so that the host may write the next epoch's order */
 
     DdpSampler sampler;
+    int64_t batches_per_epoch; /* each rank's, the same on every rank */
     int64_t steps_per_epoch;
     int64_t step;           /* global optimizer steps taken */
     int64_t epoch;          /* of the batch trained last */
@@ -451,12 +453,14 @@ static DdpStatus allocate(Trainer *t)
     t->host_buffers = calloc((size_t)net->n_buffer_floats + 1, sizeof(float));
     t->host_opt_state = calloc((size_t)(net->n_param_floats * net->opt_slots) + 1, sizeof(float));
     t->counts = calloc((size_t)net->n_params + 1, sizeof(int64_t));
+    t->counts_written = calloc((size_t)net->n_params + 1, sizeof(int64_t));
     /* copied to the device from where it lies, when the set is resident */
     DDP_CHECK(ddp_host_alloc((void **)&t->order, ((size_t)t->sampler.num_samples + 1) * sizeof(int64_t)));
     t->eval_ids = calloc((size_t)batch, sizeof(int64_t));
     t->augment_scratch = calloc((size_t)net->sample_numel, sizeof(float));
     t->conv_choices = calloc(DDP_CONV_CHOICES_TEXT, 1);
-    if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->order || !t->eval_ids ||
+    if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->counts_written || !t->order ||
+        !t->eval_ids ||
         !t->augment_scratch || !t->conv_choices)
         return DDP_ERR(DDP_FAIL, "out of memory");
     /* the convs' algorithms, and the scratch check_memory counted */
@@ -630,11 +634,45 @@ static DdpStatus weights_to_host(Trainer *t, int opt_state)
     return DDP_OK;
 }
 
+/* The training batches of STEPS steps, each one forward: STEPS under
+ * --no-sync-every 1, K a step under K, but for an epoch's last step, which
+ * takes what is left. */
+static int64_t batches_in_steps(const Trainer *t, int64_t steps)
+{
+    const int64_t spe = t->steps_per_epoch, per_epoch = t->batches_per_epoch;
+    if (spe <= 0)
+        return steps;
+    const int64_t in_epoch = steps % spe * t->flags.no_sync_every;
+    return steps / spe * per_epoch + (in_epoch < per_epoch ? in_epoch : per_epoch);
+}
+
+/* The step counts (batchnorm's num_batches_tracked) as the files hold them,
+ * PyTorch's: the starting count plus a training forward's 1, so plus
+ * batches_in_steps. The files' writers add the step (weights.h), so the
+ * counts handed to them are the starting ones plus the difference, in
+ * t->counts_written; resumed_counts takes it back off what a load leaves. */
+static int64_t *counted_state(Trainer *t)
+{
+    const int64_t extra = batches_in_steps(t, t->step) - t->step;
+    for (int i = 0; i < t->net->n_params; i++)
+        t->counts_written[i] = t->counts[i] + extra;
+    return t->counts_written;
+}
+
+/* After a checkpoint of step STEP loaded: its counts, less its step (as
+ * ddp_checkpoint_load leaves them), less what counted_state added. */
+static void resumed_counts(Trainer *t, int64_t step)
+{
+    const int64_t extra = batches_in_steps(t, step) - step;
+    for (int i = 0; i < t->net->n_params; i++)
+        t->counts[i] -= extra;
+}
+
 static DdpStatus export_weights(Trainer *t)
 {
     DDP_CHECK(weights_to_host(t, 0));
-    if (ddp_weights_export(t->net, t->flags.export_path, t->host_params, t->host_buffers, t->counts, t->step) ==
-        DDP_OK)
+    if (ddp_weights_export(t->net, t->flags.export_path, t->host_params, t->host_buffers, counted_state(t),
+                           t->step) == DDP_OK)
         return DDP_OK;
     /* a failure while running (exit 1), whatever it says of the path: it
      * passed its checks at start-up, so it was changed since, or the disk filled */
@@ -734,6 +772,7 @@ static DdpStatus save_checkpoint(Trainer *t)
         return DDP_OK;
     DdpCheckpointRun run = checkpoint_run(t);
     DdpCheckpointState state = host_state(t);
+    state.counts = counted_state(t);
     char path[sizeof t->saved_path];
     if (ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path) != DDP_OK) {
         /* a failure while running (exit 1, which --max-restarts retries),
@@ -843,6 +882,7 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     if (!t->flags.eval_only)
         DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
+    resumed_counts(t, saved.step);
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     if (saved.world != now.world)
         ddp_progress_note(&t->progress, "resuming from %s: step %lld, made on %lld rank%s x %lld, now %lld x %lld",
@@ -1597,6 +1637,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     /* DistributedSampler(train, num_replicas=world, rank, shuffle, seed, drop_last=False) */
     DDP_CHECK(ddp_sampler_init(&t->sampler, t->train.n, world, rank, t->flags.shuffle, (int64_t)t->cfg.seed, 0));
     int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
+    t->batches_per_epoch = batches;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
     DDP_CHECK(check_sum_count(t));
 
@@ -1782,6 +1823,7 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     free(t->host_buffers);
     free(t->host_opt_state);
     free(t->counts);
+    free(t->counts_written);
     ddp_host_free(t->order);
     free(t->eval_ids);
     free(t->augment_scratch);

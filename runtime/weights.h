@@ -6,7 +6,9 @@
  * n_param_floats, buffers: n_buffer_floats, each DdpParamInfo at its offset),
  * so they need no device and the trainer does the copies. Batchnorm's
  * num_batches_tracked (is_step_count) lives in neither buffer: COUNTS[i] holds
- * the count parameter i started from, and a file gets that plus the steps taken.
+ * the count parameter i started from, and a file gets that plus the steps
+ * taken (the trainer's counts make that the batches trained, as PyTorch
+ * counts them: trainer.c's counted_state).
  */
 #ifndef DDPRT_WEIGHTS_H
 #define DDPRT_WEIGHTS_H

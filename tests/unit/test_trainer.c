@@ -427,6 +427,32 @@ static void test_init_reproduces(void)
     teardown();
 }
 
+/* num_batches_tracked counts the training batches, a forward each, as
+ * PyTorch's batchnorm does, also where --no-sync-every K takes K of them a
+ * step (an epoch's last step the few left), from --init's count, and a
+ * resume continues it. */
+static void test_batch_counts(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    /* N_TRAIN / 20 batches an epoch, in steps of 3 (the last of fewer) */
+    const int64_t batches = N_TRAIN / 20, steps_per_epoch = (batches + 2) / 3;
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-sync-every 3 --max-steps %lld --export %s", data_dir,
+                                (long long)steps_per_epoch + 1, tmp_path("a.st")), 0);
+    CU_ASSERT_EQUAL(step_count(tmp_path("a.st")), batches + 3);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-sync-every 3 --max-steps 2 --init %s --export %s",
+                                data_dir, tmp_path("a.st"), tmp_path("b.st")), 0);
+    CU_ASSERT_EQUAL(step_count(tmp_path("b.st")), batches + 3 + 6);
+    /* stopped at step 2 and resumed to step_per_epoch + 1: the same as straight there */
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-sync-every 3 --max-steps 2 --save %s", data_dir,
+                                tmp_path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --no-sync-every 3 --max-steps %lld --save %s --resume "
+                                "--export %s", data_dir, (long long)steps_per_epoch + 1, tmp_path("ck"),
+                                tmp_path("c.st")), 0);
+    CU_ASSERT_EQUAL(step_count(tmp_path("c.st")), batches + 3);
+    teardown();
+}
+
 static void test_init_continues(void)
 {
     setup();
@@ -999,6 +1025,8 @@ void suite_trainer(void)
         {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
         {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
         {"--init from an exported epoch continues bit for bit", test_init_continues},
+        {"num_batches_tracked counts batches, K a step under --no-sync-every K, through --init and --resume",
+         test_batch_counts},
         {"the same seed gives the same weights, another seed others", test_deterministic},
         {"bad --init files and --export paths: status 2, named", test_bad_init},
         {"bad data: missing, wrong image shape, too many classes", test_bad_data},
