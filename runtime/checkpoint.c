@@ -19,6 +19,7 @@
 #include <string.h>
 #include <fcntl.h>     // open, O_*
 #include <sys/file.h>  // flock: one run per net and --save directory
+#include <sys/stat.h>  // lstat: whether a failed save left its file in place
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
@@ -410,10 +411,16 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"conv_choices", choices}, /* last: left out when "" */
     };
     const int metas = (int)(sizeof meta / sizeof meta[0]) - !*choices;
+    struct stat before, after;
+    const int existed = lstat(path, &before) == 0;
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, metas);
     contents_free(&c);
     if (st == DDP_OK)
         prune(net, dir, run->step);
+    /* a new file in place after a failure: renamed, but its directory not
+     * synced (dirs.h); otherwise nothing was written */
+    else if (!(lstat(path, &after) == 0 && S_ISREG(after.st_mode) && (!existed || after.st_ino != before.st_ino)))
+        path[0] = '\0';
     return st;
 }
 

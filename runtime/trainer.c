@@ -779,6 +779,8 @@ static DdpStatus save_checkpoint(Trainer *t)
          * whatever it says of the directory: --save passed its checks at
          * start-up, so it was changed since, or the disk filled */
         snprintf(failure, sizeof failure, "%s", ddp_error_message());
+        if (path[0]) /* written, but not sure to outlive a crash: the message says so */
+            return DDP_ERR(DDP_FAIL, "%s", failure);
         char kept[sizeof t->saved_path + 32] = "";
         if (t->saved_path[0])
             snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);

@@ -40,7 +40,7 @@ float32 error of a gradient that is a small difference of large sums, which
 no perturbation of the weights computes, and which Adam's first step, g /
 (|g| + eps), turns into a large part of the update where |g| is near eps
 (an element of mlp.net's first step: a gradient of 2e-9 against eps 1e-8,
-where PyTorch's float32 ends 2e-3 of the tensor's update away and a float32
+where PyTorch's float32 ends 3e-3 of the tensor's update away and a float32
 program that rounds its loss otherwise, 5e-3). A program as accurate as
 PyTorch's float32 passes; a fault, which moves every element, still fails.
 Integer tensors (num_batches_tracked) must be equal. Prints one line per

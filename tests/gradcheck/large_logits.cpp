@@ -5,7 +5,8 @@
  *
  * It includes a generated source whose loss is cross_entropy (DDP_NET_SOURCE,
  * its main renamed away) and calls its loss kernel on one sample whose
- * logits are 2^20 plus offsets of a sixteenth (exact in float at that size),
+ * logits are 2^20 plus offsets of an eighth (exact in float at that size,
+ * where floats lie an eighth apart above 2^20),
  * against the loss and softmax of the offsets alone, in double: the same
  * numbers, since softmax ignores a shift.
  *
@@ -26,7 +27,7 @@ int main()
     if (k > 64)
         return 2;
     for (int j = 0; j < k; j++) {
-        offsets[j] = (j % 5 - 2) / 16.0; /* -0.125 .. 0.125 */
+        offsets[j] = (j % 5 - 2) / 8.0; /* -0.25 .. 0.25 */
         x[j] = (float)(1048576.0 + offsets[j]);
         sum += std::exp(offsets[j]);
     }

@@ -19,10 +19,11 @@
 # fourth run, compare_weights.py --float32-reference says why). resnet.net's
 # 5 steps meet eight; one of them, at step 3, is 2.6e-7 against a largest of
 # 9.1, and a float32 run that rounds it below zero ends 3.9e-3 of the update
-# away from float64, as the flipped float64 run does. The envelope is what
-# lets Adam's first step through: its update g / (|g| + eps) turns a float32
-# error in a gradient near eps into a large part of the update (PyTorch's own
-# float32 ends 5e-3 of the update away on mlp.net).
+# away from float64, as the flipped float64 run does. The float32 term is
+# what lets Adam's first step through: its update g / (|g| + eps) turns a
+# float32 error in a gradient near eps into a large part of the update (on
+# mlp.net, 5e-3 of the update for this program, 3e-3 for PyTorch's float32,
+# at an element whose envelope allows 2.6e-3).
 # Needs DDPC (the ddpc binary) and PYTHON (with torch) in the environment;
 # DATA, when set, is the --data directory of IDX files both sides train on;
 # PRECISION, when set (tf32, bf16), is the program's --precision, and the

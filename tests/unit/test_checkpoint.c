@@ -303,7 +303,8 @@ static void test_damaged_name_or_hash_skipped(void)
 /* A checkpoint that cannot be written once training runs (the directory
  * changed since start-up: here a directory in the way of the step-10 file)
  * is a failure while running, exit 1, which --max-restarts retries, not bad
- * input; it names the newest good checkpoint, which stays. */
+ * input; it names the newest good checkpoint, which stays. One written
+ * whose directory's sync then fails is said to be written. */
 static void test_failed_save_is_a_failure(void)
 {
     setup();
@@ -320,6 +321,18 @@ static void test_failed_save_is_a_failure(void)
     struct stat st;
     CU_ASSERT(stat(path("ck/checkpoint-tiny-000000005.safetensors"), &st) == 0 && S_ISREG(st.st_mode));
     CU_ASSERT_EQUAL(count_files(path("ck"), 1), 0); /* no temporary file left */
+    /* written, but its directory's sync failed: said so, not "not saving";
+     * exit 1; the file stays, and a later --resume takes it */
+    CU_ASSERT_EQUAL(rmdir(path("ck/checkpoint-tiny-000000010.safetensors")), 0);
+    test_fail_directory_sync = 1;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --save-every 5 --max-steps 15 --resume", data_dir,
+                                path("ck")), 1);
+    test_fail_directory_sync = 0;
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: written, but its directory could not be synced: "
+                               "Input/output error; a crash could still lose it"));
+    CU_ASSERT(!harness_has(out, "not saving"));
+    free(out);
+    CU_ASSERT(stat(path("ck/checkpoint-tiny-000000010.safetensors"), &st) == 0 && S_ISREG(st.st_mode));
     test_remove_tmpdir(tmpdir);
 }
 

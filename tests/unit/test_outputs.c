@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>    // SYS_fsync: the system's, under this file's fsync
 #include <sys/sysmacros.h>  // makedev
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,20 +27,6 @@
 
 static float one[1] = {1.0f};
 static const DdpTensor tensor = {.name = "x", .dtype = DDP_DTYPE_F32, .ndim = 1, .shape = {1}, .data = one};
-
-/* The unit tests' fsync, which the runtime's objects link to in this
- * program: the system's, or, while fail_directory_sync is set, EIO for a
- * directory, as a failing disk gives when a rename is made durable. */
-static int fail_directory_sync;
-int fsync(int fd)
-{
-    struct stat st;
-    if (fail_directory_sync && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        errno = EIO;
-        return -1;
-    }
-    return (int)syscall(SYS_fsync, fd);
-}
 
 static int message_has(const char *what)
 {
@@ -455,9 +440,9 @@ static void test_output_failures_say_why(void)
     CU_ASSERT_EQUAL(kind_of(target), 0);
     free(tmp);
 
-    fail_directory_sync = 1;
+    test_fail_directory_sync = 1;
     CU_ASSERT_EQUAL(ddp_safetensors_write(target, &tensor, 1, NULL, 0), DDP_FAIL);
-    fail_directory_sync = 0;
+    test_fail_directory_sync = 0;
     CU_ASSERT(message_has("w.st: written, but its directory could not be synced: Input/output error"));
     CU_ASSERT_EQUAL(kind_of(target), S_IFREG);
     CU_ASSERT_EQUAL(ddp_safetensors_write(target, &tensor, 1, NULL, 0), DDP_OK);

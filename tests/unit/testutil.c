@@ -3,11 +3,26 @@
 #include "config.h"  // DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make links a CPU program with
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>  // SYS_fsync: the system's, under the fsync below
 #include <sys/wait.h>
 #include <unistd.h>
+
+int test_fail_directory_sync;
+
+int fsync(int fd)
+{
+    struct stat st;
+    if (test_fail_directory_sync && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
 
 void test_add_suite(const char *name, const TestCase *cases)
 {

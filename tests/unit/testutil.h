@@ -89,4 +89,9 @@ const char *test_mpi_helper(TestMpiHelper *built, const char *dir_template);
 /* Path of Debian's python3 with torch, or NULL when torch is not importable. */
 const char *test_python_with_torch(void);
 
+/* While set, fsync of a directory fails with EIO in this program (the
+ * tests' own fsync, which the runtime links to here), as a failing disk
+ * fails the sync that makes a rename durable; a forked run inherits it. */
+extern int test_fail_directory_sync;
+
 #endif
