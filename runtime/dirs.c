@@ -364,8 +364,7 @@ int ddp_output_write(DdpOutput *out, const void *data, size_t len)
         return 0;
     if (len == 0 || fwrite(data, 1, len, out->f) == len)
         return 1;
-    if (!out->write_errno)
-        out->write_errno = errno ? errno : EIO;
+    out->write_errno = errno ? errno : EIO;
     return 0;
 }
 
@@ -380,14 +379,18 @@ DdpStatus ddp_output_commit(DdpOutput *out)
     }
     out->f = NULL;
     DdpStatus st = DDP_OK;
-    int unsynced = 0;
     if (!ok) /* the target, not the temporary file, which abort removes */
         st = DDP_ERR(DDP_FAIL, "%s: cannot write: %s", out->target, saved ? strerror(saved) : "write error");
     else if (rename(out->tmp, out->target) != 0)
         st = DDP_ERR(DDP_FAIL, "%s: cannot rename %s over it: %s", out->target, out->tmp, strerror(errno));
-    else if (free(out->tmp), out->tmp = NULL, (unsynced = sync_parent(out->target)) != 0) /* renamed: nothing to remove */
-        st = DDP_ERR(DDP_FAIL, "%s: written, but its directory could not be synced: %s; a crash could still lose "
-                     "it", out->target, strerror(unsynced));
+    else {
+        free(out->tmp); /* renamed: nothing to remove */
+        out->tmp = NULL;
+        const int unsynced = sync_parent(out->target);
+        if (unsynced)
+            st = DDP_ERR(DDP_FAIL, "%s: written, but its directory could not be synced: %s; a crash could still "
+                         "lose it", out->target, strerror(unsynced));
+    }
     ddp_output_abort(out);
     return st;
 }

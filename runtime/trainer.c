@@ -460,8 +460,7 @@ static DdpStatus allocate(Trainer *t)
     t->augment_scratch = calloc((size_t)net->sample_numel, sizeof(float));
     t->conv_choices = calloc(DDP_CONV_CHOICES_TEXT, 1);
     if (!t->host_params || !t->host_buffers || !t->host_opt_state || !t->counts || !t->counts_written || !t->order ||
-        !t->eval_ids ||
-        !t->augment_scratch || !t->conv_choices)
+        !t->eval_ids || !t->augment_scratch || !t->conv_choices)
         return DDP_ERR(DDP_FAIL, "out of memory");
     /* the convs' algorithms, and the scratch check_memory counted */
     return ddp_ops_finalize(t->ops);
@@ -774,13 +773,14 @@ static DdpStatus save_checkpoint(Trainer *t)
     DdpCheckpointState state = host_state(t);
     state.counts = counted_state(t);
     char path[sizeof t->saved_path];
-    if (ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path) != DDP_OK) {
+    const DdpStatus saved = ddp_checkpoint_save(t->net, t->flags.save, &run, &state, path, sizeof path);
+    if (saved != DDP_OK) {
+        if (path[0]) /* written, but not sure to outlive a crash: its message (exit 1) says so */
+            return saved;
         /* a failure while running (exit 1, which --max-restarts retries),
          * whatever it says of the directory: --save passed its checks at
          * start-up, so it was changed since, or the disk filled */
         snprintf(failure, sizeof failure, "%s", ddp_error_message());
-        if (path[0]) /* written, but not sure to outlive a crash: the message says so */
-            return DDP_ERR(DDP_FAIL, "%s", failure);
         char kept[sizeof t->saved_path + 32] = "";
         if (t->saved_path[0])
             snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);
