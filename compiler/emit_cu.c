@@ -1735,7 +1735,16 @@ static void emit_tables(Emit *e, FILE *out)
     fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
             buffer_name(e, loss->in, false));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
-    fprintf(out, "    CHANNELS_LAST,  // the layout, which checkpoints record\n};\n\n");
+    int64_t fewest[2] = {0, 0}; /* [sync]: a batchnorm's fewest values per channel a sample */
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        const int64_t values = plane_pixels(n->in_shape);
+        if (n->op == OP_BATCHNORM && (fewest[n->sync] == 0 || values < fewest[n->sync]))
+            fewest[n->sync] = values;
+    }
+    fprintf(out, "    CHANNELS_LAST,  // the layout, which checkpoints record\n");
+    fprintf(out, "    %lld, %lld,  // a batchnorm's fewest values per channel a sample: synchronised, sync=off\n};\n\n",
+            (long long)fewest[1], (long long)fewest[0]);
     fprintf(out, "int main(int argc, char **argv)\n{\n    return ddp_main(argc, argv, &net);\n}\n");
 }
 

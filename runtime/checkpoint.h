@@ -39,6 +39,12 @@
 #include "model.h"   // DdpNet
 #include "status.h"  // DdpStatus
 
+/* Training loss summed over samples, and the samples: what a report's
+ * loss is the ratio of. */
+typedef struct {
+    double sum, samples;
+} DdpLossSum;
+
 /* Where training stood and the settings a bit-for-bit continuation needs. */
 typedef struct {
     int64_t step;           /* optimizer steps taken */
@@ -50,6 +56,11 @@ typedef struct {
     int shuffle;
     DdpPrecision precision; /* of the products (precision.h); fp32 in a file that does not say */
     int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
+    /* The training loss of the epoch STEP is inside of, up to STEP, and of
+     * it since the epoch's last --eval-every report: a resumed run's reports
+     * then cover what an uninterrupted run's would. Zero at an epoch's end,
+     * and in a file that does not say (as checkpoints written before). */
+    DdpLossSum epoch_loss, span_loss;
 } DdpCheckpointRun;
 
 /* Host copies of everything a checkpoint holds, laid out as on the device. */

@@ -175,6 +175,13 @@ typedef struct {
      * which takes other library kernels on a GPU, so other bits: checkpoints
      * record it (checkpoint.h) */
     int channels_last;
+    /* The fewest values per channel that one sample gives a batchnorm (the
+     * pixels of a plane of its input: 1 for a flat or 1x1 one), among those
+     * whose statistics are the global batch's (sync) and those that are a
+     * rank's (sync=off); 0 where there is none. The trainer refuses at
+     * start-up a training batch in which one would see a single value, as
+     * PyTorch refuses it ("Expected more than 1 value per channel"). */
+    int64_t batchnorm_values_synced, batchnorm_values_local;
 } DdpNet;
 
 /* Adds COUNT doubles (a synchronised batchnorm's per-channel sums) over

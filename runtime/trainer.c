@@ -101,11 +101,13 @@ typedef struct {
     int64_t epoch;          /* 0-based */
     double start;           /* when it began */
     double report_seconds;  /* spent in reports (evaluation), left out of throughput */
-    double loss_sum, count; /* training stats read back so far */
+    /* the training loss read back so far (take_stats), with a resumed
+     * run's of the steps before it (the checkpoint's) */
+    DdpLossSum loss;
     int64_t samples;        /* trained so far */
     double span_start;      /* the end of the previous report, or the start */
     int64_t span_samples;   /* trained since then */
-    double span_loss, span_count; /* stats read since then */
+    DdpLossSum span_loss;   /* read since then: a part of loss */
     double data_wait;       /* seconds the steps spent making or waiting for their batches */
 } EpochState;
 
@@ -164,6 +166,10 @@ typedef struct {
     DdpSampler sampler;
     int64_t batches_per_epoch; /* each rank's, the same on every rank */
     int64_t steps_per_epoch;
+    EpochState epoch_state; /* of the epoch being trained, or trained last */
+    /* the loss sums of the checkpoint resumed from (DdpCheckpointRun), for
+     * the epoch it stopped in; zero when it ended one */
+    DdpLossSum resumed_epoch_loss, resumed_span_loss;
     int64_t step;           /* global optimizer steps taken */
     int64_t epoch;          /* of the batch trained last */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
@@ -684,6 +690,9 @@ static DdpStatus export_weights(Trainer *t)
 
 static DdpCheckpointRun checkpoint_run(const Trainer *t)
 {
+    /* inside an epoch, its loss so far (all of it taken, by save_checkpoint) */
+    const int inside = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch != 0;
+    const DdpLossSum none = {0, 0};
     return (DdpCheckpointRun){
         .step = t->step,
         .epoch = t->steps_per_epoch > 0 ? t->step / t->steps_per_epoch : 0,
@@ -694,6 +703,8 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .shuffle = t->flags.shuffle,
         .precision = t->cfg.precision,
         .channels_last = t->net->channels_last,
+        .epoch_loss = inside ? t->epoch_state.loss : none,
+        .span_loss = inside ? t->epoch_state.span_loss : none,
     };
 }
 
@@ -702,19 +713,18 @@ static DdpCheckpointState host_state(Trainer *t)
     return (DdpCheckpointState){t->host_params, t->host_buffers, t->host_opt_state, t->counts, t->conv_choices};
 }
 
-static DdpStatus read_stats(Trainer *t, double *stats, double out[NSTATS], int zero);
+static DdpStatus take_stats(Trainer *t, EpochState *e);
 
 /* Why the state after step t->step must not be saved, into WHY ("" if it
- * may): this rank's loss since the last report (the earlier ones passed
- * check_loss) and, on rank 0, which copies them to the host to write them,
+ * may): the epoch's loss so far, summed over ranks (take_stats, just
+ * before), and, on rank 0, which copies them to the host to write them,
  * the weights and optimizer state (the same on every rank). */
 static DdpStatus unsavable(Trainer *t, char *why, size_t len)
 {
     why[0] = '\0';
-    double s[NSTATS];
-    DDP_CHECK(read_stats(t, t->train_stats, s, 0));
-    if (!isfinite(s[0])) {
-        snprintf(why, len, "the loss is %s", isnan(s[0]) ? "nan" : "inf");
+    const double loss = t->epoch_state.loss.sum;
+    if (!isfinite(loss)) {
+        snprintf(why, len, "the loss is %s", isnan(loss) ? "nan" : "inf");
         return DDP_OK;
     }
     if (t->dist.rank != 0)
@@ -743,8 +753,12 @@ static DdpStatus save_checkpoint(Trainer *t)
     char why[320] = "", failure[1024] = "";
     /* Every rank makes the all-reduce below, whatever it found here: one
      * that returned early would leave the others waiting in it. Its own
-     * failure counts as a bad state, and is returned after. */
-    DdpStatus local = unsavable(t, why, sizeof why);
+     * failure counts as a bad state, and is returned after. The stats are
+     * taken first, a collective too, so that the checkpoint keeps the
+     * epoch's loss up to its step (checkpoint_run). */
+    DdpStatus local = take_stats(t, &t->epoch_state);
+    if (local == DDP_OK)
+        local = unsavable(t, why, sizeof why);
     if (local != DDP_OK)
         snprintf(failure, sizeof failure, "%s", ddp_error_message());
     double bad = local != DDP_OK || why[0] != '\0';
@@ -884,6 +898,8 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     if (!t->flags.eval_only)
         DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
+    t->resumed_epoch_loss = saved.epoch_loss;
+    t->resumed_span_loss = saved.span_loss;
     resumed_counts(t, saved.step);
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     if (saved.world != now.world)
@@ -927,8 +943,9 @@ static DdpStatus check_save_dir(Trainer *t, int64_t resumed)
                    t->net->name, path);
 }
 
-/* --resume: rank 0 loads, then tells every rank whether it could and from
- * which step; the state itself follows in the start-up broadcast. Without
+/* --resume: rank 0 loads, then tells every rank whether it could, from
+ * which step and the epoch's loss up to it; the state itself follows in the
+ * start-up broadcast. Without
  * --resume, rank 0 checks that --save DIR is not another run's, and after
  * --resume PATH that DIR holds no newer ones (check_save_dir); it tells
  * every rank the same way, so all of them stop, or none. */
@@ -936,7 +953,8 @@ static DdpStatus resume(Trainer *t)
 {
     if (!t->flags.resume && !t->flags.save)
         return DDP_OK;
-    int64_t said[2] = {DDP_OK, 0}; /* rank 0's status, the step */
+    /* rank 0's status, the step, and the bits of the loss sums (doubles) */
+    int64_t said[6] = {DDP_OK, 0};
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
         st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
@@ -949,14 +967,19 @@ static DdpStatus resume(Trainer *t)
         if (st == DDP_OK && from_path && t->flags.save && !t->flags.eval_only && t->dist.topo.restart < 0)
             st = check_save_dir(t, said[1]);
         said[0] = st;
+        memcpy(&said[2], &t->resumed_epoch_loss, sizeof t->resumed_epoch_loss);
+        memcpy(&said[4], &t->resumed_span_loss, sizeof t->resumed_span_loss);
     }
-    DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2));
+    _Static_assert(sizeof(DdpLossSum) == 2 * sizeof(int64_t), "a DdpLossSum is two int64_t's of bits");
+    DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 6));
     if (st != DDP_OK)
         return st;
     if (said[0] != DDP_OK)
         return DDP_ERR((DdpStatus)said[0], t->flags.resume ? "rank 0 could not resume (it says why)"
                                                            : "rank 0 refused the --save directory (it says why)");
     t->step = said[1];
+    memcpy(&t->resumed_epoch_loss, &said[2], sizeof t->resumed_epoch_loss);
+    memcpy(&t->resumed_span_loss, &said[4], sizeof t->resumed_span_loss);
     t->saved_step = t->flags.resume ? t->step : -1;
     return DDP_OK;
 }
@@ -1260,18 +1283,29 @@ static DdpStatus predict(Trainer *t)
     return s;
 }
 
+/* The training stats summed over ranks since they were last taken, added to
+ * E's loss sums: at reports, and where a checkpoint keeps the sums. Zeroes
+ * them on the device. A collective: every rank at the same step. */
+static DdpStatus take_stats(Trainer *t, EpochState *e)
+{
+    double s[NSTATS];
+    DDP_CHECK(read_stats(t, t->train_stats, s, 1));
+    e->loss.sum += s[0];
+    e->loss.samples += s[2];
+    e->span_loss.sum += s[0];
+    e->span_loss.samples += s[2];
+    return DDP_OK;
+}
+
+static double mean_loss(DdpLossSum l) { return l.samples > 0 ? l.sum / l.samples : NAN; }
+
 /* A report: reads the training stats, evaluates, and prints and logs: the
  * end of epoch E->epoch when AT_EPOCH_END, else an --eval-every point. */
 static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
 {
-    double s[NSTATS];
-    DDP_CHECK(read_stats(t, t->train_stats, s, 1));
+    DDP_CHECK(take_stats(t, e));
     double read_at = ddp_now();
-    e->loss_sum += s[0];
-    e->count += s[2];
-    e->span_loss += s[0];
-    e->span_count += s[2];
-    DDP_CHECK(check_loss(t, e->span_loss, e->epoch));
+    DDP_CHECK(check_loss(t, e->span_loss.sum, e->epoch));
 
     DdpReport r = {
         .epoch = e->epoch + 1,
@@ -1282,13 +1316,13 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
     };
     if (at_epoch_end) {
         double trained = read_at - e->start - e->report_seconds;
-        r.loss = e->count > 0 ? e->loss_sum / e->count : NAN;
+        r.loss = mean_loss(e->loss);
         r.samples_per_s = trained > 0 ? (double)e->samples / trained : 0;
         t->train_seconds += trained;
         t->train_samples += e->samples;
     } else {
         double trained = read_at - e->span_start;
-        r.loss = e->span_count > 0 ? e->span_loss / e->span_count : NAN;
+        r.loss = mean_loss(e->span_loss);
         r.samples_per_s = trained > 0 ? (double)e->span_samples / trained : 0;
     }
     DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc, NULL));
@@ -1299,7 +1333,7 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
     e->report_seconds += done - read_at;
     e->span_start = done;
     e->span_samples = 0;
-    e->span_loss = e->span_count = 0;
+    e->span_loss = (DdpLossSum){0, 0};
     t->last_progress = done;
     return DDP_OK;
 }
@@ -1310,15 +1344,15 @@ static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, 
 {
     double s[NSTATS];
     DDP_CHECK(read_stats(t, t->train_stats, s, 0));
-    double loss_sum = e->loss_sum + e->span_loss + s[0], count = e->count + e->span_count + s[2];
-    DDP_CHECK(check_loss(t, loss_sum, e->epoch));
+    const DdpLossSum so_far = {e->loss.sum + s[0], e->loss.samples + s[2]};
+    DDP_CHECK(check_loss(t, so_far.sum, e->epoch));
     double at = ddp_now(), trained = at - e->start - e->report_seconds;
     double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
     DdpRankTimes mine;
     ddp_times_row(&t->times, &mine);
     double step_ms = ddp_times_step_ms(&mine);
     ddp_progress_update(&t->progress, e->epoch + 1, t->cfg.epochs, batches_done, batches,
-                        count > 0 ? loss_sum / count : NAN, trained > 0 ? (double)e->samples / trained : 0,
+                        mean_loss(so_far), trained > 0 ? (double)e->samples / trained : 0,
                         per_batch * (double)(batches - batches_done),
                         step_ms > 0 ? ddp_times_ms(&mine, DDP_PHASE_DATA) / step_ms : 0);
     t->last_progress = at;
@@ -1342,6 +1376,63 @@ static DdpStatus check_sum_count(const Trainer *t)
                        "%lld the CPU build's exact gradient sums allow",
                        (long long)(global * t->flags.no_sync_every), (long long)t->cfg.batch, t->dist.world,
                        (long long)t->flags.no_sync_every, (long long)most);
+    return DDP_OK;
+}
+
+/* DistributedSampler shuffles epoch E by seed + E, which PyTorch's
+ * manual_seed refuses past 2^64 - 1 ("Overflow when unpacking long"); the
+ * sampler here would wrap to seed 0's order instead. So a seed that close
+ * to the top is refused where the run shuffles and gets to such an epoch. */
+static DdpStatus check_seed(const Trainer *t)
+{
+    const uint64_t seed = t->cfg.seed;
+    if (!t->flags.shuffle || seed == 0 || t->steps_per_epoch <= 0)
+        return DDP_OK;
+    const uint64_t first_past = UINT64_MAX - seed + 1; /* 0-based: the first epoch past the top */
+    const uint64_t steps = t->flags.max_steps < 0 ? UINT64_MAX : (uint64_t)t->flags.max_steps;
+    /* epoch E's first step is E x steps_per_epoch (0-based), trained when
+     * fewer than STEPS, and within --epochs */
+    const int reached = (uint64_t)t->cfg.epochs > first_past && steps > 0 &&
+                        (steps - 1) / (uint64_t)t->steps_per_epoch >= first_past;
+    if (!reached)
+        return DDP_OK;
+    return DDP_ERR(DDP_BAD_INPUT, "--seed %llu: DistributedSampler shuffles each epoch by the seed plus the epochs "
+                   "before it, which passes 2^64 - 1 at epoch %llu, where PyTorch refuses it; give a seed of at most "
+                   "%llu for %lld epochs", (unsigned long long)seed, (unsigned long long)first_past + 1,
+                   (unsigned long long)(UINT64_MAX - (uint64_t)(t->cfg.epochs - 1)), (long long)t->cfg.epochs);
+}
+
+/* A training batch in which a batchnorm would normalize a single value per
+ * channel (DdpNet.batchnorm_values_*): its output would be its bias alone
+ * and its running variance that batch's 0. PyTorch refuses such a batch
+ * when it comes, mid-epoch; here the run is refused before it starts. The
+ * batches are each rank's full one and an epoch's last, where the run gets
+ * that far (the sampler gives every rank as many samples); a synchronised
+ * batchnorm sees all ranks'. */
+static DdpStatus check_batchnorm_values(const Trainer *t)
+{
+    const DdpNet *net = t->net;
+    const int64_t batch = t->cfg.batch, per_rank = t->sampler.num_samples;
+    const int64_t steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
+    if (steps == 0 || t->cfg.epochs <= 0)
+        return DDP_OK; /* no training batch */
+    const int reaches_last = steps >= t->steps_per_epoch;
+    const int64_t sizes[2] = {per_rank < batch ? per_rank : batch, reaches_last ? per_rank % batch : 0};
+    for (int last = 0; last < 2; last++) {
+        const int64_t n = sizes[last];
+        const int single = n > 0 && ((net->batchnorm_values_local == 1 && n == 1) ||
+                                     (net->batchnorm_values_synced == 1 && n * t->dist.world == 1));
+        if (!single)
+            continue;
+        char which[160] = "a training batch of 1 sample";
+        if (last || per_rank < batch)
+            snprintf(which, sizeof which, "an epoch's last training batch, which holds 1 sample (%lld a rank an "
+                     "epoch, batch %lld)", (long long)per_rank, (long long)batch);
+        return DDP_ERR(DDP_BAD_INPUT, "a batchnorm of net '%s' whose input has one value per channel in a sample "
+                       "(flat, or 1x1) would normalize a single value in %s; PyTorch refuses such a batch "
+                       "(\"Expected more than 1 value per channel when training\"): give a batch size that leaves "
+                       "no batch of one sample", net->name, which);
+    }
     return DDP_OK;
 }
 
@@ -1428,8 +1519,13 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
     }
     if (t->loader)
         ddp_loader_start(t->loader, epoch, t->order, n_samples, first_batch);
-    EpochState e = {.epoch = epoch, .start = ddp_now()};
-    e.span_start = e.start;
+    EpochState *e = &t->epoch_state;
+    *e = (EpochState){.epoch = epoch, .start = ddp_now()};
+    e->span_start = e->start;
+    if (first_batch > 0) { /* resumed inside the epoch: its loss so far */
+        e->loss = t->resumed_epoch_loss;
+        e->span_loss = t->resumed_span_loss;
+    }
 
     int64_t b = first_batch;
     for (; b < batches && t->step < max_steps; b++) {
@@ -1439,7 +1535,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         if (b % k == 0)
             set_step_windows(t, b, batches, batch, n_samples);
         ddp_times_enter(&t->times, DDP_PHASE_DATA);
-        DDP_CHECK(stage_training_batch(t, epoch, b, first, n, &e.data_wait));
+        DDP_CHECK(stage_training_batch(t, epoch, b, first, n, &e->data_wait));
         ddp_times_test_delay(t->dist.rank);
         /* DDP's broadcast_buffers: rank 0's running statistics for everyone */
         if (ddp_pg_backend(t->dist.pg) != DDP_PG_NONE && net->n_buffer_floats) {
@@ -1483,8 +1579,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         if (t->dist.pg)
             DDP_CHECK(ddp_pg_status(t->dist.pg));
         /* every rank trains as many samples per step: the job's throughput */
-        e.samples += (int64_t)n * t->dist.world;
-        e.span_samples += (int64_t)n * t->dist.world;
+        e->samples += (int64_t)n * t->dist.world;
+        e->span_samples += (int64_t)n * t->dist.world;
         if (t->stopped) { /* the epoch's report and evaluation are left out */
             DDP_CHECK(save_checkpoint(t));
             /* No rank may exit before rank 0 has written it: under mpirun the
@@ -1497,14 +1593,14 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
 
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
-            DDP_CHECK(report(t, &e, 0));
+            DDP_CHECK(report(t, e, 0));
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
-            DDP_CHECK(show_progress(t, &e, b + 1, batches));
+            DDP_CHECK(show_progress(t, e, b + 1, batches));
     }
     if (t->flags.log_every == 0)
         DDP_CHECK(log_rank_times(t));
     if (b > first_batch)
-        DDP_CHECK(report(t, &e, 1));
+        DDP_CHECK(report(t, e, 1));
     if (t->flags.save_every == 0)
         DDP_CHECK(save_checkpoint(t));
     return DDP_OK;
@@ -1642,6 +1738,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     t->batches_per_epoch = batches;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
     DDP_CHECK(check_sum_count(t));
+    if (!t->flags.eval_only) {
+        DDP_CHECK(check_seed(t));
+        DDP_CHECK(check_batchnorm_values(t));
+    }
 
     DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;

@@ -8,7 +8,10 @@
 # (a checkpoint at STOP; mid-epoch where STOP is not a multiple of the
 # epoch), and W2 ranks resume from it to END. Their exported weights must be
 # the reference's bytes (cmp). Last, a resume with another global batch must
-# be refused with status 2, naming both. One line per run; FLAGS go to
+# be refused with status 2, naming both. The resumed run's epoch records
+# (--log) must give the reference's loss for each epoch it ended, the steps
+# before the checkpoint included, to the rounding of the sums' order (the
+# ranks sum their parts apart). One line per run; FLAGS go to
 # every run. Ranks run under mpirun, one OpenMP thread each; one rank alone.
 set -euo pipefail
 . "$(dirname "$0")/ranks.sh"  # run_on_ranks
@@ -28,15 +31,16 @@ run() { # run RANKS OUT FLAGS...: the program on RANKS ranks, its output into OU
     run_on_ranks "$ranks" "$d/prog" "${common[@]}" "$@" > "$out" 2>&1
 }
 name=$(basename "$net")
-run 1 "$d/ref.out" --max-steps "$end" --export "$d/ref.safetensors" --quiet || { cat "$d/ref.out"; exit 1; }
+run 1 "$d/ref.out" --max-steps "$end" --export "$d/ref.safetensors" --log "$d/ref.jsonl" --quiet || { cat "$d/ref.out"; exit 1; }
 echo "$name: 1 rank, $end steps at --global-batch $global without stopping: the reference"
 status=0
 for pair in $pairs; do
     from=${pair%:*} to=${pair#*:}
     rm -rf "$d/ck"
     run "$from" "$d/first.out" --max-steps "$stop" --save "$d/ck" --save-every "$stop" --quiet || { cat "$d/first.out"; exit 1; }
+    rm -f "$d/resumed.jsonl"
     run "$to" "$d/second.out" --max-steps "$end" --save "$d/ck" --resume --export "$d/resumed.safetensors" \
-        || { cat "$d/second.out"; exit 1; }
+        --log "$d/resumed.jsonl" || { cat "$d/second.out"; exit 1; }
     said="resuming from .*: step $stop, made on $from rank.* x $((global / from)), now $to x $((global / to))"
     if [ "$from" != "$to" ] && ! grep -q "$said" "$d/second.out"; then
         echo "$name: $from rank(s) to step $stop, then $to: the resumed run did not say both world sizes"
@@ -48,6 +52,22 @@ for pair in $pairs; do
     else
         echo "$name: $from rank(s) to step $stop, then $to to step $end: DIFFERENT"
         "$python" "$here/../../tools/compare_weights.py" "$d/ref.safetensors" "$d/resumed.safetensors" 2>&1 | tail -3
+        status=1
+    fi
+    if ! "$python" - "$d/ref.jsonl" "$d/resumed.jsonl" <<'PY'
+import json, sys
+def epoch_losses(path):
+    records = [json.loads(line) for line in open(path)]
+    return {r["step"]: r["loss"] for r in records if r.get("event") == "epoch"}
+ref, resumed = (epoch_losses(p) for p in sys.argv[1:3])
+if not resumed:
+    sys.exit("the resumed run logged no epoch")
+for step, loss in sorted(resumed.items()):
+    if abs(loss - ref[step]) > 1e-12 * abs(ref[step]):
+        sys.exit(f"epoch ending at step {step}: loss {loss!r} resumed, {ref[step]!r} in the reference")
+PY
+    then
+        echo "$name: $from rank(s) to step $stop, then $to: the resumed run's epoch loss is NOT the reference's"
         status=1
     fi
 done

@@ -490,6 +490,43 @@ static void test_precision_recorded(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* The epoch's loss sums (DdpCheckpointRun): read back exactly, under the
+ * checksum, checked; a checkpoint without them (written before) reads 0. */
+static void test_loss_sums_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointRun run = {.step = 42, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1, .epoch_loss = {0.1 * 3, 40}, .span_loss = {1.0 / 3, 8}};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT(got.epoch_loss.sum == 0.1 * 3 && got.epoch_loss.samples == 40);
+    CU_ASSERT(got.span_loss.sum == 1.0 / 3 && got.span_loss.samples == 8);
+    edit_header(written, "\"epoch_loss_samples\":\"40\"", "\"epoch_loss_samples\":\"41\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
+    edit_header(written, "\"epoch_loss_samples\":\"41\"", "\"epoch_loss_samples\":\"07\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'span_loss_samples' is '8'") != NULL);
+    edit_header(written, "\"epoch_loss_samples\":\"07\"", "\"epoch_loss_samples\":\"-7\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'epoch_loss_samples' is '-7'") != NULL);
+
+    run.epoch_loss = run.span_loss = (DdpLossSum){0, 0}; /* at an epoch's end */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"epoch_loss_sum\"", "\"epoch_loss_sux\""); /* as an older checkpoint */
+    edit_header(written, "\"span_loss_samples\"", "\"span_loss_samplex\"");
+    got.epoch_loss = got.span_loss = (DdpLossSum){1, 1};
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT(got.epoch_loss.sum == 0 && got.span_loss.samples == 0);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* cuDNN's timed algorithms (conv_choices.h) kept in the metadata, under the
  * checksum, and read back; a checkpoint without them reads "". */
 static void test_conv_choices_recorded(void)
@@ -1141,6 +1178,7 @@ void suite_checkpoint(void)
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
         {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
+        {"the epoch's loss sums kept exactly, in the checksum, checked; none kept reads 0", test_loss_sums_recorded},
         {"a checkpoint with cuDNN's timed algorithms resumes on a CPU; an unreadable record: status 2",
          test_conv_choices_resumed},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},

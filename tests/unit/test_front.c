@@ -609,6 +609,23 @@ static void test_ddpc_flag_equals_value(void)
     free(spaced);
 }
 
+/* The program tells the trainer the fewest values per channel a sample
+ * gives its batchnorms, synchronised and not (DdpNet.batchnorm_values_*):
+ * a 2x2 plane, and a flat input's one. */
+static void test_batchnorm_values_emitted(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "printf 'net bnx\\ninput 1x4x4\\nconv 1->3 k3; batchnorm; relu\\nflatten\\n"
+                             "linear 8; batchnorm sync=off\\nlinear 10\\nloss cross_entropy\\n' > /tmp/ddpc_bnx_$$.net && "
+                             "%s /tmp/ddpc_bnx_$$.net --emit cu --target cpu; s=$?; rm -f /tmp/ddpc_bnx_$$.net; exit $s",
+                             test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\n    4, 1,  // a batchnorm's fewest values per channel a sample: "
+                                              "synchronised, sync=off\n};"));
+    free(out);
+    free(cmd);
+}
+
 /* The hash of SRC's net (planned_net), what a checkpoint is compared by;
  * NULL when SRC does not compile. */
 static char *net_hash(const char *src)
@@ -681,6 +698,7 @@ void suite_front(void)
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
         {"ddpc command: --flag=value as --flag value", test_ddpc_flag_equals_value},
+        {"ddpc command: the program carries its batchnorms' fewest values per channel", test_batchnorm_values_emitted},
         {"the net's hash, which checkpoints hold to: its layers, not train { } or data { }", test_hash_is_the_layers},
         {NULL, NULL},
     };

@@ -335,6 +335,44 @@ static void test_tensorboard(void)
     teardown();
 }
 
+/* A checkpoint inside an epoch keeps the epoch's training loss so far, and
+ * the part since its last --eval-every report: a run resumed from one (an
+ * older one here, as a restart after a crash takes) logs the very losses of
+ * the run that never stopped. Both save at the same steps, where the sums
+ * are taken, so they add up alike, bit for bit. */
+static void test_resumed_reports(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    const char *flags = "--epochs 2 --eval-every 4 --save-every 3";
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s %s --save %s --log %s", data_dir, flags, tmp_path("ck_whole"),
+                                tmp_path("whole.jsonl")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s %s --max-steps 7 --save %s", data_dir, flags, tmp_path("ck")), 0);
+    /* back to step 6's, past the report at step 4 */
+    CU_ASSERT_EQUAL(remove(tmp_path("ck/checkpoint-tiny-000000007.safetensors")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s %s --save %s --resume --log %s", data_dir, flags,
+                                tmp_path("ck"), tmp_path("resumed.jsonl")), 0);
+    char *whole = test_read_file(tmp_path("whole.jsonl"), NULL), *resumed = test_read_file(tmp_path("resumed.jsonl"),
+                                                                                          NULL);
+    CU_ASSERT_FATAL(whole && resumed);
+    char *all[16], *again[16];
+    const int n = split_reports(whole, all, 16), m = split_reports(resumed, again, 16);
+    /* reports at 4, 8, 10 (epoch 1's end), 12, 16, 20; the resumed run's from 8 */
+    CU_ASSERT_EQUAL_FATAL(n, 6);
+    CU_ASSERT_EQUAL_FATAL(m, 5);
+    for (int i = 0; i < m; i++) {
+        const double step = json_number(again[i], "step"), loss = json_number(again[i], "loss"),
+                     want = json_number(all[i + 1], "loss");
+        CU_ASSERT_EQUAL(step, json_number(all[i + 1], "step"));
+        if (loss != want)
+            fprintf(stderr, "\n    step %.0f: loss %.17g resumed, %.17g uninterrupted", step, loss, want);
+        CU_ASSERT(loss == want);
+    }
+    free(whole);
+    free(resumed);
+    teardown();
+}
+
 /* --epochs may grow on resume: one epoch with --save, then --resume with
  * --epochs 2 goes on from step 10 through epoch 2, and (the tiny net's
  * learning rate is constant) ends with the weights of two epochs in one go. */
@@ -594,6 +632,64 @@ static void test_bad_init(void)
 }
 
 /* ---- bad input ---------------------------------------------------------------- */
+
+/* A seed so close to 2^64 - 1 that seed + epoch passes it, which PyTorch's
+ * DistributedSampler refuses, is refused where the run would get to that
+ * epoch shuffling (10 steps an epoch here). */
+static void test_seed_past_the_top(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --seed 18446744073709551615", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: --seed 18446744073709551615: DistributedSampler shuffles each epoch "
+                               "by the seed plus the epochs before it, which passes 2^64 - 1 at epoch 2, where PyTorch "
+                               "refuses it; give a seed of at most 18446744073709551614 for 2 epochs"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551615 --max-steps 11", data_dir),
+                    2);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551615 --max-steps 10", data_dir),
+                    0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551615 --no-shuffle", data_dir),
+                    0);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551614", data_dir), 0);
+    teardown();
+}
+
+/* A training batch in which a batchnorm would see one value per channel
+ * (DdpNet.batchnorm_values_*, which ddpc writes; the tiny net has none) is
+ * refused before training: a batch of one sample, or an epoch's last, where
+ * the run gets there; a synchronised batchnorm sees all ranks' samples. */
+static void test_batchnorm_single_value(void)
+{
+    setup();
+    DdpNet net = *default_net();
+    char *out = NULL;
+    net.batchnorm_values_local = 1;
+    CU_ASSERT_EQUAL(harness_run(&net, &out, "--data %s --batch-size 1", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: a batchnorm of net 'tiny' whose input has one value per channel in "
+                               "a sample (flat, or 1x1) would normalize a single value in a training batch of 1 sample; "
+                               "PyTorch refuses such a batch (\"Expected more than 1 value per channel when "
+                               "training\"): give a batch size that leaves no batch of one sample"));
+    free(out);
+    /* N_TRAIN = 200 = 199 + 1: the second of each epoch's batches of 199 */
+    CU_ASSERT_EQUAL(harness_run(&net, &out, "--data %s --batch-size 199", data_dir), 2);
+    CU_ASSERT(harness_has(out, "in an epoch's last training batch, which holds 1 sample (200 a rank an epoch, "
+                               "batch 199)"));
+    free(out);
+    /* ... which a run of 1 step never reaches; 2 values a sample are enough */
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --max-steps 1", data_dir), 0);
+    net.batchnorm_values_local = 2;
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 1 --max-steps 2", data_dir), 0);
+    net.batchnorm_values_local = 0;
+    net.batchnorm_values_synced = 1; /* one rank: the same */
+    CU_ASSERT_EQUAL(harness_run(&net, &out, "--data %s --batch-size 1", data_dir), 2);
+    CU_ASSERT(harness_has(out, "would normalize a single value in a training batch of 1 sample"));
+    free(out);
+    /* a run of no step (--max-steps 0, as for the initial weights) trains no batch */
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 1 --max-steps 0", data_dir), 0);
+    teardown();
+}
 
 static void test_bad_data(void)
 {
@@ -1021,6 +1117,7 @@ void suite_trainer(void)
         {"--max-steps stops at a global step; flags override the net", test_max_steps},
         {"--eval-every adds evaluations between epochs", test_eval_every},
         {"--tensorboard: TensorBoard reads what --log holds; a resumed run continues", test_tensorboard},
+        {"a resumed run reports the losses of the run that never stopped, bit for bit", test_resumed_reports},
         {"--epochs may grow on resume: trains on into the new epochs, as one run would", test_resume_more_epochs},
         {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
         {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
@@ -1030,6 +1127,9 @@ void suite_trainer(void)
         {"the same seed gives the same weights, another seed others", test_deterministic},
         {"bad --init files and --export paths: status 2, named", test_bad_init},
         {"bad data: missing, wrong image shape, too many classes", test_bad_data},
+        {"a seed whose sum with an epoch passes 2^64 - 1: status 2 where the run gets there", test_seed_past_the_top},
+        {"a batch in which a batchnorm would see one value per channel: status 2 before training",
+         test_batchnorm_single_value},
         {"bad flags: status 2 and the message; --help", test_bad_flags},
         {"--conv-algorithms on a CPU build: checked at start-up, neither taken nor written", test_conv_algorithms_on_cpu},
         {"--eval-only: training's test accuracy again, a line per class, the matrix in the log", test_eval_only},

@@ -545,6 +545,7 @@ static const DdpNet net = {
     ARENA_PER_SAMPLE, ARENA_FIXED, linear1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
     CHANNELS_LAST,  // the layout, which checkpoints record
+    16, 0,  // a batchnorm's fewest values per channel a sample: synchronised, sync=off
 };
 
 int main(int argc, char **argv)

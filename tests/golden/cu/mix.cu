@@ -1140,6 +1140,7 @@ static const DdpNet net = {
     ARENA_PER_SAMPLE, ARENA_FIXED, log_softmax1_out_at,  // the activation arena; the scores the loss reads
     plan_ops, train_step, eval_step, optimizer_step,  // the generated functions
     CHANNELS_LAST,  // the layout, which checkpoints record
+    196, 49,  // a batchnorm's fewest values per channel a sample: synchronised, sync=off
 };
 
 int main(int argc, char **argv)
