@@ -237,9 +237,16 @@ static DdpStatus idx_payload(IdxFile *f, uint64_t header_len, uint64_t bytes,
         unsigned char extra;
         uint64_t got;
         DdpStatus st = idx_read(f, &extra, 1, &got);
+        int code = Z_OK;
+        gzerror(f->gz, &code);
         if (st == DDP_OK && got)
             st = DDP_ERR(DDP_BAD_INPUT, "%s: trailing data: the file holds more than the %s its header announces",
                          f->path, describe);
+        /* every byte there, but the stream's end, which holds its checksum,
+         * cut off (idx_read takes a stream cut short for a short file) */
+        else if (st == DDP_OK && code == Z_BUF_ERROR)
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: truncated: the gzip stream ends before its checksum, so the %s "
+                         "cannot be trusted (an interrupted download?)", f->path, describe);
         if (st != DDP_OK) {
             free(buf);
             return st;

@@ -248,6 +248,18 @@ static void test_truncated(void)
     CU_ASSERT_FATAL(stat(path, &st) == 0);
     CU_ASSERT_FATAL(truncate(path, st.st_size - 20) == 0);
     expect_bad("train-images-idx3-ubyte.gz: truncated");
+    /* ... or only in its last 8 bytes, the checksum and length: every
+     * pixel there, but none of them checked */
+    for (int cut = 1; cut <= 8; cut += 7) {
+        make_tmpdir();
+        write_images("train-images-idx3-ubyte.gz", 1, 0x803, N, ROWS, COLS, N * ROWS * COLS);
+        write_labels("train-labels-idx1-ubyte.gz", 1, 0x801, N, good_labels, N);
+        snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", tmpdir);
+        CU_ASSERT_FATAL(stat(path, &st) == 0);
+        CU_ASSERT_FATAL(truncate(path, st.st_size - cut) == 0);
+        expect_bad("train-images-idx3-ubyte.gz: truncated: the gzip stream ends before its checksum, so the 5 images "
+                   "of 3x4 cannot be trusted (an interrupted download?)");
+    }
 }
 
 static void test_trailing_data(void)
