@@ -110,50 +110,70 @@ static DdpStatus contents_make(const DdpNet *net, const DdpCheckpointState *s, i
 /* A program's layout as the metadata says it. */
 static const char *layout_name(int channels_last) { return channels_last ? "nhwc" : "nchw"; }
 
-/* The metadata keys of the loss sums (DdpCheckpointRun), as metadata
- * values: "%.17g" gives a double back exactly. */
-static const char *const LOSS_KEYS[4] = {"epoch_loss_sum", "epoch_loss_samples", "span_loss_sum", "span_loss_samples"};
-enum { LOSS_TEXT = 32 };
-
-static void loss_values(const DdpCheckpointRun *r, double v[4])
-{
-    v[0] = r->epoch_loss.sum, v[1] = r->epoch_loss.samples, v[2] = r->span_loss.sum, v[3] = r->span_loss.samples;
-}
-
 /* The settings as metadata text, in one fixed order (part of the checksum). */
 static void run_text(const DdpCheckpointRun *r, char *buf, size_t len)
 {
-    /* fp32, NCHW and no loss sums unsaid, as in the checkpoints written
-     * before there were a precision, a layout or loss sums: their checksums
-     * still hold */
-    int at = snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s%s%s",
+    /* fp32 and NCHW unsaid, as in the checkpoints written before there was a
+     * precision or a layout: their checksums still hold */
+    snprintf(buf, len, "step=%lld epoch=%lld seed=%llu batch=%lld world_size=%lld no_sync_every=%lld shuffle=%d%s%s%s%s",
              (long long)r->step, (long long)r->epoch, (unsigned long long)r->seed, (long long)r->batch, (long long)r->world,
              (long long)r->no_sync_every, r->shuffle, r->precision != DDP_PRECISION_FP32 ? " precision=" : "",
              r->precision != DDP_PRECISION_FP32 ? ddp_precision_name(r->precision) : "",
              r->channels_last ? " layout=" : "", r->channels_last ? layout_name(1) : "");
-    double v[4];
-    loss_values(r, v);
-    if (v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0)
-        return;
-    for (int i = 0; i < 4 && at >= 0 && (size_t)at < len; i++)
-        at += snprintf(buf + at, len - (size_t)at, " %s=%.17g", LOSS_KEYS[i], v[i]);
 }
 
-/* The loss sums from the metadata (0 where a key is missing): finite, and
- * the sample counts whole, not negative, and the span's within the epoch's. */
+/* The loss sums (DdpCheckpointRun) under metadata keys of their own, as
+ * "%.17g" (which gives a double back exactly), with a checksum of their own,
+ * "loss_crc32": kept out of the contents' checksum, so that a version that
+ * does not know them still resumes the file, without them. */
+static const char *const LOSS_KEYS[4] = {"epoch_loss_sum", "epoch_loss_samples", "span_loss_sum", "span_loss_samples"};
+enum { LOSS_TEXT = 32 };
+
+static void loss_texts(const DdpCheckpointRun *r, char text[4][LOSS_TEXT])
+{
+    const double v[4] = {r->epoch_loss.sum, r->epoch_loss.samples, r->span_loss.sum, r->span_loss.samples};
+    for (int i = 0; i < 4; i++)
+        snprintf(text[i], LOSS_TEXT, "%.17g", v[i]);
+}
+
+static void loss_checksum(const char *const text[4], char crc[16])
+{
+    uLong sum = crc32(0L, Z_NULL, 0);
+    for (int i = 0; i < 4; i++)
+        sum = crc32(sum, (const Bytef *)text[i], (uInt)strlen(text[i]) + 1);
+    snprintf(crc, 16, "%08" PRIx32, (uint32_t)sum);
+}
+
+/* The loss sums from the metadata, all 0 in a file without them (written
+ * before them); checked: their checksum, finite values, sample counts that
+ * are whole and not negative, the span's within the epoch's. */
 static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
 {
+    const char *path = ddp_safetensors_path(f), *text[4], *saved_crc = ddp_safetensors_meta(f, "loss_crc32");
+    int present = 0;
+    for (int i = 0; i < 4; i++)
+        present += (text[i] = ddp_safetensors_meta(f, LOSS_KEYS[i])) != NULL;
+    run->epoch_loss = run->span_loss = (DdpLossSum){0, 0};
+    if (!present && !saved_crc)
+        return DDP_OK;
+    char crc[16];
+    if (present < 4 || !saved_crc)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its loss sums are not whole (a key or their checksum missing)",
+                       path);
+    loss_checksum(text, crc);
+    if (strcmp(saved_crc, crc) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its loss sums is %s but they sum to %s", path,
+                       saved_crc, crc);
     double v[4];
     for (int i = 0; i < 4; i++) {
-        const char *text = ddp_safetensors_meta(f, LOSS_KEYS[i]);
         char *end = NULL;
         errno = 0;
-        v[i] = text ? strtod(text, &end) : 0;
+        v[i] = strtod(text[i], &end);
         const int count = i % 2 == 1;
-        if (text && (!*text || *end || errno || !isfinite(v[i]) ||
-                     (count && (v[i] < 0 || v[i] > 0x1p53 || v[i] != floor(v[i]) || (i == 3 && v[3] > v[1])))))
-            return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
-                           ddp_safetensors_path(f), LOSS_KEYS[i], text);
+        if (!*text[i] || *end || errno || !isfinite(v[i]) ||
+            (count && (v[i] < 0 || v[i] > 0x1p53 || v[i] != floor(v[i]) || (i == 3 && v[3] > v[1]))))
+            return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, LOSS_KEYS[i],
+                           text[i]);
     }
     run->epoch_loss = (DdpLossSum){v[0], v[1]};
     run->span_loss = (DdpLossSum){v[2], v[3]};
@@ -428,7 +448,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         contents_free(&c);
         return st;
     }
-    char text[512], crc[16], net_crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
+    char text[256], crc[16], net_crc[16], step[24], epoch[24], seed[24], batch[24], world[24], k[24], shuffle[4];
     run_text(run, text, sizeof text);
     net_checksum(net->name ? net->name : "", net->hash ? net->hash : "", net_crc);
     const char *choices = state->conv_choices ? state->conv_choices : "";
@@ -440,11 +460,9 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     snprintf(world, sizeof world, "%lld", (long long)run->world);
     snprintf(k, sizeof k, "%lld", (long long)run->no_sync_every);
     snprintf(shuffle, sizeof shuffle, "%d", run->shuffle);
-    double loss[4];
-    char loss_text[4][LOSS_TEXT];
-    loss_values(run, loss);
-    for (int i = 0; i < 4; i++)
-        snprintf(loss_text[i], LOSS_TEXT, "%.17g", loss[i]);
+    char loss_text[4][LOSS_TEXT], loss_crc[16];
+    loss_texts(run, loss_text);
+    loss_checksum((const char *const[4]){loss_text[0], loss_text[1], loss_text[2], loss_text[3]}, loss_crc);
     const DdpMeta meta[] = {
         {"format", FORMAT}, {"version", VERSION},
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""}, {"net_crc32", net_crc},
@@ -452,7 +470,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"no_sync_every", k}, {"shuffle", shuffle}, {"crc32", crc},
         {"precision", ddp_precision_name(run->precision)}, {"layout", layout_name(run->channels_last)},
         {LOSS_KEYS[0], loss_text[0]}, {LOSS_KEYS[1], loss_text[1]}, {LOSS_KEYS[2], loss_text[2]},
-        {LOSS_KEYS[3], loss_text[3]},
+        {LOSS_KEYS[3], loss_text[3]}, {"loss_crc32", loss_crc},
         {"conv_choices", choices}, /* last: left out when "" */
     };
     const int metas = (int)(sizeof meta / sizeof meta[0]) - !*choices;
@@ -584,7 +602,7 @@ static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpChe
     } else if (st == DDP_OK && choices)
         ddp_conv_choices_free(&read);
     if (st == DDP_OK) {
-        char text[512], crc[16];
+        char text[256], crc[16];
         run_text(run, text, sizeof text);
         snprintf(crc, sizeof crc, "%08" PRIx32, checksum(&c, text, choices ? choices : ""));
         const char *saved = ddp_safetensors_meta(f, "crc32");

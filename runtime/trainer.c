@@ -690,8 +690,13 @@ static DdpStatus export_weights(Trainer *t)
 
 static DdpCheckpointRun checkpoint_run(const Trainer *t)
 {
-    /* inside an epoch, its loss so far (all of it taken, by save_checkpoint) */
+    /* Inside an epoch, its loss so far (all of it taken, by
+     * save_checkpoint), and the part since its last --eval-every report as
+     * the run that never stops has it after this step: none at a step that
+     * reports (whether or not this run still does: a stop leaves the report
+     * out, and the save comes before it). */
     const int inside = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch != 0;
+    const int reports = t->flags.eval_every > 0 && t->step % t->flags.eval_every == 0;
     const DdpLossSum none = {0, 0};
     return (DdpCheckpointRun){
         .step = t->step,
@@ -704,7 +709,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .precision = t->cfg.precision,
         .channels_last = t->net->channels_last,
         .epoch_loss = inside ? t->epoch_state.loss : none,
-        .span_loss = inside ? t->epoch_state.span_loss : none,
+        .span_loss = inside && !reports ? t->epoch_state.span_loss : none,
     };
 }
 
@@ -776,8 +781,8 @@ static DdpStatus save_checkpoint(Trainer *t)
         if (t->saved_path[0])
             snprintf(kept, sizeof kept, "; the newest good one is %s", t->saved_path);
         if (!why[0])
-            return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: another rank found its loss or weights "
-                           "not finite (it says which)%s", (long long)t->step, kept);
+            return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: another rank failed, or found the "
+                           "weights or optimizer state not finite (it says which)%s", (long long)t->step, kept);
         return DDP_ERR(DDP_FAIL, "not saving the checkpoint of step %lld: %s, training has diverged%s",
                        (long long)t->step, why, kept);
     }
@@ -1333,7 +1338,11 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
     e->report_seconds += done - read_at;
     e->span_start = done;
     e->span_samples = 0;
-    e->span_loss = (DdpLossSum){0, 0};
+    /* An epoch's end starts another EpochState; one that --max-steps ends
+     * keeps its span for the checkpoint after it (checkpoint_run): the run
+     * that goes on reports it at its next --eval-every point. */
+    if (!at_epoch_end)
+        e->span_loss = (DdpLossSum){0, 0};
     t->last_progress = done;
     return DDP_OK;
 }
@@ -1430,8 +1439,8 @@ static DdpStatus check_batchnorm_values(const Trainer *t)
                      "epoch, batch %lld)", (long long)per_rank, (long long)batch);
         return DDP_ERR(DDP_BAD_INPUT, "a batchnorm of net '%s' whose input has one value per channel in a sample "
                        "(flat, or 1x1) would normalize a single value in %s; PyTorch refuses such a batch "
-                       "(\"Expected more than 1 value per channel when training\"): give a batch size that leaves "
-                       "no batch of one sample", net->name, which);
+                       "(\"Expected more than 1 value per channel when training\"): give a batch size (--batch-size "
+                       "or --global-batch) that leaves no batch of one sample", net->name, which);
     }
     return DDP_OK;
 }

@@ -490,8 +490,10 @@ static void test_precision_recorded(void)
     test_remove_tmpdir(tmpdir);
 }
 
-/* The epoch's loss sums (DdpCheckpointRun): read back exactly, under the
- * checksum, checked; a checkpoint without them (written before) reads 0. */
+/* The epoch's loss sums (DdpCheckpointRun): read back exactly, under a
+ * checksum of their own, checked; a checkpoint without them (written
+ * before) reads 0, and the contents' checksum leaves them out, so that an
+ * older version, which does not know them, still resumes a newer file. */
 static void test_loss_sums_recorded(void)
 {
     setup();
@@ -507,23 +509,44 @@ static void test_loss_sums_recorded(void)
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
     CU_ASSERT(got.epoch_loss.sum == 0.1 * 3 && got.epoch_loss.samples == 40);
     CU_ASSERT(got.span_loss.sum == 1.0 / 3 && got.span_loss.samples == 8);
+    /* without them all, as an older version reads it: the rest holds */
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s %s.copy", written, written) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    edit_header(written, "\"epoch_loss_sum\"", "\"epoch_loss_sux\"");
+    edit_header(written, "\"epoch_loss_samples\"", "\"epoch_loss_samplex\"");
+    edit_header(written, "\"span_loss_sum\"", "\"span_loss_sux\"");
+    edit_header(written, "\"span_loss_samples\"", "\"span_loss_samplex\"");
+    edit_header(written, "\"loss_crc32\"", "\"loss_crc3x\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT(got.epoch_loss.sum == 0 && got.epoch_loss.samples == 0 && got.span_loss.samples == 0);
+    CU_ASSERT(got.step == 42);
+    /* one edited, or one left out: damaged */
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s.copy %s", written, written) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
     edit_header(written, "\"epoch_loss_samples\":\"40\"", "\"epoch_loss_samples\":\"41\"");
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
-    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its checksum is ") != NULL);
-    edit_header(written, "\"epoch_loss_samples\":\"41\"", "\"epoch_loss_samples\":\"07\"");
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: the checksum of its loss sums is ") != NULL);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    edit_header(written, "\"span_loss_sum\"", "\"span_loss_sux\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its loss sums are not whole (a key or their checksum missing)")
+              != NULL);
+    /* values no run writes: refused, naming them */
+    run.epoch_loss.samples = 7; /* fewer than the span's */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'span_loss_samples' is '8'") != NULL);
-    edit_header(written, "\"epoch_loss_samples\":\"07\"", "\"epoch_loss_samples\":\"-7\"");
+    run.epoch_loss.samples = -7;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'epoch_loss_samples' is '-7'") != NULL);
-
-    run.epoch_loss = run.span_loss = (DdpLossSum){0, 0}; /* at an epoch's end */
+    run.epoch_loss = (DdpLossSum){NAN, 40};
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
-    edit_header(written, "\"epoch_loss_sum\"", "\"epoch_loss_sux\""); /* as an older checkpoint */
-    edit_header(written, "\"span_loss_samples\"", "\"span_loss_samplex\"");
-    got.epoch_loss = got.span_loss = (DdpLossSum){1, 1};
-    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
-    CU_ASSERT(got.epoch_loss.sum == 0 && got.span_loss.samples == 0);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "its metadata 'epoch_loss_sum' is 'nan'") != NULL);
     test_remove_tmpdir(tmpdir);
 }
 
