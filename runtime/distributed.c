@@ -81,19 +81,25 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
 }
 
 /* mpirun's pid while it runs; the first stop asked of us (SIGINT, SIGTERM,
- * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces. */
+ * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces;
+ * whether rank 0 has said the ranks stopped (relay_mpirun_stderr). */
 static volatile pid_t mpirun_pid;
-static volatile sig_atomic_t stop_signal, forced_signal, interrupts;
+static volatile sig_atomic_t stop_signal, forced_signal, interrupts, ranks_stopped;
 static char prog_name[128]; /* for the handler's line */
 
 /* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
  * us alone, and every stop goes through here: the first is passed on as
  * SIGUSR1, which mpirun forwards to the ranks, and they stop after their
  * step (rank_signals.h); a second SIGINT, SIGTERM or SIGHUP goes on to
- * mpirun as SIGTERM, and mpirun ends the ranks at once. */
+ * mpirun as SIGTERM, and mpirun ends the ranks at once, unless they have
+ * stopped already: mpirun, winding the job down, would only be cut short. */
 static void forward_to_mpirun(int sig)
 {
     int saved_errno = errno;
+    if (ranks_stopped) {
+        errno = saved_errno;
+        return;
+    }
     /* a SIGINT, SIGTERM or SIGHUP after any stop asked forces, as in launcher.c */
     if (sig != SIGUSR1 && (++interrupts >= 2 || stop_signal) && !forced_signal) {
         forced_signal = sig;
@@ -180,6 +186,8 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
             }
             if (strncmp(line, "mpirun: Forwarding signal", 25) == 0)
                 continue;
+            if (stop_signal && strstr(line, DDP_SIGNALS_STOPPED_AFTER))
+                ranks_stopped = 1;
             int dashes = dashes_line(line, len);
             if (!in_block && !dashes) {
                 put_err(line, len);
@@ -226,6 +234,47 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
  * killed by signal SIGKILL"); "" when it ended well or by our own signal. */
 static char mpirun_failure[160];
 
+/* This program's file, for mpirun to start the ranks from, into EXE (LEN
+ * bytes); 0 when it cannot be found. Replaced or removed since it started
+ * (rebuilt while it ran: readlink then says "PATH (deleted)"), the program
+ * as it runs is still /proc/PID/exe, which mpirun can start through a
+ * link: one under the program's name, which the ranks say in their
+ * messages, in a new directory LINK_DIR (DIR_LEN bytes; "" where none) for
+ * the caller to remove. So a restart runs the same program as the run. */
+static int program_path(const char *prog, char *exe, size_t len, char *link_dir, size_t dir_len)
+{
+    static const char deleted[] = " (deleted)";
+    link_dir[0] = '\0';
+    ssize_t got = readlink("/proc/self/exe", exe, len - 1);
+    if (got <= 0)
+        return 0;
+    exe[got] = '\0';
+    const size_t n = (size_t)got, tail = sizeof deleted - 1;
+    if (n <= tail || strcmp(exe + n - tail, deleted) != 0 || access(exe, X_OK) == 0)
+        return 1;
+    snprintf(link_dir, dir_len, "%s/ddp-exe-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    char target[64];
+    snprintf(target, sizeof target, "/proc/%d/exe", (int)getpid());
+    if (!mkdtemp(link_dir) || snprintf(exe, len, "%s/%s", link_dir, prog) >= (int)len || symlink(target, exe) != 0) {
+        if (link_dir[0] && strstr(link_dir, "XXXXXX") == NULL)
+            rmdir(link_dir);
+        link_dir[0] = '\0';
+        return 0;
+    }
+    fprintf(stderr, "%s: note: this program's file was replaced or removed since it started: its ranks run the "
+            "program as it started\n", prog);
+    return 1;
+}
+
+/* Removes program_path's link and LINK_DIR, where it made them. */
+static void remove_program_link(const char *exe, const char *link_dir)
+{
+    if (!link_dir[0])
+        return;
+    unlink(exe);
+    rmdir(link_dir);
+}
+
 /* CPU ranks talk through MPI, so they must be MPI's: run ourselves under
  * mpirun, each rank with its share of the cores for OpenMP. mpirun runs as
  * our child, so that its end is said in the words of README's exit-status
@@ -238,19 +287,25 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     const char *prog = ddp_prog_name(argv[0]);
     snprintf(prog_name, sizeof prog_name, "%s", prog);
     mpirun_failure[0] = '\0';
-    char np[16], exe[4096];
+    char np[16], exe[4096], link_dir[4096];
     snprintf(np, sizeof np, "%d", nproc);
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) {
+    if (!program_path(prog, exe, sizeof exe, link_dir, sizeof link_dir)) {
         fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", prog);
         return DDP_FAIL;
     }
-    exe[len] = '\0';
     if (!getenv("OMP_NUM_THREADS")) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         char threads[24];
         snprintf(threads, sizeof threads, "%ld", cores / nproc > 1 ? cores / nproc : 1);
         setenv("OMP_NUM_THREADS", threads, 1);
+    }
+    /* An address without a port fails every rank the same way (topology.c):
+     * said once, here, before mpirun starts them. */
+    const char *addr = getenv("MASTER_ADDR");
+    if (addr && !getenv("MASTER_PORT")) {
+        fprintf(stderr, "%s: error: MASTER_ADDR=%.200s is set but MASTER_PORT is not\n", prog, addr);
+        remove_program_link(exe, link_dir);
+        return DDP_BAD_INPUT;
     }
     /* A store for the ranks' whereabouts (whereabouts.h): on this host, on
      * a port free now (one a user set is theirs to keep). */
@@ -269,6 +324,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     if (!args || pipe(pipe_fd) != 0) {
         fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(errno));
         free(args);
+        remove_program_link(exe, link_dir);
         return DDP_FAIL;
     }
     int k = 0;
@@ -298,7 +354,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     for (int i = 0; i < NSTOPS; i++)
         sigaddset(&blocked, stops[i]);
     sigprocmask(SIG_BLOCK, &blocked, &old_mask);
-    stop_signal = forced_signal = interrupts = 0;
+    stop_signal = forced_signal = interrupts = ranks_stopped = 0;
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &sa, &old[i]);
     pid_t parent = getpid();
@@ -336,6 +392,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
             sigaction(stops[i], &old[i], NULL);
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         fprintf(stderr, "%s: error: cannot start mpirun: %s\n", prog, strerror(err));
+        remove_program_link(exe, link_dir);
         return DDP_FAIL;
     }
     mpirun_pid = pid;
@@ -348,6 +405,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }
     mpirun_pid = 0;
+    remove_program_link(exe, link_dir);
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &old[i], NULL);
 
@@ -363,9 +421,13 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     if (rank >= 0)
         snprintf(mpirun_failure, sizeof mpirun_failure, "rank %d was killed by signal %s", rank,
                  ddp_signal_name(sig, name, sizeof name));
-    else if (status > 128) /* mpirun itself, or a rank it did not name, died of a signal */
-        snprintf(mpirun_failure, sizeof mpirun_failure, "mpirun ended with status %d: a rank or mpirun was killed "
-                 "by signal %s", status, ddp_signal_name(status - 128, name, sizeof name));
+    else if (!WIFEXITED(ws)) /* mpirun itself died of a signal */
+        snprintf(mpirun_failure, sizeof mpirun_failure, "mpirun was killed by signal %s",
+                 ddp_signal_name(WTERMSIG(ws), name, sizeof name));
+    else if (status > 128) /* a rank it did not name died of a signal, or it could not start them */
+        snprintf(mpirun_failure, sizeof mpirun_failure, "mpirun ended with status %d: a rank was killed by signal %s, "
+                 "or the ranks could not be started (mpirun says which, above)", status,
+                 ddp_signal_name(status - 128, name, sizeof name));
     else if (status != 0) /* the rank said why itself */
         snprintf(mpirun_failure, sizeof mpirun_failure, "a rank exited with status %d", status);
     if (mpirun_failure[0] && (rank >= 0 || status > 128)) {

@@ -110,6 +110,7 @@ typedef struct {
     /* under the lock */
     int started;                 /* 1 MPI is up, -1 start-up failed */
     char start_message[MESSAGE_LEN];
+    int start_bad_input;         /* ...the failure is the ranks' set-up (exit 2), not MPI's */
     int busy;                    /* the thread is inside a collective */
     int stop, abort;             /* destroy asked; abort: leave MPI unfinished */
     int broken;                  /* a collective failed or timed out */
@@ -325,8 +326,9 @@ static int start_mpi(MpiGroup *g, int *we_started)
     if (size != g->expected_size || rank != g->expected_rank) {
         snprintf(g->start_message, MESSAGE_LEN,
                  "MPI sees rank %d of %d but this process is rank %d of %d: with --backend mpi, start the ranks "
-                 "with mpirun (or srun) and give no --rank/--world-size",
+                 "with mpirun and give no --rank/--world-size (nor OMPI_COMM_WORLD_* variables of your own)",
                  rank, size, g->expected_rank, g->expected_size);
+        g->start_bad_input = 1;
         return 1;
     }
     rc = MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
@@ -675,7 +677,7 @@ DdpStatus ddp_pg_mpi_open(const DdpTopology *t, double timeout_s, const DdpPgBac
         return DDP_ERR(DDP_FAIL, "MPI did not start within %g s", timeout_s);
     }
     if (started < 0) {
-        DdpStatus st = DDP_ERR(DDP_FAIL, "%s", g->start_message);
+        DdpStatus st = DDP_ERR(g->start_bad_input ? DDP_BAD_INPUT : DDP_FAIL, "%s", g->start_message);
         pthread_join(g->thread, NULL);
         free_group(g);
         return st;

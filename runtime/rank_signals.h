@@ -58,6 +58,11 @@ const char *ddp_signals_name(int sig);
 /* What a launcher says when a stop is asked of it, after "PROG: SIGINT". */
 #define DDP_SIGNALS_LAUNCHER_ASKS ": the ranks stop after their step"
 #define DDP_SIGNALS_SECOND_FORCES " (a second one stops them at once)"
+/* What rank 0 says once the ranks stopped as asked, after "PROG": "...:
+ * stopped after step 240 (epoch 2 of 5) on SIGINT: saved FILE"; a launcher
+ * that reads it knows the stop done, and a second signal then too late to
+ * force anything. */
+#define DDP_SIGNALS_STOPPED_AFTER ": stopped after step "
 
 /* What the process is doing, for the line a stop at once prints: "... while
  * training at epoch 3, step 1234". Cheap enough to call every step. */

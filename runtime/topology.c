@@ -362,10 +362,33 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int env_method)
     return DDP_OK;
 }
 
+/* torchrun's RANK and WORLD_SIZE, read first, left in the environment of
+ * ranks mpirun started would make each of those a job of its own: where
+ * mpirun's variables disagree with them and no torchrun agent set them (it
+ * sets TORCHELASTIC_RUN_ID), refused. A torchrun that mpirun started (one a
+ * node) sets its own for its workers, which win. */
+static DdpStatus check_torchrun_not_stale(const DdpTopology *t)
+{
+    int64_t rank = 0, world = 0;
+    int has_rank, has_world;
+    if (getenv("TORCHELASTIC_RUN_ID") || getenv("DDP_SPAWNED"))
+        return DDP_OK;
+    DDP_CHECK(env_int("OMPI_COMM_WORLD_RANK", &rank, &has_rank));
+    DDP_CHECK(env_int("OMPI_COMM_WORLD_SIZE", &world, &has_world));
+    if (!has_rank || !has_world || (rank == t->rank && world == t->world_size))
+        return DDP_OK;
+    return DDP_ERR(DDP_BAD_INPUT, "RANK=%d and WORLD_SIZE=%d are set, as torchrun sets them, but mpirun started this "
+                   "process as rank %lld of %lld (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), and no torchrun agent "
+                   "(no TORCHELASTIC_RUN_ID): unset RANK and WORLD_SIZE, left in the environment", t->rank,
+                   t->world_size, (long long)rank, (long long)world);
+}
+
 /* The first launcher whose variables are present, or t->launch NONE. */
 static DdpStatus read_env(DdpTopology *t, Master *m, int env_method)
 {
     DDP_CHECK(read_torchrun(t, m));
+    if (t->launch == DDP_LAUNCH_TORCHRUN)
+        DDP_CHECK(check_torchrun_not_stale(t));
     if (t->launch == DDP_LAUNCH_NONE)
         DDP_CHECK(read_mpirun(t, m));
     if (t->launch == DDP_LAUNCH_NONE)

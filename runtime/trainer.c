@@ -1649,7 +1649,7 @@ static DdpStatus say_stopped(Trainer *t, int argc, char **argv)
         snprintf(kept, sizeof kept, "saved %s", t->saved_path);
     else
         snprintf(kept, sizeof kept, "nothing saved (no --save DIR)");
-    fprintf(stderr, "%s: stopped after step %lld (epoch %lld of %lld) on %s: %s\n", t->prog, (long long)t->step,
+    fprintf(stderr, "%s" DDP_SIGNALS_STOPPED_AFTER "%lld (epoch %lld of %lld) on %s: %s\n", t->prog, (long long)t->step,
             (long long)t->epoch + 1, (long long)t->cfg.epochs, name, kept);
     if (t->flags.save && !getenv(DDP_LAUNCHER_ENV)) {
         char command[4096];

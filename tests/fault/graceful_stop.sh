@@ -3,7 +3,9 @@
 # never stopped:
 #   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1|term1|nosave
 # single: one process gets SIGTERM (Slurm's time limit, Kubernetes);
-# nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C);
+# nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C),
+#         and once more when rank 0 says the ranks stopped, as an impatient
+#         user presses it again while mpirun winds down: still a stop;
 # mpirun: the user's own mpirun -np 2 gets SIGUSR1 (Slurm's --signal=USR1@90),
 #         which it forwards to the ranks;
 # rank1:  under mpirun -np 2, rank 1 alone gets SIGUSR1: the ranks must agree
@@ -53,8 +55,13 @@ wait_until() { # wait_until PID COMMAND...: until COMMAND succeeds, PID has ende
     done
 }
 has_checkpoint() { ls ck/*.safetensors; }
-stop_run() { # stop_run SIGNAL PID: sends SIGNAL to PID, waits for the run ($run), which must end with status 75
+stop_run() { # stop_run SIGNAL PID [again]: sends SIGNAL to PID (with again, once more when the ranks
+    # say they stopped), waits for the run ($run), which must end with status 75
     kill -"$1" "$2" 2> /dev/null || { cat stop.txt; echo "graceful_stop: $mode: the run ended before its SIG$1: FAILED"; exit 1; }
+    if [ "${3:-}" = again ]; then
+        wait_until "$run" grep -q "stopped after step" stop.txt
+        kill -"$1" "$2" 2> /dev/null || true  # (gone already: nothing to test, nothing wrong)
+    fi
     local rc=0
     wait "$run" || rc=$?
     check "exit status 75 (got $rc)" [ "$rc" = 75 ]
@@ -84,14 +91,15 @@ mv out.safetensors ref.safetensors
     > stop.txt 2>&1 &
 run=$!
 wait_until $run has_checkpoint
+again=
 case $mode in
 single) signal=TERM target=$run ;;
-nproc) signal=INT target=$run ;;
+nproc) signal=INT target=$run again=again ;;
 mpirun) signal=USR1 target=$run ;;
 rank1) signal=USR1 target=$(rank_pid "$d/prog" 1) ;;
 term1) signal=TERM target=$(rank_pid "$d/prog" 1) ;;
 esac
-stop_run $signal "$target"
+stop_run $signal "$target" $again
 check "says after which step it stopped, and the checkpoint" \
     grep -Eq "^prog: stopped after step [0-9]+ \(epoch [0-9]+ of $epochs\) on SIG[A-Z0-9]+: saved ck/checkpoint-" stop.txt
 check "logs the stop" grep -q '"event": "stop", "signal": "SIG' log.jsonl

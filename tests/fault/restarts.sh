@@ -5,9 +5,11 @@
 # 2, under mpirun) in one go: the reference. Then again with --save (a
 # checkpoint every 10 steps) and --max-restarts 2, killing rank 1 with
 # SIGKILL twice: once after the first checkpoint, once after a checkpoint
-# of the restarted ranks. The run must finish (status 0) with the very
+# of the restarted ranks, the program's file replaced (as a rebuild does)
+# before the second kill. The run must finish (status 0) with the very
 # bytes of the reference (cmp), having said and logged each restart with
-# its cause, and resumed each time from a checkpoint past step 0. Last, with --max-restarts 1 and the same two kills, the run
+# its cause, and resumed each time from a checkpoint past step 0, the
+# second time running the program as it started. Last, with --max-restarts 1 and the same two kills, the run
 # must give up after one restart (status 1), saying so; a rank's bad
 # input (status 2) must not be restarted; nor a stop asked for (SIGTERM to
 # the launcher, once a checkpoint exists to restart from): status 75.
@@ -32,7 +34,7 @@ kill_rank1_after() { # kill_rank1_after CKDIR STEP: SIGKILL to rank 1 once a che
     while [ -z "$pid" ] && [ $SECONDS -lt $until ]; do pid=$(rank_pid "$d/prog" 1); sleep 0.02; done
     if [ -n "$pid" ]; then kill -9 "$pid"; else echo "no rank 1 to kill after step $2 (the run ended?)"; fi
 }
-run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twice; its status
+run_with_kills() { # run_with_kills MAX_RESTARTS OUT [replace]: the run, rank 1 killed twice; its status
     local ck="$d/ck_$1"
     "$d/prog" "${common[@]}" --save "$ck" --save-every 10 --max-restarts "$1" --log "$d/log_$1.jsonl" \
         --export "$d/out_$1.safetensors" > "$2" 2>&1 &
@@ -44,20 +46,29 @@ run_with_kills() { # run_with_kills MAX_RESTARTS OUT: the run, rank 1 killed twi
     while ! grep -q "restarting all " "$2" && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do
         sleep 0.02
     done
-    kill_rank1_after "$ck" $(($(newest_step "$ck") + 10))
+    local next=$(($(newest_step "$ck") + 10))
+    while [ "$(newest_step "$ck")" -lt $next ] && [ $SECONDS -lt $until ]; do sleep 0.02; done
+    if [ "${3:-}" = replace ]; then  # the restarted ranks run; the launcher's file goes
+        cp "$d/prog" "$d/prog.new"
+        mv -f "$d/prog.new" "$d/prog"
+    fi
+    kill_rank1_after "$ck" $next
     local rc=0
     wait $run || rc=$?
     return $rc
 }
 
 status=0 rc=0
-run_with_kills 2 "$d/two.out" || rc=$?
+run_with_kills 2 "$d/two.out" replace || rc=$?
 restarts=$(grep -c '"event": "restart"' "$d/log_2.jsonl" || true)
 if [ "$rc" = 0 ] && cmp -s "$d/ref.safetensors" "$d/out_2.safetensors" && [ "$restarts" = 2 ] &&
     grep -q '"restart": 2, "cause": "rank 1 was killed by signal SIGKILL"' "$d/log_2.jsonl" &&
     grep -q "restarting all 2 ranks from the newest checkpoint in .* (restart 2 of 2): rank 1 was killed by signal SIGKILL" \
-        "$d/two.out" && [ "$(grep -c "resuming from .*: step [1-9]" "$d/two.out")" = 2 ]; then
-    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: finished, identical to the reference, 2 restarts logged"
+        "$d/two.out" && [ "$(grep -c "resuming from .*: step [1-9]" "$d/two.out")" = 2 ] &&
+    grep -q "this program's file was replaced or removed since it started: its ranks run the program as it started" \
+        "$d/two.out"; then
+    echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2, the file replaced before the second: finished," \
+        "identical to the reference, 2 restarts logged"
 else
     echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2: status $rc, $restarts restarts logged: DIFFERENT"
     cat "$d/two.out"

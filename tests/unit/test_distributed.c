@@ -305,7 +305,14 @@ static void test_nproc_per_node_and_mismatch(void)
                              "mpirun --allow-run-as-root --oversubscribe -np 1 $d/p --max-steps 5 --quiet --batch-size 8 : "
                              "-np 1 $d/p --max-steps 5 --quiet --batch-size 16; echo mismatch=$?; "
                              "mpirun --allow-run-as-root --oversubscribe -np 1 $d/p --max-steps 5 --quiet : "
-                             "-np 1 $d/p --max-steps 5 --quiet --data /nonexistent; echo failed=$?",
+                             "-np 1 $d/p --max-steps 5 --quiet --data /nonexistent; echo failed=$?; "
+                             /* set-ups that cannot work, refused (exit 2): torchrun's variables
+                              * left in mpirun's environment, Open MPI's without mpirun, and an
+                              * address without a port, said once by the launcher */
+                             "RANK=0 WORLD_SIZE=1 mpirun --allow-run-as-root --oversubscribe -np 2 $d/p --max-steps 1 "
+                             "--quiet; echo stale=$?; "
+                             "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 $d/p --max-steps 1 --quiet; echo faked=$?; "
+                             "MASTER_ADDR=127.0.0.1 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo addr=$?",
                              test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "spawned=0"));
@@ -317,6 +324,13 @@ static void test_nproc_per_node_and_mismatch(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 1: error: /nonexistent"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 0: stopping: the launcher ended this rank"));
     CU_ASSERT_PTR_NULL(out && strstr(out, "failed=0"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "error: RANK=0 and WORLD_SIZE=1 are set, as torchrun sets them, but "
+                                              "mpirun started this process as rank 1 of 2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "stale=2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: rank 0: error: MPI sees rank 0 of 1 but this process is rank 0 of "
+                                              "2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "faked=2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: error: MASTER_ADDR=127.0.0.1 is set but MASTER_PORT is not\naddr=2"));
     if (!out || !strstr(out, "spawned=0"))
         fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);
@@ -382,7 +396,8 @@ void suite_distributed(void)
          test_step_graphs_same_bytes},
         {"the training set held on the device trains to the bytes of batches copied from the host",
          test_resident_same_bytes},
-        {"--nproc-per-node 2; other settings refused; a failing rank ends the others, each says why",
+        {"--nproc-per-node 2; other settings, and set-ups that cannot work, refused; a failing rank ends the others, "
+         "each says why",
          test_nproc_per_node_and_mismatch},
         {"ranks whose convs run other kernels: the same steps, and a note that they are not one rank's",
          test_ranks_on_other_kernels_said},

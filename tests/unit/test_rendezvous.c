@@ -18,7 +18,7 @@
 
 static const char *const launcher_vars[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
-    "DDP_SPAWNED", "TORCHELASTIC_RESTART_COUNT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "DDP_SPAWNED", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
     "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID",
     "SLURM_LAUNCH_NODE_IPADDR", "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "TORCHELASTIC_USE_AGENT_STORE",
@@ -263,9 +263,19 @@ static void test_slurm_batch_shell(void)
 static void test_precedence(void)
 {
     DdpTopology t;
-    const char *all = "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 OMPI_COMM_WORLD_RANK=3 "
+    /* torchrun's agent under mpirun (one a node) gives its workers their own */
+    const char *all = "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 TORCHELASTIC_RUN_ID=x OMPI_COMM_WORLD_RANK=3 "
                       "OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=6";
     CU_ASSERT(topo(&t, all, -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_TORCHRUN));
+    /* without one, RANK and WORLD_SIZE that mpirun's contradict were left in
+     * the environment: each rank would run alone */
+    CU_ASSERT(fails("RANK=0 WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2", -1, -1, NULL,
+                    "RANK=0 and WORLD_SIZE=1 are set, as torchrun sets them, but mpirun started this process as rank "
+                    "1 of 2 (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), and no torchrun agent (no "
+                    "TORCHELASTIC_RUN_ID): unset RANK and WORLD_SIZE, left in the environment"));
+    CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2",
+                   -1, -1, NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_TORCHRUN));
     CU_ASSERT(topo(&t, "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=6", -1, -1,
                    NULL) == DDP_OK);
