@@ -95,7 +95,7 @@ static bool size_arg(Sema *s, const Stmt *st, const Arg *size, const char *word,
     if (!size)
         diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a size, as in '%s'", word, example);
     else if (*square) {
-        if (sema_value_int(s, size->val, "the size", 1, most, h))
+        if (sema_value_int(s, size->val, arena_printf(s->arena, "%s's size", word), 1, most, h))
             *w = *h;
     } else if (size->val->kind == VAL_DIMS && size->val->ndims == 2 && !size->val->overflow &&
                size->val->dims[0] >= 1 && size->val->dims[0] <= most && size->val->dims[1] >= 1 &&

@@ -415,7 +415,7 @@ static void lower_residual(Walk *w, const Stmt *st)
         return;
     }
     if (w->depth + 1 >= PARSE_MAX_NESTING) {
-        diag_at(s->diag, SEV_ERROR, st->word_loc, "residual blocks nest more than %d deep", PARSE_MAX_NESTING);
+        diag_at(s->diag, SEV_ERROR, st->word_loc, "residual blocks nest more than %d deep", PARSE_MAX_NESTING - 1);
         return;
     }
     sema_report_unused(s, st, NULL, 0);

@@ -1808,8 +1808,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     data_text(&t->train, data, sizeof data);
     char plan[96] = "the test set only (--eval-only)";
     if (!t->flags.eval_only)
-        snprintf(plan, sizeof plan, "%lld steps per epoch, %lld epoch%s", (long long)t->steps_per_epoch,
-                 (long long)t->cfg.epochs, t->cfg.epochs == 1 ? "" : "s");
+        snprintf(plan, sizeof plan, "%lld step%s per epoch, %lld epoch%s", (long long)t->steps_per_epoch,
+                 t->steps_per_epoch == 1 ? "" : "s", (long long)t->cfg.epochs, t->cfg.epochs == 1 ? "" : "s");
     ddp_progress_note(&t->progress, "%s: %lld train / %lld test samples of %s, batch %lld per rank (%lld global%s), "
                       "%s, on %s%s", net->name, (long long)t->train.n, (long long)t->test.n, data,
                       (long long)t->cfg.batch, (long long)(t->cfg.batch * world), t->cfg.batch_global ? ", as set" : "",

@@ -484,7 +484,9 @@ static void test_error_limit(void)
 
 static void test_deep_nesting(void)
 {
-    for (int depth = 500; depth <= 20000; depth *= 40) {
+    static const int depths[] = {500, PARSE_MAX_NESTING - 1, PARSE_MAX_NESTING, 20000};
+    for (size_t k = 0; k < sizeof depths / sizeof depths[0]; k++) {
+        const int depth = depths[k];
         char *src = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&src, &len);
@@ -498,13 +500,15 @@ static void test_deep_nesting(void)
         fclose(f);
         Compiled c;
         compile(&c, src, len);
-        if (depth == 500) {
-            CU_ASSERT_TRUE(c.ok); /* 500 deep is deep, but legal */
+        if (depth < PARSE_MAX_NESTING) {
+            CU_ASSERT_TRUE(c.ok); /* deep, but legal */
             CU_ASSERT_EQUAL(c.net.nodes[c.net.n_nodes - 3].op, OP_RESIDUAL_ADD);
         } else {
             CU_ASSERT_FALSE(c.ok);
             CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "nest"));
         }
+        if (depth == PARSE_MAX_NESTING) /* the deepest legal one is the message's number */
+            CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "residual blocks nest more than 999 deep"));
         release(&c);
         free(src);
     }
@@ -693,7 +697,7 @@ void suite_front(void)
         {"diag: caret under the span, tabs kept", test_caret_under_span_with_tabs},
         {"diag: 200,000-character line quoted in a window", test_long_line_is_windowed},
         {"diag: error limit", test_error_limit},
-        {"hostile: 500-deep nesting works, deeper is refused", test_deep_nesting},
+        {"hostile: 999-deep nesting works, deeper is refused, saying how deep is legal", test_deep_nesting},
         {"hostile: 200,000 arguments on a line are read in linear time", test_many_arguments},
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
