@@ -413,6 +413,13 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     if (status == DDP_EXIT_STOPPED)
         return status; /* the ranks stopped on request; rank 0 said after which step */
+    if (stop_signal && !forced_signal && rank >= 0 && sig == SIGUSR1) {
+        /* mpirun passed the stop on to a rank still starting, before its
+         * handler was in (rank_signals.h), and SIGUSR1's default ended it:
+         * no step was cut short, and the newest checkpoint stands */
+        fprintf(stderr, "%s: the stop came while the ranks were starting: stopped before any step\n", prog);
+        return DDP_EXIT_STOPPED;
+    }
     fputs(held, stderr);
     if (forced_signal && status != 0) { /* mpirun ending well after all is not a stop */
         fprintf(stderr, "%s: error: stopped by %s\n", prog, ddp_signal_name(stop_signal, name, sizeof name));

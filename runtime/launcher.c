@@ -301,7 +301,13 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                 if (caught[i])
                     sigaction(forwarded[i], &old[i], NULL);
             sigaction(SIGCHLD, &old_chld, NULL);
-            sigprocmask(SIG_SETMASK, &unblocked, NULL);
+            /* The rank takes a stop (SIGUSR1) once its handler is in
+             * (ddp_signals_install unblocks it): one asked while it still
+             * starts waits for it, rather than killing it. The mask
+             * survives exec. */
+            sigset_t until_installed = unblocked;
+            sigaddset(&until_installed, SIGUSR1);
+            sigprocmask(SIG_SETMASK, &until_installed, NULL);
             if (started == 0 && hand_over)
                 fcntl(listen_fd, F_SETFD, 0); /* kept across exec */
             execve(exe, child_argv, children[started].envp);

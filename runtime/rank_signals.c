@@ -172,4 +172,10 @@ void ddp_signals_install(const char *prog, int rank, int world, int launched, in
     struct sigaction old;
     if (sigaction(SIGINT, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO || old.sa_handler != SIG_IGN))
         sigaction(SIGINT, &sa, NULL);
+    /* our GPU launcher starts a rank with SIGUSR1 blocked (launcher.c), so
+     * that a stop asked during its start-up waits for this handler */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 }
