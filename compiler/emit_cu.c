@@ -1659,6 +1659,21 @@ static const char *param_init(const Node *n, const Param *q)
     abort();
 }
 
+/* The fewest values per channel one sample gives a batchnorm of NET (the
+ * pixels of its input's plane: 1 for a flat or 1x1 input), FEWEST[1] among
+ * the synchronised ones, FEWEST[0] among sync=off's; 0 where there is none
+ * (DdpNet.batchnorm_values_*, which the trainer checks batches against). */
+static void batchnorm_fewest_values(const Net *net, int64_t fewest[2])
+{
+    fewest[0] = fewest[1] = 0;
+    for (int i = 0; i < net->n_nodes; i++) {
+        const Node *n = &net->nodes[i];
+        const int64_t values = plane_pixels(n->in_shape);
+        if (n->op == OP_BATCHNORM && (fewest[n->sync] == 0 || values < fewest[n->sync]))
+            fewest[n->sync] = values;
+    }
+}
+
 static void emit_tables(Emit *e, FILE *out)
 {
     const Net *net = e->net;
@@ -1735,13 +1750,8 @@ static void emit_tables(Emit *e, FILE *out)
     fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
             buffer_name(e, loss->in, false));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
-    int64_t fewest[2] = {0, 0}; /* [sync]: a batchnorm's fewest values per channel a sample */
-    for (int i = 0; i < net->n_nodes; i++) {
-        const Node *n = &net->nodes[i];
-        const int64_t values = plane_pixels(n->in_shape);
-        if (n->op == OP_BATCHNORM && (fewest[n->sync] == 0 || values < fewest[n->sync]))
-            fewest[n->sync] = values;
-    }
+    int64_t fewest[2];
+    batchnorm_fewest_values(net, fewest);
     fprintf(out, "    CHANNELS_LAST,  // the layout, which checkpoints record\n");
     fprintf(out, "    %lld, %lld,  // a batchnorm's fewest values per channel a sample: synchronised, sync=off\n};\n\n",
             (long long)fewest[1], (long long)fewest[0]);

@@ -136,10 +136,12 @@ static void loss_texts(const DdpCheckpointRun *r, char text[4][LOSS_TEXT])
         snprintf(text[i], LOSS_TEXT, "%.17g", v[i]);
 }
 
-static void loss_checksum(const char *const text[4], char crc[16])
+/* A CRC-32 over N strings, each with its NUL, as metadata text: the
+ * checksums of the net's name and hash, and of the loss sums. */
+static void strings_checksum(const char *const *text, int n, char crc[16])
 {
     uLong sum = crc32(0L, Z_NULL, 0);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         sum = crc32(sum, (const Bytef *)text[i], (uInt)strlen(text[i]) + 1);
     snprintf(crc, 16, "%08" PRIx32, (uint32_t)sum);
 }
@@ -157,10 +159,12 @@ static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
     if (!present && !saved_crc)
         return DDP_OK;
     char crc[16];
-    if (present < 4 || !saved_crc)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its loss sums are not whole (a key or their checksum missing)",
-                       path);
-    loss_checksum(text, crc);
+    const char *missing = saved_crc ? NULL : "loss_crc32";
+    for (int i = 0; i < 4; i++)
+        missing = text[i] ? missing : LOSS_KEYS[i];
+    if (missing)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its loss sums are incomplete ('%s' missing)", path, missing);
+    strings_checksum(text, 4, crc);
     if (strcmp(saved_crc, crc) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its loss sums is %s but they sum to %s", path,
                        saved_crc, crc);
@@ -205,10 +209,7 @@ static uint32_t checksum(const Contents *c, const char *run, const char *choices
  * from a checkpoint of another net or version, which --resume refuses. */
 static void net_checksum(const char *name, const char *hash, char crc[16])
 {
-    uLong sum = crc32(0L, Z_NULL, 0);
-    sum = crc32(sum, (const Bytef *)name, (uInt)strlen(name) + 1);
-    sum = crc32(sum, (const Bytef *)hash, (uInt)strlen(hash) + 1);
-    snprintf(crc, 16, "%08" PRIx32, (uint32_t)sum);
+    strings_checksum((const char *const[2]){name, hash}, 2, crc);
 }
 
 /* The first float tensor of C holding a NaN or an infinity; NULL if none. */
@@ -462,7 +463,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     snprintf(shuffle, sizeof shuffle, "%d", run->shuffle);
     char loss_text[4][LOSS_TEXT], loss_crc[16];
     loss_texts(run, loss_text);
-    loss_checksum((const char *const[4]){loss_text[0], loss_text[1], loss_text[2], loss_text[3]}, loss_crc);
+    strings_checksum((const char *const[4]){loss_text[0], loss_text[1], loss_text[2], loss_text[3]}, 4, loss_crc);
     const DdpMeta meta[] = {
         {"format", FORMAT}, {"version", VERSION},
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""}, {"net_crc32", net_crc},

@@ -11,7 +11,8 @@
  * weights out of one), the optimizer state under PyTorch's names for it
  * (optim.conv1.weight.momentum_buffer, .exp_avg, .exp_avg_sq), and in the
  * metadata where training stood and what it ran with, the net's name and
- * hash, and a CRC-32 over all of it.
+ * hash, and CRC-32 checksums over all of it (the name and hash, and the
+ * loss sums, each under one of their own).
  *
  * Nothing else is needed to continue bit for bit: the sampler's order is a
  * function of (seed, epoch), dropout masks of (seed, epoch, sample), and the
@@ -57,7 +58,7 @@ typedef struct {
     DdpPrecision precision; /* of the products (precision.h); fp32 in a file that does not say */
     int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
     /* The training loss of the epoch STEP is inside of, up to STEP, and of
-     * it since the epoch's last --eval-every report (none where STEP is one):
+     * it since the epoch's last --eval-every report (none where STEP reports):
      * a resumed run's reports then cover what an uninterrupted run's would.
      * Zero at an epoch's end, and in a file that does not say (as
      * checkpoints written before). Metadata with a checksum of their own,

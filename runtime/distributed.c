@@ -84,19 +84,26 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
  * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces;
  * whether rank 0 has said the ranks stopped (relay_mpirun_stderr). */
 static volatile pid_t mpirun_pid;
-static volatile sig_atomic_t stop_signal, forced_signal, interrupts, ranks_stopped;
+static volatile sig_atomic_t stop_signal, forced_signal, interrupts, ranks_stopped, told_stopped;
 static char prog_name[128]; /* for the handler's line */
 
 /* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
  * us alone, and every stop goes through here: the first is passed on as
  * SIGUSR1, which mpirun forwards to the ranks, and they stop after their
  * step (rank_signals.h); a second SIGINT, SIGTERM or SIGHUP goes on to
- * mpirun as SIGTERM, and mpirun ends the ranks at once, unless they have
- * stopped already: mpirun, winding the job down, would only be cut short. */
+ * mpirun as SIGTERM, and mpirun ends the ranks at once. Once they have
+ * stopped, mpirun is winding the job down, which that would cut short: the
+ * first signal then only says so, and the next forces (a stuck mpirun). */
 static void forward_to_mpirun(int sig)
 {
     int saved_errno = errno;
-    if (ranks_stopped) {
+    if (ranks_stopped && !told_stopped && sig != SIGUSR1) {
+        told_stopped = 1;
+        const char *parts[] = {prog_name, DDP_SIGNALS_ALREADY_STOPPED, "\n"};
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
+            (void)w;
+        }
         errno = saved_errno;
         return;
     }
@@ -240,23 +247,30 @@ static char mpirun_failure[160];
  * as it runs is still /proc/PID/exe, which mpirun can start through a
  * link: one under the program's name, which the ranks say in their
  * messages, in a new directory LINK_DIR (DIR_LEN bytes; "" where none) for
- * the caller to remove. So a restart runs the same program as the run. */
+ * the caller to remove. So a restart runs the same program as the run.
+ * Says why where it fails. */
 static int program_path(const char *prog, char *exe, size_t len, char *link_dir, size_t dir_len)
 {
     static const char deleted[] = " (deleted)";
     link_dir[0] = '\0';
     ssize_t got = readlink("/proc/self/exe", exe, len - 1);
-    if (got <= 0)
+    if (got <= 0) {
+        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", prog);
         return 0;
+    }
     exe[got] = '\0';
     const size_t n = (size_t)got, tail = sizeof deleted - 1;
     if (n <= tail || strcmp(exe + n - tail, deleted) != 0 || access(exe, X_OK) == 0)
         return 1;
-    snprintf(link_dir, dir_len, "%s/ddp-exe-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(link_dir, dir_len, "%s/ddp-exe-XXXXXX", tmp);
     char target[64];
     snprintf(target, sizeof target, "/proc/%d/exe", (int)getpid());
-    if (!mkdtemp(link_dir) || snprintf(exe, len, "%s/%s", link_dir, prog) >= (int)len || symlink(target, exe) != 0) {
-        if (link_dir[0] && strstr(link_dir, "XXXXXX") == NULL)
+    const int made = mkdtemp(link_dir) != NULL;
+    if (!made || snprintf(exe, len, "%s/%s", link_dir, prog) >= (int)len || symlink(target, exe) != 0) {
+        fprintf(stderr, "%s: error: this program's file was replaced or removed since it started, and a link to "
+                "it as it runs cannot be made in %s: %s\n", prog, tmp, strerror(errno));
+        if (made)
             rmdir(link_dir);
         link_dir[0] = '\0';
         return 0;
@@ -287,25 +301,21 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     const char *prog = ddp_prog_name(argv[0]);
     snprintf(prog_name, sizeof prog_name, "%s", prog);
     mpirun_failure[0] = '\0';
+    /* MASTER_ADDR or MASTER_PORT that would fail every rank the same way:
+     * said once, here, before mpirun starts them */
+    if (ddp_topology_check_master_env() != DDP_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, ddp_error_message());
+        return DDP_BAD_INPUT;
+    }
     char np[16], exe[4096], link_dir[4096];
     snprintf(np, sizeof np, "%d", nproc);
-    if (!program_path(prog, exe, sizeof exe, link_dir, sizeof link_dir)) {
-        fprintf(stderr, "%s: error: cannot find this program's path to start its ranks\n", prog);
+    if (!program_path(prog, exe, sizeof exe, link_dir, sizeof link_dir))
         return DDP_FAIL;
-    }
     if (!getenv("OMP_NUM_THREADS")) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         char threads[24];
         snprintf(threads, sizeof threads, "%ld", cores / nproc > 1 ? cores / nproc : 1);
         setenv("OMP_NUM_THREADS", threads, 1);
-    }
-    /* An address without a port fails every rank the same way (topology.c):
-     * said once, here, before mpirun starts them. */
-    const char *addr = getenv("MASTER_ADDR");
-    if (addr && !getenv("MASTER_PORT")) {
-        fprintf(stderr, "%s: error: MASTER_ADDR=%.200s is set but MASTER_PORT is not\n", prog, addr);
-        remove_program_link(exe, link_dir);
-        return DDP_BAD_INPUT;
     }
     /* A store for the ranks' whereabouts (whereabouts.h): on this host, on
      * a port free now (one a user set is theirs to keep). */
@@ -354,7 +364,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     for (int i = 0; i < NSTOPS; i++)
         sigaddset(&blocked, stops[i]);
     sigprocmask(SIG_BLOCK, &blocked, &old_mask);
-    stop_signal = forced_signal = interrupts = ranks_stopped = 0;
+    stop_signal = forced_signal = interrupts = ranks_stopped = told_stopped = 0;
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &sa, &old[i]);
     pid_t parent = getpid();

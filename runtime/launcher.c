@@ -341,7 +341,7 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
     for (int r = 0; r < nproc; r++)
         running += children[r].pid > 0;
     double kill_at = 0;
-    int stopping = 0, stop_sig = SIGTERM, signals_handled = 0, forced = 0, stopped = 0;
+    int stopping = 0, stop_sig = SIGTERM, signals_handled = 0, forced = 0, stopped = 0, told_stopped = 0;
     if (first_failure >= 0 && running) {
         signal_all(children, nproc, SIGTERM);
         stopping = 1;
@@ -362,7 +362,10 @@ int ddp_launch_exec(const char *exe, int nproc, int argc, char **argv, double gr
                         first_signal == SIGUSR1 ? "" : DDP_SIGNALS_SECOND_FORCES);
                 signal_all(children, nproc, SIGUSR1);
             }
-            if (!ask) {
+            if (!ask && stopped && !told_stopped) { /* as distributed.c's launcher: told, not forced */
+                fprintf(stderr, "%s" DDP_SIGNALS_ALREADY_STOPPED "\n", prog);
+                told_stopped = 1;
+            } else if (!ask) {
                 stopping = 1;
                 kill_at = ddp_now();
                 forced = got_signal;

@@ -123,8 +123,10 @@ DdpStatus ddp_sampler_epoch(const DdpSampler *s, int64_t epoch, int64_t *indices
     if (!perm)
         return DDP_ERR(DDP_FAIL, "sampler: out of memory for a permutation of %lld samples",
                        (long long)s->n);
-    /* Python adds seed + epoch exactly; manual_seed keeps the two's
-     * complement of the sum, so unsigned wrap-around gives the same bits. */
+    /* Python adds seed + epoch exactly, and manual_seed keeps the sum's
+     * two's complement up to 2^64 - 1 (a negative seed too), so unsigned
+     * arithmetic gives the same bits; past 2^64 - 1 PyTorch refuses, as the
+     * trainer does before it starts (check_seed). */
     ddp_randperm(s->n, (uint64_t)s->seed + (uint64_t)epoch, perm);
     /* Padding repeats the permutation from its start, as often as needed, so
      * padded position p holds perm[p % n]; truncation never reaches p >= n. */

@@ -141,6 +141,22 @@ static DdpStatus read_master(Master *m)
     return DDP_OK;
 }
 
+/* An address without a port: several ranks need both (under mpirun, or
+ * our launcher's, neither). */
+static DdpStatus check_master_whole(const Master *m)
+{
+    if (m->addr && !m->port)
+        return DDP_ERR(DDP_BAD_INPUT, "%s=%.*s is set but MASTER_PORT is not", m->addr_name, SHOWN, m->addr);
+    return DDP_OK;
+}
+
+DdpStatus ddp_topology_check_master_env(void)
+{
+    Master m = {0};
+    DDP_CHECK(read_master(&m));
+    return check_master_whole(&m);
+}
+
 /* ---- the launchers --------------------------------------------------------- */
 
 /* Local rank and size, each with the name it came from for messages: the
@@ -371,7 +387,7 @@ static DdpStatus check_torchrun_not_stale(const DdpTopology *t)
 {
     int64_t rank = 0, world = 0;
     int has_rank, has_world;
-    if (getenv("TORCHELASTIC_RUN_ID") || getenv("DDP_SPAWNED"))
+    if (getenv("TORCHELASTIC_RUN_ID"))
         return DDP_OK;
     DDP_CHECK(env_int("OMPI_COMM_WORLD_RANK", &rank, &has_rank));
     DDP_CHECK(env_int("OMPI_COMM_WORLD_SIZE", &world, &has_world));
@@ -516,8 +532,8 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
 
     /* Where rank 0 serves the store: needed by every run of several ranks
      * except under mpirun, where MPI itself carries the start-up. */
-    if (m.addr && !m.port && t->world_size > 1)
-        return DDP_ERR(DDP_BAD_INPUT, "%s=%.*s is set but MASTER_PORT is not", m.addr_name, SHOWN, m.addr);
+    if (t->world_size > 1)
+        DDP_CHECK(check_master_whole(&m));
     if (!m.addr && m.port && !m.port_implied && t->world_size > 1 && t->launch != DDP_LAUNCH_MPIRUN)
         return DDP_ERR(DDP_BAD_INPUT, "MASTER_PORT=%d is set but MASTER_ADDR is not", m.port);
     if (m.addr && m.port) {

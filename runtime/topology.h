@@ -78,6 +78,11 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
  * rank"); NULL for DDP_LAUNCH_NONE. */
 const char *ddp_topology_started_by(DdpLaunch launch);
 
+/* MASTER_ADDR and MASTER_PORT as this process's environment has them,
+ * checked as a rank of several checks them (ddp_topology_read): for a
+ * launcher to refuse once what every rank would. */
+DdpStatus ddp_topology_check_master_env(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,7 +107,8 @@ typedef struct {
     int64_t samples;        /* trained so far */
     double span_start;      /* the end of the previous report, or the start */
     int64_t span_samples;   /* trained since then */
-    DdpLossSum span_loss;   /* read since then: a part of loss */
+    DdpLossSum span_loss;   /* read since the last --eval-every report: a part of loss (an
+                             * epoch-end report keeps it, for checkpoint_run) */
     double data_wait;       /* seconds the steps spent making or waiting for their batches */
 } EpochState;
 
@@ -1416,8 +1417,9 @@ static DdpStatus check_seed(const Trainer *t)
  * and its running variance that batch's 0. PyTorch refuses such a batch
  * when it comes, mid-epoch; here the run is refused before it starts. The
  * batches are each rank's full one and an epoch's last, where the run gets
- * that far (the sampler gives every rank as many samples); a synchronised
- * batchnorm sees all ranks'. */
+ * that far (the sampler gives every rank as many samples; counted from step
+ * 0, before a resume: a resumed run that ends before its epoch's last batch
+ * is refused all the same); a synchronised batchnorm sees all ranks'. */
 static DdpStatus check_batchnorm_values(const Trainer *t)
 {
     const DdpNet *net = t->net;

@@ -9,7 +9,8 @@
 # before the second kill. The run must finish (status 0) with the very
 # bytes of the reference (cmp), having said and logged each restart with
 # its cause, and resumed each time from a checkpoint past step 0, the
-# second time running the program as it started. Last, with --max-restarts 1 and the same two kills, the run
+# second time running the program as it started (through a link in
+# TMPDIR, gone after). Last, with --max-restarts 1 and the same two kills, the run
 # must give up after one restart (status 1), saying so; a rank's bad
 # input (status 2) must not be restarted; nor a stop asked for (SIGTERM to
 # the launcher, once a checkpoint exists to restart from): status 75.
@@ -36,7 +37,8 @@ kill_rank1_after() { # kill_rank1_after CKDIR STEP: SIGKILL to rank 1 once a che
 }
 run_with_kills() { # run_with_kills MAX_RESTARTS OUT [replace]: the run, rank 1 killed twice; its status
     local ck="$d/ck_$1"
-    "$d/prog" "${common[@]}" --save "$ck" --save-every 10 --max-restarts "$1" --log "$d/log_$1.jsonl" \
+    mkdir -p "$d/tmp"  # TMPDIR: where a restart of a replaced program links it, and must unlink it
+    TMPDIR="$d/tmp" "$d/prog" "${common[@]}" --save "$ck" --save-every 10 --max-restarts "$1" --log "$d/log_$1.jsonl" \
         --export "$d/out_$1.safetensors" > "$2" 2>&1 &
     local run=$! until=$((SECONDS + 120))
     kill_rank1_after "$ck" 10
@@ -66,7 +68,7 @@ if [ "$rc" = 0 ] && cmp -s "$d/ref.safetensors" "$d/out_2.safetensors" && [ "$re
     grep -q "restarting all 2 ranks from the newest checkpoint in .* (restart 2 of 2): rank 1 was killed by signal SIGKILL" \
         "$d/two.out" && [ "$(grep -c "resuming from .*: step [1-9]" "$d/two.out")" = 2 ] &&
     grep -q "this program's file was replaced or removed since it started: its ranks run the program as it started" \
-        "$d/two.out"; then
+        "$d/two.out" && [ -z "$(ls "$d/tmp")" ]; then
     echo "$(basename "$net"): rank 1 killed twice, --max-restarts 2, the file replaced before the second: finished," \
         "identical to the reference, 2 restarts logged"
 else

@@ -532,8 +532,7 @@ static void test_loss_sums_recorded(void)
     free(cmd);
     edit_header(written, "\"span_loss_sum\"", "\"span_loss_sux\"");
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
-    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its loss sums are not whole (a key or their checksum missing)")
-              != NULL);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its loss sums are incomplete ('span_loss_sum' missing)") != NULL);
     /* values no run writes: refused, naming them */
     run.epoch_loss.samples = 7; /* fewer than the span's */
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
@@ -1201,7 +1200,7 @@ void suite_checkpoint(void)
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
         {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
-        {"the epoch's loss sums kept exactly, in the checksum, checked; none kept reads 0", test_loss_sums_recorded},
+        {"the epoch's loss sums kept exactly, under a checksum of their own, checked; none kept reads 0", test_loss_sums_recorded},
         {"a checkpoint with cuDNN's timed algorithms resumes on a CPU; an unreadable record: status 2",
          test_conv_choices_resumed},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},

@@ -384,8 +384,11 @@ static void resumed_reports_match(const char *flags, int stop, int drop_newest)
 
 /* A checkpoint inside an epoch keeps the epoch's training loss so far, and
  * the part since its last --eval-every report as the run that never stops
- * has it: a run resumed from one logs that run's very losses (the sums are
- * taken at the same steps in both, so they add up alike, bit for bit). */
+ * has it: a run resumed from one logs that run's very losses. Bit for bit
+ * where both take the sums at the same steps (the first two cases, which
+ * save alike); the last two stop where the other run does not save, and
+ * hold bit for bit here because this net's losses add up exactly in
+ * double. */
 static void test_resumed_reports(void)
 {
     setup();
