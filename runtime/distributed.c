@@ -427,7 +427,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         /* mpirun passed the stop on to a rank still starting, before its
          * handler was in (rank_signals.h), and SIGUSR1's default ended it:
          * no step was cut short, and the newest checkpoint stands */
-        fprintf(stderr, "%s: the stop came while the ranks were starting: stopped before any step\n", prog);
+        fprintf(stderr, "%s: the stop came while the ranks were starting: stopped before they took a step\n", prog);
         return DDP_EXIT_STOPPED;
     }
     fputs(held, stderr);

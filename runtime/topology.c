@@ -141,8 +141,8 @@ static DdpStatus read_master(Master *m)
     return DDP_OK;
 }
 
-/* An address without a port: several ranks need both (under mpirun, or
- * our launcher's, neither). */
+/* An address without a port, at which several ranks cannot meet (mpirun's
+ * ranks need neither: MPI meets them). */
 static DdpStatus check_master_whole(const Master *m)
 {
     if (m->addr && !m->port)
