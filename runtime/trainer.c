@@ -1389,6 +1389,12 @@ static DdpStatus check_sum_count(const Trainer *t)
     return DDP_OK;
 }
 
+/* The global step the run ends at: --max-steps, else none (INT64_MAX). */
+static int64_t step_limit(const Trainer *t)
+{
+    return t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
+}
+
 /* DistributedSampler shuffles epoch E by seed + E, which PyTorch's
  * manual_seed refuses past 2^64 - 1 ("Overflow when unpacking long"); the
  * sampler here would wrap to seed 0's order instead. So a seed that close
@@ -1399,7 +1405,7 @@ static DdpStatus check_seed(const Trainer *t)
     if (!t->flags.shuffle || seed == 0 || t->steps_per_epoch <= 0)
         return DDP_OK;
     const uint64_t first_past = UINT64_MAX - seed + 1; /* 0-based: the first epoch past the top */
-    const uint64_t steps = t->flags.max_steps < 0 ? UINT64_MAX : (uint64_t)t->flags.max_steps;
+    const uint64_t steps = (uint64_t)step_limit(t);
     /* epoch E's first step is E x steps_per_epoch (0-based), trained when
      * fewer than STEPS, and within --epochs */
     const int reached = (uint64_t)t->cfg.epochs > first_past && steps > 0 &&
@@ -1424,7 +1430,7 @@ static DdpStatus check_batchnorm_values(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const int64_t batch = t->cfg.batch, per_rank = t->sampler.num_samples;
-    const int64_t steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
+    const int64_t steps = step_limit(t);
     if (steps == 0 || t->cfg.epochs <= 0)
         return DDP_OK; /* no training batch */
     const int reaches_last = steps >= t->steps_per_epoch;
@@ -1619,7 +1625,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
 
 static DdpStatus train(Trainer *t)
 {
-    int64_t max_steps = t->flags.max_steps < 0 ? INT64_MAX : t->flags.max_steps;
+    int64_t max_steps = step_limit(t);
     t->last_progress = ddp_now();
     ddp_times_init(&t->times, t->dist.whereabouts, &t->step);
     /* A resumed run starts inside the epoch its step count falls in. */
