@@ -58,11 +58,13 @@ typedef struct {
     DdpPrecision precision; /* of the products (precision.h); fp32 in a file that does not say */
     int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
     /* The training loss of the epoch STEP is inside of, up to STEP, and of
-     * it since the epoch's last --eval-every report (none where STEP reports):
-     * a resumed run's reports then cover what an uninterrupted run's would.
-     * Zero at an epoch's end, and in a file that does not say (as
-     * checkpoints written before). Metadata with a checksum of their own,
-     * which versions that do not know them pass over. */
+     * it since the epoch's last --eval-every report (none where STEP
+     * reported): a resumed run's reports then cover what an uninterrupted
+     * run's would. At an epoch's end, the epoch's where a stop left out its
+     * report, else zero; zero too in a file that does not say (as
+     * checkpoints written before). A resumed run makes a report left out
+     * at its step first. Metadata with a checksum of their own, which
+     * versions that do not know them pass over. */
     DdpLossSum epoch_loss, span_loss;
 } DdpCheckpointRun;
 

@@ -199,7 +199,11 @@ static void print_numbers(DdpProgress *p, const DdpReport *r)
     fprintf(p->out, "step %lld  loss %.4f", (long long)r->step, r->loss);
     if (r->evaluated)
         fprintf(p->out, "  test_loss %.4f  test_acc %.4f", r->test_loss, r->test_acc);
-    fprintf(p->out, "  lr %.3g  %.0f samples/s", r->lr, r->samples_per_s);
+    fprintf(p->out, "  lr %.3g", r->lr);
+    if (r->untimed)
+        fputs("  (trained before the stop)", p->out);
+    else
+        fprintf(p->out, "  %.0f samples/s", r->samples_per_s);
 }
 
 /* The report's numbers as TensorBoard scalars at its step, named as in the log. */
@@ -209,7 +213,8 @@ static DdpStatus plot(DdpProgress *p, const DdpReport *r)
         return DDP_OK;
     DDP_CHECK(ddp_tensorboard_scalar(p->tb, "loss", r->step, r->loss));
     DDP_CHECK(ddp_tensorboard_scalar(p->tb, "lr", r->step, r->lr));
-    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "samples_per_s", r->step, r->samples_per_s));
+    if (!r->untimed)
+        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "samples_per_s", r->step, r->samples_per_s));
     if (r->evaluated) {
         DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_loss", r->step, r->test_loss));
         DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_acc", r->step, r->test_acc));
@@ -234,12 +239,13 @@ static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
     f[n++] = DDP_LOG_I("step", r->step);
     f[n++] = DDP_LOG_D("loss", r->loss);
     f[n++] = DDP_LOG_F("lr", r->lr);
-    f[n++] = DDP_LOG_D("samples_per_s", r->samples_per_s);
+    if (!r->untimed)
+        f[n++] = DDP_LOG_D("samples_per_s", r->samples_per_s);
     if (r->evaluated) {
         f[n++] = DDP_LOG_D("test_loss", r->test_loss);
         f[n++] = DDP_LOG_D("test_acc", r->test_acc);
     }
-    if (is_epoch) {
+    if (is_epoch && !r->untimed) {
         f[n++] = DDP_LOG_D("time_s", r->seconds);
         f[n++] = DDP_LOG_D("data_wait_s", r->data_wait_s);
     }
@@ -252,7 +258,9 @@ DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r)
         clear_line(p);
         fprintf(p->out, "epoch %lld/%lld  ", (long long)r->epoch, (long long)r->epochs);
         print_numbers(p, r);
-        fprintf(p->out, "  %.1fs\n", r->seconds);
+        if (!r->untimed)
+            fprintf(p->out, "  %.1fs", r->seconds);
+        fputc('\n', p->out);
         fflush(p->out);
     }
     return record(p, r, 1);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +37,20 @@ void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step)
 int ddp_signals_stop_asked(void)
 {
     return stop_asked;
+}
+
+void ddp_signals_test_stop(int64_t steps_taken)
+{
+    static int parsed;
+    static long long stop_after = -1;
+    if (!parsed) {
+        parsed = 1;
+        const char *s = getenv(DDP_TEST_STOP_AFTER_ENV);
+        if (!s || sscanf(s, "%lld", &stop_after) != 1)
+            stop_after = -1;
+    }
+    if (steps_taken + 1 == stop_after)
+        raise(SIGUSR1);
 }
 
 /* Appends TEXT, or the decimal V, to BUF at *LEN: async-signal-safe. */

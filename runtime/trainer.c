@@ -110,7 +110,14 @@ typedef struct {
     DdpLossSum span_loss;   /* read since the last --eval-every report: a part of loss (an
                              * epoch-end report keeps it, for checkpoint_run) */
     double data_wait;       /* seconds the steps spent making or waiting for their batches */
+    int reported;           /* its epoch-end report is made (checkpoint_run) */
 } EpochState;
+
+/* What a report is of (report). */
+typedef enum {
+    REPORT_EVAL,   /* an --eval-every point: the span since the last report */
+    REPORT_EPOCH,  /* an epoch's end: the whole epoch */
+} ReportKind;
 
 typedef struct {
     const DdpNet *net;
@@ -169,7 +176,7 @@ typedef struct {
     int64_t steps_per_epoch;
     EpochState epoch_state; /* of the epoch being trained, or trained last */
     /* the loss sums of the checkpoint resumed from (DdpCheckpointRun), for
-     * the epoch it stopped in; zero when it ended one */
+     * the epoch it stopped in, or ended without its report; zero otherwise */
     DdpLossSum resumed_epoch_loss, resumed_span_loss;
     int64_t step;           /* global optimizer steps taken */
     int64_t epoch;          /* of the batch trained last */
@@ -692,12 +699,16 @@ static DdpStatus export_weights(Trainer *t)
 static DdpCheckpointRun checkpoint_run(const Trainer *t)
 {
     /* Inside an epoch, its loss so far (all of it taken, by
-     * save_checkpoint), and the part since its last --eval-every report as
-     * the run that never stops has it after this step: none at a step that
-     * reports (whether or not this run still does: a stop leaves the report
-     * out, and the save comes before it). */
-    const int inside = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch != 0;
-    const int reports = t->flags.eval_every > 0 && t->step % t->flags.eval_every == 0;
+     * save_checkpoint), and the part since its last --eval-every report:
+     * none at a step that reports, as the run that never stops has it after
+     * this step, unless a stop left that report out. At an epoch's end, its
+     * loss while its report is still to be made. A save at a step that
+     * reports comes after the report (train_epoch) but for a stop's, which
+     * leaves the report to the resumed run (report_left_out); one that
+     * --max-steps ends inside an epoch makes an epoch's report instead. */
+    const int at_end = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch == 0;
+    const int inside = !at_end || !t->epoch_state.reported;
+    const int span_reported = t->flags.eval_every > 0 && t->step % t->flags.eval_every == 0 && !t->stopped;
     const DdpLossSum none = {0, 0};
     return (DdpCheckpointRun){
         .step = t->step,
@@ -710,7 +721,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .precision = t->cfg.precision,
         .channels_last = t->net->channels_last,
         .epoch_loss = inside ? t->epoch_state.loss : none,
-        .span_loss = inside && !reports ? t->epoch_state.span_loss : none,
+        .span_loss = !at_end && !span_reported ? t->epoch_state.span_loss : none,
     };
 }
 
@@ -1305,9 +1316,11 @@ static DdpStatus take_stats(Trainer *t, EpochState *e)
 
 static double mean_loss(DdpLossSum l) { return l.samples > 0 ? l.sum / l.samples : NAN; }
 
-/* A report: reads the training stats, evaluates, and prints and logs: the
- * end of epoch E->epoch when AT_EPOCH_END, else an --eval-every point. */
-static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
+/* A report of KIND: reads the training stats, evaluates, and prints and
+ * logs. LEFT_OUT: one that a stop left out, made by the resumed run
+ * (report_left_out): its loss and evaluation are the stopped run's, its
+ * time and throughput not known. */
+static DdpStatus report(Trainer *t, EpochState *e, ReportKind kind, int left_out)
 {
     DDP_CHECK(take_stats(t, e));
     double read_at = ddp_now();
@@ -1320,30 +1333,32 @@ static DdpStatus report(Trainer *t, EpochState *e, int at_epoch_end)
         .lr = t->lr,
         .evaluated = 1,
     };
-    if (at_epoch_end) {
+    r.loss = mean_loss(kind == REPORT_EPOCH ? e->loss : e->span_loss);
+    r.untimed = left_out;
+    if (kind == REPORT_EPOCH && !left_out) {
         double trained = read_at - e->start - e->report_seconds;
-        r.loss = mean_loss(e->loss);
         r.samples_per_s = trained > 0 ? (double)e->samples / trained : 0;
         t->train_seconds += trained;
         t->train_samples += e->samples;
-    } else {
+    } else if (!left_out) {
         double trained = read_at - e->span_start;
-        r.loss = mean_loss(e->span_loss);
         r.samples_per_s = trained > 0 ? (double)e->span_samples / trained : 0;
     }
     DDP_CHECK(evaluate(t, &r.test_loss, &r.test_acc, NULL));
     double done = ddp_now();
     r.seconds = done - e->start;
     r.data_wait_s = e->data_wait;
-    DDP_CHECK(at_epoch_end ? ddp_progress_epoch(&t->progress, &r) : ddp_progress_eval(&t->progress, &r));
+    DDP_CHECK(kind == REPORT_EVAL ? ddp_progress_eval(&t->progress, &r) : ddp_progress_epoch(&t->progress, &r));
     e->report_seconds += done - read_at;
     e->span_start = done;
     e->span_samples = 0;
     /* An epoch's end starts another EpochState; one that --max-steps ends
      * keeps its span for the checkpoint after it (checkpoint_run): the run
      * that goes on reports it at its next --eval-every point. */
-    if (!at_epoch_end)
+    if (kind == REPORT_EVAL)
         e->span_loss = (DdpLossSum){0, 0};
+    else
+        e->reported = 1;
     t->last_progress = done;
     return DDP_OK;
 }
@@ -1561,6 +1576,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             DDP_CHECK(ddp_pg_broadcast(t->dist.pg, t->buffers, (size_t)net->n_buffer_floats, DDP_F32, 0));
         }
         ddp_signals_note_activity(DDP_ACTIVITY_TRAINING, epoch, t->step);
+        ddp_signals_test_stop(t->step);
         DdpStepScalars scalars = {
             .step = t->step,
             .epoch = epoch,
@@ -1585,8 +1601,6 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
             /* a stop agreed on the run's last step: the run ends as it would have */
             if (t->step >= max_steps || (epoch + 1 == t->cfg.epochs && b + 1 == batches))
                 t->stopped = 0;
-            if (t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
-                DDP_CHECK(save_checkpoint(t));
             if (t->flags.log_every > 0 && t->step % t->flags.log_every == 0)
                 DDP_CHECK(log_rank_times(t));
         }
@@ -1598,7 +1612,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         /* every rank trains as many samples per step: the job's throughput */
         e->samples += (int64_t)n * t->dist.world;
         e->span_samples += (int64_t)n * t->dist.world;
-        if (t->stopped) { /* the epoch's report and evaluation are left out */
+        if (t->stopped) { /* the step's report, if any, is left to the resumed run (report_left_out) */
             DDP_CHECK(save_checkpoint(t));
             /* No rank may exit before rank 0 has written it: under mpirun the
              * first to exit ends the others. */
@@ -1610,17 +1624,44 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
 
         int last = b + 1 == batches || t->step >= max_steps;
         if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
-            DDP_CHECK(report(t, e, 0));
+            DDP_CHECK(report(t, e, REPORT_EVAL, 0));
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
             DDP_CHECK(show_progress(t, e, b + 1, batches));
+        /* after the step's report, so that the checkpoint need not keep
+         * what it reported (checkpoint_run); an epoch's last step saves
+         * after the epoch's, below */
+        if (sync && b + 1 < batches && t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
+            DDP_CHECK(save_checkpoint(t));
     }
     if (t->flags.log_every == 0)
         DDP_CHECK(log_rank_times(t));
     if (b > first_batch)
-        DDP_CHECK(report(t, e, 1));
-    if (t->flags.save_every == 0)
+        DDP_CHECK(report(t, e, REPORT_EPOCH, 0));
+    if (t->flags.save_every == 0 || t->step % t->flags.save_every == 0)
         DDP_CHECK(save_checkpoint(t));
     return DDP_OK;
+}
+
+/* The report a stop left out at the step this run resumed from, if any:
+ * an epoch's, at its end (FIRST_BATCH 0), or an --eval-every point's inside
+ * epoch EPOCH. The checkpoint kept the loss it covers (checkpoint_run), and
+ * the weights are those the run that never stopped evaluated there, so the
+ * report is that run's but for the time and throughput, the stopped run's.
+ * The epoch then goes on from an empty span. */
+static DdpStatus report_left_out(Trainer *t, int64_t epoch, int64_t first_batch)
+{
+    const int epoch_end = first_batch == 0 && t->resumed_epoch_loss.samples > 0 && epoch <= t->cfg.epochs;
+    const int eval_point = first_batch > 0 && epoch < t->cfg.epochs && t->flags.eval_every > 0 &&
+                           t->step % t->flags.eval_every == 0 && t->resumed_span_loss.samples > 0;
+    if (!epoch_end && !eval_point)
+        return DDP_OK;
+    EpochState e = {.epoch = epoch_end ? epoch - 1 : epoch, .start = ddp_now(), .loss = t->resumed_epoch_loss,
+                    .span_loss = t->resumed_span_loss};
+    e.span_start = e.start;
+    t->epoch = e.epoch;
+    t->lr = (float)ddp_schedule_lr(&t->cfg, t->step - 1, e.epoch, t->steps_per_epoch); /* of the step before */
+    t->resumed_span_loss = (DdpLossSum){0, 0};
+    return report(t, &e, epoch_end ? REPORT_EPOCH : REPORT_EVAL, 1);
 }
 
 static DdpStatus train(Trainer *t)
@@ -1631,6 +1672,7 @@ static DdpStatus train(Trainer *t)
     /* A resumed run starts inside the epoch its step count falls in. */
     int64_t first_epoch = t->step / t->steps_per_epoch;
     int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;
+    DDP_CHECK(report_left_out(t, first_epoch, first_batch));
     for (int64_t epoch = first_epoch; epoch < t->cfg.epochs && t->step < max_steps && !t->stopped; epoch++)
         DDP_CHECK(train_epoch(t, epoch, epoch == first_epoch ? first_batch : 0, max_steps));
     if (t->stopped)

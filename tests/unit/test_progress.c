@@ -135,17 +135,26 @@ static void test_device_calls_in_steps(void)
     CU_ASSERT_STRING_EQUAL(ddp_device_call_name(DDP_CALL_ALLOC), "device_allocs");
 }
 
-static void test_rank_times_logged(void)
+/* A piped progress reporter (open_progress) whose records go to *LOG, a
+ * new file at PATH (a mkstemp template, filled in). */
+static FILE *open_logged_progress(DdpProgress *p, char *path, DdpJsonLog **log)
 {
-    char path[] = "/tmp/ddp_rank_times_XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
     close(fd);
-    DdpJsonLog *log = NULL;
-    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
+    *log = NULL;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, log), DDP_OK);
+    FILE *f = open_progress(p, "0", 0);
+    ddp_progress_attach(p, *log, NULL);
+    return f;
+}
+
+static void test_rank_times_logged(void)
+{
+    char path[] = "/tmp/ddp_rank_times_XXXXXX";
+    DdpJsonLog *log;
     DdpProgress p;
-    FILE *f = open_progress(&p, "0", 0);
-    ddp_progress_attach(&p, log, NULL);
+    FILE *f = open_logged_progress(&p, path, &log);
     DdpRankTimes rows[] = {rank_row(10, 6, 5), rank_row(16, 0, 5)};
     int straggler = -2;
     CU_ASSERT_EQUAL(ddp_progress_rank_times(&p, 40, rows, 2, &straggler), DDP_OK);
@@ -198,11 +207,44 @@ static void test_plain_when_piped(void)
     }
 }
 
+/* A report a stop left out, made by the resumed run: the loss and the
+ * evaluation, but no throughput or time (the stopped run's), on the line
+ * and in the log. */
+static void test_left_out_report(void)
+{
+    char path[] = "/tmp/ddp_left_out_XXXXXX";
+    DdpJsonLog *log;
+    DdpProgress p;
+    FILE *f = open_logged_progress(&p, path, &log);
+    DdpReport r = {.epoch = 1, .epochs = 2, .step = 10, .loss = 0.5, .lr = 0.1, .samples_per_s = 10, .seconds = 1,
+                   .data_wait_s = 0.5, .evaluated = 1, .test_loss = 0.25, .test_acc = 0.75, .untimed = 1};
+    CU_ASSERT_EQUAL(ddp_progress_epoch(&p, &r), DDP_OK);
+    r.step = 14;
+    CU_ASSERT_EQUAL(ddp_progress_eval(&p, &r), DDP_OK);
+    CU_ASSERT_STRING_EQUAL(contents(f), "epoch 1/2  step 10  loss 0.5000  test_loss 0.2500  test_acc 0.7500  lr 0.1  "
+                                        "(trained before the stop)\n"
+                                        "  step 14  loss 0.5000  test_loss 0.2500  test_acc 0.7500  lr 0.1  "
+                                        "(trained before the stop)\n");
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    char *text = test_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "{\"event\": \"epoch\", \"epoch\": 1, \"step\": 10, \"loss\": 0.5, "
+                                               "\"lr\": 0.1, \"test_loss\": 0.25, \"test_acc\": 0.75}\n"
+                                               "{\"event\": \"eval\", \"epoch\": 1, \"step\": 14, \"loss\": 0.5, "
+                                               "\"lr\": 0.1, \"test_loss\": 0.25, \"test_acc\": 0.75}\n"));
+    if (text && !strstr(text, "\"test_acc\": 0.75}\n{"))
+        fprintf(stderr, "\n%s\n", text);
+    free(text);
+    unlink(path);
+    fclose(f);
+}
+
 void suite_progress(void)
 {
     static const TestCase cases[] = {
         {"a terminal gets a bar with loss, samples/s and ETA, erased before lines", test_bar_on_a_terminal},
         {"piped, or under mpirun: whole lines only", test_plain_when_piped},
+        {"a report a stop left out, made after the resume: its loss and evaluation, no time or throughput",
+         test_left_out_report},
         {"a straggler: the slowest rank's work 20% over the median's; waiting is not work", test_straggler_rule},
         {"the ranks' times: a record per rank and a summary; a straggler said once", test_rank_times_logged},
         {"device calls count inside a step's phases, not between steps", test_device_calls_in_steps},

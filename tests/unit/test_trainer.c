@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "trainer.h"      // ddp_main, DdpNet
+#include "rank_signals.h" // DDP_TEST_STOP_AFTER_ENV, DDP_EXIT_STOPPED: a stop asked at a chosen step
 #include "json.h"         // ddp_json_skip_value: each line of --log - one JSON value
 #include "safetensors.h"  // reading what --export wrote, writing bad --init files
 #include "testutil.h"
@@ -335,45 +336,77 @@ static void test_tensorboard(void)
     teardown();
 }
 
-/* Stopped after step STOP with FLAGS (2 epochs of 10 steps), resumed from
- * the newest checkpoint (with DROP_NEWEST, the one before it, as a restart
- * after a crash takes), and compared with the run that never stopped: its
- * every report past the resumed step gives the very same loss. */
-static void resumed_reports_match(const char *flags, int stop, int drop_newest)
+/* How resumed_reports_match's run stops. */
+typedef enum {
+    BY_MAX_STEPS,  /* --max-steps: an epoch's end reports, also where the epoch goes on */
+    AFTER_CRASH,   /* --max-steps, then resumed from the checkpoint before, as a restart after a crash */
+    BY_SIGNAL,     /* a stop asked for (DDP_TEST_STOP_AFTER): every report until then, none after */
+} StopKind;
+
+/* Stopped after step STOP with FLAGS (2 epochs of 10 steps), resumed, and
+ * compared with the run that never stopped: the resumed run's every report
+ * gives the very same loss and evaluation as that run's report at its
+ * step, from the first past the step resumed from (or at it, an epoch's
+ * report that a stop there left out). Stopped BY_SIGNAL, the two runs'
+ * reports together are the uninterrupted run's, each once. */
+static void resumed_reports_match(const char *flags, int stop, StopKind how)
 {
     const DdpNet *net = default_net();
     const char *ck = "ck";
-    char newest[64];
+    char newest[64], *out = NULL;
     CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 %s --save %s --log %s", data_dir, flags,
                                 tmp_path("ck_whole"), tmp_path("whole.jsonl")), 0);
-    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 %s --max-steps %d --save %s", data_dir, flags, stop,
-                                tmp_path(ck)), 0);
+    if (how == BY_SIGNAL) {
+        char at[16];
+        snprintf(at, sizeof at, "%d", stop);
+        setenv(DDP_TEST_STOP_AFTER_ENV, at, 1);
+        CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 %s --save %s --log %s", data_dir, flags,
+                                    tmp_path(ck), tmp_path("resumed.jsonl")), DDP_EXIT_STOPPED);
+        unsetenv(DDP_TEST_STOP_AFTER_ENV);
+    } else {
+        CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 %s --max-steps %d --save %s", data_dir, flags,
+                                    stop, tmp_path(ck)), 0);
+    }
     int from = stop;
+    const int drop_newest = how == AFTER_CRASH;
     if (drop_newest) {
         snprintf(newest, sizeof newest, "%s/checkpoint-tiny-%09d.safetensors", ck, stop);
         CU_ASSERT_EQUAL(remove(tmp_path(newest)), 0);
         from = stop - 1; /* --save-every 3 below */
     }
-    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 %s --save %s --resume --log %s", data_dir, flags,
+    /* a signal's run logs into resumed.jsonl too, which the resumed run appends to */
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 %s --save %s --resume --log %s", data_dir, flags,
                                 tmp_path(ck), tmp_path("resumed.jsonl")), 0);
     char *whole = test_read_file(tmp_path("whole.jsonl"), NULL), *resumed = test_read_file(tmp_path("resumed.jsonl"),
                                                                                           NULL);
     CU_ASSERT_FATAL(whole && resumed);
     char *all[16], *again[16];
     const int n = split_reports(whole, all, 16), m = split_reports(resumed, again, 16);
-    int first = 0; /* the uninterrupted run's first report past FROM */
-    while (first < n && json_number(all[first], "step") <= from)
+    /* the uninterrupted run's first report the log has again: under
+     * --max-steps, the first the resumed run makes (the run it resumed
+     * reported its step in any case, as an epoch's end); after a signal,
+     * the stopped run's first */
+    int first = 0;
+    while (how != BY_SIGNAL && first < n && json_number(all[first], "step") <= from)
         first++;
     CU_ASSERT_EQUAL(m, n - first);
-    for (int i = 0; i < m && first + i < n; i++) {
-        const double step = json_number(again[i], "step"), loss = json_number(again[i], "loss"),
-                     want = json_number(all[first + i], "loss");
-        CU_ASSERT_EQUAL(step, json_number(all[first + i], "step"));
-        if (loss != want)
-            fprintf(stderr, "\n    %s, from step %d: step %.0f: loss %.17g resumed, %.17g uninterrupted", flags, from,
-                    step, loss, want);
-        CU_ASSERT(loss == want);
+    static const char *const keys[] = {"step", "epoch", "loss", "test_loss", "test_acc"};
+    for (int i = 0; i < m && first + i < n; i++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const double got = json_number(again[i], keys[k]), want = json_number(all[first + i], keys[k]);
+            if (got != want)
+                fprintf(stderr, "\n    %s, stopped after step %d: report %d: %s %.17g resumed, %.17g uninterrupted",
+                        flags, stop, i, keys[k], got, want);
+            CU_ASSERT(got == want);
+        }
+    /* an epoch whose report the stop left out: said untimed, by the resumed run */
+    if (how == BY_SIGNAL && stop % 10 == 0) {
+        char line[64];
+        snprintf(line, sizeof line, "epoch %d/2  step %d  loss ", stop / 10, stop);
+        CU_ASSERT(harness_has(out, line));
+        CU_ASSERT(harness_has(out, "(trained before the stop)\n"));
     }
+    free(out);
     free(whole);
     free(resumed);
     remove(tmp_path("whole.jsonl"));
@@ -393,12 +426,21 @@ static void test_resumed_reports(void)
 {
     setup();
     /* back to step 6's, past the report at step 4 */
-    resumed_reports_match("--eval-every 4 --save-every 3", 7, 1);
+    resumed_reports_match("--eval-every 4 --save-every 3", 7, AFTER_CRASH);
     /* saved at a step that reports: after the report, its span none */
-    resumed_reports_match("--eval-every 4 --save-every 4", 12, 0);
+    resumed_reports_match("--eval-every 4 --save-every 4", 12, BY_MAX_STEPS);
     /* ended by --max-steps inside an epoch, between two reports: the span kept */
-    resumed_reports_match("--eval-every 4", 7, 0);
-    resumed_reports_match("", 13, 0);
+    resumed_reports_match("--eval-every 4", 7, BY_MAX_STEPS);
+    resumed_reports_match("", 13, BY_MAX_STEPS);
+    /* stopped on an epoch's last step, before its report: the resumed run makes it */
+    resumed_reports_match("--eval-every 4", 10, BY_SIGNAL);
+    resumed_reports_match("--eval-every 3 --save-every 5", 10, BY_SIGNAL);
+    /* stopped inside an epoch at a step that reports: the resumed run makes
+     * that report, then the next of the epoch's from the steps after it */
+    resumed_reports_match("--eval-every 3", 6, BY_SIGNAL);
+    resumed_reports_match("--eval-every 4", 8, BY_SIGNAL);
+    /* --save-every saves an epoch's end after its report: resumed, none again */
+    resumed_reports_match("--save-every 5", 10, BY_MAX_STEPS);
     teardown();
 }
 
