@@ -127,12 +127,36 @@ static void test_precisions_one_step(void)
 }
 static void test_five_steps(void) { same_steps_as_pytorch(5); }
 
+/* The comparison itself (tests/parity/compare_small_update.py): one step's
+ * small update on larger weights, within its tolerance plus float32
+ * rounding, passes; every update 0.3% or 1% off fails, as an absolute floor
+ * on the allowance let a 1% error in mnist.net's linear1 gradient pass. */
+static void test_compare_holds_small_updates(void)
+{
+    if (!test_python_with_torch()) {
+        fputs("\n  (skipped: no python3 with torch)", stderr);
+        return;
+    }
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s tests/parity/compare_small_update.py", test_python_with_torch()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "the float32 rounding of the reference: OK\n"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "every update 0.3% off: FAILED\n"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "every update 1% off: FAILED\n"));
+    if (out && !strstr(out, "1% off: FAILED"))
+        fprintf(stderr, "\n%s\n", out);
+    free(out);
+    free(cmd);
+}
+
 void suite_parity(void)
 {
     static const TestCase cases[] = {
         {"1 step of every example and parity net: PyTorch float64's, within 1e-3 of the update + envelope",
          test_one_step},
         {"5 steps: PyTorch float64's, within 1e-4 of the update + the envelope float64 computes", test_five_steps},
+        {"the comparison: a small update on large weights passes within its tolerance, 0.3% off fails",
+         test_compare_holds_small_updates},
         {"1 step in tf32 and bf16: PyTorch float64's rounding alike, within 1e-2 of the update + envelope; "
          "several times further from float64's unrounded", test_precisions_one_step},
         {NULL, NULL},
