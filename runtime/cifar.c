@@ -144,12 +144,14 @@ DdpStatus ddp_cifar_load(DdpCifarFiles *files, int train, int coarse, DdpDataSet
         if (!path) {
             status = DDP_ERR(DDP_FAIL, "out of memory");
         } else if (!ddp_data_is_file(path)) {
+            char note[4200];
+            ddp_data_not_a_file(path, note, sizeof note);
             if (read == 0) /* ddp_cifar_find saw the first training file, so this is a test file */
-                status = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s beside it", files->dir,
-                                 files->hundred ? "CIFAR-100's train.bin" : "CIFAR-10's data_batch_1.bin", name);
+                status = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s beside it%s", files->dir,
+                                 files->hundred ? "CIFAR-100's train.bin" : "CIFAR-10's data_batch_1.bin", name, note);
             else if (last > k)
                 status = DDP_ERR(DDP_BAD_INPUT, "%s: %s is missing, but data_batch_%d.bin is there: the training set "
-                                 "would be cut short", files->dir, name, last);
+                                 "would be cut short%s", files->dir, name, last, note);
             free(path);
             break;
         } else {

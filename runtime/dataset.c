@@ -138,6 +138,15 @@ int ddp_data_is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+void ddp_data_not_a_file(const char *path, char *note, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        snprintf(note, len, "%s", "");
+    else
+        snprintf(note, len, "; %s is %s", path, S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file");
+}
+
 DdpStatus ddp_data_read_file(const char *path, uint64_t max, const char *what, uint8_t **bytes, size_t *len)
 {
     *bytes = NULL;

@@ -88,6 +88,13 @@ char *ddp_data_path(const char *dir, const char *sub, const char *name);
 /* Nonzero when PATH is a regular file (or a link to one). */
 int ddp_data_is_file(const char *path);
 
+/* Why a data file expected at PATH was not taken, when something else is
+ * there, for the message that says it is not found: "; PATH is a
+ * directory, not a file" (an archive unpacked into a folder of the file's
+ * name, as some of MNIST's are), or "; PATH is not a regular file"; ""
+ * when nothing is there. Into NOTE, LEN bytes. */
+void ddp_data_not_a_file(const char *path, char *note, size_t len);
+
 /* Reads the regular file PATH whole into *BYTES (*LEN bytes; free it),
  * refusing one over MAX bytes by its size, before reading (a device, a
  * huge sparse file), as more than this loader takes from WHAT ("one CIFAR

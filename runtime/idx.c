@@ -321,8 +321,10 @@ static DdpStatus load_labels(const char *path, DdpDataSet *set)
 }
 
 /* DIR/SUB/NAME or DIR/SUB/NAME.gz, whichever exists (the raw one first: it
- * reads faster and torchvision keeps both); NULL when neither does. */
-static char *find_in(const char *dir, const char *sub, const char *name)
+ * reads faster and torchvision keeps both); NULL when neither does, with
+ * NOTE (LEN bytes) saying what stands in the first one's place, if it was
+ * empty and something does (ddp_data_not_a_file). */
+static char *find_in(const char *dir, const char *sub, const char *name, char *note, size_t len)
 {
     for (int gz = 0; gz < 2; gz++) {
         char file[64];
@@ -330,6 +332,8 @@ static char *find_in(const char *dir, const char *sub, const char *name)
         char *path = ddp_data_path(dir, sub, file);
         if (!path || ddp_data_is_file(path))
             return path;
+        if (!note[0])
+            ddp_data_not_a_file(path, note, len);
         free(path);
     }
     return NULL;
@@ -352,17 +356,18 @@ DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a directory", dir);
 
     const char *sub = NULL;
+    char note[4200] = "";
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0] && !out->images_path; i++) {
-        out->images_path = find_in(dir, subdirs[i], images);
+        out->images_path = find_in(dir, subdirs[i], images, note, sizeof note);
         sub = subdirs[i];
     }
     if (!out->images_path)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw",
-                       dir, images, dir, dir, dir, dir);
-    out->labels_path = find_in(dir, sub, labels);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw%s",
+                       dir, images, dir, dir, dir, dir, note);
+    out->labels_path = find_in(dir, sub, labels, note, sizeof note);
     if (!out->labels_path) {
-        DdpStatus err = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s[.gz] beside it",
-                                dir, out->images_path, labels);
+        DdpStatus err = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s[.gz] beside it%s",
+                                dir, out->images_path, labels, note);
         ddp_data_free(out);
         return err;
     }

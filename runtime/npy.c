@@ -284,8 +284,11 @@ static DdpStatus read_array(const char *dir, const char *name, char **path, uint
     *bytes = NULL;
     if (!(*path = ddp_data_path(dir, "", name)))
         return DDP_ERR(DDP_FAIL, "out of memory");
-    if (!ddp_data_is_file(*path) && strcmp(name, "x_train.npy") != 0)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: found x_train.npy but no %s beside it", dir, name);
+    if (!ddp_data_is_file(*path) && strcmp(name, "x_train.npy") != 0) {
+        char note[4200];
+        ddp_data_not_a_file(*path, note, sizeof note);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: found x_train.npy but no %s beside it%s", dir, name, note);
+    }
     return ddp_data_read_file(*path, DDP_NPY_MAX_BYTES, "one .npy file", bytes, len);
 }
 

@@ -190,6 +190,12 @@ static void test_wrong_files(void)
     make_tmpdir();
     write_records("", "data_batch_1.bin", 1, 2, 0, ten_label);
     expect_bad(0, &fine, "found CIFAR-10's data_batch_1.bin but no test_batch.bin beside it");
+    char folder[128];
+    snprintf(folder, sizeof folder, "%s/test_batch.bin", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    expect_bad(0, &fine, "no test_batch.bin beside it; ");
+    CU_ASSERT(message_has("/test_batch.bin is a directory, not a file"));
+    CU_ASSERT_EQUAL(rmdir(folder), 0);
     /* the superclasses of a CIFAR-10 set, or of no CIFAR set */
     expect_bad(1, &coarse, "holds CIFAR-10, which has one label per image");
     test_remove_tmpdir(tmpdir);

@@ -190,6 +190,14 @@ static void test_missing(void)
     CU_ASSERT(message_has("raw, "));
     CU_ASSERT(message_has("/MNIST/raw or "));
     CU_ASSERT(message_has("/FashionMNIST/raw"));
+    /* a folder of the file's name, as some unpacked archives of MNIST have */
+    char folder[128];
+    snprintf(folder, sizeof folder, "%s/train-images-idx3-ubyte", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT(message_has("/FashionMNIST/raw; "));
+    CU_ASSERT(message_has("/train-images-idx3-ubyte is a directory, not a file"));
+    CU_ASSERT_EQUAL(rmdir(folder), 0);
     write_images("raw/train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>  // mkdir: a folder where a file should be
 
 #include "data_load.h"  // ddp_data_load; dataset.h: ddp_data_gather
 #include "npy.h"      // ddp_npy_header, ddp_npy_images, ddp_npy_labels
@@ -273,6 +274,9 @@ static void test_wrong_arrays(void)
     /* a missing labels file; a layout flag on other data */
     remove(strcat(strcpy((char[256]){0}, tmpdir), "/y_train.npy"));
     expect_bad(&infer, "found x_train.npy but no y_train.npy beside it");
+    CU_ASSERT_EQUAL(mkdir(strcat(strcpy((char[256]){0}, tmpdir), "/y_train.npy"), 0700), 0);
+    expect_bad(&infer, "found x_train.npy but no y_train.npy beside it; ");
+    CU_ASSERT(message_has("/y_train.npy is a directory, not a file"));
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     expect_bad(&last, "--channels-last says how x_train.npy holds its images, but");
