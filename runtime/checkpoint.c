@@ -146,41 +146,98 @@ static void strings_checksum(const char *const *text, int n, char crc[16])
     snprintf(crc, 16, "%08" PRIx32, (uint32_t)sum);
 }
 
+/* A report a stop left out (DdpCheckpointRun.left_out), under keys of its
+ * own, written only where there is one, with a checksum of its own,
+ * "left_out_crc32": the versions before it resume the file as they did,
+ * without the report. The kind's names, by DdpLeftOut. */
+static const char *const LEFT_OUT_KEYS[3] = {"left_out_report", "left_out_loss_sum", "left_out_loss_samples"};
+static const char *const LEFT_OUT_NAMES[] = {[DDP_LEFT_OUT_EPOCH] = "epoch", [DDP_LEFT_OUT_EVAL] = "eval"};
+
+/* The N metadata KEYS of a group under the checksum CRC_KEY, into TEXT:
+ * *PRESENT 0 where none of them is there (a file written before them);
+ * DDP_BAD_INPUT, naming WHAT (a plural noun when PLURAL), where some are
+ * missing or the checksum is not theirs. */
+static DdpStatus meta_group(const DdpSafetensors *f, const char *const *keys, int n, const char *crc_key,
+                            const char *what, int plural, const char **text, int *present)
+{
+    const char *path = ddp_safetensors_path(f), *saved_crc = ddp_safetensors_meta(f, crc_key);
+    *present = saved_crc != NULL;
+    for (int i = 0; i < n; i++)
+        *present |= (text[i] = ddp_safetensors_meta(f, keys[i])) != NULL;
+    if (!*present)
+        return DDP_OK;
+    const char *missing = saved_crc ? NULL : crc_key;
+    for (int i = 0; i < n; i++)
+        missing = text[i] ? missing : keys[i];
+    if (missing)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its %s %s incomplete ('%s' missing)", path, what,
+                       plural ? "are" : "is", missing);
+    char crc[16];
+    strings_checksum(text, n, crc);
+    if (strcmp(saved_crc, crc) != 0)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its %s is %s but they sum to %s", path, what,
+                       saved_crc, crc);
+    return DDP_OK;
+}
+
+/* TEXT, the metadata KEY's, as a finite double in *V; with COUNT, a whole
+ * count of samples, at least LEAST. */
+static DdpStatus meta_loss_value(const DdpSafetensors *f, const char *key, const char *text, int count, double least,
+                                 double *v)
+{
+    char *end = NULL;
+    errno = 0;
+    *v = strtod(text, &end);
+    if (!*text || *end || errno || !isfinite(*v) || (count && (*v < least || *v > 0x1p53 || *v != floor(*v))))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
+                       ddp_safetensors_path(f), key, text);
+    return DDP_OK;
+}
+
 /* The loss sums from the metadata, all 0 in a file without them (written
  * before them); checked: their checksum, finite values, sample counts that
  * are whole and not negative, the span's within the epoch's. */
 static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
 {
-    const char *path = ddp_safetensors_path(f), *text[4], *saved_crc = ddp_safetensors_meta(f, "loss_crc32");
-    int present = 0;
-    for (int i = 0; i < 4; i++)
-        present += (text[i] = ddp_safetensors_meta(f, LOSS_KEYS[i])) != NULL;
+    const char *text[4];
+    int present;
     run->epoch_loss = run->span_loss = (DdpLossSum){0, 0};
-    if (!present && !saved_crc)
+    DDP_CHECK(meta_group(f, LOSS_KEYS, 4, "loss_crc32", "loss sums", 1, text, &present));
+    if (!present)
         return DDP_OK;
-    char crc[16];
-    const char *missing = saved_crc ? NULL : "loss_crc32";
-    for (int i = 0; i < 4; i++)
-        missing = text[i] ? missing : LOSS_KEYS[i];
-    if (missing)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: its loss sums are incomplete ('%s' missing)", path, missing);
-    strings_checksum(text, 4, crc);
-    if (strcmp(saved_crc, crc) != 0)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its loss sums is %s but they sum to %s", path,
-                       saved_crc, crc);
     double v[4];
-    for (int i = 0; i < 4; i++) {
-        char *end = NULL;
-        errno = 0;
-        v[i] = strtod(text[i], &end);
-        const int count = i % 2 == 1;
-        if (!*text[i] || *end || errno || !isfinite(v[i]) ||
-            (count && (v[i] < 0 || v[i] > 0x1p53 || v[i] != floor(v[i]) || (i == 3 && v[3] > v[1]))))
-            return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, LOSS_KEYS[i],
-                           text[i]);
-    }
+    for (int i = 0; i < 4; i++)
+        DDP_CHECK(meta_loss_value(f, LOSS_KEYS[i], text[i], i % 2 == 1, 0, &v[i]));
+    if (v[3] > v[1])
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
+                       ddp_safetensors_path(f), LOSS_KEYS[3], text[3]);
     run->epoch_loss = (DdpLossSum){v[0], v[1]};
     run->span_loss = (DdpLossSum){v[2], v[3]};
+    return DDP_OK;
+}
+
+/* The report a stop left out, from the metadata: none in a file without
+ * one; checked as the loss sums are, and its kind known. */
+static DdpStatus meta_left_out(const DdpSafetensors *f, DdpCheckpointRun *run)
+{
+    const char *text[3];
+    int present;
+    run->left_out = DDP_LEFT_OUT_NONE;
+    run->left_out_loss = (DdpLossSum){0, 0};
+    DDP_CHECK(meta_group(f, LEFT_OUT_KEYS, 3, "left_out_crc32", "report left out", 0, text, &present));
+    if (!present)
+        return DDP_OK;
+    DdpLeftOut kind = DDP_LEFT_OUT_NONE;
+    for (int k = DDP_LEFT_OUT_EPOCH; k <= DDP_LEFT_OUT_EVAL; k++)
+        kind = strcmp(text[0], LEFT_OUT_NAMES[k]) == 0 ? (DdpLeftOut)k : kind;
+    if (kind == DDP_LEFT_OUT_NONE)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
+                       ddp_safetensors_path(f), LEFT_OUT_KEYS[0], text[0]);
+    double v[2];
+    DDP_CHECK(meta_loss_value(f, LEFT_OUT_KEYS[1], text[1], 0, 0, &v[0]));
+    DDP_CHECK(meta_loss_value(f, LEFT_OUT_KEYS[2], text[2], 1, 1, &v[1]));
+    run->left_out = kind;
+    run->left_out_loss = (DdpLossSum){v[0], v[1]};
     return DDP_OK;
 }
 
@@ -464,7 +521,13 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     char loss_text[4][LOSS_TEXT], loss_crc[16];
     loss_texts(run, loss_text);
     strings_checksum((const char *const[4]){loss_text[0], loss_text[1], loss_text[2], loss_text[3]}, 4, loss_crc);
-    const DdpMeta meta[] = {
+    char left_text[2][LOSS_TEXT], left_crc[16];
+    const char *left_kind = run->left_out == DDP_LEFT_OUT_EPOCH || run->left_out == DDP_LEFT_OUT_EVAL
+                                ? LEFT_OUT_NAMES[run->left_out] : "";
+    snprintf(left_text[0], LOSS_TEXT, "%.17g", run->left_out_loss.sum);
+    snprintf(left_text[1], LOSS_TEXT, "%.17g", run->left_out_loss.samples);
+    strings_checksum((const char *const[3]){left_kind, left_text[0], left_text[1]}, 3, left_crc);
+    const DdpMeta always[] = {
         {"format", FORMAT}, {"version", VERSION},
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""}, {"net_crc32", net_crc},
         {"step", step}, {"epoch", epoch}, {"seed", seed}, {"batch", batch}, {"world_size", world},
@@ -472,9 +535,19 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {"precision", ddp_precision_name(run->precision)}, {"layout", layout_name(run->channels_last)},
         {LOSS_KEYS[0], loss_text[0]}, {LOSS_KEYS[1], loss_text[1]}, {LOSS_KEYS[2], loss_text[2]},
         {LOSS_KEYS[3], loss_text[3]}, {"loss_crc32", loss_crc},
-        {"conv_choices", choices}, /* last: left out when "" */
     };
-    const int metas = (int)(sizeof meta / sizeof meta[0]) - !*choices;
+    /* and what is written only where it says something: a report left out, the conv choices */
+    DdpMeta meta[sizeof always / sizeof always[0] + 5];
+    int metas = (int)(sizeof always / sizeof always[0]);
+    memcpy(meta, always, sizeof always);
+    if (*left_kind) { /* written only where there is one */
+        meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[0], left_kind};
+        meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[1], left_text[0]};
+        meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[2], left_text[1]};
+        meta[metas++] = (DdpMeta){"left_out_crc32", left_crc};
+    }
+    if (*choices)
+        meta[metas++] = (DdpMeta){"conv_choices", choices};
     struct stat before, after;
     const int existed = lstat(path, &before) == 0;
     DdpStatus st = ddp_safetensors_write(path, c.tensors, c.n, meta, metas);
@@ -569,7 +642,8 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     run->channels_last = layout && strcmp(layout, layout_name(1)) == 0;
     if (layout && !run->channels_last && strcmp(layout, layout_name(0)) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, "layout", layout);
-    return meta_loss_sums(f, run);
+    DDP_CHECK(meta_loss_sums(f, run));
+    return meta_left_out(f, run);
 }
 
 static DdpStatus read_tensors(const DdpNet *net, DdpSafetensors *f, const DdpCheckpointRun *run,

@@ -46,6 +46,13 @@ typedef struct {
     double sum, samples;
 } DdpLossSum;
 
+/* A report that a stop left out at a checkpoint's step (DdpCheckpointRun). */
+typedef enum {
+    DDP_LEFT_OUT_NONE,
+    DDP_LEFT_OUT_EPOCH,  /* the report of the epoch STEP ends */
+    DDP_LEFT_OUT_EVAL,   /* an --eval-every report at STEP, inside its epoch */
+} DdpLeftOut;
+
 /* Where training stood and the settings a bit-for-bit continuation needs. */
 typedef struct {
     int64_t step;           /* optimizer steps taken */
@@ -59,13 +66,19 @@ typedef struct {
     int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
     /* The training loss of the epoch STEP is inside of, up to STEP, and of
      * it since the epoch's last --eval-every report (none where STEP
-     * reported): a resumed run's reports then cover what an uninterrupted
-     * run's would. At an epoch's end, the epoch's where a stop left out its
-     * report, else zero; zero too in a file that does not say (as
-     * checkpoints written before). A resumed run makes a report left out
-     * at its step first. Metadata with a checksum of their own, which
-     * versions that do not know them pass over. */
+     * reports): a resumed run's reports then cover what an uninterrupted
+     * run's would. Zero at an epoch's end, and in a file that does not say
+     * (as checkpoints written before). Metadata with a checksum of their
+     * own, which versions that do not know them pass over. */
     DdpLossSum epoch_loss, span_loss;
+    /* The report a stop agreed on STEP left out, which the resumed run
+     * makes first, and the loss it covers (the epoch's, or the span's
+     * since the last --eval-every report); none in a file that does not
+     * say. Metadata of its own, also with its own checksum, written only
+     * where there is one: a version that does not know it resumes the
+     * file as if the report had been made. */
+    DdpLeftOut left_out;
+    DdpLossSum left_out_loss;
 } DdpCheckpointRun;
 
 /* Host copies of everything a checkpoint holds, laid out as on the device. */

@@ -22,8 +22,8 @@ typedef struct {
                               * since the previous report in an evaluation's */
     double lr;               /* of the last step */
     double samples_per_s;    /* training throughput over the same span, evaluation excluded */
-    int untimed;             /* an epoch trained before a resume, its report left out by a stop:
-                              * its throughput and time were the stopped run's, not said */
+    int untimed;             /* a report a stop left out, made by the resumed run: the steps it
+                              * covers were the stopped run's, whose throughput and time are not said */
     double seconds;          /* the epoch's wall time (epoch reports only) */
     double data_wait_s;      /* of that, this rank's steps' time making or waiting for their batches */
     int evaluated;           /* test_loss and test_acc hold an evaluation */

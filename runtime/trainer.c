@@ -175,9 +175,13 @@ typedef struct {
     int64_t batches_per_epoch; /* each rank's, the same on every rank */
     int64_t steps_per_epoch;
     EpochState epoch_state; /* of the epoch being trained, or trained last */
-    /* the loss sums of the checkpoint resumed from (DdpCheckpointRun), for
-     * the epoch it stopped in, or ended without its report; zero otherwise */
-    DdpLossSum resumed_epoch_loss, resumed_span_loss;
+    /* what the checkpoint resumed from says of the reports (DdpCheckpointRun):
+     * the loss sums of the epoch it stopped in (zero when it ended one), and
+     * a report a stop left out; as plain bits, so that rank 0 broadcasts them */
+    struct {
+        DdpLossSum epoch_loss, span_loss, left_out_loss;
+        int64_t left_out; /* DdpLeftOut */
+    } resumed;
     int64_t step;           /* global optimizer steps taken */
     int64_t epoch;          /* of the batch trained last */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
@@ -696,20 +700,27 @@ static DdpStatus export_weights(Trainer *t)
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
+/* Whether STEP is an --eval-every point: the run reports there, inside an
+ * epoch (train_epoch). */
+static int eval_point(const Trainer *t, int64_t step)
+{
+    return t->flags.eval_every > 0 && step % t->flags.eval_every == 0;
+}
+
 static DdpCheckpointRun checkpoint_run(const Trainer *t)
 {
     /* Inside an epoch, its loss so far (all of it taken, by
      * save_checkpoint), and the part since its last --eval-every report:
      * none at a step that reports, as the run that never stops has it after
-     * this step, unless a stop left that report out. At an epoch's end, its
-     * loss while its report is still to be made. A save at a step that
-     * reports comes after the report (train_epoch) but for a stop's, which
-     * leaves the report to the resumed run (report_left_out); one that
-     * --max-steps ends inside an epoch makes an epoch's report instead. */
+     * this step. A stop's checkpoint, written before the step's report,
+     * keeps the report for the resumed run (report_left_out): the epoch's
+     * at its end, or the span's at an --eval-every point. */
     const int at_end = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch == 0;
-    const int inside = !at_end || !t->epoch_state.reported;
-    const int span_reported = t->flags.eval_every > 0 && t->step % t->flags.eval_every == 0 && !t->stopped;
     const DdpLossSum none = {0, 0};
+    const DdpLeftOut left_out = !t->stopped                           ? DDP_LEFT_OUT_NONE
+                                : at_end && !t->epoch_state.reported ? DDP_LEFT_OUT_EPOCH
+                                : !at_end && eval_point(t, t->step)  ? DDP_LEFT_OUT_EVAL
+                                                                     : DDP_LEFT_OUT_NONE;
     return (DdpCheckpointRun){
         .step = t->step,
         .epoch = t->steps_per_epoch > 0 ? t->step / t->steps_per_epoch : 0,
@@ -720,8 +731,12 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .shuffle = t->flags.shuffle,
         .precision = t->cfg.precision,
         .channels_last = t->net->channels_last,
-        .epoch_loss = inside ? t->epoch_state.loss : none,
-        .span_loss = !at_end && !span_reported ? t->epoch_state.span_loss : none,
+        .epoch_loss = !at_end ? t->epoch_state.loss : none,
+        .span_loss = !at_end && !eval_point(t, t->step) ? t->epoch_state.span_loss : none,
+        .left_out = left_out,
+        .left_out_loss = left_out == DDP_LEFT_OUT_EPOCH  ? t->epoch_state.loss
+                         : left_out == DDP_LEFT_OUT_EVAL ? t->epoch_state.span_loss
+                                                         : none,
     };
 }
 
@@ -915,8 +930,10 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     if (!t->flags.eval_only)
         DDP_CHECK(ddp_checkpoint_check_run(path, &saved, &now));
     *step = saved.step;
-    t->resumed_epoch_loss = saved.epoch_loss;
-    t->resumed_span_loss = saved.span_loss;
+    t->resumed.epoch_loss = saved.epoch_loss;
+    t->resumed.span_loss = saved.span_loss;
+    t->resumed.left_out_loss = saved.left_out_loss;
+    t->resumed.left_out = saved.left_out;
     resumed_counts(t, saved.step);
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     if (saved.world != now.world)
@@ -970,8 +987,10 @@ static DdpStatus resume(Trainer *t)
 {
     if (!t->flags.resume && !t->flags.save)
         return DDP_OK;
-    /* rank 0's status, the step, and the bits of the loss sums (doubles) */
-    int64_t said[6] = {DDP_OK, 0};
+    /* rank 0's status, the step, and the bits of what it read of the reports */
+    enum { REPORTS = sizeof t->resumed / sizeof(int64_t) };
+    _Static_assert(sizeof t->resumed % sizeof(int64_t) == 0, "t->resumed is whole int64_t's of bits");
+    int64_t said[2 + REPORTS] = {DDP_OK, 0};
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
         st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
@@ -984,19 +1003,16 @@ static DdpStatus resume(Trainer *t)
         if (st == DDP_OK && from_path && t->flags.save && !t->flags.eval_only && t->dist.topo.restart < 0)
             st = check_save_dir(t, said[1]);
         said[0] = st;
-        memcpy(&said[2], &t->resumed_epoch_loss, sizeof t->resumed_epoch_loss);
-        memcpy(&said[4], &t->resumed_span_loss, sizeof t->resumed_span_loss);
+        memcpy(&said[2], &t->resumed, sizeof t->resumed);
     }
-    _Static_assert(sizeof(DdpLossSum) == 2 * sizeof(int64_t), "a DdpLossSum is two int64_t's of bits");
-    DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 6));
+    DDP_CHECK(ddp_dist_broadcast_host(&t->dist, said, 2 + REPORTS));
     if (st != DDP_OK)
         return st;
     if (said[0] != DDP_OK)
         return DDP_ERR((DdpStatus)said[0], t->flags.resume ? "rank 0 could not resume (it says why)"
                                                            : "rank 0 refused the --save directory (it says why)");
     t->step = said[1];
-    memcpy(&t->resumed_epoch_loss, &said[2], sizeof t->resumed_epoch_loss);
-    memcpy(&t->resumed_span_loss, &said[4], sizeof t->resumed_span_loss);
+    memcpy(&t->resumed, &said[2], sizeof t->resumed);
     t->saved_step = t->flags.resume ? t->step : -1;
     return DDP_OK;
 }
@@ -1536,7 +1552,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
 {
     const DdpNet *net = t->net;
     int64_t batch = t->cfg.batch, n_samples = t->sampler.num_samples;
-    int64_t eval_every = t->flags.eval_every, k = t->flags.no_sync_every;
+    int64_t k = t->flags.no_sync_every;
     int64_t batches = (n_samples + batch - 1) / batch;
     if (t->loader) { /* the workers read the order the sampler rewrites */
         DDP_CHECK(release_held(t));
@@ -1555,8 +1571,8 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
     *e = (EpochState){.epoch = epoch, .start = ddp_now()};
     e->span_start = e->start;
     if (first_batch > 0) { /* resumed inside the epoch: its loss so far */
-        e->loss = t->resumed_epoch_loss;
-        e->span_loss = t->resumed_span_loss;
+        e->loss = t->resumed.epoch_loss;
+        e->span_loss = t->resumed.span_loss;
     }
 
     int64_t b = first_batch;
@@ -1623,13 +1639,16 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         }
 
         int last = b + 1 == batches || t->step >= max_steps;
-        if (sync && eval_every > 0 && t->step % eval_every == 0 && !last)
+        if (sync && eval_point(t, t->step) && !last)
             DDP_CHECK(report(t, e, REPORT_EVAL, 0));
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
             DDP_CHECK(show_progress(t, e, b + 1, batches));
-        /* after the step's report, so that the checkpoint need not keep
-         * what it reported (checkpoint_run); an epoch's last step saves
-         * after the epoch's, below */
+        /* after the step's --eval-every report; an epoch's last step saves
+         * after the epoch's, below. So only a stop's checkpoint comes before
+         * a report of its step (checkpoint_run), and the newest checkpoint
+         * of a run that ended does not hold one left out. (A step that
+         * --max-steps ends inside an epoch saves here, before its epoch's
+         * report: the uninterrupted run makes none there.) */
         if (sync && b + 1 < batches && t->flags.save_every > 0 && t->step % t->flags.save_every == 0)
             DDP_CHECK(save_checkpoint(t));
     }
@@ -1642,26 +1661,36 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
     return DDP_OK;
 }
 
-/* The report a stop left out at the step this run resumed from, if any:
- * an epoch's, at its end (FIRST_BATCH 0), or an --eval-every point's inside
- * epoch EPOCH. The checkpoint kept the loss it covers (checkpoint_run), and
- * the weights are those the run that never stopped evaluated there, so the
- * report is that run's but for the time and throughput, the stopped run's.
- * The epoch then goes on from an empty span. */
+/* The report that a stop left out at the step this run resumed from, if
+ * the checkpoint holds one (checkpoint_run): the end of the epoch before
+ * EPOCH (FIRST_BATCH 0), or an --eval-every point inside EPOCH. The weights
+ * are those the run that never stopped evaluated there, and the checkpoint
+ * kept the loss the report covers, so the report is that run's but for the
+ * time and throughput, the stopped run's. It leaves t->epoch_state as that
+ * run's after its report, and the next save writes even at this step: a
+ * run that trains no step then leaves a checkpoint without it, which a
+ * later resume does not report again. */
 static DdpStatus report_left_out(Trainer *t, int64_t epoch, int64_t first_batch)
 {
-    const int epoch_end = first_batch == 0 && t->resumed_epoch_loss.samples > 0 && epoch <= t->cfg.epochs;
-    const int eval_point = first_batch > 0 && epoch < t->cfg.epochs && t->flags.eval_every > 0 &&
-                           t->step % t->flags.eval_every == 0 && t->resumed_span_loss.samples > 0;
-    if (!epoch_end && !eval_point)
+    const DdpLeftOut kind = (DdpLeftOut)t->resumed.left_out;
+    /* (a kind that does not fit where the step falls, as with other data, is not made) */
+    const int at_end = first_batch == 0 && t->step > 0;
+    if (!(kind == DDP_LEFT_OUT_EPOCH && at_end && epoch <= t->cfg.epochs) &&
+        !(kind == DDP_LEFT_OUT_EVAL && !at_end && epoch < t->cfg.epochs))
         return DDP_OK;
-    EpochState e = {.epoch = epoch_end ? epoch - 1 : epoch, .start = ddp_now(), .loss = t->resumed_epoch_loss,
-                    .span_loss = t->resumed_span_loss};
-    e.span_start = e.start;
-    t->epoch = e.epoch;
-    t->lr = (float)ddp_schedule_lr(&t->cfg, t->step - 1, e.epoch, t->steps_per_epoch); /* of the step before */
-    t->resumed_span_loss = (DdpLossSum){0, 0};
-    return report(t, &e, epoch_end ? REPORT_EPOCH : REPORT_EVAL, 1);
+    EpochState *e = &t->epoch_state;
+    *e = (EpochState){
+        .epoch = at_end ? epoch - 1 : epoch,
+        .start = ddp_now(),
+        .loss = at_end ? t->resumed.left_out_loss : t->resumed.epoch_loss,
+        .span_loss = at_end ? (DdpLossSum){0, 0} : t->resumed.left_out_loss,
+    };
+    e->span_start = e->start;
+    t->epoch = e->epoch;
+    t->lr = (float)ddp_schedule_lr(&t->cfg, t->step - 1, e->epoch, t->steps_per_epoch); /* of the step before */
+    DDP_CHECK(report(t, e, at_end ? REPORT_EPOCH : REPORT_EVAL, 1));
+    t->saved_step = -1;
+    return DDP_OK;
 }
 
 static DdpStatus train(Trainer *t)

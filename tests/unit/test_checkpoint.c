@@ -20,6 +20,7 @@
 #include <time.h>
 #include <sys/wait.h>  // waitpid
 #include <unistd.h>
+#include <zlib.h>      // crc32: a checksum that holds over an edited value
 
 #include "checkpoint.h"       // ddp_checkpoint_save, _load: files made and read directly
 #include "conv_choices.h"     // DDP_CONV_CHOICES_TEXT
@@ -546,6 +547,82 @@ static void test_loss_sums_recorded(void)
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), "its metadata 'epoch_loss_sum' is 'nan'") != NULL);
+    test_remove_tmpdir(tmpdir);
+}
+
+/* A report a stop left out: its kind and loss read back exactly, with the
+ * conv choices after them; no keys at all where there is none; without
+ * them (a version before them reads it so), the rest holds; one edited,
+ * missing, or of an unknown kind, refused. */
+static void test_left_out_report_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    static char back[DDP_CONV_CHOICES_TEXT];
+    DdpCheckpointRun run = {.step = 48, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1, .epoch_loss = {0.9, 80}, .left_out = DDP_LEFT_OUT_EVAL,
+                            .left_out_loss = {1.0 / 3, 40}};
+    char kept[] = "cudnn=91900|device=NVIDIA H200|workspace=4096|0:1.3.1,1.3.1,0.3.1,0.3.1,0.3.1,0.3.1";
+    DdpCheckpointState state = {params, buffers, opt, counts, kept}, loaded = {params, buffers, opt, counts, back};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
+    CU_ASSERT_EQUAL(got.left_out, DDP_LEFT_OUT_EVAL);
+    CU_ASSERT(got.left_out_loss.sum == 1.0 / 3 && got.left_out_loss.samples == 40);
+    CU_ASSERT(got.epoch_loss.sum == 0.9 && got.span_loss.samples == 0);
+    CU_ASSERT_STRING_EQUAL(back, kept);
+    char *cmd;
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s %s.copy", written, written) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    free(cmd);
+    CU_ASSERT_FATAL(asprintf(&cmd, "cp %s.copy %s", written, written) > 0);
+    static const char *const keys[] = {"left_out_report", "left_out_loss_sum", "left_out_loss_samples",
+                                       "left_out_crc32"};
+    for (int k = 0; k < 4; k++) {
+        char key[40], renamed[40];
+        snprintf(key, sizeof key, "\"%s\"", keys[k]);
+        snprintf(renamed, sizeof renamed, "\"%.*sx\"", (int)strlen(keys[k]) - 1, keys[k]);
+        edit_header(written, key, renamed);
+    }
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
+    CU_ASSERT(got.left_out == DDP_LEFT_OUT_NONE && got.left_out_loss.samples == 0 && got.epoch_loss.sum == 0.9);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    edit_header(written, "\"left_out_loss_samples\":\"40\"", "\"left_out_loss_samples\":\"41\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: the checksum of its report left out is ") != NULL);
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    edit_header(written, "\"left_out_report\"", "\"left_out_reporx\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its report left out is incomplete ('left_out_report' missing)") != NULL);
+    /* a kind no run writes, under a checksum that holds (the CRC-32 of the
+     * three values, each with its NUL); a report of no sample */
+    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+    static const char evil[] = "evil\0" "0.33333333333333331\0" "40";
+    char kind_crc[16], *kind_cmd;
+    snprintf(kind_crc, sizeof kind_crc, "%08lx", (unsigned long)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)evil,
+                                                                     sizeof evil));
+    edit_header(written, "\"left_out_report\":\"eval\"", "\"left_out_report\":\"evil\"");
+    CU_ASSERT_FATAL(asprintf(&kind_cmd, "sed -i 's/\"left_out_crc32\":\"[0-9a-f]*\"/\"left_out_crc32\":\"%s\"/' %s",
+                             kind_crc, written) > 0);
+    CU_ASSERT_EQUAL(test_run(kind_cmd, NULL), 0);
+    free(kind_cmd);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'left_out_report' is 'evil'") != NULL);
+    free(cmd);
+    run.left_out = DDP_LEFT_OUT_EPOCH;
+    run.left_out_loss.samples = 0;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "its metadata 'left_out_loss_samples' is '0'") != NULL);
+    /* none: no keys */
+    run.left_out = DDP_LEFT_OUT_NONE;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    char *text = test_read_file(written, NULL);
+    CU_ASSERT(text && !strstr(text, "left_out"));
+    free(text);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -1201,6 +1278,8 @@ void suite_checkpoint(void)
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
         {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
         {"the epoch's loss sums kept exactly, under a checksum of their own, checked; none kept reads 0", test_loss_sums_recorded},
+        {"a report a stop left out: kept exactly, under a checksum of its own, checked; no keys where none",
+         test_left_out_report_recorded},
         {"a checkpoint with cuDNN's timed algorithms resumes on a CPU; an unreadable record: status 2",
          test_conv_choices_resumed},
         {"kill -9 during checkpointing x3, then --resume: bit for bit", test_kill_during_checkpoint},

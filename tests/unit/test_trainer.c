@@ -444,6 +444,60 @@ static void test_resumed_reports(void)
     teardown();
 }
 
+/* A checkpoint's metadata KEY, or "" (static). */
+static const char *checkpoint_meta(const char *path, const char *key)
+{
+    static char value[64];
+    DdpSafetensors *f;
+    value[0] = '\0';
+    if (ddp_safetensors_open_header(path, &f) != DDP_OK)
+        return value;
+    const char *v = ddp_safetensors_meta(f, key);
+    snprintf(value, sizeof value, "%s", v ? v : "");
+    ddp_safetensors_close(f);
+    return value;
+}
+
+/* A report left out is made once, and only where a stop left it out: not
+ * by a run resumed from a checkpoint that --max-steps ended, whose step an
+ * --eval-every of the resumed run divides; not again by a second resume of
+ * a run that trained no step. A stop's checkpoint at an --eval-every point
+ * keeps the span where versions before it read none. */
+static void test_left_out_reported_once(void)
+{
+    setup();
+    const DdpNet *net = default_net();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --eval-every 4 --max-steps 6 --save %s", data_dir,
+                                tmp_path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --eval-every 3 --max-steps 9 --save %s --resume",
+                                data_dir, tmp_path("ck")), 0);
+    CU_ASSERT(out && !strstr(out, "(trained before the stop)") && harness_has(out, "  step 9  loss "));
+    free(out);
+    test_remove_tmpdir(tmp_path("ck"));
+
+    setenv(DDP_TEST_STOP_AFTER_ENV, "8", 1);
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --eval-every 4 --save %s", data_dir, tmp_path("ck")),
+                    DDP_EXIT_STOPPED);
+    unsetenv(DDP_TEST_STOP_AFTER_ENV);
+    char stopped[256];
+    snprintf(stopped, sizeof stopped, "%s", tmp_path("ck/checkpoint-tiny-000000008.safetensors"));
+    CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_report"), "eval");
+    CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "span_loss_samples"), "0");
+    CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_loss_samples"), "80"); /* 4 steps of 20 */
+    for (int again = 0; again < 2; again++) {
+        CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --eval-every 4 --max-steps 8 --save %s --resume",
+                                    data_dir, tmp_path("ck")), 0);
+        CU_ASSERT(out && (strstr(out, "  step 8  loss ") != NULL) == !again);
+        CU_ASSERT(out && (strstr(out, "(trained before the stop)") != NULL) == !again);
+        free(out);
+    }
+    CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_report"), "");
+    CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "epoch_loss_samples"), "160");
+    test_remove_tmpdir(tmp_path("ck"));
+    teardown();
+}
+
 /* --epochs may grow on resume: one epoch with --save, then --resume with
  * --epochs 2 goes on from step 10 through epoch 2, and (the tiny net's
  * learning rate is constant) ends with the weights of two epochs in one go. */
@@ -1190,6 +1244,7 @@ void suite_trainer(void)
         {"--eval-every adds evaluations between epochs", test_eval_every},
         {"--tensorboard: TensorBoard reads what --log holds; a resumed run continues", test_tensorboard},
         {"a resumed run reports the losses of the run that never stopped, bit for bit", test_resumed_reports},
+        {"a report left out is made once, where a stop left it out", test_left_out_reported_once},
         {"--epochs may grow on resume: trains on into the new epochs, as one run would", test_resume_more_epochs},
         {"--max-steps 0 --export writes the seeded initial weights", test_export_initial},
         {"--init from exported initial weights reproduces a run bit for bit", test_init_reproduces},
