@@ -29,11 +29,12 @@ elements of mlp.net).
 --kinks KINKS (what tools/torch_ref.py --kinks-envelope writes: element by
 element, the sum over the float64 run's near-kink inputs of how far each
 alone moves the element when it takes the other branch of its ReLU or
-LeakyReLU) adds kink, that sum: an input within a few float32 roundings of a
-kink lands on either side by float32's rounding, the side decides a
-sample's gradient through it, and no perturbation of the weights computes
-that (resnet.net's parity run has one). Where the reference meets no such
-input, KINKS is zero.
+LeakyReLU, or the runner-up of its max-pool window) adds kink, that sum: an
+input within a few float32 roundings of a kink (or of a tie) lands on
+either side by float32's rounding, the side decides a sample's gradient
+through it, and no perturbation of the weights computes that (resnet.net's
+parity run has one, pool_residual.net's a tie). Where the reference meets
+no such input, KINKS is zero.
 --float32-reference REF32 (the same run by PyTorch in float32) adds twice
 how far PyTorch's own float32 ends from REFERENCE at that element: the
 float32 error of a gradient that is a small difference of large sums, which

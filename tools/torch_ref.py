@@ -48,6 +48,14 @@ spelled out by the flags, which mean what the program's flags mean:
                   kink, so float32 may put it on either side, and the side
                   decides that sample's gradient through it (an exact zero
                   is a zero in float32 too, where the same terms cancel).
+                  A max-pool's near-tie is a kink too: a window whose
+                  largest input is above the runner-up by REL of the
+                  tensor's largest |x| or less (but not 0), where float32
+                  may pick either, and its flip takes the runner-up (the
+                  output's value, and the gradient; pool_residual.net's
+                  5-step parity run meets one at step 4 that moves its
+                  conv weights 7.8e-5 of the update, which float32 on
+                  AVX-512 machines flips).
                   tools/compare_weights.py --kinks allows the sum; no
                   perturbation of the weights computes it. Each input is
                   flipped alone, in a run of its own (flipped together,
@@ -252,14 +260,19 @@ def load_weights(model, path):
     model.load_state_dict(loaded, strict=True)
 
 
-KINKS_MOST = 16  # --kinks-envelope's runs, one per near-kink input
+KINKS_MOST = 64  # --kinks-envelope's runs, one per near-kink input (pool_residual.net's 5 steps meet 18)
 
 
 class Kinks:
     """--kinks-envelope: forward hooks on every ReLU and LeakyReLU that
     record the nonzero inputs within REL of their tensor's largest |x| (as
     (step, module, index)), or, with FLIP set to one of them, give that input the
-    other branch's output and, through autograd, its gradient."""
+    other branch's output and, through autograd, its gradient; and on every
+    MaxPool2d, the same of its near-ties: outputs whose window's largest
+    input is above the runner-up by no more than REL of the tensor's largest
+    |x| (but by something: an exact tie is one in float32 too), where float32
+    may pick either (index: the output's), the flip taking the runner-up's
+    value and sending the gradient there."""
 
     def __init__(self, rel):
         self.rel, self.step, self.found, self.flip = rel, 0, [], None
@@ -268,6 +281,49 @@ class Kinks:
         for name, module in model.named_modules():
             if isinstance(module, (torch.nn.ReLU, torch.nn.LeakyReLU)):
                 module.register_forward_hook(self.hook_for(name))
+            elif isinstance(module, torch.nn.MaxPool2d):
+                module.register_forward_hook(self.pool_hook_for(name))
+
+    @staticmethod
+    def windows(module, x):
+        """Each output's window of X as (N, C, window, outputs), padded as
+        MaxPool2d pads (-inf), and the window's offsets' input positions."""
+        k, s, pad = (module.kernel_size, module.stride, module.padding)
+        if not all(isinstance(v, int) for v in (k, s, pad)) or module.dilation != 1 or module.ceil_mode:
+            raise Bad(f"--kinks-envelope: a MaxPool2d of kernel {k}, stride {s}, padding {pad}, dilation "
+                      f"{module.dilation}, ceil_mode {module.ceil_mode}: only square windows without dilation")
+        n, c, h, w = x.shape
+        padded = torch.nn.functional.pad(x, (pad, pad, pad, pad), value=-math.inf)
+        cols = torch.nn.functional.unfold(padded.reshape(n * c, 1, h + 2 * pad, w + 2 * pad), k, stride=s)
+        return cols.reshape(n, c, k * k, -1), k, s, pad
+
+    def pool_hook_for(self, name):
+        def hook(module, inputs, out):
+            x = inputs[0]
+            cols, k, s, pad = self.windows(module, x.detach())
+            top = torch.topk(cols, min(2, k * k), dim=2)
+            if k * k < 2:  # a window of one: nothing to pick
+                return out
+            gap = top.values[:, :, 0, :] - top.values[:, :, 1, :]
+            if self.flip is None:
+                near = ((gap <= self.rel * x.detach().abs().max()) & (gap > 0)).flatten().nonzero().flatten()
+                self.found += [(self.step, name, int(i)) for i in near]
+                return out
+            step, where, index = self.flip
+            if (step, where) != (self.step, name):
+                return out
+            # the runner-up's input position, from its window offset and the output's place
+            n, c, h, w = x.shape
+            outputs = cols.shape[3]
+            sample_channel, place = divmod(index, outputs)
+            offset = int(top.indices.reshape(-1, 2, outputs)[sample_channel, 1, place])
+            oy, ox = divmod(place, out.shape[3])
+            iy, ix = oy * s + offset // k - pad, ox * s + offset % k - pad
+            runner_up = x.reshape(-1, h, w)[sample_channel, iy, ix]
+            one = torch.zeros(out.numel(), dtype=torch.bool)
+            one[index] = True
+            return torch.where(one.view_as(out), runner_up, out)
+        return hook
 
     def hook_for(self, name):
         def hook(module, inputs, out):

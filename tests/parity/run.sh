@@ -13,8 +13,9 @@
 # (compare_weights.py says how); plus the kinks: for every ReLU or LeakyReLU
 # input the float64 run puts within 2^-21 of its tensor's largest |x| (a
 # few float32 roundings from the kink, so float32 may land on either side),
-# how far taking the other branch alone moves each weight, summed (a third
-# float64 run per such input, torch_ref.py --kinks-envelope); plus twice
+# and every max-pool window whose top two inputs are as close, how far
+# taking the other branch (the runner-up) alone moves each weight, summed (a
+# third float64 run per such input, torch_ref.py --kinks-envelope); plus twice
 # how far PyTorch's own float32 run ends from float64 at that element (a
 # fourth run, compare_weights.py --float32-reference says why). resnet.net's
 # 5 steps meet eight; one of them, at step 3, is 2.6e-7 against a largest of
