@@ -150,7 +150,8 @@ static void strings_checksum(const char *const *text, int n, char crc[16])
  * own, written only where there is one, with a checksum of its own,
  * "left_out_crc32": the versions before it resume the file as they did,
  * without the report. The kind's names, by DdpLeftOut. */
-static const char *const LEFT_OUT_KEYS[3] = {"left_out_report", "left_out_loss_sum", "left_out_loss_samples"};
+static const char *const LEFT_OUT_KEYS[4] = {"left_out_report", "left_out_loss_sum", "left_out_loss_samples",
+                                             "left_out_lr"};
 static const char *const LEFT_OUT_NAMES[] = {[DDP_LEFT_OUT_EPOCH] = "epoch", [DDP_LEFT_OUT_EVAL] = "eval"};
 
 /* The N metadata KEYS of a group under the checksum CRC_KEY, into TEXT:
@@ -175,14 +176,14 @@ static DdpStatus meta_group(const DdpSafetensors *f, const char *const *keys, in
     char crc[16];
     strings_checksum(text, n, crc);
     if (strcmp(saved_crc, crc) != 0)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its %s is %s but they sum to %s", path, what,
-                       saved_crc, crc);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: damaged: the checksum of its %s is %s but %s to %s", path, what,
+                       saved_crc, plural ? "they sum" : "it sums", crc);
     return DDP_OK;
 }
 
 /* TEXT, the metadata KEY's, as a finite double in *V; with COUNT, a whole
  * count of samples, at least LEAST. */
-static DdpStatus meta_loss_value(const DdpSafetensors *f, const char *key, const char *text, int count, double least,
+static DdpStatus meta_number(const DdpSafetensors *f, const char *key, const char *text, int count, double least,
                                  double *v)
 {
     char *end = NULL;
@@ -207,7 +208,7 @@ static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
         return DDP_OK;
     double v[4];
     for (int i = 0; i < 4; i++)
-        DDP_CHECK(meta_loss_value(f, LOSS_KEYS[i], text[i], i % 2 == 1, 0, &v[i]));
+        DDP_CHECK(meta_number(f, LOSS_KEYS[i], text[i], i % 2 == 1, 0, &v[i]));
     if (v[3] > v[1])
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
                        ddp_safetensors_path(f), LOSS_KEYS[3], text[3]);
@@ -220,11 +221,12 @@ static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
  * one; checked as the loss sums are, and its kind known. */
 static DdpStatus meta_left_out(const DdpSafetensors *f, DdpCheckpointRun *run)
 {
-    const char *text[3];
+    const char *text[4];
     int present;
     run->left_out = DDP_LEFT_OUT_NONE;
     run->left_out_loss = (DdpLossSum){0, 0};
-    DDP_CHECK(meta_group(f, LEFT_OUT_KEYS, 3, "left_out_crc32", "report left out", 0, text, &present));
+    run->left_out_lr = 0;
+    DDP_CHECK(meta_group(f, LEFT_OUT_KEYS, 4, "left_out_crc32", "report left out", 0, text, &present));
     if (!present)
         return DDP_OK;
     DdpLeftOut kind = DDP_LEFT_OUT_NONE;
@@ -233,11 +235,13 @@ static DdpStatus meta_left_out(const DdpSafetensors *f, DdpCheckpointRun *run)
     if (kind == DDP_LEFT_OUT_NONE)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
                        ddp_safetensors_path(f), LEFT_OUT_KEYS[0], text[0]);
-    double v[2];
-    DDP_CHECK(meta_loss_value(f, LEFT_OUT_KEYS[1], text[1], 0, 0, &v[0]));
-    DDP_CHECK(meta_loss_value(f, LEFT_OUT_KEYS[2], text[2], 1, 1, &v[1]));
+    double v[3];
+    DDP_CHECK(meta_number(f, LEFT_OUT_KEYS[1], text[1], 0, 0, &v[0]));
+    DDP_CHECK(meta_number(f, LEFT_OUT_KEYS[2], text[2], 1, 1, &v[1]));
+    DDP_CHECK(meta_number(f, LEFT_OUT_KEYS[3], text[3], 0, 0, &v[2]));
     run->left_out = kind;
     run->left_out_loss = (DdpLossSum){v[0], v[1]};
+    run->left_out_lr = v[2];
     return DDP_OK;
 }
 
@@ -521,12 +525,14 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     char loss_text[4][LOSS_TEXT], loss_crc[16];
     loss_texts(run, loss_text);
     strings_checksum((const char *const[4]){loss_text[0], loss_text[1], loss_text[2], loss_text[3]}, 4, loss_crc);
-    char left_text[2][LOSS_TEXT], left_crc[16];
-    const char *left_kind = run->left_out == DDP_LEFT_OUT_EPOCH || run->left_out == DDP_LEFT_OUT_EVAL
-                                ? LEFT_OUT_NAMES[run->left_out] : "";
+    /* a report of no sample is none: the reader refuses one */
+    char left_text[3][LOSS_TEXT], left_crc[16];
+    const char *left_kind = (run->left_out == DDP_LEFT_OUT_EPOCH || run->left_out == DDP_LEFT_OUT_EVAL) &&
+                            run->left_out_loss.samples > 0 ? LEFT_OUT_NAMES[run->left_out] : "";
     snprintf(left_text[0], LOSS_TEXT, "%.17g", run->left_out_loss.sum);
     snprintf(left_text[1], LOSS_TEXT, "%.17g", run->left_out_loss.samples);
-    strings_checksum((const char *const[3]){left_kind, left_text[0], left_text[1]}, 3, left_crc);
+    snprintf(left_text[2], LOSS_TEXT, "%.17g", run->left_out_lr);
+    strings_checksum((const char *const[4]){left_kind, left_text[0], left_text[1], left_text[2]}, 4, left_crc);
     const DdpMeta always[] = {
         {"format", FORMAT}, {"version", VERSION},
         {"net", net->name ? net->name : ""}, {"hash", net->hash ? net->hash : ""}, {"net_crc32", net_crc},
@@ -537,13 +543,14 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {LOSS_KEYS[3], loss_text[3]}, {"loss_crc32", loss_crc},
     };
     /* and what is written only where it says something: a report left out, the conv choices */
-    DdpMeta meta[sizeof always / sizeof always[0] + 5];
+    DdpMeta meta[sizeof always / sizeof always[0] + 6];
     int metas = (int)(sizeof always / sizeof always[0]);
     memcpy(meta, always, sizeof always);
     if (*left_kind) { /* written only where there is one */
         meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[0], left_kind};
         meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[1], left_text[0]};
         meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[2], left_text[1]};
+        meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[3], left_text[2]};
         meta[metas++] = (DdpMeta){"left_out_crc32", left_crc};
     }
     if (*choices)

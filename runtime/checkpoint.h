@@ -72,13 +72,15 @@ typedef struct {
      * own, which versions that do not know them pass over. */
     DdpLossSum epoch_loss, span_loss;
     /* The report a stop agreed on STEP left out, which the resumed run
-     * makes first, and the loss it covers (the epoch's, or the span's
-     * since the last --eval-every report); none in a file that does not
-     * say. Metadata of its own, also with its own checksum, written only
-     * where there is one: a version that does not know it resumes the
-     * file as if the report had been made. */
+     * makes first, the loss it covers (the epoch's, or the span's since
+     * the last --eval-every report) and the learning rate of STEP (the
+     * resumed run's schedule may differ: --epochs); none in a file that
+     * does not say. Metadata of its own, also with its own checksum,
+     * written only where there is one (of at least one sample): a version
+     * that does not know it resumes the file as if the report had been made. */
     DdpLeftOut left_out;
     DdpLossSum left_out_loss;
+    double left_out_lr;
 } DdpCheckpointRun;
 
 /* Host copies of everything a checkpoint holds, laid out as on the device. */

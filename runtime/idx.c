@@ -364,6 +364,7 @@ DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
     if (!out->images_path)
         return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw%s",
                        dir, images, dir, dir, dir, dir, note);
+    note[0] = '\0'; /* the images' search may have left one */
     out->labels_path = find_in(dir, sub, labels, note, sizeof note);
     if (!out->labels_path) {
         DdpStatus err = DDP_ERR(DDP_BAD_INPUT, "%s: found %s but no %s[.gz] beside it%s",

@@ -110,7 +110,6 @@ typedef struct {
     DdpLossSum span_loss;   /* read since the last --eval-every report: a part of loss (an
                              * epoch-end report keeps it, for checkpoint_run) */
     double data_wait;       /* seconds the steps spent making or waiting for their batches */
-    int reported;           /* its epoch-end report is made (checkpoint_run) */
 } EpochState;
 
 /* What a report is of (report). */
@@ -180,6 +179,7 @@ typedef struct {
      * a report a stop left out; as plain bits, so that rank 0 broadcasts them */
     struct {
         DdpLossSum epoch_loss, span_loss, left_out_loss;
+        double left_out_lr;
         int64_t left_out; /* DdpLeftOut */
     } resumed;
     int64_t step;           /* global optimizer steps taken */
@@ -717,10 +717,10 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
      * at its end, or the span's at an --eval-every point. */
     const int at_end = t->steps_per_epoch > 0 && t->step % t->steps_per_epoch == 0;
     const DdpLossSum none = {0, 0};
-    const DdpLeftOut left_out = !t->stopped                           ? DDP_LEFT_OUT_NONE
-                                : at_end && !t->epoch_state.reported ? DDP_LEFT_OUT_EPOCH
-                                : !at_end && eval_point(t, t->step)  ? DDP_LEFT_OUT_EVAL
-                                                                     : DDP_LEFT_OUT_NONE;
+    const DdpLeftOut left_out = !t->stopped                          ? DDP_LEFT_OUT_NONE
+                                : at_end                            ? DDP_LEFT_OUT_EPOCH
+                                : eval_point(t, t->step)            ? DDP_LEFT_OUT_EVAL
+                                                                    : DDP_LEFT_OUT_NONE;
     return (DdpCheckpointRun){
         .step = t->step,
         .epoch = t->steps_per_epoch > 0 ? t->step / t->steps_per_epoch : 0,
@@ -737,6 +737,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .left_out_loss = left_out == DDP_LEFT_OUT_EPOCH  ? t->epoch_state.loss
                          : left_out == DDP_LEFT_OUT_EVAL ? t->epoch_state.span_loss
                                                          : none,
+        .left_out_lr = t->lr,
     };
 }
 
@@ -933,6 +934,7 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     t->resumed.epoch_loss = saved.epoch_loss;
     t->resumed.span_loss = saved.span_loss;
     t->resumed.left_out_loss = saved.left_out_loss;
+    t->resumed.left_out_lr = saved.left_out_lr;
     t->resumed.left_out = saved.left_out;
     resumed_counts(t, saved.step);
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
@@ -1373,8 +1375,6 @@ static DdpStatus report(Trainer *t, EpochState *e, ReportKind kind, int left_out
      * that goes on reports it at its next --eval-every point. */
     if (kind == REPORT_EVAL)
         e->span_loss = (DdpLossSum){0, 0};
-    else
-        e->reported = 1;
     t->last_progress = done;
     return DDP_OK;
 }
@@ -1665,11 +1665,12 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
  * the checkpoint holds one (checkpoint_run): the end of the epoch before
  * EPOCH (FIRST_BATCH 0), or an --eval-every point inside EPOCH. The weights
  * are those the run that never stopped evaluated there, and the checkpoint
- * kept the loss the report covers, so the report is that run's but for the
- * time and throughput, the stopped run's. It leaves t->epoch_state as that
- * run's after its report, and the next save writes even at this step: a
- * run that trains no step then leaves a checkpoint without it, which a
- * later resume does not report again. */
+ * kept the loss the report covers and the step's learning rate, so the
+ * report is that run's but for the time and throughput, the stopped run's.
+ * It leaves t->epoch_state as that run's after its report. Resumed from
+ * --save's newest, the next save writes even at this step: a run that
+ * trains no step then leaves a checkpoint without the report, which a
+ * later resume does not make again. */
 static DdpStatus report_left_out(Trainer *t, int64_t epoch, int64_t first_batch)
 {
     const DdpLeftOut kind = (DdpLeftOut)t->resumed.left_out;
@@ -1687,9 +1688,10 @@ static DdpStatus report_left_out(Trainer *t, int64_t epoch, int64_t first_batch)
     };
     e->span_start = e->start;
     t->epoch = e->epoch;
-    t->lr = (float)ddp_schedule_lr(&t->cfg, t->step - 1, e->epoch, t->steps_per_epoch); /* of the step before */
+    t->lr = t->resumed.left_out_lr;
     DDP_CHECK(report(t, e, at_end ? REPORT_EPOCH : REPORT_EVAL, 1));
-    t->saved_step = -1;
+    if (!t->flags.resume_path) /* not a file named, which --save's of this step need not be */
+        t->saved_step = -1;
     return DDP_OK;
 }
 

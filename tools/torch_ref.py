@@ -287,7 +287,7 @@ class Kinks:
     @staticmethod
     def windows(module, x):
         """Each output's window of X as (N, C, window, outputs), padded as
-        MaxPool2d pads (-inf), and the window's offsets' input positions."""
+        MaxPool2d pads (-inf), with the pool's kernel, stride and padding."""
         k, s, pad = (module.kernel_size, module.stride, module.padding)
         if not all(isinstance(v, int) for v in (k, s, pad)) or module.dilation != 1 or module.ceil_mode:
             raise Bad(f"--kinks-envelope: a MaxPool2d of kernel {k}, stride {s}, padding {pad}, dilation "

@@ -5,10 +5,11 @@
 
 A 1x1x4x4 input under MaxPool2d(2) (and under MaxPool2d(3, stride=1,
 padding=1), whose windows overlap and take padding) whose one window's top
-two inputs differ by 1e-9 of the largest |x|: Kinks(2^-21) must find that
-window alone (an exact tie elsewhere is not one); flipped, the output there
-must be the runner-up's value and the gradient must reach the runner-up's
-input, not the top's, with every other output as it was. Prints one line
+two inputs differ by 1e-9 of the largest |x|: Kinks(2^-21) must find the
+windows that hold both, no other (an exact tie elsewhere is not one);
+flipped, the first one's output must be the runner-up's value and the
+gradient must reach the runner-up's input, not the top's, with every other
+output as it was. Prints one line
 per check, "... ok" or "... FAILED"; exits 1 if any failed.
 """
 import os
@@ -20,16 +21,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from torch_ref import Kinks  # noqa: E402
 
 
-def check(pool, x, top, runner_up, what):
+def check(pool, x, top, runner_up, windows, what):
     """POOL over X, whose near-tie has its top input at TOP and the runner-up
-    at RUNNER_UP (flat indices): one line per check; 1 if all hold."""
+    at RUNNER_UP (flat indices), which the outputs WINDOWS (flat indices)
+    hold: those found, no other; the first flipped. One line per check; 1
+    if all hold."""
     model = torch.nn.Sequential(pool)
     kinks = Kinks(2.0**-21)
     kinks.attach(model)
     plain = model(x)
-    found = list(kinks.found)
-    ok = len(found) == 1 and found[0][1] == "0"
-    print(f"kinks_max_pool: {what}: the near-tie alone found ({found}): {'ok' if ok else 'FAILED'}")
+    found = sorted(kinks.found)
+    ok = [f[2] for f in found] == windows and all(f[1] == "0" for f in found)
+    print(f"kinks_max_pool: {what}: the near-tie's windows alone found ({[f[2] for f in found]}): "
+          f"{'ok' if ok else 'FAILED'}")
     if not ok:
         return 0
     kinks.flip = found[0]
@@ -55,22 +59,14 @@ def main():
                         [0.25, 0.75, 1.0, 0.0],
                         [3.0, 3.0 - 3e-9, 0.1, 0.2],  # a near-tie: 3.0 (index 8) and 3.0 - 3e-9 (index 9)
                         [0.0, 1.5, 0.3, 0.4]]]], dtype=torch.float64)
-    good = check(torch.nn.MaxPool2d(2), x, 8, 9, "MaxPool2d(2)")
+    good = check(torch.nn.MaxPool2d(2), x, 8, 9, [2], "MaxPool2d(2)")
     # overlapping windows with padding: every window that holds both near-tied inputs (and nothing
-    # larger) is one near-tie; with the exact tie (2.0, 2.0) made 2.5 and 2.0, no other
+    # larger), outputs (1..3, 0..1), is one near-tie; with the exact tie made 2.5 and 2.0, no other
     y = x.clone()
     y[0, 0, 0, 2] = 2.5
-    kinks = Kinks(2.0**-21)
-    model = torch.nn.Sequential(torch.nn.MaxPool2d(3, stride=1, padding=1))
-    kinks.attach(model)
-    model(y)
-    windows = sorted({f[2] for f in kinks.found})
-    # the outputs whose 3x3 window holds both 3.0 (row 2, col 0) and 3.0 - 3e-9 (row 2, col 1), and nothing larger
-    want = [4, 5, 8, 9, 12, 13]
-    overlap = windows == want
-    print(f"kinks_max_pool: MaxPool2d(3, stride=1, padding=1): the windows of the near-tie ({windows}): "
-          f"{'ok' if overlap else 'FAILED'}")
-    return 0 if good and overlap else 1
+    good &= check(torch.nn.MaxPool2d(3, stride=1, padding=1), y, 8, 9, [4, 5, 8, 9, 12, 13],
+                  "MaxPool2d(3, stride=1, padding=1)")
+    return 0 if good else 1
 
 
 if __name__ == "__main__":

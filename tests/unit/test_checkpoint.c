@@ -563,7 +563,7 @@ static void test_left_out_report_recorded(void)
     static char back[DDP_CONV_CHOICES_TEXT];
     DdpCheckpointRun run = {.step = 48, .epoch = 4, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
                             .shuffle = 1, .epoch_loss = {0.9, 80}, .left_out = DDP_LEFT_OUT_EVAL,
-                            .left_out_loss = {1.0 / 3, 40}};
+                            .left_out_loss = {1.0 / 3, 40}, .left_out_lr = 0.25};
     char kept[] = "cudnn=91900|device=NVIDIA H200|workspace=4096|0:1.3.1,1.3.1,0.3.1,0.3.1,0.3.1,0.3.1";
     DdpCheckpointState state = {params, buffers, opt, counts, kept}, loaded = {params, buffers, opt, counts, back};
     char written[256];
@@ -571,7 +571,7 @@ static void test_left_out_report_recorded(void)
     DdpCheckpointRun got;
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_OK);
     CU_ASSERT_EQUAL(got.left_out, DDP_LEFT_OUT_EVAL);
-    CU_ASSERT(got.left_out_loss.sum == 1.0 / 3 && got.left_out_loss.samples == 40);
+    CU_ASSERT(got.left_out_loss.sum == 1.0 / 3 && got.left_out_loss.samples == 40 && got.left_out_lr == 0.25);
     CU_ASSERT(got.epoch_loss.sum == 0.9 && got.span_loss.samples == 0);
     CU_ASSERT_STRING_EQUAL(back, kept);
     char *cmd;
@@ -580,8 +580,8 @@ static void test_left_out_report_recorded(void)
     free(cmd);
     CU_ASSERT_FATAL(asprintf(&cmd, "cp %s.copy %s", written, written) > 0);
     static const char *const keys[] = {"left_out_report", "left_out_loss_sum", "left_out_loss_samples",
-                                       "left_out_crc32"};
-    for (int k = 0; k < 4; k++) {
+                                       "left_out_lr", "left_out_crc32"};
+    for (int k = 0; k < 5; k++) {
         char key[40], renamed[40];
         snprintf(key, sizeof key, "\"%s\"", keys[k]);
         snprintf(renamed, sizeof renamed, "\"%.*sx\"", (int)strlen(keys[k]) - 1, keys[k]);
@@ -597,32 +597,43 @@ static void test_left_out_report_recorded(void)
     edit_header(written, "\"left_out_report\"", "\"left_out_reporx\"");
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), ": damaged: its report left out is incomplete ('left_out_report' missing)") != NULL);
-    /* a kind no run writes, under a checksum that holds (the CRC-32 of the
-     * three values, each with its NUL); a report of no sample */
-    CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
-    static const char evil[] = "evil\0" "0.33333333333333331\0" "40";
-    char kind_crc[16], *kind_cmd;
-    snprintf(kind_crc, sizeof kind_crc, "%08lx", (unsigned long)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)evil,
-                                                                     sizeof evil));
-    edit_header(written, "\"left_out_report\":\"eval\"", "\"left_out_report\":\"evil\"");
-    CU_ASSERT_FATAL(asprintf(&kind_cmd, "sed -i 's/\"left_out_crc32\":\"[0-9a-f]*\"/\"left_out_crc32\":\"%s\"/' %s",
-                             kind_crc, written) > 0);
-    CU_ASSERT_EQUAL(test_run(kind_cmd, NULL), 0);
-    free(kind_cmd);
-    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
-    CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata 'left_out_report' is 'evil'") != NULL);
+    /* values no run writes, under a checksum that holds: a kind unknown, a
+     * report of no sample (each edit keeps the header's length) */
+    static const struct {
+        const char *key, *from, *to, *values, *says; /* VALUES: the four, each with its NUL */
+        size_t len;
+    } bad[] = {
+        {"left_out_report", "eval", "evil", "evil\0" "0.33333333333333331\0" "40\0" "0.25", "'left_out_report' is 'evil'",
+         sizeof "evil\0" "0.33333333333333331\0" "40\0" "0.25"},
+        {"left_out_loss_samples", "40", "00", "eval\0" "0.33333333333333331\0" "00\0" "0.25",
+         "'left_out_loss_samples' is '00'", sizeof "eval\0" "0.33333333333333331\0" "00\0" "0.25"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_EQUAL(test_run(cmd, NULL), 0);
+        char from[64], to[64], crc[16], *fix_crc;
+        snprintf(from, sizeof from, "\"%s\":\"%s\"", bad[i].key, bad[i].from);
+        snprintf(to, sizeof to, "\"%s\":\"%s\"", bad[i].key, bad[i].to);
+        edit_header(written, from, to);
+        snprintf(crc, sizeof crc, "%08lx",
+                 (unsigned long)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)bad[i].values, (uInt)bad[i].len));
+        CU_ASSERT_FATAL(asprintf(&fix_crc, "sed -i 's/\"left_out_crc32\":\"[0-9a-f]*\"/\"left_out_crc32\":\"%s\"/' %s",
+                                 crc, written) > 0);
+        CU_ASSERT_EQUAL(test_run(fix_crc, NULL), 0);
+        free(fix_crc);
+        CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
+        CU_ASSERT(strstr(ddp_error_message(), "not a usable checkpoint: its metadata ") != NULL &&
+                  strstr(ddp_error_message(), bad[i].says) != NULL);
+    }
     free(cmd);
-    run.left_out = DDP_LEFT_OUT_EPOCH;
-    run.left_out_loss.samples = 0;
-    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &loaded), DDP_BAD_INPUT);
-    CU_ASSERT(strstr(ddp_error_message(), "its metadata 'left_out_loss_samples' is '0'") != NULL);
-    /* none: no keys */
-    run.left_out = DDP_LEFT_OUT_NONE;
-    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
-    char *text = test_read_file(written, NULL);
-    CU_ASSERT(text && !strstr(text, "left_out"));
-    free(text);
+    /* none, or one of no sample: no keys */
+    for (int none = 0; none < 2; none++) {
+        run.left_out = none ? DDP_LEFT_OUT_NONE : DDP_LEFT_OUT_EPOCH;
+        run.left_out_loss.samples = 0;
+        CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+        char *text = test_read_file(written, NULL);
+        CU_ASSERT(text && !strstr(text, "left_out"));
+        free(text);
+    }
     test_remove_tmpdir(tmpdir);
 }
 

@@ -197,11 +197,13 @@ static void test_missing(void)
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("/FashionMNIST/raw; "));
     CU_ASSERT(message_has("/train-images-idx3-ubyte is a directory, not a file"));
-    CU_ASSERT_EQUAL(rmdir(folder), 0);
     write_images("raw/train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
     CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("but no train-labels-idx1-ubyte[.gz] beside it"));
+    /* the images' folder is not the labels' */
+    CU_ASSERT(strstr(ddp_error_message(), "is a directory") == NULL);
+    CU_ASSERT_EQUAL(rmdir(folder), 0);
     CU_ASSERT_PTR_NULL(set.pixels);
     ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);

@@ -153,13 +153,16 @@ static void tool_self_test(const char *script, const char *const *want, int n)
 }
 
 /* The kinks' max-pool near-ties (tests/parity/kinks_max_pool.py): found
- * alone, not an exact tie; flipped, the runner-up's value and gradient;
- * overlapping, padded windows. */
+ * alone, not an exact tie; flipped, the runner-up's value and gradient; in
+ * disjoint windows, and in overlapping, padded ones. */
 static void test_kinks_at_max_pools(void)
 {
-    static const char *const want[] = {"the gradient reaches the runner-up, not the top: ok",
-                                       "the windows of the near-tie ([4, 5, 8, 9, 12, 13]): ok"};
-    tool_self_test("tests/parity/kinks_max_pool.py", want, 2);
+    static const char *const want[] = {
+        "MaxPool2d(2): the gradient reaches the runner-up, not the top: ok",
+        "MaxPool2d(3, stride=1, padding=1): the near-tie's windows alone found ([4, 5, 8, 9, 12, 13]): ok",
+        "MaxPool2d(3, stride=1, padding=1): the gradient reaches the runner-up, not the top: ok",
+    };
+    tool_self_test("tests/parity/kinks_max_pool.py", want, 3);
 }
 
 /* The comparison itself (tests/parity/compare_small_update.py): one step's

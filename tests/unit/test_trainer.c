@@ -485,11 +485,18 @@ static void test_left_out_reported_once(void)
     CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_report"), "eval");
     CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "span_loss_samples"), "0");
     CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_loss_samples"), "80"); /* 4 steps of 20 */
+    /* resumed from the file named, saving elsewhere: nothing written there at its step */
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --eval-every 4 --max-steps 8 --save %s --resume %s",
+                                data_dir, tmp_path("ck_other"), stopped), 0);
+    CU_ASSERT(harness_has(out, "(trained before the stop)"));
+    CU_ASSERT(access(tmp_path("ck_other/checkpoint-tiny-000000008.safetensors"), F_OK) != 0);
+    free(out);
+    /* resumed with another --lr: the report says the step's */
     for (int again = 0; again < 2; again++) {
-        CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --eval-every 4 --max-steps 8 --save %s --resume",
-                                    data_dir, tmp_path("ck")), 0);
+        CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --epochs 2 --eval-every 4 --max-steps 8 --lr 0.05 --save %s "
+                                    "--resume", data_dir, tmp_path("ck")), 0);
         CU_ASSERT(out && (strstr(out, "  step 8  loss ") != NULL) == !again);
-        CU_ASSERT(out && (strstr(out, "(trained before the stop)") != NULL) == !again);
+        CU_ASSERT(out && (strstr(out, "  lr 0.1  (trained before the stop)") != NULL) == !again);
         free(out);
     }
     CU_ASSERT_STRING_EQUAL(checkpoint_meta(stopped, "left_out_report"), "");
