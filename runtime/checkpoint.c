@@ -184,7 +184,7 @@ static DdpStatus meta_group(const DdpSafetensors *f, const char *const *keys, in
 /* TEXT, the metadata KEY's, as a finite double in *V; with COUNT, a whole
  * count of samples, at least LEAST. */
 static DdpStatus meta_number(const DdpSafetensors *f, const char *key, const char *text, int count, double least,
-                                 double *v)
+                             double *v)
 {
     char *end = NULL;
     errno = 0;

@@ -297,32 +297,37 @@ class Kinks:
         cols = torch.nn.functional.unfold(padded.reshape(n * c, 1, h + 2 * pad, w + 2 * pad), k, stride=s)
         return cols.reshape(n, c, k * k, -1), k, s, pad
 
+    @staticmethod
+    def replaced(out, index, value):
+        """OUT with its element INDEX (flat) VALUE's, through autograd."""
+        one = torch.zeros(out.numel(), dtype=torch.bool)
+        one[index] = True
+        return torch.where(one.view_as(out), value, out)
+
     def pool_hook_for(self, name):
         def hook(module, inputs, out):
+            # a flip run looks at the one pool and step it flips, no other
+            if self.flip is not None and self.flip[:2] != (self.step, name):
+                return out
             x = inputs[0]
             cols, k, s, pad = self.windows(module, x.detach())
-            top = torch.topk(cols, min(2, k * k), dim=2)
             if k * k < 2:  # a window of one: nothing to pick
                 return out
-            gap = top.values[:, :, 0, :] - top.values[:, :, 1, :]
+            top = torch.topk(cols, 2, dim=2)
             if self.flip is None:
+                gap = top.values[:, :, 0, :] - top.values[:, :, 1, :]
                 near = ((gap <= self.rel * x.detach().abs().max()) & (gap > 0)).flatten().nonzero().flatten()
                 self.found += [(self.step, name, int(i)) for i in near]
                 return out
-            step, where, index = self.flip
-            if (step, where) != (self.step, name):
-                return out
             # the runner-up's input position, from its window offset and the output's place
+            index = self.flip[2]
             n, c, h, w = x.shape
             outputs = cols.shape[3]
             sample_channel, place = divmod(index, outputs)
             offset = int(top.indices.reshape(-1, 2, outputs)[sample_channel, 1, place])
             oy, ox = divmod(place, out.shape[3])
             iy, ix = oy * s + offset // k - pad, ox * s + offset % k - pad
-            runner_up = x.reshape(-1, h, w)[sample_channel, iy, ix]
-            one = torch.zeros(out.numel(), dtype=torch.bool)
-            one[index] = True
-            return torch.where(one.view_as(out), runner_up, out)
+            return self.replaced(out, index, x.reshape(-1, h, w)[sample_channel, iy, ix])
         return hook
 
     def hook_for(self, name):
@@ -336,10 +341,8 @@ class Kinks:
             if (step, where) != (self.step, name):
                 return out
             slope = module.negative_slope if isinstance(module, torch.nn.LeakyReLU) else 0.0
-            one = torch.zeros(x.numel(), dtype=torch.bool)
-            one[index] = True
             other = torch.where(inputs[0] > 0, inputs[0] * slope, inputs[0])
-            return torch.where(one.view_as(x), other, out)
+            return self.replaced(out, index, other.flatten()[index])
         return hook
 
 
