@@ -20,13 +20,16 @@
 
 static const char *const FOLDERS[] = {"", "/cifar-10-batches-bin", "/cifar-100-binary"};
 
-int ddp_cifar_find(const char *dir, DdpCifarFiles *files)
+int ddp_cifar_find(const char *dir, DdpCifarFiles *files, char *note, size_t len)
 {
     memset(files, 0, sizeof *files);
+    snprintf(note, len, "%s", "");
     for (size_t i = 0; i < sizeof FOLDERS / sizeof FOLDERS[0]; i++)
         for (int hundred = 0; hundred < 2; hundred++) {
             char *path = ddp_data_path(dir, FOLDERS[i], hundred ? "train.bin" : "data_batch_1.bin");
             int found = path && ddp_data_is_file(path);
+            if (!found && path && !note[0])
+                ddp_data_not_a_file(path, note, len);
             free(path);
             if (found) {
                 files->dir = ddp_data_path(dir, FOLDERS[i], "");

@@ -40,7 +40,11 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
     if (options->channels_first && options->channels_last)
         return DDP_ERR(DDP_BAD_INPUT, "--channels-first and --channels-last: give one");
     DdpCifarFiles cifar;
-    int cifar_found = ddp_cifar_find(dir, &cifar), npy_found = !cifar_found && ddp_npy_find(dir);
+    /* a name of CIFAR's or NumPy's first file taken by a folder: said where no format is found */
+    char cifar_note[4200], npy_note[4200] = "", elsewhere[8400];
+    int cifar_found = ddp_cifar_find(dir, &cifar, cifar_note, sizeof cifar_note);
+    int npy_found = !cifar_found && ddp_npy_find(dir, npy_note, sizeof npy_note);
+    snprintf(elsewhere, sizeof elsewhere, "%s%s", cifar_note, npy_note);
     if ((options->channels_first || options->channels_last) && !npy_found) {
         free(cifar.dir);
         return DDP_ERR(DDP_BAD_INPUT, "--channels-%s says how x_train.npy holds its images, but %s holds no NumPy "
@@ -56,7 +60,7 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
     DdpStatus status = cifar_found              ? ddp_cifar_load(&cifar, train, options->coarse_labels, out)
                        : options->coarse_labels ? no_cifar100(dir)
                        : npy_found              ? ddp_npy_load(dir, train, options, out)
-                                                : ddp_idx_load(dir, train, out);
+                                                : ddp_idx_load(dir, train, elsewhere, out);
     if (status == DDP_OK && (status = no_fitting(options, dir, out->format)) != DDP_OK)
         ddp_data_free(out);
     return status;

@@ -339,7 +339,7 @@ static char *find_in(const char *dir, const char *sub, const char *name, char *n
     return NULL;
 }
 
-DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
+DdpStatus ddp_idx_load(const char *dir, int train, const char *elsewhere, DdpDataSet *out)
 {
     static const char *const subdirs[] = {"", "/raw", "/MNIST/raw", "/FashionMNIST/raw"};
     const char *images = train ? "train-images-idx3-ubyte" : "t10k-images-idx3-ubyte";
@@ -362,8 +362,8 @@ DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out)
         sub = subdirs[i];
     }
     if (!out->images_path)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw%s",
-                       dir, images, dir, dir, dir, dir, note);
+        return DDP_ERR(DDP_BAD_INPUT, "%s: no %s[.gz] in %s, %s/raw, %s/MNIST/raw or %s/FashionMNIST/raw%s%s",
+                       dir, images, dir, dir, dir, dir, note, elsewhere);
     note[0] = '\0'; /* the images' search may have left one */
     out->labels_path = find_in(dir, sub, labels, note, sizeof note);
     if (!out->labels_path) {

@@ -13,8 +13,10 @@
  * DIR/MNIST/raw or DIR/FashionMNIST/raw; DIR NULL means DDP_DATA_DEFAULT_DIR.
  * The images file has 3 dimensions (N x H x W, one channel) or 4 (N x C x H x
  * W), whatever its name says. DDP_BAD_INPUT, naming the file and the fault,
- * for missing or malformed files; OUT is then empty (safe to ddp_data_free). */
-DdpStatus ddp_idx_load(const char *dir, int train, DdpDataSet *out);
+ * for missing or malformed files; OUT is then empty (safe to ddp_data_free).
+ * ELSEWHERE ends the message that no images file is found: why DIR holds no
+ * other format either, where a name of one is taken by a folder ("" if none). */
+DdpStatus ddp_idx_load(const char *dir, int train, const char *elsewhere, DdpDataSet *out);
 
 /* The images of the one file PATH (raw or gzipped; N x H x W or N x C x H x
  * W) into OUT, without labels. DDP_BAD_INPUT, naming the file and the

@@ -269,10 +269,13 @@ DdpStatus ddp_npy_labels(const uint8_t *bytes, size_t len, const char *path, Ddp
     return DDP_OK;
 }
 
-int ddp_npy_find(const char *dir)
+int ddp_npy_find(const char *dir, char *note, size_t len)
 {
+    snprintf(note, len, "%s", "");
     char *path = ddp_data_path(dir, "", "x_train.npy");
     int found = path && ddp_data_is_file(path);
+    if (!found && path)
+        ddp_data_not_a_file(path, note, len);
     free(path);
     return found;
 }

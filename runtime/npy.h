@@ -19,8 +19,10 @@
 /* The most one file may hold: far above any data set's arrays in memory. */
 #define DDP_NPY_MAX_BYTES ((uint64_t)16 << 30)
 
-/* Nonzero when DIR holds x_train.npy. */
-int ddp_npy_find(const char *dir);
+/* Nonzero when DIR holds x_train.npy. Else NOTE (LEN bytes) gets
+ * ddp_data_not_a_file's note on DIR/x_train.npy, for the message that no
+ * data set is found: "" unless something else has that name. */
+int ddp_npy_find(const char *dir, char *note, size_t len);
 
 /* Loads the training set (TRAIN != 0: x_train.npy, y_train.npy) or the
  * test set (x_test.npy, y_test.npy) of DIR; a 4-dimensional images array's

@@ -201,6 +201,15 @@ static void test_wrong_files(void)
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     expect_bad(1, &coarse, "holds no CIFAR-100 files (train.bin and test.bin)");
+    /* the first file a folder, in the archive's own folder: no format is
+     * found, and the message says why this one is not */
+    snprintf(folder, sizeof folder, "%s/cifar-10-batches-bin", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    snprintf(folder, sizeof folder, "%s/cifar-10-batches-bin/data_batch_1.bin", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    expect_bad(0, &fine, "FashionMNIST/raw; ");
+    CU_ASSERT(message_has("/cifar-10-batches-bin/data_batch_1.bin is a directory, not a file"));
+    CU_ASSERT_EQUAL(rmdir(folder), 0);
     test_remove_tmpdir(tmpdir);
 
     /* a record cut short, in a later batch */

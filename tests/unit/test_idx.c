@@ -133,11 +133,11 @@ static void test_raw_and_gz(void)
             make_tmpdir();
             write_pair("", train, gz);
             DdpDataSet set;
-            CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, train, &set), DDP_OK);
+            CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, train, "", &set), DDP_OK);
             check_fixture(&set);
             /* the other set is not there */
             ddp_data_free(&set);
-            CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, !train, &set), DDP_BAD_INPUT);
+            CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, !train, "", &set), DDP_BAD_INPUT);
             CU_ASSERT(message_has(train ? "no t10k-images-idx3-ubyte[.gz] in" : "no train-images"));
             test_remove_tmpdir(tmpdir);
         }
@@ -150,7 +150,7 @@ static void test_layouts(void)
         make_tmpdir();
         write_pair(subs[i], 1, i == 1);
         DdpDataSet set;
-        CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
+        CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_OK);
         check_fixture(&set);
         CU_ASSERT_PTR_NOT_NULL(strstr(set.images_path, subs[i]));
         ddp_data_free(&set);
@@ -162,7 +162,7 @@ static void test_layouts(void)
     char slashed[80];
     snprintf(slashed, sizeof slashed, "%s/", tmpdir);
     DdpDataSet set;
-    CU_ASSERT_EQUAL(ddp_idx_load(slashed, 1, &set), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_idx_load(slashed, 1, "", &set), DDP_OK);
     CU_ASSERT_PTR_NULL(strstr(set.images_path, "//"));
     ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
@@ -176,7 +176,7 @@ static void test_content_not_name(void)
     write_images("train-images-idx3-ubyte", 1, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte.gz", 0, 0x801, N, good_labels, N);
     DdpDataSet set;
-    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_OK);
     check_fixture(&set);
     ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
@@ -186,7 +186,7 @@ static void test_missing(void)
 {
     DdpDataSet set;
     make_tmpdir();
-    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("raw, "));
     CU_ASSERT(message_has("/MNIST/raw or "));
     CU_ASSERT(message_has("/FashionMNIST/raw"));
@@ -194,12 +194,12 @@ static void test_missing(void)
     char folder[128];
     snprintf(folder, sizeof folder, "%s/train-images-idx3-ubyte", tmpdir);
     CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
-    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("/FashionMNIST/raw; "));
     CU_ASSERT(message_has("/train-images-idx3-ubyte is a directory, not a file"));
     write_images("raw/train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
-    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("but no train-labels-idx1-ubyte[.gz] beside it"));
     /* the images' folder is not the labels' */
     CU_ASSERT(strstr(ddp_error_message(), "is a directory") == NULL);
@@ -207,7 +207,7 @@ static void test_missing(void)
     CU_ASSERT_PTR_NULL(set.pixels);
     ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
-    CU_ASSERT_EQUAL(ddp_idx_load("/nonexistent/ddp", 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_idx_load("/nonexistent/ddp", 1, "", &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has("/nonexistent/ddp: No such file"));
 }
 
@@ -216,7 +216,7 @@ static void test_missing(void)
 static void expect_bad(const char *what)
 {
     DdpDataSet set;
-    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, &set), DDP_BAD_INPUT);
+    CU_ASSERT_EQUAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_BAD_INPUT);
     CU_ASSERT(message_has(what));
     CU_ASSERT_PTR_NULL(set.pixels);
     CU_ASSERT_PTR_NULL(set.labels);
@@ -353,7 +353,7 @@ static void test_classes(void)
     write_images("train-images-idx3-ubyte", 0, 0x803, N, ROWS, COLS, N * ROWS * COLS);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, labels, N);
     DdpDataSet set;
-    CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_OK);
     CU_ASSERT_EQUAL(set.num_classes, 13);
     CU_ASSERT_EQUAL(ddp_data_check_classes(&set, 13), DDP_OK);
     CU_ASSERT_EQUAL(ddp_data_check_classes(&set, 10), DDP_BAD_INPUT);
@@ -384,7 +384,7 @@ static void test_fashion_mnist(void)
     } want[] = {{1, 60000, 9, 270000, 3431114169u}, {0, 10000, 9, 45000, 573469082u}};
     for (int k = 0; k < 2; k++) {
         DdpDataSet set;
-        CU_ASSERT_EQUAL_FATAL(ddp_idx_load(NULL, want[k].train, &set), DDP_OK);
+        CU_ASSERT_EQUAL_FATAL(ddp_idx_load(NULL, want[k].train, "", &set), DDP_OK);
         CU_ASSERT_EQUAL(set.n, want[k].n);
         CU_ASSERT_EQUAL(set.rows, 28);
         CU_ASSERT_EQUAL(set.cols, 28);
@@ -419,7 +419,7 @@ static void test_channels(void)
     write_bytes("train-images-idx3-ubyte", 0, buf, sizeof buf);
     write_labels("train-labels-idx1-ubyte", 0, 0x801, N, good_labels, N);
     DdpDataSet set;
-    CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, &set), DDP_OK);
+    CU_ASSERT_EQUAL_FATAL(ddp_idx_load(tmpdir, 1, "", &set), DDP_OK);
     CU_ASSERT_EQUAL(set.n, N);
     CU_ASSERT_EQUAL(set.channels, C);
     CU_ASSERT_EQUAL(set.rows, ROWS);

@@ -280,6 +280,10 @@ static void test_wrong_arrays(void)
     test_remove_tmpdir(tmpdir);
     make_tmpdir();
     expect_bad(&last, "--channels-last says how x_train.npy holds its images, but");
+    /* the first file a folder: no format is found, and the message says why this one is not */
+    CU_ASSERT_EQUAL(mkdir(strcat(strcpy((char[256]){0}, tmpdir), "/x_train.npy"), 0700), 0);
+    expect_bad(&infer, "FashionMNIST/raw; ");
+    CU_ASSERT(message_has("/x_train.npy is a directory, not a file"));
     test_remove_tmpdir(tmpdir);
 }
 
