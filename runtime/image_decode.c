@@ -263,6 +263,14 @@ static DdpStatus jpeg_read(const uint8_t *bytes, size_t len, const char *path, i
     }
     if ((status = check_size(path, "JPEG", cinfo.image_width, cinfo.image_height)) != DDP_OK)
         goto done;
+    /* grey, colour (YCbCr or RGB) or CMYK (or YCCK), as PIL reads them; of
+     * other counts libjpeg knows no colour space, and would refuse the
+     * decoding only when a batch is made, mid-run */
+    if (cinfo.num_components != 1 && cinfo.num_components != 3 && cinfo.num_components != 4) {
+        status = DDP_ERR(DDP_BAD_INPUT, "%s: a JPEG of %d colour components; this loader reads those of 1 (grey), "
+                         "3 (colour) or 4 (CMYK), as PIL does", path, cinfo.num_components);
+        goto done;
+    }
     if (info)
         *info = (DdpImageInfo){(int)cinfo.image_width, (int)cinfo.image_height};
     if (header_only)

@@ -94,6 +94,39 @@ static void write_png(const char *rel, int height, int width, int value)
     free(pixels);
 }
 
+#ifdef DDP_HAVE_IMAGES
+/* A JPEG at PATH of H x W pixels of COMPONENTS bytes each, given as GIVEN,
+ * coded as CODED: CMYK coded as JCS_CMYK, or as JCS_YCCK (colour as YCC,
+ * as Photoshop writes CMYK JPEGs; libjpeg writes Adobe's marker for both),
+ * or JCS_UNKNOWN both ways, of any count. */
+static void write_jpeg(const char *path, int h, int w, int components, const uint8_t *pixels, J_COLOR_SPACE given,
+                       J_COLOR_SPACE coded)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr errors;
+    c.err = jpeg_std_error(&errors);
+    jpeg_create_compress(&c);
+    jpeg_stdio_dest(&c, f);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = components;
+    c.in_color_space = given;
+    jpeg_set_defaults(&c);
+    jpeg_set_colorspace(&c, coded);
+    jpeg_set_quality(&c, 90, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    for (int y = 0; y < h; y++) {
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)y * (size_t)w * (size_t)components);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+}
+#endif
+
 static void write_text_file(const char *rel, const char *text, size_t len)
 {
     char path[512];
@@ -275,6 +308,16 @@ static void test_refusals(void)
     expect_refused(&grey, 0, "neither a PNG nor a JPEG");
     write_text_file("d/train/a/2.png", "\xff\xd8\xff\xe0 a JPEG's start and then nothing", 33);
     expect_refused(&grey, 0, "not a readable JPEG");
+#ifdef DDP_HAVE_IMAGES
+    /* a JPEG of 2 components: no colour space, refused on loading, not when
+     * its batch is made (libjpeg writes up to 4; 5 and more its header
+     * reading refuses) */
+    uint8_t samples[2 * H * W];
+    for (int i = 0; i < 2 * H * W; i++)
+        samples[i] = (uint8_t)(i * 37);
+    write_jpeg(test_tmp_path(tmpdir, "d/train/a/2.png"), H, W, 2, samples, JCS_UNKNOWN, JCS_UNKNOWN);
+    expect_refused(&grey, 0, "2.png: a JPEG of 2 colour components; this loader reads those of 1 (grey)");
+#endif
 
     /* many files, their headers checked on 16 threads: the first bad one
      * in the set's order is named, every time */
@@ -447,37 +490,6 @@ static void test_predict_file(void)
     test_remove_tmpdir(tmpdir);
 }
 
-#ifdef DDP_HAVE_IMAGES
-/* A JPEG at PATH of H x W CMYK INKS, coded as CODED: JCS_CMYK, or JCS_YCCK
- * (colour as YCC, as Photoshop writes CMYK JPEGs); libjpeg writes Adobe's
- * marker for both. */
-static void write_cmyk_jpeg(const char *path, int h, int w, const uint8_t *inks, J_COLOR_SPACE coded)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr errors;
-    c.err = jpeg_std_error(&errors);
-    jpeg_create_compress(&c);
-    jpeg_stdio_dest(&c, f);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 4;
-    c.in_color_space = JCS_CMYK;
-    jpeg_set_defaults(&c);
-    jpeg_set_colorspace(&c, coded);
-    jpeg_set_quality(&c, 90, TRUE);
-    jpeg_start_compress(&c, TRUE);
-    for (int y = 0; y < h; y++) {
-        JSAMPROW row = (JSAMPROW)(inks + (size_t)y * (size_t)w * 4);
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    fclose(f);
-}
-#endif
-
 /* CMYK JPEGs, plain and coded as YCCK: the samples PIL's convert("RGB")
  * and convert("L") make of them (saved by PIL as PNGs, read back here). */
 static void test_cmyk_as_pil(void)
@@ -502,7 +514,7 @@ static void test_cmyk_as_pil(void)
         char jpeg[128], png[160], *command = NULL, *said = NULL;
         snprintf(jpeg, sizeof jpeg, "%s", test_tmp_path(tmpdir, kinds[k].name));
         snprintf(png, sizeof png, "%s.png", jpeg);
-        write_cmyk_jpeg(jpeg, CH, CW, inks, kinds[k].coded);
+        write_jpeg(jpeg, CH, CW, 4, inks, JCS_CMYK, kinds[k].coded);
         CU_ASSERT_FATAL(asprintf(&command, "%s -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); "
                                  "print(im.mode, im.info.get(\"adobe_transform\")); im.convert(\"RGB\").save(sys.argv[2]); "
                                  "im.convert(\"L\").save(sys.argv[2] + \".L.png\")' %s %s", py, jpeg, png) > 0);
