@@ -28,9 +28,9 @@ typedef struct {
 /* Nonzero when DIR, or DIR/cifar-10-batches-bin or DIR/cifar-100-binary
  * (the archives' own folders), holds CIFAR-10's data_batch_1.bin or
  * CIFAR-100's train.bin; FILES then says where and which (free its dir).
- * Else NOTE (LEN bytes) gets ddp_data_not_a_file's note on the first of
- * those names that something other than a file takes, for the message that
- * no data set is found; "" where none does. */
+ * NOTE (LEN bytes) gets ddp_data_not_a_file's note on the first of those
+ * names, looked at before the one found, that something other than a file
+ * takes, for the message that no CIFAR set is found; "" where none does. */
 int ddp_cifar_find(const char *dir, DdpCifarFiles *files, char *note, size_t len);
 
 /* Loads the training set (TRAIN != 0: data_batch_1.bin, data_batch_2.bin...

@@ -26,10 +26,11 @@ static DdpStatus no_fitting(const DdpDataOptions *options, const char *path, con
                    what);
 }
 
-static DdpStatus no_cifar100(const char *dir)
+/* NOTE: why a CIFAR file's name in DIR is no file (ddp_cifar_find), or "". */
+static DdpStatus no_cifar100(const char *dir, const char *note)
 {
     return DDP_ERR(DDP_BAD_INPUT, "--coarse-labels picks CIFAR-100's 20 superclasses, but %s holds no CIFAR-100 "
-                   "files (train.bin and test.bin)", dir);
+                   "files (train.bin and test.bin)%s", dir, note);
 }
 
 DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *options, DdpDataSet *out)
@@ -40,7 +41,8 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
     if (options->channels_first && options->channels_last)
         return DDP_ERR(DDP_BAD_INPUT, "--channels-first and --channels-last: give one");
     DdpCifarFiles cifar;
-    /* a name of CIFAR's or NumPy's first file taken by a folder: said where no format is found */
+    /* a name of CIFAR's or NumPy's first file taken by a folder: said where
+     * that format, or any, is not found */
     char cifar_note[4200], npy_note[4200] = "", elsewhere[8400];
     int cifar_found = ddp_cifar_find(dir, &cifar, cifar_note, sizeof cifar_note);
     int npy_found = !cifar_found && ddp_npy_find(dir, npy_note, sizeof npy_note);
@@ -48,17 +50,17 @@ DdpStatus ddp_data_load(const char *dir, int train, const DdpDataOptions *option
     if ((options->channels_first || options->channels_last) && !npy_found) {
         free(cifar.dir);
         return DDP_ERR(DDP_BAD_INPUT, "--channels-%s says how x_train.npy holds its images, but %s holds no NumPy "
-                       "files (x_train.npy)", options->channels_first ? "first" : "last", dir);
+                       "files (x_train.npy)%s", options->channels_first ? "first" : "last", dir, npy_note);
     }
     if (!cifar_found && !npy_found && ddp_image_folder_find(dir)) {
         if (options->coarse_labels)
-            return no_cifar100(dir);
+            return no_cifar100(dir, cifar_note);
         return ddp_image_folder_load(dir, train, &options->fit, out);
     }
     /* the other formats: the files first (so that a message names what is
      * missing), then whether the block asks what they cannot give */
     DdpStatus status = cifar_found              ? ddp_cifar_load(&cifar, train, options->coarse_labels, out)
-                       : options->coarse_labels ? no_cifar100(dir)
+                       : options->coarse_labels ? no_cifar100(dir, cifar_note)
                        : npy_found              ? ddp_npy_load(dir, train, options, out)
                                                 : ddp_idx_load(dir, train, elsewhere, out);
     if (status == DDP_OK && (status = no_fitting(options, dir, out->format)) != DDP_OK)

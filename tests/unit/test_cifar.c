@@ -210,6 +210,19 @@ static void test_wrong_files(void)
     expect_bad(0, &fine, "FashionMNIST/raw; ");
     CU_ASSERT(message_has("/cifar-10-batches-bin/data_batch_1.bin is a directory, not a file"));
     CU_ASSERT_EQUAL(rmdir(folder), 0);
+    /* CIFAR-100's, under --coarse-labels; alongside NumPy's, both said */
+    snprintf(folder, sizeof folder, "%s/train.bin", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    expect_bad(1, &coarse, "holds no CIFAR-100 files (train.bin and test.bin); ");
+    CU_ASSERT(message_has("/train.bin is a directory, not a file"));
+    snprintf(folder, sizeof folder, "%s/x_train.npy", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(folder, 0700), 0);
+    expect_bad(0, &fine, "/train.bin is a directory, not a file; ");
+    CU_ASSERT(message_has("/x_train.npy is a directory, not a file"));
+    /* a later place found: no note on the earlier name */
+    write_records("cifar-10-batches-bin", "data_batch_1.bin", 1, 2, 0, ten_label);
+    expect_bad(0, &fine, "found CIFAR-10's data_batch_1.bin but no test_batch.bin beside it");
+    CU_ASSERT(!message_has("is a directory"));
     test_remove_tmpdir(tmpdir);
 
     /* a record cut short, in a later batch */

@@ -98,7 +98,8 @@ static void write_png(const char *rel, int height, int width, int value)
 /* A JPEG at PATH of H x W pixels of COMPONENTS bytes each, given as GIVEN,
  * coded as CODED: CMYK coded as JCS_CMYK, or as JCS_YCCK (colour as YCC,
  * as Photoshop writes CMYK JPEGs; libjpeg writes Adobe's marker for both),
- * or JCS_UNKNOWN both ways, of any count. */
+ * or JCS_UNKNOWN both ways, of 1 to 4 components (libjpeg's default scans
+ * take no more). */
 static void write_jpeg(const char *path, int h, int w, int components, const uint8_t *pixels, J_COLOR_SPACE given,
                        J_COLOR_SPACE coded)
 {
@@ -310,8 +311,8 @@ static void test_refusals(void)
     expect_refused(&grey, 0, "not a readable JPEG");
 #ifdef DDP_HAVE_IMAGES
     /* a JPEG of 2 components: no colour space, refused on loading, not when
-     * its batch is made (libjpeg writes up to 4; 5 and more its header
-     * reading refuses) */
+     * its batch is made (so are those of 5 to 10, which write_jpeg cannot
+     * make) */
     uint8_t samples[2 * H * W];
     for (int i = 0; i < 2 * H * W; i++)
         samples[i] = (uint8_t)(i * 37);

@@ -284,6 +284,8 @@ static void test_wrong_arrays(void)
     CU_ASSERT_EQUAL(mkdir(strcat(strcpy((char[256]){0}, tmpdir), "/x_train.npy"), 0700), 0);
     expect_bad(&infer, "FashionMNIST/raw; ");
     CU_ASSERT(message_has("/x_train.npy is a directory, not a file"));
+    expect_bad(&last, "holds no NumPy files (x_train.npy); ");
+    CU_ASSERT(message_has("/x_train.npy is a directory, not a file"));
     test_remove_tmpdir(tmpdir);
 }
 
