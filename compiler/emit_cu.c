@@ -1002,7 +1002,13 @@ static void kernels_loss(Emit *e, const Node *n)
     E("            stats[0] += loss;\n            stats[1] += correct;\n            stats[2] += n;\n        }\n    }\n}\n\n");
 }
 
-/* The optimizer over the one flat parameter buffer, PyTorch's formulas. */
+/* Adam's momentum is stored as zero where subnormal (runtime/optimizer_state.h
+ * says why) only for an eps of at least this: the weight's move that drops,
+ * below step_size x 2^-126 / eps, is then below step_size x 1.2e-26. */
+#define FLUSH_MOMENTUM_LEAST_EPS 1e-12
+
+/* The optimizer over the one flat parameter buffer, PyTorch's formulas, but
+ * for a subnormal momentum stored as zero. */
 static void kernels_optimizer(Emit *e)
 {
     const TrainConfig *t = &e->net->train;
@@ -1019,8 +1025,9 @@ static void kernels_optimizer(Emit *e)
         E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
         if (t->momentum) {
-            E("        float b = first_step ? d : %s * momentum_buffer[i] + %s;\n", flit(e, t->momentum),
-              t->dampening ? arena_printf(e->arena, "%s * d", flit(e, 1.0 - t->dampening)) : "d");
+            E("        // a subnormal momentum as zero: optimizer_state.h\n");
+            E("        float b = ddp_flush_subnormal(first_step ? d : %s * momentum_buffer[i] + %s);\n",
+              flit(e, t->momentum), t->dampening ? arena_printf(e->arena, "%s * d", flit(e, 1.0 - t->dampening)) : "d");
             E("        momentum_buffer[i] = b;\n");
             E("        d = %s;\n", t->nesterov ? arena_printf(e->arena, "d + %s * b", flit(e, t->momentum)) : "b");
         } else
@@ -1042,7 +1049,12 @@ static void kernels_optimizer(Emit *e)
             E("        p[i] *= 1.0f - lr * %s;\n", flit(e, t->weight_decay));
         E("        float d = (float)ddp_grad_value(g[i])%s;  // the gradient's one rounding to float\n",
           !adamw && t->weight_decay ? arena_printf(e->arena, " + %s * p[i]", flit(e, t->weight_decay)) : "");
-        E("        m[i] = %s * m[i] + %s * d;\n", flit(e, t->beta1), flit(e, 1.0 - t->beta1));
+        if (t->eps >= FLUSH_MOMENTUM_LEAST_EPS)
+            E("        m[i] = ddp_flush_subnormal(%s * m[i] + %s * d);  // a subnormal as zero: optimizer_state.h\n",
+              flit(e, t->beta1), flit(e, 1.0 - t->beta1));
+        else
+            E("        m[i] = %s * m[i] + %s * d;  // kept subnormal: eps below %g (optimizer_state.h)\n",
+              flit(e, t->beta1), flit(e, 1.0 - t->beta1), FLUSH_MOMENTUM_LEAST_EPS);
         E("        v[i] = %s * v[i] + %s * d * d;\n", flit(e, t->beta2), flit(e, 1.0 - t->beta2));
         E("        p[i] -= step_size * m[i] / (sqrtf(v[i]) / bias_correction2_sqrt + %s);\n    }\n}\n\n", flit(e, t->eps));
     }

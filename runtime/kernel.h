@@ -45,6 +45,7 @@
 #include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
 #include "launch_shape.h"  // DDP_BLOCK, ddp_grid: how many threads a launch runs
 #include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_batchnorm_allreduce; ops.h
+#include "optimizer_state.h"  // ddp_flush_subnormal
 #include "trainer.h"       // ddp_main
 
 #ifdef __CUDACC__

@@ -18,6 +18,7 @@
 #include "gemm_cpu.h"  // ddp_sgemm_fixed_scratch: the products' packed copies, in the scratch size
 #include "onednn_cpu.h" // ddp_onednn_choose: each conv test on the own kernels, then with oneDNN
 #include "winograd_cpu.h" // ddp_winograd_plan: its unrolled tile transforms and paired transform back taken
+#include "optimizer_state.h" // ddp_flush_subnormal
 #include "testutil.h"
 
 #include <malloc.h> // mallinfo2: what finalize allocates, measured
@@ -635,6 +636,31 @@ static void check_gemm(DdpOps *ops, int ta, int tb, int m, int n, int k, float a
     CU_ASSERT_EQUAL(count_mismatches(what, got, want, (size_t)m * n), 0);
     CU_ASSERT_EQUAL(padding_touched, 0);
     free(a), free(b), free(c), free(c0), free(want), free(got);
+}
+
+/* The generated optimizers' momentum: a subnormal stored as zero, every
+ * other float (FLT_MIN itself, infinities, NaN) as it is; and a momentum
+ * that decays under a zero gradient, as mlp.net's do, reaches zero instead
+ * of staying subnormal for good (0.9 x 4 times the smallest subnormal
+ * rounds back to it). */
+static void test_flush_subnormal(void)
+{
+    const float kept[] = {FLT_MIN, -FLT_MIN, 1.0f, -3.5e-20f, FLT_MAX, INFINITY, -INFINITY, 0.0f};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        CU_ASSERT_EQUAL(ddp_flush_subnormal(kept[i]), kept[i]);
+    CU_ASSERT(isnan(ddp_flush_subnormal(NAN)));
+    const float flushed[] = {FLT_MIN / 2, -FLT_MIN / 2, nextafterf(FLT_MIN, 0.0f), FLT_TRUE_MIN, -FLT_TRUE_MIN,
+                             FLT_TRUE_MIN * 3};
+    for (size_t i = 0; i < sizeof flushed / sizeof flushed[0]; i++)
+        CU_ASSERT(ddp_flush_subnormal(flushed[i]) == 0.0f && !signbit(ddp_flush_subnormal(flushed[i])));
+    volatile float decay = 0.9f; /* at run time, as the optimizer's */
+    float plain = 1e-3f, flushing = 1e-3f;
+    for (int step = 0; step < 2000; step++) {
+        plain = decay * plain;
+        flushing = ddp_flush_subnormal(decay * flushing);
+    }
+    CU_ASSERT(plain == 4 * FLT_TRUE_MIN); /* stuck */
+    CU_ASSERT(flushing == 0.0f);
 }
 
 static void test_gemm(void)
@@ -1795,6 +1821,7 @@ void suite_ops(void)
         {"Winograd on 16-float vectors (two blocks of channels): the 8-float bits in every pass",
          test_winograd_widths},
         {"a conv's bits for a sample independent of the batch", test_sample_independent_of_batch_own},
+        {"the optimizers' momentum: subnormal stored as zero, all else kept", test_flush_subnormal},
         {"gemm, all transposes, vs naive", test_gemm},
         {"gemm: a row's result independent of the row count", test_gemm_rows_independent_of_m},
         {"gemm_grad (a linear weight gradient) vs naive", test_gemm_grad},

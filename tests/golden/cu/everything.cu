@@ -699,7 +699,7 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, c
     const float bias_correction2_sqrt = (float)sqrt(1.0 - pow(0.99, t));
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
-        m[i] = 0.8f * m[i] + 0.2f * d;
+        m[i] = ddp_flush_subnormal(0.8f * m[i] + 0.2f * d);  // a subnormal as zero: optimizer_state.h
         v[i] = 0.99f * v[i] + 0.01f * d * d;
         p[i] -= step_size * m[i] / (sqrtf(v[i]) / bias_correction2_sqrt + 1e-06f);
     }

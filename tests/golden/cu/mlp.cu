@@ -180,7 +180,7 @@ DDP_KERNEL optimizer_adam_step(float *p, const DdpGrad *g, float *m, float *v, c
     DDP_FOR(i, P) {
         p[i] *= 1.0f - lr * 0.01f;
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
-        m[i] = 0.9f * m[i] + 0.1f * d;
+        m[i] = ddp_flush_subnormal(0.9f * m[i] + 0.1f * d);  // a subnormal as zero: optimizer_state.h
         v[i] = 0.999f * v[i] + 0.001f * d * d;
         p[i] -= step_size * m[i] / (sqrtf(v[i]) / bias_correction2_sqrt + 1e-08f);
     }

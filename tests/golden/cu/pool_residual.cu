@@ -379,7 +379,8 @@ DDP_KERNEL optimizer_sgd_step(float *p, const DdpGrad *g, float *momentum_buffer
     const int first_step = s->step == 0;
     DDP_FOR(i, P) {
         float d = (float)ddp_grad_value(g[i]);  // the gradient's one rounding to float
-        float b = first_step ? d : 0.9f * momentum_buffer[i] + d;
+        // a subnormal momentum as zero: optimizer_state.h
+        float b = ddp_flush_subnormal(first_step ? d : 0.9f * momentum_buffer[i] + d);
         momentum_buffer[i] = b;
         d = b;
         p[i] -= lr * d;
