@@ -1004,7 +1004,8 @@ static void kernels_loss(Emit *e, const Node *n)
 
 /* Adam's momentum is stored as zero where subnormal (runtime/optimizer_state.h
  * says why) only for an eps of at least this: the weight's move that drops,
- * below step_size x 2^-126 / eps, is then below step_size x 1.2e-26. */
+ * below step_size x 2^-126 / eps, is then below step_size x 1.2e-26
+ * (tests/parity/momentum_flushed.py runs either side of it). */
 #define FLUSH_MOMENTUM_LEAST_EPS 1e-12
 
 /* The optimizer over the one flat parameter buffer, PyTorch's formulas, but

@@ -176,6 +176,27 @@ static void test_compare_holds_small_updates(void)
     tool_self_test("tests/parity/compare_small_update.py", want, 3);
 }
 
+/* A generated program's optimizers store a subnormal momentum as zero
+ * (tests/parity/momentum_flushed.py: SGD's and Adam's, in checkpoints after
+ * 300 steps), but for Adam with an eps below 1e-12, which keeps PyTorch's. */
+static void test_momentum_flushed(void)
+{
+    const char *python = test_python_with("PYTHON", "/usr/bin/python3", "json");
+    if (!python) {
+        fputs("\n  (skipped: no python3)", stderr);
+        return;
+    }
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s %s tests/parity/momentum_flushed.py", test_ddpc(), python) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    static const char *const want[] = {"SGD, momentum 0.6: ok\n", "Adam, eps 1e-8: ok\n", "Adam, eps 1e-14: ok\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, want[i]) : NULL);
+    test_show_lines(out);
+    free(out);
+    free(cmd);
+}
+
 void suite_parity(void)
 {
     static const TestCase cases[] = {
@@ -186,6 +207,8 @@ void suite_parity(void)
          test_compare_holds_small_updates},
         {"the kinks' max-pool near-ties: found alone, flipped to the runner-up's value and gradient",
          test_kinks_at_max_pools},
+        {"a subnormal momentum stored as zero (SGD, Adam), kept by Adam with eps below 1e-12",
+         test_momentum_flushed},
         {"1 step in tf32 and bf16: PyTorch float64's rounding alike, within 1e-2 of the update + envelope; "
          "several times further from float64's unrounded", test_precisions_one_step},
         {NULL, NULL},
