@@ -19,10 +19,11 @@
  * by less than step_size x 2^-126 / eps under Adam, which ddpc flushes only
  * where eps is at least 1e-12 (compiler/emit_cu.c). A later momentum can
  * differ from PyTorch's by an ulp while it stays below about 2^-101, in a
- * move below step_size x 2^-101 / eps (lr x (1 + momentum) x 2^-101). A
- * weight's bits can differ only where such a move shows in them, within
- * 2^25 times it of zero: about 1e-17 at Adam's defaults (step 1's
- * step_size of 1e-2, eps 1e-8), 3e-24 for SGD at lr 0.1, momentum 0.9.
+ * move below step_size x 2^-101 / eps (lr x 2^-101 under SGD, 1 +
+ * momentum times that with nesterov). A weight's bits can differ only where
+ * such a move shows in them, within 2^25 times it of zero: about 1e-17 at
+ * Adam's defaults (step 1's step_size of 1e-2, eps 1e-8), 1.3e-24 for SGD
+ * at lr 0.1.
  *
  * Adam's exp_avg_sq decays about a hundred times slower (0.999 a step): it
  * reaches the subnormal range after some 60,000 steps of zero gradient and
@@ -38,8 +39,8 @@
 
 #include "host_device.h"  // DDP_HOST_DEVICE
 
-/* X, or zero where X is subnormal (nonzero, below FLT_MIN in magnitude).
- * NaNs and infinities are kept, so a diverged run is still seen. */
+/* X, or +0 where X is subnormal (nonzero, below FLT_MIN in magnitude) or
+ * -0. NaNs and infinities are kept, so a diverged run is still seen. */
 static inline DDP_HOST_DEVICE float ddp_flush_subnormal(float x)
 {
     return fabsf(x) < FLT_MIN ? 0.0f : x;

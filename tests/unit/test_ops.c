@@ -650,7 +650,7 @@ static void test_flush_subnormal(void)
         CU_ASSERT_EQUAL(ddp_flush_subnormal(kept[i]), kept[i]);
     CU_ASSERT(isnan(ddp_flush_subnormal(NAN)));
     const float flushed[] = {FLT_MIN / 2, -FLT_MIN / 2, nextafterf(FLT_MIN, 0.0f), FLT_TRUE_MIN, -FLT_TRUE_MIN,
-                             FLT_TRUE_MIN * 3};
+                             FLT_TRUE_MIN * 3, -0.0f};
     for (size_t i = 0; i < sizeof flushed / sizeof flushed[0]; i++)
         CU_ASSERT(ddp_flush_subnormal(flushed[i]) == 0.0f && !signbit(ddp_flush_subnormal(flushed[i])));
     volatile float decay = 0.9f; /* at run time, as the optimizer's */
