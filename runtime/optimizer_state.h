@@ -8,9 +8,9 @@
  * float's subnormal range, and there it stays: 0.9 times the smallest
  * subnormal rounds back to it, and so do small multiples of it. On x86 CPUs
  * each arithmetic operation on a subnormal takes a microcode assist, about
- * a hundred cycles: mlp.net's AdamW step, 0.32 ms at first on 2 cores, took
- * 1.2 to 1.6 ms from its step 700 on, a fifth of the whole step. PyTorch's
- * CPU optimizers keep those values, and slow down alike.
+ * a hundred cycles: mlp.net's AdamW update, 0.32 ms at first on 2 cores,
+ * took 1.2 to 1.6 ms from its step 700 on, about a quarter of the whole
+ * step. PyTorch's formula keeps those values.
  *
  * So the generated optimizers store such a momentum as zero. What that
  * changes lies far below the weights' own scale. The momentum dropped, of

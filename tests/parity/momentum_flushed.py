@@ -13,12 +13,14 @@ subnormal rounds back to it. Checked in each run's checkpoint:
     momentum stays subnormal, as PyTorch's formula leaves it.
 Prints one line a case, "... ok" or "... FAILED: why"; exits 1 on a failure.
 Uses the ddpc of $DDPC, else build/ddpc."""
-import json
 import os
 import struct
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from torch_ref import read_safetensors  # noqa: E402
 
 STEPS = 300
 SAMPLES = 400
@@ -49,29 +51,12 @@ def write_idx(directory, prefix):
         f.write(struct.pack(">II", 0x801, SAMPLES) + bytes(s % 2 for s in range(SAMPLES)))
 
 
-def read_safetensors(path):
-    """{name: list of floats} of a safetensors file's F32 tensors."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    body = data[8 + length:]
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
-            continue
-        start, end = info["data_offsets"]
-        tensors[name] = list(struct.unpack("<%df" % ((end - start) // 4), body[start:end]))
-    return tensors
-
-
 def check(tensors, slot, flushed):
     """Says "ok", or "FAILED: why", of the momentum tensors SLOT of a checkpoint's TENSORS."""
-    momentum = tensors["optim.linear1.weight." + slot]
-    first_input = [momentum[row * 4] for row in range(2)]  # linear1.weight is 2 x 4
+    first_input = [float(v) for v in tensors["optim.linear1.weight." + slot][:, 0]]  # linear1.weight is 2 x 4
     if flushed:
         subnormal = [n for n, t in tensors.items() if n.startswith("optim.") and
-                     any(v != 0.0 and abs(v) < FLT_MIN for v in t)]
+                     any(v != 0.0 and abs(v) < FLT_MIN for v in t.ravel().tolist())]
         if any(v != 0.0 for v in first_input):
             return "FAILED: the first input's %s is %r, not 0" % (slot, first_input)
         if subnormal:
@@ -100,7 +85,7 @@ def main():
                             "--quiet"], check=True, stdout=subprocess.DEVNULL,
                            env=dict(os.environ, OMP_NUM_THREADS="1"))
             checkpoint = os.path.join(save, "checkpoint-flush-%09d.safetensors" % STEPS)
-            verdict = check(read_safetensors(checkpoint), slot, flushed)
+            verdict = check(read_safetensors(checkpoint)[0], slot, flushed)
             print("%s: %s" % (name, verdict))
             failed = failed or verdict != "ok"
     return 1 if failed else 0
