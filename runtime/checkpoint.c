@@ -465,13 +465,35 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     return st;
 }
 
-/* Removes what a save of NET leaves behind: its checkpoints older than the
- * KEEP newest up to STEP, and its temporary files of killed writers (no
- * other writer of NET's can be at work in DIR: ddp_checkpoint_lock). Newer
- * checkpoints (a run resumed from an older one), other nets' files and
- * files named the older way are left alone; the one just written, finite
- * (ddp_checkpoint_save), is the newest kept, so a good one always stays.
- * Failing to remove is not worth stopping training for. */
+/* Whether DIR/NAME passes a load's checks of its header, against the
+ * file's length (ddp_checkpoint_step): one cut short, with a damaged header,
+ * or of another version of the net or of the format does not. Only the
+ * header is read: the data's checksums are checked when a file is loaded,
+ * since reading every kept checkpoint at each save would cost more than
+ * writing one. */
+static int header_checks_out(const DdpNet *net, const char *dir, const char *name)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, name) < 0)
+        return 1; /* unknown: counted, as every file once was */
+    int64_t step;
+    const int whole = ddp_checkpoint_step(net, path, &step) == DDP_OK;
+    if (!whole)
+        ddp_error_clear();
+    free(path);
+    return whole;
+}
+
+/* Removes what a save of NET leaves behind: its checkpoints up to STEP older
+ * than the KEEP newest whose headers check out (header_checks_out), and its
+ * temporary files of killed writers (no other writer of NET's can be at
+ * work in DIR: ddp_checkpoint_lock). A damaged file among the newest stays
+ * but is not counted, so it never costs a good one its place; it goes once
+ * KEEP good ones are newer. Newer checkpoints (a run resumed from an older
+ * one), other nets' files and files named the older way are left alone;
+ * the one just written, finite (ddp_checkpoint_save), is the newest kept,
+ * so a good one always stays. Failing to remove is not worth stopping
+ * training for. */
 static void prune(const DdpNet *net, const char *dir, int64_t step)
 {
     Candidate *c;
@@ -480,8 +502,12 @@ static void prune(const DdpNet *net, const char *dir, int64_t step)
         if (list_dir(net, dir, tmp, 0, &c, &n) != DDP_OK)
             continue;
         for (int i = 0; i < n; i++) {
-            if (!tmp && (c[i].step > step || ++kept <= DDP_CHECKPOINT_KEEP))
+            if (!tmp && c[i].step > step)
                 continue;
+            if (!tmp && kept < DDP_CHECKPOINT_KEEP) {
+                kept += header_checks_out(net, dir, c[i].name);
+                continue;
+            }
             char *path = NULL;
             if (asprintf(&path, "%s/%s", dir, c[i].name) >= 0)
                 (void)unlink(path);

@@ -275,6 +275,41 @@ static void test_skips_damaged(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* Damaged checkpoints among the newest do not count among the
+ * DDP_CHECKPOINT_KEEP a save keeps: a good older one stays in their place,
+ * and they go once that many good ones are newer. (Counted by name, the
+ * saves after a damaged pair left one good checkpoint, the one just
+ * written.) */
+static void test_damaged_not_counted(void)
+{
+    setup();
+    const DdpNet *n = net();
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --save %s --save-every 1 --max-steps 8", data_dir, path("ck")),
+                    0);
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
+    DdpCheckpointRun run;
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_load(n, path("ck/checkpoint-tiny-000000008.safetensors"), &run, &state),
+                          DDP_OK);
+    cut_short(path("ck/checkpoint-tiny-000000008.safetensors"), 7);
+    edit_header(path("ck/checkpoint-tiny-000000007.safetensors"), "\"hash\":\"[0-9a-f]", "\"hash\":\"g");
+    char written[256];
+    /* after the saves of steps 9, 10 and 11: which of steps 6 to 11 are there */
+    static const int there[3][6] = {{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 1, 0}, {0, 0, 0, 1, 1, 1}};
+    for (int save = 0; save < 3; save++) {
+        run.step = 9 + save;
+        CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+        for (int i = 0; i < 6; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "ck/checkpoint-tiny-%09d.safetensors", 6 + i);
+            CU_ASSERT_EQUAL(access(path(name), F_OK) == 0, there[save][i]);
+        }
+    }
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), DDP_CHECKPOINT_KEEP);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* A flipped bit in the net's name or hash is damage like any other, not a
  * checkpoint of another net or version (which --resume refuses): skipped,
  * the older one used. A checkpoint without that checksum (written before
@@ -1281,6 +1316,7 @@ void suite_checkpoint(void)
         {"three kept, none torn; past --max-steps ends at once; empty dir starts", test_keeps_three_and_resumes_past_the_end},
         {"damaged or truncated newest: skipped, the older one used", test_skips_damaged},
         {"a damaged net name or hash: skipped as damage, not refused as another net's", test_damaged_name_or_hash_skipped},
+        {"damaged checkpoints do not count among the three kept: a good older one stays", test_damaged_not_counted},
         {"a checkpoint that cannot be written mid-run: exit 1, the newest good one named and kept",
          test_failed_save_is_a_failure},
         {"other settings, a weights file, another net: status 2, named", test_refused},
