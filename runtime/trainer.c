@@ -1452,19 +1452,20 @@ static DdpStatus check_seed(const Trainer *t)
 /* A training batch in which a batchnorm would normalize a single value per
  * channel (DdpNet.batchnorm_values_*): its output would be its bias alone
  * and its running variance that batch's 0. PyTorch refuses such a batch
- * when it comes, mid-epoch; here the run is refused before it starts. The
- * batches are each rank's full one and an epoch's last, where the run gets
- * that far (the sampler gives every rank as many samples; counted from step
- * 0, before a resume: a resumed run that ends before its epoch's last batch
- * is refused all the same); a synchronised batchnorm sees all ranks'. */
+ * when it comes, mid-epoch; here the run is refused before it trains. The
+ * batches are each rank's full one and an epoch's last, where the steps
+ * this run trains (from t->step, where it resumed, to its limit) reach one
+ * (the sampler gives every rank as many samples); a synchronised batchnorm
+ * sees all ranks'. */
 static DdpStatus check_batchnorm_values(const Trainer *t)
 {
     const DdpNet *net = t->net;
     const int64_t batch = t->cfg.batch, per_rank = t->sampler.num_samples;
-    const int64_t steps = step_limit(t);
-    if (steps == 0 || t->cfg.epochs <= 0)
+    const int64_t first = t->step, end = step_limit(t), per_epoch = t->steps_per_epoch;
+    if (first >= end || per_epoch <= 0 || first / per_epoch >= t->cfg.epochs)
         return DDP_OK; /* no training batch */
-    const int reaches_last = steps >= t->steps_per_epoch;
+    /* the last step of FIRST's epoch, which holds its last batch */
+    const int reaches_last = (first / per_epoch + 1) * per_epoch - 1 < end;
     const int64_t sizes[2] = {per_rank < batch ? per_rank : batch, reaches_last ? per_rank % batch : 0};
     for (int last = 0; last < 2; last++) {
         const int64_t n = sizes[last];
@@ -1828,10 +1829,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     t->batches_per_epoch = batches;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
     DDP_CHECK(check_sum_count(t));
-    if (!t->flags.eval_only) {
+    if (!t->flags.eval_only)
         DDP_CHECK(check_seed(t));
-        DDP_CHECK(check_batchnorm_values(t));
-    }
 
     DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;
@@ -1858,6 +1857,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0);
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
+    if (!t->flags.eval_only) /* once the step a run resumes at is known */
+        DDP_CHECK(check_batchnorm_values(t));
     DDP_CHECK(share_conv_choices(t));
     if (t->flags.tensorboard && rank == 0)
         DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));

@@ -791,7 +791,8 @@ static void test_seed_past_the_top(void)
 /* A training batch in which a batchnorm would see one value per channel
  * (DdpNet.batchnorm_values_*, which ddpc writes; the tiny net has none) is
  * refused before training: a batch of one sample, or an epoch's last, where
- * the run gets there; a synchronised batchnorm sees all ranks' samples. */
+ * the run gets there, from the step it resumes at; a synchronised batchnorm
+ * sees all ranks' samples. */
 static void test_batchnorm_single_value(void)
 {
     setup();
@@ -812,6 +813,22 @@ static void test_batchnorm_single_value(void)
     free(out);
     /* ... which a run of 1 step never reaches; 2 values a sample are enough */
     CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --max-steps 1", data_dir), 0);
+    /* nor does a run resumed at step 2 that stops at step 3, whose batch is
+     * full (its checkpoint made without the batchnorm, which would refuse the
+     * run that trained step 2's last batch); one that goes on is refused */
+    net.batchnorm_values_local = 0;
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --epochs 3 --max-steps 2 --save %s", data_dir,
+                                tmp_path("ck")), 0);
+    net.batchnorm_values_local = 1;
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --epochs 3 --max-steps 3 --save %s --resume",
+                                data_dir, tmp_path("ck")), 0);
+    CU_ASSERT_EQUAL(harness_run(&net, &out, "--data %s --batch-size 199 --epochs 3 --max-steps 4 --save %s --resume",
+                                data_dir, tmp_path("ck")), 2);
+    CU_ASSERT(harness_has(out, "in an epoch's last training batch, which holds 1 sample"));
+    free(out);
+    /* resumed past its last epoch, it trains nothing */
+    CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --epochs 1 --save %s --resume", data_dir,
+                                tmp_path("ck")), 0);
     net.batchnorm_values_local = 2;
     CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 1 --max-steps 2", data_dir), 0);
     net.batchnorm_values_local = 0;
