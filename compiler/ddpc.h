@@ -676,14 +676,21 @@ char *output_temp_name(Arena *a, const char *path);
  * of their own take the same (they decide how DDP_SIMD_SUM splits a sum
  * into lanes). -fno-trapping-math: a float comparison may then run where
  * its result is not used, so the kernels' selects (relu, the max of a
- * pooling window) vectorise: an MNIST step took 11% less time. It changes
- * no value, only whether FE_INVALID is raised, which nothing here reads:
- * nothing is reassociated, and g++ contracts a * b + c into an FMA with or
- * without it (in the vector loop and its scalar tail alike, so the thread
- * count still changes nothing). -fno-math-errno: sqrtf need not set errno
- * for a negative operand, so loops with it (Adam's) vectorise: mlp.net's
- * optimizer took about half the time. The same values. */
-#define DDPC_CPU_CXXFLAGS "-x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -fopenmp -Wall -Wextra"
+ * pooling window, lane_math.h's) vectorise: an MNIST step took 11% less
+ * time. It changes no value, only whether FE_INVALID is raised, which
+ * nothing here reads. -fno-math-errno: sqrtf need not set errno for a
+ * negative operand, so loops with it (Adam's) vectorise: mlp.net's
+ * optimizer took about half the time. The same values.
+ * -ffp-contract=off: each a * b + c is the two roundings written, never an
+ * FMA. g++ (unlike gcc in ISO C mode) fuses some by default, and not the
+ * same ones in a loop it vectorises as in one it leaves scalar: mlp.net's,
+ * resnet.net's and everything.net's steps then took other bits built with
+ * -fno-tree-vectorize, so they hung on which loops a compiler vectorised
+ * (its version, the CPU's vector width, a hand-tuned kernel). Nothing is
+ * reassociated either, so a kernel's bits are the source's on any x86 CPU,
+ * FMA or not (tests/unit/test_lanes.c). */
+#define DDPC_CPU_CXXFLAGS                                                                                          \
+    "-x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -ffp-contract=off -fopenmp -Wall -Wextra"
 
 bool build_target_available(const char *target);
 /* cuda when nvcc was found and the CUDA driver sees a GPU; else cpu, saying

@@ -174,13 +174,13 @@ static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
     switch (a->op) {
     case OP_RELU: return arena_printf(e->arena, "%s < 0.0f ? 0.0f : %s", v, v);
     case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", v, v, flit(e, a->slope), v);
-    case OP_SIGMOID: return arena_printf(e->arena, "1.0f / (1.0f + expf(-%s))", v);
+    case OP_SIGMOID: return arena_printf(e->arena, "1.0f / (1.0f + ddp_expf(-%s))", v);
     case OP_TANH: return arena_printf(e->arena, "tanhf(%s)", v);
     case OP_GELU:
         if (a->gelu_tanh)
             return arena_printf(e->arena, "0.5f * %s * (1.0f + tanhf(0.7978845608f * (%s + 0.044715f * %s * %s * %s)))", v,
                                 v, v, v, v);
-        return arena_printf(e->arena, "0.5f * %s * (1.0f + erff(%s * 0.70710678f))", v, v);
+        return arena_printf(e->arena, "0.5f * %s * (1.0f + ddp_erff(%s * 0.70710678f))", v, v);
     case OP_INPUT:
     case OP_CONV:
     case OP_MAXPOOL:
@@ -211,7 +211,7 @@ static const char *act_backward_expr(Emit *e, const Node *a, const char *g, cons
         if (a->gelu_tanh)
             return arena_printf(e->arena,
                                 "%s * ddp_gelu_tanh_grad(%s)", g, s);
-        return arena_printf(e->arena, "%s * (0.5f * (1.0f + erff(%s * 0.70710678f)) + %s * 0.39894228f * expf(-0.5f * %s * %s))",
+        return arena_printf(e->arena, "%s * (0.5f * (1.0f + ddp_erff(%s * 0.70710678f)) + %s * 0.39894228f * ddp_expf(-0.5f * %s * %s))",
                             g, s, s, s, s);
     case OP_INPUT:
     case OP_CONV:

@@ -16,8 +16,7 @@
  * C x H x W values, flattens that permute, and data with one channel
  * (the same floats in both layouts) and with three (permuted on the way in).
  */
-#include "config.h"  // DDPC_CPU_CXX, DDPC_IMAGE_LIBS, DDPC_CPU_LIBS: what make builds a CPU program with
-#include "ddpc.h"    // DDPC_CPU_CXXFLAGS: and the flags ddpc gives it
+#include "steps_digest_build.h"  // steps_digest_build, steps_digest_assert_same
 #include "testutil.h"
 
 #include <stdio.h>
@@ -37,7 +36,8 @@ static const char *const nets[] = {
 
 static void test_channels_last_takes_the_same_steps(void)
 {
-    const char *libs = getenv("CPU_LIBS"); /* as test_gradcheck.c: make's, else ddpc's own list */
+    char *build = steps_digest_build("$d/$layout.cu", "", "$d/$layout");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(build);
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         char *cmd, *out = NULL;
         CU_ASSERT_FATAL(
@@ -45,28 +45,22 @@ static void test_channels_last_takes_the_same_steps(void)
                      "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT; "
                      "for layout in nchw nhwc; do "
                      "  %s %s --emit cu --target cpu --layout $layout > $d/$layout.cu; "
-                     /* compiled as ddpc compiles the program (DDPC_CPU_CXXFLAGS) */
-                     "  " DDPC_CPU_CXX " " DDPC_CPU_CXXFLAGS " -Werror -Iruntime "
-                     "    -DDDP_NET_SOURCE=\\\"$d/$layout.cu\\\" tests/layout/steps_digest.cpp -x none -o $d/$layout "
-                     "    build/libddprt.a %s; "
+                     "  %s; "
                      "  $d/$layout 2 > $d/$layout.digest; "
                      "done; "
                      /* the flag took: a channels-last source, not the NCHW one again */
                      "grep -q 'stored channels-last (NHWC)' $d/nhwc.cu; "
                      "if grep -q 'stored channels-last (NHWC)' $d/nchw.cu; then echo 'the NCHW source is channels-last'; exit 1; fi; "
                      "cat $d/nchw.digest; cmp $d/nchw.digest $d/nhwc.digest && echo SAME || cat $d/nhwc.digest",
-                     test_ddpc(), nets[i],
-                     libs ? libs : "$(for a in " DDPC_IMAGE_LIBS "; do printf 'build/%s ' $a; done) " DDPC_CPU_LIBS) > 0);
+                     test_ddpc(), nets[i], build) > 0);
         int rc = test_run(cmd, &out);
         char what[256];
         snprintf(what, sizeof what, "%s: NCHW and channels-last digests (exit %d)", nets[i], rc);
-        int same = rc == 0 && out && strstr(out, "digest params=") && strstr(out, "SAME");
-        CU_assertImplementation(same, __LINE__, what, __FILE__, "", CU_FALSE);
-        if (!same && out)
-            fprintf(stderr, "\n%s\n", out);
+        steps_digest_assert_same(rc, out, what, __FILE__, __LINE__);
         free(out);
         free(cmd);
     }
+    free(build);
 }
 
 /* --layout takes nchw, nhwc or auto; anything else is bad usage, exit 2. */

@@ -128,7 +128,7 @@ DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 32768;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:8: gelu
@@ -136,7 +136,7 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 32768;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -310,7 +310,7 @@ DDP_KERNEL gelu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:9: gelu
@@ -318,7 +318,7 @@ DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -444,7 +444,7 @@ DDP_KERNEL gelu3_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:11: gelu
@@ -452,7 +452,7 @@ DDP_KERNEL gelu3_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -594,7 +594,7 @@ DDP_KERNEL gelu4_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:14: gelu
@@ -602,7 +602,7 @@ DDP_KERNEL gelu4_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -776,7 +776,7 @@ DDP_KERNEL gelu5_forward(int n, const float *x, float *y)
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:15: gelu
@@ -784,7 +784,7 @@ DDP_KERNEL gelu5_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -910,7 +910,7 @@ DDP_KERNEL gelu6_forward(int n, const float *x, float *y)
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:17: gelu
@@ -918,7 +918,7 @@ DDP_KERNEL gelu6_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -1060,7 +1060,7 @@ DDP_KERNEL gelu7_forward(int n, const float *x, float *y)
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:20: gelu
@@ -1068,7 +1068,7 @@ DDP_KERNEL gelu7_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 8192;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
@@ -1242,7 +1242,7 @@ DDP_KERNEL gelu8_forward(int n, const float *x, float *y)
 {
     const int64_t S = 4096;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // cifar10.net:21: gelu
@@ -1250,7 +1250,7 @@ DDP_KERNEL gelu8_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 4096;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }

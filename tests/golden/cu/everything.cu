@@ -198,7 +198,7 @@ DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i] + bias[plane % C];
-        y[i] = 1.0f / (1.0f + expf(-v));
+        y[i] = 1.0f / (1.0f + ddp_expf(-v));
     }
 }
 
@@ -531,7 +531,7 @@ DDP_KERNEL gelu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 512;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // everything.net:15: gelu
@@ -539,7 +539,7 @@ DDP_KERNEL gelu2_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 512;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }

@@ -196,7 +196,7 @@ DDP_KERNEL sigmoid1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 1568;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 1.0f / (1.0f + expf(-x[i]));
+        y[i] = 1.0f / (1.0f + ddp_expf(-x[i]));
 }
 
 // mix.net:5: sigmoid
@@ -367,7 +367,7 @@ DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 392;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // mix.net:9: gelu
@@ -375,7 +375,7 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 392;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }

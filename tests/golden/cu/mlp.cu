@@ -88,7 +88,7 @@ DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 256;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // mlp.net:6: gelu
@@ -96,7 +96,7 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 256;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }

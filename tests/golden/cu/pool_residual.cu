@@ -209,7 +209,7 @@ DDP_KERNEL conv3_bias_sigmoid_forward(int n, float *y, const float *bias)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i] + bias[plane % C];
-        y[i] = 1.0f / (1.0f + expf(-v));
+        y[i] = 1.0f / (1.0f + ddp_expf(-v));
     }
 }
 

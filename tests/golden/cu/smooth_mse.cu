@@ -98,7 +98,7 @@ DDP_KERNEL conv2_sigmoid_forward(int n, float *y)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i];
-        y[i] = 1.0f / (1.0f + expf(-v));
+        y[i] = 1.0f / (1.0f + ddp_expf(-v));
     }
 }
 
@@ -272,7 +272,7 @@ DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 6;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678f));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_erff(x[i] * 0.70710678f));
 }
 
 // smooth_mse.net:9: gelu
@@ -280,7 +280,7 @@ DDP_KERNEL gelu1_backward(int n, const float *dy, const float *x, float *dx, int
 {
     const int64_t S = 6;  // values of a sample
     DDP_FOR(i, (int64_t)n * S) {
-        float g = dy[i] * (0.5f * (1.0f + erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * expf(-0.5f * x[i] * x[i]));
+        float g = dy[i] * (0.5f * (1.0f + ddp_erff(x[i] * 0.70710678f)) + x[i] * 0.39894228f * ddp_expf(-0.5f * x[i] * x[i]));
         dx[i] = accumulate ? dx[i] + g : g;
     }
 }
