@@ -175,10 +175,10 @@ static const char *act_forward_expr(Emit *e, const Node *a, const char *v)
     case OP_RELU: return arena_printf(e->arena, "%s < 0.0f ? 0.0f : %s", v, v);
     case OP_LEAKY_RELU: return arena_printf(e->arena, "%s > 0.0f ? %s : %s * %s", v, v, flit(e, a->slope), v);
     case OP_SIGMOID: return arena_printf(e->arena, "1.0f / (1.0f + ddp_expf(-%s))", v);
-    case OP_TANH: return arena_printf(e->arena, "tanhf(%s)", v);
+    case OP_TANH: return arena_printf(e->arena, "ddp_tanhf(%s)", v);
     case OP_GELU:
         if (a->gelu_tanh)
-            return arena_printf(e->arena, "0.5f * %s * (1.0f + tanhf(0.7978845608f * (%s + 0.044715f * %s * %s * %s)))", v,
+            return arena_printf(e->arena, "0.5f * %s * (1.0f + ddp_tanhf(0.7978845608f * (%s + 0.044715f * %s * %s * %s)))", v,
                                 v, v, v, v);
         return arena_printf(e->arena, "0.5f * %s * (1.0f + ddp_erff(%s * 0.70710678f))", v, v);
     case OP_INPUT:
@@ -1816,7 +1816,7 @@ static void emit_program(FILE *out, const Net *net, const Plan *plan, const char
         fprintf(out, "// d/dx of gelu's tanh approximation\n"
                      "static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)\n{\n"
                      "    float u = 0.7978845608f * (x + 0.044715f * x * x * x);\n"
-                     "    float t = tanhf(u);\n"
+                     "    float t = ddp_tanhf(u);\n"
                      "    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 0.134145f * x * x);\n"
                      "}\n\n");
     e.out = out;

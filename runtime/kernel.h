@@ -43,7 +43,7 @@
 
 #include "device.h"        // ddp_device_launched
 #include "dropout_mask.h"  // ddp_dropout_keep, ddp_dropout_layer_key
-#include "lane_math.h"    // ddp_erff, ddp_expf: GELU's and sigmoid's, in vector lanes on CPUs
+#include "lane_math.h"    // ddp_erff, ddp_expf, ddp_tanhf: GELU's, sigmoid's, tanh's, in vector lanes on CPUs
 #include "launch_shape.h"  // DDP_BLOCK, ddp_grid: how many threads a launch runs
 #include "model.h"         // DdpCtx, DdpNet, DdpParamInfo, ddp_batchnorm_allreduce; ops.h
 #include "optimizer_state.h"  // ddp_flush_subnormal

@@ -10,6 +10,8 @@ header's accuracy is then measured, not assumed (tests/lane_math/check.cpp).
                       G(u) = erfc(a) exp(a^2) a, a = 1/u, fitted in w = u - 5/8
                       (centred, so that its terms shrink and float's roundings stay small)
   exp:                exp(r) = 1 + r + r^2 * H(r), |r| <= ln(2) / 2
+  tanh, |x| < 0.9:    tanh(a) = a + a * t * P(t), t = a^2, P(t) = (tanh(sqrt t) / sqrt t - 1) / t
+                      (beyond, 1 - 2 / (exp(2a) + 1), which loses nothing there)
 
 Run with Debian's python3 (python3-mpmath comes with python3-torch).
 """
@@ -36,6 +38,13 @@ def g(w):
     return mp.erfc(a) * mp.exp(a * a) * a
 
 
+def p(t):
+    if t == 0:
+        return -mp.mpf(1) / 3
+    s = mp.sqrt(t)
+    return (mp.tanh(s) / s - 1) / t
+
+
 def h(r):
     if r == 0:
         return mp.mpf(1) / 2
@@ -47,6 +56,7 @@ FITS = [
     ('ERF_SMALL', q, [0, 1], 7),
     ('ERF_LARGE', g, [-mp.mpf(3) / 8, mp.mpf(3) / 8], 9),
     ('EXP', h, [-HALF_LN2, HALF_LN2], 5),
+    ('TANH_SMALL', p, [0, mp.mpf('0.9') ** 2], 7),
 ]
 
 for name, f, interval, terms in FITS:

@@ -2,8 +2,9 @@
  * check.cpp: runtime/lane_math.h as a generated program runs it, compiled
  * with ddpc's flags for a CPU program (test_lane_math.c builds it so).
  *
- *  - accuracy: ddp_erff and ddp_expf against double's erf and exp on every
- *    STRIDE'th float (erf below 10 in magnitude, exp on [-104, 89]), in
+ *  - accuracy: ddp_erff, ddp_expf and ddp_tanhf against double's erf, exp
+ *    and tanh on every STRIDE'th float (erf and tanh below 10 in magnitude,
+ *    exp on [-104, 89]), in
  *    units of the float's last place (ulp) at the exact value, or of the
  *    smallest subnormal below 2^-126; at most MOST_ULP each;
  *  - special values: NaN, infinities, zeros, the ends of exp's range;
@@ -68,6 +69,7 @@ static double worst(float (*f)(float), double (*ref)(double), uint32_t from, uin
 
 static float erf_lanes(float x) { return ddp_erff(x); }
 static float exp_lanes(float x) { return ddp_expf(x); }
+static float tanh_lanes(float x) { return ddp_tanhf(x); }
 
 /* The kernels' form: a loop the compiler vectorises, with a scalar tail. */
 __attribute__((noinline)) static void erf_loop(int n, const float *x, float *y)
@@ -82,6 +84,12 @@ __attribute__((noinline)) static void exp_loop(int n, const float *x, float *y)
         y[i] = ddp_expf(x[i]);
 }
 
+__attribute__((noinline)) static void tanh_loop(int n, const float *x, float *y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = ddp_tanhf(x[i]);
+}
+
 /* The same, never vectorised: what a loop the compiler leaves scalar (in
  * another kernel, or on another machine or compiler) computes. */
 __attribute__((noinline, optimize("no-tree-vectorize"))) static void erf_scalar(int n, const float *x, float *y)
@@ -94,6 +102,12 @@ __attribute__((noinline, optimize("no-tree-vectorize"))) static void exp_scalar(
 {
     for (int i = 0; i < n; i++)
         y[i] = ddp_expf(x[i]);
+}
+
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void tanh_scalar(int n, const float *x, float *y)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = ddp_tanhf(x[i]);
 }
 
 static void check_lanes(const char *what, void (*loop)(int, const float *, float *),
@@ -123,20 +137,29 @@ int main(void)
     const double exp_ulp = fmax(worst(exp_lanes, exp, 0, most_exp, 1.0f, &at),
                                 worst(exp_lanes, exp, 0, least_exp, -1.0f, &at));
     printf("lane_math: exp within %.3f ulp (worst at %.9g)\n", exp_ulp, at);
+    const double tanh_ulp = fmax(worst(tanh_lanes, tanh, 0, ten, 1.0f, &at), worst(tanh_lanes, tanh, 1, ten, -1.0f, &at));
+    printf("lane_math: tanh within %.3f ulp (worst at %.9g)\n", tanh_ulp, at);
     if (!(erf_ulp <= MOST_ULP))
         fault("erf's worst ulp", 0, erf_ulp, MOST_ULP);
+    if (!(tanh_ulp <= MOST_ULP))
+        fault("tanh's worst ulp", 0, tanh_ulp, MOST_ULP);
     if (!(exp_ulp <= MOST_ULP))
         fault("exp's worst ulp", 0, exp_ulp, MOST_ULP);
 
-    /* special values, each against what C's erff and expf give */
+    /* special values, each against what C's erff, expf and tanhf give */
     const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 1.0f, -1.0f, 4.0f, 3.99f,
-                             88.72f, 88.73f, 89.0f, 1e30f, -87.3f, -103.0f, -103.98f, -104.0f, -1e30f};
+                             0.9f, -0.9f, 9.1f, 44.0f, 45.0f, 88.72f, 88.73f, 89.0f, 1e30f, -87.3f, -103.0f, -103.98f,
+                             -104.0f, -1e30f};
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
         const float x = special[i];
         const float e = ddp_erff(x), want_e = erff(x), p = ddp_expf(x), want_p = expf(x);
+        const float th = ddp_tanhf(x), want_th = tanhf(x);
         /* NaN for NaN; otherwise within the ulp bound (exactly, at the ends) */
         if (isnan(want_e) ? !isnan(e) : !(fabs((double)e - want_e) <= ulp_at(want_e)) || signbit(e) != signbit(want_e))
             fault("erf", x, e, want_e);
+        if (isnan(want_th) ? !isnan(th)
+                           : !(fabs((double)th - want_th) <= 2 * ulp_at(want_th)) || signbit(th) != signbit(want_th))
+            fault("tanh", x, th, want_th);
         if (isnan(want_p) ? !isnan(p) : isinf(want_p) || want_p == 0.0f ? p != want_p
                                                                           : !(fabs((double)p - want_p) <= 2 * ulp_at(want_p)))
             fault("exp", x, p, want_p);
@@ -152,6 +175,7 @@ int main(void)
     memcpy(x, special, sizeof special);
     check_lanes("erf", erf_loop, erf_scalar, x);
     check_lanes("exp", exp_loop, exp_scalar, x);
+    check_lanes("tanh", tanh_loop, tanh_scalar, x);
 
     if (faults) {
         printf("lane_math: %d faults\n", faults);

@@ -14,7 +14,7 @@ DDP_KERNEL linear1_bias_tanh_forward(int n, float *y, const float *bias)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i] + bias[plane % C];
-        y[i] = tanhf(v);
+        y[i] = ddp_tanhf(v);
     }
 }
 

@@ -11,7 +11,7 @@
 static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)
 {
     float u = 0.7978845608f * (x + 0.044715f * x * x * x);
-    float t = tanhf(u);
+    float t = ddp_tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 0.134145f * x * x);
 }
 
@@ -233,7 +233,7 @@ DDP_KERNEL tanh1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = tanhf(x[i]);
+        y[i] = ddp_tanhf(x[i]);
 }
 
 // everything.net:11: tanh
@@ -251,7 +251,7 @@ DDP_KERNEL gelu1_forward(int n, const float *x, float *y)
 {
     const int64_t S = 16384;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
 // everything.net:11: gelu approximate=tanh

@@ -11,7 +11,7 @@
 static inline DDP_HOST_DEVICE float ddp_gelu_tanh_grad(float x)
 {
     float u = 0.7978845608f * (x + 0.044715f * x * x * x);
-    float t = tanhf(u);
+    float t = ddp_tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 0.134145f * x * x);
 }
 
@@ -216,7 +216,7 @@ DDP_KERNEL conv3_bias_tanh_forward(int n, float *y, const float *bias)
     DDP_FOR_2D(plane, (int64_t)n * C, j, HW) {
         int64_t i = plane * HW + j;
         float v = y[i] + bias[plane % C];
-        y[i] = tanhf(v);
+        y[i] = ddp_tanhf(v);
     }
 }
 
@@ -542,7 +542,7 @@ DDP_KERNEL gelu2_forward(int n, const float *x, float *y)
 {
     const int64_t S = 784;  // values of a sample
     DDP_FOR(i, (int64_t)n * S)
-        y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        y[i] = 0.5f * x[i] * (1.0f + ddp_tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
 // mix.net:11: gelu approximate=tanh

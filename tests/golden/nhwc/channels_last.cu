@@ -31,7 +31,7 @@ DDP_KERNEL conv1_bias_tanh_forward(int n, float *y, const float *bias)
     const int64_t C = 6, S = 600;  // channels, values of a sample (channels-last)
     DDP_FOR(i, (int64_t)n * S) {
         float v = y[i] + bias[i % C];
-        y[i] = tanhf(v);
+        y[i] = ddp_tanhf(v);
     }
 }
 
