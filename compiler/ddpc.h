@@ -686,9 +686,10 @@ char *output_temp_name(Arena *a, const char *path);
  * same ones in a loop it vectorises as in one it leaves scalar: mlp.net's,
  * resnet.net's and everything.net's steps then took other bits built with
  * -fno-tree-vectorize, so they hung on which loops a compiler vectorised
- * (its version, the CPU's vector width, a hand-tuned kernel). Nothing is
- * reassociated either, so a kernel's bits are the source's on any x86 CPU,
- * FMA or not (tests/unit/test_lanes.c). */
+ * (its version, the CPU's vector width, a hand-tuned kernel). Off, a
+ * program takes the same steps whichever of its plain loops are vectorised
+ * (tests/unit/test_lanes.c); DDP_SIMD_SUM's loops split their sums into
+ * lanes by design. */
 #define DDPC_CPU_CXXFLAGS                                                                                          \
     "-x c++ -std=c++17 -O3 -march=native -fno-trapping-math -fno-math-errno -ffp-contract=off -fopenmp -Wall -Wextra"
 

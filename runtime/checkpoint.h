@@ -120,10 +120,11 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir);
 
 /* Writes DIR/checkpoint-NET-STEP.safetensors (creating DIR if it is
  * missing), then removes this net's ones older than the DDP_CHECKPOINT_KEEP
- * newest whose headers check out, and any temporary file a killed writer of
- * it left. PATH (LEN bytes) gets the file's name. DDP_FAIL, writing nothing, when STATE is not finite. On
- * failure PATH is "" where nothing was written, and keeps the name where the
- * file is in place but its directory could not be synced (nothing pruned). */
+ * newest whose headers check out, and any temporary file a killed writer
+ * of it left. PATH (LEN bytes) gets the file's name. DDP_FAIL, writing
+ * nothing, when STATE is not finite. On failure PATH is "" where nothing
+ * was written, and keeps the name where the file is in place but its
+ * directory could not be synced (nothing pruned). */
 DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
                               const DdpCheckpointState *state, char *path, size_t len);
 
@@ -136,7 +137,8 @@ DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpoint
 
 /* The step of PATH, a checkpoint of NET, from its header alone, checked as
  * ddp_checkpoint_load checks it but for the weights and the checksum: for
- * comparing checkpoints before loading one. */
+ * comparing checkpoints before loading one, and for the pruning's count of
+ * the good ones kept. */
 DdpStatus ddp_checkpoint_step(const DdpNet *net, const char *path, int64_t *step);
 
 /* The newest checkpoint of NET in DIR that loads (ddp_checkpoint_load), of a

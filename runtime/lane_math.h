@@ -4,11 +4,10 @@
  * bits in every lane.
  *
  * Why: glibc's erff, expf and tanhf are calls the compiler cannot
- * vectorise, so a GELU kernel ran one value at a time: on mlp.net (Fashion-MNIST, batch
- * 128, 2 cores) erff and expf took about 7.5% of the CPU time (perf), and
- * GELU's forward loop over 32,768 values took 470 us with glibc's erff
- * against 47 us with these (one thread, ddpc's flags, on a CPU with
- * AVX-512; 63 us built for Haswell's AVX2).
+ * vectorise, so a GELU kernel ran one value at a time, about ten times
+ * slower than in vector lanes (GELU's forward loop over 32,768 values, one
+ * thread: 470 us with glibc's erff, 47 us with these on a CPU with
+ * AVX-512, 63 us built for Haswell's AVX2).
  *
  * How: branch-free float arithmetic, so that a loop over values vectorises;
  * both sides of each choice are computed and one is selected.
@@ -23,18 +22,19 @@
  *  - tanh: |x| < 0.9: a + a * t * P(t), t = a^2; beyond, 1 - 2 / (exp(2a) + 1)
  *    (its subtraction loses little there, and tends to 1); the sign put back.
  * Q, G, H and P are Chebyshev fits rounded to float (tools/fit_lane_math.py
- * prints them). Measured over every 97th float below 10 in magnitude
- * against double's erf, exp and tanh (tests/lane_math/check.cpp), compiled
- * as ddpc compiles a program: erf within 1.3 ulp, exp within 1.1, tanh
- * within 1.3 (glibc's erff within 0.9, its tanhf 2.2). NaN gives NaN (the
- * one given), erf(+-inf) = tanh(+-inf) = +-1, erf(-0) = tanh(-0) = -0,
- * exp(-inf) = 0, exp(inf) = inf.
+ * prints them). Against double's erf, exp and tanh on every float (erf and
+ * tanh below 10 in magnitude, where they are not yet +-1; exp on [-104, 89]),
+ * compiled as ddpc compiles a program: erf within 1.34 units in the last
+ * place, exp within 1.05, tanh within 1.28 (glibc's erff within 0.97, its
+ * tanhf 2.19). tests/lane_math/check.cpp holds them to 1.5 on every 97th
+ * float. NaN gives NaN (the one given), erf(+-inf) = tanh(+-inf) = +-1,
+ * erf(-0) = tanh(-0) = -0, exp(-inf) = 0, exp(inf) = inf.
  *
- * The same bits in every lane, and vectorised or not, hold because ddpc
- * compiles a program with -ffp-contract=off (DDPC_CPU_CXXFLAGS): each
- * operation here is one IEEE operation wherever it runs. (With g++'s
- * default contraction, these functions gave other bits in a vector loop
- * than in its scalar tail.)
+ * Each operation here is one IEEE operation in any lane, vectorised or not,
+ * because ddpc compiles a program with -ffp-contract=off (DDPC_CPU_CXXFLAGS).
+ * With g++'s default contraction, GELU's backward expression as the kernels
+ * write it took other bits in a vector loop than in a scalar one (1 value
+ * in 13); tests/unit/test_lanes.c builds nets both ways.
  *
  * On GPUs CUDA's own erff, expf and tanhf, which are as accurate and fast there.
  */

@@ -959,8 +959,9 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
  * an older one, say), none past RESUMED: a later bare --resume (the command
  * a stop prints, a restart) would take those and not this run's, and once
  * this run passed their steps they would count among the ones kept, its own
- * pruned instead. Damaged ones count too (bare --resume would skip them,
- * the pruning would not). */
+ * pruned instead. Damaged ones count too: bare --resume would skip them,
+ * but the pruning still counts one whose damage lies in its tensors (it
+ * reads headers alone), and keeps the others beside this run's. */
 static DdpStatus check_save_dir(Trainer *t, int64_t resumed)
 {
     char path[4096];
@@ -1464,8 +1465,9 @@ static DdpStatus check_batchnorm_values(const Trainer *t)
     const int64_t first = t->step, end = step_limit(t), per_epoch = t->steps_per_epoch;
     if (first >= end || per_epoch <= 0 || first / per_epoch >= t->cfg.epochs)
         return DDP_OK; /* no training batch */
-    /* the last step of FIRST's epoch, which holds its last batch */
-    const int reaches_last = (first / per_epoch + 1) * per_epoch - 1 < end;
+    /* the last step of FIRST's epoch (0-based), which holds its last batch */
+    const int64_t last_step = (first / per_epoch + 1) * per_epoch - 1;
+    const int reaches_last = last_step < end;
     const int64_t sizes[2] = {per_rank < batch ? per_rank : batch, reaches_last ? per_rank % batch : 0};
     for (int last = 0; last < 2; last++) {
         const int64_t n = sizes[last];
@@ -1473,14 +1475,19 @@ static DdpStatus check_batchnorm_values(const Trainer *t)
                                      (net->batchnorm_values_synced == 1 && n * t->dist.world == 1));
         if (!single)
             continue;
-        char which[160] = "a training batch of 1 sample";
+        char which[160] = "a training batch of 1 sample", stop[160] = "";
         if (last || per_rank < batch)
             snprintf(which, sizeof which, "an epoch's last training batch, which holds 1 sample (%lld a rank an "
                      "epoch, batch %lld)", (long long)per_rank, (long long)batch);
+        /* a resumed run keeps its checkpoint's global batch; it can stop
+         * first, where it has a step to train before that batch */
+        if (last && first > 0 && last_step > first)
+            snprintf(stop, sizeof stop, "; or, as this run resumes at step %lld, stop it before that batch with "
+                     "--max-steps %lld", (long long)first, (long long)last_step);
         return DDP_ERR(DDP_BAD_INPUT, "a batchnorm of net '%s' whose input has one value per channel in a sample "
                        "(flat, or 1x1) would normalize a single value in %s; PyTorch refuses such a batch "
                        "(\"Expected more than 1 value per channel when training\"): give a batch size (--batch-size "
-                       "or --global-batch) that leaves no batch of one sample", net->name, which);
+                       "or --global-batch) that leaves no batch of one sample%s", net->name, which, stop);
     }
     return DDP_OK;
 }

@@ -1,6 +1,6 @@
 /*
  * check.cpp: runtime/lane_math.h as a generated program runs it, compiled
- * with ddpc's flags for a CPU program (test_lane_math.c builds it so).
+ * with ddpc's flags for a CPU program (tests/unit/test_lanes.c builds it so).
  *
  *  - accuracy: ddp_erff, ddp_expf and ddp_tanhf against double's erf, exp
  *    and tanh on every STRIDE'th float (erf and tanh below 10 in magnitude,

@@ -279,7 +279,8 @@ static void test_skips_damaged(void)
  * DDP_CHECKPOINT_KEEP a save keeps: a good older one stays in their place,
  * and they go once that many good ones are newer. (Counted by name, the
  * saves after a damaged pair left one good checkpoint, the one just
- * written.) */
+ * written.) At most DDP_CHECKPOINT_KEEP go uncounted, and a FIFO of a
+ * checkpoint's name is passed over unopened (its open would wait). */
 static void test_damaged_not_counted(void)
 {
     setup();
@@ -307,6 +308,21 @@ static void test_damaged_not_counted(void)
         }
     }
     CU_ASSERT_EQUAL(count_files(path("ck"), 0), DDP_CHECKPOINT_KEEP);
+    /* 4 bad ones, 9 to 12, between good ones, 13 and 14 to come and an
+     * older one, 5: the fourth, 9, counts, so 5 goes */
+    CU_ASSERT_EQUAL_FATAL(mkfifo(path("ck/checkpoint-tiny-000000012.safetensors"), 0600), 0);
+    for (int bad = 9; bad <= 11; bad++) {
+        char name[96];
+        snprintf(name, sizeof name, "ck/checkpoint-tiny-%09d.safetensors", bad);
+        cut_short(path(name), 7);
+    }
+    for (int save = 0; save < 3; save++) {
+        run.step = (int64_t[]){5, 13, 14}[save];
+        CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    }
+    CU_ASSERT_NOT_EQUAL(access(path("ck/checkpoint-tiny-000000005.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(access(path("ck/checkpoint-tiny-000000009.safetensors"), F_OK), 0);
+    CU_ASSERT_EQUAL(count_files(path("ck"), 0), 6); /* 9 to 14 */
     test_remove_tmpdir(tmpdir);
 }
 

@@ -1,10 +1,10 @@
 /*
  * The generated kernels' arithmetic on CPUs is the source's, wherever the
  * compiler puts it in vector lanes: ddpc's flags (DDPC_CPU_CXXFLAGS, with
- * -ffp-contract=off) and runtime/lane_math.h's erf and exp, which run in
- * lanes where glibc's ran one value at a time.
+ * -ffp-contract=off) and runtime/lane_math.h's erf, exp and tanh, which run
+ * in lanes where glibc's ran one value at a time.
  *
- *  - lane_math.h against double's erf and exp, its special values, and the
+ *  - lane_math.h against double's erf, exp and tanh, its special values, and the
  *    same bits in a vector loop, its tail and a scalar loop
  *    (tests/lane_math/check.cpp, compiled as ddpc compiles a program);
  *  - a program's steps, built as ddpc builds it and again with
@@ -72,7 +72,7 @@ static void test_vectorised_or_not(void)
 void suite_lanes(void)
 {
     static const TestCase cases[] = {
-        {"lane_math.h: erf and exp within 1.5 ulp, special values, the same bits in any lane", test_lane_math},
+        {"lane_math.h: erf, exp and tanh within their bound, special values, the same bits in any lane", test_lane_math},
         {"a program's steps are the same bits built with -fno-tree-vectorize", test_vectorised_or_not},
         {NULL, NULL},
     };
