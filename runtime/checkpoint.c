@@ -19,7 +19,7 @@
 #include <string.h>
 #include <fcntl.h>     // open, O_*
 #include <sys/file.h>  // flock: one run per net and --save directory
-#include <sys/stat.h>  // lstat: whether a failed save left its file in place; whether a file to count is one
+#include <sys/stat.h>  // lstat: whether a failed save left its file in place
 #include <unistd.h>
 #include <zlib.h>  // crc32
 
@@ -465,21 +465,19 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     return st;
 }
 
-/* Whether DIR/NAME is a regular file that passes a load's checks of its
- * header, against the file's length (ddp_checkpoint_step): one cut short,
- * with a damaged header, or of another version of the net or of the format
- * does not. Only the header is read: the data's checksums are checked when
- * a file is loaded, since reading every kept checkpoint at each save would
- * cost more than writing one. Anything but a regular file is not opened
- * (a FIFO's open would wait for a writer). */
+/* Whether DIR/NAME passes a load's checks of its header, against the
+ * file's length (ddp_checkpoint_step): one cut short, with a damaged header,
+ * of another version of the net or of the format, or not a regular file
+ * (links followed) does not. Only the header is read: the data's checksums
+ * are checked when a file is loaded, since reading every kept checkpoint at
+ * each save would cost more than writing one. */
 static int header_checks_out(const DdpNet *net, const char *dir, const char *name)
 {
     char *path = NULL;
     if (asprintf(&path, "%s/%s", dir, name) < 0)
         return 1; /* unknown: counted, as every file once was */
-    struct stat st;
     int64_t step;
-    const int whole = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && ddp_checkpoint_step(net, path, &step) == DDP_OK;
+    const int whole = ddp_checkpoint_step(net, path, &step) == DDP_OK;
     if (!whole)
         ddp_error_clear();
     free(path);
@@ -489,16 +487,15 @@ static int header_checks_out(const DdpNet *net, const char *dir, const char *nam
 /* Removes what a save of NET leaves behind: its checkpoints up to STEP older
  * than the KEEP newest whose headers check out (header_checks_out), and its
  * temporary files of killed writers (no other writer of NET's can be at
- * work in DIR: ddp_checkpoint_lock). A damaged file among the newest stays
- * but is not counted, so it never costs a good one its place; it goes once
- * KEEP good ones are newer. At most KEEP go uncounted, the older ones
- * counted as good ones are: a header check that failed for every file (a
- * reader that could not open them) still leaves at most 2 x KEEP. Newer
- * checkpoints (a run resumed from an older
- * one), other nets' files and files named the older way are left alone;
- * the one just written, finite (ddp_checkpoint_save), is the newest kept,
- * so a good one always stays. Failing to remove is not worth stopping
- * training for. */
+ * work in DIR: ddp_checkpoint_lock). Up to KEEP damaged files among the
+ * newest stay but are not counted, so they never cost a good one its
+ * place; each goes once KEEP good ones are newer. Older damaged ones count
+ * as good ones do: a header check that failed for every file (a reader
+ * that could not open them) still leaves at most 2 x KEEP of those up to
+ * STEP. Newer checkpoints (a run resumed from an older one), other nets'
+ * files and files named the older way are left alone; the one just
+ * written, finite (ddp_checkpoint_save), is the newest kept, so a good one
+ * always stays. Failing to remove is not worth stopping training for. */
 static void prune(const DdpNet *net, const char *dir, int64_t step)
 {
     Candidate *c;

@@ -104,7 +104,7 @@ typedef struct {
 
 /* How many checkpoints a directory keeps: the one just written and the two
  * before it, so a checkpoint that turns out bad leaves good ones behind.
- * One whose header does not check out is kept too but not counted. */
+ * Up to as many whose headers do not check out are kept too, uncounted. */
 #define DDP_CHECKPOINT_KEEP 3
 
 /* mkdir -p DIR, checking it can take files: at start-up, so that a bad
@@ -119,9 +119,10 @@ DdpStatus ddp_checkpoint_make_dir(const char *dir, int *made);
 DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir);
 
 /* Writes DIR/checkpoint-NET-STEP.safetensors (creating DIR if it is
- * missing), then removes this net's ones older than the DDP_CHECKPOINT_KEEP
- * newest whose headers check out, and any temporary file a killed writer
- * of it left. PATH (LEN bytes) gets the file's name. DDP_FAIL, writing
+ * missing), then removes this net's ones up to STEP older than the
+ * DDP_CHECKPOINT_KEEP newest whose headers check out (up to that many
+ * damaged ones among them are kept uncounted), and any temporary file a
+ * killed writer of it left. PATH (LEN bytes) gets the file's name. DDP_FAIL, writing
  * nothing, when STATE is not finite. On failure PATH is "" where nothing
  * was written, and keeps the name where the file is in place but its
  * directory could not be synced (nothing pruned). */

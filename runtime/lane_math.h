@@ -4,7 +4,7 @@
  * bits in every lane.
  *
  * Why: glibc's erff, expf and tanhf are calls the compiler cannot
- * vectorise, so a GELU kernel ran one value at a time, about ten times
+ * vectorise, so a GELU kernel ran one value at a time, 7 to 10 times
  * slower than in vector lanes (GELU's forward loop over 32,768 values, one
  * thread: 470 us with glibc's erff, 47 us with these on a CPU with
  * AVX-512, 63 us built for Haswell's AVX2).
@@ -23,7 +23,7 @@
  *    (its subtraction loses little there, and tends to 1); the sign put back.
  * Q, G, H and P are Chebyshev fits rounded to float (tools/fit_lane_math.py
  * prints them). Against double's erf, exp and tanh on every float (erf and
- * tanh below 10 in magnitude, where they are not yet +-1; exp on [-104, 89]),
+ * tanh below 10 in magnitude, beyond which both are +-1; exp on [-104, 89]),
  * compiled as ddpc compiles a program: erf within 1.34 units in the last
  * place, exp within 1.05, tanh within 1.28 (glibc's erff within 0.97, its
  * tanhf 2.19). tests/lane_math/check.cpp holds them to 1.5 on every 97th

@@ -603,9 +603,16 @@ static DdpStatus open_file(const char *path, int with_data, DdpSafetensors **out
         free(f);
         return DDP_ERR(DDP_FAIL, "%s: out of memory", path);
     }
-    FILE *in = fopen(path, "rb");
+    /* O_NONBLOCK: a FIFO is not waited on for a writer (fopen would wait
+     * for good: a --resume over a FIFO of a checkpoint's name hung), but
+     * opened and then refused as not a regular file (load); a regular
+     * file's reads do not change */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!in) {
         DdpStatus st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         ddp_safetensors_close(f);
         return st;
     }

@@ -1482,7 +1482,7 @@ static DdpStatus check_batchnorm_values(const Trainer *t)
         /* a resumed run keeps its checkpoint's global batch; it can stop
          * first, where it has a step to train before that batch */
         if (last && first > 0 && last_step > first)
-            snprintf(stop, sizeof stop, "; or, as this run resumes at step %lld, stop it before that batch with "
+            snprintf(stop, sizeof stop, "; or, as this run resumes after step %lld, stop it before that batch with "
                      "--max-steps %lld", (long long)first, (long long)last_step);
         return DDP_ERR(DDP_BAD_INPUT, "a batchnorm of net '%s' whose input has one value per channel in a sample "
                        "(flat, or 1x1) would normalize a single value in %s; PyTorch refuses such a batch "

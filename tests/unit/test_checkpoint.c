@@ -235,8 +235,8 @@ static void test_keeps_three_and_resumes_past_the_end(void)
     test_remove_tmpdir(tmpdir);
 }
 
-/* The newest checkpoint damaged or cut short: skipped with a warning, the
- * one before it used. */
+/* The newest checkpoint damaged, cut short or not a file: skipped with a
+ * warning, the one before it used. */
 static void test_skips_damaged(void)
 {
     setup();
@@ -272,6 +272,14 @@ static void test_skips_damaged(void)
     CU_ASSERT(harness_has(out, "bad (2 skipped, above): starting from step 0"));
     free(out);
     CU_ASSERT(harness_same_tensors(path("first.st"), path("over.st")));
+    /* a FIFO of a checkpoint's name, newest: skipped as not a file, never
+     * waited on for a writer */
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 5", data_dir, path("fifo")), 0);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(path("fifo/checkpoint-tiny-000000010.safetensors"), 0600), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --max-steps 5", data_dir, path("fifo")), 0);
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: not a regular file"));
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000005.safetensors: step 5"));
+    free(out);
     test_remove_tmpdir(tmpdir);
 }
 

@@ -830,7 +830,7 @@ static void test_batchnorm_single_value(void)
     /* resumed at step 2, a run refused for step 4's batch is told how to stop before it */
     CU_ASSERT_EQUAL(harness_run(&net, &out, "--data %s --batch-size 199 --epochs 3 --max-steps 4 --resume "
                                 "%s/checkpoint-tiny-000000002.safetensors", data_dir, tmp_path("ck")), 2);
-    CU_ASSERT(harness_has(out, "leaves no batch of one sample; or, as this run resumes at step 2, stop it before that "
+    CU_ASSERT(harness_has(out, "leaves no batch of one sample; or, as this run resumes after step 2, stop it before that "
                                "batch with --max-steps 3"));
     free(out);
     /* resumed past its last epoch, it trains nothing */
