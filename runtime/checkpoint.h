@@ -122,10 +122,10 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir);
  * missing), then removes this net's ones up to STEP older than the
  * DDP_CHECKPOINT_KEEP newest whose headers check out (up to that many
  * damaged ones among them are kept uncounted), and any temporary file a
- * killed writer of it left. PATH (LEN bytes) gets the file's name. DDP_FAIL, writing
- * nothing, when STATE is not finite. On failure PATH is "" where nothing
- * was written, and keeps the name where the file is in place but its
- * directory could not be synced (nothing pruned). */
+ * killed writer of it left. PATH (LEN bytes) gets the file's name.
+ * DDP_FAIL, writing nothing, when STATE is not finite. On failure PATH is
+ * "" where nothing was written, and keeps the name where the file is in
+ * place but its directory could not be synced (nothing pruned). */
 DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
                               const DdpCheckpointState *state, char *path, size_t len);
 

@@ -45,17 +45,13 @@ static double ulp_at(double v)
     return ldexp(1.0, e - 24);
 }
 
-/* (lane_math.h's bit casts, memcpy's) */
-static float bits_float(uint32_t bits) { return ddp_lane_float(bits); }
-static uint32_t float_bits(float f) { return ddp_lane_bits(f); }
-
 /* Worst error in ulp of F against REF over every STRIDE'th float of [LO, HI]
  * (one sign: the bit patterns of |x| from FROM to TO, times SIGN). */
 static double worst(float (*f)(float), double (*ref)(double), uint32_t from, uint32_t to, float sign, float *at)
 {
     double most = 0.0;
     for (uint32_t b = from; b <= to && b >= from; b += STRIDE) {
-        const float x = sign * bits_float(b);
+        const float x = sign * ddp_lane_float(b);
         const double want = ref(x), got = f(x);
         /* past FLT_MAX by half an ulp or more: infinity */
         const double err = isinf((float)want) ? (got == (float)want ? 0.0 : INFINITY) : fabs(got - want) / ulp_at(want);
@@ -67,60 +63,33 @@ static double worst(float (*f)(float), double (*ref)(double), uint32_t from, uin
     return most;
 }
 
-static float erf_lanes(float x) { return ddp_erff(x); }
-static float exp_lanes(float x) { return ddp_expf(x); }
-static float tanh_lanes(float x) { return ddp_tanhf(x); }
-
 /* The kernels' form: a loop the compiler vectorises, with a scalar tail. */
-__attribute__((noinline)) static void erf_loop(int n, const float *x, float *y)
+template <float (*F)(float)> __attribute__((noinline)) static void vector_loop(int n, const float *x, float *y)
 {
     for (int i = 0; i < n; i++)
-        y[i] = ddp_erff(x[i]);
-}
-
-__attribute__((noinline)) static void exp_loop(int n, const float *x, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = ddp_expf(x[i]);
-}
-
-__attribute__((noinline)) static void tanh_loop(int n, const float *x, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = ddp_tanhf(x[i]);
+        y[i] = F(x[i]);
 }
 
 /* The same, never vectorised: what a loop the compiler leaves scalar (in
  * another kernel, or on another machine or compiler) computes. */
-__attribute__((noinline, optimize("no-tree-vectorize"))) static void erf_scalar(int n, const float *x, float *y)
+template <float (*F)(float)>
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void scalar_loop(int n, const float *x, float *y)
 {
     for (int i = 0; i < n; i++)
-        y[i] = ddp_erff(x[i]);
+        y[i] = F(x[i]);
 }
 
-__attribute__((noinline, optimize("no-tree-vectorize"))) static void exp_scalar(int n, const float *x, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = ddp_expf(x[i]);
-}
-
-__attribute__((noinline, optimize("no-tree-vectorize"))) static void tanh_scalar(int n, const float *x, float *y)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = ddp_tanhf(x[i]);
-}
-
-static void check_lanes(const char *what, void (*loop)(int, const float *, float *),
-                        void (*scalar)(int, const float *, float *), const float *x)
+template <float (*F)(float)> static void check_lanes(const char *what, const float *x)
 {
     static float all[VALUES], one[VALUES], plain[VALUES];
-    loop(VALUES, x, all);
+    vector_loop<F>(VALUES, x, all);
     for (int i = 0; i < VALUES; i++)
-        loop(1, x + i, one + i);
-    scalar(VALUES, x, plain);
+        vector_loop<F>(1, x + i, one + i);
+    scalar_loop<F>(VALUES, x, plain);
     int differ = 0;
     for (int i = 0; i < VALUES; i++)
-        if ((float_bits(all[i]) != float_bits(one[i]) || float_bits(all[i]) != float_bits(plain[i])) && differ++ < 5)
+        if ((ddp_lane_bits(all[i]) != ddp_lane_bits(one[i]) || ddp_lane_bits(all[i]) != ddp_lane_bits(plain[i])) &&
+            differ++ < 5)
             printf("lane_math: FAULT %s(%.9g): %.9g in the vector loop, %.9g alone, %.9g in a scalar loop\n", what,
                    x[i], all[i], one[i], plain[i]);
     faults += differ;
@@ -131,13 +100,13 @@ static void check_lanes(const char *what, void (*loop)(int, const float *, float
 int main(void)
 {
     float at = 0.0f;
-    const uint32_t ten = float_bits(10.0f), most_exp = float_bits(89.0f), least_exp = float_bits(104.0f);
-    const double erf_ulp = fmax(worst(erf_lanes, erf, 0, ten, 1.0f, &at), worst(erf_lanes, erf, 1, ten, -1.0f, &at));
+    const uint32_t ten = ddp_lane_bits(10.0f), most_exp = ddp_lane_bits(89.0f), least_exp = ddp_lane_bits(104.0f);
+    const double erf_ulp = fmax(worst(ddp_erff, erf, 0, ten, 1.0f, &at), worst(ddp_erff, erf, 1, ten, -1.0f, &at));
     printf("lane_math: erf within %.3f ulp (worst at %.9g)\n", erf_ulp, at);
-    const double exp_ulp = fmax(worst(exp_lanes, exp, 0, most_exp, 1.0f, &at),
-                                worst(exp_lanes, exp, 0, least_exp, -1.0f, &at));
+    const double exp_ulp = fmax(worst(ddp_expf, exp, 0, most_exp, 1.0f, &at),
+                                worst(ddp_expf, exp, 0, least_exp, -1.0f, &at));
     printf("lane_math: exp within %.3f ulp (worst at %.9g)\n", exp_ulp, at);
-    const double tanh_ulp = fmax(worst(tanh_lanes, tanh, 0, ten, 1.0f, &at), worst(tanh_lanes, tanh, 1, ten, -1.0f, &at));
+    const double tanh_ulp = fmax(worst(ddp_tanhf, tanh, 0, ten, 1.0f, &at), worst(ddp_tanhf, tanh, 1, ten, -1.0f, &at));
     printf("lane_math: tanh within %.3f ulp (worst at %.9g)\n", tanh_ulp, at);
     if (!(erf_ulp <= MOST_ULP))
         fault("erf's worst ulp", 0, erf_ulp, MOST_ULP);
@@ -173,9 +142,9 @@ int main(void)
         x[i] = ((float)(state >> 8) / 16777216.0f - 0.5f) * (i % 2 ? 12.0f : 200.0f);
     }
     memcpy(x, special, sizeof special);
-    check_lanes("erf", erf_loop, erf_scalar, x);
-    check_lanes("exp", exp_loop, exp_scalar, x);
-    check_lanes("tanh", tanh_loop, tanh_scalar, x);
+    check_lanes<ddp_erff>("erf", x);
+    check_lanes<ddp_expf>("exp", x);
+    check_lanes<ddp_tanhf>("tanh", x);
 
     if (faults) {
         printf("lane_math: %d faults\n", faults);
