@@ -275,7 +275,7 @@ check: all $(BUILD)/unit_tests
 # ---- fuzzing -------------------------------------------------------------------
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -Itests/fuzz -I$(BUILD)
-fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy \
+fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_idx $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy \
       $(if $(IMAGE_LIBS),$(BUILD)/fuzz_image)
 $(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
                      runtime/dirs.c runtime/status.c \
@@ -296,6 +296,11 @@ $(BUILD)/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c runtime/safetensors.c r
 # dataset.c decodes image files when gathering: these two take the decoder
 # without libpng or libjpeg (it then refuses every image).
 DATASET_SRC := runtime/dataset.c runtime/image_decode.c runtime/image_resize.c runtime/status.c
+$(BUILD)/fuzz_idx: tests/fuzz/fuzz_idx.c runtime/idx.c $(DATASET_SRC)
+	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
+	@mkdir -p $(BUILD)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ -lz -lm
+
 $(BUILD)/fuzz_cifar: tests/fuzz/fuzz_cifar.c runtime/cifar.c $(DATASET_SRC)
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)
 	@mkdir -p $(BUILD)
