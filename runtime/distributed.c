@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "device_rules.h"  // ddp_local_ranks_to_start
 #include "fnv1a.h"     // ddp_fnv1a: the weights' digest
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
+#include "orphans.h"   // ddp_orphans_adopt, ddp_orphans_end: the ranks a killed mpirun leaves
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
@@ -82,10 +84,13 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
 
 /* mpirun's pid while it runs; the first stop asked of us (SIGINT, SIGTERM,
  * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces;
- * whether rank 0 has said the ranks stopped (relay_mpirun_stderr). */
+ * whether mpirun was killed after that (a stuck one); whether rank 0 has
+ * said the ranks stopped (relay_mpirun_stderr). */
 static volatile pid_t mpirun_pid;
-static volatile sig_atomic_t stop_signal, forced_signal, interrupts, ranks_stopped, told_stopped;
+static volatile sig_atomic_t stop_signal, forced_signal, mpirun_killed, interrupts, ranks_stopped, told_stopped;
 static char prog_name[128]; /* for the handler's line */
+/* What the handler says as it kills mpirun, after "PROG: SIGINT". */
+#define MPIRUN_KILLED ": mpirun has not ended the ranks: killing it, then them (SIGKILL)"
 
 /* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
  * us alone, and every stop goes through here: the first is passed on as
@@ -93,7 +98,10 @@ static char prog_name[128]; /* for the handler's line */
  * step (rank_signals.h); a second SIGINT, SIGTERM or SIGHUP goes on to
  * mpirun as SIGTERM, and mpirun ends the ranks at once. Once they have
  * stopped, mpirun is winding the job down, which that would cut short: the
- * first signal then only says so, and the next forces (a stuck mpirun). */
+ * first signal then only says so, and the next forces. Any after the one
+ * that forced kills mpirun (SIGKILL): it is stuck, as one that cannot
+ * start all its ranks is, deaf to SIGTERM; the ranks it leaves are ended
+ * once it is reaped (orphans.h). */
 static void forward_to_mpirun(int sig)
 {
     int saved_errno = errno;
@@ -107,8 +115,21 @@ static void forward_to_mpirun(int sig)
         errno = saved_errno;
         return;
     }
+    if (sig != SIGUSR1 && forced_signal) {
+        if (mpirun_pid > 0 && !mpirun_killed) {
+            mpirun_killed = 1;
+            kill(mpirun_pid, SIGKILL);
+            const char *parts[] = {prog_name, ": ", ddp_signals_name(sig), MPIRUN_KILLED, "\n"};
+            for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+                ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
+                (void)w;
+            }
+        }
+        errno = saved_errno;
+        return;
+    }
     /* a SIGINT, SIGTERM or SIGHUP after any stop asked forces, as in launcher.c */
-    if (sig != SIGUSR1 && (++interrupts >= 2 || stop_signal) && !forced_signal) {
+    if (sig != SIGUSR1 && (++interrupts >= 2 || stop_signal)) {
         forced_signal = sig;
         if (mpirun_pid > 0)
             kill(mpirun_pid, SIGTERM);
@@ -163,6 +184,15 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
     *rank = *sig = -1;
     held[0] = '\0';
     for (;;) {
+        /* A killed mpirun says no more, and a rank of its still holding this
+         * pipe would hold it until the ranks are ended, after this loop. The
+         * signal that kills it interrupts poll (which never restarts), or
+         * came just before it: then its timeout looks again. */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (mpirun_killed)
+            break;
+        if (poll(&p, 1, 250) <= 0)
+            continue;
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
@@ -364,7 +394,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     for (int i = 0; i < NSTOPS; i++)
         sigaddset(&blocked, stops[i]);
     sigprocmask(SIG_BLOCK, &blocked, &old_mask);
-    stop_signal = forced_signal = interrupts = ranks_stopped = told_stopped = 0;
+    stop_signal = forced_signal = mpirun_killed = interrupts = ranks_stopped = told_stopped = 0;
+    ddp_orphans_adopt();
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &sa, &old[i]);
     pid_t parent = getpid();
@@ -415,6 +446,11 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }
     mpirun_pid = 0;
+    /* ranks outlive mpirun only when it was killed (by us, a stuck one, or
+     * by anyone): they would run on, nobody's, and hold the port and cores */
+    int orphans = ddp_orphans_end();
+    if (orphans > 0)
+        fprintf(stderr, "%s: killed %d process%s that mpirun left running\n", prog, orphans, orphans == 1 ? "" : "es");
     remove_program_link(exe, link_dir);
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &old[i], NULL);

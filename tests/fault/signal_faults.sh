@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # A run stopped at once, or a rank ended by a signal, must be said in
 # README's words, with status 1:
-#   tests/fault/signal_faults.sh nproc-kill|nproc-term|single-term|pair-int
+#   tests/fault/signal_faults.sh nproc-kill|nproc-term|nproc-stuck|single-term|pair-int
 # nproc-kill:  a CPU build's --nproc-per-node 2 (which runs mpirun); rank 1
 #              is killed with SIGKILL: "rank 1 was killed by signal SIGKILL";
 # nproc-term:  the same launcher gets SIGTERM and SIGINT together: the first
 #              it takes asks the ranks to stop after their step, the second
 #              ends them at once: "stopped by SIGTERM" (or SIGINT);
+# nproc-stuck: the same launcher over an mpirun stuck starting its ranks,
+#              as one is that cannot start them all: deaf to every signal,
+#              and so is its rank, in a session of its own (Open MPI puts
+#              each rank in a group of its own), holding the pipe of
+#              mpirun's stderr open. SIGINT, SIGTERM, SIGINT,
+#              one at a time: the third kills mpirun, then the rank left,
+#              "stopped by SIGINT", and nothing of the run is left;
 # single-term: one rank, no launcher, gets SIGTERM and SIGINT together:
 #              "stopped at once by a second SIGINT while training at epoch"
 #              (or SIGTERM);
@@ -42,6 +49,18 @@ flags=(--data "$d/data" --batch-size 512 --epochs 1000)
 export OMP_NUM_THREADS=1
 case $mode in
 nproc-kill|nproc-term) "$d/prog" "${flags[@]}" --nproc-per-node 2 --timeout 8 > "$d/out.txt" 2>&1 & ;;
+nproc-stuck)
+    mkdir "$d/bin"
+    # its rank is named after the program, for the cleanup's pkill, and
+    # keeps mpirun's stderr open, the launcher's pipe
+    cat > "$d/bin/mpirun" << EOF
+#!/usr/bin/env bash
+trap '' TERM USR1 INT HUP
+setsid bash -c 'trap "" TERM; echo \$\$ > "$d/rank.pid"; exec -a "$d/prog rank" sleep 1000' < /dev/null > /dev/null &
+exec sleep 1000  # deaf still: an ignored signal stays ignored across exec
+EOF
+    chmod +x "$d/bin/mpirun"
+    PATH="$d/bin:$PATH" "$d/prog" "${flags[@]}" --nproc-per-node 2 > "$d/out.txt" 2>&1 & ;;
 single-term) "${with_sigint[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
 pair-int)
     # --timeout: rank 0 waits for the stopped rank 1 no longer than this
@@ -62,6 +81,7 @@ for _ in $(seq 300); do
     pair-int) victim=$(rank_pid "$d/prog" 0) ;;
     *) victim=$pid ;;
     esac
+    [ "$mode" = nproc-stuck ] && [ -s "$d/rank.pid" ] && break
     [ -n "$victim" ] && grep -q "steps per epoch" "$d/out.txt" && break
     kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
@@ -89,6 +109,21 @@ pair-int)
     grep -q "$took_first" "$d/out.txt" ||
         failed "rank 0 never said that it took the first SIGINT"
     kill -INT "$victim" 2> /dev/null || failed "rank 0 ended before its second SIGINT" ;;
+nproc-stuck)
+    kill -INT "$pid"
+    for _ in $(seq 50); do
+        grep -q "the ranks stop after their step" "$d/out.txt" && break
+        sleep 0.1
+    done
+    kill -TERM "$pid"
+    sleep 0.5
+    kill -INT "$pid" 2> /dev/null || failed "the launcher ended before the third signal"
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    ! kill -0 "$pid" 2> /dev/null || failed "the launcher still runs 10 s after the third signal"
+    ! kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || failed "the stuck mpirun's rank outlived the launcher" ;;
 esac
 status=0
 wait "$pid" || status=$?
