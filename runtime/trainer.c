@@ -605,10 +605,11 @@ static DdpStatus check_output_files(Trainer *t)
  * first, so that the other outputs may lie in it on a first run (--log
  * DIR/log.jsonl); a check that then refuses the run removes DIR if this
  * process made it (the directory itself: parents mkdir -p made stay; one
- * that another run made meanwhile is that run's). */
+ * that another run made meanwhile is that run's). An evaluation only reads
+ * --save DIR (--resume's newest): it is neither made nor written. */
 static DdpStatus check_outputs(Trainer *t)
 {
-    const char *save = t->flags.save;
+    const char *save = t->flags.eval_only ? NULL : t->flags.save;
     int save_made = 0;
     if (save)
         DDP_CHECK(ddp_checkpoint_make_dir(save, &save_made));
@@ -996,7 +997,9 @@ static DdpStatus resume(Trainer *t)
     int64_t said[2 + REPORTS] = {DDP_OK, 0};
     DdpStatus st = DDP_OK;
     if (t->dist.rank == 0) {
-        st = t->flags.save ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
+        /* the lock keeps two writers apart; an evaluation, which writes and
+         * prunes nothing, may read the newest of a run still training */
+        st = t->flags.save && !t->flags.eval_only ? ddp_checkpoint_lock(t->net, t->flags.save) : DDP_OK;
         int from_path = 0;
         if (st == DDP_OK)
             st = t->flags.resume ? load_checkpoint(t, &said[1], &from_path) : check_save_dir(t, -1);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>  // flock: a --save directory another run holds
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1042,6 +1043,23 @@ static void test_eval_only(void)
     mkdir(tmp_path("empty"), 0755);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --resume --save %s", data_dir, tmp_path("empty")), 2);
     CU_ASSERT(harness_has(out, "holds no checkpoint of net 'tiny' to evaluate"));
+    free(out);
+    /* --save DIR is read, not written: the newest of a run still training
+     * there (which holds DIR's lock) is evaluated, and a DIR that does not
+     * exist is not made */
+    CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --max-steps 2 --save %s", data_dir, tmp_path("ck")), 0);
+    char lock_path[4096];
+    snprintf(lock_path, sizeof lock_path, "%s/checkpoint-tiny.lock", tmp_path("ck"));
+    int lock = open(lock_path, O_RDWR);
+    CU_ASSERT_FATAL(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --resume --save %s", data_dir, tmp_path("ck")), 0);
+    CU_ASSERT(harness_has(out, "000000002.safetensors: step 2"));
+    free(out);
+    close(lock);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --resume --save %s", data_dir, tmp_path("typo")),
+                    2);
+    CU_ASSERT(harness_has(out, "typo holds no checkpoint of net 'tiny' to evaluate"));
+    CU_ASSERT_EQUAL(access(tmp_path("typo"), F_OK), -1);
     free(out);
     teardown();
 }
