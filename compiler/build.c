@@ -288,13 +288,17 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
     *cu = *prog ? output_target(a, arena_printf(a, "%s (its source %s)", who, cu_named), cu_named) : NULL;
     if (!*cu)
         return false;
-    /* what the build reads: the net, and the runtime library it links */
+    /* what the build reads: the net, and the runtime library it links; and
+     * ddpc itself, which a program written over it would replace, newer
+     * than its sources, so that make would not build it again */
     Runtime rt;
     const char *lib = find_runtime(&rt) ? runtime_library(a, &rt, target) : NULL;
     if (!lib)
         return false;
-    const char *inputs[] = {input, lib};
-    const char *what[] = {"the input", "the runtime library"};
+    char self[PATH_MAX];
+    ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
+    const char *inputs[] = {input, lib, self_len > 0 ? (self[self_len] = '\0', self) : NULL};
+    const char *what[] = {"the input", "the runtime library", "ddpc itself"};
     for (int i = 0; i < DDPC_COUNT(inputs); i++) {
         if (!inputs[i])
             continue;

@@ -133,7 +133,9 @@ static void script_says(const char *script, const char *const *want)
 }
 
 /* -o may not name an input, nor have its .cu do so (by inode: ./x.net is
- * x.net), nor be a directory or a FIFO; each refusal leaves the file as it was. */
+ * x.net), nor name ddpc itself (a copy of it, found its runtime by
+ * DDPC_HOME: a failure here must not overwrite the build's), nor be a
+ * directory or a FIFO; each refusal leaves the file as it was. */
 static void test_output_not_an_input(void)
 {
     char *script;
@@ -145,11 +147,13 @@ static void test_output_not_an_input(void)
         "$D x.net --target cpu -o sub; echo \"dir=$?\"; "
         "$D x.net --target cpu -o ff; echo \"fifo=$?\"; "
         "$D x.net --target cpu -o reg/p; echo \"under=$?\"; "
+        "cp $D own; DDPC_HOME=%s ./own x.net --target cpu -o own; echo \"ddpc=$?\"; cmp $D own && echo DDPC_KEPT; "
         "cmp x.net keep && cmp n.cu keep && echo UNCHANGED; test -p ff && test -z \"$(ls sub)\" && echo KINDS_KEPT",
-        getenv("PWD") ? getenv("PWD") : ".") > 0);
+        getenv("PWD") ? getenv("PWD") : ".", getenv("PWD") ? getenv("PWD") : ".") > 0);
     static const char *const want[] = {
-        "self=2", "abs=2", "cu=2", "dir=2", "fifo=2", "under=2", "UNCHANGED", "KINDS_KEPT",
+        "self=2", "abs=2", "cu=2", "dir=2", "fifo=2", "under=2", "ddpc=2", "DDPC_KEPT", "UNCHANGED", "KINDS_KEPT",
         "ddpc: error: -o x.net: that is the input x.net; name another output",
+        "ddpc: error: -o own: that is ddpc itself ",
         "ddpc: error: -o n: its source n.cu would overwrite the input n.cu; name another output",
         "ddpc: error: -o sub: is a directory; name the program to write (-o sub/NAME)",
         "ddpc: error: -o ff: is a FIFO, not a regular file; name a file",
