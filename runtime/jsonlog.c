@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // stat: only a regular file is read
-#include <unistd.h>    // close
+#include <unistd.h>    // close, pread
 
 #include "dirs.h"  // ddp_output_in_place_check: which paths a log may be written in
 #include "json.h"  // ddp_json_put_string
@@ -106,8 +106,9 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             return st;
         }
         int fd = own_stream(path), copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
-        /* fdopen neither empties nor moves the stream's file */
-        log->f = fd < 0 ? fopen(path, append ? "a" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
+        /* fdopen neither empties nor moves the stream's file; "a+" reads
+         * too, for the last byte below, and still writes at the end */
+        log->f = fd < 0 ? fopen(path, append ? "a+" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
         if (!log->f) {
             int err = errno;
             if (copy >= 0)
@@ -117,6 +118,14 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
+        /* a log cut short in a line (a crash, a full disk) would have the
+         * resumed run's first record glued to its last: ended first, so
+         * every record that follows is a line of its own */
+        struct stat sb;
+        char last = '\n';
+        if (append && fd < 0 && fstat(fileno(log->f), &sb) == 0 && sb.st_size > 0 &&
+            pread(fileno(log->f), &last, 1, sb.st_size - 1) == 1 && last != '\n')
+            fputc('\n', log->f);
     }
     *out = log;
     return DDP_OK;

@@ -69,6 +69,21 @@ static void test_exact_text(void)
     CU_ASSERT_FATAL(text != NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "{}\n{\"event\": \"epoch\"}\n"));
     free(text);
+
+    /* A file cut short in a line (a crash, a full disk) is ended first: the
+     * appended record is a line of its own, and the whole one before it
+     * stays as it was. */
+    FILE *cut = fopen(path, "w");
+    CU_ASSERT_FATAL(cut != NULL);
+    fputs("{\"event\": \"epoch\"}\n{\"event\": \"ep", cut);
+    fclose(cut);
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 1, &log), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 1), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    text = test_read_file(path, NULL);
+    CU_ASSERT_FATAL(text != NULL);
+    CU_ASSERT_STRING_EQUAL(text, "{\"event\": \"epoch\"}\n{\"event\": \"ep\n{\"event\": \"epoch\"}\n");
+    free(text);
     test_remove_tmpdir(tmpdir);
 }
 
