@@ -268,6 +268,12 @@ DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed)
     return pg->ops->stop_vote(pg->impl, local, agreed);
 }
 
+DdpStatus ddp_pg_stop_vote_alone(DdpProcessGroup *pg, int local, int *agreed)
+{
+    DDP_CHECK(ddp_pg_stop_vote(pg, local, agreed));
+    return ddp_pg_backend(pg) == DDP_PG_MPI ? ddp_pg_barrier(pg) : DDP_OK;
+}
+
 /* One run per process, so one set of whereabouts: set once at start-up, read
  * by whichever thread finds a timeout. */
 static DdpWhereabouts *_Atomic whereabouts;

@@ -143,6 +143,11 @@ DdpStatus ddp_pg_watch(DdpProcessGroup *pg, void *stream, const char *what);
  * *AGREED one or two steps after it is made. A world of one: LOCAL. */
 DdpStatus ddp_pg_stop_vote(DdpProcessGroup *pg, int local, int *agreed);
 
+/* The same for a loop that makes no other collective (--eval-only's): on
+ * MPI a barrier follows, to carry the request, which then reaches *AGREED
+ * at the next call; NCCL's vote is a collective of its own. */
+DdpStatus ddp_pg_stop_vote_alone(DdpProcessGroup *pg, int local, int *agreed);
+
 /* What a collective's timeout says of the other ranks. With W (the run's,
  * process-wide; NULL: none), where each was last seen (whereabouts.h);
  * without, that one may have stopped. ddp_pg_why_stuck writes it into BUF

@@ -83,7 +83,8 @@ void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step);
  * batch of the step that makes N steps, as a signal then would: one rank
  * stops after step N, several after the step their vote agrees on
  * (ddp_pg_stop_vote: one or two steps later). The trainer calls it before
- * each training batch with the steps taken; runs without it return at once. */
+ * each training batch with the steps taken (--eval-only: the batches
+ * evaluated); runs without it return at once. */
 #define DDP_TEST_STOP_AFTER_ENV "DDP_TEST_STOP_AFTER"
 void ddp_signals_test_stop(int64_t steps_taken);
 

@@ -185,7 +185,9 @@ typedef struct {
     int64_t step;           /* global optimizer steps taken */
     int64_t epoch;          /* of the batch trained last */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
-    int stopped;            /* the signal of a stop the ranks agreed on after a step; 0: none */
+    int stopped;            /* the signal of a stop the ranks agreed on after a step (--eval-only: a
+                             * batch); 0: none */
+    int64_t eval_stopped_at; /* --eval-only stopped: the test samples the ranks had evaluated */
     DdpStepTimes times;     /* since the ranks' times were last gathered */
     char saved_path[4096];  /* rank 0: the last checkpoint written or resumed from; "" none */
     double lr;              /* of the last step */
@@ -1203,12 +1205,15 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
 {
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
+    *loss = *acc = NAN;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
     ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->epoch, t->step);
     ddp_whereabouts_note(t->dist.whereabouts, t->step, "evaluation");
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
         int n = (int)(share - start < batch ? share - start : batch);
+        if (t->flags.eval_only)
+            ddp_signals_test_stop(start / batch); /* tests: its batches are the steps */
         for (int i = 0; i < n; i++)
             t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
         DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n, -1, NULL));
@@ -1217,6 +1222,17 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
         DDP_CHECK(ddp_ops_status(t->ops));
         if (tally)
             DDP_CHECK(tally_batch(t, tally, start, n));
+        /* --eval-only is the whole run: a stop asked ends it after the
+         * batch the ranks agree on (every rank takes as many), as training's
+         * after a step; training's own evaluations run to their end */
+        if (t->flags.eval_only) {
+            DDP_CHECK(ddp_pg_stop_vote_alone(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
+            if (t->stopped) {
+                t->ctx.stats = t->train_stats;
+                t->eval_stopped_at = (start + n) * world < t->test.n ? (start + n) * world : t->test.n;
+                return DDP_OK;
+            }
+        }
     }
     t->ctx.stats = t->train_stats;
     double s[NSTATS];
@@ -1256,9 +1272,15 @@ static DdpStatus evaluate_only(Trainer *t)
     double loss = NAN, acc = NAN;
     if (s == DDP_OK)
         s = evaluate(t, &loss, &acc, &tally);
-    if (s == DDP_OK)
+    if (s == DDP_OK && !t->stopped)
         s = sum_confusion(t, &tally.matrix);
-    if (s == DDP_OK && t->dist.rank == 0) {
+    if (s == DDP_OK && t->stopped && t->dist.rank == 0) {
+        char name[32];
+        ddp_signal_name(ddp_signals_stop_asked() ? ddp_signals_stop_asked() : t->stopped, name, sizeof name);
+        fprintf(stderr, "%s: stopped on %s after %lld of the %lld test samples: nothing is reported of an evaluation "
+                "cut short\n", t->prog, name, (long long)t->eval_stopped_at, (long long)t->test.n);
+        s = ddp_progress_stop(&t->progress, name, t->step, NULL);
+    } else if (s == DDP_OK && t->dist.rank == 0) {
         /* the loss is the evaluation's own, as in training: it counts the
          * samples padding the ranks' shares to equal size (when the world size
          * does not divide the test set) twice; the accuracy counts each once */
@@ -1949,7 +1971,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 
     if (t->flags.eval_only) { /* --export: a checkpoint's weights as a weights file */
         DDP_CHECK(evaluate_only(t));
-        return t->flags.export_path && rank == 0 ? export_weights(t) : DDP_OK;
+        return t->flags.export_path && rank == 0 && !t->stopped ? export_weights(t) : DDP_OK;
     }
     DDP_CHECK(train(t));
     if (ddp_device_is_gpu()) {

@@ -13,8 +13,9 @@
 #    label, must give that accuracy again.
 # Then mlp.net saved by 2 ranks (--save) is evaluated from its checkpoint on
 # 1 rank (--eval-only --resume), another world size, with training's
-# accuracy, and --export writes the checkpoint's weights; and --predict
-# under mpirun is refused.
+# accuracy, and --export writes the checkpoint's weights; 2 ranks asked to
+# stop an evaluation stop together, after the batch they agree on; and
+# --predict under mpirun is refused.
 # One line per check; "DIFFERENT" or a non-zero status is a failure.
 set -euo pipefail
 here=$(dirname "$0")
@@ -75,6 +76,17 @@ verdict=same
 [ "$(last_acc "$d/resumed.jsonl")" = "$(last_acc "$d/saved.jsonl")" ] && [ -s "$d/resumed.safetensors" ] ||
     verdict=DIFFERENT
 say "a 2-rank checkpoint evaluated on 1 rank: $(last_acc "$d/resumed.jsonl") (training's: $(last_acc "$d/saved.jsonl")), exported" $verdict
+
+# A stop asked of both ranks as their second batch of 128 begins: on MPI a
+# barrier after each batch carries the votes, agreed at the next, so both
+# end after their third batch, 768 samples in all, with a stop's status
+export DDP_TEST_STOP_AFTER=2
+rc=0
+run_on_ranks 2 "$d/mlp" --eval-only --init "$d/mlp.safetensors" > "$d/out" 2>&1 || rc=$?
+unset DDP_TEST_STOP_AFTER
+verdict=same
+[ "$rc" = 75 ] && grep -q "stopped on SIGUSR1 after 768 of the 10000 test samples" "$d/out" || verdict=DIFFERENT
+say "--eval-only on 2 ranks stopped as their second batch began: status $rc, ended after their third" $verdict
 
 # --predict under mpirun: refused on every rank, status 2
 rc=0

@@ -1061,6 +1061,22 @@ static void test_eval_only(void)
     CU_ASSERT(harness_has(out, "typo holds no checkpoint of net 'tiny' to evaluate"));
     CU_ASSERT_EQUAL(access(tmp_path("typo"), F_OK), -1);
     free(out);
+    /* a stop asked as its third batch of 10 begins: it ends after that
+     * batch, with the status of a stop, reporting and exporting nothing; the
+     * log says so */
+    setenv(DDP_TEST_STOP_AFTER_ENV, "3", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s --batch-size 10 --log %s --export %s",
+                                data_dir, tmp_path("w.st"), tmp_path("stopped.jsonl"), tmp_path("not.st")),
+                    DDP_EXIT_STOPPED);
+    unsetenv(DDP_TEST_STOP_AFTER_ENV);
+    CU_ASSERT_EQUAL(access(tmp_path("not.st"), F_OK), -1);
+    CU_ASSERT(harness_has(out, "stopped on SIGUSR1 after 30 of the 50 test samples: nothing is reported of an "
+                               "evaluation cut short"));
+    CU_ASSERT(!strstr(out ? out : "", "test_acc"));
+    free(out);
+    char *log = test_read_file(tmp_path("stopped.jsonl"), NULL);
+    CU_ASSERT(log && strstr(log, "{\"event\": \"stop\", \"signal\": \"SIGUSR1\"") && !strstr(log, "eval_only"));
+    free(log);
     teardown();
 }
 
