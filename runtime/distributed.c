@@ -22,7 +22,7 @@
 #include "device_rules.h"  // ddp_local_ranks_to_start
 #include "fnv1a.h"     // ddp_fnv1a: the weights' digest
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
-#include "orphans.h"   // ddp_orphans_adopt, ddp_orphans_end: the ranks a killed mpirun leaves
+#include "proc_tree.h"  // ddp_kill_descendants: a stuck mpirun's ranks
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
@@ -84,13 +84,14 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
 
 /* mpirun's pid while it runs; the first stop asked of us (SIGINT, SIGTERM,
  * SIGHUP, SIGUSR1), and a second SIGINT, SIGTERM or SIGHUP, which forces;
- * whether mpirun was killed after that (a stuck one); whether rank 0 has
- * said the ranks stopped (relay_mpirun_stderr). */
+ * one after that, which asks to kill mpirun and its ranks (a stuck mpirun:
+ * kill_if_asked); whether rank 0 has said the ranks stopped
+ * (relay_mpirun_stderr). */
 static volatile pid_t mpirun_pid;
-static volatile sig_atomic_t stop_signal, forced_signal, mpirun_killed, interrupts, ranks_stopped, told_stopped;
+static volatile sig_atomic_t stop_signal, forced_signal, kill_asked, interrupts, ranks_stopped, told_stopped;
 static char prog_name[128]; /* for the handler's line */
 /* What the handler says as it kills mpirun, after "PROG: SIGINT". */
-#define MPIRUN_KILLED ": mpirun has not ended the ranks: killing it, then them (SIGKILL)"
+#define MPIRUN_KILLED ": mpirun has not ended the ranks: killing them and it (SIGKILL)"
 
 /* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
  * us alone, and every stop goes through here: the first is passed on as
@@ -99,9 +100,10 @@ static char prog_name[128]; /* for the handler's line */
  * mpirun as SIGTERM, and mpirun ends the ranks at once. Once they have
  * stopped, mpirun is winding the job down, which that would cut short: the
  * first signal then only says so, and the next forces. Any after the one
- * that forced kills mpirun (SIGKILL): it is stuck, as one that cannot
- * start all its ranks is, deaf to SIGTERM; the ranks it leaves are ended
- * once it is reaped (orphans.h). */
+ * that forced asks to kill mpirun and its ranks: it is stuck, as one that
+ * cannot start all its ranks is, deaf to SIGTERM. Finding the ranks reads
+ * /proc, which a handler may not: the launcher's loops do it
+ * (kill_if_asked). */
 static void forward_to_mpirun(int sig)
 {
     int saved_errno = errno;
@@ -116,9 +118,8 @@ static void forward_to_mpirun(int sig)
         return;
     }
     if (sig != SIGUSR1 && forced_signal) {
-        if (mpirun_pid > 0 && !mpirun_killed) {
-            mpirun_killed = 1;
-            kill(mpirun_pid, SIGKILL);
+        if (mpirun_pid > 0 && !kill_asked) {
+            kill_asked = 1;
             const char *parts[] = {prog_name, ": ", ddp_signals_name(sig), MPIRUN_KILLED, "\n"};
             for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
                 ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
@@ -171,6 +172,21 @@ static int dashes_line(const char *line, size_t len)
     return len >= 41 && strspn(line, "-") == len - 1;
 }
 
+/* Kills mpirun's descendants, then mpirun (SIGKILL), once a signal has
+ * asked it (forward_to_mpirun); the ranks first, while they are still
+ * mpirun's children and so can be found. True once done. */
+static int mpirun_killed; /* this launch's: launch_under_mpirun clears it */
+
+static int kill_if_asked(void)
+{
+    if (kill_asked && !mpirun_killed && mpirun_pid > 0) {
+        ddp_kill_descendants(mpirun_pid);
+        kill(mpirun_pid, SIGKILL);
+        mpirun_killed = 1;
+    }
+    return mpirun_killed;
+}
+
 /* Copies mpirun's stderr from FD to ours as it comes, watching for the line
  * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1).
  * A block of held_blocks (from a line of dashes to the next) goes into HELD
@@ -184,12 +200,11 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
     *rank = *sig = -1;
     held[0] = '\0';
     for (;;) {
-        /* A killed mpirun says no more, and a rank of its still holding this
-         * pipe would hold it until the ranks are ended, after this loop. The
-         * signal that kills it interrupts poll (which never restarts), or
-         * came just before it: then its timeout looks again. */
+        /* A killed mpirun says no more. The signal that asks for it
+         * interrupts poll (which never restarts), or came just before it:
+         * then its timeout looks again. */
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (mpirun_killed)
+        if (kill_if_asked())
             break;
         if (poll(&p, 1, 250) <= 0)
             continue;
@@ -394,8 +409,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     for (int i = 0; i < NSTOPS; i++)
         sigaddset(&blocked, stops[i]);
     sigprocmask(SIG_BLOCK, &blocked, &old_mask);
-    stop_signal = forced_signal = mpirun_killed = interrupts = ranks_stopped = told_stopped = 0;
-    ddp_orphans_adopt();
+    stop_signal = forced_signal = kill_asked = interrupts = ranks_stopped = told_stopped = 0;
+    mpirun_killed = 0;
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &sa, &old[i]);
     pid_t parent = getpid();
@@ -442,15 +457,25 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     static char held[HELD_MOST];
     relay_mpirun_stderr(pipe_fd[0], &rank, &sig, held);
     close(pipe_fd[0]);
+    /* mpirun may close its stderr and still not end: waited for without
+     * being reaped, so that a kill asked meanwhile still finds its ranks,
+     * then reaped with the stop signals held, so that none is sent to its
+     * pid once that is free for another process */
+    siginfo_t ended;
+    for (;;) {
+        ended.si_pid = 0;
+        int got = waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOHANG | WNOWAIT);
+        if ((got == 0 && ended.si_pid == pid) || (got < 0 && errno != EINTR))
+            break;
+        kill_if_asked();
+        (void)poll(NULL, 0, 100);
+    }
     int ws = 0;
+    sigprocmask(SIG_BLOCK, &blocked, NULL);
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }
     mpirun_pid = 0;
-    /* ranks outlive mpirun only when it was killed (by us, a stuck one, or
-     * by anyone): they would run on, nobody's, and hold the port and cores */
-    int orphans = ddp_orphans_end();
-    if (orphans > 0)
-        fprintf(stderr, "%s: killed %d process%s that mpirun left running\n", prog, orphans, orphans == 1 ? "" : "es");
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     remove_program_link(exe, link_dir);
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &old[i], NULL);

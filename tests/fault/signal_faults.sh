@@ -11,9 +11,11 @@
 #              as one is that cannot start them all: deaf to every signal,
 #              and so is its rank, in a session of its own (Open MPI puts
 #              each rank in a group of its own), holding the pipe of
-#              mpirun's stderr open. SIGINT, SIGTERM, SIGINT,
-#              one at a time: the third kills mpirun, then the rank left,
-#              "stopped by SIGINT", and nothing of the run is left;
+#              mpirun's stderr open. SIGINT, SIGTERM, SIGINT, one at a
+#              time: the third kills the rank, then mpirun, "stopped by
+#              SIGINT", and nothing of the run is left. A process the
+#              launcher's shell started before it (exec) is not mpirun's
+#              and stays;
 # single-term: one rank, no launcher, gets SIGTERM and SIGINT together:
 #              "stopped at once by a second SIGINT while training at epoch"
 #              (or SIGTERM);
@@ -60,7 +62,10 @@ setsid bash -c 'trap "" TERM; echo \$\$ > "$d/rank.pid"; exec -a "$d/prog rank" 
 exec sleep 1000  # deaf still: an ignored signal stays ignored across exec
 EOF
     chmod +x "$d/bin/mpirun"
-    PATH="$d/bin:$PATH" "$d/prog" "${flags[@]}" --nproc-per-node 2 > "$d/out.txt" 2>&1 & ;;
+    # the launcher is exec'd by a shell that started a bystander first: its
+    # child, not mpirun's (named for the cleanup too)
+    PATH="$d/bin:$PATH" bash -c '(exec -a "$2 bystander" sleep 1000) & echo $! > "$1/bystander.pid"; shift; exec "$@"' \
+        _ "$d" "$d/prog" "${flags[@]}" --nproc-per-node 2 > "$d/out.txt" 2>&1 & ;;
 single-term) "${with_sigint[@]}" "$d/prog" "${flags[@]}" > "$d/out.txt" 2>&1 & ;;
 pair-int)
     # --timeout: rank 0 waits for the stopped rank 1 no longer than this
@@ -123,7 +128,13 @@ nproc-stuck)
         sleep 0.1
     done
     ! kill -0 "$pid" 2> /dev/null || failed "the launcher still runs 10 s after the third signal"
-    ! kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || failed "the stuck mpirun's rank outlived the launcher" ;;
+    # killed, then reaped by init, which takes a moment
+    for _ in $(seq 50); do
+        kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || break
+        sleep 0.1
+    done
+    ! kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || failed "the stuck mpirun's rank outlived the launcher by 5 s"
+    kill -0 "$(cat "$d/bystander.pid")" 2> /dev/null || failed "the launcher killed a process not mpirun's" ;;
 esac
 status=0
 wait "$pid" || status=$?

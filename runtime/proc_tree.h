@@ -1,0 +1,26 @@
+/*
+ * proc_tree.h: ending a process's descendants, for the launcher of a CPU
+ * build's ranks, which runs them under mpirun: a stuck mpirun (one that
+ * cannot start all its ranks) is deaf to the signals that would end them,
+ * and Open MPI puts each rank in a process group of its own, so no signal
+ * to mpirun's group reaches them. They are found by their parents, as
+ * /proc gives them, before mpirun is killed: after, they would be init's.
+ */
+#ifndef DDPRT_PROC_TREE_H
+#define DDPRT_PROC_TREE_H
+
+#include <sys/types.h>  // pid_t
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sends SIGKILL to every descendant of ROOT (not ROOT itself) that /proc
+ * shows now; returns how many. Not async-signal-safe (it reads /proc). */
+int ddp_kill_descendants(pid_t root);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
