@@ -238,7 +238,7 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
             }
             if (strncmp(line, "mpirun: Forwarding signal", 25) == 0)
                 continue;
-            if (stop_signal && strstr(line, DDP_SIGNALS_STOPPED_AFTER))
+            if (stop_signal && (strstr(line, DDP_SIGNALS_STOPPED_AFTER) || strstr(line, DDP_SIGNALS_EVAL_STOPPED)))
                 ranks_stopped = 1;
             int dashes = dashes_line(line, len);
             if (!in_block && !dashes) {
@@ -549,7 +549,7 @@ int ddp_dist_launch(int nproc, int argc, char **argv, const DdpFlags *flags)
         int status = ddp_device_is_gpu() ? ddp_launch_local(nproc, argc, argv, flags->timeout)
                                          : launch_under_mpirun(nproc, argc, argv);
         const char *cause = ddp_device_is_gpu() ? ddp_launch_failure() : mpirun_failure;
-        if (status == DDP_EXIT_STOPPED && flags->save) {
+        if (status == DDP_EXIT_STOPPED && flags->save && !flags->eval_only) { /* an evaluation starts again */
             char command[4096];
             ddp_flags_resume_command(typed_argc, typed, command, sizeof command);
             fprintf(stderr, "%s: to resume: %s\n", prog, command);

@@ -63,6 +63,9 @@ const char *ddp_signals_name(int sig);
  * that reads it knows the stop done, and a second signal then too late to
  * force anything. */
 #define DDP_SIGNALS_STOPPED_AFTER ": stopped after step "
+/* The same of an --eval-only run: "...: stopped the evaluation on SIGINT
+ * after 4096 of the 10000 test samples: ..." */
+#define DDP_SIGNALS_EVAL_STOPPED ": stopped the evaluation on "
 /* What a launcher says of the first signal after that: it only tells; the
  * next one ends the ranks at once (they may be stuck on their way out). */
 #define DDP_SIGNALS_ALREADY_STOPPED ": the ranks have stopped and are ending (another signal ends them at once)"

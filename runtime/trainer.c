@@ -1224,9 +1224,12 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
             DDP_CHECK(tally_batch(t, tally, start, n));
         /* --eval-only is the whole run: a stop asked ends it after the
          * batch the ranks agree on (every rank takes as many), as training's
-         * after a step; training's own evaluations run to their end */
+         * after a step; one agreed on the last batch lets it end as it would
+         * have. Training's own evaluations run to their end. */
         if (t->flags.eval_only) {
             DDP_CHECK(ddp_pg_stop_vote_alone(t->dist.pg, ddp_signals_stop_asked(), &t->stopped));
+            if (start + batch >= share)
+                t->stopped = 0;
             if (t->stopped) {
                 t->ctx.stats = t->train_stats;
                 t->eval_stopped_at = (start + n) * world < t->test.n ? (start + n) * world : t->test.n;
@@ -1277,8 +1280,8 @@ static DdpStatus evaluate_only(Trainer *t)
     if (s == DDP_OK && t->stopped && t->dist.rank == 0) {
         char name[32];
         ddp_signal_name(ddp_signals_stop_asked() ? ddp_signals_stop_asked() : t->stopped, name, sizeof name);
-        fprintf(stderr, "%s: stopped on %s after %lld of the %lld test samples: nothing is reported of an evaluation "
-                "cut short\n", t->prog, name, (long long)t->eval_stopped_at, (long long)t->test.n);
+        fprintf(stderr, "%s" DDP_SIGNALS_EVAL_STOPPED "%s after %lld of the %lld test samples: nothing is reported of "
+                "one cut short\n", t->prog, name, (long long)t->eval_stopped_at, (long long)t->test.n);
         s = ddp_progress_stop(&t->progress, name, t->step, NULL);
     } else if (s == DDP_OK && t->dist.rank == 0) {
         /* the loss is the evaluation's own, as in training: it counts the
@@ -1295,6 +1298,12 @@ static DdpStatus evaluate_only(Trainer *t)
                  : DDP_ERR(DDP_FAIL, "out of memory: the confusion matrix for the log");
         free(json);
     }
+    /* as after a training stop: no rank exits before rank 0 has said so
+     * (under mpirun the first to exit ends the others) */
+    if (s == DDP_OK && t->stopped && t->dist.pg)
+        s = ddp_pg_barrier(t->dist.pg);
+    if (s == DDP_OK && t->stopped)
+        ddp_signals_stopping();
     ddp_confusion_free(&tally.matrix);
     free(tally.scores);
     return s;

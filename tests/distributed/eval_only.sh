@@ -85,8 +85,19 @@ rc=0
 run_on_ranks 2 "$d/mlp" --eval-only --init "$d/mlp.safetensors" > "$d/out" 2>&1 || rc=$?
 unset DDP_TEST_STOP_AFTER
 verdict=same
-[ "$rc" = 75 ] && grep -q "stopped on SIGUSR1 after 768 of the 10000 test samples" "$d/out" || verdict=DIFFERENT
+[ "$rc" = 75 ] && grep -q "stopped the evaluation on SIGUSR1 after 768 of the 10000 test samples" "$d/out" ||
+    verdict=DIFFERENT
 say "--eval-only on 2 ranks stopped as their second batch began: status $rc, ended after their third" $verdict
+# the same under --nproc-per-node, of a checkpoint: the launcher does not
+# offer to resume what would start again
+export DDP_TEST_STOP_AFTER=2
+rc=0
+OMP_NUM_THREADS=1 "$d/mlp" --eval-only --resume --save "$d/saved" --nproc-per-node 2 > "$d/out" 2>&1 || rc=$?
+unset DDP_TEST_STOP_AFTER
+verdict=same
+[ "$rc" = 75 ] && grep -q "stopped the evaluation on SIGUSR1 after 768 of" "$d/out" && ! grep -q "to resume" "$d/out" ||
+    verdict=DIFFERENT
+say "--eval-only under --nproc-per-node stopped: status $rc, no advice to resume" $verdict
 
 # --predict under mpirun: refused on every rank, status 2
 rc=0

@@ -1070,13 +1070,20 @@ static void test_eval_only(void)
                     DDP_EXIT_STOPPED);
     unsetenv(DDP_TEST_STOP_AFTER_ENV);
     CU_ASSERT_EQUAL(access(tmp_path("not.st"), F_OK), -1);
-    CU_ASSERT(harness_has(out, "stopped on SIGUSR1 after 30 of the 50 test samples: nothing is reported of an "
-                               "evaluation cut short"));
+    CU_ASSERT(harness_has(out, "tiny_train: stopped the evaluation on SIGUSR1 after 30 of the 50 test samples: nothing is "
+                               "reported of one cut short"));
     CU_ASSERT(!strstr(out ? out : "", "test_acc"));
     free(out);
     char *log = test_read_file(tmp_path("stopped.jsonl"), NULL);
     CU_ASSERT(log && strstr(log, "{\"event\": \"stop\", \"signal\": \"SIGUSR1\"") && !strstr(log, "eval_only"));
     free(log);
+    /* one asked as the last batch begins: the evaluation ends as it would have */
+    setenv(DDP_TEST_STOP_AFTER_ENV, "5", 1);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s --batch-size 10", data_dir,
+                                tmp_path("w.st")), 0);
+    unsetenv(DDP_TEST_STOP_AFTER_ENV);
+    CU_ASSERT(harness_has(out, "(50 samples)"));
+    free(out);
     teardown();
 }
 
