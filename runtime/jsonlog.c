@@ -86,6 +86,25 @@ DdpStatus ddp_jsonlog_check(const char *path)
                    "into: name another file (or remove this one first)", path);
 }
 
+/* Whether the regular file PATH is empty or ends in a newline (anything
+ * else, or a file that cannot be read, is taken to). A log cut short in a
+ * line (a crash, a full disk) would have a resumed run's first record glued
+ * to its last: the caller ends that line first, so that every record after
+ * it is a line of its own. Read through a read-only descriptor of its own:
+ * the log's is opened to append alone, as a pipe's must be. */
+static int ends_a_line(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    char last = '\n';
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        pread(fd, &last, 1, sb.st_size - 1) != 1)
+        last = '\n';
+    if (fd >= 0)
+        close(fd);
+    return last == '\n';
+}
+
 DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
 {
     *out = NULL;
@@ -106,9 +125,8 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             return st;
         }
         int fd = own_stream(path), copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
-        /* fdopen neither empties nor moves the stream's file; "a+" reads
-         * too, for the last byte below, and still writes at the end */
-        log->f = fd < 0 ? fopen(path, append ? "a+" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
+        /* fdopen neither empties nor moves the stream's file */
+        log->f = fd < 0 ? fopen(path, append ? "a" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
         if (!log->f) {
             int err = errno;
             if (copy >= 0)
@@ -118,13 +136,7 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
-        /* a log cut short in a line (a crash, a full disk) would have the
-         * resumed run's first record glued to its last: ended first, so
-         * every record that follows is a line of its own */
-        struct stat sb;
-        char last = '\n';
-        if (append && fd < 0 && fstat(fileno(log->f), &sb) == 0 && sb.st_size > 0 &&
-            pread(fileno(log->f), &last, 1, sb.st_size - 1) == 1 && last != '\n')
+        if (append && fd < 0 && !ends_a_line(path))
             fputc('\n', log->f);
     }
     *out = log;

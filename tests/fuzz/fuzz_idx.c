@@ -83,8 +83,8 @@ static int write_file(const char *path, const uint8_t *bytes, size_t len, int ho
     int done = out && deflate(&z, Z_FINISH) == Z_STREAM_END;
     size_t written = z.total_out;
     deflateEnd(&z);
-    if (how == GZIP_CUT_SHORT)
-        written -= 1 + written / 3 % 8; /* into its 8-byte trailer, or past it */
+    if (how == GZIP_CUT_SHORT) /* 1 to 16 bytes: into its 8-byte trailer, or into the data */
+        written -= 1 + written / 3 % 16;
     int ok = done && write_file(path, out, written, AS_GIVEN);
     free(out);
     return ok;
