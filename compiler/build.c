@@ -273,6 +273,25 @@ int build_run(Arena *a, const char *command, const char *cu, const char *out, bo
     return output_rename(tmp, out) ? 0 : 1;
 }
 
+/* What no build may write over, with its name for messages: the net INPUT
+ * (NULL: none), either target's runtime library, and ddpc itself, which a
+ * program written over it would replace, newer than its sources, so that
+ * make would not build it again (NULL where /proc does not say). */
+enum { NOT_OUTPUTS = 4 };
+static void not_outputs(Arena *a, const Runtime *rt, const char *input, const char *files[NOT_OUTPUTS],
+                        const char *what[NOT_OUTPUTS])
+{
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    files[0] = input;
+    files[1] = arena_printf(a, "%s/libddprt.a", rt->lib);
+    files[2] = arena_printf(a, "%s/libddprt_cuda.a", rt->lib);
+    files[3] = len > 0 ? arena_strndup(a, self, (size_t)len) : NULL;
+    what[0] = "the input";
+    what[1] = what[2] = "the runtime library";
+    what[3] = "ddpc itself";
+}
+
 bool build_check_outputs(Arena *a, const char *out, const char *input, const char *target, const char **prog,
                          const char **cu)
 {
@@ -288,18 +307,16 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
     *cu = *prog ? output_target(a, arena_printf(a, "%s (its source %s)", who, cu_named), cu_named) : NULL;
     if (!*cu)
         return false;
-    /* what the build reads: the net, and the runtime library it links; and
-     * ddpc itself, which a program written over it would replace, newer
-     * than its sources, so that make would not build it again */
-    Runtime rt;
-    const char *lib = find_runtime(&rt) ? runtime_library(a, &rt, target) : NULL;
-    if (!lib)
+    if (strcmp(*prog, *cu) == 0 || output_same_file(*prog, *cu)) { /* OUT a link to OUT.cu */
+        fprintf(stderr, "ddpc: error: %s: it and its source %s are one file; name another output\n", who, cu_named);
         return false;
-    char self[PATH_MAX];
-    ssize_t self_len = readlink("/proc/self/exe", self, sizeof self - 1);
-    const char *inputs[] = {input, lib, self_len > 0 ? (self[self_len] = '\0', self) : NULL};
-    const char *what[] = {"the input", "the runtime library", "ddpc itself"};
-    for (int i = 0; i < DDPC_COUNT(inputs); i++) {
+    }
+    Runtime rt;
+    if (!find_runtime(&rt) || !runtime_library(a, &rt, target))
+        return false;
+    const char *inputs[NOT_OUTPUTS], *what[NOT_OUTPUTS];
+    not_outputs(a, &rt, input, inputs, what);
+    for (int i = 0; i < NOT_OUTPUTS; i++) {
         if (!inputs[i])
             continue;
         if (output_same_file(out, inputs[i])) {
@@ -349,10 +366,24 @@ int build_rebuild(const char *cu_path, bool verbose)
     const char *who = arena_printf(&a, "--rebuild %s (the program %s)", cu_path, out);
     struct stat sb;
     int rc = 2;
+    Runtime rt;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
         fprintf(stderr, "ddpc: error: %s: is a directory\n", who);
-    else if ((out = output_target(&a, who, out)) != NULL)
-        rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
+    else if ((out = output_target(&a, who, out)) != NULL && find_runtime(&rt)) {
+        const char *kept[NOT_OUTPUTS + 1], *what[NOT_OUTPUTS + 1];
+        not_outputs(&a, &rt, NULL, kept, what);
+        kept[NOT_OUTPUTS] = cu_path; /* F a link to F.cu */
+        what[NOT_OUTPUTS] = "its source";
+        int clear = 1;
+        for (int i = 0; i < NOT_OUTPUTS + 1 && clear; i++)
+            if (kept[i] && output_same_file(out, kept[i])) {
+                fprintf(stderr, "ddpc: error: %s: that is %s %s; move or rename the source (F.cu builds the program "
+                        "F)\n", who, what[i], kept[i]);
+                clear = 0;
+            }
+        if (clear)
+            rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
+    }
     arena_free(&a);
     return rc;
 }
