@@ -644,7 +644,10 @@ bool emit_launch_table(FILE *out, const Net *net, const Plan *plan);
 // emit_torch.c: the equivalent PyTorch module
 //
 
-void emit_torch(FILE *out, const Net *net);
+/* Writes NET's PyTorch module to OUT; false (said on stderr, nothing
+ * written) where PyTorch cannot hold it: a layer named 'training' with a
+ * module of its own. */
+bool emit_torch(FILE *out, const Net *net);
 
 //
 // output.c: the files ddpc writes, and which paths it may write

@@ -599,13 +599,6 @@ static void emit_class(Emitter *e, const char *cls)
         const char *module = module_for(e, n);
         if (!module)
             continue;
-        if (strcmp(n->name, "training") == 0) {
-            /* nn.Module keeps its mode in self.training; a child module of
-             * that name would break model.train() and model.eval(). */
-            add_line(e, "raise ValueError(\"a layer named 'training' clashes with nn.Module.training; rename it\")",
-                     origin(e, n));
-            continue;
-        }
         const char *comment = origin(e, n);
         if (n->op == OP_BATCHNORM && !n->sync)
             comment = arena_printf(a, "%s  (per-rank statistics)", comment);
@@ -760,9 +753,20 @@ static void emit_optimizer(Emitter *e)
     }
 }
 
-void emit_torch(FILE *out, const Net *net)
+bool emit_torch(FILE *out, const Net *net)
 {
     Emitter e = {.out = out, .net = net};
+    /* nn.Module keeps its mode in self.training, so no child module can have
+     * that name (model.train() would assign a bool to it): refused, before a
+     * line is written, rather than written as a module that cannot be made */
+    for (int i = 0; i < net->n_nodes; i++)
+        if (strcmp(net->nodes[i].name, "training") == 0 && module_for(&e, &net->nodes[i])) {
+            fprintf(stderr, "ddpc: error: --emit torch: %s:%d: a layer named 'training' would be a PyTorch module of "
+                            "that name, which nn.Module keeps for its train/eval mode; rename the layer\n",
+                    net->file, net->nodes[i].line);
+            arena_free(&e.a);
+            return false;
+        }
     const char *base = strrchr(net->file, '/');
     e.file = comment_safe(&e.a, base ? base + 1 : net->file);
     const char *cls = class_name(&e.a, net->name);
@@ -780,4 +784,5 @@ void emit_torch(FILE *out, const Net *net)
     emit_optimizer(&e);
     free(e.lines);
     arena_free(&e.a);
+    return true;
 }

@@ -309,7 +309,8 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
     if (o->out && !build_check_outputs(a, o->out, input, target, &prog, &cu))
         return EXIT_USAGE;
     if (o->emit && strcmp(o->emit, "torch") == 0) { /* the module needs no plan */
-        emit_torch(stdout, net);
+        if (!emit_torch(stdout, net))
+            return EXIT_USAGE;
         if (!o->out)
             return 0;
     }
@@ -456,6 +457,8 @@ int main(int argc, char **argv)
         summary_print(stdout, &net, o.layout);
     if (ok && !o.check && (o.emit || o.out))
         status = generate(&arena, &net, &o, target, o.arch);
+    else if (ok && !o.check && !o.summary) /* a forgotten -o must not pass for a build */
+        fprintf(stderr, "ddpc: %s: no errors; nothing written (-o OUT builds the program)\n", shown);
 
     diag_free(&diag);
     arena_free(&arena);

@@ -137,7 +137,7 @@ static void script_says(const char *script, const char *const *want)
  * DDPC_HOME: a failure here must not overwrite the build's), nor be a link
  * to its own .cu, nor be a directory or a FIFO; nor may --rebuild F.cu's
  * program F be the source itself or ddpc (links). Each refusal leaves the
- * file as it was. */
+ * file as it was. Without -o (or --emit...) ddpc says it wrote nothing. */
 static void test_output_not_an_input(void)
 {
     char *script;
@@ -149,7 +149,7 @@ static void test_output_not_an_input(void)
         "$D x.net --target cpu -o sub; echo \"dir=$?\"; "
         "$D x.net --target cpu -o ff; echo \"fifo=$?\"; "
         "$D x.net --target cpu -o reg/p; echo \"under=$?\"; "
-        "cp $D own; DDPC_HOME=%s ./own x.net --target cpu -o own; echo \"ddpc=$?\"; "
+        "cp $D own; DDPC_HOME=%s ./own x.net --target cpu -o own; echo \"ddpc=$?\"; $D x.net; echo \"bare=$?\"; "
         "ln -s o.cu o; $D x.net --target cpu -o o; echo \"link=$?\"; test -e o.cu || echo NO_SOURCE; "
         "$D x.net --target cpu -o p > /dev/null; cp p.cu s.cu; cp p.cu s_keep; ln -s s.cu s; "
         "$D --rebuild s.cu; echo \"rebuild_source=$?\"; cp p.cu d.cu; ln -s own d; "
@@ -160,7 +160,8 @@ static void test_output_not_an_input(void)
         getenv("PWD") ? getenv("PWD") : ".") > 0);
     static const char *const want[] = {
         "self=2", "abs=2", "cu=2", "dir=2", "fifo=2", "under=2", "ddpc=2", "link=2", "NO_SOURCE", "rebuild_source=2",
-        "rebuild_ddpc=2", "DDPC_KEPT", "UNCHANGED", "KINDS_KEPT",
+        "rebuild_ddpc=2", "DDPC_KEPT", "UNCHANGED", "KINDS_KEPT", "bare=0",
+        "ddpc: x.net: no errors; nothing written (-o OUT builds the program)",
         "ddpc: error: -o o: it and its source o.cu are one file; name another output",
         "ddpc: error: --rebuild s.cu (the program s): that is its source s.cu; move or rename the source",
         "ddpc: error: --rebuild d.cu (the program d): that is ddpc itself ",

@@ -320,6 +320,37 @@ static void test_command_line(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A layer named 'training' with a module cannot be one in PyTorch
+ * (nn.Module's mode flag): refused with nothing written, and ddpc exits 2;
+ * a layer of that name without a module (global_avgpool, done inline in
+ * forward) is no attribute, and fine. */
+static void test_training_name(void)
+{
+    static const char *const nets[] = {"input 784\ntraining: linear 10\nloss cross_entropy\n",
+                                       "input 1x4x4\ntraining: global_avgpool\nlinear 10\nloss cross_entropy\n"};
+    for (int i = 0; i < 2; i++) {
+        Compiled c;
+        CU_ASSERT_FATAL(compile(&c, "training.net", nets[i]));
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        CU_ASSERT_EQUAL(emit_torch(f, &c.net), i == 1);
+        fclose(f);
+        CU_ASSERT_EQUAL(len == 0, i == 0);
+        free(text);
+        release(&c);
+    }
+    char *out = NULL;
+    char *command = NULL;
+    CU_ASSERT_FATAL(asprintf(&command, "printf 'input 784\\ntraining: linear 10\\nloss cross_entropy\\n' | %s - "
+                             "--emit torch", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(command, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "ddpc: error: --emit torch: <stdin>:2: a layer named 'training' would "
+                                              "be a PyTorch module of that name"));
+    free(out);
+    free(command);
+}
+
 /* What the module says for mnist.net, pinned where it matters to users. */
 static void test_module_text(void)
 {
@@ -994,6 +1025,7 @@ void suite_emit_torch(void)
     static const TestCase cases[] = {
         {"the module's state_dict is the IR's params; a step runs", test_state_dict_matches_ir},
         {"ddpc --emit torch prints what emit_torch writes", test_command_line},
+        {"a layer named 'training' (a module) is refused, before a line is written", test_training_name},
         {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
         {"transform (data { }) computes what runtime/augment.c does, bit for bit", test_transform},
