@@ -751,6 +751,10 @@ bool toolchain_cuda_ready(void);
  * where a GPU is visible, else the Makefile's CUDA_ARCHS (those this nvcc
  * builds) and PTX of the newest. */
 const char *toolchain_arch_flags(Arena *a, const char *arch);
+/* NULL when this nvcc builds sm_ARCH (or cannot say which it builds); else
+ * the ones it builds, as words ("50 52 ... 100"), for the refusal. */
+const char *toolchain_nvcc_refuses(Arena *a, int arch);
+
 /* Whether the GPU runtime's kernels, built for the Makefile's CUDA_ARCHS
  * (those this nvcc builds), load on an sm_ARCH GPU: machine code of its
  * major version and no newer minor (sm_86's runs on sm_89), or the newest's

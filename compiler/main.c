@@ -427,6 +427,16 @@ int main(int argc, char **argv)
                         "use --target cpu\n");
         return EXIT_USAGE;
     }
+    if (builds && strcmp(target, "cuda") == 0 && o.arch) { /* an sm_ this nvcc knows nothing of */
+        Arena words = {0};
+        const char *known = toolchain_nvcc_refuses(&words, atoi(o.arch + 3));
+        if (known)
+            fprintf(stderr, "ddpc: error: --arch %s: nvcc cannot build it; it builds sm_ followed by one of: %s\n", o.arch,
+                    known);
+        arena_free(&words);
+        if (known)
+            return EXIT_USAGE;
+    }
     if (builds && strcmp(target, "cuda") == 0 && o.arch && !toolchain_runtime_loads_on(atoi(o.arch + 3))) {
         Arena words = {0};
         fprintf(stderr, "ddpc: error: --arch %s: the GPU runtime's kernels are built for %s (make's CUDA_ARCHS), "

@@ -487,6 +487,17 @@ static bool nvcc_builds(int arch)
     return false;
 }
 
+const char *toolchain_nvcc_refuses(Arena *a, int arch)
+{
+    const int *have = nvcc_archs();
+    if (!have || nvcc_builds(arch))
+        return NULL;
+    const char *words = "";
+    for (int i = 0; have[i]; i++)
+        words = arena_printf(a, "%s%s%d", words, *words ? " " : "", have[i]);
+    return words;
+}
+
 bool toolchain_runtime_loads_on(int arch)
 {
     int newest = 0;

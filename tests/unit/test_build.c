@@ -422,10 +422,11 @@ static void test_default_archs(void)
     free(cmd);
 }
 
-/* --arch for a GPU the runtime's kernels do not load on (older than the
- * oldest of make's CUDA_ARCHS) is refused, exit 2, naming the list to build
- * ddpc with; the oldest is built, and a GPU newer than the newest too (the
- * newest's PTX). */
+/* --arch for a GPU the runtime's kernels do not load on (one nvcc builds,
+ * older than the oldest of make's CUDA_ARCHS) is refused, exit 2, naming the
+ * list to build ddpc with; one nvcc cannot build (sm_999) is refused, exit
+ * 2, naming those it can; the oldest is built, and a GPU newer than the
+ * newest too (the newest's PTX). */
 static void test_arch_the_runtime_does_not_load_on(void)
 {
     if (!have_nvcc()) {
@@ -434,12 +435,15 @@ static void test_arch_the_runtime_does_not_load_on(void)
     }
     char *cmd, *out = NULL;
     CU_ASSERT_FATAL(asprintf(&cmd,
-        "archs=\"" ARCHS_OF_BUILD "\"; oldest=${archs%%%% *}; newest=${archs##* }; older=$((oldest - 1)); "
+        "archs=\"" ARCHS_OF_BUILD "\"; oldest=${archs%%%% *}; newest=${archs##* }; "
+        "N=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc); "
+        "older=$($N --list-gpu-arch | sed -n 's/^compute_//p' | awk -v o=$oldest '$1 < o' | sort -n | tail -1); "
         "%s examples/mnist.net --target cuda --arch sm_$older --emit cu 2>&1 > /dev/null; echo older=$?; "
+        "%s examples/mnist.net --target cuda --arch sm_999 --emit cu 2>&1 > /dev/null; echo unknown=$?; "
         "echo \"want: make CUDA_ARCHS=\\\"$older $archs\\\"\"; "
         "for a in $oldest $((newest + 20)); do "
         "%s examples/mnist.net --target cuda --arch sm_$a --emit cu | grep -c \"code=sm_$a\"; done",
-        test_ddpc(), test_ddpc()) > 0);
+        test_ddpc(), test_ddpc(), test_ddpc()) > 0);
     test_run(cmd, &out);
     const char *want = out ? strstr(out, "want: ") : NULL;
     char line[200] = "";
@@ -449,6 +453,9 @@ static void test_arch_the_runtime_does_not_load_on(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "none of which loads on an sm_"));
     CU_ASSERT(line[0] && out && strstr(out, line) && strstr(out, line) < want); /* the list ddpc names */
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "older=2\n"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "ddpc: error: --arch sm_999: nvcc cannot build it; it builds sm_ "
+                                              "followed by one of: "));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "unknown=2\n"));
     CU_ASSERT_PTR_NOT_NULL(want && strstr(want, "\n1\n1\n"));
     if (!want || !strstr(want, "\n1\n1\n"))
         fprintf(stderr, "\n%s\n", out ? out : "");
