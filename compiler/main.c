@@ -230,13 +230,13 @@ static int parse_options(int argc, char **argv, Options *o)
 }
 
 /* A positive finite number for FLAG, at most MAX. */
-static bool positive_number(const char *flag, const char *text, double max, double *value)
+static bool positive_number(const char *flag, const char *text, double min, double max, double *value)
 {
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (end == text || *end || errno || !(v > 0) || v > max) {
-        usage_error("%s must be a number above 0 and at most %.6g, not '%s'", flag, max, text);
+    if (end == text || *end || errno || !(v >= min) || v > max) {
+        usage_error("%s must be a number from %.6g to %.6g, not '%s'", flag, min, max, text);
         return false;
     }
     *value = v;
@@ -271,9 +271,11 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
             m->flops_per_exact_part = scaling_defaults[i].flops_per_exact_part;
         }
     double hop_us = m->link.hop_latency_s * 1e6;
-    if (!positive_number("--link", o->link, 1e6, &m->link.gbit_per_s) ||
-        (o->tflops && !positive_number("--tflops", o->tflops, 1e6, &m->tflops)) ||
-        (o->hop_us && !positive_number("--hop-us", o->hop_us, 1e6, &hop_us)))
+    /* bounds far beyond any machine's, that keep the table's figures to a
+     * readable width (1e-300 Gb/s printed cells of 300 digits) */
+    if (!positive_number("--link", o->link, 1e-3, 1e6, &m->link.gbit_per_s) ||
+        (o->tflops && !positive_number("--tflops", o->tflops, 1e-6, 1e6, &m->tflops)) ||
+        (o->hop_us && !positive_number("--hop-us", o->hop_us, 1e-3, 1e6, &hop_us)))
         return false;
     m->link.hop_latency_s = hop_us * 1e-6;
     return true;

@@ -183,10 +183,12 @@ static void test_command_line(void)
         {"--emit plan --link 400", "go with --world"},
         {"--emit cu --world 8 --link 400", "go with --emit plan"},
         {"--world 8 --link 400", "go with --emit plan"},
-        {"--emit plan --world 8 --link -1", "--link must be a number above 0"},
-        {"--emit plan --world 8 --link nan", "--link must be a number above 0"},
-        {"--emit plan --world 8 --link 400 --tflops 0", "--tflops must be a number above 0"},
-        {"--emit plan --world 8 --link 400 --hop-us inf", "--hop-us must be a number above 0"},
+        {"--emit plan --world 8 --link -1", "--link must be a number from 0.001 to 1e+06, not '-1'"},
+        {"--emit plan --world 8 --link nan", "--link must be a number from 0.001 to 1e+06"},
+        {"--emit plan --world 8 --link 1e-300", "--link must be a number from 0.001 to 1e+06"},
+        {"--emit plan --world 8 --link 400 --tflops 0", "--tflops must be a number from 1e-06 to 1e+06"},
+        {"--emit plan --world 8 --link 400 --tflops 1e-300", "--tflops must be a number from 1e-06 to 1e+06"},
+        {"--emit plan --world 8 --link 400 --hop-us inf", "--hop-us must be a number from 0.001 to 1e+06"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mlp.net %s", test_ddpc(), bad[i].args) > 0);
