@@ -174,12 +174,16 @@ static int dashes_line(const char *line, size_t len)
 
 /* Kills mpirun's descendants, then mpirun (SIGKILL), once a signal has
  * asked it (forward_to_mpirun); the ranks first, while they are still
- * mpirun's children and so can be found. True once done. */
+ * mpirun's children and so can be found. mpirun is stopped (SIGSTOP) before
+ * they are looked for: it then starts no more, and reaps none of those
+ * that end meanwhile, whose pids stay theirs, never another process's,
+ * until they are killed. True once done. */
 static int mpirun_killed; /* this launch's: launch_under_mpirun clears it */
 
 static int kill_if_asked(void)
 {
     if (kill_asked && !mpirun_killed && mpirun_pid > 0) {
+        kill(mpirun_pid, SIGSTOP);
         ddp_kill_descendants(mpirun_pid);
         kill(mpirun_pid, SIGKILL);
         mpirun_killed = 1;

@@ -4,8 +4,7 @@
  * One pass over /proc takes every process's parent (the fourth field of
  * /proc/PID/stat, after the command name, which may itself hold spaces and
  * parentheses: hence the last ')'); the descendants of the root are then
- * those whose chain of parents reaches it. A process started after the pass
- * is missed: the caller kills the root next, which starts no more.
+ * those whose chain of parents reaches it.
  */
 #include "proc_tree.h"
 

@@ -16,7 +16,10 @@ extern "C" {
 #endif
 
 /* Sends SIGKILL to every descendant of ROOT (not ROOT itself) that /proc
- * shows now; returns how many. Not async-signal-safe (it reads /proc). */
+ * shows now; returns how many. Stop ROOT first (SIGSTOP): a running one
+ * could reap a child between the look and the kill, and its pid go to
+ * another process. A descendant's own child started after the look is
+ * missed. Not async-signal-safe (it reads /proc). */
 int ddp_kill_descendants(pid_t root);
 
 #ifdef __cplusplus

@@ -59,7 +59,7 @@ nproc-stuck)
 #!/usr/bin/env bash
 trap '' TERM USR1 INT HUP
 setsid bash -c 'trap "" TERM; echo \$\$ > "$d/rank.pid"; exec -a "$d/prog rank" sleep 1000' < /dev/null > /dev/null &
-exec sleep 1000  # deaf still: an ignored signal stays ignored across exec
+exec -a "$d/prog mpirun" sleep 1000  # deaf still: an ignored signal stays ignored across exec
 EOF
     chmod +x "$d/bin/mpirun"
     # the launcher is exec'd by a shell that started a bystander first: its
@@ -128,12 +128,13 @@ nproc-stuck)
         sleep 0.1
     done
     ! kill -0 "$pid" 2> /dev/null || failed "the launcher still runs 10 s after the third signal"
-    # killed, then reaped by init, which takes a moment
+    # killed: gone, or a zombie (init reaps it, if it reaps, in a moment)
+    running() { local s; s=$(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -c1); [ -n "$s" ] && [ "$s" != Z ]; }
     for _ in $(seq 50); do
-        kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || break
+        running "$(cat "$d/rank.pid")" || break
         sleep 0.1
     done
-    ! kill -0 "$(cat "$d/rank.pid")" 2> /dev/null || failed "the stuck mpirun's rank outlived the launcher by 5 s"
+    ! running "$(cat "$d/rank.pid")" || failed "the stuck mpirun's rank outlived the launcher by 5 s"
     kill -0 "$(cat "$d/bystander.pid")" 2> /dev/null || failed "the launcher killed a process not mpirun's" ;;
 esac
 status=0
