@@ -292,6 +292,16 @@ static void not_outputs(Arena *a, const Runtime *rt, const char *input, const ch
     what[3] = "ddpc itself";
 }
 
+/* The index of the first of FILES[0..N) (NULL ones skipped) that PATH is
+ * (by inode: links followed), or -1. */
+static int same_file_in(const char *path, const char *const *files, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (files[i] && output_same_file(path, files[i]))
+            return i;
+    return -1;
+}
+
 bool build_check_outputs(Arena *a, const char *out, const char *input, const char *target, const char **prog,
                          const char **cu)
 {
@@ -316,18 +326,15 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
         return false;
     const char *inputs[NOT_OUTPUTS], *what[NOT_OUTPUTS];
     not_outputs(a, &rt, input, inputs, what);
-    for (int i = 0; i < NOT_OUTPUTS; i++) {
-        if (!inputs[i])
-            continue;
-        if (output_same_file(out, inputs[i])) {
-            fprintf(stderr, "ddpc: error: %s: that is %s %s; name another output\n", who, what[i], inputs[i]);
-            return false;
-        }
-        if (output_same_file(cu_named, inputs[i])) {
-            fprintf(stderr, "ddpc: error: %s: its source %s would overwrite %s %s; name another output\n", who,
-                    cu_named, what[i], inputs[i]);
-            return false;
-        }
+    int i = same_file_in(out, inputs, NOT_OUTPUTS);
+    if (i >= 0) {
+        fprintf(stderr, "ddpc: error: %s: that is %s %s; name another output\n", who, what[i], inputs[i]);
+        return false;
+    }
+    if ((i = same_file_in(cu_named, inputs, NOT_OUTPUTS)) >= 0) {
+        fprintf(stderr, "ddpc: error: %s: its source %s would overwrite %s %s; name another output\n", who, cu_named,
+                what[i], inputs[i]);
+        return false;
     }
     return true;
 }
@@ -374,14 +381,11 @@ int build_rebuild(const char *cu_path, bool verbose)
         not_outputs(&a, &rt, NULL, kept, what);
         kept[NOT_OUTPUTS] = cu_path; /* F a link to F.cu */
         what[NOT_OUTPUTS] = "its source";
-        int clear = 1;
-        for (int i = 0; i < NOT_OUTPUTS + 1 && clear; i++)
-            if (kept[i] && output_same_file(out, kept[i])) {
-                fprintf(stderr, "ddpc: error: %s: that is %s %s; move or rename the source (F.cu builds the program "
-                        "F)\n", who, what[i], kept[i]);
-                clear = 0;
-            }
-        if (clear)
+        int i = same_file_in(out, kept, NOT_OUTPUTS + 1);
+        if (i >= 0)
+            fprintf(stderr, "ddpc: error: %s: that is %s %s; move or rename the source (F.cu builds the program F)\n",
+                    who, what[i], kept[i]);
+        else
             rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
     }
     arena_free(&a);

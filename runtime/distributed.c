@@ -93,6 +93,24 @@ static char prog_name[128]; /* for the handler's line */
 /* What the handler says as it kills mpirun, after "PROG: SIGINT". */
 #define MPIRUN_KILLED ": mpirun has not ended the ranks: killing them and it (SIGKILL)"
 
+/* TEXT (LEN bytes) to stderr by write() alone: async-signal-safe. */
+static void put_err(const char *text, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(STDERR_FILENO, text + done, len - done);
+        if (w <= 0)
+            return;
+        done += (size_t)w;
+    }
+}
+
+/* The N strings of PARTS to stderr, one line's pieces: for the handler. */
+static void say_parts(const char *const *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        put_err(parts[i], strlen(parts[i]));
+}
+
 /* mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
  * us alone, and every stop goes through here: the first is passed on as
  * SIGUSR1, which mpirun forwards to the ranks, and they stop after their
@@ -110,10 +128,7 @@ static void forward_to_mpirun(int sig)
     if (ranks_stopped && !told_stopped && sig != SIGUSR1) {
         told_stopped = 1;
         const char *parts[] = {prog_name, DDP_SIGNALS_ALREADY_STOPPED, "\n"};
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
-            (void)w;
-        }
+        say_parts(parts, sizeof parts / sizeof parts[0]);
         errno = saved_errno;
         return;
     }
@@ -121,10 +136,7 @@ static void forward_to_mpirun(int sig)
         if (mpirun_pid > 0 && !kill_asked) {
             kill_asked = 1;
             const char *parts[] = {prog_name, ": ", ddp_signals_name(sig), MPIRUN_KILLED, "\n"};
-            for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-                ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
-                (void)w;
-            }
+            say_parts(parts, sizeof parts / sizeof parts[0]);
         }
         errno = saved_errno;
         return;
@@ -141,10 +153,7 @@ static void forward_to_mpirun(int sig)
         /* write() alone: the handler may only call async-signal-safe functions */
         const char *parts[] = {prog_name, ": ", ddp_signals_name(sig), DDP_SIGNALS_LAUNCHER_ASKS,
                                sig == SIGUSR1 ? "" : DDP_SIGNALS_SECOND_FORCES, "\n"};
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            ssize_t w = write(STDERR_FILENO, parts[i], strlen(parts[i]));
-            (void)w;
-        }
+        say_parts(parts, sizeof parts / sizeof parts[0]);
     }
     errno = saved_errno;
 }
@@ -155,16 +164,6 @@ static void forward_to_mpirun(int sig)
 static const char *const held_blocks[] = {"Primary job  terminated normally",
                                           "mpirun detected that one or more processes exited with non-zero"};
 enum { HELD_MOST = 4096 };
-
-static void put_err(const char *text, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t w = write(STDERR_FILENO, text + done, len - done);
-        if (w <= 0)
-            return;
-        done += (size_t)w;
-    }
-}
 
 /* Open MPI frames its own messages with a line of dashes. */
 static int dashes_line(const char *line, size_t len)

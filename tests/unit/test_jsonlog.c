@@ -21,6 +21,17 @@ static void make_tmpdir(void) { test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/dd
 /* A python3 with the json module (any python3 has it), or NULL. */
 static const char *python(void) { return test_python_with("PYTHON", "/usr/bin/python3", "json, struct"); }
 
+/* PATH's text after --resume's opening of it appends one record, RECORD's
+ * N fields (a fresh string, NULL if unreadable). */
+static char *appended(const char *path, const DdpLogField *record, int n)
+{
+    DdpJsonLog *log;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 1, &log), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, record, n), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    return test_read_file(path, NULL);
+}
+
 static void test_exact_text(void)
 {
     make_tmpdir();
@@ -62,10 +73,7 @@ static void test_exact_text(void)
     free(text);
 
     /* Appending continues the file. */
-    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 1, &log), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 1), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
-    text = test_read_file(path, NULL);
+    text = appended(path, first, 1);
     CU_ASSERT_FATAL(text != NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "{}\n{\"event\": \"epoch\"}\n"));
     free(text);
@@ -77,10 +85,7 @@ static void test_exact_text(void)
     CU_ASSERT_FATAL(cut != NULL);
     fputs("{\"event\": \"epoch\"}\n{\"event\": \"ep", cut);
     fclose(cut);
-    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 1, &log), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 1), DDP_OK);
-    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
-    text = test_read_file(path, NULL);
+    text = appended(path, first, 1);
     CU_ASSERT_FATAL(text != NULL);
     CU_ASSERT_STRING_EQUAL(text, "{\"event\": \"epoch\"}\n{\"event\": \"ep\n{\"event\": \"epoch\"}\n");
     free(text);
