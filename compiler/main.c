@@ -229,7 +229,7 @@ static int parse_options(int argc, char **argv, Options *o)
     return 0;
 }
 
-/* A positive finite number for FLAG, at most MAX. */
+/* A finite number for FLAG, from MIN (above 0) to MAX. */
 static bool positive_number(const char *flag, const char *text, double min, double max, double *value)
 {
     char *end;
