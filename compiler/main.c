@@ -429,6 +429,13 @@ int main(int argc, char **argv)
                         "use --target cpu\n");
         return EXIT_USAGE;
     }
+    if (o.arch && strcmp(target, "cuda") != 0) /* else it would be dropped unsaid */
+        return usage_error("--arch %s names a GPU to build for, and this run's target is the CPU (%s): add --target "
+                           "cuda, or drop --arch",
+                           o.arch,
+                           o.target ? "--target cpu"
+                           : builds ? "the default, as nvcc was not found when ddpc was built"
+                                    : "the default of a run that builds nothing");
     if (builds && strcmp(target, "cuda") == 0 && o.arch) { /* an sm_ this nvcc knows nothing of */
         Arena words = {0};
         const char *known = toolchain_nvcc_refuses(&words, atoi(o.arch + 3));

@@ -377,6 +377,22 @@ static void test_missing_cudnn(void)
     free(script);
 }
 
+/* --arch names a GPU: a run whose target is the CPU (asked for, or the
+ * default of one that builds nothing) refuses it, exit 2, and writes
+ * nothing, where it would otherwise drop it unsaid. */
+static void test_arch_without_a_gpu_target(void)
+{
+    static const char *const want[] = {
+        "cpu=2 written=0\n", "plan=2\n",
+        "ddpc: error: --arch sm_90 names a GPU to build for, and this run's target is the CPU (--target cpu): add "
+        "--target cuda, or drop --arch",
+        "(the default of a run that builds nothing)", NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); $D $r/examples/mlp.net --target cpu --arch sm_90 -o p 2>&1; "
+                "echo cpu=$? written=$(ls | wc -l); $D $r/examples/mlp.net --emit plan --arch sm_90 2>&1 >/dev/null; "
+                "echo plan=$?",
+                want);
+}
+
 /* The architectures ddpc was built with (make's CUDA_ARCHS, in config.h), as
  * words "80 86 ...", for the shell; README's default is the Makefile's. */
 #define ARCHS_OF_BUILD "$(sed -n 's/^#define DDPC_CUDA_ARCHS //p' build/config.h | tr -d ,)"
@@ -578,6 +594,7 @@ void suite_build(void)
          test_default_archs},
         {"the GPU runtime's kernels are built for a program's architectures", test_runtime_archs_are_the_programs},
         {"--arch for a GPU the runtime's kernels do not load on: refused", test_arch_the_runtime_does_not_load_on},
+        {"--arch where the target is the CPU: refused, nothing written", test_arch_without_a_gpu_target},
         {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
         {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
