@@ -1329,6 +1329,12 @@ static DdpStatus predict(Trainer *t)
     float *scores = malloc((size_t)batch * (size_t)k * sizeof(float));
     double *work = malloc((size_t)k * sizeof(double));
     DdpStatus s = scores && work ? DDP_OK : DDP_ERR(DDP_FAIL, "out of memory: a batch of scores");
+    /* Each line goes out whole, in a write of its own (line-buffered, in a
+     * buffer that holds the longest): Ctrl-C or a kill leaves whole lines,
+     * where a full buffer would have been written up to anywhere in one. */
+    static char line_buffer[DDP_TOP_CLASSES_LINE_MAX];
+    fflush(stdout);
+    setvbuf(stdout, line_buffer, _IOLBF, sizeof line_buffer);
     for (int64_t start = 0; s == DDP_OK && start < t->test.n; start += batch) {
         int n = (int)(t->test.n - start < batch ? t->test.n - start : batch);
         for (int i = 0; i < n; i++)

@@ -17,6 +17,7 @@
  *  - a rank killed under --nproc-per-node, a launcher and a single rank
  *    given two signals together, and a second Ctrl-C to a rank whose peer
  *    hangs: README's words and status 1 (tests/fault/signal_faults.sh);
+ *  - --predict killed part way: the lines it printed are whole;
  *  - --backend nccl on a CPU build with one rank, --lr 1e39, and
  *    OMP_NUM_THREADS=100000: status 2 with the cause named.
  * The kill -9 during checkpointing and damaged checkpoints are in
@@ -279,6 +280,37 @@ static void test_bad_files(void)
     free(cmd);
 }
 
+/* --predict killed (SIGTERM) as its reader takes the first byte: what it
+ * printed is whole lines, the first inputs' in order, each valid JSON, where
+ * a full buffer would have been cut anywhere. The reader reads nothing more
+ * until the kill, so the pipe holds the run back and it is cut short. */
+static void test_predict_killed(void)
+{
+    if (!ready(0))
+        return;
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+        "d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 256 8192; "
+        "%s examples/mnist.net --target cpu -o $d/p >/dev/null || exit 9; "
+        "$d/p --data $d/data --max-steps 0 --export $d/w.safetensors --quiet || exit 9; mkfifo $d/f; "
+        "OMP_NUM_THREADS=1 $d/p --predict $d/data/t10k-images-idx3-ubyte --init $d/w.safetensors --top 10 --json "
+        "> $d/f & pid=$!; { dd bs=1 count=1 2>/dev/null; kill -TERM $pid; cat; } < $d/f > $d/out; wait $pid; "
+        "echo status=$?; python3 -c 'import json, sys\n"
+        "text = open(sys.argv[1]).read()\n"
+        "lines = text.splitlines()\n"
+        "assert text.endswith(\"\\n\"), \"the last line is cut: %%r\" %% lines[-1][-60:]\n"
+        "assert [json.loads(l)[\"input\"] for l in lines] == list(range(len(lines)))\n"
+        "print(\"whole lines:\", 0 < len(lines) < 8192)' $d/out",
+        test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "status=143\n"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "whole lines: True\n"));
+    if (!out || !strstr(out, "whole lines: True\n"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 /* tests/fault/checkpoint_guard.sh: each of its cases must say "ok". */
 static void test_checkpoint_guard(void)
 {
@@ -429,6 +461,7 @@ void suite_faults(void)
         {"a rank killed under --nproc-per-node; SIGTERM and SIGINT together to it and to one rank; "
          "two SIGINTs to a rank whose peer hangs: said, status 1",
          test_signals},
+        {"--predict killed mid-run: whole lines, in order", test_predict_killed},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},
         {NULL, NULL},
