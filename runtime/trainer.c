@@ -190,6 +190,8 @@ typedef struct {
     int64_t eval_stopped_at; /* --eval-only stopped: the test samples the ranks had evaluated */
     DdpStepTimes times;     /* since the ranks' times were last gathered */
     char saved_path[4096];  /* rank 0: the last checkpoint written or resumed from; "" none */
+    char resuming[4400];    /* rank 0: "resuming from PATH: step S...", said once the checks of the
+                             * resumed run have passed (a refused run did not resume); "" none */
     double lr;              /* of the last step */
     double started;         /* ddp_main's start */
     double train_seconds;   /* whole run, evaluation excluded */
@@ -942,11 +944,11 @@ static DdpStatus load_checkpoint(Trainer *t, int64_t *step, int *from_path)
     resumed_counts(t, saved.step);
     snprintf(t->saved_path, sizeof t->saved_path, "%s", path);
     if (saved.world != now.world)
-        ddp_progress_note(&t->progress, "resuming from %s: step %lld, made on %lld rank%s x %lld, now %lld x %lld",
-                          path, (long long)saved.step, (long long)saved.world, saved.world == 1 ? "" : "s",
-                          (long long)saved.batch, (long long)now.world, (long long)now.batch);
+        snprintf(t->resuming, sizeof t->resuming, "resuming from %s: step %lld, made on %lld rank%s x %lld, now "
+                 "%lld x %lld", path, (long long)saved.step, (long long)saved.world, saved.world == 1 ? "" : "s",
+                 (long long)saved.batch, (long long)now.world, (long long)now.batch);
     else
-        ddp_progress_note(&t->progress, "resuming from %s: step %lld", path, (long long)saved.step);
+        snprintf(t->resuming, sizeof t->resuming, "resuming from %s: step %lld", path, (long long)saved.step);
     const DdpNet *net = t->net;
     DDP_CHECK(ddp_copy_to_device(t->params, t->host_params, (size_t)net->n_param_floats * sizeof(float), t->stream));
     DDP_CHECK(ddp_copy_to_device(t->buffers, t->host_buffers, (size_t)net->n_buffer_floats * sizeof(float),
@@ -1906,6 +1908,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(resume(t));
     if (!t->flags.eval_only) /* once the step a run resumes at is known */
         DDP_CHECK(check_batchnorm_values(t));
+    if (t->resuming[0])
+        ddp_progress_note(&t->progress, "%s", t->resuming);
     DDP_CHECK(share_conv_choices(t));
     if (t->flags.tensorboard && rank == 0)
         DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));

@@ -1017,6 +1017,7 @@ static void test_rollback_and_export_keep_checkpoints(void)
     CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --resume %s --save %s --max-steps 8", data_dir, two,
                                 path("ck")), 2);
     CU_ASSERT(harness_has(out, "ck holds checkpoints of net 'tiny' past step 2 of --resume "));
+    CU_ASSERT(!harness_has(out, "resuming from ")); /* refused: it did not */
     CU_ASSERT(harness_has(out, "000000006.safetensors), which a later --resume would take instead of this run's: "
                                "move them away, give --save another directory, or give --resume without PATH to go "
                                "on from the newest"));

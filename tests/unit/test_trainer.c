@@ -833,6 +833,7 @@ static void test_batchnorm_single_value(void)
                                 "%s/checkpoint-tiny-000000002.safetensors", data_dir, tmp_path("ck")), 2);
     CU_ASSERT(harness_has(out, "leaves no batch of one sample; or, as this run resumes after step 2, stop it before that "
                                "batch with --max-steps 3"));
+    CU_ASSERT(!harness_has(out, "resuming from ")); /* refused: it did not */
     free(out);
     /* resumed past its last epoch, it trains nothing */
     CU_ASSERT_EQUAL(harness_run(&net, NULL, "--data %s --batch-size 199 --epochs 1 --save %s --resume", data_dir,
