@@ -30,25 +30,46 @@ static const char *skip_spaces(const char *p, const char *end)
 }
 
 /* The value after KEY ('descr', quotes included) in the header [TEXT,
- * END), or NULL. Quoted strings are stepped over whole, so text inside a
- * value ("'fortran_order': False" as a string) is never taken for a key. */
-static const char *value_of(const char *text, const char *end, const char *key)
+ * END), or NULL; *TWICE says whether KEY is a key again further on (Python's
+ * dict, and so NumPy, would take the last). Quoted strings are stepped over
+ * whole, so text inside a value ("'fortran_order': False" as a string) is
+ * never taken for a key. */
+static const char *value_of(const char *text, const char *end, const char *key, int *twice)
 {
     const size_t klen = strlen(key);
+    const char *found = NULL;
+    *twice = 0;
     for (const char *p = text; p < end; p++) {
         if (*p != '\'' && *p != '"')
             continue;
         const char *close = memchr(p + 1, *p, (size_t)(end - p - 1));
         if (!close)
-            return NULL;
+            break;
         if ((size_t)(close + 1 - p) == klen && memcmp(p, key, klen) == 0) {
             const char *v = skip_spaces(close + 1, end);
-            if (v < end && *v == ':')
-                return skip_spaces(v + 1, end);
+            if (v < end && *v == ':') {
+                if (found) {
+                    *twice = 1;
+                    break;
+                }
+                found = skip_spaces(v + 1, end);
+            }
         }
         p = close;
     }
-    return NULL;
+    return found;
+}
+
+/* The value of KEY in the header [TEXT, END) as value_of finds it, in
+ * *VALUE; a key given twice is refused, as the file could be read two ways. */
+static DdpStatus header_value(const char *text, const char *end, const char *key, const char *path,
+                              const char **value)
+{
+    int twice;
+    *value = value_of(text, end, key, &twice);
+    if (twice)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header gives %s twice", path, key);
+    return DDP_OK;
 }
 
 DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, DdpNpyHeader *h)
@@ -76,14 +97,18 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
 
     /* 'descr': '<f4' */
     /* parsed by hand: the header is not a C string, so no sscanf or strtol */
-    const char *descr = value_of(text, end, "'descr'");
+    const char *descr;
+    DDP_CHECK(header_value(text, end, "'descr'", path, &descr));
     char order = 0, kind = 0;
     int item = 0;
     const char *q = NULL;
     if (descr && end - descr >= 5 && descr[0] == '\'') {
-        q = descr + 3;
-        order = descr[1];
-        kind = descr[2];
+        /* the byte order may be left out ('u1', as np.dtype takes it): the
+         * machine's own, which NumPy reads as '=' */
+        const int ordered = descr[1] && strchr("<>|=", descr[1]);
+        q = descr + 2 + ordered;
+        order = ordered ? descr[1] : '=';
+        kind = descr[1 + ordered];
         for (; q < end && *q >= '0' && *q <= '9' && item <= 16; q++)
             item = item * 10 + (*q - '0');
     }
@@ -97,7 +122,8 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
     h->item_bytes = item;
 
     /* 'fortran_order': False */
-    const char *fortran = value_of(text, end, "'fortran_order'");
+    const char *fortran;
+    DDP_CHECK(header_value(text, end, "'fortran_order'", path, &fortran));
     const int is_false = fortran && end - fortran >= 5 && memcmp(fortran, "False", 5) == 0;
     const int is_true = fortran && end - fortran >= 4 && memcmp(fortran, "True", 4) == 0;
     if (!is_false && !is_true)
@@ -107,7 +133,8 @@ DdpStatus ddp_npy_header(const uint8_t *bytes, size_t len, const char *path, Ddp
                        "(np.save(path, np.ascontiguousarray(arr)))", path);
 
     /* 'shape': (60000, 28, 28) */
-    const char *p = value_of(text, end, "'shape'");
+    const char *p;
+    DDP_CHECK(header_value(text, end, "'shape'", path, &p));
     if (!p || p >= end || *p != '(')
         return DDP_ERR(DDP_BAD_INPUT, "%s: the .npy header has no 'shape'", path);
     p++;

@@ -321,6 +321,10 @@ static void test_hostile_headers(void)
          "truncated: the header's shape announces 3000000000 items of 8 bytes, the file holds 0 bytes of data"},
         {"<c8", "(3,)", "no plain type"},
         {"<U10", "(3,)", "no plain type"},
+        {"u", "(3,)", "no plain type"},
+        {"|u1', 'descr': '<f8", "(3,)", "the .npy header gives 'descr' twice"}, /* NumPy takes the last */
+        {"|u1', 'shape': (2,), 'x': 'y", "(3,)", "the .npy header gives 'shape' twice"},
+        {"|u1', 'fortran_order': True, 'x': '", "(3,)", "the .npy header gives 'fortran_order' twice"},
     };
     /* a key inside a string value, before the real one, is not the key */
     {
@@ -328,6 +332,12 @@ static void test_hostile_headers(void)
         uint8_t *b = npy_bytes(1, "|u1', 'x': \"'fortran_order': True\", 'y': 'z", "False", "(2,)", "ab", 2, &len);
         CU_ASSERT_EQUAL(ddp_npy_header(b, len, "f", &h), DDP_OK);
         CU_ASSERT_EQUAL(h.count, 2);
+        free(b);
+        /* a type without its byte order, as np.dtype('u1') takes it: the machine's */
+        const float two[2] = {1.5f, -2.0f};
+        b = npy_bytes(1, "f4", "False", "(2,)", two, sizeof two, &len);
+        CU_ASSERT_EQUAL(ddp_npy_header(b, len, "f", &h), DDP_OK);
+        CU_ASSERT(h.kind == 'f' && h.item_bytes == 4 && h.count == 2);
         free(b);
         /* a header that ends just after '<f4, in a buffer of exactly its length */
         static const char cut_text[] = "\x93NUMPY\x01\x00\x0e\x00{'descr': '<f4";
