@@ -1214,6 +1214,17 @@ static void test_predict(void)
                                 tmp_path("algos")), 2);
     CU_ASSERT(harness_has(out, "--predict prints its lines and nothing else: leave out --conv-algorithms"));
     free(out);
+    /* a training's flags, brought along: --data even where it names nothing */
+    static const char *const training[] = {"--data /nonexistent", "--epochs 3", "--seed 7", "--no-augment",
+                                           "--timeout 5"};
+    for (size_t i = 0; i < sizeof training / sizeof training[0]; i++) {
+        CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s %s", images, w, training[i]), 2);
+        char said[96];
+        snprintf(said, sizeof said, "trains nothing: leave out %.*s", (int)strcspn(training[i], " "), training[i]);
+        CU_ASSERT(harness_has(out, "--predict classifies the inputs of its FILE and trains nothing: leave out --"));
+        CU_ASSERT(harness_has(out, said));
+        free(out);
+    }
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --nproc-per-node 2", images, w), 2);
     CU_ASSERT(harness_has(out, "--predict runs on one rank: leave out --nproc-per-node"));
     free(out);
