@@ -594,6 +594,12 @@ static DdpStatus check_output_files(Trainer *t)
     const char *const output_flags[] = {"log", "export", "conv-algorithms"};
     const char *const outputs[] = {t->flags.log, t->flags.export_path, t->flags.conv_algorithms};
     DDP_CHECK(ddp_outputs_apart(output_flags, outputs, 3, t->flags.save, DDP_CHECKPOINT_PREFIX));
+    /* --init is only read, but a weights file under a checkpoint's name in
+     * --save DIR would be written over, then pruned, as the run's own (it
+     * may be --export's too: read, then written, as a fine-tune's) */
+    const char *const init_flag[] = {"init"};
+    if (!t->flags.eval_only)
+        DDP_CHECK(ddp_outputs_apart(init_flag, &t->flags.init, 1, t->flags.save, DDP_CHECKPOINT_PREFIX));
     if (t->flags.conv_algorithms) { /* a record, or nothing yet where one may be written */
         if (!(t->file_choices = malloc(DDP_CONV_CHOICES_TEXT)))
             return DDP_ERR(DDP_FAIL, "out of memory");

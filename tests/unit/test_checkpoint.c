@@ -430,6 +430,24 @@ static void test_refused(void)
     snprintf(args, sizeof args, "--save %s --resume --max-steps 9 --export %s/checkpoint-tiny-000000009.safetensors",
              path("ck"), path("ck"));
     refused(args, "checkpoint-tiny-000000009.safetensors: names beginning checkpoint- in --save ");
+    /* weights to start from, under a checkpoint's name there: the run would
+     * write over them, then prune them; they are left as they were */
+    char kept[512];
+    snprintf(kept, sizeof kept, "%s/checkpoint-tiny-000000001.safetensors", path("ck"));
+    size_t weights_len = 0;
+    char *weights = test_read_file(path("w.st"), &weights_len);
+    CU_ASSERT_FATAL(weights != NULL);
+    harness_write_file(kept, weights, weights_len);
+    char init_args[1100];
+    snprintf(init_args, sizeof init_args, "--save %s --resume --max-steps 9 --save-every 1 --init %s", path("ck"), kept);
+    refused(init_args, "--init ");
+    refused(init_args, "checkpoint-tiny-000000001.safetensors: names beginning checkpoint- in --save ");
+    size_t after_len = 0;
+    char *after = test_read_file(kept, &after_len);
+    CU_ASSERT(after && after_len == weights_len && memcmp(after, weights, weights_len) == 0);
+    free(after);
+    free(weights);
+    CU_ASSERT_EQUAL(unlink(kept), 0);
 
     /* another net's checkpoint, and this net's of another version */
     DdpNet other = *net();
