@@ -125,13 +125,24 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             return st;
         }
         int fd = own_stream(path), copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+        /* O_NONBLOCK: a FIFO that no process reads is refused, where the
+         * open would wait for a reader, start-up stuck deaf to a stop (it
+         * waits for a step); writes then wait as they should */
+        if (fd < 0)
+            copy = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0666);
+        const int fifo_unread = fd < 0 && copy < 0 && errno == ENXIO;
+        if (fd < 0 && copy >= 0)
+            (void)fcntl(copy, F_SETFL, fcntl(copy, F_GETFL) & ~O_NONBLOCK);
         /* fdopen neither empties nor moves the stream's file */
-        log->f = fd < 0 ? fopen(path, append ? "a" : "w") : copy >= 0 ? fdopen(copy, "w") : NULL;
+        log->f = copy >= 0 ? fdopen(copy, fd < 0 && append ? "a" : "w") : NULL;
         if (!log->f) {
             int err = errno;
             if (copy >= 0)
                 close(copy);
-            st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(err));
+            if (fifo_unread)
+                st = DDP_ERR(DDP_BAD_INPUT, "%s: a FIFO that no process reads: start its reader first", path);
+            else
+                st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open the log for writing: %s", path, strerror(err));
             free(log->path);
             free(log);
             return st;

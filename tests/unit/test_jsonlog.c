@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>         // open: the reader of a FIFO
 #include <sys/resource.h>  // setrlimit: a file size limit makes writes fail
+#include <sys/stat.h>      // mkfifo
 #include <unistd.h>
 
 #include "jsonlog.h"  // ddp_jsonlog_open, ddp_jsonlog_write, ddp_jsonlog_close
@@ -195,6 +197,31 @@ static void test_failures(void)
     CU_ASSERT_EQUAL(test_child_output(pid, fd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "log.jsonl: cannot write the log: File too large"));
     free(out);
+    /* A FIFO no process reads is refused at once, where the open waited
+     * for a reader (in a child, which an alarm ends should it wait); one
+     * with its reader takes the log. */
+    const char *fifo = test_tmp_path(tmpdir, "fifo");
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    pid = test_fork_capturing(&fd);
+    if (pid == 0) {
+        alarm(10);
+        DdpJsonLog *unread = NULL;
+        DdpStatus st = ddp_jsonlog_open(fifo, 0, &unread);
+        fputs(ddp_error_message(), stdout);
+        _exit(st == DDP_BAD_INPUT && !unread ? 0 : 5);
+    }
+    out = NULL;
+    CU_ASSERT_EQUAL(test_child_output(pid, fd, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "fifo: a FIFO that no process reads: start its reader first"));
+    free(out);
+    int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    CU_ASSERT_FATAL(reader >= 0);
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(fifo, 0, &log), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, &field, 1), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    char line[32] = "";
+    CU_ASSERT(read(reader, line, sizeof line - 1) > 0 && strcmp(line, "{\"epoch\": 1}\n") == 0);
+    close(reader);
     test_remove_tmpdir(tmpdir);
     CU_ASSERT_EQUAL(ddp_jsonlog_close(NULL), DDP_OK);
 }
