@@ -18,11 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"     // ddp_now: how often a stop is passed on again
 #include "device.h"    // ddp_device_is_gpu, ddp_device_count, copies
 #include "device_rules.h"  // ddp_local_ranks_to_start
 #include "fnv1a.h"     // ddp_fnv1a: the weights' digest
 #include "launcher.h"  // ddp_launch_local, ddp_signal_name
-#include "proc_tree.h"  // ddp_kill_descendants: a stuck mpirun's ranks
+#include "proc_tree.h"  // ddp_kill_descendants, ddp_kill_holders_of: a stuck or killed mpirun's ranks
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
@@ -190,6 +191,21 @@ static int kill_if_asked(void)
     return mpirun_killed;
 }
 
+/* mpirun drops a SIGUSR1 that comes before its job has started (its ranks
+ * then train on, and the stop asked is lost), so the stop is passed on
+ * again every quarter second until rank 0 says the ranks stopped: a rank takes the
+ * first it gets, and the rest are nothing to it (rank_signals.h). */
+static void pass_stop_on_again(void)
+{
+    static double last;
+    const double now = ddp_now();
+    if (stop_signal && !forced_signal && !ranks_stopped && mpirun_pid > 0 && now - last >= 0.25) {
+        if (last > 0)
+            kill(mpirun_pid, SIGUSR1);
+        last = now;
+    }
+}
+
 /* Copies mpirun's stderr from FD to ours as it comes, watching for the line
  * in which mpirun says a rank died of a signal: *RANK and *SIG (else -1).
  * A block of held_blocks (from a line of dashes to the next) goes into HELD
@@ -209,6 +225,7 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (kill_if_asked())
             break;
+        pass_stop_on_again();
         if (poll(&p, 1, 250) <= 0)
             continue;
         ssize_t n = read(fd, buf, sizeof buf);
@@ -283,6 +300,22 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
     /* an unfinished block or line: passed on as it is */
     put_err(block, block_used);
     put_err(line, used);
+}
+
+/* The environment variable that marks a launch's processes. */
+#define LAUNCH_MARK_ENV "DDP_LAUNCH_MARK"
+
+/* Once mpirun has ended: the processes of launch MARK still alive, which
+ * only a killed mpirun leaves (its ranks, training on, holding --save's
+ * lock and the store's port, which a restart needs), are killed, and
+ * waited for. */
+static void kill_left_behind(const char *prog, const char *mark)
+{
+    char entry[96];
+    snprintf(entry, sizeof entry, LAUNCH_MARK_ENV "=%s", mark);
+    const int killed = ddp_kill_holders_of(entry, 10.0);
+    if (killed > 0)
+        fprintf(stderr, "%s: mpirun left %d of its processes running: killed them\n", prog, killed);
 }
 
 /* What ended the last launch under mpirun when a rank failed ("rank 1 was
@@ -374,6 +407,13 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
         setenv("MASTER_ADDR", "127.0.0.1", 1);
         setenv("MASTER_PORT", port, 1);
     }
+    /* A mark of this launch in the environment of mpirun and of all it
+     * starts: a killed mpirun's ranks are no longer its descendants, but
+     * they still hold it (kill_left_behind). */
+    static int launches;
+    char launch_mark[64];
+    snprintf(launch_mark, sizeof launch_mark, "%d.%d", (int)getpid(), ++launches);
+    setenv(LAUNCH_MARK_ENV, launch_mark, 1);
     /* mpirun gives its ranks a pseudo-terminal whatever our output is: say
      * what it really is, so that a pipe gets plain lines (progress.h) */
     setenv(DDP_PROGRESS_TTY_ENV, isatty(STDOUT_FILENO) ? "1" : "0", 1);
@@ -479,6 +519,7 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     }
     mpirun_pid = 0;
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    kill_left_behind(prog, launch_mark);
     remove_program_link(exe, link_dir);
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &old[i], NULL);
@@ -487,9 +528,11 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     if (status == DDP_EXIT_STOPPED)
         return status; /* the ranks stopped on request; rank 0 said after which step */
-    if (stop_signal && !forced_signal && rank >= 0 && sig == SIGUSR1) {
+    const int usr1_ended_mpirun = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGUSR1;
+    if (stop_signal && !forced_signal && ((rank >= 0 && sig == SIGUSR1) || usr1_ended_mpirun)) {
         /* mpirun passed the stop on to a rank still starting, before its
-         * handler was in (rank_signals.h), and SIGUSR1's default ended it:
+         * handler was in (rank_signals.h), and SIGUSR1's default ended it;
+         * or the stop reached mpirun itself before its own handler was in:
          * no step was cut short, and the newest checkpoint stands */
         fprintf(stderr, "%s: the stop came while the ranks were starting: stopped before they took a step\n", prog);
         return DDP_EXIT_STOPPED;

@@ -10,9 +10,14 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>  // poll: a short sleep
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct {
     pid_t pid, parent;
@@ -83,4 +88,77 @@ int ddp_kill_descendants(pid_t root)
     }
     free(procs);
     return killed;
+}
+
+/* Whether process PID's environment (as /proc gives it: NUL-ended
+ * entries) holds ENTRY. A zombie's, or another user's, reads as none. */
+static int holds(const char *pid, const char *entry)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    const size_t want = strlen(entry) + 1; /* with its NUL */
+    char buf[8192];
+    size_t kept = 0;  /* the start of an entry that the last read cut */
+    int dropping = 0; /* within an entry too long to be ENTRY */
+    int found = 0;
+    while (!found) {
+        ssize_t n = read(fd, buf + kept, sizeof buf - kept);
+        if (n <= 0)
+            break;
+        size_t len = kept + (size_t)n, start = 0;
+        for (size_t i = 0; i < len && !found; i++)
+            if (buf[i] == '\0') {
+                found = !dropping && i + 1 - start == want && memcmp(buf + start, entry, want) == 0;
+                dropping = 0;
+                start = i + 1;
+            }
+        kept = len - start;
+        if (kept >= want) { /* longer than ENTRY already: not it */
+            kept = 0;
+            dropping = 1;
+        }
+        memmove(buf, buf + start, kept);
+    }
+    close(fd);
+    return found;
+}
+
+/* One pass: SIGKILL to each process but this one holding ENTRY; how many. */
+static int kill_holders_once(const char *entry)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    const pid_t self = getpid();
+    int killed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (isdigit((unsigned char)e->d_name[0]) && (pid_t)atoi(e->d_name) != self && holds(e->d_name, entry)) {
+            kill((pid_t)atoi(e->d_name), SIGKILL);
+            killed++;
+        }
+    closedir(d);
+    return killed;
+}
+
+int ddp_kill_holders_of(const char *entry, double seconds)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int killed = -1;
+    for (;;) {
+        /* one killed is still listed (and holds ENTRY) until it has died */
+        const int left = kill_holders_once(entry);
+        if (killed < 0)
+            killed = left;
+        if (!left)
+            return killed;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > seconds)
+            return killed;
+        (void)poll(NULL, 0, 50);
+    }
 }

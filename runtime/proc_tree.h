@@ -22,6 +22,14 @@ extern "C" {
  * missed. Not async-signal-safe (it reads /proc). */
 int ddp_kill_descendants(pid_t root);
 
+/* Sends SIGKILL to every process but this one whose environment, as it
+ * was given at its start (/proc/PID/environ), holds ENTRY ("NAME=VALUE"),
+ * and waits, up to SECONDS, until none is left alive; returns how many it
+ * killed. For the processes a killed mpirun leaves: its ranks, then init's
+ * (or a subreaper's), no longer its descendants, but they inherited the
+ * environment the launcher gave mpirun. Not async-signal-safe. */
+int ddp_kill_holders_of(const char *entry, double seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,10 @@
 # TMPDIR, gone after). Last, with --max-restarts 1 and the same two kills, the run
 # must give up after one restart (status 1), saying so; a rank's bad
 # input (status 2) must not be restarted; nor a stop asked for (SIGTERM to
-# the launcher, once a checkpoint exists to restart from): status 75.
+# the launcher, once a checkpoint exists to restart from): status 75. mpirun
+# killed (SIGKILL) under --max-restarts 1: the ranks it leaves are killed,
+# and the restarted run ends as the reference. A SIGTERM as mpirun starts
+# stops the run: status 75.
 set -euo pipefail
 net=$1 steps=$2
 . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d, pid, rank_pid; cleans up on exit
@@ -114,6 +117,46 @@ if [ "$rc" = 75 ] && grep -q "stopped after step [0-9]* (epoch .*) on SIG[A-Z0-9
 else
     echo "$(basename "$net"): SIGTERM under --max-restarts 2: status $rc: DIFFERENT"
     cat "$d/stop.out"
+    status=1
+fi
+# mpirun itself killed once a checkpoint exists: its ranks, no longer its
+# descendants, would train on (holding --save's lock and the store's port)
+# beside the restarted ones, which --save's lock refuses (status 2). They
+# are killed, and the restart ends as the reference.
+rc=0
+"$d/prog" "${common[@]}" --save "$d/ck_mpirun" --save-every 10 --max-restarts 1 --export "$d/out_mpirun.safetensors" \
+    > "$d/mpirun.out" 2>&1 &
+run=$!
+until=$((SECONDS + 120))
+while [ "$(newest_step "$d/ck_mpirun")" -lt 10 ] && kill -0 $run 2> /dev/null && [ $SECONDS -lt $until ]; do sleep 0.02; done
+pkill -KILL -x -P $run mpirun || echo "no mpirun to kill (the run ended?)"
+wait $run || rc=$?
+if [ "$rc" = 0 ] && cmp -s "$d/ref.safetensors" "$d/out_mpirun.safetensors" &&
+    grep -q "mpirun left [0-9]* of its processes running: killed them" "$d/mpirun.out" &&
+    grep -q "(restart 1 of 1): mpirun was killed by signal SIGKILL" "$d/mpirun.out"; then
+    echo "$(basename "$net"): mpirun killed, --max-restarts 1: the ranks it left killed; finished, identical to the reference"
+else
+    echo "$(basename "$net"): mpirun killed, --max-restarts 1: status $rc: DIFFERENT"
+    cat "$d/mpirun.out"
+    status=1
+fi
+# a stop asked as soon as mpirun is there, before its job has started
+# (mpirun drops a SIGUSR1 then, or dies of one that comes before its own
+# handler): passed on until the ranks take it, status 75, not trained to
+# the end (status 0) nor said as mpirun's failure (status 1)
+rc=0
+"$d/prog" --data "$d/data" --init "$d/w0.safetensors" --epochs 1000 --max-steps $((steps * 50)) --nproc-per-node 2 \
+    --save "$d/ck_early" --max-restarts 2 > "$d/early.out" 2>&1 &
+run=$!
+until=$((SECONDS + 60))
+until pgrep -x -P $run mpirun > /dev/null || [ $SECONDS -ge $until ]; do sleep 0.002; done
+kill -TERM $run 2> /dev/null || true
+wait $run || rc=$?
+if [ "$rc" = 75 ] && ! grep -q "restarting" "$d/early.out"; then
+    echo "$(basename "$net"): SIGTERM as mpirun starts: status 75"
+else
+    echo "$(basename "$net"): SIGTERM as mpirun starts: status $rc: DIFFERENT"
+    cat "$d/early.out"
     status=1
 fi
 exit $status

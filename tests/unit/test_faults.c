@@ -84,7 +84,9 @@ static void test_resume_real_nets(void)
 /* --max-restarts (tests/fault/restarts.sh): rank 1 of two killed twice; with
  * 2 restarts the run ends as one never killed (though its file was replaced
  * before the second), with 1 it gives up; bad
- * input and a stop asked for (SIGTERM: status 75) are not restarted. */
+ * input and a stop asked for (SIGTERM: status 75) are not restarted; mpirun
+ * killed: its ranks too, and the restart ends as the reference; a SIGTERM
+ * as mpirun starts stops the run (75). */
 static void test_restarts(void)
 {
     if (!ready(1))
@@ -97,6 +99,9 @@ static void test_restarts(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "--max-restarts 1: gave up after one restart"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "bad --data under --max-restarts 2: status 2, not restarted"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "SIGTERM under --max-restarts 2: status 75, not restarted"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "mpirun killed, --max-restarts 1: the ranks it left killed; finished, "
+                                              "identical to the reference"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "SIGTERM as mpirun starts: status 75"));
     test_show_lines(out);
     free(out);
 }
