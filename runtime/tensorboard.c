@@ -9,7 +9,9 @@
  *             data, uint32 masked_crc32c(data)
  *             masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8, c a CRC-32C
  *   Event   = 1: wall_time double, 2: step int64, 3: file_version string,
- *             5: summary Summary            (tensorboard/compat/proto/event.proto)
+ *             5: summary Summary, 7: session_log SessionLog
+ *                                           (tensorboard/compat/proto/event.proto)
+ *   SessionLog = 1: status enum, START = 1
  *   Summary = 1: repeated Value; Value = 1: tag string, 2: simple_value float
  *                                        (tensorboard/compat/proto/summary.proto)
  *
@@ -239,6 +241,16 @@ DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out)
     }
     *out = tb;
     return DDP_OK;
+}
+
+DdpStatus ddp_tensorboard_resumed(DdpTensorboard *tb, int64_t step)
+{
+    if (!tb)
+        return DDP_OK;
+    static const unsigned char start[] = {1 << 3 | WIRE_VARINT, 1}; /* SessionLog{status: START} */
+    unsigned char *p = put_event_head(tb->record + 12, step + 1);
+    p = put_bytes(p, 7, start, sizeof start);
+    return write_record(tb, (size_t)(p - (tb->record + 12)));
 }
 
 /* Copies TAG into OUT (TAG_ROOM bytes) as valid UTF-8; returns its length. */

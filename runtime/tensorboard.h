@@ -30,6 +30,13 @@ DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out);
  * points after a step that goes back (it takes it for a restarted run). */
 DdpStatus ddp_tensorboard_scalar(DdpTensorboard *tb, const char *tag, int64_t step, double value);
 
+/* For a run resumed after step STEP: a SessionLog START event at STEP + 1,
+ * on which TensorBoard drops the points from STEP + 1 on that it read from
+ * the directory's earlier files (those a crashed run made past the
+ * checkpoint, which the resumed run makes again), as PyTorch's
+ * SummaryWriter(purge_step=STEP + 1) has it. TB NULL is a no-op. */
+DdpStatus ddp_tensorboard_resumed(DdpTensorboard *tb, int64_t step);
+
 /* Flushes, syncs and closes the file and frees TB (NULL is fine); DDP_FAIL if
  * anything written could not reach the disk. */
 DdpStatus ddp_tensorboard_close(DdpTensorboard *tb);

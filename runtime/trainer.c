@@ -1919,6 +1919,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(share_conv_choices(t));
     if (t->flags.tensorboard && rank == 0)
         DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));
+    if (t->tb && t->step > 0) /* a crashed run's points past the checkpoint are made again */
+        DDP_CHECK(ddp_tensorboard_resumed(t->tb, t->step));
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
     ddp_progress_attach(&t->progress, t->log, t->tb);

@@ -525,6 +525,39 @@ static void test_tensorboard_reads_it(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A run that crashed after step 5, its checkpoint of step 2, and the run
+ * resumed from it, which makes steps 3 and 4 again (other values: its
+ * samples/s, say) in a file of its own: TensorBoard shows steps 1 and 2 of
+ * the first, 3 and 4 of the second, and not the first's 5. */
+static void test_resumed_run_replaces_points(void)
+{
+    const char *py = tensorboard_python();
+    if (!py) {
+        fputs("\n(skipped: no tensorboard python; `make deps` makes the venv)", stderr);
+        return;
+    }
+    make_tmpdir();
+    char *logdir = test_tmp_path(tmpdir, "run");
+    DdpTensorboard *crashed, *resumed;
+    CU_ASSERT_EQUAL_FATAL(ddp_tensorboard_open(logdir, &crashed), DDP_OK);
+    for (int step = 1; step <= 5; step++)
+        CU_ASSERT_EQUAL(ddp_tensorboard_scalar(crashed, "loss", step, step), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_tensorboard_close(crashed), DDP_OK);
+    /* the same second and pid: its name takes the next number, and sorts after */
+    CU_ASSERT_EQUAL_FATAL(ddp_tensorboard_open(logdir, &resumed), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_tensorboard_resumed(resumed, 2), DDP_OK);
+    for (int step = 3; step <= 4; step++)
+        CU_ASSERT_EQUAL(ddp_tensorboard_scalar(resumed, "loss", step, 10 * step), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_tensorboard_close(resumed), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_tensorboard_resumed(NULL, 2), DDP_OK);
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' tools/read_tensorboard.py '%s' 2> /dev/null", py, logdir); /* not its purge's note */
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    CU_ASSERT_STRING_EQUAL(out ? out : "", "\"loss\" 1 1.0\n\"loss\" 2 2.0\n\"loss\" 3 30.0\n\"loss\" 4 40.0\n");
+    free(out);
+    test_remove_tmpdir(tmpdir);
+}
+
 void suite_tensorboard(void)
 {
     static const TestCase cases[] = {
@@ -534,6 +567,7 @@ void suite_tensorboard(void)
         {"NULL writer, bad and over-long tags", test_hostile_input},
         {"a directory that cannot be made is named", test_bad_dir},
         {"TensorBoard's EventAccumulator reads every value back", test_tensorboard_reads_it},
+        {"a resumed run's file replaces the points past its checkpoint", test_resumed_run_replaces_points},
         {NULL, NULL},
     };
     test_add_suite("tensorboard [python]", cases);
