@@ -423,19 +423,21 @@ int main(int argc, char **argv)
         return build_rebuild(o.rebuild, o.verbose);
     }
     bool builds = o.out || (o.emit && strcmp(o.emit, "cu") == 0);
-    const char *target = o.target ? o.target : builds ? build_default_target() : "cpu";
+    /* --arch names a GPU: without --target it asks for a GPU build (or
+     * plan) whether or not one is visible here, as on a login node */
+    const char *target = o.target                                      ? o.target
+                         : o.arch && build_target_available("cuda") ? "cuda"
+                         : builds                                    ? build_default_target()
+                                                                     : "cpu";
     if (builds && !build_target_available(target)) {
         fprintf(stderr, "ddpc: error: --target cuda needs nvcc, which was not found when ddpc was built; "
                         "use --target cpu\n");
         return EXIT_USAGE;
     }
     if (o.arch && strcmp(target, "cuda") != 0) /* else it would be dropped unsaid */
-        return usage_error("--arch %s names a GPU to build for, and this run's target is the CPU (%s): add --target "
-                           "cuda, or drop --arch",
-                           o.arch,
-                           o.target ? "--target cpu"
-                           : builds ? "the default, as nvcc was not found when ddpc was built"
-                                    : "the default of a run that builds nothing");
+        return usage_error("--arch %s names a GPU to build for, and this run's target is the CPU (%s): %s", o.arch,
+                           o.target ? "--target cpu" : "nvcc was not found when ddpc was built",
+                           o.target ? "add --target cuda, or drop --arch" : "drop --arch, or install CUDA");
     if (builds && strcmp(target, "cuda") == 0 && o.arch) { /* an sm_ this nvcc knows nothing of */
         Arena words = {0};
         const char *known = toolchain_nvcc_refuses(&words, atoi(o.arch + 3));
