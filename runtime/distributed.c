@@ -90,6 +90,8 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
  * (relay_mpirun_stderr). */
 static volatile pid_t mpirun_pid;
 static volatile sig_atomic_t stop_signal, forced_signal, kill_asked, interrupts, ranks_stopped, told_stopped;
+static int stop_taken; /* a rank said it took the stop (DDP_SIGNALS_TAKEN_MARK) */
+static double stop_passed_on; /* when pass_stop_on_again last did */
 static char prog_name[128]; /* for the handler's line */
 /* What the handler says as it kills mpirun, after "PROG: SIGINT". */
 #define MPIRUN_KILLED ": mpirun has not ended the ranks: killing them and it (SIGKILL)"
@@ -193,16 +195,19 @@ static int kill_if_asked(void)
 
 /* mpirun drops a SIGUSR1 that comes before its job has started (its ranks
  * then train on, and the stop asked is lost), so the stop is passed on
- * again every quarter second until rank 0 says the ranks stopped: a rank takes the
- * first it gets, and the rest are nothing to it (rank_signals.h). */
+ * again every quarter second until a rank says it took it. No longer: a
+ * rank takes only the first, but one still starting dies of another
+ * (SIGUSR1's default, before its handler), and so does mpirun ending its
+ * job (before the last step, if the stop came at the last, nothing says
+ * the ranks stopped). */
 static void pass_stop_on_again(void)
 {
-    static double last;
     const double now = ddp_now();
-    if (stop_signal && !forced_signal && !ranks_stopped && mpirun_pid > 0 && now - last >= 0.25) {
-        if (last > 0)
+    if (stop_signal && !forced_signal && !stop_taken && !ranks_stopped && mpirun_pid > 0 &&
+        now - stop_passed_on >= 0.25) {
+        if (stop_passed_on > 0)
             kill(mpirun_pid, SIGUSR1);
-        last = now;
+        stop_passed_on = now;
     }
 }
 
@@ -258,6 +263,10 @@ static void relay_mpirun_stderr(int fd, int *rank, int *sig, char held[HELD_MOST
             }
             if (strncmp(line, "mpirun: Forwarding signal", 25) == 0)
                 continue;
+            if (strcmp(line, DDP_SIGNALS_TAKEN_MARK) == 0) {
+                stop_taken = 1;
+                continue;
+            }
             if (stop_signal && (strstr(line, DDP_SIGNALS_STOPPED_AFTER) || strstr(line, DDP_SIGNALS_EVAL_STOPPED)))
                 ranks_stopped = 1;
             int dashes = dashes_line(line, len);
@@ -454,6 +463,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     sigprocmask(SIG_BLOCK, &blocked, &old_mask);
     stop_signal = forced_signal = kill_asked = interrupts = ranks_stopped = told_stopped = 0;
     mpirun_killed = 0;
+    stop_taken = 0;
+    stop_passed_on = 0;
     for (int i = 0; i < NSTOPS; i++)
         sigaction(stops[i], &sa, &old[i]);
     pid_t parent = getpid();
@@ -528,7 +539,8 @@ static int launch_under_mpirun(int nproc, int argc, char **argv)
     int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     if (status == DDP_EXIT_STOPPED)
         return status; /* the ranks stopped on request; rank 0 said after which step */
-    const int usr1_ended_mpirun = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGUSR1;
+    /* one no rank took: mpirun's own start, before its handler */
+    const int usr1_ended_mpirun = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGUSR1 && !stop_taken && !ranks_stopped;
     if (stop_signal && !forced_signal && ((rank >= 0 && sig == SIGUSR1) || usr1_ended_mpirun)) {
         /* mpirun passed the stop on to a rank still starting, before its
          * handler was in (rank_signals.h), and SIGUSR1's default ended it;

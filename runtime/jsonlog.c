@@ -130,7 +130,10 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
          * waits for a step); writes then wait as they should */
         if (fd < 0)
             copy = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0666);
-        const int fifo_unread = fd < 0 && copy < 0 && errno == ENXIO;
+        const int open_errno = errno;
+        struct stat sb; /* ENXIO: a FIFO without a reader, or a socket, a device without its driver */
+        const int fifo_unread = fd < 0 && copy < 0 && open_errno == ENXIO && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode);
+        errno = open_errno;
         if (fd < 0 && copy >= 0)
             (void)fcntl(copy, F_SETFL, fcntl(copy, F_GETFL) & ~O_NONBLOCK);
         /* fdopen neither empties nor moves the stream's file */

@@ -10,14 +10,17 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>  // poll: a short sleep
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/syscall.h>  // SYS_pidfd_open, SYS_pidfd_send_signal: glibc 2.36 has no wrapper for the second
 #include <unistd.h>
+
+#include "clock.h"  // ddp_now
 
 typedef struct {
     pid_t pid, parent;
@@ -101,6 +104,10 @@ static int holds(const char *pid, const char *entry)
         return 0;
     const size_t want = strlen(entry) + 1; /* with its NUL */
     char buf[8192];
+    if (want > sizeof buf / 2) { /* (the callers' are tens of bytes) */
+        close(fd);
+        return 0;
+    }
     size_t kept = 0;  /* the start of an entry that the last read cut */
     int dropping = 0; /* within an entry too long to be ENTRY */
     int found = 0;
@@ -126,7 +133,10 @@ static int holds(const char *pid, const char *entry)
     return found;
 }
 
-/* One pass: SIGKILL to each process but this one holding ENTRY; how many. */
+/* One pass: SIGKILL to each process but this one holding ENTRY; how many
+ * it reached. Each is held by a pidfd before its environment is read and
+ * signalled through it: should it end between the two and its pid go to
+ * another process, the signal goes nowhere. */
 static int kill_holders_once(const char *entry)
 {
     DIR *d = opendir("/proc");
@@ -135,29 +145,35 @@ static int kill_holders_once(const char *entry)
     const pid_t self = getpid();
     int killed = 0;
     struct dirent *e;
-    while ((e = readdir(d)))
-        if (isdigit((unsigned char)e->d_name[0]) && (pid_t)atoi(e->d_name) != self && holds(e->d_name, entry)) {
-            kill((pid_t)atoi(e->d_name), SIGKILL);
-            killed++;
+    while ((e = readdir(d))) {
+        const pid_t pid = isdigit((unsigned char)e->d_name[0]) ? (pid_t)atoi(e->d_name) : 0;
+        if (pid <= 0 || pid == self)
+            continue;
+        const int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0 && errno == ENOSYS) { /* a kernel before 5.3: by pid */
+            killed += holds(e->d_name, entry) && kill(pid, SIGKILL) == 0;
+            continue;
         }
+        if (pidfd < 0)
+            continue;
+        if (holds(e->d_name, entry) && syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+            killed++;
+        close(pidfd);
+    }
     closedir(d);
     return killed;
 }
 
 int ddp_kill_holders_of(const char *entry, double seconds)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double deadline = ddp_now() + seconds;
     int killed = -1;
     for (;;) {
         /* one killed is still listed (and holds ENTRY) until it has died */
         const int left = kill_holders_once(entry);
         if (killed < 0)
             killed = left;
-        if (!left)
-            return killed;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > seconds)
+        if (!left || ddp_now() > deadline)
             return killed;
         (void)poll(NULL, 0, 50);
     }

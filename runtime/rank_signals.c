@@ -19,6 +19,7 @@ static char who[160];     /* "PROG: ", or "PROG: rank R: " with several ranks: N
 static char launcher_note[256];
 static size_t launcher_note_len;
 static int speaks;        /* says that a stop was asked (ddp_signals_install's ANNOUNCE) */
+static int marks;         /* ddp_signals_mark_stops */
 static int sigterm_is_launchers;
 
 static volatile sig_atomic_t activity = DDP_ACTIVITY_STARTING;
@@ -83,6 +84,11 @@ const char *ddp_signals_name(int sig)
     return "a signal";
 }
 
+void ddp_signals_mark_stops(void)
+{
+    marks = 1;
+}
+
 void ddp_signals_stopping(void)
 {
     stopping = 1;
@@ -139,6 +145,8 @@ static void on_stop_asked(int sig)
     if (stop_asked)
         return;
     stop_asked = sig;
+    if (marks)
+        say(DDP_SIGNALS_TAKEN_MARK, sizeof DDP_SIGNALS_TAKEN_MARK - 1);
     if (!speaks)
         return;
     put_text(line, sizeof line, &len, who);

@@ -42,6 +42,14 @@ extern "C" {
  * step. */
 void ddp_signals_install(const char *prog, int rank, int world, int launched, int announce);
 
+/* A rank of a CPU build's --nproc-per-node, under mpirun: the first stop
+ * it takes also writes DDP_SIGNALS_TAKEN_MARK to stderr, which the
+ * launcher reads (and drops) through mpirun's: it passes a stop on to
+ * mpirun until a rank has taken it (mpirun drops one that comes before its
+ * job has started). Call before ddp_signals_install. */
+void ddp_signals_mark_stops(void);
+#define DDP_SIGNALS_TAKEN_MARK "ddp-launcher: a rank took the stop\n"
+
 /* The signal of the stop asked of this process (SIGINT, SIGTERM, SIGUSR1),
  * 0 if none: polled by the trainer after each step; costs a load. */
 int ddp_signals_stop_asked(void);

@@ -206,7 +206,10 @@ DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out)
     int fd = -1, err = 0;
     for (int n = 0; n < 100 && fd < 0; n++) {
         free(tb->path);
-        if (asprintf(&tb->path, "%s/events.out.tfevents.%010lld.%s.%ld.%d", dir, now, host,
+        /* zero-padded, so that a name sorts as its file was made within a
+         * second too (pid 9998's before 10002's), the order TensorBoard
+         * reads them in, which a resumed run's START needs */
+        if (asprintf(&tb->path, "%s/events.out.tfevents.%010lld.%s.%010ld.%02d", dir, now, host,
                      (long)getpid(), n) < 0) {
             tb->path = NULL;
             free(tb);

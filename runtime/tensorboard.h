@@ -16,7 +16,8 @@
 typedef struct DdpTensorboard DdpTensorboard;
 
 /* Creates DIR if missing (with its parents, as mkdir -p), opens a new
- * DIR/events.out.tfevents.<unix seconds>.<hostname>.<pid>.<n> in it and writes
+ * DIR/events.out.tfevents.<unix seconds>.<hostname>.<pid>.<n> in it (pid and
+ * n zero-padded: names sort as made) and writes
  * the file_version event that starts every event file. DDP_BAD_INPUT, naming
  * DIR, when the directory or the file cannot be created. */
 DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out);
@@ -26,8 +27,9 @@ DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out);
  * every scalar written before. TB NULL is a no-op (DDP_OK), so a trainer can
  * call it whether or not --tensorboard was given. Bytes of TAG that are not
  * UTF-8 become U+FFFD (protobuf strings must be UTF-8); a NULL, empty or
- * over-long TAG is DDP_BAD_INPUT. Steps should grow: TensorBoard drops the
- * points after a step that goes back (it takes it for a restarted run). */
+ * over-long TAG is DDP_BAD_INPUT. Steps should grow: TensorBoard keeps a
+ * step written twice twice, unless a START (ddp_tensorboard_resumed) came
+ * between. */
 DdpStatus ddp_tensorboard_scalar(DdpTensorboard *tb, const char *tag, int64_t step, double value);
 
 /* For a run resumed after step STEP: a SessionLog START event at STEP + 1,

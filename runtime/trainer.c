@@ -1914,15 +1914,15 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     DDP_CHECK(resume(t));
     if (!t->flags.eval_only) /* once the step a run resumes at is known */
         DDP_CHECK(check_batchnorm_values(t));
-    if (t->resuming[0])
-        ddp_progress_note(&t->progress, "%s", t->resuming);
     DDP_CHECK(share_conv_choices(t));
     if (t->flags.tensorboard && rank == 0)
         DDP_CHECK(ddp_tensorboard_open(t->flags.tensorboard, &t->tb));
-    if (t->tb && t->step > 0) /* a crashed run's points past the checkpoint are made again */
+    if (t->tb && t->flags.resume) /* a crashed run's points past the checkpoint (or all: step 0) come again */
         DDP_CHECK(ddp_tensorboard_resumed(t->tb, t->step));
     if (t->flags.log && rank == 0)
         DDP_CHECK(ddp_jsonlog_open(t->flags.log, t->flags.resume, &t->log));
+    if (t->resuming[0])
+        ddp_progress_note(&t->progress, "%s", t->resuming);
     ddp_progress_attach(&t->progress, t->log, t->tb);
     DDP_CHECK(ddp_dist_broadcast_weights(&t->dist, net, t->params, t->buffers, t->opt_state, t->counts));
     /* world > 1, or one rank on a real NCCL communicator (--backend nccl) */
@@ -2108,6 +2108,8 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
      * may become a launcher, which installs its own handlers: until then a
      * signal ends it as it always did. */
     const char *rank_env = getenv("OMPI_COMM_WORLD_RANK") ? getenv("OMPI_COMM_WORLD_RANK") : getenv("RANK");
+    if (getenv(DDP_LAUNCHER_ENV) && getenv("OMPI_COMM_WORLD_SIZE")) /* our launcher's, through mpirun */
+        ddp_signals_mark_stops();
     if (getenv("DDP_SPAWNED") || getenv("OMPI_COMM_WORLD_SIZE"))
         ddp_signals_install(prog, rank_env ? atoi(rank_env) : 0, 2, 1, 0);
     DdpStatus st = run(t, argc, argv);

@@ -4,6 +4,7 @@
  * only those: an entry that merely begins or ends like it is not it, even
  * where /proc's environ is read in pieces that cut an entry before it.
  */
+#include <fcntl.h>  // O_CLOEXEC
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,24 @@
 #include "proc_tree.h"  // ddp_kill_holders_of
 #include "testutil.h"
 
-/* A `sleep 60` whose whole environment is ENV (NULL-ended); its pid. */
+/* A `sleep 60` whose whole environment is ENV (NULL-ended); its pid, once
+ * it has exec'd (the end of a pipe that closes on exec is read to EOF):
+ * until then its environment is still ours. */
 static pid_t sleeper(char *const *env)
 {
+    int exec_seen[2];
+    CU_ASSERT_FATAL(pipe2(exec_seen, O_CLOEXEC) == 0);
     pid_t pid = fork();
     if (pid == 0) {
         char *argv[] = {"sleep", "60", NULL};
         execve("/bin/sleep", argv, env);
         _exit(127);
     }
+    close(exec_seen[1]);
+    char c;
+    while (read(exec_seen[0], &c, 1) > 0) {
+    }
+    close(exec_seen[0]);
     return pid;
 }
 
@@ -50,19 +60,20 @@ static void test_kill_holders_of(void)
     memcpy(long_value, "LONG=", 5);
     long_value[19999] = '\0';
     char *at_page = glued(4096, mark), *at_buffer = glued(8192, mark);
+    char *before_cut = glued(8192 - 6, "x"); /* with its NUL, the mark after it starts 4 bytes short of a cut */
     char *holds_first[] = {mark, NULL};
     char *holds_after_long[] = {long_value, mark, NULL};
     char *like_it[] = {longer, tail, NULL};
     char *cut_at_page[] = {at_page, NULL};
     char *cut_at_buffer[] = {at_buffer, NULL};
-    char **envs[] = {holds_first, holds_after_long, like_it, cut_at_page, cut_at_buffer};
-    const int should_die[] = {1, 1, 0, 0, 0};
+    char *mark_across_cut[] = {before_cut, mark, NULL};
+    char **envs[] = {holds_first, holds_after_long, like_it, cut_at_page, cut_at_buffer, mark_across_cut};
+    const int should_die[] = {1, 1, 0, 0, 0, 1};
     enum { N = sizeof envs / sizeof envs[0] };
     pid_t pids[N];
     for (int i = 0; i < N; i++)
         CU_ASSERT_FATAL((pids[i] = sleeper(envs[i])) > 0);
-    usleep(200000); /* each has exec'd: its environ is the one given */
-    CU_ASSERT_EQUAL(ddp_kill_holders_of(mark, 5.0), 2);
+    CU_ASSERT_EQUAL(ddp_kill_holders_of(mark, 5.0), 3);
     for (int i = 0; i < N; i++) {
         int ws = 0;
         const pid_t ended = waitpid(pids[i], &ws, WNOHANG); /* the ones killed have ended */
@@ -80,6 +91,7 @@ static void test_kill_holders_of(void)
     free(long_value);
     free(at_page);
     free(at_buffer);
+    free(before_cut);
 }
 
 void suite_proc_tree(void)

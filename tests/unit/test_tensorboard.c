@@ -304,7 +304,8 @@ static void test_file_reads_back(void)
     CU_ASSERT_EQUAL(ddp_tensorboard_close(tb), DDP_OK);
     time_t after = time(NULL);
 
-    /* The name TensorFlow's writers use: .<seconds>.<host>.<pid>.<n> */
+    /* The name TensorFlow's writers use: .<seconds>.<host>.<pid>.<n>, the
+     * pid and n zero-padded, so that names sort as the files were made */
     const char *found = event_file(test_tmp_path(tmpdir, "a/b/c"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(found);
     CU_ASSERT_STRING_EQUAL(strrchr(found, '/'), strrchr(path, '/'));
@@ -316,7 +317,7 @@ static void test_file_reads_back(void)
     CU_ASSERT_EQUAL(sscanf(strrchr(path, '/'), "/events.out.tfevents.%lld.%399s", &secs, rest), 2);
     CU_ASSERT(secs >= before && secs <= after);
     char tail[400];
-    snprintf(tail, sizeof tail, "%s.%ld.0", host, (long)getpid());
+    snprintf(tail, sizeof tail, "%s.%010ld.00", host, (long)getpid());
     CU_ASSERT_STRING_EQUAL(rest, tail);
 
     Event *ev;
