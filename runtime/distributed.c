@@ -195,11 +195,10 @@ static int kill_if_asked(void)
 
 /* mpirun drops a SIGUSR1 that comes before its job has started (its ranks
  * then train on, and the stop asked is lost), so the stop is passed on
- * again every quarter second until a rank says it took it. No longer: a
- * rank takes only the first, but one still starting dies of another
- * (SIGUSR1's default, before its handler), and so does mpirun ending its
- * job (before the last step, if the stop came at the last, nothing says
- * the ranks stopped). */
+ * again every quarter second until a rank says it took it, and not after:
+ * a rank takes only the first, but one still starting dies of another
+ * (SIGUSR1's default, before its handler), and so does an mpirun ending
+ * its job (a stop agreed on the last step leaves no "stopped" line). */
 static void pass_stop_on_again(void)
 {
     const double now = ddp_now();
