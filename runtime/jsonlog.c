@@ -105,6 +105,24 @@ static int ends_a_line(const char *path)
     return last == '\n';
 }
 
+/* PATH opened to write the log (emptied, or appended to); -1 with errno.
+ * O_NONBLOCK: a FIFO that no process reads is refused (*UNREAD set), where
+ * the open would wait for a reader, start-up stuck deaf to a stop (which
+ * waits for a step); cleared after, so that writes wait as they should. */
+static int open_log_file(const char *path, int append, int *unread)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0666);
+    if (fd >= 0) {
+        (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        return fd;
+    }
+    const int err = errno;
+    struct stat sb; /* ENXIO: a FIFO without a reader, or a socket, a device without its driver */
+    *unread = err == ENXIO && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode);
+    errno = err;
+    return -1;
+}
+
 DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
 {
     *out = NULL;
@@ -124,20 +142,10 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
-        int fd = own_stream(path), copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
-        /* O_NONBLOCK: a FIFO that no process reads is refused, where the
-         * open would wait for a reader, start-up stuck deaf to a stop (it
-         * waits for a step); writes then wait as they should */
-        if (fd < 0)
-            copy = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0666);
-        const int open_errno = errno;
-        struct stat sb; /* ENXIO: a FIFO without a reader, or a socket, a device without its driver */
-        const int fifo_unread = fd < 0 && copy < 0 && open_errno == ENXIO && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode);
-        errno = open_errno;
-        if (fd < 0 && copy >= 0)
-            (void)fcntl(copy, F_SETFL, fcntl(copy, F_GETFL) & ~O_NONBLOCK);
+        int own = own_stream(path), fifo_unread = 0;
+        int copy = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open_log_file(path, append, &fifo_unread);
         /* fdopen neither empties nor moves the stream's file */
-        log->f = copy >= 0 ? fdopen(copy, fd < 0 && append ? "a" : "w") : NULL;
+        log->f = copy >= 0 ? fdopen(copy, own < 0 && append ? "a" : "w") : NULL;
         if (!log->f) {
             int err = errno;
             if (copy >= 0)
@@ -150,7 +158,7 @@ DdpStatus ddp_jsonlog_open(const char *path, int append, DdpJsonLog **out)
             free(log);
             return st;
         }
-        if (append && fd < 0 && !ends_a_line(path))
+        if (append && own < 0 && !ends_a_line(path))
             fputc('\n', log->f);
     }
     *out = log;
