@@ -94,7 +94,9 @@ int ddp_kill_descendants(pid_t root)
 }
 
 /* Whether process PID's environment (as /proc gives it: NUL-ended
- * entries) holds ENTRY. A zombie's, or another user's, reads as none. */
+ * entries) holds ENTRY. A zombie's, or another user's, reads as none. It
+ * is read whole, after a NUL of our own, so that an entry is found as
+ * "\0ENTRY\0" wherever the reads were cut (the last entry's NUL is there). */
 static int holds(const char *pid, const char *entry)
 {
     char path[64];
@@ -102,34 +104,32 @@ static int holds(const char *pid, const char *entry)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    const size_t want = strlen(entry) + 1; /* with its NUL */
-    char buf[8192];
-    if (want > sizeof buf / 2) { /* (the callers' are tens of bytes) */
-        close(fd);
-        return 0;
-    }
-    size_t kept = 0;  /* the start of an entry that the last read cut */
-    int dropping = 0; /* within an entry too long to be ENTRY */
-    int found = 0;
-    while (!found) {
-        ssize_t n = read(fd, buf + kept, sizeof buf - kept);
+    size_t len = 1, cap = 0;
+    char *env = NULL;
+    for (;;) {
+        if (len >= cap) {
+            char *grown = realloc(env, cap = cap ? 2 * cap : 8192);
+            if (!grown)
+                break;
+            env = grown;
+            env[0] = '\0';
+        }
+        ssize_t n = read(fd, env + len, cap - len);
         if (n <= 0)
             break;
-        size_t len = kept + (size_t)n, start = 0;
-        for (size_t i = 0; i < len && !found; i++)
-            if (buf[i] == '\0') {
-                found = !dropping && i + 1 - start == want && memcmp(buf + start, entry, want) == 0;
-                dropping = 0;
-                start = i + 1;
-            }
-        kept = len - start;
-        if (kept >= want) { /* longer than ENTRY already: not it */
-            kept = 0;
-            dropping = 1;
-        }
-        memmove(buf, buf + start, kept);
+        len += (size_t)n;
     }
     close(fd);
+    const size_t want = strlen(entry);
+    char *needle = malloc(want + 2);
+    int found = 0;
+    if (env && needle) {
+        needle[0] = '\0';
+        memcpy(needle + 1, entry, want + 1);
+        found = memmem(env, len, needle, want + 2) != NULL;
+    }
+    free(needle);
+    free(env);
     return found;
 }
 
