@@ -245,7 +245,15 @@ static void test_nan_on_two_ranks(void)
 }
 
 /* A generated program given a truncated data file, a damaged --init file, or
- * a batch that cannot fit in memory. */
+ * a batch that cannot fit in memory: roomy.net's 400 MB of activations per
+ * sample, 2048 samples of them. A --batch-size far above the data set's
+ * size is not refused, as the run holds no more than the data at once
+ * (largest_step in trainer.c): mnist.net at batch 1048576 (200 GiB of
+ * activations) of 256 samples takes the same step as at batch 256, on one
+ * rank and on two; nor does the CPU build's limit on a step's samples count
+ * more than the data gives (check_sum_count): batch 600000 with
+ * --no-sync-every 2 is a step of 1000000 samples of 1000000, not refused,
+ * and of 1100000 of 1100000, refused. */
 static void test_bad_files(void)
 {
     if (!ready(0))
@@ -262,8 +270,21 @@ static void test_bad_files(void)
         "$d/p --data $d/data --max-steps 1 --init $d/cut.safetensors; echo cut_init=$?; "
         "printf 'garbage' | dd of=$d/w.safetensors bs=1 seek=3 conv=notrunc 2>/dev/null; "
         "$d/p --data $d/data --max-steps 1 --init $d/w.safetensors; echo bad_header=$?; "
-        "$d/p --data $d/data --max-steps 1 --batch-size 1048576; echo too_big=$?",
-        test_ddpc()) > 0);
+        "$d/p --data $d/data --max-steps 1 --batch-size 1048576 --export $d/far.safetensors --quiet; "
+        "echo far_above=$?; $d/p --data $d/data --max-steps 1 --batch-size 256 --export $d/whole.safetensors --quiet; "
+        "cmp $d/far.safetensors $d/whole.safetensors && echo same_step_1; "
+        "$d/p --data $d/data --max-steps 1 --batch-size 1048576 --nproc-per-node 2 --export $d/far2.safetensors "
+        "--quiet; echo far_above_2=$?; cmp $d/far2.safetensors $d/whole.safetensors && echo same_step_2; "
+        "printf 'net roomy\\ninput 1x28x28\\nconv 1->65536 k1\\nrelu\\nglobal_avgpool\\nflatten\\nlinear 10\\n"
+        "loss cross_entropy\\n' > $d/roomy.net; %s $d/roomy.net --target cpu -o $d/roomy; "
+        "python3 tests/fault/small_data.py $d/data 2048 64; "
+        "$d/roomy --data $d/data --max-steps 1 --batch-size 2048; echo too_big=$?; "
+        "printf 'net dot\\ninput 1x1x1\\nflatten\\nlinear 2\\nloss cross_entropy\\n' > $d/dot.net; "
+        "%s $d/dot.net --target cpu -o $d/dot; "
+        "for n in 1000000 1100000; do python3 tests/fault/blank_data.py $d/blank$n $n; "
+        "$d/dot --data $d/blank$n --batch-size 600000 --no-sync-every 2 --max-steps 1 --quiet; echo sum_count_$n=$?; "
+        "done",
+        test_ddpc(), test_ddpc(), test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     static const char *const expected[] = {
         "train-images-idx3-ubyte: truncated: header says 256 images of 28x28",
@@ -272,9 +293,17 @@ static void test_bad_files(void)
         "cut_init=2",
         "w.safetensors: ",
         "bad_header=2",
-        "mnist needs ",
+        "far_above=0",
+        "same_step_1",
+        "far_above_2=0",
+        "same_step_2",
+        "roomy needs ",
         "GiB available: use a smaller --batch-size",
         "too_big=2",
+        "sum_count_1000000=0",
+        "a step of 1100000 samples (1100000 per rank x 1 rank) is more than the 1048576 the CPU build's exact "
+        "gradient sums allow",
+        "sum_count_1100000=2",
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         CU_ASSERT_PTR_NOT_NULL(out && strstr(out, expected[i]));
