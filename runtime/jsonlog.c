@@ -5,8 +5,13 @@
  * tailing the file), so every line must be valid JSON on its own, complete,
  * and carry the numbers exactly:
  *
- *   - A line is built in memory and written with one fwrite and a flush, so a
- *     reader tailing the file, or a crash, sees whole lines only.
+ *   - A line is built in memory and written with one write(2), however long
+ *     (an --eval-only confusion matrix can take megabytes), at the file's
+ *     end (O_APPEND, also when the run empties the file first): a reader
+ *     tailing the file, or a crash, sees whole lines only, and another
+ *     process appending to the same log (--eval-only --resume of a
+ *     checkpoint of this run, as it trains) is neither overwritten nor cut
+ *     into.
  *   - Numbers are printed with the fewest digits that read back to the same
  *     value: a float loss of 0.1f prints as 0.1, not 0.100000001490116, yet
  *     still parses to the same float; a double learning rate gets up to 17
@@ -26,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // stat: only a regular file is read
-#include <unistd.h>    // close, pread
+#include <unistd.h>    // close, pread, write
 
 #include "dirs.h"  // ddp_output_in_place_check: which paths a log may be written in
 #include "json.h"  // ddp_json_put_string
@@ -105,13 +110,14 @@ static int ends_a_line(const char *path)
     return last == '\n';
 }
 
-/* PATH opened to write the log (emptied, or appended to); -1 with errno.
+/* PATH opened to write the log at its end (emptied first, or not when
+ * APPEND); -1 with errno.
  * O_NONBLOCK: a FIFO that no process reads is refused (*UNREAD set), where
  * the open would wait for a reader, start-up stuck deaf to a stop (which
  * waits for a step); cleared after, so that writes wait as they should. */
 static int open_log_file(const char *path, int append, int *unread)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0666);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_APPEND | (append ? 0 : O_TRUNC), 0666);
     if (fd >= 0) {
         (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         return fd;
@@ -233,8 +239,17 @@ DdpStatus ddp_jsonlog_write(DdpJsonLog *log, const DdpLogField *fields, int n)
         free(line);
         return DDP_ERR(DDP_FAIL, "%s: out of memory for a log line", log->path);
     }
+    /* stdio would cut a line longer than its buffer into several writes;
+     * what stdout ("-") already holds goes first */
     errno = 0;
-    int ok = fwrite(line, 1, len, log->f) == len && fflush(log->f) == 0;
+    int ok = fflush(log->f) == 0;
+    for (size_t done = 0; ok && done < len;) {
+        ssize_t w = write(fileno(log->f), line + done, len - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w == 0 || errno != EINTR)
+            ok = 0;
+    }
     free(line);
     if (!ok)
         return DDP_ERR(DDP_FAIL, "%s: cannot write the log: %s", log->path,

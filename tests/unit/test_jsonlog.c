@@ -94,6 +94,42 @@ static void test_exact_text(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* Lines another process appends to the log (--eval-only --resume of a
+ * checkpoint of the run that writes it) stay, whole, between the run's own,
+ * also when the run began by emptying the log, and a line longer than
+ * stdio's buffer is one line among them. */
+static void test_shared_with_another_writer(void)
+{
+    make_tmpdir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/log.jsonl", tmpdir);
+    DdpJsonLog *log;
+    CU_ASSERT_EQUAL_FATAL(ddp_jsonlog_open(path, 0, &log), DDP_OK);
+    DdpLogField first[] = {DDP_LOG_S("event", "epoch")};
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, first, 1), DDP_OK);
+    int other = open(path, O_WRONLY | O_APPEND);
+    CU_ASSERT_FATAL(other >= 0);
+    static const char eval_line[] = "{\"event\": \"eval_only\"}\n";
+    CU_ASSERT_EQUAL(write(other, eval_line, strlen(eval_line)), (ssize_t)strlen(eval_line));
+    close(other);
+    size_t long_len = 100000;
+    char *long_text = malloc(long_len + 1);
+    CU_ASSERT_FATAL(long_text != NULL);
+    memset(long_text, 'x', long_len);
+    long_text[long_len] = '\0';
+    DdpLogField second[] = {DDP_LOG_S("event", long_text)};
+    CU_ASSERT_EQUAL(ddp_jsonlog_write(log, second, 1), DDP_OK);
+    CU_ASSERT_EQUAL(ddp_jsonlog_close(log), DDP_OK);
+    char *text = test_read_file(path, NULL);
+    CU_ASSERT_FATAL(text != NULL);
+    const char *after = text ? strstr(text, "{\"event\": \"epoch\"}\n{\"event\": \"eval_only\"}\n{\"event\": \"xxx") : NULL;
+    CU_ASSERT_PTR_NOT_NULL(after);
+    CU_ASSERT(text && after == text && strlen(text) == 19 + strlen(eval_line) + 11 + long_len + 3);
+    free(text);
+    free(long_text);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* Python reads every line; its floats, packed by struct, must be the values
  * we logged, bit for bit. */
 static void test_python_reads_back(void)
@@ -230,6 +266,7 @@ void suite_jsonlog(void)
 {
     static const TestCase cases[] = {
         {"exact text, escapes, null for NaN/Inf, append", test_exact_text},
+        {"another process's lines appended between ours are kept", test_shared_with_another_writer},
         {"python's json reads the values back exactly", test_python_reads_back},
         {"open and write failures are reported", test_failures},
         {NULL, NULL},
