@@ -1207,45 +1207,52 @@ typedef struct {
 } Tally;
 
 /* Adds the predictions of the evaluation batch just run (samples START..
- * START + N of this rank's share) to TALLY. The padding DistributedSampler
- * adds to even out the ranks' shares (samples seen twice) is left out, so
- * the matrix counts each test sample once. */
+ * START + N of this rank's share: evaluate's ids) to TALLY. */
 static DdpStatus tally_batch(Trainer *t, Tally *tally, int64_t start, int n)
 {
     int k = t->net->num_classes;
     DDP_CHECK(ddp_copy_to_host(tally->scores, device_scores(t), (size_t)n * (size_t)k * sizeof(float), t->stream));
     for (int i = 0; i < n; i++) {
-        int64_t unwrapped = t->dist.rank + (start + i) * t->dist.world;
-        if (unwrapped < t->test.n)
-            ddp_confusion_add(&tally->matrix, tally->scores + (int64_t)i * k, &t->test.labels[unwrapped], 1);
+        int64_t id = t->dist.rank + (start + i) * t->dist.world;
+        ddp_confusion_add(&tally->matrix, tally->scores + (int64_t)i * k, &t->test.labels[id], 1);
     }
     return DDP_OK;
 }
 
 /* The whole test set, in order, in batches of the training batch size;
  * with several ranks each takes every world-th sample (DistributedSampler
- * without shuffling) and the results are summed. TALLY: NULL, or where
- * --eval-only counts the predictions. */
+ * without shuffling) and the results are summed. Where the world size does
+ * not divide the test set, DistributedSampler pads the ranks' shares to one
+ * size with samples seen twice, the last of some ranks' shares: they are
+ * left out (the batch that holds them is run short, or not at all), so the
+ * loss, the accuracy and --eval-only's matrix count each sample once, the
+ * same at every world size, as one process's evaluation does. Every rank
+ * still takes as many batches, for --eval-only's stop votes. TALLY: NULL,
+ * or where --eval-only counts the predictions. */
 static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
 {
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
     int64_t share = (t->test.n + world - 1) / world;
+    /* this rank's samples that are not padding: rank + i * world < test.n */
+    int64_t own = rank < t->test.n ? (t->test.n - rank + world - 1) / world : 0;
     *loss = *acc = NAN;
     DDP_CHECK(ddp_device_zero(t->eval_stats, NSTATS * sizeof(double), t->stream));
     ddp_signals_note_activity(DDP_ACTIVITY_EVALUATING, t->epoch, t->step);
     ddp_whereabouts_note(t->dist.whereabouts, t->step, "evaluation");
     t->ctx.stats = t->eval_stats;
     for (int64_t start = 0; start < share; start += batch) {
-        int n = (int)(share - start < batch ? share - start : batch);
+        int n = (int)(own - start < batch ? (own > start ? own - start : 0) : batch);
         if (t->flags.eval_only)
             ddp_signals_test_stop(start / batch); /* tests: its batches are the steps */
         for (int i = 0; i < n; i++)
-            t->eval_ids[i] = (rank + (start + i) * world) % t->test.n;
-        DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n, -1, NULL));
-        t->net->eval_step(&t->ctx, n);
-        DDP_CHECK(ddp_step_status(&t->ctx));
-        DDP_CHECK(ddp_ops_status(t->ops));
-        if (tally)
+            t->eval_ids[i] = rank + (start + i) * world;
+        if (n > 0) {
+            DDP_CHECK(stage_batch(t, &t->test, t->eval_ids, n, -1, NULL));
+            t->net->eval_step(&t->ctx, n);
+            DDP_CHECK(ddp_step_status(&t->ctx));
+            DDP_CHECK(ddp_ops_status(t->ops));
+        }
+        if (tally && n > 0)
             DDP_CHECK(tally_batch(t, tally, start, n));
         /* --eval-only is the whole run: a stop asked ends it after the
          * batch the ranks agree on (every rank takes as many), as training's
@@ -1309,9 +1316,8 @@ static DdpStatus evaluate_only(Trainer *t)
                 "one cut short\n", t->prog, name, (long long)t->eval_stopped_at, (long long)t->test.n);
         s = ddp_progress_stop(&t->progress, name, t->step, NULL);
     } else if (s == DDP_OK && t->dist.rank == 0) {
-        /* the loss is the evaluation's own, as in training: it counts the
-         * samples padding the ranks' shares to equal size (when the world size
-         * does not divide the test set) twice; the accuracy counts each once */
+        /* the loss is the evaluation's own, as in training; it and the
+         * matrix count each sample once (evaluate) */
         int64_t samples = ddp_confusion_total(&tally.matrix);
         double accuracy = ddp_confusion_accuracy(&tally.matrix);
         ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld samples)", loss, accuracy,

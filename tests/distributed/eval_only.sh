@@ -6,9 +6,9 @@
 # exported, then
 #  - --eval-only on 1, 2 and 3 ranks. 10,000 test samples do not divide by
 #    3: DistributedSampler pads the ranks' shares with samples seen twice,
-#    which the matrix must leave out. Every run must count 10,000 samples
-#    and log the same confusion matrix and accuracy as one rank, and the
-#    accuracy must be the training run's own at its end;
+#    which evaluation must leave out. Every run must count 10,000 samples
+#    and log the same confusion matrix, accuracy and loss as one rank, and
+#    the accuracy and loss must be the training run's own at its end;
 #  - --predict on the test images: the first class of each, against its
 #    label, must give that accuracy again.
 # Then mlp.net saved by 2 ranks (--save) is evaluated from its checkpoint on
@@ -30,6 +30,7 @@ say() { # say WHAT VERDICT: one line, and the failure counted
     [ "$2" = same ] || status=1
 }
 last_acc() { grep -E '"event": "(eval|epoch|eval_only)"' "$1" | grep -o '"test_acc": [0-9.]*' | tail -1; }
+last_loss() { grep -E '"event": "(eval|epoch|eval_only)"' "$1" | grep -o '"test_loss": [0-9.e+-]*' | tail -1; }
 
 # The share of the test images whose first predicted class is their label.
 predicted_acc() { # predicted_acc PREDICTIONS.jsonl
@@ -49,18 +50,20 @@ grep -q '^loss nll' "$d/mlp_nll.net"
 for net in mlp mlp_nll; do
     "$ddpc" "$d/$net.net" --target cpu -o "$d/$net"
     "$d/$net" --max-steps 20 --log "$d/$net.jsonl" --export "$d/$net.safetensors" --quiet
-    trained=$(last_acc "$d/$net.jsonl")
+    trained=$(last_acc "$d/$net.jsonl") trained_loss=$(last_loss "$d/$net.jsonl")
     for ranks in 1 2 3; do
         run_on_ranks "$ranks" "$d/$net" --eval-only --init "$d/$net.safetensors" --log "$d/eval$ranks.jsonl" --quiet
         record=$(grep '"event": "eval_only"' "$d/eval$ranks.jsonl")
         matrix=$(echo "$record" | grep -o '"confusion": .*')
         acc=$(echo "$record" | grep -o '"test_acc": [0-9.]*')
+        loss=$(last_loss "$d/eval$ranks.jsonl")
         samples=$(echo "$record" | grep -o '"samples": [0-9]*')
         [ "$ranks" = 1 ] && one_matrix=$matrix
         verdict=same
-        [ "$samples" = '"samples": 10000' ] && [ "$matrix" = "$one_matrix" ] && [ "$acc" = "$trained" ] ||
-            verdict=DIFFERENT
-        say "$net --eval-only on $ranks rank(s): $samples, $acc (training's: $trained), matrix" $verdict
+        [ "$samples" = '"samples": 10000' ] && [ "$matrix" = "$one_matrix" ] && [ "$acc" = "$trained" ] &&
+            [ -n "$loss" ] && [ "$loss" = "$trained_loss" ] || verdict=DIFFERENT
+        say "$net --eval-only on $ranks rank(s): $samples, $acc, $loss (training's: $trained, $trained_loss), matrix" \
+            $verdict
     done
     gunzip -c "$data/t10k-images-idx3-ubyte.gz" > "$d/images"
     "$d/$net" --predict "$d/images" --init "$d/$net.safetensors" --json --top 3 > "$d/predictions.jsonl"

@@ -125,7 +125,7 @@ static void test_straggler_named(void)
 
 /* tests/distributed/eval_only.sh: --eval-only on 1, 2 and 3 ranks counts
  * every test sample once (3 does not divide 10,000) and logs one matrix,
- * with the accuracy training gave the same weights, as does --predict's
+ * with the accuracy and loss training gave the same weights, as does --predict's
  * first class (a net ending in a linear layer, and one in log_softmax); a
  * 2-rank checkpoint evaluates on 1 rank; --predict under mpirun is refused. */
 static void test_eval_only_on_ranks(void)
