@@ -8,12 +8,17 @@
 static _Thread_local char error_message[DDP_ERROR_MESSAGE_LEN];
 static _Thread_local char error_origin[256];
 
+/* Formatted aside first: an argument may be ddp_error_message() itself (a
+ * failure that wraps the one below it), which vsnprintf must not write into
+ * as it reads it. */
 DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char *fmt, ...)
 {
+    char message[DDP_ERROR_MESSAGE_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(error_message, message, sizeof message);
     snprintf(error_origin, sizeof error_origin, "%s:%d", file, line);
     return status;
 }

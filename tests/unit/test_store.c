@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>  // kill: the stand-in for another program
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,6 +436,39 @@ static void test_limits(void)
 
 /* ---- hostile peers ------------------------------------------------------------------ */
 
+/* A program that is not a store on MASTER_PORT (a web server, say): rank
+ * 1's open fails, its message naming the store and the parser's reason,
+ * whole, where formatting the reason into the buffer it was read from
+ * garbled both. */
+static void test_not_a_store(void)
+{
+    int port;
+    int fd = listener(&port);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int peer = accept(fd, NULL, NULL);
+        static const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        if (peer >= 0 && write(peer, reply, sizeof reply - 1) > 0)
+            sleep(2);
+        _exit(0);
+    }
+    close(fd);
+    DdpTopology t = topology(1, 2, port);
+    DdpStore *s = NULL;
+    CU_ASSERT(ddp_store_open(&s, &t, 1) == DDP_FAIL);
+    char what[96];
+    snprintf(what, sizeof what, "the store at 127.0.0.1:%d answered with a malformed message (", port);
+    const char *message = ddp_error_message();
+    CU_ASSERT(strncmp(message, what, strlen(what)) == 0);
+    const char *reason = message + strlen(what);
+    CU_ASSERT(strlen(reason) > 1 && reason[strlen(reason) - 1] == ')' && !strstr(reason, "the store at"));
+    if (strncmp(message, what, strlen(what)) != 0 || strlen(reason) <= 1)
+        fprintf(stderr, "\n%s\n", message);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 static int raw_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -727,6 +761,7 @@ void suite_store(void)
         {"rank 0 serves on the launcher's socket, where it is one on its port", test_launcher_socket},
         {"serve, then open: the store owns the server, opened or not; only rank 0 has one", test_served_halves},
         {"nobody listening: refused within the timeout", test_unreachable},
+        {"another program on the port: its reply named malformed, with the reason", test_not_a_store},
         {"1 MiB values, 256-byte keys, counters; past the limits", test_limits},
         {"hostile peers dropped, honest ranks served", test_hostile_peers},
         {"parser: valid messages, prefixes, pairs, limits", test_parse_valid},
