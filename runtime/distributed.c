@@ -27,6 +27,26 @@
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
+/* A CPU build's ranks talk through MPI, which only the ranks mpirun started
+ * can open; refused here, before the data loads, rather than where the group
+ * would open. Flags that make one rank of each process mpirun started as
+ * one of several are refused too: each would train alone. */
+static DdpStatus check_mpi_launch(const DdpDist *d)
+{
+    if (d->topo.launch == DDP_LAUNCH_MPIRUN)
+        return DDP_OK;
+    const char *mpirun_world = getenv("OMPI_COMM_WORLD_SIZE");
+    if (mpirun_world && (d->world > 1 || strtol(mpirun_world, NULL, 10) > 1))
+        return DDP_ERR(DDP_BAD_INPUT, "under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's "
+                                      "own ranks, which this CPU build's MPI needs: leave them out");
+    if (d->world > 1)
+        return DDP_ERR(DDP_BAD_INPUT,
+                       "this CPU build's %d ranks talk through MPI: start them with mpirun -np %d (or "
+                       "--nproc-per-node %d), not with %s", d->world, d->world, d->world,
+                       d->topo.launch == DDP_LAUNCH_SRUN ? "srun" : "torchrun or --rank/--world-size");
+    return DDP_OK;
+}
+
 DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
 {
     memset(d, 0, sizeof *d);
@@ -43,7 +63,7 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
     DDP_CHECK(ddp_topology_read(&d->topo, flags->rank, flags->world_size, flags->init_method));
     d->rank = d->topo.rank;
     d->world = d->topo.world_size;
-    return DDP_OK;
+    return ddp_device_is_gpu() ? DDP_OK : check_mpi_launch(d);
 }
 
 DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc)
@@ -743,14 +763,6 @@ DdpStatus ddp_dist_join(DdpDist *d, const DdpFlags *flags, void *stream)
         return DDP_OK;
     /* --backend can only confirm the build's own (ddp_dist_topology refused the other) */
     DdpPgBackend backend = gpu ? DDP_PG_NCCL : DDP_PG_MPI;
-    if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN && getenv("OMPI_COMM_WORLD_SIZE"))
-        return DDP_ERR(DDP_BAD_INPUT, "under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's "
-                                      "own ranks, which this CPU build's MPI needs: leave them out");
-    if (backend == DDP_PG_MPI && d->topo.launch != DDP_LAUNCH_MPIRUN)
-        return DDP_ERR(DDP_BAD_INPUT,
-                       "this CPU build's %d ranks talk through MPI: start them with mpirun -np %d (or "
-                       "--nproc-per-node %d), not with %s", d->world, d->world, d->world,
-                       d->topo.launch == DDP_LAUNCH_SRUN ? "srun" : "torchrun or --rank/--world-size");
     if (backend == DDP_PG_NCCL && d->world > 1 && d->topo.launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(ddp_store_open(&d->store, &d->topo, flags->timeout));
     DDP_CHECK(ddp_pg_create(&d->pg, backend, &d->topo, d->store, stream, flags->timeout));

@@ -399,10 +399,31 @@ static DdpStatus check_torchrun_not_stale(const DdpTopology *t)
                    t->world_size, (long long)rank, (long long)world);
 }
 
+/* Whether RANK and WORLD_SIZE only repeat mpirun's own, with no torchrun
+ * agent nor our launcher behind them (a script that exported them from
+ * OMPI_COMM_WORLD_*): the ranks are then mpirun's, and read as such, as a
+ * CPU build's MPI needs, with MASTER_* optional. Unreadable values are not:
+ * read_torchrun names them. */
+static int repeats_mpirun(void)
+{
+    int64_t rank = 0, world = 0, mpi_rank = 0, mpi_world = 0;
+    int has[4];
+    if (getenv("TORCHELASTIC_RUN_ID") || getenv("DDP_SPAWNED"))
+        return 0;
+    if (env_int("RANK", &rank, &has[0]) != DDP_OK || env_int("WORLD_SIZE", &world, &has[1]) != DDP_OK ||
+        env_int("OMPI_COMM_WORLD_RANK", &mpi_rank, &has[2]) != DDP_OK ||
+        env_int("OMPI_COMM_WORLD_SIZE", &mpi_world, &has[3]) != DDP_OK) {
+        ddp_error_clear();
+        return 0;
+    }
+    return has[0] && has[1] && has[2] && has[3] && rank == mpi_rank && world == mpi_world;
+}
+
 /* The first launcher whose variables are present, or t->launch NONE. */
 static DdpStatus read_env(DdpTopology *t, Master *m, int env_method)
 {
-    DDP_CHECK(read_torchrun(t, m));
+    if (!repeats_mpirun())
+        DDP_CHECK(read_torchrun(t, m));
     if (t->launch == DDP_LAUNCH_TORCHRUN)
         DDP_CHECK(check_torchrun_not_stale(t));
     if (t->launch == DDP_LAUNCH_NONE)

@@ -436,7 +436,10 @@ static void test_signals(void)
     signal_fault("pair-int", "prog: rank 0: error: stopped at once by a second SIGINT while ", NULL);
 }
 
-/* Settings a single CPU rank must refuse at start-up, naming the cause. */
+/* Settings a single CPU rank must refuse at start-up, naming the cause; a
+ * launch a CPU build's MPI cannot use is refused before the data is read
+ * (--data names no directory), one rank of each of mpirun's processes too;
+ * RANK and WORLD_SIZE that repeat mpirun's own are taken as mpirun's. */
 static void test_refused_settings(void)
 {
     if (!ready(0))
@@ -448,7 +451,12 @@ static void test_refused_settings(void)
         "$d/p --data $d/data --max-steps 1 --backend nccl; echo nccl=$?; "
         "$d/p --data $d/data --max-steps 1 --lr 1e39; echo lr=$?; "
         "OMP_NUM_THREADS=100000 $d/p --data $d/data --max-steps 1; echo threads=$?; "
-        "$d/p --data $d/data --max-steps 1 --init-method tcp://host --rank 0 --world-size 2; echo tcp=$?",
+        "$d/p --data $d/data --max-steps 1 --init-method tcp://host --rank 0 --world-size 2; echo tcp=$?; "
+        "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 $d/p --data $d/none --max-steps 1; "
+        "echo torchrun=$?; M='timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2'; "
+        "OMP_NUM_THREADS=1 $M $d/p --data $d/none --max-steps 1 --rank 0 --world-size 1; echo one_each=$?; "
+        "OMP_NUM_THREADS=1 $M bash -c 'export RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE; "
+        "exec \"$0\" \"$@\"' $d/p --data $d/data --max-steps 1 --quiet; echo exported=$?",
         test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     static const char *const expected[] = {
@@ -460,6 +468,12 @@ static void test_refused_settings(void)
         "threads=2",
         "p: error: --init-method 'tcp://host' needs a host and a port: tcp://HOST:PORT",
         "tcp=2",
+        "p: rank 0: error: this CPU build's 2 ranks talk through MPI: start them with mpirun -np 2 (or "
+        "--nproc-per-node 2), not with torchrun or --rank/--world-size",
+        "torchrun=2",
+        "p: error: under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's own ranks",
+        "one_each=2",
+        "exported=0",
     };
     int ok = 1;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {

@@ -274,9 +274,13 @@ static void test_precedence(void)
                     "RANK=0 and WORLD_SIZE=1 are set, as torchrun sets them, but mpirun started this process as rank "
                     "1 of 2 (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), and no torchrun agent (no "
                     "TORCHELASTIC_RUN_ID): unset RANK and WORLD_SIZE, left in the environment"));
+    /* with mpirun's own values (a script exported them from OMPI_COMM_WORLD_*):
+     * mpirun's ranks, whose MPI a CPU build needs, MASTER_* optional */
     CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 MASTER_ADDR=a MASTER_PORT=1 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2",
                    -1, -1, NULL) == DDP_OK);
-    CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_TORCHRUN));
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "a", 1, DDP_LAUNCH_MPIRUN));
+    CU_ASSERT(topo(&t, "RANK=1 WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2", -1, -1, NULL) == DDP_OK);
+    CU_ASSERT(expect(&t, 1, 2, 1, 2, "", 0, DDP_LAUNCH_MPIRUN));
     CU_ASSERT(topo(&t, "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=6", -1, -1,
                    NULL) == DDP_OK);
     CU_ASSERT(expect(&t, 3, 4, 3, 4, "", 0, DDP_LAUNCH_MPIRUN));
