@@ -28,8 +28,8 @@
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
 /* A CPU build's ranks talk through MPI, which only the ranks mpirun started
- * can open; refused here, before the data loads, rather than where the group
- * would open. Flags that make one rank of each process mpirun started as
+ * can open; refused at start-up (ddp_dist_ranks_to_launch), before the data
+ * loads, rather than where the group would open. Flags that make one rank of each process mpirun started as
  * one of several are refused too: each would train alone. */
 static DdpStatus check_mpi_launch(const DdpDist *d)
 {
@@ -63,7 +63,7 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags)
     DDP_CHECK(ddp_topology_read(&d->topo, flags->rank, flags->world_size, flags->init_method));
     d->rank = d->topo.rank;
     d->world = d->topo.world_size;
-    return ddp_device_is_gpu() ? DDP_OK : check_mpi_launch(d);
+    return DDP_OK;
 }
 
 DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc)
@@ -83,7 +83,7 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
         if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != node_ranks)
             return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
                            "this node: leave it out", (long long)flags->nproc_per_node, by, node_ranks);
-        return DDP_OK;
+        return ddp_device_is_gpu() ? DDP_OK : check_mpi_launch(d);
     }
     /* A Slurm batch script's own shell (topology.h): in a job of several
      * nodes, the training would use this one alone; --predict uses one
