@@ -534,16 +534,24 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
         if (f->given[predict_writes_none[i]])
             return DDP_ERR(DDP_BAD_INPUT, "--predict prints its lines and nothing else: leave out --%s",
                            specs[predict_writes_none[i]].name);
-    /* a training's flags, which a command line copied from one brings along
-     * (--data would pass unread even where it names nothing) */
-    static const DdpFlagId predict_trains_none[] = {
-        DDP_FLAG_DATA,      DDP_FLAG_COARSE_LABELS, DDP_FLAG_WORKERS,       DDP_FLAG_NO_AUGMENT, DDP_FLAG_EPOCHS,
-        DDP_FLAG_LR,        DDP_FLAG_SEED,          DDP_FLAG_MAX_STEPS,     DDP_FLAG_NO_SHUFFLE, DDP_FLAG_EVAL_EVERY,
-        DDP_FLAG_LOG_EVERY, DDP_FLAG_BUCKET_CAP_MB, DDP_FLAG_NO_SYNC_EVERY, DDP_FLAG_TIMEOUT};
-    for (size_t i = 0; f->predict && i < sizeof predict_trains_none / sizeof predict_trains_none[0]; i++)
-        if (f->given[predict_trains_none[i]])
+    /* a training's flags, which a command line copied from one brings along,
+     * and which --predict and --eval-only would pass unread; --predict reads
+     * no data set and meets no ranks either (--data would pass unread even
+     * where it names nothing) */
+    static const DdpFlagId trains_only[] = {
+        DDP_FLAG_WORKERS,    DDP_FLAG_NO_AUGMENT, DDP_FLAG_EPOCHS,    DDP_FLAG_LR,            DDP_FLAG_SEED,
+        DDP_FLAG_MAX_STEPS,  DDP_FLAG_NO_SHUFFLE, DDP_FLAG_EVAL_EVERY, DDP_FLAG_LOG_EVERY,    DDP_FLAG_BUCKET_CAP_MB,
+        DDP_FLAG_NO_SYNC_EVERY};
+    static const DdpFlagId predict_meets_none[] = {DDP_FLAG_DATA, DDP_FLAG_COARSE_LABELS, DDP_FLAG_TIMEOUT};
+    for (size_t i = 0; f->predict && i < sizeof predict_meets_none / sizeof predict_meets_none[0]; i++)
+        if (f->given[predict_meets_none[i]])
             return DDP_ERR(DDP_BAD_INPUT, "--predict classifies the inputs of its FILE and trains nothing: leave "
-                           "out --%s", specs[predict_trains_none[i]].name);
+                           "out --%s", specs[predict_meets_none[i]].name);
+    for (size_t i = 0; (f->predict || f->eval_only) && i < sizeof trains_only / sizeof trains_only[0]; i++)
+        if (f->given[trains_only[i]])
+            return DDP_ERR(DDP_BAD_INPUT, f->predict ? "--predict classifies the inputs of its FILE and trains "
+                           "nothing: leave out --%s" : "--eval-only evaluates the weights given and trains "
+                           "nothing: leave out --%s", specs[trains_only[i]].name);
     if (f->predict && (f->nproc_per_node > 1 || f->world_size > 1))
         return DDP_ERR(DDP_BAD_INPUT, "--predict runs on one rank: leave out --%s",
                        f->nproc_per_node > 1 ? "nproc-per-node" : "world-size");

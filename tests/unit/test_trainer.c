@@ -1040,6 +1040,18 @@ static void test_eval_only(void)
                                 tmp_path("w.st"), tmp_path("tb")), 2);
     CU_ASSERT(harness_has(out, "--eval-only draws no curves in --tensorboard"));
     free(out);
+    /* a training's flags, brought along, which it would pass unread */
+    static const char *const training[] = {"--epochs 3", "--lr 0.5", "--max-steps 4", "--eval-every 1",
+                                           "--workers 2"};
+    for (size_t i = 0; i < sizeof training / sizeof training[0]; i++) {
+        CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s %s", data_dir, tmp_path("w.st"),
+                                    training[i]), 2);
+        char said[128];
+        snprintf(said, sizeof said, "--eval-only evaluates the weights given and trains nothing: leave out %.*s",
+                 (int)strcspn(training[i], " "), training[i]);
+        CU_ASSERT(harness_has(out, said));
+        free(out);
+    }
     /* a --save directory with no checkpoint: nothing to evaluate (training would start afresh) */
     mkdir(tmp_path("empty"), 0755);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --resume --save %s", data_dir, tmp_path("empty")), 2);
