@@ -19,6 +19,13 @@
  * The compiler writes the program to a temporary name, renamed over OUT once
  * it is whole (output.c): two runs with one -o never leave a torn program.
  *
+ * The line is a list of words, written as a POSIX shell would read them back
+ * (shell_quote: a word with a space, a quote, a $ or a ; in it is
+ * single-quoted), so a user can paste it into a shell; ddpc itself reads it
+ * back word by word (shell_words) and runs the compiler with those words,
+ * no shell between, so that nothing in a path is ever run as a command. A
+ * path with a line break cannot be written on one line, and is refused.
+ *
  * Both targets compile the same text as C++: nvcc does for .cu files, and a
  * host compiler does with -x c++, so what compiles for one compiles for the other.
  */
@@ -26,6 +33,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +52,148 @@ static bool is_file(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* A command's words; NULL after the last when run (build_run). */
+typedef struct {
+    const char **word;
+    int n, cap;
+} Words;
+
+static void words_add(Arena *a, Words *w, const char *word)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 32;
+        const char **grown = arena_alloc(a, sizeof *grown * (size_t)w->cap);
+        if (w->n)
+            memcpy(grown, w->word, sizeof *grown * (size_t)w->n);
+        w->word = grown;
+    }
+    w->word[w->n++] = word;
+}
+
+/* TEXT's words, split at spaces: flags and names that make (config.h) or
+ * toolchain.c wrote, whose words hold none. A path from a user or from
+ * where things lie goes in whole, with words_add. */
+static void words_split(Arena *a, Words *w, const char *text)
+{
+    char *copy = arena_strndup(a, text, strlen(text));
+    for (char *save = NULL, *word = strtok_r(copy, " ", &save); word; word = strtok_r(NULL, " ", &save))
+        words_add(a, w, word);
+}
+
+/* WORD as a POSIX shell reads it back: as it is when it holds only
+ * characters no shell treats specially (so today's plain lines read as they
+ * did), else in single quotes, where only a single quote needs care: '\''. */
+static const char *shell_quote(Arena *a, const char *word)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
+    if (*word && !word[strspn(word, plain)])
+        return word;
+    size_t len = 2;
+    for (const char *c = word; *c; c++)
+        len += *c == '\'' ? 4 : 1;
+    char *quoted = arena_alloc(a, len + 1), *q = quoted;
+    *q++ = '\'';
+    for (const char *c = word; *c; c++)
+        if (*c == '\'') {
+            memcpy(q, "'\\''", 4);
+            q += 4;
+        }
+        else
+            *q++ = *c;
+    *q = '\'';
+    return quoted;
+}
+
+/* W's words on one line, each quoted where it needs it. */
+static char *shell_line(Arena *a, const Words *w)
+{
+    char *line = "";
+    for (int i = 0; i < w->n; i++)
+        line = arena_printf(a, "%s%s%s", line, i ? " " : "", shell_quote(a, w->word[i]));
+    return line;
+}
+
+/* LINE's words, added to W, as a POSIX shell reads them: split at blanks
+ * outside quotes; '...' as it stands, "..." too but for a \ before $ ` " \,
+ * and a \ outside quotes keeps the character after it; a word that starts
+ * with # starts a comment. What only a shell could do (expansions, globs,
+ * redirections, pipes, lists) is refused: ddpc runs the words itself. False
+ * (reported as SHOWN's) when LINE is not such a line. */
+static bool shell_words(Arena *a, const char *line, Words *w, const char *shown)
+{
+    char *out = arena_alloc(a, 2 * strlen(line) + 2); /* the words, each NUL-ended */
+    const char *c = line, *why = NULL;
+    for (;;) {
+        c += strspn(c, " \t");
+        if (!*c || *c == '#')
+            break;
+        if (*c == '~') {
+            why = "a ~ that starts a word (quote it)";
+            break;
+        }
+        char *word = out;
+        for (; !why && *c && *c != ' ' && *c != '\t'; c++) {
+            if (*c == '\'') {
+                const char *end = strchr(c + 1, '\'');
+                if (!end)
+                    why = "a ' that nothing closes";
+                else {
+                    memcpy(out, c + 1, (size_t)(end - c - 1));
+                    out += end - c - 1;
+                    c = end;
+                }
+            }
+            else if (*c == '"') {
+                for (c++; *c && *c != '"' && !why; c++) {
+                    if (*c == '$' || *c == '`')
+                        why = arena_printf(a, "a %c in double quotes (single-quote the word)", *c);
+                    if (*c == '\\' && c[1] && strchr("$`\"\\", c[1]))
+                        c++;
+                    *out++ = *c;
+                }
+                if (!*c && !why)
+                    why = "a \" that nothing closes";
+            }
+            else if (*c == '\\') {
+                if (!c[1])
+                    why = "a \\ that ends the line";
+                else
+                    *out++ = *++c;
+            }
+            else if (strchr("|&;<>()$`*?[", *c))
+                why = arena_printf(a, "a %c outside quotes (quote it)", *c);
+            else
+                *out++ = *c;
+        }
+        if (why)
+            break;
+        *out++ = '\0';
+        words_add(a, w, word);
+    }
+    if (why)
+        fprintf(stderr, "%s: error: the '// ddpc-build:' line needs a shell to run, which ddpc does not use: %s\n",
+                shown, why);
+    return !why;
+}
+
+/* Whether PATH can be written on the one-line '// ddpc-build:' comment:
+ * false (reported, with WHO, the line break shown as \n, and FIX) when a
+ * line break is in it. */
+static bool fits_one_line(Arena *a, const char *who, const char *path, const char *fix)
+{
+    if (!path[strcspn(path, "\r\n")])
+        return true;
+    char *shown = arena_alloc(a, 2 * strlen(path) + 1), *s = shown;
+    for (const char *c = path; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *s++ = '\\', *s++ = *c == '\n' ? 'n' : 'r';
+        else
+            *s++ = *c;
+    fprintf(stderr, "ddpc: error: %s %s holds a line break, which the generated program's one-line '// ddpc-build:' "
+                    "comment cannot hold; %s\n", who, shown, fix);
+    return false;
 }
 
 /* The runtime under ROOT in either layout; SOURCE_LIB is where a source
@@ -187,18 +338,26 @@ void build_doctor(FILE *out)
 }
 
 /* The static image libraries make put beside RT's libraries (libpng16.a,
- * libjpeg.a), as " PATH PATH", where the runtime library LIB decodes
- * images (it calls libpng); else "". A program links its runtime's copies,
- * so that it runs where they are not installed. */
-static const char *image_libraries(Arena *a, const Runtime *rt, const char *lib)
+ * libjpeg.a), added to W, where the runtime library LIB decodes images (it
+ * calls libpng). A program links its runtime's copies, so that it runs
+ * where they are not installed. */
+static void image_libraries(Arena *a, Words *w, const Runtime *rt, const char *lib)
 {
-    const char *out = "";
     char names[] = DDPC_IMAGE_LIBS;
     if (!runtime_calls(lib, "png_create_read_struct", names[0] != '\0'))
-        return out;
+        return;
     for (char *save = NULL, *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save))
-        out = arena_printf(a, "%s %s/%s", out, rt->lib, name);
-    return out;
+        words_add(a, w, arena_printf(a, "%s/%s", rt->lib, name));
+}
+
+/* Whether the paths a build line names (the source CU, the program OUT,
+ * RT's directories) fit on it; false (reported, as WHO's) when not. */
+static bool line_holds_paths(Arena *a, const char *who, const Runtime *rt, const char *cu, const char *out)
+{
+    const char *where = arena_printf(a, "%s: its path", who), *elsewhere = "name a directory without one";
+    const char *runtime = "the runtime's directory", *moved = "move it, or set DDPC_HOME to a copy without one";
+    return fits_one_line(a, where, out, elsewhere) && fits_one_line(a, where, cu, elsewhere) &&
+           fits_one_line(a, runtime, rt->include, moved) && fits_one_line(a, runtime, rt->lib, moved);
 }
 
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path)
@@ -209,65 +368,118 @@ char *build_command(Arena *a, const char *target, const char *arch, const char *
     const char *lib = runtime_library(a, &rt, target);
     if (!lib)
         return NULL;
-    const char *images = image_libraries(a, &rt, lib);
     const char *cu_abs = absolute(a, cu_path), *out_abs = absolute(a, out_path);
+    if (!line_holds_paths(a, arena_printf(a, "the program %s", out_path), &rt, cu_abs, out_abs))
+        return NULL;
+    Words w = {0};
     if (strcmp(target, "cuda") == 0) {
         const char *include = "";
         const char *gpu_libs = toolchain_cuda_link(a, &include);
-        return arena_printf(a, "%s -std=c++17 -O3 %s -Xcompiler -Wall,-Wextra -I%s %s%s -o %s %s %s%s %s%s%s", DDPC_NVCC,
-                            toolchain_arch_flags(a, arch), rt.include, include, cu_abs, out_abs, lib, gpu_libs,
-                            images, DDPC_CUDA_LIBS, runtime_uses_mpi(lib) ? " " : "",
-                            runtime_uses_mpi(lib) ? DDPC_MPI_LIBS : "");
+        words_split(a, &w, DDPC_NVCC " -std=c++17 -O3");
+        words_split(a, &w, toolchain_arch_flags(a, arch));
+        words_split(a, &w, "-Xcompiler -Wall,-Wextra");
+        words_add(a, &w, arena_printf(a, "-I%s", rt.include));
+        words_split(a, &w, include);
+        words_add(a, &w, cu_abs);
+        words_add(a, &w, "-o");
+        words_add(a, &w, out_abs);
+        words_add(a, &w, lib);
+        words_split(a, &w, gpu_libs);
+        image_libraries(a, &w, &rt, lib);
+        words_split(a, &w, DDPC_CUDA_LIBS);
+        if (runtime_uses_mpi(lib))
+            words_split(a, &w, DDPC_MPI_LIBS);
+        return shell_line(a, &w);
     }
-    return arena_printf(a, "%s " DDPC_CPU_CXXFLAGS " -I%s %s -x none -o %s %s%s %s", DDPC_CPU_CXX, rt.include, cu_abs,
-                        out_abs, lib, images, DDPC_CPU_LIBS);
+    words_split(a, &w, DDPC_CPU_CXX " " DDPC_CPU_CXXFLAGS);
+    words_add(a, &w, arena_printf(a, "-I%s", rt.include));
+    words_add(a, &w, cu_abs);
+    words_split(a, &w, "-x none -o");
+    words_add(a, &w, out_abs);
+    words_add(a, &w, lib);
+    image_libraries(a, &w, &rt, lib);
+    words_split(a, &w, DDPC_CPU_LIBS);
+    return shell_line(a, &w);
 }
 
-/* COMMAND with its source (the last word not an option and ending in .cu)
- * replaced by CU and the word after -o by OUT; NULL (reported) when it lacks
- * either. Words are split at spaces, as the recorded line writes them. */
-static char *retarget(Arena *a, const char *command, const char *cu, const char *out, const char *shown)
+/* COMMAND's words (shell_words) with its source (the last word not an
+ * option and ending in .cu) replaced by CU and the word after -o by OUT;
+ * NULL (reported as SHOWN's) when it lacks either, or is not a line ddpc
+ * can run. */
+static Words *retarget(Arena *a, const char *command, const char *cu, const char *out, const char *shown)
 {
-    char *words = arena_strndup(a, command, strlen(command));
-    int most = 1;
-    for (const char *c = command; *c; c++)
-        most += *c == ' ';
-    const char **word = arena_alloc(a, sizeof *word * (size_t)most);
-    int n = 0;
-    for (char *save = NULL, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save))
-        word[n++] = w;
+    Words *w = arena_alloc(a, sizeof *w);
+    if (!shell_words(a, command, w, shown))
+        return NULL;
     int source = -1, output = -1;
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(word[i]);
-        if (strcmp(word[i], "-o") == 0 && i + 1 < n)
+    for (int i = 0; i < w->n; i++) {
+        size_t len = strlen(w->word[i]);
+        if (strcmp(w->word[i], "-o") == 0 && i + 1 < w->n)
             output = ++i;
-        else if (word[i][0] != '-' && len > 3 && strcmp(word[i] + len - 3, ".cu") == 0)
+        else if (w->word[i][0] != '-' && len > 3 && strcmp(w->word[i] + len - 3, ".cu") == 0)
             source = i;
     }
     if (source < 0 || output < 0) {
         fprintf(stderr, "%s: error: the '// ddpc-build:' line names no %s\n", shown, source < 0 ? "source (F.cu)" : "-o OUT");
         return NULL;
     }
-    word[source] = cu;
-    word[output] = out;
-    char *text = arena_printf(a, "%s", word[0]);
-    for (int i = 1; i < n; i++)
-        text = arena_printf(a, "%s %s", text, word[i]);
-    return text;
+    w->word[source] = cu;
+    w->word[output] = out;
+    return w;
+}
+
+/* Runs W's words (the first a program, found on PATH when it names no
+ * directory) and waits for it, as system() would but with no shell: ddpc
+ * ignores SIGINT and SIGQUIT meanwhile (a Ctrl-C stops the compiler, then
+ * ddpc removes its temporary program), and the compiler gets them back as
+ * ddpc had them. Whether it ran and exited 0. */
+static bool run_words(Arena *a, Words *w)
+{
+    words_add(a, w, NULL);
+    w->n--;
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    sigset_t restore;
+    sigemptyset(&restore);
+    if (old_int.sa_handler != SIG_IGN)
+        sigaddset(&restore, SIGINT);
+    if (old_quit.sa_handler != SIG_IGN)
+        sigaddset(&restore, SIGQUIT);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigdefault(&attr, &restore);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int err = posix_spawnp(&pid, w->word[0], NULL, &attr, (char *const *)w->word, environ);
+    posix_spawnattr_destroy(&attr);
+    int status = 0;
+    while (err == 0 && waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            err = errno;
+            break;
+        }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    if (err)
+        fprintf(stderr, "ddpc: error: cannot run the compiler %s: %s\n", w->word[0], strerror(err));
+    return !err && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose)
 {
     char *tmp = output_temp_name(a, out);
-    char *run = tmp ? retarget(a, command, cu, tmp, cu) : NULL;
+    /* absolute, so that no name the compiler is given starts with '-' */
+    Words *run = tmp ? retarget(a, command, absolute(a, cu), absolute(a, tmp), cu) : NULL;
     if (!run) /* the directory cannot take the program, or the build line is unusable */
         return 2;
+    const char *line = shell_line(a, run);
     if (verbose)
-        fprintf(stderr, "ddpc: %s\nddpc: then renames %s to %s\n", run, tmp, out);
-    int status = system(run);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "ddpc: %s\nddpc: then renames %s to %s\n", line, tmp, out);
+    if (!run_words(a, run)) {
         unlink(tmp);
-        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", run);
+        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", line);
         return 1;
     }
     return output_rename(tmp, out) ? 0 : 1;
@@ -322,7 +534,8 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
         return false;
     }
     Runtime rt;
-    if (!find_runtime(&rt) || !runtime_library(a, &rt, target))
+    if (!find_runtime(&rt) || !runtime_library(a, &rt, target) ||
+        !line_holds_paths(a, who, &rt, absolute(a, *cu), absolute(a, *prog)))
         return false;
     const char *inputs[NOT_OUTPUTS], *what[NOT_OUTPUTS];
     not_outputs(a, &rt, input, inputs, what);
@@ -352,10 +565,11 @@ int build_rebuild(const char *cu_path, bool verbose)
         fprintf(stderr, "ddpc: error: cannot read '%s': %s\n", cu_path, strerror(errno));
         return 2;
     }
-    char line[8192];
+    char *line = NULL; /* whole, however long its quoted paths make it */
+    size_t cap = 0;
     const char *tag = "// ddpc-build: ";
     char *command = NULL;
-    for (int i = 0; i < 20 && fgets(line, sizeof line, f); i++) {
+    for (int i = 0; i < 20 && getline(&line, &cap, f) >= 0; i++) {
         if (strncmp(line, tag, strlen(tag)) == 0) {
             command = line + strlen(tag);
             command[strcspn(command, "\r\n")] = '\0';
@@ -366,6 +580,7 @@ int build_rebuild(const char *cu_path, bool verbose)
     if (!command || !*command) {
         fprintf(stderr, "%s: error: no '%s' line in the first 20 lines; was this file written by ddpc -o?\n", cu_path,
                 "// ddpc-build:");
+        free(line);
         return 2;
     }
     Arena a = {0};
@@ -389,5 +604,6 @@ int build_rebuild(const char *cu_path, bool verbose)
             rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
     }
     arena_free(&a);
+    free(line);
     return rc;
 }

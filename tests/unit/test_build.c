@@ -198,6 +198,70 @@ static void test_awkward_file_names(void)
     free(script);
 }
 
+/* The current directory, the .net's and the runtime's (DDPC_HOME, through
+ * links) with a space, a quote, a $, a ;, a backslash and a non-ASCII
+ * letter in them: the program builds, rebuilds after a hand edit, and its
+ * recorded line, pasted into a shell, builds it too. */
+static void test_awkward_directories(void)
+{
+    static const char *const want[] = {
+        "built=0", "run1: usage: p ", "one line", "rebuilt=0", "run2: usage: p ", "pasted=0", "run3: usage: p ", NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); w=\"$d/a b'c \\$x;\\\\ \xc3\xa9\"; h=\"$d/h o'me \\$HOME\"; "
+                "mkdir -p \"$w\" \"$h/build\"; ln -s $r/runtime \"$h/runtime\"; ln -s $r/build/*.a \"$h/build/\"; "
+                "cd \"$w\"; cp $r/examples/mlp.net \"n 'x.net\"; export DDPC_HOME=\"$h\"; "
+                "$D \"n 'x.net\" --target cpu -o p; echo built=$?; ./p --help | head -1 | sed 's/^/run1: /'; "
+                "test $(grep -c 'ddpc-build: ' p.cu) = 1 && echo one line; "
+                "echo '// tuned by hand' >> p.cu; rm -f p; $D --rebuild p.cu; echo rebuilt=$?; "
+                "./p --help | head -1 | sed 's/^/run2: /'; "
+                "line=$(sed -n 's|^// ddpc-build: ||p' p.cu); rm -f p; sh -c \"$line\"; echo pasted=$?; "
+                "./p --help | head -1 | sed 's/^/run3: /'",
+                want);
+}
+
+/* An -o with the shell's metacharacters runs nothing (no file pwned
+ * appears), and the program builds under that name; so does a --rebuild
+ * of it after a hand edit. */
+static void test_output_runs_nothing(void)
+{
+    static const char *const want[] = {"rc1=0", "rc2=0", "programs=2", "rebuilt=0", "rebuilt program", "nothing ran",
+                                       NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); a='p;echo INJECTED>pwned;#'; b='q$(touch pwned)`touch pwned`|x'; "
+                "$D $r/examples/mlp.net --target cpu -o \"$a\"; echo rc1=$?; "
+                "$D $r/examples/mlp.net --target cpu -o \"$b\"; echo rc2=$?; "
+                "echo programs=$(ls -1 | grep -c -v '[.]cu$'); "
+                "echo '// tuned by hand' >> \"$a.cu\"; rm -f \"$a\"; $D --rebuild \"$a.cu\"; echo rebuilt=$?; "
+                "test -x \"$a\" && echo rebuilt program; test -e pwned || echo nothing ran",
+                want);
+}
+
+/* The recorded line is the plain line where no word needs quoting; a hand
+ * edit in a shell's quoting ("...", \ ) reads back as the shell reads it
+ * (--verbose shows the words, requoted); what needs a shell is refused, as
+ * is a current directory with a newline (no line could record it). */
+static void test_build_line_quoting(void)
+{
+    static const char *const want[] = {
+        "built=0", "quotes=0", "Wextra '-DDDPC_T=a b' '-DDDPC_U=c d' -DDDPC_V=e -I", "edited=0", "shell=2",
+        "/e.cu: error: the '// ddpc-build:' line needs a shell to run, which ddpc does not use: a $ outside quotes "
+        "(quote it)",
+        "open=2", "a ' that nothing closes", "no_source=2", "the '// ddpc-build:' line names no source (F.cu)",
+        "newline=2", "NOTHING_WRITTEN",
+        "ddpc: error: -o p: its path ", "\\nline/p holds a line break, which the generated program's one-line "
+        "'// ddpc-build:' comment cannot hold; name a directory without one",
+        NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); $D $r/examples/mlp.net --target cpu -o p; echo built=$?; "
+                "echo quotes=$(grep '^// ddpc-build: ' p.cu | tr -cd \"'\\\"\\\\\\\\\" | wc -c); "
+                "edit() { sed \"/^\\/\\/ ddpc-build: /s|$1|$2|\" p.cu > e.cu; }; "
+                "edit -Wextra \"-Wextra \\\"-DDDPC_T=a b\\\" -DDDPC_U=c\\\\\\\\ d -DDDPC_\\\"V\\\"=e\"; "
+                "$D --rebuild e.cu --verbose > v.txt 2>&1; echo edited=$?; grep -o \"Wextra.* -I\" v.txt; "
+                "edit -Wextra '-Wextra $HOME'; $D --rebuild e.cu; echo shell=$?; "
+                "edit -Wextra \"-Wextra 'x\"; $D --rebuild e.cu; echo open=$?; "
+                "edit ' [^ ]*/p[.]cu ' ' '; $D --rebuild e.cu; echo no_source=$?; "
+                "mkdir \"$(printf 'new\\nline')\"; cd new?line; $D $r/examples/mlp.net --target cpu -o p; "
+                "echo newline=$?; ls | grep -q . || echo NOTHING_WRITTEN",
+                want);
+}
+
 /* Several ddpc runs with one -o: every one succeeds (two linkers writing
  * one file in place made some fail), the .cu is byte for byte a single
  * run's, and the program runs: each file is written whole and renamed. */
@@ -611,6 +675,11 @@ void suite_build(void)
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
         {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
         {"a file name with a newline refused; one with a quote builds, its net named with '_'", test_awkward_file_names},
+        {"directories with a space, a quote, $ and ; build, rebuild, and their line pastes into a shell",
+         test_awkward_directories},
+        {"an -o with the shell's metacharacters runs nothing, and builds and rebuilds", test_output_runs_nothing},
+        {"the build line: plain where it can be, a shell's quoting read back, a newline refused",
+         test_build_line_quoting},
         {"concurrent runs with one -o leave a whole .cu and a program that runs", test_concurrent_outputs},
         {"nvcc but no GPU visible: builds for the CPU and says so", test_default_target_without_gpu},
         {"--emit cu saved elsewhere rebuilds beside itself", test_emit_then_rebuild},
