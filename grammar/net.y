@@ -81,12 +81,19 @@ file
 // A statement that cannot be read becomes an error statement. The error rule
 // sits on `statements`, not on `statement`, so that recovery never pops past
 // the statements already read, wherever the parser notices the mistake.
+// Recovery ends with the error rule's reduction, so it says yyerrok there:
+// bison would otherwise stay quiet until 3 more tokens were shifted, and
+// drop the message of the next line when it is broken too. The rule is
+// reduced once the tokens up to the statement's end have been discarded,
+// and only on a lookahead that LAC has checked will be shifted next (the
+// newline or ';', a '}' or the end of the file), so the token after
+// yyerrok is always consumed and recovery cannot loop.
 statements
     : %empty                          { $$ = NULL; }
     | statement                       { $$ = $1; }
     | statements end                  { $$ = $1; }
     | statements end statement        { $$ = $3; $3->next = $1; }
-    | statements error                { $$ = new_error_stmt(st, @2); $$->next = $1; }
+    | statements error                { $$ = new_error_stmt(st, @2); $$->next = $1; yyerrok; }
     ;
 
 end : NEWLINE | ';' ;

@@ -478,6 +478,35 @@ static void test_error_limit(void)
     free(src);
 }
 
+/* Broken lines one after another: each is counted (bison alone would stay
+ * quiet until 3 tokens after an error were shifted, dropping every other
+ * line's message), and 100,000 of them read in linear time and print the
+ * first 50 and the count. */
+static void test_consecutive_syntax_errors(void)
+{
+    const int n = 100000;
+    char *src = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&src, &len);
+    fputs("input 4\n", f);
+    for (int i = 0; i < n; i++)
+        fputs(i % 2 ? "relu @\n" : "@ relu\n", f);
+    fputs("linear 2\nloss mse\n", f);
+    fclose(f);
+    Compiled c;
+    compile(&c, src, len);
+    CU_ASSERT_FALSE(c.ok);
+    CU_ASSERT_EQUAL(c.ast.syntax_errors, n);
+    CU_ASSERT_EQUAL(c.diag.errors, n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:2:1: error: unexpected character '@'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:3:6: error: unexpected character '@'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net:51:6: error: unexpected character '@'"));
+    CU_ASSERT_PTR_NULL(strstr(c.messages, "t.net:52:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(c.messages, "t.net: error: too many errors (100000 in all); the first 50 are shown"));
+    release(&c);
+    free(src);
+}
+
 //
 // Hostile input: never a crash, never a hang, always a verdict
 //
@@ -697,6 +726,7 @@ void suite_front(void)
         {"diag: caret under the span, tabs kept", test_caret_under_span_with_tabs},
         {"diag: 200,000-character line quoted in a window", test_long_line_is_windowed},
         {"diag: error limit", test_error_limit},
+        {"parser: 100,000 broken lines in a row, each counted, 50 shown", test_consecutive_syntax_errors},
         {"hostile: 999-deep nesting works, deeper is refused, saying how deep is legal", test_deep_nesting},
         {"hostile: 200,000 arguments on a line are read in linear time", test_many_arguments},
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
