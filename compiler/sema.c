@@ -407,6 +407,13 @@ static void finish_node(Walk *w, Node *n)
 
 static void lower_statements(Walk *w, const Stmt *list, bool top_level);
 
+/* A block on a statement that takes none would be thrown away unread. */
+static void refuse_block(Sema *s, const Stmt *st)
+{
+    if (st->has_block)
+        diag_at(s->diag, SEV_ERROR, st->open_loc, "%s takes no block", st->word);
+}
+
 static void lower_residual(Walk *w, const Stmt *st)
 {
     Sema *s = &w->s;
@@ -447,6 +454,7 @@ static void lower_residual(Walk *w, const Stmt *st)
 static void lower_input(Walk *w, const Stmt *st)
 {
     Sema *s = &w->s;
+    refuse_block(s, st);
     if (w->seen_layer) {
         diag_at(s->diag, SEV_ERROR, st->word_loc, "'input' must be the first layer");
         return;
@@ -484,6 +492,7 @@ static void lower_input(Walk *w, const Stmt *st)
 static void lower_net_name(Walk *w, const Stmt *st)
 {
     Sema *s = &w->s;
+    refuse_block(s, st);
     if (w->seen_net) {
         diag_at(s->diag, SEV_ERROR, st->word_loc, "'net' given twice");
         return;
@@ -526,8 +535,7 @@ static void lower_layer(Walk *w, const Stmt *st, const LayerKind *kind)
     }
     if (w->seen_loss)
         diag_at(s->diag, SEV_ERROR, st->word_loc, "'%s' after the loss; the loss must be the last layer", st->word);
-    if (st->has_block)
-        diag_at(s->diag, SEV_ERROR, st->open_loc, "%s takes no block", st->word);
+    refuse_block(s, st);
     Node *n = new_node(w, kind->op, st, kind->word);
     name_node(w, st, n, kind->name_prefix, ++w->kind_counts[kind->op]);
     if (n->op == OP_DROPOUT)
