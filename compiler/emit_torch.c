@@ -114,8 +114,42 @@ static const char *py_float(Arena *a, double v)
     return arena_strndup(a, buf, strlen(buf));
 }
 
-/* `net my_net` -> MyNet. A name that is not a usable class name gets a
- * prefix or suffix rather than a syntax error. */
+/* What the emitted file binds at its top level (emit_header, emit_hash32,
+ * emit_hash_dropout, emit_transform, emit_load_image, emit_class, emit_loss,
+ * emit_optimizer), imports included: a class of one of these names would
+ * hide it (class F hides torch.nn.functional, class TRAIN the dict that
+ * tools/torch_ref.py reads). Net, the alias the class gets, is left out:
+ * `Net = Net` hides nothing. test_emit_torch reads a module with every part
+ * and fails on a top-level name a class could hide that is missing here. */
+static const char *const module_globals[] = {
+    "torch", "nn", "F", "math", "INPUT_SHAPE", "NUM_CLASSES", "TRAIN", "SCHEDULE_INTERVAL", "NORMALIZE_MEAN",
+    "NORMALIZE_STD", "_M32", "_mul32", "_hash32", "_layer_key", "transform", "HashDropout", "load_image", "loss_fn",
+    "make_optimizer", "make_scheduler",
+};
+
+/* Python's builtins that a class name can spell (it starts with a capital),
+ * up to Python 3.13: a class of that name hides the builtin from the module,
+ * as class ValueError would from HashDropout's raise. True, False and None
+ * are keywords (python_keywords): a class of that name is a syntax error. */
+static const char *const python_capital_builtins[] = {
+    "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+    "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError", "ConnectionAbortedError",
+    "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "DeprecationWarning", "EOFError", "Ellipsis",
+    "EncodingWarning", "EnvironmentError", "Exception", "ExceptionGroup", "FileExistsError", "FileNotFoundError",
+    "FloatingPointError", "FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning",
+    "IndentationError", "IndexError", "InterruptedError", "IsADirectoryError", "KeyError", "KeyboardInterrupt",
+    "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError", "NotImplemented",
+    "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning", "PermissionError",
+    "ProcessLookupError", "PythonFinalizationError", "RecursionError", "ReferenceError", "ResourceWarning",
+    "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration", "SyntaxError", "SyntaxWarning",
+    "SystemError", "SystemExit", "TabError", "TimeoutError", "TypeError", "UnboundLocalError", "UnicodeDecodeError",
+    "UnicodeEncodeError", "UnicodeError", "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError",
+    "Warning", "ZeroDivisionError",
+};
+
+/* `net my_net` -> MyNet. A name that is not a class name of its own (empty,
+ * a digit first, a keyword, a builtin, a name the file binds) gets the
+ * prefix Net, which nothing above starts with: NetF, NetNone, NetTRAIN. */
 static const char *class_name(Arena *a, const char *name)
 {
     size_t n = strlen(name);
@@ -133,8 +167,9 @@ static const char *class_name(Arena *a, const char *name)
         up = false;
     }
     s[k] = '\0';
-    /* HashDropout is the emitted file's other class. */
-    if (k == 0 || (s[0] >= '0' && s[0] <= '9') || strcmp(s, "HashDropout") == 0)
+    if (k == 0 || (s[0] >= '0' && s[0] <= '9') || ddpc_word_in(s, python_keywords, DDPC_COUNT(python_keywords)) ||
+        ddpc_word_in(s, module_globals, DDPC_COUNT(module_globals)) ||
+        ddpc_word_in(s, python_capital_builtins, DDPC_COUNT(python_capital_builtins)))
         return arena_printf(a, "Net%s", s);
     return s;
 }

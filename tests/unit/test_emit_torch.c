@@ -351,6 +351,144 @@ static void test_training_name(void)
     free(command);
 }
 
+/* A net with every part of the module: the transform, HashDropout,
+ * load_image, batchnorm, math for the cosine schedule. */
+static const char every_part_net[] =
+    "net every_part\n"
+    "data { normalize mean=0.5 std=0.25; random_crop 8 pad=1; flip horizontal }\n"
+    "input 1x8x8\n"
+    "conv 4 k3 p1; batchnorm; relu\n"
+    "dropout 0.5\n"
+    "flatten\n"
+    "linear 3\n"
+    "loss cross_entropy\n"
+    "train { schedule cosine warmup=2 }\n";
+
+/* argv: ddpc, the every-part net, a directory. Reads what the every-part
+ * module binds at its top level; then, for each of those names, each Python
+ * builtin and keyword a class name could spell (a capital first, letters and
+ * digits: the class of `net NAME` is NAME itself), and some names in the
+ * .net's own spelling (f, none, TRAIN...), writes that net, has ddpc emit
+ * its module, imports it and takes a training step, transform and dropout
+ * included. The class must hide no name the module binds or uses; a
+ * HashDropout missing its sample ids must still raise ValueError. Prints
+ * 'NAME -> CLASS' per net, and a line per failure (exit 1). */
+static const char class_names_py[] =
+    "import ast, builtins, importlib.util, keyword, os, re, subprocess, sys\n"
+    "import torch\n"
+    "ddpc, net_path, out = sys.argv[1:4]\n"
+    "src = open(net_path).read()\n"
+    "def emit(name):\n"
+    "    path = os.path.join(out, 'cls_%d.py' % emit.count)\n"
+    "    emit.count += 1\n"
+    "    text = src.replace('net every_part\\n', 'net %s\\n' % name, 1)\n"
+    "    r = subprocess.run([ddpc, '-', '--emit', 'torch'], input=text, capture_output=True, text=True)\n"
+    "    if r.returncode != 0:\n"
+    "        raise RuntimeError('ddpc exit %d: %s' % (r.returncode, r.stderr))\n"
+    "    open(path, 'w').write(r.stdout)\n"
+    "    return path\n"
+    "emit.count = 0\n"
+    "def load(path):\n"
+    "    spec = importlib.util.spec_from_file_location('m', path)\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    return mod\n"
+    "def top_level(path):\n"
+    "    names = set()\n"
+    "    for node in ast.parse(open(path).read()).body:\n"
+    "        if isinstance(node, (ast.Import, ast.ImportFrom)):\n"
+    "            names |= {a.asname or a.name.split('.')[0] for a in node.names}\n"
+    "        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):\n"
+    "            names.add(node.name)\n"
+    "        elif isinstance(node, ast.Assign):\n"
+    "            names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}\n"
+    "    return names\n"
+    "base = top_level(emit('every_part')) - {'EveryPart', 'Net'}\n"
+    "reserved = base | set(dir(builtins)) | set(keyword.kwlist)\n"
+    "names = sorted({n for n in reserved if re.fullmatch('[A-Z][A-Za-z0-9]*', n)} |\n"
+    "               {'f', 'none', 'true', 'false', 'TRAIN', 'value_error', 'hash_dropout', 'net', 'every_part'})\n"
+    "failed = 0\n"
+    "for name in names:\n"
+    "    try:\n"
+    "        mod = load(emit(name))\n"
+    "        cls = mod.Net.__name__\n"
+    "        print(name, '->', cls)\n"
+    "        if cls in reserved or getattr(mod, cls) is not mod.Net:\n"
+    "            raise RuntimeError('class %s hides a name' % cls)\n"
+    "        torch.manual_seed(0)\n"
+    "        net = mod.Net()\n"
+    "        net.set_dropout_context(mod.TRAIN['seed'], 0)\n"
+    "        x = mod.transform(torch.rand(2, *mod.INPUT_SHAPE), torch.arange(2), mod.TRAIN['seed'], 0)\n"
+    "        loss = mod.loss_fn(net(x, torch.arange(2)), torch.arange(2) % mod.NUM_CLASSES)\n"
+    "        opt = mod.make_optimizer(net)\n"
+    "        sched = mod.make_scheduler(opt, 3)\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        sched.step()\n"
+    "        try:\n"
+    "            net(x)\n"
+    "            raise RuntimeError('no sample ids in training, and no error')\n"
+    "        except ValueError:\n"
+    "            pass\n"
+    "    except Exception as e:\n"
+    "        print('FAILED net %s: %s: %s' % (name, type(e).__name__, e))\n"
+    "        failed += 1\n"
+    "print('nets', len(names))\n"
+    "sys.exit(1 if failed else 0)\n";
+
+/* The class is named after the net, and must not hide what the module
+ * binds (class F: torch.nn.functional; class TRAIN: the dict torch_ref.py
+ * reads), a builtin (class ValueError: HashDropout's raise) or be a keyword
+ * (class None: a syntax error). Such names get the prefix Net; others keep
+ * their class (known_class pins the examples'). */
+static void test_class_names(void)
+{
+    /* the file's name is the net's when there is no `net` line */
+    Compiled c;
+    CU_ASSERT_FATAL(compile(&c, "some/dir/f.net", "input 4\nlinear 2\nloss mse\n"));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    emit_torch(f, &c.net);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nclass NetF(nn.Module):\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nNet = NetF "));
+    free(text);
+    release(&c);
+
+    const char *py = torch_python();
+    if (!py)
+        return;
+    make_tmpdir();
+    write_text(test_tmp_path(tmpdir, "every_part.net"), every_part_net);
+    write_text(test_tmp_path(tmpdir, "class_names.py"), class_names_py);
+    char *command = NULL, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&command, "%s %s %s %s %s", py, test_tmp_path(tmpdir, "class_names.py"), test_ddpc(),
+                             test_tmp_path(tmpdir, "every_part.net"), tmpdir) > 0);
+    int rc = test_run(command, &out);
+    if (rc != 0)
+        fprintf(stderr, "\n$ %s\nexit %d:\n%s", command, rc, out ? out : "");
+    CU_ASSERT_EQUAL(rc, 0);
+    static const char *const wanted[] = {
+        "\nf -> NetF\n", "\nnone -> NetNone\n", "\ntrue -> NetTrue\n", "\nfalse -> NetFalse\n",
+        "\nTRAIN -> NetTRAIN\n", "\nF -> NetF\n", "\nvalue_error -> NetValueError\n", "\nNone -> NetNone\n",
+        "\nhash_dropout -> NetHashDropout\n", "\nnet -> Net\n", "\nevery_part -> EveryPart\n",
+    };
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        bool found = out && strstr(out, wanted[i]);
+        if (!found)
+            fprintf(stderr, "\nclass names lack:%s", wanted[i]);
+        CU_ASSERT(found);
+    }
+    /* the names a class could hide: Python's capital builtins alone are 60 or more */
+    const char *count = out ? strstr(out, "\nnets ") : NULL;
+    CU_ASSERT(count && atoi(count + 6) >= 70);
+    free(command);
+    free(out);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* What the module says for mnist.net, pinned where it matters to users. */
 static void test_module_text(void)
 {
@@ -1026,6 +1164,7 @@ void suite_emit_torch(void)
         {"the module's state_dict is the IR's params; a step runs", test_state_dict_matches_ir},
         {"ddpc --emit torch prints what emit_torch writes", test_command_line},
         {"a layer named 'training' (a module) is refused, before a line is written", test_training_name},
+        {"the class hides no name the module binds, no builtin, is no keyword (net f, none, TRAIN)", test_class_names},
         {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
         {"transform (data { }) computes what runtime/augment.c does, bit for bit", test_transform},
