@@ -407,10 +407,23 @@ DdpStatus ddp_store_open_served(DdpStore **store, const DdpTopology *t, double t
     double deadline = ddp_now() + timeout_s;
     s->server = server;
     st = client_connect(s, t->master_addr, t->master_port, deadline);
+    char key[64];
+    if (st == DDP_OK) {
+        /* Each rank once: a second process of this rank (one RANK given to
+         * two, or a rank of another run of this world size on this port) is
+         * refused, where the barrier below would count it as one of ours,
+         * and it would take this run's NCCL id. */
+        snprintf(key, sizeof key, "ddp/open/%d/rank/%d", t->world_size, t->rank);
+        int64_t claims = 0;
+        st = ddp_store_add(s, key, 1, &claims);
+        if (st == DDP_OK && claims > 1)
+            st = DDP_ERR(DDP_FAIL, "rank %d of %d reached the store at %s after another process of that rank: one "
+                         "RANK given to two processes, or two runs on one MASTER_PORT", t->rank, t->world_size,
+                         s->where);
+    }
     if (st == DDP_OK) {
         /* Everyone in: a barrier whose key names the world size, so that ranks
          * of another run that found this port by mistake wait apart. */
-        char key[64];
         snprintf(key, sizeof key, "ddp/open/%d", t->world_size);
         int arrived;
         double left = deadline - ddp_now();

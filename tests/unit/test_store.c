@@ -469,6 +469,47 @@ static void test_not_a_store(void)
     waitpid(pid, NULL, 0);
 }
 
+/* A rank that only opens the store and closes it. */
+static int nothing(DdpStore *s, int rank, int world)
+{
+    (void)s, (void)rank, (void)world;
+    return 0;
+}
+
+/* Two processes of rank 1 of 3 (one RANK given twice, or a rank of another
+ * run on the port): the later, come while the barrier waits for rank 2, is
+ * refused, named, and ranks 0, 1 and 2 open, where both would have counted
+ * as arrivals. */
+static void test_rank_twice(void)
+{
+    int port = free_port();
+    fflush(NULL);
+    pid_t ranks[2];
+    for (int r = 0; r < 2; r++) {
+        ranks[r] = fork();
+        if (ranks[r] == 0)
+            _exit(run_rank(r, 3, port, 5, nothing));
+        usleep(300000); /* rank 0 serves, then rank 1 claims its rank */
+    }
+    pid_t again = fork();
+    if (again == 0) {
+        DdpTopology t = topology(1, 3, port);
+        DdpStore *s = NULL;
+        DdpStatus st = ddp_store_open(&s, &t, 5);
+        char what[128];
+        snprintf(what, sizeof what, "rank 1 of 3 reached the store at 127.0.0.1:%d after another process of that "
+                 "rank", port);
+        if (st != DDP_FAIL || !has(ddp_error_message(), what))
+            fprintf(stderr, "\nrank 1 again: status %d, %s\n", (int)st, ddp_error_message());
+        _exit(st == DDP_FAIL && has(ddp_error_message(), what) ? 0 : 1);
+    }
+    int status;
+    CU_ASSERT(waitpid(again, &status, 0) == again && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT(run_rank(2, 3, port, 5, nothing) == 0);
+    for (int r = 0; r < 2; r++)
+        CU_ASSERT(waitpid(ranks[r], &status, 0) == ranks[r] && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static int raw_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -762,6 +803,7 @@ void suite_store(void)
         {"serve, then open: the store owns the server, opened or not; only rank 0 has one", test_served_halves},
         {"nobody listening: refused within the timeout", test_unreachable},
         {"another program on the port: its reply named malformed, with the reason", test_not_a_store},
+        {"a rank reached twice: the later process refused, named", test_rank_twice},
         {"1 MiB values, 256-byte keys, counters; past the limits", test_limits},
         {"hostile peers dropped, honest ranks served", test_hostile_peers},
         {"parser: valid messages, prefixes, pairs, limits", test_parse_valid},
