@@ -115,6 +115,9 @@ static DdpStatus check_addr(const char *name, const char *addr)
     for (const char *p = addr; *p; p++)
         if ((unsigned char)*p <= ' ' || *p == '/' || (unsigned char)*p >= 0x7f)
             return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s' is not a host name or address", name, SHOWN, addr);
+    if (addr[strcspn(addr, "[]")]) /* which the resolver takes for part of a name */
+        return DDP_ERR(DDP_BAD_INPUT, "%s='%.*s': an IPv6 address goes in without brackets, which only "
+                       "tcp://[ADDRESS]:PORT takes", name, SHOWN, addr);
     return DDP_OK;
 }
 
@@ -440,7 +443,9 @@ static DdpStatus parse_init_method(const char *s, char *host, size_t host_len, M
 {
     if (strncmp(s, "tcp://", 6) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "--init-method expects env:// or tcp://HOST:PORT, got '%.*s'", SHOWN, s);
-    const char *h = s + 6, *colon = strrchr(h, ':');
+    /* the port's colon: the last one, after an IPv6 address's ']' */
+    const char *h = s + 6, *bracket = *h == '[' ? strchr(h, ']') : NULL;
+    const char *colon = strrchr(bracket ? bracket : h, ':');
     if (!colon || colon == h)
         return DDP_ERR(DDP_BAD_INPUT, "--init-method '%.*s' needs a host and a port: tcp://HOST:PORT", SHOWN, s);
     const char *start = h, *end = colon;

@@ -412,6 +412,14 @@ static void test_flag_errors(void)
     CU_ASSERT(fails("", 0, 2, "tcp://:123", "--init-method 'tcp://:123' needs a host and a port"));
     CU_ASSERT(fails("", 0, 2, "tcp://h", "needs a host and a port"));
     CU_ASSERT(fails("", 0, 2, "tcp://[::1:5", "an IPv6 address is written [ADDRESS]"));
+    /* the colons of an IPv6 address are no port's */
+    CU_ASSERT(fails("", 0, 2, "tcp://[::1]", "--init-method 'tcp://[::1]' needs a host and a port"));
+    DdpTopology t;
+    CU_ASSERT(topo(&t, "", 0, 2, "tcp://[::1]:29500") == DDP_OK && expect(&t, 0, 2, 0, 2, "::1", 29500,
+                                                                          DDP_LAUNCH_FLAGS));
+    CU_ASSERT(fails("RANK=0 WORLD_SIZE=2 MASTER_ADDR=[::1] MASTER_PORT=1", -1, -1, NULL,
+                    "MASTER_ADDR='[::1]': an IPv6 address goes in without brackets, which only tcp://[ADDRESS]:PORT "
+                    "takes"));
     CU_ASSERT(fails("", 0, 2, "file:///tmp/x", "--init-method expects env:// or tcp://HOST:PORT, got 'file:///tmp/x'"));
     CU_ASSERT(fails("", 2, 2, "tcp://h:1", "--rank 2 but --world-size 2 (ranks are 0 to 1)"));
     CU_ASSERT(fails("", 0, 0, NULL, "--world-size 0: a run needs at least one rank"));
