@@ -338,6 +338,15 @@ typedef struct {
 
 /* Checks AST and lowers it into NET. Returns false if there were errors. */
 bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net);
+/* What the generated code may add to the name of a layer of kind OP (with a
+ * bias, for conv and linear: BIAS) to name what belongs to it (conv1 +
+ * _bias_relu_forward, _out, _weight): fills OUT with up to MAX suffixes
+ * (strings in A) and returns how many. sema refuses two layers whose names
+ * and suffixes would meet. */
+int sema_name_suffixes(Arena *a, OpKind op, bool bias, const char **out, int max);
+/* The generated code's own names that a layer's name and suffix could spell
+ * (loss_forward_backward): N of them. */
+const char *const *sema_program_names(int *n);
 
 /* layers.c: one entry per layer word. CHECK reads the statement's arguments
  * into the node (reporting bad ones) and, when the input shape is known,
@@ -410,6 +419,8 @@ typedef struct {
     bool differs_in_training;   /* forward's TRAIN changes what it does (dropout, batchnorm) */
     BackwardReads backward_reads;
     ScratchFact scratch[OP_MAX_SCRATCH];
+    const char *kernels[4];     /* its kernels besides NAME_forward and NAME_backward, by the word after the
+                                 * layer's name (batchnorm: bn1_sums_forward, bn1_eval_forward) */
     ParamInit init[PARAM_ROLE_COUNT];
 } OpFacts;
 

@@ -7,6 +7,10 @@
  *               gradient may share its storage;
  *   emit_cu.c   its scratch's names and types, its parameters' start,
  *               which forward depends on TRAIN;
+ *   sema.c      the names the generated code derives from a layer's (its
+ *               scratch's, its kernels' beyond NAME_forward, which emit_cu.c
+ *               spells out; test_golden holds the two to agree), so that
+ *               no two layers name one thing;
  *   summary.c   which outputs are activations;
  *   scaling.c   which backward is two products.
  *
@@ -52,6 +56,7 @@ static const OpFacts rows[] = {
     {.op = OP_BATCHNORM, .output = OUT_NEW, .differs_in_training = true,
      .backward_reads = READS_INPUT,
      .scratch = {{"sums", "DdpSum", SCRATCH_CHANNEL_SUMS}, {"stats", "float", SCRATCH_CHANNEL_STATS}},
+     .kernels = {"sums", "stats", "normalize", "eval"},
      .init = {[PARAM_WEIGHT] = INIT_ONES, [PARAM_BIAS] = INIT_ZEROS, [PARAM_RUNNING_MEAN] = INIT_ZEROS,
               [PARAM_RUNNING_VAR] = INIT_ONES, [PARAM_NUM_BATCHES_TRACKED] = INIT_ZEROS}},
     {.op = OP_RESIDUAL_ADD, .output = OUT_NEW, .gradient_passes = true},

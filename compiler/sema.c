@@ -14,7 +14,9 @@
  * Names: a layer is named by its label (`stem: conv ...`) or by its kind and
  * its ordinal among layers of that kind (the third conv is conv3, named or
  * not, so naming one layer renames no other). Names are checked unique with a
- * hash table, which keeps a 10,000-layer net linear.
+ * hash table, which keeps a 10,000-layer net linear; then each label against
+ * the names the generated code derives from it and from the others (see
+ * check_generated_names).
  */
 #include "ddpc.h"
 
@@ -32,9 +34,26 @@ typedef struct {
     int cap, used;
 } NameTable;
 
+/* The suffixes of a kind's names in the generated code (sema_name_suffixes),
+ * and their heads: each one's part before a later '_' (_bias of
+ * _bias_relu_forward, _out of _out_at). */
+enum { MAX_NAME_SUFFIXES = 64 };
+typedef struct {
+    const char *suffix[MAX_NAME_SUFFIXES];
+    const char *head[MAX_NAME_SUFFIXES];
+    int n_suffixes, n_heads;
+} NameSuffixes;
+
+typedef struct {
+    int node;
+    Loc loc;
+} Label;
+
 typedef struct {
     Sema s;
     NameTable names;
+    Label *labels;          /* in the order named: a residual's after its body's */
+    int n_labels, labels_cap;
     int kind_counts[OP_COUNT];
     int current;            /* value the next layer consumes; -1 before input */
     bool seen_input, seen_loss, seen_net, seen_train, seen_data, seen_layer;
@@ -283,6 +302,20 @@ static int names_claim(Walk *w, const char *name, int node)
     return -1;
 }
 
+/* The node holding NAME, or -1. */
+static int names_find(const NameTable *t, const char *name)
+{
+    if (!t->cap)
+        return -1;
+    size_t j = hash_name(name) & (size_t)(t->cap - 1);
+    while (t->keys[j]) {
+        if (strcmp(t->keys[j], name) == 0)
+            return t->nodes[j];
+        j = (j + 1) & (size_t)(t->cap - 1);
+    }
+    return -1;
+}
+
 /* ORDINAL: the layer's place among layers of its kind, from 1. */
 static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int ordinal)
 {
@@ -299,6 +332,10 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
     if (reserved)
         diag_at(s->diag, SEV_ERROR, st->label_loc, "layer names starting with '%.*s' are reserved", reserved, st->label);
     int self = (int)(n - s->net->nodes);
+    if (st->label) {
+        w->labels = grow(w->labels, &w->labels_cap, w->n_labels + 1, sizeof *w->labels);
+        w->labels[w->n_labels++] = (Label){self, st->label_loc};
+    }
     int other = names_claim(w, name, self);
     if (other < 0)
         return;
@@ -310,6 +347,211 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
         diag_at(s->diag, SEV_ERROR, st->word_loc,
                 "this %s would be named '%s', which the %s at line %d already uses; name one of them", st->word,
                 name, o->kind_word, o->line);
+}
+
+//
+// Names in the generated code
+//
+// emit_cu.c names what belongs to a layer after it: its output conv1_out,
+// parameters conv1_weight, scratch maxpool1_argmax, their offsets
+// conv1_out_at, kernels relu1_forward, bn1_sums_backward, and a product's
+// kernels after the bias and activation they add, conv1_bias_relu_forward
+// (gradients too, as d_conv1_out: no name may start with d_). Two layers
+// whose names differ by the head of such a suffix can name one thing twice:
+// a linear l with its sigmoid fused has the kernel l_bias_sigmoid_forward,
+// and so has a sigmoid named l_bias_sigmoid, which the host compiler then
+// refuses. So each label is checked against the names that differ from it by
+// such a head, by the layers' kinds rather than by what the plan makes of
+// them (which activation fuses, which layout): a label refused here may have
+// been safe in this net's program, but one accepted is safe in every
+// program of the net. Names made of a kind and its ordinal (conv1) end in a
+// digit, which no suffix does, so two of those never meet.
+//
+
+/* The generated code's names that are no layer's (emit_cu.c's loss kernels). */
+static const char *const program_names[] = {"loss_forward_backward", "loss_reduce"};
+
+const char *const *sema_program_names(int *n)
+{
+    *n = DDPC_COUNT(program_names);
+    return program_names;
+}
+
+static void add_suffix(const char **out, int max, int *n, const char *suffix)
+{
+    if (*n == max) {
+        fputs("ddpc: internal error: sema.c: more name suffixes than MAX_NAME_SUFFIXES\n", stderr);
+        abort();
+    }
+    out[(*n)++] = suffix;
+}
+
+int sema_name_suffixes(Arena *a, OpKind op, bool bias, const char **out, int max)
+{
+    const OpFacts *f = op_facts(op);
+    int n = 0;
+    /* kernels: NAME_forward and NAME_backward; NAME_WORD_... for the op's
+     * other kernels; a product's NAME_bias_... and NAME_bias_ACT_..., or
+     * without a bias NAME_ACT_..., for an activation ACT fused into it
+     * (emit_cu.c kernel_stem) */
+    const char *stems[MAX_NAME_SUFFIXES];
+    int n_stems = 0;
+    add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, "");
+    for (int k = 0; k < (int)DDPC_COUNT(f->kernels) && f->kernels[k]; k++)
+        add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, arena_printf(a, "_%s", f->kernels[k]));
+    if (f->library_product) {
+        if (bias)
+            add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, "_bias");
+        const char *words[64];
+        int n_words = layer_words(words, 64);
+        for (int i = 0; i < n_words; i++)
+            if (op_facts(layer_kind_find(words[i])->op)->activation)
+                add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, arena_printf(a, "_%s%s", bias ? "bias_" : "", words[i]));
+        add_suffix(out, max, &n, "_shape"); /* a conv's DdpConvShape */
+    }
+    for (int i = 0; i < n_stems; i++) {
+        add_suffix(out, max, &n, arena_printf(a, "%s_forward", stems[i]));
+        add_suffix(out, max, &n, arena_printf(a, "%s_backward", stems[i]));
+    }
+    /* buffers, and their offsets in the arena table */
+    add_suffix(out, max, &n, "_out");
+    add_suffix(out, max, &n, "_out_at");
+    for (int k = 0; k < OP_MAX_SCRATCH && f->scratch[k].name; k++) {
+        add_suffix(out, max, &n, arena_printf(a, "_%s", f->scratch[k].name));
+        add_suffix(out, max, &n, arena_printf(a, "_%s_at", f->scratch[k].name));
+    }
+    /* parameters: conv1.weight is conv1_weight */
+    for (int r = 0; r < PARAM_ROLE_COUNT; r++)
+        if (f->init[r] != INIT_NONE)
+            add_suffix(out, max, &n, arena_printf(a, "_%s", param_suffix[r]));
+    return n;
+}
+
+/* N's suffixes, made once per kind and bias (MADE and READY: 2 per kind). */
+static const NameSuffixes *suffixes_of(Walk *w, NameSuffixes *made, bool *ready, const Node *n)
+{
+    int k = 2 * (int)n->op + n->bias;
+    NameSuffixes *x = &made[k];
+    if (ready[k])
+        return x;
+    ready[k] = true;
+    x->n_suffixes = sema_name_suffixes(w->s.arena, n->op, n->bias, x->suffix, MAX_NAME_SUFFIXES);
+    x->n_heads = 0;
+    for (int i = 0; i < x->n_suffixes; i++)
+        for (const char *u = strchr(x->suffix[i] + 1, '_'); u; u = strchr(u + 1, '_')) {
+            size_t len = (size_t)(u - x->suffix[i]);
+            bool seen = false;
+            for (int h = 0; h < x->n_heads && !seen; h++)
+                seen = strlen(x->head[h]) == len && strncmp(x->head[h], x->suffix[i], len) == 0;
+            if (!seen)
+                add_suffix(x->head, MAX_NAME_SUFFIXES, &x->n_heads, arena_strndup(w->s.arena, x->suffix[i], len));
+        }
+    return x;
+}
+
+static bool suffix_in(const NameSuffixes *x, const char *suffix)
+{
+    for (int i = 0; i < x->n_suffixes; i++)
+        if (strcmp(x->suffix[i], suffix) == 0)
+            return true;
+    return false;
+}
+
+/* Of two layers' names, one the other followed by TAIL: the suffix of the
+ * shorter's kind that is TAIL followed by one of the longer's kind, if any.
+ * The shorter name followed by it is a name of both. */
+static const char *meeting_suffix(const NameSuffixes *shorter, const char *tail, const NameSuffixes *longer)
+{
+    size_t n = strlen(tail);
+    for (int i = 0; i < shorter->n_suffixes; i++)
+        if (strncmp(shorter->suffix[i], tail, n) == 0 && shorter->suffix[i][n] &&
+            suffix_in(longer, shorter->suffix[i] + n))
+            return shorter->suffix[i];
+    return NULL;
+}
+
+static void *checked_realloc(void *p, size_t size)
+{
+    void *q = realloc(p, size);
+    if (!q) {
+        fputs("ddpc: internal error: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+/* Refuses each label one of whose generated names is another layer's, or
+ * the generated code's own; a pair of labels is reported once, at the one
+ * named later. */
+static void check_generated_names(Walk *w)
+{
+    if (w->n_labels == 0)
+        return;
+    Sema *s = &w->s;
+    const Node *nodes = s->net->nodes;
+    NameSuffixes *made = checked_realloc(NULL, 2 * OP_COUNT * sizeof *made);
+    bool ready[2 * OP_COUNT] = {false};
+    int *label_of = checked_realloc(NULL, sizeof *label_of * (size_t)s->net->n_nodes);
+    size_t cap = 0;
+    char *key = NULL; /* a name looked up: this one's start, or this one and a head */
+    for (int i = 0; i < s->net->n_nodes; i++)
+        label_of[i] = -1;
+    for (int i = 0; i < w->n_labels; i++)
+        label_of[w->labels[i].node] = i;
+    for (int i = 0; i < w->n_labels; i++) {
+        const Node *n = &nodes[w->labels[i].node];
+        if (names_find(&w->names, n->name) != w->labels[i].node)
+            continue; /* a name used twice, already reported */
+        const NameSuffixes *mine = suffixes_of(w, made, ready, n);
+        size_t len = strlen(n->name);
+        for (int h = 0; h < mine->n_heads; h++)
+            if (len + strlen(mine->head[h]) + 1 > cap)
+                key = checked_realloc(key, cap = len + strlen(mine->head[h]) + 1);
+        int other = -1;
+        const char *shorter = NULL, *suffix = NULL;
+        /* another name is this one and a head of its suffixes (l, l_bias_sigmoid) */
+        for (int h = 0; h < mine->n_heads && !suffix; h++) {
+            memcpy(key, n->name, len);
+            strcpy(key + len, mine->head[h]);
+            int j = names_find(&w->names, key);
+            if (j >= 0 && (label_of[j] < 0 || label_of[j] < i)) {
+                suffix = meeting_suffix(mine, mine->head[h], suffixes_of(w, made, ready, &nodes[j]));
+                other = j;
+                shorter = n->name;
+            }
+        }
+        /* this name is another's and a head of that one's suffixes */
+        for (size_t p = 1; p < len && !suffix; p++) {
+            if (n->name[p] != '_')
+                continue;
+            memcpy(key, n->name, p);
+            key[p] = '\0';
+            int j = names_find(&w->names, key);
+            if (j >= 0 && (label_of[j] < 0 || label_of[j] < i)) {
+                suffix = meeting_suffix(suffixes_of(w, made, ready, &nodes[j]), n->name + p, mine);
+                other = j;
+                shorter = nodes[j].name;
+            }
+        }
+        if (suffix) {
+            diag_at(s->diag, SEV_ERROR, w->labels[i].loc,
+                    "layer name '%s' and the %s '%s' at line %d would both name %s%s in the generated code; choose "
+                    "another name", diag_quote(s->arena, n->name), nodes[other].kind_word,
+                    diag_quote(s->arena, nodes[other].name), nodes[other].line, shorter, suffix);
+            continue;
+        }
+        for (int k = 0; k < (int)DDPC_COUNT(program_names); k++)
+            if (strncmp(program_names[k], n->name, len) == 0 && program_names[k][len] &&
+                suffix_in(mine, program_names[k] + len)) {
+                diag_at(s->diag, SEV_ERROR, w->labels[i].loc,
+                        "layer name '%s' would name %s, which the generated code keeps for the loss; choose another "
+                        "name", diag_quote(s->arena, n->name), program_names[k]);
+                break;
+            }
+    }
+    free(key);
+    free(label_of);
+    free(made);
 }
 
 //
@@ -641,6 +883,7 @@ bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)
     int errors_before = d->errors;
 
     lower_statements(&w, ast->stmts, true);
+    check_generated_names(&w);
     data_check_input(&w.s, net->n_nodes && net->nodes[0].op == OP_INPUT ? net->nodes[0].out_shape : (Shape){0});
 
     if (!w.seen_layer && ast->syntax_errors == 0)
@@ -661,6 +904,7 @@ bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net)
     net->values = move_to_arena(a, net->values, (size_t)net->n_values, sizeof *net->values);
     free(w.names.keys);
     free(w.names.nodes);
+    free(w.labels);
 
     for (int i = 0; i < net->n_params; i++)
         if (!net->params[i].trainable)

@@ -344,6 +344,45 @@ static void test_names_numbered_by_kind(void)
     release(&c);
 }
 
+/* Names the generated code would spell twice are refused, once per pair, at
+ * the later label, whichever of the two is the longer; names that only look
+ * alike are not: a product with a bias names its kernels after the bias, a
+ * residual has no kernel after an activation, a scratch's offset is no
+ * buffer's. */
+static void test_generated_names_meet(void)
+{
+    static const struct {
+        const char *src, *message; /* NULL: accepted */
+    } cases[] = {
+        {"input 4\nl_bias_sigmoid: sigmoid\nl: linear 8\nsigmoid\nlinear 2\nloss mse\n",
+         "t.net:3:1: error: layer name 'l' and the sigmoid 'l_bias_sigmoid' at line 2 would both name "
+         "l_bias_sigmoid_forward in the generated code; choose another name"},
+        {"input 1x4x4\nx: conv 2 k1 nobias\nx_relu: relu\nrelu\nflatten\nlinear 2\nloss mse\n",
+         "t.net:3:1: error: layer name 'x_relu' and the conv 'x' at line 2 would both name x_relu_forward"},
+        {"input 1x4x4\nbatchnorm\nbn1_sums: relu\nflatten\nlinear 2\nloss mse\n",
+         "t.net:3:1: error: layer name 'bn1_sums' and the batchnorm 'bn1' at line 2 would both name bn1_sums_forward"},
+        {"input 4\nloss_forward: relu\nlinear 2\nl: loss mse\n",
+         "t.net:2:1: error: layer name 'loss_forward' would name loss_forward_backward, which the generated code keeps "
+         "for the loss"},
+        {"input 4\nstem: linear 8\nstem_relu: relu\nstem_bn: batchnorm\nlinear 2\nloss mse\n", NULL},
+        {"input 4\nblock1: residual { block1_relu: relu; block1_linear: linear 4 }\nlinear 2\nloss mse\n", NULL},
+        {"input 4\nloss: relu\nlinear 2\nl: loss mse\n", NULL},
+        /* maxpool1_argmax_at is the scratch's offset; the relu's are maxpool1_argmax_out, _out_at */
+        {"input 1x4x4\nmaxpool 2\nmaxpool1_argmax: relu\nflatten\nlinear 2\nloss mse\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Compiled c;
+        compile_str(&c, cases[i].src);
+        CU_ASSERT_EQUAL(c.ok, cases[i].message == NULL);
+        CU_ASSERT_EQUAL(c.diag.errors, cases[i].message != NULL);
+        bool said = !cases[i].message || strstr(c.messages, cases[i].message);
+        if (!said || c.ok != (cases[i].message == NULL))
+            fprintf(stderr, "\ncase %zu: %s", i, c.messages);
+        CU_ASSERT(said);
+        release(&c);
+    }
+}
+
 static void test_torch_counts_the_same(void)
 {
     const char *python = test_python_with_torch();
@@ -720,6 +759,7 @@ void suite_front(void)
         {"sema: size units and optimizer defaults", test_units_and_defaults},
         {"sema: booleans spelt true/false, on/off, yes/no, 1/0", test_boolean_spellings},
         {"sema: unnamed layers numbered per kind", test_names_numbered_by_kind},
+        {"sema: names the generated code would spell twice are refused, look-alikes not", test_generated_names_meet},
         {"sema: PyTorch counts the same parameters", test_torch_counts_the_same},
         {"op facts: everything.net has every kind, each row whole", test_op_facts_cover_every_kind},
         {"diag: did-you-mean", test_suggestions},

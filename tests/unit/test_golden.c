@@ -13,6 +13,12 @@
  *
  * tests/golden/update.sh rewrites the pinned files from the current ddpc;
  * a change to them is a change to what users see, reviewed in the diff.
+ *
+ * The pinned programs also hold sema's check of names to what the emitter
+ * writes: every name a program derives from a layer's is that name followed
+ * by a suffix sema_name_suffixes gives for the layer, and no other name of
+ * the program could be spelt by a layer's name and such a suffix, but those
+ * sema_program_names lists.
  */
 #include "testutil.h"
 
@@ -20,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include "ddpc.h"  // parse_net, sema_net, sema_name_suffixes, sema_program_names
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -194,6 +203,182 @@ static void test_one_source_for_both_targets(void)
     free(cuda);
 }
 
+//
+// The generated programs' names against sema's check of labels
+//
+
+enum { MAX_SUFFIXES = 64 };
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool ident_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || (c >= '0' && c <= '9');
+}
+
+/* The identifiers of C source TEXT outside comments, strings and numbers,
+ * sorted, each once (copies: free each, then the array). */
+static char **identifiers(const char *text, int *count)
+{
+    int n = 0, cap = 1024;
+    char **ids = malloc(sizeof *ids * (size_t)cap);
+    const char *p = text;
+    while (*p) {
+        if (p[0] == '/' && p[1] == '/') {
+            p += strcspn(p, "\n");
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            p = end ? end + 2 : p + strlen(p);
+        } else if (*p == '"' || *p == '\'') {
+            char quote = *p++;
+            while (*p && *p != quote)
+                p += p[0] == '\\' && p[1] ? 2 : 1;
+            p += *p != 0;
+        } else if (ident_char(*p)) {
+            const char *start = p;
+            while (ident_char(*p))
+                p++;
+            if (*start >= '0' && *start <= '9')
+                continue; /* a number, 1e-5f among them */
+            if (n == cap)
+                ids = realloc(ids, sizeof *ids * (size_t)(cap *= 2));
+            ids[n++] = strndup(start, (size_t)(p - start));
+        } else {
+            p++;
+        }
+    }
+    qsort(ids, (size_t)n, sizeof *ids, compare_strings);
+    int unique = 0;
+    for (int i = 0; i < n; i++) {
+        if (unique == 0 || strcmp(ids[unique - 1], ids[i]) != 0)
+            ids[unique++] = ids[i];
+        else
+            free(ids[i]);
+    }
+    *count = unique;
+    return ids;
+}
+
+static bool in_list(const char *word, const char *const *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i], word) == 0)
+            return true;
+    return false;
+}
+
+/* Whether a label could be the LEN bytes of NAME (identifier bytes): not
+ * empty, no digit first, no reserved prefix. */
+static bool could_be_label(const char *name, size_t len)
+{
+    return len > 0 && !(name[0] >= '0' && name[0] <= '9') && !(len >= 4 && strncasecmp(name, "ddp_", 4) == 0) &&
+           !(len >= 2 && strncmp(name, "d_", 2) == 0);
+}
+
+/* Checks PROGRAM (a pinned generated source) against the names of NET_PATH's
+ * layers; returns how many of its names were a layer's. */
+static int check_program_names(const char *program_path, const char *net_path)
+{
+    char *src = test_read_file(net_path, NULL), *program = test_read_file(program_path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(program);
+    Arena arena = {0};
+    Diag diag;
+    Ast ast;
+    Net net;
+    diag_init(&diag, net_path, src, strlen(src), NULL);
+    parse_net(&arena, &diag, src, strlen(src), &ast);
+    CU_ASSERT_FATAL(sema_net(&arena, &diag, &ast, net_path, &net));
+
+    /* every suffix of every kind, for names that are no layer's */
+    const char *every[2 * OP_COUNT * MAX_SUFFIXES];
+    int n_every = 0;
+    for (int op = 0; op < OP_COUNT; op++)
+        for (int bias = 0; bias < 2; bias++)
+            n_every += sema_name_suffixes(&arena, (OpKind)op, bias, every + n_every, MAX_SUFFIXES);
+    int n_fixed;
+    const char *const *fixed = sema_program_names(&n_fixed);
+
+    int n_ids, derived = 0;
+    char **ids = identifiers(program, &n_ids);
+    for (int i = 0; i < n_ids; i++) {
+        const char *id = ids[i];
+        if (in_list(id, fixed, n_fixed))
+            continue;
+        /* a layer's name (after d_, a gradient's), then a suffix of its kind */
+        const char *name = strncmp(id, "d_", 2) == 0 ? id + 2 : id;
+        bool layer = false, known = false;
+        for (int k = 0; k < net.n_nodes && !known; k++) {
+            const Node *nd = &net.nodes[k];
+            size_t len = strlen(nd->name);
+            if (strncmp(name, nd->name, len) != 0 || name[len] != '_')
+                continue;
+            layer = true;
+            const char *suffixes[MAX_SUFFIXES];
+            int n = sema_name_suffixes(&arena, nd->op, nd->bias, suffixes, MAX_SUFFIXES);
+            known = in_list(name + len, suffixes, n);
+        }
+        if (layer) {
+            derived++;
+            if (!known)
+                fprintf(stderr, "\n%s: %s: a layer's name and a suffix sema_name_suffixes does not give", program_path,
+                        id);
+            CU_ASSERT(known);
+            continue;
+        }
+        /* a name of the program's own: no label may spell it (nor, after d_,
+         * a gradient's name) */
+        for (int k = 0; k < n_every; k++) {
+            size_t len = strlen(id), n = strlen(every[k]);
+            if (len > n && strcmp(id + len - n, every[k]) == 0 &&
+                (could_be_label(id, len - n) || (strncmp(id, "d_", 2) == 0 && len - n > 2 && could_be_label(id + 2, len - n - 2)))) {
+                fprintf(stderr, "\n%s: %s: a label %.*s would spell it; sema_program_names should list it",
+                        program_path, id, (int)(len - n), id);
+                CU_FAIL("a program's own name a label could spell");
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < n_ids; i++)
+        free(ids[i]);
+    free(ids);
+    free(program);
+    free(src);
+    diag_free(&diag);
+    arena_free(&arena);
+    return derived;
+}
+
+static void test_program_names_are_checked(void)
+{
+    static const struct {
+        const char *pinned, *from;
+    } dirs[] = {{"tests/golden/cu", "examples"},          {"tests/golden/cu", "tests/parity"},
+                {"tests/golden/cu", "tests/gradcheck"},   {"tests/golden/cu", "tests/golden/good"},
+                {"tests/golden/nhwc", "tests/layout"}};
+    int programs = 0, derived = 0;
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+        DIR *dir = opendir(dirs[d].from);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        for (struct dirent *e; (e = readdir(dir));) {
+            if (!ends_with(e->d_name, ".net"))
+                continue;
+            char net_path[512], program_path[512];
+            snprintf(net_path, sizeof net_path, "%s/%s", dirs[d].from, e->d_name);
+            snprintf(program_path, sizeof program_path, "%s/%.*s.cu", dirs[d].pinned, (int)strlen(e->d_name) - 4,
+                     e->d_name);
+            derived += check_program_names(program_path, net_path);
+            programs++;
+        }
+        closedir(dir);
+    }
+    CU_ASSERT(programs >= 20);
+    CU_ASSERT(derived >= 1000);
+}
+
 void suite_golden(void)
 {
     static const TestCase cases[] = {
@@ -204,6 +389,8 @@ void suite_golden(void)
         {"generated programs are pinned (tests/golden/cu)", test_generated_programs},
         {"channels-last programs are pinned (tests/golden/nhwc)", test_channels_last_programs},
         {"one generated source for the CPU and the GPU", test_one_source_for_both_targets},
+        {"every name a program derives from a layer's is one sema checks labels against",
+         test_program_names_are_checked},
         {NULL, NULL},
     };
     test_add_suite("golden", cases);
