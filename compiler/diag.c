@@ -99,7 +99,9 @@ static int diag_cmp(const void *pa, const void *pb)
 }
 
 /* Start of line LINE (1-based) in the source, and its length without the
- * line end. The index of line starts is built on first use. */
+ * line end. The index of line starts is built on first use; out of memory
+ * for it ends ddpc, as elsewhere (arena.c), where going on without it would
+ * scan the whole file for each line shown, for hours on a large one. */
 bool diag_line(Diag *d, int line, const char **start, size_t *len)
 {
     if (!d->src)
@@ -107,22 +109,22 @@ bool diag_line(Diag *d, int line, const char **start, size_t *len)
     if (!d->line_starts) {
         int cap = 64, n = 0;
         size_t *starts = malloc(sizeof *starts * (size_t)cap);
-        starts[n++] = 0;
-        for (size_t i = 0; starts && i < d->len; i++) {
-            if (d->src[i] != '\n')
+        for (size_t i = 0; starts && i <= d->len; i++) {
+            if (i > 0 && d->src[i - 1] != '\n')
                 continue;
             if (n == cap) {
                 size_t *bigger = realloc(starts, sizeof *starts * (size_t)(cap *= 2));
-                if (!bigger) {
+                if (!bigger)
                     free(starts);
-                    return false;
-                }
                 starts = bigger;
             }
-            starts[n++] = i + 1;
+            if (starts)
+                starts[n++] = i;
         }
-        if (!starts)
-            return false;
+        if (!starts) {
+            fputs("ddpc: internal error: out of memory\n", stderr);
+            abort();
+        }
         d->line_starts = starts;
         d->n_lines = n;
     }
