@@ -83,7 +83,8 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
         if (flags->given[DDP_FLAG_NPROC_PER_NODE] && flags->nproc_per_node != node_ranks)
             return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
                            "this node: leave it out", (long long)flags->nproc_per_node, by, node_ranks);
-        return ddp_device_is_gpu() ? DDP_OK : check_mpi_launch(d);
+        /* --predict says itself that it runs on one rank (trainer.c) */
+        return ddp_device_is_gpu() || flags->predict ? DDP_OK : check_mpi_launch(d);
     }
     /* A Slurm batch script's own shell (topology.h): in a job of several
      * nodes, the training would use this one alone; --predict uses one

@@ -31,6 +31,7 @@
 
 #include "topology.h"    // DdpTopology, ddp_topology_read
 #include "status.h"      // DDP_ERR, DDP_CHECK
+#include "device.h"      // ddp_device_is_gpu: which group the ranks meet through
 
 /* Long enough to recognise a value, short enough to keep a message a line. */
 #define SHOWN 64
@@ -404,14 +405,15 @@ static DdpStatus check_torchrun_not_stale(const DdpTopology *t)
 
 /* Whether RANK and WORLD_SIZE only repeat mpirun's own, with no torchrun
  * agent nor our launcher behind them (a script that exported them from
- * OMPI_COMM_WORLD_*): the ranks are then mpirun's, and read as such, as a
- * CPU build's MPI needs, with MASTER_* optional. Unreadable values are not:
- * read_torchrun names them. */
+ * OMPI_COMM_WORLD_*), in a CPU build: the ranks are then mpirun's, and read
+ * as such, as its MPI needs, with MASTER_* optional. A GPU build's ranks
+ * meet through the store either way, which a build without MPI needs.
+ * Unreadable values are not: read_torchrun names them. */
 static int repeats_mpirun(void)
 {
     int64_t rank = 0, world = 0, mpi_rank = 0, mpi_world = 0;
     int has[4];
-    if (getenv("TORCHELASTIC_RUN_ID") || getenv("DDP_SPAWNED"))
+    if (ddp_device_is_gpu() || getenv("TORCHELASTIC_RUN_ID") || getenv("DDP_SPAWNED"))
         return 0;
     if (env_int("RANK", &rank, &has[0]) != DDP_OK || env_int("WORLD_SIZE", &world, &has[1]) != DDP_OK ||
         env_int("OMPI_COMM_WORLD_RANK", &mpi_rank, &has[2]) != DDP_OK ||

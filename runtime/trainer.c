@@ -434,6 +434,10 @@ static DdpStatus check_memory(const Trainer *t, size_t available_bytes, double *
                    t->cfg.batch_global ? "--global-batch, or more ranks" : "--batch-size");
 }
 
+/* A rank's share of the test set as DistributedSampler pads it: the same
+ * on every rank (evaluate leaves the padding out). */
+static int64_t test_share_padded(const Trainer *t) { return (t->test.n + t->dist.world - 1) / t->dist.world; }
+
 /* The most samples one step holds: the batch, or a rank's share of the
  * data where that is smaller, as a DataLoader's one short batch is. A
  * --batch-size far above the data set's size then allocates what the run
@@ -443,7 +447,7 @@ static DdpStatus check_memory(const Trainer *t, size_t available_bytes, double *
  * batches of the same size. */
 static int64_t largest_step(const Trainer *t)
 {
-    int64_t test_share = (t->test.n + t->dist.world - 1) / t->dist.world;
+    int64_t test_share = test_share_padded(t);
     int64_t most = t->sampler.num_samples > test_share ? t->sampler.num_samples : test_share;
     return most < 1 ? 1 : most < t->cfg.batch ? most : t->cfg.batch;
 }
@@ -1206,16 +1210,14 @@ typedef struct {
     float *scores;   /* host: a batch's scores, n x classes */
 } Tally;
 
-/* Adds the predictions of the evaluation batch just run (samples START..
- * START + N of this rank's share: evaluate's ids) to TALLY. */
-static DdpStatus tally_batch(Trainer *t, Tally *tally, int64_t start, int n)
+/* Adds the predictions of the evaluation batch just run (its N samples,
+ * t->eval_ids) to TALLY. */
+static DdpStatus tally_batch(Trainer *t, Tally *tally, int n)
 {
     int k = t->net->num_classes;
     DDP_CHECK(ddp_copy_to_host(tally->scores, device_scores(t), (size_t)n * (size_t)k * sizeof(float), t->stream));
-    for (int i = 0; i < n; i++) {
-        int64_t id = t->dist.rank + (start + i) * t->dist.world;
-        ddp_confusion_add(&tally->matrix, tally->scores + (int64_t)i * k, &t->test.labels[id], 1);
-    }
+    for (int i = 0; i < n; i++)
+        ddp_confusion_add(&tally->matrix, tally->scores + (int64_t)i * k, &t->test.labels[t->eval_ids[i]], 1);
     return DDP_OK;
 }
 
@@ -1232,7 +1234,7 @@ static DdpStatus tally_batch(Trainer *t, Tally *tally, int64_t start, int n)
 static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
 {
     int64_t batch = t->cfg.batch, world = t->dist.world, rank = t->dist.rank;
-    int64_t share = (t->test.n + world - 1) / world;
+    int64_t share = test_share_padded(t);
     /* this rank's samples that are not padding: rank + i * world < test.n */
     int64_t own = rank < t->test.n ? (t->test.n - rank + world - 1) / world : 0;
     *loss = *acc = NAN;
@@ -1253,7 +1255,7 @@ static DdpStatus evaluate(Trainer *t, double *loss, double *acc, Tally *tally)
             DDP_CHECK(ddp_ops_status(t->ops));
         }
         if (tally && n > 0)
-            DDP_CHECK(tally_batch(t, tally, start, n));
+            DDP_CHECK(tally_batch(t, tally, n));
         /* --eval-only is the whole run: a stop asked ends it after the
          * batch the ranks agree on (every rank takes as many), as training's
          * after a step; one agreed on the last batch lets it end as it would
@@ -1908,9 +1910,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     int64_t batches = (t->sampler.num_samples + t->cfg.batch - 1) / t->cfg.batch;
     t->batches_per_epoch = batches;
     t->steps_per_epoch = (batches + t->flags.no_sync_every - 1) / t->flags.no_sync_every;
-    DDP_CHECK(check_sum_count(t));
-    if (!t->flags.eval_only)
+    if (!t->flags.eval_only) { /* an evaluation sums no gradients, and shuffles nothing */
+        DDP_CHECK(check_sum_count(t));
         DDP_CHECK(check_seed(t));
+    }
 
     DDP_CHECK(ddp_device_open(t->dist.topo.local_rank, t->dist.topo.local_world_size, &t->stream));
     t->device_open = 1;

@@ -439,7 +439,8 @@ static void test_signals(void)
 /* Settings a single CPU rank must refuse at start-up, naming the cause; a
  * launch a CPU build's MPI cannot use is refused before the data is read
  * (--data names no directory), one rank of each of mpirun's processes too;
- * RANK and WORLD_SIZE that repeat mpirun's own are taken as mpirun's. */
+ * RANK and WORLD_SIZE that repeat mpirun's own are taken as mpirun's;
+ * --predict on several ranks says it runs on one. */
 static void test_refused_settings(void)
 {
     if (!ready(0))
@@ -456,7 +457,9 @@ static void test_refused_settings(void)
         "echo torchrun=$?; M='timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2'; "
         "OMP_NUM_THREADS=1 $M $d/p --data $d/none --max-steps 1 --rank 0 --world-size 1; echo one_each=$?; "
         "OMP_NUM_THREADS=1 $M bash -c 'export RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE; "
-        "exec \"$0\" \"$@\"' $d/p --data $d/data --max-steps 1 --quiet; echo exported=$?",
+        "exec \"$0\" \"$@\"' $d/p --data $d/data --max-steps 1 --quiet; echo exported=$?; "
+        "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 $d/p --predict $d/data/t10k-images-idx3-ubyte "
+        "--init $d/none.safetensors; echo predict=$?",
         test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     static const char *const expected[] = {
@@ -474,6 +477,8 @@ static void test_refused_settings(void)
         "p: error: under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's own ranks",
         "one_each=2",
         "exported=0",
+        "p: rank 0: error: --predict runs on one rank: start it without mpirun, srun or --nproc-per-node",
+        "predict=2",
     };
     int ok = 1;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {

@@ -97,7 +97,9 @@ static void test_exact_text(void)
 /* Lines another process appends to the log (--eval-only --resume of a
  * checkpoint of the run that writes it) stay, whole, between the run's own,
  * also when the run began by emptying the log, and a line longer than
- * stdio's buffer is one line among them. */
+ * stdio's buffer is one line among them. (That such a line goes out in one
+ * write(2), which only another writer racing it could tell, is seen with
+ * strace -e write: one write of 100014 bytes.) */
 static void test_shared_with_another_writer(void)
 {
     make_tmpdir();
