@@ -99,9 +99,9 @@ static const char *shell_quote(Arena *a, const char *word)
         if (*c == '\'') {
             memcpy(q, "'\\''", 4);
             q += 4;
-        }
-        else
+        } else {
             *q++ = *c;
+        }
     *q = '\'';
     return quoted;
 }
@@ -137,15 +137,14 @@ static bool shell_words(Arena *a, const char *line, Words *w, const char *shown)
         for (; !why && *c && *c != ' ' && *c != '\t'; c++) {
             if (*c == '\'') {
                 const char *end = strchr(c + 1, '\'');
-                if (!end)
+                if (!end) {
                     why = "a ' that nothing closes";
-                else {
+                } else {
                     memcpy(out, c + 1, (size_t)(end - c - 1));
                     out += end - c - 1;
                     c = end;
                 }
-            }
-            else if (*c == '"') {
+            } else if (*c == '"') {
                 for (c++; *c && *c != '"' && !why; c++) {
                     if (*c == '$' || *c == '`')
                         why = arena_printf(a, "a %c in double quotes (single-quote the word)", *c);
@@ -155,17 +154,16 @@ static bool shell_words(Arena *a, const char *line, Words *w, const char *shown)
                 }
                 if (!*c && !why)
                     why = "a \" that nothing closes";
-            }
-            else if (*c == '\\') {
+            } else if (*c == '\\') {
                 if (!c[1])
                     why = "a \\ that ends the line";
                 else
                     *out++ = *++c;
-            }
-            else if (strchr("|&;<>()$`*?[", *c))
+            } else if (strchr("|&;<>()$`*?[", *c)) {
                 why = arena_printf(a, "a %c outside quotes (quote it)", *c);
-            else
+            } else {
                 *out++ = *c;
+            }
         }
         if (why)
             break;

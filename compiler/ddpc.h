@@ -777,7 +777,8 @@ bool toolchain_runtime_loads_on(int arch);
 const char *toolchain_runtime_archs(Arena *a, int with);
 /* The libraries to link, by full path, and the RUNPATH naming their
  * directories; *INCLUDE_FLAGS the -I flags for their headers ("" or ending in
- * a space). Call after toolchain_cuda_ready. */
+ * a space): words joined by spaces. Call after toolchain_cuda_ready, which
+ * refuses a path with a space. */
 const char *toolchain_cuda_link(Arena *a, const char **include_flags);
 /* --doctor: what was found and where, and what is missing disables.
  * RUNTIME_LIB is libddprt_cuda.a (NULL if missing), RUNTIME_MPI whether it uses MPI. */

@@ -37,7 +37,9 @@ typedef struct {
 /* The suffixes of a kind's names in the generated code (sema_name_suffixes),
  * and their heads: each one's part before a later '_' (_bias of
  * _bias_relu_forward, _out of _out_at). */
-enum { MAX_NAME_SUFFIXES = 64 };
+/* LONGEST_NAME_SUFFIX bounds a suffix, and so a head: a label is looked up
+ * by its last parts only, which keeps a long label's check linear. */
+enum { MAX_NAME_SUFFIXES = 64, LONGEST_NAME_SUFFIX = 64 };
 typedef struct {
     const char *suffix[MAX_NAME_SUFFIXES];
     const char *head[MAX_NAME_SUFFIXES];
@@ -379,8 +381,9 @@ const char *const *sema_program_names(int *n)
 
 static void add_suffix(const char **out, int max, int *n, const char *suffix)
 {
-    if (*n == max) {
-        fputs("ddpc: internal error: sema.c: more name suffixes than MAX_NAME_SUFFIXES\n", stderr);
+    if (*n == max || strlen(suffix) > LONGEST_NAME_SUFFIX) {
+        fputs("ddpc: internal error: sema.c: more name suffixes than MAX_NAME_SUFFIXES, or one longer than "
+              "LONGEST_NAME_SUFFIX\n", stderr);
         abort();
     }
     out[(*n)++] = suffix;
@@ -504,9 +507,8 @@ static void check_generated_names(Walk *w)
             continue; /* a name used twice, already reported */
         const NameSuffixes *mine = suffixes_of(w, made, ready, n);
         size_t len = strlen(n->name);
-        for (int h = 0; h < mine->n_heads; h++)
-            if (len + strlen(mine->head[h]) + 1 > cap)
-                key = checked_realloc(key, cap = len + strlen(mine->head[h]) + 1);
+        if (len + LONGEST_NAME_SUFFIX + 1 > cap) /* the name and a head, or a start of the name */
+            key = checked_realloc(key, cap = len + LONGEST_NAME_SUFFIX + 1);
         int other = -1;
         const char *shorter = NULL, *suffix = NULL;
         /* another name is this one and a head of its suffixes (l, l_bias_sigmoid) */
@@ -520,8 +522,9 @@ static void check_generated_names(Walk *w)
                 shorter = n->name;
             }
         }
-        /* this name is another's and a head of that one's suffixes */
-        for (size_t p = 1; p < len && !suffix; p++) {
+        /* this name is another's and a head of that one's suffixes (no
+         * longer than LONGEST_NAME_SUFFIX) */
+        for (size_t p = len > LONGEST_NAME_SUFFIX ? len - LONGEST_NAME_SUFFIX : 1; p < len && !suffix; p++) {
             if (n->name[p] != '_')
                 continue;
             memcpy(key, n->name, p);
@@ -537,7 +540,7 @@ static void check_generated_names(Walk *w)
             diag_at(s->diag, SEV_ERROR, w->labels[i].loc,
                     "layer name '%s' and the %s '%s' at line %d would both name %s%s in the generated code; choose "
                     "another name", diag_quote(s->arena, n->name), nodes[other].kind_word,
-                    diag_quote(s->arena, nodes[other].name), nodes[other].line, shorter, suffix);
+                    diag_quote(s->arena, nodes[other].name), nodes[other].line, diag_quote(s->arena, shorter), suffix);
             continue;
         }
         for (int k = 0; k < (int)DDPC_COUNT(program_names); k++)

@@ -438,6 +438,16 @@ bool toolchain_cuda_ready(void)
     bool ok = true;
     for (int i = 0; i < TOOL_LIBS; i++) {
         const ToolLib *l = &tc->libs[i];
+        /* toolchain_cuda_link's flags are words joined by spaces, which
+         * build.c splits */
+        const char *paths[] = {l->include, l->lib, l->libdir};
+        for (int k = 0; l->found && k < 3; k++)
+            if (paths[k][strcspn(paths[k], " \t")]) {
+                fprintf(stderr, "ddpc: error: %s holds a space, which the program's build line cannot carry: make "
+                        "the CUDA libraries reachable by a path without one (a link, or CUDA_HOME, CUDNN_HOME, "
+                        "NCCL_HOME there)\n", paths[k]);
+                return false; /* the first: the libraries often share it */
+            }
         if (l->found)
             continue;
         char hint[256];

@@ -417,6 +417,25 @@ static void test_cudnn_home_overrides(void)
     free(script);
 }
 
+/* cuDNN in a directory whose path has a space (CUDNN_HOME): refused with
+ * status 2 before nvcc runs, naming it, where the library flags, words
+ * joined by spaces, would have split it. */
+static void test_cuda_path_with_a_space(void)
+{
+    if (!have_toolkit_libs())
+        return;
+    char *script;
+    CU_ASSERT_FATAL(asprintf(&script,
+        WHEELS "mv $S/cudnn \"$S/cu dnn\"; export CUDNN_HOME=\"$S/cu dnn\"; "
+        "$D %s/examples/mnist.net --target cuda -o m; echo \"rc=$?\"; test -e m.cu || test -e m || echo NOTHING_WRITTEN",
+        getenv("PWD") ? getenv("PWD") : ".") > 0);
+    static const char *const want[] = {
+        "ddpc: error: /tmp/", "/site/nvidia/cu dnn/include holds a space, which the program's build line cannot carry",
+        "rc=2", "NOTHING_WRITTEN", NULL};
+    script_says(script, want);
+    free(script);
+}
+
 /* No cuDNN anywhere: exit status 2 before nvcc runs (no m.cu, no m), naming
  * each place looked at and what to do; --doctor says what fails. */
 static void test_missing_cudnn(void)
@@ -671,6 +690,7 @@ void suite_build(void)
         {"cuDNN, cuBLAS, NCCL from pip wheels: linked by path, in the RUNPATH, in --doctor", test_wheels_found},
         {"CUDNN_HOME wins over the toolkit; a CUDNN_HOME without cuDNN is an error", test_cudnn_home_overrides},
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
+        {"cuDNN under a path with a space: exit 2 before nvcc, named", test_cuda_path_with_a_space},
         {"the CUDA line links MPI exactly when the CUDA runtime calls it", test_mpi_follows_runtime},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
         {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
