@@ -27,16 +27,23 @@
 #include "progress.h"  // DDP_PROGRESS_TTY_ENV
 #include "rank_signals.h"  // DDP_EXIT_STOPPED
 
-/* A CPU build's ranks talk through MPI, which only the ranks mpirun started
- * can open; refused at start-up (ddp_dist_ranks_to_launch), before the data
- * loads, rather than where the group would open. Flags that make one rank of each process mpirun started as
- * one of several are refused too: each would train alone. */
+/* Ranks that flags place other than mpirun did, refused at start-up
+ * (ddp_dist_ranks_to_launch), before the data loads. In any build, a world
+ * of one in each of the several processes mpirun started: each would train
+ * alone. In a CPU build, whose ranks talk through MPI, which only the ranks
+ * mpirun started can open, any place but mpirun's (rather than where the
+ * group would open); a GPU build's flagged ranks meet through the store. */
 static DdpStatus check_mpi_launch(const DdpDist *d)
 {
+    int mpirun_world = d->topo.mpirun_world, gpu = ddp_device_is_gpu();
     if (d->topo.launch == DDP_LAUNCH_MPIRUN)
         return DDP_OK;
-    const char *mpirun_world = getenv("OMPI_COMM_WORLD_SIZE");
-    if (mpirun_world && (d->world > 1 || strtol(mpirun_world, NULL, 10) > 1))
+    if (gpu && mpirun_world > 1 && d->world == 1)
+        return DDP_ERR(DDP_BAD_INPUT, "mpirun started %d processes, but --world-size 1 makes each a run of its own, "
+                       "training alone: leave --world-size out (or mpirun -np 1)", mpirun_world);
+    if (gpu)
+        return DDP_OK;
+    if (mpirun_world && (d->world > 1 || mpirun_world > 1))
         return DDP_ERR(DDP_BAD_INPUT, "under mpirun, --rank, --world-size and --init-method tcp:// replace mpirun's "
                                       "own ranks, which this CPU build's MPI needs: leave them out");
     if (d->world > 1)
@@ -84,7 +91,7 @@ DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int 
             return DDP_ERR(DDP_BAD_INPUT, "--nproc-per-node %lld starts that many ranks itself, but %s, one of %d on "
                            "this node: leave it out", (long long)flags->nproc_per_node, by, node_ranks);
         /* --predict says itself that it runs on one rank (trainer.c) */
-        return ddp_device_is_gpu() || flags->predict ? DDP_OK : check_mpi_launch(d);
+        return flags->predict ? DDP_OK : check_mpi_launch(d);
     }
     /* A Slurm batch script's own shell (topology.h): in a job of several
      * nodes, the training would use this one alone; --predict uses one
@@ -693,8 +700,8 @@ static void note_hangs_unnamed(const DdpDist *d)
  * not compared, a name and a number being one host: a rank whose
  * MASTER_ADDR leads to another program still waits its open out.) One
  * small all-gather at start-up, on every run under mpirun. A store not had
- * costs a note on the ranks given an address, not the run; a failed
- * collective fails it. */
+ * costs a note on the ranks given an address, or half of one (saying which
+ * half is missing), not the run; a failed collective fails it. */
 static DdpStatus open_store_under_mpirun(DdpDist *d, double timeout_s)
 {
     const double most_s = 30; /* only the whereabouts need it */
@@ -738,6 +745,8 @@ static DdpStatus open_store_under_mpirun(DdpDist *d, double timeout_s)
     if (st != DDP_OK)
         return st;
     if (opened != DDP_OK && given)
+        note_hangs_unnamed(d);
+    else if (!given && ddp_topology_check_master_env() != DDP_OK) /* half of the address: what it lacks */
         note_hangs_unnamed(d);
     return DDP_OK;
 }

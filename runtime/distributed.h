@@ -48,10 +48,10 @@ DdpStatus ddp_dist_topology(DdpDist *d, const DdpFlags *flags);
  * ranks than visible GPUs refused); 0: train here. Where a launcher (or
  * --rank/--world-size) already made this process a rank, --max-restarts,
  * and --nproc-per-node other than the node's ranks, are refused: they
- * would be ignored, and the run would not be the one asked for; so is, on
- * a CPU build (but for --predict, which refuses several ranks itself), a
- * rank mpirun did not start, whose MPI would not open, and flags that make
- * one rank of each process of an mpirun of several. A Slurm batch script's
+ * would be ignored, and the run would not be the one asked for; so are
+ * (but for --predict, which refuses several ranks itself) --world-size 1
+ * in each process of an mpirun of several, any build, and on a CPU build
+ * any rank mpirun did not place, whose MPI would not open. A Slurm batch script's
  * own shell in a job of several nodes is refused too, but for --predict:
  * the run would use one node of them (topology.h). */
 DdpStatus ddp_dist_ranks_to_launch(const DdpDist *d, const DdpFlags *flags, int *nproc);

@@ -145,12 +145,16 @@ static DdpStatus read_master(Master *m)
     return DDP_OK;
 }
 
-/* An address without a port, at which several ranks cannot meet (mpirun's
- * ranks need neither: MPI meets them). */
+/* Half of the store's address, at which several ranks cannot meet (srun's
+ * implied port is no one's half). mpirun's ranks need neither half, MPI
+ * meeting them: there the store only names a hang, and half of its address
+ * costs a note (open_store_under_mpirun), not the run. */
 static DdpStatus check_master_whole(const Master *m)
 {
     if (m->addr && !m->port)
         return DDP_ERR(DDP_BAD_INPUT, "%s=%.*s is set but MASTER_PORT is not", m->addr_name, SHOWN, m->addr);
+    if (!m->addr && m->port && !m->port_implied)
+        return DDP_ERR(DDP_BAD_INPUT, "MASTER_PORT=%d is set but MASTER_ADDR is not", m->port);
     return DDP_OK;
 }
 
@@ -500,6 +504,10 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
         DDP_CHECK(check_world("--world-size", flag_world_size));
     if (flag_rank < -1)
         return DDP_ERR(DDP_BAD_INPUT, "--rank %lld: a rank is 0 or more", (long long)flag_rank);
+    int64_t mpirun_world = 0;
+    int under_mpirun;
+    DDP_CHECK(env_int("OMPI_COMM_WORLD_SIZE", &mpirun_world, &under_mpirun));
+    t->mpirun_world = mpirun_world < 0 ? 0 : mpirun_world > INT_MAX ? INT_MAX : (int)mpirun_world;
 
     if (tcp) {
         /* Like torch's init_process_group("tcp://..."): the flags say it all. */
@@ -560,10 +568,8 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
 
     /* Where rank 0 serves the store: needed by every run of several ranks
      * except under mpirun, where MPI itself carries the start-up. */
-    if (t->world_size > 1)
+    if (t->world_size > 1 && t->launch != DDP_LAUNCH_MPIRUN)
         DDP_CHECK(check_master_whole(&m));
-    if (!m.addr && m.port && !m.port_implied && t->world_size > 1 && t->launch != DDP_LAUNCH_MPIRUN)
-        return DDP_ERR(DDP_BAD_INPUT, "MASTER_PORT=%d is set but MASTER_ADDR is not", m.port);
     if (m.addr && m.port) {
         snprintf(t->master_addr, sizeof t->master_addr, "%s", m.addr);
         t->master_port = m.port;

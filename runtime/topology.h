@@ -47,6 +47,10 @@ typedef struct {
      * SLURM_STEP_NUM_TASKS: no srun task, so launch NONE): its job's nodes
      * (SLURM_JOB_NUM_NODES, else SLURM_NNODES, else 1); 0 elsewhere */
     int slurm_batch_nodes;
+    /* The processes mpirun started (OMPI_COMM_WORLD_SIZE), whatever set
+     * this rank's place: flags that overrule mpirun's ranks still run in
+     * each of them (ddp_dist_ranks_to_launch). 0 where mpirun did not start us. */
+    int mpirun_world;
 } DdpTopology;
 
 /* Reads the topology from the flags given (rank/world_size -1 when absent,
@@ -79,8 +83,9 @@ DdpStatus ddp_topology_read(DdpTopology *t, int64_t flag_rank, int64_t flag_worl
 const char *ddp_topology_started_by(DdpLaunch launch);
 
 /* MASTER_ADDR and MASTER_PORT as this process's environment has them,
- * checked as a rank of several checks them (ddp_topology_read): for a
- * launcher to refuse once what every rank would. */
+ * checked as a rank of several checks them (ddp_topology_read), half of
+ * the pair refused: for a launcher to refuse once what every rank would,
+ * and under mpirun, where no rank is refused for it, for the note. */
 DdpStatus ddp_topology_check_master_env(void);
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
 # Under the user's mpirun, told MASTER_ADDR and MASTER_PORT, the ranks'
 # whereabouts get a store (whereabouts.h) that only names a hung rank: one
 # that cannot be had must cost a note, never the run, even with --timeout 4.
-#   tests/fault/store_unusable.sh taken|rank0|rank1|ports
+#   tests/fault/store_unusable.sh taken|rank0|rank1|ports|half
 # taken: another program holds the port, listening and never answering:
 #   rank 0 cannot serve there, and each rank notes it.
 # rank0: rank 0 alone is given the variables (a node that mpirun -x did not
@@ -11,6 +11,8 @@
 # rank1: rank 1 alone is given them, with the other program's port, where a
 #   rank that connected would wait in vain: rank 1 notes the same.
 # ports: the ranks are given different ports: each notes it.
+# half: rank 0 is given MASTER_ADDR alone, rank 1 MASTER_PORT alone: each
+#   notes the half it lacks.
 # A rank given no variables notes nothing. Both ranks must train to the end
 # and the run exit 0. Prints the run's output and a verdict line; exits 1
 # if the verdict fails.
@@ -36,11 +38,14 @@ done
 [ -s "$d/ports" ] || { echo "store_unusable: FAIL: the listener gave no port"; exit 1; }
 read -r held free < "$d/ports"
 # run ADDR0 PORT0 ADDR1 PORT1: two ranks under mpirun, rank R given
-# MASTER_ADDR=ADDR_R and MASTER_PORT=PORT_R where ADDR_R is not "-"
+# MASTER_ADDR=ADDR_R where ADDR_R is not "-", and MASTER_PORT=PORT_R where
+# PORT_R is not "-"
 run() {
     local given0=() given1=()
-    [ "$1" = - ] || given0=(MASTER_ADDR="$1" MASTER_PORT="$2")
-    [ "$3" = - ] || given1=(MASTER_ADDR="$3" MASTER_PORT="$4")
+    [ "$1" = - ] || given0+=(MASTER_ADDR="$1")
+    [ "$2" = - ] || given0+=(MASTER_PORT="$2")
+    [ "$3" = - ] || given1+=(MASTER_ADDR="$3")
+    [ "$4" = - ] || given1+=(MASTER_PORT="$4")
     OMP_NUM_THREADS=1 "${mpirun_user[@]}" -np 1 env "${given0[@]}" "${args[@]}" : \
         -np 1 env "${given1[@]}" "${args[@]}" > "$d/out.txt" 2>&1
 }
@@ -61,6 +66,10 @@ ports)
     run 127.0.0.1 "$free" 127.0.0.1 "$held" || status=$?
     expected=("rank 0: $note the ranks were given different MASTER_PORTs"
               "rank 1: $note the ranks were given different MASTER_PORTs") ;;
+half)
+    run 127.0.0.1 - - "$free" || status=$?
+    expected=("rank 0: $note MASTER_ADDR=127.0.0.1 is set but MASTER_PORT is not"
+              "rank 1: $note MASTER_PORT=$free is set but MASTER_ADDR is not") ;;
 *) echo "store_unusable: unknown mode $mode"; exit 2 ;;
 esac
 cat "$d/out.txt"

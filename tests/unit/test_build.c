@@ -485,6 +485,33 @@ static void test_arch_without_a_gpu_target(void)
                 gpu);
 }
 
+/* A GPU build under an mpirun of several processes (mpirun's variables,
+ * which are all a build without MPI reads): --world-size 1 would make each
+ * a run of its own, training alone, and is refused before the program looks
+ * for a GPU; ranks the flags place otherwise meet through the store, so the
+ * CPU build's refusal of them (its MPI needs mpirun's) is not this build's:
+ * it gets as far as the data (--data names nothing). So does a world of one
+ * under an mpirun of one. */
+static void test_gpu_build_under_mpirun(void)
+{
+    if (!have_nvcc()) {
+        fputs("\n  (skipped: no nvcc)", stderr);
+        return;
+    }
+    static const char *const want[] = {
+        "p: error: mpirun started 2 processes, but --world-size 1 makes each a run of its own, training alone: leave "
+        "--world-size out (or mpirun -np 1)\none=2\n",
+        "p: rank 0: error: nowhere: No such file or directory\nflagged=2\n",
+        "\n0\np: error: nowhere: No such file or directory\nnp1=2\n", NULL};
+    script_says("r=$(cd $(dirname $D)/.. && pwd); $D $r/examples/mlp.net --target cuda -o p > /dev/null || exit 9; "
+                "export OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=; "
+                "./p --world-size 1 --data nowhere 2>&1; echo one=$?; "
+                "./p --rank 0 --world-size 2 --init-method tcp://127.0.0.1:1 --data nowhere 2>&1; echo flagged=$?; "
+                "OMPI_COMM_WORLD_SIZE=1 ./p --world-size 1 --data nowhere 2>&1 | grep -c 'makes each a run'; "
+                "OMPI_COMM_WORLD_SIZE=1 ./p --world-size 1 --data nowhere 2>&1; echo np1=$?",
+                want);
+}
+
 /* The architectures ddpc was built with (make's CUDA_ARCHS, in config.h), as
  * words "80 86 ...", for the shell; README's default is the Makefile's. */
 #define ARCHS_OF_BUILD "$(sed -n 's/^#define DDPC_CUDA_ARCHS //p' build/config.h | tr -d ,)"
@@ -692,6 +719,8 @@ void suite_build(void)
         {"no cuDNN anywhere: exit 2 before nvcc, naming where it looked", test_missing_cudnn},
         {"cuDNN under a path with a space: exit 2 before nvcc, named", test_cuda_path_with_a_space},
         {"the CUDA line links MPI exactly when the CUDA runtime calls it", test_mpi_follows_runtime},
+        {"a GPU build under an mpirun of several: --world-size 1 refused, flags' ranks of several not",
+         test_gpu_build_under_mpirun},
         {"--rebuild runs the recorded line; failures are reported", test_rebuild_after_edit},
         {"-o refuses the inputs (by inode), a directory, a FIFO, a path under a file", test_output_not_an_input},
         {"a file name with a newline refused; one with a quote builds, its net named with '_'", test_awkward_file_names},

@@ -308,11 +308,13 @@ static void test_nproc_per_node_and_mismatch(void)
                              "-np 1 $d/p --max-steps 5 --quiet --data /nonexistent; echo failed=$?; "
                              /* set-ups that cannot work, refused (exit 2): torchrun's variables
                               * left in mpirun's environment, Open MPI's without mpirun, and an
-                              * address without a port, said once by the launcher */
+                              * address without a port or a port without an address, said once by
+                              * the launcher (which would pass the half to every rank) */
                              "RANK=0 WORLD_SIZE=1 mpirun --allow-run-as-root --oversubscribe -np 2 $d/p --max-steps 1 "
                              "--quiet; echo stale=$?; "
                              "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 $d/p --max-steps 1 --quiet; echo faked=$?; "
-                             "MASTER_ADDR=127.0.0.1 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo addr=$?",
+                             "MASTER_ADDR=127.0.0.1 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo addr=$?; "
+                             "MASTER_PORT=29500 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo port=$?",
                              test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "spawned=0"));
@@ -331,6 +333,7 @@ static void test_nproc_per_node_and_mismatch(void)
                                               "2"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "faked=2"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: error: MASTER_ADDR=127.0.0.1 is set but MASTER_PORT is not\naddr=2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: error: MASTER_PORT=29500 is set but MASTER_ADDR is not\nport=2"));
     if (!out || !strstr(out, "spawned=0"))
         fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);

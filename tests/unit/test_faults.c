@@ -162,12 +162,13 @@ static void test_hang_named(void)
 
 /* The ranks' whereabouts store unusable under the user's mpirun
  * (tests/fault/store_unusable.sh says how): the run trains to its end
- * with --timeout 4, the ranks given an address noting what they lack. */
+ * with --timeout 4, the ranks given an address, or half of one, noting what
+ * they lack. */
 static void test_store_unusable(void)
 {
     if (!ready(1))
         return;
-    static const char *const modes[] = {"taken", "rank0", "rank1", "ports"};
+    static const char *const modes[] = {"taken", "rank0", "rank1", "ports", "half"};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         char cmd[96], verdict[128], *out = NULL;
         snprintf(cmd, sizeof cmd, "tests/fault/store_unusable.sh %s", modes[i]);
@@ -509,7 +510,7 @@ void suite_faults(void)
         {"a rank stopped or killed (1 of 2, 1 of 3; --nproc-per-node, mpirun): the others name it and where it was",
          test_hang_named},
         {"the whereabouts' store unusable under the user's mpirun (its port another program's; the variables given "
-         "to one rank; different ports): trained to the end, noted", test_store_unusable},
+         "to one rank; different ports; half of the address): trained to the end, noted", test_store_unusable},
         {"a rank killed under --nproc-per-node; SIGTERM and SIGINT together to it and to one rank; "
          "two SIGINTs to a rank whose peer hangs: said, status 1",
          test_signals},
