@@ -436,6 +436,16 @@ static const char *as_given(const char *value, char *buf, size_t len)
     return buf;
 }
 
+/* The first of the N flags IDS that F was given, or DDP_FLAG_COUNT. */
+static DdpFlagId first_given(const DdpFlags *f, const DdpFlagId *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (f->given[ids[i]])
+            return ids[i];
+    return DDP_FLAG_COUNT;
+}
+#define N_IDS(ids) (sizeof (ids) / sizeof (ids)[0])
+
 DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -530,10 +540,9 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
     static const DdpFlagId predict_writes_none[] = {DDP_FLAG_SAVE, DDP_FLAG_RESUME, DDP_FLAG_LOG,
                                                     DDP_FLAG_TENSORBOARD, DDP_FLAG_EXPORT,
                                                     DDP_FLAG_CONV_ALGORITHMS};
-    for (size_t i = 0; f->predict && i < sizeof predict_writes_none / sizeof predict_writes_none[0]; i++)
-        if (f->given[predict_writes_none[i]])
-            return DDP_ERR(DDP_BAD_INPUT, "--predict prints its lines and nothing else: leave out --%s",
-                           specs[predict_writes_none[i]].name);
+    DdpFlagId unread = f->predict ? first_given(f, predict_writes_none, N_IDS(predict_writes_none)) : DDP_FLAG_COUNT;
+    if (unread != DDP_FLAG_COUNT)
+        return DDP_ERR(DDP_BAD_INPUT, "--predict prints its lines and nothing else: leave out --%s", specs[unread].name);
     /* a training's flags, which a command line copied from one brings along,
      * and which --predict and --eval-only would pass unread; --predict reads
      * no data set and meets no ranks either (--data would pass unread even
@@ -543,15 +552,13 @@ DdpStatus ddp_flags_parse(DdpFlags *f, int argc, char **argv)
         DDP_FLAG_MAX_STEPS,  DDP_FLAG_NO_SHUFFLE, DDP_FLAG_EVAL_EVERY, DDP_FLAG_LOG_EVERY,    DDP_FLAG_BUCKET_CAP_MB,
         DDP_FLAG_NO_SYNC_EVERY};
     static const DdpFlagId predict_meets_none[] = {DDP_FLAG_DATA, DDP_FLAG_COARSE_LABELS, DDP_FLAG_TIMEOUT};
-    for (size_t i = 0; f->predict && i < sizeof predict_meets_none / sizeof predict_meets_none[0]; i++)
-        if (f->given[predict_meets_none[i]])
-            return DDP_ERR(DDP_BAD_INPUT, "--predict classifies the inputs of its FILE and trains nothing: leave "
-                           "out --%s", specs[predict_meets_none[i]].name);
-    for (size_t i = 0; (f->predict || f->eval_only) && i < sizeof trains_only / sizeof trains_only[0]; i++)
-        if (f->given[trains_only[i]])
-            return DDP_ERR(DDP_BAD_INPUT, f->predict ? "--predict classifies the inputs of its FILE and trains "
-                           "nothing: leave out --%s" : "--eval-only evaluates the weights given and trains "
-                           "nothing: leave out --%s", specs[trains_only[i]].name);
+    unread = f->predict ? first_given(f, predict_meets_none, N_IDS(predict_meets_none)) : DDP_FLAG_COUNT;
+    if (unread == DDP_FLAG_COUNT && (f->predict || f->eval_only))
+        unread = first_given(f, trains_only, N_IDS(trains_only));
+    if (unread != DDP_FLAG_COUNT)
+        return DDP_ERR(DDP_BAD_INPUT, f->predict ? "--predict classifies the inputs of its FILE and trains nothing: "
+                       "leave out --%s" : "--eval-only evaluates the weights given and trains nothing: leave out --%s",
+                       specs[unread].name);
     if (f->predict && (f->nproc_per_node > 1 || f->world_size > 1))
         return DDP_ERR(DDP_BAD_INPUT, "--predict runs on one rank: leave out --%s",
                        f->nproc_per_node > 1 ? "nproc-per-node" : "world-size");
