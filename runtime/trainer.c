@@ -1322,8 +1322,8 @@ static DdpStatus evaluate_only(Trainer *t)
          * matrix count each sample once (evaluate) */
         int64_t samples = ddp_confusion_total(&tally.matrix);
         double accuracy = ddp_confusion_accuracy(&tally.matrix);
-        ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld samples)", loss, accuracy,
-                          (long long)samples);
+        ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld sample%s)", loss, accuracy,
+                          (long long)samples, samples == 1 ? "" : "s");
         if (!t->flags.quiet)
             ddp_confusion_print(&tally.matrix, stdout);
         char *json = ddp_confusion_json(&tally.matrix);
@@ -1348,6 +1348,11 @@ static DdpStatus predict(Trainer *t)
 {
     if (t->dist.world > 1)
         return DDP_ERR(DDP_BAD_INPUT, "--predict runs on one rank: start it without mpirun, srun or --nproc-per-node");
+    /* the default is capped at the net's classes; a --top asked for is not
+     * cut short without a word (torch.topk refuses it too) */
+    if (t->flags.given[DDP_FLAG_TOP] && t->flags.top > t->net->num_classes)
+        return DDP_ERR(DDP_BAD_INPUT, "--top %lld: the net has %d classes, so at most --top %d", (long long)t->flags.top,
+                       t->net->num_classes, t->net->num_classes);
     const DdpDataOptions options = data_options(t);
     DDP_CHECK(ddp_data_load_inputs(t->flags.predict, &options, &t->test));
     DDP_CHECK(check_sample_shape(t->net, &t->test));

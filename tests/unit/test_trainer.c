@@ -1237,6 +1237,9 @@ static void test_predict(void)
         CU_ASSERT(harness_has(out, said));
         free(out);
     }
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --top 11", images, w), 2);
+    CU_ASSERT(harness_has(out, "--top 11: the net has 10 classes, so at most --top 10")); /* --top 10: above */
+    free(out);
     CU_ASSERT_EQUAL(harness_run(net, &out, "--predict %s --init %s --nproc-per-node 2", images, w), 2);
     CU_ASSERT(harness_has(out, "--predict runs on one rank: leave out --nproc-per-node"));
     free(out);
