@@ -267,7 +267,7 @@ test: all $(BUILD)/unit_tests
 # make test still runs every suite, these included.
 CHECK_SUITES := front golden augment loader sampler buckets safetensors store ops cifar npy idx exact_sum outputs plan_scale confusion \
                 rendezvous flags checkpoint progress scaling device_rules image_folder image_resize launch_table precision step_graphs resident batch_upload \
-                runner
+                runner cgroup_memory
 check: all $(BUILD)/unit_tests
 	@$(if $(HAVE_CUNIT),true,echo "make check needs CUnit: run make deps" && false)
 	DDPC=$(abspath $(BUILD)/ddpc) $(BUILD)/unit_tests $(CHECK_SUITES)

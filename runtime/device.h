@@ -54,7 +54,9 @@ int ddp_device_count(void);
 void ddp_device_describe(char *buf, size_t len);
 
 /* Bytes the device can still give: free GPU memory, or on a CPU the memory
- * the kernel reports available (MemAvailable). 0 when it cannot tell. */
+ * the kernel reports available (MemAvailable), or less where this
+ * process's control groups allow less (a container's limit:
+ * cgroup_memory.h). 0 when it cannot tell. */
 size_t ddp_device_memory_available(void);
 
 /* Device memory that the device's libraries will take beyond the trainer's own

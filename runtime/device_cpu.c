@@ -8,8 +8,10 @@
  * zeroed, as ddp_device_alloc promises on both builds.
  */
 #include "device.h"
+#include "cgroup_memory.h"  // ddp_cgroup_memory_left: a container's limit
 #include "device_calls.h"  // ddp_device_call_note: counted as on GPUs, so that the CPU build checks the GPU's steps
 
+#include <stdint.h>  // SIZE_MAX
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +55,8 @@ void ddp_device_describe(char *buf, size_t len)
     snprintf(buf, len, "CPU (%ld core%s)", cores > 0 ? cores : 1, cores > 1 ? "s" : "");
 }
 
-size_t ddp_device_memory_available(void)
+/* The machine's available memory, as the kernel estimates it; 0 unknown. */
+static size_t machine_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
@@ -67,6 +70,16 @@ size_t ddp_device_memory_available(void)
         return (size_t)(kib * 1024ull);
     long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+/* The less of the machine's and what this process's control groups allow:
+ * a container's limit, which MemAvailable does not see. */
+size_t ddp_device_memory_available(void)
+{
+    size_t machine = machine_available(), groups = ddp_cgroup_memory_left();
+    if (groups == SIZE_MAX)
+        return machine;
+    return machine && machine < groups ? machine : groups;
 }
 
 /* Aligned, zeroed memory; *P NULL for 0 bytes. */
