@@ -49,8 +49,12 @@ smaller than the weights, and a fixed 1e-7 let a 1% error in a gradient
 pass (tests/parity/compare_small_update.py).
 Integer tensors (num_batches_tracked) must be equal. Prints one line per
 tensor, with the largest share of its allowance an element uses (the
-margin left), and "compare: OK" or "compare: FAILED"; exit 0 or 1 (2:
-unreadable input).
+margin left), and "compare: OK" or "compare: FAILED"; exit 0 or 1. OURS
+without a tensor of REFERENCE, or with one REFERENCE lacks, FAILS, naming
+them; every other file must hold REFERENCE's names and shapes exactly, as
+it is computed from or alongside it, and one that does not, or a file that
+is not safetensors, is a mistake in the command: one line naming the file,
+exit 2.
 """
 import argparse
 import os
@@ -60,6 +64,23 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_ref import Bad, read_safetensors  # noqa: E402
+
+
+def name_difference(tensors, ref_path, ref):
+    """What TENSORS lacks of REF's names and holds beyond them, in words."""
+    lacks, extra = sorted(set(ref) - set(tensors)), sorted(set(tensors) - set(ref))
+    return "; ".join(([f"lacks {', '.join(lacks)}, which {ref_path} holds"] if lacks else [])
+                     + ([f"holds {', '.join(extra)}, which {ref_path} does not"] if extra else []))
+
+
+def same_tensors(path, tensors, ref_path, ref):
+    """Bad unless TENSORS (of PATH) has REF's names and shapes."""
+    if set(tensors) != set(ref):
+        raise Bad(f"{path}: not the tensors of {ref_path}: {name_difference(tensors, ref_path, ref)}")
+    for name in ref:
+        if tensors[name].shape != ref[name].shape:
+            raise Bad(f"{path}: tensor '{name}' has shape {list(tensors[name].shape)}, "
+                      f"{ref_path}'s {list(ref[name].shape)}")
 
 
 def main():
@@ -80,11 +101,15 @@ def main():
         ref32 = read_safetensors(a.float32_reference)[0] if a.float32_reference else None
         perturbed = read_safetensors(a.envelope)[0] if a.envelope else None
         kinks = read_safetensors(a.kinks)[0] if a.kinks else None
+        for path, tensors in ((a.initial, w0), (a.envelope, perturbed), (a.kinks, kinks),
+                              (a.float32_reference, ref32)):
+            if tensors is not None:
+                same_tensors(path, tensors, a.reference, ref)
     except Bad as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
-    if set(ours) != set(ref) or set(w0) != set(ref):
-        print(f"compare: FAILED: names differ: {sorted(set(ours) ^ set(ref))}")
+    if set(ours) != set(ref):
+        print(f"compare: FAILED: {a.ours} {name_difference(ours, a.reference, ref)}")
         return 1
     worst, most_used, failed = 0.0, 0.0, []
     for name in ref:

@@ -13,8 +13,10 @@ header's accuracy is then measured, not assumed (tests/lane_math/check.cpp).
   tanh, |x| < 0.9:    tanh(a) = a + a * t * P(t), t = a^2, P(t) = (tanh(sqrt t) / sqrt t - 1) / t
                       (beyond, 1 - 2 / (exp(2a) + 1), which loses nothing there)
 
-Run with Debian's python3 (python3-mpmath comes with python3-torch).
+Run with Debian's python3 (python3-mpmath comes with python3-torch). It
+takes no arguments (exit 2, with usage, for any but --help).
 """
+import argparse
 import struct
 
 import mpmath as mp
@@ -59,7 +61,14 @@ FITS = [
     ('TANH_SMALL', p, [0, mp.mpf('0.9') ** 2], 7),
 ]
 
-for name, f, interval, terms in FITS:
-    coeffs, err = mp.chebyfit(f, interval, terms, error=True)
-    print('/* %s: %d terms, highest power first; interpolation error %s */' % (name, terms, mp.nstr(err, 2)))
-    print('    ' + ', '.join('%.9ef' % as_float(c) for c in coeffs))
+
+def main():
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    for name, f, interval, terms in FITS:
+        coeffs, err = mp.chebyfit(f, interval, terms, error=True)
+        print('/* %s: %d terms, highest power first; interpolation error %s */' % (name, terms, mp.nstr(err, 2)))
+        print('    ' + ', '.join('%.9ef' % as_float(c) for c in coeffs))
+
+
+if __name__ == '__main__':
+    main()

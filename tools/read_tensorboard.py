@@ -15,8 +15,11 @@ back to the same float), nan and inf included. Needs the tensorboard package,
 which `make deps` installs into the venv /opt/ddpc-tb (this script's python).
 
 Exit 0; 1 when the files are not event files TensorBoard accepts (no
-"brain.Event:2" file_version); 2 when LOGDIR holds no tfevents file at all.
+"brain.Event:2" file_version); 2 for a mistake in the command: arguments
+other than one LOGDIR, a LOGDIR that is not a directory or holds no
+tfevents file at all, or a python without tensorboard.
 """
+import argparse
 import glob
 import json
 import os
@@ -24,14 +27,24 @@ import sys
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: read_tensorboard.py LOGDIR")
-    logdir = sys.argv[1]
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("logdir", metavar="LOGDIR", help="the directory --tensorboard wrote")
+    logdir = p.parse_args().logdir
+    if not os.path.isdir(logdir):
+        what = "not a directory" if os.path.exists(logdir) else "no such directory"
+        print(f"read_tensorboard: {logdir}: {what} (LOGDIR is the one --tensorboard wrote)", file=sys.stderr)
+        sys.exit(2)
     if not glob.glob(os.path.join(glob.escape(logdir), "*tfevents*")):
         print(f"read_tensorboard: {logdir}: no *tfevents* file", file=sys.stderr)
         sys.exit(2)
 
-    from tensorboard.backend.event_processing import event_accumulator as ea
+    # imported only now, so that --help and a mistaken command answer without it
+    try:
+        from tensorboard.backend.event_processing import event_accumulator as ea
+    except ImportError:
+        print(f"read_tensorboard: {sys.executable} has no tensorboard package; run this script with "
+              "/opt/ddpc-tb/bin/python, which `make deps` makes", file=sys.stderr)
+        sys.exit(2)
 
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0})  # 0: keep every point
     acc.Reload()

@@ -115,42 +115,59 @@ class Bad(Exception):
 
 
 def read_safetensors(path):
-    """{name: numpy array} and the __metadata__ dict of the file PATH."""
+    """{name: numpy array} and the __metadata__ dict of the file PATH; Bad,
+    naming PATH, for anything the format does not allow (the header is
+    checked entry by entry, so a damaged file says where, not a traceback)."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
     except OSError as e:
         raise Bad(f"{path}: {e.strerror}")
     if len(blob) < 8:
-        raise Bad(f"{path}: truncated: no header length")
+        raise Bad(f"{path}: truncated: {len(blob)} bytes, too short for the 8-byte header length")
     (n,) = struct.unpack("<Q", blob[:8])
     if n > len(blob) - 8:
-        raise Bad(f"{path}: truncated: header of {n} bytes")
+        raise Bad(f"{path}: truncated: the header length says {n} bytes, the file holds {len(blob) - 8} after it")
     try:
         header = json.loads(blob[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise Bad(f"{path}: malformed header: {e}")
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise Bad(f"{path}: malformed header, not JSON: {e}")
+    if not isinstance(header, dict):
+        raise Bad(f"{path}: malformed header: a JSON {type(header).__name__}, where the format has an object "
+                  "of tensors")
     data = memoryview(blob)[8 + n:]
-    meta = header.pop("__metadata__", {}) or {}
-    tensors = {}
-    for name, info in header.items():
-        dtype = info.get("dtype")
-        if dtype == "BF16":  # numpy has no bfloat16: widen the bits to float32
-            begin, end = info["data_offsets"]
-            bits = np.frombuffer(data[begin:end], dtype="<u2").astype(np.uint32) << 16
-            tensors[name] = bits.view(np.float32).reshape(info["shape"])
-            continue
-        if dtype not in DTYPES:
-            raise Bad(f"{path}: tensor '{name}' has unknown dtype {dtype!r}")
-        shape = [int(d) for d in info["shape"]]
-        begin, end = (int(o) for o in info["data_offsets"])
-        want = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
-        if not 0 <= begin <= end <= len(data) or end - begin != want:
-            raise Bad(f"{path}: tensor '{name}': data_offsets [{begin}, {end}] do not hold "
-                      f"{dtype} {shape}")
-        arr = np.frombuffer(data[begin:end], dtype=np.dtype(DTYPES[dtype]).newbyteorder("<"))
-        tensors[name] = arr.reshape(shape)
-    return tensors, meta
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict):
+        raise Bad(f"{path}: malformed header: __metadata__ is a JSON {type(meta).__name__}, not an object")
+    return {name: read_tensor(path, name, info, data) for name, info in header.items()}, meta
+
+
+def is_count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def read_tensor(path, name, info, data):
+    """The array of header entry NAME (INFO) in DATA, the bytes after the header."""
+    if not isinstance(info, dict):
+        raise Bad(f"{path}: tensor '{name}': a JSON {type(info).__name__}, where the format has an object "
+                  "of dtype, shape and data_offsets")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str) or (dtype != "BF16" and dtype not in DTYPES):
+        raise Bad(f"{path}: tensor '{name}' has unknown dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(is_count(d) for d in shape):
+        raise Bad(f"{path}: tensor '{name}': shape {shape!r} is not a list of sizes")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(is_count(o) for o in offsets):
+        raise Bad(f"{path}: tensor '{name}': data_offsets {offsets!r} is not a [begin, end] pair")
+    begin, end = offsets
+    size = 2 if dtype == "BF16" else np.dtype(DTYPES[dtype]).itemsize
+    want = math.prod(shape) * size
+    if not begin <= end <= len(data) or end - begin != want:
+        raise Bad(f"{path}: tensor '{name}': data_offsets [{begin}, {end}] do not hold {dtype} {shape} "
+                  f"({want} bytes, of {len(data)} after the header)")
+    if dtype == "BF16":  # numpy has no bfloat16: widen the bits to float32
+        bits = np.frombuffer(data[begin:end], dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(shape)
+    return np.frombuffer(data[begin:end], dtype=np.dtype(DTYPES[dtype]).newbyteorder("<")).reshape(shape)
 
 
 def write_safetensors(path, tensors, meta=None):
@@ -170,12 +187,15 @@ def write_safetensors(path, tensors, meta=None):
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for c in chunks:
-            f.write(c)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(text)))
+            f.write(text)
+            for c in chunks:
+                f.write(c)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise Bad(f"{path}: cannot write it: {e.strerror}")
 
 
 #
@@ -193,10 +213,15 @@ def find_idx(directory, name):
 
 
 def read_idx(path, magic, ndim):
-    with open(path, "rb") as f:
-        blob = f.read()
-    if blob[:2] == b"\x1f\x8b":  # gzipped, whatever the name says
-        blob = gzip.decompress(blob)
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+        if blob[:2] == b"\x1f\x8b":  # gzipped, whatever the name says
+            blob = gzip.decompress(blob)
+    except EOFError:
+        raise Bad(f"{path}: truncated: its gzip stream is cut short")
+    except OSError as e:  # a damaged gzip stream's BadGzipFile has no strerror
+        raise Bad(f"{path}: {e.strerror or e}")
     head = 4 + 4 * ndim
     if len(blob) < head:
         raise Bad(f"{path}: truncated IDX header")
@@ -229,11 +254,22 @@ def load_train_set(directory):
 #
 
 def load_module(path):
+    """The module PATH, run. A file that is missing or not Python is named in
+    one line; an exception the module's own code raises keeps its traceback,
+    which is what says where in it."""
+    if not os.path.isfile(path):
+        raise Bad(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'} "
+                  "(--module takes the file `ddpc NET.net --emit torch` wrote)")
     spec = importlib.util.spec_from_file_location("ddpc_net", path)
     if spec is None:
-        raise Bad(f"{path}: not a Python file")
+        raise Bad(f"{path}: not a Python file (--module takes a .py file)")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except OSError as e:
+        raise Bad(f"{path}: {e.strerror}")
+    except SyntaxError as e:
+        raise Bad(f"{path}:{e.lineno}: not Python: {e.msg}")
     for name in ("Net", "loss_fn", "make_optimizer", "make_scheduler", "TRAIN", "INPUT_SHAPE", "NUM_CLASSES"):
         if not hasattr(mod, name):
             raise Bad(f"{path}: has no {name}; is it a module `ddpc --emit torch` wrote?")

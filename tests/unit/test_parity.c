@@ -128,9 +128,9 @@ static void test_precisions_one_step(void)
 }
 static void test_five_steps(void) { same_steps_as_pytorch(5); }
 
-/* A self-test of the tools under tests/parity: SCRIPT must exit 0 and its
- * output hold each of the N lines of WANT (printed whole where not);
- * skipped without a Python with torch. */
+/* A self-test of the tools under tests/parity: SCRIPT, given the ddpc under
+ * test as $DDPC, must exit 0 and its output hold each of the N lines of
+ * WANT (printed whole where not); skipped without a Python with torch. */
 static void tool_self_test(const char *script, const char *const *want, int n)
 {
     if (!test_python_with_torch()) {
@@ -138,7 +138,7 @@ static void tool_self_test(const char *script, const char *const *want, int n)
         return;
     }
     char *cmd, *out = NULL;
-    CU_ASSERT_FATAL(asprintf(&cmd, "%s %s", test_python_with_torch(), script) > 0);
+    CU_ASSERT_FATAL(asprintf(&cmd, "DDPC=%s %s %s", test_ddpc(), test_python_with_torch(), script) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     int all = out != NULL;
     for (int i = 0; i < n; i++) {
@@ -176,6 +176,17 @@ static void test_compare_holds_small_updates(void)
     tool_self_test("tests/parity/compare_small_update.py", want, 3);
 }
 
+/* The tools of tools/ on mistakes (tests/parity/tools_bad_input.py): a
+ * malformed safetensors file of each kind, a missing --module, files of
+ * other tensors than the reference's, arguments a tool does not take: exit
+ * 2, a message naming the file or argument, no traceback; --help exits 0;
+ * each tool with a #! line executable. */
+static void test_tools_refuse_bad_input(void)
+{
+    static const char *const want[] = {" cases ok\n"};
+    tool_self_test("tests/parity/tools_bad_input.py", want, 1);
+}
+
 /* A generated program's optimizers store a subnormal momentum as zero
  * (tests/parity/momentum_flushed.py: SGD's and Adam's, in checkpoints after
  * 300 steps), but for Adam with an eps below 1e-12, which keeps PyTorch's. */
@@ -207,6 +218,8 @@ void suite_parity(void)
          test_compare_holds_small_updates},
         {"the kinks' max-pool near-ties: found alone, flipped to the runner-up's value and gradient",
          test_kinks_at_max_pools},
+        {"the tools on a malformed file or a wrong command: one line naming it, exit 2, no traceback",
+         test_tools_refuse_bad_input},
         {"a subnormal momentum stored as zero (SGD, Adam), kept by Adam with eps below 1e-12",
          test_momentum_flushed},
         {"1 step in tf32 and bf16: PyTorch float64's rounding alike, within 1e-2 of the update + envelope; "
