@@ -173,8 +173,9 @@ $(BUILD)/%.o: %.c | $(BUILD)/net.tab.h $(BUILD)/net.lex.h $(BUILD)/config.h
 # ddpc plans buckets with the runtime's own planner, and suggests with the
 # runtime's own "did you mean" (one rule, two users).
 # ddpc shares with the programs it builds: the bucket plan, "did you mean",
-# and the rule for which paths an output may be (dirs.c, with status.c's messages).
-$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o \
+# the reading of numbers (numbers.c), and the rule for which paths an output
+# may be (dirs.c, with status.c's messages).
+$(BUILD)/ddpc: $(COMPILER_OBJ) $(GRAMMAR_OBJ) $(BUILD)/runtime/buckets.o $(BUILD)/runtime/suggest.o $(BUILD)/runtime/numbers.o \
                $(BUILD)/runtime/dirs.o $(BUILD)/runtime/status.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
@@ -277,7 +278,7 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
               -std=c11 -D_GNU_SOURCE -Icompiler -Iruntime -Itests/fuzz -I$(BUILD)
 fuzz: $(BUILD)/fuzz_parse $(BUILD)/fuzz_store $(BUILD)/fuzz_safetensors $(BUILD)/fuzz_idx $(BUILD)/fuzz_cifar $(BUILD)/fuzz_npy \
       $(if $(IMAGE_LIBS),$(BUILD)/fuzz_image)
-$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c \
+$(BUILD)/fuzz_parse: tests/fuzz/fuzz_parse.c $(filter-out compiler/main.c,$(COMPILER_SRC)) runtime/buckets.c runtime/suggest.c runtime/numbers.c \
                      runtime/dirs.c runtime/status.c \
                      $(BUILD)/net.tab.c $(BUILD)/net.lex.c | $(BUILD)/config.h
 	@$(if $(CLANG),true,echo "make fuzz needs clang" && false)

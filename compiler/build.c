@@ -465,7 +465,7 @@ static bool run_words(Arena *a, Words *w)
     return !err && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose)
+int build_run(Arena *a, const char *command, const char *cu, const char *shown_cu, const char *out, bool verbose)
 {
     char *tmp = output_temp_name(a, out);
     /* absolute, so that no name the compiler is given starts with '-' */
@@ -477,7 +477,10 @@ int build_run(Arena *a, const char *command, const char *cu, const char *out, bo
         fprintf(stderr, "ddpc: %s\nddpc: then renames %s to %s\n", line, tmp, out);
     if (!run_words(a, run)) {
         unlink(tmp);
-        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", line);
+        /* the temporary names are gone once ddpc returns: the line to run
+         * again (and the one the source records) names the files left */
+        Words *kept = retarget(a, command, absolute(a, shown_cu), absolute(a, out), shown_cu);
+        fprintf(stderr, "ddpc: error: the build failed; the command was:\n    %s\n", kept ? shell_line(a, kept) : line);
         return 1;
     }
     return output_rename(tmp, out) ? 0 : 1;
@@ -518,8 +521,13 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
     const char *who = arena_printf(a, "-o %s", out);
     struct stat sb;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "ddpc: error: %s: is a directory; name the program to write (-o %s/NAME)\n", who,
-                strcmp(out, "/") == 0 ? "" : out);
+        /* the advice joins one slash to the directory as written less its
+         * own (od/ gives od/NAME, / gives /NAME) */
+        size_t dir_len = strlen(out);
+        while (dir_len > 0 && out[dir_len - 1] == '/')
+            dir_len--;
+        fprintf(stderr, "ddpc: error: %s: is a directory; name the program to write (-o %.*s/NAME)\n", who,
+                (int)dir_len, out);
         return false;
     }
     const char *cu_named = arena_printf(a, "%s.cu", out);
@@ -599,7 +607,7 @@ int build_rebuild(const char *cu_path, bool verbose)
             fprintf(stderr, "ddpc: error: %s: that is %s %s; move or rename the source (F.cu builds the program F)\n",
                     who, what[i], kept[i]);
         else
-            rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, out), verbose);
+            rc = build_run(&a, command, absolute(&a, cu_path), absolute(&a, cu_path), absolute(&a, out), verbose);
     }
     arena_free(&a);
     free(line);

@@ -447,6 +447,9 @@ Arg *sema_take_positional(Sema *s, const Stmt *st);
 Arg *sema_take_key(Sema *s, const Stmt *st, const char *key);
 void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_keys);
 bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out);
+/* A whole number from 0 to HI as uint64, read as the program reads its
+ * flags (numbers.h), where int64 would stop short: the seed. */
+bool sema_value_u64(Sema *s, const Value *v, const char *what, uint64_t hi, uint64_t *out);
 bool sema_value_real(Sema *s, const Value *v, const char *what, double lo, double hi, double *out);
 bool sema_value_bool(Sema *s, const Arg *a, bool *out);
 void sema_add_param(Sema *s, Node *n, ParamRole role, int ndim, const int64_t *shape);
@@ -721,8 +724,11 @@ bool build_check_outputs(Arena *a, const char *out, const char *input, const cha
  * (reported); ARCH is sm_XX or NULL for the default (toolchain_arch_flags). */
 char *build_command(Arena *a, const char *target, const char *arch, const char *cu_path, const char *out_path);
 /* Runs COMMAND with its source set to CU and its output to a temporary name
- * renamed to OUT once built: 0 built, 1 failed, 2 a bad command. */
-int build_run(Arena *a, const char *command, const char *cu, const char *out, bool verbose);
+ * renamed to OUT once built: 0 built, 1 failed, 2 a bad command. SHOWN_CU is
+ * the source's name once ddpc is done (CU, or the name a temporary CU takes):
+ * a failed build's message shows the command with it and OUT, the files the
+ * user has, not the temporary names it ran with. */
+int build_run(Arena *a, const char *command, const char *cu, const char *shown_cu, const char *out, bool verbose);
 /* --doctor: the toolchain report (toolchain_doctor) with the runtime ddpc found. */
 void build_doctor(FILE *out);
 /* Builds F from F.cu (CU_PATH) with the ddpc-build line recorded in it:

@@ -148,7 +148,7 @@ static void check_conv(Sema *s, const Stmt *st, Node *n)
     n->stride = 1;
     n->pad = 0;
     n->groups = 1;
-    size_option(s, st, 'k', "kernel", 1, &n->kernel);
+    const bool kernel_given = size_option(s, st, 'k', "kernel", 1, &n->kernel);
     size_option(s, st, 's', "stride", 1, &n->stride);
     bool same = false;
     Arg *p = sema_take_key(s, st, "p");
@@ -170,8 +170,9 @@ static void check_conv(Sema *s, const Stmt *st, Node *n)
     if (out < 0)
         return;
     n->out_ch = out;
-    if (n->kernel < 0) {
-        diag_at(s->diag, SEV_ERROR, st->loc, "conv needs a kernel size, e.g. 'k3'");
+    if (n->kernel < 0) { /* one given but refused (k0) has had its message */
+        if (!kernel_given)
+            diag_at(s->diag, SEV_ERROR, st->loc, "conv needs a kernel size, e.g. 'k3'");
         return;
     }
     if (same) {
@@ -222,14 +223,15 @@ static void check_pool(Sema *s, const Stmt *st, Node *n)
             sema_value_int(s, a->val, "the pooling window", 1, MAX_SIZE, &n->kernel);
             break;
         }
-    if (size_option(s, st, 'k', "kernel", 1, &n->kernel) && win)
+    const bool k_given = size_option(s, st, 'k', "kernel", 1, &n->kernel);
+    if (k_given && win)
         diag_at(s->diag, SEV_ERROR, win->loc, "window given twice");
     n->stride = n->kernel;
     size_option(s, st, 's', "stride", 1, &n->stride);
     size_option(s, st, 'p', "pad", 0, &n->pad);
     sema_report_unused(s, st, pool_keys, 6);
-    if (n->kernel < 0) {
-        if (!win)
+    if (n->kernel < 0) { /* one given but refused (k0, maxpool 0) has had its message */
+        if (!win && !k_given)
             diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a window, e.g. '%s 2'", st->word, st->word);
         return;
     }

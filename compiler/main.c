@@ -12,6 +12,7 @@
  */
 #include "ddpc.h"
 #include "exact_sum.h"  // DdpExact: a CPU program's gradient, as its all-reduce sends it
+#include "numbers.h"    // ddp_parse_int, ddp_parse_real: numbers read as the programs read theirs
 #include "topology.h"   // DDP_MAX_RANKS: the largest world a program runs, and so plans for
 
 #include <errno.h>
@@ -229,13 +230,12 @@ static int parse_options(int argc, char **argv, Options *o)
     return 0;
 }
 
-/* A finite number for FLAG, from MIN (above 0) to MAX. */
+/* A finite number for FLAG, from MIN (above 0) to MAX, read as the
+ * programs read theirs (numbers.h: decimal only, so 0x10 is no 16). */
 static bool positive_number(const char *flag, const char *text, double min, double max, double *value)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end || errno || !(v >= min) || v > max) {
+    double v;
+    if (!ddp_parse_real(text, &v) || !(v >= min) || v > max) {
         usage_error("%s must be a number from %.6g to %.6g, not '%s'", flag, min, max, text);
         return false;
     }
@@ -249,16 +249,20 @@ static bool scaling_options(Arena *a, const Options *o, const char *target, Scal
     int64_t *worlds = arena_alloc(a, sizeof *worlds * MAX_WORLDS);
     int n = 0;
     for (const char *p = o->world;; p++) {
-        char *end;
-        errno = 0;
-        long long w = strtoll(p, &end, 10);
-        if (end == p || (*end && *end != ',') || errno || w < 1 || w > DDP_MAX_RANKS || n == MAX_WORLDS) {
+        const size_t len = strcspn(p, ",");
+        char item[24]; /* any int64, and then some: a longer one is refused */
+        int64_t w = 0;
+        if (len < sizeof item) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+        }
+        if (len >= sizeof item || !ddp_parse_int(item, &w) || w < 1 || w > DDP_MAX_RANKS || n == MAX_WORLDS) {
             usage_error("--world takes up to %d rank counts from 1 to %d, separated by commas, not '%s'", MAX_WORLDS,
                         DDP_MAX_RANKS, o->world);
             return false;
         }
         worlds[n++] = w;
-        p = end;
+        p += len;
         if (!*p)
             break;
     }
@@ -358,13 +362,14 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
      * takes its name only once the program has taken its own: two runs with
      * one -o each build the program of the source they wrote (which pair is
      * left is the later run's, unless both finish at the same moment). */
-    int rc = build_run(a, command, tmp, prog, o->verbose);
+    int rc = build_run(a, command, tmp, cu, prog, o->verbose);
     /* the source takes its name even when the build failed: it is there to
      * read, to fix by hand and to --rebuild */
     if (!output_rename(tmp, cu))
         return 1;
-    if (rc != 0)
-        fprintf(stderr, "ddpc: the source is %s\n", cu);
+    if (rc != 0) /* the compiler's messages name the copy it read */
+        fprintf(stderr, "ddpc: the source is %s (the compiler's messages call it %s, its name while it built)\n", cu,
+                tmp);
     return rc;
 }
 

@@ -20,11 +20,13 @@
  */
 #include "ddpc.h"
 
+#include <float.h>  // FLT_TRUE_MIN: the least float, below which a real the net sets reads as 0
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "net_name.h"  // ddp_net_name_byte: the bytes a net's name holds, as checkpoints' file names take it
+#include "numbers.h"   // ddp_parse_u64: a seed as the program's --seed reads it
 
 enum { NAME_TABLE_MIN = 64 };
 
@@ -157,8 +159,20 @@ void sema_report_unused(Sema *s, const Stmt *st, const char *const *keys, int n_
     }
 }
 
+/* A list (`k=5,5`) where one value goes: the list as written, since "not a
+ * whole number" would blame the numbers in it. */
+static bool refuse_list(Sema *s, const Value *v, const char *what)
+{
+    if (v->kind != VAL_LIST)
+        return false;
+    diag_at(s->diag, SEV_ERROR, v->loc, "%s takes one value, not the list '%s'", what, diag_quote(s->arena, v->text));
+    return true;
+}
+
 bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out)
 {
+    if (refuse_list(s, v, what))
+        return false;
     if (v->kind != VAL_INT) {
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a whole number, not '%s'", what, diag_quote(s->arena, v->text));
         return false;
@@ -172,8 +186,37 @@ bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64
     return true;
 }
 
+bool sema_value_u64(Sema *s, const Value *v, const char *what, uint64_t hi, uint64_t *out)
+{
+    if (refuse_list(s, v, what))
+        return false;
+    if (v->kind != VAL_INT) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a whole number, not '%s'", what, diag_quote(s->arena, v->text));
+        return false;
+    }
+    uint64_t u; /* the text, as the scanner's int64 overflows past 2^63-1 */
+    if (!ddp_parse_u64(v->text, &u) || u > hi) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %d and %llu, not %s", what, 0, (unsigned long long)hi,
+                diag_quote(s->arena, v->text));
+        return false;
+    }
+    *out = u;
+    return true;
+}
+
+/* Whether a number's significand, as written, has a digit other than 0. */
+static bool written_nonzero(const char *text)
+{
+    for (; *text && *text != 'e' && *text != 'E'; text++)
+        if (*text >= '1' && *text <= '9')
+            return true;
+    return false;
+}
+
 bool sema_value_real(Sema *s, const Value *v, const char *what, double lo, double hi, double *out)
 {
+    if (refuse_list(s, v, what))
+        return false;
     if (v->kind != VAL_INT && v->kind != VAL_FLOAT) {
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a number, not '%s'", what, diag_quote(s->arena, v->text));
         return false;
@@ -181,6 +224,14 @@ bool sema_value_real(Sema *s, const Value *v, const char *what, double lo, doubl
     if (v->overflow || !(v->f >= lo && v->f <= hi)) {
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %g and %g, not %s", what, lo, hi,
                 diag_quote(s->arena, v->text));
+        return false;
+    }
+    /* Every real the net sets is a float in the program, which would run
+     * with 0 for what no float holds (1e-50; 1e-400, which is 0 even as a
+     * double): refused, as the program's own flags refuse it (flags.c). */
+    if ((float)v->f == 0 && written_nonzero(v->text)) {
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be 0 or at least %.2g, the least a float holds (the program "
+                "computes in float), not %s", what, (double)FLT_TRUE_MIN, diag_quote(s->arena, v->text));
         return false;
     }
     *out = v->f;
@@ -722,10 +773,19 @@ static void lower_input(Walk *w, const Stmt *st)
             n->out_shape = (Shape){3, {a->val->dims[0], a->val->dims[1], a->val->dims[2]}};
         else
             diag_at(s->diag, SEV_ERROR, a->loc, "input sizes must be between 1 and 2^30");
-    } else if (a->val->kind == VAL_DIMS && a->val->ndims == 2)
-        diag_at(s->diag, SEV_ERROR, a->loc, "input takes channels x height x width; write 1x%s for one channel",
-                diag_quote(s->arena, a->val->text));
-    else if (a->val->kind == VAL_INT)
+    } else if (a->val->kind == VAL_DIMS && a->val->ndims == 2) {
+        /* 1xHxW is advice only where H and W are sizes: 1x0x10 is refused too */
+        bool sizes = !a->val->overflow;
+        for (int i = 0; i < 2; i++)
+            sizes = sizes && a->val->dims[i] >= 1 && a->val->dims[i] <= (1 << 30);
+        if (sizes)
+            diag_at(s->diag, SEV_ERROR, a->loc, "input takes channels x height x width; write 1x%s for one channel",
+                    diag_quote(s->arena, a->val->text));
+        else
+            diag_at(s->diag, SEV_ERROR, a->loc,
+                    "input takes channels x height x width, each between 1 and 2^30, not '%s'",
+                    diag_quote(s->arena, a->val->text));
+    } else if (a->val->kind == VAL_INT)
         diag_at(s->diag, SEV_ERROR, a->loc, "input sizes must be between 1 and 2^30");
     else
         diag_at(s->diag, SEV_ERROR, a->loc, "input takes CxHxW (e.g. 1x28x28) or a feature count (e.g. 784), not '%s'",

@@ -23,7 +23,8 @@
 
 #include <string.h>
 
-#include "flags.h"  // DDP_FLAGS_MAX_BATCH, _EPOCHS: the program's limits, which --batch-size and --epochs share
+#include "flags.h"    // DDP_FLAGS_MAX_BATCH, _EPOCHS: the program's limits, which --batch-size and --epochs share
+#include "numbers.h"  // DDP_SEED_MAX: the largest seed, .net's and --seed's
 
 enum { MB = 1024 * 1024 };
 
@@ -251,11 +252,8 @@ void train_check(Sema *s, const Stmt *block)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
             else if (k == 1)
                 sema_value_int(s, a->val, "epochs", 1, DDP_FLAGS_MAX_EPOCHS, &t->epochs);
-            else {
-                int64_t seed = 0;
-                if (sema_value_int(s, a->val, "seed", 0, INT64_MAX, &seed))
-                    t->seed = (uint64_t)seed;
-            }
+            else /* the range --seed takes, which overrides it */
+                sema_value_u64(s, a->val, "seed", DDP_SEED_MAX, &t->seed);
             break;
         case 2: check_optimizer(s, st, t); break;
         case 3: check_schedule(s, st, t); break;

@@ -42,7 +42,7 @@ static Stmt *new_stmt(ParseState *st, const char *label, Loc label_loc, const ch
 static Stmt *new_error_stmt(ParseState *st, Loc loc);
 static Arg *new_arg(ParseState *st, const char *key, Loc key_loc, Value *val, Loc loc);
 static Arg *reverse_args(Arg *a);
-static Value *items_in_order(Value *v);
+static Value *items_in_order(ParseState *st, Value *v);
 static Stmt *reverse_stmts(Stmt *s);
 static Value *new_arrow(ParseState *st, Value *in, Value *out, Loc loc);
 static Value *new_word(ParseState *st, const char *text, Loc loc);
@@ -124,7 +124,7 @@ arguments
 
 argument
     : value                           { $$ = new_arg(st, NULL, @1, $1, @1); }
-    | NAME EQUALS values              { $$ = new_arg(st, $1, @1, items_in_order($3), @$); }
+    | NAME EQUALS values              { $$ = new_arg(st, $1, @1, items_in_order(st, $3), @$); }
     ;
 
 // values = value (',' value)*
@@ -187,19 +187,31 @@ static Arg *reverse_args(Arg *a)
     return done;
 }
 
-/* V with a list's items put in order (values builds them newest first). */
-static Value *items_in_order(Value *v)
+/* V with a list's items put in order (values builds them newest first), and
+ * its text as written, less blanks ("5,5"), for messages that quote it. The
+ * text is made here, once the list is complete, so a long list stays linear. */
+static Value *items_in_order(ParseState *st, Value *v)
 {
     if (v->kind != VAL_LIST)
         return v;
     Value *done = NULL, *item = v->items;
+    size_t len = 0;
     while (item) {
         Value *next = item->next;
         item->next = done;
         done = item;
+        len += strlen(item->text) + 1;
         item = next;
     }
     v->items = done;
+    char *text = arena_alloc(st->arena, len), *p = text;
+    for (item = done; item; item = item->next) {
+        size_t n = strlen(item->text);
+        memcpy(p, item->text, n);
+        p[n] = item->next ? ',' : '\0';
+        p += n + 1;
+    }
+    v->text = text;
     return v;
 }
 
@@ -243,7 +255,7 @@ static Value *new_list(ParseState *st, Value *first, Loc loc)
     v->kind = VAL_LIST;
     v->loc = loc;
     v->items = first;
-    v->text = "list";
+    v->text = ""; /* items_in_order writes it */
     return v;
 }
 

@@ -12,7 +12,6 @@
  */
 #include "flags.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 #include <string.h>
 
 #include "dataset.h"  // DDP_DATA_DEFAULT_DIR
+#include "numbers.h"  // ddp_parse_int, ddp_parse_u64, ddp_parse_real, DDP_SEED_MAX
 #include "suggest.h"  // ddp_suggest_nearest
 
 typedef enum {
@@ -254,7 +254,7 @@ static const char *accepted(const FlagSpec *spec, char *buf, size_t len)
             snprintf(buf, len, "a whole number from %lld to %lld", (long long)spec->min, (long long)spec->max);
         break;
     case KIND_SEED:
-        snprintf(buf, len, "a whole number from 0 to %llu", (unsigned long long)UINT64_MAX);
+        snprintf(buf, len, "a whole number from 0 to %llu", (unsigned long long)DDP_SEED_MAX);
         break;
     case KIND_REAL:
         if (spec->single)
@@ -292,33 +292,6 @@ static DdpStatus bad_value(const FlagSpec *spec, const char *value)
                    value);
 }
 
-/* A decimal integer and nothing else (strtoll alone takes " 12", "12abc"). */
-static int parse_int(const char *s, int64_t *out)
-{
-    if (!(*s == '-' || (*s >= '0' && *s <= '9')))
-        return 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || end == s)
-        return 0;
-    *out = v;
-    return 1;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-    if (!(*s >= '0' && *s <= '9'))
-        return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 /* env:// or tcp://...: the form only. The host and the port are checked
  * where they are used (topology.c), whose messages say which part is wrong. */
 static int valid_address(const char *s)
@@ -337,28 +310,21 @@ static DdpStatus store(DdpFlags *f, const FlagSpec *spec, const char *value)
         return DDP_OK;
     case KIND_INT: {
         int64_t v;
-        if (!parse_int(value, &v) || v < spec->min || v > spec->max)
+        if (!ddp_parse_int(value, &v) || v < spec->min || v > spec->max)
             return bad_value(spec, value);
         *FIELD(f, spec, int64_t) = v;
         return DDP_OK;
     }
     case KIND_SEED: {
         uint64_t v;
-        if (!parse_u64(value, &v))
+        if (!ddp_parse_u64(value, &v)) /* any uint64: DDP_SEED_MAX */
             return bad_value(spec, value);
         *FIELD(f, spec, uint64_t) = v;
         return DDP_OK;
     }
     case KIND_REAL: {
-        /* a decimal number, as the whole numbers are (parse_int): no leading
-         * space or sign but '-', and no hexadecimal, which strtod takes */
-        if (!(*value == '-' || *value == '.' || (*value >= '0' && *value <= '9')) || strpbrk(value, "xX"))
-            return bad_value(spec, value);
-        char *end;
-        errno = 0;
-        double v = strtod(value, &end);
-        /* ERANGE: beyond a double (inf) or below its least (1e-400 would be 0) */
-        if (!*value || *end || end == value || errno == ERANGE || !isfinite(v) || v < spec->lo ||
+        double v;
+        if (!ddp_parse_real(value, &v) || v < spec->lo ||
             (spec->lo_open && v == spec->lo) ||
             v > spec->hi || (spec->single && v != 0 && (float)v == 0))
             return bad_value(spec, value);

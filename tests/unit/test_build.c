@@ -147,6 +147,7 @@ static void test_output_not_an_input(void)
         "$D ./x.net --target cpu -o $d/x.net; echo \"abs=$?\"; "
         "$D n.cu --target cpu -o n; echo \"cu=$?\"; "
         "$D x.net --target cpu -o sub; echo \"dir=$?\"; "
+        "$D x.net --target cpu -o sub// 2>&1 | grep 'is a directory'; "
         "$D x.net --target cpu -o ff; echo \"fifo=$?\"; "
         "$D x.net --target cpu -o reg/p; echo \"under=$?\"; "
         "cp $D own; DDPC_HOME=%s ./own x.net --target cpu -o own; echo \"ddpc=$?\"; $D x.net; echo \"bare=$?\"; "
@@ -169,6 +170,7 @@ static void test_output_not_an_input(void)
         "ddpc: error: -o own: that is ddpc itself ",
         "ddpc: error: -o n: its source n.cu would overwrite the input n.cu; name another output",
         "ddpc: error: -o sub: is a directory; name the program to write (-o sub/NAME)",
+        "ddpc: error: -o sub//: is a directory; name the program to write (-o sub/NAME)",
         "ddpc: error: -o ff: is a FIFO, not a regular file; name a file",
         "ddpc: error: -o reg/p: reg is not a directory",
         NULL};
@@ -673,13 +675,19 @@ static void test_help_exit_statuses(void)
 }
 
 /* A build that fails keeps OUT.cu, to read, fix and --rebuild (here the
- * runtime's kernel.h is made to fail, through DDPC_HOME). */
+ * runtime's kernel.h is made to fail, through DDPC_HOME); its message shows
+ * the command with OUT.cu and OUT, not the temporary names it ran with, and
+ * says which temporary name the compiler's own messages give the source. */
 static void test_failed_build_keeps_source(void)
 {
-    static const char *const want[] = {"status=1", "ddpc: the source is m.cu", "source kept", "no program", NULL};
+    static const char *const want[] = {"status=1", "source kept", "no program",
+                                       "ddpc: the source is m.cu (the compiler's messages call it m.tmp-",
+                                       "its name while it built", "the command builds m from m.cu", NULL};
     script_says("r=$(cd $(dirname $D)/.. && pwd); mkdir -p home/runtime home/build; cp $r/runtime/*.h home/runtime/; "
                 "echo '#error broken on purpose' >> home/runtime/kernel.h; ln -s $r/build/libddprt.a home/build/; "
-                "DDPC_HOME=$PWD/home $D $r/examples/mnist.net --target cpu -o m 2>&1; echo status=$?; "
+                "DDPC_HOME=$PWD/home $D $r/examples/mnist.net --target cpu -o m > log 2>&1; echo status=$?; cat log; "
+                "grep -A1 'the command was' log | tail -1 | grep -v tmp- | grep \" $PWD/m.cu .*-o $PWD/m \" "
+                "> /dev/null && echo the command builds m from m.cu; "
                 "grep -q 'ddpc-build:' m.cu && echo source kept; test -e m || echo no program; ls",
                 want);
 }

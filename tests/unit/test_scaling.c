@@ -189,6 +189,11 @@ static void test_command_line(void)
         {"--emit plan --world 8 --link 400 --tflops 0", "--tflops must be a number from 1e-06 to 1e+06"},
         {"--emit plan --world 8 --link 400 --tflops 1e-300", "--tflops must be a number from 1e-06 to 1e+06"},
         {"--emit plan --world 8 --link 400 --hop-us inf", "--hop-us must be a number from 0.001 to 1e+06"},
+        /* read as the programs read their numbers (numbers.h): decimal, no blanks or '+' */
+        {"--emit plan --world 8 --link 0x10", "--link must be a number from 0.001 to 1e+06, not '0x10'"},
+        {"--emit plan --world 8 --link 400 --tflops ' 1'", "--tflops must be a number from 1e-06 to 1e+06"},
+        {"--emit plan --world 0x8 --link 400", "--world takes up to"},
+        {"--emit plan --world 8,+64 --link 400", "--world takes up to"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mlp.net %s", test_ddpc(), bad[i].args) > 0);
