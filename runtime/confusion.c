@@ -52,10 +52,30 @@ double ddp_confusion_accuracy(const DdpConfusion *c)
     return total > 0 ? right / (double)total : NAN;
 }
 
-void ddp_confusion_print(const DdpConfusion *c, FILE *out)
+/* Class LABEL as the table shows it: its number, and where the data names
+ * it, its name (cut to fit TEXT; bytes a terminal would act on as '?'). */
+static void class_text(char *text, size_t len, int label, char *const *names, int64_t n_names)
 {
-    int k = c->classes;
-    fprintf(out, "class  samples  correct  accuracy  most often taken for\n");
+    if (label < n_names)
+        snprintf(text, len, "%d %s", label, names[label]);
+    else
+        snprintf(text, len, "%d", label);
+    for (char *p = text; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
+void ddp_confusion_print(const DdpConfusion *c, char *const *names, int64_t n_names, FILE *out)
+{
+    int k = c->classes, width = (int)strlen("class");
+    char text[96];
+    if (!names)
+        n_names = 0;
+    for (int label = 0; label < k && label < n_names; label++) {
+        class_text(text, sizeof text, label, names, n_names);
+        width = (int)strlen(text) > width ? (int)strlen(text) : width;
+    }
+    fprintf(out, "%-*s  samples  correct  accuracy  most often taken for\n", width, "class");
     for (int label = 0; label < k; label++) {
         const double *row = c->counts + (int64_t)label * k;
         double samples = 0.0;
@@ -65,14 +85,20 @@ void ddp_confusion_print(const DdpConfusion *c, FILE *out)
             if (j != label && row[j] > 0 && (other < 0 || row[j] > row[other]))
                 other = j;
         }
-        fprintf(out, "%5d  %7.0f  %7.0f  ", label, samples, row[label]);
+        if (n_names) { /* names: left-aligned, as words are */
+            class_text(text, sizeof text, label, names, n_names);
+            fprintf(out, "%-*s  %7.0f  %7.0f  ", width, text, samples, row[label]);
+        } else {
+            fprintf(out, "%5d  %7.0f  %7.0f  ", label, samples, row[label]);
+        }
         if (samples > 0)
             fprintf(out, "%8.4f", row[label] / samples);
         else
             fprintf(out, "%8s", "-");
-        if (other >= 0)
-            fprintf(out, "  %d (%.0f)\n", other, row[other]);
-        else
+        if (other >= 0) {
+            class_text(text, sizeof text, other, names, n_names);
+            fprintf(out, "  %s (%.0f)\n", text, row[other]);
+        } else
             fprintf(out, "  -\n");
     }
 }

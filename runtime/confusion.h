@@ -34,8 +34,10 @@ int64_t ddp_confusion_total(const DdpConfusion *c);
 double ddp_confusion_accuracy(const DdpConfusion *c);
 
 /* One line per class: its samples, those right, its accuracy and the class
- * it is most often wrongly taken for (with how often). */
-void ddp_confusion_print(const DdpConfusion *c, FILE *out);
+ * it is most often wrongly taken for (with how often). Classes are shown by
+ * number, and those of the N_NAMES of NAMES (NULL: none) by name too
+ * ("3 cat"), as an image folder's data names them. */
+void ddp_confusion_print(const DdpConfusion *c, char *const *names, int64_t n_names, FILE *out);
 
 /* The matrix as JSON rows, [[..], ..], for the log: a string to free, or
  * NULL when memory runs out. */

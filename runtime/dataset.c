@@ -118,6 +118,9 @@ void ddp_data_free(DdpDataSet *set)
     free(set->labels);
     free(set->images_path);
     free(set->labels_path);
+    for (int64_t i = 0; set->class_names && i < set->n_class_names; i++)
+        free(set->class_names[i]);
+    free(set->class_names);
     memset(set, 0, sizeof *set);
 }
 

@@ -30,6 +30,11 @@ typedef struct {
     char *images_path;         /* the files read, for messages */
     char *labels_path;
     const char *format;        /* "IDX", "CIFAR-10", "CIFAR-100, fine labels": for the first line and the log */
+    /* An image folder's classes by name, class k train's k-th folder (val's
+     * set has train's too), for --eval-only's table; NULL where the files
+     * name none (n_class_names 0). */
+    char **class_names;
+    int64_t n_class_names;
 } DdpDataSet;
 
 /* How to read the files (the flags that choose). */

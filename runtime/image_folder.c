@@ -326,6 +326,11 @@ DdpStatus ddp_image_folder_load(const char *dir, int train, const DdpImageFit *f
         status = collect(root, train ? &known : &classes, &known, out);
     if (status == DDP_OK)
         status = check_headers(out);
+    if (status == DDP_OK) { /* train's folders, sorted: class k's name is the k-th */
+        out->class_names = known.items;
+        out->n_class_names = known.n;
+        memset(&known, 0, sizeof known);
+    }
     strings_free(&known);
     strings_free(&classes);
     free(train_dir);

@@ -1325,7 +1325,7 @@ static DdpStatus evaluate_only(Trainer *t)
         ddp_progress_note(&t->progress, "test_loss %.4f  test_acc %.4f  (%lld sample%s)", loss, accuracy,
                           (long long)samples, samples == 1 ? "" : "s");
         if (!t->flags.quiet)
-            ddp_confusion_print(&tally.matrix, stdout);
+            ddp_confusion_print(&tally.matrix, t->test.class_names, t->test.n_class_names, stdout);
         char *json = ddp_confusion_json(&tally.matrix);
         s = json ? ddp_progress_eval_only(&t->progress, loss, accuracy, samples, json)
                  : DDP_ERR(DDP_FAIL, "out of memory: the confusion matrix for the log");

@@ -10,6 +10,7 @@
 #  - --workers 0 and --workers 2 train to the same bytes;
 #  - the first line names the format and the block;
 #  - --predict of one JPEG prints its classes;
+#  - --eval-only's table names each class by its folder ("1 dog");
 #  - a PNG and a JPEG whose data are cut short (their headers whole) end the
 #    run when their batch is made, with status 2, naming the file;
 #  - a CMYK JPEG among the images is taken, and --predict of one prints
@@ -90,6 +91,16 @@ if "$d/prog" --init "$d/w2.safetensors" --predict "$d/photos/val/dog/00.jpg" --t
 else
     echo "--predict of a JPEG: DIFFERENT"
     cat "$d/predict.out"
+    status=1
+fi
+
+if "$d/prog" --data "$d/photos" --init "$d/w2.safetensors" --eval-only > "$d/eval.out" 2>&1 &&
+    grep -Eq '^class   +samples  correct' "$d/eval.out" && grep -Eq '^1 dog +4  ' "$d/eval.out" &&
+    grep -Eq '^2 frog +4  ' "$d/eval.out"; then
+    echo "--eval-only's table names the classes by their folders"
+else
+    echo "--eval-only's table does not name the classes by their folders: DIFFERENT"
+    cat "$d/eval.out"
     status=1
 fi
 

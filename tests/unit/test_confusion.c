@@ -38,12 +38,23 @@ static void test_counts_and_ties(void)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    ddp_confusion_print(&c, f);
+    ddp_confusion_print(&c, NULL, 0, f);
     fclose(f);
     CU_ASSERT_STRING_EQUAL(text, "class  samples  correct  accuracy  most often taken for\n"
                                  "    0        2        1    0.5000  1 (1)\n"
                                  "    1        1        1    1.0000  -\n"
                                  "    2        1        0    0.0000  1 (1)\n");
+    free(text);
+    /* an image folder's names, left-aligned to the longest, a control
+     * byte shown as '?'; a class beyond the names keeps its number */
+    char *names[] = {"cat", "dog\nrun", "a_long_class_name"};
+    f = open_memstream(&text, &len);
+    ddp_confusion_print(&c, names, 2, f);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(text, "class      samples  correct  accuracy  most often taken for\n"
+                                 "0 cat            2        1    0.5000  1 dog?run (1)\n"
+                                 "1 dog?run        1        1    1.0000  -\n"
+                                 "2                1        0    0.0000  1 dog?run (1)\n");
     free(text);
     ddp_confusion_free(&c);
 }

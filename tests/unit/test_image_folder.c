@@ -211,6 +211,10 @@ static void test_order_and_labels(void)
                     want_values[i], want_labels[i]);
         CU_ASSERT(values[i] == want_values[i] && train.labels[i] == want_labels[i]);
     }
+    /* the classes by name, for --eval-only's table: train's, for val too */
+    CU_ASSERT_FATAL(train.n_class_names == 3 && val.n_class_names == 3);
+    CU_ASSERT(strcmp(train.class_names[0], "ant") == 0 && strcmp(train.class_names[1], "bird") == 0 &&
+              strcmp(train.class_names[2], "cat") == 0 && strcmp(val.class_names[1], "bird") == 0);
     /* val has no bird: cat keeps train's label 2, not val's own 1 */
     CU_ASSERT_EQUAL(val.n, 2);
     sample_values(&val, 2, values);
