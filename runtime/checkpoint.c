@@ -27,6 +27,7 @@
 #include "dirs.h"         // ddp_make_dirs
 #include "flags.h"        // DDP_FLAGS_MAX_BATCH: the limits a checkpoint's run had
 #include "net_name.h"     // ddp_net_name_byte: what a net's name, and so a file name here, holds
+#include "numbers.h"      // ddp_parse_int, ddp_parse_u64: its numbers read as the flags that made them
 #include "topology.h"     // DDP_MAX_RANKS
 #include "safetensors.h"  // ddp_safetensors_write, _open, _expect, _meta
 #include "weights.h"      // ddp_weights_tensors, ddp_weights_read
@@ -601,27 +602,21 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
 static DdpStatus meta_int(const DdpSafetensors *f, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
     const char *v = ddp_safetensors_meta(f, key);
-    char *end = NULL;
-    errno = 0;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || x < lo || x > hi)
+    int64_t x = 0;
+    if (!v || !ddp_parse_int(v, &x) || x < lo || x > hi)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is %s%s%s",
                        ddp_safetensors_path(f), key, v ? "'" : "missing", v ? v : "", v ? "'" : "");
-    *out = (int64_t)x;
+    *out = x;
     return DDP_OK;
 }
 
-/* The seed: any 64-bit unsigned number, in decimal. */
+/* The seed: any 64-bit unsigned number, in decimal (DDP_SEED_MAX). */
 static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
 {
     const char *v = ddp_safetensors_meta(f, "seed");
-    char *end = NULL;
-    errno = 0;
-    unsigned long long x = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-    if (!end || *end || errno)
+    if (!v || !ddp_parse_u64(v, out))
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata 'seed' is %s%s%s",
                        ddp_safetensors_path(f), v ? "'" : "missing", v ? v : "", v ? "'" : "");
-    *out = (uint64_t)x;
     return DDP_OK;
 }
 

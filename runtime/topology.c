@@ -32,26 +32,23 @@
 #include "topology.h"    // DdpTopology, ddp_topology_read
 #include "status.h"      // DDP_ERR, DDP_CHECK
 #include "device.h"      // ddp_device_is_gpu: which group the ranks meet through
+#include "numbers.h"     // ddp_parse_int: a number read as every flag reads one
 
 /* Long enough to recognise a value, short enough to keep a message a line. */
 #define SHOWN 64
 
 /* ---- one value ------------------------------------------------------------- */
 
-/* A decimal integer and nothing else: digits with an optional leading minus
- * (so that "-1" reads as a number out of range rather than as garbage).
- * Returns 0 if not a number, -1 if one too large for 64 bits. */
+/* A decimal integer and nothing else, as every flag reads one (numbers.h),
+ * with a leading minus (so that "-1" reads as a number out of range rather
+ * than as garbage). Returns 0 if not a number, -1 if one too large for 64
+ * bits. */
 static int parse_int(const char *s, int64_t *out)
 {
+    if (ddp_parse_int(s, out))
+        return 1;
     const char *p = s + (*s == '-');
-    if (!*p || strspn(p, "0123456789") != strlen(p))
-        return 0;
-    errno = 0;
-    long long v = strtoll(s, NULL, 10);
-    if (errno == ERANGE)
-        return -1;
-    *out = v;
-    return 1;
+    return *p && strspn(p, "0123456789") == strlen(p) ? -1 : 0;
 }
 
 /* Environment variable NAME as an integer: *PRESENT 0 when unset. */
