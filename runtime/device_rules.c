@@ -121,6 +121,12 @@ int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rul
 
 /* ---- device memory the libraries take ---- */
 
+int64_t ddp_cudnn_most_batch(int64_t in_values, int64_t out_values)
+{
+    int64_t larger = in_values > out_values ? in_values : out_values;
+    return larger > 0 ? DDP_CUDNN_MOST_VALUES / larger : DDP_CUDNN_MOST_VALUES;
+}
+
 size_t ddp_cublas_workspace_bytes(int sm_major) { return sm_major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20; }
 
 /* NCCL's buffers, from its source (src/init.cc): per channel and per peer it

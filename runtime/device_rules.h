@@ -11,6 +11,7 @@
 #define DDPRT_DEVICE_RULES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "precision.h"  // DdpPrecision
 #include "topology.h"   // DdpLaunch
@@ -110,6 +111,16 @@ enum { DDP_CONV_WORKSPACE_LIMIT = 512 << 20 };
  * tensor-op math only for an algorithm that does not transform its operands)
  * and is deterministic unless that is waived. -1 if none. */
 int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rule);
+
+/* ---- cuDNN's sizes ----------------------------------------------------------- */
+
+/* cuDNN's convolutions index a tensor in 32 bits: at most 2^31-1 values
+ * (PyTorch splits a larger batch for them, as canUse32BitIndexMath says;
+ * here a step that large is refused at start-up, named, where cuDNN would
+ * fail or overflow mid-run). The most samples a step may hold through a
+ * conv of IN_VALUES values a sample in and OUT_VALUES out (each at least 1). */
+#define DDP_CUDNN_MOST_VALUES INT32_MAX
+int64_t ddp_cudnn_most_batch(int64_t in_values, int64_t out_values);
 
 /* ---- device memory the libraries take --------------------------------------- */
 

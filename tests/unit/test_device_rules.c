@@ -514,6 +514,22 @@ static void test_conv_file_decisions(void)
     }
 }
 
+/* The largest step cuDNN's 32-bit indexing takes through a conv: the
+ * larger side decides, and a step one more would pass 2^31-1 values
+ * (cifar10.net's second conv, 64 channels of 32x32 out, at 32768 samples
+ * makes 2^31: refused at 32768, taken at 32767). */
+static void test_cudnn_most_batch(void)
+{
+    int64_t out = 64 * 32 * 32, in = 32 * 32 * 32;
+    int64_t most = ddp_cudnn_most_batch(in, out);
+    CU_ASSERT_EQUAL(most, 32767);
+    CU_ASSERT(most * out <= INT32_MAX && (most + 1) * out > INT32_MAX);
+    CU_ASSERT_EQUAL(ddp_cudnn_most_batch(out, in), most);
+    CU_ASSERT_EQUAL(ddp_cudnn_most_batch(1, 1), INT32_MAX);
+    CU_ASSERT_EQUAL(ddp_cudnn_most_batch((int64_t)INT32_MAX, 1), 1);
+    CU_ASSERT_EQUAL(ddp_cudnn_most_batch((int64_t)INT32_MAX + 1, 1), 0); /* sema refuses such a sample first */
+}
+
 void suite_device_rules(void)
 {
     static const TestCase cases[] = {
@@ -528,6 +544,7 @@ void suite_device_rules(void)
          test_conv_choice_is_the_lists_order},
         {"memory for cuDNN, cuBLAS, NCCL: the documented defaults and NCCL's variables", test_memory_estimate},
         {"DDP_SYNC_LAUNCHES, DDP_DEBUG", test_sync_launches},
+        {"cuDNN's 2^31-1 values a tensor: the largest step a conv's sizes allow", test_cudnn_most_batch},
         {"DDP_LAUNCH under nvcc checks each launch, naming the kernel", test_launch_is_checked_under_nvcc},
         {"per-channel sums on a GPU: every (sample, pixel) of a channel summed once", test_channel_sum_covers_each_term_once},
         {"per-channel sums on a GPU: blocks per channel and threads per sample", test_channel_sum_shares},
