@@ -155,6 +155,11 @@ static const char *const LEFT_OUT_KEYS[4] = {"left_out_report", "left_out_loss_s
                                              "left_out_lr"};
 static const char *const LEFT_OUT_NAMES[] = {[DDP_LEFT_OUT_EPOCH] = "epoch", [DDP_LEFT_OUT_EVAL] = "eval"};
 
+/* The training set's size, under a key of its own with a checksum of its
+ * own, as the loss sums: the versions before it resume the file as they
+ * did, and a file they wrote does not say it (0). */
+static const char *const TRAIN_SAMPLES_KEYS[1] = {"train_samples"};
+
 /* The N metadata KEYS of a group under the checksum CRC_KEY, into TEXT:
  * *PRESENT 0 where none of them is there (a file written before them);
  * DDP_BAD_INPUT, naming WHAT (a plural noun when PLURAL), where some are
@@ -215,6 +220,20 @@ static DdpStatus meta_loss_sums(const DdpSafetensors *f, DdpCheckpointRun *run)
                        ddp_safetensors_path(f), LOSS_KEYS[3], text[3]);
     run->epoch_loss = (DdpLossSum){v[0], v[1]};
     run->span_loss = (DdpLossSum){v[2], v[3]};
+    return DDP_OK;
+}
+
+/* The training set's size from the metadata: 0 in a file without it;
+ * checked as the loss sums are, and at least 1. */
+static DdpStatus meta_train_samples(const DdpSafetensors *f, DdpCheckpointRun *run)
+{
+    const char *text[1];
+    int present;
+    run->train_samples = 0;
+    DDP_CHECK(meta_group(f, TRAIN_SAMPLES_KEYS, 1, "train_samples_crc32", "training set's size", 0, text, &present));
+    if (present && (!ddp_parse_int(text[0], &run->train_samples) || run->train_samples < 1))
+        return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'",
+                       ddp_safetensors_path(f), TRAIN_SAMPLES_KEYS[0], text[0]);
     return DDP_OK;
 }
 
@@ -572,10 +591,18 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
         {LOSS_KEYS[0], loss_text[0]}, {LOSS_KEYS[1], loss_text[1]}, {LOSS_KEYS[2], loss_text[2]},
         {LOSS_KEYS[3], loss_text[3]}, {"loss_crc32", loss_crc},
     };
-    /* and what is written only where it says something: a report left out, the conv choices */
-    DdpMeta meta[sizeof always / sizeof always[0] + 6];
+    /* and what is written only where it says something: the training set's
+     * size, a report left out, the conv choices */
+    char train_samples[24], train_crc[16];
+    snprintf(train_samples, sizeof train_samples, "%lld", (long long)run->train_samples);
+    strings_checksum((const char *const[1]){train_samples}, 1, train_crc);
+    DdpMeta meta[sizeof always / sizeof always[0] + 8];
     int metas = (int)(sizeof always / sizeof always[0]);
     memcpy(meta, always, sizeof always);
+    if (run->train_samples > 0) {
+        meta[metas++] = (DdpMeta){TRAIN_SAMPLES_KEYS[0], train_samples};
+        meta[metas++] = (DdpMeta){"train_samples_crc32", train_crc};
+    }
     if (*left_kind) { /* written only where there is one */
         meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[0], left_kind};
         meta[metas++] = (DdpMeta){LEFT_OUT_KEYS[1], left_text[0]};
@@ -674,6 +701,7 @@ static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpChec
     if (layout && !run->channels_last && strcmp(layout, layout_name(0)) != 0)
         return DDP_ERR(DDP_BAD_INPUT, "%s: not a usable checkpoint: its metadata '%s' is '%s'", path, "layout", layout);
     DDP_CHECK(meta_loss_sums(f, run));
+    DDP_CHECK(meta_train_samples(f, run));
     return meta_left_out(f, run);
 }
 
@@ -852,6 +880,12 @@ DdpStatus ddp_checkpoint_check_run(const char *path, const DdpCheckpointRun *sav
                        saved_global, (long long)saved->batch, (long long)saved->world, saved->world == 1 ? "" : "s",
                        now_global, (long long)now->batch, (long long)now->world, saved_global);
     DDP_CHECK(same(path, "--no-sync-every", saved->no_sync_every, now->no_sync_every, "--no-sync-every"));
+    /* the step is a place in epochs of the checkpoint's samples: on another
+     * training set it would be another place, and its epoch's report wrong */
+    if (saved->train_samples && now->train_samples && saved->train_samples != now->train_samples)
+        return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made on a training set of %lld samples, this "
+                       "run's --data has %lld; a run continues bit for bit only on the same data", path,
+                       (long long)saved->train_samples, (long long)now->train_samples);
     if (saved->shuffle != now->shuffle)
         return DDP_ERR(DDP_BAD_INPUT, "--resume %s: the checkpoint was made %s --no-shuffle; resume it the same way",
                        path, saved->shuffle ? "without" : "with");

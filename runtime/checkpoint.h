@@ -19,7 +19,8 @@
  * step count fixes the epoch, the place in it and the learning rate. So a
  * resumed run takes exactly the steps the uninterrupted one would have, as
  * long as it runs with the same seed, global batch, shuffling,
- * --no-sync-every, precision and the program's layout, which loading checks.
+ * --no-sync-every, precision, the program's layout and a training set of
+ * as many samples, which loading checks.
  *
  * Writing is crash-safe: the file is written to a temporary name, fsynced and
  * renamed (safetensors.h), so a kill at any moment leaves the previous
@@ -64,6 +65,7 @@ typedef struct {
     int shuffle;
     DdpPrecision precision; /* of the products (precision.h); fp32 in a file that does not say */
     int channels_last;      /* the program's layout (DdpNet.channels_last); NCHW in a file that does not say */
+    int64_t train_samples;  /* the training set's size, of whose epochs STEP is a place; 0 where a file does not say */
     /* The training loss of the epoch STEP is inside of, up to STEP, and of
      * it since the epoch's last --eval-every report (none where STEP
      * reports): a resumed run's reports then cover what an uninterrupted

@@ -763,6 +763,7 @@ static DdpCheckpointRun checkpoint_run(const Trainer *t)
         .shuffle = t->flags.shuffle,
         .precision = t->cfg.precision,
         .channels_last = t->net->channels_last,
+        .train_samples = t->train.n,
         .epoch_loss = !at_end ? t->epoch_state.loss : none,
         .span_loss = !at_end && !eval_point(t, t->step) ? t->epoch_state.span_loss : none,
         .left_out = left_out,

@@ -784,6 +784,55 @@ static void test_conv_choices_resumed(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* The training set's size: recorded under a checksum of its own, checked
+ * on resuming (a step is a place in epochs of that many samples: on another
+ * set the resumed run went on from another place without a word); a
+ * checkpoint without it (written before) reads 0 and resumes on any set. */
+static void test_train_samples_recorded(void)
+{
+    setup();
+    const DdpNet *n = net();
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointRun run = {.step = 70, .epoch = 1, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1,
+                            .shuffle = 1, .train_samples = 1000};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
+    char written[256];
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    DdpCheckpointRun got, now = run;
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.train_samples, 1000);
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_OK);
+    now.train_samples = 2000;
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "the checkpoint was made on a training set of 1000 samples, this run's "
+                                          "--data has 2000; a run continues bit for bit only on the same data") != NULL);
+    edit_header(written, "\"train_samples\":\"1000\"", "\"train_samples\":\"2000\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: the checksum of its training set's size is ") != NULL);
+    /* as an older version wrote it: neither key; any set */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"train_samples\"", "\"train_samplex\"");
+    edit_header(written, "\"train_samples_crc32\"", "\"train_samples_crc3x\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_OK);
+    CU_ASSERT_EQUAL(got.train_samples, 0);
+    CU_ASSERT_EQUAL(ddp_checkpoint_check_run(written, &got, &now), DDP_OK);
+    /* a program's run: its training set's size written, and a resume on a
+     * set of 300 samples refused (status 2), on the 200 of its own taken */
+    char other[PATH_MAX + 16];
+    snprintf(other, sizeof other, "%s/other", tmpdir);
+    mkdir(other, 0755);
+    harness_write_set(other, "train", 300, 28, 28, 1);
+    harness_write_set(other, "t10k", 50, 28, 28, 2);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --max-steps 7 --save %s", data_dir, path("run")), 0);
+    CU_ASSERT_EQUAL(harness_run(n, &out, "--data %s --max-steps 9 --save %s --resume", other, path("run")), 2);
+    CU_ASSERT(harness_has(out, "the checkpoint was made on a training set of 200 samples, this run's --data has 300"));
+    free(out);
+    CU_ASSERT_EQUAL(harness_run(n, NULL, "--data %s --max-steps 9 --save %s --resume", data_dir, path("run")), 0);
+    test_remove_tmpdir(tmpdir);
+}
+
 /* The program's layout (ddpc --layout) is recorded like the precision: a
  * channels-last program's checkpoint resumes only in a channels-last
  * program; one that does not say is NCHW's. */
@@ -1366,6 +1415,8 @@ void suite_checkpoint(void)
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
+        {"the training set's size recorded, checked on resuming, under its checksum; none recorded resumes anywhere",
+         test_train_samples_recorded},
         {"cuDNN's timed algorithms kept, in the checksum, read back; none kept reads \"\"", test_conv_choices_recorded},
         {"the epoch's loss sums kept exactly, under a checksum of their own, checked; none kept reads 0", test_loss_sums_recorded},
         {"a report a stop left out: kept exactly, under a checksum of its own, checked; no keys where none",
