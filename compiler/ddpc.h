@@ -338,15 +338,6 @@ typedef struct {
 
 /* Checks AST and lowers it into NET. Returns false if there were errors. */
 bool sema_net(Arena *a, Diag *d, const Ast *ast, const char *file, Net *net);
-/* What the generated code may add to the name of a layer of kind OP (with a
- * bias, for conv and linear: BIAS) to name what belongs to it (conv1 +
- * _bias_relu_forward, _out, _weight): fills OUT with up to MAX suffixes
- * (strings in A) and returns how many. sema refuses two layers whose names
- * and suffixes would meet. */
-int sema_name_suffixes(Arena *a, OpKind op, bool bias, const char **out, int max);
-/* The generated code's own names that a layer's name and suffix could spell
- * (loss_forward_backward): N of them. */
-const char *const *sema_program_names(int *n);
 
 /* layers.c: one entry per layer word. CHECK reads the statement's arguments
  * into the node (reporting bad ones) and, when the input shape is known,
@@ -458,6 +449,48 @@ int64_t shape_numel(Shape sh);
 /* a*b, or -1 past 2^62 (shapes that big are reported, not computed) */
 int64_t checked_mul(int64_t a, int64_t b);
 int64_t checked_add(int64_t a, int64_t b);
+
+//
+// gen_names.c: the names the generated code derives from a layer's, which
+// the emitter spells and sema checks labels against, from one place
+//
+
+/* A gradient's name: d_conv1_out, d_conv1_weight (no label may start so). */
+#define GEN_GRADIENT_PREFIX "d_"
+/* gen_name_suffixes' most suffixes for a kind, and its longest (sema looks a
+ * label up by its last LONGEST_NAME_SUFFIX characters only, which keeps a
+ * long label's check linear) */
+enum { MAX_NAME_SUFFIXES = 64, LONGEST_NAME_SUFFIX = 64 };
+
+/* A kernel's direction, the last word of its name. */
+typedef enum { GEN_FORWARD, GEN_BACKWARD } GenPass;
+/* The generated code's kernels that are no layer's. */
+typedef enum { GEN_LOSS_FORWARD_BACKWARD, GEN_LOSS_REDUCE, GEN_LOSS_KERNEL_COUNT } GenLossKernel;
+
+/* N's kernel: relu1_forward; with WORD, one of its op row's kernels:
+ * bn1_sums_backward. */
+const char *gen_name_kernel(Arena *a, const Node *n, const char *word, GenPass pass);
+/* A conv or linear N's kernel after its product, adding its bias and
+ * applying activation ACT (a layer word, or NULL): conv1_bias_relu_forward. */
+const char *gen_name_product_kernel(Arena *a, const Node *n, const char *act, GenPass pass);
+/* N's output, or its GRADIENT: conv1_out, d_conv1_out. */
+const char *gen_name_buffer(Arena *a, const Node *n, bool gradient);
+/* N's scratch K: maxpool1_argmax. */
+const char *gen_name_scratch(Arena *a, const Node *n, int k);
+/* A buffer's or scratch's offset in the arena table: conv1_out_at. */
+const char *gen_name_offset(Arena *a, const char *buffer);
+/* The word of a parameter in PyTorch's name (conv1.weight) and ours. */
+const char *gen_param_word(ParamRole role);
+/* N's parameter, or its GRADIENT: conv1_weight, d_conv1_weight. */
+const char *gen_name_param(Arena *a, const Node *n, ParamRole role, bool gradient);
+/* A conv's DdpConvShape: conv1_shape. */
+const char *gen_name_conv_shape(Arena *a, const Node *n);
+const char *gen_name_loss_kernel(GenLossKernel k);
+/* What the names above may add to the name of a layer of kind OP (with a
+ * bias, for conv and linear: BIAS): fills OUT with up to MAX suffixes
+ * (strings in A; _bias_relu_forward, _out, _weight) and returns how many.
+ * sema refuses two layers whose names and suffixes would meet. */
+int gen_name_suffixes(Arena *a, OpKind op, bool bias, const char **out, int max);
 
 //
 // train.c

@@ -6,7 +6,8 @@
  *
  *   the build line; in a channels-last program, a note on the layout;
  *   per layer, its kernels (forward, then backward), each named after the
- *   layer and the direction (linear1_bias_relu_backward, maxpool1_backward) and
+ *   layer and the direction (linear1_bias_relu_backward, maxpool1_backward),
+ *   as every name derived from a layer's, by gen_names.c, and
  *   preceded by the .net line it came from, and opening with its sizes as
  *   named constants (C, HW, S, K...) fixed at generation;
  *   the loss and optimizer kernels (K classes, P parameters);
@@ -89,14 +90,13 @@ static const Node *producer(const Emit *e, int v) { return &e->net->nodes[e->mak
  * offset in the arena table: conv1_out_at). */
 static const char *buffer_name(Emit *e, int v, bool gradient)
 {
-    return arena_printf(e->arena, "%s%s_out", gradient ? "d_" : "", producer(e, v)->name);
+    return gen_name_buffer(e->arena, producer(e, v), gradient);
 }
 
 /* Scratch K of node I: maxpool1_argmax. */
 static const char *scratch_name(Emit *e, int i, int k)
 {
-    const Node *n = &e->net->nodes[i];
-    return arena_printf(e->arena, "%s_%s", n->name, op_facts(n->op)->scratch[k].name);
+    return gen_name_scratch(e->arena, &e->net->nodes[i], k);
 }
 
 static const char *act(Emit *e, int v)
@@ -118,11 +118,8 @@ static const char *grad(Emit *e, int v)
 /* conv1.weight -> conv1_weight */
 static const char *param_name(Emit *e, int i, bool gradient)
 {
-    char *s = arena_printf(e->arena, "%s%s", gradient ? "d_" : "", e->net->params[i].name);
-    for (char *c = s; *c; c++)
-        if (*c == '.')
-            *c = '_';
-    return s;
+    const Param *p = &e->net->params[i];
+    return gen_name_param(e->arena, &e->net->nodes[p->node], p->role, gradient);
 }
 
 static const char *param(Emit *e, int i) { e->used_param[i] |= 1; return param_name(e, i, false); }
@@ -335,11 +332,18 @@ static bool forward_kernel_after_product(const Emit *e, const Node *n)
     return (n->bias || fused_act(e, n)) && !epilogue_in_library(e, n);
 }
 
-/* A conv/linear's kernels' name: the layer, then what they add or apply
- * (conv1_bias_tanh); A the activation they apply, or NULL. */
-static const char *kernel_stem(Emit *e, const Node *n, const Node *a)
+/* N's kernel for PASS (relu1_forward), or with WORD, one of its op row's
+ * kernels, that one (bn1_sums_backward). */
+static const char *kernel_name(Emit *e, const Node *n, const char *word, GenPass pass)
 {
-    return arena_printf(e->arena, "%s%s%s%s", n->name, n->bias ? "_bias" : "", a ? "_" : "", a ? a->kind_word : "");
+    return gen_name_kernel(e->arena, n, word, pass);
+}
+
+/* A conv/linear's kernel after its product, named after what it adds or
+ * applies (conv1_bias_tanh_forward); A the activation it applies, or NULL. */
+static const char *product_kernel(Emit *e, const Node *n, const Node *a, GenPass pass)
+{
+    return gen_name_product_kernel(e->arena, n, a ? a->kind_word : NULL, pass);
 }
 
 static void kernels_conv_linear(Emit *e, const Node *n)
@@ -350,11 +354,11 @@ static void kernels_conv_linear(Emit *e, const Node *n)
     int64_t hw = h * w, s = c * hw;
     if (!n->bias && !a)
         return;
-    const char *stem = kernel_stem(e, n, a);
     bool last = channels_last(e, n->out_shape);
     if (forward_kernel_after_product(e, n)) {
         comment(e, n, "");
-        E("DDP_KERNEL %s_forward(int n, float *y%s)\n{\n", stem, n->bias ? ", const float *bias" : "");
+        E("DDP_KERNEL %s(int n, float *y%s)\n{\n",
+          product_kernel(e, n, a, GEN_FORWARD), n->bias ? ", const float *bias" : "");
         if (last) { /* element by element: the bias's channel is the element's place in its pixel */
             if (n->bias)
                 E("    const int64_t C = %lld, S = %lld;  // channels, values of a sample (channels-last)\n",
@@ -376,7 +380,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
 
     /* backward: the activation's mask here, unless a maxpool applies it */
     a = backward_act(e, n);
-    stem = kernel_stem(e, n, a);
+    const char *backward = product_kernel(e, n, a, GEN_BACKWARD);
     if (!n->bias && !a)
         return;
     comment_pass(e, n, "", true);
@@ -384,7 +388,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         /* a channel's bias gradient, summed over its samples in a fixed order
          * (channel_sum.h: DDP_FOR_CHANNELS); with an activation, turning dy
          * into the gradient before it on the way */
-        E("DDP_KERNEL %s_backward(int n, %sfloat *dy%s, DdpGrad *dbias, int accumulate)\n{\n", stem,
+        E("DDP_KERNEL %s(int n, %sfloat *dy%s, DdpGrad *dbias, int accumulate)\n{\n", backward,
           a ? "" : "const ", a ? ", const float *y" : "");
         plane_constants(e, c, hw);
         E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty();\n");
@@ -404,7 +408,7 @@ static void kernels_conv_linear(Emit *e, const Node *n)
         E("            DdpSum total = ddp_grad_open(dbias + c, accumulate);\n");
         E("            ddp_sum_merge(&total, sum);\n            dbias[c] = ddp_grad_close(total);\n        }\n    }\n}\n\n");
     } else {
-        E("DDP_KERNEL %s_backward(int n, float *dy, const float *y)\n{\n", stem);
+        E("DDP_KERNEL %s(int n, float *dy, const float *y)\n{\n", backward);
         sample_constant(e, s);
         E("    DDP_FOR(i, (int64_t)n * S)\n        dy[i] = %s;\n}\n\n", act_backward_expr(e, a, "dy[i]", "y[i]"));
     }
@@ -537,13 +541,14 @@ static void pool_channels_last(Emit *e, const Node *n, const char *window_g, con
     bool max = n->op == OP_MAXPOOL;
     const char *scale = flit(e, 1.0 / (double)(n->kernel * n->kernel));
     comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
+    E("DDP_KERNEL %s(int n, const float *x, float *y%s)\n{\n",
+      kernel_name(e, n, NULL, GEN_FORWARD), max ? ", int32_t *argmax" : "");
     pool_forward_general(e, n, true);
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
-      max ? ", const int32_t *argmax" : "", mask_arg);
+    E("DDP_KERNEL %s(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n",
+      kernel_name(e, n, NULL, GEN_BACKWARD), max ? ", const int32_t *argmax" : "", mask_arg);
     if (pool_tiles(n)) { /* each window owns its inputs: one writer per input */
         pool_constants(e, n, "C H W OH OW K");
         E("    DDP_FOR(o, (int64_t)n * OH * OW * C) {  // dy[o]: channel o %% C of pixel o / C, channels-last\n");
@@ -582,7 +587,8 @@ static void kernels_pool(Emit *e, const Node *n)
         return;
     }
     comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y%s)\n{\n", n->name, max ? ", int32_t *argmax" : "");
+    E("DDP_KERNEL %s(int n, const float *x, float *y%s)\n{\n",
+      kernel_name(e, n, NULL, GEN_FORWARD), max ? ", int32_t *argmax" : "");
     if (pool_tiles(n)) { /* every window lies inside the input: no bounds to check */
         /* rows of windows: window row ROW of all planes starts at x + ROW * K * W */
         pool_constants(e, n, "C W OH OW K");
@@ -621,8 +627,8 @@ static void kernels_pool(Emit *e, const Node *n)
          * compiler vectorises their stores (as interleaved vectors; with the
          * plane and row recomputed per item it scattered them, 10 times slower). */
         comment(e, n, "");
-        E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
-          max ? ", const int32_t *argmax" : "", mask_arg);
+        E("DDP_KERNEL %s(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n",
+          kernel_name(e, n, NULL, GEN_BACKWARD), max ? ", const int32_t *argmax" : "", mask_arg);
         pool_constants(e, n, "C W OH OW K");
         E("    DDP_FOR_2D(row, (int64_t)n * C * OH, ox, OW) {\n");
         E("        int64_t o = row * OW + ox;\n");
@@ -663,8 +669,8 @@ static void kernels_pool(Emit *e, const Node *n)
         return;
     }
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n", n->name,
-      max ? ", const int32_t *argmax" : "", mask_arg);
+    E("DDP_KERNEL %s(int n, const float *dy%s%s, float *dx, int accumulate)\n{\n",
+      kernel_name(e, n, NULL, GEN_BACKWARD), max ? ", const int32_t *argmax" : "", mask_arg);
     pool_backward_gather(e, n, window_g, false);
 }
 
@@ -675,7 +681,7 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     e->forward_work[n - e->net->nodes] = h * w;
     comment(e, n, "");
     bool last = channels_last(e, n->in_shape);
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *x, float *y)\n{\n", kernel_name(e, n, NULL, GEN_FORWARD));
     plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C) {\n        float sum = 0.0f;\n");
     if (last) /* the same pixels in the same order: the same sum */
@@ -687,7 +693,7 @@ static void kernels_global_avgpool(Emit *e, const Node *n)
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *dy, float *dx, int accumulate)\n{\n", kernel_name(e, n, NULL, GEN_BACKWARD));
     plane_constants(e, c, h * w);
     E("    DDP_FOR(i, (int64_t)n * C * HW) {\n");
     E("        float g = dy[%s] * %s;\n", last ? "i / (HW * C) * C + i % C" : "i / HW", flit(e, 1.0 / (double)(h * w)));
@@ -698,15 +704,15 @@ static void kernels_activation(Emit *e, const Node *n)
 {
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *x, float *y)\n{\n", kernel_name(e, n, NULL, GEN_FORWARD));
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = %s;\n}\n\n", act_forward_expr(e, n, "x[i]"));
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
     bool from_y = op_backward_reads(n) == READS_OUTPUT;
-    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n", n->name,
-      from_y ? "y" : "x");
+    E("DDP_KERNEL %s(int n, const float *dy, const float *%s, float *dx, int accumulate)\n{\n",
+      kernel_name(e, n, NULL, GEN_BACKWARD), from_y ? "y" : "x");
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S) {\n");
     E("        float g = %s;\n", act_backward_expr(e, n, "dy[i]", from_y ? "y[i]" : "x[i]"));
@@ -735,8 +741,9 @@ static void kernels_dropout(Emit *e, const Node *n)
     float scale = (float)(1.0 / (1.0 - n->p));
     comment(e, n, "");
     E("// The mask is a hash of (seed, layer, epoch, sample, element): see dropout_mask.h.\n");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,\n"
-      "%*sconst DdpStepScalars *step, int train)\n{\n", n->name, (int)strlen(n->name) + 20, "");
+    const char *kernel = kernel_name(e, n, NULL, GEN_FORWARD);
+    E("DDP_KERNEL %s(int n, const float *x, float *y, const int64_t *sample_ids, uint64_t seed,\n"
+      "%*sconst DdpStepScalars *step, int train)\n{\n", kernel, (int)strlen(kernel) + 12, "");
     sample_constant(e, s);
     E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // this layer's, this epoch\n",
       n->dropout_layer);
@@ -750,8 +757,9 @@ static void kernels_dropout(Emit *e, const Node *n)
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,\n"
-      "%*sconst DdpStepScalars *step, int accumulate)\n{\n", n->name, (int)strlen(n->name) + 21, "");
+    kernel = kernel_name(e, n, NULL, GEN_BACKWARD);
+    E("DDP_KERNEL %s(int n, const float *dy, float *dx, const int64_t *sample_ids, uint64_t seed,\n"
+      "%*sconst DdpStepScalars *step, int accumulate)\n{\n", kernel, (int)strlen(kernel) + 12, "");
     sample_constant(e, s);
     E("    const uint32_t key = ddp_dropout_layer_key(seed, %d, step->epoch);  // as forward's\n", n->dropout_layer);
     E("    const uint32_t DROP_BELOW = %uu;  // p of 2^32\n", threshold);
@@ -784,7 +792,7 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("// Training statistics: per channel sum and sum of squares over the batch (each\n"
       "// sample's part in double), and the count of values they are over (sums[%lld]),\n"
       "// so that ranks can add theirs up.\n", (long long)(2 * c));
-    E("DDP_KERNEL %s_sums_forward(int n, const float *x, DdpSum *sums)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *x, DdpSum *sums)\n{\n", kernel_name(e, n, "sums", GEN_FORWARD));
     plane_constants(e, c, hw);
     E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sum = ddp_sum_empty(), sumsq = ddp_sum_empty();\n");
     E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_sq = 0.0;\n");
@@ -799,8 +807,8 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     comment(e, n, "");
     E("// Mean and 1/std of the batch from the sums, and the running statistics, as\n"
       "// PyTorch: unbiased variance, momentum %.9g.\n", n->momentum);
-    E("DDP_KERNEL %s_stats_forward(const DdpSum *sums, float *stats, float *running_mean, float *running_var)\n{\n",
-      n->name);
+    E("DDP_KERNEL %s(const DdpSum *sums, float *stats, float *running_mean, float *running_var)\n{\n",
+      kernel_name(e, n, "stats", GEN_FORWARD));
     E("    const int64_t C = %lld;  // channels\n", (long long)c);
     E("    DDP_FOR(c, C) {\n        double count = ddp_sum_value(sums[2 * C]);\n");
     E("        double mean = ddp_sum_value(sums[2 * c]) / count;\n");
@@ -811,20 +819,21 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     E("        running_var[c] = (float)((1.0 - %.9g) * running_var[c] + %.9g * unbiased);\n    }\n}\n\n", n->momentum,
       n->momentum);
     comment(e, n, "");
-    E("DDP_KERNEL %s_normalize_forward(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)\n{\n",
-      n->name);
+    E("DDP_KERNEL %s(int n, const float *x, float *y, const float *stats, const float *weight, const float *bias)\n{\n",
+      kernel_name(e, n, "normalize", GEN_FORWARD));
     channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        y[i] = (x[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];\n    }\n}\n\n");
     comment(e, n, "");
-    E("DDP_KERNEL %s_eval_forward(int n, const float *x, float *y, const float *running_mean, const float *running_var,\n"
-      "                          const float *weight, const float *bias)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *x, float *y, const float *running_mean, const float *running_var,\n"
+      "                          const float *weight, const float *bias)\n{\n", kernel_name(e, n, "eval", GEN_FORWARD));
     channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        y[i] = (x[i] - running_mean[c]) / sqrtf(running_var[c] + %s) * weight[c] + bias[c];\n    }\n}\n\n",
       flit(e, n->eps));
     comment(e, n, "");
     E("// Per channel: d bias = sum dy, d weight = sum dy * xhat; the sums are kept for dx.\n");
-    E("DDP_KERNEL %s_sums_backward(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
-      "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *dy, const float *x, const float *stats, DdpSum *sums,\n"
+      "                          DdpGrad *dweight, DdpGrad *dbias, int accumulate)\n{\n",
+      kernel_name(e, n, "sums", GEN_BACKWARD));
     plane_constants(e, c, hw);
     E("    DDP_FOR_CHANNELS(c, C) {\n        DdpSum sdy = ddp_sum_empty(), sdyx = ddp_sum_empty();\n");
     E("        DDP_FOR_SAMPLES(s, n, HW) {\n            double sample = 0.0, sample_x = 0.0;\n");
@@ -841,8 +850,9 @@ static void kernels_batchnorm(Emit *e, const Node *n)
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    E("DDP_KERNEL %s_normalize_backward(int n, const float *dy, const float *x, const float *stats,\n"
-      "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *dy, const float *x, const float *stats,\n"
+      "                               const DdpSum *sums, const float *weight, float *dx, int accumulate)\n{\n",
+      kernel_name(e, n, "normalize", GEN_BACKWARD));
     channel_planes(e, c, hw, channels_last(e, n->in_shape));
     E("        double count = ddp_sum_value(sums[2 * C]);\n");
     E("        float xhat = (x[i] - stats[2 * c]) * stats[2 * c + 1];\n");
@@ -856,7 +866,8 @@ static void kernels_residual(Emit *e, const Node *n)
 {
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *body, const float *skip, float *y)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *body, const float *skip, float *y)\n{\n",
+      kernel_name(e, n, NULL, GEN_FORWARD));
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        y[i] = body[i] + skip[i];\n}\n\n");
 }
@@ -867,7 +878,7 @@ static void kernels_pass_gradient(Emit *e, const Node *n)
 {
     int64_t s = shape_numel(n->out_shape);
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy, float *dx, int accumulate)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *dy, float *dx, int accumulate)\n{\n", kernel_name(e, n, NULL, GEN_BACKWARD));
     sample_constant(e, s);
     E("    DDP_FOR(i, (int64_t)n * S)\n        dx[i] = accumulate ? dx[i] + dy[i] : dy[i];\n}\n\n");
 }
@@ -904,7 +915,7 @@ static void kernels_input(Emit *e, const Node *n)
         return;
     comment(e, n, "");
     E("// The data, from the loader's C x H x W order to channels-last.\n");
-    permute_kernel(e, arena_printf(e->arena, "%s_forward", n->name), n->out_shape.d[0], plane_pixels(n->out_shape),
+    permute_kernel(e, kernel_name(e, n, NULL, GEN_FORWARD), n->out_shape.d[0], plane_pixels(n->out_shape),
                    true, false);
 }
 
@@ -914,11 +925,11 @@ static void kernels_flatten_permute(Emit *e, const Node *n)
 {
     Shape in = n->in_shape;
     comment(e, n, "");
-    permute_kernel(e, arena_printf(e->arena, "%s_forward", n->name), in.d[0], plane_pixels(in), false, false);
+    permute_kernel(e, kernel_name(e, n, NULL, GEN_FORWARD), in.d[0], plane_pixels(in), false, false);
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    permute_kernel(e, arena_printf(e->arena, "%s_backward", n->name), in.d[0], plane_pixels(in), true, true);
+    permute_kernel(e, kernel_name(e, n, NULL, GEN_BACKWARD), in.d[0], plane_pixels(in), true, true);
 }
 
 static void kernels_log_softmax(Emit *e, const Node *n)
@@ -927,7 +938,7 @@ static void kernels_log_softmax(Emit *e, const Node *n)
     e->forward_work[n - e->net->nodes] = 3 * c; /* the loops below: max, sum, write */
     e->backward_work[n - e->net->nodes] = 2 * c;
     comment(e, n, "");
-    E("DDP_KERNEL %s_forward(int n, const float *x, float *y)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *x, float *y)\n{\n", kernel_name(e, n, NULL, GEN_FORWARD));
     E("    const int64_t K = %lld;  // classes\n", (long long)c);
     E("    DDP_FOR(s, n) {\n        const float *xs = x + s * K;\n        float m = xs[0];\n");
     E("        for (int j = 1; j < K; j++)\n            m = xs[j] > m ? xs[j] : m;\n");
@@ -939,7 +950,8 @@ static void kernels_log_softmax(Emit *e, const Node *n)
     if (!computes_dx(e, n))
         return;
     comment(e, n, "");
-    E("DDP_KERNEL %s_backward(int n, const float *dy, const float *y, float *dx, int accumulate)\n{\n", n->name);
+    E("DDP_KERNEL %s(int n, const float *dy, const float *y, float *dx, int accumulate)\n{\n",
+      kernel_name(e, n, NULL, GEN_BACKWARD));
     E("    const int64_t K = %lld;  // classes\n", (long long)c);
     E("    DDP_FOR(s, n) {\n        double sum = 0.0;\n");
     E("        for (int j = 0; j < K; j++)\n            sum += dy[s * K + j];\n");
@@ -963,8 +975,9 @@ static void kernels_loss(Emit *e, const Node *n)
       "// dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:\n"
       "// this batch's N on every rank (ctx->world_size), so that the all-reduce's sum\n"
       "// is the global batch's gradient.\n");
-    E("DDP_KERNEL loss_forward_backward(int n, int64_t total, const float *x, const int32_t *labels, float *rows,\n"
-      "                                 float *dx)\n{\n");
+    const char *kernel = gen_name_loss_kernel(GEN_LOSS_FORWARD_BACKWARD);
+    E("DDP_KERNEL %s(int n, int64_t total, const float *x, const int32_t *labels, float *rows,\n"
+      "%*sfloat *dx)\n{\n", kernel, (int)strlen(kernel) + 12, "");
     E("    const int64_t K = %lld;  // classes\n", (long long)c);
     E("    DDP_FOR(s, n) {\n        const float *xs = x + s * K;\n        int label = labels[s];\n");
     E("        int best = 0;\n        for (int j = 1; j < K; j++)\n            best = xs[j] > xs[best] ? j : best;\n");
@@ -995,7 +1008,7 @@ static void kernels_loss(Emit *e, const Node *n)
     }
     E("    }\n}\n\n");
     E("// The batch's loss and right predictions, added to the running stats (doubles).\n");
-    E("DDP_KERNEL loss_reduce(int n, const float *rows, double *stats)\n{\n");
+    E("DDP_KERNEL %s(int n, const float *rows, double *stats)\n{\n", gen_name_loss_kernel(GEN_LOSS_REDUCE));
     E("    DDP_FOR_CHANNELS(c, 1) {\n        double loss = 0.0, correct = 0.0;  // plain doubles (a GPU's DdpSum), not order-free sums\n");
     E("        DDP_FOR_SAMPLES(s, n, 1) {\n            loss += rows[2 * s];\n            correct += rows[2 * s + 1];\n        }\n");
     E("        if (DDP_CHANNEL_DONE(c, &loss, &correct)) {\n");
@@ -1159,18 +1172,12 @@ static void library_call(Emit *e, const char *call, const Node *n)
     launch_table_library(e->launches, e->function, e->when, arena_printf(e->arena, "%s (%s)", call, n->name));
 }
 
-/* KERNEL named after its stem and direction: conv1_bias_tanh_forward. */
-static const char *kernel_name(Emit *e, const char *stem, const char *direction)
-{
-    return arena_printf(e->arena, "%s_%s", stem, direction);
-}
-
 static void forward_node(Emit *e, const Node *n)
 {
     const NodePlan *np = &e->plan->nodes[n - e->net->nodes];
     if ((n->op == OP_INPUT && e->plan->input_permuted) || np->flatten_permutes) { /* into or out of channels-last */
         comment(e, n, "    ");
-        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, 1);
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), per_sample(e, n->out), 0, 1);
         E(", n, %s, %s);\n", n->op == OP_INPUT ? "ctx->x" : act(e, n->in), act(e, n->out));
         layer_done(e, n, "forward");
         return;
@@ -1205,13 +1212,13 @@ static void forward_node(Emit *e, const Node *n)
             library_call(e, "ddp_gemm", n);
         }
         if (forward_kernel_after_product(e, n)) {
-            launch(e, "    ", kernel_name(e, kernel_stem(e, n, fused_act(e, n)), "forward"), shape_numel(n->out_shape), 0, 1);
+            launch(e, "    ", product_kernel(e, n, fused_act(e, n), GEN_FORWARD), shape_numel(n->out_shape), 0, 1);
             E(", n, %s%s%s);\n", y, n->bias ? ", " : "", n->bias ? param(e, node_param(e, n, PARAM_BIAS)) : "");
         }
         break;
     }
     case OP_MAXPOOL:
-        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), per_sample(e, n->out), 0, work);
         E(", n, %s, %s, %s);\n", x, act(e, n->out), scratch(e, n, 0));
         break;
     case OP_AVGPOOL:
@@ -1221,16 +1228,16 @@ static void forward_node(Emit *e, const Node *n)
     case OP_TANH:
     case OP_GELU:
     case OP_LOG_SOFTMAX:
-        launch(e, "    ", kernel_name(e, n->name, "forward"), n->op == OP_LOG_SOFTMAX ? 1 : per_sample(e, n->out), 0,
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), n->op == OP_LOG_SOFTMAX ? 1 : per_sample(e, n->out), 0,
                work);
         E(", n, %s, %s);\n", x, act(e, n->out));
         break;
     case OP_GLOBAL_AVGPOOL:
-        launch(e, "    ", kernel_name(e, n->name, "forward"), n->out_shape.d[0], 0, work);
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), n->out_shape.d[0], 0, work);
         E(", n, %s, %s);\n", x, act(e, n->out));
         break;
     case OP_DROPOUT:
-        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), per_sample(e, n->out), 0, work);
         E(", n, %s, %s, ctx->sample_ids,\n               ctx->seed, ctx->step_scalars, train);\n", x, act(e, n->out));
         break;
     case OP_BATCHNORM: {
@@ -1239,26 +1246,26 @@ static void forward_node(Emit *e, const Node *n)
         const char *rm = param(e, node_param(e, n, PARAM_RUNNING_MEAN)), *rv = param(e, node_param(e, n, PARAM_RUNNING_VAR));
         E("    if (train) {\n");
         e->when = LAUNCH_TRAINING;
-        launch_channels(e, "        ", kernel_name(e, n->name, "sums_forward"), c, plane_pixels(n->in_shape));
+        launch_channels(e, "        ", kernel_name(e, n, "sums", GEN_FORWARD), c, plane_pixels(n->in_shape));
         E(", %s, %s);\n", x, scratch(e, n, 0));
         if (n->sync) {
             E("        ddp_sync_batchnorm(ctx, %s, %lld);  // statistics of the global batch, as SyncBatchNorm\n",
               scratch(e, n, 0), (long long)(2 * c + 1));
             library_call(e, "ddp_sync_batchnorm", n);
         }
-        launch(e, "        ", kernel_name(e, n->name, "stats_forward"), 0, c, 1);
+        launch(e, "        ", kernel_name(e, n, "stats", GEN_FORWARD), 0, c, 1);
         E(", %s, %s, %s, %s);\n", scratch(e, n, 0), scratch(e, n, 1), rm, rv);
-        launch(e, "        ", kernel_name(e, n->name, "normalize_forward"), per_sample(e, n->out), 0, 1);
+        launch(e, "        ", kernel_name(e, n, "normalize", GEN_FORWARD), per_sample(e, n->out), 0, 1);
         E(", n, %s, %s, %s, %s, %s);\n", x, act(e, n->out), scratch(e, n, 1), w, b);
         E("    } else {\n");
         e->when = LAUNCH_EVALUATION;
-        launch(e, "        ", kernel_name(e, n->name, "eval_forward"), per_sample(e, n->out), 0, 1);
+        launch(e, "        ", kernel_name(e, n, "eval", GEN_FORWARD), per_sample(e, n->out), 0, 1);
         E(", n, %s, %s, %s, %s, %s, %s);\n    }\n", x, act(e, n->out), rm, rv, w, b);
         e->when = LAUNCH_ALWAYS;
         break;
     }
     case OP_RESIDUAL_ADD:
-        launch(e, "    ", kernel_name(e, n->name, "forward"), per_sample(e, n->out), 0, work);
+        launch(e, "    ", kernel_name(e, n, NULL, GEN_FORWARD), per_sample(e, n->out), 0, work);
         E(", n, %s, %s, %s);\n", x, act(e, n->skip), act(e, n->out));
         break;
     case OP_INPUT:
@@ -1294,7 +1301,7 @@ static void backward_node(Emit *e, const Node *n)
     bool dx = computes_dx(e, n);
     int acc_in = (p->grad_first[idx] & 1) ? 0 : 1;
     int64_t work = e->backward_work[idx]; /* an item's, in N's backward kernel */
-    const char *backward = kernel_name(e, n->name, "backward");
+    const char *backward = kernel_name(e, n, NULL, GEN_BACKWARD);
     if (output == OUT_VIEW) {
         if (dx) {
             comment(e, n, "    ");
@@ -1315,13 +1322,13 @@ static void backward_node(Emit *e, const Node *n)
     case OP_LINEAR: {
         const Node *a = backward_act(e, n);
         const char *y = a ? act(e, written_value(e, n)) : "";
-        const char *stem_backward = kernel_name(e, kernel_stem(e, n, a), "backward");
+        const char *product_backward = product_kernel(e, n, a, GEN_BACKWARD);
         if (n->bias) {
-            launch_channels(e, "    ", stem_backward, n->out_ch, plane_pixels(n->out_shape));
+            launch_channels(e, "    ", product_backward, n->out_ch, plane_pixels(n->out_shape));
             E(", %s%s%s, %s, ctx->accumulate);\n", dy, a ? ", " : "", a ? y : "",
               dparam(e, node_param(e, n, PARAM_BIAS)));
         } else if (a) {
-            launch(e, "    ", stem_backward, s_out, 0, 1);
+            launch(e, "    ", product_backward, s_out, 0, 1);
             E(", n, %s, %s);\n", dy, y);
         }
         const char *dw = dparam(e, node_param(e, n, PARAM_WEIGHT));
@@ -1399,7 +1406,7 @@ static void backward_node(Emit *e, const Node *n)
     case OP_BATCHNORM: {
         int64_t c = n->out_ch;
         const char *x = act(e, n->in);
-        launch_channels(e, "    ", kernel_name(e, n->name, "sums_backward"), c, plane_pixels(n->in_shape));
+        launch_channels(e, "    ", kernel_name(e, n, "sums", GEN_BACKWARD), c, plane_pixels(n->in_shape));
         E(", %s, %s, %s, %s, %s, %s, ctx->accumulate);\n", dy, x, scratch(e, n, 1), scratch(e, n, 0),
           dparam(e, node_param(e, n, PARAM_WEIGHT)), dparam(e, node_param(e, n, PARAM_BIAS)));
         if (dx && n->sync) {
@@ -1407,7 +1414,7 @@ static void backward_node(Emit *e, const Node *n)
             library_call(e, "ddp_sync_batchnorm", n);
         }
         if (dx) {
-            launch(e, "    ", kernel_name(e, n->name, "normalize_backward"), s_in, 0, 1);
+            launch(e, "    ", kernel_name(e, n, "normalize", GEN_BACKWARD), s_in, 0, 1);
             E(", n, %s, %s, %s, %s, %s, %s, %d);\n", dy, x, scratch(e, n, 1), scratch(e, n, 0),
               param(e, node_param(e, n, PARAM_WEIGHT)), grad(e, n->in), acc_in);
         }
@@ -1469,7 +1476,7 @@ static void finish_function(Emit *e, FILE *out, char *body)
             if (!(g ? e->used_grad[v] : e->used_act[v]))
                 continue;
             const char *name = buffer_name(e, v, g);
-            fprintf(out, "    float *%s = A + %s_at * B;\n", name, name);
+            fprintf(out, "    float *%s = A + %s * B;\n", name, gen_name_offset(e->arena, name));
         }
     }
     for (int i = 0; i < net->n_nodes; i++) {
@@ -1478,9 +1485,10 @@ static void finish_function(Emit *e, FILE *out, char *body)
                 continue;
             const ScratchFact *f = &op_facts(net->nodes[i].op)->scratch[k];
             const char *name = scratch_name(e, i, k);
+            const char *offset = gen_name_offset(e->arena, name);
             const char *at = p->storages[p->nodes[i].scratch[k]].per_sample > 0
-                                 ? arena_printf(e->arena, "A + %s_at * B", name)
-                                 : arena_printf(e->arena, "A + ARENA_PER_SAMPLE * B + %s_at", name);
+                                 ? arena_printf(e->arena, "A + %s * B", offset)
+                                 : arena_printf(e->arena, "A + ARENA_PER_SAMPLE * B + %s", offset);
             if (strcmp(f->type, "float") == 0)
                 fprintf(out, "    float *%s = %s;\n", name, at);
             else
@@ -1538,7 +1546,7 @@ static void emit_arena_table(Emit *e, FILE *out)
             int s = g ? p->grad[v] : p->act[v];
             if (!(g ? e->any_grad[v] : e->any_act[v]))
                 continue;
-            fprintf(out, "static const int64_t %s_at = %lld;  // %s%s\n", buffer_name(e, v, g),
+            fprintf(out, "static const int64_t %s = %lld;  // %s%s\n", gen_name_offset(e->arena, buffer_name(e, v, g)),
                     (long long)p->storages[s].offset, g ? "its gradient, " : "", shape_str(e->arena, net->values[v]));
         }
     for (int i = 0; i < net->n_nodes; i++)
@@ -1546,7 +1554,8 @@ static void emit_arena_table(Emit *e, FILE *out)
             if (!(e->any_scratch[i] & (1 << k)))
                 continue;
             const Storage *st = &p->storages[p->nodes[i].scratch[k]];
-            fprintf(out, "static const int64_t %s_at = %lld;  // %s, %lld floats%s\n", scratch_name(e, i, k),
+            fprintf(out, "static const int64_t %s = %lld;  // %s, %lld floats%s\n",
+                    gen_name_offset(e->arena, scratch_name(e, i, k)),
                     (long long)st->offset, op_facts(net->nodes[i].op)->scratch[k].type,
                     (long long)(st->per_sample > 0 ? st->per_sample : st->fixed), st->per_sample > 0 ? " per sample" : "");
         }
@@ -1579,10 +1588,10 @@ static void emit_functions(Emit *e, FILE *out)
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 1);\n");
     comment(e, loss, "    ");
-    launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
+    launch(e, "    ", gen_name_loss_kernel(GEN_LOSS_FORWARD_BACKWARD), 1, 0, loss_work);
     E(", n, (int64_t)n * ctx->world_size, %s, ctx->labels, %s, %s);\n", act(e, loss->in), scratch(e, loss, 0),
       grad(e, loss->in));
-    launch_channels(e, "    ", "loss_reduce", 1, 1);
+    launch_channels(e, "    ", gen_name_loss_kernel(GEN_LOSS_REDUCE), 1, 1);
     E(", %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward and backward");
     E("\n    if (ctx->backward_begins)\n        ctx->backward_begins(ctx);\n");
@@ -1599,9 +1608,9 @@ static void emit_functions(Emit *e, FILE *out)
     b = begin_body(e, &body, &len);
     E("    forward(ctx, n, 0);\n");
     comment(e, loss, "    ");
-    launch(e, "    ", "loss_forward_backward", 1, 0, loss_work);
+    launch(e, "    ", gen_name_loss_kernel(GEN_LOSS_FORWARD_BACKWARD), 1, 0, loss_work);
     E(", n, (int64_t)n, %s, ctx->labels, %s, NULL);\n", act(e, loss->in), scratch(e, loss, 0));
-    launch_channels(e, "    ", "loss_reduce", 1, 1);
+    launch_channels(e, "    ", gen_name_loss_kernel(GEN_LOSS_REDUCE), 1, 1);
     E(", %s, ctx->stats);\n", scratch(e, loss, 0));
     layer_done(e, loss, "forward");
     end_function(e, out, b, &body, "// Forward in evaluation mode and the loss, for a batch of N.\n"
@@ -1648,13 +1657,14 @@ static void emit_functions(Emit *e, FILE *out)
                     (long long)n->in_ch, (long long)n->out_ch);
             continue;
         }
-        fprintf(out, "    DdpConvShape %s_shape = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0, "
+        const char *shape = gen_name_conv_shape(e->arena, n);
+        fprintf(out, "    DdpConvShape %s = {ctx->max_batch, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, 0, 0, "
                      "CHANNELS_LAST};\n",
-                n->name, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
+                shape, (long long)n->in_shape.d[0], (long long)n->in_shape.d[1], (long long)n->in_shape.d[2],
                 (long long)n->out_ch, (long long)n->kernel, (long long)n->kernel, (long long)n->stride, (long long)n->pad,
                 (long long)n->groups);
-        fprintf(out, "    DDP_CHECK(ddp_conv_shape_init(&%s_shape));\n", n->name);
-        fprintf(out, "    DDP_CHECK(ddp_ops_plan_conv(ctx->ops, %d, &%s_shape));\n", e->plan->nodes[i].conv_id, n->name);
+        fprintf(out, "    DDP_CHECK(ddp_conv_shape_init(&%s));\n", shape);
+        fprintf(out, "    DDP_CHECK(ddp_ops_plan_conv(ctx->ops, %d, &%s));\n", e->plan->nodes[i].conv_id, shape);
     }
     fprintf(out, "    return DDP_OK;\n}\n\n");
 }
@@ -1760,8 +1770,8 @@ static void emit_tables(Emit *e, FILE *out)
     const Node *loss = loss_node(net);
     /* the loss reads a layer's output: a net without one, with nothing to
      * train, is refused (sema.c) */
-    fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s_at,  // the activation arena; the scores the loss reads\n",
-            buffer_name(e, loss->in, false));
+    fprintf(out, "    ARENA_PER_SAMPLE, ARENA_FIXED, %s,  // the activation arena; the scores the loss reads\n",
+            gen_name_offset(e->arena, buffer_name(e, loss->in, false)));
     fprintf(out, "    plan_ops, train_step, eval_step, optimizer_step,  // the generated functions\n");
     int64_t fewest[2];
     batchnorm_fewest_values(net, fewest);

@@ -7,9 +7,9 @@
  *               gradient may share its storage;
  *   emit_cu.c   its scratch's names and types, its parameters' start,
  *               which forward depends on TRAIN;
- *   sema.c      the names the generated code derives from a layer's (its
- *               scratch's, its kernels' beyond NAME_forward, which emit_cu.c
- *               spells out; test_golden holds the two to agree), so that
+ *   gen_names.c the names the generated code derives from a layer's (its
+ *               scratch's, its kernels' beyond NAME_forward), which
+ *               emit_cu.c writes and sema.c checks labels against, so that
  *               no two layers name one thing;
  *   summary.c   which outputs are activations;
  *   scaling.c   which backward is two products.

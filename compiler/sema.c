@@ -36,12 +36,11 @@ typedef struct {
     int cap, used;
 } NameTable;
 
-/* The suffixes of a kind's names in the generated code (sema_name_suffixes),
+/* The suffixes of a kind's names in the generated code (gen_name_suffixes),
  * and their heads: each one's part before a later '_' (_bias of
- * _bias_relu_forward, _out of _out_at). */
-/* LONGEST_NAME_SUFFIX bounds a suffix, and so a head: a label is looked up
- * by its last parts only, which keeps a long label's check linear. */
-enum { MAX_NAME_SUFFIXES = 64, LONGEST_NAME_SUFFIX = 64 };
+ * _bias_relu_forward, _out of _out_at). LONGEST_NAME_SUFFIX bounds a
+ * suffix, and so a head: a label is looked up by its last parts only, which
+ * keeps a long label's check linear. */
 typedef struct {
     const char *suffix[MAX_NAME_SUFFIXES];
     const char *head[MAX_NAME_SUFFIXES];
@@ -272,14 +271,6 @@ static void *grow(void *p, int *cap, int need, size_t elem)
     return q;
 }
 
-static const char *const param_suffix[] = {
-    [PARAM_WEIGHT] = "weight",
-    [PARAM_BIAS] = "bias",
-    [PARAM_RUNNING_MEAN] = "running_mean",
-    [PARAM_RUNNING_VAR] = "running_var",
-    [PARAM_NUM_BATCHES_TRACKED] = "num_batches_tracked",
-};
-
 void sema_add_param(Sema *s, Node *n, ParamRole role, int ndim, const int64_t *shape)
 {
     Net *net = s->net;
@@ -288,7 +279,7 @@ void sema_add_param(Sema *s, Node *n, ParamRole role, int ndim, const int64_t *s
         n->first_param = net->n_params;
     Param *p = &net->params[net->n_params++];
     memset(p, 0, sizeof *p);
-    p->name = arena_printf(s->arena, "%s.%s", n->name, param_suffix[role]);
+    p->name = arena_printf(s->arena, "%s.%s", n->name, gen_param_word(role));
     p->node = (int)(n - net->nodes);
     p->role = role;
     p->trainable = role == PARAM_WEIGHT || role == PARAM_BIAS;
@@ -381,7 +372,9 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
     /* the generated code names kernels and buffers after layers: ddp_ is the
      * runtime's, d_ its gradients' (d_conv1_out, d_conv1_weight: a layer d_conv1
      * next to a conv1 would clash) */
-    int reserved = !st->label ? 0 : strncasecmp(st->label, "ddp_", 4) == 0 ? 4 : strncmp(st->label, "d_", 2) == 0 ? 2 : 0;
+    size_t gradient = strlen(GEN_GRADIENT_PREFIX);
+    int reserved = !st->label ? 0 : strncasecmp(st->label, "ddp_", 4) == 0 ? 4
+                   : strncmp(st->label, GEN_GRADIENT_PREFIX, gradient) == 0 ? (int)gradient : 0;
     if (reserved)
         diag_at(s->diag, SEV_ERROR, st->label_loc, "layer names starting with '%.*s' are reserved", reserved, st->label);
     int self = (int)(n - s->net->nodes);
@@ -405,11 +398,13 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
 //
 // Names in the generated code
 //
-// emit_cu.c names what belongs to a layer after it: its output conv1_out,
-// parameters conv1_weight, scratch maxpool1_argmax, their offsets
-// conv1_out_at, kernels relu1_forward, bn1_sums_backward, and a product's
-// kernels after the bias and activation they add, conv1_bias_relu_forward
-// (gradients too, as d_conv1_out: no name may start with d_). Two layers
+// The generated code names what belongs to a layer after it, as
+// gen_names.c spells it: its output conv1_out, parameters conv1_weight,
+// scratch maxpool1_argmax, their offsets conv1_out_at, kernels
+// relu1_forward, bn1_sums_backward, and a product's kernels after the bias
+// and activation they add, conv1_bias_relu_forward (gradients too, as
+// d_conv1_out: no name may start with d_); gen_name_suffixes lists what
+// those names add to a kind's, from the same functions. Two layers
 // whose names differ by the head of such a suffix can name one thing twice:
 // a linear l with its sigmoid fused has the kernel l_bias_sigmoid_forward,
 // and so has a sigmoid named l_bias_sigmoid, which the host compiler then
@@ -421,64 +416,13 @@ static void name_node(Walk *w, const Stmt *st, Node *n, const char *prefix, int 
 // digit, which no suffix does, so two of those never meet.
 //
 
-/* The generated code's names that are no layer's (emit_cu.c's loss kernels). */
-static const char *const program_names[] = {"loss_forward_backward", "loss_reduce"};
-
-const char *const *sema_program_names(int *n)
+static void add_head(const char **out, int *n, const char *head)
 {
-    *n = DDPC_COUNT(program_names);
-    return program_names;
-}
-
-static void add_suffix(const char **out, int max, int *n, const char *suffix)
-{
-    if (*n == max || strlen(suffix) > LONGEST_NAME_SUFFIX) {
-        fputs("ddpc: internal error: sema.c: more name suffixes than MAX_NAME_SUFFIXES, or one longer than "
-              "LONGEST_NAME_SUFFIX\n", stderr);
+    if (*n == MAX_NAME_SUFFIXES) {
+        fputs("ddpc: internal error: sema.c: more name suffixes than MAX_NAME_SUFFIXES\n", stderr);
         abort();
     }
-    out[(*n)++] = suffix;
-}
-
-int sema_name_suffixes(Arena *a, OpKind op, bool bias, const char **out, int max)
-{
-    const OpFacts *f = op_facts(op);
-    int n = 0;
-    /* kernels: NAME_forward and NAME_backward; NAME_WORD_... for the op's
-     * other kernels; a product's NAME_bias_... and NAME_bias_ACT_..., or
-     * without a bias NAME_ACT_..., for an activation ACT fused into it
-     * (emit_cu.c kernel_stem) */
-    const char *stems[MAX_NAME_SUFFIXES];
-    int n_stems = 0;
-    add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, "");
-    for (int k = 0; k < (int)DDPC_COUNT(f->kernels) && f->kernels[k]; k++)
-        add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, arena_printf(a, "_%s", f->kernels[k]));
-    if (f->library_product) {
-        if (bias)
-            add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, "_bias");
-        const char *words[64];
-        int n_words = layer_words(words, 64);
-        for (int i = 0; i < n_words; i++)
-            if (op_facts(layer_kind_find(words[i])->op)->activation)
-                add_suffix(stems, MAX_NAME_SUFFIXES, &n_stems, arena_printf(a, "_%s%s", bias ? "bias_" : "", words[i]));
-        add_suffix(out, max, &n, "_shape"); /* a conv's DdpConvShape */
-    }
-    for (int i = 0; i < n_stems; i++) {
-        add_suffix(out, max, &n, arena_printf(a, "%s_forward", stems[i]));
-        add_suffix(out, max, &n, arena_printf(a, "%s_backward", stems[i]));
-    }
-    /* buffers, and their offsets in the arena table */
-    add_suffix(out, max, &n, "_out");
-    add_suffix(out, max, &n, "_out_at");
-    for (int k = 0; k < OP_MAX_SCRATCH && f->scratch[k].name; k++) {
-        add_suffix(out, max, &n, arena_printf(a, "_%s", f->scratch[k].name));
-        add_suffix(out, max, &n, arena_printf(a, "_%s_at", f->scratch[k].name));
-    }
-    /* parameters: conv1.weight is conv1_weight */
-    for (int r = 0; r < PARAM_ROLE_COUNT; r++)
-        if (f->init[r] != INIT_NONE)
-            add_suffix(out, max, &n, arena_printf(a, "_%s", param_suffix[r]));
-    return n;
+    out[(*n)++] = head;
 }
 
 /* N's suffixes, made once per kind and bias (MADE and READY: 2 per kind). */
@@ -489,7 +433,7 @@ static const NameSuffixes *suffixes_of(Walk *w, NameSuffixes *made, bool *ready,
     if (ready[k])
         return x;
     ready[k] = true;
-    x->n_suffixes = sema_name_suffixes(w->s.arena, n->op, n->bias, x->suffix, MAX_NAME_SUFFIXES);
+    x->n_suffixes = gen_name_suffixes(w->s.arena, n->op, n->bias, x->suffix, MAX_NAME_SUFFIXES);
     x->n_heads = 0;
     for (int i = 0; i < x->n_suffixes; i++)
         for (const char *u = strchr(x->suffix[i] + 1, '_'); u; u = strchr(u + 1, '_')) {
@@ -498,7 +442,7 @@ static const NameSuffixes *suffixes_of(Walk *w, NameSuffixes *made, bool *ready,
             for (int h = 0; h < x->n_heads && !seen; h++)
                 seen = strlen(x->head[h]) == len && strncmp(x->head[h], x->suffix[i], len) == 0;
             if (!seen)
-                add_suffix(x->head, MAX_NAME_SUFFIXES, &x->n_heads, arena_strndup(w->s.arena, x->suffix[i], len));
+                add_head(x->head, &x->n_heads, arena_strndup(w->s.arena, x->suffix[i], len));
         }
     return x;
 }
@@ -594,14 +538,15 @@ static void check_generated_names(Walk *w)
                     diag_quote(s->arena, nodes[other].name), nodes[other].line, diag_quote(s->arena, shorter), suffix);
             continue;
         }
-        for (int k = 0; k < (int)DDPC_COUNT(program_names); k++)
-            if (strncmp(program_names[k], n->name, len) == 0 && program_names[k][len] &&
-                suffix_in(mine, program_names[k] + len)) {
+        for (int k = 0; k < GEN_LOSS_KERNEL_COUNT; k++) {
+            const char *own = gen_name_loss_kernel((GenLossKernel)k);
+            if (strncmp(own, n->name, len) == 0 && own[len] && suffix_in(mine, own + len)) {
                 diag_at(s->diag, SEV_ERROR, w->labels[i].loc,
                         "layer name '%s' would name %s, which the generated code keeps for the loss; choose another "
-                        "name", diag_quote(s->arena, n->name), program_names[k]);
+                        "name", diag_quote(s->arena, n->name), own);
                 break;
             }
+        }
     }
     free(key);
     free(label_of);

@@ -16,9 +16,10 @@
  *
  * The pinned programs also hold sema's check of names to what the emitter
  * writes: every name a program derives from a layer's is that name followed
- * by a suffix sema_name_suffixes gives for the layer, and no other name of
- * the program could be spelt by a layer's name and such a suffix, but those
- * sema_program_names lists.
+ * by a suffix gen_name_suffixes gives for the layer (so the emitter spelt
+ * it by gen_names.c, not by hand), and no other name of the program could be
+ * spelt by a layer's name and such a suffix, but the loss kernels
+ * (gen_name_loss_kernel).
  */
 #include "testutil.h"
 
@@ -29,7 +30,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "ddpc.h"  // parse_net, sema_net, sema_name_suffixes, sema_program_names
+#include "ddpc.h"  // parse_net, sema_net, gen_name_suffixes, gen_name_loss_kernel
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -207,8 +208,6 @@ static void test_one_source_for_both_targets(void)
 // The generated programs' names against sema's check of labels
 //
 
-enum { MAX_SUFFIXES = 64 };
-
 static int compare_strings(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -294,13 +293,15 @@ static int check_program_names(const char *program_path, const char *net_path)
     CU_ASSERT_FATAL(sema_net(&arena, &diag, &ast, net_path, &net));
 
     /* every suffix of every kind, for names that are no layer's */
-    const char *every[2 * OP_COUNT * MAX_SUFFIXES];
+    const char *every[2 * OP_COUNT * MAX_NAME_SUFFIXES];
     int n_every = 0;
     for (int op = 0; op < OP_COUNT; op++)
         for (int bias = 0; bias < 2; bias++)
-            n_every += sema_name_suffixes(&arena, (OpKind)op, bias, every + n_every, MAX_SUFFIXES);
-    int n_fixed;
-    const char *const *fixed = sema_program_names(&n_fixed);
+            n_every += gen_name_suffixes(&arena, (OpKind)op, bias, every + n_every, MAX_NAME_SUFFIXES);
+    const char *fixed[GEN_LOSS_KERNEL_COUNT];
+    int n_fixed = GEN_LOSS_KERNEL_COUNT;
+    for (int k = 0; k < n_fixed; k++)
+        fixed[k] = gen_name_loss_kernel((GenLossKernel)k);
 
     int n_ids, derived = 0;
     char **ids = identifiers(program, &n_ids);
@@ -317,14 +318,14 @@ static int check_program_names(const char *program_path, const char *net_path)
             if (strncmp(name, nd->name, len) != 0 || name[len] != '_')
                 continue;
             layer = true;
-            const char *suffixes[MAX_SUFFIXES];
-            int n = sema_name_suffixes(&arena, nd->op, nd->bias, suffixes, MAX_SUFFIXES);
+            const char *suffixes[MAX_NAME_SUFFIXES];
+            int n = gen_name_suffixes(&arena, nd->op, nd->bias, suffixes, MAX_NAME_SUFFIXES);
             known = in_list(name + len, suffixes, n);
         }
         if (layer) {
             derived++;
             if (!known)
-                fprintf(stderr, "\n%s: %s: a layer's name and a suffix sema_name_suffixes does not give", program_path,
+                fprintf(stderr, "\n%s: %s: a layer's name and a suffix gen_name_suffixes does not give", program_path,
                         id);
             CU_ASSERT(known);
             continue;
@@ -335,7 +336,7 @@ static int check_program_names(const char *program_path, const char *net_path)
             size_t len = strlen(id), n = strlen(every[k]);
             if (len > n && strcmp(id + len - n, every[k]) == 0 &&
                 (could_be_label(id, len - n) || (strncmp(id, "d_", 2) == 0 && len - n > 2 && could_be_label(id + 2, len - n - 2)))) {
-                fprintf(stderr, "\n%s: %s: a label %.*s would spell it; sema_program_names should list it",
+                fprintf(stderr, "\n%s: %s: a label %.*s would spell it; gen_name_loss_kernel should name it",
                         program_path, id, (int)(len - n), id);
                 CU_FAIL("a program's own name a label could spell");
                 break;
