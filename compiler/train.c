@@ -215,6 +215,7 @@ void train_check(Sema *s, const Stmt *block)
 {
     TrainConfig *t = &s->net->train;
     bool seen[DDPC_COUNT(train_words)] = {false};
+    const Arg *seed_arg = NULL; /* held to the epochs once both are read */
     for (const Stmt *st = block; st; st = st->next) {
         if (st->is_error)
             continue;
@@ -252,8 +253,10 @@ void train_check(Sema *s, const Stmt *block)
                 diag_at(s->diag, SEV_ERROR, st->word_loc, "%s needs a number", st->word);
             else if (k == 1)
                 sema_value_int(s, a->val, "epochs", 1, DDP_FLAGS_MAX_EPOCHS, &t->epochs);
-            else /* the range --seed takes, which overrides it */
+            else { /* the range --seed takes, which overrides it */
                 sema_value_u64(s, a->val, "seed", DDP_SEED_MAX, &t->seed);
+                seed_arg = a;
+            }
             break;
         case 2: check_optimizer(s, st, t); break;
         case 3: check_schedule(s, st, t); break;
@@ -267,4 +270,10 @@ void train_check(Sema *s, const Stmt *block)
         }
         }
     }
+    /* a seed the program would refuse at its own epochs (it checks again
+     * for --seed and --epochs, and where --no-shuffle makes any seed do) */
+    if (seed_arg && t->seed > ddp_seed_most(t->epochs))
+        diag_at(s->diag, SEV_ERROR, seed_arg->loc, "seed %llu: DistributedSampler shuffles epoch E by the seed plus "
+                "E, which passes 2^64 - 1 within the net's %lld epochs; give a seed of at most %llu",
+                (unsigned long long)t->seed, (long long)t->epochs, (unsigned long long)ddp_seed_most(t->epochs));
 }

@@ -24,6 +24,16 @@ extern "C" {
  * is any uint64 (the hashes that draw masks, crops and orders take 64 bits). */
 #define DDP_SEED_MAX UINT64_MAX
 
+/* The largest seed a run of EPOCHS shuffled epochs may have: DistributedSampler
+ * shuffles epoch E by seed + E, which PyTorch's manual_seed refuses past
+ * 2^64 - 1 (and the sampler here would wrap to seed 0's order). ddpc holds
+ * a .net's seed to it for the net's epochs; the program, for the epochs it
+ * will reach. */
+static inline uint64_t ddp_seed_most(int64_t epochs)
+{
+    return DDP_SEED_MAX - (uint64_t)(epochs > 1 ? epochs - 1 : 0);
+}
+
 /* S as a decimal int64: an optional '-', digits, nothing else; false when
  * not, or beyond int64. */
 bool ddp_parse_int(const char *s, int64_t *out);

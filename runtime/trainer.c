@@ -73,6 +73,7 @@
 #include "jsonlog.h"   // DdpJsonLog; ddp_jsonlog_check: --log checked at start-up
 #include "launcher.h"  // ddp_signal_name
 #include "model.h"     // DdpNet, DdpCtx
+#include "numbers.h"   // ddp_seed_most: the largest seed a run of so many epochs takes
 #include "progress.h"  // DdpProgress, DdpReport
 #include "rank_signals.h"  // ddp_signals_*: stops asked for, and what a stop at once says
 #include "reducer.h"   // DdpReducer: bucketed all-reduce overlapping backward
@@ -1511,7 +1512,9 @@ static int64_t step_limit(const Trainer *t)
 /* DistributedSampler shuffles epoch E by seed + E, which PyTorch's
  * manual_seed refuses past 2^64 - 1 ("Overflow when unpacking long"); the
  * sampler here would wrap to seed 0's order instead. So a seed that close
- * to the top is refused where the run shuffles and gets to such an epoch. */
+ * to the top (ddp_seed_most) is refused where the run shuffles and gets to
+ * such an epoch, naming where the seed came from: --seed, or the net's
+ * train { } (which ddpc held to the net's own epochs). */
 static DdpStatus check_seed(const Trainer *t)
 {
     const uint64_t seed = t->cfg.seed;
@@ -1525,10 +1528,11 @@ static DdpStatus check_seed(const Trainer *t)
                         (steps - 1) / (uint64_t)t->steps_per_epoch >= first_past;
     if (!reached)
         return DDP_OK;
-    return DDP_ERR(DDP_BAD_INPUT, "--seed %llu: DistributedSampler shuffles each epoch by the seed plus the epochs "
+    return DDP_ERR(DDP_BAD_INPUT, "%s %llu: DistributedSampler shuffles each epoch by the seed plus the epochs "
                    "before it, which passes 2^64 - 1 at epoch %llu, where PyTorch refuses it; give a seed of at most "
-                   "%llu for %lld epochs", (unsigned long long)seed, (unsigned long long)first_past + 1,
-                   (unsigned long long)(UINT64_MAX - (uint64_t)(t->cfg.epochs - 1)), (long long)t->cfg.epochs);
+                   "%llu for %lld epochs", t->flags.given[DDP_FLAG_SEED] ? "--seed" : "the net's seed",
+                   (unsigned long long)seed, (unsigned long long)first_past + 1,
+                   (unsigned long long)ddp_seed_most(t->cfg.epochs), (long long)t->cfg.epochs);
 }
 
 /* A training batch in which a batchnorm would normalize a single value per

@@ -786,6 +786,14 @@ static void test_seed_past_the_top(void)
     CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551615 --no-shuffle", data_dir),
                     0);
     CU_ASSERT_EQUAL(harness_run(net, NULL, "--data %s --epochs 2 --seed 18446744073709551614", data_dir), 0);
+    /* the seed of the net's train { } (ddpc held it to the net's epochs;
+     * --epochs takes the run past them): named as the net's, not --seed */
+    DdpTrainConfig train = tiny_net_train();
+    train.seed = UINT64_MAX;
+    CU_ASSERT_EQUAL(harness_run(tiny_net(&train, 1, 10), &out, "--data %s --epochs 2", data_dir), 2);
+    CU_ASSERT(harness_has(out, "tiny_train: error: the net's seed 18446744073709551615: DistributedSampler shuffles "
+                               "each epoch by the seed plus the epochs before it"));
+    free(out);
     teardown();
 }
 

@@ -7,7 +7,7 @@
 
 #include "kernel.h"  // DDP_KERNEL, DDP_FOR, DDP_LAUNCH; DdpCtx, DdpNet; ddp_conv_*, ddp_gemm
 
-// seed_largest.net:3: linear 10
+// seed_largest.net:4: linear 10
 DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int accumulate)
 {
     const int64_t C = 10, HW = 1;  // channels, pixels of a plane
@@ -30,7 +30,7 @@ DDP_KERNEL linear1_bias_backward(int n, const float *dy, DdpGrad *dbias, int acc
     }
 }
 
-// seed_largest.net:4: loss cross_entropy
+// seed_largest.net:5: loss cross_entropy
 // Per sample: its loss and whether the prediction (first largest score) is right;
 // dx (when not NULL) gets d mean-loss / d scores, the mean over TOTAL samples:
 // this batch's N on every rank (ctx->world_size), so that the all-reduce's sum
@@ -105,9 +105,9 @@ static void forward(DdpCtx *ctx, int n, int train)
     float *linear1_bias = ctx->params + 0;
     float *linear1_out = A + linear1_out_at * B;
     (void)train;  // no layer of this net behaves differently in training
-    // seed_largest.net:3: linear 10
+    // seed_largest.net:4: linear 10
     ddp_linear_forward_bias(ctx->ops, n, 784, 10, ctx->x, linear1_weight, linear1_bias, DDP_EPILOGUE_BIAS, linear1_out);
-    DDP_LAYER_DONE("linear1 forward, seed_largest.net:3");
+    DDP_LAYER_DONE("linear1 forward, seed_largest.net:4");
 }
 
 // Forward, loss and backward for a batch of N: grads get d loss / d params.
@@ -122,19 +122,19 @@ static void train_step(DdpCtx *ctx, int n)
     float *loss_rows = A + loss_rows_at * B;
     const float beta = ctx->accumulate ? 1.0f : 0.0f;  // no_sync steps add to the gradients
     forward(ctx, n, 1);
-    // seed_largest.net:4: loss cross_entropy
+    // seed_largest.net:5: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n * ctx->world_size, linear1_out, ctx->labels, loss_rows, d_linear1_out);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward and backward, seed_largest.net:4");
+    DDP_LAYER_DONE("loss forward and backward, seed_largest.net:5");
 
     if (ctx->backward_begins)
         ctx->backward_begins(ctx);
     // backward, last layer first; each parameter's gradient is announced as soon
     // as it is final, so that its bucket's all-reduce can start
-    // seed_largest.net:3: linear 10
+    // seed_largest.net:4: linear 10
     DDP_LAUNCH_CHANNELS(linear1_bias_backward, 10, 1, n, d_linear1_out, d_linear1_bias, ctx->accumulate);
     ddp_gemm_grad(ctx->ops, 10, 784, n, d_linear1_out, 10, ctx->x, 784, beta, d_linear1_weight, 784);
-    DDP_LAYER_DONE("linear1 backward, seed_largest.net:3");
+    DDP_LAYER_DONE("linear1 backward, seed_largest.net:4");
     if (ctx->grad_ready)
         ctx->grad_ready(ctx, 0);  // linear1.weight
     if (ctx->grad_ready)
@@ -149,10 +149,10 @@ static void eval_step(DdpCtx *ctx, int n)
     float *linear1_out = A + linear1_out_at * B;
     float *loss_rows = A + loss_rows_at * B;
     forward(ctx, n, 0);
-    // seed_largest.net:4: loss cross_entropy
+    // seed_largest.net:5: loss cross_entropy
     DDP_LAUNCH(loss_forward_backward, n, n, (int64_t)n, linear1_out, ctx->labels, loss_rows, NULL);
     DDP_LAUNCH_CHANNELS(loss_reduce, 1, 1, n, loss_rows, ctx->stats);
-    DDP_LAYER_DONE("loss forward, seed_largest.net:4");
+    DDP_LAYER_DONE("loss forward, seed_largest.net:5");
 }
 
 // One optimizer update of all 7852 parameters at once.
@@ -170,7 +170,7 @@ static const int CHANNELS_LAST = 0;
 // cuDNN's algorithms.
 static DdpStatus plan_ops(DdpCtx *ctx)
 {
-    // seed_largest.net:3: linear 10
+    // seed_largest.net:4: linear 10
     DDP_CHECK(ddp_ops_plan_linear(ctx->ops, ctx->max_batch, 784, 10));
     return DDP_OK;
 }
@@ -191,7 +191,7 @@ static const DdpNet net = {
     // train { }: batch, epochs, optimizer, lr, momentum, dampening, weight_decay, nesterov,
     // betas, eps, schedule, warmup, every, gamma, bucket cap, first bucket, seed, batch is global,
     // precision
-    {64, 10, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 18446744073709551615ull, 0, DDP_PRECISION_FP32},
+    {64, 1, DDP_OPT_SGD, 0.01, 0.0, 0.0, 0.0, 0, 0.9, 0.999, 1e-08, DDP_SCHED_CONSTANT, 0, 1, 0.1, 26214400, 1048576, 18446744073709551615ull, 0, DDP_PRECISION_FP32},
     // data { } (none in the .net): normalized channels, mean, std; random crop height, width, pad, padding;
     // probability of a left-right flip, of an upside-down flip; for image files: resize to
     // height, width, or of the shorter side; center crop height, width
