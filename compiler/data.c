@@ -23,6 +23,7 @@
  */
 #include "ddpc.h"
 
+#include <float.h>  // FLT_TRUE_MIN, FLT_MAX: normalize computes in float
 #include <math.h>
 #include <string.h>
 
@@ -68,8 +69,8 @@ static void check_normalize(Sema *s, const Stmt *st, DataConfig *d)
     ok = real_list(s, std->val, "std", 0, 1e6, &sd, &n_std) && ok;
     for (int64_t i = 0; ok && i < n_std; i++)
         if (!((float)sd[i] > 0)) { /* normalize divides in float */
-            diag_at(s->diag, SEV_ERROR, std->loc,
-                    "std must be above 0 in float (1.5e-45 or more): normalize divides by it");
+            diag_at(s->diag, SEV_ERROR, std->loc, "std must be above 0 in float (%.2g or more): normalize divides by it",
+                    (double)FLT_TRUE_MIN);
             ok = false;
         }
     if (ok && n_mean != n_std) {
@@ -77,6 +78,15 @@ static void check_normalize(Sema *s, const Stmt *st, DataConfig *d)
                 (long long)n_mean, n_mean == 1 ? "" : "s", (long long)n_std, n_std == 1 ? "" : "s");
         ok = false;
     }
+    /* pixels are 0 to 1 (bytes / 255): a quotient past float's largest
+     * would give the net inf for every one, and a NaN loss at the first step */
+    for (int64_t i = 0; ok && i < n_std; i++)
+        if (fmax(fabs(m[i]), fabs(1 - m[i])) / sd[i] > FLT_MAX) {
+            diag_at(s->diag, SEV_ERROR, std->loc, "normalize mean=%g std=%g: (x - mean) / std passes the largest "
+                    "float (%.2g) for pixel values from 0 to 1, and the net would see inf", m[i], sd[i],
+                    (double)FLT_MAX);
+            ok = false;
+        }
     if (!ok)
         return;
     d->mean = m;

@@ -16,14 +16,15 @@
 
 enum { PATH_LEN = 4096 };
 
-/* One hierarchy's files: the limit, the usage, and memory.stat's field of
- * the inactive file pages (v1's total_ one counts the groups below too, as
- * its usage does). */
+/* One hierarchy's files: the limit, the usage, and memory.stat's fields of
+ * the file pages, active and inactive (v1's total_ ones count the groups
+ * below too, as its usage does). */
 typedef struct {
-    const char *limit, *usage, *inactive;
+    const char *limit, *usage, *file_pages[2];
 } Files;
-static const Files v2_files = {"memory.max", "memory.current", "inactive_file"};
-static const Files v1_files = {"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"};
+static const Files v2_files = {"memory.max", "memory.current", {"active_file", "inactive_file"}};
+static const Files v1_files = {"memory.limit_in_bytes", "memory.usage_in_bytes",
+                               {"total_active_file", "total_inactive_file"}};
 
 /* The number file DIR/NAME holds, into *V: 1; 0 where it is missing, holds
  * no number, or holds v2's "max" (no limit). */
@@ -66,17 +67,17 @@ static uint64_t stat_field(const char *dir, const char *name)
     return v;
 }
 
-/* What group DIR leaves: its limit less its working set, at least 1 (0
- * would read as "cannot tell"); SIZE_MAX where it sets no limit or its
- * files cannot be read (an ancestor outside a container's view, say). */
+/* What group DIR leaves: its limit less its usage but for file pages, at
+ * least 1 (0 would read as "cannot tell"); SIZE_MAX where it sets no limit
+ * or its files cannot be read (an ancestor outside a container's view). */
 static size_t left_in(const char *dir, const Files *files)
 {
     uint64_t limit, usage;
     if (!read_count(dir, files->limit, &limit) || limit >= NO_LIMIT_FROM || !read_count(dir, files->usage, &usage))
         return SIZE_MAX;
-    uint64_t inactive = stat_field(dir, files->inactive);
-    uint64_t working = usage > inactive ? usage - inactive : 0;
-    return working >= limit ? 1 : (size_t)(limit - working);
+    uint64_t cache = stat_field(dir, files->file_pages[0]) + stat_field(dir, files->file_pages[1]);
+    uint64_t held = usage > cache ? usage - cache : 0;
+    return held >= limit ? 1 : (size_t)(limit - held);
 }
 
 /* The least left in GROUP (a path of /proc/self/cgroup) and in each group

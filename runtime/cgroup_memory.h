@@ -5,15 +5,20 @@
  * the machine, and a run sized by MemAvailable alone would pass the
  * start-up memory check there and then be killed for memory.
  *
- * What a group has left is its limit less its working set, the working set
- * being its usage less its inactive file pages (page cache the kernel gives
- * back before it kills anything: counting it as used would refuse runs
- * that fit). That is how the kubelet counts a pod's memory for eviction.
- * Every group from this process's up to the root of the mounted hierarchy
- * limits it, so the least left over them all is what is left. Both
- * hierarchies are read: cgroup v2 (memory.max, memory.current, memory.stat's
- * inactive_file) and v1's memory controller (memory.limit_in_bytes,
- * memory.usage_in_bytes, memory.stat's total_inactive_file).
+ * What a group has left is its limit less what it holds that the kernel
+ * cannot give back: its usage less its file pages, active and inactive
+ * (page cache, which the kernel reclaims before it kills anything in the
+ * group: counted as used, a data set read twice, or image files cached,
+ * would refuse runs that fit, and the refusal has no override). Every group
+ * from this process's up to the root of the mounted hierarchy limits it,
+ * so the least left over them all is what is left. Both hierarchies are
+ * read, at their usual mount points (systemd's, Docker's, Kubernetes'):
+ * cgroup v2 at /sys/fs/cgroup (memory.max, memory.current, memory.stat's
+ * active_file and inactive_file) and v1's memory controller at
+ * /sys/fs/cgroup/memory (memory.limit_in_bytes, memory.usage_in_bytes,
+ * memory.stat's total_active_file and total_inactive_file). A hierarchy
+ * mounted elsewhere goes unseen: the machine's MemAvailable alone counts
+ * then, as before there was this file.
  */
 #ifndef DDPRT_CGROUP_MEMORY_H
 #define DDPRT_CGROUP_MEMORY_H
@@ -28,7 +33,6 @@ size_t ddp_cgroup_memory_left(void);
  * DIR/proc/self/cgroup and DIR/sys/fs/cgroup, a container's made-up limit
  * for a whole program's start-up check. */
 #define DDP_TEST_CGROUP_ROOT_ENV "DDP_TEST_CGROUP_ROOT"
-
 
 /* The same, with every path read under ROOT ("" for the real one: ROOT is
  * for tests, which lay out ROOT/proc/self/cgroup and ROOT/sys/fs/cgroup). */

@@ -39,8 +39,9 @@ static DdpStatus check_mpi_launch(const DdpDist *d)
     if (d->topo.launch == DDP_LAUNCH_MPIRUN)
         return DDP_OK;
     if (gpu && mpirun_world > 1 && d->world == 1)
-        return DDP_ERR(DDP_BAD_INPUT, "mpirun started %d processes, but --world-size 1 makes each a run of its own, "
-                       "training alone: leave --world-size out (or mpirun -np 1)", mpirun_world);
+        return DDP_ERR(DDP_BAD_INPUT, "mpirun started %d processes, but this one is a world of 1 (%s), a run of its "
+                       "own, training alone: leave that out (or mpirun -np 1)", mpirun_world,
+                       d->topo.launch == DDP_LAUNCH_FLAGS ? "--world-size 1" : "WORLD_SIZE=1");
     if (gpu)
         return DDP_OK;
     if (mpirun_world && (d->world > 1 || mpirun_world > 1))

@@ -1353,8 +1353,9 @@ static DdpStatus predict(Trainer *t)
     /* the default is capped at the net's classes; a --top asked for is not
      * cut short without a word (torch.topk refuses it too) */
     if (t->flags.given[DDP_FLAG_TOP] && t->flags.top > t->net->num_classes)
-        return DDP_ERR(DDP_BAD_INPUT, "--top %lld: the net has %d classes, so at most --top %d", (long long)t->flags.top,
-                       t->net->num_classes, t->net->num_classes);
+        return DDP_ERR(DDP_BAD_INPUT, "--top %lld: the net has %d class%s, so at most --top %d",
+                       (long long)t->flags.top, t->net->num_classes, t->net->num_classes == 1 ? "" : "es",
+                       t->net->num_classes);
     const DdpDataOptions options = data_options(t);
     DDP_CHECK(ddp_data_load_inputs(t->flags.predict, &options, &t->test));
     DDP_CHECK(check_sample_shape(t->net, &t->test));

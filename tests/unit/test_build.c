@@ -501,15 +501,18 @@ static void test_gpu_build_under_mpirun(void)
         return;
     }
     static const char *const want[] = {
-        "p: error: mpirun started 2 processes, but --world-size 1 makes each a run of its own, training alone: leave "
-        "--world-size out (or mpirun -np 1)\none=2\n",
+        "p: error: mpirun started 2 processes, but this one is a world of 1 (--world-size 1), a run of its own, "
+        "training alone: leave that out (or mpirun -np 1)\none=2\n",
+        "p: error: mpirun started 2 processes, but this one is a world of 1 (WORLD_SIZE=1), a run of its own, "
+        "training alone: leave that out (or mpirun -np 1)\ntorchrun=2\n",
         "p: rank 0: error: nowhere: No such file or directory\nflagged=2\n",
         "\n0\np: error: nowhere: No such file or directory\nnp1=2\n", NULL};
     script_says("r=$(cd $(dirname $D)/.. && pwd); $D $r/examples/mlp.net --target cuda -o p > /dev/null || exit 9; "
                 "export OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 CUDA_VISIBLE_DEVICES=; "
                 "./p --world-size 1 --data nowhere 2>&1; echo one=$?; "
+                "TORCHELASTIC_RUN_ID=x RANK=0 WORLD_SIZE=1 ./p --data nowhere 2>&1; echo torchrun=$?; "
                 "./p --rank 0 --world-size 2 --init-method tcp://127.0.0.1:1 --data nowhere 2>&1; echo flagged=$?; "
-                "OMPI_COMM_WORLD_SIZE=1 ./p --world-size 1 --data nowhere 2>&1 | grep -c 'makes each a run'; "
+                "OMPI_COMM_WORLD_SIZE=1 ./p --world-size 1 --data nowhere 2>&1 | grep -c 'a run of its own'; "
                 "OMPI_COMM_WORLD_SIZE=1 ./p --world-size 1 --data nowhere 2>&1; echo np1=$?",
                 want);
 }
