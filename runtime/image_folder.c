@@ -87,9 +87,14 @@ static DdpStatus list_dir(const char *dir, int dirs, Strings *out)
         int found = stat(path, &st) == 0;
         int kind_ok = found && (dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
         /* an image ImageFolder would list but that cannot be read (a
-         * broken link): refused, not left out */
+         * broken link; a FIFO, socket or device, which a read would block
+         * on or fail): refused, not left out */
         if (!found && !dirs && ddp_image_name(e->d_name) != DDP_IMAGE_NONE)
             status = DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        else if (found && !dirs && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+                 ddp_image_name(e->d_name) != DDP_IMAGE_NONE)
+            status = DDP_ERR(DDP_BAD_INPUT, "%s: not a regular file (a FIFO, socket or device), which ImageFolder "
+                             "would list as an image", path);
         free(path);
         if (kind_ok && !strings_add(out, strdup(e->d_name)))
             status = DDP_ERR(DDP_FAIL, "%s: out of memory listing it", dir);

@@ -308,6 +308,11 @@ static void test_refusals(void)
     CU_ASSERT_EQUAL(symlink("nowhere.png", test_tmp_path(tmpdir, "d/train/a/3.png")), 0);
     expect_refused(&grey, 0, "3.png: cannot open: No such file or directory");
 
+    /* a FIFO named as an image: ImageFolder lists it, a read would block */
+    fresh_folder();
+    CU_ASSERT_EQUAL(mkfifo(test_tmp_path(tmpdir, "d/train/a/zz.png"), 0644), 0);
+    expect_refused(&grey, 0, "zz.png: not a regular file (a FIFO, socket or device), which ImageFolder would list");
+
     fresh_folder();
     write_text_file("d/train/a/2.png", "GIF89a, named .png", 18);
     expect_refused(&grey, 0, "neither a PNG nor a JPEG");
