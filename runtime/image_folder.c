@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "python_order.h"  // ddp_python_order: the order ImageFolder sorts names in
+
 /* How deep below a class folder images are looked for: deeper is a link
  * loop more likely than a data set. */
 #define MOST_DEPTH 32
@@ -64,7 +66,12 @@ static void strings_free(Strings *s)
     memset(s, 0, sizeof *s);
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* Python's order of two names (ImageFolder's): python_order.h. */
+static int by_name(const void *a, const void *b)
+{
+    const char *p = *(char *const *)a, *q = *(char *const *)b;
+    return ddp_python_order(p, strlen(p), q, strlen(q));
+}
 
 /* The names in DIR (not . and ..), sorted; folders only when DIRS, else
  * files only (links followed). */
@@ -140,15 +147,14 @@ static DdpStatus add_images(const char *dir, int depth, Strings *files)
 }
 
 /* ImageFolder's order of a class's files: sorted(os.walk(...)) sorts by
- * folder path (as strings, so "a-b" before "a/x"), then sorted(names). */
+ * folder path (as Python's strings, so "a-b" before "a/x"), then
+ * sorted(names); Python's order throughout (python_order.h). */
 static int by_folder_then_name(const void *a, const void *b)
 {
     const char *p = *(char *const *)a, *q = *(char *const *)b;
     size_t dir_p = (size_t)(strrchr(p, '/') - p), dir_q = (size_t)(strrchr(q, '/') - q);
-    int c = memcmp(p, q, dir_p < dir_q ? dir_p : dir_q);
-    if (c == 0 && dir_p != dir_q)
-        return dir_p < dir_q ? -1 : 1;
-    return c ? c : strcmp(p + dir_p + 1, q + dir_q + 1);
+    int c = ddp_python_order(p, dir_p, q, dir_q);
+    return c ? c : by_name(&(const char *){p + dir_p + 1}, &(const char *){q + dir_q + 1});
 }
 
 /* File I's header read and checked against the set's FIT (image_decode.h). */

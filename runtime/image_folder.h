@@ -5,8 +5,9 @@
  *   DIR/train/CLASS/... *.png *.jpg *.jpeg    the training set
  *   DIR/val/CLASS/...                         the test set
  *
- * The classes are train's folders (links to folders count) in sorted order,
- * class k the k-th, as ImageFolder numbers them; a class's images are every
+ * The classes are train's folders (links to folders count) in Python's
+ * sorted order (python_order.h), class k the k-th, as ImageFolder numbers
+ * them; a class's images are every
  * .png, .jpg and .jpeg below its folder, in any case, subfolders included,
  * in the order ImageFolder takes them (sorted by folder, then by name).
  * Files of other kinds are left out, as ImageFolder leaves them, except

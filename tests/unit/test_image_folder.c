@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "data_load.h"     // ddp_data_load, ddp_data_load_inputs; dataset.h: ddp_data_gather, ddp_data_digest
+#include "python_order.h"  // ddp_python_order: ImageFolder's order of names
 #include "testutil.h"
 
 #include <zlib.h>  // crc32: a hand-made PNG chunk's
@@ -166,6 +167,54 @@ static void sample_values(const DdpDataSet *set, int n, int *values)
     CU_ASSERT_EQUAL_FATAL(ddp_data_gather(set, ids, n, x, labels), DDP_OK);
     for (int i = 0; i < n; i++)
         values[i] = (int)(x[(size_t)i * (size_t)ddp_data_sample_values(set)] * 255.0f + 0.5f);
+}
+
+/* Python's order of names, as python3 gives it for these bytes
+ * (sorted(names, key=lambda b: b.decode('utf-8', 'surrogateescape'))):
+ * by code point, each byte of no valid character (a stray continuation,
+ * C0 80's overlong form, ED A0 80's surrogate, a character cut short, FF)
+ * as U+DC80 + (byte - 0x80): after U+00FF, before U+E000. */
+static void test_python_order(void)
+{
+    static const char *const sorted[] = {"Z", "a", "\xc3\xa9", "\xc3\xbf", "\x80x", "\xc0\x80", "\xe2\x82",
+                                         "\xe2\x82x", "\xed\xa0\x80", "\xff", "\xee\x80\x80", "\xf0\x9f\x98\x80"};
+    const int n = (int)(sizeof sorted / sizeof sorted[0]);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            int c = ddp_python_order(sorted[i], strlen(sorted[i]), sorted[j], strlen(sorted[j]));
+            if ((c < 0) != (i < j) || (c == 0) != (i == j))
+                fprintf(stderr, "\n  names %d and %d: %d", i, j, c);
+            CU_ASSERT((c < 0) == (i < j) && (c == 0) == (i == j));
+        }
+    /* a prefix first; bytes as far as the lengths say */
+    CU_ASSERT(ddp_python_order("ab", 2, "abc", 3) < 0 && ddp_python_order("abc", 3, "ab", 2) > 0);
+    CU_ASSERT_EQUAL(ddp_python_order("abX", 2, "abY", 2), 0);
+}
+
+/* A Latin-1 name beside a UTF-8 one: classes and files in Python's order
+ * ("\x80x" after "é", where bytes put it first), as ImageFolder numbers and
+ * takes them. */
+static void test_python_order_of_a_folder(void)
+{
+    if (skipped())
+        return;
+    test_make_tmpdir(tmpdir, sizeof tmpdir, "/tmp/ddp_images_XXXXXX");
+    make_dirs("d/train/\x80x");
+    make_dirs("d/train/\xc3\xa9");
+    write_png("d/train/\x80x/1.png", H, W, 80);
+    write_png("d/train/\xc3\xa9/\x80.png", H, W, 81);
+    write_png("d/train/\xc3\xa9/\xc3\xa9.png", H, W, 82);
+    DdpDataOptions options = plain(1);
+    DdpDataSet set;
+    CU_ASSERT_EQUAL_FATAL(ddp_data_load(test_tmp_path(tmpdir, "d"), 1, &options, &set), DDP_OK);
+    CU_ASSERT_FATAL(set.n == 3 && set.n_class_names == 2);
+    CU_ASSERT(strcmp(set.class_names[0], "\xc3\xa9") == 0 && strcmp(set.class_names[1], "\x80x") == 0);
+    int values[3];
+    sample_values(&set, 3, values);
+    CU_ASSERT(values[0] == 82 && values[1] == 81 && values[2] == 80);
+    CU_ASSERT(set.labels[0] == 0 && set.labels[1] == 0 && set.labels[2] == 1);
+    ddp_data_free(&set);
+    test_remove_tmpdir(tmpdir);
 }
 
 static void test_order_and_labels(void)
@@ -554,7 +603,9 @@ static void test_cmyk_as_pil(void)
 void suite_image_folder(void)
 {
     static const TestCase cases[] = {
+        {"Python's order of names: by code point, a stray byte as its surrogate escape", test_python_order},
         {"classes and files in ImageFolder's order; val labelled by train's classes", test_order_and_labels},
+        {"a Latin-1 name beside a UTF-8 one: classes and files in Python's order", test_python_order_of_a_folder},
         {"each way a folder or file is wrong is refused, naming it", test_refusals},
         {"a file whose data is damaged fails its batch, naming it", test_damaged_file_fails_its_batch},
         {"an interlaced PNG reads as a plain one; a header past the first read loads", test_interlaced_and_long_headers},
