@@ -54,8 +54,9 @@ DdpStatus ddp_augment_check(const DdpDataConfig *d, int c, int h, int w)
     if (d->crop_h != 0 && (d->crop_h != h || d->crop_w != w || d->pad < 0 || d->pad > DDP_AUGMENT_MOST_PAD ||
                            (d->pad_mode == DDP_PAD_REFLECT && (d->pad >= h || d->pad >= w))))
         return DDP_ERR(DDP_BAD_INPUT, "the program's data table crops %dx%d padded by %d (%s), but a sample is "
-                       "%dx%d: the crop must be the sample's size, and reflect padding below it", d->crop_h,
-                       d->crop_w, d->pad, d->pad_mode == DDP_PAD_REFLECT ? "reflect" : "zero", h, w);
+                       "%dx%d: the crop must be the sample's size, padding at most %d, and reflect padding below "
+                       "the sample's sides", d->crop_h, d->crop_w, d->pad,
+                       d->pad_mode == DDP_PAD_REFLECT ? "reflect" : "zero", h, w, DDP_AUGMENT_MOST_PAD);
     if (!(d->flip_h >= 0 && d->flip_h <= 1 && d->flip_v >= 0 && d->flip_v <= 1))
         return DDP_ERR(DDP_BAD_INPUT, "the program's data table flips with probabilities %g and %g; each must be "
                        "between 0 and 1", d->flip_h, d->flip_v);

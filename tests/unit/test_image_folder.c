@@ -264,6 +264,11 @@ static void test_order_and_labels(void)
     CU_ASSERT_FATAL(train.n_class_names == 3 && val.n_class_names == 3);
     CU_ASSERT(strcmp(train.class_names[0], "ant") == 0 && strcmp(train.class_names[1], "bird") == 0 &&
               strcmp(train.class_names[2], "cat") == 0 && strcmp(val.class_names[1], "bird") == 0);
+    /* a net of too few outputs: the first image of a class past them, by its folder */
+    ddp_error_clear();
+    CU_ASSERT_EQUAL(ddp_data_check_classes(&train, 2), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), "d/train/cat/a.png: class 2 ('cat', of 3 class folders), but the net has 2 "
+                                          "classes (0..1)") != NULL);
     /* val has no bird: cat keeps train's label 2, not val's own 1 */
     CU_ASSERT_EQUAL(val.n, 2);
     sample_values(&val, 2, values);
