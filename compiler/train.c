@@ -202,9 +202,9 @@ static void check_bucket(Sema *s, const Stmt *st, TrainConfig *t)
     double bytes = v->kind == VAL_SIZE ? v->f : v->kind == VAL_INT || v->kind == VAL_FLOAT ? v->f * MB : -1;
     if (v->kind != VAL_SIZE && v->kind != VAL_INT && v->kind != VAL_FLOAT)
         diag_at(s->diag, SEV_ERROR, a->loc, "bucket needs a size such as 25MB, not '%s'", diag_quote(s->arena, v->text));
-    else if (v->overflow || !(bytes >= 4 && bytes <= 64.0 * 1024 * MB))
-        diag_at(s->diag, SEV_ERROR, a->loc, "bucket size must be between 4 bytes and 64GB, not %s",
-                diag_quote(s->arena, v->text));
+    else if (v->overflow || !(bytes >= DDP_BUCKET_LEAST_BYTES && bytes <= (double)DDP_BUCKET_MOST_BYTES))
+        diag_at(s->diag, SEV_ERROR, a->loc, "bucket size must be between %d bytes and %lldGB, not %s",
+                DDP_BUCKET_LEAST_BYTES, (long long)(DDP_BUCKET_MOST_BYTES >> 30), diag_quote(s->arena, v->text));
     else {
         t->bucket_cap_bytes = (int64_t)bytes;
         t->first_bucket_bytes = ddp_first_bucket_bytes(t->bucket_cap_bytes);

@@ -51,6 +51,12 @@ typedef struct {
     int n_params;
 } DdpBucket;
 
+/* The bucket caps a run may have, in bytes: the .net's `bucket` line and
+ * --bucket-cap-mb alike (a cap below a float's 4 bytes would bucket
+ * nothing; one of 64 GiB, every net of the largest in one bucket). */
+#define DDP_BUCKET_LEAST_BYTES 4
+#define DDP_BUCKET_MOST_BYTES ((int64_t)64 << 30)
+
 /* The first bucket's cap for a bucket cap of CAP bytes: DDP's 1 MB (small,
  * so that the first all-reduce starts early in backward), or CAP if smaller.
  * PyTorch's own rules differ in two corners, where only the buckets' bounds

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buckets.h"  // DDP_BUCKET_LEAST_BYTES, _MOST_BYTES: --bucket-cap-mb's range, the .net's
 #include "dataset.h"  // DDP_DATA_DEFAULT_DIR
+#include "loader.h"   // DDP_LOADER_MOST_WORKERS: --workers' default, in its help
 #include "numbers.h"  // ddp_parse_int, ddp_parse_u64, ddp_parse_real, DDP_SEED_MAX
 #include "suggest.h"  // ddp_suggest_nearest
 
@@ -48,6 +50,9 @@ typedef struct {
 } FlagSpec;
 
 #define AT(field) offsetof(DdpFlags, field)
+/* A macro's value as text, for a help line that gives a limit the code holds */
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x) TEXT_OF_(x)
 
 static const FlagSpec specs[DDP_FLAG_COUNT] = {
     /* the path may differ from host to host: the ranks compare the data's sizes and digest instead */
@@ -69,7 +74,8 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_WORKERS] = {"workers", KIND_INT, "N", AT(workers), .min = 0, .max = DDP_FLAGS_MAX_WORKERS,
         .agree = DDP_AGREE_LOCAL,
         .help = "threads making training batches ahead of the step (default: 1 on CPUs, whose step has the cores; "
-                "on GPUs the cores a rank has, less one, up to a few); 0: each batch made when the step needs it"},
+                "on GPUs the cores a rank has, less one, up to " TEXT_OF(DDP_LOADER_MOST_WORKERS) "); 0: each batch "
+                "made when the step needs it"},
     [DDP_FLAG_NO_AUGMENT] = {"no-augment", KIND_SWITCH, NULL, AT(augment), .min = 0,
         .agree = DDP_AGREE_VALUE,
         .help = "train without the data { } block's random crop and flips (normalize stays)"},
@@ -170,8 +176,9 @@ static const FlagSpec specs[DDP_FLAG_COUNT] = {
     [DDP_FLAG_WORLD_SIZE] = {"world-size", KIND_INT, "W", AT(world_size), .min = 1, .max = DDP_MAX_RANKS,
         .agree = DDP_AGREE_LOCAL,
         .help = "ranks in all"},
-    [DDP_FLAG_BUCKET_CAP_MB] = {"bucket-cap-mb", KIND_REAL, "X", AT(bucket_cap_mb), .lo = 0, .lo_open = 1,
-        .hi = 1048576, .agree = DDP_AGREE_VALUE,
+    /* the .net's bucket line's range (buckets.h), in MiB */
+    [DDP_FLAG_BUCKET_CAP_MB] = {"bucket-cap-mb", KIND_REAL, "X", AT(bucket_cap_mb),
+        .lo = DDP_BUCKET_LEAST_BYTES / 1048576.0, .hi = DDP_BUCKET_MOST_BYTES / 1048576.0, .agree = DDP_AGREE_VALUE,
         .help = "gradient all-reduce bucket cap in MiB"},
     [DDP_FLAG_NO_SYNC_EVERY] = {"no-sync-every", KIND_INT, "K", AT(no_sync_every), .min = 1, .max = 1000000,
         .agree = DDP_AGREE_VALUE,

@@ -146,7 +146,7 @@ DdpStatus ddp_reducer_create(DdpReducer **out, DdpProcessGroup *pg, const DdpNet
 
     int64_t cap = net->train.bucket_cap_bytes, first = net->train.first_bucket_bytes;
     if (bucket_cap_mb >= 0) {
-        /* --bucket-cap-mb X: the same rule as the .net's `bucket` line */
+        /* --bucket-cap-mb X: the same rule and range as the .net's `bucket` line */
         cap = (int64_t)(bucket_cap_mb * 1024.0 * 1024.0);
         first = ddp_first_bucket_bytes(cap);
     } else if (cap <= 0) {

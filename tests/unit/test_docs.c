@@ -14,7 +14,8 @@
  * same of each flag (ddp_flags_agreement), and the ranks compare by the
  * table. The last tests check that every flag is in the list its row says,
  * in no other, and that the lists name no flag the table lacks; a new row
- * left out of README, or a flag moved to another list, fails them.
+ * left out of README, or a flag moved to another list, fails them. And
+ * README's copy of `./mnist_train --help` must be the program's.
  */
 #include "testutil.h"
 
@@ -329,12 +330,39 @@ static void test_agreement_check_bites(void)
     free(text);
 }
 
+/* README's copy of `./mnist_train --help` (tests/docs/check_help.py) is
+ * the program's: every flag, default and limit the same, line for line; and
+ * the check fails on a README whose copy has one default changed. */
+static void test_readme_help_is_the_programs(void)
+{
+    if (!have_python())
+        return;
+    char dir[64], *cmd, *out = NULL;
+    test_make_tmpdir(dir, sizeof dir, "/tmp/ddpc_help_XXXXXX");
+    CU_ASSERT_FATAL(asprintf(&cmd, "cd %s && %s %s/examples/mnist.net --target cpu -o mnist_train > /dev/null && "
+                                   "./mnist_train --help > help.txt && cd - > /dev/null && "
+                                   "%s tests/docs/check_help.py README.md %s/help.txt; echo same=$?; "
+                                   "sed 's/(default 600)/(default 60)/' README.md > %s/README.md; "
+                                   "%s tests/docs/check_help.py %s/README.md %s/help.txt; echo changed=$?",
+                             dir, test_ddpc(), getenv("PWD") ? getenv("PWD") : ".", python(), dir, dir, python(), dir,
+                             dir) > 0);
+    test_run(cmd, &out);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "lines: OK\nsame=0\n"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "of the help differs:\n  README:  ") && strstr(out, "changed=1\n"));
+    if (!out || !strstr(out, "same=0"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+    test_remove_tmpdir(dir);
+}
+
 void suite_docs(void)
 {
     static const TestCase cases[] = {
         {"README.md's troubleshooting section holds every message, and only those", test_readme_lists_every_message},
         {"the check fails when a message's row is deleted", test_a_deleted_row_fails},
         {"the check fails on a row for a message the code does not have", test_a_stale_row_fails},
+        {"README's copy of ./mnist_train --help is the program's, line for line", test_readme_help_is_the_programs},
         {"README.md's lists of flags that must match across ranks, or may differ, are runtime/flags.c's",
          test_readme_agreement_lists_match_flags},
         {"that check fails on a flag listed twice, left out, or unknown, and on a list gone", test_agreement_check_bites},

@@ -182,11 +182,16 @@ static void test_bad_values(void)
                       "got '0x1p-3'"));
     CU_ASSERT(refused("--lr \t0.1", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '\t0.1'"));
-    CU_ASSERT(refused("--bucket-cap-mb +1", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '+1'"));
+    CU_ASSERT(refused("--bucket-cap-mb +1",
+                      "--bucket-cap-mb expects a number >= 3.814697265625e-06 and at most 65536, got '+1'"));
     CU_ASSERT(refused("--seed -1", "--seed expects a whole number from 0 to 18446744073709551615, got '-1'"));
     CU_ASSERT(refused("--seed 18446744073709551616",
                       "--seed expects a whole number from 0 to 18446744073709551615, got '18446744073709551616'"));
-    CU_ASSERT(refused("--bucket-cap-mb 0", "--bucket-cap-mb expects a number > 0 and at most 1048576, got '0'"));
+    /* the .net's bucket line's range, 4 bytes to 64 GiB (buckets.h), in MiB */
+    CU_ASSERT(refused("--bucket-cap-mb 0",
+                      "--bucket-cap-mb expects a number >= 3.814697265625e-06 and at most 65536, got '0'"));
+    CU_ASSERT(refused("--bucket-cap-mb 65536.5",
+                      "--bucket-cap-mb expects a number >= 3.814697265625e-06 and at most 65536, got '65536.5'"));
     CU_ASSERT(refused("--timeout 0", "--timeout expects a number > 0 and at most 31536000, got '0'"));
     CU_ASSERT(refused("--backend gloo", "--backend expects nccl or mpi, got 'gloo'"));
     CU_ASSERT(refused("--precision fp16", "--precision expects fp32, tf32 or bf16, got 'fp16'"));
@@ -340,8 +345,8 @@ static void test_float_flags(void)
     /* below a double's least: strtod gives 0, which would train at lr 0 */
     CU_ASSERT(refused("--lr 1e-400", "--lr expects a number >= 0 that a float holds (0, or 1.4e-45 to 3.4e+38), "
                       "got '1e-400'"));
-    CU_ASSERT(refused("--bucket-cap-mb 1e-400", "--bucket-cap-mb expects a number > 0 and at most 1048576, "
-                      "got '1e-400'"));
+    CU_ASSERT(refused("--bucket-cap-mb 1e-400",
+                      "--bucket-cap-mb expects a number >= 3.814697265625e-06 and at most 65536, got '1e-400'"));
     DdpFlags f;
     CU_ASSERT_EQUAL(parse(&f, "--lr 3e38"), DDP_OK);
     CU_ASSERT_EQUAL(parse(&f, "--lr 0"), DDP_OK);

@@ -194,6 +194,8 @@ static void test_command_line(void)
         {"--emit plan --world 8 --link 400 --tflops ' 1'", "--tflops must be a number from 1e-06 to 1e+06"},
         {"--emit plan --world 0x8 --link 400", "--world takes up to"},
         {"--emit plan --world 8,+64 --link 400", "--world takes up to"},
+        /* up to 16 counts, as README says */
+        {"--emit plan --world 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 --link 400", "--world takes up to 16 rank counts"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CU_ASSERT_FATAL(asprintf(&cmd, "%s examples/mlp.net %s", test_ddpc(), bad[i].args) > 0);
