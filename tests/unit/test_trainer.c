@@ -1018,6 +1018,15 @@ static void test_eval_only(void)
     CU_ASSERT(harness_has(out, "    9  "));
     CU_ASSERT(!strstr(out, "epoch 1/"));
     free(out);
+    /* a test set of one sample is one sample */
+    char one[4096];
+    snprintf(one, sizeof one, "%s", tmp_path("one"));
+    mkdir(one, 0755);
+    harness_write_set(one, "train", 10, 28, 28, 1);
+    harness_write_set(one, "t10k", 1, 28, 28, 2);
+    CU_ASSERT_EQUAL(harness_run(net, &out, "--data %s --eval-only --init %s", one, tmp_path("w.st")), 0);
+    CU_ASSERT(harness_has(out, "(1 sample)\n"));
+    free(out);
     char *train = test_read_file(tmp_path("train.jsonl"), NULL), *eval = test_read_file(tmp_path("eval.jsonl"), NULL);
     CU_ASSERT_FATAL(train && eval);
     char *lines[16];
