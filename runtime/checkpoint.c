@@ -543,6 +543,8 @@ static void prune(const DdpNet *net, const char *dir, int64_t step)
 DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheckpointRun *run,
                               const DdpCheckpointState *state, char *path, size_t len)
 {
+    if (len > 0)
+        path[0] = '\0'; /* nothing written, as every early return leaves it */
     DDP_CHECK(ddp_checkpoint_make_dir(dir, NULL));
     char stem[MAX_STEM];
     file_stem(net_name(net), 0, stem);

@@ -381,6 +381,22 @@ static void test_failed_save_is_a_failure(void)
     struct stat st;
     CU_ASSERT(stat(path("ck/checkpoint-tiny-000000005.safetensors"), &st) == 0 && S_ISREG(st.st_mode));
     CU_ASSERT_EQUAL(count_files(path("ck"), 1), 0); /* no temporary file left */
+    /* the directory itself gone and a file in its place: nothing written,
+     * PATH "" whatever it held (the trainer reads a PATH left as it was as
+     * "written", and passed the make-dir failure on as exit 2, unretried) */
+    {
+        static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+        static int64_t counts[8];
+        DdpCheckpointRun run = {.step = 10, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1, .shuffle = 1};
+        DdpCheckpointState state = {params, buffers, opt, counts, NULL};
+        char written[256] = "left over from before";
+        FILE *f = fopen(path("not_a_dir"), "w");
+        CU_ASSERT_FATAL(f != NULL);
+        fclose(f);
+        CU_ASSERT_NOT_EQUAL(ddp_checkpoint_save(net(), path("not_a_dir"), &run, &state, written, sizeof written),
+                            DDP_OK);
+        CU_ASSERT_STRING_EQUAL(written, "");
+    }
     /* written, but its directory's sync failed: said so, not "not saving";
      * exit 1; the file stays, and a later --resume takes it */
     CU_ASSERT_EQUAL(rmdir(path("ck/checkpoint-tiny-000000010.safetensors")), 0);
