@@ -1013,7 +1013,7 @@ int ddp_dist_close(DdpDist *d, int failed)
     ddp_pg_set_whereabouts(NULL);
     ddp_whereabouts_close(d->whereabouts);
     d->whereabouts = NULL;
-    ddp_store_close(d->store);
+    ddp_store_close_after(d->store, failed && !d->agreed_failure);
     d->store = NULL;
     return running;
 }

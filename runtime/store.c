@@ -463,13 +463,23 @@ DdpStatus ddp_store_connect(DdpStore **store, const DdpTopology *t, double timeo
     return DDP_OK;
 }
 
+double ddp_store_drain_s(double timeout_s, int failed_alone)
+{
+    return failed_alone ? 0 : timeout_s < DRAIN_MAX_S ? timeout_s : DRAIN_MAX_S;
+}
+
 void ddp_store_close(DdpStore *s)
+{
+    ddp_store_close_after(s, 0);
+}
+
+void ddp_store_close_after(DdpStore *s, int failed_alone)
 {
     if (!s)
         return;
     if (s->fd >= 0)
         close(s->fd);
-    ddp_store_server_stop(s->server, s->timeout_s < DRAIN_MAX_S ? s->timeout_s : DRAIN_MAX_S);
+    ddp_store_server_stop(s->server, ddp_store_drain_s(s->timeout_s, failed_alone));
     free(s->buf);
     free(s);
 }

@@ -67,6 +67,15 @@ DdpStatus ddp_store_barrier(DdpStore *s, const char *name);
  * ranks until they have closed too (at most the store's timeout, and at most
  * 10 s), so none loses a last reply, and its thread is joined. NULL is fine. */
 void ddp_store_close(DdpStore *s);
+/* The same after a run's end; FAILED_ALONE: this rank failed where the
+ * others did not (they run on, to be ended by the launcher, or to fail at
+ * the store's loss, and close only when they end): then rank 0 stops
+ * serving at once, where it kept serving them, and itself alive, up to
+ * 10 s more before the launcher could end them. */
+void ddp_store_close_after(DdpStore *s, int failed_alone);
+/* How long a close serves the ranks still connected: the store's timeout,
+ * at most 10 s; none after a failure of this rank alone. */
+double ddp_store_drain_s(double timeout_s, int failed_alone);
 /* On rank 0: how many peers the server has dropped for sending something
  * malformed (a foreign program, a corrupt message); 0 on other ranks. */
 unsigned long ddp_store_peers_dropped(const DdpStore *s);

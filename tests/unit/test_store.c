@@ -799,6 +799,17 @@ static void test_parse_malformed(void)
     }
 }
 
+/* How long rank 0's close serves ranks still connected: the store's
+ * timeout, at most 10 s, so none loses a last reply; none where this rank
+ * failed alone (the others close only as they end, which the launcher does
+ * only once this rank has: serving them kept every rank alive 10 s more). */
+static void test_drain_after_a_failure(void)
+{
+    CU_ASSERT_EQUAL(ddp_store_drain_s(600, 0), 10);
+    CU_ASSERT_EQUAL(ddp_store_drain_s(4, 0), 4);
+    CU_ASSERT_EQUAL(ddp_store_drain_s(600, 1), 0);
+}
+
 void suite_store(void)
 {
     static const TestCase cases[] = {
@@ -807,6 +818,7 @@ void suite_store(void)
         {"eight ranks exchange keys", test_eight},
         {"a GET waits for a later SET", test_get_waits},
         {"a barrier reused, arrivals staggered", test_barrier},
+        {"rank 0's close serves the others up to 10 s, none after it failed alone", test_drain_after_a_failure},
         {"a key never set: timeout, named; the store still works", test_key_never_set},
         {"a barrier a rank never reaches: timeout, count", test_barrier_timeout},
         {"a world that never fills: open fails, count", test_world_never_fills},
