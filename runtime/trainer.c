@@ -49,6 +49,8 @@
  * returns the status as the exit status: 2 for bad usage or input, 1 for a
  * failure while running.
  */
+#include <errno.h>
+#include <fcntl.h>  // fcntl, open: hold_standard_streams
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2127,8 +2129,22 @@ static DdpStatus trainer_free(Trainer *t, int failed)
     return log != DDP_OK ? log : tb;
 }
 
+/* A standard stream the program was started without (2>&-) is opened on
+ * /dev/null: the next file opened would otherwise take its number, and the
+ * messages meant for stderr would land in --log or a checkpoint's lock. */
+static void hold_standard_streams(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (null >= 0 && null != fd) /* the lowest free number: FD itself, unless a lower one was free too */
+                close(null);
+        }
+}
+
 int ddp_main(int argc, char **argv, const DdpNet *net)
 {
+    hold_standard_streams();
     const char *prog = ddp_prog_name(argc > 0 ? argv[0] : NULL);
     Trainer *t = calloc(1, sizeof *t);
     if (!t) {

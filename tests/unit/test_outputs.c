@@ -449,6 +449,27 @@ static void test_output_failures_say_why(void)
     test_remove_tmpdir(dir);
 }
 
+/* A program started with stderr closed (2>&-) holds it on /dev/null:
+ * the --log file opened next would otherwise take descriptor 2, and the
+ * stop's messages land in it among the JSON lines. */
+static void test_closed_stderr_spares_the_log(void)
+{
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd,
+                             "d=$(mktemp -d); trap 'rm -rf $d' EXIT; python3 tests/fault/small_data.py $d/data 256 64 "
+                             "> /dev/null; %s examples/mlp.net --target cpu -o $d/p > /dev/null || exit 9; "
+                             "DDP_TEST_STOP_AFTER=3 $d/p --data $d/data --epochs 2 --log $d/lg.jsonl 2>&- > /dev/null; "
+                             "echo status=$?; python3 -c 'import json, sys; n = [json.loads(l) for l in "
+                             "open(sys.argv[1])]; print(\"json lines:\", len(n))' $d/lg.jsonl",
+                             test_ddpc()) > 0);
+    test_run(cmd, &out);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "status=75\njson lines: "));
+    if (!out || !strstr(out, "json lines: "))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+    free(cmd);
+}
+
 void suite_outputs(void)
 {
     static const TestCase cases[] = {
@@ -462,6 +483,7 @@ void suite_outputs(void)
         {"no two outputs write one file, and none takes a name of --save DIR's checkpoints", test_outputs_apart},
         {"mkdir -p says whether it made the directory itself", test_make_dirs},
         {"a full disk and a failed directory sync are reported, with their reasons", test_output_failures_say_why},
+        {"stderr closed at start-up: the stop's messages stay out of --log", test_closed_stderr_spares_the_log},
         {NULL, NULL},
     };
     test_add_suite("outputs", cases);
