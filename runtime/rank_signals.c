@@ -192,9 +192,15 @@ void ddp_signals_install(const char *prog, int rank, int world, int launched, in
     sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
-    struct sigaction old;
-    if (sigaction(SIGINT, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO || old.sa_handler != SIG_IGN))
-        sigaction(SIGINT, &sa, NULL);
+    /* Ctrl-C, and a closed terminal or ssh session (SIGHUP, which reaches
+     * our GPU launcher's ranks too, in its process group): stops asked, but
+     * where ignored (a background job's SIGINT, nohup's SIGHUP) they stay so */
+    static const int terminal[] = {SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof terminal / sizeof terminal[0]; i++) {
+        struct sigaction old;
+        if (sigaction(terminal[i], NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO || old.sa_handler != SIG_IGN))
+            sigaction(terminal[i], &sa, NULL);
+    }
     /* our GPU launcher starts a rank with SIGUSR1 blocked (launcher.c), so
      * that a stop asked during its start-up waits for this handler */
     sigset_t usr1;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A stop asked for, then the command the run prints, end bit for bit as a run
 # never stopped:
-#   tests/fault/graceful_stop.sh single|nproc|mpirun|rank1|term1|nosave
+#   tests/fault/graceful_stop.sh single|hup|nproc|mpirun|rank1|term1|nosave
 # single: one process gets SIGTERM (Slurm's time limit, Kubernetes);
+# hup:    one process gets SIGHUP (its terminal or ssh session closed);
 # nproc:  --nproc-per-node 2 (its ranks under mpirun) gets SIGINT (Ctrl-C),
 #         and once more when rank 0 says the ranks stopped, as an impatient
 #         user presses it again while mpirun winds down: still a stop;
@@ -35,7 +36,7 @@ cd "$d"
 epochs=10
 flags=(--data data --batch-size 16 --epochs $epochs --seed 3 --timeout 30 --export out.safetensors)
 case $mode in
-single|nosave) launch=() ;;
+single|hup|nosave) launch=() ;;
 nproc|term1) launch=(); flags+=(--nproc-per-node 2) ;;
 mpirun|rank1) launch=("${mpirun2[@]}") ;;
 *) echo "graceful_stop: unknown mode $mode"; exit 2 ;;
@@ -101,6 +102,7 @@ wait_until $run has_checkpoint
 again=
 case $mode in
 single) signal=TERM target=$run ;;
+hup) signal=HUP target=$run ;;
 nproc) signal=INT target=$run again=again ;;
 mpirun) signal=USR1 target=$run ;;
 rank1) signal=USR1 target=$(rank_pid "$d/prog" 1) ;;

@@ -106,7 +106,7 @@ static void test_restarts(void)
 }
 
 /* A stop asked for (tests/fault/graceful_stop.sh): one process by SIGTERM,
- * --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, rank 1 of two
+ * one by SIGHUP, --nproc-per-node 2 by SIGINT, the user's mpirun by SIGUSR1, rank 1 of two
  * alone by SIGUSR1, and by a SIGTERM not from its launcher; each exits 75
  * with a checkpoint and the command that resumes it, which ends bit for bit
  * as the run never stopped. Without --save, one process by SIGTERM: still
@@ -115,7 +115,7 @@ static void test_graceful_stop(void)
 {
     if (!ready(1))
         return;
-    static const char *const modes[] = {"single", "nproc", "mpirun", "rank1", "term1"};
+    static const char *const modes[] = {"single", "hup", "nproc", "mpirun", "rank1", "term1"};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         char cmd[96], *out = NULL;
         snprintf(cmd, sizeof cmd, "tests/fault/graceful_stop.sh %s", modes[i]);
@@ -505,8 +505,8 @@ void suite_faults(void)
         {"ranks given different --eval-every, --data, --save: status 2 on every rank, named", test_mpmd_mismatches},
         {"--max-restarts 2: rank 1 killed twice, the run ends as one never killed; --max-restarts 1 gives up; "
          "a SIGTERM is not restarted", test_restarts},
-        {"Ctrl-C, SIGTERM, SIGUSR1 (to one process, the launcher, mpirun, one rank): status 75, resumed bit for bit; "
-         "without --save: nothing kept, status 75", test_graceful_stop},
+        {"Ctrl-C, SIGTERM, SIGHUP, SIGUSR1 (to one process, the launcher, mpirun, one rank): status 75, resumed bit "
+         "for bit; without --save: nothing kept, status 75", test_graceful_stop},
         {"a rank stopped or killed (1 of 2, 1 of 3; --nproc-per-node, mpirun): the others name it and where it was",
          test_hang_named},
         {"the whereabouts' store unusable under the user's mpirun (its port another program's; the variables given "
