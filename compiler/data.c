@@ -78,12 +78,15 @@ static void check_normalize(Sema *s, const Stmt *st, DataConfig *d)
                 (long long)n_mean, n_mean == 1 ? "" : "s", (long long)n_std, n_std == 1 ? "" : "s");
         ok = false;
     }
-    /* pixels are 0 to 1 (bytes / 255): a quotient past float's largest
-     * would give the net inf for every one, and a NaN loss at the first step */
-    for (int64_t i = 0; ok && i < n_std; i++)
-        if (fmax(fabs(m[i]), fabs(1 - m[i])) / sd[i] > FLT_MAX) {
+    /* pixels are 0 to 1 (bytes / 255), and the program divides in float, by
+     * the std rounded to float: a quotient past float's largest at 0 or 1
+     * would give the net inf there, and a NaN loss at the first step; each
+     * channel's said */
+    const bool counted = ok;
+    for (int64_t i = 0; counted && i < n_std; i++)
+        if (!isfinite((0.0f - (float)m[i]) / (float)sd[i]) || !isfinite((1.0f - (float)m[i]) / (float)sd[i])) {
             diag_at(s->diag, SEV_ERROR, std->loc, "normalize mean=%g std=%g: (x - mean) / std passes the largest "
-                    "float (%.2g) for pixel values from 0 to 1, and the net would see inf", m[i], sd[i],
+                    "float (%.2g) for pixel values of 0 or 1, and the net would see inf", m[i], sd[i],
                     (double)FLT_MAX);
             ok = false;
         }

@@ -20,12 +20,13 @@ DdpStatus ddp_data_check_classes(const DdpDataSet *set, int num_classes)
         return DDP_OK;
     for (int64_t i = 0; i < set->n; i++)
         if (set->labels[i] >= num_classes && set->labels[i] < set->n_class_names) /* an image folder's: by name */
-            return DDP_ERR(DDP_BAD_INPUT, "%s: class %d ('%s', of %lld class folders), but the net has %d classes "
+            return DDP_ERR(DDP_BAD_INPUT, "%s: class %d ('%s', of %lld class folders), but the net has %d class%s "
                            "(0..%d)", set->files[i], set->labels[i], set->class_names[set->labels[i]],
-                           (long long)set->n_class_names, num_classes, num_classes - 1);
+                           (long long)set->n_class_names, num_classes, num_classes == 1 ? "" : "es", num_classes - 1);
         else if (set->labels[i] >= num_classes)
-            return DDP_ERR(DDP_BAD_INPUT, "%s: sample %lld has label %d, but the net has %d classes (0..%d)",
-                           set->labels_path, (long long)i, set->labels[i], num_classes, num_classes - 1);
+            return DDP_ERR(DDP_BAD_INPUT, "%s: sample %lld has label %d, but the net has %d class%s (0..%d)",
+                           set->labels_path, (long long)i, set->labels[i], num_classes, num_classes == 1 ? "" : "es",
+                           num_classes - 1);
     return DDP_OK;
 }
 

@@ -127,6 +127,18 @@ int64_t ddp_cudnn_most_batch(int64_t in_values, int64_t out_values)
     return larger > 0 ? DDP_CUDNN_MOST_VALUES / larger : DDP_CUDNN_MOST_VALUES;
 }
 
+DdpStatus ddp_cudnn_conv_check(int id, int n, int64_t in_values, int64_t out_values)
+{
+    const int64_t most = ddp_cudnn_most_batch(in_values, out_values);
+    if (n <= most)
+        return DDP_OK;
+    const int64_t larger = in_values > out_values ? in_values : out_values;
+    return DDP_ERR(DDP_BAD_INPUT, "the net's conv number %d (%lld values a sample in, %lld out) would hold %lld values "
+                   "in one tensor at %d samples a step, more than the %lld (2^31-1) cuDNN indexes: use a smaller batch "
+                   "(at most %lld samples a step on each GPU)", id + 1, (long long)in_values, (long long)out_values,
+                   (long long)larger * n, n, (long long)DDP_CUDNN_MOST_VALUES, (long long)most);
+}
+
 size_t ddp_cublas_workspace_bytes(int sm_major) { return sm_major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20; }
 
 /* NCCL's buffers, from its source (src/init.cc): per channel and per peer it

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "precision.h"  // DdpPrecision
+#include "status.h"     // DdpStatus, DDP_ERR: ddp_cudnn_conv_check
 #include "topology.h"   // DdpLaunch
 
 #ifdef __cplusplus
@@ -121,6 +122,11 @@ int ddp_conv_choose(const DdpConvCandidate *c, int count, const DdpConvRule *rul
  * conv of IN_VALUES values a sample in and OUT_VALUES out (each at least 1). */
 #define DDP_CUDNN_MOST_VALUES INT32_MAX
 int64_t ddp_cudnn_most_batch(int64_t in_values, int64_t out_values);
+/* DDP_BAD_INPUT, naming conv ID (the net's convs counted from 0, in the
+ * file's order; said from 1) and the largest step it takes, where a step of
+ * N samples through it passes DDP_CUDNN_MOST_VALUES a tensor: ops_cuda.cu's
+ * plan calls it, before cuDNN sees the sizes. */
+DdpStatus ddp_cudnn_conv_check(int id, int n, int64_t in_values, int64_t out_values);
 
 /* ---- device memory the libraries take --------------------------------------- */
 

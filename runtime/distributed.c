@@ -41,6 +41,7 @@ static DdpStatus check_mpi_launch(const DdpDist *d)
     if (gpu && mpirun_world > 1 && d->world == 1)
         return DDP_ERR(DDP_BAD_INPUT, "mpirun started %d processes, but this one is a world of 1 (%s), a run of its "
                        "own, training alone: leave that out (or mpirun -np 1)", mpirun_world,
+                       /* under mpirun only torchrun's or our launcher's variables are read first */
                        d->topo.launch == DDP_LAUNCH_FLAGS ? "--world-size 1" : "WORLD_SIZE=1");
     if (gpu)
         return DDP_OK;

@@ -85,7 +85,7 @@
 #include "ops_failure.h"  // DdpOpsFailure: the first failure of a per-step call
 #include "cuda_check.h"  // CUDA_TRY, call_name_len
 #include "device_calls.h"  // ddp_device_call_note: the allocations and waits counted as the trainer's steps see them
-#include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes, ddp_cudnn_most_batch
+#include "device_rules.h"  // ddp_conv_choose, ddp_math_settings, ddp_cublas_workspace_bytes, ddp_cudnn_conv_check
 #include "precision.h"     // ddp_round_significand: tf32 and bf16 operands
 #include "ops_sizes.h"     // ddp_conv_*_floats, ddp_matrix_span: what a call's operands span
 #include "lt_linear.h"     // DdpLtLinear: a linear layer's bias and relu in cuBLASLt's epilogue
@@ -391,13 +391,7 @@ static DdpStatus build_descriptors(DdpOps *ops, ConvPlan *p)
 DdpStatus ddp_ops_plan_conv(DdpOps *ops, int id, const DdpConvShape *shape)
 {
     const DdpConvShape *s = shape;
-    int64_t in = (int64_t)s->c * s->h * s->w, out = (int64_t)s->k * s->out_h * s->out_w;
-    int64_t most = ddp_cudnn_most_batch(in, out);
-    if (s->n > most)
-        return DDP_ERR(DDP_BAD_INPUT, "the net's conv number %d (%lld values a sample in, %lld out) would hold %lld "
-                       "values in one tensor at %d samples a step, more than the 2147483647 (2^31-1) cuDNN indexes: "
-                       "use a smaller batch (at most %lld samples a step on each GPU)", id + 1, (long long)in,
-                       (long long)out, (long long)(in > out ? in : out) * s->n, s->n, (long long)most);
+    DDP_CHECK(ddp_cudnn_conv_check(id, s->n, (int64_t)s->c * s->h * s->w, (int64_t)s->k * s->out_h * s->out_w));
     void *plans = ops->convs, *plan = NULL;
     DdpStatus st = ddp_conv_table_add(&plans, &ops->nconvs, sizeof *ops->convs, ops->finalized, id, shape, &plan);
     ops->convs = (ConvPlan *)plans; /* grown or not */

@@ -826,6 +826,12 @@ static void test_train_samples_recorded(void)
     edit_header(written, "\"train_samples\":\"1000\"", "\"train_samples\":\"2000\"");
     CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
     CU_ASSERT(strstr(ddp_error_message(), ": damaged: the checksum of its training set's size is ") != NULL);
+    /* its checksum alone gone: damaged, not an older file */
+    CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
+    edit_header(written, "\"train_samples_crc32\"", "\"train_samples_crc3x\"");
+    CU_ASSERT_EQUAL(ddp_checkpoint_load(n, written, &got, &state), DDP_BAD_INPUT);
+    CU_ASSERT(strstr(ddp_error_message(), ": damaged: its training set's size is incomplete ('train_samples_crc32' "
+                                          "missing)") != NULL);
     /* as an older version wrote it: neither key; any set */
     CU_ASSERT_EQUAL_FATAL(ddp_checkpoint_save(n, path("ck"), &run, &state, written, sizeof written), DDP_OK);
     edit_header(written, "\"train_samples\"", "\"train_samplex\"");

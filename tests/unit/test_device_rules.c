@@ -528,6 +528,13 @@ static void test_cudnn_most_batch(void)
     CU_ASSERT_EQUAL(ddp_cudnn_most_batch(1, 1), INT32_MAX);
     CU_ASSERT_EQUAL(ddp_cudnn_most_batch((int64_t)INT32_MAX, 1), 1);
     CU_ASSERT_EQUAL(ddp_cudnn_most_batch((int64_t)INT32_MAX + 1, 1), 0); /* sema refuses such a sample first */
+    /* the refusal ops_cuda.cu's plan makes: status 2, the conv counted from 1 */
+    CU_ASSERT_EQUAL(ddp_cudnn_conv_check(1, 32767, in, out), DDP_OK);
+    ddp_error_clear();
+    CU_ASSERT_EQUAL(ddp_cudnn_conv_check(1, 32768, in, out), DDP_BAD_INPUT);
+    CU_ASSERT_STRING_EQUAL(ddp_error_message(), "the net's conv number 2 (32768 values a sample in, 65536 out) would "
+                           "hold 2147483648 values in one tensor at 32768 samples a step, more than the 2147483647 "
+                           "(2^31-1) cuDNN indexes: use a smaller batch (at most 32767 samples a step on each GPU)");
 }
 
 void suite_device_rules(void)

@@ -17,7 +17,7 @@
  * The pinned programs also hold sema's check of names to what the emitter
  * writes: every name a program derives from a layer's is that name followed
  * by a suffix gen_name_suffixes gives for the layer (so the emitter spelt
- * it by gen_names.c, not by hand), and no other name of the program could be
+ * it as gen_names.c spells it), and no other name of the program could be
  * spelt by a layer's name and such a suffix, but the loss kernels
  * (gen_name_loss_kernel).
  */
@@ -305,12 +305,13 @@ static int check_program_names(const char *program_path, const char *net_path)
 
     int n_ids, derived = 0;
     char **ids = identifiers(program, &n_ids);
+    const size_t gp = strlen(GEN_GRADIENT_PREFIX); /* d_, before a gradient's name */
     for (int i = 0; i < n_ids; i++) {
         const char *id = ids[i];
         if (in_list(id, fixed, n_fixed))
             continue;
         /* a layer's name (after d_, a gradient's), then a suffix of its kind */
-        const char *name = strncmp(id, "d_", 2) == 0 ? id + 2 : id;
+        const char *name = strncmp(id, GEN_GRADIENT_PREFIX, gp) == 0 ? id + gp : id;
         bool layer = false, known = false;
         for (int k = 0; k < net.n_nodes && !known; k++) {
             const Node *nd = &net.nodes[k];
@@ -335,7 +336,8 @@ static int check_program_names(const char *program_path, const char *net_path)
         for (int k = 0; k < n_every; k++) {
             size_t len = strlen(id), n = strlen(every[k]);
             if (len > n && strcmp(id + len - n, every[k]) == 0 &&
-                (could_be_label(id, len - n) || (strncmp(id, "d_", 2) == 0 && len - n > 2 && could_be_label(id + 2, len - n - 2)))) {
+                (could_be_label(id, len - n) ||
+                 (strncmp(id, GEN_GRADIENT_PREFIX, gp) == 0 && len - n > gp && could_be_label(id + gp, len - n - gp)))) {
                 fprintf(stderr, "\n%s: %s: a label %.*s would spell it; gen_name_loss_kernel should name it",
                         program_path, id, (int)(len - n), id);
                 CU_FAIL("a program's own name a label could spell");
