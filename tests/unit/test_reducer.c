@@ -71,8 +71,8 @@ static void test_plan_from_net(void)
     CU_ASSERT_EQUAL(n, 3);
     CU_ASSERT(b[0].count == 132492 && b[1].offset == 132492 && b[1].count == 51264 && b[2].count == 832);
     ddp_reducer_destroy(r);
-    /* --bucket-cap-mb 0: a bucket per parameter */
-    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, 0), DDP_OK);
+    /* a cap below any parameter (the least --bucket-cap-mb takes, 4 bytes): a bucket per parameter */
+    CU_ASSERT_EQUAL_FATAL(ddp_reducer_create(&r, pg, &net, grads, DDP_BUCKET_LEAST_BYTES / 1048576.0), DDP_OK);
     b = ddp_reducer_buckets(r, &n);
     CU_ASSERT_EQUAL(n, 8);
     CU_ASSERT(b[7].offset == 183788 && b[7].count == 800);
