@@ -29,11 +29,8 @@ static void put(const char *path, const char *text)
 /* Removes ROOT, if made. */
 static void remove_root(void)
 {
-    if (!root[0])
-        return;
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    test_run(cmd, NULL);
+    if (root[0])
+        test_remove_tmpdir(root);
     root[0] = '\0';
 }
 
@@ -41,8 +38,7 @@ static void remove_root(void)
 static void fresh_root(void)
 {
     remove_root();
-    snprintf(root, sizeof root, "/tmp/ddp_cgroup_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(root) != NULL);
+    test_make_tmpdir(root, sizeof root, "/tmp/ddp_cgroup_XXXXXX");
 }
 
 static void test_v2(void)
