@@ -168,7 +168,9 @@ static bool refuse_list(Sema *s, const Value *v, const char *what)
     return true;
 }
 
-bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out)
+/* Whether V is one whole number (said where not): sema_value_int's and
+ * sema_value_u64's first check. */
+static bool one_whole_number(Sema *s, const Value *v, const char *what)
 {
     if (refuse_list(s, v, what))
         return false;
@@ -176,6 +178,13 @@ bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a whole number, not '%s'", what, diag_quote(s->arena, v->text));
         return false;
     }
+    return true;
+}
+
+bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (!one_whole_number(s, v, what))
+        return false;
     if (v->overflow || v->i < lo || v->i > hi) {
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %lld and %lld, not %s", what, (long long)lo,
                 (long long)hi, diag_quote(s->arena, v->text));
@@ -187,12 +196,8 @@ bool sema_value_int(Sema *s, const Value *v, const char *what, int64_t lo, int64
 
 bool sema_value_u64(Sema *s, const Value *v, const char *what, uint64_t hi, uint64_t *out)
 {
-    if (refuse_list(s, v, what))
+    if (!one_whole_number(s, v, what))
         return false;
-    if (v->kind != VAL_INT) {
-        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be a whole number, not '%s'", what, diag_quote(s->arena, v->text));
-        return false;
-    }
     uint64_t u; /* the text, as the scanner's int64 overflows past 2^63-1 */
     if (!ddp_parse_u64(v->text, &u) || u > hi) {
         diag_at(s->diag, SEV_ERROR, v->loc, "%s must be between %d and %llu, not %s", what, 0, (unsigned long long)hi,
