@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "device_calls.h"  // ddp_device_call_name: the log's names of the counts
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,9 +23,9 @@
 
 enum { BAR_WIDTH = 24 }; /* characters of the progress bar */
 
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet)
+void ddp_progress_init(DdpProgress *p, const char *prog, FILE *out, int quiet)
 {
-    *p = (DdpProgress){.out = out, .quiet = quiet, .straggler_said = -1};
+    *p = (DdpProgress){.prog = prog, .out = out, .quiet = quiet, .straggler_said = -1};
     /* mpirun gives its ranks a pseudo-terminal even when its own output goes
      * to a file; unless told otherwise (our --nproc-per-node says), a rank
      * under mpirun writes plain lines, which read well in both places. */
@@ -39,6 +40,23 @@ void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb)
 {
     p->log = log;
     p->tb = tb;
+}
+
+/* Flushes OUT. A write that failed, most often to a pipe whose reader has
+ * ended (`| head -1`: a training process ignores SIGPIPE, rank_signals.c,
+ * rather than die of it with its work unsaved), is said once on stderr and
+ * OUT gets nothing more: the run goes on to its end and its checkpoints,
+ * --log and --tensorboard still get every record. */
+static void flush_out(DdpProgress *p)
+{
+    errno = 0;
+    if (fflush(p->out) == 0 && !ferror(p->out))
+        return;
+    int failure = errno;
+    p->quiet = 1;
+    p->tty = p->line_shown = 0;
+    fprintf(stderr, "%s: warning: cannot write the reports to standard output (%s): training goes on without them "
+            "(--log FILE keeps them)\n", p->prog, failure ? strerror(failure) : "a write failed");
 }
 
 /* Erases the progress line, if one is showing, before a plain line. */
@@ -157,7 +175,7 @@ void ddp_progress_note(DdpProgress *p, const char *fmt, ...)
     vfprintf(p->out, fmt, ap);
     va_end(ap);
     fputc('\n', p->out);
-    fflush(p->out);
+    flush_out(p);
 }
 
 /* "9s", "4m05s", "2h13m". */
@@ -189,7 +207,7 @@ void ddp_progress_update(DdpProgress *p, int64_t epoch, int64_t epochs, int64_t 
         snprintf(data, sizeof data, "  data %.0f%%", 100 * data_share);
     fprintf(p->out, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s%s  ETA %s\033[K", (long long)epoch,
             (long long)epochs, bar, (long long)batch, (long long)batches, loss, samples_per_s, data, eta);
-    fflush(p->out);
+    flush_out(p);
     p->line_shown = 1;
 }
 
@@ -261,7 +279,7 @@ DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r)
         if (!r->untimed)
             fprintf(p->out, "  %.1fs", r->seconds);
         fputc('\n', p->out);
-        fflush(p->out);
+        flush_out(p);
     }
     return record(p, r, 1);
 }
@@ -273,7 +291,7 @@ DdpStatus ddp_progress_eval(DdpProgress *p, const DdpReport *r)
         fputs("  ", p->out);
         print_numbers(p, r);
         fputc('\n', p->out);
-        fflush(p->out);
+        flush_out(p);
     }
     return record(p, r, 0);
 }
@@ -290,14 +308,14 @@ void ddp_progress_summary(DdpProgress *p, int64_t steps, double seconds, double 
     if (samples_per_s > 0) /* none where this run trained no step (resumed past --max-steps) */
         fprintf(p->out, "  %.0f samples/s", samples_per_s);
     fputc('\n', p->out);
-    fflush(p->out);
+    flush_out(p);
 }
 
 void ddp_progress_end(DdpProgress *p)
 {
     if (p->line_shown) {
         fputc('\n', p->out);
-        fflush(p->out);
+        flush_out(p);
         p->line_shown = 0;
     }
 }

@@ -31,8 +31,9 @@ typedef struct {
 } DdpReport;
 
 typedef struct {
+    const char *prog;        /* names this file's one message to stderr (flush_out) */
     FILE *out;
-    int quiet;               /* print nothing (the log is still written) */
+    int quiet;               /* print nothing (the log is still written); set once OUT fails */
     int tty;                 /* OUT is a terminal: show a progress line */
     int line_shown;          /* a progress line is on screen, to be erased */
     DdpJsonLog *log;         /* --log, or NULL; not owned */
@@ -49,8 +50,10 @@ typedef struct {
 #define DDP_PROGRESS_TTY_ENV "DDP_PROGRESS_TTY"
 
 /* Reports on OUT (a terminal gets the progress line); records go nowhere
- * else until ddp_progress_attach. */
-void ddp_progress_init(DdpProgress *p, FILE *out, int quiet);
+ * else until ddp_progress_attach. Should OUT fail (a pipe whose reader
+ * ended, `| head -1`), PROG says so once on stderr and the reports stop
+ * there; the run and its records go on. */
+void ddp_progress_init(DdpProgress *p, const char *prog, FILE *out, int quiet);
 /* Sends the records to LOG and TB from now on (either may be NULL): the
  * trainer opens them once its start-up checks have passed, after notes. */
 void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb);

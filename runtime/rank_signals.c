@@ -201,6 +201,10 @@ void ddp_signals_install(const char *prog, int rank, int world, int launched, in
         if (sigaction(terminal[i], NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO || old.sa_handler != SIG_IGN))
             sigaction(terminal[i], &sa, NULL);
     }
+    /* A pipe whose reader has ended (`./train | head -1`) would kill the
+     * run, its work unsaved, at its next line: the write fails instead,
+     * and the reports stop (progress.c) while the training goes on. */
+    signal(SIGPIPE, SIG_IGN);
     /* our GPU launcher starts a rank with SIGUSR1 blocked (launcher.c), so
      * that a stop asked during its start-up waits for this handler */
     sigset_t usr1;

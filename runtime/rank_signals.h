@@ -16,6 +16,8 @@
  * every SIGTERM alone or under torchrun, srun or tcp://. A launcher passes a
  * stop asked of it on as SIGUSR1 (mpirun forwards SIGUSR1 to its ranks).
  *
+ * SIGPIPE is ignored: a closed standard output does not end a run.
+ *
  * The handlers only set flags, or write() a line and _exit: async-signal-safe.
  */
 #ifndef DDPRT_RANK_SIGNALS_H

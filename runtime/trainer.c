@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>  // fcntl, open: hold_standard_streams
 #include <math.h>
+#include <signal.h>  // signal: a closed pipe ends an evaluation's predictions
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1376,6 +1377,9 @@ static DdpStatus predict(Trainer *t)
      * buffer that holds the longest): Ctrl-C or a kill leaves whole lines,
      * where a full buffer would have been written up to anywhere in one. */
     static char line_buffer[DDP_TOP_CLASSES_LINE_MAX];
+    /* An evaluation has nothing to save: a pipe whose reader has ended
+     * (`| head`) ends it quietly, as any filter, not with an error */
+    signal(SIGPIPE, SIG_DFL);
     fflush(stdout);
     setvbuf(stdout, line_buffer, _IOLBF, sizeof line_buffer);
     for (int64_t start = 0; s == DDP_OK && start < t->test.n; start += batch) {
@@ -1950,7 +1954,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
      * once the checks of --init and --save (its lock, the checkpoints it
      * holds) have passed: a run refused there leaves an earlier log as it
      * was, even one that another run is still writing. */
-    ddp_progress_init(&t->progress, stdout, t->flags.quiet || rank != 0);
+    ddp_progress_init(&t->progress, t->prog, stdout, t->flags.quiet || rank != 0);
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     if (!t->flags.eval_only) /* once the step a run resumes at is known */

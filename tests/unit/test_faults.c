@@ -17,7 +17,8 @@
  *  - a rank killed under --nproc-per-node, a launcher and a single rank
  *    given two signals together, and a second Ctrl-C to a rank whose peer
  *    hangs: README's words and status 1 (tests/fault/signal_faults.sh);
- *  - --predict killed part way: the lines it printed are whole;
+ *  - --predict killed part way: the lines it printed are whole; a reader of
+ *    the output gone (`| head -1`): training goes on to its end;
  *  - --backend nccl on a CPU build with one rank, --lr 1e39, and
  *    OMP_NUM_THREADS=100000: status 2 with the cause named.
  * The kill -9 during checkpointing and damaged checkpoints are in
@@ -318,6 +319,22 @@ static void test_bad_files(void)
  * printed is whole lines, the first inputs' in order, each valid JSON, where
  * a full buffer would have been cut anywhere. The reader reads nothing more
  * until the kill, so the pipe holds the run back and it is cut short. */
+/* A standard output whose reader ended (tests/fault/closed_stdout.sh): the
+ * training goes on to its end, its weights those of a run never piped;
+ * --predict ends as a filter does. */
+static void test_closed_stdout(void)
+{
+    if (!ready(1))
+        return;
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_script("tests/fault/closed_stdout.sh", &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "closed_stdout: one process: the weights of a run never piped (cmp): ok"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "closed_stdout: --predict: said nothing: ok"));
+    if (!out || strstr(out, "FAILED"))
+        fprintf(stderr, "\n%s\n", out ? out : "");
+    free(out);
+}
+
 static void test_predict_killed(void)
 {
     if (!ready(0))
@@ -515,6 +532,8 @@ void suite_faults(void)
          "two SIGINTs to a rank whose peer hangs: said, status 1",
          test_signals},
         {"--predict killed mid-run: whole lines, in order", test_predict_killed},
+        {"stdout's reader gone (| head -1): trained to the end as never piped, on 1 and 2 ranks; --predict ends "
+         "as a filter", test_closed_stdout},
         {"--backend nccl on one CPU rank, --lr 1e39, OMP_NUM_THREADS=100000, tcp:// without a port: status 2, named",
          test_refused_settings},
         {NULL, NULL},

@@ -37,7 +37,7 @@ static FILE *open_progress(DdpProgress *p, const char *tty, int mpirun)
         unsetenv(DDP_PROGRESS_TTY_ENV);
     if (mpirun)
         setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-    ddp_progress_init(p, f, 0);
+    ddp_progress_init(p, "prog", f, 0);
     unsetenv(DDP_PROGRESS_TTY_ENV);
     unsetenv("OMPI_COMM_WORLD_SIZE");
     return f;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A standard output whose reader has ended (`./train | head -1`) does not end
+# the run: tests/fault/closed_stdout.sh
+#  - one process piped into head -1 trains to its end (status 0), says once
+#    on stderr that its reports are lost, saves its last checkpoint, keeps
+#    every epoch in --log, and exports the very bytes of a run whose output
+#    went to /dev/null (cmp);
+#  - under --nproc-per-node 2, the same: status 0, last checkpoint saved;
+#  - --predict, which has nothing to save, ends as any filter does: killed by
+#    SIGPIPE (status 141), saying nothing.
+# Prints a verdict line per check; exits 1 if any failed.
+set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d; cleans up on exit
+"$python" "$here/small_data.py" "$d/data" 512 64
+"$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
+cd "$d"
+export OMP_NUM_THREADS=1
+epochs=3
+flags=(--data data --batch-size 32 --epochs $epochs --seed 5)
+last_step=$((epochs * 512 / 32))
+status=0
+check() { # check WHAT COND...: a verdict line
+    local what=$1
+    shift
+    if "$@"; then echo "closed_stdout: $what: ok"; else echo "closed_stdout: $what: FAILED"; status=1; fi
+}
+last_checkpoint() { [ -e "$1/checkpoint-mnist-$(printf %09d $last_step).safetensors" ]; }
+
+./prog "${flags[@]}" --export reference.safetensors > /dev/null
+
+# head -1 takes the first line (the run's description) and ends: every
+# report after it meets a closed pipe
+set +e
+./prog "${flags[@]}" --save ck --log log.jsonl --export out.safetensors 2> err.txt | head -1 > first.txt
+rc=${PIPESTATUS[0]}
+set -e
+check "one process: trained to its end, status 0 (got $rc)" [ "$rc" = 0 ]
+check "one process: head read the description" grep -q '^mnist: 512 train' first.txt
+check "one process: said once that the reports are lost" \
+    [ "$(grep -c 'warning: cannot write the reports to standard output (Broken pipe): training goes on' err.txt)" = 1 ]
+check "one process: saved its last checkpoint (step $last_step)" last_checkpoint ck
+check "one process: --log kept every epoch" [ "$(grep -c '"event": "epoch"' log.jsonl)" = $epochs ]
+check "one process: the weights of a run never piped (cmp)" cmp -s out.safetensors reference.safetensors
+[ $status = 0 ] || cat err.txt
+
+set +e
+./prog "${flags[@]}" --save ck2 --nproc-per-node 2 2> err2.txt | head -1 > /dev/null
+rc=${PIPESTATUS[0]}
+set -e
+check "--nproc-per-node 2: trained to its end, status 0 (got $rc)" [ "$rc" = 0 ]
+check "--nproc-per-node 2: saved its last checkpoint (step $((last_step / 2)))" \
+    [ -e "ck2/checkpoint-mnist-$(printf %09d $((last_step / 2))).safetensors" ]
+[ $status = 0 ] || cat err2.txt
+
+set +e
+./prog --init out.safetensors --predict data/t10k-images-idx3-ubyte 2> err3.txt | head -1 > /dev/null
+rc=${PIPESTATUS[0]}
+set -e
+check "--predict: ended by SIGPIPE as a filter (status 141, got $rc)" [ "$rc" = 141 ]
+check "--predict: said nothing" [ ! -s err3.txt ]
+exit $status
