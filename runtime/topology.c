@@ -370,13 +370,16 @@ static DdpStatus read_srun(DdpTopology *t, Master *m, int env_method)
         DDP_CHECK(check_addr(m->addr_name, m->addr));
     }
     if (!m->port) {
-        /* A port of the job's own, so that two jobs sharing rank 0's node
-         * do not meet in one store. */
-        int64_t job = 0;
-        int has_job;
-        const char *s = getenv("SLURM_JOB_ID");
-        has_job = s && parse_int(s, &job) == 1 && job >= 0;
-        m->port = 29500 + (int)(has_job ? job % 10000 : 0);
+        /* A port of the step's own, so that neither two jobs sharing rank
+         * 0's node (job ids up to 999 apart) nor a job's steps run at once
+         * (`srun ... & srun ... &`, up to 10) meet in one store. */
+        int64_t job = 0, step = 0;
+        const char *s = getenv("SLURM_JOB_ID"), *st = getenv("SLURM_STEP_ID");
+        if (!s || parse_int(s, &job) != 1 || job < 0)
+            job = 0;
+        if (!st || parse_int(st, &step) != 1 || step < 0)
+            step = 0;
+        m->port = 29500 + 10 * (int)(job % 1000) + (int)(step % 10);
         m->port_implied = 1;
     }
     t->launch = DDP_LAUNCH_SRUN;
