@@ -48,23 +48,29 @@ static int read_count(const char *dir, const char *name, uint64_t *v)
     return 1;
 }
 
-/* Field NAME of DIR/memory.stat ("NAME VALUE" lines); 0 where absent. */
-static uint64_t stat_field(const char *dir, const char *name)
+/* The file pages of DIR/memory.stat ("NAME VALUE" lines): the sum of
+ * FILES' file_pages fields, read in one pass; a field absent counts 0. */
+static uint64_t file_pages(const char *dir, const Files *files)
 {
     char path[PATH_LEN], line[128];
     if (snprintf(path, sizeof path, "%s/memory.stat", dir) >= (int)sizeof path)
         return 0;
     FILE *f = fopen(path, "r");
-    size_t n = strlen(name);
-    uint64_t v = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, name, n) == 0 && line[n] == ' ') {
-            v = strtoull(line + n + 1, NULL, 10);
-            break;
+    if (!f)
+        return 0;
+    enum { FIELDS = sizeof files->file_pages / sizeof files->file_pages[0] };
+    uint64_t sum = 0;
+    int found = 0;
+    while (found < FIELDS && fgets(line, sizeof line, f))
+        for (int i = 0; i < FIELDS; i++) {
+            size_t n = strlen(files->file_pages[i]);
+            if (strncmp(line, files->file_pages[i], n) == 0 && line[n] == ' ') {
+                sum += strtoull(line + n + 1, NULL, 10);
+                found++;
+            }
         }
-    if (f)
-        fclose(f);
-    return v;
+    fclose(f);
+    return sum;
 }
 
 /* What group DIR leaves: its limit less its usage but for file pages, at
@@ -75,7 +81,7 @@ static size_t left_in(const char *dir, const Files *files)
     uint64_t limit, usage;
     if (!read_count(dir, files->limit, &limit) || limit >= NO_LIMIT_FROM || !read_count(dir, files->usage, &usage))
         return SIZE_MAX;
-    uint64_t cache = stat_field(dir, files->file_pages[0]) + stat_field(dir, files->file_pages[1]);
+    uint64_t cache = file_pages(dir, files);
     uint64_t held = usage > cache ? usage - cache : 0;
     return held >= limit ? 1 : (size_t)(limit - held);
 }
