@@ -319,8 +319,11 @@ DdpStatus ddp_image_folder_load(const char *dir, int train, const DdpImageFit *f
     char *train_dir = ddp_data_path(dir, "", "train"), *root = ddp_data_path(dir, "", train ? "train" : "val");
     Strings known = {0}, classes = {0};
     DdpStatus status = train_dir && root ? check_channels(dir, fit) : DDP_ERR(DDP_FAIL, "out of memory");
+    struct stat val;
     if (status == DDP_OK && !train && !is_dir(root))
-        status = DDP_ERR(DDP_BAD_INPUT, "%s: found train/ but no val/ beside it, for the test set", dir);
+        status = lstat(root, &val) == 0 /* a file, or a link to nothing, where the folder should be */
+                     ? DDP_ERR(DDP_BAD_INPUT, "%s: not a folder: the test set's images go in val/CLASS/", root)
+                     : DDP_ERR(DDP_BAD_INPUT, "%s: found train/ but no val/ beside it, for the test set", dir);
     if (status == DDP_OK)
         status = list_dir(train_dir, 1, &known);
     if (status == DDP_OK && known.n == 0)

@@ -340,6 +340,9 @@ static void test_refusals(void)
     expect_refused(&grey, 1, "no class folders in it (images go in val/CLASS/)");
     CU_ASSERT_EQUAL(rmdir(test_tmp_path(tmpdir, "d/val")), 0);
     expect_refused(&grey, 1, "found train/ but no val/");
+    write_text_file("d/val", "x", 1);
+    expect_refused(&grey, 1, "/d/val: not a folder: the test set's images go in val/CLASS/");
+    CU_ASSERT_EQUAL(unlink(test_tmp_path(tmpdir, "d/val")), 0);
 
     fresh_folder();
     make_dirs("d/train/empty");
