@@ -190,6 +190,7 @@ typedef struct {
         int64_t left_out; /* DdpLeftOut */
     } resumed;
     int64_t step;           /* global optimizer steps taken */
+    int64_t first_step;     /* STEP when this run began training: a resumed run took STEP less it */
     int64_t epoch;          /* of the batch trained last */
     int64_t saved_step;     /* of the last checkpoint written; -1: none */
     int stopped;            /* the signal of a stop the ranks agreed on after a step (--eval-only: a
@@ -1468,15 +1469,18 @@ static DdpStatus report(Trainer *t, EpochState *e, ReportKind kind, int left_out
 }
 
 /* The terminal's progress line: the epoch's running loss so far (the stats
- * are read but not zeroed), throughput, and the time left in the epoch. */
-static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t batches_done, int64_t batches)
+ * are read but not zeroed), throughput, and the time left in the epoch, at
+ * the pace of the batches this run trained in it (those from FIRST_BATCH:
+ * a resumed run's first epoch has BATCHES_DONE from before). */
+static DdpStatus show_progress(Trainer *t, EpochState *e, int64_t first_batch, int64_t batches_done,
+                               int64_t batches)
 {
     double s[NSTATS];
     DDP_CHECK(read_stats(t, t->train_stats, s, 0));
     const DdpLossSum so_far = {e->loss.sum + s[0], e->loss.samples + s[2]};
     DDP_CHECK(check_loss(t, so_far.sum, e->epoch));
     double at = ddp_now(), trained = at - e->start - e->report_seconds;
-    double per_batch = batches_done > 0 ? trained / (double)batches_done : 0;
+    double per_batch = batches_done > first_batch ? trained / (double)(batches_done - first_batch) : 0;
     DdpRankTimes mine;
     ddp_times_row(&t->times, &mine);
     double step_ms = ddp_times_step_ms(&mine);
@@ -1742,7 +1746,7 @@ static DdpStatus train_epoch(Trainer *t, int64_t epoch, int64_t first_batch, int
         if (sync && eval_point(t, t->step) && !last)
             DDP_CHECK(report(t, e, REPORT_EVAL, 0));
         else if (t->progress.tty && ddp_now() - t->last_progress >= PROGRESS_INTERVAL)
-            DDP_CHECK(show_progress(t, e, b + 1, batches));
+            DDP_CHECK(show_progress(t, e, first_batch, b + 1, batches));
         /* after the step's --eval-every report; an epoch's last step saves
          * after the epoch's, below. So only a stop's checkpoint comes before
          * a report of its step (checkpoint_run), and the newest checkpoint
@@ -1803,6 +1807,7 @@ static DdpStatus train(Trainer *t)
     /* A resumed run starts inside the epoch its step count falls in. */
     int64_t first_epoch = t->step / t->steps_per_epoch;
     int64_t first_batch = t->step % t->steps_per_epoch * t->flags.no_sync_every;
+    t->first_step = t->step;
     DDP_CHECK(report_left_out(t, first_epoch, first_batch));
     for (int64_t epoch = first_epoch; epoch < t->cfg.epochs && t->step < max_steps && !t->stopped; epoch++)
         DDP_CHECK(train_epoch(t, epoch, epoch == first_epoch ? first_batch : 0, max_steps));
@@ -2069,7 +2074,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         else
             ddp_progress_note(&t->progress, "weights identical on all %d ranks; all-reduce not hidden by backward: "
                               "%.2f ms per step", world,
-                              t->step > 0 ? 1e3 * ddp_reducer_exposed_seconds(t->reducer) / (double)t->step : 0.0);
+                              t->step > t->first_step
+                                  ? 1e3 * ddp_reducer_exposed_seconds(t->reducer) / (double)(t->step - t->first_step)
+                                  : 0.0);
     }
     if (t->flags.export_path && rank == 0)
         DDP_CHECK(export_weights(t));

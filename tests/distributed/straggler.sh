@@ -5,7 +5,9 @@
 # with rank 1, then rank 0, slowed on purpose by 40 ms in each data phase
 # (DDP_TEST_DATA_DELAY, for tests only): every gathering must log a record
 # per rank with its data wait (40 ms or more on the slowed rank) and name
-# the slowed rank as the straggler, which the output says too. On one rank
+# the slowed rank as the straggler, which the output says too; a run resumed
+# with rank 1 slowed gives the all-reduce time rank 0 waited per step of its
+# own, not of the steps before the resume. On one rank
 # the records are written, and no straggler. A failed check prints
 # DIFFERENT; exits 1 if any failed.
 set -euo pipefail
@@ -38,6 +40,22 @@ sys.exit(0 if ok else 1)
 EOF
     grep -q "^rank $slow is behind: " "$d/out.txt" || { echo "rank $slow slowed: not said on the output: DIFFERENT"; status=1; }
 done
+# A resumed run's "all-reduce not hidden by backward" is per step it
+# trained: rank 1 slowed by 40 ms in each of the 5 steps after a resume at
+# step 25 keeps rank 0 waiting about that long in each (20 ms or more),
+# where a figure over all 30 steps would be a sixth of it.
+resumed=(--data "$d/data" --batch-size 16 --nproc-per-node 2 --save "$d/ck")
+OMP_NUM_THREADS=1 "$d/prog" "${resumed[@]}" --max-steps 25 --quiet
+DDP_TEST_DATA_DELAY=1:40 OMP_NUM_THREADS=1 "$d/prog" "${resumed[@]}" --max-steps 30 --resume > "$d/resumed.txt" 2>&1 ||
+    { cat "$d/resumed.txt"; echo "resumed: the run failed: DIFFERENT"; exit 1; }
+ms=$(sed -n 's/.*all-reduce not hidden by backward: \([0-9.]*\) ms per step$/\1/p' "$d/resumed.txt")
+if [ -n "$ms" ] && awk -v ms="$ms" 'BEGIN { exit !(ms >= 20) }'; then
+    echo "resumed at step 25, rank 1 slowed: all-reduce not hidden $ms ms per step of this run's 5"
+else
+    echo "resumed at step 25, rank 1 slowed: all-reduce not hidden '$ms' ms per step, not 20 or more: DIFFERENT"
+    cat "$d/resumed.txt"
+    status=1
+fi
 # one rank: its own records, nobody to lag behind
 "$d/prog" "${common[@]}" --log "$d/one.jsonl" --quiet
 if [ "$(grep -c '"event": "rank_times", "step": [0-9]*, "rank": 0' "$d/one.jsonl")" = 3 ] &&
