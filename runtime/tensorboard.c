@@ -184,6 +184,49 @@ static DdpStatus make_dirs(const char *dir)
                    strerror(err));
 }
 
+DdpStatus ddp_tensorboard_check(const char *dir)
+{
+    if (!dir || !*dir)
+        return DDP_ERR(DDP_BAD_INPUT, "the TensorBoard log directory is an empty path");
+    /* the deepest part of DIR that exists must be a directory we may write
+     * in (DIR itself, or where its missing parts would be made) */
+    size_t len = strlen(dir);
+    char *part = malloc(len < 2 ? 2 : len + 1); /* room for "." */
+    if (!part)
+        return DDP_ERR(DDP_FAIL, "%s: out of memory", dir);
+    memcpy(part, dir, len + 1);
+    struct stat sb;
+    DdpStatus st = DDP_OK;
+    while (st == DDP_OK && stat(part, &sb) != 0) {
+        int err = errno;
+        /* missing, or under a file (found as the loop goes up): look higher */
+        int higher = (err == ENOENT || err == ENOTDIR) && strcmp(part, ".") != 0 && strcmp(part, "/") != 0;
+        char *slash = strrchr(part, '/');
+        while (slash && slash > part && slash[-1] == '/') /* a//b */
+            slash--;
+        if (!higher)
+            st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s: %s", dir, part,
+                         strerror(err));
+        else if (!slash)
+            strcpy(part, ".");
+        else if (slash == part)
+            strcpy(part, "/");
+        else
+            *slash = '\0';
+    }
+    if (st == DDP_OK && !S_ISDIR(sb.st_mode))
+        st = DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s is not a directory", dir,
+                     part);
+    else if (st == DDP_OK && access(part, W_OK | X_OK) != 0)
+        st = strcmp(part, dir) == 0
+                 ? DDP_ERR(DDP_BAD_INPUT, "%s: cannot write into the TensorBoard log directory: %s", dir,
+                           strerror(errno))
+                 : DDP_ERR(DDP_BAD_INPUT, "%s: cannot create the TensorBoard log directory: %s: %s", dir, part,
+                           strerror(errno));
+    free(part);
+    return st;
+}
+
 DdpStatus ddp_tensorboard_open(const char *dir, DdpTensorboard **out)
 {
     *out = NULL;

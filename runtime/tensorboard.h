@@ -15,6 +15,12 @@
 
 typedef struct DdpTensorboard DdpTensorboard;
 
+/* Whether ddp_tensorboard_open could make DIR (as mkdir -p) and write in
+ * it, without making anything: for start-up on every rank, before the
+ * ranks meet, though rank 0 alone opens it. DDP_BAD_INPUT, naming DIR and
+ * the part at fault, as ddp_tensorboard_open's. */
+DdpStatus ddp_tensorboard_check(const char *dir);
+
 /* Creates DIR if missing (with its parents, as mkdir -p), opens a new
  * DIR/events.out.tfevents.<unix seconds>.<hostname>.<pid>.<n> in it (pid and
  * n zero-padded: names sort as made) and writes

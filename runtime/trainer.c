@@ -617,6 +617,8 @@ static DdpStatus check_output_files(Trainer *t)
     }
     if (t->flags.log)
         DDP_CHECK(ddp_jsonlog_check(t->flags.log));
+    if (t->flags.tensorboard)
+        DDP_CHECK(ddp_tensorboard_check(t->flags.tensorboard));
     const char *const output_flags[] = {"log", "export", "conv-algorithms"};
     const char *const outputs[] = {t->flags.log, t->flags.export_path, t->flags.conv_algorithms};
     DDP_CHECK(ddp_outputs_apart(output_flags, outputs, 3, t->flags.save, DDP_CHECKPOINT_PREFIX));

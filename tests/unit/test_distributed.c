@@ -314,7 +314,9 @@ static void test_nproc_per_node_and_mismatch(void)
                              "--quiet; echo stale=$?; "
                              "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 $d/p --max-steps 1 --quiet; echo faked=$?; "
                              "MASTER_ADDR=127.0.0.1 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo addr=$?; "
-                             "MASTER_PORT=29500 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo port=$?",
+                             "MASTER_PORT=29500 $d/p --nproc-per-node 2 --max-steps 1 --quiet; echo port=$?; "
+                             /* rank 0 alone writes --tensorboard, but every rank checks it first */
+                             "$d/p --nproc-per-node 2 --max-steps 1 --quiet --tensorboard $d/p/tb; echo tb=$?",
                              test_ddpc()) > 0);
     CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "spawned=0"));
@@ -334,6 +336,8 @@ static void test_nproc_per_node_and_mismatch(void)
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "faked=2"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: error: MASTER_ADDR=127.0.0.1 is set but MASTER_PORT is not\naddr=2"));
     CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "p: error: MASTER_PORT=29500 is set but MASTER_ADDR is not\nport=2"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "/p/tb: cannot create the TensorBoard log directory: "));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "/p is not a directory\ntb=2"));
     if (!out || !strstr(out, "spawned=0"))
         fprintf(stderr, "\n%s\n", out ? out : "");
     free(out);

@@ -13,10 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>  // stat: ddp_tensorboard_check makes nothing
 #include <time.h>
 #include <unistd.h>    // gethostname, getpid
 
-#include "tensorboard.h"  // ddp_tensorboard_open, _scalar, _close, _path, ddp_crc32c
+#include "tensorboard.h"  // ddp_tensorboard_open, _check, _scalar, _close, _path, ddp_crc32c
 #include "testutil.h"
 
 static char tmpdir[64];
@@ -423,8 +424,19 @@ static void test_bad_dir(void)
     if (!strstr(ddp_error_message(), want))
         fprintf(stderr, "\nmessage: %s", ddp_error_message());
 
+    /* ddp_tensorboard_check, at start-up, finds the same without making anything */
+    CU_ASSERT_EQUAL(ddp_tensorboard_check(under), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), want));
+    char *deep = test_tmp_path(tmpdir, "new/deeper//tb");
+    CU_ASSERT_EQUAL(ddp_tensorboard_check(deep), DDP_OK);
+    struct stat sb;
+    CU_ASSERT_NOT_EQUAL(stat(test_tmp_path(tmpdir, "new"), &sb), 0); /* not made */
+    CU_ASSERT_EQUAL(ddp_tensorboard_check(""), DDP_BAD_INPUT);
+
     /* The directory itself a file. */
     char *file = test_tmp_path(tmpdir, "file");
+    CU_ASSERT_EQUAL(ddp_tensorboard_check(file), DDP_BAD_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "is not a directory"));
     CU_ASSERT_EQUAL(ddp_tensorboard_open(file, &tb), DDP_BAD_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), "is not a directory"));
     CU_ASSERT_PTR_NOT_NULL(strstr(ddp_error_message(), file));
