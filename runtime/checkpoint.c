@@ -649,8 +649,9 @@ static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
     return DDP_OK;
 }
 
-/* What read_header says of a checkpoint that is not this net's. */
-enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2 };
+/* What read_header says of a checkpoint that is not this net's; and what
+ * load says of a file it could not open, whose bytes are unknown. */
+enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2, UNOPENED = 3 };
 
 /* What the file says of itself: a ddpc checkpoint of this net, and the run. */
 static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpCheckpointRun *run, int *foreign)
@@ -760,6 +761,16 @@ static DdpStatus load(const DdpNet *net, const char *path, DdpCheckpointRun *run
                       int *foreign)
 {
     *foreign = 0;
+    /* A file that cannot be opened (its permissions, a link to a volume not
+     * mounted, an I/O error) may be a good checkpoint: it is not skipped as
+     * damaged, which would start the run over above it and prune it. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *foreign = UNOPENED;
+        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s: a checkpoint that may be good is not skipped (make it "
+                       "readable, or move it out of the --save directory)", path, strerror(errno));
+    }
+    close(fd);
     DdpSafetensors *f;
     DDP_CHECK(ddp_safetensors_open(path, &f));
     DdpStatus st = read_header(net, f, run, foreign);

@@ -272,6 +272,18 @@ static void test_skips_damaged(void)
     CU_ASSERT(harness_has(out, "bad (2 skipped, above): starting from step 0"));
     free(out);
     CU_ASSERT(harness_same_tensors(path("first.st"), path("over.st")));
+    /* one that cannot be opened (here a link to a volume not mounted; its
+     * permissions, an I/O error) may be good: the run stops, saying so,
+     * rather than start over above it and prune it */
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 5", data_dir, path("gone")), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("/nonexistent/volume/checkpoint-tiny-000000010.safetensors",
+                                  path("gone/checkpoint-tiny-000000010.safetensors")), 0);
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s --save %s --resume --max-steps 15", data_dir, path("gone")),
+                    2);
+    CU_ASSERT(harness_has(out, "checkpoint-tiny-000000010.safetensors: cannot open: No such file or directory: a "
+                               "checkpoint that may be good is not skipped"));
+    free(out);
+    CU_ASSERT(access(path("gone/checkpoint-tiny-000000005.safetensors"), F_OK) == 0);
     /* a FIFO of a checkpoint's name, newest: skipped as not a file, never
      * waited on for a writer */
     CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 5", data_dir, path("fifo")), 0);
