@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>  // PATH_MAX: the longest name a save makes
 #include <math.h>  // isfinite
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,6 +462,13 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
         return DDP_OK;
     char stem[MAX_STEM], *path = NULL;
     file_stem(net_name(net), 0, stem);
+    /* every name a save makes in DIR must fit a path, its writer's
+     * temporary one too: found here, at start-up, not at the first save */
+    enum { STEP_DIGITS = 19 /* DDP_STEP_COUNT_MAX's */ };
+    size_t longest = strlen(dir) + strlen("/" PREFIX) + strlen(stem) + strlen("-") + STEP_DIGITS +
+                     strlen(SUFFIX DDP_OUTPUT_TMP "XXXXXX");
+    if (longest >= PATH_MAX)
+        return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
     if (asprintf(&path, "%s/" PREFIX "%s.lock", dir, stem) < 0)
         return DDP_ERR(DDP_FAIL, "out of memory");
     DdpStatus st = DDP_OK;
@@ -549,8 +557,11 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     char stem[MAX_STEM];
     file_stem(net_name(net), 0, stem);
     int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);
-    if (written < 0 || (size_t)written >= len)
+    if (written < 0 || (size_t)written >= len) {
+        if (len > 0)
+            path[0] = '\0';
         return DDP_ERR(DDP_BAD_INPUT, "--save %s: the directory's name is too long", dir);
+    }
     Contents c;
     DDP_CHECK(contents_make(net, state, run->step, &c));
     /* a diverged run must not push good checkpoints out (the trainer checks

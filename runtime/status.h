@@ -38,8 +38,10 @@ DdpStatus ddp_error_at(DdpStatus status, const char *file, int line, const char 
 
 /* The message of the last failure ("" if none), and where it was raised. */
 const char *ddp_error_message(void);
-/* Room for a message, its terminating NUL included: longer ones are cut. */
-#define DDP_ERROR_MESSAGE_LEN 1024
+/* Room for a message, its terminating NUL included: longer ones are cut.
+ * Three paths of PATH_MAX bytes and the words around them, so that a
+ * message naming a long path or two still ends with its reason. */
+#define DDP_ERROR_MESSAGE_LEN 16384
 const char *ddp_error_origin(void);
 void ddp_error_clear(void);
 

@@ -2183,7 +2183,7 @@ int ddp_main(int argc, char **argv, const DdpNet *net)
     DdpStatus st = run(t, argc, argv);
     ddp_progress_end(&t->progress);
     /* The run's own failure is the one to report, not a later one in clean-up. */
-    char message[1024], who[64] = "";
+    char message[DDP_ERROR_MESSAGE_LEN], who[64] = "";
     snprintf(message, sizeof message, "%s", ddp_error_message());
     if (t->dist.world > 1)
         snprintf(who, sizeof who, "rank %d: ", t->dist.rank);

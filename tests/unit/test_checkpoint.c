@@ -11,6 +11,7 @@
  * message naming the file, or passed over for an older good one.
  */
 #include <dirent.h>
+#include <limits.h>  // PATH_MAX: a --save too deep for its checkpoints' names
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include "checkpoint.h"       // ddp_checkpoint_save, _load: files made and read directly
 #include "conv_choices.h"     // DDP_CONV_CHOICES_TEXT
+#include "dirs.h"             // ddp_make_dirs
 #include "safetensors.h"      // ddp_safetensors_open: what a checkpoint holds
 #include "testutil.h"
 #include "tiny_net.h"         // tiny_net, tiny_net_train
@@ -497,6 +499,22 @@ static void test_refused(void)
     /* --save where no directory can be */
     snprintf(args, sizeof args, "--max-steps 1 --save %s/sub", path("w.st"));
     refused(args, "w.st is not a directory");
+
+    /* a directory whose checkpoints' names (their writer's temporary ones
+     * the longest) would not fit a path: refused at start-up, the reason
+     * whole at the end of a message that holds all of the path */
+    char deep[PATH_MAX], part[PATH_MAX];
+    snprintf(deep, sizeof deep, "%s", path("deep"));
+    while (strlen(deep) < PATH_MAX - 50) /* past the longest name that fits, short of PATH_MAX */
+        strcat(deep, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"); /* 41 bytes a part */
+    CU_ASSERT_EQUAL_FATAL(ddp_make_dirs(deep, part, sizeof part) >= 0, 1);
+    char long_args[PATH_MAX + 64];
+    snprintf(long_args, sizeof long_args, "--max-steps 1 --save %s", deep);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(harness_run(net(), &out, "--data %s %s", data_dir, long_args), 2);
+    CU_ASSERT(harness_has(out, ": the directory's name is too long\n"));
+    CU_ASSERT(!harness_has(out, "epoch 1/"));
+    free(out);
     test_remove_tmpdir(tmpdir);
 }
 

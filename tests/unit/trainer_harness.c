@@ -4,6 +4,7 @@
  */
 #include "trainer_harness.h"
 
+#include <limits.h>  // PATH_MAX
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,11 @@ void harness_write_set(const char *dir, const char *prefix, int n, int rows, int
 
 static pid_t start(const DdpNet *net, int *fd, const char *fmt, va_list ap)
 {
-    char args[2048];
-    vsnprintf(args, sizeof args, fmt, ap);
+    char args[4 * PATH_MAX]; /* a path as long as paths go, and more flags */
+    if (vsnprintf(args, sizeof args, fmt, ap) >= (int)sizeof args) {
+        fprintf(stderr, "trainer_harness: the arguments are longer than %zu bytes\n", sizeof args);
+        abort();
+    }
     char *argv[64] = {"/some/dir/tiny_train"};
     int argc = test_split_args(args, argv, 1, 64);
     pid_t pid = test_fork_capturing(fd);
