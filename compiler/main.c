@@ -52,6 +52,7 @@ typedef struct {
     const char *layout_word;
     LayoutRequest layout;
     bool check, summary, verbose;
+    enum { ANSWER_NONE, ANSWER_VERSION, ANSWER_DOCTOR, ANSWER_HELP } answer; /* printed, and nothing else done */
 } Options;
 
 static const char usage[] =
@@ -172,15 +173,16 @@ static int parse_options(int argc, char **argv, Options *o)
             o->summary = true;
         else if (strcmp(arg, "--verbose") == 0)
             o->verbose = true;
+        /* each of these is the whole run: the flags after it are not read */
         else if (strcmp(arg, "--version") == 0) {
-            print_version();
-            exit(0);
+            o->answer = ANSWER_VERSION;
+            return 0;
         } else if (strcmp(arg, "--doctor") == 0) {
-            build_doctor(stdout);
-            exit(0);
+            o->answer = ANSWER_DOCTOR;
+            return 0;
         } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(usage, stdout);
-            exit(0);
+            o->answer = ANSWER_HELP;
+            return 0;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             const char *near = ddp_suggest_nearest(arg, known, DDPC_COUNT(known));
             if (near) {
@@ -416,12 +418,26 @@ static char *read_source(const char *path, size_t *len)
     return buf;
 }
 
-int main(int argc, char **argv)
+/* Everything but the check of standard output that ends main. */
+static int run(int argc, char **argv)
 {
     Options o = {0};
     int rc = parse_options(argc, argv, &o);
     if (rc)
         return rc;
+    switch (o.answer) {
+    case ANSWER_VERSION:
+        print_version();
+        return 0;
+    case ANSWER_DOCTOR:
+        build_doctor(stdout);
+        return 0;
+    case ANSWER_HELP:
+        fputs(usage, stdout);
+        return 0;
+    case ANSWER_NONE:
+        break;
+    }
     if (o.rebuild) {
         if (o.file || o.out || o.emit || o.check || o.summary || o.layout_word)
             return usage_error("%s", "--rebuild takes only the .cu file (and --verbose)");
@@ -490,4 +506,23 @@ int main(int argc, char **argv)
     arena_free(&arena);
     free(src);
     return status;
+}
+
+/* What ddpc prints (--emit, --summary, --help, --version, --doctor) is its
+ * output as much as OUT is: a full disk or a closed descriptor must not
+ * leave a truncated copy behind exit status 0. stdio keeps a failed write's
+ * error (ferror) and the last buffer goes out with fflush, so this one
+ * check covers every print. A pipe whose reader has gone (`| head`) ends
+ * ddpc by SIGPIPE before any of this, quietly, as it ends any filter; where
+ * the caller ignores SIGPIPE the write fails with EPIPE and is reported
+ * here like any other failed write, as coreutils report it. */
+int main(int argc, char **argv)
+{
+    int status = run(argc, argv);
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    /* no errno: a write failed earlier, its buffer dropped, and the last flush had nothing left */
+    fprintf(stderr, "ddpc: error: cannot write to standard output: %s\n", errno ? strerror(errno) : "a write failed");
+    return status ? status : 1;
 }

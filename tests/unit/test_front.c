@@ -7,9 +7,11 @@
  */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ddpc.h"
 #include "planned_net.h"  // planned_net: a source planned, for its hash
@@ -681,6 +683,61 @@ static void test_ddpc_flag_equals_value(void)
     free(spaced);
 }
 
+/* What ddpc prints is its output: every kind of it, sent to a full disk
+ * (/dev/full), ends with a message and exit status 1, not a truncated copy
+ * and 0; a closed stdout that is never written to is no failure. */
+static void test_ddpc_full_stdout(void)
+{
+    static const char *const runs[] = {
+        "examples/mnist.net --target cpu --emit cu", "examples/mnist.net --emit torch",
+        "examples/mnist.net --target cpu --emit plan", "examples/mnist.net --emit plan --world 1,2 --link 10",
+        "examples/mnist.net --summary", "--help", "--version", "--doctor"};
+    if (access("/dev/full", W_OK) != 0) {
+        fputs("\n  (skipped: no /dev/full)", stderr);
+        return;
+    }
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char *cmd, *out = NULL;
+        CU_ASSERT_FATAL(asprintf(&cmd, "%s %s > /dev/full", test_ddpc(), runs[i]) > 0);
+        int rc = test_run(cmd, &out);
+        bool said = out && strstr(out, "ddpc: error: cannot write to standard output: No space left on device\n");
+        CU_assertImplementation(rc == 1 && said, __LINE__, runs[i], __FILE__, "", CU_FALSE);
+        if (rc != 1 || !said)
+            fprintf(stderr, "\n  ddpc %s > /dev/full: exit %d, output:\n%s", runs[i], rc, out ? out : "");
+        free(out);
+        free(cmd);
+    }
+    char *cmd, *out = NULL;
+    CU_ASSERT_FATAL(asprintf(&cmd, "%s --check examples/mnist.net >&-", test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(cmd, &out), 0);
+    free(out);
+    free(cmd);
+}
+
+/* Where the caller ignores SIGPIPE, a pipe whose reader has gone is a
+ * failed write like any other: the message, and exit status 1. (With
+ * SIGPIPE's default, the signal ends ddpc quietly, as any filter.) */
+static void test_ddpc_closed_pipe(void)
+{
+    int fd;
+    pid_t pid = test_fork_capturing(&fd);
+    if (pid == 0) {
+        int dead[2];
+        if (pipe(dead) != 0)
+            _exit(99);
+        close(dead[0]); /* no reader, ever: every write fails with EPIPE */
+        dup2(dead[1], STDOUT_FILENO);
+        close(dead[1]);
+        signal(SIGPIPE, SIG_IGN); /* kept across exec */
+        execl(test_ddpc(), "ddpc", "examples/mnist.net", "--target", "cpu", "--emit", "cu", (char *)NULL);
+        _exit(98);
+    }
+    char *out = NULL;
+    CU_ASSERT_EQUAL(test_child_output(pid, fd, &out), 1);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "ddpc: error: cannot write to standard output: Broken pipe\n"));
+    free(out);
+}
+
 /* The program tells the trainer the fewest values per channel a sample
  * gives its batchnorms, synchronised and not (DdpNet.batchnorm_values_*):
  * a 2x2 plane, and a flat input's one. */
@@ -772,6 +829,8 @@ void suite_front(void)
         {"hostile: random bytes and overflowing numbers", test_garbage_and_overflow},
         {"hostile: ddpc command exits 2 with a message", test_ddpc_binary_survives_hostile_files},
         {"ddpc command: --flag=value as --flag value", test_ddpc_flag_equals_value},
+        {"ddpc command: a full stdout is a failure, named, exit 1", test_ddpc_full_stdout},
+        {"ddpc command: a closed pipe with SIGPIPE ignored is a failure, named, exit 1", test_ddpc_closed_pipe},
         {"ddpc command: the program carries its batchnorms' fewest values per channel", test_batchnorm_values_emitted},
         {"the net's hash, which checkpoints hold to: its layers, not train { } or data { }", test_hash_is_the_layers},
         {NULL, NULL},
