@@ -369,9 +369,21 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
      * read, to fix by hand and to --rebuild */
     if (!output_rename(tmp, cu))
         return 1;
-    if (rc != 0) /* the compiler's messages name the copy it read */
-        fprintf(stderr, "ddpc: the source is %s (the compiler's messages call it %s, its name while it built)\n", cu,
-                tmp);
+    if (rc == 0)
+        return 0;
+    /* the compiler's messages name the copy it read */
+    fprintf(stderr, "ddpc: the source is %s (the compiler's messages call it %s, its name while it built)\n", cu, tmp);
+    /* A program left by an earlier run (another net, other settings) was
+     * not built from this source, and beside it would pass for its build:
+     * the sources beside OUT are always OUT's, or there is no OUT. Removed
+     * only after the source took its name, so that a run that builds OUT
+     * meanwhile, program then source, leaves its own pair or a source
+     * alone, never a program beside a source it was not built from. */
+    if (unlink(prog) == 0)
+        fprintf(stderr, "ddpc: removed the old program %s, which was not built from this %s\n", prog, cu);
+    else if (errno != ENOENT)
+        fprintf(stderr, "ddpc: error: cannot remove the old program '%s', which was not built from this %s: %s\n",
+                prog, cu, strerror(errno));
     return rc;
 }
 

@@ -680,18 +680,22 @@ static void test_help_exit_statuses(void)
 /* A build that fails keeps OUT.cu, to read, fix and --rebuild (here the
  * runtime's kernel.h is made to fail, through DDPC_HOME); its message shows
  * the command with OUT.cu and OUT, not the temporary names it ran with, and
- * says which temporary name the compiler's own messages give the source. */
+ * says which temporary name the compiler's own messages give the source.
+ * The program an earlier run built there (of mlp.net) goes, and ddpc says
+ * so: it was not built from the OUT.cu now beside it. */
 static void test_failed_build_keeps_source(void)
 {
-    static const char *const want[] = {"status=1", "source kept", "no program",
+    static const char *const want[] = {"earlier=0", "status=1", "source kept", "no program",
                                        "ddpc: the source is m.cu (the compiler's messages call it m.tmp-",
-                                       "its name while it built", "the command builds m from m.cu", NULL};
+                                       "its name while it built", "the command builds m from m.cu",
+                                       "ddpc: removed the old program m, which was not built from this m.cu\n", NULL};
     script_says("r=$(cd $(dirname $D)/.. && pwd); mkdir -p home/runtime home/build; cp $r/runtime/*.h home/runtime/; "
                 "echo '#error broken on purpose' >> home/runtime/kernel.h; ln -s $r/build/libddprt.a home/build/; "
+                "$D $r/examples/mlp.net --target cpu -o m; test -x m; echo earlier=$?; "
                 "DDPC_HOME=$PWD/home $D $r/examples/mnist.net --target cpu -o m > log 2>&1; echo status=$?; cat log; "
                 "grep -A1 'the command was' log | tail -1 | grep -v tmp- | grep \" $PWD/m.cu .*-o $PWD/m \" "
                 "> /dev/null && echo the command builds m from m.cu; "
-                "grep -q 'ddpc-build:' m.cu && echo source kept; test -e m || echo no program; ls",
+                "grep -q 'ddpc-build:' m.cu && grep -q 'of mnist.net' m.cu && echo source kept; test -e m || echo no program; ls",
                 want);
 }
 
