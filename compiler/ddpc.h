@@ -709,8 +709,9 @@ bool output_same_file(const char *a, const char *b);
 /* A new file beside PATH, open for writing under a unique temporary name
  * (*TMP); NULL (reported) when PATH's directory cannot take it. */
 FILE *output_open(Arena *a, const char *path, char **tmp);
-/* Closes F, written under TMP; false (reported, TMP removed) on error. */
-bool output_close(FILE *f, const char *tmp);
+/* Closes F, written under TMP in place of PATH; false (reported as PATH's
+ * failure, TMP removed) on error. */
+bool output_close(FILE *f, const char *tmp, const char *path);
 /* Renames TMP over PATH; false (reported, TMP removed) on error. */
 bool output_rename(const char *tmp, const char *path);
 /* A unique unused name beside PATH, for a file another program writes;

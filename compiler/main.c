@@ -358,7 +358,7 @@ static int generate(Arena *a, const Net *net, const Options *o, const char *targ
         return 1;
     }
     emit_cu(f, net, &plan, command);
-    if (!output_close(f, tmp))
+    if (!output_close(f, tmp, cu))
         return 1;
     /* The program is built from this run's own copy of the source, which
      * takes its name only once the program has taken its own: two runs with

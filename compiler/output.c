@@ -90,8 +90,8 @@ FILE *output_open(Arena *a, const char *path, char **tmp)
     if (!*tmp)
         return NULL;
     FILE *f = fchmod(fd, 0666 & ~ddp_umask()) == 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", *tmp, strerror(errno));
+    if (!f) { /* named as the user named it: the temporary name is gone once reported */
+        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", path, strerror(errno));
         close(fd);
         unlink(*tmp);
         return NULL;
@@ -99,13 +99,13 @@ FILE *output_open(Arena *a, const char *path, char **tmp)
     return f;
 }
 
-bool output_close(FILE *f, const char *tmp)
+bool output_close(FILE *f, const char *tmp, const char *path)
 {
     errno = 0;
     bool ok = !ferror(f);
     ok = fclose(f) == 0 && ok;
-    if (!ok) {
-        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", tmp, errno ? strerror(errno) : "write error");
+    if (!ok) { /* PATH: the temporary name is removed before anyone reads the message */
+        fprintf(stderr, "ddpc: error: cannot write '%s': %s\n", path, errno ? strerror(errno) : "write error");
         unlink(tmp);
     }
     return ok;

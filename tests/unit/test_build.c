@@ -699,6 +699,20 @@ static void test_failed_build_keeps_source(void)
                 want);
 }
 
+/* A source that cannot be written whole (a file size limit stands for a
+ * full disk: the same failed write) is reported by the name the user gave,
+ * OUT.cu, not by the temporary name it was written under, which is gone by
+ * then; the OUT.cu of an earlier run is left as it was. */
+static void test_failed_write_names_the_output(void)
+{
+    static const char *const want[] = {"status=1", "ddpc: error: cannot write 'p.cu': File too large\n",
+                                       "no temporary name said", "leftovers=0", "old source kept", NULL};
+    script_says("echo old > p.cu; (trap '' XFSZ; ulimit -f 8; $D $(dirname $D)/../examples/mnist.net --target cpu "
+                "-o p > log 2>&1; echo status=$?); cat log; grep -q tmp- log || echo no temporary name said; "
+                "ls | grep -c tmp- | sed 's/^/leftovers=/'; test \"$(cat p.cu)\" = old && echo old source kept",
+                want);
+}
+
 /* DDP_DEBUG=1 blames a failing library call on its layer and .net line:
  * a hand edit gives linear1's product a negative batch. Without it the
  * message names no layer; and the mode changes no result. */
@@ -750,6 +764,7 @@ void suite_build(void)
         {"an installed or moved ddpc finds its runtime, or says where it looked", test_installed_ddpc},
         {"--help lists the exit statuses 0, 1 and 2", test_help_exit_statuses},
         {"a build that fails keeps OUT.cu", test_failed_build_keeps_source},
+        {"a source that cannot be written whole: named as OUT.cu, not its temporary name", test_failed_write_names_the_output},
         {"DDP_DEBUG=1 names a failing call's layer and .net line, and changes no result", test_debug_names_the_layer},
         {NULL, NULL},
     };
