@@ -64,10 +64,13 @@ static char *reserve(Arena *a, const char *path, int *fd)
     char *tmp = source ? arena_printf(a, "%.*s" DDP_OUTPUT_TMP "XXXXXX.cu", (int)(len - 3), path)
                        : arena_printf(a, "%s" DDP_OUTPUT_TMP "XXXXXX", path);
     *fd = mkostemps(tmp, source ? 3 : 0, O_CLOEXEC);
-    if (*fd < 0) {
+    if (*fd < 0 && errno == ENAMETOOLONG) /* PATH itself passed: the added characters are what is too long */
+        fprintf(stderr, "ddpc: error: cannot write '%s': the temporary name it is written under first (its name with "
+                        DDP_OUTPUT_TMP "XXXXXX added) is too long: %s; choose a shorter name\n", path, strerror(errno));
+    else if (*fd < 0)
         fprintf(stderr, "ddpc: error: cannot write into %s: %s\n", dir_of(a, path), strerror(errno));
+    if (*fd < 0)
         return NULL;
-    }
     return tmp;
 }
 

@@ -713,6 +713,21 @@ static void test_failed_write_names_the_output(void)
                 want);
 }
 
+/* An -o whose name fits the file system but whose temporary names (the
+ * name plus .tmp-XXXXXX) do not: the message says it is the temporary name
+ * that is too long, not that the directory cannot be written; exit 2 and
+ * nothing left. (250 characters: its .cu is 253, under NAME_MAX's 255.) */
+static void test_temporary_name_too_long(void)
+{
+    static const char *const want[] = {"status=2", "': the temporary name it is written under first (its name with "
+                                       ".tmp-XXXXXX added) is too long: File name too long; choose a shorter name\n",
+                                       "directory not blamed", "left=0", NULL};
+    script_says("n=$(printf '%0250d' 0); $D $(dirname $D)/../examples/mnist.net --target cpu -o $n > log 2>&1; "
+                "echo status=$?; cat log; grep -q 'write into' log || echo directory not blamed; "
+                "ls | grep -c -v '^log$' | sed 's/^/left=/'",
+                want);
+}
+
 /* DDP_DEBUG=1 blames a failing library call on its layer and .net line:
  * a hand edit gives linear1's product a negative batch. Without it the
  * message names no layer; and the mode changes no result. */
@@ -765,6 +780,7 @@ void suite_build(void)
         {"--help lists the exit statuses 0, 1 and 2", test_help_exit_statuses},
         {"a build that fails keeps OUT.cu", test_failed_build_keeps_source},
         {"a source that cannot be written whole: named as OUT.cu, not its temporary name", test_failed_write_names_the_output},
+        {"an -o too long for its temporary name: said so, exit 2, nothing written", test_temporary_name_too_long},
         {"DDP_DEBUG=1 names a failing call's layer and .net line, and changes no result", test_debug_names_the_layer},
         {NULL, NULL},
     };
