@@ -46,7 +46,8 @@ void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb)
  * ended (`| head -1`: a training process ignores SIGPIPE, rank_signals.c,
  * rather than die of it with its work unsaved), is said once on stderr and
  * OUT gets nothing more: the run goes on to its end and its checkpoints,
- * --log and --tensorboard still get every record. */
+ * --log and --tensorboard still get every record. (An evaluation, whose
+ * result OUT holds, then fails: trainer.c.) */
 static void flush_out(DdpProgress *p)
 {
     errno = 0;
@@ -55,7 +56,8 @@ static void flush_out(DdpProgress *p)
     int failure = errno;
     p->quiet = 1;
     p->tty = p->line_shown = 0;
-    fprintf(stderr, "%s: warning: cannot write the reports to standard output (%s): training goes on without them "
+    p->out_failed = failure ? failure : -1;
+    fprintf(stderr, "%s: warning: cannot write the reports to standard output (%s): the run goes on without them "
             "(--log FILE keeps them)\n", p->prog, failure ? strerror(failure) : "a write failed");
 }
 

@@ -34,6 +34,7 @@ typedef struct {
     const char *prog;        /* names this file's one message to stderr (flush_out) */
     FILE *out;
     int quiet;               /* print nothing (the log is still written); set once OUT fails */
+    int out_failed;          /* OUT failed: its errno, or -1 where none was left; 0: it has not */
     int tty;                 /* OUT is a terminal: show a progress line */
     int line_shown;          /* a progress line is on screen, to be erased */
     DdpJsonLog *log;         /* --log, or NULL; not owned */
@@ -51,8 +52,8 @@ typedef struct {
 
 /* Reports on OUT (a terminal gets the progress line); records go nowhere
  * else until ddp_progress_attach. Should OUT fail (a pipe whose reader
- * ended, `| head -1`), PROG says so once on stderr and the reports stop
- * there; the run and its records go on. */
+ * ended, `| head -1`), PROG says so once on stderr, the reports stop there
+ * and OUT_FAILED says why; the run and its records go on. */
 void ddp_progress_init(DdpProgress *p, const char *prog, FILE *out, int quiet);
 /* Sends the records to LOG and TB from now on (either may be NULL): the
  * trainer opens them once its start-up checks have passed, after notes. */

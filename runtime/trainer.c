@@ -52,7 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>  // fcntl, open: hold_standard_streams
 #include <math.h>
-#include <signal.h>  // signal: a closed pipe ends an evaluation's predictions
+#include <signal.h>  // signal: a closed pipe ends an evaluation
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1338,6 +1338,14 @@ static DdpStatus evaluate_only(Trainer *t)
         s = json ? ddp_progress_eval_only(&t->progress, loss, accuracy, samples, json)
                  : DDP_ERR(DDP_FAIL, "out of memory: the confusion matrix for the log");
         free(json);
+        /* the printed result is the evaluation's product, as the predictions
+         * are --predict's: one that did not reach its reader is a failure */
+        errno = 0;
+        if (s == DDP_OK && !t->flags.quiet && (fflush(stdout) != 0 || ferror(stdout) || t->progress.out_failed)) {
+            int failure = t->progress.out_failed > 0 ? t->progress.out_failed : errno;
+            s = DDP_ERR(DDP_FAIL, "cannot write the evaluation's results to standard output (%s)",
+                        failure ? strerror(failure) : "a write failed");
+        }
     }
     /* as after a training stop: no rank exits before rank 0 has said so
      * (under mpirun the first to exit ends the others) */
@@ -1380,9 +1388,6 @@ static DdpStatus predict(Trainer *t)
      * buffer that holds the longest): Ctrl-C or a kill leaves whole lines,
      * where a full buffer would have been written up to anywhere in one. */
     static char line_buffer[DDP_TOP_CLASSES_LINE_MAX];
-    /* An evaluation has nothing to save: a pipe whose reader has ended
-     * (`| head`) ends it quietly, as any filter, not with an error */
-    signal(SIGPIPE, SIG_DFL);
     fflush(stdout);
     setvbuf(stdout, line_buffer, _IOLBF, sizeof line_buffer);
     for (int64_t start = 0; s == DDP_OK && start < t->test.n; start += batch) {
@@ -1894,6 +1899,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_flags_allow_tf32(&t->flags, getenv("DDP_ALLOW_TF32"), ddp_device_is_gpu());
     if (t->flags.help) {
         ddp_flags_usage(stdout, t->prog, net->name, &net->train);
+        errno = 0;
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return DDP_ERR(DDP_FAIL, "cannot write the help to standard output (%s)",
+                           errno ? strerror(errno) : "a write failed");
         return DDP_OK;
     }
     t->cfg = net->train;
@@ -1926,6 +1935,11 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     ddp_signals_install(t->prog, rank, world,
                         t->dist.topo.launch == DDP_LAUNCH_MPIRUN || t->dist.topo.launch == DDP_LAUNCH_SPAWN,
                         rank == 0 && !getenv(DDP_LAUNCHER_ENV));
+    /* An evaluation has nothing to save: a pipe whose reader has ended
+     * (`| head`) ends it quietly, as any filter, not with an error (as it
+     * ends --predict, which starts no handlers) */
+    if (t->flags.eval_only)
+        signal(SIGPIPE, SIG_DFL);
     DDP_CHECK(share_global_batch(&t->cfg, world));
 
     DDP_CHECK(load_data(t));

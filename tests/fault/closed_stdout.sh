@@ -6,12 +6,16 @@
 #    every epoch in --log, and exports the very bytes of a run whose output
 #    went to /dev/null (cmp);
 #  - under --nproc-per-node 2, the same: status 0, last checkpoint saved;
-#  - --predict, which has nothing to save, ends as any filter does: killed by
-#    SIGPIPE (status 141), saying nothing.
+#  - --predict and --eval-only, which have nothing to save, end as any filter
+#    does: killed by SIGPIPE (status 141), saying nothing; --eval-only's
+#    result sent to a full disk (/dev/full) is a failure, said, status 1, as
+#    is --help's.
 # Prints a verdict line per check; exits 1 if any failed.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/preamble.sh"  # ddpc, python, here, d; cleans up on exit
-"$python" "$here/small_data.py" "$d/data" 512 64
+# 2048 test samples: --predict's lines (over 64 KiB) cannot all fit in the
+# pipe before head -1 has ended, so its SIGPIPE is sure
+"$python" "$here/small_data.py" "$d/data" 512 2048
 "$ddpc" examples/mnist.net --target cpu -o "$d/prog" > /dev/null
 cd "$d"
 export OMP_NUM_THREADS=1
@@ -37,7 +41,7 @@ set -e
 check "one process: trained to its end, status 0 (got $rc)" [ "$rc" = 0 ]
 check "one process: head read the description" grep -q '^mnist: 512 train' first.txt
 check "one process: said once that the reports are lost" \
-    [ "$(grep -c 'warning: cannot write the reports to standard output (Broken pipe): training goes on' err.txt)" = 1 ]
+    [ "$(grep -c 'warning: cannot write the reports to standard output (Broken pipe): the run goes on' err.txt)" = 1 ]
 check "one process: saved its last checkpoint (step $last_step)" last_checkpoint ck
 check "one process: --log kept every epoch" [ "$(grep -c '"event": "epoch"' log.jsonl)" = $epochs ]
 check "one process: the weights of a run never piped (cmp)" cmp -s out.safetensors reference.safetensors
@@ -58,4 +62,24 @@ rc=${PIPESTATUS[0]}
 set -e
 check "--predict: ended by SIGPIPE as a filter (status 141, got $rc)" [ "$rc" = 141 ]
 check "--predict: said nothing" [ ! -s err3.txt ]
+
+# --eval-only's printed result is its product: a reader gone ends it as a
+# filter; a full disk is a failure, said
+set +e
+./prog --data data --eval-only --init out.safetensors 2> err4.txt | head -1 > /dev/null
+rc=${PIPESTATUS[0]}
+./prog --data data --eval-only --init out.safetensors > /dev/full 2> err5.txt
+rc_full=$?
+set -e
+check "--eval-only: ended by SIGPIPE as a filter (status 141, got $rc)" [ "$rc" = 141 ]
+check "--eval-only: said nothing" [ ! -s err4.txt ]
+check "--eval-only to a full disk: status 1 (got $rc_full)" [ "$rc_full" = 1 ]
+check "--eval-only to a full disk: said" \
+    grep -q "error: cannot write the evaluation's results to standard output (No space left on device)" err5.txt
+set +e
+./prog --help > /dev/full 2> err6.txt
+rc=$?
+set -e
+help_failed() { [ "$rc" = 1 ] && grep -q "error: cannot write the help to standard output (No space left" err6.txt; }
+check "--help to a full disk: status 1 (got $rc), said" help_failed
 exit $status
