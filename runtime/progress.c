@@ -61,6 +61,43 @@ static void flush_out(DdpProgress *p)
             "(--log FILE keeps them)\n", p->prog, failure ? strerror(failure) : "a write failed");
 }
 
+/* A record --log could not take, or a plot --tensorboard could not (a full
+ * disk; their messages name the file): said once for that file, which gets
+ * nothing more, and kept as the run's failure for its end (ddp_progress_
+ * lost_records). The run goes on: stopping would lose its training since
+ * the last checkpoint for the sake of a record. */
+static void lose_file(DdpProgress *p, int is_log)
+{
+    if (!p->lost[0])
+        snprintf(p->lost, sizeof p->lost, "%s", ddp_error_message());
+    fprintf(stderr, "%s: warning: %s: the run goes on without it, to end with status 1\n", p->prog,
+            ddp_error_message());
+    ddp_error_clear();
+    if (is_log)
+        p->log = NULL;
+    else
+        p->tb = NULL;
+}
+
+static void log_record(DdpProgress *p, const DdpLogField *f, int n)
+{
+    if (p->log && ddp_jsonlog_write(p->log, f, n) != DDP_OK)
+        lose_file(p, 1);
+}
+
+static void plot_scalar(DdpProgress *p, const char *tag, int64_t step, double value)
+{
+    if (p->tb && ddp_tensorboard_scalar(p->tb, tag, step, value) != DDP_OK)
+        lose_file(p, 0);
+}
+
+DdpStatus ddp_progress_lost_records(const DdpProgress *p)
+{
+    if (!p->lost[0])
+        return DDP_OK;
+    return DDP_ERR(DDP_FAIL, "%s: the run went on without it to its end, and saved as it would", p->lost);
+}
+
 /* Erases the progress line, if one is showing, before a plain line. */
 static void clear_line(DdpProgress *p)
 {
@@ -80,7 +117,8 @@ DdpStatus ddp_progress_start(DdpProgress *p, const char *net, const char *data, 
                        DDP_LOG_I("batch_per_rank", batch_per_rank), DDP_LOG_I("global_batch", batch_per_rank * world),
                        DDP_LOG_B("global_batch_set", batch_global), DDP_LOG_B("step_graphs", step_graphs),
                        DDP_LOG_B("bit_invariant", !not_invariant), DDP_LOG_S("bit_invariant_why", not_invariant)};
-    return ddp_jsonlog_write(p->log, f, not_invariant ? 10 : 9);
+    log_record(p, f, not_invariant ? 10 : 9);
+    return DDP_OK;
 }
 
 DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *cause)
@@ -88,7 +126,8 @@ DdpStatus ddp_progress_restart(DdpProgress *p, int64_t restart, const char *caus
     if (!p->log)
         return DDP_OK;
     DdpLogField f[] = {DDP_LOG_S("event", "restart"), DDP_LOG_I("restart", restart), DDP_LOG_S("cause", cause)};
-    return ddp_jsonlog_write(p->log, f, 3);
+    log_record(p, f, 3);
+    return DDP_OK;
 }
 
 DdpStatus ddp_progress_eval_only(DdpProgress *p, double test_loss, double test_acc, int64_t samples,
@@ -99,7 +138,8 @@ DdpStatus ddp_progress_eval_only(DdpProgress *p, double test_loss, double test_a
     DdpLogField f[] = {DDP_LOG_S("event", "eval_only"), DDP_LOG_D("test_loss", test_loss),
                        DDP_LOG_D("test_acc", test_acc), DDP_LOG_I("samples", samples),
                        DDP_LOG_J("confusion", confusion)};
-    return ddp_jsonlog_write(p->log, f, 5);
+    log_record(p, f, 5);
+    return DDP_OK;
 }
 
 DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, const char *checkpoint)
@@ -108,7 +148,8 @@ DdpStatus ddp_progress_stop(DdpProgress *p, const char *signal, int64_t step, co
         return DDP_OK;
     DdpLogField f[] = {DDP_LOG_S("event", "stop"), DDP_LOG_S("signal", signal), DDP_LOG_I("step", step),
                        DDP_LOG_S("checkpoint", checkpoint ? checkpoint : "")};
-    return ddp_jsonlog_write(p->log, f, checkpoint ? 4 : 3);
+    log_record(p, f, checkpoint ? 4 : 3);
+    return DDP_OK;
 }
 
 /* X to the nearest 1/PER_UNIT (1000: to the microsecond, X in ms): what the
@@ -143,18 +184,16 @@ DdpStatus ddp_progress_rank_times(DdpProgress *p, int64_t step, const DdpRankTim
         int plotted = k; /* the times and the rate; the counts below are the log's */
         for (int c = 0; c < DDP_CALL_KINDS; c++)
             f[k++] = DDP_LOG_I(ddp_device_call_name((DdpDeviceCall)c), (int64_t)row->calls[c]);
-        if (p->log)
-            DDP_CHECK(ddp_jsonlog_write(p->log, f, k));
+        log_record(p, f, k);
         for (int i = 3; p->tb && i < plotted; i++) {
             char tag[48];
             snprintf(tag, sizeof tag, "rank%d/%s", r, f[i].key);
-            DDP_CHECK(ddp_tensorboard_scalar(p->tb, tag, step, f[i].f));
+            plot_scalar(p, tag, step, f[i].f);
         }
     }
     DdpLogField s[] = {DDP_LOG_S("event", "ranks"), DDP_LOG_I("step", step), DDP_LOG_D("median_busy_ms", rounded(median, 1000)),
                        DDP_LOG_I("slowest", slowest), DDP_LOG_I("straggler", *straggler)};
-    if (p->log)
-        DDP_CHECK(ddp_jsonlog_write(p->log, s, *straggler >= 0 ? 5 : 4));
+    log_record(p, s, *straggler >= 0 ? 5 : 4);
     if (*straggler >= 0 && *straggler != p->straggler_said) {
         const DdpRankTimes *row = &rows[*straggler];
         ddp_progress_note(p, "rank %d is behind: %.1f ms of work per step where the ranks' median is %.1f (data "
@@ -227,19 +266,16 @@ static void print_numbers(DdpProgress *p, const DdpReport *r)
 }
 
 /* The report's numbers as TensorBoard scalars at its step, named as in the log. */
-static DdpStatus plot(DdpProgress *p, const DdpReport *r)
+static void plot(DdpProgress *p, const DdpReport *r)
 {
-    if (!p->tb)
-        return DDP_OK;
-    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "loss", r->step, r->loss));
-    DDP_CHECK(ddp_tensorboard_scalar(p->tb, "lr", r->step, r->lr));
+    plot_scalar(p, "loss", r->step, r->loss);
+    plot_scalar(p, "lr", r->step, r->lr);
     if (!r->untimed)
-        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "samples_per_s", r->step, r->samples_per_s));
+        plot_scalar(p, "samples_per_s", r->step, r->samples_per_s);
     if (r->evaluated) {
-        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_loss", r->step, r->test_loss));
-        DDP_CHECK(ddp_tensorboard_scalar(p->tb, "test_acc", r->step, r->test_acc));
+        plot_scalar(p, "test_loss", r->step, r->test_loss);
+        plot_scalar(p, "test_acc", r->step, r->test_acc);
     }
-    return DDP_OK;
 }
 
 /* Keeps the best accuracy for the summary, and writes the log line and the plots. */
@@ -249,7 +285,7 @@ static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
         p->best_acc = r->test_acc;
         p->best_epoch = r->epoch;
     }
-    DDP_CHECK(plot(p, r));
+    plot(p, r);
     if (!p->log)
         return DDP_OK;
     DdpLogField f[12];
@@ -269,7 +305,8 @@ static DdpStatus record(DdpProgress *p, const DdpReport *r, int is_epoch)
         f[n++] = DDP_LOG_D("time_s", r->seconds);
         f[n++] = DDP_LOG_D("data_wait_s", r->data_wait_s);
     }
-    return ddp_jsonlog_write(p->log, f, n);
+    log_record(p, f, n);
+    return DDP_OK;
 }
 
 DdpStatus ddp_progress_epoch(DdpProgress *p, const DdpReport *r)

@@ -42,6 +42,7 @@ typedef struct {
     double best_acc;         /* best test accuracy so far, and its epoch */
     int64_t best_epoch;      /* 0: no evaluation yet */
     int straggler_said;      /* the last straggler said; -1: none */
+    char lost[DDP_ERROR_MESSAGE_LEN]; /* why --log or --tensorboard first failed, the file named; "" while neither has */
 } DdpProgress;
 
 /* Overrides isatty(OUT) when set to 0 or 1: a launcher whose ranks cannot
@@ -56,8 +57,16 @@ typedef struct {
  * and OUT_FAILED says why; the run and its records go on. */
 void ddp_progress_init(DdpProgress *p, const char *prog, FILE *out, int quiet);
 /* Sends the records to LOG and TB from now on (either may be NULL): the
- * trainer opens them once its start-up checks have passed, after notes. */
+ * trainer opens them once its start-up checks have passed, after notes.
+ * Should one fail to take a record (a full disk), PROG says so on stderr,
+ * that file gets nothing more, and the run goes on: the functions below
+ * fail for none of it. */
 void ddp_progress_attach(DdpProgress *p, DdpJsonLog *log, DdpTensorboard *tb);
+
+/* At a run's end: DDP_FAIL, saying why, where --log or --tensorboard
+ * failed to take a record (its file lacks the records after it); else
+ * DDP_OK. */
+DdpStatus ddp_progress_lost_records(const DdpProgress *p);
 
 /* The log's first record of a run, {"event": "start", ...}: the net, the
  * data (DATA: "3x32x32 CIFAR-10", the samples and their format), the world

@@ -2064,7 +2064,9 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
 
     if (t->flags.eval_only) { /* --export: a checkpoint's weights as a weights file */
         DDP_CHECK(evaluate_only(t));
-        return t->flags.export_path && rank == 0 && !t->stopped ? export_weights(t) : DDP_OK;
+        if (t->flags.export_path && rank == 0 && !t->stopped)
+            DDP_CHECK(export_weights(t));
+        return ddp_progress_lost_records(&t->progress);
     }
     DDP_CHECK(train(t));
     if (ddp_device_is_gpu()) {
@@ -2096,7 +2098,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
     }
     if (t->flags.export_path && rank == 0)
         DDP_CHECK(export_weights(t));
-    return ddp_device_sync(t->stream);
+    DDP_CHECK(ddp_device_sync(t->stream));
+    return ddp_progress_lost_records(&t->progress);
 }
 
 /* Frees whatever RUN got to; the logs' close status, since losing their

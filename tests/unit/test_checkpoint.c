@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>  // setrlimit: a log file that cannot grow, as on a full disk
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>  // waitpid
@@ -423,6 +424,42 @@ static void test_failed_save_is_a_failure(void)
     CU_ASSERT(!harness_has(out, "not saving"));
     free(out);
     CU_ASSERT(stat(path("ck/checkpoint-tiny-000000010.safetensors"), &st) == 0 && S_ISREG(st.st_mode));
+    test_remove_tmpdir(tmpdir);
+}
+
+/* A --log whose file stops taking records (here its size limit, as a disk
+ * that fills): said, and the run trains on to its end and saves as it
+ * would, its weights those of a run without the log; then exit 1, saying
+ * why. (Stopping there lost the training since the last checkpoint.) */
+static void test_full_log_trains_on(void)
+{
+    setup();
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s --save %s --max-steps 1", data_dir, path("size")), 0);
+    struct stat one;
+    CU_ASSERT_EQUAL_FATAL(stat(path("size/checkpoint-tiny-000000001.safetensors"), &one), 0);
+    const char *flags = "--epochs 40 --eval-every 1 --log-every 1 --no-augment";
+    CU_ASSERT_EQUAL(harness_run(net(), NULL, "--data %s %s --export %s", data_dir, flags, path("whole.st")), 0);
+    /* every file this process and the run write may hold a checkpoint and a
+     * little more; the log's 400 steps of records pass that */
+    struct rlimit was, cap = {.rlim_cur = (rlim_t)one.st_size + 4096, .rlim_max = RLIM_INFINITY};
+    CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_FSIZE, &was), 0);
+    cap.rlim_max = was.rlim_max;
+    void (*xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* a write past it fails (EFBIG), as on a full disk */
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    char *out = NULL;
+    int rc = harness_run(net(), &out, "--data %s %s --save %s --log %s --export %s", data_dir, flags, path("ck"),
+                         path("log.jsonl"), path("logged.st"));
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, xfsz);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT(harness_has(out, "log.jsonl: cannot write the log: File too large: the run goes on without it, to end "
+                               "with status 1"));
+    CU_ASSERT(harness_has(out, "log.jsonl: cannot write the log: File too large: the run went on without it to its "
+                               "end, and saved as it would"));
+    free(out);
+    struct stat st;
+    CU_ASSERT(stat(path("ck/checkpoint-tiny-000000400.safetensors"), &st) == 0);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("logged.st")));
     test_remove_tmpdir(tmpdir);
 }
 
@@ -1464,6 +1501,8 @@ void suite_checkpoint(void)
         {"a checkpoint that cannot be written mid-run: exit 1, the newest good one named and kept",
          test_failed_save_is_a_failure},
         {"other settings, a weights file, another net: status 2, named", test_refused},
+        {"a --log that fills its disk mid-run: trained to the end and saved as without it, then status 1, said",
+         test_full_log_trains_on},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
         {"the layout recorded, checked on resuming, in the checksum; none recorded is NCHW", test_layout_recorded},
