@@ -265,10 +265,13 @@ static void print_numbers(DdpProgress *p, const DdpReport *r)
         fprintf(p->out, "  %.0f samples/s", r->samples_per_s);
 }
 
-/* The report's numbers as TensorBoard scalars at its step, named as in the log. */
+/* The report's numbers as TensorBoard scalars at its step, named as in the
+ * log. Its `loss` is always the mean since the previous point: an epoch
+ * report's own, the epoch's mean, would jump back at each epoch's end of a
+ * run that reports within epochs (--eval-every). */
 static void plot(DdpProgress *p, const DdpReport *r)
 {
-    plot_scalar(p, "loss", r->step, r->loss);
+    plot_scalar(p, "loss", r->step, r->span_loss);
     plot_scalar(p, "lr", r->step, r->lr);
     if (!r->untimed)
         plot_scalar(p, "samples_per_s", r->step, r->samples_per_s);

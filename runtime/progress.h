@@ -20,6 +20,8 @@ typedef struct {
     int64_t step;            /* global optimizer steps taken */
     double loss;             /* mean training loss: over the epoch in an epoch report,
                               * since the previous report in an evaluation's */
+    double span_loss;        /* mean training loss since the previous report, in both:
+                              * TensorBoard's `loss`, a curve of one kind */
     double lr;               /* of the last step */
     double samples_per_s;    /* training throughput over the same span, evaluation excluded */
     int untimed;             /* a report a stop left out, made by the resumed run: the steps it

@@ -1448,6 +1448,8 @@ static DdpStatus report(Trainer *t, EpochState *e, ReportKind kind, int left_out
         .evaluated = 1,
     };
     r.loss = mean_loss(kind == REPORT_EPOCH ? e->loss : e->span_loss);
+    /* a stop's left-out epoch report kept the epoch's mean alone */
+    r.span_loss = e->span_loss.samples > 0 ? mean_loss(e->span_loss) : r.loss;
     r.untimed = left_out;
     if (kind == REPORT_EPOCH && !left_out) {
         double trained = read_at - e->start - e->report_seconds;
