@@ -454,11 +454,31 @@ static void list_free(Candidate *c, int n)
     free(c);
 }
 
+/* The lock this process holds (ddp_checkpoint_lock), until it ends: its
+ * file's descriptor, deliberately kept, and the directory it was taken in,
+ * by name and by what the name led to then (relock_if_moved). */
+static struct {
+    int fd;
+    char *dir;
+    dev_t dev;
+    ino_t ino;
+} held = {.fd = -1};
+
+/* Takes note of DIR, whose lock this process now holds in FD. */
+static void hold(int fd, const char *dir)
+{
+    struct stat sb;
+    held.fd = fd;
+    held.dir = strdup(dir); /* NULL (out of memory): no move is then seen */
+    if (stat(dir, &sb) == 0) {
+        held.dev = sb.st_dev;
+        held.ino = sb.st_ino;
+    }
+}
+
 DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
 {
-    /* held until the process ends: the descriptor is deliberately kept */
-    static int held = -1;
-    if (held >= 0)
+    if (held.fd >= 0)
         return DDP_OK;
     char stem[MAX_STEM], *path = NULL;
     file_stem(net_name(net), 0, stem);
@@ -476,12 +496,12 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     if (fd < 0) {
         st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, path, strerror(errno));
     } else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        held = fd;
+        hold(fd, dir);
     } else if (errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP) {
         /* a file system without locks (some NFS and Lustre mounts): said, not fatal */
         fprintf(stderr, "warning: --save %s: cannot lock %s (%s): make sure no other run of net '%s' saves "
                         "there\n", dir, path, strerror(errno), net->name);
-        held = fd;
+        hold(fd, dir);
     } else {
         st = errno == EWOULDBLOCK
             ? DDP_ERR(DDP_BAD_INPUT, "--save %s is in use by another run of net '%s' (it holds %s): give this run "
@@ -491,6 +511,26 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     }
     free(path);
     return st;
+}
+
+/* DIR, locked at start-up, moved or removed since and made again by this
+ * save: the lock is the old directory's, and another run could have taken
+ * this one (and resumed from what it found). The lock is taken again here,
+ * said, or the save fails where another run holds it now. */
+static DdpStatus relock_if_moved(const DdpNet *net, const char *dir)
+{
+    struct stat sb;
+    if (held.fd < 0 || !held.dir || strcmp(held.dir, dir) != 0 || stat(dir, &sb) != 0 ||
+        (sb.st_dev == held.dev && sb.st_ino == held.ino))
+        return DDP_OK;
+    close(held.fd);
+    free(held.dir);
+    held.fd = -1;
+    held.dir = NULL;
+    DDP_CHECK(ddp_checkpoint_lock(net, dir));
+    fprintf(stderr, "warning: --save %s was moved or removed during the run: its checkpoints go on in a new %s, "
+                    "which this run holds now\n", dir, dir);
+    return DDP_OK;
 }
 
 /* Whether DIR/NAME passes a load's checks of its header, against the
@@ -554,6 +594,7 @@ DdpStatus ddp_checkpoint_save(const DdpNet *net, const char *dir, const DdpCheck
     if (len > 0)
         path[0] = '\0'; /* nothing written, as every early return leaves it */
     DDP_CHECK(ddp_checkpoint_make_dir(dir, NULL));
+    DDP_CHECK(relock_if_moved(net, dir));
     char stem[MAX_STEM];
     file_stem(net_name(net), 0, stem);
     int written = snprintf(path, len, "%s/" PREFIX "%s-%09lld" SUFFIX, dir, stem, (long long)run->step);

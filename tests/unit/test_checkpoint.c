@@ -1489,6 +1489,84 @@ static void test_one_run_per_directory(void)
     test_remove_tmpdir(tmpdir);
 }
 
+/* A step of the run in the child of test_moved_directory: saves STEP into
+ * DIR, and answers 'y' when the save did as WANT says (DDP_OK, or refused
+ * as another run's directory). */
+static char save_step(const char *dir, int64_t step, DdpStatus want)
+{
+    static float params[784 * 10 + 10], buffers[20], opt[784 * 10 + 10];
+    static int64_t counts[8];
+    DdpCheckpointRun run = {.step = step, .seed = 1, .batch = 20, .world = 1, .no_sync_every = 1, .shuffle = 1};
+    DdpCheckpointState state = {params, buffers, opt, counts, NULL};
+    char written[512];
+    DdpStatus st = ddp_checkpoint_save(net(), dir, &run, &state, written, sizeof written);
+    if (want != DDP_OK)
+        return st != DDP_OK && strstr(ddp_error_message(), "is in use by another run of net 'tiny'") ? 'y' : 'n';
+    return st == DDP_OK ? 'y' : 'n';
+}
+
+/* --save DIR moved away mid-run (or removed), then made again by the
+ * run's next save: the run takes the new DIR's lock, so that no other run
+ * takes it too; where another run already holds it, the save fails rather
+ * than write among that run's checkpoints. */
+static void test_moved_directory(void)
+{
+    setup();
+    int to_run[2], from_run[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(to_run), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(from_run), 0);
+    const char *ck = path("ck");
+    pid_t run = fork();
+    CU_ASSERT_FATAL(run >= 0);
+    if (run == 0) { /* the run: a save at each word from the test */
+        char c = ddp_checkpoint_make_dir(ck, NULL) == DDP_OK && ddp_checkpoint_lock(net(), ck) == DDP_OK ? 'y' : 'n';
+        for (int64_t step = 1; c != 'q'; step++) {
+            c = c == 'y' || c == 'n' ? save_step(ck, step, c == 'n' ? DDP_BAD_INPUT : DDP_OK) : c;
+            if (write(from_run[1], &c, 1) != 1 || read(to_run[0], &c, 1) != 1)
+                _exit(2);
+        }
+        _exit(0);
+    }
+    char c = 0;
+    CU_ASSERT(read(from_run[0], &c, 1) == 1 && c == 'y'); /* locked, step 1 saved */
+    CU_ASSERT_EQUAL(rename(ck, path("ck.old")), 0);
+    CU_ASSERT(write(to_run[1], "y", 1) == 1 && read(from_run[0], &c, 1) == 1 && c == 'y'); /* step 2, in a new ck */
+    struct stat st;
+    CU_ASSERT(stat(path("ck/checkpoint-tiny-000000002.safetensors"), &st) == 0);
+    CU_ASSERT(stat(path("ck.old/checkpoint-tiny-000000001.safetensors"), &st) == 0);
+    int ws = 0;
+    pid_t rival = fork(); /* the new ck is the run's: another is refused */
+    if (rival == 0)
+        _exit(ddp_checkpoint_lock(net(), ck) == DDP_BAD_INPUT ? 0 : 1);
+    waitpid(rival, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    /* moved again, and another run takes the new one first: the run's
+     * save is refused, and writes nothing there */
+    CU_ASSERT_EQUAL(rename(ck, path("ck.older")), 0);
+    int held[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(held), 0);
+    rival = fork();
+    if (rival == 0) {
+        char r = ddp_checkpoint_make_dir(ck, NULL) == DDP_OK && ddp_checkpoint_lock(net(), ck) == DDP_OK ? 'y' : 'n';
+        if (write(held[1], &r, 1) != 1 || read(to_run[0], &r, 1) != 1) /* holds it until the test says */
+            _exit(2);
+        _exit(0);
+    }
+    CU_ASSERT(read(held[0], &c, 1) == 1 && c == 'y');
+    CU_ASSERT(write(to_run[1], "n", 1) == 1 && read(from_run[0], &c, 1) == 1 && c == 'y'); /* step 3 refused */
+    CU_ASSERT(stat(path("ck/checkpoint-tiny-000000003.safetensors"), &st) != 0);
+    CU_ASSERT(write(to_run[1], "qq", 2) == 2); /* the rival and the run end */
+    waitpid(rival, &ws, 0);
+    waitpid(run, &ws, 0);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    for (int i = 0; i < 2; i++) {
+        close(to_run[i]);
+        close(from_run[i]);
+        close(held[i]);
+    }
+    test_remove_tmpdir(tmpdir);
+}
+
 void suite_checkpoint(void)
 {
     static const TestCase cases[] = {
@@ -1501,6 +1579,8 @@ void suite_checkpoint(void)
         {"a checkpoint that cannot be written mid-run: exit 1, the newest good one named and kept",
          test_failed_save_is_a_failure},
         {"other settings, a weights file, another net: status 2, named", test_refused},
+        {"--save moved away mid-run: the next save takes the new directory's lock, or fails where another run "
+         "holds it", test_moved_directory},
         {"a --log that fills its disk mid-run: trained to the end and saved as without it, then status 1, said",
          test_full_log_trains_on},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
