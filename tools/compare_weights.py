@@ -47,9 +47,14 @@ PyTorch's float32 passes; a fault, which moves every element, still fails.
 The allowance has no floor: one step's updates can be a thousand times
 smaller than the weights, and a fixed 1e-7 let a 1% error in a gradient
 pass (tests/parity/compare_small_update.py).
-Integer tensors (num_batches_tracked) must be equal. Prints one line per
-tensor, with the largest share of its allowance an element uses (the
-margin left), and "compare: OK" or "compare: FAILED"; exit 0 or 1. OURS
+A float tensor with a NaN or an infinity in any of the files FAILS,
+whatever its other elements: NaN is within every allowance by comparison
+(NaN > allowed is false), and an infinity in REFERENCE, INITIAL or an
+allowance's file makes the allowance infinite; a diverged run matches
+nothing. Integer tensors (num_batches_tracked) must be equal. Prints one
+line per tensor, with the largest share of its allowance an element uses
+(the margin left), and "compare: OK" or "compare: FAILED", which names
+each failed tensor and why; exit 0 or 1. OURS
 without a tensor of REFERENCE, or with one REFERENCE lacks, FAILS, naming
 them; every other file must hold REFERENCE's names and shapes exactly, as
 it is computed from or alongside it, and one that does not, or a file that
@@ -81,6 +86,26 @@ def same_tensors(path, tensors, ref_path, ref):
         if tensors[name].shape != ref[name].shape:
             raise Bad(f"{path}: tensor '{name}' has shape {list(tensors[name].shape)}, "
                       f"{ref_path}'s {list(ref[name].shape)}")
+
+
+def not_finite(name, files):
+    """What of tensor NAME is NaN or infinite in FILES ((path, tensors) pairs;
+    tensors None for a file not given), in words; empty when nothing is.
+    NaN passes every comparison (NaN > allowed is False) and an infinity in
+    the reference or an allowance's file makes the allowance infinite, so
+    such a tensor fails before it is measured: a diverged run is no match."""
+    said = []
+    for path, tensors in files:
+        if tensors is None:
+            continue
+        x = tensors[name]
+        if x.dtype.kind != "f":
+            continue
+        nan, inf = int(np.count_nonzero(np.isnan(x))), int(np.count_nonzero(np.isinf(x)))
+        if nan or inf:
+            said.append(" and ".join(([f"{nan} NaN"] if nan else []) + ([f"{inf} inf"] if inf else []))
+                        + f" in {path}")
+    return "; ".join(said)
 
 
 def main():
@@ -115,16 +140,22 @@ def main():
     for name in ref:
         r, o, i = ref[name], ours[name], w0[name]
         if r.shape != o.shape:
-            failed.append(name)
+            failed.append(f"{name} (shape)")
             print(f"{name:28s} shape {list(o.shape)} vs {list(r.shape)}")
             continue
         if r.dtype.kind in "iu":
             ok = np.array_equal(r, o)
             print(f"{name:28s} {'equal' if ok else 'DIFFERENT'}: {o.ravel()[:4]} vs {r.ravel()[:4]}")
             if not ok:
-                failed.append(name)
+                failed.append(f"{name} (different)")
             continue
         r, o, i = (x.astype(np.float64) for x in (r, o, i))
+        faults = not_finite(name, ((a.ours, ours), (a.reference, ref), (a.initial, w0), (a.envelope, perturbed),
+                                   (a.kinks, kinks), (a.float32_reference, ref32)))
+        if faults:
+            failed.append(f"{name} ({faults})")
+            print(f"{name:28s} {faults}   <-- not finite")
+            continue
         update = float(np.max(np.abs(r - i))) if r.size else 0.0
         error = float(np.max(np.abs(o - r))) if r.size else 0.0
         allowed = a.tol * update + a.steps * 2.0**-24 * (float(np.max(np.abs(r))) if r.size else 0.0)
@@ -153,13 +184,14 @@ def main():
         print(f"{name:28s} update {update:10.3e}  error {error:10.3e}  ratio {ratio:9.2e}{notes}  "
               f"used {used:5.1%}{mark}")
         if over:
-            failed.append(name)
+            failed.append(f"{name} (over its allowance)")
     verdict = "OK" if not failed else "FAILED"
     print(f"compare: {verdict} worst {worst:.2e} of the update, at most {most_used:.0%} of an element's allowance "
           f"(tolerance {a.tol:g} of the update, "
           f"plus float32 rounding{' and the computed envelope' if perturbed is not None else ''}"
           f"{' and kinks' if kinks is not None else ''}"
-          f"{' and twice PyTorch float32' + chr(39) + 's error' if ref32 is not None else ''})")
+          f"{' and twice PyTorch float32' + chr(39) + 's error' if ref32 is not None else ''})"
+          f"{': ' + ', '.join(failed) if failed else ''}")
     return 0 if not failed else 1
 
 

@@ -176,6 +176,16 @@ static void test_compare_holds_small_updates(void)
     tool_self_test("tests/parity/compare_small_update.py", want, 3);
 }
 
+/* The comparison's verdict on weights that match nothing
+ * (tests/parity/compare_verdicts.py): a NaN or an infinity in any file it
+ * reads fails the tensor, which the summary names; a NaN passed every
+ * allowance by comparison, and the suite above takes the verdict. */
+static void test_compare_fails_faults(void)
+{
+    static const char *const want[] = {"the files as written pass: ok\n", "compare's verdicts: ", " cases ok\n"};
+    tool_self_test("tests/parity/compare_verdicts.py", want, 3);
+}
+
 /* The tools of tools/ on mistakes (tests/parity/tools_bad_input.py): a
  * malformed safetensors file of each kind, a missing --module, files of
  * other tensors than the reference's, arguments a tool does not take: exit
@@ -216,6 +226,8 @@ void suite_parity(void)
         {"5 steps: PyTorch float64's, within 1e-4 of the update + the envelope float64 computes", test_five_steps},
         {"the comparison: a small update on large weights passes within its tolerance, 0.3% off fails",
          test_compare_holds_small_updates},
+        {"the comparison: a NaN or an infinity in any file fails the tensor, named in the summary",
+         test_compare_fails_faults},
         {"the kinks' max-pool near-ties: found alone, flipped to the runner-up's value and gradient",
          test_kinks_at_max_pools},
         {"the tools on a malformed file or a wrong command: one line naming it, exit 2, no traceback",
