@@ -51,10 +51,12 @@ A float tensor with a NaN or an infinity in any of the files FAILS,
 whatever its other elements: NaN is within every allowance by comparison
 (NaN > allowed is false), and an infinity in REFERENCE, INITIAL or an
 allowance's file makes the allowance infinite; a diverged run matches
-nothing. Integer tensors (num_batches_tracked) must be equal. Prints one
-line per tensor, with the largest share of its allowance an element uses
-(the margin left), and "compare: OK" or "compare: FAILED", which names
-each failed tensor and why; exit 0 or 1. OURS
+nothing. Integer tensors (num_batches_tracked) must be equal, and of
+REFERENCE's dtype in OURS (an F32 count equal by value is one the
+program's --init refuses). Prints one line per tensor, with the largest
+share of its allowance an element uses (the margin left), and "compare:
+OK" or "compare: FAILED", which names each failed tensor and why; exit 0
+or 1. OURS
 without a tensor of REFERENCE, or with one REFERENCE lacks, FAILS, naming
 them; every other file must hold REFERENCE's names and shapes exactly, as
 it is computed from or alongside it, and one that does not, or a file that
@@ -68,7 +70,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ref import Bad, read_safetensors  # noqa: E402
+from torch_ref import NAMES, Bad, read_safetensors  # noqa: E402
 
 
 def name_difference(tensors, ref_path, ref):
@@ -143,7 +145,13 @@ def main():
             failed.append(f"{name} (shape)")
             print(f"{name:28s} shape {list(o.shape)} vs {list(r.shape)}")
             continue
-        if r.dtype.kind in "iu":
+        if r.dtype.kind in "iu" or o.dtype.kind in "iu":
+            # a count stored as a float (F32 40.0 for I64 40) is equal by
+            # value, but the program's --init and --resume refuse it
+            if r.dtype != o.dtype:
+                failed.append(f"{name} (dtype {NAMES[o.dtype]}, not {NAMES[r.dtype]})")
+                print(f"{name:28s} DIFFERENT: dtype {NAMES[o.dtype]} vs {NAMES[r.dtype]}")
+                continue
             ok = np.array_equal(r, o)
             print(f"{name:28s} {'equal' if ok else 'DIFFERENT'}: {o.ravel()[:4]} vs {r.ravel()[:4]}")
             if not ok:

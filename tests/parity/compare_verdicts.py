@@ -6,12 +6,14 @@
 The parity suite takes compare_weights.py's verdict, so a fault it misses
 passes a broken program. Each case writes INITIAL, OURS and REFERENCE (and
 an --envelope where the case needs one) of two float tensors and a step
-count into a temporary directory, every file right but one tensor 'w' of
-one file, and runs the comparison: the case is ok when it exits 1, says
-"compare: FAILED", and its summary names 'w' with why. A NaN is within any
-allowance by comparison (NaN > allowed is false), and an infinity in the
-reference makes the allowance infinite: both passed, as "error nan ratio
-nan ... compare: OK". The files as written, untouched, must pass (exit 0).
+count into a temporary directory, every file right but one tensor of one
+file, and runs the comparison: the case is ok when it exits 1, says
+"compare: FAILED", and its summary names that tensor with why. A NaN is
+within any allowance by comparison (NaN > allowed is false), and an
+infinity in the reference makes the allowance infinite: both passed, as
+"error nan ratio nan ... compare: OK". A step count of another dtype in
+OURS (F32 40.0 for I64 40) is one the program's --init refuses; it was
+"equal". The files as written, untouched, must pass (exit 0).
 Prints one line a case, "CASE: ok" or "CASE: WRONG: why", then "compare's
 verdicts: N cases ok", or exits 1.
 """
@@ -39,11 +41,11 @@ def files():
     return {"initial": w0, "ours": ours, "reference": ref, "envelope": envelope}
 
 
-def faulted(role, change):
-    """The files, with CHANGE applied to a copy of tensor 'w' of ROLE's file."""
+def faulted(role, change, name="w"):
+    """The files, with CHANGE applied to a copy of tensor NAME of ROLE's file."""
     f = files()
     f[role] = dict(f[role])
-    f[role]["w"] = change(f[role]["w"].copy())
+    f[role][name] = change(f[role][name].copy())
     return f
 
 
@@ -54,7 +56,7 @@ def at(k, value):
     return change
 
 
-def run(d, case, f, want_ok=False):
+def run(d, case, f, name="w", want_ok=False):
     paths = {}
     for role, tensors in f.items():
         paths[role] = os.path.join(d, role + ".safetensors")
@@ -67,8 +69,8 @@ def run(d, case, f, want_ok=False):
         why = "" if r.returncode == 0 and summary.startswith("compare: OK") else f"exit status {r.returncode}"
     elif r.returncode != 1 or not summary.startswith("compare: FAILED"):
         why = f"exit status {r.returncode}, {summary or 'no summary'}"
-    elif "w (" not in summary:
-        why = f"its summary does not name 'w': {summary}"
+    elif f"{name} (" not in summary:
+        why = f"its summary does not name '{name}': {summary}"
     else:
         why = ""
     print(f"{case}: {'WRONG: ' + why if why else 'ok'}", flush=True)
@@ -94,10 +96,14 @@ def main():
         both[role] = dict(both[role])
         both[role]["w"] = at(5, inf)(both[role]["w"].copy())
     cases.append(("the same inf in OURS and REFERENCE", both))
+    count = "bn.num_batches_tracked"
+    cases += [(f"the step count {t.__name__} in OURS, equal by value",
+               faulted("ours", lambda n, t=t: n.astype(t), count), count)
+              for t in (np.float32, np.float64, np.int32)]
     with tempfile.TemporaryDirectory() as d:
         ok = run(d, "the files as written pass", files(), want_ok=True)
-        for case, f in cases:
-            ok &= run(d, case, f)
+        for case, f, *name in cases:
+            ok &= run(d, case, f, *name)
     if not ok:
         return 1
     print(f"compare's verdicts: {len(cases) + 1} cases ok")

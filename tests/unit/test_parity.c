@@ -179,7 +179,8 @@ static void test_compare_holds_small_updates(void)
 /* The comparison's verdict on weights that match nothing
  * (tests/parity/compare_verdicts.py): a NaN or an infinity in any file it
  * reads fails the tensor, which the summary names; a NaN passed every
- * allowance by comparison, and the suite above takes the verdict. */
+ * allowance by comparison, and the suite above takes the verdict. A step
+ * count of another dtype (F32 40.0 for I64 40) fails, as --init refuses it. */
 static void test_compare_fails_faults(void)
 {
     static const char *const want[] = {"the files as written pass: ok\n", "compare's verdicts: ", " cases ok\n"};
@@ -226,7 +227,7 @@ void suite_parity(void)
         {"5 steps: PyTorch float64's, within 1e-4 of the update + the envelope float64 computes", test_five_steps},
         {"the comparison: a small update on large weights passes within its tolerance, 0.3% off fails",
          test_compare_holds_small_updates},
-        {"the comparison: a NaN or an infinity in any file fails the tensor, named in the summary",
+        {"the comparison: a NaN or an infinity in any file, a step count of another dtype fail, named",
          test_compare_fails_faults},
         {"the kinks' max-pool near-ties: found alone, flipped to the runner-up's value and gradient",
          test_kinks_at_max_pools},
