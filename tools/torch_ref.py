@@ -20,7 +20,9 @@ spelled out by the flags, which mean what the program's flags mean:
   --batch B       samples per step (default: the net's `batch`)
   --steps K       optimizer steps to take, counted from the start of training
                   (default: every step of every epoch); --max-steps K of the
-                  program. 0 writes the initial weights.
+                  program, so a K past the run's last step (epochs x steps
+                  per epoch) stops there, as the program does. 0 writes the
+                  initial weights.
   --epochs E      the run's length for the lr schedule (default: the net's)
   --lr X          the base learning rate (default: the net's)
   --seed S        sample order, dropout masks and the data { } block's crops
@@ -487,7 +489,9 @@ def train(args, mod, seed, batch, epochs, dtype, x_all, y_all, kinks=None):
 
     n = len(x_all)
     steps_per_epoch = -(-n // batch)
-    steps = steps_per_epoch * epochs if args.steps is None else args.steps
+    # --max-steps of the program: it stops at the run's last step however
+    # large K is (its epoch loop ends there), and so does the schedule
+    steps = steps_per_epoch * epochs if args.steps is None else min(args.steps, steps_per_epoch * epochs)
     if args.grad_only:
         steps = 1
     optimizer = mod.make_optimizer(model) if args.lr is None else mod.make_optimizer(model, lr=args.lr)

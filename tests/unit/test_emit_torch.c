@@ -1142,6 +1142,30 @@ static void test_torch_ref(void)
         ddp_safetensors_close(f);
     }
 
+    /* --steps past the run's end (6 steps: 2 epochs of 3) stops there, as
+     * the program's --max-steps does: 6 steps counted, and the weights of
+     * the whole run, not a 9th step's on a schedule past its end. */
+    snprintf(args, sizeof args, "--init %s --steps 9 --out %s", test_tmp_path(tmpdir, "init.safetensors"),
+             test_tmp_path(tmpdir, "past.safetensors"));
+    int rc_past = torch_ref(py, args);
+    snprintf(args, sizeof args, "--init %s --out %s", test_tmp_path(tmpdir, "init.safetensors"),
+             test_tmp_path(tmpdir, "whole.safetensors"));
+    if (rc_past == 0 && torch_ref(py, args) == 0) {
+        DdpSafetensors *past = open_st("past.safetensors"), *whole = open_st("whole.safetensors");
+        CU_ASSERT_STRING_EQUAL(ddp_safetensors_meta(past, "steps"), "6");
+        for (int i = 0; i < net->n_params; i++) {
+            const Param *p = &net->params[i];
+            const DdpDtype dtype = p->is_int64 ? DDP_DTYPE_I64 : DDP_DTYPE_F32;
+            const size_t bytes = (size_t)p->numel * (p->is_int64 ? sizeof(int64_t) : sizeof(float));
+            const void *a = expect(past, p, dtype), *b = expect(whole, p, dtype);
+            if (p->is_int64)
+                CU_ASSERT(a && *(const int64_t *)a == 11);
+            CU_ASSERT(a && b && memcmp(a, b, bytes) == 0);
+        }
+        ddp_safetensors_close(past);
+        ddp_safetensors_close(whole);
+    }
+
     /* Weights of another net are refused, naming what is missing. */
     char *command = NULL, *out = NULL;
     CU_ASSERT_FATAL(asprintf(&command, "%s tools/torch_ref.py --module %s --data %s/data --init %s --out %s", py,
@@ -1169,7 +1193,8 @@ void suite_emit_torch(void)
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
         {"transform (data { }) computes what runtime/augment.c does, bit for bit", test_transform},
         {"load_image reads PNG and JPEG files as runtime/image_decode.c does (PIL), bit for bit", test_load_image},
-        {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only", test_torch_ref},
+        {"torch_ref.py: runtime weights in and out, a step agrees with --grad-only, --steps stops at the run's end",
+         test_torch_ref},
         {NULL, NULL},
     };
     test_add_suite("emit_torch [python]", cases);
