@@ -16,7 +16,10 @@ spelled out by the flags, which mean what the program's flags mean:
 
   --data DIR      MNIST-format IDX files in DIR, DIR/raw, DIR/MNIST/raw or
                   DIR/FashionMNIST/raw, raw or gzipped (default: Debian's
-                  Fashion-MNIST); the training set is used
+                  Fashion-MNIST); the training set is used. Its images, 1 x
+                  rows x columns, must be the net's input, or as many
+                  features for a flat one: another is refused, as the
+                  program refuses it
   --batch B       samples per step (default: the net's `batch`)
   --steps K       optimizer steps to take, counted from the start of training
                   (default: every step of every epoch); --max-steps K of the
@@ -591,9 +594,12 @@ def main(argv=None):
     images, labels = load_train_set(args.data)
     n, rows, cols = images.shape
     shape = tuple(mod.INPUT_SHAPE)
-    if math.prod(shape) != rows * cols:
-        raise Bad(f"{args.data}: images of {rows}x{cols} pixels do not fit the net's input "
-                  f"{'x'.join(map(str, shape))}")
+    # the program's rule (trainer.c's check_sample_shape): IDX images are
+    # 1 x rows x cols, which a C x H x W input must be, and a flat input
+    # must have as many features
+    if (shape != (1, rows, cols)) if len(shape) == 3 else (math.prod(shape) != rows * cols):
+        raise Bad(f"{find_idx(args.data, 'train-images-idx3-ubyte')}: the images are 1x{rows}x{cols} (channels x "
+                  f"rows x columns), but the net's input is {'x'.join(map(str, shape))}")
     if int(labels.max(initial=0)) >= mod.NUM_CLASSES:
         bad = int(np.argmax(labels >= mod.NUM_CLASSES))
         raise Bad(f"{args.data}: sample {bad} has label {labels[bad]}, but the net has {mod.NUM_CLASSES} classes")

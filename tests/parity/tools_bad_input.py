@@ -15,6 +15,9 @@ And every tools/*.py with a #! line is executable, as the README runs them.
 Prints one line a case, "CASE: ok" or "CASE: FAILED: why", then "tools'
 bad input: N cases ok" or exits 1. torch_ref.py's --init check needs a
 module `ddpc --emit torch` wrote: the ddpc of $DDPC, else build/ddpc.
+torch_ref.py refuses IDX images that are not the net's input as the
+program refuses them, in its words (1x2x2 images for an input of 4x1x1,
+or of 1x4x1, as many values).
 """
 import glob
 import os
@@ -156,6 +159,36 @@ def check_compare(d):
         2, f"{one}: not the tensors of {two}: lacks v", one_line=True)
 
 
+def module_of(d, name, net):
+    """The module `ddpc --emit torch` writes for NET (in D/NAME.net), or None."""
+    ddpc = os.environ.get("DDPC", "build/ddpc")
+    with open(os.path.join(d, name + ".net"), "w") as f:
+        f.write(net)
+    module = os.path.join(d, name + ".py")
+    with open(module, "w") as f:
+        made = subprocess.run([ddpc, os.path.join(d, name + ".net"), "--emit", "torch"], stdout=f)
+    if made.returncode != 0:
+        report(f"{ddpc} --emit torch of {name}.net", f"exit status {made.returncode}")
+        return None
+    return module
+
+
+def check_input(d, data):
+    """Nets whose input the 1x2x2 images are not: refused as the program refuses them."""
+    images = os.path.join(data, "train-images-idx3-ubyte")
+    for shape, fits in (("4x1x1", False), ("1x4x1", False), ("4", True)):
+        module = module_of(d, "input" + shape, NET.replace("input 1x2x2\n", f"input {shape}\n"))
+        if module is None:
+            continue
+        args = ["--module", module, "--data", data, "--steps", "1", "--quiet", "--out", os.path.join(d, "out.st")]
+        if fits:
+            run(f"torch_ref.py, input {shape} on 2x2 images", "torch_ref.py", args, 0, "")
+        else:
+            run(f"torch_ref.py, input {shape} on 2x2 images", "torch_ref.py", args, 2,
+                f"{images}: the images are 1x2x2 (channels x rows x columns), but the net's input is {shape}",
+                one_line=True)
+
+
 def check_torch_ref(d):
     out = os.path.join(d, "out.st")
     absent = os.path.join(d, "absent.py")
@@ -166,14 +199,9 @@ def check_torch_ref(d):
         f.write("def (\n")
     run("torch_ref.py, --module not Python", "torch_ref.py", ["--module", broken, "--out", out], 2,
         f"{broken}:1: not Python", one_line=True)
-    module = os.path.join(d, "tiny.py")
-    ddpc = os.environ.get("DDPC", "build/ddpc")
-    with open(os.path.join(d, "tiny.net"), "w") as f:
-        f.write(NET)
-    with open(module, "w") as f:
-        made = subprocess.run([ddpc, os.path.join(d, "tiny.net"), "--emit", "torch"], stdout=f)
-    if made.returncode != 0:
-        return report("torch_ref.py, --init a JSON list", f"{ddpc} --emit torch: exit status {made.returncode}")
+    module = module_of(d, "tiny", NET)
+    if module is None:
+        return
     data = os.path.join(d, "data")
     os.mkdir(data)
     with open(os.path.join(data, "train-images-idx3-ubyte"), "wb") as f:
@@ -184,6 +212,7 @@ def check_torch_ref(d):
     run("torch_ref.py, --init a JSON list", "torch_ref.py",
         ["--module", module, "--data", data, "--init", listed, "--steps", "0", "--quiet", "--out", out], 2,
         f"{listed}: malformed header", one_line=True)
+    check_input(d, data)
 
 
 def main():
