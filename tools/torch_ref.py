@@ -34,7 +34,9 @@ spelled out by the flags, which mean what the program's flags mean:
                   i*B ... i*B+B-1. Without it, the order is DistributedSampler's
                   with one replica, reshuffled by seed + epoch, as the program's.
   --init W        start from these weights (default: PyTorch's initialisation
-                  after torch.manual_seed(seed))
+                  after torch.manual_seed(seed)); a file the program's --init
+                  refuses (a dtype but F32 or F64, a step count but I64, a
+                  NaN or an infinity) is refused in its words
   --dtype T       float32 (the program's) or float64 (to tell rounding from
                   bugs); the images are pixel / 255 in float32 either way,
                   through the net's data { } block (the module's transform)
@@ -119,10 +121,12 @@ class Bad(Exception):
     """A fault of the user's input: reported in one line, exit status 2."""
 
 
-def read_safetensors(path):
+def read_safetensors(path, dtypes=None):
     """{name: numpy array} and the __metadata__ dict of the file PATH; Bad,
     naming PATH, for anything the format does not allow (the header is
-    checked entry by entry, so a damaged file says where, not a traceback)."""
+    checked entry by entry, so a damaged file says where, not a traceback).
+    DTYPES, a dict if given, gets each tensor's dtype as the file names it
+    (BF16 is read as float32, so the array's own dtype does not say)."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
@@ -144,7 +148,10 @@ def read_safetensors(path):
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict):
         raise Bad(f"{path}: malformed header: __metadata__ is a JSON {type(meta).__name__}, not an object")
-    return {name: read_tensor(path, name, info, data) for name, info in header.items()}, meta
+    tensors = {name: read_tensor(path, name, info, data) for name, info in header.items()}
+    if dtypes is not None:
+        dtypes.update((name, info["dtype"]) for name, info in header.items())
+    return tensors, meta
 
 
 def is_count(v):
@@ -281,9 +288,18 @@ def load_module(path):
     return mod
 
 
+STEP_COUNT_MAX = (2**63 - 1) // 4  # runtime/weights.h's DDP_STEP_COUNT_MAX
+
+
 def load_weights(model, path):
-    """Loads PATH into MODEL, which must hold exactly the same names and shapes."""
-    tensors, _ = read_safetensors(path)
+    """Loads PATH into MODEL as the program's --init loads it
+    (runtime/weights.c), refusing what it refuses, in its words: exactly
+    the net's names and shapes; a float tensor F32, or F64 rounded to
+    float (not F16, BF16 or an integer type); a step count
+    (num_batches_tracked) an I64 of 0 to STEP_COUNT_MAX; and, once rounded
+    to float, no NaN or infinity anywhere."""
+    dtypes = {}
+    tensors, _ = read_safetensors(path, dtypes)
     state = model.state_dict()
     missing = [k for k in state if k not in tensors]
     extra = [k for k in tensors if k not in state]
@@ -294,10 +310,22 @@ def load_weights(model, path):
                   + (f"unexpected {', '.join(extra)}" if extra else ""))
     loaded = {}
     for name, want in state.items():
-        arr = tensors[name]
+        arr, floating = tensors[name], want.is_floating_point()
+        if dtypes[name] not in (("F32", "F64") if floating else ("I64",)):
+            raise Bad(f"{path}: tensor '{name}' has dtype {dtypes[name]}, the net expects "
+                      f"{'F32' if floating else 'I64'}")
         if tuple(arr.shape) != tuple(want.shape):
             raise Bad(f"{path}: tensor '{name}' has shape {list(arr.shape)}, the net expects {list(want.shape)}")
-        loaded[name] = torch.from_numpy(np.array(arr)).to(want.dtype)
+        if not floating and not 0 <= int(arr) <= STEP_COUNT_MAX:
+            raise Bad(f"{path}: tensor '{name}' is {int(arr)}, not a step count")
+        with np.errstate(over="ignore"):  # an F64 beyond float's range is an infinity, refused below
+            loaded[name] = torch.from_numpy(np.array(arr, dtype=np.float32 if floating else np.int64)).to(want.dtype)
+    # as the program, once every tensor is read: a NaN weight trains nothing
+    bad = next((name for name, t in loaded.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())),
+               None)
+    if bad:
+        raise Bad(f"{path}: tensor '{bad}' is not finite (nan or inf, or a double beyond float's range): "
+                  "weights of a diverged run")
     model.load_state_dict(loaded, strict=True)
 
 

@@ -15,11 +15,13 @@ And every tools/*.py with a #! line is executable, as the README runs them.
 Prints one line a case, "CASE: ok" or "CASE: FAILED: why", then "tools'
 bad input: N cases ok" or exits 1. torch_ref.py's --init check needs a
 module `ddpc --emit torch` wrote: the ddpc of $DDPC, else build/ddpc.
-torch_ref.py refuses IDX images that are not the net's input as the
-program refuses them, in its words (1x2x2 images for an input of 4x1x1,
-or of 1x4x1, as many values).
+torch_ref.py refuses what the program refuses, in the program's words:
+an --init file of a dtype, step count or non-finite value that
+runtime/weights.c refuses, and IDX images that are not the net's input
+(1x2x2 images for an input of 4x1x1, or of 1x4x1, as many values).
 """
 import glob
+import json
 import os
 import struct
 import subprocess
@@ -34,8 +36,9 @@ from torch_ref import Bad, read_safetensors, write_safetensors  # noqa: E402
 
 NET = """net tiny
 input 1x2x2
+conv 1->2 k1; batchnorm
 flatten
-linear 4->2
+linear 2
 loss cross_entropy
 train { batch 2; epochs 1; optimizer sgd lr=0.1 }
 """
@@ -173,11 +176,56 @@ def module_of(d, name, net):
     return module
 
 
+def with_bf16(path, name):
+    """Rewrites PATH's header so that its F16 tensor NAME is BF16 (as many bytes)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    header[name]["dtype"] = "BF16"
+    text = json.dumps(header).encode()
+    put(path, struct.pack("<Q", len(text)) + text + blob[8 + n:])
+
+
+def check_init(d, module, data):
+    """--init files the program's --init refuses: refused alike, in its words."""
+    good = os.path.join(d, "w0.st")
+    base = ["--module", module, "--data", data, "--steps", "0", "--quiet", "--out", os.path.join(d, "out.st")]
+    run("torch_ref.py, --init of its own --steps 0", "torch_ref.py", [*base[:-2], "--out", good], 0, "")
+    run("torch_ref.py, --init of its own weights", "torch_ref.py", [*base, "--init", good], 0, "")
+    try:
+        w0, _ = read_safetensors(good)
+    except Bad as e:
+        return report("torch_ref.py, --init refusals", str(e))
+    weight, count = "conv1.weight", "bn1.num_batches_tracked"
+    nan, big = np.array(w0[weight]), np.array(w0["bn1.running_var"], np.float64)
+    nan.flat[1], big[0] = np.nan, 1e300
+    expects = "has dtype {}, the net expects {}"
+    cases = [  # (case, {tensor: its new value}, what the program says)
+        ("an F16 weight", {weight: w0[weight].astype(np.float16)}, f"'{weight}' " + expects.format("F16", "F32")),
+        ("a BF16 weight", {weight: w0[weight].astype(np.float16)}, f"'{weight}' " + expects.format("BF16", "F32")),
+        ("an I64 weight", {weight: w0[weight].astype(np.int64)}, f"'{weight}' " + expects.format("I64", "F32")),
+        ("an F32 step count", {count: w0[count].astype(np.float32)}, f"'{count}' " + expects.format("F32", "I64")),
+        ("an I32 step count", {count: w0[count].astype(np.int32)}, f"'{count}' " + expects.format("I32", "I64")),
+        ("a step count of -1", {count: np.array(-1, np.int64)}, f"'{count}' is -1, not a step count"),
+        ("a NaN weight", {weight: nan}, f"'{weight}' is not finite (nan or inf, or a double beyond float's range)"),
+        ("an F64 beyond float's range", {"bn1.running_var": big}, "'bn1.running_var' is not finite"),
+    ]
+    for i, (case, change, want) in enumerate(cases):
+        path = os.path.join(d, f"init{i}.st")
+        write_safetensors(path, {**w0, **change})
+        if "BF16" in case:  # numpy has no bfloat16: F16's bytes, renamed
+            with_bf16(path, weight)
+        run(f"torch_ref.py, --init with {case}", "torch_ref.py", [*base, "--init", path], 2,
+            f"{path}: tensor {want}", one_line=True)
+
+
 def check_input(d, data):
     """Nets whose input the 1x2x2 images are not: refused as the program refuses them."""
     images = os.path.join(data, "train-images-idx3-ubyte")
     for shape, fits in (("4x1x1", False), ("1x4x1", False), ("4", True)):
-        module = module_of(d, "input" + shape, NET.replace("input 1x2x2\n", f"input {shape}\n"))
+        module = module_of(d, "input" + shape, NET.replace("input 1x2x2\nconv 1->2 k1; batchnorm\n",
+                                                           f"input {shape}\n"))
         if module is None:
             continue
         args = ["--module", module, "--data", data, "--steps", "1", "--quiet", "--out", os.path.join(d, "out.st")]
@@ -212,6 +260,7 @@ def check_torch_ref(d):
     run("torch_ref.py, --init a JSON list", "torch_ref.py",
         ["--module", module, "--data", data, "--init", listed, "--steps", "0", "--quiet", "--out", out], 2,
         f"{listed}: malformed header", one_line=True)
+    check_init(d, module, data)
     check_input(d, data)
 
 

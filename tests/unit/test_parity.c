@@ -191,8 +191,8 @@ static void test_compare_fails_faults(void)
  * malformed safetensors file of each kind, a missing --module, files of
  * other tensors than the reference's, arguments a tool does not take: exit
  * 2, a message naming the file or argument, no traceback; --help exits 0;
- * each tool with a #! line executable. torch_ref.py refuses the nets'
- * inputs the program refuses, in the program's words. */
+ * each tool with a #! line executable. torch_ref.py refuses the --init files
+ * and the nets' inputs the program refuses, in the program's words. */
 static void test_tools_refuse_bad_input(void)
 {
     static const char *const want[] = {" cases ok\n"};
