@@ -209,6 +209,12 @@ static int parse_options(int argc, char **argv, Options *o)
     }
     if (o->emit && strcmp(o->emit, "cu") != 0 && strcmp(o->emit, "torch") != 0 && strcmp(o->emit, "plan") != 0)
         return usage_error("--emit must be cu, torch or plan, not '%s'", o->emit);
+    /* -o names the program, never the printed module or plan: `--emit torch
+     * -o net.py` would build a program over net.py */
+    if (o->out && o->emit && strcmp(o->emit, "cu") != 0)
+        return usage_error("--emit %s prints to standard output, and -o %s would build the program there as well: "
+                           "leave out -o (write the %s with > FILE)", o->emit, o->out,
+                           strcmp(o->emit, "torch") == 0 ? "module" : "plan");
     if (o->arch && (strncmp(o->arch, "sm_", 3) != 0 || strspn(o->arch + 3, "0123456789") != strlen(o->arch + 3) ||
                     !o->arch[3]))
         return usage_error("--arch must look like sm_90, not '%s'", o->arch);

@@ -349,6 +349,17 @@ static void test_training_name(void)
                                               "be a PyTorch module of that name"));
     free(out);
     free(command);
+    /* -o names a program, never the module: `-o net.py` is refused, and the
+     * user's net.py stays as it was */
+    CU_ASSERT_FATAL(asprintf(&command, "d=$(mktemp -d); trap 'rm -rf $d' EXIT; echo mine > $d/net.py; "
+                             "%s examples/mlp.net --emit torch -o $d/net.py; echo status=$?; cat $d/net.py",
+                             test_ddpc()) > 0);
+    CU_ASSERT_EQUAL(test_run(command, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "would build the program there as well: leave out -o (write the module "
+                                              "with > FILE)"));
+    CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "status=2\nmine\n"));
+    free(out);
+    free(command);
 }
 
 /* A net with every part of the module: the transform, HashDropout,
@@ -1187,7 +1198,8 @@ void suite_emit_torch(void)
     static const TestCase cases[] = {
         {"the module's state_dict is the IR's params; a step runs", test_state_dict_matches_ir},
         {"ddpc --emit torch prints what emit_torch writes", test_command_line},
-        {"a layer named 'training' (a module) is refused, before a line is written", test_training_name},
+        {"a layer named 'training' (a module) is refused, before a line is written; -o with --emit torch is "
+         "refused, the file it names kept", test_training_name},
         {"the class hides no name the module binds, no builtin, is no keyword (net f, none, TRAIN)", test_class_names},
         {"the module reads as the net: layers, loss, optimizer, schedule", test_module_text},
         {"HashDropout drops what runtime/dropout_mask.h drops", test_dropout_mask},
