@@ -94,6 +94,20 @@ static void real_option(Sema *s, const Stmt *st, const char *key, double lo, dou
         sema_value_real(s, a->val, key, lo, hi, out);
 }
 
+/* A beta of Adam's: from 0 up to, not including, 1, as PyTorch's Adam
+ * takes it; and below 1 as the float the program computes with, since its
+ * bias correction divides by 1 - beta^t. */
+static bool beta_option(Sema *s, const Value *v, const char *what, double *out)
+{
+    if (!sema_value_real(s, v, what, 0, 1, out))
+        return false;
+    if ((float)*out < 1.0f)
+        return true;
+    diag_at(s->diag, SEV_ERROR, v->loc, "%s must be below 1, as PyTorch's Adam takes it (0 <= beta < 1), and %s is 1 "
+            "as the float the program computes with", what, diag_quote(s->arena, v->text));
+    return false;
+}
+
 static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
 {
     int k = kind_word(s, st, optimizer_words, DDPC_COUNT(optimizer_words), "optimizer");
@@ -138,8 +152,8 @@ static void check_optimizer(Sema *s, const Stmt *st, TrainConfig *t)
             const Value *v = b->val;
             if (v->kind != VAL_LIST || !v->items->next || v->items->next->next)
                 diag_at(s->diag, SEV_ERROR, v->loc, "betas takes two numbers: betas=0.9,0.999");
-            else if (sema_value_real(s, v->items, "beta1", 0, 0.999999999, &t->beta1))
-                sema_value_real(s, v->items->next, "beta2", 0, 0.999999999, &t->beta2);
+            else if (beta_option(s, v->items, "beta1", &t->beta1))
+                beta_option(s, v->items->next, "beta2", &t->beta2);
         }
         warn_unused_known(s, st, optimizer_words[k], optimizer_keys, DDPC_COUNT(optimizer_keys));
         sema_report_unused(s, st, adam_keys, DDPC_COUNT(adam_keys));
