@@ -192,9 +192,9 @@ DdpStatus ddp_npy_images(const uint8_t *bytes, size_t len, const char *path, cha
     if (!is_u8 && !is_f32)
         return DDP_ERR(DDP_BAD_INPUT, "%s: images of type '%c%d', where uint8 ('|u1') or float32 ('<f4') are read",
                        path, h.kind, h.item_bytes);
-    if (h.dims != 3 && h.dims != 4)
-        return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s, where N x H x W, N x C x H x W or N x H x W x C "
-                       "are read", path, shape);
+    if (h.dims < 2 || h.dims > 4)
+        return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s, where N x F (features), N x H x W, N x C x H x W or "
+                       "N x H x W x C are read", path, shape);
     for (int d = 0; d < h.dims; d++)
         if (h.shape[d] == 0 || h.shape[d] > INT32_MAX)
             return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s: %s", path, shape,
@@ -210,9 +210,11 @@ DdpStatus ddp_npy_images(const uint8_t *bytes, size_t len, const char *path, cha
     }
     const int channels_last = h.dims == 4 && layout == 'l';
     const uint64_t n = h.shape[0];
-    const uint64_t c = h.dims == 3 ? 1 : channels_last ? h.shape[3] : h.shape[1];
-    const uint64_t rows = h.dims == 3 ? h.shape[1] : channels_last ? h.shape[1] : h.shape[2];
-    const uint64_t cols = h.dims == 3 ? h.shape[2] : channels_last ? h.shape[2] : h.shape[3];
+    /* N x F: F features a sample, held as one row of them (1 x 1 x F), as a
+     * flat input takes it */
+    const uint64_t c = h.dims <= 3 ? 1 : channels_last ? h.shape[3] : h.shape[1];
+    const uint64_t rows = h.dims == 2 ? 1 : h.dims == 3 ? h.shape[1] : channels_last ? h.shape[1] : h.shape[2];
+    const uint64_t cols = h.dims == 2 ? h.shape[1] : h.dims == 3 ? h.shape[2] : channels_last ? h.shape[2] : h.shape[3];
     if (c * rows * cols > INT32_MAX)
         return DDP_ERR(DDP_BAD_INPUT, "%s: images of shape %s are too large", path, shape);
     const size_t sample = (size_t)(c * rows * cols), hw = (size_t)(rows * cols);

@@ -165,6 +165,13 @@ static void test_layouts_and_types(void)
     CU_ASSERT_EQUAL(set.rows, 6);
     CU_ASSERT_EQUAL(set.num_classes, 5);
     ddp_data_free(&set);
+    /* N x F: F features a sample, a row of them (1 x 1 x F), as a flat input
+     * takes it; the values in the file's order */
+    write_npy("x_train.npy", "|u1", "(4, 30)", nchw, N * 30);
+    CU_ASSERT_EQUAL_FATAL(ddp_data_load(tmpdir, 1, &infer, &set), DDP_OK);
+    CU_ASSERT(set.channels == 1 && set.rows == 1 && set.cols == 30);
+    CU_ASSERT(set.pixels && memcmp(set.pixels, nchw, N * 30) == 0);
+    ddp_data_free(&set);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -209,8 +216,11 @@ static void test_wrong_arrays(void)
     expect_bad(&infer, "truncated");
     write_npy("x_train.npy", "<i4", "(4, 1, 2)", px, N * 8);
     expect_bad(&infer, "images of type 'i4', where uint8 ('|u1') or float32 ('<f4') are read");
-    write_npy("x_train.npy", "|u1", "(4, 30)", px, N * 30);
-    expect_bad(&infer, "images of shape (4, 30), where N x H x W, N x C x H x W or N x H x W x C are read");
+    write_npy("x_train.npy", "|u1", "(4,)", px, N);
+    expect_bad(&infer, "images of shape (4,), where N x F (features), N x H x W, N x C x H x W or N x H x W x C are "
+                       "read");
+    write_npy("x_train.npy", "|u1", "(4, 3, 2, 5, 1)", px, N * 30);
+    expect_bad(&infer, "images of shape (4, 3, 2, 5, 1), where N x F");
     write_npy("x_train.npy", "|u1", "(0, 3, 2, 5)", px, 0);
     expect_bad(&infer, "images of shape (0, 3, 2, 5): no data");
     /* sizes: one byte short, one over */
