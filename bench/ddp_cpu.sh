@@ -14,7 +14,10 @@
 # (two doubles each). Both rates leave out the first 5 steps: PyTorch's timed
 # loop starts after them (bench/torch_train.py), and ddpc runs 5 more steps
 # and takes its rate from the log's rank_times past them
-# (bench/steady_rate.awk). Each side checks its own loss is finite. The two programs run in turn ROUNDS times (3) and the ratio is of
+# (bench/steady_rate.awk). Each run of either side, every round, checks that
+# its loss is finite (and below 3, where ln 10 is a uniform guess's): a run
+# that fails it is said at once, left out of the medians, and makes the
+# verdict FAILED, naming it. The two programs run in turn ROUNDS times (3) and the ratio is of
 # the medians: on a shared 2-core machine one run of either varies by 10%.
 # Prints OK/FAILED lines; never fails the build.
 #   [ROUNDS=N] bash bench/ddp_cpu.sh [STEPS]
@@ -31,12 +34,15 @@ build/ddpc examples/mnist.net --emit torch > "$d/mnist.py"
 run_ours() { # DDP_OVERLAP=0|1 run_ours LOG [FLAG...]: the program's flags after its own
     local log=$1
     shift
+    rm -f "$log" # no figure of an earlier run's log is read as this one's
     OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS -x DDP_OVERLAP \
         "$d/mnist" --max-steps $((steps + warmup)) --log-every "$warmup" --log "$log" "$@" > "$log.out" 2>&1
 }
 field() { grep -o "\"$2\": *[-0-9.e]*" "$1" | tail -1 | sed 's/.*: *//'; }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+loss_ok() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 3) }'; }
+# the median of a list's figures, leaving out its failed runs ("-")
+median() { grep -vx -- - | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 # The peers: Debian's PyTorch and, where `make bench-deps` installed it, the
 # newest from PyPI; the ratio is against the faster of the two (medians).
@@ -49,19 +55,34 @@ else
 fi
 peer_python() { [ "$1" = newest ] && echo "$newest" || echo "$python"; }
 
-all_ours="" all_debian="" all_newest="" torch_loss=""
+# A failed run: said with the end of its output, and named in the verdict.
+failed=""
+failed_run() { # failed_run WHAT OUTPUT
+    echo "ddp_cpu: FAILED: $1"
+    tail -n 20 "$2" | sed 's/^/    /'
+    failed="$failed; $1"
+}
+
+all_ours="" all_debian="" all_newest=""
 for round in $(seq "$rounds"); do
     DDP_OVERLAP=1 run_ours "$d/ours.jsonl"
     ours=$(awk -v warm="$warmup" -f bench/steady_rate.awk "$d/ours.jsonl")
     loss=$(field "$d/ours.jsonl" loss)
-    [ -n "$ours" ] || break
+    if [ -z "$ours" ] || ! loss_ok "$loss"; then
+        failed_run "round $round, ddpc: no finite loss ('$loss') or no rate" "$d/ours.jsonl.out"
+        ours=-
+    fi
     all_ours="$all_ours $ours"
     for peer in $peers; do
-        torch_line=$("$(peer_python "$peer")" bench/torch_train.py --module "$d/mnist.py" --ranks 2 --threads 1 \
-            --steps "$steps" 2>&1 | grep '^torch:')
+        "$(peer_python "$peer")" bench/torch_train.py --module "$d/mnist.py" --ranks 2 --threads 1 \
+            --steps "$steps" > "$d/torch.out" 2>&1
+        torch_line=$(grep '^torch:' "$d/torch.out")
         theirs=$(echo "$torch_line" | sed 's/.*samples\/s \([0-9.]*\).*/\1/')
         torch_loss=$(echo "$torch_line" | sed 's/.*final_loss \([-0-9.na]*\).*/\1/')
-        [ -n "$theirs" ] && awk -v b="$torch_loss" 'BEGIN { exit !(b == b + 0 && b < 3) }' || { theirs=""; break 2; }
+        if [ -z "$theirs" ] || ! loss_ok "$torch_loss"; then
+            failed_run "round $round, PyTorch ($peer's): no finite loss ('$torch_loss') or no rate" "$d/torch.out"
+            theirs=-
+        fi
         eval "all_$peer=\"\$all_$peer $theirs\""
     done
     if [ "$round" = 1 ]; then
@@ -77,26 +98,31 @@ for round in $(seq "$rounds"); do
     fi
 done
 
-if [ -z "$ours" ] || [ -z "$theirs" ] || ! awk -v a="$loss" 'BEGIN { exit !(a == a + 0 && a < 3) }'; then
-    echo "ddp_cpu: FAILED: a run did not finish with a finite loss (ddpc '$loss', torch '$torch_loss')"
-    cat "$d/ours.jsonl.out"
-    exit 0
-fi
+rates() { for v in "$@"; do [ "$v" = - ] && echo -n " -" || printf ' %.0f' "$v"; done; } # a failed run as "-"
 ours=$(echo $all_ours | tr ' ' '\n' | median)
 best="" best_peer=""
 for peer in $peers; do
     eval "runs=\$all_$peer"
     m=$(echo $runs | tr ' ' '\n' | median)
-    echo "ddp_cpu: PyTorch DDP (gloo), $peer's ($("$(peer_python "$peer")" -c 'import torch; print(torch.__version__.split("+")[0])')): rounds$(printf ' %.0f' $runs), median $m samples/s"
+    echo "ddp_cpu: PyTorch DDP (gloo), $peer's ($("$(peer_python "$peer")" -c 'import torch; print(torch.__version__.split("+")[0])')): rounds$(rates $runs), median ${m:--} samples/s"
+    [ -n "$m" ] || continue
     if [ -z "$best" ] || awk -v a="$m" -v b="$best" 'BEGIN { exit !(a > b) }'; then best=$m best_peer=$peer; fi
 done
-ratio=$(awk -v a="$ours" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
-verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 2.0) ? "OK" : "FAILED" }')
-echo "ddp_cpu: $verdict: ddpc $ours samples/s, the faster PyTorch DDP ($best_peer's) $best samples/s (medians of $rounds): ratio $ratio (goal >= 2.0)"
+if [ -n "$ours" ] && [ -n "$best" ]; then
+    ratio=$(awk -v a="$ours" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
+    verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 2.0) ? "OK" : "FAILED" }')
+else
+    ratio=- best_peer=none verdict=FAILED
+fi
+[ -z "$failed" ] || verdict=FAILED
+echo "ddp_cpu: $verdict: ddpc ${ours:--} samples/s, the faster PyTorch DDP ($best_peer's) ${best:--} samples/s (medians of $rounds): ratio $ratio (goal >= 2.0)${failed:+; failed: ${failed#; }}"
 # Each round's own ratio too, against that peer's run of the same round: the
 # runs of a round follow each other, so a slow spell of the shared machine
 # weighs on both.
-eval "runs=\$all_$best_peer"
-round_ratios=$(paste <(echo $all_ours | tr ' ' '\n') <(echo $runs | tr ' ' '\n') | awk '{ printf "%.2f\n", $1 / $2 }')
-echo "ddp_cpu: each round: ddpc$(printf ' %.0f' $all_ours); ratios $(echo $round_ratios) (median $(echo "$round_ratios" | median))"
+if [ "$best_peer" != none ]; then
+    eval "runs=\$all_$best_peer"
+    round_ratios=$(paste <(echo $all_ours | tr ' ' '\n') <(echo $runs | tr ' ' '\n') |
+        awk '{ if ($1 == "-" || $2 == "-") print "-"; else printf "%.2f\n", $1 / $2 }')
+    echo "ddp_cpu: each round: ddpc$(rates $all_ours); ratios $(echo $round_ratios) (median $(echo "$round_ratios" | median))"
+fi
 echo "ddp_cpu: all-reduce exposed per step at a 0.1 MB bucket cap: ${exposed} ms with overlap, ${serial} ms without (3 buckets, 2.8 MB of gradients)"
