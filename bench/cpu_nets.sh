@@ -20,7 +20,11 @@
 # run of a round follows the others on the same machine, rounds (2) are
 # interleaved, and every round's figures are printed; the table gives the
 # medians and the ratio against the faster peer (goal: at least 1.0). Each
-# run checks that it ended with a finite loss. Never fails the build.
+# run checks that it exited 0 (ddpc's last check, that all ranks hold the
+# same weights, comes after its last report) and ended with a finite loss;
+# a run that fails prints FAILED in its round's line with the end of its
+# output, is left out of the medians, makes its net's row FAILED and is
+# named after the table. Never fails the build.
 set -u
 cd "$(dirname "$0")/.." || exit 0
 rounds=${ROUNDS:-2}
@@ -72,8 +76,10 @@ finite() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 1e30) }'; }
 
 # The job's samples/s in ddpc's LOG past its first WARMUP steps.
 steady_rate() { awk -v warm="$WARMUP" -f bench/steady_rate.awk "$1"; }
-ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or nothing
-    local prog="$d/$1" log="$d/$1.jsonl" steps=$(($3 + WARMUP)) data=$4
+# A run's figure, or FAILED and why (its exit status, loss and rate) in
+# $d/why, its output in $d/out.
+ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or fails
+    local prog="$d/$1" log="$d/$1.jsonl" steps=$(($3 + WARMUP)) data=$4 rc loss rate
     rm -f "$log"
     if [ "$2" = 1p ]; then
         OMP_NUM_THREADS=$cores "$prog" --data "$data" --max-steps "$steps" --log-every "$WARMUP" --log "$log" \
@@ -82,19 +88,34 @@ ddpc_run() { # ddpc_run NAME SETTING STEPS DATA: prints samples/s, or nothing
         OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS \
             "$prog" --data "$data" --max-steps "$steps" --log-every "$WARMUP" --log "$log" --quiet > "$d/out" 2>&1
     fi
-    finite "$(field "$log" loss)" && steady_rate "$log"
+    rc=$? loss=$(field "$log" loss) rate=$(steady_rate "$log")
+    [ "$rc" = 0 ] && finite "$loss" && [ -n "$rate" ] && echo "$rate" && return 0
+    echo "exit status $rc, loss '$loss', rate '$rate'" > "$d/why"
+    return 1
 }
 
-torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH DATA: prints samples/s, or nothing
-    local line
+torch_run() { # torch_run PYTHON NAME SETTING STEPS BATCH DATA: prints samples/s, or fails
+    local line rc loss rate
     if [ "$3" = 1p ]; then
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" --data "$6" 2>&1 | grep '^torch:')
+        "$1" bench/torch_train.py --module "$d/$2.py" --threads "$cores" --steps "$4" --batch "$5" --data "$6" > "$d/out" 2>&1
     else
-        line=$("$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" --data "$6" 2>&1 |
-            grep '^torch:')
+        "$1" bench/torch_train.py --module "$d/$2.py" --ranks 2 --threads 1 --steps "$4" --batch "$5" --data "$6" > "$d/out" 2>&1
     fi
-    finite "$(echo "$line" | sed 's/.*final_loss \([-0-9.naif]*\).*/\1/')" &&
-        echo "$line" | sed 's/.*samples\/s \([0-9.]*\).*/\1/'
+    rc=$? line=$(grep '^torch:' "$d/out")
+    loss=$(echo "$line" | sed -n 's/.*final_loss \([-0-9.naif]*\).*/\1/p')
+    rate=$(echo "$line" | sed -n 's/.*samples\/s \([0-9.]*\).*/\1/p')
+    [ "$rc" = 0 ] && finite "$loss" && [ -n "$rate" ] && echo "$rate" && return 0
+    echo "exit status $rc, final loss '$loss', rate '$rate'" > "$d/why"
+    return 1
+}
+
+# After a round's line: each run of it that failed, why, and the end of its output.
+failed="" why=""
+failed_run() { # failed_run WHAT: a run failed; its why and output are in $d
+    failed="$failed; $1"
+    why="${why}cpu_nets: FAILED: $1: $(cat "$d/why")
+$(tail -n 20 "$d/out" | sed 's/^/    /')
+"
 }
 
 settings="1p"
@@ -111,8 +132,8 @@ for round in $(seq "$rounds"); do
         name=$(basename "$net" .net) steps=$(steps_for "$net") data=$(data_for "$net")
         batch=$(sed -n 's/^[[:space:]]*batch[[:space:]]\+\([0-9]\+\).*/\1/p' "$net" | head -1)
         for setting in $settings; do
-            line="round $round $name $setting:"
-            ours=$(ddpc_run "$name" "$setting" "$steps" "$data")
+            line="round $round $name $setting:" why=""
+            ours=$(ddpc_run "$name" "$setting" "$steps" "$data") || failed_run "round $round $name $setting, ddpc"
             # PyTorch's --batch is per rank: ddpc's, as its log says (a global
             # batch splits between the ranks), else the net's
             rank_batch=$(field "$d/$name.jsonl" batch_per_rank)
@@ -122,11 +143,13 @@ for round in $(seq "$rounds"); do
             for peer in $peers; do
                 python=$debian
                 [ "$peer" = newest ] && python=$newest
-                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$rank_batch" "$data")
+                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$rank_batch" "$data") ||
+                    failed_run "round $round $name $setting, PyTorch $(version "$python") ($python)"
                 echo "${theirs:-FAILED}" >> "$d/$name.$setting.$peer"
                 line="$line, $peer ${theirs:-FAILED}"
             done
             echo "$line"
+            echo -n "$why"
         done
     done
 done
@@ -138,7 +161,9 @@ for net in $nets; do
     name=$(basename "$net" .net)
     for setting in $settings; do
         ours=$(grep -v FAILED "$d/$name.$setting.ddpc" | median)
-        best="" cells=""
+        best="" cells="" verdict=""
+        # a run that failed in any round fails the row, whatever the others' figures
+        grep -qx FAILED "$d/$name.$setting".* && verdict=FAILED
         for peer in debian newest; do
             v=""
             [ -e "$d/$name.$setting.$peer" ] && v=$(grep -v FAILED "$d/$name.$setting.$peer" | median)
@@ -147,7 +172,7 @@ for net in $nets; do
         done
         if [ -n "$ours" ] && [ -n "$best" ]; then
             ratio=$(awk -v a="$ours" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
-            verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? "OK" : "FAILED" }')
+            verdict=${verdict:-$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? "OK" : "FAILED" }')}
         else
             ratio="-" verdict="FAILED"
         fi
@@ -157,4 +182,5 @@ for net in $nets; do
     done
 done
 echo "cpu_nets: samples/s, medians of $rounds rounds; ratio: ddpc over the faster PyTorch (goal >= 1.0)"
+[ -z "$failed" ] || echo "cpu_nets: FAILED runs: ${failed#; }"
 exit 0

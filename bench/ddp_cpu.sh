@@ -15,9 +15,10 @@
 # loop starts after them (bench/torch_train.py), and ddpc runs 5 more steps
 # and takes its rate from the log's rank_times past them
 # (bench/steady_rate.awk). Each run of either side, every round, checks that
-# its loss is finite (and below 3, where ln 10 is a uniform guess's): a run
-# that fails it is said at once, left out of the medians, and makes the
-# verdict FAILED, naming it. The two programs run in turn ROUNDS times (3) and the ratio is of
+# it exited 0 (ddpc's last check, that all ranks hold the same weights,
+# comes after its last report) and that its loss is finite (and below 3,
+# where ln 10 is a uniform guess's): a run that fails is said at once, left
+# out of the medians, and makes the verdict FAILED, naming it. The two programs run in turn ROUNDS times (3) and the ratio is of
 # the medians: on a shared 2-core machine one run of either varies by 10%.
 # Prints OK/FAILED lines; never fails the build.
 #   [ROUNDS=N] bash bench/ddp_cpu.sh [STEPS]
@@ -63,38 +64,42 @@ failed_run() { # failed_run WHAT OUTPUT
     failed="$failed; $1"
 }
 
-all_ours="" all_debian="" all_newest=""
+all_ours="" all_debian="" all_newest="" exposed="?" serial="?"
 for round in $(seq "$rounds"); do
     DDP_OVERLAP=1 run_ours "$d/ours.jsonl"
+    rc=$?
     ours=$(awk -v warm="$warmup" -f bench/steady_rate.awk "$d/ours.jsonl")
     loss=$(field "$d/ours.jsonl" loss)
-    if [ -z "$ours" ] || ! loss_ok "$loss"; then
-        failed_run "round $round, ddpc: no finite loss ('$loss') or no rate" "$d/ours.jsonl.out"
+    if [ "$rc" != 0 ] || [ -z "$ours" ] || ! loss_ok "$loss"; then
+        failed_run "round $round, ddpc: exit status $rc, loss '$loss', rate '$ours'" "$d/ours.jsonl.out"
         ours=-
     fi
     all_ours="$all_ours $ours"
     for peer in $peers; do
         "$(peer_python "$peer")" bench/torch_train.py --module "$d/mnist.py" --ranks 2 --threads 1 \
             --steps "$steps" > "$d/torch.out" 2>&1
+        rc=$?
         torch_line=$(grep '^torch:' "$d/torch.out")
         theirs=$(echo "$torch_line" | sed 's/.*samples\/s \([0-9.]*\).*/\1/')
         torch_loss=$(echo "$torch_line" | sed 's/.*final_loss \([-0-9.na]*\).*/\1/')
-        if [ -z "$theirs" ] || ! loss_ok "$torch_loss"; then
-            failed_run "round $round, PyTorch ($peer's): no finite loss ('$torch_loss') or no rate" "$d/torch.out"
+        if [ "$rc" != 0 ] || [ -z "$theirs" ] || ! loss_ok "$torch_loss"; then
+            failed_run "round $round, PyTorch ($peer's): exit status $rc, final loss '$torch_loss', rate '$theirs'" "$d/torch.out"
             theirs=-
         fi
         eval "all_$peer=\"\$all_$peer $theirs\""
     done
     if [ "$round" = 1 ]; then
-        DDP_OVERLAP=1 run_ours "$d/overlap.jsonl" --bucket-cap-mb 0.1
-        exposed=$(grep -o 'backward: [0-9.]* ms' "$d/overlap.jsonl.out" | grep -o '[0-9.]*' | head -1)
-        DDP_OVERLAP=0 run_ours "$d/serial.jsonl" --bucket-cap-mb 0.1
-        serial=$(grep -o 'backward: [0-9.]* ms' "$d/serial.jsonl.out" | grep -o '[0-9.]*' | head -1)
-        if [ -z "$exposed" ] || [ -z "$serial" ]; then
-            echo "ddp_cpu: FAILED: a run at a 0.1 MB bucket cap did not report its exposed all-reduce"
-            cat "$d/overlap.jsonl.out" "$d/serial.jsonl.out"
-            exposed=${exposed:-?} serial=${serial:-?}
-        fi
+        for overlap in 1 0; do
+            DDP_OVERLAP=$overlap run_ours "$d/overlap$overlap.jsonl" --bucket-cap-mb 0.1
+            rc=$?
+            ms=$(grep -o 'backward: [0-9.]* ms' "$d/overlap$overlap.jsonl.out" | grep -o '[0-9.]*' | head -1)
+            if [ "$rc" != 0 ] || [ -z "$ms" ]; then
+                failed_run "round 1, ddpc at a 0.1 MB bucket cap, DDP_OVERLAP=$overlap: exit status $rc, exposed all-reduce '$ms'" \
+                    "$d/overlap$overlap.jsonl.out"
+                ms="?"
+            fi
+            [ "$overlap" = 1 ] && exposed=$ms || serial=$ms
+        done
     fi
 done
 
