@@ -18,7 +18,10 @@
 # data, forward, backward, all-reduce and optimizer time, what PyTorch's
 # timed loop holds), the ranks' added up. Every
 # run of a round follows the others on the same machine, rounds (2) are
-# interleaved, and every round's figures are printed; the table gives the
+# interleaved, ddpc runs before the peers in odd rounds and after them in
+# even rounds (so that neither side always gets the machine as the other
+# leaves it: warmer caches and clocks, or a hotter chip), and every round's
+# figures are printed; the table gives the
 # medians and the ratio against the faster peer (goal: at least 1.0). Each
 # run checks that it exited 0 (ddpc's last check, that all ranks hold the
 # same weights, comes after its last report) and ended with a finite loss;
@@ -118,6 +121,29 @@ $(tail -n 20 "$d/out" | sed 's/^/    /')
 "
 }
 
+# A round's ddpc run, and its peers' runs, of $name at $setting (the loop's).
+ours_run() {
+    ours=$(ddpc_run "$name" "$setting" "$steps" "$data") || failed_run "round $round $name $setting, ddpc"
+    echo "${ours:-FAILED}" >> "$d/$name.$setting.ddpc"
+    # PyTorch's --batch is per rank: ddpc's, as its log says (a global batch
+    # splits between the ranks), kept for the rounds where PyTorch runs first
+    local b
+    b=$(field "$d/$name.jsonl" batch_per_rank)
+    [ -z "$ours" ] || [ -z "$b" ] || echo "$b" > "$d/$name.$setting.batch"
+}
+peers_run() {
+    local python rank_batch
+    rank_batch=$(cat "$d/$name.$setting.batch" 2> /dev/null) || rank_batch=$batch # else the net's
+    for peer in $peers; do
+        python=$debian
+        [ "$peer" = newest ] && python=$newest
+        theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$rank_batch" "$data") ||
+            failed_run "round $round $name $setting, PyTorch $(version "$python") ($python)"
+        echo "${theirs:-FAILED}" >> "$d/$name.$setting.$peer"
+        theirs_all="$theirs_all, $peer ${theirs:-FAILED}"
+    done
+}
+
 settings="1p"
 [ "$cores" -ge 2 ] && command -v mpirun > /dev/null && settings="1p 2r"
 for net in $nets; do
@@ -132,23 +158,17 @@ for round in $(seq "$rounds"); do
         name=$(basename "$net" .net) steps=$(steps_for "$net") data=$(data_for "$net")
         batch=$(sed -n 's/^[[:space:]]*batch[[:space:]]\+\([0-9]\+\).*/\1/p' "$net" | head -1)
         for setting in $settings; do
-            line="round $round $name $setting:" why=""
-            ours=$(ddpc_run "$name" "$setting" "$steps" "$data") || failed_run "round $round $name $setting, ddpc"
-            # PyTorch's --batch is per rank: ddpc's, as its log says (a global
-            # batch splits between the ranks), else the net's
-            rank_batch=$(field "$d/$name.jsonl" batch_per_rank)
-            [ -n "$ours" ] && [ -n "$rank_batch" ] || rank_batch=$batch
-            echo "${ours:-FAILED}" >> "$d/$name.$setting.ddpc"
-            line="$line ddpc ${ours:-FAILED}"
-            for peer in $peers; do
-                python=$debian
-                [ "$peer" = newest ] && python=$newest
-                theirs=$(torch_run "$python" "$name" "$setting" "$steps" "$rank_batch" "$data") ||
-                    failed_run "round $round $name $setting, PyTorch $(version "$python") ($python)"
-                echo "${theirs:-FAILED}" >> "$d/$name.$setting.$peer"
-                line="$line, $peer ${theirs:-FAILED}"
-            done
-            echo "$line"
+            why="" theirs_all=""
+            if [ $((round % 2)) = 1 ]; then
+                ours_run
+                peers_run
+                order=""
+            else
+                peers_run
+                ours_run
+                order=" (PyTorch first)"
+            fi
+            echo "round $round $name $setting$order: ddpc ${ours:-FAILED}$theirs_all"
             echo -n "$why"
         done
     done

@@ -20,6 +20,9 @@
 # where ln 10 is a uniform guess's): a run that fails is said at once, left
 # out of the medians, and makes the verdict FAILED, naming it. The two programs run in turn ROUNDS times (3) and the ratio is of
 # the medians: on a shared 2-core machine one run of either varies by 10%.
+# ddpc runs first in odd rounds and PyTorch first in even rounds, so that
+# neither side always gets the machine as the other leaves it (warmer
+# caches and clocks, or a hotter chip).
 # Prints OK/FAILED lines; never fails the build.
 #   [ROUNDS=N] bash bench/ddp_cpu.sh [STEPS]
 set -u
@@ -64,8 +67,8 @@ failed_run() { # failed_run WHAT OUTPUT
     failed="$failed; $1"
 }
 
-all_ours="" all_debian="" all_newest="" exposed="?" serial="?"
-for round in $(seq "$rounds"); do
+# A round's ddpc run and its peers' runs: each appends its rate, or "-", to its list.
+ours_round() {
     DDP_OVERLAP=1 run_ours "$d/ours.jsonl"
     rc=$?
     ours=$(awk -v warm="$warmup" -f bench/steady_rate.awk "$d/ours.jsonl")
@@ -75,6 +78,8 @@ for round in $(seq "$rounds"); do
         ours=-
     fi
     all_ours="$all_ours $ours"
+}
+peers_round() {
     for peer in $peers; do
         "$(peer_python "$peer")" bench/torch_train.py --module "$d/mnist.py" --ranks 2 --threads 1 \
             --steps "$steps" > "$d/torch.out" 2>&1
@@ -88,6 +93,17 @@ for round in $(seq "$rounds"); do
         fi
         eval "all_$peer=\"\$all_$peer $theirs\""
     done
+}
+
+all_ours="" all_debian="" all_newest="" exposed="?" serial="?"
+for round in $(seq "$rounds"); do
+    if [ $((round % 2)) = 1 ]; then
+        ours_round
+        peers_round
+    else
+        peers_round
+        ours_round
+    fi
     if [ "$round" = 1 ]; then
         for overlap in 1 0; do
             DDP_OVERLAP=$overlap run_ours "$d/overlap$overlap.jsonl" --bucket-cap-mb 0.1
@@ -128,6 +144,6 @@ if [ "$best_peer" != none ]; then
     eval "runs=\$all_$best_peer"
     round_ratios=$(paste <(echo $all_ours | tr ' ' '\n') <(echo $runs | tr ' ' '\n') |
         awk '{ if ($1 == "-" || $2 == "-") print "-"; else printf "%.2f\n", $1 / $2 }')
-    echo "ddp_cpu: each round: ddpc$(rates $all_ours); ratios $(echo $round_ratios) (median $(echo "$round_ratios" | median))"
+    echo "ddp_cpu: each round (ddpc first in odd ones, PyTorch in even): ddpc$(rates $all_ours); ratios $(echo $round_ratios) (median $(echo "$round_ratios" | median))"
 fi
 echo "ddp_cpu: all-reduce exposed per step at a 0.1 MB bucket cap: ${exposed} ms with overlap, ${serial} ms without (3 buckets, 2.8 MB of gradients)"
