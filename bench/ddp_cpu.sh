@@ -4,7 +4,9 @@
 #   PyTorch DDP (gloo), 2 processes (1 thread each), batch 64 per rank, the same
 #   net (ddpc --emit torch), the training set preloaded as tensors.
 # Reports samples/s of each and the ratio against the faster PyTorch, Debian's
-# or the newest from PyPI (`make bench-deps`; goal: ddpc at least 2.0x). Both
+# (/usr/bin/python3) or the newest from PyPI (`make bench-deps`), or else
+# only the PyTorch of PYTHON when set (goal: ddpc at least 2.0x); each is
+# named by its version and its python's path, whatever it is. Both
 # run with their default buckets, which are the same: a 25 MB cap, the first
 # bucket 1 MB, so the 0.7 MB of float32 parameters make one bucket on each
 # side (ddpc ran at a 0.1 MB cap, three buckets, before: on 2 cores that
@@ -48,16 +50,24 @@ loss_ok() { awk -v x="$1" 'BEGIN { exit !(x == x + 0 && x < 3) }'; }
 # the median of a list's figures, leaving out its failed runs ("-")
 median() { grep -vx -- - | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-# The peers: Debian's PyTorch and, where `make bench-deps` installed it, the
-# newest from PyPI; the ratio is against the faster of the two (medians).
-peers=debian
+# The peers: $python's PyTorch (Debian's unless PYTHON is set) and, where
+# `make bench-deps` installed it and PYTHON is not set, the newest from
+# PyPI; the ratio is against the faster of the two (medians). Each is
+# named by what it is, "torch VERSION (PYTHON)", not by where it should
+# have come from.
+peers=python
 newest=/opt/ddpc-bench/bin/python
 if [ -z "${PYTHON:-}" ] && [ -x "$newest" ] && "$newest" -c 'import torch' 2> /dev/null; then
-    peers="debian newest"
+    peers="python newest"
 else
     echo "ddp_cpu: the newest PyTorch is missing (make bench-deps installs it) or PYTHON is set: comparing with $python only"
 fi
 peer_python() { [ "$1" = newest ] && echo "$newest" || echo "$python"; }
+declare -A label
+for peer in $peers; do
+    version=$("$(peer_python "$peer")" -c 'import torch; print(torch.__version__.split("+")[0])' 2> /dev/null)
+    label[$peer]="torch ${version:-?} ($(peer_python "$peer"))"
+done
 
 # A failed run: said with the end of its output, and named in the verdict.
 failed=""
@@ -88,14 +98,14 @@ peers_round() {
         theirs=$(echo "$torch_line" | sed 's/.*samples\/s \([0-9.]*\).*/\1/')
         torch_loss=$(echo "$torch_line" | sed 's/.*final_loss \([-0-9.na]*\).*/\1/')
         if [ "$rc" != 0 ] || [ -z "$theirs" ] || ! loss_ok "$torch_loss"; then
-            failed_run "round $round, PyTorch ($peer's): exit status $rc, final loss '$torch_loss', rate '$theirs'" "$d/torch.out"
+            failed_run "round $round, PyTorch, ${label[$peer]}: exit status $rc, final loss '$torch_loss', rate '$theirs'" "$d/torch.out"
             theirs=-
         fi
         eval "all_$peer=\"\$all_$peer $theirs\""
     done
 }
 
-all_ours="" all_debian="" all_newest="" exposed="?" serial="?"
+all_ours="" all_python="" all_newest="" exposed="?" serial="?"
 for round in $(seq "$rounds"); do
     if [ $((round % 2)) = 1 ]; then
         ours_round
@@ -125,7 +135,7 @@ best="" best_peer=""
 for peer in $peers; do
     eval "runs=\$all_$peer"
     m=$(echo $runs | tr ' ' '\n' | median)
-    echo "ddp_cpu: PyTorch DDP (gloo), $peer's ($("$(peer_python "$peer")" -c 'import torch; print(torch.__version__.split("+")[0])')): rounds$(rates $runs), median ${m:--} samples/s"
+    echo "ddp_cpu: PyTorch DDP (gloo), ${label[$peer]}: rounds$(rates $runs), median ${m:--} samples/s"
     [ -n "$m" ] || continue
     if [ -z "$best" ] || awk -v a="$m" -v b="$best" 'BEGIN { exit !(a > b) }'; then best=$m best_peer=$peer; fi
 done
@@ -133,14 +143,14 @@ if [ -n "$ours" ] && [ -n "$best" ]; then
     ratio=$(awk -v a="$ours" -v b="$best" 'BEGIN { printf "%.2f", a / b }')
     verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 2.0) ? "OK" : "FAILED" }')
 else
-    ratio=- best_peer=none verdict=FAILED
+    ratio=- best_peer="" verdict=FAILED
 fi
 [ -z "$failed" ] || verdict=FAILED
-echo "ddp_cpu: $verdict: ddpc ${ours:--} samples/s, the faster PyTorch DDP ($best_peer's) ${best:--} samples/s (medians of $rounds): ratio $ratio (goal >= 2.0)${failed:+; failed: ${failed#; }}"
+echo "ddp_cpu: $verdict: ddpc ${ours:--} samples/s, the faster PyTorch DDP${best_peer:+, ${label[$best_peer]},} ${best:--} samples/s (medians of $rounds): ratio $ratio (goal >= 2.0)${failed:+; failed: ${failed#; }}"
 # Each round's own ratio too, against that peer's run of the same round: the
 # runs of a round follow each other, so a slow spell of the shared machine
 # weighs on both.
-if [ "$best_peer" != none ]; then
+if [ -n "$best_peer" ]; then
     eval "runs=\$all_$best_peer"
     round_ratios=$(paste <(echo $all_ours | tr ' ' '\n') <(echo $runs | tr ' ' '\n') |
         awk '{ if ($1 == "-" || $2 == "-") print "-"; else printf "%.2f\n", $1 / $2 }')
