@@ -1543,19 +1543,20 @@ static void test_moved_directory(void)
     /* moved again, and another run takes the new one first: the run's
      * save is refused, and writes nothing there */
     CU_ASSERT_EQUAL(rename(ck, path("ck.older")), 0);
-    int held[2];
+    int held[2], release[2]; /* the rival's own, so that the run's words reach the run alone */
     CU_ASSERT_EQUAL_FATAL(pipe(held), 0);
+    CU_ASSERT_EQUAL_FATAL(pipe(release), 0);
     rival = fork();
     if (rival == 0) {
         char r = ddp_checkpoint_make_dir(ck, NULL) == DDP_OK && ddp_checkpoint_lock(net(), ck) == DDP_OK ? 'y' : 'n';
-        if (write(held[1], &r, 1) != 1 || read(to_run[0], &r, 1) != 1) /* holds it until the test says */
+        if (write(held[1], &r, 1) != 1 || read(release[0], &r, 1) != 1) /* holds it until the test says */
             _exit(2);
         _exit(0);
     }
     CU_ASSERT(read(held[0], &c, 1) == 1 && c == 'y');
     CU_ASSERT(write(to_run[1], "n", 1) == 1 && read(from_run[0], &c, 1) == 1 && c == 'y'); /* step 3 refused */
     CU_ASSERT(stat(path("ck/checkpoint-tiny-000000003.safetensors"), &st) != 0);
-    CU_ASSERT(write(to_run[1], "qq", 2) == 2); /* the rival and the run end */
+    CU_ASSERT(write(release[1], "q", 1) == 1 && write(to_run[1], "q", 1) == 1); /* the rival and the run end */
     waitpid(rival, &ws, 0);
     waitpid(run, &ws, 0);
     CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
@@ -1563,6 +1564,7 @@ static void test_moved_directory(void)
         close(to_run[i]);
         close(from_run[i]);
         close(held[i]);
+        close(release[i]);
     }
     test_remove_tmpdir(tmpdir);
 }
