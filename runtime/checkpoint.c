@@ -492,9 +492,7 @@ DdpStatus ddp_checkpoint_lock(const DdpNet *net, const char *dir)
     if (asprintf(&path, "%s/" PREFIX "%s.lock", dir, stem) < 0)
         return DDP_ERR(DDP_FAIL, "out of memory");
     DdpStatus st = DDP_OK;
-    /* read-only: flock needs no more, and a file open for writing would
-     * keep its file system from being remounted read-only while we run */
-    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
         st = DDP_ERR(DDP_BAD_INPUT, "--save %s: cannot create %s: %s", dir, path, strerror(errno));
     } else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
