@@ -103,8 +103,12 @@ static bool beta_option(Sema *s, const Value *v, const char *what, double *out)
         return false;
     if ((float)*out < 1.0f)
         return true;
-    diag_at(s->diag, SEV_ERROR, v->loc, "%s must be below 1, as PyTorch's Adam takes it (0 <= beta < 1), and %s is 1 "
-            "as the float the program computes with", what, diag_quote(s->arena, v->text));
+    if (*out >= 1)
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be below 1, as PyTorch's Adam takes it (0 <= beta < 1), not %s",
+                what, diag_quote(s->arena, v->text));
+    else
+        diag_at(s->diag, SEV_ERROR, v->loc, "%s must be below 1, as PyTorch's Adam takes it (0 <= beta < 1), and %s is "
+                "1 as the float the program computes with", what, diag_quote(s->arena, v->text));
     return false;
 }
 

@@ -703,7 +703,7 @@ static DdpStatus meta_seed(const DdpSafetensors *f, uint64_t *out)
 
 /* What read_header says of a checkpoint that is not this net's; and what
  * load says of a file it could not open, whose bytes are unknown. */
-enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2, UNOPENED = 3 };
+enum { FOREIGN_NET = 1, FOREIGN_VERSION = 2 };
 
 /* What the file says of itself: a ddpc checkpoint of this net, and the run. */
 static DdpStatus read_header(const DdpNet *net, const DdpSafetensors *f, DdpCheckpointRun *run, int *foreign)
@@ -813,16 +813,6 @@ static DdpStatus load(const DdpNet *net, const char *path, DdpCheckpointRun *run
                       int *foreign)
 {
     *foreign = 0;
-    /* A file that cannot be opened (its permissions, a link to a volume not
-     * mounted, an I/O error) may be a good checkpoint: it is not skipped as
-     * damaged, which would start the run over above it and prune it. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        *foreign = UNOPENED;
-        return DDP_ERR(DDP_BAD_INPUT, "%s: cannot open: %s: a checkpoint that may be good is not skipped (make it "
-                       "readable, or move it out of the --save directory)", path, strerror(errno));
-    }
-    close(fd);
     DdpSafetensors *f;
     DDP_CHECK(ddp_safetensors_open(path, &f));
     DdpStatus st = read_header(net, f, run, foreign);
@@ -839,6 +829,33 @@ DdpStatus ddp_checkpoint_load(const DdpNet *net, const char *path, DdpCheckpoint
     return load(net, path, run, state, &foreign);
 }
 
+/* Whether the candidate PATH of ddp_checkpoint_latest can be opened. One
+ * that cannot (its permissions, a link to a volume not mounted, a file
+ * system's error) may be a good checkpoint: skipped as damaged, it would
+ * have the run start over above it and prune it, so it is an error. One
+ * gone since the directory was listed (pruned by a run training beside an
+ * evaluation) is passed over: *GONE. O_NONBLOCK, as ddp_safetensors_open
+ * has it: a FIFO is not waited on. */
+static DdpStatus open_candidate(const char *path, int *gone)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return DDP_OK;
+    }
+    int err = errno;
+    struct stat sb;
+    if (err == ENOENT && lstat(path, &sb) != 0) { /* not even a dangling link */
+        *gone = 1;
+        return DDP_OK;
+    }
+    /* what the user can mend is bad input; a file system's own error a
+     * failure, which a restart may outlive */
+    const int users = err == EACCES || err == EPERM || err == ENOENT || err == ELOOP || err == ENOTDIR;
+    return DDP_ERR(users ? DDP_BAD_INPUT : DDP_FAIL, "%s: cannot open: %s: a checkpoint that may be good is not "
+                   "skipped (make it readable, or move it out of the --save directory)", path, strerror(err));
+}
+
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len, int *unusable)
@@ -853,6 +870,10 @@ DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t afte
     DdpStatus st = DDP_OK;
     for (int i = 0; i < n && !*found && st == DDP_OK && c[i].step > after; i++) {
         snprintf(path, len, "%s/%s", dir, c[i].name);
+        int gone = 0;
+        st = open_candidate(path, &gone);
+        if (st != DDP_OK || gone)
+            continue;
         int foreign;
         DdpStatus one = load(net, path, run, state, &foreign);
         if (one == DDP_OK)

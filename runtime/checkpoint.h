@@ -153,8 +153,9 @@ DdpStatus ddp_checkpoint_step(const DdpNet *net, const char *path, int64_t *step
  * when none loads, STATE is the caller's to restore. A file named as NET's
  * that is another net's (or another version's) is an error, not skipped:
  * the directory is most likely the wrong one; one named the older way that
- * is another net's is passed over quietly. So is one that cannot be opened
- * (permissions, a dangling link): it may hold a good checkpoint. */
+ * is another net's is passed over quietly, as is one gone since DIR was
+ * listed. One that cannot be opened (permissions, a dangling link) is an
+ * error too: it may hold a good checkpoint. */
 DdpStatus ddp_checkpoint_latest(const DdpNet *net, const char *dir, int64_t after, DdpCheckpointRun *run,
                                 DdpCheckpointState *state, char *path, size_t len, int *found,
                                 char *skipped, size_t skipped_len, int *unusable);

@@ -57,8 +57,9 @@ static void flush_out(DdpProgress *p)
     p->quiet = 1;
     p->tty = p->line_shown = 0;
     p->out_failed = failure ? failure : -1;
-    fprintf(stderr, "%s: warning: cannot write the reports to standard output (%s): the run goes on without them "
-            "(--log FILE keeps them)\n", p->prog, failure ? strerror(failure) : "a write failed");
+    if (!p->out_is_result)
+        fprintf(stderr, "%s: warning: cannot write the reports to standard output (%s): the run goes on without "
+                "them (--log FILE keeps them)\n", p->prog, failure ? strerror(failure) : "a write failed");
 }
 
 /* A record --log could not take, or a plot --tensorboard could not (a full

@@ -37,6 +37,8 @@ typedef struct {
     FILE *out;
     int quiet;               /* print nothing (the log is still written); set once OUT fails */
     int out_failed;          /* OUT failed: its errno, or -1 where none was left; 0: it has not */
+    int out_is_result;       /* OUT holds the run's result (an evaluation's): its failure is the
+                              * caller's to report as one, not said here as a run going on */
     int tty;                 /* OUT is a terminal: show a progress line */
     int line_shown;          /* a progress line is on screen, to be erased */
     DdpJsonLog *log;         /* --log, or NULL; not owned */

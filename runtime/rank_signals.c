@@ -27,6 +27,8 @@ static volatile int64_t activity_epoch, activity_step;
 static volatile sig_atomic_t stop_asked;   /* the first stop asked for, 0 none */
 static volatile sig_atomic_t interrupts;   /* SIGINTs and SIGTERMs taken as stops asked for */
 static volatile sig_atomic_t stopping;     /* ddp_signals_stopping */
+static struct sigaction pipe_inherited;    /* SIGPIPE as the process started with it */
+static int pipe_inherited_kept;
 
 void ddp_signals_note_activity(DdpActivity what, int64_t epoch, int64_t step)
 {
@@ -92,6 +94,12 @@ void ddp_signals_mark_stops(void)
 void ddp_signals_stopping(void)
 {
     stopping = 1;
+}
+
+void ddp_signals_pipe_as_inherited(void)
+{
+    if (pipe_inherited_kept)
+        sigaction(SIGPIPE, &pipe_inherited, NULL);
 }
 
 static void say(const char *line, size_t len)
@@ -203,7 +211,11 @@ void ddp_signals_install(const char *prog, int rank, int world, int launched, in
     }
     /* A pipe whose reader has ended (`./train | head -1`) would kill the
      * run, its work unsaved, at its next line: the write fails instead,
-     * and the reports stop (progress.c) while the training goes on. */
+     * and the reports stop (progress.c) while the training goes on. What
+     * the process inherited is kept for ddp_signals_pipe_as_inherited. */
+    if (!pipe_inherited_kept) {
+        pipe_inherited_kept = sigaction(SIGPIPE, NULL, &pipe_inherited) == 0;
+    }
     signal(SIGPIPE, SIG_IGN);
     /* our GPU launcher starts a rank with SIGUSR1 blocked (launcher.c), so
      * that a stop asked during its start-up waits for this handler */

@@ -16,7 +16,8 @@
  * every SIGTERM alone or under torchrun, srun or tcp://. A launcher passes a
  * stop asked of it on as SIGUSR1 (mpirun forwards SIGUSR1 to its ranks).
  *
- * SIGPIPE is ignored: a closed standard output does not end a run.
+ * SIGPIPE is ignored: a closed standard output does not end a training run
+ * (an evaluation takes it back as inherited: ddp_signals_pipe_as_inherited).
  *
  * The handlers only set flags, or write() a line and _exit: async-signal-safe.
  */
@@ -60,6 +61,11 @@ int ddp_signals_stop_asked(void);
  * launcher's SIGTERM now (mpirun ends the job when the first rank exits
  * with DDP_EXIT_STOPPED) ends it quietly, with that status. */
 void ddp_signals_stopping(void);
+
+/* SIGPIPE as the process inherited it, where ddp_signals_install ignored
+ * it: for a run with nothing to save (an evaluation), which a pipe whose
+ * reader ended then ends as it would any filter. */
+void ddp_signals_pipe_as_inherited(void);
 
 /* "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", else "a signal": the names of the
  * signals that stop a run, for handlers (static strings, no formatting). */

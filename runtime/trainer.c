@@ -52,7 +52,6 @@
 #include <errno.h>
 #include <fcntl.h>  // fcntl, open: hold_standard_streams
 #include <math.h>
-#include <signal.h>  // signal: a closed pipe ends an evaluation
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -823,7 +822,7 @@ static DdpStatus save_checkpoint(Trainer *t)
     t->saved_step = t->step;
     ddp_signals_note_activity(DDP_ACTIVITY_CHECKPOINTING, t->epoch, t->step);
     ddp_whereabouts_note(t->dist.whereabouts, t->step, "a checkpoint");
-    char why[320] = "", failure[1024] = "";
+    char why[320] = "", failure[DDP_ERROR_MESSAGE_LEN] = "";
     /* Every rank makes the all-reduce below, whatever it found here: one
      * that returned early would leave the others waiting in it. Its own
      * failure counts as a bad state, and is returned after. The stats are
@@ -1938,10 +1937,10 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
                         t->dist.topo.launch == DDP_LAUNCH_MPIRUN || t->dist.topo.launch == DDP_LAUNCH_SPAWN,
                         rank == 0 && !getenv(DDP_LAUNCHER_ENV));
     /* An evaluation has nothing to save: a pipe whose reader has ended
-     * (`| head`) ends it quietly, as any filter, not with an error (as it
-     * ends --predict, which starts no handlers) */
+     * (`| head`) ends it as it would any filter (as it ends --predict,
+     * which starts no handlers), and its printed result is its product */
     if (t->flags.eval_only)
-        signal(SIGPIPE, SIG_DFL);
+        ddp_signals_pipe_as_inherited();
     DDP_CHECK(share_global_batch(&t->cfg, world));
 
     DDP_CHECK(load_data(t));
@@ -1978,6 +1977,7 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
      * holds) have passed: a run refused there leaves an earlier log as it
      * was, even one that another run is still writing. */
     ddp_progress_init(&t->progress, t->prog, stdout, t->flags.quiet || rank != 0);
+    t->progress.out_is_result = t->flags.eval_only;
     DDP_CHECK(init_weights(t));
     DDP_CHECK(resume(t));
     if (!t->flags.eval_only) /* once the step a run resumes at is known */
@@ -2068,7 +2068,8 @@ static DdpStatus run(Trainer *t, int argc, char **argv)
         DDP_CHECK(evaluate_only(t));
         if (t->flags.export_path && rank == 0 && !t->stopped)
             DDP_CHECK(export_weights(t));
-        return ddp_progress_lost_records(&t->progress);
+        /* a stop keeps its own status, which a job script requeues on */
+        return t->stopped ? DDP_OK : ddp_progress_lost_records(&t->progress);
     }
     DDP_CHECK(train(t));
     if (ddp_device_is_gpu()) {

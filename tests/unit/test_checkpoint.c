@@ -427,10 +427,11 @@ static void test_failed_save_is_a_failure(void)
     test_remove_tmpdir(tmpdir);
 }
 
-/* A --log whose file stops taking records (here its size limit, as a disk
- * that fills): said, and the run trains on to its end and saves as it
- * would, its weights those of a run without the log; then exit 1, saying
- * why. (Stopping there lost the training since the last checkpoint.) */
+/* A --log (or --tensorboard) whose file stops taking records (here its size
+ * limit, as a disk that fills): said, and the run trains on to its end and
+ * saves as it would, its weights those of a run without the log; then exit
+ * 1, saying why. (Stopping there lost the training since the last
+ * checkpoint.) */
 static void test_full_log_trains_on(void)
 {
     setup();
@@ -446,11 +447,20 @@ static void test_full_log_trains_on(void)
     cap.rlim_max = was.rlim_max;
     void (*xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* a write past it fails (EFBIG), as on a full disk */
     CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_FSIZE, &cap), 0);
-    char *out = NULL;
+    char *out = NULL, *plotted = NULL;
     int rc = harness_run(net(), &out, "--data %s %s --save %s --log %s --export %s", data_dir, flags, path("ck"),
                          path("log.jsonl"), path("logged.st"));
+    int plotted_rc = harness_run(net(), &plotted, "--data %s %s --save %s --tensorboard %s --export %s", data_dir,
+                                 flags, path("ck_tb"), path("tb"), path("plotted.st"));
     setrlimit(RLIMIT_FSIZE, &was);
     signal(SIGXFSZ, xfsz);
+    /* --tensorboard's file the same */
+    CU_ASSERT_EQUAL(plotted_rc, 1);
+    CU_ASSERT(harness_has(plotted, ": cannot write the TensorBoard event file: File too large: the run goes on without "
+                                   "it, to end with status 1"));
+    CU_ASSERT(harness_has(plotted, ": the run went on without it to its end, and saved as it would"));
+    free(plotted);
+    CU_ASSERT(harness_same_tensors(path("whole.st"), path("plotted.st")));
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT(harness_has(out, "log.jsonl: cannot write the log: File too large: the run goes on without it, to end "
                                "with status 1"));
@@ -1512,6 +1522,10 @@ static char save_step(const char *dir, int64_t step, DdpStatus want)
 static void test_moved_directory(void)
 {
     setup();
+    /* Each process keeps only its own ends, so that a child gone shows as
+     * an end of file, not a hang; the children give up after a minute; a
+     * write to one gone fails here rather than kill the runner. */
+    void (*sigpipe_was)(int) = signal(SIGPIPE, SIG_IGN);
     int to_run[2], from_run[2];
     CU_ASSERT_EQUAL_FATAL(pipe(to_run), 0);
     CU_ASSERT_EQUAL_FATAL(pipe(from_run), 0);
@@ -1519,6 +1533,9 @@ static void test_moved_directory(void)
     pid_t run = fork();
     CU_ASSERT_FATAL(run >= 0);
     if (run == 0) { /* the run: a save at each word from the test */
+        alarm(60);
+        close(to_run[1]);
+        close(from_run[0]);
         char c = ddp_checkpoint_make_dir(ck, NULL) == DDP_OK && ddp_checkpoint_lock(net(), ck) == DDP_OK ? 'y' : 'n';
         for (int64_t step = 1; c != 'q'; step++) {
             c = c == 'y' || c == 'n' ? save_step(ck, step, c == 'n' ? DDP_BAD_INPUT : DDP_OK) : c;
@@ -1527,6 +1544,8 @@ static void test_moved_directory(void)
         }
         _exit(0);
     }
+    close(to_run[0]);
+    close(from_run[1]);
     char c = 0;
     CU_ASSERT(read(from_run[0], &c, 1) == 1 && c == 'y'); /* locked, step 1 saved */
     CU_ASSERT_EQUAL(rename(ck, path("ck.old")), 0);
@@ -1548,11 +1567,16 @@ static void test_moved_directory(void)
     CU_ASSERT_EQUAL_FATAL(pipe(release), 0);
     rival = fork();
     if (rival == 0) {
+        alarm(60);
+        close(held[0]);
+        close(release[1]);
         char r = ddp_checkpoint_make_dir(ck, NULL) == DDP_OK && ddp_checkpoint_lock(net(), ck) == DDP_OK ? 'y' : 'n';
         if (write(held[1], &r, 1) != 1 || read(release[0], &r, 1) != 1) /* holds it until the test says */
             _exit(2);
         _exit(0);
     }
+    close(held[1]);
+    close(release[0]);
     CU_ASSERT(read(held[0], &c, 1) == 1 && c == 'y');
     CU_ASSERT(write(to_run[1], "n", 1) == 1 && read(from_run[0], &c, 1) == 1 && c == 'y'); /* step 3 refused */
     CU_ASSERT(stat(path("ck/checkpoint-tiny-000000003.safetensors"), &st) != 0);
@@ -1560,12 +1584,11 @@ static void test_moved_directory(void)
     waitpid(rival, &ws, 0);
     waitpid(run, &ws, 0);
     CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
-    for (int i = 0; i < 2; i++) {
-        close(to_run[i]);
-        close(from_run[i]);
-        close(held[i]);
-        close(release[i]);
-    }
+    close(to_run[1]);
+    close(from_run[0]);
+    close(held[0]);
+    close(release[1]);
+    signal(SIGPIPE, sigpipe_was);
     test_remove_tmpdir(tmpdir);
 }
 
@@ -1583,7 +1606,8 @@ void suite_checkpoint(void)
         {"other settings, a weights file, another net: status 2, named", test_refused},
         {"--save moved away mid-run: the next save takes the new directory's lock, or fails where another run "
          "holds it", test_moved_directory},
-        {"a --log that fills its disk mid-run: trained to the end and saved as without it, then status 1, said",
+        {"a --log or --tensorboard that fills its disk mid-run: trained to the end and saved as without it, then "
+         "status 1, said",
          test_full_log_trains_on},
         {"the checksum covers weights and metadata; counts that would overflow are refused", test_checksum},
         {"the precision recorded, checked on resuming, in the checksum; none recorded is fp32", test_precision_recorded},
