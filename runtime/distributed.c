@@ -1014,7 +1014,11 @@ int ddp_dist_close(DdpDist *d, int failed)
     ddp_pg_set_whereabouts(NULL);
     ddp_whereabouts_close(d->whereabouts);
     d->whereabouts = NULL;
-    ddp_store_close_after(d->store, failed && !d->agreed_failure);
+    /* A collective that never finished (MPI's still runs) failed on the
+     * others too, or soon will: they then ask rank 0's store where the
+     * ranks were, so it serves them as after any end. (NCCL's abort does
+     * not say so; a GPU rank 0 stops serving at once.) */
+    ddp_store_close_after(d->store, failed && !d->agreed_failure && !running);
     d->store = NULL;
     return running;
 }
